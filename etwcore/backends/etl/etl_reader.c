@@ -1,0 +1,741 @@
+/* etl_reader.c — walks the buffers of .etl files and yields time-ordered records.
+ *
+ * Per file: the first buffer's first record (the logfile header) gives the clock; then every
+ * buffer header is indexed (offset, processor, sequence number, compression). Buffers are
+ * grouped into one stream per (file, processor), sorted by sequence number, and the streams
+ * are merged by record time with a binary heap. A stream holds one decoded buffer at a time,
+ * so memory is O(streams × buffer size), whatever the file size.
+ *
+ * Damage (truncated file, bad buffer header, bad record, failed decompression) never stops
+ * the other streams: everything readable is delivered, then etw_etl_reader_next returns -1
+ * with the first damage (file and offset) in the status. Every size read from the file is
+ * checked against the bytes actually there and against the limits in etl.h.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "etwcore/etl.h"
+
+#ifdef _WIN32
+#define etl_fseek _fseeki64
+#else
+#define etl_fseek fseeko
+#endif
+
+#define BH 0x48 /* WMI_BUFFER_HEADER size */
+
+static inline uint16_t rd16(const unsigned char *p) { return (uint16_t)(p[0] | p[1] << 8); }
+static inline uint32_t rd32(const unsigned char *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static inline uint64_t rd64(const unsigned char *p) { return rd32(p) | (uint64_t)rd32(p + 4) << 32; }
+
+struct bufent {
+  uint64_t off;
+  uint64_t seq;
+  uint32_t size;  /* on disk */
+  uint16_t cpu;
+  uint16_t flag;
+};
+
+struct efile {
+  struct etw_etl_info info;
+  char *path;
+  FILE *fp;                  /* or NULL for memory images */
+  const unsigned char *mem;
+  uint64_t size;
+  struct bufent *bufs;
+  uint32_t n_bufs;
+  int damaged;               /* index stopped early */
+  uint64_t damage_off;
+  char damage_msg[160];
+};
+
+struct stream {
+  uint32_t file;
+  uint16_t cpu;
+  uint32_t *bi;              /* buffer indices in this file, sorted by sequence */
+  uint32_t n_bi, next_bi;
+  unsigned char *pay;        /* current buffer's record payload */
+  uint32_t pay_len, pay_cap, pos;
+  uint64_t buf_off;
+  int64_t last_ts;
+  struct etw_rec rec;        /* current record (valid when has) */
+  int has;
+};
+
+struct etw_etl_reader {
+  struct efile *files;
+  uint32_t n_files;
+  struct stream *st;
+  uint32_t n_st;
+  uint32_t *heap;            /* stream indices */
+  uint32_t n_heap;
+  int started;
+  int last;                  /* stream of the last returned record, or -1 */
+  unsigned char *raw;        /* scratch for reading a buffer */
+  uint32_t raw_cap;
+  uint64_t done, total;
+  int err_set;
+  struct etw_status err;
+};
+
+static void set_damage(struct etw_etl_reader *r, uint32_t file, uint64_t off, const char *what) {
+  if (r->err_set) return;
+  r->err_set = 1;
+  etw_fail(&r->err, ETW_E_CORRUPT, NULL, "%s: corrupt or truncated at offset %llu (0x%llx): %s",
+           r->files[file].path, (unsigned long long)off, (unsigned long long)off, what);
+}
+
+struct etw_etl_reader *etw_etl_reader_new(void) {
+  struct etw_etl_reader *r = calloc(1, sizeof *r);
+  if (r) r->last = -1;
+  return r;
+}
+
+void etw_etl_reader_free(struct etw_etl_reader *r) {
+  if (!r) return;
+  for (uint32_t i = 0; i < r->n_files; i++) {
+    if (r->files[i].fp) fclose(r->files[i].fp);
+    free(r->files[i].path);
+    free(r->files[i].bufs);
+  }
+  for (uint32_t i = 0; i < r->n_st; i++) {
+    free(r->st[i].bi);
+    free(r->st[i].pay);
+  }
+  free(r->files);
+  free(r->st);
+  free(r->heap);
+  free(r->raw);
+  free(r);
+}
+
+/* Read @n bytes at @off of file @f into @dst; 0 on success. */
+static int fread_at(struct efile *f, uint64_t off, void *dst, size_t n) {
+  if (off > f->size || n > f->size - off) return -1;
+  if (f->mem) {
+    memcpy(dst, f->mem + off, n);
+    return 0;
+  }
+  if (etl_fseek(f->fp, (off_t)off, SEEK_SET)) return -1;
+  return fread(dst, 1, n, f->fp) == n ? 0 : -1;
+}
+
+static int ensure(unsigned char **p, uint32_t *cap, uint32_t need) {
+  if (need <= *cap) return 0;
+  uint32_t nc = *cap ? *cap : 65536;
+  while (nc < need) nc = nc > ETW_ETL_MAX_BUFFER / 2 ? ETW_ETL_MAX_BUFFER : nc * 2;
+  unsigned char *np = realloc(*p, nc);
+  if (!np) return -1;
+  *p = np;
+  *cap = nc;
+  return 0;
+}
+
+/* UTF-16LE (NUL-terminated within n bytes) → UTF-8 into out; returns bytes consumed incl. NUL. */
+static size_t utf16z_to_utf8(const unsigned char *s, size_t n, char *out, size_t cap) {
+  size_t i = 0, o = 0;
+  while (i + 1 < n) {
+    uint32_t c = rd16(s + i);
+    i += 2;
+    if (!c) break;
+    if (c >= 0xD800 && c < 0xDC00 && i + 1 < n) {
+      uint32_t c2 = rd16(s + i);
+      if (c2 >= 0xDC00 && c2 < 0xE000) {
+        c = 0x10000 + ((c - 0xD800) << 10) + (c2 - 0xDC00);
+        i += 2;
+      }
+    }
+    if (c >= 0xD800 && c < 0xE000) c = 0xFFFD;
+    char tmp[4];
+    size_t k;
+    if (c < 0x80) {
+      tmp[0] = (char)c;
+      k = 1;
+    } else if (c < 0x800) {
+      tmp[0] = (char)(0xC0 | c >> 6);
+      tmp[1] = (char)(0x80 | (c & 63));
+      k = 2;
+    } else if (c < 0x10000) {
+      tmp[0] = (char)(0xE0 | c >> 12);
+      tmp[1] = (char)(0x80 | ((c >> 6) & 63));
+      tmp[2] = (char)(0x80 | (c & 63));
+      k = 3;
+    } else {
+      tmp[0] = (char)(0xF0 | c >> 18);
+      tmp[1] = (char)(0x80 | ((c >> 12) & 63));
+      tmp[2] = (char)(0x80 | ((c >> 6) & 63));
+      tmp[3] = (char)(0x80 | (c & 63));
+      k = 4;
+    }
+    if (o + k < cap) {
+      memcpy(out + o, tmp, k);
+      o += k;
+    }
+  }
+  if (cap) out[o < cap ? o : cap - 1] = 0;
+  return i;
+}
+
+/* Raw clock → FILETIME (UTC 100 ns), exact integer arithmetic without 128-bit types. */
+static uint64_t to_filetime(const struct etw_etl_info *in, int64_t ts) {
+  uint64_t freq = in->perf_freq;
+  if (in->clock_type == 2) freq = 10000000;
+  else if (in->clock_type == 3) freq = (uint64_t)in->cpu_mhz * 1000000u;
+  if (!freq) freq = 10000000;
+  int neg = ts < in->t0;
+  uint64_t d = neg ? (uint64_t)in->t0 - (uint64_t)ts : (uint64_t)ts - (uint64_t)in->t0;
+  uint64_t q = d / freq, rem = d % freq, ticks;
+  if (freq == 10000000) {
+    ticks = d;
+  } else if (rem <= UINT64_MAX / 10000000u) {
+    ticks = q * 10000000u + rem * 10000000u / freq;
+  } else {
+    ticks = q * 10000000u + (uint64_t)((double)rem * 1e7 / (double)freq);
+  }
+  return neg ? in->start_time - ticks : in->start_time + ticks;
+}
+
+/* Parse the logfile header record at the start of buffer 0's payload. */
+static int parse_logfile_header(struct efile *f, const unsigned char *p, uint32_t n) {
+  if (n < 0x20) return -1;
+  uint32_t m = rd32(p);
+  unsigned type = (m >> 16) & 0xFF;
+  if ((m & 0xC0000000u) != 0xC0000000u || (type != 1 && type != 2) || rd16(p + 6) != 0) return -1;
+  uint32_t size = rd16(p + 4);
+  if (size > n || size < 0x20) return -1;
+  int is64 = type == 2;
+  const unsigned char *h = p + 0x20;
+  uint32_t hl = size - 0x20, need = is64 ? 0x118 : 0x110;
+  if (hl < need) return -1;
+  struct etw_etl_info *in = &f->info;
+  in->t0 = (int64_t)rd64(p + 0x10);
+  in->buffer_size = rd32(h);
+  in->version = rd32(h + 4);
+  in->provider_version = rd32(h + 8);
+  in->n_cpus = rd32(h + 0xC);
+  in->end_time = rd64(h + 0x10);
+  in->timer_resolution = rd32(h + 0x18);
+  in->max_file_size = rd32(h + 0x1C);
+  in->log_file_mode = rd32(h + 0x20);
+  in->buffers_written = rd32(h + 0x24);
+  in->start_buffers = rd32(h + 0x28);
+  in->pointer_size = rd32(h + 0x2C);
+  in->events_lost = rd32(h + 0x30);
+  in->cpu_mhz = rd32(h + 0x34);
+  uint32_t b = is64 ? 0x48 : 0x40; /* TimeZone */
+  in->tz_bias = (int32_t)rd32(h + b);
+  b += 176;
+  in->boot_time = rd64(h + b);
+  in->perf_freq = rd64(h + b + 8);
+  in->start_time = rd64(h + b + 16);
+  in->clock_type = rd32(h + b + 24);
+  in->buffers_lost = rd32(h + b + 28);
+  uint32_t s = need;
+  s += (uint32_t)utf16z_to_utf8(h + s, hl - s, in->logger_name, sizeof in->logger_name);
+  if (s < hl) utf16z_to_utf8(h + s, hl - s, in->log_file_name, sizeof in->log_file_name);
+  return 0;
+}
+
+/* Index the buffers of file @fi. */
+static enum etw_err index_file(struct etw_etl_reader *r, uint32_t fi, struct etw_status *st) {
+  struct efile *f = &r->files[fi];
+  unsigned char h[BH];
+  uint64_t off = 0;
+  uint32_t cap = 0;
+  while (off < f->size) {
+    if (f->size - off < BH) {
+      f->damaged = 1;
+      f->damage_off = off;
+      snprintf(f->damage_msg, sizeof f->damage_msg, "truncated buffer header (%llu bytes left)",
+               (unsigned long long)(f->size - off));
+      break;
+    }
+    if (fread_at(f, off, h, BH)) return etw_fail(st, ETW_E_IO, NULL, "%s: read error at %llu", f->path, (unsigned long long)off);
+    uint32_t bsize = rd32(h);
+    if (bsize == 0 && rd32(h + 0x30) == 0) break; /* preallocated, never written: end of data */
+    if (bsize < BH || bsize > ETW_ETL_MAX_BUFFER) {
+      f->damaged = 1;
+      f->damage_off = off;
+      snprintf(f->damage_msg, sizeof f->damage_msg, "bad buffer size %u", bsize);
+      break;
+    }
+    if (bsize > f->size - off) {
+      f->damaged = 1;
+      f->damage_off = off;
+      snprintf(f->damage_msg, sizeof f->damage_msg,
+               "buffer of %u bytes truncated (%llu bytes left)", bsize,
+               (unsigned long long)(f->size - off));
+      break;
+    }
+    if (f->n_bufs >= ETW_ETL_MAX_BUFFERS)
+      return etw_fail(st, ETW_E_LIMIT, NULL, "%s: more than %u buffers", f->path, ETW_ETL_MAX_BUFFERS);
+    if (f->n_bufs == cap) {
+      uint32_t nc = cap ? cap * 2 : 64;
+      struct bufent *nb = realloc(f->bufs, (size_t)nc * sizeof *nb);
+      if (!nb) return etw_fail(st, ETW_E_NOMEM, NULL, NULL);
+      f->bufs = nb;
+      cap = nc;
+    }
+    struct bufent *e = &f->bufs[f->n_bufs++];
+    e->off = off;
+    e->size = bsize;
+    e->seq = rd64(h + 0x18);
+    e->flag = rd16(h + 0x34);
+    e->cpu = (e->flag & 0x20) ? (rd16(h + 0x28) & 0x7FF) : h[0x28];
+    off += bsize;
+  }
+  r->total += f->size;
+  return ETW_E_OK;
+}
+
+static enum etw_err add_file(struct etw_etl_reader *r, const char *name, FILE *fp,
+                             const unsigned char *mem, uint64_t size, struct etw_status *st) {
+  if (r->started) {
+    if (fp) fclose(fp);
+    return etw_fail(st, ETW_E_STATE, NULL, "files must be added before reading");
+  }
+  if (r->n_files >= ETW_ETL_MAX_FILES) {
+    if (fp) fclose(fp);
+    return etw_fail(st, ETW_E_LIMIT, NULL, "at most %d files", ETW_ETL_MAX_FILES);
+  }
+  struct efile *nf = realloc(r->files, (r->n_files + 1) * sizeof *nf);
+  if (!nf) {
+    if (fp) fclose(fp);
+    return etw_fail(st, ETW_E_NOMEM, NULL, NULL);
+  }
+  r->files = nf;
+  struct efile *f = &r->files[r->n_files];
+  memset(f, 0, sizeof *f);
+  f->fp = fp;
+  f->mem = mem;
+  f->size = size;
+  f->path = strdup(name ? name : "(memory)");
+  if (!f->path) {
+    if (fp) fclose(fp);
+    return etw_fail(st, ETW_E_NOMEM, NULL, NULL);
+  }
+  f->info.path = f->path;
+  r->n_files++;
+  /* logfile header: first record of the first buffer (never compressed) */
+  unsigned char h[BH];
+  enum etw_err e = ETW_E_OK;
+  if (size < BH || fread_at(f, 0, h, BH)) {
+    e = etw_fail(st, ETW_E_CORRUPT, NULL, "%s: not an ETL file (shorter than a buffer header)", f->path);
+  } else {
+    uint32_t bsize = rd32(h), used = rd32(h + 0x30);
+    if (bsize < BH || bsize > ETW_ETL_MAX_BUFFER || used > bsize) used = bsize;
+    if (bsize < BH || bsize > ETW_ETL_MAX_BUFFER || bsize > size || used <= BH) {
+      e = etw_fail(st, ETW_E_CORRUPT, NULL, "%s: not an ETL file (bad first buffer header at offset 0)", f->path);
+    } else if (ensure(&r->raw, &r->raw_cap, bsize)) {
+      e = etw_fail(st, ETW_E_NOMEM, NULL, NULL);
+    } else if (fread_at(f, 0, r->raw, bsize)) {
+      e = etw_fail(st, ETW_E_IO, NULL, "%s: read error", f->path);
+    } else if (parse_logfile_header(f, r->raw + BH, used - BH)) {
+      e = etw_fail(st, ETW_E_CORRUPT, NULL, "%s: not an ETL file (no logfile header record at offset 0x48)", f->path);
+    } else {
+      f->info.compression = rd32(r->raw + 0x2C) & 0xFFFF;
+    }
+  }
+  if (!e) e = index_file(r, r->n_files - 1, st);
+  if (e) {
+    if (f->fp) fclose(f->fp);
+    free(f->path);
+    free(f->bufs);
+    r->n_files--;
+  }
+  return e;
+}
+
+enum etw_err etw_etl_reader_add_file(struct etw_etl_reader *r, const char *path,
+                                     struct etw_status *st) {
+  FILE *fp = fopen(path, "rb");
+  if (!fp) return etw_fail(st, errno == ENOENT ? ETW_E_NOT_FOUND : ETW_E_IO, NULL, "%s: %s", path, strerror(errno));
+  if (etl_fseek(fp, 0, SEEK_END)) {
+    fclose(fp);
+    return etw_fail(st, ETW_E_IO, NULL, "%s: cannot seek", path);
+  }
+#ifdef _WIN32
+  long long sz = _ftelli64(fp);
+#else
+  long long sz = (long long)ftello(fp);
+#endif
+  if (sz < 0) {
+    fclose(fp);
+    return etw_fail(st, ETW_E_IO, NULL, "%s: cannot get size", path);
+  }
+  return add_file(r, path, fp, NULL, (uint64_t)sz, st);
+}
+
+enum etw_err etw_etl_reader_add_mem(struct etw_etl_reader *r, const char *name, const void *data,
+                                    size_t len, struct etw_status *st) {
+  return add_file(r, name, NULL, data, len, st);
+}
+
+const struct etw_etl_info *etw_etl_reader_info(const struct etw_etl_reader *r, uint32_t i) {
+  return i < r->n_files ? &r->files[i].info : NULL;
+}
+
+void etw_etl_reader_progress(const struct etw_etl_reader *r, uint64_t *done, uint64_t *total) {
+  *done = r->done;
+  *total = r->total;
+}
+
+/* ---- streams */
+struct sortent {
+  uint64_t seq, off;
+  uint32_t idx;
+};
+static int cmp_sortent(const void *a, const void *b) {
+  const struct sortent *x = a, *y = b;
+  if (x->seq != y->seq) return x->seq < y->seq ? -1 : 1;
+  return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/* Sort a stream's buffer indices by (sequence number, file offset); thread-safe. */
+static int sort_stream(const struct efile *f, struct stream *s) {
+  struct sortent *t = malloc((s->n_bi ? s->n_bi : 1) * sizeof *t);
+  if (!t) return -1;
+  for (uint32_t i = 0; i < s->n_bi; i++) {
+    t[i].seq = f->bufs[s->bi[i]].seq;
+    t[i].off = f->bufs[s->bi[i]].off;
+    t[i].idx = s->bi[i];
+  }
+  qsort(t, s->n_bi, sizeof *t, cmp_sortent);
+  for (uint32_t i = 0; i < s->n_bi; i++) s->bi[i] = t[i].idx;
+  free(t);
+  return 0;
+}
+
+static enum etw_err build_streams(struct etw_etl_reader *r, struct etw_status *st) {
+  for (uint32_t fi = 0; fi < r->n_files; fi++) {
+    struct efile *f = &r->files[fi];
+    uint32_t first = r->n_st;
+    for (uint32_t b = 0; b < f->n_bufs; b++) {
+      uint16_t cpu = f->bufs[b].cpu;
+      struct stream *s = NULL;
+      for (uint32_t k = first; k < r->n_st; k++)
+        if (r->st[k].cpu == cpu) {
+          s = &r->st[k];
+          break;
+        }
+      if (!s) {
+        if (r->n_st >= ETW_ETL_MAX_STREAMS) return etw_fail(st, ETW_E_LIMIT, NULL, "too many processors");
+        struct stream *ns = realloc(r->st, (r->n_st + 1) * sizeof *ns);
+        if (!ns) return etw_fail(st, ETW_E_NOMEM, NULL, NULL);
+        r->st = ns;
+        s = &r->st[r->n_st++];
+        memset(s, 0, sizeof *s);
+        s->file = fi;
+        s->cpu = cpu;
+        s->last_ts = f->info.t0;
+      }
+      if ((s->n_bi & (s->n_bi - 1)) == 0 || s->n_bi == 0) {
+        uint32_t nc = s->n_bi ? s->n_bi * 2 : 8;
+        uint32_t *nb = realloc(s->bi, (size_t)nc * sizeof *nb);
+        if (!nb) return etw_fail(st, ETW_E_NOMEM, NULL, NULL);
+        s->bi = nb;
+      }
+      s->bi[s->n_bi++] = b;
+    }
+    for (uint32_t k = first; k < r->n_st; k++)
+      if (sort_stream(f, &r->st[k])) return etw_fail(st, ETW_E_NOMEM, NULL, NULL);
+    if (f->damaged) set_damage(r, fi, f->damage_off, f->damage_msg);
+  }
+  r->heap = malloc((r->n_st ? r->n_st : 1) * sizeof *r->heap);
+  if (!r->heap) return etw_fail(st, ETW_E_NOMEM, NULL, NULL);
+  return ETW_E_OK;
+}
+
+/* Load the next buffer of stream @s; 0 = loaded, 1 = no more buffers. Damage is recorded. */
+static int load_buffer(struct etw_etl_reader *r, struct stream *s) {
+  struct efile *f = &r->files[s->file];
+  while (s->next_bi < s->n_bi) {
+    const struct bufent *b = &f->bufs[s->bi[s->next_bi++]];
+    r->done += b->size;
+    if (ensure(&r->raw, &r->raw_cap, b->size) || fread_at(f, b->off, r->raw, b->size)) {
+      set_damage(r, s->file, b->off, "cannot read buffer");
+      continue;
+    }
+    s->buf_off = b->off;
+    s->pos = 0;
+    const unsigned char *h = r->raw;
+    uint32_t saved = rd32(h + 4), used = rd32(h + 0x30);
+    if (b->flag & 0x40) {
+      if (saved < BH || saved > ETW_ETL_MAX_BUFFER) {
+        set_damage(r, s->file, b->off, "bad uncompressed size of compressed buffer");
+        continue;
+      }
+      uint32_t outn = saved - BH;
+      if (ensure(&s->pay, &s->pay_cap, outn ? outn : 1)) {
+        set_damage(r, s->file, b->off, "out of memory");
+        continue;
+      }
+      long got;
+      if (f->info.compression == 4)
+        got = etw_xpress_huff_decompress(h + BH, b->size - BH, s->pay, outn);
+      else if (f->info.compression == 3 || f->info.compression == 0)
+        got = etw_xpress_decompress(h + BH, b->size - BH, s->pay, outn);
+      else {
+        set_damage(r, s->file, b->off, "unsupported compression format (only XPRESS and XPRESS Huffman)");
+        continue;
+      }
+      if (got < 0) {
+        set_damage(r, s->file, b->off, "malformed compressed buffer");
+        continue;
+      }
+      s->pay_len = (uint32_t)got; /* a short result still holds the records before the damage */
+      if ((uint32_t)got < outn) set_damage(r, s->file, b->off, "compressed buffer ends early");
+    } else {
+      if (used < BH || used > b->size) used = b->size; /* Offset is garbage: use everything */
+      uint32_t n = used - BH;
+      if (ensure(&s->pay, &s->pay_cap, n ? n : 1)) {
+        set_damage(r, s->file, b->off, "out of memory");
+        continue;
+      }
+      memcpy(s->pay, h + BH, n);
+      s->pay_len = n;
+    }
+    return 0;
+  }
+  return 1;
+}
+
+/* Parse the record at s->pay[s->pos]; 1 = got one, 0 = end of buffer, -1 = damage. */
+static int parse_record(struct etw_etl_reader *r, struct stream *s) {
+  const struct efile *f = &r->files[s->file];
+  uint32_t n = s->pay_len - s->pos;
+  if (n < 8) return 0;
+  const unsigned char *p = s->pay + s->pos;
+  uint32_t m = rd32(p);
+  if (m == 0xFFFFFFFFu) return 0;
+  struct etw_rec *rec = &s->rec;
+  memset(rec, 0, offsetof(struct etw_rec, ext));
+  rec->n_ext = 0;
+  rec->wpp_msg_number = rec->wpp_flags = 0;
+  rec->wpp_sequence = 0;
+  rec->file = &f->info;
+  rec->file_index = s->file;
+  rec->file_offset = s->buf_off;
+  rec->cpu = s->cpu;
+  uint32_t size, hdr;
+  if ((m & 0xC0000000u) == 0xC0000000u) {
+    unsigned type = (m >> 16) & 0xFF;
+    switch (type) {
+    case 0x01: case 0x02: case 0x03: case 0x04: { /* SYSTEM / COMPACT */
+      hdr = type <= 2 ? 0x20 : 0x18;
+      size = rd16(p + 4);
+      if (size < hdr || size > n) return -1;
+      uint16_t ver = rd16(p);
+      if (ver & 0x8000) hdr += 8;
+      hdr += ((ver >> 8) & 7) * 8;
+      if (hdr > size) return -1;
+      rec->kind = ETW_REC_SYSTEM;
+      rec->ptr_size = (type & 1) ? 4 : 8;
+      rec->hook_id = rd16(p + 6);
+      rec->tid = rd32(p + 8);
+      rec->pid = rd32(p + 0xC);
+      rec->timestamp = (int64_t)rd64(p + 0x10);
+      if (type <= 2) {
+        rec->kernel_time = rd32(p + 0x18);
+        rec->user_time = rd32(p + 0x1C);
+      }
+      rec->desc.version = (uint8_t)ver;
+      rec->desc.opcode = (uint8_t)rec->hook_id;
+      rec->desc.task = (uint16_t)(rec->hook_id >> 8);
+      break;
+    }
+    case 0x10: case 0x11: { /* PERFINFO */
+      hdr = 0x10;
+      size = rd16(p + 4);
+      if (size < hdr || size > n) return -1;
+      uint16_t ver = rd16(p);
+      if (ver & 0x8000) hdr += 8;
+      hdr += ((ver >> 8) & 7) * 8;
+      if (hdr > size) return -1;
+      rec->kind = ETW_REC_PERFINFO;
+      rec->ptr_size = type == 0x10 ? 4 : 8;
+      rec->hook_id = rd16(p + 6);
+      rec->tid = rec->pid = 0xFFFFFFFFu;
+      rec->timestamp = (int64_t)rd64(p + 8);
+      rec->desc.version = (uint8_t)ver;
+      rec->desc.opcode = (uint8_t)rec->hook_id;
+      rec->desc.task = (uint16_t)(rec->hook_id >> 8);
+      break;
+    }
+    case 0x0A: case 0x14: case 0x0B: case 0x15: { /* FULL / INSTANCE */
+      hdr = (type == 0x0A || type == 0x14) ? 0x30 : 0x48;
+      size = rd16(p);
+      if (size < hdr || size > n) return -1;
+      rec->kind = ETW_REC_CLASSIC;
+      rec->flags = ETW_EVH_CLASSIC_HEADER;
+      rec->ptr_size = (type == 0x0A || type == 0x0B) ? 4 : 8;
+      rec->desc.opcode = p[4];
+      rec->desc.level = p[5];
+      rec->desc.version = (uint8_t)rd16(p + 6);
+      rec->tid = rd32(p + 8);
+      rec->pid = rd32(p + 0xC);
+      rec->timestamp = (int64_t)rd64(p + 0x10);
+      memcpy(rec->provider_id, p + 0x18, 16);
+      rec->kernel_time = rd32(p + 0x28);
+      rec->user_time = rd32(p + 0x2C);
+      break;
+    }
+    case 0x12: case 0x13: { /* EVENT_HEADER */
+      hdr = 0x50;
+      size = rd16(p);
+      if (size < hdr || size > n) return -1;
+      rec->kind = ETW_REC_EVENT;
+      rec->ptr_size = type == 0x12 ? 4 : 8;
+      rec->flags = (uint16_t)(rd16(p + 4) | (type == 0x12 ? ETW_EVH_32_BIT_HEADER : ETW_EVH_64_BIT_HEADER));
+      rec->event_property = rd16(p + 6);
+      rec->tid = rd32(p + 8);
+      rec->pid = rd32(p + 0xC);
+      rec->timestamp = (int64_t)rd64(p + 0x10);
+      memcpy(rec->provider_id, p + 0x18, 16);
+      rec->desc.id = rd16(p + 0x28);
+      rec->desc.version = p[0x2A];
+      rec->desc.channel = p[0x2B];
+      rec->desc.level = p[0x2C];
+      rec->desc.opcode = p[0x2D];
+      rec->desc.task = rd16(p + 0x2E);
+      rec->desc.keyword = rd64(p + 0x30);
+      rec->kernel_time = rd32(p + 0x38);
+      rec->user_time = rd32(p + 0x3C);
+      memcpy(rec->activity_id, p + 0x40, 16);
+      if (rec->flags & ETW_EVH_EXTENDED_INFO) {
+        for (;;) {
+          if (size - hdr < 8) return -1;
+          const unsigned char *it = p + hdr;
+          uint32_t isz = rd16(it), dsz = rd16(it + 6);
+          if (isz < 8 || isz > size - hdr || dsz > isz - 8) return -1;
+          if (rec->n_ext < ETW_REC_MAX_EXT) {
+            struct etw_ext_item *x = &rec->ext[rec->n_ext++];
+            x->type = rd16(it + 2);
+            x->len = (uint16_t)dsz;
+            x->data = it + 8;
+          }
+          hdr += isz;
+          if (!(rd16(it + 4) & 1)) break;
+        }
+      }
+      break;
+    }
+    default:
+      return -1;
+    }
+  } else if ((m & 0xD0000000u) == 0x90000000u) { /* MESSAGE_TRACE_HEADER (WPP) */
+    size = rd16(p);
+    if (size < 8 || size > n) return -1;
+    uint16_t of = rd16(p + 6);
+    hdr = 8;
+    rec->kind = ETW_REC_WPP;
+    rec->flags = ETW_EVH_TRACE_MESSAGE;
+    rec->wpp_msg_number = rd16(p + 4);
+    rec->wpp_flags = of;
+    rec->ptr_size = (of & 0x40) ? 4 : (of & 0x80) ? 8 : (uint8_t)(f->info.pointer_size == 4 ? 4 : 8);
+    rec->tid = rec->pid = 0xFFFFFFFFu;
+    rec->timestamp = s->last_ts;
+    rec->desc.id = rec->wpp_msg_number;
+    if (of & 0x01) {
+      if (size - hdr < 4) return -1;
+      rec->wpp_sequence = rd32(p + hdr);
+      hdr += 4;
+    }
+    if (of & 0x02) {
+      if (size - hdr < 16) return -1;
+      memcpy(rec->provider_id, p + hdr, 16);
+      hdr += 16;
+    } else if (of & 0x04) {
+      if (size - hdr < 4) return -1;
+      rec->desc.task = (uint16_t)rd32(p + hdr); /* component id */
+      hdr += 4;
+    }
+    if (of & 0x18) {
+      if (size - hdr < 8) return -1;
+      rec->timestamp = (int64_t)rd64(p + hdr);
+      hdr += 8;
+    }
+    if (of & 0x20) {
+      if (size - hdr < 8) return -1;
+      rec->tid = rd32(p + hdr);
+      rec->pid = rd32(p + hdr + 4);
+      hdr += 8;
+    }
+  } else {
+    return -1;
+  }
+  rec->user_data = p + hdr;
+  rec->user_len = size - hdr;
+  rec->filetime = to_filetime(&f->info, rec->timestamp);
+  s->last_ts = rec->timestamp;
+  s->pos += (size + 7) & ~7u;
+  if (s->pos > s->pay_len) s->pos = s->pay_len;
+  return 1;
+}
+
+/* Advance stream @s to its next record; 1 = has one, 0 = exhausted. */
+static int advance(struct etw_etl_reader *r, struct stream *s) {
+  for (;;) {
+    if (s->pay_len) {
+      int k = parse_record(r, s);
+      if (k == 1) return s->has = 1;
+      if (k < 0) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "bad record at payload offset 0x%x of the buffer", (unsigned)s->pos + BH);
+        set_damage(r, s->file, s->buf_off, msg);
+      }
+      s->pay_len = 0;
+    }
+    if (load_buffer(r, s)) return s->has = 0;
+  }
+}
+
+static int before(const struct etw_etl_reader *r, uint32_t a, uint32_t b) {
+  const struct etw_rec *x = &r->st[a].rec, *y = &r->st[b].rec;
+  if (x->filetime != y->filetime) return x->filetime < y->filetime;
+  if (r->st[a].file == r->st[b].file && x->timestamp != y->timestamp) return x->timestamp < y->timestamp;
+  return a < b;
+}
+
+static void sift_down(struct etw_etl_reader *r, uint32_t i) {
+  for (;;) {
+    uint32_t l = 2 * i + 1, m = i;
+    if (l < r->n_heap && before(r, r->heap[l], r->heap[m])) m = l;
+    if (l + 1 < r->n_heap && before(r, r->heap[l + 1], r->heap[m])) m = l + 1;
+    if (m == i) return;
+    uint32_t t = r->heap[i];
+    r->heap[i] = r->heap[m];
+    r->heap[m] = t;
+    i = m;
+  }
+}
+
+int etw_etl_reader_next(struct etw_etl_reader *r, struct etw_rec *rec, struct etw_status *st) {
+  if (!r->started) {
+    r->started = 1;
+    if (build_streams(r, st)) return -1;
+    for (uint32_t i = 0; i < r->n_st; i++)
+      if (advance(r, &r->st[i])) r->heap[r->n_heap++] = i;
+    for (uint32_t i = r->n_heap / 2; i-- > 0;) sift_down(r, i);
+  } else if (r->last >= 0) {
+    struct stream *s = &r->st[r->last];
+    if (!advance(r, s)) r->heap[0] = r->heap[--r->n_heap];
+    sift_down(r, 0);
+    r->last = -1;
+  }
+  if (!r->n_heap) {
+    if (r->err_set) {
+      if (st) *st = r->err;
+      return -1;
+    }
+    return 0;
+  }
+  uint32_t top = r->heap[0];
+  r->last = (int)top;
+  *rec = r->st[top].rec;
+  return 1;
+}
