@@ -1,0 +1,422 @@
+/* dec_core.c — the decoder object: provider registry, dispatch by record kind, the System
+ * block, and the Undecoded fallback (header + reason + base64 payload; nothing is dropped).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decode.h"
+
+#define ICACHE 1024
+
+struct icache_ent {
+  uint64_t h;
+  const char *s;
+};
+static _Thread_local struct icache_ent icache[ICACHE];
+
+/* Interned copy of s[0..n), cached per thread (etw_intern takes a global lock). */
+static const char *intern_n(const char *s, size_t n) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+  struct icache_ent *e = &icache[h & (ICACHE - 1)];
+  if (e->s && e->h == h && strlen(e->s) == n && !memcmp(e->s, s, n)) return e->s;
+  char buf[512];
+  if (n >= sizeof buf) n = sizeof buf - 1;
+  memcpy(buf, s, n);
+  buf[n] = 0;
+  for (size_t i = 0; i < n; i++)
+    if (!buf[i]) buf[i] = '?';
+  e->h = h;
+  e->s = etw_intern(buf);
+  return e->s;
+}
+
+/* ---- registry */
+static uint32_t guid_hash(const unsigned char g[16]) { return d_rd32(g) ^ d_rd32(g + 4) ^ d_rd32(g + 8) ^ d_rd32(g + 12); }
+
+struct dec_provider *dec_provider_get(struct etw_decoder *d, const unsigned char guid[16], int create) {
+  if (d->prov_cap) {
+    uint32_t i = guid_hash(guid) & (d->prov_cap - 1);
+    while (d->prov[i]) {
+      if (!memcmp(d->prov[i]->guid, guid, 16)) return d->prov[i];
+      i = (i + 1) & (d->prov_cap - 1);
+    }
+  }
+  if (!create || d->n_prov >= DEC_MAX_PROVIDERS) return NULL;
+  if ((d->n_prov + 1) * 2 > d->prov_cap) {
+    uint32_t nc = d->prov_cap ? d->prov_cap * 2 : 64;
+    struct dec_provider **nt = calloc(nc, sizeof *nt);
+    if (!nt) return NULL;
+    for (uint32_t k = 0; k < d->prov_cap; k++) {
+      if (!d->prov[k]) continue;
+      uint32_t j = guid_hash(d->prov[k]->guid) & (nc - 1);
+      while (nt[j]) j = (j + 1) & (nc - 1);
+      nt[j] = d->prov[k];
+    }
+    free(d->prov);
+    d->prov = nt;
+    d->prov_cap = nc;
+  }
+  struct dec_provider *p = calloc(1, sizeof *p);
+  if (!p) return NULL;
+  memcpy(p->guid, guid, 16);
+  uint32_t j = guid_hash(guid) & (d->prov_cap - 1);
+  while (d->prov[j]) j = (j + 1) & (d->prov_cap - 1);
+  d->prov[j] = p;
+  d->n_prov++;
+  return p;
+}
+
+static uint32_t ev_hash(uint16_t id, uint8_t v) { return ((uint32_t)id * 2654435761u) ^ v; }
+
+struct dec_event *dec_event_find(struct dec_provider *p, uint16_t id, uint8_t version) {
+  if (!p->ev_cap) return NULL;
+  uint32_t i = ev_hash(id, version) & (p->ev_cap - 1);
+  while (p->ev[i]) {
+    if (p->ev[i]->id == id && p->ev[i]->version == version) return p->ev[i];
+    i = (i + 1) & (p->ev_cap - 1);
+  }
+  return NULL;
+}
+
+void dec_map_free(struct dec_map *m) {
+  if (!m) return;
+  for (uint32_t i = 0; i < m->n; i++) free(m->str[i]);
+  free(m->str);
+  free(m->val);
+  free(m->name);
+  free(m);
+}
+
+void dec_event_free(struct dec_event *e) {
+  if (!e) return;
+  for (uint32_t i = 0; i < e->nf; i++) free(e->f[i].name);
+  free(e->f);
+  free(e);
+}
+
+int dec_event_add(struct dec_provider *p, struct dec_event *e) {
+  if (p->ev_cap) {
+    uint32_t i = ev_hash(e->id, e->version) & (p->ev_cap - 1);
+    while (p->ev[i]) {
+      if (p->ev[i]->id == e->id && p->ev[i]->version == e->version) {
+        dec_event_free(p->ev[i]);
+        p->ev[i] = e;
+        return 0;
+      }
+      i = (i + 1) & (p->ev_cap - 1);
+    }
+  }
+  if (p->n_ev >= DEC_MAX_EVENTS) {
+    dec_event_free(e);
+    return -1;
+  }
+  if ((p->n_ev + 1) * 2 > p->ev_cap) {
+    uint32_t nc = p->ev_cap ? p->ev_cap * 2 : 32;
+    struct dec_event **nt = calloc(nc, sizeof *nt);
+    if (!nt) {
+      dec_event_free(e);
+      return -1;
+    }
+    for (uint32_t k = 0; k < p->ev_cap; k++) {
+      if (!p->ev[k]) continue;
+      uint32_t j = ev_hash(p->ev[k]->id, p->ev[k]->version) & (nc - 1);
+      while (nt[j]) j = (j + 1) & (nc - 1);
+      nt[j] = p->ev[k];
+    }
+    free(p->ev);
+    p->ev = nt;
+    p->ev_cap = nc;
+  }
+  uint32_t j = ev_hash(e->id, e->version) & (p->ev_cap - 1);
+  while (p->ev[j]) j = (j + 1) & (p->ev_cap - 1);
+  p->ev[j] = e;
+  p->n_ev++;
+  return 0;
+}
+
+struct etw_decoder *etw_decoder_new(const char *manifest_dir) {
+  struct etw_decoder *d = calloc(1, sizeof *d);
+  if (!d) return NULL;
+  if (manifest_dir && *manifest_dir) {
+    d->manifest_dir = strdup(manifest_dir);
+    if (!d->manifest_dir) {
+      free(d);
+      return NULL;
+    }
+  }
+  return d;
+}
+
+void etw_decoder_free(struct etw_decoder *d) {
+  if (!d) return;
+  for (uint32_t i = 0; i < d->prov_cap; i++) {
+    struct dec_provider *p = d->prov[i];
+    if (!p) continue;
+    for (uint32_t k = 0; k < p->ev_cap; k++) dec_event_free(p->ev[k]);
+    for (uint32_t k = 0; k < p->n_maps; k++) dec_map_free(p->maps[k]);
+    free(p->maps);
+    free(p->ev);
+    free(p->es_buf);
+    free(p);
+  }
+  free(d->prov);
+  free(d->manifest_dir);
+  free(d);
+}
+
+/* ---- names */
+static const unsigned char KTC_METADATA[16] = {0xc1, 0xf6, 0xcc, 0xbb, 0xd1, 0x6c, 0xc4, 0x48,
+                                               0x80, 0xff, 0x83, 0x94, 0x82, 0xe3, 0x76, 0x71};
+
+struct names {
+  const char *prov, *name, *task, *opcode;
+  struct dec_provider *p;
+  struct dec_event *e;
+  int tl;
+};
+
+static void guid_name(char out[39], const unsigned char g[16]) { etw_format_guid(out, g); }
+
+static void resolve(struct etw_decoder *d, const struct etw_rec *r, struct names *n) {
+  memset(n, 0, sizeof *n);
+  char buf[300];
+  if (r->kind == ETW_REC_EVENT) {
+    const char *pn, *en;
+    size_t pl, el;
+    if (r->n_ext && dec_tl_names(r, &pn, &pl, &en, &el) == 2) {
+      n->tl = 1;
+      n->prov = pn ? intern_n(pn, pl) : NULL;
+      n->name = intern_n(en, el);
+      if (!n->prov) {
+        guid_name(buf, r->provider_id);
+        n->prov = intern_n(buf, strlen(buf));
+      }
+      n->p = dec_provider_get(d, r->provider_id, 1);
+      if (n->p && !n->p->name) {
+        n->p->name = n->prov;
+        n->p->source = "tracelogging";
+      }
+      return;
+    }
+    struct dec_provider *p = dec_provider_get(d, r->provider_id, 0);
+    if ((!p || !p->n_ev) && !d->manifests_scanned && d->manifest_dir) {
+      d->manifests_scanned = 1;
+      dec_manifest_scan_dir(d, d->manifest_dir);
+      p = dec_provider_get(d, r->provider_id, 0);
+    }
+    n->p = p;
+    if (p && p->name) n->prov = p->name;
+    else {
+      guid_name(buf, r->provider_id);
+      n->prov = intern_n(buf, strlen(buf));
+    }
+    if (r->desc.id == 0xFFFE && r->desc.opcode == 254) {
+      n->name = intern_n("ManifestData", 12);
+      return;
+    }
+    if (p) n->e = dec_event_find(p, r->desc.id, r->desc.version);
+    if (n->e) {
+      n->name = n->e->name;
+      n->task = n->e->task_name;
+      n->opcode = n->e->opcode_name;
+    } else {
+      int k = snprintf(buf, sizeof buf, "EventID(%u)", r->desc.id);
+      n->name = intern_n(buf, (size_t)k);
+    }
+    return;
+  }
+  if (r->kind == ETW_REC_WPP) {
+    guid_name(buf, r->provider_id);
+    n->prov = intern_n(buf, strlen(buf));
+    int k = snprintf(buf, sizeof buf, "Message(%u)", r->wpp_msg_number);
+    n->name = intern_n(buf, (size_t)k);
+    return;
+  }
+  /* kernel and classic */
+  const char *t = NULL, *o = NULL;
+  int known = dec_mof_names(r, &t, &o);
+  if (r->kind == ETW_REC_CLASSIC && known == 2) {
+    n->prov = intern_n("KernelTraceControl", 18);
+  } else if (r->kind == ETW_REC_CLASSIC && known != 1) {
+    guid_name(buf, r->provider_id);
+    n->prov = intern_n(buf, strlen(buf));
+  } else {
+    n->prov = intern_n("Windows Kernel", 14);
+  }
+  if (t && o && *o) {
+    int k = snprintf(buf, sizeof buf, "%s/%s", t, o);
+    n->name = intern_n(buf, (size_t)k);
+  } else if (t) {
+    n->name = intern_n(t, strlen(t));
+  } else {
+    int k = snprintf(buf, sizeof buf, "Opcode(%u)", r->desc.opcode);
+    n->name = intern_n(buf, (size_t)k);
+  }
+  n->task = t ? intern_n(t, strlen(t)) : NULL;
+  n->opcode = o && *o ? intern_n(o, strlen(o)) : NULL;
+}
+
+void etw_decoder_names(struct etw_decoder *d, const struct etw_rec *r, const char **provider,
+                       const char **name) {
+  struct names n;
+  if (r->kind == ETW_REC_EVENT && r->desc.id == 0xFFFE && r->desc.opcode == 254) dec_eventsource_chunk(d, r);
+  if (r->kind == ETW_REC_CLASSIC && !memcmp(r->provider_id, KTC_METADATA, 16)) dec_eventinfo(d, r);
+  resolve(d, r, &n);
+  *provider = n.prov;
+  *name = n.name;
+}
+
+/* ---- writing */
+static int write_manifest_event(struct etw_jw *w, const struct etw_rec *r, const struct names *n,
+                                const char **why) {
+  if (r->flags & ETW_EVH_STRING_ONLY) {
+    etw_jw_lit(w, "\"String\":");
+    etw_jw_str16(w, r->user_data, r->user_len / 2);
+    return 0;
+  }
+  if (!n->e) {
+    *why = n->p ? "no schema for this event id/version in the provider's manifest"
+                : "no schema for this provider (add its manifest to the manifests directory)";
+    return -1;
+  }
+  if (!n->e->has_template) {
+    if (r->user_len == 0) return 0;
+    *why = "the manifest has no template for this event";
+    return -1;
+  }
+  return dec_fields_write(w, n->e, r->user_data, r->user_len, r->ptr_size, why);
+}
+
+static int write_es_manifest(struct etw_jw *w, const struct etw_rec *r) {
+  const unsigned char *p = r->user_data;
+  if (r->user_len < 8) return -1;
+  etw_jw_lit(w, "\"Format\":");
+  etw_jw_u64(w, p[0]);
+  etw_jw_lit(w, ",\"MajorVersion\":");
+  etw_jw_u64(w, p[1]);
+  etw_jw_lit(w, ",\"MinorVersion\":");
+  etw_jw_u64(w, p[2]);
+  etw_jw_lit(w, ",\"Magic\":");
+  etw_jw_u64(w, p[3]);
+  etw_jw_lit(w, ",\"TotalChunks\":");
+  etw_jw_u64(w, d_rd16(p + 4));
+  etw_jw_lit(w, ",\"ChunkNumber\":");
+  etw_jw_u64(w, d_rd16(p + 6));
+  etw_jw_lit(w, ",\"Data\":");
+  etw_jw_str(w, (const char *)p + 8, r->user_len - 8);
+  return 0;
+}
+
+static int write_wpp(struct etw_jw *w, const struct etw_rec *r) {
+  etw_jw_lit(w, "\"MessageNumber\":");
+  etw_jw_u64(w, r->wpp_msg_number);
+  if (r->wpp_flags & 1) {
+    etw_jw_lit(w, ",\"SequenceNumber\":");
+    etw_jw_u64(w, r->wpp_sequence);
+  }
+  if (r->wpp_flags & 4) {
+    etw_jw_lit(w, ",\"ComponentID\":");
+    etw_jw_u64(w, r->desc.task);
+  }
+  etw_jw_lit(w, ",\"Arguments\":");
+  etw_jw_base64(w, r->user_data, r->user_len);
+  return 0;
+}
+
+int etw_decoder_write(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
+                      struct etw_evref *ref) {
+  struct names n;
+  int is_es = r->kind == ETW_REC_EVENT && r->desc.id == 0xFFFE && r->desc.opcode == 254;
+  int is_ktc = r->kind == ETW_REC_CLASSIC && !memcmp(r->provider_id, KTC_METADATA, 16);
+  if (is_es) dec_eventsource_chunk(d, r);
+  if (is_ktc) dec_eventinfo(d, r);
+  resolve(d, r, &n);
+  struct etw_sys s;
+  memset(&s, 0, sizeof s);
+  s.provider = n.prov;
+  s.provider_guid = r->kind == ETW_REC_SYSTEM || r->kind == ETW_REC_PERFINFO ? dec_mof_guid(r) : r->provider_id;
+  s.event_id = r->desc.id;
+  s.version = r->desc.version;
+  s.level = r->desc.level;
+  s.task = r->kind == ETW_REC_EVENT || r->kind == ETW_REC_WPP ? r->desc.task : 0;
+  s.opcode = r->desc.opcode;
+  s.keywords = r->desc.keyword;
+  s.filetime = r->filetime ? r->filetime : 1;
+  s.event_name = n.name;
+  s.task_name = n.task;
+  s.opcode_name = n.opcode;
+  s.pid = r->pid == 0xFFFFFFFFu ? -1 : (int64_t)r->pid;
+  s.tid = r->tid == 0xFFFFFFFFu ? -1 : (int64_t)r->tid;
+  s.cpu = r->cpu;
+  static const unsigned char zero[16];
+  if (r->kind == ETW_REC_EVENT && memcmp(r->activity_id, zero, 16)) s.activity_id = r->activity_id;
+  for (uint16_t i = 0; i < r->n_ext; i++)
+    if (r->ext[i].type == ETW_EXT_RELATED_ACTIVITYID && r->ext[i].len >= 16) s.related_activity_id = r->ext[i].data;
+  etw_event_write_system(w, &s);
+  size_t mark = w->len;
+  etw_jw_lit(w, ",\"EventData\":{");
+  const char *why = "unknown event";
+  int rc;
+  if (r->kind == ETW_REC_EVENT) {
+    if (n.tl) rc = dec_tl_write(w, r, &why);
+    else if (is_es) rc = write_es_manifest(w, r);
+    else rc = write_manifest_event(w, r, &n, &why);
+  } else if (r->kind == ETW_REC_WPP) {
+    rc = write_wpp(w, r);
+  } else {
+    rc = dec_mof_write(w, r, &why) == 1 ? 0 : -1;
+  }
+  if (n.p) n.p->seen++;
+  if (rc == 0 && !w->err) {
+    etw_jw_lit(w, "}}");
+    d->decoded++;
+  } else {
+    etw_jw_truncate(w, mark);
+    etw_jw_lit(w, ",\"Undecoded\":{\"Reason\":");
+    etw_jw_cs(w, w->err ? "event too large" : why);
+    etw_jw_lit(w, ",\"Payload\":");
+    etw_jw_base64(w, r->user_data, r->user_len);
+    etw_jw_lit(w, "}}");
+    d->undecoded++;
+    rc = -1;
+  }
+  if (ref) {
+    memset(ref, 0, sizeof *ref);
+    ref->provider = n.prov;
+    ref->name = n.name;
+    uint64_t ft = r->filetime;
+    ref->ts_ns = ((int64_t)ft - 116444736000000000LL) * 100;
+    ref->pid = r->pid;
+    ref->tid = r->tid;
+    ref->event_id = r->desc.id;
+    ref->level = r->desc.level;
+    ref->cpu = (uint8_t)r->cpu;
+  }
+  return rc == 0;
+}
+
+void etw_decoder_providers_json(struct etw_decoder *d, const char *q, struct etw_jw *w) {
+  etw_jw_ch(w, '[');
+  int first = 1;
+  for (uint32_t i = 0; i < d->prov_cap; i++) {
+    struct dec_provider *p = d->prov[i];
+    if (!p || !p->name) continue;
+    if (q && *q && !strstr(p->name, q)) continue;
+    if (!first) etw_jw_ch(w, ',');
+    first = 0;
+    etw_jw_lit(w, "{\"name\":");
+    etw_jw_cs(w, p->name);
+    etw_jw_lit(w, ",\"guid\":");
+    etw_jw_guid(w, p->guid);
+    etw_jw_lit(w, ",\"events\":");
+    etw_jw_u64(w, p->n_ev);
+    etw_jw_lit(w, ",\"source\":");
+    etw_jw_cs(w, p->source ? p->source : "");
+    etw_jw_lit(w, ",\"seen\":");
+    etw_jw_u64(w, p->seen);
+    etw_jw_ch(w, '}');
+  }
+  etw_jw_ch(w, ']');
+}

@@ -1,0 +1,784 @@
+/* dec_man.c — manifest-based events: instrumentation manifest XML (files in the manifests
+ * directory, and .NET EventSource manifests carried in the stream as event 0xFFFE), and the
+ * template walker that renders their payloads.
+ *
+ * The XML reader is a small bounded tokenizer (elements, attributes, comments, CDATA, PIs) —
+ * enough for manifests, not a general XML parser. Names follow TraceEvent: an event's name is
+ * "<task>/<opcode>" using the task/opcode message strings when present, else their names; the
+ * Info opcode is omitted; without a task the event symbol is used.
+ */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "decode.h"
+
+/* ---- template walker */
+int dec_fields_write(struct etw_jw *w, const struct dec_event *e, const unsigned char *p, size_t n,
+                     int ptr_size, const char **why) {
+  uint64_t vals[DEC_MAX_FIELDS];
+  size_t pos = 0;
+  uint32_t i = 0;
+  int first = 1;
+  while (i < e->nf) {
+    const struct dec_field *f = &e->f[i];
+    vals[i] = 0;
+    if (pos >= n && f->in != 24) { /* trailing fields absent (older version) */
+      i++;
+      continue;
+    }
+    if (!first) etw_jw_ch(w, ',');
+    first = 0;
+    etw_jw_cs(w, f->name);
+    etw_jw_ch(w, ':');
+    long cnt = f->count;
+    if (f->count_ref >= 0) cnt = (long)vals[f->count_ref];
+    long len = f->len;
+    if (f->len_ref >= 0) len = (long)vals[f->len_ref];
+    if (cnt < 0 || cnt > DEC_MAX_ARRAY || len > (long)n) {
+      *why = "array count or length out of range";
+      return -1;
+    }
+    if (f->in == 24) { /* struct: members follow */
+      uint32_t m = f->members;
+      if (i + 1 + m > e->nf) {
+        *why = "bad struct";
+        return -1;
+      }
+      struct dec_event sub = *e;
+      sub.f = (struct dec_field *)&e->f[i + 1];
+      sub.nf = m;
+      etw_jw_ch(w, '[');
+      for (long k = 0; k < cnt; k++) {
+        if (k) etw_jw_ch(w, ',');
+        /* members are rendered with their own offsets advanced inside */
+        etw_jw_ch(w, '{');
+        size_t before = pos;
+        /* render member fields sequentially from pos */
+        uint32_t j = 0;
+        int mf = 1;
+        while (j < m) {
+          const struct dec_field *g = &sub.f[j];
+          if (!mf) etw_jw_ch(w, ',');
+          mf = 0;
+          etw_jw_cs(w, g->name);
+          etw_jw_ch(w, ':');
+          long kk = dec_value(w, g->in, g->out, p + pos, n - pos, g->len, ptr_size, DV_MANIFEST, NULL);
+          if (kk < 0) {
+            *why = "payload shorter than the struct template";
+            return -1;
+          }
+          pos += (size_t)kk;
+          j++;
+        }
+        etw_jw_ch(w, '}');
+        if (pos == before && m) break;
+        if (w->err) return -1;
+      }
+      etw_jw_ch(w, ']');
+      i += 1 + m;
+      continue;
+    }
+    if (f->is_array) etw_jw_ch(w, '[');
+    long reps = f->is_array ? cnt : 1;
+    for (long k = 0; k < reps; k++) {
+      if (k) etw_jw_ch(w, ',');
+      long kk = dec_value(w, f->in, f->out, p + pos, n - pos, len, ptr_size, DV_MANIFEST, &vals[i]);
+      if (kk < 0) {
+        *why = "payload shorter than the template";
+        return -1;
+      }
+      if (f->map && !f->is_array) {
+        /* the raw value was written; add the rendered map text beside it */
+        const struct dec_map *m = f->map;
+        uint64_t v = vals[i];
+        for (uint32_t q = 0; q < m->n; q++) {
+          if (m->bitmap ? 0 : m->val[q] == v) {
+            etw_jw_lit(w, ",");
+            etw_jw_cs(w, f->name);
+            w->len--; /* reopen the quoted key to append the suffix */
+            etw_jw_lit(w, "Name\":");
+            etw_jw_cs(w, m->str[q]);
+            break;
+          }
+        }
+      }
+      pos += (size_t)kk;
+      if (w->err) return -1;
+    }
+    if (f->is_array) etw_jw_ch(w, ']');
+    i++;
+  }
+  return 0;
+}
+
+/* ---- XML tokenizer */
+struct xattr {
+  const char *name, *val;
+  size_t nl, vl;
+};
+struct xtag {
+  const char *name;
+  size_t nl;
+  struct xattr a[24];
+  int na;
+  int close, selfclose;
+};
+
+/* Next tag at or after *pos; returns 1, or 0 at end / malformed. Text between tags is skipped. */
+static int next_tag(const char *s, size_t n, size_t *pos, struct xtag *t) {
+  size_t i = *pos;
+  for (;;) {
+    const char *lt = i < n ? memchr(s + i, '<', n - i) : NULL;
+    if (!lt) return 0;
+    i = (size_t)(lt - s);
+    if (n - i >= 4 && !memcmp(s + i, "<!--", 4)) {
+      const char *e = NULL;
+      for (size_t k = i + 4; k + 2 < n; k++)
+        if (s[k] == '-' && s[k + 1] == '-' && s[k + 2] == '>') {
+          e = s + k;
+          break;
+        }
+      if (!e) return 0;
+      i = (size_t)(e - s) + 3;
+      continue;
+    }
+    if (n - i >= 9 && !memcmp(s + i, "<![CDATA[", 9)) {
+      size_t k = i + 9;
+      while (k + 2 < n && !(s[k] == ']' && s[k + 1] == ']' && s[k + 2] == '>')) k++;
+      i = k + 3;
+      continue;
+    }
+    if (i + 1 < n && (s[i + 1] == '?' || s[i + 1] == '!')) {
+      const char *e = memchr(s + i, '>', n - i);
+      if (!e) return 0;
+      i = (size_t)(e - s) + 1;
+      continue;
+    }
+    break;
+  }
+  i++;
+  memset(t, 0, sizeof *t);
+  if (i < n && s[i] == '/') {
+    t->close = 1;
+    i++;
+  }
+  size_t b = i;
+  while (i < n && s[i] != ' ' && s[i] != '>' && s[i] != '/' && s[i] != '\t' && s[i] != '\r' && s[i] != '\n') i++;
+  t->name = s + b;
+  t->nl = i - b;
+  /* strip namespace prefix */
+  const char *c = memchr(t->name, ':', t->nl);
+  if (c) {
+    t->nl -= (size_t)(c + 1 - t->name);
+    t->name = c + 1;
+  }
+  for (;;) {
+    while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r' || s[i] == '\n')) i++;
+    if (i >= n) return 0;
+    if (s[i] == '>') {
+      i++;
+      break;
+    }
+    if (s[i] == '/') {
+      t->selfclose = 1;
+      i++;
+      continue;
+    }
+    size_t ab = i;
+    while (i < n && s[i] != '=' && s[i] != '>' && s[i] != ' ') i++;
+    if (i >= n || s[i] != '=') {
+      if (i < n && s[i] != '>') i++;
+      continue;
+    }
+    size_t al = i - ab;
+    i++;
+    if (i >= n || (s[i] != '"' && s[i] != '\'')) return 0;
+    char q = s[i++];
+    const char *e = memchr(s + i, q, n - i);
+    if (!e) return 0;
+    if (t->na < 24) {
+      struct xattr *a = &t->a[t->na++];
+      a->name = s + ab;
+      a->nl = al;
+      a->val = s + i;
+      a->vl = (size_t)(e - (s + i));
+    }
+    i = (size_t)(e - s) + 1;
+  }
+  *pos = i;
+  return 1;
+}
+
+static int tag_is(const struct xtag *t, const char *name) {
+  return t->nl == strlen(name) && !memcmp(t->name, name, t->nl);
+}
+
+/* Attribute value as a new NUL-terminated string with entities decoded (malloc), or NULL. */
+static char *attr(const struct xtag *t, const char *name) {
+  size_t l = strlen(name);
+  for (int i = 0; i < t->na; i++) {
+    if (t->a[i].nl != l || memcmp(t->a[i].name, name, l)) continue;
+    char *o = malloc(t->a[i].vl + 1);
+    if (!o) return NULL;
+    size_t k = 0;
+    const char *v = t->a[i].val;
+    for (size_t j = 0; j < t->a[i].vl; j++) {
+      if (v[j] == '&') {
+        static const struct { const char *e; char c; } ents[] = {
+            {"&amp;", '&'}, {"&lt;", '<'}, {"&gt;", '>'}, {"&quot;", '"'}, {"&apos;", '\''}};
+        int done = 0;
+        for (size_t q = 0; q < 5; q++) {
+          size_t el = strlen(ents[q].e);
+          if (t->a[i].vl - j >= el && !memcmp(v + j, ents[q].e, el)) {
+            o[k++] = ents[q].c;
+            j += el - 1;
+            done = 1;
+            break;
+          }
+        }
+        if (done) continue;
+      }
+      o[k++] = v[j];
+    }
+    o[k] = 0;
+    return o;
+  }
+  return NULL;
+}
+
+static long num(const char *s) {
+  if (!s) return -1;
+  char *e;
+  long v = strtol(s, &e, 0);
+  return e == s ? -1 : v;
+}
+
+/* ---- manifest model while parsing */
+struct named {
+  char *name, *msg;
+  long value;
+  long task;           /* opcodes: owning task value or -1 */
+};
+struct tmpl {
+  char *tid;
+  struct dec_field *f;
+  uint32_t nf;
+};
+struct strent {
+  char *id, *val;
+};
+
+struct mctx {
+  struct named *tasks, *ops;
+  uint32_t nt, no, ct, co;
+  struct tmpl *tm;
+  uint32_t ntm, ctm;
+  struct strent *strs;
+  uint32_t ns, cs;
+  struct dec_map **maps;
+  uint32_t nm, cm;
+};
+
+#define GROW(arr, n, cap)                                                  \
+  do {                                                                     \
+    if ((n) == (cap)) {                                                    \
+      uint32_t nc_ = (cap) ? (cap) * 2 : 16;                               \
+      void *np_ = realloc((arr), (size_t)nc_ * sizeof *(arr));             \
+      if (!np_) goto oom;                                                  \
+      (arr) = np_;                                                         \
+      (cap) = nc_;                                                         \
+    }                                                                      \
+  } while (0)
+
+static const char *lookup_str(const struct mctx *m, const char *ref) {
+  /* "$(string.X)" → X's value */
+  if (!ref || strncmp(ref, "$(string.", 9)) return ref;
+  size_t l = strlen(ref);
+  if (l < 11) return NULL;
+  for (uint32_t i = 0; i < m->ns; i++)
+    if (strlen(m->strs[i].id) == l - 10 && !memcmp(m->strs[i].id, ref + 9, l - 10)) return m->strs[i].val;
+  return NULL;
+}
+
+static unsigned in_type(const char *s) {
+  static const struct { const char *n; unsigned v; } T[] = {
+      {"UnicodeString", 1}, {"AnsiString", 2}, {"Int8", 3}, {"UInt8", 4}, {"Int16", 5},
+      {"UInt16", 6}, {"Int32", 7}, {"UInt32", 8}, {"Int64", 9}, {"UInt64", 10}, {"Float", 11},
+      {"Double", 12}, {"Boolean", 13}, {"Binary", 14}, {"GUID", 15}, {"Pointer", 16},
+      {"FILETIME", 17}, {"SYSTEMTIME", 18}, {"SID", 19}, {"HexInt32", 20}, {"HexInt64", 21},
+      {"CountedUnicodeString", 22}, {"CountedAnsiString", 23}, {"SizeT", 308},
+      {"IPAddrV4", 8}, {"IPAddrV6", 14}, {"Port", 6}, {"WmiTime", 10}};
+  if (!s) return 0;
+  const char *c = strchr(s, ':');
+  if (c) s = c + 1;
+  for (size_t i = 0; i < sizeof T / sizeof T[0]; i++)
+    if (!strcmp(T[i].n, s)) return T[i].v;
+  return 0;
+}
+
+static unsigned out_type(const char *s, const char *in) {
+  static const struct { const char *n; unsigned v; } T[] = {
+      {"HexInt32", 4}, {"HexInt64", 4}, {"Hex", 4}, {"Boolean", 3}, {"IPv4", 8}, {"IPv6", 9},
+      {"Port", 7}, {"Win32Error", 13}, {"NTSTATUS", 14}, {"HResult", 15}, {"SocketAddress", 10},
+      {"String", 2}, {"DateTime", 16}, {"PID", 5}, {"TID", 6}};
+  if (in) {
+    const char *c = strchr(in, ':');
+    c = c ? c + 1 : in;
+    if (!strcmp(c, "IPAddrV4")) return 8;
+    if (!strcmp(c, "IPAddrV6")) return 9;
+    if (!strcmp(c, "Port")) return 7;
+  }
+  if (!s) return 0;
+  const char *c = strchr(s, ':');
+  if (c) s = c + 1;
+  for (size_t i = 0; i < sizeof T / sizeof T[0]; i++)
+    if (!strcmp(T[i].n, s)) return T[i].v;
+  return 0;
+}
+
+static const char *std_opcode(const char *n, long *v) {
+  static const struct { const char *n, *d; long v; } T[] = {
+      {"win:Info", "", 0}, {"win:Start", "Start", 1}, {"win:Stop", "Stop", 2},
+      {"win:DC_Start", "DCStart", 3}, {"win:DC_Stop", "DCStop", 4},
+      {"win:Extension", "Extension", 5}, {"win:Reply", "Reply", 6},
+      {"win:Resume", "Resume", 7}, {"win:Suspend", "Suspend", 8}, {"win:Send", "Send", 9},
+      {"win:Receive", "Receive", 240}};
+  for (size_t i = 0; i < sizeof T / sizeof T[0]; i++)
+    if (!strcmp(T[i].n, n)) {
+      *v = T[i].v;
+      return T[i].d;
+    }
+  return NULL;
+}
+
+static long std_level(const char *n) {
+  static const char *const L[] = {"win:LogAlways", "win:Critical", "win:Error", "win:Warning",
+                                  "win:Informational", "win:Verbose"};
+  if (!n) return 0;
+  for (int i = 0; i < 6; i++)
+    if (!strcmp(L[i], n)) return i;
+  return num(n) < 0 ? 4 : num(n);
+}
+
+static void mctx_free(struct mctx *m) {
+  for (uint32_t i = 0; i < m->nt; i++) free(m->tasks[i].name), free(m->tasks[i].msg);
+  for (uint32_t i = 0; i < m->no; i++) free(m->ops[i].name), free(m->ops[i].msg);
+  for (uint32_t i = 0; i < m->ntm; i++) {
+    for (uint32_t k = 0; k < m->tm[i].nf; k++) free(m->tm[i].f[k].name);
+    free(m->tm[i].f);
+    free(m->tm[i].tid);
+  }
+  for (uint32_t i = 0; i < m->ns; i++) free(m->strs[i].id), free(m->strs[i].val);
+  free(m->tasks);
+  free(m->ops);
+  free(m->tm);
+  free(m->strs);
+  free(m->maps);
+}
+
+static struct dec_map *find_map(struct mctx *m, const char *name) {
+  if (!name) return NULL;
+  for (uint32_t i = 0; i < m->nm; i++)
+    if (!strcmp(m->maps[i]->name, name)) return m->maps[i];
+  return NULL;
+}
+
+/* Parse one <provider> element's contents (from *pos to </provider>) plus the document's
+ * string table. Events are collected in a second pass once tasks/opcodes/templates are known. */
+struct pev {
+  long value, version, level, task_v, opcode_v;
+  char *symbol, *task, *opcode, *tmpl, *msg, *keywords;
+};
+
+static int load_provider(struct etw_decoder *d, const char *s, size_t n, size_t start,
+                         const struct xtag *ptag, const struct mctx *docstr,
+                         const unsigned char *force_guid) {
+  struct mctx m;
+  memset(&m, 0, sizeof m);
+  struct pev *evs = NULL;
+  uint32_t ne = 0, ce = 0;
+  int rc = -1;
+  char *pname = attr(ptag, "name"), *pguid = attr(ptag, "guid");
+  size_t pos = start;
+  struct xtag t;
+  long cur_task = -1;
+  struct tmpl *cur_tm = NULL;
+  struct dec_map *cur_map = NULL;
+  int struct_idx = -1;
+  while (next_tag(s, n, &pos, &t)) {
+    if (t.close) {
+      if (tag_is(&t, "provider")) break;
+      if (tag_is(&t, "task")) cur_task = -1;
+      if (tag_is(&t, "template")) cur_tm = NULL;
+      if (tag_is(&t, "valueMap") || tag_is(&t, "bitMap")) cur_map = NULL;
+      if (tag_is(&t, "struct")) struct_idx = -1;
+      continue;
+    }
+    if (tag_is(&t, "task")) {
+      GROW(m.tasks, m.nt, m.ct);
+      struct named *x = &m.tasks[m.nt++];
+      x->name = attr(&t, "name");
+      x->msg = attr(&t, "message");
+      char *v = attr(&t, "value");
+      x->value = num(v);
+      free(v);
+      x->task = -1;
+      if (!t.selfclose) cur_task = x->value;
+    } else if (tag_is(&t, "opcode")) {
+      GROW(m.ops, m.no, m.co);
+      struct named *x = &m.ops[m.no++];
+      x->name = attr(&t, "name");
+      x->msg = attr(&t, "message");
+      char *v = attr(&t, "value");
+      x->value = num(v);
+      free(v);
+      x->task = cur_task;
+    } else if (tag_is(&t, "template")) {
+      GROW(m.tm, m.ntm, m.ctm);
+      cur_tm = &m.tm[m.ntm++];
+      memset(cur_tm, 0, sizeof *cur_tm);
+      cur_tm->tid = attr(&t, "tid");
+      if (t.selfclose) cur_tm = NULL;
+    } else if ((tag_is(&t, "data") || tag_is(&t, "struct")) && cur_tm) {
+      if (cur_tm->nf >= DEC_MAX_FIELDS - 1) continue;
+      struct dec_field *nf = realloc(cur_tm->f, (cur_tm->nf + 1) * sizeof *nf);
+      if (!nf) goto oom;
+      cur_tm->f = nf;
+      struct dec_field *f = &cur_tm->f[cur_tm->nf];
+      memset(f, 0, sizeof *f);
+      f->name = attr(&t, "name");
+      if (!f->name) f->name = strdup("_");
+      f->len = -1;
+      f->count = 1;
+      f->len_ref = f->count_ref = -1;
+      char *in = attr(&t, "inType"), *out = attr(&t, "outType"), *len = attr(&t, "length"),
+           *cnt = attr(&t, "count"), *map = attr(&t, "map");
+      f->in = (uint16_t)(tag_is(&t, "struct") ? 24 : in_type(in));
+      f->out = (uint16_t)out_type(out, in);
+      if (len) {
+        if (num(len) >= 0) f->len = (int32_t)num(len);
+        else
+          for (uint32_t k = 0; k < cur_tm->nf; k++)
+            if (!strcmp(cur_tm->f[k].name, len)) f->len_ref = (int32_t)k;
+      }
+      if (cnt) {
+        f->is_array = 1;
+        if (num(cnt) >= 0) f->count = (int32_t)num(cnt);
+        else
+          for (uint32_t k = 0; k < cur_tm->nf; k++)
+            if (!strcmp(cur_tm->f[k].name, cnt)) f->count_ref = (int32_t)k;
+      }
+      f->map = find_map(&m, map);
+      free(in), free(out), free(len), free(cnt), free(map);
+      if (struct_idx >= 0) cur_tm->f[struct_idx].members++;
+      if (f->in == 24 && !t.selfclose) struct_idx = (int)cur_tm->nf;
+      cur_tm->nf++;
+      if (f->in == 0 && f->name) f->in = 1; /* unknown inType: read as string */
+    } else if (tag_is(&t, "valueMap") || tag_is(&t, "bitMap")) {
+      GROW(m.maps, m.nm, m.cm);
+      struct dec_map *x = calloc(1, sizeof *x);
+      if (!x) goto oom;
+      x->name = attr(&t, "name");
+      x->bitmap = tag_is(&t, "bitMap");
+      if (!x->name) {
+        free(x);
+        continue;
+      }
+      m.maps[m.nm++] = x;
+      cur_map = t.selfclose ? NULL : x;
+    } else if (tag_is(&t, "map") && cur_map) {
+      if (cur_map->n >= 4096) continue;
+      char *v = attr(&t, "value"), *msg = attr(&t, "message");
+      uint32_t *nv = realloc(cur_map->val, (cur_map->n + 1) * sizeof *nv);
+      char **ns = nv ? realloc(cur_map->str, (cur_map->n + 1) * sizeof *ns) : NULL;
+      if (nv) cur_map->val = nv;
+      if (ns) cur_map->str = ns;
+      if (!nv || !ns) {
+        free(v), free(msg);
+        goto oom;
+      }
+      const char *txt = lookup_str(docstr, msg);
+      cur_map->val[cur_map->n] = (uint32_t)num(v);
+      cur_map->str[cur_map->n] = strdup(txt ? txt : (msg ? msg : ""));
+      cur_map->n++;
+      free(v), free(msg);
+    } else if (tag_is(&t, "event")) {
+      GROW(evs, ne, ce);
+      struct pev *e = &evs[ne++];
+      memset(e, 0, sizeof *e);
+      char *v = attr(&t, "value"), *ver = attr(&t, "version"), *lv = attr(&t, "level");
+      e->value = num(v);
+      e->version = ver ? num(ver) : 0;
+      e->level = std_level(lv);
+      free(v), free(ver), free(lv);
+      e->symbol = attr(&t, "symbol");
+      e->task = attr(&t, "task");
+      e->opcode = attr(&t, "opcode");
+      e->tmpl = attr(&t, "template");
+      e->msg = attr(&t, "message");
+      e->keywords = attr(&t, "keywords");
+    }
+  }
+  unsigned char guid[16];
+  if (force_guid) memcpy(guid, force_guid, 16);
+  else if (!pguid || etw_parse_guid(pguid, guid)) goto out;
+  struct dec_provider *p = dec_provider_get(d, guid, 1);
+  if (!p) goto out;
+  if (!p->name && pname) p->name = etw_intern(pname);
+  if (!p->source) p->source = "manifest";
+  for (uint32_t i = 0; i < m.nm; i++) {
+    struct dec_map **nmaps = realloc(p->maps, (p->n_maps + 1) * sizeof *nmaps);
+    if (!nmaps) {
+      dec_map_free(m.maps[i]);
+      continue;
+    }
+    p->maps = nmaps;
+    p->maps[p->n_maps++] = m.maps[i];
+  }
+  m.nm = 0;
+  for (uint32_t i = 0; i < ne; i++) {
+    struct pev *pe = &evs[i];
+    if (pe->value < 0 || pe->value > 65535) continue;
+    struct dec_event *e = calloc(1, sizeof *e);
+    if (!e) goto oom;
+    e->id = (uint16_t)pe->value;
+    e->version = (uint8_t)pe->version;
+    e->level = (uint8_t)pe->level;
+    const char *tname = NULL, *oname = NULL;
+    long tv = 0, ov = 0;
+    for (uint32_t k = 0; pe->task && k < m.nt; k++)
+      if (m.tasks[k].name && !strcmp(m.tasks[k].name, pe->task)) {
+        const char *msg = lookup_str(docstr, m.tasks[k].msg);
+        if (!msg) msg = lookup_str(&m, m.tasks[k].msg);
+        tname = msg ? msg : m.tasks[k].name;
+        tv = m.tasks[k].value;
+        break;
+      }
+    if (pe->opcode) {
+      const char *sd = std_opcode(pe->opcode, &ov);
+      if (sd) oname = sd;
+      else
+        for (int pass = 0; pass < 2 && !oname; pass++)
+          for (uint32_t k = 0; k < m.no; k++)
+            if (m.ops[k].name && !strcmp(m.ops[k].name, pe->opcode) && (pass || m.ops[k].task == tv)) {
+              const char *msg = lookup_str(docstr, m.ops[k].msg);
+              oname = msg ? msg : m.ops[k].name;
+              ov = m.ops[k].value;
+              break;
+            }
+    }
+    e->task = (uint16_t)tv;
+    e->opcode = (uint8_t)ov;
+    char nb[300];
+    if (tname && oname && *oname) snprintf(nb, sizeof nb, "%s/%s", tname, oname);
+    else if (tname) snprintf(nb, sizeof nb, "%s", tname);
+    else if (pe->symbol) snprintf(nb, sizeof nb, "%s", pe->symbol);
+    else snprintf(nb, sizeof nb, "EventID(%ld)", pe->value);
+    e->name = etw_intern(nb);
+    e->task_name = tname ? etw_intern(tname) : NULL;
+    e->opcode_name = oname && *oname ? etw_intern(oname) : NULL;
+    if (pe->tmpl) {
+      for (uint32_t k = 0; k < m.ntm; k++) {
+        if (!m.tm[k].tid || strcmp(m.tm[k].tid, pe->tmpl)) continue;
+        e->f = calloc(m.tm[k].nf ? m.tm[k].nf : 1, sizeof *e->f);
+        if (!e->f) {
+          free(e);
+          goto oom;
+        }
+        for (uint32_t q = 0; q < m.tm[k].nf; q++) {
+          e->f[q] = m.tm[k].f[q];
+          e->f[q].name = strdup(m.tm[k].f[q].name);
+          if (e->f[q].map) { /* maps now owned by the provider: find by name */
+            struct dec_map *mm = NULL;
+            for (uint32_t z = 0; z < p->n_maps; z++)
+              if (p->maps[z] == e->f[q].map) mm = p->maps[z];
+            e->f[q].map = mm;
+          }
+        }
+        e->nf = m.tm[k].nf;
+        e->has_template = 1;
+        break;
+      }
+    }
+    dec_event_add(p, e);
+  }
+  rc = 0;
+  goto out;
+oom:
+  rc = -1;
+out:
+  for (uint32_t i = 0; i < ne; i++) {
+    free(evs[i].symbol), free(evs[i].task), free(evs[i].opcode), free(evs[i].tmpl);
+    free(evs[i].msg), free(evs[i].keywords);
+  }
+  free(evs);
+  for (uint32_t i = 0; i < m.nm; i++) dec_map_free(m.maps[i]);
+  mctx_free(&m);
+  free(pname);
+  free(pguid);
+  return rc;
+}
+
+/* Collect <string id value> entries of the whole document (first localization wins). */
+static int load_strings(const char *s, size_t n, struct mctx *m) {
+  size_t pos = 0;
+  struct xtag t;
+  while (next_tag(s, n, &pos, &t)) {
+    if (t.close || !tag_is(&t, "string")) continue;
+    if (m->ns >= 65536) break;
+    GROW(m->strs, m->ns, m->cs);
+    m->strs[m->ns].id = attr(&t, "id");
+    m->strs[m->ns].val = attr(&t, "value");
+    if (!m->strs[m->ns].id || !m->strs[m->ns].val) {
+      free(m->strs[m->ns].id), free(m->strs[m->ns].val);
+      continue;
+    }
+    m->ns++;
+  }
+  return 0;
+oom:
+  return -1;
+}
+
+int dec_manifest_load(struct etw_decoder *d, const char *xml, size_t n, const unsigned char *force_guid) {
+  struct mctx strs;
+  memset(&strs, 0, sizeof strs);
+  load_strings(xml, n, &strs);
+  size_t pos = 0;
+  struct xtag t;
+  int found = 0;
+  int in_events = 0;
+  while (next_tag(xml, n, &pos, &t)) {
+    if (tag_is(&t, "events")) in_events = !t.close;
+    if (t.close || !tag_is(&t, "provider") || t.selfclose) continue;
+    char *g = attr(&t, "guid");
+    int ok = g != NULL;
+    free(g);
+    if (!ok) continue; /* e.g. <counters><provider …> */
+    (void)in_events;
+    if (load_provider(d, xml, n, pos, &t, &strs, force_guid) == 0) found++;
+  }
+  mctx_free(&strs);
+  return found ? 0 : -1;
+}
+
+/* PowerShell's source manifest declares PowerShellCore's GUID; Windows PowerShell logs the
+ * same events under Microsoft-Windows-PowerShell's GUID (manifests README). */
+static const unsigned char PSCORE[16] = {0xa8, 0x14, 0x07, 0xf9, 0x0a, 0x55, 0x34, 0x50,
+                                         0xbf, 0x1b, 0x62, 0x4c, 0x8a, 0x19, 0xa2, 0xf2};
+static const unsigned char WINPS[16] = {0x3b, 0x85, 0xc1, 0xa0, 0x7e, 0x5c, 0x15, 0x4b,
+                                        0x87, 0x66, 0x3c, 0xf1, 0xc5, 0x8f, 0x98, 0x5a};
+
+static void load_file(struct etw_decoder *d, const char *path) {
+  FILE *fp = fopen(path, "rb");
+  if (!fp) return;
+  char *buf = malloc(DEC_MAX_MANIFEST);
+  if (buf) {
+    size_t n = fread(buf, 1, DEC_MAX_MANIFEST, fp);
+    if (n > 0 && n < DEC_MAX_MANIFEST) {
+      dec_manifest_load(d, buf, n, NULL);
+      if (strstr(path, "PowerShell.Core.Instrumentation")) {
+        struct dec_provider *core = dec_provider_get(d, PSCORE, 0);
+        if (core && !dec_provider_get(d, WINPS, 0)) {
+          dec_manifest_load(d, buf, n, WINPS);
+          struct dec_provider *wp = dec_provider_get(d, WINPS, 0);
+          if (wp) wp->name = etw_intern("Microsoft-Windows-PowerShell");
+        }
+      }
+    }
+    free(buf);
+  }
+  fclose(fp);
+}
+
+/* Scan @dir recursively (depth ≤ 6, ≤ 4096 files) for *.man / *.xml. The dotnet/coreclr copy
+ * of ClrEtwAll.man is preferred because later loads replace earlier (id, version) entries:
+ * files are loaded in name order and "dotnet" sorts before "microsoft", so we load it last. */
+static void scan(struct etw_decoder *d, const char *dir, int depth, int *budget, char ***late, int *nlate) {
+  if (depth > 6 || *budget <= 0) return;
+  DIR *dp = opendir(dir);
+  if (!dp) return;
+  struct dirent *de;
+  while ((de = readdir(dp)) && *budget > 0) {
+    if (de->d_name[0] == '.') continue;
+    char path[4096];
+    int k = snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+    if (k <= 0 || (size_t)k >= sizeof path) continue;
+    struct stat sb;
+    if (stat(path, &sb)) continue;
+    if (S_ISDIR(sb.st_mode)) {
+      scan(d, path, depth + 1, budget, late, nlate);
+      continue;
+    }
+    size_t l = strlen(de->d_name);
+    if (l < 4 || (strcmp(de->d_name + l - 4, ".man") && strcmp(de->d_name + l - 4, ".xml"))) continue;
+    (*budget)--;
+    if (strstr(path, "dotnet+coreclr") || strstr(path, "/coreclr/")) {
+      char **nl = realloc(*late, (size_t)(*nlate + 1) * sizeof *nl);
+      if (nl) {
+        *late = nl;
+        nl[*nlate] = strdup(path);
+        if (nl[*nlate]) (*nlate)++;
+      }
+      continue;
+    }
+    /* OS dumps are lossy: load them first so full manifests override */
+    load_file(d, path);
+  }
+  closedir(dp);
+}
+
+void dec_manifest_scan_dir(struct etw_decoder *d, const char *dir) {
+  int budget = 4096, nlate = 0;
+  char **late = NULL;
+  scan(d, dir, 0, &budget, &late, &nlate);
+  for (int i = 0; i < nlate; i++) {
+    load_file(d, late[i]);
+    free(late[i]);
+  }
+  free(late);
+}
+
+/* ---- EventSource ManifestData (0xFFFE) */
+void dec_eventsource_chunk(struct etw_decoder *d, const struct etw_rec *r) {
+  if (r->user_len < 8) return;
+  const unsigned char *p = r->user_data;
+  if (p[0] != 1 || p[3] != 0x5B) return;
+  static const unsigned char CLR[16] = {0x23, 0x0d, 0x3c, 0xe1, 0xbc, 0xcc, 0x12, 0x4e,
+                                        0x93, 0x1b, 0xd9, 0xcc, 0x2e, 0xee, 0x27, 0xe4};
+  if (!memcmp(r->provider_id, CLR, 16)) return;
+  struct dec_provider *pr = dec_provider_get(d, r->provider_id, 1);
+  if (!pr) return;
+  uint16_t total = d_rd16(p + 4), chunk = d_rd16(p + 6);
+  if (chunk == 0) {
+    pr->es_len = 0;
+    pr->es_next_chunk = 0;
+  }
+  if (chunk != pr->es_next_chunk || total == 0 || chunk >= total) return;
+  size_t add = r->user_len - 8u;
+  if (pr->es_len + add > DEC_MAX_MANIFEST) return;
+  unsigned char *nb = realloc(pr->es_buf, pr->es_len + add + 1);
+  if (!nb) return;
+  pr->es_buf = nb;
+  memcpy(nb + pr->es_len, p + 8, add);
+  pr->es_len += add;
+  pr->es_next_chunk++;
+  if (pr->es_next_chunk == total) {
+    dec_manifest_load(d, (const char *)pr->es_buf, pr->es_len, r->provider_id);
+    pr->source = "eventsource";
+    free(pr->es_buf);
+    pr->es_buf = NULL;
+    pr->es_len = 0;
+    pr->es_next_chunk = 0;
+  }
+}
+
+/* ---- KernelTraceControl MetaData EventInfo / EventMapInfo (TDH blobs): not decoded yet; the
+ * records are delivered (named MetaData/EventInfo) with their payload. */
+void dec_eventinfo(struct etw_decoder *d, const struct etw_rec *r) {
+  (void)d;
+  (void)r;
+}

@@ -1,0 +1,396 @@
+/* dec_mof.c — classic kernel (MSNT_SystemTrace MOF) events and KernelTraceControl classic
+ * events: names (PerfView style "Task/Opcode") and payload layouts per version.
+ *
+ * Layouts are written as compact field strings: each field is a type letter followed by its
+ * name, separated by spaces. Types: p pointer (hex), z pointer-sized number, u u32, i i32,
+ * h u16, n u16 network order (port), b u8, c i8, q u64, x u32 hex, X u64 hex, t raw clock u64,
+ * f FILETIME, w UTF-16z, a ANSIz, s kernel SID (TOKEN_USER + SID or a 0 u32), 4 IPv4, 6 IPv6,
+ * g GUID, S pointer array to the end (stack). Fields past the payload end are omitted (older
+ * or shorter versions); bytes past the last field are ignored. Facts: etl-format.md §5, §11.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "decode.h"
+
+/* ---- names */
+static const char *const EVENTTRACE_OPS[256] = {
+    [5] = "Extension", [8] = "RundownComplete", [32] = "EndExtension", [64] = "DbgIdRSDS",
+    [66] = "BuildInfo", [67] = "ProviderBinaryPath", [80] = "PartitionInfoExtension",
+    [82] = "LastDroppedTimes"};
+static const char *const PROCESS_OPS[256] = {
+    [1] = "Start", [2] = "Stop", [3] = "DCStart", [4] = "DCStop", [11] = "Terminate",
+    [32] = "PerfCtr", [33] = "PerfCtrRundown", [39] = "Defunct"};
+static const char *const THREAD_OPS[256] = {
+    [1] = "Start", [2] = "Stop", [3] = "DCStart", [4] = "DCStop", [36] = "CSwitch",
+    [50] = "ReadyThread"};
+static const char *const IMAGE_OPS[256] = {
+    [2] = "Unload", [3] = "DCStart", [4] = "DCStop", [10] = "Load", [33] = "KernelBase"};
+static const char *const DISK_OPS[256] = {
+    [10] = "Read", [11] = "Write", [12] = "ReadInit", [13] = "WriteInit", [14] = "FlushBuffers",
+    [15] = "FlushInit"};
+static const char *const MEMORY_OPS[256] = {
+    [10] = "TransitionFault", [11] = "DemandZeroFault", [12] = "CopyOnWrite",
+    [13] = "GuardPageFault", [14] = "HardPageFault", [15] = "AccessViolation",
+    [32] = "HardFault"};
+static const char *const FILE_OPS[256] = {
+    [0] = "Name", [32] = "FileCreate", [35] = "FileDelete", [36] = "FileRundown", [64] = "Create",
+    [65] = "Cleanup", [66] = "Close", [67] = "Read", [68] = "Write", [69] = "SetInfo",
+    [70] = "Delete", [71] = "Rename", [72] = "DirEnum", [73] = "Flush", [74] = "QueryInfo",
+    [75] = "FSControl", [76] = "OperationEnd", [77] = "DirNotify", [79] = "DeletePath",
+    [80] = "RenamePath", [81] = "SetLinkPath"};
+static const char *const TCP_OPS[256] = {
+    [10] = "Send", [11] = "Recv", [12] = "Connect", [13] = "Disconnect", [14] = "Retransmit",
+    [15] = "Accept", [16] = "Reconnect", [17] = "Fail", [18] = "TCPCopy", [26] = "SendIPV6",
+    [27] = "RecvIPV6", [28] = "ConnectIPV6", [29] = "DisconnectIPV6", [30] = "RetransmitIPV6",
+    [31] = "AcceptIPV6", [32] = "ReconnectIPV6", [34] = "TCPCopyIPV6"};
+static const char *const UDP_OPS[256] = {
+    [10] = "Send", [11] = "Recv", [17] = "Fail", [26] = "SendIPV6", [27] = "RecvIPV6"};
+static const char *const PERF_OPS[256] = {
+    [46] = "Sample", [51] = "SysClEnter", [52] = "SysClExit", [66] = "ThreadedDPC", [67] = "ISR",
+    [68] = "DPC", [69] = "TimerDPC", [73] = "CollectionStart", [74] = "CollectionEnd"};
+static const char *const CONFIG_OPS[256] = {
+    [10] = "CPU", [11] = "PhyDisk", [12] = "LogDisk", [13] = "NIC", [14] = "Video",
+    [15] = "Services", [16] = "Power", [17] = "Network", [21] = "IRQ", [22] = "PnP",
+    [23] = "IDEChannel", [25] = "Platform"};
+static const char *const STACK_OPS[256] = {[32] = "Stack"};
+static const char *const REG_OPS[256] = {
+    [10] = "Create", [11] = "Open", [12] = "Delete", [13] = "Query", [14] = "SetValue",
+    [15] = "DeleteValue", [16] = "QueryValue", [17] = "EnumerateKey", [18] = "EnumerateValueKey",
+    [19] = "QueryMultipleValue", [20] = "SetInformation", [21] = "Flush", [22] = "KCBCreate",
+    [23] = "KCBDelete", [24] = "KCBRundownBegin", [25] = "KCBRundownEnd", [26] = "Virtualize",
+    [27] = "Close"};
+
+struct group {
+  const char *task;
+  const char *const *ops;
+};
+static const struct group GROUPS[32] = {
+    [0x00] = {"EventTrace", EVENTTRACE_OPS}, [0x01] = {"DiskIO", DISK_OPS},
+    [0x02] = {"Memory", MEMORY_OPS},         [0x03] = {"Process", PROCESS_OPS},
+    [0x04] = {"FileIO", FILE_OPS},           [0x05] = {"Thread", THREAD_OPS},
+    [0x06] = {"TcpIp", TCP_OPS},             [0x07] = {"Job", NULL},
+    [0x08] = {"UdpIp", UDP_OPS},             [0x09] = {"Registry", REG_OPS},
+    [0x0A] = {"DbgPrint", NULL},             [0x0B] = {"SystemConfig", CONFIG_OPS},
+    [0x0E] = {"Pool", NULL},                 [0x0F] = {"PerfInfo", PERF_OPS},
+    [0x10] = {"Heap", NULL},                 [0x11] = {"Object", NULL},
+    [0x12] = {"Power", NULL},                [0x14] = {"Image", IMAGE_OPS},
+    [0x15] = {"Dpc", NULL},                  [0x16] = {"CC", NULL},
+    [0x17] = {"CritSec", NULL},              [0x18] = {"StackWalk", STACK_OPS},
+    [0x1A] = {"ALPC", NULL},                 [0x1B] = {"SplitIo", NULL},
+    [0x1C] = {"ThreadPool", NULL},
+};
+
+/* Group GUIDs (Windows byte layout) for records with a kernel header. */
+#define G(a, b, c, d0, d1, d2, d3, d4, d5, d6, d7)                                       \
+  {(a) & 255, ((a) >> 8) & 255, ((a) >> 16) & 255, (unsigned)(a) >> 24, (b) & 255, (b) >> 8, \
+   (c) & 255, (c) >> 8, d0, d1, d2, d3, d4, d5, d6, d7}
+static const unsigned char GROUP_GUID[32][16] = {
+    [0x00] = G(0x68fdd900, 0x4a3e, 0x11d1, 0x84, 0xf4, 0x00, 0x00, 0xf8, 0x04, 0x64, 0xe3),
+    [0x01] = G(0x3d6fa8d4, 0xfe05, 0x11d0, 0x9d, 0xda, 0x00, 0xc0, 0x4f, 0xd7, 0xba, 0x7c),
+    [0x02] = G(0x3d6fa8d3, 0xfe05, 0x11d0, 0x9d, 0xda, 0x00, 0xc0, 0x4f, 0xd7, 0xba, 0x7c),
+    [0x03] = G(0x3d6fa8d0, 0xfe05, 0x11d0, 0x9d, 0xda, 0x00, 0xc0, 0x4f, 0xd7, 0xba, 0x7c),
+    [0x04] = G(0x90cbdc39, 0x4a3e, 0x11d1, 0x84, 0xf4, 0x00, 0x00, 0xf8, 0x04, 0x64, 0xe3),
+    [0x05] = G(0x3d6fa8d1, 0xfe05, 0x11d0, 0x9d, 0xda, 0x00, 0xc0, 0x4f, 0xd7, 0xba, 0x7c),
+    [0x06] = G(0x9a280ac0, 0xc8e0, 0x11d1, 0x84, 0xe2, 0x00, 0xc0, 0x4f, 0xb9, 0x98, 0xa2),
+    [0x08] = G(0xbf3a50c5, 0xa9c9, 0x4988, 0xa0, 0x05, 0x2d, 0xf0, 0xb7, 0xc8, 0x0f, 0x80),
+    [0x09] = G(0xae53722e, 0xc863, 0x11d2, 0x86, 0x59, 0x00, 0xc0, 0x4f, 0xa3, 0x21, 0xa1),
+    [0x0B] = G(0x01853a65, 0x418f, 0x4f36, 0xae, 0xfc, 0xdc, 0x0f, 0x1d, 0x2f, 0xd2, 0x35),
+    [0x0F] = G(0xce1dbfb4, 0x137e, 0x4da6, 0x87, 0xb0, 0x3f, 0x59, 0xaa, 0x10, 0x2c, 0xbc),
+    [0x14] = G(0x2cb15d1d, 0x5fc1, 0x11d2, 0xab, 0xe1, 0x00, 0xa0, 0xc9, 0x11, 0xf5, 0x18),
+    [0x18] = G(0xdef2fe46, 0x7bd6, 0x4b80, 0xbd, 0x94, 0xf5, 0x7f, 0xe2, 0x0d, 0x0c, 0xe3),
+};
+static const unsigned char KTC_IMAGEID[16] =
+    G(0xb3e675d7, 0x2554, 0x4f18, 0x83, 0x0b, 0x27, 0x62, 0x73, 0x25, 0x60, 0xde);
+static const unsigned char KTC_METADATA[16] =
+    G(0xbbccf6c1, 0x6cd1, 0x48c4, 0x80, 0xff, 0x83, 0x94, 0x82, 0xe3, 0x76, 0x71);
+static const unsigned char SYSCONFIG_EX[16] =
+    G(0x9b79ee91, 0xb5fd, 0x41c0, 0xa2, 0x43, 0x42, 0x48, 0xe2, 0x66, 0xe9, 0xd0);
+
+/* Effective (group, type) of a kernel record; the legacy 0x030A hook is Image/Load. */
+static void group_type(const struct etw_rec *r, unsigned *g, unsigned *t) {
+  *g = r->hook_id >> 8;
+  *t = r->hook_id & 255;
+  if (*g == 3 && *t == 10) *g = 0x14;
+}
+
+int dec_mof_names(const struct etw_rec *r, const char **task, const char **opcode) {
+  *task = *opcode = NULL;
+  if (r->kind == ETW_REC_SYSTEM || r->kind == ETW_REC_PERFINFO) {
+    unsigned g, t;
+    group_type(r, &g, &t);
+    if (g >= 32 || !GROUPS[g].task) return 0;
+    *task = GROUPS[g].task;
+    if (g == 0 && t == 0) {
+      *opcode = "";
+      return 1;
+    }
+    if (GROUPS[g].ops) *opcode = GROUPS[g].ops[t];
+    return 1;
+  }
+  unsigned t = r->desc.opcode;
+  if (!memcmp(r->provider_id, KTC_IMAGEID, 16)) {
+    *task = "ImageID";
+    *opcode = t == 0 ? "" : t == 32 ? "None" : t == 36 ? "DbgID_RSDS" : t == 37 ? "DbgID_ILRSDS"
+            : t == 64 ? "FileVersion" : NULL;
+    return 2;
+  }
+  if (!memcmp(r->provider_id, KTC_METADATA, 16)) {
+    *task = "MetaData";
+    *opcode = t == 32 ? "EventInfo" : t == 33 ? "EventMapInfo" : NULL;
+    return 2;
+  }
+  if (!memcmp(r->provider_id, SYSCONFIG_EX, 16)) {
+    *task = "SysConfig";
+    *opcode = t == 32 ? "BuildInfo" : t == 33 ? "SystemPaths" : t == 34 ? "UnknownVolume"
+            : t == 35 ? "VolumeMapping" : NULL;
+    return 1;
+  }
+  for (unsigned g = 0; g < 32; g++) {
+    if (!GROUPS[g].task || !memcmp(GROUP_GUID[g], (const unsigned char[16]){0}, 16)) continue;
+    if (!memcmp(r->provider_id, GROUP_GUID[g], 16)) {
+      *task = GROUPS[g].task;
+      if (GROUPS[g].ops) *opcode = GROUPS[g].ops[t];
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* ---- layouts */
+struct layout {
+  uint8_t group;        /* kernel group, or 0xFF for a classic GUID (guid below) */
+  const unsigned char *guid;
+  uint8_t vmin, vmax;
+  const uint8_t *types; /* 0-terminated (type 0 itself listed as 255) */
+  const char *fields;
+};
+
+#define T(...) (const uint8_t[]){__VA_ARGS__, 0}
+#define PROC_V2 "pUniqueProcessKey uProcessId uParentId uSessionId iExitStatus sUserSID aImageFileName wCommandLine"
+#define PROC_V3 "pUniqueProcessKey uProcessId uParentId uSessionId iExitStatus pDirectoryTableBase sUserSID aImageFileName wCommandLine"
+#define PROC_V4 "pUniqueProcessKey uProcessId uParentId uSessionId iExitStatus pDirectoryTableBase uFlags sUserSID aImageFileName wCommandLine wPackageFullName wApplicationId qExitTime"
+#define THREAD_V3 "uProcessId uTThreadId pStackBase pStackLimit pUserStackBase pUserStackLimit pAffinity pWin32StartAddr pTebBase uSubProcessTag bBasePriority bPagePriority bIoPriority bThreadFlags wThreadName"
+#define IMAGE_V2 "pImageBase zImageSize uProcessId uImageCheckSum uTimeDateStamp uReserved0 pDefaultBase uReserved1 uReserved2 uReserved3 uReserved4 wFileName"
+#define IMAGE_V3 "pImageBase zImageSize uProcessId uImageCheckSum uTimeDateStamp bSignatureLevel bSignatureType hReserved0 pDefaultBase uReserved1 uReserved2 uReserved3 uReserved4 wFileName"
+#define TCP4 "uPID usize 4daddr 4saddr ndport nsport"
+#define TCP6 "uPID usize 6daddr 6saddr ndport nsport"
+
+static const struct layout LAYOUTS[] = {
+    {0x00, NULL, 0, 255, T(5, 32), "uGroupMask1 uGroupMask2 uGroupMask3 uGroupMask4 uGroupMask5 uGroupMask6 uGroupMask7 uGroupMask8 uKernelEventVersion"},
+    {0x00, NULL, 0, 255, T(8), ""},
+    {0x00, NULL, 0, 255, T(64), "gGuidSig uAge aPdbFileName"},
+    {0x00, NULL, 0, 255, T(66), "aBuildString"},
+    {0x00, NULL, 0, 255, T(80), "hEventVersion hReserved uPartitionType qQpcOffsetFromRoot gPartitionId gParentId"},
+    {0x03, NULL, 4, 255, T(1, 2, 3, 4, 39), PROC_V4},
+    {0x03, NULL, 3, 3, T(1, 2, 3, 4, 39), PROC_V3},
+    {0x03, NULL, 2, 2, T(1, 2, 3, 4, 39), PROC_V2},
+    {0x03, NULL, 2, 255, T(32, 33), "uProcessId uPageFaultCount uHandleCount uReserved zPeakVirtualSize zPeakWorkingSetSize zPeakPagefileUsage zQuotaPeakPagedPoolUsage zQuotaPeakNonPagedPoolUsage zVirtualSize zWorkingSetSize zPagefileUsage zQuotaPagedPoolUsage zQuotaNonPagedPoolUsage zPrivatePageCount"},
+    {0x05, NULL, 2, 255, T(1, 2, 3, 4), THREAD_V3},
+    {0x05, NULL, 2, 255, T(36), "uNewThreadId uOldThreadId cNewThreadPriority cOldThreadPriority bPreviousCState cSpareByte cOldThreadWaitReason cOldThreadWaitMode cOldThreadState cOldThreadWaitIdealProcessor uNewThreadWaitTime uReserved"},
+    {0x05, NULL, 2, 255, T(50), "uTThreadId cAdjustReason cAdjustIncrement bFlag bReserved"},
+    {0x14, NULL, 3, 255, T(2, 3, 4, 10), IMAGE_V3},
+    {0x14, NULL, 2, 2, T(2, 3, 4, 10), IMAGE_V2},
+    {0x14, NULL, 0, 255, T(33), "pImageBase"},
+    {0x01, NULL, 2, 255, T(10, 11), "uDiskNumber xIrpFlags uTransferSize uReserved qByteOffset pFileObject pIrp tHighResResponseTime uIssuingThreadId"},
+    {0x01, NULL, 2, 255, T(12, 13, 15), "pIrp uIssuingThreadId"},
+    {0x01, NULL, 2, 255, T(14), "uDiskNumber xIrpFlags tHighResResponseTime pIrp uIssuingThreadId"},
+    {0x02, NULL, 2, 255, T(32), "tInitialTime qReadOffset pVirtualAddress pFileObject uTThreadId uByteCount"},
+    {0x02, NULL, 2, 255, T(10, 11, 12, 13, 14), "pVirtualAddress pProgramCounter"},
+    {0x04, NULL, 2, 255, T(255, 32, 35, 36), "pFileObject wFileName"},
+    {0x04, NULL, 3, 255, T(64), "pIrpPtr pFileObject uTTID uCreateOptions uFileAttributes uShareAccess wOpenPath"},
+    {0x04, NULL, 3, 255, T(65, 66, 73), "pIrpPtr pFileObject pFileKey uTTID"},
+    {0x04, NULL, 3, 255, T(67, 68), "qOffset pIrpPtr pFileObject pFileKey uTTID uIoSize uIoFlags"},
+    {0x04, NULL, 3, 255, T(69, 70, 71, 74, 75), "pIrpPtr pFileObject pFileKey pExtraInfo uTTID uInfoClass"},
+    {0x04, NULL, 3, 255, T(72, 77), "pIrpPtr pFileObject pFileKey uTTID uLength uInfoClass uFileIndex wFileName"},
+    {0x04, NULL, 2, 255, T(76), "pIrpPtr pExtraInfo uNtStatus"},
+    {0x04, NULL, 3, 255, T(79, 80, 81), "pIrpPtr pFileObject pFileKey pExtraInfo uTTID uInfoClass wFileName"},
+    {0x06, NULL, 2, 255, T(10), TCP4 " ustartime uendtime useqnum pconnid"},
+    {0x06, NULL, 2, 255, T(11, 13, 14, 16, 18), TCP4 " useqnum pconnid"},
+    {0x06, NULL, 2, 255, T(12, 15), TCP4 " hmss hsackopt htsopt hwsopt urcvwin hrcvwinscale hsndwinscale useqnum pconnid"},
+    {0x06, NULL, 2, 255, T(17), "hProto hFailureCode"},
+    {0x06, NULL, 2, 255, T(26), TCP6 " ustartime uendtime useqnum pconnid"},
+    {0x06, NULL, 2, 255, T(27, 29, 30, 32, 34), TCP6 " useqnum pconnid"},
+    {0x06, NULL, 2, 255, T(28, 31), TCP6 " hmss hsackopt htsopt hwsopt urcvwin hrcvwinscale hsndwinscale useqnum pconnid"},
+    {0x08, NULL, 2, 255, T(10, 11), TCP4 " useqnum pconnid"},
+    {0x08, NULL, 2, 255, T(26, 27), TCP6 " useqnum pconnid"},
+    {0x08, NULL, 2, 255, T(17), "hProto hFailureCode"},
+    {0x0F, NULL, 2, 255, T(46), "pInstructionPointer uThreadId hCount hReserved"},
+    {0x0F, NULL, 2, 255, T(73, 74), "uSource uNewInterval uOldInterval wSourceName"},
+    {0x0F, NULL, 2, 255, T(51), "pSysCallAddress"},
+    {0x0F, NULL, 2, 255, T(52), "xSysCallNtStatus"},
+    {0x18, NULL, 2, 255, T(32), "tEventTimeStamp uStackProcess uStackThread SStack"},
+    {0x0B, NULL, 2, 255, T(15), "wServiceName wDisplayName wProcessName uProcessId uServiceState uSubProcessTag"},
+    {0x0B, NULL, 2, 255, T(16), "bS1 bS2 bS3 bS4 bS5 bPad1 bPad2 bPad3"},
+    {0x0B, NULL, 2, 255, T(17), "uTcbTablePartitions uMaxHashTableSize uMaxUserPort uTcpTimedWaitDelay"},
+    {0x0B, NULL, 3, 255, T(22), "uIDLength uDescriptionLength uFriendlyNameLength uPdoNameLength uServiceNameLength uUpperFiltersLength uLowerFiltersLength wDeviceID wDeviceDescription wFriendlyName wPdoName wServiceName"},
+    {0xFF, KTC_IMAGEID, 0, 255, T(255), "pImageBase zImageSize uProcessId uTimeDateStamp wOriginalFileName"},
+    {0xFF, KTC_IMAGEID, 0, 255, T(36), "pImageBase gGuidSig uAge aPdbFileName"},
+    {0xFF, KTC_IMAGEID, 0, 255, T(37), "pImageBase gGuidSig uAge aPdbFileName"},
+    {0xFF, KTC_IMAGEID, 0, 255, T(64), "uImageSize uTimeDateStamp wOrigFileName wFileDescription wFileVersion wBinFileVersion wVerLanguage wProductName wCompanyName wProductVersion wFileId wProgramId"},
+    {0xFF, SYSCONFIG_EX, 0, 255, T(33), "wSystemDirectory wSystemWindowsDirectory"},
+    {0xFF, SYSCONFIG_EX, 0, 255, T(34), "wValue"},
+    {0xFF, SYSCONFIG_EX, 0, 255, T(35), "wNtPath wDosPath"},
+};
+
+static const struct layout *find_layout(const struct etw_rec *r) {
+  unsigned g = 0xFF, t = r->desc.opcode;
+  int kernel = r->kind == ETW_REC_SYSTEM || r->kind == ETW_REC_PERFINFO;
+  if (kernel) group_type(r, &g, &t);
+  for (size_t i = 0; i < sizeof LAYOUTS / sizeof LAYOUTS[0]; i++) {
+    const struct layout *l = &LAYOUTS[i];
+    if (kernel ? l->group != g : (l->group != 0xFF || memcmp(l->guid, r->provider_id, 16))) {
+      /* classic records may also carry a kernel group GUID (relogged) */
+      if (kernel || l->group == 0xFF || memcmp(GROUP_GUID[l->group], r->provider_id, 16)) continue;
+    }
+    if (r->desc.version < l->vmin || r->desc.version > l->vmax) continue;
+    for (const uint8_t *p = l->types; *p; p++)
+      if ((*p == 255 ? 0u : *p) == t) return l;
+  }
+  return NULL;
+}
+
+static int write_fields(struct etw_jw *w, const char *spec, const unsigned char *p, size_t n,
+                        int ps) {
+  size_t pos = 0;
+  int first = 1;
+  while (*spec) {
+    char ty = *spec++;
+    const char *name = spec;
+    while (*spec && *spec != ' ') spec++;
+    size_t nl = (size_t)(spec - name);
+    if (*spec == ' ') spec++;
+    if (pos >= n) break; /* shorter version: the rest is absent */
+    size_t avail = n - pos;
+    const unsigned char *q = p + pos;
+    size_t save = w->len;
+    if (!first) etw_jw_ch(w, ',');
+    etw_jw_ch(w, '"');
+    etw_jw_raw(w, name, nl);
+    etw_jw_lit(w, "\":");
+    long k = -1;
+    switch (ty) {
+    case 'p': k = dec_value(w, 16, 0, q, avail, -1, ps, DV_MANIFEST, NULL); break;
+    case 'z': k = dec_value(w, 308, 0, q, avail, -1, ps, DV_MANIFEST, NULL); break;
+    case 'u': k = dec_value(w, 8, 0, q, avail, -1, ps, DV_MANIFEST, NULL); break;
+    case 'i': k = dec_value(w, 7, 0, q, avail, -1, ps, DV_MANIFEST, NULL); break;
+    case 'x': k = dec_value(w, 8, 4, q, avail, -1, ps, DV_MANIFEST, NULL); break;
+    case 'X': k = dec_value(w, 10, 4, q, avail, -1, ps, DV_MANIFEST, NULL); break;
+    case 'h': k = dec_value(w, 6, 0, q, avail, -1, ps, DV_MANIFEST, NULL); break;
+    case 'n': k = dec_value(w, 6, 7, q, avail, -1, ps, DV_MANIFEST, NULL); break;
+    case 'b': k = dec_value(w, 4, 0, q, avail, -1, ps, DV_MANIFEST, NULL); break;
+    case 'c': k = dec_value(w, 3, 0, q, avail, -1, ps, DV_MANIFEST, NULL); break;
+    case 'q': case 't': k = dec_value(w, 10, 0, q, avail, -1, ps, DV_MANIFEST, NULL); break;
+    case 'f': k = dec_value(w, 17, 0, q, avail, -1, ps, DV_MANIFEST, NULL); break;
+    case 'w': k = dec_value(w, 1, 0, q, avail, -1, ps, DV_MANIFEST, NULL); break;
+    case 'a': k = dec_value(w, 2, 0, q, avail, -1, ps, DV_MANIFEST, NULL); break;
+    case '4': k = dec_value(w, 8, 8, q, avail, -1, ps, DV_MANIFEST, NULL); break;
+    case '6': k = dec_value(w, 14, 9, q, avail, 16, ps, DV_MANIFEST, NULL); break;
+    case 'g': k = dec_value(w, 15, 0, q, avail, -1, ps, DV_MANIFEST, NULL); break;
+    case 's': { /* kernel SID: 0 u32, or TOKEN_USER (2 pointers) + SID */
+      if (avail < 4) break;
+      if (d_rd32(q) == 0) {
+        etw_jw_lit(w, "null");
+        k = 4;
+        break;
+      }
+      size_t tu = 2 * (size_t)ps;
+      if (avail < tu) break;
+      long s = dec_value(w, 19, 0, q + tu, avail - tu, -1, ps, DV_MANIFEST, NULL);
+      if (s >= 0) k = (long)tu + s;
+      break;
+    }
+    case 'S': {
+      etw_jw_ch(w, '[');
+      size_t m = avail / (size_t)ps;
+      for (size_t i = 0; i < m; i++) {
+        if (i) etw_jw_ch(w, ',');
+        dec_value(w, 16, 0, q + i * (size_t)ps, (size_t)ps, -1, ps, DV_MANIFEST, NULL);
+      }
+      etw_jw_ch(w, ']');
+      k = (long)(m * (size_t)ps);
+      break;
+    }
+    default: break;
+    }
+    if (k < 0) { /* truncated field: stop at the last complete one */
+      etw_jw_truncate(w, save);
+      return -1;
+    }
+    first = 0;
+    pos += (size_t)k;
+  }
+  return 0;
+}
+
+static void write_header(struct etw_jw *w, const struct etw_rec *r) {
+  const struct etw_etl_info *in = r->file;
+  etw_jw_lit(w, "\"BufferSize\":");
+  etw_jw_u64(w, in->buffer_size);
+  etw_jw_lit(w, ",\"Version\":");
+  etw_jw_u64(w, in->version);
+  etw_jw_lit(w, ",\"ProviderVersion\":");
+  etw_jw_u64(w, in->provider_version);
+  etw_jw_lit(w, ",\"NumberOfProcessors\":");
+  etw_jw_u64(w, in->n_cpus);
+  etw_jw_lit(w, ",\"EndTime\":");
+  etw_jw_filetime(w, in->end_time);
+  etw_jw_lit(w, ",\"TimerResolution\":");
+  etw_jw_u64(w, in->timer_resolution);
+  etw_jw_lit(w, ",\"MaxFileSize\":");
+  etw_jw_u64(w, in->max_file_size);
+  etw_jw_lit(w, ",\"LogFileMode\":");
+  etw_jw_hex(w, in->log_file_mode);
+  etw_jw_lit(w, ",\"BuffersWritten\":");
+  etw_jw_u64(w, in->buffers_written);
+  etw_jw_lit(w, ",\"StartBuffers\":");
+  etw_jw_u64(w, in->start_buffers);
+  etw_jw_lit(w, ",\"PointerSize\":");
+  etw_jw_u64(w, in->pointer_size);
+  etw_jw_lit(w, ",\"EventsLost\":");
+  etw_jw_u64(w, in->events_lost);
+  etw_jw_lit(w, ",\"CPUSpeed\":");
+  etw_jw_u64(w, in->cpu_mhz);
+  etw_jw_lit(w, ",\"BootTime\":");
+  etw_jw_filetime(w, in->boot_time);
+  etw_jw_lit(w, ",\"PerfFreq\":");
+  etw_jw_u64(w, in->perf_freq);
+  etw_jw_lit(w, ",\"StartTime\":");
+  etw_jw_filetime(w, in->start_time);
+  etw_jw_lit(w, ",\"ReservedFlags\":");
+  etw_jw_u64(w, in->clock_type);
+  etw_jw_lit(w, ",\"BuffersLost\":");
+  etw_jw_u64(w, in->buffers_lost);
+  etw_jw_lit(w, ",\"SessionName\":");
+  etw_jw_cs(w, in->logger_name);
+  etw_jw_lit(w, ",\"LogFileName\":");
+  etw_jw_cs(w, in->log_file_name);
+  etw_jw_lit(w, ",\"UtcOffsetMinutes\":");
+  etw_jw_i64(w, -(int64_t)in->tz_bias);
+}
+
+int dec_mof_write(struct etw_jw *w, const struct etw_rec *r, const char **why) {
+  if ((r->kind == ETW_REC_SYSTEM || r->kind == ETW_REC_PERFINFO) && r->hook_id == 0 && r->file) {
+    write_header(w, r);
+    return 1;
+  }
+  const struct layout *l = find_layout(r);
+  if (!l) {
+    *why = "no layout known for this kernel/classic event type and version";
+    return 0;
+  }
+  if (write_fields(w, l->fields, r->user_data, r->user_len, r->ptr_size) < 0) {
+    *why = "payload shorter than the layout of this event version";
+    return -1;
+  }
+  return 1;
+}
+
+const unsigned char *dec_mof_guid(const struct etw_rec *r) {
+  static const unsigned char zero[16];
+  if (r->kind != ETW_REC_SYSTEM && r->kind != ETW_REC_PERFINFO) return r->provider_id;
+  unsigned g, t;
+  group_type(r, &g, &t);
+  if (g >= 32 || !memcmp(GROUP_GUID[g], zero, 16)) return NULL;
+  return GROUP_GUID[g];
+}

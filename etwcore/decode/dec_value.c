@@ -1,0 +1,297 @@
+/* dec_value.c — renders one field value of a TDH InType/OutType pair as JSON.
+ *
+ * Shared by TraceLogging, manifest, EventSource and EventInfo decoding. Every read is bounded
+ * by the bytes available; a value that does not fit returns -1 and the caller reports the event
+ * as undecoded. Rendering follows what Windows' XML rendering shows where JSON allows:
+ * integers as numbers (64-bit exact), Hex/pointers as "0x…" strings, GUIDs with braces,
+ * FILETIME/SYSTEMTIME as ISO 8601 UTC, SIDs as "S-1-…", binary as upper-case hex text.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "decode.h"
+
+static void w_hexbytes(struct etw_jw *w, const unsigned char *p, size_t n) {
+  static const char hx[] = "0123456789ABCDEF";
+  if (etw_jw_reserve(w, n * 2 + 2)) return;
+  char *o = w->buf + w->len;
+  *o++ = '"';
+  for (size_t i = 0; i < n; i++) {
+    *o++ = hx[p[i] >> 4];
+    *o++ = hx[p[i] & 15];
+  }
+  *o++ = '"';
+  w->len = (size_t)(o - w->buf);
+}
+
+static void w_sid(struct etw_jw *w, const unsigned char *p, unsigned subs) {
+  char buf[16 + 15 * 11];
+  uint64_t auth = 0;
+  for (int i = 2; i < 8; i++) auth = auth << 8 | p[i];
+  int k = snprintf(buf, sizeof buf, "S-%u-%llu", p[0], (unsigned long long)auth);
+  for (unsigned i = 0; i < subs && k < (int)sizeof buf; i++)
+    k += snprintf(buf + k, sizeof buf - (size_t)k, "-%u", d_rd32(p + 8 + 4 * i));
+  etw_jw_str(w, buf, (size_t)k < sizeof buf ? (size_t)k : sizeof buf - 1);
+}
+
+static void w_ipv6(struct etw_jw *w, const unsigned char *p) {
+  char buf[48];
+  int k = 0;
+  for (int i = 0; i < 8; i++) k += snprintf(buf + k, sizeof buf - (size_t)k, i ? ":%x" : "%x", (unsigned)(p[2 * i] << 8 | p[2 * i + 1]));
+  etw_jw_str(w, buf, (size_t)k);
+}
+
+static void w_ipv4(struct etw_jw *w, uint32_t v) {
+  char buf[20];
+  int k = snprintf(buf, sizeof buf, "%u.%u.%u.%u", v & 255, (v >> 8) & 255, (v >> 16) & 255, v >> 24);
+  etw_jw_str(w, buf, (size_t)k);
+}
+
+static void w_systemtime(struct etw_jw *w, const unsigned char *p) {
+  char buf[40];
+  int k = snprintf(buf, sizeof buf, "%04u-%02u-%02uT%02u:%02u:%02u.%03u0000Z", d_rd16(p),
+                   d_rd16(p + 2) % 100, d_rd16(p + 6) % 100, d_rd16(p + 8) % 100,
+                   d_rd16(p + 10) % 100, d_rd16(p + 12) % 100, d_rd16(p + 14) % 1000);
+  etw_jw_str(w, buf, (size_t)k);
+}
+
+static void w_char(struct etw_jw *w, uint32_t c) {
+  unsigned char u[2] = {(unsigned char)c, (unsigned char)(c >> 8)};
+  if (c == 0) {
+    etw_jw_lit(w, "\"\"");
+    return;
+  }
+  etw_jw_str16(w, u, 1);
+}
+
+static void w_uint(struct etw_jw *w, uint64_t v, unsigned out, int width) {
+  switch (out) {
+  case 3: etw_jw_bool(w, v != 0); return;                /* Boolean */
+  case 4: case 13: case 14: case 15:                     /* Hex, Win32Error, NTStatus, HResult */
+  case 0x25:
+    etw_jw_hex(w, v);
+    return;
+  case 8: if (width == 4) { w_ipv4(w, (uint32_t)v); return; } break;
+  case 17: /* Signed */
+    etw_jw_i64(w, width == 1 ? (int8_t)v : width == 2 ? (int16_t)v : width == 4 ? (int32_t)v : (int64_t)v);
+    return;
+  case 7: if (width == 2) { etw_jw_u64(w, (uint64_t)((v >> 8) | ((v & 255) << 8))); return; } break;
+  default: break;
+  }
+  etw_jw_u64(w, v);
+}
+
+static void w_int(struct etw_jw *w, int64_t v, uint64_t raw, unsigned out) {
+  if (out == 4 || (out >= 13 && out <= 15)) {
+    etw_jw_hex(w, raw);
+    return;
+  }
+  if (out == 3) {
+    etw_jw_bool(w, v != 0);
+    return;
+  }
+  if (out == 18) { /* Unsigned */
+    etw_jw_u64(w, raw);
+    return;
+  }
+  etw_jw_i64(w, v);
+}
+
+long dec_value(struct etw_jw *w, unsigned in, unsigned out, const unsigned char *p, size_t n,
+               long len, int ptr_size, int mode, uint64_t *ival) {
+  uint64_t v;
+  if (ival) *ival = 0;
+  switch (in) {
+  case 0:
+    etw_jw_lit(w, "null");
+    return 0;
+  case 1: { /* UTF-16 string */
+    if (len >= 0) {
+      if ((size_t)len > n / 2) return -1;
+      etw_jw_str16(w, p, (size_t)len);
+      return len * 2;
+    }
+    size_t i = 0;
+    while (i + 1 < n && (p[i] | p[i + 1])) i += 2;
+    if (i + 1 >= n) {
+      if (mode == DV_MANIFEST) { /* unterminated at the end: take what is there */
+        etw_jw_str16(w, p, n / 2);
+        return (long)n;
+      }
+      return -1;
+    }
+    etw_jw_str16(w, p, i / 2);
+    return (long)i + 2;
+  }
+  case 2: { /* 8-bit string */
+    if (len >= 0) {
+      if ((size_t)len > n) return -1;
+      size_t k = 0;
+      while (k < (size_t)len && p[k]) k++;
+      etw_jw_str(w, (const char *)p, k);
+      return len;
+    }
+    const unsigned char *z = memchr(p, 0, n);
+    if (!z) {
+      if (mode == DV_MANIFEST) {
+        etw_jw_str(w, (const char *)p, n);
+        return (long)n;
+      }
+      return -1;
+    }
+    etw_jw_str(w, (const char *)p, (size_t)(z - p));
+    return (long)(z - p) + 1;
+  }
+  case 3:
+    if (n < 1) return -1;
+    if (ival) *ival = (uint64_t)(int64_t)(int8_t)p[0];
+    if (out == 2) w_char(w, p[0]); else w_int(w, (int8_t)p[0], p[0], out);
+    return 1;
+  case 4:
+    if (n < 1) return -1;
+    if (ival) *ival = p[0];
+    if (out == 2) w_char(w, p[0]); else w_uint(w, p[0], out, 1);
+    return 1;
+  case 5:
+    if (n < 2) return -1;
+    if (ival) *ival = (uint64_t)(int64_t)(int16_t)d_rd16(p);
+    w_int(w, (int16_t)d_rd16(p), d_rd16(p), out);
+    return 2;
+  case 6:
+    if (n < 2) return -1;
+    if (ival) *ival = d_rd16(p);
+    if (out == 2) w_char(w, d_rd16(p)); else w_uint(w, d_rd16(p), out, 2);
+    return 2;
+  case 7:
+    if (n < 4) return -1;
+    if (ival) *ival = (uint64_t)(int64_t)(int32_t)d_rd32(p);
+    w_int(w, (int32_t)d_rd32(p), d_rd32(p), out);
+    return 4;
+  case 8:
+    if (n < 4) return -1;
+    if (ival) *ival = d_rd32(p);
+    w_uint(w, d_rd32(p), out, 4);
+    return 4;
+  case 9:
+    if (n < 8) return -1;
+    if (ival) *ival = d_rd64(p);
+    if (out == 16 || out == 0x21 || out == 0x26) etw_jw_filetime(w, d_rd64(p));
+    else w_int(w, (int64_t)d_rd64(p), d_rd64(p), out);
+    return 8;
+  case 10:
+    if (n < 8) return -1;
+    if (ival) *ival = d_rd64(p);
+    if (out == 16 || out == 0x21 || out == 0x26) etw_jw_filetime(w, d_rd64(p));
+    else w_uint(w, d_rd64(p), out, 8);
+    return 8;
+  case 11: {
+    if (n < 4) return -1;
+    uint32_t b = d_rd32(p);
+    float f;
+    memcpy(&f, &b, 4);
+    etw_jw_double(w, (double)f);
+    return 4;
+  }
+  case 12: {
+    if (n < 8) return -1;
+    uint64_t b = d_rd64(p);
+    double f;
+    memcpy(&f, &b, 8);
+    etw_jw_double(w, f);
+    return 8;
+  }
+  case 13:
+    if (n < 4) return -1;
+    if (ival) *ival = d_rd32(p);
+    etw_jw_bool(w, d_rd32(p) != 0);
+    return 4;
+  case 14: case 25: { /* binary */
+    size_t k, hdr = 0;
+    if (len >= 0) {
+      k = (size_t)len;
+    } else if (mode == DV_TL || in == 25) {
+      if (n < 2) return -1;
+      k = d_rd16(p);
+      hdr = 2;
+    } else {
+      k = n; /* manifest binary without length: the rest */
+    }
+    if (k > n - hdr) return -1;
+    if (out == 9 && k == 16) w_ipv6(w, p + hdr);
+    else w_hexbytes(w, p + hdr, k);
+    return (long)(hdr + k);
+  }
+  case 15:
+    if (n < 16) return -1;
+    etw_jw_guid(w, p);
+    return 16;
+  case 16: case 308: /* pointer / size_t */
+    if ((size_t)ptr_size > n) return -1;
+    v = ptr_size == 4 ? d_rd32(p) : d_rd64(p);
+    if (ival) *ival = v;
+    if (in == 308 && out != 4) etw_jw_u64(w, v); else etw_jw_hex(w, v);
+    return ptr_size;
+  case 17:
+    if (n < 8) return -1;
+    etw_jw_filetime(w, d_rd64(p));
+    return 8;
+  case 18:
+    if (n < 16) return -1;
+    w_systemtime(w, p);
+    return 16;
+  case 19: case 310: { /* SID */
+    if (n < 8) return -1;
+    unsigned subs = p[1];
+    if (subs > 15 || 8 + 4 * (size_t)subs > n) return -1;
+    w_sid(w, p, subs);
+    return 8 + 4 * (long)subs;
+  }
+  case 20:
+    if (n < 4) return -1;
+    if (ival) *ival = d_rd32(p);
+    etw_jw_hex(w, d_rd32(p));
+    return 4;
+  case 21:
+    if (n < 8) return -1;
+    if (ival) *ival = d_rd64(p);
+    etw_jw_hex(w, d_rd64(p));
+    return 8;
+  case 22: case 300: case 302: { /* counted UTF-16 (byte count) */
+    if (n < 2) return -1;
+    size_t k = in == 302 ? (size_t)(p[0] << 8 | p[1]) : d_rd16(p);
+    if (k > n - 2) return -1;
+    etw_jw_str16(w, p + 2, k / 2);
+    return 2 + (long)k;
+  }
+  case 23: case 301: case 303: {
+    if (n < 2) return -1;
+    size_t k = in == 303 ? (size_t)(p[0] << 8 | p[1]) : d_rd16(p);
+    if (k > n - 2) return -1;
+    etw_jw_str(w, (const char *)p + 2, k);
+    return 2 + (long)k;
+  }
+  case 304: /* non-NUL-terminated UTF-16: the rest */
+    etw_jw_str16(w, p, n / 2);
+    return (long)n;
+  case 305:
+    etw_jw_str(w, (const char *)p, n);
+    return (long)n;
+  case 306:
+    if (n < 2) return -1;
+    w_char(w, d_rd16(p));
+    return 2;
+  case 307:
+    if (n < 1) return -1;
+    w_char(w, p[0]);
+    return 1;
+  case 309: { /* hexdump: u32 length + bytes */
+    if (n < 4) return -1;
+    size_t k = d_rd32(p);
+    if (k > n - 4) return -1;
+    w_hexbytes(w, p + 4, k);
+    return 4 + (long)k;
+  }
+  default:
+    return -1;
+  }
+}

@@ -1,0 +1,134 @@
+/* decode.h — internals shared by the event decoders (the .c files in etwcore/decode). Not a public API.
+ *
+ * The decoder (struct etw_decoder) owns a registry of providers keyed by GUID. Each provider
+ * has a name, where its schema came from, and a table of event schemas keyed by (id, version)
+ * (manifest XML, EventSource in-stream manifests, KernelTraceControl EventInfo blobs).
+ * TraceLogging events carry their schema in every event and need no registry entry, but are
+ * registered too so the providers API can list them.
+ *
+ * Field values are rendered by dec_value() from a TDH InType/OutType pair, for every source.
+ */
+#ifndef ETWCORE_DECODE_H
+#define ETWCORE_DECODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "etwcore/etl.h"
+
+static inline uint16_t d_rd16(const unsigned char *p) { return (uint16_t)(p[0] | p[1] << 8); }
+static inline uint32_t d_rd32(const unsigned char *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static inline uint64_t d_rd64(const unsigned char *p) { return d_rd32(p) | (uint64_t)d_rd32(p + 4) << 32; }
+
+/* Hard limits for schemas built from untrusted input. */
+#define DEC_MAX_FIELDS 512      /* fields per event schema */
+#define DEC_MAX_DEPTH 8         /* struct nesting */
+#define DEC_MAX_ARRAY 65535     /* elements per array */
+#define DEC_MAX_EVENTS 65536    /* event schemas per provider */
+#define DEC_MAX_PROVIDERS 4096
+#define DEC_MAX_MANIFEST (64u << 20) /* bytes of one manifest XML */
+
+/* Value rendering modes for dec_value. */
+enum { DV_TL = 1, DV_MANIFEST = 2 };
+
+/**
+ * dec_value - render one scalar of type (@in, @out) at @p (@n bytes available) as JSON.
+ * @len: manifest `length` (characters for strings, bytes for binary) or -1.
+ * Returns the bytes consumed, or -1 when @n is too short / the type is unknown.
+ * @ival receives the integer value of integer types (for length/count references).
+ */
+long dec_value(struct etw_jw *w, unsigned in, unsigned out, const unsigned char *p, size_t n,
+               long len, int ptr_size, int mode, uint64_t *ival);
+
+/* A map (valueMap / bitMap) from a manifest or an EventMapInfo blob. */
+struct dec_map {
+  char *name;
+  int bitmap;
+  uint32_t n;
+  uint32_t *val;
+  char **str;
+};
+
+/* One field of an event schema. */
+struct dec_field {
+  char *name;
+  uint16_t in, out;
+  int32_t len;           /* constant length or -1 */
+  int32_t count;         /* constant count (1 = scalar) or -1 */
+  int32_t len_ref;       /* index of the field holding the length, or -1 */
+  int32_t count_ref;     /* index of the field holding the count, or -1 */
+  uint16_t members;      /* in == 24 (struct): number of following member fields (incl. nested) */
+  uint8_t is_array;      /* count given (even if 1) */
+  struct dec_map *map;
+};
+
+struct dec_event {
+  uint16_t id;
+  uint8_t version;
+  uint8_t level, opcode, channel;
+  uint16_t task;
+  uint64_t keywords;
+  const char *name;      /* interned PerfView-style name ("GC/Start") */
+  const char *task_name, *opcode_name; /* interned or NULL */
+  struct dec_field *f;
+  uint32_t nf;
+  int has_template;      /* 0 = no template known (payload rendered raw when non-empty) */
+};
+
+struct dec_provider {
+  unsigned char guid[16];
+  const char *name;      /* interned */
+  const char *source;    /* "manifest", "eventsource", "tracelogging", "eventinfo", "kernel" */
+  struct dec_event **ev; /* open hash by (id, version) */
+  uint32_t ev_cap, n_ev;
+  uint64_t seen;         /* events decoded */
+  struct dec_map **maps;
+  uint32_t n_maps;
+  /* EventSource manifest reassembly */
+  unsigned char *es_buf;
+  size_t es_len;
+  uint32_t es_next_chunk;
+};
+
+struct etw_decoder {
+  char *manifest_dir;
+  int manifests_scanned;
+  struct dec_provider **prov; /* open hash by GUID */
+  uint32_t prov_cap, n_prov;
+  uint64_t decoded, undecoded;
+};
+
+/* registry (dec_core.c) */
+struct dec_provider *dec_provider_get(struct etw_decoder *d, const unsigned char guid[16], int create);
+struct dec_event *dec_event_find(struct dec_provider *p, uint16_t id, uint8_t version);
+/** dec_event_add - insert (replacing the same id/version); takes ownership of @e. */
+int dec_event_add(struct dec_provider *p, struct dec_event *e);
+void dec_event_free(struct dec_event *e);
+void dec_map_free(struct dec_map *m);
+/** dec_fields_write - render @e's fields from @p[0..n) into an open JSON object; -1 on error. */
+int dec_fields_write(struct etw_jw *w, const struct dec_event *e, const unsigned char *p, size_t n,
+                     int ptr_size, const char **why);
+
+/* TraceLogging (dec_tl.c) */
+int dec_tl_names(const struct etw_rec *r, const char **prov, size_t *prov_len, const char **name,
+                 size_t *name_len);
+int dec_tl_write(struct etw_jw *w, const struct etw_rec *r, const char **why);
+
+/* kernel / classic MOF (dec_mof.c): 1 = written, 0 = unknown class, -1 = payload mismatch */
+int dec_mof_names(const struct etw_rec *r, const char **task, const char **opcode);
+int dec_mof_write(struct etw_jw *w, const struct etw_rec *r, const char **why);
+/** dec_mof_guid - provider GUID to report (the group GUID for kernel headers) or NULL. */
+const unsigned char *dec_mof_guid(const struct etw_rec *r);
+
+/* manifests (dec_man.c) */
+/** dec_manifest_load - parse instrumentation manifest XML into the registry; 0 = ok. */
+int dec_manifest_load(struct etw_decoder *d, const char *xml, size_t n, const unsigned char *force_guid);
+void dec_manifest_scan_dir(struct etw_decoder *d, const char *dir);
+/** dec_eventsource_chunk - feed an EventSource ManifestData (0xFFFE) payload. */
+void dec_eventsource_chunk(struct etw_decoder *d, const struct etw_rec *r);
+/** dec_eventinfo - feed a KernelTraceControl MetaData EventInfo/EventMapInfo payload. */
+void dec_eventinfo(struct etw_decoder *d, const struct etw_rec *r);
+
+#endif
