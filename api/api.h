@@ -1,0 +1,149 @@
+/* api.h — the REST layer: server context, per-request context, the route table, and the
+ * response helpers every handler uses (one write per response; problem+json for every error).
+ *
+ * Threads: civetweb runs each request on one of its worker threads; a handler runs start to
+ * finish on that thread. WebSocket streams get their own sender thread (stream.c).
+ */
+#ifndef ETWD_API_H
+#define ETWD_API_H
+
+#include <civetweb.h>
+#include <cjson/cJSON.h>
+#include <stdatomic.h>
+#include <stddef.h>
+
+#include "auth.h"
+#include "config.h"
+#include "etwcore/err.h"
+#include "etwcore/jw.h"
+#include "etwcore/session.h"
+
+struct etwd_server {
+  struct etwd_config *cfg;
+  struct etw_core *core;
+  struct etwd_auth *auth;
+  struct mg_context *mg;
+  int tls;
+  char fingerprint[96];
+  char cert[1024], key[1024];
+  atomic_uint active_requests;
+  atomic_uint active_streams;
+  atomic_int stopping;
+  atomic_ullong requests_total, errors_total;
+};
+
+enum body_kind { BODY_NONE = 0, BODY_JSON = 1, BODY_RAW = 2 };
+
+struct etwd_req;
+typedef void (*etwd_handler)(struct etwd_req *r);
+
+struct etwd_route {
+  const char *method;
+  const char *path; /* "/api/v1/sessions/{id}" — {x} matches one segment */
+  enum etwd_role role;
+  enum body_kind body;
+  etwd_handler fn;
+  const char *op_id;
+  const char *summary;
+  const char *req_schema;  /* components/schemas name of the JSON body, or NULL */
+  const char *resp_schema; /* components/schemas name of the 2xx body, or NULL */
+  const char *query;       /* "q,backend" — documented query parameters */
+  int audit;               /* control action: goes to the audit log */
+};
+
+extern const struct etwd_route etwd_routes[];
+
+#define ETWD_MAX_PARAMS 3
+
+struct etwd_req {
+  struct mg_connection *conn;
+  const struct mg_request_info *ri;
+  struct etwd_server *srv;
+  const struct etwd_route *route;
+  struct etwd_principal who;
+  char params[ETWD_MAX_PARAMS][256];
+  cJSON *body;
+  int status;
+  size_t bytes_out;
+  char audit_detail[256];
+};
+
+/* ---- responses (http.c) */
+/** etwd_reply - status line, headers (+ @extra_headers, each ending "\r\n") and body: one write. */
+void etwd_reply(struct etwd_req *r, int status, const char *ctype, const char *body, size_t len,
+                const char *extra_headers);
+/** etwd_reply_jw - reply with the JSON in @w (application/json). */
+void etwd_reply_jw(struct etwd_req *r, int status, struct etw_jw *w, const char *extra_headers);
+/** etwd_problem - RFC 7807 problem+json reply; @name is the stable type suffix. */
+void etwd_problem(struct etwd_req *r, int status, const char *name, const char *title,
+                  const char *detail, const char *field, const char *extra_headers);
+/** etwd_fail - problem reply for a core error: the ONE table maps codes to statuses. */
+void etwd_fail(struct etwd_req *r, enum etw_err code, const struct etw_status *st);
+/** etwd_status_for - HTTP status of a core error code (the one table). */
+int etwd_status_for(enum etw_err code);
+/** etwd_problem_conn - problem reply outside a routed request (WebSocket refusals, 404s). */
+void etwd_problem_conn(struct mg_connection *c, int status, const char *name, const char *detail,
+                       const char *extra_headers);
+const char *etwd_reason(int status);
+
+/* ---- helpers */
+/** etwd_query - value of query parameter @name (URL-decoded) into @out; 0 if present. */
+int etwd_query(const struct etwd_req *r, const char *name, char *out, size_t n);
+/** etwd_parse_id - decimal session id from a path parameter; 0 if invalid. */
+unsigned long long etwd_parse_id(const char *s);
+/** etwd_send_file - serve @path with Range support (200/206/416). */
+void etwd_send_file(struct etwd_req *r, const char *path, const char *ctype, const char *dl_name);
+/** etwd_header - request header value or NULL. */
+const char *etwd_header(const struct etwd_req *r, const char *name);
+
+/* ---- server lifecycle (router.c) */
+/** etwd_server_start - start civetweb with the routes; 0 or -1 with @err filled. */
+int etwd_server_start(struct etwd_server *s, char *err, size_t errlen);
+/** etwd_server_stop - close clients and stop civetweb. */
+void etwd_server_stop(struct etwd_server *s);
+/** etwd_origin_allowed - WebSocket/cookie CSRF Origin check against Host and --allow-origin. */
+int etwd_origin_allowed(struct etwd_server *s, const struct mg_request_info *ri, const char *origin);
+/** etwd_principal_of - who sent this request (bearer first, then cookie). */
+void etwd_principal_of(struct etwd_server *s, struct mg_connection *c, struct etwd_principal *p);
+
+/* ---- handlers, by file */
+void h_health(struct etwd_req *r);
+void h_version(struct etwd_req *r);
+void h_openapi(struct etwd_req *r);
+void h_login(struct etwd_req *r);
+void h_logout(struct etwd_req *r);
+void h_whoami(struct etwd_req *r);
+void h_rotate(struct etwd_req *r);
+void h_metrics(struct etwd_req *r);
+void h_providers(struct etwd_req *r);
+void h_provider(struct etwd_req *r);
+void h_sessions_list(struct etwd_req *r);
+void h_session_create(struct etwd_req *r);
+void h_session_get(struct etwd_req *r);
+void h_session_patch(struct etwd_req *r);
+void h_session_delete(struct etwd_req *r);
+void h_session_stop(struct etwd_req *r);
+void h_session_events(struct etwd_req *r);
+void h_session_file(struct etwd_req *r);
+void h_files_list(struct etwd_req *r);
+void h_file_upload(struct etwd_req *r);
+void h_file_get(struct etwd_req *r);
+void h_file_delete(struct etwd_req *r);
+void h_file_events(struct etwd_req *r);
+
+/* stream.c */
+void etwd_stream_register(struct etwd_server *s);
+void etwd_stream_shutdown(struct etwd_server *s);
+/** etwd_stream_ndjson - stream a session's events as chunked ndjson on this request. */
+void etwd_stream_ndjson(struct etwd_req *r, struct etw_session *sess);
+/** etwd_sub_filter_from_query - build a subscriber filter from ?provider=&event=&pid=&level=. */
+int etwd_sub_filter_from_query(const char *query, struct etw_sub_filter *f, unsigned long long *from,
+                               char *err, size_t errlen);
+
+/* openapi.c */
+void etwd_openapi_json(struct etw_jw *w);
+
+/* web assets (generated) */
+#include "web_assets.h"
+
+#endif

@@ -1,0 +1,240 @@
+/* h_files.c — ETL files in the data directory: list, upload (size-limited, atomic rename),
+ * download with Range, delete, and decode-to-ndjson through the etl backend and a private hub. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "api.h"
+#include "etwcore/backend.h"
+#include "files.h"
+
+static int valid_name(const char *n) {
+  size_t len = strlen(n);
+  if (len < 5 || len > 200 || n[0] == '.') return 0;
+  for (const char *p = n; *p; p++)
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+          *p == '.' || *p == '_' || *p == '-'))
+      return 0;
+  if (strstr(n, "..")) return 0;
+  return !strcasecmp(n + len - 4, ".etl");
+}
+
+char *etwd_file_resolve(struct etwd_server *s, const char *name, int must_exist, const char *field,
+                        struct etw_status *st) {
+  if (!valid_name(name)) {
+    etw_fail(st, ETW_E_INVALID, field,
+             "\"%.200s\" is not a valid file name: use a plain name of letters, digits, '.', '_' "
+             "or '-' ending in .etl (no paths)",
+             name);
+    return NULL;
+  }
+  size_t n = strlen(s->cfg->data_dir) + strlen(name) + 2;
+  char *p = malloc(n);
+  if (!p) {
+    etw_fail(st, ETW_E_NOMEM, NULL, NULL);
+    return NULL;
+  }
+  snprintf(p, n, "%s/%s", s->cfg->data_dir, name);
+  struct stat sb;
+  if (must_exist && (stat(p, &sb) || !S_ISREG(sb.st_mode))) {
+    etw_fail(st, ETW_E_NOT_FOUND, field, "no file \"%.200s\" in the data directory", name);
+    free(p);
+    return NULL;
+  }
+  return p;
+}
+
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void h_files_list(struct etwd_req *r) {
+  DIR *d = opendir(r->srv->cfg->data_dir);
+  struct etw_jw w;
+  etw_jw_init(&w, 1 << 22);
+  etw_jw_ch(&w, '[');
+  if (d) {
+    char *names[4096];
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) && n < 4096)
+      if (valid_name(e->d_name)) names[n++] = strdup(e->d_name);
+    closedir(d);
+    qsort(names, (size_t)n, sizeof names[0], cmp_str);
+    int first = 1;
+    for (int i = 0; i < n; i++) {
+      char path[2048];
+      struct stat sb;
+      snprintf(path, sizeof path, "%s/%s", r->srv->cfg->data_dir, names[i]);
+      if (names[i] && !stat(path, &sb) && S_ISREG(sb.st_mode)) {
+        if (!first) etw_jw_ch(&w, ',');
+        first = 0;
+        etw_jw_lit(&w, "{\"name\":");
+        etw_jw_cs(&w, names[i]);
+        etw_jw_lit(&w, ",\"size\":");
+        etw_jw_u64(&w, (uint64_t)sb.st_size);
+        etw_jw_lit(&w, ",\"modified\":");
+        etw_jw_unix_ns(&w, (int64_t)sb.st_mtim.tv_sec * 1000000000LL + sb.st_mtim.tv_nsec);
+        etw_jw_ch(&w, '}');
+      }
+      free(names[i]);
+    }
+  }
+  etw_jw_ch(&w, ']');
+  etwd_reply_jw(r, 200, &w, NULL);
+  etw_jw_free(&w);
+}
+
+static int mkdir_p(const char *path) {
+  char tmp[1100];
+  snprintf(tmp, sizeof tmp, "%s", path);
+  for (char *p = tmp + 1; *p; p++)
+    if (*p == '/') {
+      *p = 0;
+      if (mkdir(tmp, 0700) && errno != EEXIST) return -1;
+      *p = '/';
+    }
+  return mkdir(tmp, 0700) && errno != EEXIST ? -1 : 0;
+}
+
+void h_file_upload(struct etwd_req *r) {
+  char name[256] = "", ow[8] = "";
+  struct etw_status st;
+  etw_status_clear(&st);
+  if (etwd_query(r, "name", name, sizeof name)) {
+    etwd_problem(r, 400, "invalid-argument", NULL, "give the file name as ?name=NAME.etl", "name", NULL);
+    return;
+  }
+  etwd_query(r, "overwrite", ow, sizeof ow);
+  char *path = etwd_file_resolve(r->srv, name, 0, "name", &st);
+  if (!path) {
+    etwd_fail(r, st.code, &st);
+    return;
+  }
+  snprintf(r->audit_detail, sizeof r->audit_detail, "upload %s", name);
+  long long cl = r->ri->content_length;
+  size_t max = r->srv->cfg->max_upload;
+  struct stat sb;
+  if (cl > (long long)max) {
+    etwd_problem(r, 413, "too-large", NULL, "the upload exceeds the server's --max-upload", NULL,
+                 "Connection: close\r\n");
+    goto out;
+  }
+  if (!stat(path, &sb) && strcmp(ow, "true")) {
+    etwd_problem(r, 409, "already-exists", NULL, "a file of that name exists; add ?overwrite=true to replace it",
+                 "name", NULL);
+    goto out;
+  }
+  if (mkdir_p(r->srv->cfg->data_dir)) {
+    etwd_problem(r, 500, "io-error", NULL, "cannot create the data directory", NULL, NULL);
+    goto out;
+  }
+  char tmp[2048];
+  snprintf(tmp, sizeof tmp, "%s/.upload-%ld-%p", r->srv->cfg->data_dir, (long)getpid(), (void *)r);
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    etwd_problem(r, 500, "io-error", NULL, "cannot create a temporary file in the data directory", NULL, NULL);
+    goto out;
+  }
+  char *buf = malloc(1 << 16);
+  size_t total = 0;
+  int too_big = 0, ioerr = !buf;
+  while (!ioerr) {
+    int n = mg_read(r->conn, buf, 1 << 16);
+    if (n <= 0) break;
+    total += (size_t)n;
+    if (total > max) {
+      too_big = 1;
+      break;
+    }
+    if (write(fd, buf, (size_t)n) != n) ioerr = 1;
+  }
+  free(buf);
+  if (close(fd)) ioerr = 1;
+  if (too_big || ioerr || total == 0 || rename(tmp, path)) {
+    unlink(tmp);
+    if (too_big)
+      etwd_problem(r, 413, "too-large", NULL, "the upload exceeds the server's --max-upload", NULL,
+                   "Connection: close\r\n");
+    else if (total == 0)
+      etwd_problem(r, 400, "invalid-argument", NULL, "the upload is empty", NULL, NULL);
+    else
+      etwd_problem(r, 500, "io-error", NULL, "could not store the upload", NULL, NULL);
+    goto out;
+  }
+  struct etw_jw w;
+  etw_jw_init(&w, 4096);
+  etw_jw_lit(&w, "{\"name\":");
+  etw_jw_cs(&w, name);
+  etw_jw_lit(&w, ",\"size\":");
+  etw_jw_u64(&w, total);
+  etw_jw_ch(&w, '}');
+  char loc[400];
+  snprintf(loc, sizeof loc, "Location: /api/v1/files/%.200s\r\n", name);
+  etwd_reply_jw(r, 201, &w, loc);
+  etw_jw_free(&w);
+out:
+  free(path);
+}
+
+void h_file_get(struct etwd_req *r) {
+  struct etw_status st;
+  etw_status_clear(&st);
+  char *path = etwd_file_resolve(r->srv, r->params[0], 1, NULL, &st);
+  if (!path) {
+    etwd_fail(r, st.code, &st);
+    return;
+  }
+  etwd_send_file(r, path, "application/octet-stream", r->params[0]);
+  free(path);
+}
+
+void h_file_delete(struct etwd_req *r) {
+  struct etw_status st;
+  etw_status_clear(&st);
+  char *path = etwd_file_resolve(r->srv, r->params[0], 1, NULL, &st);
+  snprintf(r->audit_detail, sizeof r->audit_detail, "delete %s", r->params[0]);
+  if (!path) {
+    etwd_fail(r, st.code, &st);
+    return;
+  }
+  if (unlink(path))
+    etwd_problem(r, 500, "io-error", NULL, "could not delete the file", NULL, NULL);
+  else
+    etwd_reply(r, 204, "application/json", "", 0, NULL);
+  free(path);
+}
+
+/* Decode one file as ndjson: a private session (not in the table) replayed as fast as possible. */
+void h_file_events(struct etwd_req *r) {
+  struct etw_status st;
+  etw_status_clear(&st);
+  char *path = etwd_file_resolve(r->srv, r->params[0], 1, NULL, &st);
+  if (!path) {
+    etwd_fail(r, st.code, &st);
+    return;
+  }
+  cJSON *body = cJSON_CreateObject();
+  cJSON *files = cJSON_AddArrayToObject(body, "files");
+  cJSON_AddItemToArray(files, cJSON_CreateString(r->params[0]));
+  cJSON_AddStringToObject(body, "backend", "etl");
+  cJSON_AddStringToObject(body, "replay", "fast");
+  const char *paths[2] = {path, NULL};
+  struct etw_session *s = NULL;
+  enum etw_err e = etw_session_create(r->srv->core, body, paths, &s, &st);
+  cJSON_Delete(body);
+  free(path);
+  if (e) {
+    etwd_fail(r, e, &st);
+    return;
+  }
+  etwd_stream_ndjson(r, s);
+  uint64_t id = etw_session_id(s);
+  etw_session_put(s);
+  etw_session_delete(r->srv->core, id, NULL);
+}

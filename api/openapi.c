@@ -1,0 +1,172 @@
+/* openapi.c — the OpenAPI 3 document, generated from the route table (router.c) so the two
+ * cannot drift, plus the component schemas below (the event shape is a stable contract).
+ * tests/e2e/test_api.py checks every route appears with its security and that every $ref
+ * resolves. */
+#include <string.h>
+
+#include "api.h"
+
+static const char schemas[] =
+    "\"Problem\":{\"type\":\"object\",\"description\":\"RFC 7807 problem details; every 4xx/5xx.\","
+    "\"required\":[\"type\",\"title\",\"status\"],\"properties\":{\"type\":{\"type\":\"string\","
+    "\"description\":\"stable: urn:etwd:problem:<name>\"},\"title\":{\"type\":\"string\"},"
+    "\"status\":{\"type\":\"integer\"},\"detail\":{\"type\":\"string\"},\"field\":{\"type\":\"string\","
+    "\"description\":\"JSON pointer of the offending input\"}}},"
+    "\"Health\":{\"type\":\"object\",\"properties\":{\"status\":{\"type\":\"string\",\"enum\":[\"ok\"]}}},"
+    "\"Version\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"version\":{\"type\":\"string\"},"
+    "\"os\":{\"type\":\"object\"},\"tls\":{\"type\":\"boolean\"},\"backends\":{\"type\":\"array\",\"items\":"
+    "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"capabilities\":{\"type\":\"array\","
+    "\"items\":{\"type\":\"string\"}},\"available\":{\"type\":\"boolean\"},\"error\":{\"type\":\"string\"}}}},"
+    "\"limits\":{\"type\":\"object\"}}},"
+    "\"Whoami\":{\"type\":\"object\",\"properties\":{\"role\":{\"type\":\"string\",\"enum\":[\"admin\",\"reader\"]},"
+    "\"token_id\":{\"type\":\"string\"},\"via_cookie\":{\"type\":\"boolean\"}}},"
+    "\"Tokens\":{\"type\":\"object\",\"properties\":{\"admin\":{\"type\":\"string\"},\"reader\":{\"type\":\"string\"}}},"
+    "\"ProviderList\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},"
+    "\"backend\":{\"type\":\"string\"},\"events\":{\"type\":\"integer\"}}}},"
+    "\"Provider\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"events\":{\"type\":\"array\","
+    "\"items\":{\"type\":\"object\",\"properties\":{\"id\":{\"type\":\"integer\"},\"name\":{\"type\":\"string\"},"
+    "\"fields\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},"
+    "\"type\":{\"type\":\"string\"},\"offset\":{\"type\":\"integer\"},\"size\":{\"type\":\"integer\"},"
+    "\"signed\":{\"type\":\"boolean\"}}}}}}}}},"
+    "\"ProviderSpec\":{\"type\":\"object\",\"required\":[\"name\"],\"additionalProperties\":false,\"properties\":{"
+    "\"name\":{\"type\":\"string\",\"description\":\"tracepoint system (linux) or provider name/GUID (win)\"},"
+    "\"events\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":\"default: all\"},"
+    "\"filter\":{\"type\":\"string\",\"description\":\"tracefs filter expression (linux)\"},"
+    "\"level\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":255,\"default\":5},"
+    "\"keywords_any\":{\"type\":[\"string\",\"integer\"],\"description\":\"64-bit mask, \\\"0x…\\\"\"},"
+    "\"keywords_all\":{\"type\":[\"string\",\"integer\"]},\"event_ids\":{\"type\":\"array\",\"items\":"
+    "{\"type\":\"integer\"}},\"event_ids_exclude\":{\"type\":\"boolean\"},\"stacks\":{\"type\":\"boolean\"}}},"
+    "\"SessionSpec\":{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+    "\"name\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9._-]{1,64}$\"},"
+    "\"backend\":{\"type\":\"string\",\"enum\":[\"linux\",\"etl\",\"win\"]},"
+    "\"mode\":{\"type\":\"string\",\"enum\":[\"realtime\",\"file\",\"both\"],\"default\":\"realtime\"},"
+    "\"buffer_kb\":{\"type\":\"integer\",\"description\":\"per-CPU buffer size in KiB\"},"
+    "\"providers\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/components/schemas/ProviderSpec\"}},"
+    "\"pids\":{\"type\":\"array\",\"items\":{\"type\":\"integer\"}},"
+    "\"exe_names\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
+    "\"files\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":\"etl backend: names in the data directory\"},"
+    "\"replay\":{\"type\":\"string\",\"enum\":[\"fast\",\"recorded\"]}}},"
+    "\"SessionPatch\":{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+    "\"enable\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/components/schemas/ProviderSpec\"}},"
+    "\"disable\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}}},"
+    "\"Session\":{\"type\":\"object\",\"properties\":{\"id\":{\"type\":\"integer\"},\"name\":{\"type\":[\"string\",\"null\"]},"
+    "\"backend\":{\"type\":\"string\"},\"state\":{\"type\":\"string\",\"enum\":[\"pending\",\"running\",\"stopped\",\"ended\",\"failed\"]},"
+    "\"message\":{\"type\":\"string\"},\"os_name\":{\"type\":\"string\"},\"created\":{\"type\":\"string\"},"
+    "\"stopped\":{\"type\":[\"string\",\"null\"]},\"recording\":{\"type\":\"boolean\"},"
+    "\"spec\":{\"$ref\":\"#/components/schemas/SessionSpec\"},\"stats\":{\"type\":\"object\",\"properties\":{"
+    "\"events\":{\"type\":\"integer\"},\"bytes\":{\"type\":\"integer\"},\"last_seq\":{\"type\":\"integer\"},"
+    "\"per_provider\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"integer\"}},"
+    "\"subscribers\":{\"type\":\"integer\"},\"loss\":{\"type\":\"object\",\"properties\":{"
+    "\"kernel\":{\"type\":\"integer\"},\"hub\":{\"type\":\"integer\"},\"subscribers\":{\"type\":\"integer\"}}},"
+    "\"per_subscriber\":{\"type\":\"array\",\"items\":{\"type\":\"object\"}}}}}},"
+    "\"SessionList\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/components/schemas/Session\"}},"
+    "\"File\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"size\":{\"type\":\"integer\"},"
+    "\"modified\":{\"type\":\"string\"}}},"
+    "\"FileList\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/components/schemas/File\"}},"
+    "\"Event\":{\"type\":\"object\",\"description\":\"One event (WebSocket frames carry a JSON array of these; "
+    "ndjson one per line). A record with Gap instead of System reports events dropped for this client.\","
+    "\"properties\":{\"seq\":{\"type\":\"integer\",\"description\":\"per-session sequence number; resume with ?from=\"},"
+    "\"System\":{\"type\":\"object\",\"properties\":{\"Provider\":{\"type\":\"object\",\"properties\":{"
+    "\"Name\":{\"type\":\"string\"},\"Guid\":{\"type\":\"string\"}}},\"EventID\":{\"type\":\"integer\"},"
+    "\"Version\":{\"type\":\"integer\"},\"Level\":{\"type\":\"integer\"},\"Task\":{\"type\":\"integer\"},"
+    "\"Opcode\":{\"type\":\"integer\"},\"Keywords\":{\"type\":\"string\",\"description\":\"0x + 16 hex digits\"},"
+    "\"TimeCreated\":{\"type\":\"string\",\"description\":\"UTC, 7 fractional digits\"},"
+    "\"EventName\":{\"type\":\"string\"},\"Execution\":{\"type\":\"object\",\"properties\":{"
+    "\"ProcessID\":{\"type\":[\"integer\",\"null\"]},\"ThreadID\":{\"type\":[\"integer\",\"null\"]},"
+    "\"ProcessorID\":{\"type\":[\"integer\",\"null\"]}}},\"Correlation\":{\"type\":\"object\"}}},"
+    "\"EventData\":{\"type\":\"object\",\"description\":\"decoded fields; 64-bit integers are exact JSON integers\"},"
+    "\"Undecoded\":{\"type\":\"object\",\"properties\":{\"Reason\":{\"type\":\"string\"},\"Payload\":{\"type\":\"string\","
+    "\"description\":\"base64\"}}},\"Gap\":{\"type\":\"object\",\"properties\":{\"Dropped\":{\"type\":\"integer\"},"
+    "\"Layer\":{\"type\":\"string\"},\"Reason\":{\"type\":\"string\"}}}}}";
+
+static void op(struct etw_jw *w, const struct etwd_route *r) {
+  char m[8];
+  size_t i = 0;
+  for (; r->method[i] && i < sizeof m - 1; i++) m[i] = (char)(r->method[i] | 0x20);
+  m[i] = 0;
+  etw_jw_ch(w, '"');
+  etw_jw_lit(w, m);
+  etw_jw_lit(w, "\":{\"operationId\":");
+  etw_jw_cs(w, r->op_id);
+  etw_jw_lit(w, ",\"summary\":");
+  etw_jw_cs(w, r->summary);
+  etw_jw_lit(w, ",\"x-etwd-role\":");
+  etw_jw_cs(w, r->role == ROLE_ADMIN ? "admin" : r->role == ROLE_READER ? "reader" : "none");
+  etw_jw_lit(w, ",\"security\":");
+  etw_jw_lit(w, r->role == ROLE_NONE ? "[]" : "[{\"bearer\":[]},{\"cookie\":[]}]");
+  etw_jw_lit(w, ",\"parameters\":[");
+  int first = 1;
+  for (const char *p = strchr(r->path, '{'); p; p = strchr(p + 1, '{')) {
+    const char *e = strchr(p, '}');
+    if (!first) etw_jw_ch(w, ',');
+    first = 0;
+    etw_jw_lit(w, "{\"name\":");
+    etw_jw_str(w, p + 1, (size_t)(e - p - 1));
+    etw_jw_lit(w, ",\"in\":\"path\",\"required\":true,\"schema\":{\"type\":\"string\"}}");
+  }
+  if (r->query) {
+    const char *q = r->query;
+    while (*q) {
+      size_t k = strcspn(q, ",");
+      if (!first) etw_jw_ch(w, ',');
+      first = 0;
+      etw_jw_lit(w, "{\"name\":");
+      etw_jw_str(w, q, k);
+      etw_jw_lit(w, ",\"in\":\"query\",\"required\":false,\"schema\":{\"type\":\"string\"}}");
+      q += k;
+      if (*q) q++;
+    }
+  }
+  etw_jw_ch(w, ']');
+  if (r->body == BODY_JSON && r->req_schema) {
+    etw_jw_lit(w, ",\"requestBody\":{\"required\":true,\"content\":{\"application/json\":{\"schema\":{\"$ref\":\"#/components/schemas/");
+    etw_jw_lit(w, r->req_schema);
+    etw_jw_lit(w, "\"}}}}");
+  } else if (r->body == BODY_RAW) {
+    etw_jw_lit(w, ",\"requestBody\":{\"required\":true,\"content\":{\"application/octet-stream\":{\"schema\":{\"type\":\"string\",\"format\":\"binary\"}}}}");
+  }
+  int created = !strcmp(r->method, "POST") && (r->fn == h_session_create || r->fn == h_file_upload);
+  int nocontent = !strcmp(r->method, "DELETE") || r->fn == h_logout;
+  etw_jw_lit(w, ",\"responses\":{\"");
+  etw_jw_lit(w, created ? "201" : nocontent ? "204" : "200");
+  etw_jw_lit(w, "\":{\"description\":\"success\"");
+  if (r->resp_schema && !nocontent) {
+    const char *ct = r->fn == h_session_events || r->fn == h_file_events ? "application/x-ndjson" : "application/json";
+    etw_jw_lit(w, ",\"content\":{\"");
+    etw_jw_lit(w, ct);
+    etw_jw_lit(w, "\":{\"schema\":{\"$ref\":\"#/components/schemas/");
+    etw_jw_lit(w, r->resp_schema);
+    etw_jw_lit(w, "\"}}}");
+  }
+  etw_jw_ch(w, '}');
+  etw_jw_lit(w, ",\"default\":{\"description\":\"error\",\"content\":{\"application/problem+json\":{\"schema\":{\"$ref\":\"#/components/schemas/Problem\"}}}}}}");
+}
+
+void etwd_openapi_json(struct etw_jw *w) {
+  etw_jw_lit(w, "{\"openapi\":\"3.0.3\",\"info\":{\"title\":\"etwd\",\"version\":\"" ETWD_VERSION
+                "\",\"description\":\"Event Tracing for Windows, remotely: sessions, providers, event streams, files.\"},"
+                "\"components\":{\"securitySchemes\":{\"bearer\":{\"type\":\"http\",\"scheme\":\"bearer\"},"
+                "\"cookie\":{\"type\":\"apiKey\",\"in\":\"cookie\",\"name\":\"etwd_session\"}},\"schemas\":{");
+  etw_jw_lit(w, schemas);
+  etw_jw_lit(w, "}},\"paths\":{");
+  /* group routes by path, keeping table order */
+  int firstp = 1;
+  for (const struct etwd_route *r = etwd_routes; r->method; r++) {
+    int seen = 0;
+    for (const struct etwd_route *q = etwd_routes; q < r; q++) seen |= !strcmp(q->path, r->path);
+    if (seen) continue;
+    if (!firstp) etw_jw_ch(w, ',');
+    firstp = 0;
+    etw_jw_cs(w, r->path);
+    etw_jw_lit(w, ":{");
+    int firsto = 1;
+    for (const struct etwd_route *q = r; q->method; q++) {
+      if (strcmp(q->path, r->path)) continue;
+      if (!firsto) etw_jw_ch(w, ',');
+      firsto = 0;
+      op(w, q);
+    }
+    etw_jw_ch(w, '}');
+  }
+  etw_jw_lit(w, "}}");
+}

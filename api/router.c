@@ -1,0 +1,322 @@
+/* router.c — the route table (the source for auth checks, 404/405, and the OpenAPI document),
+ * request dispatch (limits, auth, body parsing), the access and audit logs, and civetweb's
+ * start-up with the pitfalls from stack-notes §1 designed out. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "api.h"
+#include "log.h"
+#include "tls.h"
+
+/* clang-format off */
+const struct etwd_route etwd_routes[] = {
+  {"GET", "/api/v1/health", ROLE_NONE, BODY_NONE, h_health, "getHealth", "Liveness check (no auth, minimal)", NULL, "Health", NULL, 0},
+  {"GET", "/api/v1/version", ROLE_READER, BODY_NONE, h_version, "getVersion", "Version, OS, backends and their capabilities", NULL, "Version", NULL, 0},
+  {"GET", "/api/v1/openapi.json", ROLE_NONE, BODY_NONE, h_openapi, "getOpenApi", "This OpenAPI 3 document", NULL, NULL, NULL, 0},
+  {"POST", "/api/v1/login", ROLE_READER, BODY_NONE, h_login, "login", "Exchange a bearer token for an HttpOnly session cookie", NULL, "Whoami", NULL, 1},
+  {"POST", "/api/v1/logout", ROLE_READER, BODY_NONE, h_logout, "logout", "Forget the session cookie", NULL, NULL, NULL, 1},
+  {"GET", "/api/v1/whoami", ROLE_READER, BODY_NONE, h_whoami, "whoami", "Role and token id of the caller", NULL, "Whoami", NULL, 0},
+  {"POST", "/api/v1/tokens/rotate", ROLE_ADMIN, BODY_NONE, h_rotate, "rotateTokens", "Replace both tokens; returns the new secrets once", NULL, "Tokens", NULL, 1},
+  {"GET", "/api/v1/providers", ROLE_READER, BODY_NONE, h_providers, "listProviders", "Providers (tracepoint systems, ETW providers, providers found in ETL files)", NULL, "ProviderList", "q,backend", 0},
+  {"GET", "/api/v1/providers/{name}", ROLE_READER, BODY_NONE, h_provider, "getProvider", "A provider's events and their fields", NULL, "Provider", "backend", 0},
+  {"GET", "/api/v1/sessions", ROLE_READER, BODY_NONE, h_sessions_list, "listSessions", "All sessions with state, spec and stats", NULL, "SessionList", NULL, 0},
+  {"POST", "/api/v1/sessions", ROLE_ADMIN, BODY_JSON, h_session_create, "createSession", "Start a session (live providers, or a replay of ETL files)", "SessionSpec", "Session", NULL, 1},
+  {"GET", "/api/v1/sessions/{id}", ROLE_READER, BODY_NONE, h_session_get, "getSession", "One session: state, spec, stats and loss by layer", NULL, "Session", NULL, 0},
+  {"PATCH", "/api/v1/sessions/{id}", ROLE_ADMIN, BODY_JSON, h_session_patch, "patchSession", "Enable or disable providers on a running session", "SessionPatch", "Session", NULL, 1},
+  {"DELETE", "/api/v1/sessions/{id}", ROLE_ADMIN, BODY_NONE, h_session_delete, "deleteSession", "Stop the session, remove its OS object and recording", NULL, NULL, NULL, 1},
+  {"POST", "/api/v1/sessions/{id}/stop", ROLE_ADMIN, BODY_NONE, h_session_stop, "stopSession", "Stop consuming; stats and recording stay", NULL, "Session", NULL, 1},
+  {"GET", "/api/v1/sessions/{id}/events", ROLE_READER, BODY_NONE, h_session_events, "streamEvents", "Event stream: WebSocket upgrade (JSON array per frame) or chunked ndjson (Accept: application/x-ndjson)", NULL, "Event", "provider,event,pid,level,from", 0},
+  {"GET", "/api/v1/sessions/{id}/file", ROLE_READER, BODY_NONE, h_session_file, "downloadRecording", "Download the session's recording (also while recording; Range supported)", NULL, NULL, NULL, 0},
+  {"GET", "/api/v1/files", ROLE_READER, BODY_NONE, h_files_list, "listFiles", "ETL files in the data directory", NULL, "FileList", NULL, 0},
+  {"POST", "/api/v1/files", ROLE_ADMIN, BODY_RAW, h_file_upload, "uploadFile", "Upload an ETL file (raw body, size-limited)", NULL, "File", "name,overwrite", 1},
+  {"GET", "/api/v1/files/{name}", ROLE_READER, BODY_NONE, h_file_get, "downloadFile", "Download an ETL file (Range supported)", NULL, NULL, NULL, 0},
+  {"DELETE", "/api/v1/files/{name}", ROLE_ADMIN, BODY_NONE, h_file_delete, "deleteFile", "Delete an ETL file", NULL, NULL, NULL, 1},
+  {"GET", "/api/v1/files/{name}/events", ROLE_READER, BODY_NONE, h_file_events, "fileEvents", "Decode an ETL file as ndjson", NULL, "Event", "provider,event,pid,level", 0},
+  {"GET", "/metrics", ROLE_READER, BODY_NONE, h_metrics, "getMetrics", "Prometheus metrics", NULL, NULL, NULL, 0},
+  {NULL, NULL, ROLE_NONE, BODY_NONE, NULL, NULL, NULL, NULL, NULL, NULL, 0},
+};
+/* clang-format on */
+
+/* match @path against @pat, capturing {x} segments; 1 on match */
+static int match_path(const char *pat, const char *path, char params[][256]) {
+  int np = 0;
+  while (*pat && *path) {
+    if (*pat == '{') {
+      const char *e = strchr(pat, '}');
+      size_t k = strcspn(path, "/");
+      if (!e || k == 0 || k >= 256 || np >= ETWD_MAX_PARAMS) return 0;
+      memcpy(params[np], path, k);
+      params[np][k] = 0;
+      mg_url_decode(params[np], (int)k, params[np], 256, 0);
+      np++;
+      pat = e + 1;
+      path += k;
+      continue;
+    }
+    if (*pat != *path) return 0;
+    pat++;
+    path++;
+  }
+  return !*pat && !*path;
+}
+
+void etwd_principal_of(struct etwd_server *s, struct mg_connection *c, struct etwd_principal *p) {
+  const char *authz = mg_get_header(c, "Authorization");
+  if (authz) {
+    etwd_auth_bearer(s->auth, authz, p);
+    return; /* a bad bearer token is not rescued by a cookie */
+  }
+  etwd_auth_cookie(s->auth, mg_get_header(c, "Cookie"), p);
+}
+
+int etwd_origin_allowed(struct etwd_server *s, const struct mg_request_info *ri, const char *origin) {
+  if (!origin) return 1; /* non-browser clients send none */
+  for (int i = 0; i < s->cfg->n_origins; i++)
+    if (!strcasecmp(origin, s->cfg->origins[i])) return 1;
+  /* same origin: scheme://Host */
+  const char *host = NULL;
+  for (int i = 0; i < ri->num_headers; i++)
+    if (!strcasecmp(ri->http_headers[i].name, "Host")) host = ri->http_headers[i].value;
+  if (!host) return 0;
+  const char *scheme = s->tls ? "https://" : "http://";
+  size_t sl = strlen(scheme);
+  if (strncasecmp(origin, scheme, sl)) return 0;
+  return !strcasecmp(origin + sl, host);
+}
+
+static void access_log(struct etwd_req *r) {
+  char q1[300], q2[64], q3[64];
+  const char *who = r->who.role ? r->who.token_id : "-";
+  etwd_log(LOG_INFO, "request", "kind=access method=%s path=%s status=%d bytes=%zu remote=%s who=%s",
+           r->ri->request_method, etwd_logq(q1, sizeof q1, r->ri->local_uri), r->status, r->bytes_out,
+           etwd_logq(q2, sizeof q2, r->ri->remote_addr), etwd_logq(q3, sizeof q3, who));
+  if (r->route && r->route->audit) {
+    char q4[300], q5[300];
+    etwd_log(LOG_INFO, "control action",
+             "kind=audit action=%s token_id=%s role=%s path=%s status=%d result=%s detail=%s",
+             r->route->op_id, etwd_logq(q3, sizeof q3, who), etwd_role_name(r->who.role),
+             etwd_logq(q4, sizeof q4, r->ri->local_uri), r->status,
+             r->status < 400 ? "ok" : "refused", etwd_logq(q5, sizeof q5, r->audit_detail));
+  }
+}
+
+static int is_json_ctype(const char *ct) {
+  if (!ct) return 0;
+  while (*ct == ' ') ct++;
+  size_t n = strcspn(ct, "; ");
+  return (n == 16 && !strncasecmp(ct, "application/json", 16));
+}
+
+static int serve_asset(struct etwd_req *r, const char *uri) {
+  if (strcmp(r->ri->request_method, "GET") && strcmp(r->ri->request_method, "HEAD")) return 0;
+  if (!strcmp(uri, "/")) uri = "/index.html";
+  for (const struct etw_web_asset *a = etw_web_assets; a->path; a++) {
+    if (strcmp(a->path, uri)) continue;
+    const char *ext = strrchr(uri, '.');
+    const char *ct = !ext                    ? "application/octet-stream"
+                     : !strcmp(ext, ".html") ? "text/html; charset=utf-8"
+                     : !strcmp(ext, ".js")   ? "text/javascript; charset=utf-8"
+                     : !strcmp(ext, ".css")  ? "text/css; charset=utf-8"
+                     : !strcmp(ext, ".svg")  ? "image/svg+xml"
+                     : !strcmp(ext, ".png")  ? "image/png"
+                                             : "application/octet-stream";
+    etwd_reply(r, 200, ct, (const char *)a->data, a->len,
+               "Content-Security-Policy: default-src 'self'; connect-src 'self'; img-src 'self' data:; "
+               "style-src 'self'; script-src 'self'; frame-ancestors 'none'\r\n");
+    return 1;
+  }
+  return 0;
+}
+
+/* read a JSON body with the size limit; 0 ok, else a reply was sent */
+static int read_json_body(struct etwd_req *r) {
+  if (!is_json_ctype(etwd_header(r, "Content-Type"))) {
+    etwd_problem(r, 415, "unsupported-media-type", NULL, "the request body must be application/json",
+                 NULL, NULL);
+    return -1;
+  }
+  size_t max = r->srv->cfg->max_body;
+  long long cl = r->ri->content_length;
+  if (cl > (long long)max) {
+    etwd_problem(r, 413, "too-large", NULL, "the request body exceeds the server's --max-body", NULL,
+                 "Connection: close\r\n");
+    return -1;
+  }
+  char *buf = malloc(max + 2);
+  if (!buf) {
+    etwd_problem(r, 503, "out-of-memory", NULL, NULL, NULL, NULL);
+    return -1;
+  }
+  size_t len = 0;
+  for (;;) {
+    int n = mg_read(r->conn, buf + len, max + 1 - len);
+    if (n <= 0) break;
+    len += (size_t)n;
+    if (len > max) break;
+  }
+  if (len > max) {
+    free(buf);
+    etwd_problem(r, 413, "too-large", NULL, "the request body exceeds the server's --max-body", NULL,
+                 "Connection: close\r\n");
+    return -1;
+  }
+  buf[len] = 0;
+  const char *endp = NULL;
+  r->body = cJSON_ParseWithLengthOpts(buf, len, &endp, 1);
+  if (!r->body) {
+    char detail[160];
+    snprintf(detail, sizeof detail, "malformed JSON near byte %ld of the body",
+             endp ? (long)(endp - buf) : (long)(cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() - buf : 0));
+    free(buf);
+    etwd_problem(r, 400, "malformed-json", "Request body is not valid JSON", detail, NULL, NULL);
+    return -1;
+  }
+  free(buf);
+  return 0;
+}
+
+static int dispatch(struct mg_connection *conn, void *cbdata) {
+  struct etwd_server *s = cbdata;
+  struct etwd_req r;
+  memset(&r, 0, sizeof r);
+  r.conn = conn;
+  r.ri = mg_get_request_info(conn);
+  r.srv = s;
+  atomic_fetch_add(&s->requests_total, 1);
+  unsigned active = atomic_fetch_add(&s->active_requests, 1) + 1;
+  const char *uri = r.ri->local_uri ? r.ri->local_uri : "/";
+  const char *method = r.ri->request_method;
+  int is_stream = 0;
+
+  /* route lookup: remember whether the path matched with another method (405) */
+  char allow[128] = "";
+  const struct etwd_route *rt = NULL;
+  for (const struct etwd_route *x = etwd_routes; x->method; x++) {
+    char params[ETWD_MAX_PARAMS][256];
+    if (!match_path(x->path, uri, params)) continue;
+    if (!strcmp(x->method, method) || (!strcmp(method, "HEAD") && !strcmp(x->method, "GET"))) {
+      rt = x;
+      memcpy(r.params, params, sizeof params);
+      break;
+    }
+    if (strlen(allow) + strlen(x->method) + 3 < sizeof allow) {
+      if (allow[0]) strcat(allow, ", ");
+      strcat(allow, x->method);
+    }
+  }
+  r.route = rt;
+  is_stream = rt && (rt->fn == h_session_events || rt->fn == h_file_events);
+  if (!rt) {
+    if (!allow[0] && serve_asset(&r, uri)) goto done;
+    if (allow[0]) {
+      char extra[160], detail[200];
+      snprintf(extra, sizeof extra, "Allow: %s\r\n", allow);
+      snprintf(detail, sizeof detail, "%s is not allowed on %s; allowed: %s", method, uri, allow);
+      etwd_problem(&r, 405, "method-not-allowed", NULL, detail, NULL, extra);
+    } else {
+      etwd_problem(&r, 404, "not-found", NULL, "no such route", NULL, NULL);
+    }
+    goto done;
+  }
+  if (!is_stream && active > s->cfg->max_requests) {
+    etwd_problem(&r, 429, "limit-reached", NULL, "too many concurrent requests; retry shortly", NULL,
+                 "Retry-After: 1\r\n");
+    goto done;
+  }
+  if (rt->role != ROLE_NONE) {
+    etwd_principal_of(s, conn, &r.who);
+    if (r.who.role == ROLE_NONE) {
+      etwd_problem(&r, 401, "unauthorized", NULL,
+                   "a valid token is required: Authorization: Bearer <token>, or log in for a cookie",
+                   NULL, "WWW-Authenticate: Bearer realm=\"etwd\"\r\n");
+      goto done;
+    }
+    if (r.who.role < rt->role) {
+      etwd_problem(&r, 403, "forbidden", NULL, "this action needs the admin role", NULL, NULL);
+      goto done;
+    }
+    /* cookie-authenticated changes must come from an allowed Origin (CSRF) */
+    if (r.who.via_cookie && strcmp(method, "GET") && strcmp(method, "HEAD") &&
+        !etwd_origin_allowed(s, r.ri, etwd_header(&r, "Origin"))) {
+      etwd_problem(&r, 403, "forbidden-origin", NULL, "cross-origin request refused", NULL, NULL);
+      goto done;
+    }
+  }
+  if (rt->body == BODY_JSON && read_json_body(&r)) goto done;
+  rt->fn(&r);
+done:
+  if (r.status == 0) r.status = 200;
+  if (r.status >= 400) atomic_fetch_add(&s->errors_total, 1);
+  access_log(&r);
+  cJSON_Delete(r.body);
+  atomic_fetch_sub(&s->active_requests, 1);
+  return r.status; /* civetweb: >0 = handled, with this status for its own log */
+}
+
+static int log_message(const struct mg_connection *conn, const char *message) {
+  (void)conn;
+  etwd_log(LOG_WARN, "civetweb", "detail=\"%.300s\"", message);
+  return 1;
+}
+
+static int init_ssl(void *ssl_ctx, void *user_data) {
+  struct etwd_server *s = user_data;
+  int rc = etwd_tls_init_ctx(ssl_ctx, s->cert, s->key);
+  return rc == 1 ? 1 : -1;
+}
+
+int etwd_server_start(struct etwd_server *s, char *err, size_t errlen) {
+  char ports[160], threads[16], listen_host[128];
+  snprintf(listen_host, sizeof listen_host, "%s", s->cfg->listen);
+  snprintf(ports, sizeof ports, "%s%s", listen_host, s->tls ? "s" : "");
+  /* one worker per WebSocket/ndjson stream + concurrent REST requests + headroom */
+  snprintf(threads, sizeof threads, "%u", s->cfg->max_streams + s->cfg->max_requests + 4);
+  const char *opts[] = {"listening_ports", ports,
+                        "num_threads", threads,
+                        "tcp_nodelay", "1",
+                        "enable_keep_alive", "yes",
+                        "keep_alive_timeout_ms", "5000",
+                        "request_timeout_ms", "10000",
+                        "websocket_timeout_ms", "30000",
+                        "enable_websocket_ping_pong", "yes",
+                        "ssl_protocol_version", "4",
+                        "decode_url", "no",
+                        "enable_directory_listing", "no",
+                        NULL};
+  struct mg_callbacks cb;
+  memset(&cb, 0, sizeof cb);
+  cb.log_message = log_message;
+  if (s->tls) cb.init_ssl = init_ssl;
+  unsigned feat = mg_init_library(MG_FEATURES_TLS | MG_FEATURES_WEBSOCKET);
+  if (s->tls && !(feat & MG_FEATURES_TLS)) {
+    snprintf(err, errlen, "civetweb was built without working TLS (features 0x%x)", feat);
+    return -1;
+  }
+  struct mg_init_data init = {&cb, s, opts};
+  struct mg_error_data ed;
+  char ebuf[256] = "";
+  unsigned ecode = 0;
+  memset(&ed, 0, sizeof ed);
+  ed.code = &ecode;
+  ed.text = ebuf;
+  ed.text_buffer_size = sizeof ebuf;
+  s->mg = mg_start2(&init, &ed);
+  if (!s->mg) {
+    snprintf(err, errlen, "cannot start the HTTP%s server on %s: %s", s->tls ? "S" : "", s->cfg->listen,
+             ebuf[0] ? ebuf : "unknown error");
+    return -1;
+  }
+  mg_set_request_handler(s->mg, "/", dispatch, s);
+  etwd_stream_register(s);
+  return 0;
+}
+
+void etwd_server_stop(struct etwd_server *s) {
+  if (!s->mg) return;
+  atomic_store(&s->stopping, 1);
+  etwd_stream_shutdown(s);
+  mg_stop(s->mg);
+  s->mg = NULL;
+}

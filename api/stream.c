@@ -1,0 +1,348 @@
+/* stream.c — event streams: WebSocket (one JSON array of events per text frame) and chunked
+ * ndjson. Each WebSocket client gets a subscriber (bounded queue in the hub) and its own sender
+ * thread, so a stalled client only ever blocks itself: its queue fills, the hub drops and counts
+ * for it alone, and it receives a gap record when it catches up.
+ *
+ * civetweb rules followed (stack-notes §1): the sender thread is started in ready_handler and
+ * joined in close_handler (the connection is recycled when close_handler returns); each frame is
+ * built by hand and sent with one mg_write under mg_lock_connection; after a failed write the
+ * sender stops writing and lets civetweb close the connection.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api.h"
+#include "log.h"
+
+#define FRAME_MAX (512 * 1024)
+#define FLUSH_MS 20
+
+struct ws_client {
+  struct etwd_server *srv;
+  struct mg_connection *conn;
+  struct etw_session *sess;
+  struct etw_sub *sub;
+  pthread_t th;
+  int th_started;
+  atomic_int stop;
+  char who[32];
+  struct ws_client *next;
+};
+
+static pthread_mutex_t clients_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct ws_client *clients;
+
+static void add_list(const char *v, const char *list[], uint32_t *n, int intern) {
+  char buf[1024];
+  snprintf(buf, sizeof buf, "%s", v);
+  char *save = NULL;
+  for (char *t = strtok_r(buf, ",", &save); t && *n < ETW_FILTER_MAX; t = strtok_r(NULL, ",", &save))
+    list[(*n)++] = intern ? etw_intern(t) : NULL;
+}
+
+static int parse_u32s(const char *v, uint32_t *out, uint32_t *n) {
+  char buf[1024];
+  snprintf(buf, sizeof buf, "%s", v);
+  char *save = NULL;
+  for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    char *end;
+    unsigned long x = strtoul(t, &end, 10);
+    if (*end || x > 0xFFFFFFFFul || *n >= ETW_FILTER_MAX) return -1;
+    out[(*n)++] = (uint32_t)x;
+  }
+  return 0;
+}
+
+int etwd_sub_filter_from_query(const char *q, struct etw_sub_filter *f, unsigned long long *from,
+                               char *err, size_t errlen) {
+  memset(f, 0, sizeof *f);
+  f->max_level = -1;
+  *from = 0;
+  if (!q) return 0;
+  size_t ql = strlen(q);
+  char v[1024];
+  if (mg_get_var(q, ql, "provider", v, sizeof v) >= 0) add_list(v, f->providers, &f->n_providers, 1);
+  if (mg_get_var(q, ql, "event", v, sizeof v) >= 0) {
+    /* names, or numeric event ids */
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", v);
+    char *save = NULL;
+    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+      char *end;
+      unsigned long x = strtoul(t, &end, 10);
+      if (!*end && end != t) {
+        if (f->n_ids >= ETW_FILTER_MAX) break;
+        f->ids[f->n_ids++] = (uint32_t)x;
+      } else if (f->n_names < ETW_FILTER_MAX) {
+        f->names[f->n_names++] = etw_intern(t);
+      }
+    }
+  }
+  if (mg_get_var(q, ql, "pid", v, sizeof v) >= 0 && parse_u32s(v, f->pids, &f->n_pids)) {
+    snprintf(err, errlen, "pid must be a comma-separated list of at most %d process ids", ETW_FILTER_MAX);
+    return -1;
+  }
+  if (mg_get_var(q, ql, "level", v, sizeof v) >= 0) {
+    char *end;
+    long l = strtol(v, &end, 10);
+    if (*end || end == v || l < 0 || l > 255) {
+      snprintf(err, errlen, "level must be an integer 0-255 (events with Level <= it pass)");
+      return -1;
+    }
+    f->max_level = (int)l;
+  }
+  if (mg_get_var(q, ql, "from", v, sizeof v) >= 0) {
+    char *end;
+    unsigned long long x = strtoull(v, &end, 10);
+    if (*end || end == v) {
+      snprintf(err, errlen, "from must be a sequence number");
+      return -1;
+    }
+    *from = x;
+  }
+  return 0;
+}
+
+/* Builds a WebSocket text frame around the payload at w->buf[10..] and sends it in one write. */
+static int send_frame(struct mg_connection *c, struct etw_jw *w) {
+  size_t plen = w->len - 10;
+  unsigned char h[10];
+  size_t hl;
+  h[0] = 0x81; /* FIN + text */
+  if (plen < 126) {
+    h[1] = (unsigned char)plen;
+    hl = 2;
+  } else if (plen <= 0xFFFF) {
+    h[1] = 126;
+    h[2] = (unsigned char)(plen >> 8);
+    h[3] = (unsigned char)plen;
+    hl = 4;
+  } else {
+    h[1] = 127;
+    for (int i = 0; i < 8; i++) h[2 + i] = (unsigned char)((uint64_t)plen >> (56 - 8 * i));
+    hl = 10;
+  }
+  char *start = w->buf + 10 - hl;
+  memcpy(start, h, hl);
+  mg_lock_connection(c);
+  int rc = mg_write(c, start, plen + hl);
+  mg_unlock_connection(c);
+  return rc == (int)(plen + hl) ? 0 : -1;
+}
+
+static void *ws_sender(void *arg) {
+  struct ws_client *cl = arg;
+  struct etw_jw w;
+  etw_jw_init(&w, FRAME_MAX + 4096);
+  while (!atomic_load(&cl->stop)) {
+    w.len = 0;
+    etw_jw_raw(&w, "          ", 10); /* room for the frame header */
+    int n = etw_sub_read(cl->sub, &w, ETW_FMT_JSON_ARRAY, FRAME_MAX, FLUSH_MS);
+    if (n < 0) {
+      static const char bye[] = "\x03\xe8session ended";
+      mg_websocket_write(cl->conn, MG_WEBSOCKET_OPCODE_CONNECTION_CLOSE, bye, sizeof bye - 1);
+      break;
+    }
+    if (n == 0 || w.err) continue;
+    if (send_frame(cl->conn, &w)) break; /* never write again after a failed write */
+  }
+  etw_jw_free(&w);
+  return NULL;
+}
+
+static unsigned long long ws_session_id(const struct mg_request_info *ri) {
+  const char *u = ri->local_uri;
+  const char *pre = "/api/v1/sessions/";
+  if (!u || strncmp(u, pre, strlen(pre))) return 0;
+  char id[32];
+  const char *p = u + strlen(pre);
+  size_t k = strcspn(p, "/");
+  if (k == 0 || k >= sizeof id || strcmp(p + k, "/events")) return 0;
+  memcpy(id, p, k);
+  id[k] = 0;
+  return etwd_parse_id(id);
+}
+
+static int ws_connect(const struct mg_connection *cconn, void *cbdata) {
+  struct etwd_server *s = cbdata;
+  struct mg_connection *conn = (struct mg_connection *)cconn;
+  const struct mg_request_info *ri = mg_get_request_info(conn);
+  struct etwd_principal p;
+  char q1[300], q2[64];
+  etwd_principal_of(s, conn, &p);
+  int status = 0;
+  const char *name = NULL, *detail = NULL;
+  char err[200];
+  struct etw_sub_filter f;
+  unsigned long long from;
+  if (p.role < ROLE_READER) {
+    status = 401, name = "unauthorized", detail = "WebSocket upgrade needs a token (bearer or cookie)";
+  } else if (!etwd_origin_allowed(s, ri, mg_get_header(conn, "Origin"))) {
+    status = 403, name = "forbidden-origin", detail = "WebSocket upgrade from a foreign Origin refused";
+  } else if (atomic_load(&s->stopping)) {
+    status = 503, name = "shutting-down", detail = "the server is stopping";
+  } else if (atomic_load(&s->active_streams) >= s->cfg->max_streams) {
+    status = 429, name = "limit-reached", detail = "too many streaming clients (--max-streams)";
+  } else if (etwd_sub_filter_from_query(ri->query_string, &f, &from, err, sizeof err)) {
+    status = 400, name = "invalid-argument", detail = err;
+  } else {
+    unsigned long long id = ws_session_id(ri);
+    struct etw_session *sess = id ? etw_session_get(s->core, id) : NULL;
+    if (!sess)
+      status = 404, name = "not-found", detail = "no such session";
+    else
+      etw_session_put(sess);
+  }
+  if (status) {
+    etwd_problem_conn(conn, status, name, detail,
+                      status == 401 ? "WWW-Authenticate: Bearer realm=\"etwd\"\r\n" : NULL);
+    etwd_log(LOG_INFO, "websocket refused", "kind=access path=%s status=%d remote=%s",
+             etwd_logq(q1, sizeof q1, ri->local_uri), status, etwd_logq(q2, sizeof q2, ri->remote_addr));
+    return 1;
+  }
+  return 0;
+}
+
+static void ws_ready(struct mg_connection *conn, void *cbdata) {
+  struct etwd_server *s = cbdata;
+  const struct mg_request_info *ri = mg_get_request_info(conn);
+  struct ws_client *cl = calloc(1, sizeof *cl);
+  struct etw_sub_filter f;
+  unsigned long long from = 0;
+  char err[200];
+  struct etwd_principal p;
+  etwd_principal_of(s, conn, &p);
+  unsigned long long id = ws_session_id(ri);
+  if (cl) {
+    cl->srv = s;
+    cl->conn = conn;
+    snprintf(cl->who, sizeof cl->who, "%s", p.token_id);
+    etwd_sub_filter_from_query(ri->query_string, &f, &from, err, sizeof err);
+    cl->sess = etw_session_get(s->core, id);
+  }
+  int e = 0;
+  if (cl && cl->sess) cl->sub = etw_session_subscribe(cl->sess, &f, from, &e);
+  if (!cl || !cl->sub) {
+    static const char busy[] = "\x03\xf5subscriber limit reached";     /* 1013 try again later */
+    static const char gone[] = "\x03\xf3session gone or out of memory"; /* 1011 */
+    if (e == ETW_E_LIMIT)
+      mg_websocket_write(conn, MG_WEBSOCKET_OPCODE_CONNECTION_CLOSE, busy, sizeof busy - 1);
+    else
+      mg_websocket_write(conn, MG_WEBSOCKET_OPCODE_CONNECTION_CLOSE, gone, sizeof gone - 1);
+    if (cl && cl->sess) etw_session_put(cl->sess);
+    free(cl);
+    mg_set_user_connection_data(conn, NULL);
+    return;
+  }
+  atomic_fetch_add(&s->active_streams, 1);
+  pthread_mutex_lock(&clients_mu);
+  cl->next = clients;
+  clients = cl;
+  pthread_mutex_unlock(&clients_mu);
+  mg_set_user_connection_data(conn, cl);
+  cl->th_started = pthread_create(&cl->th, NULL, ws_sender, cl) == 0;
+  char q1[300], q2[64];
+  etwd_log(LOG_INFO, "websocket opened", "kind=access path=%s status=101 remote=%s who=%s",
+           etwd_logq(q1, sizeof q1, ri->local_uri), etwd_logq(q2, sizeof q2, ri->remote_addr), cl->who);
+}
+
+static int ws_data(struct mg_connection *conn, int bits, char *data, size_t len, void *cbdata) {
+  (void)conn, (void)data, (void)len, (void)cbdata;
+  int op = bits & 0x0f;
+  if (op == MG_WEBSOCKET_OPCODE_CONNECTION_CLOSE) return 0;
+  return 1; /* client messages are ignored (filters are set at connect time) */
+}
+
+static void ws_close(const struct mg_connection *cconn, void *cbdata) {
+  struct etwd_server *s = cbdata;
+  struct mg_connection *conn = (struct mg_connection *)cconn;
+  struct ws_client *cl = mg_get_user_connection_data(conn);
+  if (!cl) return;
+  atomic_store(&cl->stop, 1);
+  etw_sub_wake(cl->sub);
+  if (cl->th_started) pthread_join(cl->th, NULL);
+  pthread_mutex_lock(&clients_mu);
+  for (struct ws_client **pp = &clients; *pp; pp = &(*pp)->next)
+    if (*pp == cl) {
+      *pp = cl->next;
+      break;
+    }
+  pthread_mutex_unlock(&clients_mu);
+  struct etw_sub_stats ss;
+  etw_sub_stats(cl->sub, &ss);
+  etwd_log(LOG_INFO, "websocket closed", "kind=access session=%llu delivered=%llu dropped=%llu who=%s",
+           (unsigned long long)etw_session_id(cl->sess), (unsigned long long)ss.delivered,
+           (unsigned long long)ss.dropped, cl->who);
+  etw_sub_close(cl->sub);
+  etw_session_put(cl->sess);
+  mg_set_user_connection_data(conn, NULL);
+  free(cl);
+  atomic_fetch_sub(&s->active_streams, 1);
+}
+
+void etwd_stream_register(struct etwd_server *s) {
+  mg_set_websocket_handler(s->mg, "/api/v1/sessions/*/events", ws_connect, ws_ready, ws_data, ws_close, s);
+}
+
+void etwd_stream_shutdown(struct etwd_server *s) {
+  (void)s;
+  pthread_mutex_lock(&clients_mu);
+  for (struct ws_client *cl = clients; cl; cl = cl->next) {
+    atomic_store(&cl->stop, 1);
+    etw_sub_wake(cl->sub);
+  }
+  pthread_mutex_unlock(&clients_mu);
+}
+
+void etwd_stream_ndjson(struct etwd_req *r, struct etw_session *sess) {
+  struct etwd_server *s = r->srv;
+  struct etw_sub_filter f;
+  unsigned long long from;
+  char err[200];
+  if (etwd_sub_filter_from_query(r->ri->query_string, &f, &from, err, sizeof err)) {
+    etwd_problem(r, 400, "invalid-argument", NULL, err, NULL, NULL);
+    return;
+  }
+  if (atomic_fetch_add(&s->active_streams, 1) >= s->cfg->max_streams) {
+    atomic_fetch_sub(&s->active_streams, 1);
+    etwd_problem(r, 429, "limit-reached", NULL, "too many streaming clients (--max-streams)", NULL,
+                 "Retry-After: 1\r\n");
+    return;
+  }
+  int e = 0;
+  struct etw_sub *sub = etw_session_subscribe(sess, &f, from, &e);
+  if (!sub) {
+    atomic_fetch_sub(&s->active_streams, 1);
+    etwd_fail(r, e ? (enum etw_err)e : ETW_E_NOMEM, NULL);
+    return;
+  }
+  static const char head[] =
+      "HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\n"
+      "Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nX-Accel-Buffering: no\r\n\r\n";
+  r->status = 200;
+  int ok = mg_write(r->conn, head, sizeof head - 1) > 0;
+  struct etw_jw w;
+  etw_jw_init(&w, FRAME_MAX + 4096);
+  while (ok && !atomic_load(&s->stopping)) {
+    w.len = 0;
+    etw_jw_raw(&w, "0000000000\r\n", 12); /* chunk-size line, rewritten below */
+    int n = etw_sub_read(sub, &w, ETW_FMT_NDJSON, FRAME_MAX, FLUSH_MS);
+    if (n < 0) break;
+    if (n == 0 || w.err) continue;
+    size_t plen = w.len - 12;
+    char hx[16];
+    int hl = snprintf(hx, sizeof hx, "%zx\r\n", plen);
+    char *start = w.buf + 12 - hl;
+    memcpy(start, hx, (size_t)hl);
+    etw_jw_lit(&w, "\r\n");
+    size_t total = w.len - (size_t)(start - w.buf);
+    ok = mg_write(r->conn, start, total) == (int)total;
+    r->bytes_out += total;
+  }
+  if (ok) mg_write(r->conn, "0\r\n\r\n", 5);
+  etw_jw_free(&w);
+  etw_sub_close(sub);
+  atomic_fetch_sub(&s->active_streams, 1);
+}

@@ -1,0 +1,133 @@
+/* backend.h — the session spec and the one interface every backend (linux | etl | win) implements.
+ *
+ * The core parses and validates the generic parts of a session spec (etw_spec_parse), then asks
+ * the backend named in it to realize the session. Backend state is opaque to the core.
+ * Ownership: the core owns the spec and the hub and outlives every backend call on them; the
+ * backend owns its reader threads and OS objects (tracefs instance, ETW session, open files).
+ * Naming follows libtracefs: open/destroy act on the OS object, free on our memory.
+ */
+#ifndef ETWCORE_BACKEND_H
+#define ETWCORE_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "etwcore/err.h"
+#include "etwcore/hub.h"
+#include "etwcore/jw.h"
+
+#define ETW_SESSION_PREFIX "etwd_" /* OS objects we create are named ETW_SESSION_PREFIX + id */
+
+enum {
+  ETW_CAP_LIVE = 1u << 0,           /* live sessions on this machine */
+  ETW_CAP_FILE = 1u << 1,           /* file mode recording */
+  ETW_CAP_REPLAY = 1u << 2,         /* replays recorded files as sessions */
+  ETW_CAP_LIST_PROVIDERS = 1u << 3, /* providers API */
+  ETW_CAP_FILTER_PID = 1u << 4,
+  ETW_CAP_FILTER_EXPR = 1u << 5,    /* backend filter expressions (tracefs) */
+  ETW_CAP_FILTER_EXE = 1u << 6,
+  ETW_CAP_LEVEL_KEYWORDS = 1u << 7, /* ETW level + keywords any/all */
+  ETW_CAP_EVENT_IDS = 1u << 8,
+  ETW_CAP_STACKS = 1u << 9,
+  ETW_CAP_KERNEL_FLAGS = 1u << 10,
+  ETW_CAP_ENABLE_RUNNING = 1u << 11 /* enable/disable providers on a running session */
+};
+
+enum { ETW_MODE_REALTIME = 1, ETW_MODE_FILE = 2 };
+
+#define ETW_SPEC_MAX_PROVIDERS 64
+#define ETW_SPEC_MAX_EVENTS 256
+#define ETW_SPEC_MAX_PIDS 64
+#define ETW_SPEC_MAX_FILES 16
+
+struct etw_provider_spec {
+  char *name;             /* tracefs system, provider name or GUID text */
+  char **events;          /* event names to enable; n_events == 0 means all */
+  uint32_t n_events;
+  uint32_t *event_ids;    /* ETW event ID filter */
+  uint32_t n_event_ids;
+  int event_ids_exclude;  /* 1 = the IDs are excluded rather than included */
+  char *filter;           /* backend filter expression (tracefs) or NULL */
+  int level;              /* 0..255 (ETW), default 5 */
+  uint64_t keywords_any, keywords_all;
+  int stacks;
+};
+
+struct etw_session_spec {
+  char *name;     /* user-visible name (may be NULL) */
+  char *backend;  /* "linux", "etl" or "win"; never NULL after etw_spec_parse */
+  unsigned mode;  /* ETW_MODE_* bits; at least one */
+  uint32_t buffer_kb; /* per-CPU buffer size; 0 = backend default */
+  struct etw_provider_spec *providers;
+  uint32_t n_providers;
+  uint32_t *pids;
+  uint32_t n_pids;
+  char **exe_names;
+  uint32_t n_exe_names;
+  char **files;   /* file source: absolute paths resolved by the API layer */
+  uint32_t n_files;
+  int replay_realtime; /* file source: 1 = at recorded speed, 0 = as fast as possible */
+};
+
+/** Arguments to open(). Everything pointed to outlives the backend session. */
+struct etw_backend_args {
+  const struct etw_session_spec *spec;
+  struct etw_hub *hub;     /* publish decoded batches here */
+  const char *os_name;     /* name for the OS object: ETW_SESSION_PREFIX + id */
+  const char *record_path; /* file mode: where to write the recording, else NULL */
+  /* called once from a reader thread when the session ends by itself (end of file, error) */
+  void (*ended)(void *ctx, enum etw_err code, const char *msg);
+  void *ctx;
+};
+
+struct etw_backend_stats {
+  uint64_t kernel_lost;      /* events lost in the kernel/OS buffers (overrun + dropped) */
+  uint64_t kernel_overrun;
+  uint64_t kernel_dropped;
+  uint64_t read_events;      /* events read by the reader threads */
+  uint64_t read_bytes;       /* raw bytes read */
+  uint64_t decode_errors;    /* events delivered undecoded */
+};
+
+struct etw_backend {
+  const char *name;
+  unsigned caps;
+  /** init - once at start-up (mount tracefs, reap stale sessions); may be NULL. */
+  enum etw_err (*init)(struct etw_status *st);
+  /** open - validate backend specifics and create the OS object (not yet consuming). */
+  enum etw_err (*open)(const struct etw_backend_args *a, void **state, struct etw_status *st);
+  /** enable/disable - change providers; before or after start (if ENABLE_RUNNING). */
+  enum etw_err (*enable)(void *s, const struct etw_provider_spec *p, struct etw_status *st);
+  enum etw_err (*disable)(void *s, const char *provider, struct etw_status *st);
+  /** start - start the backend-owned reader thread(s). */
+  enum etw_err (*start)(void *s, struct etw_status *st);
+  /** stop - stop tracing, drain what the kernel holds, join threads. Idempotent; after it
+   *  returns nothing more is published. Any thread except the backend's own. */
+  void (*stop)(void *s);
+  /** destroy - stop if needed, remove the OS object, free everything. */
+  void (*destroy)(void *s);
+  /** stats - counters; may be called from any thread at any time before destroy. */
+  void (*stats)(void *s, struct etw_backend_stats *out);
+  /** stats_json - optional extra members (e.g. `"per_cpu":[…]`), written after a comma. */
+  void (*stats_json)(void *s, struct etw_jw *w);
+  /** list_providers - JSON array of {"name":..,"events":N,…} matching @q (NULL = all). */
+  enum etw_err (*list_providers)(const char *q, struct etw_jw *w, struct etw_status *st);
+  /** describe_provider - JSON object {"name":..,"events":[{"id","name","fields":[…]}]}. */
+  enum etw_err (*describe_provider)(const char *name, struct etw_jw *w, struct etw_status *st);
+  /** cleanup - at exit: remove anything left with our prefix. May be NULL. */
+  void (*cleanup)(void);
+};
+
+/* Backends compiled in (CMake chooses the sources; each defines its symbol). */
+extern const struct etw_backend etw_backend_linux;
+extern const struct etw_backend etw_backend_etl;
+extern const struct etw_backend etw_backend_win;
+
+/** etw_backends - NULL-terminated list of compiled-in backends (etwcore/src/backends.c). */
+const struct etw_backend *const *etw_backends(void);
+/** etw_backend_find - by name, or NULL. */
+const struct etw_backend *etw_backend_find(const char *name);
+/** etw_caps_json - write the capability bits of @caps as a JSON array of names. */
+void etw_caps_json(unsigned caps, struct etw_jw *w);
+
+#endif

@@ -1,0 +1,106 @@
+/* hub.h — per-session fan-out of encoded event batches to subscribers.
+ *
+ * Producers (backend reader threads) publish whole batches. The hub assigns sequence numbers,
+ * keeps a bounded replay window (the last `replay_max_bytes` of batches, for `from=<seq>`),
+ * and appends a reference to each subscriber's bounded queue. A full queue never blocks the
+ * producer: the batch is dropped *for that subscriber*, the events in it that match the
+ * subscriber's filter are counted, and the subscriber's next read starts with a gap record
+ * carrying the count. Publishing costs O(subscribers) per batch, not per event; filters are
+ * evaluated by the subscriber's own sender thread against the etw_evref headers.
+ *
+ * Invariant per subscriber: delivered + dropped = produced-matching-its-filter (counted from
+ * its subscription on, plus whatever it asked to replay).
+ *
+ * Threads: publish from any number of producer threads; each subscriber is read by exactly one
+ * sender thread; close/unsubscribe from any thread. One mutex per hub guards everything.
+ */
+#ifndef ETWCORE_HUB_H
+#define ETWCORE_HUB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "etwcore/event.h"
+
+struct etw_hub;
+struct etw_sub;
+
+struct etw_hub_limits {
+  size_t replay_max_bytes;   /* replay window; 0 = no replay */
+  uint32_t sub_queue_events; /* per-subscriber queue bound, in events */
+  uint32_t max_subscribers;
+};
+
+/** Per-subscriber server-side filter: all non-empty criteria must match. */
+#define ETW_FILTER_MAX 16
+struct etw_sub_filter {
+  const char *providers[ETW_FILTER_MAX]; /* interned names */
+  uint32_t n_providers;
+  const char *names[ETW_FILTER_MAX]; /* interned event names */
+  uint32_t n_names;
+  uint32_t ids[ETW_FILTER_MAX];
+  uint32_t n_ids;
+  uint32_t pids[ETW_FILTER_MAX];
+  uint32_t n_pids;
+  int max_level; /* -1 = any; else Level <= max_level */
+};
+
+struct etw_hub_stats {
+  uint64_t produced;    /* events published */
+  uint64_t bytes;       /* encoded bytes published */
+  uint64_t hub_dropped; /* events the producers could not publish (reported via etw_hub_drop) */
+  uint64_t sub_dropped; /* sum over subscribers, current and past */
+  uint32_t subscribers;
+  uint64_t last_seq;
+};
+
+struct etw_sub_stats {
+  uint64_t delivered, dropped, matched_queued;
+  uint32_t queued_events;
+};
+
+enum etw_sub_fmt { ETW_FMT_NDJSON, ETW_FMT_JSON_ARRAY };
+
+/** etw_hub_new - allocate a hub; NULL on ENOMEM. Freed by etw_hub_free. */
+struct etw_hub *etw_hub_new(const struct etw_hub_limits *lim);
+/** etw_hub_free - free the hub; all subscribers must have been closed (etw_sub_close). */
+void etw_hub_free(struct etw_hub *h);
+
+/** etw_hub_publish - publish @b (consumes the caller's reference, even when n == 0). */
+void etw_hub_publish(struct etw_hub *h, struct etw_batch *b);
+/** etw_hub_drop - count @n events lost before reaching the hub (e.g. encoder overflow). */
+void etw_hub_drop(struct etw_hub *h, uint64_t n);
+/** etw_hub_end - end of stream: subscribers drain what is queued, then get end-of-stream. */
+void etw_hub_end(struct etw_hub *h);
+/** etw_hub_stats - snapshot. Per-provider counts: etw_hub_provider_counts. */
+void etw_hub_stats(struct etw_hub *h, struct etw_hub_stats *out);
+/** etw_hub_provider_counts - write `{"prov":count,…}` for events published per provider. */
+void etw_hub_provider_counts(struct etw_hub *h, struct etw_jw *w);
+
+/**
+ * etw_hub_subscribe - new subscriber with @f (copied; NULL = everything).
+ * @from_seq: 0 = live only; else replay from that seq out of the window (events older than the
+ * window are reported as one gap record). Returns NULL with ETW_E_LIMIT when max_subscribers
+ * is reached (@err set).
+ */
+struct etw_sub *etw_hub_subscribe(struct etw_hub *h, const struct etw_sub_filter *f,
+                                  uint64_t from_seq, int *err);
+
+/**
+ * etw_sub_read - wait up to @timeout_ms for events, then append up to @max_bytes of them
+ * (matching the filter, gap records first) to @out in format @fmt: ndjson lines, or one JSON
+ * array `[…]` (a complete frame). Returns the number of records appended (events + gaps),
+ * 0 on timeout, -1 at end of stream (after everything queued was read) or when closed.
+ */
+int etw_sub_read(struct etw_sub *s, struct etw_jw *out, enum etw_sub_fmt fmt, size_t max_bytes,
+                 int timeout_ms);
+/** etw_sub_wake - make a blocked etw_sub_read return (e.g. the client went away). */
+void etw_sub_wake(struct etw_sub *s);
+/** etw_sub_stats - snapshot of one subscriber's counters. */
+void etw_sub_stats(struct etw_sub *s, struct etw_sub_stats *out);
+/** etw_sub_close - unsubscribe and free; no etw_sub_read may be running on @s. */
+void etw_sub_close(struct etw_sub *s);
+/** etw_hub_subs_json - write `[{"id":..,"delivered":..,"dropped":..,"queued":..},…]`. */
+void etw_hub_subs_json(struct etw_hub *h, struct etw_jw *w);
+
+#endif

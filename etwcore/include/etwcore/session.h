@@ -1,0 +1,69 @@
+/* session.h — the session manager: a table of sessions, each a backend session + a hub.
+ *
+ * Ownership: the core owns the table; a `struct etw_session` is reference-counted — the table
+ * holds one reference, every API handler or stream that uses it holds one (etw_session_get /
+ * etw_session_put). Deleting removes it from the table, stops it and destroys its OS object at
+ * once; the memory (and the hub) goes when the last stream lets go.
+ * All functions are thread-safe.
+ */
+#ifndef ETWCORE_SESSION_H
+#define ETWCORE_SESSION_H
+
+#include <cjson/cJSON.h>
+#include <stdint.h>
+
+#include "etwcore/backend.h"
+#include "etwcore/hub.h"
+
+struct etw_core;
+struct etw_session;
+
+struct etw_core_config {
+  uint32_t max_sessions;
+  uint32_t max_subscribers;  /* per session */
+  uint32_t sub_queue_events; /* per subscriber */
+  size_t replay_bytes;       /* per session replay window */
+  const char *state_dir;     /* recordings go to <state_dir>/recordings/<id>/ */
+};
+
+/** etw_core_new - initialise every compiled-in backend (mount tracefs, reap stale sessions).
+ *  A backend whose init fails is reported in @st but does not fail the core; it is marked
+ *  unavailable (etw_core_backend_error). Free with etw_core_free. */
+struct etw_core *etw_core_new(const struct etw_core_config *cfg, struct etw_status *st);
+/** etw_core_free - stop and destroy every session (removing OS objects), then free. */
+void etw_core_free(struct etw_core *c);
+/** etw_core_backend_error - NULL if @b initialised, else its error text. */
+const char *etw_core_backend_error(struct etw_core *c, const struct etw_backend *b);
+
+/** etw_session_create - parse @body, create and start the session; *out gets a reference. */
+enum etw_err etw_session_create(struct etw_core *c, const cJSON *body, const char *const *files,
+                                struct etw_session **out, struct etw_status *st);
+/** etw_session_get - reference to session @id, or NULL. Release with etw_session_put. */
+struct etw_session *etw_session_get(struct etw_core *c, uint64_t id);
+void etw_session_put(struct etw_session *s);
+uint64_t etw_session_id(const struct etw_session *s);
+
+/** etw_session_stop - stop consuming (the stream ends; stats and recording stay). */
+enum etw_err etw_session_stop(struct etw_session *s, struct etw_status *st);
+/** etw_session_delete - stop, destroy the OS object, remove the recording and the table entry. */
+enum etw_err etw_session_delete(struct etw_core *c, uint64_t id, struct etw_status *st);
+/** etw_session_patch - body {"enable":[provider spec…],"disable":["name"…]}. */
+enum etw_err etw_session_patch(struct etw_session *s, const cJSON *body, struct etw_status *st);
+
+/** etw_session_json - the session as JSON (id, name, state, spec, stats). */
+void etw_session_json(struct etw_session *s, struct etw_jw *w);
+/** etw_core_sessions_json - JSON array of every session. */
+void etw_core_sessions_json(struct etw_core *c, struct etw_jw *w);
+/** etw_core_metrics - Prometheus text exposition of every session and the process. */
+void etw_core_metrics(struct etw_core *c, struct etw_jw *w);
+uint32_t etw_core_session_count(struct etw_core *c);
+
+/** etw_session_subscribe - subscribe to the session's hub (see etw_hub_subscribe). */
+struct etw_sub *etw_session_subscribe(struct etw_session *s, const struct etw_sub_filter *f,
+                                      uint64_t from_seq, int *err);
+/** etw_session_record_path - recording file (exists once recording began) or NULL. */
+const char *etw_session_record_path(struct etw_session *s);
+/** etw_session_is_recording - 1 while the backend still appends to the recording. */
+int etw_session_is_recording(struct etw_session *s);
+
+#endif

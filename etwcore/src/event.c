@@ -1,0 +1,158 @@
+/* event.c — event batches, the shared System block writer, and the string interner. */
+#include "etwcore/event.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct etw_batch *etw_batch_new(uint32_t cap, size_t max_bytes) {
+  struct etw_batch *b = calloc(1, sizeof *b);
+  if (!b) return NULL;
+  b->ev = malloc((size_t)(cap ? cap : 1) * sizeof *b->ev);
+  if (!b->ev) {
+    free(b);
+    return NULL;
+  }
+  atomic_init(&b->refs, 1);
+  b->cap = cap ? cap : 1;
+  etw_jw_init(&b->data, max_bytes ? max_bytes : (1u << 20));
+  return b;
+}
+
+void etw_batch_ref(struct etw_batch *b) { atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed); }
+
+void etw_batch_unref(struct etw_batch *b) {
+  if (!b) return;
+  if (atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) != 1) return;
+  etw_jw_free(&b->data);
+  free(b->ev);
+  free(b);
+}
+
+int etw_batch_full(const struct etw_batch *b) {
+  return b->n >= b->cap || b->data.len >= b->data.max - b->data.max / 8;
+}
+
+int etw_batch_commit(struct etw_batch *b, size_t mark, const struct etw_evref *hdr) {
+  if (b->data.err || b->n >= b->cap || b->data.len - mark > UINT32_MAX) {
+    etw_jw_truncate(&b->data, mark);
+    return -1;
+  }
+  struct etw_evref *e = &b->ev[b->n++];
+  *e = *hdr;
+  e->off = (uint32_t)mark;
+  e->len = (uint32_t)(b->data.len - mark);
+  return 0;
+}
+
+void etw_event_write_system(struct etw_jw *w, const struct etw_sys *s) {
+  etw_jw_lit(w, "\"System\":{\"Provider\":{\"Name\":");
+  etw_jw_cs(w, s->provider ? s->provider : "");
+  if (s->provider_guid) {
+    etw_jw_lit(w, ",\"Guid\":");
+    etw_jw_guid(w, s->provider_guid);
+  }
+  etw_jw_lit(w, "},\"EventID\":");
+  etw_jw_u64(w, s->event_id);
+  etw_jw_lit(w, ",\"Version\":");
+  etw_jw_u64(w, s->version);
+  etw_jw_lit(w, ",\"Level\":");
+  etw_jw_u64(w, s->level);
+  etw_jw_lit(w, ",\"Task\":");
+  etw_jw_u64(w, s->task);
+  etw_jw_lit(w, ",\"Opcode\":");
+  etw_jw_u64(w, s->opcode);
+  etw_jw_lit(w, ",\"Keywords\":");
+  etw_jw_hexw(w, s->keywords, 16);
+  etw_jw_lit(w, ",\"TimeCreated\":");
+  if (s->filetime)
+    etw_jw_filetime(w, s->filetime);
+  else
+    etw_jw_unix_ns(w, s->ts_ns);
+  if (s->event_name) {
+    etw_jw_lit(w, ",\"EventName\":");
+    etw_jw_cs(w, s->event_name);
+  }
+  if (s->task_name) {
+    etw_jw_lit(w, ",\"TaskName\":");
+    etw_jw_cs(w, s->task_name);
+  }
+  if (s->opcode_name) {
+    etw_jw_lit(w, ",\"OpcodeName\":");
+    etw_jw_cs(w, s->opcode_name);
+  }
+  etw_jw_lit(w, ",\"Execution\":{\"ProcessID\":");
+  if (s->pid < 0) etw_jw_lit(w, "null"); else etw_jw_i64(w, s->pid);
+  etw_jw_lit(w, ",\"ThreadID\":");
+  if (s->tid < 0) etw_jw_lit(w, "null"); else etw_jw_i64(w, s->tid);
+  etw_jw_lit(w, ",\"ProcessorID\":");
+  if (s->cpu < 0) etw_jw_lit(w, "null"); else etw_jw_i64(w, s->cpu);
+  etw_jw_ch(w, '}');
+  if (s->activity_id || s->related_activity_id) {
+    etw_jw_lit(w, ",\"Correlation\":{");
+    if (s->activity_id) {
+      etw_jw_lit(w, "\"ActivityID\":");
+      etw_jw_guid(w, s->activity_id);
+    }
+    if (s->related_activity_id) {
+      if (s->activity_id) etw_jw_ch(w, ',');
+      etw_jw_lit(w, "\"RelatedActivityID\":");
+      etw_jw_guid(w, s->related_activity_id);
+    }
+    etw_jw_ch(w, '}');
+  }
+  etw_jw_ch(w, '}');
+}
+
+/* ---- interner: open-addressing hash set of strdup'd strings, never shrinks */
+static pthread_mutex_t intern_mu = PTHREAD_MUTEX_INITIALIZER;
+static char **intern_tab;
+static size_t intern_cap, intern_n;
+
+static uint64_t fnv1a(const char *s) {
+  uint64_t h = 1469598103934665603ull;
+  while (*s) {
+    h ^= (unsigned char)*s++;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+const char *etw_intern(const char *s) {
+  static const char other[] = "(other)";
+  if (!s) return NULL;
+  uint64_t h = fnv1a(s);
+  const char *res = other;
+  pthread_mutex_lock(&intern_mu);
+  if (intern_n * 2 >= intern_cap) {
+    size_t nc = intern_cap ? intern_cap * 2 : 256;
+    char **nt = calloc(nc, sizeof *nt);
+    if (!nt) goto out;
+    for (size_t i = 0; i < intern_cap; i++) {
+      if (!intern_tab[i]) continue;
+      size_t j = fnv1a(intern_tab[i]) & (nc - 1);
+      while (nt[j]) j = (j + 1) & (nc - 1);
+      nt[j] = intern_tab[i];
+    }
+    free(intern_tab);
+    intern_tab = nt;
+    intern_cap = nc;
+  }
+  size_t j = h & (intern_cap - 1);
+  while (intern_tab[j]) {
+    if (!strcmp(intern_tab[j], s)) {
+      res = intern_tab[j];
+      goto out;
+    }
+    j = (j + 1) & (intern_cap - 1);
+  }
+  if (intern_n >= ETW_INTERN_MAX) goto out;
+  intern_tab[j] = strdup(s);
+  if (intern_tab[j]) {
+    res = intern_tab[j];
+    intern_n++;
+  }
+out:
+  pthread_mutex_unlock(&intern_mu);
+  return res;
+}

@@ -1,0 +1,426 @@
+/* jw.c — the hand-written JSON writer (see etwcore/jw.h). Hot path: keep it branch-light. */
+#include "etwcore/jw.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define JW_DEFAULT_MAX ((size_t)64 << 20)
+
+void etw_jw_init(struct etw_jw *w, size_t max) {
+  w->buf = NULL;
+  w->len = w->cap = 0;
+  w->max = max ? max : JW_DEFAULT_MAX;
+  w->err = 0;
+}
+
+void etw_jw_free(struct etw_jw *w) {
+  free(w->buf);
+  w->buf = NULL;
+  w->len = w->cap = 0;
+  w->err = 0;
+}
+
+int etw_jw_grow(struct etw_jw *w, size_t extra) {
+  if (w->err) return -1;
+  size_t need = w->len + extra + 1;
+  if (need > w->max + 1 || need < w->len) {
+    w->err = 1;
+    return -1;
+  }
+  size_t nc = w->cap ? w->cap : 256;
+  while (nc < need) nc *= 2;
+  if (nc > w->max + 1) nc = w->max + 1;
+  char *nb = realloc(w->buf, nc);
+  if (!nb) {
+    w->err = 2;
+    return -1;
+  }
+  w->buf = nb;
+  w->cap = nc;
+  return 0;
+}
+
+const char *etw_jw_cstr(struct etw_jw *w) {
+  if (!w->buf) return "";
+  w->buf[w->len] = 0; /* cap > len always holds after a successful reserve */
+  return w->buf;
+}
+
+char *etw_jw_steal(struct etw_jw *w, size_t *len) {
+  if (!w->buf && etw_jw_grow(w, 0)) return NULL;
+  w->buf[w->len] = 0;
+  char *b = w->buf;
+  if (len) *len = w->len;
+  w->buf = NULL;
+  w->len = w->cap = 0;
+  return b;
+}
+
+static const char hexd[] = "0123456789abcdef";
+
+/* escape class: 0 = copy, 1 = needs escape (control, quote, backslash), 2 = non-ASCII */
+static const unsigned char cls[256] = {
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1,
+    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+};
+
+/* Length of a valid UTF-8 sequence starting at s (n bytes available), or 0 if invalid. */
+static size_t utf8_valid(const unsigned char *s, size_t n) {
+  unsigned c = s[0];
+  if (c >= 0xC2 && c <= 0xDF) return (n >= 2 && (s[1] & 0xC0) == 0x80) ? 2 : 0;
+  if (c >= 0xE0 && c <= 0xEF) {
+    if (n < 3 || (s[1] & 0xC0) != 0x80 || (s[2] & 0xC0) != 0x80) return 0;
+    if (c == 0xE0 && s[1] < 0xA0) return 0;
+    if (c == 0xED && s[1] >= 0xA0) return 0; /* surrogates */
+    return 3;
+  }
+  if (c >= 0xF0 && c <= 0xF4) {
+    if (n < 4 || (s[1] & 0xC0) != 0x80 || (s[2] & 0xC0) != 0x80 || (s[3] & 0xC0) != 0x80) return 0;
+    if (c == 0xF0 && s[1] < 0x90) return 0;
+    if (c == 0xF4 && s[1] >= 0x90) return 0;
+    return 4;
+  }
+  return 0;
+}
+
+void etw_jw_str(struct etw_jw *w, const char *str, size_t n) {
+  const unsigned char *s = (const unsigned char *)str;
+  /* worst case: every byte becomes \u00XX (6) or U+FFFD (3) */
+  if (etw_jw_reserve(w, n * 6 + 2)) return;
+  char *p = w->buf + w->len;
+  *p++ = '"';
+  size_t i = 0;
+  while (i < n) {
+    unsigned char c = s[i];
+    unsigned k = cls[c];
+    if (k == 0) {
+      *p++ = (char)c;
+      i++;
+    } else if (k == 1) {
+      *p++ = '\\';
+      switch (c) {
+        case '"': *p++ = '"'; break;
+        case '\\': *p++ = '\\'; break;
+        case '\n': *p++ = 'n'; break;
+        case '\r': *p++ = 'r'; break;
+        case '\t': *p++ = 't'; break;
+        case '\b': *p++ = 'b'; break;
+        case '\f': *p++ = 'f'; break;
+        default:
+          *p++ = 'u';
+          *p++ = '0';
+          *p++ = '0';
+          *p++ = hexd[c >> 4];
+          *p++ = hexd[c & 15];
+      }
+      i++;
+    } else {
+      size_t l = utf8_valid(s + i, n - i);
+      if (l) {
+        memcpy(p, s + i, l);
+        p += l;
+        i += l;
+      } else {
+        *p++ = (char)0xEF;
+        *p++ = (char)0xBF;
+        *p++ = (char)0xBD;
+        i++;
+      }
+    }
+  }
+  *p++ = '"';
+  w->len = (size_t)(p - w->buf);
+}
+
+static char *put_utf8(char *p, uint32_t cp) {
+  if (cp < 0x80) {
+    *p++ = (char)cp;
+  } else if (cp < 0x800) {
+    *p++ = (char)(0xC0 | (cp >> 6));
+    *p++ = (char)(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    *p++ = (char)(0xE0 | (cp >> 12));
+    *p++ = (char)(0x80 | ((cp >> 6) & 0x3F));
+    *p++ = (char)(0x80 | (cp & 0x3F));
+  } else {
+    *p++ = (char)(0xF0 | (cp >> 18));
+    *p++ = (char)(0x80 | ((cp >> 12) & 0x3F));
+    *p++ = (char)(0x80 | ((cp >> 6) & 0x3F));
+    *p++ = (char)(0x80 | (cp & 0x3F));
+  }
+  return p;
+}
+
+void etw_jw_str16(struct etw_jw *w, const unsigned char *s, size_t units) {
+  if (etw_jw_reserve(w, units * 6 + 2)) return;
+  char *p = w->buf + w->len;
+  *p++ = '"';
+  for (size_t i = 0; i < units; i++) {
+    uint32_t u = (uint32_t)s[2 * i] | ((uint32_t)s[2 * i + 1] << 8);
+    if (u == 0) break;
+    if (u < 0x80) {
+      unsigned k = cls[u];
+      if (k == 0) {
+        *p++ = (char)u;
+        continue;
+      }
+      *p++ = '\\';
+      switch (u) {
+        case '"': *p++ = '"'; break;
+        case '\\': *p++ = '\\'; break;
+        case '\n': *p++ = 'n'; break;
+        case '\r': *p++ = 'r'; break;
+        case '\t': *p++ = 't'; break;
+        default:
+          *p++ = 'u';
+          *p++ = '0';
+          *p++ = '0';
+          *p++ = hexd[u >> 4];
+          *p++ = hexd[u & 15];
+      }
+      continue;
+    }
+    uint32_t cp = u;
+    if (u >= 0xD800 && u <= 0xDBFF) {
+      if (i + 1 < units) {
+        uint32_t l = (uint32_t)s[2 * i + 2] | ((uint32_t)s[2 * i + 3] << 8);
+        if (l >= 0xDC00 && l <= 0xDFFF) {
+          cp = 0x10000 + ((u - 0xD800) << 10) + (l - 0xDC00);
+          i++;
+        } else {
+          cp = 0xFFFD;
+        }
+      } else {
+        cp = 0xFFFD;
+      }
+    } else if (u >= 0xDC00 && u <= 0xDFFF) {
+      cp = 0xFFFD;
+    }
+    p = put_utf8(p, cp);
+  }
+  *p++ = '"';
+  w->len = (size_t)(p - w->buf);
+}
+
+void etw_jw_u64(struct etw_jw *w, uint64_t v) {
+  char tmp[24];
+  int n = 0;
+  do {
+    tmp[n++] = (char)('0' + v % 10);
+    v /= 10;
+  } while (v);
+  if (etw_jw_reserve(w, (size_t)n)) return;
+  char *p = w->buf + w->len;
+  while (n) *p++ = tmp[--n];
+  w->len = (size_t)(p - w->buf);
+}
+
+void etw_jw_i64(struct etw_jw *w, int64_t v) {
+  if (v < 0) {
+    etw_jw_ch(w, '-');
+    etw_jw_u64(w, (uint64_t)0 - (uint64_t)v);
+  } else {
+    etw_jw_u64(w, (uint64_t)v);
+  }
+}
+
+void etw_jw_hexw(struct etw_jw *w, uint64_t v, int digits) {
+  if (digits < 1) digits = 1;
+  if (digits > 16) digits = 16;
+  if (etw_jw_reserve(w, (size_t)digits + 4)) return;
+  char *p = w->buf + w->len;
+  *p++ = '"';
+  *p++ = '0';
+  *p++ = 'x';
+  for (int i = digits - 1; i >= 0; i--) *p++ = hexd[(v >> (4 * i)) & 15];
+  *p++ = '"';
+  w->len = (size_t)(p - w->buf);
+}
+
+void etw_jw_hex(struct etw_jw *w, uint64_t v) {
+  int d = 1;
+  while (d < 16 && (v >> (4 * d))) d++;
+  etw_jw_hexw(w, v, d);
+}
+
+void etw_jw_double(struct etw_jw *w, double v) {
+  char tmp[40];
+  if (isnan(v)) {
+    etw_jw_lit(w, "\"NaN\"");
+    return;
+  }
+  if (isinf(v)) {
+    etw_jw_lit(w, v > 0 ? "\"Infinity\"" : "\"-Infinity\"");
+    return;
+  }
+  int n = 0;
+  for (int prec = 15; prec <= 17; prec++) {
+    n = snprintf(tmp, sizeof tmp, "%.*g", prec, v);
+    if (strtod(tmp, NULL) == v) break;
+  }
+  etw_jw_raw(w, tmp, (size_t)n);
+}
+
+void etw_format_guid(char out[39], const unsigned char g[16]) {
+  static const int order[16] = {3, 2, 1, 0, 5, 4, 7, 6, 8, 9, 10, 11, 12, 13, 14, 15};
+  char *p = out;
+  *p++ = '{';
+  for (int i = 0; i < 16; i++) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) *p++ = '-';
+    unsigned char b = g[order[i]];
+    *p++ = hexd[b >> 4];
+    *p++ = hexd[b & 15];
+  }
+  *p++ = '}';
+  *p = 0;
+}
+
+void etw_jw_guid(struct etw_jw *w, const unsigned char g[16]) {
+  char t[39];
+  etw_format_guid(t, g);
+  if (etw_jw_reserve(w, 40)) return;
+  w->buf[w->len++] = '"';
+  memcpy(w->buf + w->len, t, 38);
+  w->len += 38;
+  w->buf[w->len++] = '"';
+}
+
+static int hexval(int c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+int etw_parse_guid(const char *s, unsigned char g[16]) {
+  static const int order[16] = {3, 2, 1, 0, 5, 4, 7, 6, 8, 9, 10, 11, 12, 13, 14, 15};
+  int brace = 0;
+  if (*s == '{') {
+    brace = 1;
+    s++;
+  }
+  for (int i = 0; i < 16; i++) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) {
+      if (*s != '-') return -1;
+      s++;
+    }
+    int h = hexval((unsigned char)s[0]), l = h < 0 ? -1 : hexval((unsigned char)s[1]);
+    if (h < 0 || l < 0) return -1;
+    g[order[i]] = (unsigned char)(h * 16 + l);
+    s += 2;
+  }
+  if (brace) {
+    if (*s != '}') return -1;
+    s++;
+  }
+  return *s ? -1 : 0;
+}
+
+/* days since 1970-01-01 -> civil date (Howard Hinnant's algorithm, public domain facts) */
+static void civil(int64_t days, int *y, unsigned *m, unsigned *d) {
+  days += 719468;
+  int64_t era = (days >= 0 ? days : days - 146096) / 146097;
+  unsigned doe = (unsigned)(days - era * 146097);
+  unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  int64_t yy = (int64_t)yoe + era * 400;
+  unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  unsigned mp = (5 * doy + 2) / 153;
+  *d = doy - (153 * mp + 2) / 5 + 1;
+  *m = mp < 10 ? mp + 3 : mp - 9;
+  *y = (int)(yy + (*m <= 2));
+}
+
+static void put_n(char **pp, unsigned v, int digits) {
+  char *p = *pp;
+  for (int i = digits - 1; i >= 0; i--) {
+    p[i] = (char)('0' + v % 10);
+    v /= 10;
+  }
+  *pp = p + digits;
+}
+
+/* ticks: 100 ns units since 1970-01-01 (may be negative) */
+static void put_time(struct etw_jw *w, int64_t ticks) {
+  int64_t secs = ticks >= 0 ? ticks / 10000000 : -((-ticks + 9999999) / 10000000);
+  unsigned frac = (unsigned)(ticks - secs * 10000000);
+  int64_t days = secs >= 0 ? secs / 86400 : -((-secs + 86399) / 86400);
+  unsigned sod = (unsigned)(secs - days * 86400);
+  int y;
+  unsigned mo, d;
+  civil(days, &y, &mo, &d);
+  if (y < 0 || y > 9999) {
+    etw_jw_lit(w, "null");
+    return;
+  }
+  if (etw_jw_reserve(w, 32)) return;
+  char *p = w->buf + w->len;
+  *p++ = '"';
+  put_n(&p, (unsigned)y, 4);
+  *p++ = '-';
+  put_n(&p, mo, 2);
+  *p++ = '-';
+  put_n(&p, d, 2);
+  *p++ = 'T';
+  put_n(&p, sod / 3600, 2);
+  *p++ = ':';
+  put_n(&p, sod / 60 % 60, 2);
+  *p++ = ':';
+  put_n(&p, sod % 60, 2);
+  *p++ = '.';
+  put_n(&p, frac, 7);
+  *p++ = 'Z';
+  *p++ = '"';
+  w->len = (size_t)(p - w->buf);
+}
+
+#define FILETIME_UNIX_DIFF 116444736000000000LL
+
+void etw_jw_filetime(struct etw_jw *w, uint64_t ft) {
+  if (ft > (uint64_t)INT64_MAX) {
+    etw_jw_lit(w, "null");
+    return;
+  }
+  put_time(w, (int64_t)ft - FILETIME_UNIX_DIFF);
+}
+
+void etw_jw_unix_ns(struct etw_jw *w, int64_t ns) {
+  int64_t t = ns >= 0 ? ns / 100 : -((-ns + 99) / 100);
+  put_time(w, t);
+}
+
+void etw_jw_base64(struct etw_jw *w, const unsigned char *s, size_t n) {
+  static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  if (etw_jw_reserve(w, (n + 2) / 3 * 4 + 2)) return;
+  char *p = w->buf + w->len;
+  *p++ = '"';
+  size_t i = 0;
+  for (; i + 3 <= n; i += 3) {
+    uint32_t v = ((uint32_t)s[i] << 16) | ((uint32_t)s[i + 1] << 8) | s[i + 2];
+    *p++ = b64[v >> 18];
+    *p++ = b64[(v >> 12) & 63];
+    *p++ = b64[(v >> 6) & 63];
+    *p++ = b64[v & 63];
+  }
+  if (n - i == 1) {
+    uint32_t v = (uint32_t)s[i] << 16;
+    *p++ = b64[v >> 18];
+    *p++ = b64[(v >> 12) & 63];
+    *p++ = '=';
+    *p++ = '=';
+  } else if (n - i == 2) {
+    uint32_t v = ((uint32_t)s[i] << 16) | ((uint32_t)s[i + 1] << 8);
+    *p++ = b64[v >> 18];
+    *p++ = b64[(v >> 12) & 63];
+    *p++ = b64[(v >> 6) & 63];
+    *p++ = '=';
+  }
+  *p++ = '"';
+  w->len = (size_t)(p - w->buf);
+}

@@ -1,0 +1,655 @@
+/* session.c — the session manager (see session.h): lifecycle, table, stats JSON, metrics. */
+#include "etwcore/session.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "etwcore/spec.h"
+
+enum st { S_RUNNING, S_STOPPED, S_ENDED, S_FAILED, S_PENDING };
+static const char *const state_names[] = {"running", "stopped", "ended", "failed", "pending"};
+
+struct etw_session {
+  atomic_int refs;
+  struct etw_core *core;
+  uint64_t id;
+  pthread_mutex_t mu;  /* guards spec, bstate; held across backend calls */
+  pthread_mutex_t smu; /* guards state, end_msg, stopped_ns (taken by the reader's ended()) */
+  enum st state;
+  char end_msg[256];
+  struct etw_session_spec spec;
+  const struct etw_backend *be;
+  void *bstate;
+  struct etw_hub *hub;
+  char os_name[64];
+  char *record_path;
+  char *record_dir;
+  int64_t created_ns, stopped_ns;
+  struct etw_backend_stats last; /* kept after destroy */
+};
+
+#define MAX_BACKENDS 4
+
+struct etw_core {
+  pthread_mutex_t mu;
+  struct etw_core_config cfg;
+  struct etw_session **tab;
+  uint32_t n, cap;
+  uint64_t next_id;
+  const struct etw_backend *be[MAX_BACKENDS];
+  char be_err[MAX_BACKENDS][256];
+  uint32_t nbe;
+  int64_t started_ns;
+};
+
+static int64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+struct etw_core *etw_core_new(const struct etw_core_config *cfg, struct etw_status *st) {
+  struct etw_core *c = calloc(1, sizeof *c);
+  if (!c) return NULL;
+  c->cfg = *cfg;
+  if (!c->cfg.max_sessions) c->cfg.max_sessions = 16;
+  if (!c->cfg.sub_queue_events) c->cfg.sub_queue_events = 65536;
+  if (!c->cfg.max_subscribers) c->cfg.max_subscribers = 128;
+  pthread_mutex_init(&c->mu, NULL);
+  c->next_id = 1;
+  c->started_ns = now_ns();
+  const struct etw_backend *const *all = etw_backends();
+  for (int i = 0; all[i] && c->nbe < MAX_BACKENDS; i++) {
+    const struct etw_backend *b = all[i];
+    c->be[c->nbe] = b;
+    if (b->init) {
+      struct etw_status bst;
+      etw_status_clear(&bst);
+      if (b->init(&bst) != ETW_E_OK) {
+        snprintf(c->be_err[c->nbe], sizeof c->be_err[0], "%.250s", bst.msg[0] ? bst.msg : "init failed");
+        if (st) etw_fail(st, bst.code ? bst.code : ETW_E_INTERNAL, NULL, "backend %s: %s", b->name,
+                         c->be_err[c->nbe]);
+      }
+    }
+    c->nbe++;
+  }
+  return c;
+}
+
+const char *etw_core_backend_error(struct etw_core *c, const struct etw_backend *b) {
+  for (uint32_t i = 0; i < c->nbe; i++)
+    if (c->be[i] == b) return c->be_err[i][0] ? c->be_err[i] : NULL;
+  return "not compiled in";
+}
+
+static void session_free(struct etw_session *s) {
+  etw_hub_free(s->hub);
+  etw_spec_free(&s->spec);
+  free(s->record_path);
+  free(s->record_dir);
+  pthread_mutex_destroy(&s->mu);
+  pthread_mutex_destroy(&s->smu);
+  free(s);
+}
+
+void etw_session_put(struct etw_session *s) {
+  if (s && atomic_fetch_sub(&s->refs, 1) == 1) session_free(s);
+}
+
+uint64_t etw_session_id(const struct etw_session *s) { return s->id; }
+
+/* stop consuming: caller holds s->mu */
+static void stop_locked(struct etw_session *s, enum st final) {
+  if (s->bstate && s->be->stop) s->be->stop(s->bstate);
+  if (s->bstate && s->be->stats) s->be->stats(s->bstate, &s->last);
+  etw_hub_end(s->hub);
+  pthread_mutex_lock(&s->smu);
+  if (s->state == S_RUNNING || s->state == S_PENDING) {
+    s->state = final;
+    s->stopped_ns = now_ns();
+  }
+  pthread_mutex_unlock(&s->smu);
+}
+
+static void destroy_locked(struct etw_session *s) {
+  if (s->bstate) {
+    if (s->be->stats) s->be->stats(s->bstate, &s->last);
+    s->be->destroy(s->bstate);
+    s->bstate = NULL;
+  }
+  etw_hub_end(s->hub);
+}
+
+void etw_core_free(struct etw_core *c) {
+  if (!c) return;
+  pthread_mutex_lock(&c->mu);
+  struct etw_session **tab = c->tab;
+  uint32_t n = c->n;
+  c->tab = NULL;
+  c->n = c->cap = 0;
+  pthread_mutex_unlock(&c->mu);
+  for (uint32_t i = 0; i < n; i++) {
+    struct etw_session *s = tab[i];
+    pthread_mutex_lock(&s->mu);
+    stop_locked(s, S_STOPPED);
+    destroy_locked(s);
+    pthread_mutex_unlock(&s->mu);
+    etw_session_put(s);
+  }
+  free(tab);
+  for (uint32_t i = 0; i < c->nbe; i++)
+    if (c->be[i]->cleanup) c->be[i]->cleanup();
+  pthread_mutex_destroy(&c->mu);
+  free(c);
+}
+
+static void on_ended(void *ctx, enum etw_err code, const char *msg) {
+  struct etw_session *s = ctx;
+  /* called from the backend's reader thread: never takes s->mu (stop() joins this thread while
+   * holding it), only the small state lock. */
+  pthread_mutex_lock(&s->smu);
+  if (s->state == S_RUNNING) {
+    snprintf(s->end_msg, sizeof s->end_msg, "%s", msg ? msg : "");
+    s->state = code == ETW_E_OK ? S_ENDED : S_FAILED;
+    s->stopped_ns = now_ns();
+  }
+  pthread_mutex_unlock(&s->smu);
+  etw_hub_end(s->hub);
+}
+
+static int mkdirs(const char *path) {
+  char tmp[4096];
+  snprintf(tmp, sizeof tmp, "%s", path);
+  for (char *p = tmp + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = 0;
+    if (mkdir(tmp, 0700) && errno != EEXIST) return -1;
+    *p = '/';
+  }
+  return mkdir(tmp, 0700) && errno != EEXIST ? -1 : 0;
+}
+
+enum etw_err etw_session_create(struct etw_core *c, const cJSON *body, const char *const *files,
+                                struct etw_session **out, struct etw_status *st) {
+  *out = NULL;
+  struct etw_session *s = calloc(1, sizeof *s);
+  if (!s) return etw_fail(st, ETW_E_NOMEM, NULL, NULL);
+  atomic_init(&s->refs, 1);
+  pthread_mutex_init(&s->mu, NULL);
+  pthread_mutex_init(&s->smu, NULL);
+  s->core = c;
+  enum etw_err e = etw_spec_parse(body, &s->spec, st);
+  if (e) goto fail;
+  if (files) { /* the API layer resolved the names inside the data directory */
+    for (uint32_t i = 0; i < s->spec.n_files && files[i]; i++) {
+      free(s->spec.files[i]);
+      s->spec.files[i] = strdup(files[i]);
+    }
+  }
+  s->be = etw_backend_find(s->spec.backend);
+  const char *berr = s->be ? etw_core_backend_error(c, s->be) : "unknown backend";
+  if (berr) {
+    e = etw_fail(st, ETW_E_UNSUPPORTED, "/backend", "backend \"%s\" is unavailable: %s",
+                 s->spec.backend, berr);
+    goto fail;
+  }
+  if ((s->spec.mode & ETW_MODE_FILE) && !(s->be->caps & ETW_CAP_FILE)) {
+    e = etw_fail(st, ETW_E_INVALID, "/mode", "backend \"%s\" cannot record to a file", s->be->name);
+    goto fail;
+  }
+  if (s->spec.n_pids && !(s->be->caps & ETW_CAP_FILTER_PID)) {
+    e = etw_fail(st, ETW_E_INVALID, "/pids", "backend \"%s\" does not filter by PID", s->be->name);
+    goto fail;
+  }
+  struct etw_hub_limits hl = {c->cfg.replay_bytes, c->cfg.sub_queue_events, c->cfg.max_subscribers};
+  s->hub = etw_hub_new(&hl);
+  if (!s->hub) {
+    e = etw_fail(st, ETW_E_NOMEM, NULL, NULL);
+    goto fail;
+  }
+  pthread_mutex_lock(&c->mu);
+  if (c->n >= c->cfg.max_sessions) {
+    pthread_mutex_unlock(&c->mu);
+    e = etw_fail(st, ETW_E_LIMIT, NULL, "the server allows at most %u sessions", c->cfg.max_sessions);
+    goto fail;
+  }
+  if (s->spec.name)
+    for (uint32_t i = 0; i < c->n; i++)
+      if (c->tab[i]->spec.name && !strcmp(c->tab[i]->spec.name, s->spec.name)) {
+        pthread_mutex_unlock(&c->mu);
+        e = etw_fail(st, ETW_E_EXISTS, "/name", "a session named \"%s\" already exists", s->spec.name);
+        goto fail;
+      }
+  s->id = c->next_id++;
+  if (c->n == c->cap) {
+    uint32_t nc = c->cap ? c->cap * 2 : 8;
+    struct etw_session **nt = realloc(c->tab, nc * sizeof *nt);
+    if (!nt) {
+      pthread_mutex_unlock(&c->mu);
+      e = etw_fail(st, ETW_E_NOMEM, NULL, NULL);
+      goto fail;
+    }
+    c->tab = nt;
+    c->cap = nc;
+  }
+  /* reserve the slot now so concurrent creates respect max_sessions; filled below */
+  c->tab[c->n++] = s;
+  atomic_fetch_add(&s->refs, 1);
+  pthread_mutex_unlock(&c->mu);
+
+  snprintf(s->os_name, sizeof s->os_name, "%s%llu_%ld", ETW_SESSION_PREFIX,
+           (unsigned long long)s->id, (long)getpid());
+  if ((s->spec.mode & ETW_MODE_FILE) && c->cfg.state_dir) {
+    char dir[4096], path[4200];
+    snprintf(dir, sizeof dir, "%s/recordings/%llu", c->cfg.state_dir, (unsigned long long)s->id);
+    if (mkdirs(dir)) {
+      e = etw_fail(st, ETW_E_IO, NULL, "cannot create %s: %s", dir, strerror(errno));
+      goto fail_remove;
+    }
+    snprintf(path, sizeof path, "%s/trace.%s", dir, !strcmp(s->be->name, "linux") ? "dat" : "etl");
+    s->record_dir = strdup(dir);
+    s->record_path = strdup(path);
+  }
+  s->created_ns = now_ns();
+  struct etw_backend_args a = {&s->spec, s->hub, s->os_name, s->record_path, on_ended, s};
+  pthread_mutex_lock(&s->mu);
+  e = s->be->open(&a, &s->bstate, st);
+  if (e == ETW_E_OK) {
+    /* a replay waits for its first subscriber so that nobody misses its beginning */
+    if (s->spec.n_files) {
+      s->state = S_PENDING;
+    } else {
+      s->state = S_RUNNING; /* no reader thread exists yet */
+      e = s->be->start(s->bstate, st);
+    }
+  }
+  if (e) {
+    destroy_locked(s);
+    pthread_mutex_unlock(&s->mu);
+    goto fail_remove;
+  }
+  pthread_mutex_unlock(&s->mu);
+  *out = s; /* the reference taken for the table stays; this one is the caller's */
+  atomic_fetch_add(&s->refs, 1);
+  etw_session_put(s); /* balance the creation reference */
+  return ETW_E_OK;
+
+fail_remove:
+  pthread_mutex_lock(&c->mu);
+  for (uint32_t i = 0; i < c->n; i++)
+    if (c->tab[i] == s) {
+      c->tab[i] = c->tab[--c->n];
+      break;
+    }
+  pthread_mutex_unlock(&c->mu);
+  if (s->record_dir) {
+    if (s->record_path) unlink(s->record_path);
+    rmdir(s->record_dir);
+  }
+  etw_session_put(s); /* table reference */
+fail:
+  etw_session_put(s);
+  return e;
+}
+
+struct etw_session *etw_session_get(struct etw_core *c, uint64_t id) {
+  struct etw_session *r = NULL;
+  pthread_mutex_lock(&c->mu);
+  for (uint32_t i = 0; i < c->n; i++)
+    if (c->tab[i]->id == id) {
+      r = c->tab[i];
+      atomic_fetch_add(&r->refs, 1);
+      break;
+    }
+  pthread_mutex_unlock(&c->mu);
+  return r;
+}
+
+enum etw_err etw_session_stop(struct etw_session *s, struct etw_status *st) {
+  pthread_mutex_lock(&s->mu);
+  pthread_mutex_lock(&s->smu);
+  int running = s->state == S_RUNNING || s->state == S_PENDING;
+  pthread_mutex_unlock(&s->smu);
+  if (!running) {
+    pthread_mutex_unlock(&s->mu);
+    return etw_fail(st, ETW_E_STATE, NULL, "session %llu is not running", (unsigned long long)s->id);
+  }
+  stop_locked(s, S_STOPPED);
+  pthread_mutex_unlock(&s->mu);
+  return ETW_E_OK;
+}
+
+enum etw_err etw_session_delete(struct etw_core *c, uint64_t id, struct etw_status *st) {
+  struct etw_session *s = NULL;
+  pthread_mutex_lock(&c->mu);
+  for (uint32_t i = 0; i < c->n; i++)
+    if (c->tab[i]->id == id) {
+      s = c->tab[i];
+      c->tab[i] = c->tab[--c->n];
+      break;
+    }
+  pthread_mutex_unlock(&c->mu);
+  if (!s) return etw_fail(st, ETW_E_NOT_FOUND, NULL, "no session %llu", (unsigned long long)id);
+  pthread_mutex_lock(&s->mu);
+  stop_locked(s, S_STOPPED);
+  destroy_locked(s);
+  if (s->record_dir) {
+    if (s->record_path) unlink(s->record_path);
+    rmdir(s->record_dir);
+  }
+  pthread_mutex_unlock(&s->mu);
+  etw_session_put(s);
+  return ETW_E_OK;
+}
+
+enum etw_err etw_session_patch(struct etw_session *s, const cJSON *body, struct etw_status *st) {
+  if (!cJSON_IsObject(body)) return etw_fail(st, ETW_E_INVALID, "", "the body must be a JSON object");
+  for (const cJSON *m = body->child; m; m = m->next)
+    if (strcmp(m->string, "enable") && strcmp(m->string, "disable"))
+      return etw_fail(st, ETW_E_INVALID, "", "unknown member \"%s\": use \"enable\" and/or \"disable\"",
+                      m->string);
+  const cJSON *en = cJSON_GetObjectItemCaseSensitive(body, "enable");
+  const cJSON *dis = cJSON_GetObjectItemCaseSensitive(body, "disable");
+  if ((en && !cJSON_IsArray(en)) || (dis && !cJSON_IsArray(dis)) || (!en && !dis))
+    return etw_fail(st, ETW_E_INVALID, "", "give \"enable\": [provider…] and/or \"disable\": [name…]");
+  pthread_mutex_lock(&s->mu);
+  enum etw_err e = ETW_E_OK;
+  pthread_mutex_lock(&s->smu);
+  int running = s->state == S_RUNNING;
+  pthread_mutex_unlock(&s->smu);
+  if (!running || !s->bstate) {
+    e = etw_fail(st, ETW_E_STATE, NULL, "session %llu is not running", (unsigned long long)s->id);
+    goto out;
+  }
+  if (!(s->be->caps & ETW_CAP_ENABLE_RUNNING)) {
+    e = etw_fail(st, ETW_E_UNSUPPORTED, NULL, "backend %s cannot change providers of a running session",
+                 s->be->name);
+    goto out;
+  }
+  int i = 0;
+  for (const cJSON *d = dis ? dis->child : NULL; d; d = d->next, i++) {
+    char f[32];
+    snprintf(f, sizeof f, "/disable/%d", i);
+    uint32_t k = 0;
+    if (!cJSON_IsString(d)) {
+      e = etw_fail(st, ETW_E_INVALID, f, "%s must be a provider name", f);
+      goto out;
+    }
+    while (k < s->spec.n_providers && strcmp(s->spec.providers[k].name, d->valuestring)) k++;
+    if (k == s->spec.n_providers) {
+      e = etw_fail(st, ETW_E_INVALID, f, "provider \"%s\" is not enabled in this session", d->valuestring);
+      goto out;
+    }
+    if ((e = s->be->disable(s->bstate, d->valuestring, st))) goto out;
+    etw_provider_free(&s->spec.providers[k]);
+    s->spec.providers[k] = s->spec.providers[--s->spec.n_providers];
+  }
+  i = 0;
+  for (const cJSON *p = en ? en->child : NULL; p; p = p->next, i++) {
+    char f[32];
+    snprintf(f, sizeof f, "/enable/%d", i);
+    struct etw_provider_spec ps;
+    if ((e = etw_provider_parse(p, &ps, f, st))) {
+      etw_provider_free(&ps);
+      goto out;
+    }
+    uint32_t k = 0;
+    while (k < s->spec.n_providers && strcmp(s->spec.providers[k].name, ps.name)) k++;
+    if (k == s->spec.n_providers && k >= ETW_SPEC_MAX_PROVIDERS) {
+      etw_provider_free(&ps);
+      e = etw_fail(st, ETW_E_LIMIT, f, "at most %d providers per session", ETW_SPEC_MAX_PROVIDERS);
+      goto out;
+    }
+    if ((e = s->be->enable(s->bstate, &ps, st))) {
+      /* backend field names are relative to the provider: prefix them */
+      if (st && st->field[0] == '/' && strncmp(st->field, "/enable", 7)) {
+        char tmp[96];
+        snprintf(tmp, sizeof tmp, "%s", st->field);
+        const char *rest = strchr(tmp + 1, '/');
+        rest = rest ? strchr(rest + 1, '/') : NULL;
+        snprintf(st->field, sizeof st->field, "%s%s", f, rest ? rest : "");
+      }
+      etw_provider_free(&ps);
+      goto out;
+    }
+    if (k < s->spec.n_providers) {
+      etw_provider_free(&s->spec.providers[k]);
+      s->spec.providers[k] = ps;
+    } else {
+      struct etw_provider_spec *np =
+          realloc(s->spec.providers, (s->spec.n_providers + 1) * sizeof *np);
+      if (!np) {
+        etw_provider_free(&ps);
+        e = etw_fail(st, ETW_E_NOMEM, NULL, NULL);
+        goto out;
+      }
+      s->spec.providers = np;
+      np[s->spec.n_providers++] = ps;
+    }
+  }
+out:
+  pthread_mutex_unlock(&s->mu);
+  return e;
+}
+
+static void stats_json_locked(struct etw_session *s, struct etw_jw *w) {
+  struct etw_backend_stats bs = s->last;
+  if (s->bstate && s->be->stats) s->be->stats(s->bstate, &bs);
+  struct etw_hub_stats hs;
+  etw_hub_stats(s->hub, &hs);
+  etw_jw_lit(w, "{\"events\":");
+  etw_jw_u64(w, hs.produced);
+  etw_jw_lit(w, ",\"bytes\":");
+  etw_jw_u64(w, hs.bytes);
+  etw_jw_lit(w, ",\"last_seq\":");
+  etw_jw_u64(w, hs.last_seq);
+  etw_jw_lit(w, ",\"read_events\":");
+  etw_jw_u64(w, bs.read_events);
+  etw_jw_lit(w, ",\"read_bytes\":");
+  etw_jw_u64(w, bs.read_bytes);
+  etw_jw_lit(w, ",\"decode_errors\":");
+  etw_jw_u64(w, bs.decode_errors);
+  etw_jw_lit(w, ",\"per_provider\":");
+  etw_hub_provider_counts(s->hub, w);
+  etw_jw_lit(w, ",\"subscribers\":");
+  etw_jw_u64(w, hs.subscribers);
+  etw_jw_lit(w, ",\"loss\":{\"kernel\":");
+  etw_jw_u64(w, bs.kernel_lost);
+  etw_jw_lit(w, ",\"kernel_overrun\":");
+  etw_jw_u64(w, bs.kernel_overrun);
+  etw_jw_lit(w, ",\"kernel_dropped\":");
+  etw_jw_u64(w, bs.kernel_dropped);
+  etw_jw_lit(w, ",\"hub\":");
+  etw_jw_u64(w, hs.hub_dropped);
+  etw_jw_lit(w, ",\"subscribers\":");
+  etw_jw_u64(w, hs.sub_dropped);
+  etw_jw_lit(w, "},\"per_subscriber\":");
+  etw_hub_subs_json(s->hub, w);
+  if (s->bstate && s->be->stats_json) {
+    size_t mark = w->len;
+    etw_jw_ch(w, ',');
+    size_t after = w->len;
+    s->be->stats_json(s->bstate, w);
+    if (w->len == after) etw_jw_truncate(w, mark);
+  }
+  etw_jw_ch(w, '}');
+}
+
+static void time_or_null(struct etw_jw *w, int64_t ns) {
+  if (ns)
+    etw_jw_unix_ns(w, ns);
+  else
+    etw_jw_lit(w, "null");
+}
+
+void etw_session_json(struct etw_session *s, struct etw_jw *w) {
+  pthread_mutex_lock(&s->mu);
+  etw_jw_lit(w, "{\"id\":");
+  etw_jw_u64(w, s->id);
+  etw_jw_lit(w, ",\"name\":");
+  if (s->spec.name) etw_jw_cs(w, s->spec.name); else etw_jw_lit(w, "null");
+  etw_jw_lit(w, ",\"backend\":");
+  etw_jw_cs(w, s->be->name);
+  pthread_mutex_lock(&s->smu);
+  etw_jw_lit(w, ",\"state\":");
+  etw_jw_cs(w, state_names[s->state]);
+  if (s->end_msg[0]) {
+    etw_jw_lit(w, ",\"message\":");
+    etw_jw_cs(w, s->end_msg);
+  }
+  int64_t stopped = s->stopped_ns;
+  pthread_mutex_unlock(&s->smu);
+  etw_jw_lit(w, ",\"os_name\":");
+  etw_jw_cs(w, s->os_name);
+  etw_jw_lit(w, ",\"created\":");
+  time_or_null(w, s->created_ns);
+  etw_jw_lit(w, ",\"stopped\":");
+  time_or_null(w, stopped);
+  etw_jw_lit(w, ",\"recording\":");
+  etw_jw_bool(w, s->record_path != NULL);
+  etw_jw_lit(w, ",\"spec\":");
+  etw_spec_json(&s->spec, w);
+  etw_jw_lit(w, ",\"stats\":");
+  stats_json_locked(s, w);
+  etw_jw_ch(w, '}');
+  pthread_mutex_unlock(&s->mu);
+}
+
+static struct etw_session **snapshot(struct etw_core *c, uint32_t *n) {
+  pthread_mutex_lock(&c->mu);
+  struct etw_session **v = malloc((c->n + 1) * sizeof *v);
+  *n = 0;
+  if (v) {
+    for (uint32_t i = 0; i < c->n; i++) {
+      v[i] = c->tab[i];
+      atomic_fetch_add(&v[i]->refs, 1);
+    }
+    *n = c->n;
+  }
+  pthread_mutex_unlock(&c->mu);
+  /* stable order by id */
+  for (uint32_t i = 1; i < *n; i++)
+    for (uint32_t j = i; j > 0 && v[j - 1]->id > v[j]->id; j--) {
+      struct etw_session *t = v[j];
+      v[j] = v[j - 1];
+      v[j - 1] = t;
+    }
+  return v;
+}
+
+void etw_core_sessions_json(struct etw_core *c, struct etw_jw *w) {
+  uint32_t n;
+  struct etw_session **v = snapshot(c, &n);
+  etw_jw_ch(w, '[');
+  for (uint32_t i = 0; i < n; i++) {
+    if (i) etw_jw_ch(w, ',');
+    etw_session_json(v[i], w);
+    etw_session_put(v[i]);
+  }
+  etw_jw_ch(w, ']');
+  free(v);
+}
+
+uint32_t etw_core_session_count(struct etw_core *c) {
+  pthread_mutex_lock(&c->mu);
+  uint32_t n = c->n;
+  pthread_mutex_unlock(&c->mu);
+  return n;
+}
+
+static void metric(struct etw_jw *w, const char *name, const struct etw_session *s, const char *extra,
+                   uint64_t v) {
+  etw_jw_lit(w, name);
+  etw_jw_lit(w, "{session=\"");
+  etw_jw_u64(w, s->id);
+  etw_jw_ch(w, '"');
+  if (extra) etw_jw_lit(w, extra);
+  etw_jw_lit(w, "} ");
+  etw_jw_u64(w, v);
+  etw_jw_ch(w, '\n');
+}
+
+void etw_core_metrics(struct etw_core *c, struct etw_jw *w) {
+  uint32_t n;
+  struct etw_session **v = snapshot(c, &n);
+  etw_jw_lit(w,
+             "# HELP etwd_session_events_total Events published by the session's readers.\n"
+             "# TYPE etwd_session_events_total counter\n"
+             "# HELP etwd_session_bytes_total Encoded JSON bytes published.\n"
+             "# TYPE etwd_session_bytes_total counter\n"
+             "# HELP etwd_session_lost_events_total Events lost, by layer (kernel, hub, subscriber).\n"
+             "# TYPE etwd_session_lost_events_total counter\n"
+             "# HELP etwd_session_subscribers Current subscribers.\n"
+             "# TYPE etwd_session_subscribers gauge\n"
+             "# HELP etwd_session_running 1 while the session is running.\n"
+             "# TYPE etwd_session_running gauge\n");
+  uint64_t tot_ev = 0, tot_lost = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    struct etw_session *s = v[i];
+    pthread_mutex_lock(&s->mu);
+    struct etw_backend_stats bs = s->last;
+    if (s->bstate && s->be->stats) s->be->stats(s->bstate, &bs);
+    pthread_mutex_unlock(&s->mu);
+    pthread_mutex_lock(&s->smu);
+    int running = s->state == S_RUNNING;
+    pthread_mutex_unlock(&s->smu);
+    struct etw_hub_stats hs;
+    etw_hub_stats(s->hub, &hs);
+    metric(w, "etwd_session_events_total", s, NULL, hs.produced);
+    metric(w, "etwd_session_bytes_total", s, NULL, hs.bytes);
+    metric(w, "etwd_session_lost_events_total", s, ",layer=\"kernel\"", bs.kernel_lost);
+    metric(w, "etwd_session_lost_events_total", s, ",layer=\"hub\"", hs.hub_dropped);
+    metric(w, "etwd_session_lost_events_total", s, ",layer=\"subscriber\"", hs.sub_dropped);
+    metric(w, "etwd_session_subscribers", s, NULL, hs.subscribers);
+    metric(w, "etwd_session_running", s, NULL, (uint64_t)running);
+    tot_ev += hs.produced;
+    tot_lost += bs.kernel_lost + hs.hub_dropped + hs.sub_dropped;
+    etw_session_put(s);
+  }
+  free(v);
+  etw_jw_lit(w, "# HELP etwd_sessions Sessions in the table.\n# TYPE etwd_sessions gauge\netwd_sessions ");
+  etw_jw_u64(w, n);
+  etw_jw_lit(w, "\n# HELP etwd_events_total Events published by all current sessions.\n"
+                "# TYPE etwd_events_total counter\netwd_events_total ");
+  etw_jw_u64(w, tot_ev);
+  etw_jw_lit(w, "\n# HELP etwd_lost_events_total Events lost at any layer in all current sessions.\n"
+                "# TYPE etwd_lost_events_total counter\netwd_lost_events_total ");
+  etw_jw_u64(w, tot_lost);
+  etw_jw_lit(w, "\n# HELP etwd_uptime_seconds Seconds since start.\n# TYPE etwd_uptime_seconds gauge\n"
+                "etwd_uptime_seconds ");
+  etw_jw_u64(w, (uint64_t)((now_ns() - c->started_ns) / 1000000000LL));
+  etw_jw_ch(w, '\n');
+}
+
+struct etw_sub *etw_session_subscribe(struct etw_session *s, const struct etw_sub_filter *f,
+                                      uint64_t from_seq, int *err) {
+  struct etw_sub *sub = etw_hub_subscribe(s->hub, f, from_seq, err);
+  if (!sub) return NULL;
+  pthread_mutex_lock(&s->mu);
+  pthread_mutex_lock(&s->smu);
+  int pending = s->state == S_PENDING;
+  if (pending) s->state = S_RUNNING;
+  pthread_mutex_unlock(&s->smu);
+  if (pending && s->bstate) {
+    struct etw_status st;
+    etw_status_clear(&st);
+    if (s->be->start(s->bstate, &st) != ETW_E_OK) on_ended(s, st.code ? st.code : ETW_E_INTERNAL, st.msg);
+  }
+  pthread_mutex_unlock(&s->mu);
+  return sub;
+}
+
+const char *etw_session_record_path(struct etw_session *s) { return s->record_path; }
+
+int etw_session_is_recording(struct etw_session *s) {
+  pthread_mutex_lock(&s->smu);
+  int r = s->record_path && s->state == S_RUNNING;
+  pthread_mutex_unlock(&s->smu);
+  return r;
+}

@@ -1,0 +1,343 @@
+/* spec.c — session spec JSON → struct etw_session_spec, with precise errors (JSON pointers).
+ * Unknown members are rejected so that a typo never silently records the wrong thing. */
+#include "etwcore/spec.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *dupstr(const char *s) { return s ? strdup(s) : NULL; }
+
+static int known(const cJSON *o, const char *const *keys, const char *ptr, struct etw_status *st) {
+  for (const cJSON *c = o->child; c; c = c->next) {
+    int ok = 0;
+    for (int i = 0; keys[i] && !ok; i++) ok = c->string && !strcmp(c->string, keys[i]);
+    if (!ok) {
+      etw_fail(st, ETW_E_INVALID, ptr, "unknown member \"%s\" at %s", c->string ? c->string : "",
+               *ptr ? ptr : "/");
+      return -1;
+    }
+  }
+  return 0;
+}
+
+/* parses a JSON number or a "0x…"/decimal string into u64 */
+static int get_u64(const cJSON *v, uint64_t *out) {
+  if (cJSON_IsNumber(v)) {
+    double d = v->valuedouble;
+    if (d < 0 || d > 9007199254740991.0 || d != (double)(uint64_t)d) return -1;
+    *out = (uint64_t)d;
+    return 0;
+  }
+  if (cJSON_IsString(v) && v->valuestring[0]) {
+    char *end;
+    errno = 0;
+    unsigned long long x = strtoull(v->valuestring, &end, 0);
+    if (errno || *end || v->valuestring[0] == '-') return -1;
+    *out = x;
+    return 0;
+  }
+  return -1;
+}
+
+static int get_int(const cJSON *v, long long lo, long long hi, long long *out) {
+  if (!cJSON_IsNumber(v)) return -1;
+  double d = v->valuedouble;
+  if (d != (double)(long long)d || d < (double)lo || d > (double)hi) return -1;
+  *out = (long long)d;
+  return 0;
+}
+
+static enum etw_err str_array(const cJSON *a, char ***out, uint32_t *n, uint32_t max, size_t maxlen,
+                              const char *ptr, struct etw_status *st) {
+  if (!cJSON_IsArray(a)) return etw_fail(st, ETW_E_INVALID, ptr, "%s must be an array of strings", ptr);
+  int cnt = cJSON_GetArraySize(a);
+  if (cnt < 0 || (uint32_t)cnt > max)
+    return etw_fail(st, ETW_E_INVALID, ptr, "%s has more than %u entries", ptr, max);
+  *out = calloc((size_t)cnt + 1, sizeof **out);
+  if (!*out) return etw_fail(st, ETW_E_NOMEM, NULL, NULL);
+  int i = 0;
+  for (const cJSON *c = a->child; c; c = c->next, i++) {
+    if (!cJSON_IsString(c) || !c->valuestring[0] || strlen(c->valuestring) > maxlen)
+      return etw_fail(st, ETW_E_INVALID, ptr, "%s/%d must be a non-empty string of at most %zu bytes",
+                      ptr, i, maxlen);
+    (*out)[i] = strdup(c->valuestring);
+    (*n)++;
+  }
+  return ETW_E_OK;
+}
+
+static enum etw_err u32_array(const cJSON *a, uint32_t **out, uint32_t *n, uint32_t max,
+                              long long lo, long long hi, const char *ptr, struct etw_status *st) {
+  if (!cJSON_IsArray(a)) return etw_fail(st, ETW_E_INVALID, ptr, "%s must be an array of integers", ptr);
+  int cnt = cJSON_GetArraySize(a);
+  if (cnt < 0 || (uint32_t)cnt > max)
+    return etw_fail(st, ETW_E_INVALID, ptr, "%s has more than %u entries", ptr, max);
+  *out = calloc((size_t)cnt + 1, sizeof **out);
+  if (!*out) return etw_fail(st, ETW_E_NOMEM, NULL, NULL);
+  int i = 0;
+  for (const cJSON *c = a->child; c; c = c->next, i++) {
+    long long v;
+    if (get_int(c, lo, hi, &v))
+      return etw_fail(st, ETW_E_INVALID, ptr, "%s/%d must be an integer in [%lld, %lld]", ptr, i, lo, hi);
+    (*out)[i] = (uint32_t)v;
+    (*n)++;
+  }
+  return ETW_E_OK;
+}
+
+enum etw_err etw_provider_parse(const cJSON *o, struct etw_provider_spec *p, const char *ptr,
+                                struct etw_status *st) {
+  static const char *const keys[] = {"name", "events", "filter", "level", "keywords_any",
+                                     "keywords_all", "event_ids", "event_ids_exclude", "stacks", NULL};
+  char f[128];
+  memset(p, 0, sizeof *p);
+  p->level = 5;
+  if (!cJSON_IsObject(o)) return etw_fail(st, ETW_E_INVALID, ptr, "%s must be an object", ptr);
+  if (known(o, keys, ptr, st)) return st ? st->code : ETW_E_INVALID;
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "name");
+  snprintf(f, sizeof f, "%s/name", ptr);
+  if (!cJSON_IsString(v) || !v->valuestring[0] || strlen(v->valuestring) > 255)
+    return etw_fail(st, ETW_E_INVALID, f, "%s is required: a provider name (1-255 bytes)", f);
+  p->name = dupstr(v->valuestring);
+  if ((v = cJSON_GetObjectItemCaseSensitive(o, "events"))) {
+    snprintf(f, sizeof f, "%s/events", ptr);
+    enum etw_err e = str_array(v, &p->events, &p->n_events, ETW_SPEC_MAX_EVENTS, 255, f, st);
+    if (e) return e;
+  }
+  if ((v = cJSON_GetObjectItemCaseSensitive(o, "filter")) && !cJSON_IsNull(v)) {
+    snprintf(f, sizeof f, "%s/filter", ptr);
+    if (!cJSON_IsString(v) || strlen(v->valuestring) > 4096)
+      return etw_fail(st, ETW_E_INVALID, f, "%s must be a string of at most 4096 bytes", f);
+    if (v->valuestring[0]) p->filter = dupstr(v->valuestring);
+  }
+  if ((v = cJSON_GetObjectItemCaseSensitive(o, "level"))) {
+    long long l;
+    snprintf(f, sizeof f, "%s/level", ptr);
+    if (get_int(v, 0, 255, &l)) return etw_fail(st, ETW_E_INVALID, f, "%s must be an integer 0-255", f);
+    p->level = (int)l;
+  }
+  if ((v = cJSON_GetObjectItemCaseSensitive(o, "keywords_any"))) {
+    snprintf(f, sizeof f, "%s/keywords_any", ptr);
+    if (get_u64(v, &p->keywords_any))
+      return etw_fail(st, ETW_E_INVALID, f, "%s must be a 64-bit mask (\"0x…\" string or integer)", f);
+  }
+  if ((v = cJSON_GetObjectItemCaseSensitive(o, "keywords_all"))) {
+    snprintf(f, sizeof f, "%s/keywords_all", ptr);
+    if (get_u64(v, &p->keywords_all))
+      return etw_fail(st, ETW_E_INVALID, f, "%s must be a 64-bit mask (\"0x…\" string or integer)", f);
+  }
+  if ((v = cJSON_GetObjectItemCaseSensitive(o, "event_ids"))) {
+    snprintf(f, sizeof f, "%s/event_ids", ptr);
+    enum etw_err e = u32_array(v, &p->event_ids, &p->n_event_ids, ETW_SPEC_MAX_EVENTS, 0, 65535, f, st);
+    if (e) return e;
+  }
+  if ((v = cJSON_GetObjectItemCaseSensitive(o, "event_ids_exclude"))) {
+    if (!cJSON_IsBool(v)) return etw_fail(st, ETW_E_INVALID, ptr, "%s/event_ids_exclude must be a boolean", ptr);
+    p->event_ids_exclude = cJSON_IsTrue(v);
+  }
+  if ((v = cJSON_GetObjectItemCaseSensitive(o, "stacks"))) {
+    if (!cJSON_IsBool(v)) return etw_fail(st, ETW_E_INVALID, ptr, "%s/stacks must be a boolean", ptr);
+    p->stacks = cJSON_IsTrue(v);
+  }
+  return ETW_E_OK;
+}
+
+static int valid_name(const char *s) {
+  size_t n = strlen(s);
+  if (!n || n > 64) return 0;
+  for (; *s; s++)
+    if (!isalnum((unsigned char)*s) && *s != '-' && *s != '_' && *s != '.') return 0;
+  return 1;
+}
+
+enum etw_err etw_spec_parse(const cJSON *body, struct etw_session_spec *s, struct etw_status *st) {
+  static const char *const keys[] = {"name", "backend", "mode", "buffer_kb", "providers", "pids",
+                                     "exe_names", "files", "replay", NULL};
+  memset(s, 0, sizeof *s);
+  s->mode = ETW_MODE_REALTIME;
+  if (!cJSON_IsObject(body)) return etw_fail(st, ETW_E_INVALID, "", "the session spec must be a JSON object");
+  if (known(body, keys, "", st)) return st ? st->code : ETW_E_INVALID;
+  const cJSON *v;
+  if ((v = cJSON_GetObjectItemCaseSensitive(body, "name")) && !cJSON_IsNull(v)) {
+    if (!cJSON_IsString(v) || !valid_name(v->valuestring))
+      return etw_fail(st, ETW_E_INVALID, "/name", "/name must be 1-64 characters of A-Z a-z 0-9 . _ -");
+    s->name = dupstr(v->valuestring);
+  }
+  if ((v = cJSON_GetObjectItemCaseSensitive(body, "files"))) {
+    enum etw_err e = str_array(v, &s->files, &s->n_files, ETW_SPEC_MAX_FILES, 255, "/files", st);
+    if (e) return e;
+    if (!s->n_files) return etw_fail(st, ETW_E_INVALID, "/files", "/files must name at least one file");
+  }
+  if ((v = cJSON_GetObjectItemCaseSensitive(body, "backend"))) {
+    if (!cJSON_IsString(v) || !etw_backend_find(v->valuestring))
+      return etw_fail(st, ETW_E_INVALID, "/backend", "/backend must name a backend compiled into this server");
+    s->backend = dupstr(v->valuestring);
+  } else {
+    const struct etw_backend *const *all = etw_backends();
+    const char *def = s->n_files ? "etl" : NULL;
+    for (int i = 0; !def && all[i]; i++)
+      if (all[i]->caps & ETW_CAP_LIVE) def = all[i]->name;
+    s->backend = dupstr(def ? def : "etl");
+  }
+  int is_file_source = !strcmp(s->backend, "etl");
+  if (is_file_source && !s->n_files)
+    return etw_fail(st, ETW_E_INVALID, "/files", "a session of backend \"etl\" replays files: /files is required");
+  if (!is_file_source && s->n_files)
+    return etw_fail(st, ETW_E_INVALID, "/files", "/files is only valid for the \"etl\" backend");
+  if ((v = cJSON_GetObjectItemCaseSensitive(body, "replay"))) {
+    if (!cJSON_IsString(v) || (strcmp(v->valuestring, "fast") && strcmp(v->valuestring, "recorded")))
+      return etw_fail(st, ETW_E_INVALID, "/replay", "/replay must be \"fast\" or \"recorded\"");
+    s->replay_realtime = !strcmp(v->valuestring, "recorded");
+  }
+  if ((v = cJSON_GetObjectItemCaseSensitive(body, "mode"))) {
+    if (cJSON_IsString(v) && !strcmp(v->valuestring, "realtime"))
+      s->mode = ETW_MODE_REALTIME;
+    else if (cJSON_IsString(v) && !strcmp(v->valuestring, "file"))
+      s->mode = ETW_MODE_FILE;
+    else if (cJSON_IsString(v) && !strcmp(v->valuestring, "both"))
+      s->mode = ETW_MODE_REALTIME | ETW_MODE_FILE;
+    else
+      return etw_fail(st, ETW_E_INVALID, "/mode", "/mode must be \"realtime\", \"file\" or \"both\"");
+  }
+  if ((v = cJSON_GetObjectItemCaseSensitive(body, "buffer_kb"))) {
+    long long kb;
+    if (get_int(v, 1, 4194304, &kb))
+      return etw_fail(st, ETW_E_INVALID, "/buffer_kb", "/buffer_kb must be a positive integer (KiB per CPU)");
+    s->buffer_kb = (uint32_t)kb;
+  }
+  if ((v = cJSON_GetObjectItemCaseSensitive(body, "pids"))) {
+    enum etw_err e = u32_array(v, &s->pids, &s->n_pids, ETW_SPEC_MAX_PIDS, 0, 4194304, "/pids", st);
+    if (e) return e;
+  }
+  if ((v = cJSON_GetObjectItemCaseSensitive(body, "exe_names"))) {
+    enum etw_err e = str_array(v, &s->exe_names, &s->n_exe_names, ETW_SPEC_MAX_PIDS, 255, "/exe_names", st);
+    if (e) return e;
+  }
+  v = cJSON_GetObjectItemCaseSensitive(body, "providers");
+  if (v) {
+    if (!cJSON_IsArray(v)) return etw_fail(st, ETW_E_INVALID, "/providers", "/providers must be an array");
+    int n = cJSON_GetArraySize(v);
+    if (n > ETW_SPEC_MAX_PROVIDERS)
+      return etw_fail(st, ETW_E_INVALID, "/providers", "/providers has more than %d entries", ETW_SPEC_MAX_PROVIDERS);
+    s->providers = calloc((size_t)n + 1, sizeof *s->providers);
+    if (!s->providers) return etw_fail(st, ETW_E_NOMEM, NULL, NULL);
+    int i = 0;
+    for (const cJSON *c = v->child; c; c = c->next, i++) {
+      char ptr[32];
+      snprintf(ptr, sizeof ptr, "/providers/%d", i);
+      s->n_providers++;
+      enum etw_err e = etw_provider_parse(c, &s->providers[i], ptr, st);
+      if (e) return e;
+      for (int j = 0; j < i; j++)
+        if (!strcmp(s->providers[j].name, s->providers[i].name))
+          return etw_fail(st, ETW_E_INVALID, ptr, "provider \"%s\" is listed twice", s->providers[i].name);
+    }
+  }
+  if (!is_file_source && !s->n_providers)
+    return etw_fail(st, ETW_E_INVALID, "/providers", "a live session needs at least one provider in /providers");
+  return ETW_E_OK;
+}
+
+static void free_strv(char **v, uint32_t n) {
+  if (!v) return;
+  for (uint32_t i = 0; i < n; i++) free(v[i]);
+  free(v);
+}
+
+void etw_provider_free(struct etw_provider_spec *p) {
+  free(p->name);
+  free_strv(p->events, p->n_events);
+  free(p->event_ids);
+  free(p->filter);
+  memset(p, 0, sizeof *p);
+}
+
+void etw_spec_free(struct etw_session_spec *s) {
+  free(s->name);
+  free(s->backend);
+  for (uint32_t i = 0; i < s->n_providers; i++) etw_provider_free(&s->providers[i]);
+  free(s->providers);
+  free(s->pids);
+  free_strv(s->exe_names, s->n_exe_names);
+  free_strv(s->files, s->n_files);
+  memset(s, 0, sizeof *s);
+}
+
+static void strv_json(struct etw_jw *w, char **v, uint32_t n) {
+  etw_jw_ch(w, '[');
+  for (uint32_t i = 0; i < n; i++) {
+    if (i) etw_jw_ch(w, ',');
+    etw_jw_cs(w, v[i]);
+  }
+  etw_jw_ch(w, ']');
+}
+
+static void u32_json(struct etw_jw *w, const uint32_t *v, uint32_t n) {
+  etw_jw_ch(w, '[');
+  for (uint32_t i = 0; i < n; i++) {
+    if (i) etw_jw_ch(w, ',');
+    etw_jw_u64(w, v[i]);
+  }
+  etw_jw_ch(w, ']');
+}
+
+void etw_spec_json(const struct etw_session_spec *s, struct etw_jw *w) {
+  etw_jw_lit(w, "{\"name\":");
+  if (s->name) etw_jw_cs(w, s->name); else etw_jw_lit(w, "null");
+  etw_jw_lit(w, ",\"backend\":");
+  etw_jw_cs(w, s->backend);
+  etw_jw_lit(w, ",\"mode\":");
+  etw_jw_cs(w, s->mode == (ETW_MODE_REALTIME | ETW_MODE_FILE) ? "both"
+               : s->mode == ETW_MODE_FILE                    ? "file"
+                                                             : "realtime");
+  etw_jw_lit(w, ",\"buffer_kb\":");
+  etw_jw_u64(w, s->buffer_kb);
+  etw_jw_lit(w, ",\"pids\":");
+  u32_json(w, s->pids, s->n_pids);
+  if (s->n_exe_names) {
+    etw_jw_lit(w, ",\"exe_names\":");
+    strv_json(w, s->exe_names, s->n_exe_names);
+  }
+  if (s->n_files) {
+    etw_jw_lit(w, ",\"files\":[");
+    for (uint32_t i = 0; i < s->n_files; i++) {
+      if (i) etw_jw_ch(w, ',');
+      const char *b = strrchr(s->files[i], '/');
+      etw_jw_cs(w, b ? b + 1 : s->files[i]); /* never show server paths */
+    }
+    etw_jw_lit(w, "],\"replay\":");
+    etw_jw_cs(w, s->replay_realtime ? "recorded" : "fast");
+  }
+  etw_jw_lit(w, ",\"providers\":[");
+  for (uint32_t i = 0; i < s->n_providers; i++) {
+    const struct etw_provider_spec *p = &s->providers[i];
+    if (i) etw_jw_ch(w, ',');
+    etw_jw_lit(w, "{\"name\":");
+    etw_jw_cs(w, p->name);
+    etw_jw_lit(w, ",\"events\":");
+    strv_json(w, p->events, p->n_events);
+    if (p->filter) {
+      etw_jw_lit(w, ",\"filter\":");
+      etw_jw_cs(w, p->filter);
+    }
+    etw_jw_lit(w, ",\"level\":");
+    etw_jw_u64(w, (uint64_t)p->level);
+    etw_jw_lit(w, ",\"keywords_any\":");
+    etw_jw_hexw(w, p->keywords_any, 16);
+    etw_jw_lit(w, ",\"keywords_all\":");
+    etw_jw_hexw(w, p->keywords_all, 16);
+    if (p->n_event_ids) {
+      etw_jw_lit(w, ",\"event_ids\":");
+      u32_json(w, p->event_ids, p->n_event_ids);
+      etw_jw_lit(w, ",\"event_ids_exclude\":");
+      etw_jw_bool(w, p->event_ids_exclude);
+    }
+    etw_jw_lit(w, ",\"stacks\":");
+    etw_jw_bool(w, p->stacks);
+    etw_jw_ch(w, '}');
+  }
+  etw_jw_lit(w, "]}");
+}

@@ -1,0 +1,262 @@
+/* config.c — defaults, flags and config file (see config.h). */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+
+void etwd_config_defaults(struct etwd_config *c) {
+  memset(c, 0, sizeof *c);
+  snprintf(c->listen, sizeof c->listen, "127.0.0.1:8443");
+  const char *sd = getenv("ETWD_STATE_DIR");
+  snprintf(c->state_dir, sizeof c->state_dir, "%s", sd && *sd ? sd : "/var/lib/etwd");
+  c->log_level = LOG_INFO;
+  c->max_sessions = 16;
+  c->max_streams = 64;
+  c->max_requests = 32;
+  c->max_subscribers = 64;
+  c->max_body = 1 << 20;
+  c->max_upload = (size_t)1 << 30;
+  c->sub_queue_events = 65536;
+  c->replay_kb = 16384;
+}
+
+void etwd_config_usage(const char *prog) {
+  printf(
+      "Usage: %s [serve] [OPTIONS]        run the server\n"
+      "       %s convert FILE... [--format ndjson|csv] [-o OUT] [--manifests DIR]\n"
+      "                                   decode .etl files to JSON lines or CSV\n"
+      "       %s tokens [--rotate] [--state-dir DIR]\n"
+      "                                   show token ids/roles, or replace both tokens\n"
+      "\n"
+      "Server options (also accepted as `name = value` lines in --config FILE):\n"
+      "  --listen HOST:PORT       address to listen on (default 127.0.0.1:8443)\n"
+      "  --insecure-http          plain HTTP instead of HTTPS; refused unless HOST is loopback\n"
+      "  --state-dir DIR          certificate, tokens and recordings (default $ETWD_STATE_DIR\n"
+      "                           or /var/lib/etwd); created with mode 0700\n"
+      "  --data-dir DIR           ETL files served under /api/v1/files (default STATE/files)\n"
+      "  --manifests DIR          provider manifest XML files (default STATE/manifests)\n"
+      "  --cert FILE --key FILE   PEM certificate chain and private key (default: a self-signed\n"
+      "                           certificate generated on first run into the state dir)\n"
+      "  --log-level LEVEL        error | warn | info | debug (default info)\n"
+      "  --allow-origin ORIGIN    extra allowed WebSocket Origin, e.g. https://dash.example:443\n"
+      "                           (repeatable; same-host origins are always allowed)\n"
+      "  --max-sessions N         concurrent sessions (default 16)\n"
+      "  --max-streams N          concurrent WebSocket/ndjson clients (default 64)\n"
+      "  --max-requests N         concurrent REST requests (default 32)\n"
+      "  --max-subscribers N      subscribers per session (default 64)\n"
+      "  --max-body BYTES         largest JSON request body (default 1048576)\n"
+      "  --max-upload BYTES       largest ETL upload (default 1073741824)\n"
+      "  --queue-events N         per-subscriber queue, in events (default 65536)\n"
+      "  --replay-kb N            per-session replay window for ?from=SEQ (default 16384)\n"
+      "  --print-token            print the admin token at start-up\n"
+      "  --config FILE            read options from FILE\n"
+      "  -h, --help               this text;  --version  print the version\n"
+      "\n"
+      "On start etwd prints the URL, the certificate's SHA-256 fingerprint and the token file.\n"
+      "Stop it with Ctrl-C or SIGTERM: sessions are stopped and their kernel objects removed.\n",
+      prog, prog, prog);
+}
+
+int etwd_listen_is_loopback(const char *l) {
+  if (!strncmp(l, "127.", 4) || !strncmp(l, "localhost:", 10) || !strncmp(l, "[::1]", 5)) return 1;
+  return 0;
+}
+
+static int parse_u(const char *name, const char *v, unsigned long long lo, unsigned long long hi,
+                   unsigned long long *out) {
+  char *end;
+  errno = 0;
+  unsigned long long x = strtoull(v, &end, 10);
+  if (errno || !*v || *end || v[0] == '-' || x < lo || x > hi) {
+    fprintf(stderr, "etwd: --%s: expected an integer between %llu and %llu, got \"%s\"\n", name, lo,
+            hi, v);
+    return -1;
+  }
+  *out = x;
+  return 0;
+}
+
+static int copy(char *dst, size_t n, const char *name, const char *v) {
+  if (strlen(v) >= n) {
+    fprintf(stderr, "etwd: --%s: value too long\n", name);
+    return -1;
+  }
+  memcpy(dst, v, strlen(v) + 1);
+  return 0;
+}
+
+/* apply one option; returns 0, -1 on error */
+static int apply(struct etwd_config *c, const char *name, const char *v) {
+  unsigned long long x;
+  if (!strcmp(name, "listen")) {
+    if (!strchr(v, ':')) {
+      fprintf(stderr, "etwd: --listen: expected HOST:PORT, got \"%s\"\n", v);
+      return -1;
+    }
+    return copy(c->listen, sizeof c->listen, name, v);
+  }
+  if (!strcmp(name, "state-dir")) return copy(c->state_dir, sizeof c->state_dir, name, v);
+  if (!strcmp(name, "data-dir")) return copy(c->data_dir, sizeof c->data_dir, name, v);
+  if (!strcmp(name, "manifests")) return copy(c->manifest_dir, sizeof c->manifest_dir, name, v);
+  if (!strcmp(name, "cert")) return copy(c->cert, sizeof c->cert, name, v);
+  if (!strcmp(name, "key")) return copy(c->key, sizeof c->key, name, v);
+  if (!strcmp(name, "log-level")) {
+    int l = etwd_log_parse_level(v);
+    if (l < 0) {
+      fprintf(stderr, "etwd: --log-level: expected error, warn, info or debug, got \"%s\"\n", v);
+      return -1;
+    }
+    c->log_level = l;
+    return 0;
+  }
+  if (!strcmp(name, "allow-origin")) {
+    if (c->n_origins >= ETWD_MAX_ORIGINS) {
+      fprintf(stderr, "etwd: --allow-origin: at most %d origins\n", ETWD_MAX_ORIGINS);
+      return -1;
+    }
+    return copy(c->origins[c->n_origins++], sizeof c->origins[0], name, v);
+  }
+#define U(opt, field, lo, hi)                          \
+  if (!strcmp(name, opt)) {                            \
+    if (parse_u(name, v, lo, hi, &x)) return -1;       \
+    c->field = (__typeof__(c->field))x;                \
+    return 0;                                          \
+  }
+  U("max-sessions", max_sessions, 1, 1024)
+  U("max-streams", max_streams, 1, 4096)
+  U("max-requests", max_requests, 1, 4096)
+  U("max-subscribers", max_subscribers, 1, 4096)
+  U("max-body", max_body, 1024, 1ull << 30)
+  U("max-upload", max_upload, 1024, 1ull << 40)
+  U("queue-events", sub_queue_events, 64, 1u << 26)
+  U("replay-kb", replay_kb, 0, 1u << 22)
+#undef U
+  fprintf(stderr, "etwd: unknown option --%s (see --help)\n", name);
+  return -1;
+}
+
+static int is_flag(const char *n) {
+  return !strcmp(n, "insecure-http") || !strcmp(n, "print-token");
+}
+
+static int apply_flag(struct etwd_config *c, const char *n, const char *v) {
+  int on = !v || !strcmp(v, "yes") || !strcmp(v, "true") || !strcmp(v, "1");
+  if (v && !on && strcmp(v, "no") && strcmp(v, "false") && strcmp(v, "0")) {
+    fprintf(stderr, "etwd: %s: expected yes or no, got \"%s\"\n", n, v);
+    return -1;
+  }
+  if (!strcmp(n, "insecure-http")) c->plain_http = on;
+  if (!strcmp(n, "print-token")) c->print_token = on;
+  return 0;
+}
+
+static int load_file(struct etwd_config *c, const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f) {
+    fprintf(stderr, "etwd: --config %s: %s\n", path, strerror(errno));
+    return -1;
+  }
+  char line[2048];
+  int ln = 0, rc = 0;
+  while (fgets(line, sizeof line, f)) {
+    ln++;
+    char *p = line;
+    while (*p == ' ' || *p == '\t') p++;
+    if (*p == '#' || *p == '\n' || !*p) continue;
+    char *eq = strchr(p, '=');
+    char *e = p + strlen(p);
+    while (e > p && (e[-1] == '\n' || e[-1] == '\r' || e[-1] == ' ')) *--e = 0;
+    char *key = p, *val = NULL;
+    if (eq) {
+      *eq = 0;
+      val = eq + 1;
+      while (*val == ' ' || *val == '\t') val++;
+      char *k = eq;
+      while (k > key && (k[-1] == ' ' || k[-1] == '\t')) *--k = 0;
+    }
+    if (is_flag(key)) {
+      if (apply_flag(c, key, val)) rc = -1;
+    } else if (!val) {
+      fprintf(stderr, "etwd: %s:%d: expected `name = value`\n", path, ln);
+      rc = -1;
+    } else if (!strcmp(key, "config")) {
+      fprintf(stderr, "etwd: %s:%d: config files cannot include others\n", path, ln);
+      rc = -1;
+    } else if (apply(c, key, val)) {
+      fprintf(stderr, "etwd: (in %s line %d)\n", path, ln);
+      rc = -1;
+    }
+    if (rc) break;
+  }
+  fclose(f);
+  return rc;
+}
+
+int etwd_config_parse(struct etwd_config *c, int argc, char **argv, int from) {
+  /* config file first, so that command-line flags win */
+  for (int i = from; i < argc; i++) {
+    if (!strcmp(argv[i], "--config") && i + 1 < argc) {
+      if (load_file(c, argv[i + 1])) return -1;
+    } else if (!strncmp(argv[i], "--config=", 9)) {
+      if (load_file(c, argv[i] + 9)) return -1;
+    }
+  }
+  for (int i = from; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      etwd_config_usage(argv[0]);
+      return 1;
+    }
+    if (!strcmp(a, "--version")) {
+      printf("etwd %s\n", ETWD_VERSION);
+      return 1;
+    }
+    if (strncmp(a, "--", 2)) {
+      fprintf(stderr, "etwd: unexpected argument \"%s\" (see --help)\n", a);
+      return -1;
+    }
+    char name[64];
+    const char *eq = strchr(a + 2, '='), *val = NULL;
+    size_t nl = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
+    if (nl >= sizeof name) {
+      fprintf(stderr, "etwd: unknown option %s\n", a);
+      return -1;
+    }
+    memcpy(name, a + 2, nl);
+    name[nl] = 0;
+    if (eq) val = eq + 1;
+    if (is_flag(name)) {
+      if (apply_flag(c, name, val)) return -1;
+      continue;
+    }
+    if (!val) {
+      if (i + 1 >= argc) {
+        fprintf(stderr, "etwd: --%s needs a value (see --help)\n", name);
+        return -1;
+      }
+      val = argv[++i];
+    }
+    if (!strcmp(name, "config")) continue;
+    if (apply(c, name, val)) return -1;
+  }
+  if (!c->data_dir[0]) snprintf(c->data_dir, sizeof c->data_dir, "%.1000s/files", c->state_dir);
+  if (!c->manifest_dir[0])
+    snprintf(c->manifest_dir, sizeof c->manifest_dir, "%.1000s/manifests", c->state_dir);
+  if (!!c->cert[0] != !!c->key[0]) {
+    fprintf(stderr, "etwd: --cert and --key must be given together\n");
+    return -1;
+  }
+  if (c->plain_http && !etwd_listen_is_loopback(c->listen)) {
+    fprintf(stderr,
+            "etwd: --insecure-http is only allowed on a loopback address (127.x.x.x, localhost, "
+            "[::1]); %s is not. Use HTTPS (the default) for other addresses.\n",
+            c->listen);
+    return -1;
+  }
+  return 0;
+}

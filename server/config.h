@@ -1,0 +1,41 @@
+/* config.h — etwd's configuration: defaults, command-line flags and an optional config file
+ * (`key = value` lines using the long flag names; flags given on the command line win). */
+#ifndef ETWD_CONFIG_H
+#define ETWD_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define ETWD_MAX_ORIGINS 8
+
+struct etwd_config {
+  char listen[128];      /* host:port, default 127.0.0.1:8443 */
+  int plain_http;        /* --insecure-http: only accepted on loopback */
+  char state_dir[1024];  /* certificate, tokens, recordings */
+  char data_dir[1024];   /* ETL files served by /api/v1/files (default <state>/files) */
+  char manifest_dir[1024]; /* provider manifests (default <state>/manifests) */
+  char cert[1024], key[1024]; /* empty = generated self-signed in state_dir */
+  int log_level;
+  uint32_t max_sessions, max_streams, max_requests, max_subscribers;
+  size_t max_body, max_upload;
+  uint32_t sub_queue_events;
+  size_t replay_kb;
+  char origins[ETWD_MAX_ORIGINS][256]; /* extra allowed WebSocket Origins */
+  int n_origins;
+  int print_token; /* print the admin token at start-up (README's run command) */
+};
+
+/** etwd_config_defaults - fill @c with defaults (state dir from $ETWD_STATE_DIR or /var/lib/etwd). */
+void etwd_config_defaults(struct etwd_config *c);
+/**
+ * etwd_config_parse - apply argv[from..argc) (and --config FILE) to @c.
+ * Returns 0, 1 when --help/--version was printed (exit 0), or -1 after printing a clear error
+ * to stderr (exit 2).
+ */
+int etwd_config_parse(struct etwd_config *c, int argc, char **argv, int from);
+/** etwd_config_usage - the --help text. */
+void etwd_config_usage(const char *prog);
+/** etwd_listen_is_loopback - 1 if the listen host is 127.0.0.0/8, ::1 or localhost. */
+int etwd_listen_is_loopback(const char *listen);
+
+#endif

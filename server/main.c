@@ -1,0 +1,158 @@
+/* main.c — etwd's entry point: subcommand → configuration → state directory → core (backends
+ * initialised, stale sessions reaped) → TLS → HTTPS server → wait for SIGINT/SIGTERM → ordered
+ * stop (streams closed, server stopped, every session stopped and its OS object removed). */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "api.h"
+#include "auth.h"
+#include "config.h"
+#include "etwcore/etl.h"
+#include "log.h"
+#include "tls.h"
+
+static volatile sig_atomic_t g_stop;
+static void on_signal(int sig) {
+  (void)sig;
+  g_stop = 1;
+}
+
+static int mkdir_p(const char *path, mode_t mode) {
+  char tmp[1100];
+  snprintf(tmp, sizeof tmp, "%s", path);
+  for (char *p = tmp + 1; *p; p++)
+    if (*p == '/') {
+      *p = 0;
+      if (mkdir(tmp, mode) && errno != EEXIST) return -1;
+      *p = '/';
+    }
+  return mkdir(tmp, mode) && errno != EEXIST ? -1 : 0;
+}
+
+static int cmd_tokens(int argc, char **argv) {
+  struct etwd_config cfg;
+  etwd_config_defaults(&cfg);
+  int rotate = 0;
+  for (int i = 2; i < argc; i++) {
+    if (!strcmp(argv[i], "--rotate"))
+      rotate = 1;
+    else if (!strcmp(argv[i], "--state-dir") && i + 1 < argc)
+      snprintf(cfg.state_dir, sizeof cfg.state_dir, "%s", argv[++i]);
+    else {
+      fprintf(stderr, "etwd tokens: unknown argument \"%s\" (usage: etwd tokens [--rotate] [--state-dir DIR])\n", argv[i]);
+      return 2;
+    }
+  }
+  if (mkdir_p(cfg.state_dir, 0700)) {
+    fprintf(stderr, "etwd tokens: cannot create %s: %s\n", cfg.state_dir, strerror(errno));
+    return 1;
+  }
+  char err[512];
+  struct etwd_auth *a = etwd_auth_open(cfg.state_dir, err, sizeof err);
+  if (!a) {
+    fprintf(stderr, "etwd tokens: %s\n", err);
+    return 1;
+  }
+  if (rotate && etwd_auth_rotate(a, NULL, NULL)) {
+    fprintf(stderr, "etwd tokens: could not rewrite %s\n", etwd_auth_path(a));
+    etwd_auth_free(a);
+    return 1;
+  }
+  char adm[80], rd[80];
+  etwd_auth_secret(a, ROLE_ADMIN, adm, sizeof adm);
+  etwd_auth_secret(a, ROLE_READER, rd, sizeof rd);
+  printf("token file: %s%s\nadmin:  %s\nreader: %s\n", etwd_auth_path(a),
+         rotate ? " (rotated; a running etwd picks the new tokens up within a second)" : "", adm, rd);
+  etwd_auth_free(a);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc > 1 && !strcmp(argv[1], "convert")) return etw_convert_main(argc - 1, argv + 1);
+  if (argc > 1 && !strcmp(argv[1], "tokens")) return cmd_tokens(argc, argv);
+  int from = (argc > 1 && !strcmp(argv[1], "serve")) ? 2 : 1;
+
+  struct etwd_config cfg;
+  etwd_config_defaults(&cfg);
+  int rc = etwd_config_parse(&cfg, argc, argv, from);
+  if (rc) return rc > 0 ? 0 : 2;
+  etwd_log_set_level((enum etwd_log_level)cfg.log_level);
+  signal(SIGPIPE, SIG_IGN);
+
+  if (mkdir_p(cfg.state_dir, 0700)) {
+    fprintf(stderr, "etwd: cannot create the state directory %s: %s\n", cfg.state_dir, strerror(errno));
+    return 1;
+  }
+  chmod(cfg.state_dir, 0700);
+  mkdir_p(cfg.data_dir, 0700);
+  mkdir_p(cfg.manifest_dir, 0700);
+  etw_etl_set_dirs(cfg.data_dir, cfg.manifest_dir);
+
+  char err[512];
+  struct etwd_server srv;
+  memset(&srv, 0, sizeof srv);
+  srv.cfg = &cfg;
+  srv.tls = !cfg.plain_http;
+  snprintf(srv.cert, sizeof srv.cert, "%s", cfg.cert);
+  snprintf(srv.key, sizeof srv.key, "%s", cfg.key);
+  if (srv.tls && etwd_tls_prepare(cfg.state_dir, srv.cert, sizeof srv.cert, srv.key, sizeof srv.key,
+                                  srv.fingerprint, err, sizeof err)) {
+    fprintf(stderr, "etwd: TLS set-up failed: %s\n", err);
+    return 1;
+  }
+  srv.auth = etwd_auth_open(cfg.state_dir, err, sizeof err);
+  if (!srv.auth) {
+    fprintf(stderr, "etwd: %s\n", err);
+    return 1;
+  }
+
+  struct etw_core_config cc = {cfg.max_sessions, cfg.max_subscribers, cfg.sub_queue_events,
+                               cfg.replay_kb * 1024, cfg.state_dir};
+  struct etw_status st;
+  etw_status_clear(&st);
+  srv.core = etw_core_new(&cc, &st);
+  if (!srv.core) {
+    fprintf(stderr, "etwd: out of memory\n");
+    return 1;
+  }
+  if (st.code) etwd_log(LOG_WARN, "backend unavailable", "detail=\"%.400s\"", st.msg);
+
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+
+  if (etwd_server_start(&srv, err, sizeof err)) {
+    fprintf(stderr, "etwd: %s\n", err);
+    etw_core_free(srv.core);
+    etwd_auth_free(srv.auth);
+    return 1;
+  }
+  char host[128];
+  snprintf(host, sizeof host, "%s", cfg.listen);
+  printf("etwd %s listening on %s://%s/\n", ETWD_VERSION, srv.tls ? "https" : "http", host);
+  if (srv.tls) printf("certificate SHA-256 fingerprint: %s\n", srv.fingerprint);
+  printf("tokens: %s (admin and reader; `etwd tokens` shows them)\n", etwd_auth_path(srv.auth));
+  if (cfg.print_token) {
+    char adm[80];
+    etwd_auth_secret(srv.auth, ROLE_ADMIN, adm, sizeof adm);
+    printf("admin token: %s\n", adm);
+  }
+  fflush(stdout);
+  etwd_log(LOG_INFO, "started", "listen=%s tls=%d state_dir=%s", cfg.listen, srv.tls, cfg.state_dir);
+
+  while (!g_stop) pause();
+
+  etwd_log(LOG_INFO, "stopping", "sessions=%u", etw_core_session_count(srv.core));
+  etwd_server_stop(&srv);
+  etw_core_free(srv.core); /* stops sessions and removes their OS objects */
+  etwd_auth_free(srv.auth);
+  etwd_log(LOG_INFO, "stopped", NULL);
+  return 0;
+}
