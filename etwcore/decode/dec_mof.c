@@ -366,7 +366,7 @@ static void write_header(struct etw_jw *w, const struct etw_rec *r) {
   etw_jw_lit(w, ",\"LogFileName\":");
   etw_jw_cs(w, in->log_file_name);
   etw_jw_lit(w, ",\"UtcOffsetMinutes\":");
-  etw_jw_i64(w, -(int64_t)in->tz_bias);
+  etw_jw_i64(w, in->tz_bias); /* TIME_ZONE_INFORMATION.Bias as PerfView reports it */
 }
 
 int dec_mof_write(struct etw_jw *w, const struct etw_rec *r, const char **why) {

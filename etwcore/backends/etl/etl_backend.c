@@ -1,0 +1,425 @@
+/* etl_backend.c — the "etl" backend: replays recorded .etl files as a session.
+ *
+ * open() opens and indexes the files (so a missing or non-ETL file fails the request early);
+ * start() runs one reader thread that reads, merges, decodes and encodes events into batches
+ * (≤ 256 events / 256 KiB) and publishes them to the hub — as fast as possible, or at recorded
+ * speed (replay_realtime), publishing at least every 20 ms. At the end (or at the first damage,
+ * after everything readable) it calls args->ended and etw_hub_end. stop() is idempotent and
+ * joins. Providers: list/describe what the files in the data directory and the manifests
+ * directory define (scanned once, then cached by file name, size and mtime).
+ */
+#include <dirent.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "decode.h"
+#include "etwcore/backend.h"
+#include "etwcore/etl.h"
+
+#define BATCH_EVENTS 256
+#define BATCH_BYTES (256u << 10)
+#define FLUSH_NS 20000000LL
+
+/* ---- directories */
+static pthread_mutex_t dirs_mu = PTHREAD_MUTEX_INITIALIZER;
+static char *g_data_dir, *g_manifest_dir;
+
+void etw_etl_set_dirs(const char *data_dir, const char *manifest_dir) {
+  pthread_mutex_lock(&dirs_mu);
+  if (data_dir) {
+    char *c = strdup(data_dir);
+    if (c) {
+      free(g_data_dir);
+      g_data_dir = c;
+    }
+  }
+  if (manifest_dir) {
+    char *c = strdup(manifest_dir);
+    if (c) {
+      free(g_manifest_dir);
+      g_manifest_dir = c;
+    }
+  }
+  pthread_mutex_unlock(&dirs_mu);
+}
+
+char *etw_etl_manifest_dir(void) {
+  pthread_mutex_lock(&dirs_mu);
+  char *c = g_manifest_dir ? strdup(g_manifest_dir) : NULL;
+  pthread_mutex_unlock(&dirs_mu);
+  return c;
+}
+
+static char *data_dir_copy(void) {
+  pthread_mutex_lock(&dirs_mu);
+  char *c = g_data_dir ? strdup(g_data_dir) : NULL;
+  pthread_mutex_unlock(&dirs_mu);
+  return c;
+}
+
+static int64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void sleep_ns(int64_t ns) {
+  if (ns <= 0) return;
+  struct timespec ts = {(time_t)(ns / 1000000000LL), (long)(ns % 1000000000LL)};
+  nanosleep(&ts, NULL);
+}
+
+/* ---- session */
+struct etl_sess {
+  struct etw_backend_args args;
+  struct etw_etl_reader *rd;
+  struct etw_decoder *dec;
+  pthread_t th;
+  int started, joined;
+  atomic_int stop;
+  atomic_uint_fast64_t events, bytes, errors;
+  pthread_mutex_t mu;
+  const char **want;  /* provider filter (names/GUID text), from the spec */
+  uint32_t n_want;
+};
+
+static int wanted(const struct etl_sess *s, const char *prov, const unsigned char *guid) {
+  if (!s->n_want) return 1;
+  char g[39];
+  etw_format_guid(g, guid);
+  for (uint32_t i = 0; i < s->n_want; i++) {
+    const char *w = s->want[i];
+    if (!strcasecmp(w, prov)) return 1;
+    if (!strncasecmp(w, g + 1, 36) || !strncasecmp(w, g, 38)) return 1;
+  }
+  return 0;
+}
+
+static void *reader_main(void *arg) {
+  struct etl_sess *s = arg;
+  struct etw_hub *hub = s->args.hub;
+  struct etw_batch *b = NULL;
+  struct etw_rec rec;
+  struct etw_status st;
+  etw_status_clear(&st);
+  int64_t last_pub = now_ns(), wall0 = 0;
+  uint64_t ft0 = 0;
+  uint64_t done0 = 0;
+  int rc;
+  while (!atomic_load(&s->stop) && (rc = etw_etl_reader_next(s->rd, &rec, &st)) == 1) {
+    uint64_t done, total;
+    etw_etl_reader_progress(s->rd, &done, &total);
+    atomic_fetch_add(&s->bytes, done - done0);
+    done0 = done;
+    atomic_fetch_add(&s->events, 1);
+    if (s->args.spec->replay_realtime) {
+      if (!wall0) {
+        wall0 = now_ns();
+        ft0 = rec.filetime;
+      } else if (rec.filetime > ft0) {
+        int64_t due = wall0 + (int64_t)(rec.filetime - ft0) * 100;
+        /* sleep in ≤ 20 ms steps, publishing what is pending, so stop stays responsive */
+        while (!atomic_load(&s->stop) && now_ns() < due) {
+          if (b && b->n) {
+            etw_hub_publish(hub, b);
+            b = NULL;
+            last_pub = now_ns();
+          }
+          int64_t left = due - now_ns();
+          sleep_ns(left > FLUSH_NS ? FLUSH_NS : left);
+        }
+      }
+    }
+    if (!b) {
+      b = etw_batch_new(BATCH_EVENTS, BATCH_BYTES);
+      if (!b) {
+        etw_hub_drop(hub, 1);
+        continue;
+      }
+    }
+    size_t mark = b->data.len;
+    struct etw_evref ref;
+    if (!etw_decoder_write(s->dec, &rec, &b->data, &ref)) atomic_fetch_add(&s->errors, 1);
+    if (s->n_want && !wanted(s, ref.provider, rec.provider_id)) {
+      etw_jw_truncate(&b->data, mark);
+    } else if (etw_batch_commit(b, mark, &ref)) {
+      etw_hub_drop(hub, 1);
+    }
+    int64_t t = now_ns();
+    if (etw_batch_full(b) || t - last_pub >= FLUSH_NS) {
+      if (b->n) {
+        etw_hub_publish(hub, b);
+        b = NULL;
+      }
+      last_pub = t;
+    }
+  }
+  if (b) {
+    if (b->n) etw_hub_publish(hub, b);
+    else etw_batch_unref(b);
+  }
+  if (atomic_load(&s->stop)) rc = 0;
+  if (s->args.ended) {
+    if (rc < 0) s->args.ended(s->args.ctx, st.code ? st.code : ETW_E_CORRUPT, st.msg);
+    else s->args.ended(s->args.ctx, ETW_E_OK, atomic_load(&s->stop) ? "stopped" : "end of file");
+  }
+  etw_hub_end(hub);
+  return NULL;
+}
+
+static enum etw_err etl_open(const struct etw_backend_args *a, void **state, struct etw_status *st) {
+  const struct etw_session_spec *spec = a->spec;
+  if (!spec || !spec->n_files)
+    return etw_fail(st, ETW_E_INVALID, "/files", "the etl backend needs at least one file");
+  if (spec->n_files > ETW_ETL_MAX_FILES)
+    return etw_fail(st, ETW_E_LIMIT, "/files", "at most %d files", ETW_ETL_MAX_FILES);
+  struct etl_sess *s = calloc(1, sizeof *s);
+  if (!s) return etw_fail(st, ETW_E_NOMEM, NULL, NULL);
+  s->args = *a;
+  pthread_mutex_init(&s->mu, NULL);
+  s->rd = etw_etl_reader_new();
+  char *md = etw_etl_manifest_dir();
+  s->dec = etw_decoder_new(md);
+  free(md);
+  enum etw_err e = ETW_E_OK;
+  if (!s->rd || !s->dec) e = etw_fail(st, ETW_E_NOMEM, NULL, NULL);
+  for (uint32_t i = 0; !e && i < spec->n_files; i++) {
+    e = etw_etl_reader_add_file(s->rd, spec->files[i], st);
+    if (e && st) snprintf(st->field, sizeof st->field, "/files/%u", i);
+  }
+  if (!e && spec->n_providers) {
+    s->want = calloc(spec->n_providers, sizeof *s->want);
+    if (!s->want) e = etw_fail(st, ETW_E_NOMEM, NULL, NULL);
+    for (uint32_t i = 0; !e && i < spec->n_providers; i++)
+      if (spec->providers[i].name) s->want[s->n_want++] = spec->providers[i].name;
+  }
+  if (e) {
+    etw_etl_reader_free(s->rd);
+    etw_decoder_free(s->dec);
+    free(s->want);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+    return e;
+  }
+  *state = s;
+  return ETW_E_OK;
+}
+
+static enum etw_err etl_enable(void *sv, const struct etw_provider_spec *p, struct etw_status *st) {
+  (void)sv;
+  (void)p;
+  return etw_fail(st, ETW_E_UNSUPPORTED, NULL, "a replayed file cannot enable providers; filter with the session's providers or a subscription filter");
+}
+
+static enum etw_err etl_disable(void *sv, const char *provider, struct etw_status *st) {
+  (void)sv;
+  (void)provider;
+  return etw_fail(st, ETW_E_UNSUPPORTED, NULL, "a replayed file cannot disable providers");
+}
+
+static enum etw_err etl_start(void *sv, struct etw_status *st) {
+  struct etl_sess *s = sv;
+  pthread_mutex_lock(&s->mu);
+  if (s->started) {
+    pthread_mutex_unlock(&s->mu);
+    return etw_fail(st, ETW_E_STATE, NULL, "already started");
+  }
+  if (pthread_create(&s->th, NULL, reader_main, s)) {
+    pthread_mutex_unlock(&s->mu);
+    return etw_fail(st, ETW_E_INTERNAL, NULL, "cannot start the reader thread");
+  }
+  s->started = 1;
+  pthread_mutex_unlock(&s->mu);
+  return ETW_E_OK;
+}
+
+static void etl_stop(void *sv) {
+  struct etl_sess *s = sv;
+  atomic_store(&s->stop, 1);
+  pthread_mutex_lock(&s->mu);
+  if (s->started && !s->joined) {
+    pthread_join(s->th, NULL);
+    s->joined = 1;
+  }
+  pthread_mutex_unlock(&s->mu);
+}
+
+static void etl_destroy(void *sv) {
+  struct etl_sess *s = sv;
+  if (!s) return;
+  etl_stop(s);
+  etw_etl_reader_free(s->rd);
+  etw_decoder_free(s->dec);
+  free(s->want);
+  pthread_mutex_destroy(&s->mu);
+  free(s);
+}
+
+static void etl_stats(void *sv, struct etw_backend_stats *out) {
+  struct etl_sess *s = sv;
+  memset(out, 0, sizeof *out);
+  out->read_events = atomic_load(&s->events);
+  out->read_bytes = atomic_load(&s->bytes);
+  out->decode_errors = atomic_load(&s->errors);
+}
+
+/* ---- provider catalog: manifests + the files in the data directory */
+#define CAT_MAX_FILES 256
+#define CAT_MAX_RECORDS 2000000u
+
+struct catfile {
+  char *name;
+  long long size, mtime;
+};
+
+static pthread_mutex_t cat_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct etw_decoder *cat_dec;
+static struct catfile cat_files[CAT_MAX_FILES];
+static int cat_nfiles;
+static char *cat_mdir;
+
+static int cat_known(const char *name, long long size, long long mtime) {
+  for (int i = 0; i < cat_nfiles; i++)
+    if (!strcmp(cat_files[i].name, name) && cat_files[i].size == size && cat_files[i].mtime == mtime) return 1;
+  return 0;
+}
+
+/* Bring the catalog up to date; caller holds cat_mu. */
+static void cat_refresh(void) {
+  char *md = etw_etl_manifest_dir();
+  if (!cat_dec || (md && (!cat_mdir || strcmp(md, cat_mdir))) || (!md && cat_mdir)) {
+    etw_decoder_free(cat_dec);
+    for (int i = 0; i < cat_nfiles; i++) free(cat_files[i].name);
+    cat_nfiles = 0;
+    free(cat_mdir);
+    cat_mdir = md;
+    md = NULL;
+    cat_dec = etw_decoder_new(NULL);
+    if (cat_dec && cat_mdir) dec_manifest_scan_dir(cat_dec, cat_mdir);
+    if (cat_dec) cat_dec->manifests_scanned = 1;
+  }
+  free(md);
+  if (!cat_dec) return;
+  char *dd = data_dir_copy();
+  DIR *dp = dd ? opendir(dd) : NULL;
+  struct dirent *de;
+  while (dp && (de = readdir(dp))) {
+    size_t l = strlen(de->d_name);
+    if (l < 5 || strcasecmp(de->d_name + l - 4, ".etl")) continue;
+    char path[4096];
+    if ((size_t)snprintf(path, sizeof path, "%s/%s", dd, de->d_name) >= sizeof path) continue;
+    struct stat sb;
+    if (stat(path, &sb) || !S_ISREG(sb.st_mode)) continue;
+    if (cat_known(de->d_name, (long long)sb.st_size, (long long)sb.st_mtime)) continue;
+    if (cat_nfiles >= CAT_MAX_FILES) break;
+    struct etw_etl_reader *r = etw_etl_reader_new();
+    if (!r) break;
+    struct etw_status st;
+    etw_status_clear(&st);
+    if (!etw_etl_reader_add_file(r, path, &st)) {
+      struct etw_rec rec;
+      const char *pn, *en;
+      for (uint32_t n = 0; n < CAT_MAX_RECORDS && etw_etl_reader_next(r, &rec, &st) == 1; n++)
+        etw_decoder_names(cat_dec, &rec, &pn, &en);
+    }
+    etw_etl_reader_free(r);
+    cat_files[cat_nfiles].name = strdup(de->d_name);
+    cat_files[cat_nfiles].size = (long long)sb.st_size;
+    cat_files[cat_nfiles].mtime = (long long)sb.st_mtime;
+    if (cat_files[cat_nfiles].name) cat_nfiles++;
+  }
+  if (dp) closedir(dp);
+  free(dd);
+}
+
+static enum etw_err etl_list_providers(const char *q, struct etw_jw *w, struct etw_status *st) {
+  (void)st;
+  pthread_mutex_lock(&cat_mu);
+  cat_refresh();
+  if (cat_dec) etw_decoder_providers_json(cat_dec, q, w);
+  else etw_jw_lit(w, "[]");
+  pthread_mutex_unlock(&cat_mu);
+  return ETW_E_OK;
+}
+
+static void write_event_schema(struct etw_jw *w, const struct dec_event *e) {
+  etw_jw_lit(w, "{\"id\":");
+  etw_jw_u64(w, e->id);
+  etw_jw_lit(w, ",\"version\":");
+  etw_jw_u64(w, e->version);
+  etw_jw_lit(w, ",\"name\":");
+  etw_jw_cs(w, e->name);
+  etw_jw_lit(w, ",\"level\":");
+  etw_jw_u64(w, e->level);
+  etw_jw_lit(w, ",\"task\":");
+  etw_jw_u64(w, e->task);
+  etw_jw_lit(w, ",\"opcode\":");
+  etw_jw_u64(w, e->opcode);
+  etw_jw_lit(w, ",\"fields\":[");
+  for (uint32_t i = 0; i < e->nf; i++) {
+    if (i) etw_jw_ch(w, ',');
+    etw_jw_lit(w, "{\"name\":");
+    etw_jw_cs(w, e->f[i].name);
+    etw_jw_lit(w, ",\"inType\":");
+    etw_jw_u64(w, e->f[i].in);
+    etw_jw_ch(w, '}');
+  }
+  etw_jw_lit(w, "]}");
+}
+
+static enum etw_err etl_describe_provider(const char *name, struct etw_jw *w, struct etw_status *st) {
+  pthread_mutex_lock(&cat_mu);
+  cat_refresh();
+  struct dec_provider *p = NULL;
+  unsigned char g[16];
+  int by_guid = name && !etw_parse_guid(name, g);
+  for (uint32_t i = 0; cat_dec && i < cat_dec->prov_cap && !p; i++) {
+    struct dec_provider *x = cat_dec->prov[i];
+    if (!x) continue;
+    if (by_guid ? !memcmp(x->guid, g, 16) : (x->name && name && !strcasecmp(x->name, name))) p = x;
+  }
+  if (!p) {
+    pthread_mutex_unlock(&cat_mu);
+    return etw_fail(st, ETW_E_NOT_FOUND, NULL, "no provider '%s' in the data or manifests directory", name ? name : "");
+  }
+  etw_jw_lit(w, "{\"name\":");
+  etw_jw_cs(w, p->name ? p->name : "");
+  etw_jw_lit(w, ",\"guid\":");
+  etw_jw_guid(w, p->guid);
+  etw_jw_lit(w, ",\"source\":");
+  etw_jw_cs(w, p->source ? p->source : "");
+  etw_jw_lit(w, ",\"events\":[");
+  int first = 1;
+  for (uint32_t i = 0; i < p->ev_cap; i++) {
+    if (!p->ev[i]) continue;
+    if (!first) etw_jw_ch(w, ',');
+    first = 0;
+    write_event_schema(w, p->ev[i]);
+  }
+  etw_jw_lit(w, "]}");
+  pthread_mutex_unlock(&cat_mu);
+  return ETW_E_OK;
+}
+
+const struct etw_backend etw_backend_etl = {
+    .name = "etl",
+    .caps = ETW_CAP_REPLAY | ETW_CAP_LIST_PROVIDERS,
+    .init = NULL,
+    .open = etl_open,
+    .enable = etl_enable,
+    .disable = etl_disable,
+    .start = etl_start,
+    .stop = etl_stop,
+    .destroy = etl_destroy,
+    .stats = etl_stats,
+    .stats_json = NULL,
+    .list_providers = etl_list_providers,
+    .describe_provider = etl_describe_provider,
+    .cleanup = NULL,
+};
