@@ -164,7 +164,7 @@ static int read_json_body(struct etwd_req *r) {
   }
   buf[len] = 0;
   const char *endp = NULL;
-  r->body = cJSON_ParseWithLengthOpts(buf, len, &endp, 1);
+  r->body = cJSON_ParseWithLengthOpts(buf, len + 1, &endp, 1); /* + the NUL */
   if (!r->body) {
     char detail[160];
     snprintf(detail, sizeof detail, "malformed JSON near byte %ld of the body",

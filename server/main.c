@@ -2,6 +2,7 @@
  * initialised, stale sessions reaped) → TLS → HTTPS server → wait for SIGINT/SIGTERM → ordered
  * stop (streams closed, server stopped, every session stopped and its OS object removed). */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,11 +17,6 @@
 #include "log.h"
 #include "tls.h"
 
-static volatile sig_atomic_t g_stop;
-static void on_signal(int sig) {
-  (void)sig;
-  g_stop = 1;
-}
 
 static int mkdir_p(const char *path, mode_t mode) {
   char tmp[1100];
@@ -83,6 +79,13 @@ int main(int argc, char **argv) {
   if (rc) return rc > 0 ? 0 : 2;
   etwd_log_set_level((enum etwd_log_level)cfg.log_level);
   signal(SIGPIPE, SIG_IGN);
+  /* SIGINT/SIGTERM are blocked in every thread (threads inherit the mask) and taken
+   * synchronously by the main thread with sigwait below. */
+  sigset_t stopsigs;
+  sigemptyset(&stopsigs);
+  sigaddset(&stopsigs, SIGINT);
+  sigaddset(&stopsigs, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stopsigs, NULL);
 
   if (mkdir_p(cfg.state_dir, 0700)) {
     fprintf(stderr, "etwd: cannot create the state directory %s: %s\n", cfg.state_dir, strerror(errno));
@@ -122,12 +125,6 @@ int main(int argc, char **argv) {
   }
   if (st.code) etwd_log(LOG_WARN, "backend unavailable", "detail=\"%.400s\"", st.msg);
 
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_signal;
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
-
   if (etwd_server_start(&srv, err, sizeof err)) {
     fprintf(stderr, "etwd: %s\n", err);
     etw_core_free(srv.core);
@@ -147,9 +144,10 @@ int main(int argc, char **argv) {
   fflush(stdout);
   etwd_log(LOG_INFO, "started", "listen=%s tls=%d state_dir=%s", cfg.listen, srv.tls, cfg.state_dir);
 
-  while (!g_stop) pause();
+  int sig = 0;
+  sigwait(&stopsigs, &sig);
 
-  etwd_log(LOG_INFO, "stopping", "sessions=%u", etw_core_session_count(srv.core));
+  etwd_log(LOG_INFO, "stopping", "signal=%d sessions=%u", sig, etw_core_session_count(srv.core));
   etwd_server_stop(&srv);
   etw_core_free(srv.core); /* stops sessions and removes their OS objects */
   etwd_auth_free(srv.auth);

@@ -1,0 +1,234 @@
+"""etwd_harness — spawn the real etwd binary on loopback with a throwaway state directory and
+talk to it with real clients: http.client over verified TLS (the server's generated certificate
+is the trust anchor) and websocket-client (Debian's python3-websocket) for WebSocket streams.
+
+Every test file uses this module; nothing here is mocked."""
+import http.client
+import json
+import os
+import signal
+import socket
+import ssl
+import subprocess
+import tempfile
+import time
+import shutil
+import sys
+
+BIN = os.environ.get("ETWD_BIN") or os.path.join(os.path.dirname(__file__), "../../build/server/etwd")
+SRC = os.environ.get("ETWD_SRC") or os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
+CORPUS = os.environ.get("ETWD_CORPUS") or os.path.join(SRC, "../shared/corpus")
+MANIFESTS = os.environ.get("ETWD_MANIFESTS") or os.path.join(SRC, "../shared/manifests")
+
+FAILURES = []
+
+
+def check(cond, msg):
+    """Record a failure (the test goes on) — like tests/unit/t.h's CHECK."""
+    if not cond:
+        FAILURES.append(msg)
+        print("CHECK FAILED:", msg, file=sys.stderr, flush=True)
+    return cond
+
+
+def done():
+    if FAILURES:
+        print("%d check(s) failed" % len(FAILURES), file=sys.stderr)
+        sys.exit(1)
+    print("ok")
+    sys.exit(0)
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+class Etwd:
+    def __init__(self, args=(), state=None, tls=True, port=None, env=None):
+        self.own_state = state is None
+        self.state = state or tempfile.mkdtemp(prefix="etwd-test-")
+        self.port = port or free_port()
+        self.tls = tls
+        self.args = list(args)
+        self.env = dict(os.environ)
+        self.env.setdefault("ASAN_OPTIONS", "detect_leaks=1")
+        if env:
+            self.env.update(env)
+        self.proc = None
+        self.stdout = ""
+
+    def start(self, timeout=30):
+        cmd = [BIN, "--listen", "127.0.0.1:%d" % self.port, "--state-dir", self.state] + self.args
+        if not self.tls:
+            cmd.append("--insecure-http")
+        self.errf = open(os.path.join(self.state, "stderr.log"), "ab")
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.errf, env=self.env)
+        deadline = time.time() + timeout
+        lines = []
+        while time.time() < deadline:
+            line = self.proc.stdout.readline().decode()
+            if not line:
+                break
+            lines.append(line)
+            if line.startswith("tokens:"):
+                break
+        self.stdout = "".join(lines)
+        if self.proc.poll() is not None or "listening" not in self.stdout:
+            raise RuntimeError("etwd did not start: %s\n%s" % (self.stdout, self.stderr()))
+        self.tokens = {}
+        with open(os.path.join(self.state, "tokens")) as f:
+            for line in f:
+                if line.startswith("#") or not line.strip():
+                    continue
+                tid, role, secret = line.split()
+                self.tokens[role] = secret
+                self.tokens[role + "_id"] = tid
+        return self
+
+    def stderr(self):
+        try:
+            with open(os.path.join(self.state, "stderr.log"), "rb") as f:
+                return f.read().decode(errors="replace")
+        except OSError:
+            return ""
+
+    def stop(self, sig=signal.SIGTERM, timeout=30):
+        if not self.proc:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        try:
+            rc = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            rc = self.proc.wait()
+            check(False, "etwd did not exit within %ds of signal %d" % (timeout, sig))
+        self.proc.stdout.close()
+        self.errf.close()
+        err = self.stderr()
+        check("ERROR: AddressSanitizer" not in err and "runtime error:" not in err,
+              "sanitizer report in etwd's stderr:\n" + err[-4000:])
+        self.proc = None
+        return rc
+
+    def cleanup(self):
+        if self.own_state:
+            shutil.rmtree(self.state, ignore_errors=True)
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *a):
+        if self.proc:
+            rc = self.stop()
+            check(rc == 0, "etwd exited with %r after SIGTERM" % rc)
+        self.cleanup()
+
+    # ---- clients
+    def ssl_context(self, minv=None, maxv=None):
+        ctx = ssl.create_default_context(cafile=os.path.join(self.state, "cert.pem"))
+        if minv:
+            ctx.minimum_version = minv
+        if maxv:
+            ctx.maximum_version = maxv
+        return ctx
+
+    def conn(self, timeout=30):
+        if self.tls:
+            return http.client.HTTPSConnection("127.0.0.1", self.port, timeout=timeout, context=self.ssl_context())
+        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+
+    def request(self, method, path, body=None, token="admin", headers=None, ctype="application/json",
+                timeout=30):
+        """Returns (status, headers dict (lower-case), body bytes)."""
+        h = dict(headers or {})
+        if token:
+            h["Authorization"] = "Bearer " + self.tokens.get(token, token)
+        if body is not None:
+            if not isinstance(body, (bytes, str)):
+                body = json.dumps(body)
+            if isinstance(body, str):
+                body = body.encode()
+            if ctype:
+                h["Content-Type"] = ctype
+        c = self.conn(timeout)
+        c.request(method, path, body=body, headers=h)
+        r = c.getresponse()
+        data = r.read()
+        hdrs = {k.lower(): v for k, v in r.getheaders()}
+        c.close()
+        return r.status, hdrs, data
+
+    def json(self, method, path, body=None, token="admin", expect=None, **kw):
+        st, h, data = self.request(method, path, body, token, **kw)
+        if expect is not None:
+            check(st == expect, "%s %s: status %d, want %d: %s" % (method, path, st, expect, data[:500]))
+        try:
+            return st, h, json.loads(data) if data else None
+        except ValueError:
+            return st, h, data
+
+    def ws_url(self, path):
+        return ("wss" if self.tls else "ws") + "://127.0.0.1:%d%s" % (self.port, path)
+
+    def ws(self, path, token="reader", origin=None, timeout=10):
+        import websocket
+        hdr = []
+        if token:
+            hdr.append("Authorization: Bearer " + self.tokens.get(token, token))
+        sslopt = {"ca_certs": os.path.join(self.state, "cert.pem")} if self.tls else None
+        kw = {"header": hdr, "timeout": timeout}
+        if sslopt:
+            kw["sslopt"] = sslopt
+        if origin:
+            kw["origin"] = origin
+        else:
+            kw["suppress_origin"] = True
+        return websocket.create_connection(self.ws_url(path), **kw)
+
+    def ndjson(self, path, token="reader", timeout=30):
+        """Generator of parsed ndjson records from a streaming GET (http.client reads chunked)."""
+        c = self.conn(timeout)
+        c.request("GET", path, headers={"Authorization": "Bearer " + self.tokens[token],
+                                        "Accept": "application/x-ndjson"})
+        r = c.getresponse()
+        if r.status != 200:
+            raise RuntimeError("ndjson %s: %d %s" % (path, r.status, r.read()[:300]))
+        buf = b""
+        try:
+            while True:
+                chunk = r.read1(65536)
+                if not chunk:
+                    break
+                buf += chunk
+                while b"\n" in buf:
+                    line, buf = buf.split(b"\n", 1)
+                    if line.strip():
+                        yield json.loads(line)
+        finally:
+            c.close()
+
+
+def ws_events(ws, until, timeout=20):
+    """Read frames (JSON arrays) until until(records) is true or timeout; returns records."""
+    import websocket
+    recs = []
+    deadline = time.time() + timeout
+    while time.time() < deadline and not until(recs):
+        ws.settimeout(max(0.1, deadline - time.time()))
+        try:
+            op, data = ws.recv_data()
+        except websocket.WebSocketTimeoutException:
+            break
+        except websocket.WebSocketConnectionClosedException:
+            break
+        if op == 8:  # close
+            recs.append({"_closed": True})
+            break
+        if op == 1:
+            recs.extend(json.loads(data))
+    return recs
