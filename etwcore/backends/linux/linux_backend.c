@@ -1,0 +1,1050 @@
+/* linux_backend.c — the Linux backend: tracing sessions on tracefs instances.
+ *
+ * One session = one tracefs instance named args->os_name (ETW_SESSION_PREFIX + id), created by
+ * open() and removed by destroy() on every path. Readers: one thread per online CPU, created by
+ * open() (so their thread ids can be excluded by the kernel filters before any event is enabled)
+ * and released by start(). Each thread polls its own per_cpu/cpuN/trace_pipe_raw fd (O_NONBLOCK,
+ * 20 ms timeout), drains it with non-blocking tracefs_cpu_read, walks the pages with kbuffer and
+ * decodes with its own tep_handle (linux_decode.c), publishing batches to the session's hub when
+ * full or at least every 20 ms. In file mode the raw pages also go to per-CPU spools that
+ * linux_tdat.c assembles into a trace.dat at stop.
+ *
+ * Choices (see docs/linux.md):
+ *  - overwrite off: when a per-CPU buffer is full the kernel drops the NEW events and counts them
+ *    in per_cpu/cpuN/stats "dropped events"; what is in the buffer is never clobbered while we
+ *    read it. Loss = overrun + dropped, summed over CPUs, reported by stats().
+ *  - trace_clock "mono" (CLOCK_MONOTONIC); UTC = mono + (REALTIME - MONOTONIC), calibrated at
+ *    start and re-calibrated by every reader each second (a clock step moves the offset).
+ *  - etwd's own threads are excluded by the kernel filter (`common_pid != tid` for the threads
+ *    listed in /proc/self/task at open, plus the session's reader threads), ANDed with the
+ *    user's filter; threads created later (e.g. new HTTP workers) are not excluded.
+ *  - PID filter: set_event_pid with every thread of each listed process, plus option event-fork
+ *    so tasks they create later are traced too.
+ *
+ * Threads: open/enable/disable/start/stop/destroy are called by the session manager (one at a
+ * time per session, any thread); stats/stats_json from any thread before destroy. The session
+ * mutex guards the provider list and the systems the readers must know.
+ */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event-parse.h>
+#include <kbuffer.h>
+#include <tracefs.h>
+
+#include "etwcore/backend.h"
+#include "linux/linux_int.h"
+
+#define LX_BUF_KB_MIN 4
+#define LX_BUF_KB_MAX 262144
+#define LX_MAX_EXCL 64
+#define LX_MAX_CPUS 256
+#define LX_BATCH_EVENTS 512
+#define LX_BATCH_BYTES (256u * 1024)
+#define LX_FLUSH_NS 20000000LL
+#define LX_POLL_MS 20
+#define LX_MAX_PIDS_TIDS 1024
+
+struct lx_prov {
+  char *name;
+  char **events; /* enabled event names (owned) */
+  uint32_t n_events;
+  char *filter;  /* user's filter or NULL */
+  int enabled;
+};
+
+struct lx_sess;
+
+struct lx_rd {
+  struct lx_sess *s;
+  int cpu;
+  pthread_t th;
+  int th_ok;
+  pid_t tid;
+  int fd;
+  struct tracefs_cpu *tcpu;
+  struct lx_dec dec;
+  int dec_ok;
+  struct lx_sink sink;
+  int64_t batch_t0;
+  unsigned gen_seen;
+  char **loaded; /* systems parsed into this thread's tep */
+  uint32_t n_loaded;
+  unsigned char *page;
+  _Atomic uint64_t raw_events, raw_bytes, pages;
+  uint64_t pending_drop; /* events dropped before the hub, reported with the next publish */
+};
+
+struct lx_sess {
+  struct tracefs_instance *inst;
+  char *name;
+  struct etw_hub *hub;
+  unsigned mode;
+  void (*ended)(void *ctx, enum etw_err code, const char *msg);
+  void *ctx;
+  int page_size;
+  int ncpu;
+  struct lx_rd *rd;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int go;           /* 1 = start reading, 2 = quit without reading */
+  int ready;        /* readers that reported their tid */
+  atomic_int stopping;
+  _Atomic unsigned gen; /* bumped when a system is added */
+  int started, stopped;
+  struct lx_prov prov[ETW_SPEC_MAX_PROVIDERS];
+  uint32_t n_prov;
+  char *systems[ETW_SPEC_MAX_PROVIDERS + 1]; /* systems the readers must load (NULL-ended) */
+  uint32_t n_sys;
+  pid_t excl[LX_MAX_EXCL];
+  uint32_t n_excl;
+  _Atomic int64_t mono_to_real;
+  struct lx_tdat *tdat;
+  char *record_path;
+};
+
+/* ---- small helpers */
+
+static int64_t now_ns(clockid_t c) {
+  struct timespec ts;
+  clock_gettime(c, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* REALTIME - MONOTONIC, from the tightest of a few bracketed samples */
+static int64_t calib_offset(void) {
+  int64_t best = INT64_MAX, off = 0;
+  for (int i = 0; i < 5; i++) {
+    int64_t m1 = now_ns(CLOCK_MONOTONIC);
+    int64_t r = now_ns(CLOCK_REALTIME);
+    int64_t m2 = now_ns(CLOCK_MONOTONIC);
+    if (m2 - m1 < best) {
+      best = m2 - m1;
+      off = r - (m1 + (m2 - m1) / 2);
+    }
+  }
+  return off;
+}
+
+static int valid_name(const char *s) {
+  if (!s || !*s || strlen(s) > 128) return 0;
+  if (!strcmp(s, ".") || !strcmp(s, "..")) return 0;
+  for (const char *p = s; *p; p++)
+    if (!(isalnum((unsigned char)*p) || *p == '_' || *p == '-' || *p == '.')) return 0;
+  return 1;
+}
+
+static int system_exists(const char *sys) {
+  if (!valid_name(sys) || !strcmp(sys, "ftrace")) return 0;
+  const char *dir = tracefs_tracing_dir();
+  if (!dir) return 0;
+  char path[PATH_MAX];
+  snprintf(path, sizeof path, "%s/events/%s/enable", dir, sys);
+  return access(path, F_OK) == 0;
+}
+
+static int event_exists(const char *sys, const char *ev) {
+  if (!valid_name(ev)) return 0;
+  return tracefs_event_file_exists(NULL, sys, ev, "format");
+}
+
+static void free_list(char **l, uint32_t n) {
+  if (!l) return;
+  for (uint32_t i = 0; i < n; i++) free(l[i]);
+  free(l);
+}
+
+static void trim(char *s) {
+  size_t n = strlen(s);
+  while (n && isspace((unsigned char)s[n - 1])) s[--n] = 0;
+}
+
+/* ---- init / cleanup */
+
+static int tracefs_mounted(void) {
+  FILE *f = fopen("/proc/mounts", "re");
+  if (!f) return 0;
+  char line[1024];
+  int found = 0;
+  while (fgets(line, sizeof line, f)) {
+    char dev[256], dir[512], type[64];
+    if (sscanf(line, "%255s %511s %63s", dev, dir, type) == 3 && !strcmp(type, "tracefs")) {
+      found = 1;
+      break;
+    }
+  }
+  fclose(f);
+  return found;
+}
+
+static void reap_prefixed(void) {
+  char **names = tracefs_instances(NULL);
+  for (int i = 0; names && names[i]; i++) {
+    if (strncmp(names[i], ETW_SESSION_PREFIX, strlen(ETW_SESSION_PREFIX))) continue;
+    struct tracefs_instance *in = tracefs_instance_alloc(NULL, names[i]);
+    if (!in) continue;
+    tracefs_instance_destroy(in); /* fails with EBUSY while another process reads it */
+    tracefs_instance_free(in);
+  }
+  tracefs_list_free(names);
+}
+
+static enum etw_err lx_init(struct etw_status *st) {
+  if (!tracefs_mounted()) {
+    mkdir("/sys/kernel/tracing", 0755);
+    if (mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL) != 0)
+      return etw_fail(st, errno == EPERM ? ETW_E_PERM : ETW_E_IO, NULL,
+                      "cannot mount tracefs at /sys/kernel/tracing: %s", strerror(errno));
+  }
+  if (!tracefs_tracing_dir())
+    return etw_fail(st, ETW_E_IO, NULL, "tracefs is mounted but libtracefs cannot find it");
+  reap_prefixed();
+  return ETW_E_OK;
+}
+
+/* Instances of this process, for cleanup() at exit. */
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct lx_sess *g_live[256];
+
+static void g_add(struct lx_sess *s) {
+  pthread_mutex_lock(&g_mu);
+  for (int i = 0; i < 256; i++)
+    if (!g_live[i]) {
+      g_live[i] = s;
+      break;
+    }
+  pthread_mutex_unlock(&g_mu);
+}
+
+static void g_del(struct lx_sess *s) {
+  pthread_mutex_lock(&g_mu);
+  for (int i = 0; i < 256; i++)
+    if (g_live[i] == s) g_live[i] = NULL;
+  pthread_mutex_unlock(&g_mu);
+}
+
+static void lx_destroy(void *vs);
+
+static void lx_cleanup(void) {
+  for (;;) {
+    struct lx_sess *s = NULL;
+    pthread_mutex_lock(&g_mu);
+    for (int i = 0; i < 256 && !s; i++) s = g_live[i];
+    pthread_mutex_unlock(&g_mu);
+    if (!s) break;
+    lx_destroy(s);
+  }
+}
+
+/* ---- providers API */
+
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static enum etw_err lx_list_providers(const char *q, struct etw_jw *w, struct etw_status *st) {
+  char **sys = tracefs_event_systems(NULL);
+  if (!sys) return etw_fail(st, ETW_E_IO, NULL, "cannot list tracefs event systems");
+  size_t n = 0;
+  while (sys[n]) n++;
+  qsort(sys, n, sizeof *sys, cmp_str);
+  etw_jw_ch(w, '[');
+  int first = 1;
+  for (size_t i = 0; i < n; i++) {
+    if (!strcmp(sys[i], "ftrace")) continue;
+    if (q && *q && !strcasestr(sys[i], q)) continue;
+    char **ev = tracefs_system_events(NULL, sys[i]);
+    size_t ne = 0;
+    while (ev && ev[ne]) ne++;
+    tracefs_list_free(ev);
+    if (!first) etw_jw_ch(w, ',');
+    first = 0;
+    etw_jw_lit(w, "{\"name\":");
+    etw_jw_cs(w, sys[i]);
+    etw_jw_lit(w, ",\"events\":");
+    etw_jw_u64(w, ne);
+    etw_jw_ch(w, '}');
+  }
+  etw_jw_ch(w, ']');
+  tracefs_list_free(sys);
+  return ETW_E_OK;
+}
+
+static void write_fields(struct etw_jw *w, struct tep_format_field *f, int common, int *first) {
+  for (; f; f = f->next) {
+    if (!*first) etw_jw_ch(w, ',');
+    *first = 0;
+    etw_jw_lit(w, "{\"name\":");
+    etw_jw_cs(w, f->name);
+    etw_jw_lit(w, ",\"type\":");
+    etw_jw_cs(w, f->type);
+    etw_jw_lit(w, ",\"offset\":");
+    etw_jw_i64(w, f->offset);
+    etw_jw_lit(w, ",\"size\":");
+    etw_jw_i64(w, f->size);
+    etw_jw_lit(w, ",\"signed\":");
+    etw_jw_bool(w, (f->flags & TEP_FIELD_IS_SIGNED) != 0);
+    if (common) etw_jw_lit(w, ",\"common\":true");
+    etw_jw_ch(w, '}');
+  }
+}
+
+static enum etw_err lx_describe_provider(const char *name, struct etw_jw *w,
+                                         struct etw_status *st) {
+  if (!system_exists(name))
+    return etw_fail(st, ETW_E_NOT_FOUND, NULL,
+                    "no tracepoint system '%s' in %s/events", name ? name : "",
+                    tracefs_tracing_dir() ? tracefs_tracing_dir() : "tracefs");
+  const char *systems[] = {name, NULL};
+  struct tep_handle *tep = lx_tep_new(systems);
+  if (!tep) return etw_fail(st, ETW_E_IO, NULL, "cannot parse the formats of '%s'", name);
+  struct tep_event **evs = tep_list_events(tep, TEP_EVENT_SORT_NAME);
+  etw_jw_lit(w, "{\"name\":");
+  etw_jw_cs(w, name);
+  etw_jw_lit(w, ",\"events\":[");
+  int firste = 1;
+  for (int i = 0; evs && evs[i]; i++) {
+    struct tep_event *ev = evs[i];
+    if (!ev->system || strcmp(ev->system, name)) continue;
+    if (!firste) etw_jw_ch(w, ',');
+    firste = 0;
+    etw_jw_lit(w, "{\"id\":");
+    etw_jw_i64(w, ev->id);
+    etw_jw_lit(w, ",\"name\":");
+    etw_jw_cs(w, ev->name);
+    etw_jw_lit(w, ",\"fields\":[");
+    int first = 1;
+    write_fields(w, ev->format.common_fields, 1, &first);
+    write_fields(w, ev->format.fields, 0, &first);
+    etw_jw_lit(w, "]}");
+  }
+  etw_jw_lit(w, "]}");
+  tep_free(tep);
+  return ETW_E_OK;
+}
+
+/* ---- filters and enabling */
+
+/* `common_pid != a && common_pid != b …` for etwd's own threads ("" when none) */
+static void excl_filter(struct lx_sess *s, char *out, size_t cap) {
+  size_t n = 0;
+  out[0] = 0;
+  for (uint32_t i = 0; i < s->n_excl && n + 40 < cap; i++)
+    n += (size_t)snprintf(out + n, cap - n, "%scommon_pid != %d", i ? " && " : "",
+                          (int)s->excl[i]);
+}
+
+static void excl_add(struct lx_sess *s, pid_t t) {
+  for (uint32_t i = 0; i < s->n_excl; i++)
+    if (s->excl[i] == t) return;
+  if (s->n_excl < LX_MAX_EXCL) s->excl[s->n_excl++] = t;
+}
+
+static void excl_self_tasks(struct lx_sess *s) {
+  excl_add(s, getpid());
+  DIR *d = opendir("/proc/self/task");
+  if (!d) return;
+  struct dirent *de;
+  while ((de = readdir(d)))
+    if (isdigit((unsigned char)de->d_name[0])) excl_add(s, (pid_t)atoi(de->d_name));
+  closedir(d);
+}
+
+/* Write @filter to sys:ev's filter file; on rejection return the kernel's own text. */
+static int write_filter(struct lx_sess *s, const char *sys, const char *ev, const char *filter,
+                        char *err, size_t errlen) {
+  if (tracefs_event_file_write(s->inst, sys, ev, "filter", filter) >= 0) return 0;
+  int e = errno;
+  int sz = 0;
+  char *txt = tracefs_event_file_read(s->inst, sys, ev, "filter", &sz);
+  if (txt) {
+    trim(txt);
+    snprintf(err, errlen, "%s", txt);
+    free(txt);
+  } else {
+    snprintf(err, errlen, "%s", strerror(e));
+  }
+  return -1;
+}
+
+static enum etw_err ensure_system_locked(struct lx_sess *s, const char *sys) {
+  for (uint32_t i = 0; i < s->n_sys; i++)
+    if (!strcmp(s->systems[i], sys)) return ETW_E_OK;
+  if (s->n_sys >= ETW_SPEC_MAX_PROVIDERS) return ETW_E_LIMIT;
+  char *c = strdup(sys);
+  if (!c) return ETW_E_NOMEM;
+  s->systems[s->n_sys++] = c;
+  s->systems[s->n_sys] = NULL;
+  atomic_fetch_add(&s->gen, 1);
+  return ETW_E_OK;
+}
+
+/* Validate names only (no kernel object needed). @pfx: JSON pointer of the provider object. */
+static enum etw_err check_provider(const struct etw_provider_spec *p, const char *pfx,
+                                   struct etw_status *st) {
+  char field[96];
+  if (!p->name || !system_exists(p->name)) {
+    snprintf(field, sizeof field, "%s/name", pfx);
+    return etw_fail(st, ETW_E_INVALID, field, "unknown provider '%s': no tracepoint system of that name",
+                    p->name ? p->name : "(null)");
+  }
+  if (p->n_events > ETW_SPEC_MAX_EVENTS) {
+    snprintf(field, sizeof field, "%s/events", pfx);
+    return etw_fail(st, ETW_E_INVALID, field, "at most %d events per provider", ETW_SPEC_MAX_EVENTS);
+  }
+  for (uint32_t j = 0; j < p->n_events; j++) {
+    if (!p->events[j] || !event_exists(p->name, p->events[j])) {
+      snprintf(field, sizeof field, "%s/events/%u", pfx, j);
+      return etw_fail(st, ETW_E_INVALID, field, "unknown event '%s' in provider '%s'",
+                      p->events[j] ? p->events[j] : "(null)", p->name);
+    }
+  }
+  if (p->filter && strlen(p->filter) > 2048) {
+    snprintf(field, sizeof field, "%s/filter", pfx);
+    return etw_fail(st, ETW_E_INVALID, field, "filter longer than 2048 bytes");
+  }
+  return ETW_E_OK;
+}
+
+static struct lx_prov *prov_find(struct lx_sess *s, const char *name) {
+  for (uint32_t i = 0; i < s->n_prov; i++)
+    if (!strcmp(s->prov[i].name, name)) return &s->prov[i];
+  return NULL;
+}
+
+/* Apply filters and enable the events of @p (validated). Caller holds s->mu. */
+static enum etw_err apply_provider(struct lx_sess *s, const struct etw_provider_spec *p,
+                                   const char *pfx, struct etw_status *st) {
+  char field[96];
+  char **evs = NULL;
+  uint32_t nev = 0;
+  enum etw_err rc = ETW_E_OK;
+  if (p->n_events) {
+    evs = calloc(p->n_events, sizeof *evs);
+    if (!evs) return etw_fail(st, ETW_E_NOMEM, NULL, NULL);
+    for (uint32_t j = 0; j < p->n_events; j++) {
+      evs[nev] = strdup(p->events[j]);
+      if (!evs[nev]) {
+        free_list(evs, nev);
+        return etw_fail(st, ETW_E_NOMEM, NULL, NULL);
+      }
+      nev++;
+    }
+  } else {
+    char **all = tracefs_system_events(NULL, p->name);
+    uint32_t n = 0;
+    while (all && all[n]) n++;
+    evs = calloc(n ? n : 1, sizeof *evs);
+    if (!evs) {
+      tracefs_list_free(all);
+      return etw_fail(st, ETW_E_NOMEM, NULL, NULL);
+    }
+    for (uint32_t j = 0; j < n; j++)
+      if ((evs[nev] = strdup(all[j]))) nev++;
+    tracefs_list_free(all);
+  }
+  char excl[LX_MAX_EXCL * 32 + 16];
+  excl_filter(s, excl, sizeof excl);
+  size_t flen = (p->filter ? strlen(p->filter) : 0) + strlen(excl) + 16;
+  char *comb = malloc(flen);
+  char kerr[400];
+  if (!comb) {
+    free_list(evs, nev);
+    return etw_fail(st, ETW_E_NOMEM, NULL, NULL);
+  }
+  if (p->filter && *p->filter && *excl)
+    snprintf(comb, flen, "(%s) && (%s)", p->filter, excl);
+  else if (p->filter && *p->filter)
+    snprintf(comb, flen, "%s", p->filter);
+  else
+    snprintf(comb, flen, "%s", *excl ? excl : "0");
+  /* the provider's previous events (re-enable on a running session) */
+  struct lx_prov *old = prov_find(s, p->name);
+  if (old && old->enabled) tracefs_event_disable(s->inst, p->name, NULL);
+  for (uint32_t j = 0; j < nev; j++) {
+    if (p->filter && *p->filter &&
+        write_filter(s, p->name, evs[j], p->filter, kerr, sizeof kerr) != 0) {
+      snprintf(field, sizeof field, "%s/filter", pfx);
+      rc = etw_fail(st, ETW_E_KERNEL, field, "the kernel rejected the filter for %s:%s: %s",
+                    p->name, evs[j], kerr);
+      break;
+    }
+    if (write_filter(s, p->name, evs[j], comb, kerr, sizeof kerr) != 0) {
+      snprintf(field, sizeof field, "%s/filter", pfx);
+      rc = etw_fail(st, ETW_E_KERNEL, field, "the kernel rejected the filter for %s:%s: %s",
+                    p->name, evs[j], kerr);
+      break;
+    }
+  }
+  free(comb);
+  if (!rc && (rc = ensure_system_locked(s, p->name)))
+    etw_fail(st, rc, pfx, "too many providers");
+  for (uint32_t j = 0; !rc && j < nev; j++) {
+    if (tracefs_event_enable(s->inst, p->name, evs[j]) != 0) {
+      snprintf(field, sizeof field, "%s/events/%u", pfx, j);
+      rc = etw_fail(st, ETW_E_KERNEL, field, "cannot enable %s:%s: %s", p->name, evs[j],
+                    strerror(errno));
+    }
+  }
+  if (rc) {
+    tracefs_event_disable(s->inst, p->name, NULL);
+    free_list(evs, nev);
+    if (old) old->enabled = 0;
+    return rc;
+  }
+  if (!old) {
+    if (s->n_prov >= ETW_SPEC_MAX_PROVIDERS) {
+      free_list(evs, nev);
+      return etw_fail(st, ETW_E_LIMIT, pfx, "at most %d providers", ETW_SPEC_MAX_PROVIDERS);
+    }
+    old = &s->prov[s->n_prov++];
+    memset(old, 0, sizeof *old);
+    old->name = strdup(p->name);
+  } else {
+    free_list(old->events, old->n_events);
+    free(old->filter);
+  }
+  old->events = evs;
+  old->n_events = nev;
+  old->filter = p->filter ? strdup(p->filter) : NULL;
+  old->enabled = 1;
+  return ETW_E_OK;
+}
+
+/* ---- reader threads */
+
+static void publish(struct lx_rd *r) {
+  struct lx_sess *s = r->s;
+  uint64_t drop = r->pending_drop + atomic_exchange(&r->dec.enc_dropped, 0);
+  r->pending_drop = 0;
+  if (drop && s->hub) etw_hub_drop(s->hub, drop);
+  if (r->sink.b && r->sink.b->n) {
+    if (s->hub)
+      etw_hub_publish(s->hub, r->sink.b);
+    else
+      etw_batch_unref(r->sink.b);
+    r->sink.b = NULL;
+  }
+  if (!r->sink.b) r->sink.b = etw_batch_new(LX_BATCH_EVENTS, LX_BATCH_BYTES);
+  r->batch_t0 = now_ns(CLOCK_MONOTONIC);
+}
+
+static void sink_flush(void *ctx, struct lx_sink *sk) {
+  (void)sk;
+  publish((struct lx_rd *)ctx);
+}
+
+/* Load formats of systems added since this thread's last look. */
+static void sync_systems(struct lx_rd *r) {
+  struct lx_sess *s = r->s;
+  unsigned g = atomic_load(&s->gen);
+  if (g == r->gen_seen) return;
+  pthread_mutex_lock(&s->mu);
+  char *todo[ETW_SPEC_MAX_PROVIDERS];
+  uint32_t nt = 0;
+  for (uint32_t i = 0; i < s->n_sys; i++) {
+    int have = 0;
+    for (uint32_t j = 0; j < r->n_loaded; j++)
+      if (!strcmp(r->loaded[j], s->systems[i])) have = 1;
+    if (!have) todo[nt++] = strdup(s->systems[i]);
+  }
+  r->gen_seen = g;
+  pthread_mutex_unlock(&s->mu);
+  for (uint32_t i = 0; i < nt; i++) {
+    if (!todo[i]) continue;
+    lx_tep_add_system(r->dec.tep, todo[i]);
+    char **nl = realloc(r->loaded, (r->n_loaded + 1) * sizeof *nl);
+    if (nl) {
+      r->loaded = nl;
+      r->loaded[r->n_loaded++] = todo[i];
+    } else {
+      free(todo[i]);
+    }
+  }
+}
+
+/* file-only mode: count the events of a page without decoding */
+static uint64_t count_page(struct lx_dec *d, void *page) {
+  unsigned long long ts;
+  uint64_t n = 0;
+  if (kbuffer_load_subbuffer(d->kbuf, page) < 0) return 0;
+  for (void *ev = kbuffer_read_event(d->kbuf, &ts); ev; ev = kbuffer_next_event(d->kbuf, &ts))
+    n++;
+  return n;
+}
+
+/* Read every page available now (bounded by @max_pages). Returns pages read. */
+static int drain(struct lx_rd *r, int max_pages) {
+  struct lx_sess *s = r->s;
+  int pages = 0;
+  while (pages < max_pages) {
+    if (s->tdat) memset(r->page, 0, (size_t)s->page_size);
+    int n = tracefs_cpu_read(r->tcpu, r->page, true);
+    if (n <= 0) break;
+    pages++;
+    atomic_fetch_add_explicit(&r->pages, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&r->raw_bytes, (uint64_t)n, memory_order_relaxed);
+    if (s->tdat && lx_tdat_page(s->tdat, r->cpu, r->page) != 0) {
+      /* the spool failed (disk full): the page is still decoded if realtime */
+    }
+    uint64_t ne;
+    if (s->mode & ETW_MODE_REALTIME) {
+      sync_systems(r);
+      ne = lx_dec_page(&r->dec, r->page, &r->sink);
+      if (r->sink.b && r->sink.b->n && now_ns(CLOCK_MONOTONIC) - r->batch_t0 >= LX_FLUSH_NS)
+        publish(r);
+    } else {
+      ne = count_page(&r->dec, r->page);
+    }
+    atomic_fetch_add_explicit(&r->raw_events, ne, memory_order_relaxed);
+  }
+  return pages;
+}
+
+static void *reader_main(void *arg) {
+  struct lx_rd *r = arg;
+  struct lx_sess *s = r->s;
+  pthread_mutex_lock(&s->mu);
+  r->tid = (pid_t)syscall(SYS_gettid);
+  s->ready++;
+  pthread_cond_broadcast(&s->cv);
+  while (!s->go) pthread_cond_wait(&s->cv, &s->mu);
+  int go = s->go;
+  char *sys[ETW_SPEC_MAX_PROVIDERS + 1];
+  uint32_t nsys = 0;
+  if (go == 1) {
+    for (uint32_t i = 0; i < s->n_sys; i++) {
+      char **nl = realloc(r->loaded, (r->n_loaded + 1) * sizeof *nl);
+      char *c = strdup(s->systems[i]);
+      if (!nl || !c) {
+        free(c);
+        if (nl) r->loaded = nl;
+        continue;
+      }
+      r->loaded = nl;
+      r->loaded[r->n_loaded++] = c;
+      sys[nsys++] = c;
+    }
+    r->gen_seen = atomic_load(&s->gen);
+  }
+  sys[nsys] = NULL;
+  pthread_mutex_unlock(&s->mu);
+  if (go != 1) return NULL;
+  struct tep_handle *tep = lx_tep_new((const char *const *)sys);
+  if (lx_dec_init(&r->dec, tep, r->cpu, atomic_load(&s->mono_to_real)) == 0) r->dec_ok = 1;
+  r->page = calloc(1, (size_t)s->page_size);
+  r->sink.flush = sink_flush;
+  r->sink.ctx = r;
+  publish(r); /* allocates the first batch */
+  if (!r->dec_ok || !r->page) {
+    if (s->ended) s->ended(s->ctx, ETW_E_NOMEM, "reader setup failed");
+    return NULL;
+  }
+  int64_t last_cal = now_ns(CLOCK_MONOTONIC);
+  struct pollfd pfd = {.fd = r->fd, .events = POLLIN};
+  while (!atomic_load_explicit(&s->stopping, memory_order_acquire)) {
+    poll(&pfd, 1, LX_POLL_MS);
+    drain(r, 1 << 20);
+    int64_t t = now_ns(CLOCK_MONOTONIC);
+    if (r->sink.b && r->sink.b->n && t - r->batch_t0 >= LX_FLUSH_NS / 2) publish(r);
+    if (t - last_cal > 1000000000) {
+      r->dec.mono_to_real = calib_offset();
+      last_cal = t;
+    }
+  }
+  /* final drain: tracing is off, so this ends; bounded anyway */
+  drain(r, 1 << 22);
+  publish(r);
+  if (r->sink.b) {
+    etw_batch_unref(r->sink.b);
+    r->sink.b = NULL;
+  }
+  return NULL;
+}
+
+/* ---- session lifecycle */
+
+static void sess_free(struct lx_sess *s) {
+  for (uint32_t i = 0; i < s->n_prov; i++) {
+    free(s->prov[i].name);
+    free_list(s->prov[i].events, s->prov[i].n_events);
+    free(s->prov[i].filter);
+  }
+  for (uint32_t i = 0; i < s->n_sys; i++) free(s->systems[i]);
+  if (s->rd) {
+    for (int i = 0; i < s->ncpu; i++) {
+      struct lx_rd *r = &s->rd[i];
+      if (r->dec_ok) lx_dec_fini(&r->dec);
+      free_list(r->loaded, r->n_loaded);
+      free(r->page);
+    }
+    free(s->rd);
+  }
+  if (s->tdat) lx_tdat_abort(s->tdat);
+  free(s->record_path);
+  free(s->name);
+  pthread_mutex_destroy(&s->mu);
+  pthread_cond_destroy(&s->cv);
+  free(s);
+}
+
+/* Release the readers with @go (1 = read, 2 = quit) and, for quit, join them. */
+static void release_readers(struct lx_sess *s, int go) {
+  pthread_mutex_lock(&s->mu);
+  if (!s->go) s->go = go;
+  pthread_cond_broadcast(&s->cv);
+  pthread_mutex_unlock(&s->mu);
+}
+
+static void join_readers(struct lx_sess *s) {
+  for (int i = 0; i < s->ncpu; i++) {
+    struct lx_rd *r = &s->rd[i];
+    if (r->th_ok) pthread_join(r->th, NULL);
+    r->th_ok = 0;
+  }
+}
+
+static void close_fds(struct lx_sess *s) {
+  for (int i = 0; i < s->ncpu; i++) {
+    struct lx_rd *r = &s->rd[i];
+    if (r->tcpu) tracefs_cpu_free_fd(r->tcpu);
+    r->tcpu = NULL;
+    if (r->fd >= 0) close(r->fd);
+    r->fd = -1;
+  }
+}
+
+static void remove_instance(struct lx_sess *s) {
+  if (!s->inst) return;
+  tracefs_trace_off(s->inst);
+  tracefs_event_disable(s->inst, NULL, NULL);
+  close_fds(s);
+  for (int tries = 0; tries < 50; tries++) {
+    if (tracefs_instance_destroy(s->inst) == 0 || !tracefs_instance_exists(s->name)) break;
+    usleep(10000);
+  }
+  tracefs_instance_free(s->inst);
+  s->inst = NULL;
+}
+
+static int online_cpus(void) {
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  if (n < 1) n = 1;
+  if (n > LX_MAX_CPUS) n = LX_MAX_CPUS;
+  return (int)n;
+}
+
+static enum etw_err lx_open(const struct etw_backend_args *a, void **state, struct etw_status *st) {
+  const struct etw_session_spec *sp = a->spec;
+  *state = NULL;
+  if (!a->os_name || strncmp(a->os_name, ETW_SESSION_PREFIX, strlen(ETW_SESSION_PREFIX)) ||
+      !valid_name(a->os_name))
+    return etw_fail(st, ETW_E_INVALID, NULL, "bad instance name");
+  if (sp->buffer_kb && (sp->buffer_kb < LX_BUF_KB_MIN || sp->buffer_kb > LX_BUF_KB_MAX))
+    return etw_fail(st, ETW_E_INVALID, "/buffer_kb", "buffer_kb must be %d..%d (KiB per CPU), got %u",
+                    LX_BUF_KB_MIN, LX_BUF_KB_MAX, sp->buffer_kb);
+  if (!(sp->mode & (ETW_MODE_REALTIME | ETW_MODE_FILE)))
+    return etw_fail(st, ETW_E_INVALID, "/mode", "mode must be realtime, file or both");
+  if ((sp->mode & ETW_MODE_FILE) && !a->record_path)
+    return etw_fail(st, ETW_E_INVALID, "/mode", "file mode needs a recording path");
+  if (sp->n_providers > ETW_SPEC_MAX_PROVIDERS)
+    return etw_fail(st, ETW_E_INVALID, "/providers", "at most %d providers", ETW_SPEC_MAX_PROVIDERS);
+  if (sp->n_pids > ETW_SPEC_MAX_PIDS)
+    return etw_fail(st, ETW_E_INVALID, "/pids", "at most %d pids", ETW_SPEC_MAX_PIDS);
+  if (sp->n_exe_names)
+    return etw_fail(st, ETW_E_UNSUPPORTED, "/exe_names", "the linux backend does not filter by executable name");
+  for (uint32_t i = 0; i < sp->n_providers; i++) {
+    char pfx[48];
+    snprintf(pfx, sizeof pfx, "/providers/%u", i);
+    enum etw_err rc = check_provider(&sp->providers[i], pfx, st);
+    if (rc) return rc;
+    for (uint32_t k = 0; k < i; k++)
+      if (!strcmp(sp->providers[k].name, sp->providers[i].name)) {
+        snprintf(pfx, sizeof pfx, "/providers/%u/name", i);
+        return etw_fail(st, ETW_E_INVALID, pfx, "provider '%s' listed twice", sp->providers[i].name);
+      }
+  }
+  /* pid list → task ids (all threads of each process) */
+  char *pidlist = NULL;
+  size_t pl_len = 0, pl_cap = 0;
+  uint32_t ntids = 0;
+  for (uint32_t i = 0; i < sp->n_pids; i++) {
+    char path[64], field[32];
+    snprintf(path, sizeof path, "/proc/%u/task", sp->pids[i]);
+    DIR *d = sp->pids[i] ? opendir(path) : NULL;
+    if (!d) {
+      free(pidlist);
+      snprintf(field, sizeof field, "/pids/%u", i);
+      return etw_fail(st, ETW_E_INVALID, field, "no process with pid %u", sp->pids[i]);
+    }
+    struct dirent *de;
+    while ((de = readdir(d))) {
+      if (!isdigit((unsigned char)de->d_name[0]) || ntids >= LX_MAX_PIDS_TIDS) continue;
+      if (pl_len + 24 > pl_cap) {
+        size_t nc = pl_cap ? pl_cap * 2 : 256;
+        char *np = realloc(pidlist, nc);
+        if (!np) break;
+        pidlist = np;
+        pl_cap = nc;
+      }
+      pl_len += (size_t)snprintf(pidlist + pl_len, pl_cap - pl_len, "%s ", de->d_name);
+      ntids++;
+    }
+    closedir(d);
+  }
+
+  struct lx_sess *s = calloc(1, sizeof *s);
+  if (!s) {
+    free(pidlist);
+    return etw_fail(st, ETW_E_NOMEM, NULL, NULL);
+  }
+  pthread_mutex_init(&s->mu, NULL);
+  pthread_cond_init(&s->cv, NULL);
+  s->name = strdup(a->os_name);
+  s->hub = a->hub;
+  s->mode = sp->mode;
+  s->ended = a->ended;
+  s->ctx = a->ctx;
+  s->page_size = getpagesize();
+  s->ncpu = online_cpus();
+  s->rd = calloc((size_t)s->ncpu, sizeof *s->rd);
+  enum etw_err rc = ETW_E_OK;
+  if (!s->name || !s->rd) {
+    rc = etw_fail(st, ETW_E_NOMEM, NULL, NULL);
+    goto fail;
+  }
+  for (int i = 0; i < s->ncpu; i++) s->rd[i].fd = -1;
+  if (tracefs_instance_exists(a->os_name)) {
+    rc = etw_fail(st, ETW_E_EXISTS, NULL, "tracefs instance %s already exists", a->os_name);
+    goto fail;
+  }
+  s->inst = tracefs_instance_create(a->os_name);
+  if (!s->inst) {
+    rc = etw_fail(st, errno == EPERM || errno == EACCES ? ETW_E_PERM : ETW_E_KERNEL, NULL,
+                  "cannot create tracefs instance %s: %s", a->os_name, strerror(errno));
+    goto fail;
+  }
+  g_add(s);
+  tracefs_trace_off(s->inst);
+  if (tracefs_instance_file_write(s->inst, "trace_clock", "mono") < 0) {
+    rc = etw_fail(st, ETW_E_KERNEL, NULL, "cannot set trace_clock=mono: %s", strerror(errno));
+    goto fail;
+  }
+  tracefs_option_disable(s->inst, TRACEFS_OPTION_OVERWRITE);
+  if (sp->buffer_kb && tracefs_instance_set_buffer_size(s->inst, sp->buffer_kb, -1) < 0) {
+    rc = etw_fail(st, ETW_E_KERNEL, "/buffer_kb", "cannot set buffer_size_kb=%u: %s", sp->buffer_kb,
+                  strerror(errno));
+    goto fail;
+  }
+  if (pidlist) {
+    tracefs_option_enable(s->inst, TRACEFS_OPTION_EVENT_FORK);
+    if (tracefs_instance_file_write(s->inst, "set_event_pid", pidlist) < 0) {
+      rc = etw_fail(st, ETW_E_KERNEL, "/pids", "the kernel rejected set_event_pid: %s", strerror(errno));
+      goto fail;
+    }
+  }
+  if (sp->mode & ETW_MODE_FILE) {
+    char err[256];
+    s->record_path = strdup(a->record_path);
+    s->tdat = lx_tdat_open(a->record_path, s->ncpu, s->page_size, err, sizeof err);
+    if (!s->tdat || !s->record_path) {
+      rc = etw_fail(st, ETW_E_IO, NULL, "cannot record to the file: %s", err);
+      goto fail;
+    }
+  }
+  /* per-CPU fds, then the reader threads (parked until start) */
+  for (int i = 0; i < s->ncpu; i++) {
+    struct lx_rd *r = &s->rd[i];
+    char f[64];
+    r->s = s;
+    r->cpu = i;
+    snprintf(f, sizeof f, "per_cpu/cpu%d/trace_pipe_raw", i);
+    r->fd = tracefs_instance_file_open(s->inst, f, O_RDONLY | O_NONBLOCK);
+    if (r->fd < 0 || !(r->tcpu = tracefs_cpu_alloc_fd(r->fd, s->page_size, true))) {
+      rc = etw_fail(st, ETW_E_KERNEL, NULL, "cannot open %s: %s", f, strerror(errno));
+      goto fail;
+    }
+  }
+  for (int i = 0; i < s->ncpu; i++) {
+    if (pthread_create(&s->rd[i].th, NULL, reader_main, &s->rd[i]) != 0) {
+      rc = etw_fail(st, ETW_E_NOMEM, NULL, "cannot create reader thread");
+      goto fail;
+    }
+    s->rd[i].th_ok = 1;
+  }
+  pthread_mutex_lock(&s->mu);
+  while (s->ready < s->ncpu) pthread_cond_wait(&s->cv, &s->mu);
+  excl_self_tasks(s);
+  for (int i = 0; i < s->ncpu; i++) excl_add(s, s->rd[i].tid);
+  for (uint32_t i = 0; i < sp->n_providers && !rc; i++) {
+    char pfx[48];
+    snprintf(pfx, sizeof pfx, "/providers/%u", i);
+    rc = apply_provider(s, &sp->providers[i], pfx, st);
+  }
+  pthread_mutex_unlock(&s->mu);
+  if (rc) goto fail;
+  free(pidlist);
+  *state = s;
+  return ETW_E_OK;
+fail:
+  free(pidlist);
+  release_readers(s, 2);
+  join_readers(s);
+  remove_instance(s);
+  g_del(s);
+  sess_free(s);
+  return rc;
+}
+
+static enum etw_err lx_enable(void *vs, const struct etw_provider_spec *p, struct etw_status *st) {
+  struct lx_sess *s = vs;
+  if (s->stopped) return etw_fail(st, ETW_E_STATE, NULL, "the session is stopped");
+  enum etw_err rc = check_provider(p, "", st);
+  if (rc) return rc;
+  pthread_mutex_lock(&s->mu);
+  rc = apply_provider(s, p, "", st);
+  pthread_mutex_unlock(&s->mu);
+  return rc;
+}
+
+static enum etw_err lx_disable(void *vs, const char *provider, struct etw_status *st) {
+  struct lx_sess *s = vs;
+  pthread_mutex_lock(&s->mu);
+  struct lx_prov *p = provider ? prov_find(s, provider) : NULL;
+  if (!p || !p->enabled) {
+    pthread_mutex_unlock(&s->mu);
+    return etw_fail(st, ETW_E_NOT_FOUND, "/name", "provider '%s' is not enabled in this session",
+                    provider ? provider : "(null)");
+  }
+  int r = tracefs_event_disable(s->inst, provider, NULL);
+  p->enabled = 0;
+  pthread_mutex_unlock(&s->mu);
+  if (r != 0)
+    return etw_fail(st, ETW_E_KERNEL, NULL, "cannot disable %s: %s", provider, strerror(errno));
+  return ETW_E_OK;
+}
+
+static enum etw_err lx_start(void *vs, struct etw_status *st) {
+  struct lx_sess *s = vs;
+  if (s->started) return etw_fail(st, ETW_E_STATE, NULL, "the session was already started");
+  s->started = 1;
+  atomic_store(&s->mono_to_real, calib_offset());
+  if (tracefs_trace_on(s->inst) != 0)
+    return etw_fail(st, ETW_E_KERNEL, NULL, "cannot turn tracing on: %s", strerror(errno));
+  release_readers(s, 1);
+  return ETW_E_OK;
+}
+
+static void lx_stop(void *vs) {
+  struct lx_sess *s = vs;
+  if (s->stopped) return;
+  s->stopped = 1;
+  if (s->inst) tracefs_trace_off(s->inst);
+  atomic_store_explicit(&s->stopping, 1, memory_order_release);
+  release_readers(s, 2);
+  join_readers(s);
+  if (s->tdat) {
+    lx_tdat_finish(s->tdat, (const char *const *)s->systems, "mono");
+    s->tdat = NULL;
+  }
+}
+
+static void lx_destroy(void *vs) {
+  struct lx_sess *s = vs;
+  if (!s) return;
+  lx_stop(s);
+  remove_instance(s);
+  g_del(s);
+  sess_free(s);
+}
+
+/* per_cpu/cpuN/stats: "overrun: N", "dropped events: N", "entries: N" */
+static void cpu_stats(struct lx_sess *s, int cpu, uint64_t *ov, uint64_t *dr, uint64_t *en) {
+  char f[64];
+  *ov = *dr = *en = 0;
+  if (!s->inst) return;
+  snprintf(f, sizeof f, "per_cpu/cpu%d/stats", cpu);
+  char *txt = tracefs_instance_file_read(s->inst, f, NULL);
+  if (!txt) return;
+  for (char *line = strtok(txt, "\n"); line; line = strtok(NULL, "\n")) {
+    unsigned long long v;
+    if (sscanf(line, "overrun: %llu", &v) == 1) *ov = v;
+    else if (sscanf(line, "dropped events: %llu", &v) == 1) *dr = v;
+    else if (sscanf(line, "entries: %llu", &v) == 1) *en = v;
+  }
+  free(txt);
+}
+
+static void lx_stats(void *vs, struct etw_backend_stats *o) {
+  struct lx_sess *s = vs;
+  memset(o, 0, sizeof *o);
+  for (int i = 0; i < s->ncpu; i++) {
+    uint64_t ov, dr, en;
+    cpu_stats(s, i, &ov, &dr, &en);
+    o->kernel_overrun += ov;
+    o->kernel_dropped += dr;
+    o->read_events += atomic_load(&s->rd[i].raw_events);
+    o->read_bytes += atomic_load(&s->rd[i].raw_bytes);
+    o->decode_errors += atomic_load(&s->rd[i].dec.undecoded);
+  }
+  o->kernel_lost = o->kernel_overrun + o->kernel_dropped;
+}
+
+static void lx_stats_json(void *vs, struct etw_jw *w) {
+  struct lx_sess *s = vs;
+  etw_jw_lit(w, "\"per_cpu\":[");
+  for (int i = 0; i < s->ncpu; i++) {
+    uint64_t ov, dr, en;
+    cpu_stats(s, i, &ov, &dr, &en);
+    if (i) etw_jw_ch(w, ',');
+    etw_jw_lit(w, "{\"cpu\":");
+    etw_jw_u64(w, (uint64_t)i);
+    etw_jw_lit(w, ",\"overrun\":");
+    etw_jw_u64(w, ov);
+    etw_jw_lit(w, ",\"dropped\":");
+    etw_jw_u64(w, dr);
+    etw_jw_lit(w, ",\"entries\":");
+    etw_jw_u64(w, en);
+    etw_jw_lit(w, ",\"read_events\":");
+    etw_jw_u64(w, atomic_load(&s->rd[i].raw_events));
+    etw_jw_lit(w, ",\"read_bytes\":");
+    etw_jw_u64(w, atomic_load(&s->rd[i].raw_bytes));
+    etw_jw_ch(w, '}');
+  }
+  etw_jw_ch(w, ']');
+  if (s->record_path) {
+    etw_jw_lit(w, ",\"trace_clock\":\"mono\",\"file_bytes\":");
+    etw_jw_u64(w, s->tdat ? lx_tdat_bytes(s->tdat) : 0);
+  }
+}
+
+const struct etw_backend etw_backend_linux = {
+    .name = "linux",
+    .caps = ETW_CAP_LIVE | ETW_CAP_FILE | ETW_CAP_LIST_PROVIDERS | ETW_CAP_FILTER_PID |
+            ETW_CAP_FILTER_EXPR | ETW_CAP_ENABLE_RUNNING,
+    .init = lx_init,
+    .open = lx_open,
+    .enable = lx_enable,
+    .disable = lx_disable,
+    .start = lx_start,
+    .stop = lx_stop,
+    .destroy = lx_destroy,
+    .stats = lx_stats,
+    .stats_json = lx_stats_json,
+    .list_providers = lx_list_providers,
+    .describe_provider = lx_describe_provider,
+    .cleanup = lx_cleanup,
+};

@@ -1,0 +1,509 @@
+/* linux_decode.c — the hot path of the Linux backend: raw tracefs events → encoded JSON.
+ *
+ * One `struct lx_dec` per reader thread (libtraceevent handles are not thread-safe). For every
+ * event id seen, a descriptor is built once from the tep format: the `System` block as a
+ * template (rendered by the shared etw_event_write_system with marker values and cut at the
+ * markers, so the shape is exactly the core's) and an array of {`,"key":` literal, offset, size,
+ * kind}. The per-event loop then only copies literals and formats numbers: no tep list walks,
+ * no strlen, no tep_print_event.
+ *
+ * Layout facts relied upon (checked at descriptor build, bounds-checked per event): host and
+ * kernel share endianness (live tracing only); `__data_loc` is a u32 (len << 16 | offset),
+ * `__rel_loc` the same with the offset relative to the end of the field.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <unistd.h>
+
+#include <event-parse.h>
+#include <kbuffer.h>
+#include <tracefs.h>
+
+#include "linux/linux_int.h"
+
+#define MARK_TS 1234567800LL /* renders as 1970-01-01T00:00:01.2345678Z */
+#define MARK_PID 987654321
+#define MARK_TID 987654322
+#define LX_MAX_EVENT_ID 65535
+
+static const char digits2[] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+
+/* writes v in decimal at p, returns the end; p must have 20 bytes */
+static inline char *put_u64(char *p, uint64_t v) {
+  char tmp[20];
+  char *e = tmp + 20, *q = e;
+  while (v >= 100) {
+    unsigned r = (unsigned)(v % 100);
+    v /= 100;
+    q -= 2;
+    memcpy(q, digits2 + 2 * r, 2);
+  }
+  if (v >= 10) {
+    q -= 2;
+    memcpy(q, digits2 + 2 * v, 2);
+  } else {
+    *--q = (char)('0' + v);
+  }
+  size_t n = (size_t)(e - q);
+  memcpy(p, q, n);
+  return p + n;
+}
+
+static inline char *put_i64(char *p, int64_t v) {
+  if (v < 0) {
+    *p++ = '-';
+    return put_u64(p, (uint64_t)0 - (uint64_t)v);
+  }
+  return put_u64(p, (uint64_t)v);
+}
+
+/* pointer to @n writable bytes at the end of @w, or NULL (w->err set) */
+static inline char *res(struct etw_jw *w, size_t n) {
+  if (etw_jw_reserve(w, n)) return NULL;
+  return w->buf + w->len;
+}
+
+static inline uint64_t ld_u(const unsigned char *p, unsigned size) {
+  switch (size) {
+    case 1: return p[0];
+    case 2: { uint16_t v; memcpy(&v, p, 2); return v; }
+    case 4: { uint32_t v; memcpy(&v, p, 4); return v; }
+    default: { uint64_t v; memcpy(&v, p, 8); return v; }
+  }
+}
+
+static inline int64_t ld_s(const unsigned char *p, unsigned size) {
+  switch (size) {
+    case 1: return (int8_t)p[0];
+    case 2: { int16_t v; memcpy(&v, p, 2); return v; }
+    case 4: { int32_t v; memcpy(&v, p, 4); return v; }
+    default: { int64_t v; memcpy(&v, p, 8); return v; }
+  }
+}
+
+/* ---- descriptors */
+
+static void desc_free(struct lx_evdesc *e) {
+  if (!e) return;
+  free(e->f);
+  free(e->tmpl);
+  free(e);
+}
+
+static int find_sub(const char *hay, size_t n, size_t from, const char *needle) {
+  size_t m = strlen(needle);
+  for (size_t i = from; i + m <= n; i++)
+    if (!memcmp(hay + i, needle, m)) return (int)i;
+  return -1;
+}
+
+static void build_template(struct lx_dec *d, struct lx_evdesc *e) {
+  struct etw_jw w;
+  etw_jw_init(&w, 4096);
+  struct etw_sys sys = {0};
+  sys.provider = e->provider;
+  sys.event_id = e->id;
+  sys.level = 4;
+  sys.ts_ns = MARK_TS;
+  sys.event_name = e->name;
+  sys.pid = MARK_PID;
+  sys.tid = MARK_TID;
+  sys.cpu = d->cpu;
+  etw_event_write_system(&w, &sys);
+  etw_jw_lit(&w, ",\"EventData\":{");
+  e->tmpl_ok = 0;
+  if (w.err) goto out;
+  {
+    const char *s = w.buf;
+    size_t n = w.len;
+    int a = find_sub(s, n, 0, "\"1970-01-01T00:00:01.2345678Z\"");
+    int b = a < 0 ? -1 : find_sub(s, n, (size_t)a, "987654321");
+    int c = b < 0 ? -1 : find_sub(s, n, (size_t)b + 9, "987654322");
+    if (a < 0 || b < 0 || c < 0 || n > 65535) goto out;
+    e->tmpl = malloc(n);
+    if (!e->tmpl) goto out;
+    memcpy(e->tmpl, s, n);
+    e->t_off[0] = 0;
+    e->t_len[0] = (uint16_t)a;
+    e->t_off[1] = (uint16_t)(a + 30);
+    e->t_len[1] = (uint16_t)(b - (a + 30));
+    e->t_off[2] = (uint16_t)(b + 9);
+    e->t_len[2] = (uint16_t)(c - (b + 9));
+    e->t_off[3] = (uint16_t)(c + 9);
+    e->t_len[3] = (uint16_t)(n - (size_t)(c + 9));
+    e->tmpl_ok = 1;
+  }
+out:
+  etw_jw_free(&w);
+}
+
+static int field_kind(const struct tep_format_field *f, struct lx_field *o) {
+  unsigned long fl = f->flags;
+  unsigned elem = f->elementsize;
+  o->esigned = (fl & TEP_FIELD_IS_SIGNED) ? 1 : 0;
+  o->rel = (fl & TEP_FIELD_IS_RELATIVE) ? 1 : 0;
+  if (fl & TEP_FIELD_IS_DYNAMIC) {
+    if (f->size != 4) return LX_BYTES;
+    if ((fl & TEP_FIELD_IS_STRING) || (f->type && strstr(f->type, "char") && elem <= 1))
+      return LX_DSTR;
+    if (elem == 1 || elem == 2 || elem == 4 || elem == 8) {
+      o->elem = (uint8_t)elem;
+      return LX_DARR;
+    }
+    return LX_BYTES;
+  }
+  if (fl & TEP_FIELD_IS_ARRAY) {
+    if ((fl & TEP_FIELD_IS_STRING) || (f->type && strstr(f->type, "char") && elem <= 1))
+      return LX_STR;
+    if (!elem && f->arraylen) elem = (unsigned)f->size / f->arraylen;
+    if ((elem == 1 || elem == 2 || elem == 4 || elem == 8) && f->size % (int)elem == 0) {
+      o->elem = (uint8_t)elem;
+      return LX_ARR;
+    }
+    return LX_BYTES;
+  }
+  if (fl & TEP_FIELD_IS_POINTER) return (f->size == 4 || f->size == 8) ? LX_PTR : LX_BYTES;
+  switch (f->size) {
+    case 1: return o->esigned ? LX_S8 : LX_U8;
+    case 2: return o->esigned ? LX_S16 : LX_U16;
+    case 4: return o->esigned ? LX_S32 : LX_U32;
+    case 8: return o->esigned ? LX_S64 : LX_U64;
+    default: return LX_BYTES;
+  }
+}
+
+static struct lx_evdesc *desc_build(struct lx_dec *d, struct tep_event *ev) {
+  struct lx_evdesc *e = calloc(1, sizeof *e);
+  if (!e) return NULL;
+  e->provider = etw_intern(ev->system ? ev->system : "");
+  e->name = etw_intern(ev->name ? ev->name : "");
+  e->id = (uint16_t)ev->id;
+  int nf = 0;
+  for (struct tep_format_field *f = ev->format.fields; f; f = f->next) nf++;
+  e->f = calloc((size_t)(nf ? nf : 1), sizeof *e->f);
+  if (!e->f) {
+    free(e);
+    return NULL;
+  }
+  int i = 0;
+  for (struct tep_format_field *f = ev->format.fields; f; f = f->next) {
+    struct lx_field *o = &e->f[i];
+    const char *nm = f->name ? f->name : "";
+    if (!strncmp(nm, "common_", 7)) continue;
+    size_t n = strlen(nm);
+    if (n + 4 > LX_KEY_MAX) n = LX_KEY_MAX - 4;
+    o->key[0] = ',';
+    o->key[1] = '"';
+    size_t k = 2;
+    for (size_t j = 0; j < n; j++) {
+      char c = nm[j];
+      o->key[k++] = (c == '"' || c == '\\' || (unsigned char)c < 0x20) ? '_' : c;
+    }
+    o->key[k++] = '"';
+    o->key[k++] = ':';
+    o->key_len = (uint16_t)k;
+    o->off = (uint32_t)(f->offset < 0 ? 0 : f->offset);
+    o->size = (uint32_t)(f->size < 0 ? 0 : f->size);
+    o->kind = (uint8_t)field_kind(f, o);
+    i++;
+  }
+  e->nf = (uint16_t)i;
+  build_template(d, e);
+  return e;
+}
+
+int lx_tep_add_system(struct tep_handle *tep, const char *sys) {
+  char **evs = tracefs_system_events(NULL, sys);
+  if (!evs) return -1;
+  for (int j = 0; evs[j]; j++) {
+    int sz = 0;
+    char *fmt = tracefs_event_file_read(NULL, sys, evs[j], "format", &sz);
+    if (fmt && sz > 0) tep_parse_event(tep, fmt, (size_t)sz, sys);
+    free(fmt);
+  }
+  tracefs_list_free(evs);
+  return 0;
+}
+
+struct tep_handle *lx_tep_new(const char *const *systems) {
+  struct tep_handle *tep = tep_alloc();
+  if (!tep) return NULL;
+  enum tep_endian e = tep_is_bigendian() ? TEP_BIG_ENDIAN : TEP_LITTLE_ENDIAN;
+  tep_set_file_bigendian(tep, e);
+  tep_set_local_bigendian(tep, e);
+  tep_set_long_size(tep, (int)sizeof(long));
+  tep_set_page_size(tep, getpagesize());
+  int sz = 0;
+  char *hp = tracefs_instance_file_read(NULL, "events/header_page", &sz);
+  if (!hp || sz <= 0 || tep_parse_header_page(tep, hp, (unsigned long)sz, (int)sizeof(long))) {
+    free(hp);
+    tep_free(tep);
+    return NULL;
+  }
+  free(hp);
+  for (int i = 0; systems && systems[i]; i++) lx_tep_add_system(tep, systems[i]);
+  return tep;
+}
+
+int lx_dec_init(struct lx_dec *d, struct tep_handle *tep, int cpu, int64_t mono_to_real) {
+  memset(d, 0, sizeof *d);
+  d->tep = tep;
+  d->cpu = cpu;
+  d->mono_to_real = mono_to_real;
+  d->type_off = 0;
+  d->type_size = 2;
+  d->pid_off = 4;
+  d->sec = INT64_MIN;
+  d->kbuf = tep ? tep_kbuffer(tep) : NULL;
+  if (!d->kbuf) d->kbuf = kbuffer_alloc(KBUFFER_LSIZE_8, KBUFFER_ENDIAN_LITTLE);
+  if (!d->kbuf) return -1;
+  /* find the common header layout from any event */
+  struct tep_event **evs = tep ? tep_list_events(tep, TEP_EVENT_SORT_ID) : NULL;
+  if (evs && evs[0]) {
+    struct tep_format_field *t = tep_find_common_field(evs[0], "common_type");
+    struct tep_format_field *p = tep_find_common_field(evs[0], "common_pid");
+    if (t && (t->size == 1 || t->size == 2 || t->size == 4)) {
+      d->type_off = (uint32_t)t->offset;
+      d->type_size = (uint32_t)t->size;
+    }
+    if (p && p->size == 4) d->pid_off = (uint32_t)p->offset;
+  }
+  return 0;
+}
+
+void lx_dec_reset(struct lx_dec *d) {
+  for (uint32_t i = 0; i < d->cache_cap; i++) desc_free(d->cache[i]);
+  free(d->cache);
+  d->cache = NULL;
+  d->cache_cap = 0;
+}
+
+void lx_dec_fini(struct lx_dec *d) {
+  lx_dec_reset(d);
+  if (d->kbuf) kbuffer_free(d->kbuf);
+  if (d->tep) tep_free(d->tep);
+  d->kbuf = NULL;
+  d->tep = NULL;
+}
+
+static struct lx_evdesc *desc_get(struct lx_dec *d, uint32_t id) {
+  if (id < d->cache_cap && d->cache[id]) return d->cache[id];
+  if (id > LX_MAX_EVENT_ID || !d->tep) return NULL;
+  struct tep_event *ev = tep_find_event(d->tep, (int)id);
+  if (!ev) return NULL;
+  if (id >= d->cache_cap) {
+    uint32_t nc = d->cache_cap ? d->cache_cap : 64;
+    while (nc <= id) nc *= 2;
+    struct lx_evdesc **n = realloc(d->cache, nc * sizeof *n);
+    if (!n) return NULL;
+    memset(n + d->cache_cap, 0, (nc - d->cache_cap) * sizeof *n);
+    d->cache = n;
+    d->cache_cap = nc;
+  }
+  d->cache[id] = desc_build(d, ev);
+  return d->cache[id];
+}
+
+/* time: `"YYYY-MM-DDTHH:MM:SS.fffffffZ"` with the date part cached per second */
+static inline char *put_time(struct lx_dec *d, char *p, int64_t ns) {
+  int64_t sec = ns >= 0 ? ns / 1000000000 : -((-ns + 999999999) / 1000000000);
+  if (sec != d->sec) {
+    struct etw_jw w;
+    etw_jw_init(&w, 64);
+    etw_jw_unix_ns(&w, sec * 1000000000);
+    d->sec_ok = !w.err && w.len == 30 && w.buf[20] == '.';
+    if (d->sec_ok) memcpy(d->secpfx, w.buf, 21);
+    etw_jw_free(&w);
+    d->sec = sec;
+  }
+  if (!d->sec_ok) {
+    memcpy(p, "null", 4);
+    return p + 4;
+  }
+  memcpy(p, d->secpfx, 21);
+  p += 21;
+  unsigned frac = (unsigned)((ns - sec * 1000000000) / 100); /* 0..9999999 */
+  p[6] = (char)('0' + frac % 10);
+  frac /= 10;
+  memcpy(p + 4, digits2 + 2 * (frac % 100), 2);
+  frac /= 100;
+  memcpy(p + 2, digits2 + 2 * (frac % 100), 2);
+  frac /= 100;
+  memcpy(p, digits2 + 2 * frac, 2);
+  p[7] = 'Z';
+  p[8] = '"';
+  return p + 9;
+}
+
+static void write_undecoded(struct lx_dec *d, struct etw_jw *w, const unsigned char *data,
+                            uint32_t size, uint64_t ts, uint32_t type, int32_t pid,
+                            const char *reason) {
+  struct etw_sys sys = {0};
+  sys.provider = "tracefs";
+  sys.event_id = type;
+  sys.level = 4;
+  sys.ts_ns = (int64_t)ts + d->mono_to_real;
+  sys.pid = pid;
+  sys.tid = pid;
+  sys.cpu = d->cpu;
+  etw_event_write_system(w, &sys);
+  etw_jw_lit(w, ",\"Undecoded\":{\"Reason\":");
+  etw_jw_cs(w, reason);
+  etw_jw_lit(w, ",\"Payload\":");
+  etw_jw_base64(w, data, size);
+  etw_jw_lit(w, "}}");
+}
+
+static void write_num_array(struct etw_jw *w, const unsigned char *p, uint32_t n, unsigned elem,
+                            int sgn) {
+  char *q = res(w, 2 + (size_t)n * 21);
+  if (!q) return;
+  char *s = q;
+  *q++ = '[';
+  for (uint32_t i = 0; i < n; i++) {
+    if (i) *q++ = ',';
+    if (sgn)
+      q = put_i64(q, ld_s(p + (size_t)i * elem, elem));
+    else
+      q = put_u64(q, ld_u(p + (size_t)i * elem, elem));
+  }
+  *q++ = ']';
+  w->len += (size_t)(q - s);
+}
+
+void lx_dec_event(struct lx_dec *d, const unsigned char *data, uint32_t size, uint64_t ts,
+                  struct lx_sink *s) {
+  if (!s->b) {
+    atomic_fetch_add_explicit(&d->enc_dropped, 1, memory_order_relaxed);
+    return;
+  }
+  if (etw_batch_full(s->b)) {
+    s->flush(s->ctx, s);
+    if (!s->b) {
+      atomic_fetch_add_explicit(&d->enc_dropped, 1, memory_order_relaxed);
+      return;
+    }
+  }
+  struct etw_jw *w = &s->b->data;
+  size_t mark = w->len;
+  uint32_t type = 0;
+  int32_t pid = -1;
+  if (size >= d->type_off + d->type_size) type = (uint32_t)ld_u(data + d->type_off, d->type_size);
+  if (size >= d->pid_off + 4) pid = (int32_t)ld_s(data + d->pid_off, 4);
+  int64_t tsr = (int64_t)ts + d->mono_to_real;
+  struct lx_evdesc *e = desc_get(d, type);
+  struct etw_evref h;
+  h.ts_ns = tsr;
+  h.pid = (uint32_t)pid;
+  h.tid = (uint32_t)pid;
+  h.level = 4;
+  h.cpu = (uint8_t)d->cpu;
+  h.event_id = (uint16_t)type;
+  if (!e || !e->tmpl_ok) {
+    write_undecoded(d, w, data, size, ts, type, pid, e ? "template" : "unknown event id");
+    h.provider = etw_intern("tracefs");
+    h.name = NULL;
+    atomic_fetch_add_explicit(&d->undecoded, 1, memory_order_relaxed);
+  } else {
+    h.provider = e->provider;
+    h.name = e->name;
+    size_t fixed = (size_t)e->t_len[0] + e->t_len[1] + e->t_len[2] + e->t_len[3] + 30 + 24;
+    char *p = res(w, fixed);
+    if (p) {
+      char *p0 = p;
+      const char *t = e->tmpl;
+      memcpy(p, t, e->t_len[0]);
+      p += e->t_len[0];
+      p = put_time(d, p, tsr);
+      memcpy(p, t + e->t_off[1], e->t_len[1]);
+      p += e->t_len[1];
+      p = put_i64(p, pid);
+      memcpy(p, t + e->t_off[2], e->t_len[2]);
+      p += e->t_len[2];
+      p = put_i64(p, pid);
+      memcpy(p, t + e->t_off[3], e->t_len[3]);
+      p += e->t_len[3];
+      w->len += (size_t)(p - p0);
+    }
+    for (uint32_t i = 0; i < e->nf && !w->err; i++) {
+      const struct lx_field *f = &e->f[i];
+      const size_t koff = i ? 0 : 1;
+      const size_t klen = f->key_len - koff;
+      if (f->off + f->size > size) {
+        char *q = res(w, klen + 4);
+        if (!q) break;
+        memcpy(q, f->key + koff, klen);
+        memcpy(q + klen, "null", 4);
+        w->len += klen + 4;
+        continue;
+      }
+      const unsigned char *fp = data + f->off;
+      if (f->kind <= LX_S64) {
+        char *q = res(w, klen + 21);
+        if (!q) break;
+        char *q0 = q;
+        memcpy(q, f->key + koff, klen);
+        q += klen;
+        if (f->kind <= LX_U64)
+          q = put_u64(q, ld_u(fp, f->size));
+        else
+          q = put_i64(q, ld_s(fp, f->size));
+        w->len += (size_t)(q - q0);
+        continue;
+      }
+      etw_jw_raw(w, f->key + koff, klen);
+      switch (f->kind) {
+        case LX_PTR:
+          etw_jw_hex(w, ld_u(fp, f->size));
+          break;
+        case LX_STR:
+          etw_jw_str(w, (const char *)fp, strnlen((const char *)fp, f->size));
+          break;
+        case LX_ARR:
+          write_num_array(w, fp, f->size / f->elem, f->elem, f->esigned);
+          break;
+        case LX_DSTR:
+        case LX_DARR: {
+          uint32_t v = (uint32_t)ld_u(fp, 4);
+          uint32_t off = v & 0xffff, len = v >> 16;
+          if (f->rel) off += f->off + f->size;
+          if ((uint64_t)off + len > size) {
+            etw_jw_lit(w, "null");
+            break;
+          }
+          const unsigned char *dp = data + off;
+          if (f->kind == LX_DSTR)
+            etw_jw_str(w, (const char *)dp, strnlen((const char *)dp, len));
+          else
+            write_num_array(w, dp, len / f->elem, f->elem, f->esigned);
+          break;
+        }
+        default:
+          etw_jw_base64(w, fp, f->size);
+          break;
+      }
+    }
+    etw_jw_raw(w, "}}", 2);
+  }
+  if (etw_batch_commit(s->b, mark, &h) == 0)
+    atomic_fetch_add_explicit(&d->events, 1, memory_order_relaxed);
+  else
+    atomic_fetch_add_explicit(&d->enc_dropped, 1, memory_order_relaxed);
+}
+
+uint64_t lx_dec_page(struct lx_dec *d, void *page, struct lx_sink *s) {
+  unsigned long long ts;
+  uint64_t n = 0;
+  if (kbuffer_load_subbuffer(d->kbuf, page) < 0) return 0;
+  for (void *ev = kbuffer_read_event(d->kbuf, &ts); ev; ev = kbuffer_next_event(d->kbuf, &ts)) {
+    int sz = kbuffer_event_size(d->kbuf);
+    if (sz <= 0) continue;
+    lx_dec_event(d, ev, (uint32_t)sz, ts, s);
+    n++;
+  }
+  return n;
+}

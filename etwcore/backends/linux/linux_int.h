@@ -1,0 +1,115 @@
+/* linux_int.h — internal types shared by the files of the Linux (tracefs) backend.
+ *
+ * linux_backend.c  instance lifecycle, spec validation, providers API, reader threads, stats
+ * linux_decode.c   per-event field descriptors and the hot decode+encode loop (one per thread)
+ * linux_tdat.c     trace.dat (v6) writer for file mode: per-CPU spools assembled at stop
+ *
+ * Nothing here is public: the only exported symbol of the backend is etw_backend_linux.
+ */
+#ifndef ETWD_LINUX_INT_H
+#define ETWD_LINUX_INT_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "etwcore/event.h"
+#include "etwcore/jw.h"
+
+struct tep_handle;
+struct tep_event;
+struct kbuffer;
+
+/* Field kinds of the generic decoder. */
+enum lx_kind {
+  LX_U8, LX_U16, LX_U32, LX_U64,
+  LX_S8, LX_S16, LX_S32, LX_S64,
+  LX_PTR,      /* pointer: "0x…" string */
+  LX_STR,      /* fixed char array: JSON string up to the first NUL */
+  LX_DSTR,     /* __data_loc char[]: JSON string */
+  LX_ARR,      /* fixed array of integers: JSON array */
+  LX_DARR,     /* __data_loc array of integers: JSON array */
+  LX_BYTES     /* anything else: base64 string */
+};
+
+#define LX_KEY_MAX 72
+
+struct lx_field {
+  char key[LX_KEY_MAX]; /* `,"name":` — the first field of an event is written from key + 1 */
+  uint16_t key_len;     /* including the leading comma */
+  uint8_t kind;
+  uint8_t rel;          /* __rel_loc: offset relative to the end of the field */
+  uint8_t elem;         /* element size for arrays (1, 2, 4, 8) */
+  uint8_t esigned;      /* array elements are signed */
+  uint32_t off, size;
+};
+
+/* Everything the hot loop needs for one event id, built once per reader thread. */
+struct lx_evdesc {
+  const char *provider, *name; /* interned */
+  uint16_t id;
+  uint16_t nf;
+  struct lx_field *f;
+  /* System block template (produced by etw_event_write_system with marker values):
+   * t0 <time> t1 <pid> t2 <tid> t3, followed by `,"EventData":{` */
+  char *tmpl;
+  uint16_t t_off[4], t_len[4];
+  int tmpl_ok;
+};
+
+/* Per-thread decoder state. Owned by one reader thread (or a test / benchmark). */
+struct lx_dec {
+  struct tep_handle *tep;
+  struct kbuffer *kbuf;
+  int cpu;
+  int64_t mono_to_real; /* add to a trace timestamp (clock "mono") to get UTC ns */
+  uint32_t type_off, type_size, pid_off;
+  struct lx_evdesc **cache; /* by event id */
+  uint32_t cache_cap;
+  /* cached "YYYY-MM-DDTHH:MM:SS. for the current second */
+  int64_t sec;
+  char secpfx[24];
+  int sec_ok;
+  /* counters (read by stats() from other threads) */
+  _Atomic uint64_t events, undecoded, enc_dropped;
+};
+
+/** lx_tep_new - a tep handle with the header page and the formats of @systems (NULL-ended);
+ *  no kallsyms/printk/cmdlines (not needed for field decoding). Caller frees (tep_free). */
+struct tep_handle *lx_tep_new(const char *const *systems);
+/** lx_tep_add_system - parse the formats of one more system into @tep. */
+int lx_tep_add_system(struct tep_handle *tep, const char *sys);
+
+/** lx_dec_init - set up @d for @cpu; @tep is owned by @d from now on (freed by lx_dec_fini). */
+int lx_dec_init(struct lx_dec *d, struct tep_handle *tep, int cpu, int64_t mono_to_real);
+void lx_dec_fini(struct lx_dec *d);
+/** lx_dec_reset - forget cached descriptors (after new formats were parsed into the tep). */
+void lx_dec_reset(struct lx_dec *d);
+
+/* The sink the decoder appends to. `flush` is called when the batch is full; it must publish
+ * the batch and install a fresh one in *bp (or leave NULL: further events are dropped+counted). */
+struct lx_sink {
+  struct etw_batch *b;
+  void (*flush)(void *ctx, struct lx_sink *s);
+  void *ctx;
+};
+
+/** lx_dec_page - decode every event of one ring-buffer page into @s. Returns events decoded. */
+uint64_t lx_dec_page(struct lx_dec *d, void *page, struct lx_sink *s);
+/** lx_dec_event - decode one raw event (record data, size, trace ts) into @s's batch. */
+void lx_dec_event(struct lx_dec *d, const unsigned char *data, uint32_t size, uint64_t ts,
+                  struct lx_sink *s);
+
+/* ---- trace.dat writer (linux_tdat.c) */
+struct lx_tdat;
+/** lx_tdat_open - prepare to record @ncpu CPUs into @path; spools live beside it (unlinked). */
+struct lx_tdat *lx_tdat_open(const char *path, int ncpu, int page_size, char *err, size_t errlen);
+/** lx_tdat_page - append one raw page of @cpu (thread-safe per CPU: one writer per CPU). */
+int lx_tdat_page(struct lx_tdat *t, int cpu, const void *page);
+/** lx_tdat_finish - write @path (header with the formats of @systems + the spools); frees @t. */
+int lx_tdat_finish(struct lx_tdat *t, const char *const *systems, const char *clock);
+/** lx_tdat_abort - free without writing. */
+void lx_tdat_abort(struct lx_tdat *t);
+uint64_t lx_tdat_bytes(struct lx_tdat *t);
+
+#endif
