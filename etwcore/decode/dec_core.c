@@ -101,6 +101,10 @@ int dec_event_add(struct dec_provider *p, struct dec_event *e) {
     uint32_t i = ev_hash(e->id, e->version) & (p->ev_cap - 1);
     while (p->ev[i]) {
       if (p->ev[i]->id == e->id && p->ev[i]->version == e->version) {
+        if (p->ev[i]->quality >= e->quality) { /* the first of the best quality wins */
+          dec_event_free(e);
+          return 0;
+        }
         dec_event_free(p->ev[i]);
         p->ev[i] = e;
         return 0;
@@ -179,10 +183,12 @@ struct names {
 
 static void guid_name(char out[39], const unsigned char g[16]) { etw_format_guid(out, g); }
 
+static int as_classic(const struct etw_rec *r);
+
 static void resolve(struct etw_decoder *d, const struct etw_rec *r, struct names *n) {
   memset(n, 0, sizeof *n);
   char buf[300];
-  if (r->kind == ETW_REC_EVENT) {
+  if (r->kind == ETW_REC_EVENT && !as_classic(r)) {
     const char *pn, *en;
     size_t pl, el;
     if (r->n_ext && dec_tl_names(r, &pn, &pl, &en, &el) == 2) {
@@ -237,9 +243,25 @@ static void resolve(struct etw_decoder *d, const struct etw_rec *r, struct names
   /* kernel and classic */
   const char *t = NULL, *o = NULL;
   int known = dec_mof_names(r, &t, &o);
-  if (r->kind == ETW_REC_CLASSIC && known == 2) {
+  if (!o) { /* unknown to the built-in tables: a schema carried in the trace (EventInfo)? */
+    const unsigned char *g = dec_mof_guid(r);
+    struct dec_provider *p = g ? dec_provider_get(d, g, 0) : NULL;
+    for (uint32_t i = 0; p && i < p->ev_cap; i++) {
+      struct dec_event *e = p->ev[i];
+      if (e && e->quality == 2 && e->id == 0 && e->opcode == r->desc.opcode && e->version == r->desc.version) {
+        n->p = p;
+        n->e = e;
+        n->prov = p->name ? p->name : intern_n("MSNT_SystemTrace", 16);
+        n->name = e->name;
+        n->task = e->task_name;
+        n->opcode = e->opcode_name;
+        return;
+      }
+    }
+  }
+  if (r->kind != ETW_REC_SYSTEM && r->kind != ETW_REC_PERFINFO && known == 2) {
     n->prov = intern_n("KernelTraceControl", 18);
-  } else if (r->kind == ETW_REC_CLASSIC && known != 1) {
+  } else if (r->kind != ETW_REC_SYSTEM && r->kind != ETW_REC_PERFINFO && known != 1) {
     guid_name(buf, r->provider_id);
     n->prov = intern_n(buf, strlen(buf));
   } else {
@@ -248,8 +270,11 @@ static void resolve(struct etw_decoder *d, const struct etw_rec *r, struct names
   if (t && o && *o) {
     int k = snprintf(buf, sizeof buf, "%s/%s", t, o);
     n->name = intern_n(buf, (size_t)k);
-  } else if (t) {
+  } else if (t && o) {
     n->name = intern_n(t, strlen(t));
+  } else if (t) {
+    int k = snprintf(buf, sizeof buf, "%s/Opcode(%u)", t, r->desc.opcode);
+    n->name = intern_n(buf, (size_t)k);
   } else {
     int k = snprintf(buf, sizeof buf, "Opcode(%u)", r->desc.opcode);
     n->name = intern_n(buf, (size_t)k);
@@ -258,11 +283,17 @@ static void resolve(struct etw_decoder *d, const struct etw_rec *r, struct names
   n->opcode = o && *o ? intern_n(o, strlen(o)) : NULL;
 }
 
+/* Records handled by the classic/kernel decoder (MOF layouts). */
+static int as_classic(const struct etw_rec *r) {
+  if (r->kind == ETW_REC_CLASSIC || r->kind == ETW_REC_SYSTEM || r->kind == ETW_REC_PERFINFO) return 1;
+  return r->kind == ETW_REC_EVENT && !r->n_ext && dec_mof_classic_guid(r->provider_id);
+}
+
 void etw_decoder_names(struct etw_decoder *d, const struct etw_rec *r, const char **provider,
                        const char **name) {
   struct names n;
   if (r->kind == ETW_REC_EVENT && r->desc.id == 0xFFFE && r->desc.opcode == 254) dec_eventsource_chunk(d, r);
-  if (r->kind == ETW_REC_CLASSIC && !memcmp(r->provider_id, KTC_METADATA, 16)) dec_eventinfo(d, r);
+  if (as_classic(r) && !memcmp(r->provider_id, KTC_METADATA, 16)) dec_eventinfo(d, r);
   resolve(d, r, &n);
   *provider = n.prov;
   *name = n.name;
@@ -325,11 +356,31 @@ static int write_wpp(struct etw_jw *w, const struct etw_rec *r) {
   return 0;
 }
 
+/* MetaData EventInfo/EventMapInfo: the schema blob itself, summarized. */
+static int write_ktc(struct etw_jw *w, const struct etw_rec *r) {
+  etw_jw_lit(w, "\"Kind\":");
+  etw_jw_cs(w, r->desc.opcode == 32 ? "TRACE_EVENT_INFO" : r->desc.opcode == 33 ? "EVENT_MAP_INFO" : "other");
+  if (r->desc.opcode == 32 && r->user_len >= 48) {
+    etw_jw_lit(w, ",\"ProviderGuid\":");
+    etw_jw_guid(w, r->user_data);
+    etw_jw_lit(w, ",\"EventID\":");
+    etw_jw_u64(w, d_rd16(r->user_data + 32));
+    etw_jw_lit(w, ",\"Version\":");
+    etw_jw_u64(w, r->user_data[34]);
+    etw_jw_lit(w, ",\"Opcode\":");
+    etw_jw_u64(w, r->user_data[37]);
+  }
+  etw_jw_lit(w, ",\"Blob\":");
+  etw_jw_base64(w, r->user_data, r->user_len);
+  return 0;
+}
+
 int etw_decoder_write(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
                       struct etw_evref *ref) {
   struct names n;
   int is_es = r->kind == ETW_REC_EVENT && r->desc.id == 0xFFFE && r->desc.opcode == 254;
-  int is_ktc = r->kind == ETW_REC_CLASSIC && !memcmp(r->provider_id, KTC_METADATA, 16);
+  int cls = as_classic(r);
+  int is_ktc = cls && !memcmp(r->provider_id, KTC_METADATA, 16);
   if (is_es) dec_eventsource_chunk(d, r);
   if (is_ktc) dec_eventinfo(d, r);
   resolve(d, r, &n);
@@ -359,7 +410,11 @@ int etw_decoder_write(struct etw_decoder *d, const struct etw_rec *r, struct etw
   etw_jw_lit(w, ",\"EventData\":{");
   const char *why = "unknown event";
   int rc;
-  if (r->kind == ETW_REC_EVENT) {
+  if (is_ktc) {
+    rc = write_ktc(w, r);
+  } else if (cls && n.e) {
+    rc = dec_fields_write(w, n.e, r->user_data, r->user_len, r->ptr_size, &why);
+  } else if (r->kind == ETW_REC_EVENT && !cls) {
     if (n.tl) rc = dec_tl_write(w, r, &why);
     else if (is_es) rc = write_es_manifest(w, r);
     else rc = write_manifest_event(w, r, &n, &why);

@@ -61,6 +61,14 @@ int dec_fields_write(struct etw_jw *w, const struct dec_event *e, const unsigned
         int mf = 1;
         while (j < m) {
           const struct dec_field *g = &sub.f[j];
+          if (g->in == DEC_IN_ALIGN_PTR || g->in == DEC_IN_ALIGN_4) { /* C struct padding */
+            size_t al = g->in == DEC_IN_ALIGN_4 ? 4 : (size_t)ptr_size;
+            size_t pad = (al - (pos - before) % al) % al;
+            if (pad > n - pos) pad = n - pos;
+            pos += pad;
+            j++;
+            continue;
+          }
           if (!mf) etw_jw_ch(w, ',');
           mf = 0;
           etw_jw_cs(w, g->name);
@@ -195,6 +203,7 @@ static int next_tag(const char *s, size_t n, size_t *pos, struct xtag *t) {
     }
     size_t al = i - ab;
     i++;
+    while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r' || s[i] == '\n')) i++;
     if (i >= n || (s[i] != '"' && s[i] != '\'')) return 0;
     char q = s[i++];
     const char *e = memchr(s + i, q, n - i);
@@ -549,10 +558,12 @@ static int load_provider(struct etw_decoder *d, const char *s, size_t n, size_t 
     e->level = (uint8_t)pe->level;
     const char *tname = NULL, *oname = NULL;
     long tv = 0, ov = 0;
+    int by_msg = 0;
     for (uint32_t k = 0; pe->task && k < m.nt; k++)
       if (m.tasks[k].name && !strcmp(m.tasks[k].name, pe->task)) {
         const char *msg = lookup_str(docstr, m.tasks[k].msg);
         if (!msg) msg = lookup_str(&m, m.tasks[k].msg);
+        by_msg = msg && m.tasks[k].msg && strncmp(m.tasks[k].msg, "$(string.string", 15);
         tname = msg ? msg : m.tasks[k].name;
         tv = m.tasks[k].value;
         break;
@@ -600,6 +611,7 @@ static int load_provider(struct etw_decoder *d, const char *s, size_t n, size_t 
         }
         e->nf = m.tm[k].nf;
         e->has_template = 1;
+        e->quality = by_msg ? 3 : 1;
         break;
       }
     }
@@ -694,15 +706,13 @@ static void load_file(struct etw_decoder *d, const char *path) {
   fclose(fp);
 }
 
-/* Scan @dir recursively (depth ≤ 6, ≤ 4096 files) for *.man / *.xml. The dotnet/coreclr copy
- * of ClrEtwAll.man is preferred because later loads replace earlier (id, version) entries:
- * files are loaded in name order and "dotnet" sorts before "microsoft", so we load it last. */
-static void scan(struct etw_decoder *d, const char *dir, int depth, int *budget, char ***late, int *nlate) {
-  if (depth > 6 || *budget <= 0) return;
+/* Collect *.man / *.xml under @dir (depth ≤ 6, ≤ 4096 files). */
+static void scan(const char *dir, int depth, char ***list, int *n) {
+  if (depth > 6 || *n >= 4096) return;
   DIR *dp = opendir(dir);
   if (!dp) return;
   struct dirent *de;
-  while ((de = readdir(dp)) && *budget > 0) {
+  while ((de = readdir(dp)) && *n < 4096) {
     if (de->d_name[0] == '.') continue;
     char path[4096];
     int k = snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
@@ -710,36 +720,34 @@ static void scan(struct etw_decoder *d, const char *dir, int depth, int *budget,
     struct stat sb;
     if (stat(path, &sb)) continue;
     if (S_ISDIR(sb.st_mode)) {
-      scan(d, path, depth + 1, budget, late, nlate);
+      scan(path, depth + 1, list, n);
       continue;
     }
     size_t l = strlen(de->d_name);
     if (l < 4 || (strcmp(de->d_name + l - 4, ".man") && strcmp(de->d_name + l - 4, ".xml"))) continue;
-    (*budget)--;
-    if (strstr(path, "dotnet+coreclr") || strstr(path, "/coreclr/")) {
-      char **nl = realloc(*late, (size_t)(*nlate + 1) * sizeof *nl);
-      if (nl) {
-        *late = nl;
-        nl[*nlate] = strdup(path);
-        if (nl[*nlate]) (*nlate)++;
-      }
-      continue;
-    }
-    /* OS dumps are lossy: load them first so full manifests override */
-    load_file(d, path);
+    char **nl = realloc(*list, (size_t)(*n + 1) * sizeof *nl);
+    if (!nl) break;
+    *list = nl;
+    if ((nl[*n] = strdup(path))) (*n)++;
   }
   closedir(dp);
 }
 
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* Load every manifest under @dir in sorted path order. For the same (provider, id, version)
+ * the first schema that has a template wins (so put the most complete manifests first). */
 void dec_manifest_scan_dir(struct etw_decoder *d, const char *dir) {
-  int budget = 4096, nlate = 0;
-  char **late = NULL;
-  scan(d, dir, 0, &budget, &late, &nlate);
-  for (int i = 0; i < nlate; i++) {
-    load_file(d, late[i]);
-    free(late[i]);
+  int n = 0;
+  char **list = NULL;
+  scan(dir, 0, &list, &n);
+  if (list) qsort(list, (size_t)n, sizeof *list, cmp_str);
+  for (int i = 0; i < n; i++) {
+    load_file(d, list[i]);
+    free(list[i]);
   }
-  free(late);
+  free(list);
+  dec_builtin_supplements(d);
 }
 
 /* ---- EventSource ManifestData (0xFFFE) */
@@ -776,9 +784,3 @@ void dec_eventsource_chunk(struct etw_decoder *d, const struct etw_rec *r) {
   }
 }
 
-/* ---- KernelTraceControl MetaData EventInfo / EventMapInfo (TDH blobs): not decoded yet; the
- * records are delivered (named MetaData/EventInfo) with their payload. */
-void dec_eventinfo(struct etw_decoder *d, const struct etw_rec *r) {
-  (void)d;
-  (void)r;
-}

@@ -394,3 +394,7 @@ const unsigned char *dec_mof_guid(const struct etw_rec *r) {
   if (g >= 32 || !memcmp(GROUP_GUID[g], zero, 16)) return NULL;
   return GROUP_GUID[g];
 }
+
+int dec_mof_classic_guid(const unsigned char g[16]) {
+  return !memcmp(g, KTC_IMAGEID, 16) || !memcmp(g, KTC_METADATA, 16) || !memcmp(g, SYSCONFIG_EX, 16);
+}

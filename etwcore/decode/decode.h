@@ -30,6 +30,10 @@ static inline uint64_t d_rd64(const unsigned char *p) { return d_rd32(p) | (uint
 #define DEC_MAX_PROVIDERS 4096
 #define DEC_MAX_MANIFEST (64u << 20) /* bytes of one manifest XML */
 
+/* Pseudo InType inside a struct: skip padding up to the next pointer-size boundary. */
+#define DEC_IN_ALIGN_PTR 0xFFF0
+#define DEC_IN_ALIGN_4 0xFFF1
+
 /* Value rendering modes for dec_value. */
 enum { DV_TL = 1, DV_MANIFEST = 2 };
 
@@ -75,6 +79,8 @@ struct dec_event {
   struct dec_field *f;
   uint32_t nf;
   int has_template;      /* 0 = no template known (payload rendered raw when non-empty) */
+  int quality;           /* which schema wins: 3 manifest with message names, 2 EventInfo
+                            carried in the trace, 1 other manifest template, 0 no template */
 };
 
 struct dec_provider {
@@ -118,6 +124,8 @@ int dec_tl_write(struct etw_jw *w, const struct etw_rec *r, const char **why);
 
 /* kernel / classic MOF (dec_mof.c): 1 = written, 0 = unknown class, -1 = payload mismatch */
 int dec_mof_names(const struct etw_rec *r, const char **task, const char **opcode);
+/** dec_mof_classic_guid - 1 when @g is a classic (MOF) class GUID the MOF decoder handles. */
+int dec_mof_classic_guid(const unsigned char g[16]);
 int dec_mof_write(struct etw_jw *w, const struct etw_rec *r, const char **why);
 /** dec_mof_guid - provider GUID to report (the group GUID for kernel headers) or NULL. */
 const unsigned char *dec_mof_guid(const struct etw_rec *r);
@@ -126,6 +134,8 @@ const unsigned char *dec_mof_guid(const struct etw_rec *r);
 /** dec_manifest_load - parse instrumentation manifest XML into the registry; 0 = ok. */
 int dec_manifest_load(struct etw_decoder *d, const char *xml, size_t n, const unsigned char *force_guid);
 void dec_manifest_scan_dir(struct etw_decoder *d, const char *dir);
+/** dec_builtin_supplements - add schemas public manifests lack (dec_clr.c). */
+void dec_builtin_supplements(struct etw_decoder *d);
 /** dec_eventsource_chunk - feed an EventSource ManifestData (0xFFFE) payload. */
 void dec_eventsource_chunk(struct etw_decoder *d, const struct etw_rec *r);
 /** dec_eventinfo - feed a KernelTraceControl MetaData EventInfo/EventMapInfo payload. */
