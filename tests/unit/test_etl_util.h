@@ -1,0 +1,210 @@
+/* test_etl_util.h — helpers shared by the ETL unit tests: corpus paths (ETWD_CORPUS,
+ * ETWD_MANIFESTS), reading files, unpacking the corpus .zip/.etlgz files with the system's
+ * `unzip`/`gzip` (scripts/deps.sh installs them), decoding a whole trace into JSON lines, and
+ * pulling raw JSON values out of an event without a JSON library (64-bit values stay exact).
+ */
+#ifndef TEST_ETL_UTIL_H
+#define TEST_ETL_UTIL_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "etwcore/etl.h"
+
+static inline char *tu_path(const char *env, const char *fallback, const char *rel) {
+  const char *base = getenv(env);
+  if (!base || !*base) base = fallback;
+  size_t n = strlen(base) + strlen(rel) + 2;
+  char *p = malloc(n);
+  if (p) snprintf(p, n, "%s/%s", base, rel);
+  return p;
+}
+static inline char *tu_corpus(const char *rel) { return tu_path("ETWD_CORPUS", "../shared/corpus", rel); }
+static inline const char *tu_manifests(void) {
+  const char *m = getenv("ETWD_MANIFESTS");
+  return m && *m ? m : "../shared/manifests";
+}
+
+/* Read everything a shell command prints (bounded to 256 MiB). */
+static inline unsigned char *tu_cmd(const char *cmd, size_t *n) {
+  FILE *p = popen(cmd, "r");
+  if (!p) return NULL;
+  size_t cap = 1 << 20, len = 0;
+  unsigned char *b = malloc(cap);
+  while (b) {
+    if (len == cap) {
+      if (cap >= (256u << 20)) break;
+      unsigned char *nb = realloc(b, cap * 2);
+      if (!nb) break;
+      b = nb;
+      cap *= 2;
+    }
+    size_t k = fread(b + len, 1, cap - len, p);
+    if (!k) break;
+    len += k;
+  }
+  if (pclose(p) != 0 && b) {
+    free(b);
+    return NULL;
+  }
+  *n = len;
+  return b;
+}
+
+static inline unsigned char *tu_file(const char *path, size_t *n) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long sz = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  unsigned char *b = malloc(sz > 0 ? (size_t)sz : 1);
+  if (b && fread(b, 1, (size_t)sz, f) != (size_t)sz) {
+    free(b);
+    b = NULL;
+  }
+  fclose(f);
+  *n = (size_t)sz;
+  return b;
+}
+
+/* A corpus file, transparently unpacked: "x.zip!member" via unzip -p, "*.etlgz" via gzip -dc. */
+static inline unsigned char *tu_corpus_file(const char *rel, size_t *n) {
+  char *bang = strchr(rel, '!');
+  char relp[1024];
+  snprintf(relp, sizeof relp, "%.*s", bang ? (int)(bang - rel) : (int)strlen(rel), rel);
+  char *p = tu_corpus(relp);
+  unsigned char *b = NULL;
+  char cmd[2048];
+  if (bang) {
+    snprintf(cmd, sizeof cmd, "unzip -p '%s' '%s'", p, bang + 1);
+    b = tu_cmd(cmd, n);
+  } else if (strlen(relp) > 6 && !strcmp(relp + strlen(relp) - 6, ".etlgz")) {
+    snprintf(cmd, sizeof cmd, "gzip -dc < '%s'", p);
+    b = tu_cmd(cmd, n);
+  } else {
+    b = tu_file(p, n);
+  }
+  if (!b) fprintf(stderr, "cannot read corpus file %s (ETWD_CORPUS, unzip, gzip?)\n", p);
+  free(p);
+  return b;
+}
+
+/* One decoded event. */
+struct tu_ev {
+  char *json; /* "{"seq":N,"System":…}" */
+  uint64_t filetime;
+  uint32_t user_len, pid, tid;
+  uint16_t cpu;
+  uint8_t kind;
+  const char *provider, *name;
+  int decoded;
+};
+struct tu_trace {
+  struct tu_ev *ev;
+  size_t n;
+  int rc;                /* last etw_etl_reader_next result (0 clean, -1 damage) */
+  struct etw_status st;
+  struct etw_etl_info info; /* of the first file */
+};
+
+/* Decode a whole in-memory trace (manifests from @mdir, may be NULL). */
+static inline int tu_decode(const unsigned char *data, size_t len, const char *name, const char *mdir,
+                     struct tu_trace *t) {
+  memset(t, 0, sizeof *t);
+  struct etw_etl_reader *r = etw_etl_reader_new();
+  struct etw_decoder *d = etw_decoder_new(mdir);
+  if (!r || !d) return -1;
+  if (etw_etl_reader_add_mem(r, name, data, len, &t->st)) {
+    etw_etl_reader_free(r);
+    etw_decoder_free(d);
+    t->rc = -2;
+    return -1;
+  }
+  t->info = *etw_etl_reader_info(r, 0);
+  struct etw_jw w;
+  etw_jw_init(&w, 0);
+  struct etw_rec rec;
+  struct etw_evref ref;
+  size_t cap = 0;
+  while ((t->rc = etw_etl_reader_next(r, &rec, &t->st)) == 1) {
+    if (t->n == cap) {
+      cap = cap ? cap * 2 : 256;
+      struct tu_ev *ne = realloc(t->ev, cap * sizeof *ne);
+      if (!ne) break;
+      t->ev = ne;
+    }
+    w.len = 0;
+    char pre[40];
+    int k = snprintf(pre, sizeof pre, "{\"seq\":%zu,", t->n + 1);
+    etw_jw_raw(&w, pre, (size_t)k);
+    struct tu_ev *e = &t->ev[t->n++];
+    e->decoded = etw_decoder_write(d, &rec, &w, &ref);
+    e->json = strdup(etw_jw_cstr(&w));
+    e->filetime = rec.filetime;
+    e->user_len = rec.user_len;
+    e->pid = rec.pid;
+    e->tid = rec.tid;
+    e->cpu = rec.cpu;
+    e->kind = rec.kind;
+    e->provider = ref.provider;
+    e->name = ref.name;
+  }
+  etw_jw_free(&w);
+  etw_decoder_free(d);
+  etw_etl_reader_free(r);
+  return 0;
+}
+
+static inline void tu_free(struct tu_trace *t) {
+  for (size_t i = 0; i < t->n; i++) free(t->ev[i].json);
+  free(t->ev);
+  t->ev = NULL;
+  t->n = 0;
+}
+
+/* Raw JSON text of the first member named @key inside @json (e.g. "\"abc\"" or "-5"), copied
+ * to @out; returns 0 when found. Objects/arrays are returned whole. */
+static inline int tu_raw(const char *json, const char *key, char *out, size_t cap) {
+  char pat[256];
+  snprintf(pat, sizeof pat, "\"%s\":", key);
+  const char *p = strstr(json, pat);
+  if (!p) return -1;
+  p += strlen(pat);
+  const char *q = p;
+  int depth = 0, str = 0;
+  for (; *q; q++) {
+    if (str) {
+      if (*q == '\\' && q[1]) q++;
+      else if (*q == '"') str = 0;
+      continue;
+    }
+    if (*q == '"') str = 1;
+    else if (*q == '{' || *q == '[') depth++;
+    else if (*q == '}' || *q == ']') {
+      if (depth == 0) break;
+      depth--;
+    } else if (*q == ',' && depth == 0) break;
+  }
+  size_t n = (size_t)(q - p);
+  if (n >= cap) n = cap - 1;
+  memcpy(out, p, n);
+  out[n] = 0;
+  return 0;
+}
+
+/* The JSON string value of @key, unquoted (escapes \\ and \" undone); 0 when found. */
+static inline int tu_str(const char *json, const char *key, char *out, size_t cap) {
+  char raw[4096];
+  if (tu_raw(json, key, raw, sizeof raw) || raw[0] != '"') return -1;
+  size_t o = 0;
+  for (size_t i = 1; raw[i] && raw[i] != '"' && o + 1 < cap; i++) {
+    if (raw[i] == '\\' && raw[i + 1]) i++;
+    out[o++] = raw[i];
+  }
+  out[o] = 0;
+  return 0;
+}
+
+#endif
