@@ -207,4 +207,120 @@ static inline int tu_str(const char *json, const char *key, char *out, size_t ca
   return 0;
 }
 
+/* ---- PerfView baseline lines ("EVENT <ms>: <Prov>/<Name> K=V; K=V; …") */
+struct pv_line {
+  char ms[32];
+  char name[256];
+  int nkv;
+  char key[64][64];
+  char val[64][256];
+};
+
+static inline int pv_parse(const char *line, struct pv_line *l) {
+  memset(l, 0, sizeof *l);
+  if (strncmp(line, "EVENT ", 6)) return -1;
+  const char *p = line + 6, *c = strchr(p, ':');
+  if (!c || (size_t)(c - p) >= sizeof l->ms) return -1;
+  memcpy(l->ms, p, (size_t)(c - p));
+  p = c + 2;
+  const char *e = strstr(p, " PID=");
+  if (!e || (size_t)(e - p) >= sizeof l->name) return -1;
+  memcpy(l->name, p, (size_t)(e - p));
+  p = e + 1;
+  while (*p && *p != '\n' && l->nkv < 64) {
+    const char *eq = strchr(p, '=');
+    if (!eq) break;
+    const char *end = strstr(eq, "; ");
+    if (!end) end = eq + strlen(eq);
+    snprintf(l->key[l->nkv], sizeof l->key[0], "%.*s", (int)(eq - p), p);
+    snprintf(l->val[l->nkv], sizeof l->val[0], "%.*s", (int)(end - eq - 1), eq + 1);
+    l->nkv++;
+    p = *end ? end + 2 : end;
+  }
+  return 0;
+}
+
+/* "1,234.5" → "1234.5"; returns 1 when @s looks like a (comma-grouped) number. */
+static inline int pv_number(const char *s, char *out, size_t cap) {
+  size_t o = 0;
+  int digits = 0;
+  for (size_t i = 0; s[i]; i++) {
+    if (s[i] == ',') continue;
+    if (!((s[i] >= '0' && s[i] <= '9') || s[i] == '-' || s[i] == '.')) return 0;
+    digits += s[i] >= '0' && s[i] <= '9';
+    if (o + 1 < cap) out[o++] = s[i];
+  }
+  out[o] = 0;
+  return digits > 0;
+}
+
+/* Our JSON value rendered as PerfView text (strings unquoted, ISO times as yy/MM/dd HH:mm:ss.ffffff). */
+static inline void pv_render(const char *raw, char *out, size_t cap) {
+  if (raw[0] == '"') {
+    size_t o = 0;
+    for (size_t i = 1; raw[i] && raw[i] != '"' && o + 1 < cap; i++) {
+      if (raw[i] == '\\' && raw[i + 1]) i++;
+      out[o++] = raw[i];
+    }
+    out[o] = 0;
+    /* 2021-09-09T14:59:35.7990000Z → 21/09/09 14:59:35.799000 */
+    if (o == 28 && out[4] == '-' && out[10] == 'T' && out[27] == 'Z') {
+      char t[32];
+      snprintf(t, sizeof t, "%.2s/%.2s/%.2s %.8s.%.6s", out + 2, out + 5, out + 8, out + 11, out + 20);
+      snprintf(out, cap, "%s", t);
+    }
+    if (o == 38 && out[0] == '{') { /* GUID without braces */
+      memmove(out, out + 1, 36);
+      out[36] = 0;
+    }
+    return;
+  }
+  snprintf(out, cap, "%s", raw);
+}
+
+/* Does our raw JSON value match PerfView's printed value (formatting rules of the corpus README)? */
+static inline int pv_match(const char *want, const char *raw) {
+  char ours[1024], w[300], wn[300], on[300];
+  pv_render(raw, ours, sizeof ours);
+  snprintf(w, sizeof w, "%s", want);
+  size_t wl = strlen(w);
+  int trunc = wl > 3 && !strcmp(w + wl - 3, "...");
+  if (trunc) w[wl - 3] = 0;
+  if (!strcmp(w, "True")) return !strcmp(ours, "true") || !strcmp(ours, "1");
+  if (!strcmp(w, "False")) return !strcmp(ours, "false") || !strcmp(ours, "0");
+  if (trunc) return !strncmp(ours, w, strlen(w));
+  if (!strcmp(ours, w)) return 1;
+  /* numbers: decimal with separators, hex, negative (two's complement), floats */
+  int wnum = pv_number(w, wn, sizeof wn) || (w[0] == '0' && w[1] == 'x');
+  if (!(w[0] == '0' && w[1] == 'x')) {
+    if (!pv_number(w, wn, sizeof wn)) wnum = 0;
+  } else {
+    snprintf(wn, sizeof wn, "%s", w);
+  }
+  if (!wnum) return 0;
+  if (strlen(ours) == 1 && !(ours[0] >= '0' && ours[0] <= '9')) /* char rendered as text */
+    return strtoull(wn, NULL, 0) == (unsigned char)ours[0];
+  snprintf(on, sizeof on, "%s", ours);
+  if (strchr(wn, '.') || strchr(on, '.') || strchr(on, 'e')) {
+    double a = strtod(wn, NULL), b = strtod(on, NULL);
+    double d = a > b ? a - b : b - a;
+    return d <= 0.0005 + (a < 0 ? -a : a) * 1e-9;
+  }
+  return strtoull(wn, NULL, 0) == strtoull(on, NULL, 0);
+}
+
+/* PerfView's "<ms>" for an event: (ts − start) in ms, 3 decimals, thousands separators. */
+static inline void pv_ms(uint64_t ft, uint64_t start, char *out, size_t cap) {
+  uint64_t us = ft >= start ? (ft - start) / 10 : 0; /* FILETIME is 100 ns */
+  uint64_t ms = us / 1000, frac = us % 1000;
+  char digits[32], grouped[48];
+  int n = snprintf(digits, sizeof digits, "%llu", (unsigned long long)ms), o = 0;
+  for (int i = 0; i < n; i++) {
+    if (i && (n - i) % 3 == 0) grouped[o++] = ',';
+    grouped[o++] = digits[i];
+  }
+  grouped[o] = 0;
+  snprintf(out, cap, "%s.%03llu", grouped, (unsigned long long)frac);
+}
+
 #endif
