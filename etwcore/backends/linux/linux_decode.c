@@ -27,30 +27,48 @@
 #define MARK_TID 987654322
 #define LX_MAX_EVENT_ID 65535
 
-static const char digits2[] =
-    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
-    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
-    "8081828384858687888990919293949596979899";
+/* 8 decimal digits of x < 1e8, as byte values 0..9, most significant in the lowest byte
+ * (SWAR: two 4-digit lanes, then four 2-digit lanes; checked exhaustively for all x < 1e8) */
+static inline __attribute__((always_inline)) uint64_t dig8(uint32_t x) {
+  uint64_t merged = (uint64_t)(x / 10000) | ((uint64_t)(x % 10000) << 32);
+  uint64_t hundreds = ((merged * 10486) >> 20) & ((0x7FULL << 32) | 0x7FULL);
+  uint64_t tens = merged - hundreds * 100;
+  uint64_t m2 = hundreds | (tens << 16);
+  uint64_t t2 = ((m2 * 103) >> 10) & 0x000F000F000F000FULL;
+  uint64_t ones = m2 - t2 * 10;
+  return t2 | (ones << 8);
+}
 
-/* writes v in decimal at p, returns the end; p must have 20 bytes */
-static inline char *put_u64(char *p, uint64_t v) {
-  char tmp[20];
-  char *e = tmp + 20, *q = e;
-  while (v >= 100) {
-    unsigned r = (unsigned)(v % 100);
-    v /= 100;
-    q -= 2;
-    memcpy(q, digits2 + 2 * r, 2);
+#define ASCII0 0x3030303030303030ULL
+
+/* exactly 8 digits */
+static inline __attribute__((always_inline)) char *put8(char *p, uint32_t x) {
+  uint64_t a = dig8(x) + ASCII0;
+  memcpy(p, &a, 8);
+  return p + 8;
+}
+
+/* x < 1e8 without leading zeros ("0" for 0); writes 8 bytes */
+static inline __attribute__((always_inline)) char *put_lead(char *p, uint32_t x) {
+  uint64_t d = dig8(x);
+  int tz = d ? __builtin_ctzll(d) >> 3 : 7;
+  d = (d >> (tz * 8)) + ASCII0;
+  memcpy(p, &d, 8);
+  return p + 8 - tz;
+}
+
+/* writes v in decimal at p, returns the end; p must have LX_NUM_MAX writable bytes */
+#define LX_NUM_MAX 28
+static inline __attribute__((always_inline)) char *put_u64(char *p, uint64_t v) {
+  if (v < 100000000ULL) return put_lead(p, (uint32_t)v);
+  if (v < 10000000000000000ULL) {
+    p = put_lead(p, (uint32_t)(v / 100000000ULL));
+    return put8(p, (uint32_t)(v % 100000000ULL));
   }
-  if (v >= 10) {
-    q -= 2;
-    memcpy(q, digits2 + 2 * v, 2);
-  } else {
-    *--q = (char)('0' + v);
-  }
-  size_t n = (size_t)(e - q);
-  memcpy(p, q, n);
-  return p + n;
+  uint64_t rest = v % 10000000000000000ULL;
+  p = put_lead(p, (uint32_t)(v / 10000000000000000ULL));
+  p = put8(p, (uint32_t)(rest / 100000000ULL));
+  return put8(p, (uint32_t)(rest % 100000000ULL));
 }
 
 static inline char *put_i64(char *p, int64_t v) {
@@ -61,10 +79,53 @@ static inline char *put_i64(char *p, int64_t v) {
   return put_u64(p, (uint64_t)v);
 }
 
+/* copy @n bytes in 16-byte blocks: dst and src must have 15 bytes of slack */
+static inline void cp16(char *d, const char *s, size_t n) {
+  for (size_t i = 0; i < n; i += 16) memcpy(d + i, s + i, 16);
+}
+
+/* same in 32-byte blocks: dst and src must have 31 bytes of slack */
+static inline void cp32(char *d, const char *s, size_t n) {
+  for (size_t i = 0; i < n; i += 32) memcpy(d + i, s + i, 32);
+}
+
 /* pointer to @n writable bytes at the end of @w, or NULL (w->err set) */
 static inline char *res(struct etw_jw *w, size_t n) {
   if (etw_jw_reserve(w, n)) return NULL;
   return w->buf + w->len;
+}
+
+/* 1 when none of the 8 bytes needs escaping in JSON (< 0x20, '"', '\\', >= 0x80) */
+static inline int plain8(uint64_t v) {
+  const uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL;
+  uint64_t lt20 = (v - ones * 0x20) & ~v;
+  uint64_t q = v ^ (ones * 0x22), b = v ^ (ones * 0x5c);
+  uint64_t zq = (q - ones) & ~q, zb = (b - ones) & ~b;
+  return ((lt20 | zq | zb | v) & high) == 0;
+}
+
+/* JSON string of s[0..n): plain ASCII is copied, anything else goes through etw_jw_str */
+static inline void put_str(struct etw_jw *w, const unsigned char *s, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t v;
+    memcpy(&v, s + i, 8);
+    if (!plain8(v)) goto slow;
+  }
+  if (i < n) {
+    uint64_t v = 0x6161616161616161ULL; /* 'a' fill */
+    memcpy(&v, s + i, n - i);
+    if (!plain8(v)) goto slow;
+  }
+  char *q = res(w, n + 2);
+  if (!q) return;
+  q[0] = '"';
+  memcpy(q + 1, s, n);
+  q[n + 1] = '"';
+  w->len += n + 2;
+  return;
+slow:
+  etw_jw_str(w, (const char *)s, n);
 }
 
 static inline uint64_t ld_u(const unsigned char *p, unsigned size) {
@@ -124,7 +185,7 @@ static void build_template(struct lx_dec *d, struct lx_evdesc *e) {
     int b = a < 0 ? -1 : find_sub(s, n, (size_t)a, "987654321");
     int c = b < 0 ? -1 : find_sub(s, n, (size_t)b + 9, "987654322");
     if (a < 0 || b < 0 || c < 0 || n > 65535) goto out;
-    e->tmpl = malloc(n);
+    e->tmpl = calloc(1, n + 32);
     if (!e->tmpl) goto out;
     memcpy(e->tmpl, s, n);
     e->t_off[0] = 0;
@@ -195,7 +256,7 @@ static struct lx_evdesc *desc_build(struct lx_dec *d, struct tep_event *ev) {
     const char *nm = f->name ? f->name : "";
     if (!strncmp(nm, "common_", 7)) continue;
     size_t n = strlen(nm);
-    if (n + 4 > LX_KEY_MAX) n = LX_KEY_MAX - 4;
+    if (n > LX_KEY_MAX - 32) n = LX_KEY_MAX - 32;
     o->key[0] = ',';
     o->key[1] = '"';
     size_t k = 2;
@@ -258,6 +319,9 @@ int lx_dec_init(struct lx_dec *d, struct tep_handle *tep, int cpu, int64_t mono_
   d->type_size = 2;
   d->pid_off = 4;
   d->sec = INT64_MIN;
+  d->page_size = (uint32_t)getpagesize();
+  /* the direct page walker assumes the 64-bit little-endian page header (u64 ts, u64 commit) */
+  d->walk = (sizeof(long) == 8 && !tep_is_bigendian() && tep && d->page_size >= 64) ? 1 : 0;
   d->kbuf = tep ? tep_kbuffer(tep) : NULL;
   if (!d->kbuf) d->kbuf = kbuffer_alloc(KBUFFER_LSIZE_8, KBUFFER_ENDIAN_LITTLE);
   if (!d->kbuf) return -1;
@@ -326,14 +390,9 @@ static inline char *put_time(struct lx_dec *d, char *p, int64_t ns) {
   }
   memcpy(p, d->secpfx, 21);
   p += 21;
-  unsigned frac = (unsigned)((ns - sec * 1000000000) / 100); /* 0..9999999 */
-  p[6] = (char)('0' + frac % 10);
-  frac /= 10;
-  memcpy(p + 4, digits2 + 2 * (frac % 100), 2);
-  frac /= 100;
-  memcpy(p + 2, digits2 + 2 * (frac % 100), 2);
-  frac /= 100;
-  memcpy(p, digits2 + 2 * frac, 2);
+  uint32_t frac = (uint32_t)((ns - sec * 1000000000) / 100); /* 0..9999999 */
+  uint64_t a = (dig8(frac) >> 8) + ASCII0;                     /* 7 digits + 1 spare byte */
+  memcpy(p, &a, 8);
   p[7] = 'Z';
   p[8] = '"';
   return p + 9;
@@ -360,10 +419,22 @@ static void write_undecoded(struct lx_dec *d, struct etw_jw *w, const unsigned c
 
 static void write_num_array(struct etw_jw *w, const unsigned char *p, uint32_t n, unsigned elem,
                             int sgn) {
-  char *q = res(w, 2 + (size_t)n * 21);
+  char *q = res(w, 2 + (size_t)n * 21 + LX_NUM_MAX);
   if (!q) return;
   char *s = q;
   *q++ = '[';
+  if (elem == 8 && !sgn) { /* the common case: unsigned long arrays (syscall args) */
+    for (uint32_t i = 0; i < n; i++) {
+      uint64_t v;
+      memcpy(&v, p + (size_t)i * 8, 8);
+      *q = ',';
+      q += i != 0;
+      q = put_u64(q, v);
+    }
+    *q++ = ']';
+    w->len += (size_t)(q - s);
+    return;
+  }
   for (uint32_t i = 0; i < n; i++) {
     if (i) *q++ = ',';
     if (sgn)
@@ -411,21 +482,27 @@ void lx_dec_event(struct lx_dec *d, const unsigned char *data, uint32_t size, ui
   } else {
     h.provider = e->provider;
     h.name = e->name;
-    size_t fixed = (size_t)e->t_len[0] + e->t_len[1] + e->t_len[2] + e->t_len[3] + 30 + 24;
+    size_t fixed = (size_t)e->t_len[0] + e->t_len[1] + e->t_len[2] + e->t_len[3] + 30 +
+                   2 * LX_NUM_MAX + 64;
     char *p = res(w, fixed);
     if (p) {
       char *p0 = p;
       const char *t = e->tmpl;
-      memcpy(p, t, e->t_len[0]);
+      cp32(p, t, e->t_len[0]);
       p += e->t_len[0];
       p = put_time(d, p, tsr);
-      memcpy(p, t + e->t_off[1], e->t_len[1]);
+      cp16(p, t + e->t_off[1], e->t_len[1]);
       p += e->t_len[1];
+      char *pp = p; /* ThreadID = ProcessID = common_pid: format once, copy */
       p = put_i64(p, pid);
-      memcpy(p, t + e->t_off[2], e->t_len[2]);
+      size_t pl = (size_t)(p - pp);
+      char pid_txt[16];
+      memcpy(pid_txt, pp, 16);
+      cp16(p, t + e->t_off[2], e->t_len[2]);
       p += e->t_len[2];
-      p = put_i64(p, pid);
-      memcpy(p, t + e->t_off[3], e->t_len[3]);
+      memcpy(p, pid_txt, 16);
+      p += pl;
+      cp16(p, t + e->t_off[3], e->t_len[3]);
       p += e->t_len[3];
       w->len += (size_t)(p - p0);
     }
@@ -434,19 +511,19 @@ void lx_dec_event(struct lx_dec *d, const unsigned char *data, uint32_t size, ui
       const size_t koff = i ? 0 : 1;
       const size_t klen = f->key_len - koff;
       if (f->off + f->size > size) {
-        char *q = res(w, klen + 4);
+        char *q = res(w, klen + 4 + 16);
         if (!q) break;
-        memcpy(q, f->key + koff, klen);
+        cp16(q, f->key + koff, klen);
         memcpy(q + klen, "null", 4);
         w->len += klen + 4;
         continue;
       }
       const unsigned char *fp = data + f->off;
       if (f->kind <= LX_S64) {
-        char *q = res(w, klen + 21);
+        char *q = res(w, klen + LX_NUM_MAX + 16);
         if (!q) break;
         char *q0 = q;
-        memcpy(q, f->key + koff, klen);
+        cp16(q, f->key + koff, klen);
         q += klen;
         if (f->kind <= LX_U64)
           q = put_u64(q, ld_u(fp, f->size));
@@ -461,7 +538,7 @@ void lx_dec_event(struct lx_dec *d, const unsigned char *data, uint32_t size, ui
           etw_jw_hex(w, ld_u(fp, f->size));
           break;
         case LX_STR:
-          etw_jw_str(w, (const char *)fp, strnlen((const char *)fp, f->size));
+          put_str(w, fp, strnlen((const char *)fp, f->size));
           break;
         case LX_ARR:
           write_num_array(w, fp, f->size / f->elem, f->elem, f->esigned);
@@ -477,7 +554,7 @@ void lx_dec_event(struct lx_dec *d, const unsigned char *data, uint32_t size, ui
           }
           const unsigned char *dp = data + off;
           if (f->kind == LX_DSTR)
-            etw_jw_str(w, (const char *)dp, strnlen((const char *)dp, len));
+            put_str(w, dp, strnlen((const char *)dp, len));
           else
             write_num_array(w, dp, len / f->elem, f->elem, f->esigned);
           break;
@@ -495,15 +572,85 @@ void lx_dec_event(struct lx_dec *d, const unsigned char *data, uint32_t size, ui
     atomic_fetch_add_explicit(&d->enc_dropped, 1, memory_order_relaxed);
 }
 
-uint64_t lx_dec_page(struct lx_dec *d, void *page, struct lx_sink *s) {
+/* kbuffer's general walker, kept as the reference and the fallback */
+static uint64_t page_kbuffer(struct lx_dec *d, void *page, struct lx_sink *s) {
   unsigned long long ts;
   uint64_t n = 0;
   if (kbuffer_load_subbuffer(d->kbuf, page) < 0) return 0;
   for (void *ev = kbuffer_read_event(d->kbuf, &ts); ev; ev = kbuffer_next_event(d->kbuf, &ts)) {
     int sz = kbuffer_event_size(d->kbuf);
     if (sz <= 0) continue;
-    lx_dec_event(d, ev, (uint32_t)sz, ts, s);
+    if (s) lx_dec_event(d, ev, (uint32_t)sz, ts, s);
     n++;
   }
   return n;
+}
+
+/* The ring-buffer page walked directly (64-bit little-endian kernels; checked at init):
+ * u64 timestamp, u64 commit (data size | RB_MISSED_* flags in bits 30..31), then events with a
+ * u32 header {type_len:5, time_delta:27}: 1..28 = data of type_len*4 bytes; 0 = data whose
+ * length (+4) is in the next u32; 29 = padding (delta 0: end of page); 30 = time extend;
+ * 31 = absolute time stamp. Same results as kbuffer (tests/unit/test_linux_decode.c). */
+#define RB_PADDING 29
+#define RB_TIME_EXTEND 30
+#define RB_TIME_STAMP 31
+static uint64_t page_walk(struct lx_dec *d, const unsigned char *pg, struct lx_sink *s) {
+  uint64_t ts, commit;
+  memcpy(&ts, pg, 8);
+  memcpy(&commit, pg + 8, 8);
+  uint32_t size = (uint32_t)commit & 0x3fffffffu;
+  if (size > d->page_size - 16) size = d->page_size - 16;
+  const unsigned char *p = pg + 16, *end = p + size;
+  uint64_t n = 0;
+  while (p + 4 <= end) {
+    uint32_t h;
+    memcpy(&h, p, 4);
+    uint32_t tl = h & 31, delta = h >> 5;
+    if (tl >= 1 && tl <= 28) {
+      ts += delta;
+      uint32_t len = tl * 4;
+      if (p + 4 + len > end) break;
+      if (s) lx_dec_event(d, p + 4, len, ts, s);
+      n++;
+      p += 4 + len;
+      continue;
+    }
+    if (p + 8 > end) break;
+    uint32_t a0;
+    memcpy(&a0, p + 4, 4);
+    switch (tl) {
+      case 0:
+        if (a0 < 4 || p + 4 + (uint64_t)a0 > end) return n;
+        ts += delta;
+        if (s) lx_dec_event(d, p + 8, a0 - 4, ts, s);
+        n++;
+        p += 4 + ((a0 + 3) & ~3u);
+        break;
+      case RB_PADDING:
+        if (!delta) return n; /* the rest of the page is empty */
+        ts += delta;
+        if (a0 < 4 || p + 4 + (uint64_t)a0 > end) return n;
+        p += 4 + ((a0 + 3) & ~3u);
+        break;
+      case RB_TIME_EXTEND:
+        ts += ((uint64_t)a0 << 27) + delta;
+        p += 8;
+        break;
+      default: /* RB_TIME_STAMP */
+        ts = (((uint64_t)a0 << 27) | delta) | (ts & 0xf800000000000000ULL);
+        p += 8;
+        break;
+    }
+  }
+  return n;
+}
+
+uint64_t lx_dec_page(struct lx_dec *d, void *page, struct lx_sink *s) {
+  if (d->walk == 1) return page_walk(d, page, s);
+  return page_kbuffer(d, page, s);
+}
+
+uint64_t lx_count_page(struct lx_dec *d, void *page) {
+  if (d->walk == 1) return page_walk(d, page, NULL);
+  return page_kbuffer(d, page, NULL);
 }

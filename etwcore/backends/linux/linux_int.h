@@ -32,7 +32,7 @@ enum lx_kind {
   LX_BYTES     /* anything else: base64 string */
 };
 
-#define LX_KEY_MAX 72
+#define LX_KEY_MAX 96 /* key text is at most LX_KEY_MAX - 32 bytes: 16-byte block copies */
 
 struct lx_field {
   char key[LX_KEY_MAX]; /* `,"name":` — the first field of an event is written from key + 1 */
@@ -62,6 +62,8 @@ struct lx_dec {
   struct tep_handle *tep;
   struct kbuffer *kbuf;
   int cpu;
+  int walk;             /* 1 = direct page walker, 0 = kbuffer */
+  uint32_t page_size;
   int64_t mono_to_real; /* add to a trace timestamp (clock "mono") to get UTC ns */
   uint32_t type_off, type_size, pid_off;
   struct lx_evdesc **cache; /* by event id */
@@ -96,6 +98,8 @@ struct lx_sink {
 
 /** lx_dec_page - decode every event of one ring-buffer page into @s. Returns events decoded. */
 uint64_t lx_dec_page(struct lx_dec *d, void *page, struct lx_sink *s);
+/** lx_count_page - number of events in one page (no decoding: file-only mode). */
+uint64_t lx_count_page(struct lx_dec *d, void *page);
 /** lx_dec_event - decode one raw event (record data, size, trace ts) into @s's batch. */
 void lx_dec_event(struct lx_dec *d, const unsigned char *data, uint32_t size, uint64_t ts,
                   struct lx_sink *s);
