@@ -39,7 +39,6 @@ static struct dec_event *new_event(uint16_t id, uint8_t ver, const char *name, c
     for (uint32_t i = 0; i < base; i++) {
       e->f[i] = like->f[i];
       e->f[i].name = strdup(like->f[i].name ? like->f[i].name : "_");
-      e->f[i].map = NULL;
     }
   } else {
     e->name = etw_intern(name);
@@ -89,12 +88,10 @@ void dec_builtin_supplements(struct etw_decoder *d) {
   extend(p, 4, 1, heapstats2, 2);
   static const struct fdef alloctick4[] = {{"ObjectSize", 10, -1, 0}};
   extend(p, 10, 3, alloctick4, 1);
-  struct dec_event *ghh3 = dec_event_find(p, 205, 3);
-  if (ghh3 && ghh3->has_template && !dec_event_find(p, 205, 4)) {
-    struct fdef x[] = {{"Count", 8, -1, 0}, {"Times", 8, 0, 0}};
-    struct dec_event *e = new_event(205, 4, NULL, ghh3, x, 2);
-    if (e) dec_event_add(p, e);
-  }
+  static const struct fdef ghh3[] = {{"CondemnReasons0", 8, -1, 0}, {"CondemnReasons1", 8, -1, 0}};
+  extend(p, 205, 2, ghh3, 2);
+  static const struct fdef ghh4[] = {{"Count", 8, -1, 0}, {"Times", 8, 0, 0}};
+  extend(p, 205, 3, ghh4, 2);
   if (!dec_event_find(p, 208, 0)) {
     static const struct fdef lc[] = {
         {"ClrInstanceID", 6, -1, 0}, {"Count", 6, -1, 0}, {"Values", 24, 1, 6},

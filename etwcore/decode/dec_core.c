@@ -300,7 +300,7 @@ void etw_decoder_names(struct etw_decoder *d, const struct etw_rec *r, const cha
 }
 
 /* ---- writing */
-static int write_manifest_event(struct etw_jw *w, const struct etw_rec *r, const struct names *n,
+static int write_manifest_event(struct etw_decoder *d, struct etw_jw *w, const struct etw_rec *r, const struct names *n,
                                 const char **why) {
   if (r->flags & ETW_EVH_STRING_ONLY) {
     etw_jw_lit(w, "\"String\":");
@@ -317,7 +317,7 @@ static int write_manifest_event(struct etw_jw *w, const struct etw_rec *r, const
     *why = "the manifest has no template for this event";
     return -1;
   }
-  return dec_fields_write(w, n->e, r->user_data, r->user_len, r->ptr_size, why);
+  return dec_fields_write_d(d, w, n->e, r->user_data, r->user_len, r->ptr_size, why);
 }
 
 static int write_es_manifest(struct etw_jw *w, const struct etw_rec *r) {
@@ -413,11 +413,11 @@ int etw_decoder_write(struct etw_decoder *d, const struct etw_rec *r, struct etw
   if (is_ktc) {
     rc = write_ktc(w, r);
   } else if (cls && n.e) {
-    rc = dec_fields_write(w, n.e, r->user_data, r->user_len, r->ptr_size, &why);
+    rc = dec_fields_write_d(d, w, n.e, r->user_data, r->user_len, r->ptr_size, &why);
   } else if (r->kind == ETW_REC_EVENT && !cls) {
     if (n.tl) rc = dec_tl_write(w, r, &why);
     else if (is_es) rc = write_es_manifest(w, r);
-    else rc = write_manifest_event(w, r, &n, &why);
+    else rc = write_manifest_event(d, w, r, &n, &why);
   } else if (r->kind == ETW_REC_WPP) {
     rc = write_wpp(w, r);
   } else {

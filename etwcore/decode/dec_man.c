@@ -16,8 +16,47 @@
 #include "decode.h"
 
 /* ---- template walker */
+
+/* Replace the integer just written at w[mark..] by its map text: a valueMap entry, or the
+ * "|"-joined names of a bitMap's set bits (unnamed remaining bits as hex). */
+void dec_map_render(struct etw_jw *w, const struct dec_map *m, size_t mark, uint64_t v) {
+  if (!m->bitmap) {
+    for (uint32_t q = 0; q < m->n; q++)
+      if (m->val[q] == v) {
+        etw_jw_truncate(w, mark);
+        etw_jw_cs(w, m->str[q]);
+        return;
+      }
+    return;
+  }
+  char buf[1024];
+  size_t o = 0;
+  uint64_t left = v;
+  for (uint32_t q = 0; q < m->n; q++) {
+    uint64_t bit = m->val[q];
+    if ((bit == 0 && v == 0) || (bit && (v & bit) == bit)) {
+      size_t l = strlen(m->str[q]);
+      if (o + l + 3 >= sizeof buf) break;
+      if (o) {
+        buf[o++] = '|';
+      }
+      memcpy(buf + o, m->str[q], l);
+      o += l;
+      left &= ~bit;
+    }
+  }
+  if (!o) return;
+  if (left && o + 24 < sizeof buf) o += (size_t) snprintf(buf + o, sizeof buf - o, "|0x%llx", (unsigned long long)left);
+  etw_jw_truncate(w, mark);
+  etw_jw_str(w, buf, o);
+}
 int dec_fields_write(struct etw_jw *w, const struct dec_event *e, const unsigned char *p, size_t n,
                      int ptr_size, const char **why) {
+  return dec_fields_write_d(NULL, w, e, p, n, ptr_size, why);
+}
+
+int dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct dec_event *e,
+                       const unsigned char *p, size_t n, int ptr_size, const char **why) {
   uint64_t vals[DEC_MAX_FIELDS];
   size_t pos = 0;
   uint32_t i = 0;
@@ -93,25 +132,16 @@ int dec_fields_write(struct etw_jw *w, const struct dec_event *e, const unsigned
     long reps = f->is_array ? cnt : 1;
     for (long k = 0; k < reps; k++) {
       if (k) etw_jw_ch(w, ',');
+      size_t mark = w->len;
       long kk = dec_value(w, f->in, f->out, p + pos, n - pos, len, ptr_size, DV_MANIFEST, &vals[i]);
       if (kk < 0) {
         *why = "payload shorter than the template";
         return -1;
       }
-      if (f->map && !f->is_array) {
-        /* the raw value was written; add the rendered map text beside it */
-        const struct dec_map *m = f->map;
-        uint64_t v = vals[i];
-        for (uint32_t q = 0; q < m->n; q++) {
-          if (m->bitmap ? 0 : m->val[q] == v) {
-            etw_jw_lit(w, ",");
-            etw_jw_cs(w, f->name);
-            w->len--; /* reopen the quoted key to append the suffix */
-            etw_jw_lit(w, "Name\":");
-            etw_jw_cs(w, m->str[q]);
-            break;
-          }
-        }
+      if (!f->is_array) {
+        const struct dec_map *mp = f->map;
+        if (!mp && f->map_name && d) mp = dec_trace_map(d, f->map_name);
+        if (mp) dec_map_render(w, mp, mark, vals[i]);
       }
       pos += (size_t)kk;
       if (w->err) return -1;

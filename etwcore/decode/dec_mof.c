@@ -171,8 +171,8 @@ struct layout {
 #define PROC_V3 "pUniqueProcessKey uProcessId uParentId uSessionId iExitStatus pDirectoryTableBase sUserSID aImageFileName wCommandLine"
 #define PROC_V4 "pUniqueProcessKey uProcessId uParentId uSessionId iExitStatus pDirectoryTableBase uFlags sUserSID aImageFileName wCommandLine wPackageFullName wApplicationId qExitTime"
 #define THREAD_V3 "uProcessId uTThreadId pStackBase pStackLimit pUserStackBase pUserStackLimit pAffinity pWin32StartAddr pTebBase uSubProcessTag bBasePriority bPagePriority bIoPriority bThreadFlags wThreadName"
-#define IMAGE_V2 "pImageBase zImageSize uProcessId uImageCheckSum uTimeDateStamp uReserved0 pDefaultBase uReserved1 uReserved2 uReserved3 uReserved4 wFileName"
-#define IMAGE_V3 "pImageBase zImageSize uProcessId uImageCheckSum uTimeDateStamp bSignatureLevel bSignatureType hReserved0 pDefaultBase uReserved1 uReserved2 uReserved3 uReserved4 wFileName"
+#define IMAGE_V2 "pImageBase zImageSize uProcessId uImageCheckSum iTimeDateStamp uReserved0 pDefaultBase uReserved1 uReserved2 uReserved3 uReserved4 wFileName"
+#define IMAGE_V3 "pImageBase zImageSize uProcessId uImageCheckSum iTimeDateStamp bSignatureLevel bSignatureType hReserved0 pDefaultBase uReserved1 uReserved2 uReserved3 uReserved4 wFileName"
 #define TCP4 "uPID usize 4daddr 4saddr ndport nsport"
 #define TCP6 "uPID usize 6daddr 6saddr ndport nsport"
 
@@ -220,13 +220,14 @@ static const struct layout LAYOUTS[] = {
     {0x0F, NULL, 2, 255, T(51), "pSysCallAddress"},
     {0x0F, NULL, 2, 255, T(52), "xSysCallNtStatus"},
     {0x18, NULL, 2, 255, T(32), "tEventTimeStamp uStackProcess uStackThread SStack"},
-    {0x0B, NULL, 2, 255, T(15), "wServiceName wDisplayName wProcessName uProcessId uServiceState uSubProcessTag"},
+    {0x0B, NULL, 2, 255, T(15), "uProcessId uServiceState uSubProcessTag wServiceName wDisplayName wProcessName"},
     {0x0B, NULL, 2, 255, T(16), "bS1 bS2 bS3 bS4 bS5 bPad1 bPad2 bPad3"},
-    {0x0B, NULL, 2, 255, T(17), "uTcbTablePartitions uMaxHashTableSize uMaxUserPort uTcpTimedWaitDelay"},
-    {0x0B, NULL, 3, 255, T(22), "uIDLength uDescriptionLength uFriendlyNameLength uPdoNameLength uServiceNameLength uUpperFiltersLength uLowerFiltersLength wDeviceID wDeviceDescription wFriendlyName wPdoName wServiceName"},
+    {0x0B, NULL, 2, 255, T(17), "uTcbTablePartitions iMaxHashTableSize uMaxUserPort uTcpTimedWaitDelay"},
+    /* PnP v4 (Win8): six u32 lengths, then the strings (verified on net.4.5.2.x64) */
+    {0x0B, NULL, 3, 255, T(22), "uIDLength uDescriptionLength uFriendlyNameLength uPdoNameLength uServiceNameLength uUpperFiltersLength wDeviceID wDeviceDescription wFriendlyName wPdoName wServiceName"},
     {0xFF, KTC_IMAGEID, 0, 255, T(255), "pImageBase zImageSize uProcessId uTimeDateStamp wOriginalFileName"},
-    {0xFF, KTC_IMAGEID, 0, 255, T(36), "pImageBase gGuidSig uAge aPdbFileName"},
-    {0xFF, KTC_IMAGEID, 0, 255, T(37), "pImageBase gGuidSig uAge aPdbFileName"},
+    {0xFF, KTC_IMAGEID, 0, 255, T(36), "pImageBase uProcessId gGuidSig uAge aPdbFileName"},
+    {0xFF, KTC_IMAGEID, 0, 255, T(37), "pImageBase uProcessId gGuidSig uAge aPdbFileName"},
     {0xFF, KTC_IMAGEID, 0, 255, T(64), "uImageSize uTimeDateStamp wOrigFileName wFileDescription wFileVersion wBinFileVersion wVerLanguage wProductName wCompanyName wProductVersion wFileId wProgramId"},
     {0xFF, SYSCONFIG_EX, 0, 255, T(33), "wSystemDirectory wSystemWindowsDirectory"},
     {0xFF, SYSCONFIG_EX, 0, 255, T(34), "wValue"},

@@ -92,13 +92,74 @@ static int emit(struct tb *t, uint32_t pi, int depth) {
   }
   f->in = d_rd16(e + 8);
   f->out = d_rd16(e + 10);
+  char *mn = wstr(t->b, t->n, d_rd32(e + 12));
+  if (mn && *mn) f->map_name = etw_intern(mn);
+  free(mn);
   if (flags & PF_PARAM_LENGTH) f->len_ref = len < DEC_MAX_FIELDS ? t->map[len] : -1;
   else if (len && (f->in == 1 || f->in == 2 || f->in == 14)) f->len = len;
   return 0;
 }
 
+/* Maps carried in the trace live in a holder provider with the all-zero GUID. */
+static const unsigned char MAP_HOLDER[16];
+
+struct dec_map *dec_trace_map(struct etw_decoder *d, const char *name) {
+  struct dec_provider *h = dec_provider_get(d, MAP_HOLDER, 0);
+  for (uint32_t i = 0; h && i < h->n_maps; i++)
+    if (!strcmp(h->maps[i]->name, name)) return h->maps[i];
+  return NULL;
+}
+
+/* EVENT_MAP_INFO: NameOffset, Flag (1 value map, 2 bitmap), EntryCount, value type, then
+ * {OutputOffset, Value} entries. Map strings often end in a space: trimmed. */
+static void event_map_info(struct etw_decoder *d, const unsigned char *b, size_t n) {
+  if (n < 16) return;
+  uint32_t flag = d_rd32(b + 4), cnt = d_rd32(b + 8);
+  if (cnt > 4096 || 16 + (size_t)cnt * 8 > n || !(flag & 3)) return;
+  char *name = wstr(b, n, d_rd32(b));
+  if (!name) return;
+  if (dec_trace_map(d, name)) {
+    free(name);
+    return;
+  }
+  struct dec_provider *h = dec_provider_get(d, MAP_HOLDER, 1);
+  struct dec_map *m = calloc(1, sizeof *m);
+  if (!h || !m || h->n_maps >= 4096) {
+    free(m);
+    free(name);
+    return;
+  }
+  m->name = name;
+  m->bitmap = (flag & 2) != 0;
+  m->val = calloc(cnt ? cnt : 1, sizeof *m->val);
+  m->str = calloc(cnt ? cnt : 1, sizeof *m->str);
+  if (!m->val || !m->str) {
+    dec_map_free(m);
+    return;
+  }
+  for (uint32_t i = 0; i < cnt; i++) {
+    char *s = wstr(b, n, d_rd32(b + 16 + 8 * i));
+    if (!s) continue;
+    size_t l = strlen(s);
+    while (l && s[l - 1] == ' ') s[--l] = 0;
+    m->val[m->n] = d_rd32(b + 20 + 8 * i);
+    m->str[m->n++] = s;
+  }
+  struct dec_map **nm = realloc(h->maps, (h->n_maps + 1) * sizeof *nm);
+  if (!nm) {
+    dec_map_free(m);
+    return;
+  }
+  h->maps = nm;
+  h->maps[h->n_maps++] = m;
+}
+
 void dec_eventinfo(struct etw_decoder *d, const struct etw_rec *r) {
-  if (r->desc.opcode != 32) return; /* EventMapInfo: maps are not used for rendering yet */
+  if (r->desc.opcode == 33) {
+    event_map_info(d, r->user_data, r->user_len);
+    return;
+  }
+  if (r->desc.opcode != 32) return;
   const unsigned char *b = r->user_data;
   size_t n = r->user_len;
   if (n < TEI_HDR) return;

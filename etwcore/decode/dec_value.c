@@ -34,11 +34,59 @@ static void w_sid(struct etw_jw *w, const unsigned char *p, unsigned subs) {
   etw_jw_str(w, buf, (size_t)k < sizeof buf ? (size_t)k : sizeof buf - 1);
 }
 
+/* RFC 5952 text of an IPv6 address (longest run of ≥ 2 zero groups as "::"). */
+static int fmt_ipv6(char *buf, size_t cap, const unsigned char *p) {
+  unsigned g[8];
+  for (int i = 0; i < 8; i++) g[i] = (unsigned)(p[2 * i] << 8 | p[2 * i + 1]);
+  int best = -1, bl = 0;
+  for (int i = 0; i < 8;) {
+    if (g[i]) {
+      i++;
+      continue;
+    }
+    int j = i;
+    while (j < 8 && !g[j]) j++;
+    if (j - i > bl && j - i >= 2) {
+      best = i;
+      bl = j - i;
+    }
+    i = j;
+  }
+  int k = 0;
+  for (int i = 0; i < 8 && k < (int)cap - 6; i++) {
+    if (i == best) {
+      k += snprintf(buf + k, cap - (size_t)k, "::");
+      i += bl - 1;
+      continue;
+    }
+    k += snprintf(buf + k, cap - (size_t)k, (i && i != best + bl) ? ":%x" : "%x", g[i]);
+  }
+  return k;
+}
+
 static void w_ipv6(struct etw_jw *w, const unsigned char *p) {
   char buf[48];
-  int k = 0;
-  for (int i = 0; i < 8; i++) k += snprintf(buf + k, sizeof buf - (size_t)k, i ? ":%x" : "%x", (unsigned)(p[2 * i] << 8 | p[2 * i + 1]));
+  int k = fmt_ipv6(buf, sizeof buf, p);
   etw_jw_str(w, buf, (size_t)k);
+}
+
+/* SOCKADDR_IN / SOCKADDR_IN6 as "a.b.c.d:port" / "[v6]:port"; 0 when not one of those. */
+static int w_sockaddr(struct etw_jw *w, const unsigned char *p, size_t n) {
+  if (n < 8) return 0;
+  unsigned fam = d_rd16(p), port = (unsigned)(p[2] << 8 | p[3]);
+  char buf[80];
+  int k;
+  if (fam == 2) {
+    k = snprintf(buf, sizeof buf, "%u.%u.%u.%u:%u", p[4], p[5], p[6], p[7], port);
+  } else if (fam == 23 && n >= 24) {
+    buf[0] = '[';
+    k = 1 + fmt_ipv6(buf + 1, sizeof buf - 1, p + 8);
+    k += snprintf(buf + k, sizeof buf - (size_t)k, "]:%u", port);
+  } else {
+    return 0;
+  }
+  etw_jw_str(w, buf, (size_t)k);
+  return 1;
 }
 
 static void w_ipv4(struct etw_jw *w, uint32_t v) {
@@ -218,6 +266,7 @@ long dec_value(struct etw_jw *w, unsigned in, unsigned out, const unsigned char 
     }
     if (k > n - hdr) return -1;
     if (out == 9 && k == 16) w_ipv6(w, p + hdr);
+    else if (out == 10 && w_sockaddr(w, p + hdr, k)) {}
     else w_hexbytes(w, p + hdr, k);
     return (long)(hdr + k);
   }

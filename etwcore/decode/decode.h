@@ -66,6 +66,7 @@ struct dec_field {
   uint16_t members;      /* in == 24 (struct): number of following member fields (incl. nested) */
   uint8_t is_array;      /* count given (even if 1) */
   struct dec_map *map;
+  const char *map_name;  /* interned; EventInfo maps are looked up late (EventMapInfo) */
 };
 
 struct dec_event {
@@ -113,9 +114,17 @@ struct dec_event *dec_event_find(struct dec_provider *p, uint16_t id, uint8_t ve
 int dec_event_add(struct dec_provider *p, struct dec_event *e);
 void dec_event_free(struct dec_event *e);
 void dec_map_free(struct dec_map *m);
+/** dec_map_render - replace the integer written at w[mark..] by its map text (if any). */
+void dec_map_render(struct etw_jw *w, const struct dec_map *m, size_t mark, uint64_t v);
 /** dec_fields_write - render @e's fields from @p[0..n) into an open JSON object; -1 on error. */
 int dec_fields_write(struct etw_jw *w, const struct dec_event *e, const unsigned char *p, size_t n,
                      int ptr_size, const char **why);
+/** dec_fields_write_d - same, resolving late-bound trace maps through @d (may be NULL). */
+int dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct dec_event *e,
+                       const unsigned char *p, size_t n, int ptr_size, const char **why);
+
+/** dec_trace_map - a map carried in the trace (EventMapInfo) by name, or NULL. */
+struct dec_map *dec_trace_map(struct etw_decoder *d, const char *name);
 
 /* TraceLogging (dec_tl.c) */
 int dec_tl_names(const struct etw_rec *r, const char **prov, size_t *prov_len, const char **name,

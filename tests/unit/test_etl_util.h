@@ -275,12 +275,15 @@ static inline void pv_render(const char *raw, char *out, size_t cap) {
     }
     return;
   }
-  snprintf(out, cap, "%s", raw);
+  size_t l = strlen(raw);
+  if (l >= cap) l = cap - 1;
+  memcpy(out, raw, l);
+  out[l] = 0;
 }
 
 /* Does our raw JSON value match PerfView's printed value (formatting rules of the corpus README)? */
 static inline int pv_match(const char *want, const char *raw) {
-  char ours[1024], w[300], wn[300], on[300];
+  char ours[1024], w[300], wn[300], on[1024];
   pv_render(raw, ours, sizeof ours);
   snprintf(w, sizeof w, "%s", want);
   size_t wl = strlen(w);
@@ -300,13 +303,15 @@ static inline int pv_match(const char *want, const char *raw) {
   if (!wnum) return 0;
   if (strlen(ours) == 1 && !(ours[0] >= '0' && ours[0] <= '9')) /* char rendered as text */
     return strtoull(wn, NULL, 0) == (unsigned char)ours[0];
-  snprintf(on, sizeof on, "%s", ours);
+  memcpy(on, ours, sizeof on);
   if (strchr(wn, '.') || strchr(on, '.') || strchr(on, 'e')) {
     double a = strtod(wn, NULL), b = strtod(on, NULL);
     double d = a > b ? a - b : b - a;
     return d <= 0.0005 + (a < 0 ? -a : a) * 1e-9;
   }
-  return strtoull(wn, NULL, 0) == strtoull(on, NULL, 0);
+  unsigned long long a = strtoull(wn, NULL, 0), b = strtoull(on, NULL, 0);
+  if (a == b) return 1;
+  return wn[0] == '-' && (a & 0xFFFFFFFFull) == b; /* signed 32-bit printed, hex rendered */
 }
 
 /* PerfView's "<ms>" for an event: (ts − start) in ms, 3 decimals, thousands separators. */
@@ -319,8 +324,14 @@ static inline void pv_ms(uint64_t ft, uint64_t start, char *out, size_t cap) {
     if (i && (n - i) % 3 == 0) grouped[o++] = ',';
     grouped[o++] = digits[i];
   }
+  grouped[o++] = '.';
+  grouped[o++] = (char)('0' + frac / 100);
+  grouped[o++] = (char)('0' + frac / 10 % 10);
+  grouped[o++] = (char)('0' + frac % 10);
   grouped[o] = 0;
-  snprintf(out, cap, "%s.%03llu", grouped, (unsigned long long)frac);
+  if ((size_t)o >= cap) o = (int)cap - 1;
+  memcpy(out, grouped, (size_t)o);
+  out[o] = 0;
 }
 
 #endif
