@@ -709,11 +709,6 @@ int dec_manifest_load(struct etw_decoder *d, const char *xml, size_t n, const un
 
 /* PowerShell's source manifest declares PowerShellCore's GUID; Windows PowerShell logs the
  * same events under Microsoft-Windows-PowerShell's GUID (manifests README). */
-static const unsigned char PSCORE[16] = {0xa8, 0x14, 0x07, 0xf9, 0x0a, 0x55, 0x34, 0x50,
-                                         0xbf, 0x1b, 0x62, 0x4c, 0x8a, 0x19, 0xa2, 0xf2};
-static const unsigned char WINPS[16] = {0x3b, 0x85, 0xc1, 0xa0, 0x7e, 0x5c, 0x15, 0x4b,
-                                        0x87, 0x66, 0x3c, 0xf1, 0xc5, 0x8f, 0x98, 0x5a};
-
 static void load_file(struct etw_decoder *d, const char *path) {
   FILE *fp = fopen(path, "rb");
   if (!fp) return;
@@ -722,6 +717,9 @@ static void load_file(struct etw_decoder *d, const char *path) {
     size_t n = fread(buf, 1, DEC_MAX_MANIFEST, fp);
     if (n > 0 && n < DEC_MAX_MANIFEST) {
       dec_manifest_load(d, buf, n, NULL);
+      unsigned char PSCORE[16], WINPS[16];
+      etw_parse_guid("f90714a8-5509-434a-bf6d-b1624c8a19a2", PSCORE);
+      etw_parse_guid("a0c1853b-5c40-4b15-8766-3cf1c58f985a", WINPS);
       if (strstr(path, "PowerShell.Core.Instrumentation")) {
         struct dec_provider *core = dec_provider_get(d, PSCORE, 0);
         if (core && !dec_provider_get(d, WINPS, 0)) {
