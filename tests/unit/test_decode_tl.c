@@ -1,0 +1,254 @@
+/* test_decode_tl.c — the decoder fed through the EVENT_RECORD mirror (struct etw_rec), the way
+ * the Windows live consumer will feed it: TraceLogging in/out types, Ccount/Vcount arrays,
+ * nested structs and arrays of structs, provider traits; a manifest from memory with a
+ * length reference, a value map and a struct array; STRING_ONLY events; undecodable events
+ * (reason + base64 payload); bounded behaviour on hostile metadata.
+ */
+#include "decode.h"
+#include "t.h"
+
+struct buf {
+  unsigned char b[2048];
+  size_t n;
+};
+static void put(struct buf *b, const void *p, size_t n) {
+  memcpy(b->b + b->n, p, n);
+  b->n += n;
+}
+static void u8(struct buf *b, unsigned v) { b->b[b->n++] = (unsigned char)v; }
+static void u16(struct buf *b, unsigned v) {
+  u8(b, v & 255);
+  u8(b, v >> 8);
+}
+static void u32(struct buf *b, uint32_t v) {
+  u16(b, v & 0xFFFF);
+  u16(b, v >> 16);
+}
+static void u64(struct buf *b, uint64_t v) {
+  u32(b, (uint32_t)v);
+  u32(b, (uint32_t)(v >> 32));
+}
+static void str(struct buf *b, const char *s) { put(b, s, strlen(s) + 1); }
+static void wstr(struct buf *b, const char *s) {
+  for (; *s; s++) u16(b, (unsigned char)*s);
+  u16(b, 0);
+}
+/* field: name, InMeta (with chain bit if out given), OutMeta */
+static void field(struct buf *m, const char *name, unsigned in, int out) {
+  str(m, name);
+  if (out >= 0) {
+    u8(m, in | 0x80);
+    u8(m, (unsigned)out);
+  } else {
+    u8(m, in);
+  }
+}
+
+static const char *decode(struct etw_decoder *d, struct etw_rec *r, struct etw_jw *w, int *ok) {
+  w->len = 0;
+  struct etw_evref ref;
+  *ok = etw_decoder_write(d, r, w, &ref);
+  return etw_jw_cstr(w);
+}
+
+static void init_rec(struct etw_rec *r) {
+  memset(r, 0, sizeof *r);
+  r->kind = ETW_REC_EVENT;
+  r->ptr_size = 8;
+  r->flags = ETW_EVH_EXTENDED_INFO | ETW_EVH_64_BIT_HEADER;
+  r->pid = 100;
+  r->tid = 200;
+  r->filetime = 132754283728578510ULL;
+  r->desc.level = 4;
+  r->desc.channel = 11;
+  for (int i = 0; i < 16; i++) r->provider_id[i] = (unsigned char)(i + 1);
+}
+
+static void test_tracelogging(void) {
+  struct buf prov = {0}, meta = {0}, pay = {0};
+  u16(&prov, 0);
+  str(&prov, "My.Provider");
+  u16(&prov, 3 + 16); /* trait: group GUID */
+  u8(&prov, 1);
+  for (int i = 0; i < 16; i++) u8(&prov, 0xA0 + i);
+  prov.b[0] = (unsigned char)prov.n;
+  u16(&meta, 0);
+  u8(&meta, 0); /* tags: none */
+  str(&meta, "Everything");
+  field(&meta, "s16", 1, -1);            wstr(&pay, "hi");
+  field(&meta, "s8", 2, 0x23);           str(&pay, "utf8 \xc3\xa9");
+  field(&meta, "i8", 3, -1);             u8(&pay, 0xFF);
+  field(&meta, "u8bool", 4, 3);          u8(&pay, 1);
+  field(&meta, "i16", 5, -1);            u16(&pay, 0xFFFE);
+  field(&meta, "port", 6, 7);            u16(&pay, 0x5000); /* network order: 80 */
+  field(&meta, "i32", 7, -1);            u32(&pay, (uint32_t)-5);
+  field(&meta, "hex32", 8, 4);           u32(&pay, 255);
+  field(&meta, "ip4", 8, 8);             u32(&pay, 0x0100007F);
+  field(&meta, "i64", 9, -1);            u64(&pay, (uint64_t)-9000000000LL);
+  field(&meta, "u64", 10, -1);           u64(&pay, 18446744073709551615ULL);
+  field(&meta, "f", 11, -1);             { float f = 1.5f; uint32_t x; memcpy(&x, &f, 4); u32(&pay, x); }
+  field(&meta, "d", 12, -1);             { double f = -0.25; uint64_t x; memcpy(&x, &f, 8); u64(&pay, x); }
+  field(&meta, "b32", 13, -1);           u32(&pay, 0);
+  field(&meta, "bin", 14, -1);           u16(&pay, 3); u8(&pay, 0xDE); u8(&pay, 0xAD); u8(&pay, 0x01);
+  field(&meta, "g", 15, -1);             for (int i = 0; i < 16; i++) u8(&pay, (unsigned)i);
+  field(&meta, "ft", 17, -1);            u64(&pay, 132754283728578510ULL);
+  field(&meta, "st", 18, -1);            u16(&pay, 2021); u16(&pay, 9); u16(&pay, 4); u16(&pay, 9);
+                                         u16(&pay, 14); u16(&pay, 59); u16(&pay, 35); u16(&pay, 799);
+  field(&meta, "sid", 19, -1);           u8(&pay, 1); u8(&pay, 1); for (int i = 0; i < 5; i++) u8(&pay, 0); u8(&pay, 5); u32(&pay, 18);
+  field(&meta, "h64", 21, -1);           u64(&pay, 0x1234);
+  field(&meta, "cs", 22, -1);            u16(&pay, 4); u16(&pay, 'o'); u16(&pay, 'k');
+  field(&meta, "cas", 23, -1);           u16(&pay, 2); u8(&pay, 'n'); u8(&pay, 'o');
+  field(&meta, "ip6", 14, 9);            u16(&pay, 16); for (int i = 0; i < 16; i++) u8(&pay, i == 15 ? 1 : 0);
+  /* constant-count array of 3 u16 */
+  str(&meta, "carr"); u8(&meta, 6 | 0x20); u16(&meta, 3);   u16(&pay, 1); u16(&pay, 2); u16(&pay, 3);
+  /* variable-count array of strings */
+  str(&meta, "varr"); u8(&meta, 2 | 0x40);                 u16(&pay, 2); str(&pay, "a"); str(&pay, "b");
+  /* struct with a nested struct */
+  field(&meta, "outer", 24, 2);
+  field(&meta, "x", 8, -1);                                u32(&pay, 7);
+  field(&meta, "inner", 24, 1);
+  field(&meta, "y", 1, -1);                                wstr(&pay, "deep");
+  /* variable-count array of structs {a u8, b u8} */
+  str(&meta, "pts"); u8(&meta, 24 | 0x40 | 0x80); u8(&meta, 2); u16(&pay, 2);
+  field(&meta, "a", 4, -1); field(&meta, "b", 4, -1);      u8(&pay, 1); u8(&pay, 2); u8(&pay, 3); u8(&pay, 4);
+  meta.b[0] = (unsigned char)(meta.n & 255);
+  meta.b[1] = (unsigned char)(meta.n >> 8);
+
+  struct etw_rec r;
+  init_rec(&r);
+  r.n_ext = 2;
+  r.ext[0] = (struct etw_ext_item){ETW_EXT_PROV_TRAITS, (uint16_t)prov.n, prov.b};
+  r.ext[1] = (struct etw_ext_item){ETW_EXT_EVENT_SCHEMA_TL, (uint16_t)meta.n, meta.b};
+  r.user_data = pay.b;
+  r.user_len = (uint32_t)pay.n;
+  struct etw_decoder *d = etw_decoder_new(NULL);
+  struct etw_jw w;
+  etw_jw_init(&w, 0);
+  int ok;
+  const char *j = decode(d, &r, &w, &ok);
+  CHECK(ok);
+  CHECK(strstr(j, "\"Provider\":{\"Name\":\"My.Provider\",\"Guid\":\"{04030201-0605-0807-090a-0b0c0d0e0f10}\"}") != NULL);
+  CHECK(strstr(j, "\"EventName\":\"Everything\"") != NULL);
+  CHECK(strstr(j, "\"Execution\":{\"ProcessID\":100,\"ThreadID\":200,\"ProcessorID\":0}") != NULL);
+  static const char *const want[] = {
+      "\"s16\":\"hi\"", "\"s8\":\"utf8 \xc3\xa9\"", "\"i8\":-1", "\"u8bool\":true", "\"i16\":-2",
+      "\"port\":80", "\"i32\":-5", "\"hex32\":\"0xff\"", "\"ip4\":\"127.0.0.1\"", "\"i64\":-9000000000",
+      "\"u64\":18446744073709551615", "\"f\":1.5", "\"d\":-0.25", "\"b32\":false", "\"bin\":\"DEAD01\"",
+      "\"g\":\"{03020100-0504-0706-0809-0a0b0c0d0e0f}\"", "\"ft\":\"2021-09-06T18:59:32.8578510Z\"",
+      "\"st\":\"2021-09-09T14:59:35.7990000Z\"", "\"sid\":\"S-1-5-18\"", "\"h64\":\"0x1234\"",
+      "\"cs\":\"ok\"", "\"cas\":\"no\"", "\"ip6\":\"::1\"", "\"carr\":[1,2,3]", "\"varr\":[\"a\",\"b\"]",
+      "\"outer\":{\"x\":7,\"inner\":{\"y\":\"deep\"}}", "\"pts\":[{\"a\":1,\"b\":2},{\"a\":3,\"b\":4}]}}"};
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+    if (!strstr(j, want[i])) {
+      fprintf(stderr, "missing %s in\n%s\n", want[i], j);
+      CHECK(0);
+    }
+  }
+  /* payload cut short: delivered undecoded with the reason and the payload */
+  r.user_len -= 3;
+  j = decode(d, &r, &w, &ok);
+  CHECK(!ok);
+  CHECK(strstr(j, "\"Undecoded\":{\"Reason\":\"TraceLogging payload does not match its metadata\",\"Payload\":\"") != NULL);
+  /* hostile metadata: a struct claiming 200 members, deep nesting — bounded */
+  struct buf bad = {0};
+  u16(&bad, 0);
+  u8(&bad, 0);
+  str(&bad, "Bad");
+  for (int i = 0; i < 40; i++) field(&bad, "s", 24, 200);
+  bad.b[0] = (unsigned char)bad.n;
+  r.ext[1] = (struct etw_ext_item){ETW_EXT_EVENT_SCHEMA_TL, (uint16_t)bad.n, bad.b};
+  j = decode(d, &r, &w, &ok);
+  CHECK(!ok);
+  CHECK(strstr(j, "\"Undecoded\"") != NULL);
+  etw_jw_free(&w);
+  etw_decoder_free(d);
+}
+
+static const char MANIFEST[] =
+    "<?xml version='1.0'?><instrumentationManifest xmlns='x'><instrumentation><events>"
+    "<provider name='Test-Provider' guid='{11111111-2222-3333-4444-555555555555}' symbol='P'>"
+    "<tasks><task name='Work' value='7' message='$(string.task.work)'/></tasks>"
+    "<maps><valueMap name='Colors'><map value='1' message='$(string.red)'/>"
+    "<map value='2' message='$(string.green)'/></valueMap>"
+    "<bitMap name='Bits'><map value='0x1' message='$(string.a)'/><map value='0x4' message='$(string.c)'/></bitMap></maps>"
+    "<templates><template tid='T'>"
+    "<data name='Len' inType='win:UInt16'/>"
+    "<data name='Blob' inType='win:Binary' length='Len'/>"
+    "<data name='Color' inType='win:UInt32' map='Colors'/>"
+    "<data name='Flags' inType='win:UInt32' map='Bits'/>"
+    "<data name='N' inType='win:UInt16'/>"
+    "<struct name='Items' count='N'><data name='Id' inType='win:UInt32'/>"
+    "<data name='Name' inType='win:UnicodeString'/></struct>"
+    "<data name='Ptr' inType='win:Pointer'/>"
+    "</template></templates>"
+    "<events><event value='0x10' version='1' level='win:Warning' task='Work' opcode='win:Start' template='T'/></events>"
+    "</provider></events></instrumentation>"
+    "<localization><resources culture='en-US'><stringTable>"
+    "<string id='task.work' value='Job'/><string id='red' value='Red'/><string id='green' value='Green'/>"
+    "<string id='a' value='A'/><string id='c' value='C'/>"
+    "</stringTable></resources></localization></instrumentationManifest>";
+
+static void test_manifest(void) {
+  struct etw_decoder *d = etw_decoder_new(NULL);
+  CHECK_EQ(dec_manifest_load(d, MANIFEST, sizeof MANIFEST - 1, NULL), 0);
+  struct buf pay = {0};
+  u16(&pay, 2);
+  u8(&pay, 0xAB);
+  u8(&pay, 0xCD);
+  u32(&pay, 2);
+  u32(&pay, 5);
+  u16(&pay, 2);
+  u32(&pay, 10);
+  wstr(&pay, "ten");
+  u32(&pay, 11);
+  wstr(&pay, "eleven");
+  u32(&pay, 0x1000); /* 32-bit record: 4-byte pointer */
+  struct etw_rec r;
+  init_rec(&r);
+  r.n_ext = 0;
+  r.flags = ETW_EVH_32_BIT_HEADER;
+  r.ptr_size = 4;
+  etw_parse_guid("11111111-2222-3333-4444-555555555555", r.provider_id);
+  r.desc.id = 0x10;
+  r.desc.version = 1;
+  r.desc.opcode = 1;
+  r.desc.task = 7;
+  r.user_data = pay.b;
+  r.user_len = (uint32_t)pay.n;
+  struct etw_jw w;
+  etw_jw_init(&w, 0);
+  int ok;
+  const char *j = decode(d, &r, &w, &ok);
+  CHECK(ok);
+  CHECK(strstr(j, "\"Name\":\"Test-Provider\"") != NULL);
+  CHECK(strstr(j, "\"EventName\":\"Job/Start\"") != NULL);
+  CHECK(strstr(j, "\"EventData\":{\"Len\":2,\"Blob\":\"ABCD\",\"Color\":\"Green\",\"Flags\":\"A|C\",\"N\":2,"
+                  "\"Items\":[{\"Id\":10,\"Name\":\"ten\"},{\"Id\":11,\"Name\":\"eleven\"}],\"Ptr\":\"0x1000\"}}") != NULL);
+  if (!ok || !strstr(j, "\"Ptr\":\"0x1000\"")) fprintf(stderr, "%s\n", j);
+  /* unknown version: undecoded, with the reason */
+  r.desc.version = 9;
+  j = decode(d, &r, &w, &ok);
+  CHECK(!ok);
+  CHECK(strstr(j, "no schema for this event id/version") != NULL);
+  /* STRING_ONLY */
+  struct buf s = {0};
+  wstr(&s, "plain text");
+  r.flags |= ETW_EVH_STRING_ONLY;
+  r.user_data = s.b;
+  r.user_len = (uint32_t)s.n;
+  j = decode(d, &r, &w, &ok);
+  CHECK(ok);
+  CHECK(strstr(j, "\"EventData\":{\"String\":\"plain text\"}}") != NULL);
+  /* providers API */
+  w.len = 0;
+  etw_decoder_providers_json(d, "Test", &w);
+  CHECK(strstr(etw_jw_cstr(&w), "\"name\":\"Test-Provider\"") != NULL);
+  etw_jw_free(&w);
+  etw_decoder_free(d);
+}
+
+int main(void) {
+  test_tracelogging();
+  test_manifest();
+  T_DONE();
+}
