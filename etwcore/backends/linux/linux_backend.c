@@ -18,6 +18,8 @@
  *  - etwd's own threads are excluded by the kernel filter (`common_pid != tid` for the threads
  *    listed in /proc/self/task at open, plus the session's reader threads), ANDed with the
  *    user's filter; threads created later (e.g. new HTTP workers) are not excluded.
+ *  - reader threads run at nice ETW_LINUX_READER_NICE_DEFAULT (-10; etw_linux_set_reader_nice):
+ *    at nice 0 a CPU-saturating workload starves them and the kernel drops events.
  *  - PID filter: set_event_pid with every thread of each listed process, plus option event-fork
  *    so tasks they create later are traced too.
  *
@@ -36,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -46,6 +49,7 @@
 #include <tracefs.h>
 
 #include "etwcore/backend.h"
+#include "etwcore/linux.h"
 #include "linux/linux_int.h"
 
 #define LX_BUF_KB_MIN 4
@@ -57,6 +61,16 @@
 #define LX_FLUSH_NS 20000000LL
 #define LX_POLL_MS 20
 #define LX_MAX_PIDS_TIDS 1024
+
+static atomic_int g_reader_nice = ETW_LINUX_READER_NICE_DEFAULT;
+
+void etw_linux_set_reader_nice(int nice) {
+  if (nice < -20) nice = -20;
+  if (nice > 19) nice = 19;
+  atomic_store(&g_reader_nice, nice);
+}
+
+int etw_linux_reader_nice(void) { return atomic_load(&g_reader_nice); }
 
 struct lx_prov {
   char *name;
@@ -613,6 +627,8 @@ static void *reader_main(void *arg) {
   struct lx_sess *s = r->s;
   pthread_mutex_lock(&s->mu);
   r->tid = (pid_t)syscall(SYS_gettid);
+  int nice = atomic_load(&g_reader_nice);
+  if (nice) setpriority(PRIO_PROCESS, (id_t)r->tid, nice); /* best effort */
   s->ready++;
   pthread_cond_broadcast(&s->cv);
   while (!s->go) pthread_cond_wait(&s->cv, &s->mu);
