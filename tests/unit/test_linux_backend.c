@@ -535,6 +535,33 @@ static void test_file_mode(void) {
   rmdir(dir);
 }
 
+/* cleanup() at exit removes live instances; a later destroy() only frees */
+static void test_cleanup(void) {
+  struct etw_provider_spec p = prov("sched", ev_exec, 1, NULL);
+  struct etw_session_spec sp = {.backend = "linux", .mode = ETW_MODE_REALTIME, .providers = &p,
+                                .n_providers = 1};
+  struct sess s;
+  struct etw_status st;
+  CHECK_EQ(sess_open(&s, &sp, NULL, &st), ETW_E_OK);
+  if (!s.st) return;
+  CHECK_EQ(B->start(s.st, &st), ETW_E_OK);
+  CHECK(instance_exists(s.name));
+  B->cleanup();
+  CHECK(!instance_exists(s.name));
+  struct etw_backend_stats bs;
+  B->stats(s.st, &bs); /* still safe */
+  CHECK_EQ(bs.kernel_lost, 0);
+  sess_close(&s);
+  /* a stale instance with our prefix is reaped by init() */
+  char stale[96];
+  snprintf(stale, sizeof stale, "/sys/kernel/tracing/instances/%sstale_%d", ETW_SESSION_PREFIX,
+           (int)getpid());
+  CHECK(mkdir(stale, 0755) == 0);
+  CHECK_EQ(B->init(&st), ETW_E_OK);
+  struct stat sb;
+  CHECK(stat(stale, &sb) != 0);
+}
+
 static void test_providers(void) {
   struct etw_jw w;
   struct etw_status st;
@@ -577,6 +604,7 @@ int main(void) {
   test_invalid();
   test_loss();
   test_file_mode();
+  test_cleanup();
   B->cleanup();
   T_DONE();
 }

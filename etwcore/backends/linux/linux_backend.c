@@ -128,6 +128,10 @@ struct lx_sess {
   _Atomic int64_t mono_to_real;
   struct lx_tdat *tdat;
   char *record_path;
+  uint64_t file_bytes;
+  int file_error;
+  /* per-CPU kernel counters saved when the instance is removed: {overrun, dropped, entries} */
+  uint64_t (*saved)[3];
 };
 
 /* ---- small helpers */
@@ -250,8 +254,12 @@ static void g_del(struct lx_sess *s) {
   pthread_mutex_unlock(&g_mu);
 }
 
-static void lx_destroy(void *vs);
+static void lx_stop(void *vs);
+static void remove_instance(struct lx_sess *s);
+static void cpu_stats(struct lx_sess *s, int cpu, uint64_t *ov, uint64_t *dr, uint64_t *en);
 
+/* At exit: stop and remove every instance this process still has. Memory stays valid: the core
+ * may still call destroy() afterwards, which then only frees. */
 static void lx_cleanup(void) {
   for (;;) {
     struct lx_sess *s = NULL;
@@ -259,7 +267,9 @@ static void lx_cleanup(void) {
     for (int i = 0; i < 256 && !s; i++) s = g_live[i];
     pthread_mutex_unlock(&g_mu);
     if (!s) break;
-    lx_destroy(s);
+    lx_stop(s);
+    remove_instance(s);
+    g_del(s);
   }
 }
 
@@ -704,6 +714,7 @@ static void sess_free(struct lx_sess *s) {
     free(s->rd);
   }
   if (s->tdat) lx_tdat_abort(s->tdat);
+  free(s->saved);
   free(s->record_path);
   free(s->name);
   pthread_mutex_destroy(&s->mu);
@@ -742,12 +753,18 @@ static void remove_instance(struct lx_sess *s) {
   tracefs_trace_off(s->inst);
   tracefs_event_disable(s->inst, NULL, NULL);
   close_fds(s);
+  pthread_mutex_lock(&s->mu);
+  s->saved = calloc((size_t)s->ncpu, sizeof *s->saved);
+  for (int i = 0; s->saved && i < s->ncpu; i++)
+    cpu_stats(s, i, &s->saved[i][0], &s->saved[i][1], &s->saved[i][2]);
+  struct tracefs_instance *in = s->inst;
+  s->inst = NULL; /* stats() now reports the saved values */
+  pthread_mutex_unlock(&s->mu);
   for (int tries = 0; tries < 50; tries++) {
-    if (tracefs_instance_destroy(s->inst) == 0 || !tracefs_instance_exists(s->name)) break;
+    if (tracefs_instance_destroy(in) == 0 || !tracefs_instance_exists(s->name)) break;
     usleep(10000);
   }
-  tracefs_instance_free(s->inst);
-  s->inst = NULL;
+  tracefs_instance_free(in);
 }
 
 static int online_cpus(void) {
@@ -967,8 +984,13 @@ static void lx_stop(void *vs) {
   release_readers(s, 2);
   join_readers(s);
   if (s->tdat) {
-    lx_tdat_finish(s->tdat, (const char *const *)s->systems, "mono");
+    pthread_mutex_lock(&s->mu);
+    struct lx_tdat *t = s->tdat;
+    s->file_bytes = lx_tdat_bytes(t);
     s->tdat = NULL;
+    pthread_mutex_unlock(&s->mu);
+    if (lx_tdat_finish(t, (const char *const *)s->systems, "mono") != 0)
+      s->file_error = 1;
   }
 }
 
@@ -981,15 +1003,24 @@ static void lx_destroy(void *vs) {
   sess_free(s);
 }
 
-/* per_cpu/cpuN/stats: "overrun: N", "dropped events: N", "entries: N" */
+/* per_cpu/cpuN/stats: "overrun: N", "dropped events: N", "entries: N"; after the instance was
+ * removed, the values saved at removal. Caller holds s->mu. */
 static void cpu_stats(struct lx_sess *s, int cpu, uint64_t *ov, uint64_t *dr, uint64_t *en) {
   char f[64];
   *ov = *dr = *en = 0;
-  if (!s->inst) return;
+  if (!s->inst) {
+    if (s->saved) {
+      *ov = s->saved[cpu][0];
+      *dr = s->saved[cpu][1];
+      *en = s->saved[cpu][2];
+    }
+    return;
+  }
   snprintf(f, sizeof f, "per_cpu/cpu%d/stats", cpu);
   char *txt = tracefs_instance_file_read(s->inst, f, NULL);
   if (!txt) return;
-  for (char *line = strtok(txt, "\n"); line; line = strtok(NULL, "\n")) {
+  char *save = NULL;
+  for (char *line = strtok_r(txt, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
     unsigned long long v;
     if (sscanf(line, "overrun: %llu", &v) == 1) *ov = v;
     else if (sscanf(line, "dropped events: %llu", &v) == 1) *dr = v;
@@ -1001,6 +1032,7 @@ static void cpu_stats(struct lx_sess *s, int cpu, uint64_t *ov, uint64_t *dr, ui
 static void lx_stats(void *vs, struct etw_backend_stats *o) {
   struct lx_sess *s = vs;
   memset(o, 0, sizeof *o);
+  pthread_mutex_lock(&s->mu); /* cpu_stats reads the instance; cleanup() may remove it */
   for (int i = 0; i < s->ncpu; i++) {
     uint64_t ov, dr, en;
     cpu_stats(s, i, &ov, &dr, &en);
@@ -1010,11 +1042,13 @@ static void lx_stats(void *vs, struct etw_backend_stats *o) {
     o->read_bytes += atomic_load(&s->rd[i].raw_bytes);
     o->decode_errors += atomic_load(&s->rd[i].dec.undecoded);
   }
+  pthread_mutex_unlock(&s->mu);
   o->kernel_lost = o->kernel_overrun + o->kernel_dropped;
 }
 
 static void lx_stats_json(void *vs, struct etw_jw *w) {
   struct lx_sess *s = vs;
+  pthread_mutex_lock(&s->mu);
   etw_jw_lit(w, "\"per_cpu\":[");
   for (int i = 0; i < s->ncpu; i++) {
     uint64_t ov, dr, en;
@@ -1037,8 +1071,10 @@ static void lx_stats_json(void *vs, struct etw_jw *w) {
   etw_jw_ch(w, ']');
   if (s->record_path) {
     etw_jw_lit(w, ",\"trace_clock\":\"mono\",\"file_bytes\":");
-    etw_jw_u64(w, s->tdat ? lx_tdat_bytes(s->tdat) : 0);
+    etw_jw_u64(w, s->tdat ? lx_tdat_bytes(s->tdat) : s->file_bytes);
+    if (s->file_error) etw_jw_lit(w, ",\"file_error\":\"writing the trace.dat failed\"");
   }
+  pthread_mutex_unlock(&s->mu);
 }
 
 const struct etw_backend etw_backend_linux = {
