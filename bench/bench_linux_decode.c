@@ -131,6 +131,7 @@ int main(int argc, char **argv) {
     }
   }
   struct lx_sink s = {.b = etw_batch_new(512, 256 * 1024), .flush = flush};
+  etw_jw_reserve(&s.b->data, 128 * 1024);
   for (size_t i = 0; i < nrec && i < 64; i++) /* build the descriptors (not measured) */
     lx_dec_event(&d, recs[i].data, recs[i].size, recs[i].ts, &s);
   g_events = g_bytes = 0;

@@ -71,7 +71,7 @@ static inline __attribute__((always_inline)) char *put_u64(char *p, uint64_t v) 
   return put8(p, (uint32_t)(rest % 100000000ULL));
 }
 
-static inline char *put_i64(char *p, int64_t v) {
+static inline __attribute__((always_inline)) char *put_i64(char *p, int64_t v) {
   if (v < 0) {
     *p++ = '-';
     return put_u64(p, (uint64_t)0 - (uint64_t)v);
