@@ -400,10 +400,10 @@ static void test_invalid(void) {
     CHECK_EQ(B->start(s.st, &st), ETW_E_OK);
     struct etw_provider_spec q = prov("nope", NULL, 0, NULL);
     CHECK_EQ(B->enable(s.st, &q, &st), ETW_E_INVALID);
-    CHECK_STR(st.field, "/name");
+    CHECK_STR(st.field, "/providers/0/name");
     q = prov("sched", ev_exec, 1, "nope == 1");
     CHECK_EQ(B->enable(s.st, &q, &st), ETW_E_KERNEL);
-    CHECK_STR(st.field, "/filter");
+    CHECK_STR(st.field, "/providers/0/filter");
     sess_close(&s);
   }
 }

@@ -939,10 +939,11 @@ fail:
 static enum etw_err lx_enable(void *vs, const struct etw_provider_spec *p, struct etw_status *st) {
   struct lx_sess *s = vs;
   if (s->stopped) return etw_fail(st, ETW_E_STATE, NULL, "the session is stopped");
-  enum etw_err rc = check_provider(p, "", st);
+  /* field pointers as for providers[0]; the session manager rewrites the prefix */
+  enum etw_err rc = check_provider(p, "/providers/0", st);
   if (rc) return rc;
   pthread_mutex_lock(&s->mu);
-  rc = apply_provider(s, p, "", st);
+  rc = apply_provider(s, p, "/providers/0", st);
   pthread_mutex_unlock(&s->mu);
   return rc;
 }
@@ -953,7 +954,7 @@ static enum etw_err lx_disable(void *vs, const char *provider, struct etw_status
   struct lx_prov *p = provider ? prov_find(s, provider) : NULL;
   if (!p || !p->enabled) {
     pthread_mutex_unlock(&s->mu);
-    return etw_fail(st, ETW_E_NOT_FOUND, "/name", "provider '%s' is not enabled in this session",
+    return etw_fail(st, ETW_E_NOT_FOUND, NULL, "provider '%s' is not enabled in this session",
                     provider ? provider : "(null)");
   }
   int r = tracefs_event_disable(s->inst, provider, NULL);
