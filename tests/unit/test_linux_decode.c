@@ -176,6 +176,31 @@ int main(void) {
     CHECK_STR(got, want);
     free(got);
     free(want);
+    /* comm strings of every length and shape vs the core's writer on strnlen */
+    static const char *const comms[] = {"", "a", "abcdefg", "abcdefgh", "abcdefghi",
+                                        "abcdefghijklmno", "tab\there", "q\"x", "\xc3\xa9t\xc3\xa9",
+                                        "sixteen-chars-xx", "bad\x80" "byte", "0123456\"",
+                                        "01234567\\", "x\0hidden\"stuff"};
+    for (size_t k = 0; k < sizeof comms / sizeof comms[0]; k++) {
+      char comm[16] = {0};
+      size_t cl = strlen(comms[k]);
+      memcpy(comm, comms[k], cl > 16 ? 16 : cl);
+      if (k == sizeof comms / sizeof comms[0] - 1) memcpy(comm, "x\0hidden\"stuff", 15);
+      put(rec, sw, "prev_comm", comm, 16);
+      char *g = decode(&d, rec, 64, ts);
+      struct etw_jw ref;
+      etw_jw_init(&ref, 1024);
+      etw_jw_lit(&ref, "\"prev_comm\":");
+      etw_jw_str(&ref, comm, strnlen(comm, 16));
+      etw_jw_ch(&ref, ',');
+      if (!g || !strstr(g, etw_jw_cstr(&ref))) {
+        fprintf(stderr, "comm case %zu: got %s want %s\n", k, g ? g : "(null)", etw_jw_cstr(&ref));
+        t_failures++;
+      }
+      etw_jw_free(&ref);
+      free(g);
+    }
+    put(rec, sw, "prev_comm", "a\"b\\c\xff", 7);
     /* truncated record: fields beyond the end are null */
     got = decode(&d, rec, 30, ts);
     CHECK(got && strstr(got, "\"prev_pid\":4242,\"prev_prio\":null,\"prev_state\":null,"

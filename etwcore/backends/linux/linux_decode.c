@@ -104,28 +104,51 @@ static inline int plain8(uint64_t v) {
   return ((lt20 | zq | zb | v) & high) == 0;
 }
 
-/* JSON string of s[0..n): plain ASCII is copied, anything else goes through etw_jw_str */
-static inline void put_str(struct etw_jw *w, const unsigned char *s, size_t n) {
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
+static inline uint64_t zero_bytes(uint64_t v) {
+  return (v - 0x0101010101010101ULL) & ~v & 0x8080808080808080ULL;
+}
+
+/* JSON string of the C string in s[0..max) (up to the first NUL). Plain ASCII (the usual case:
+ * comms, paths) is scanned 8 bytes at a time and copied without any libc call; anything that
+ * needs escaping or UTF-8 checking goes through etw_jw_str. Never reads outside s[0..max). */
+static void put_cstr(struct etw_jw *w, const unsigned char *s, size_t max) {
+  size_t n = 0;
+  int plain = 1;
+  for (; n + 8 <= max; n += 8) {
     uint64_t v;
-    memcpy(&v, s + i, 8);
-    if (!plain8(v)) goto slow;
+    memcpy(&v, s + n, 8);
+    uint64_t z = zero_bytes(v);
+    if (z) {
+      size_t k = (size_t)__builtin_ctzll(z) >> 3;
+      if (k) {
+        uint64_t m = ~0ULL >> (64 - 8 * k); /* the k bytes before the NUL */
+        if (!plain8((v & m) | (0x6161616161616161ULL & ~m))) plain = 0;
+      }
+      n += k;
+      goto have_len;
+    }
+    if (!plain8(v)) plain = 0;
   }
-  if (i < n) {
-    uint64_t v = 0x6161616161616161ULL; /* 'a' fill */
-    memcpy(&v, s + i, n - i);
-    if (!plain8(v)) goto slow;
+  for (; n < max && s[n]; n++) {
+    unsigned char c = s[n];
+    if (c < 0x20 || c == '"' || c == '\\' || c >= 0x80) plain = 0;
+  }
+have_len:
+  if (!plain) {
+    etw_jw_str(w, (const char *)s, n);
+    return;
   }
   char *q = res(w, n + 2);
   if (!q) return;
-  q[0] = '"';
-  memcpy(q + 1, s, n);
-  q[n + 1] = '"';
+  *q++ = '"';
+  if (n >= 8) {
+    for (size_t i = 0; i + 8 <= n; i += 8) memcpy(q + i, s + i, 8);
+    memcpy(q + n - 8, s + n - 8, 8); /* overlapping tail */
+  } else {
+    for (size_t i = 0; i < n; i++) q[i] = (char)s[i];
+  }
+  q[n] = '"';
   w->len += n + 2;
-  return;
-slow:
-  etw_jw_str(w, (const char *)s, n);
 }
 
 static inline uint64_t ld_u(const unsigned char *p, unsigned size) {
@@ -538,7 +561,7 @@ void lx_dec_event(struct lx_dec *d, const unsigned char *data, uint32_t size, ui
           etw_jw_hex(w, ld_u(fp, f->size));
           break;
         case LX_STR:
-          put_str(w, fp, strnlen((const char *)fp, f->size));
+          put_cstr(w, fp, f->size);
           break;
         case LX_ARR:
           write_num_array(w, fp, f->size / f->elem, f->elem, f->esigned);
@@ -554,7 +577,7 @@ void lx_dec_event(struct lx_dec *d, const unsigned char *data, uint32_t size, ui
           }
           const unsigned char *dp = data + off;
           if (f->kind == LX_DSTR)
-            put_str(w, dp, strnlen((const char *)dp, len));
+            put_cstr(w, dp, len);
           else
             write_num_array(w, dp, len / f->elem, f->elem, f->esigned);
           break;
