@@ -9,7 +9,7 @@
  * trace-cmd splices pages, which the kernel does not count there, so tc_read stays 0 and its
  * coverage is judged by tc_lost alone). "issued" = getppid() calls the load made.
  *
- * usage: bench_linux_rate <rate_total_per_s|0> [seconds=3] [buffer_kb=4096] [reader_nice=-10]
+ * usage: bench_linux_rate <rate_total_per_s|0> [seconds=3] [buffer_kb=4096] [reader_nice=-10] [pin=1]
  * prints one line: key=value pairs (bench/bench_linux_rate.sh makes the table).
  */
 #include <fcntl.h>
@@ -112,6 +112,7 @@ int main(int argc, char **argv) {
   unsigned bkb = argc > 3 ? (unsigned)atoi(argv[3]) : 4096;
   int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
   if (argc > 4) etw_linux_set_reader_nice(atoi(argv[4]));
+  if (argc > 5) etw_linux_set_reader_pinning(atoi(argv[5]));
   struct etw_status st;
   if (B->init(&st)) {
     fprintf(stderr, "init: %s\n", st.msg);

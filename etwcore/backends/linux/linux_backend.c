@@ -18,8 +18,9 @@
  *  - etwd's own threads are excluded by the kernel filter (`common_pid != tid` for the threads
  *    listed in /proc/self/task at open, plus the session's reader threads), ANDed with the
  *    user's filter; threads created later (e.g. new HTTP workers) are not excluded.
- *  - reader threads run at nice ETW_LINUX_READER_NICE_DEFAULT (-10; etw_linux_set_reader_nice):
- *    at nice 0 a CPU-saturating workload starves them and the kernel drops events.
+ *  - reader threads run at nice ETW_LINUX_READER_NICE_DEFAULT (-10; etw_linux_set_reader_nice)
+ *    and are pinned to their CPU (etw_linux_set_reader_pinning): at nice 0 or free to migrate, a
+ *    CPU-saturating workload starves them and the kernel drops events (docs/linux.md).
  *  - PID filter: set_event_pid with every thread of each listed process, plus option event-fork
  *    so tasks they create later are traced too.
  *
@@ -34,6 +35,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +73,10 @@ void etw_linux_set_reader_nice(int nice) {
 }
 
 int etw_linux_reader_nice(void) { return atomic_load(&g_reader_nice); }
+
+static atomic_int g_reader_pin = 1;
+
+void etw_linux_set_reader_pinning(int on) { atomic_store(&g_reader_pin, on ? 1 : 0); }
 
 struct lx_prov {
   char *name;
@@ -637,6 +643,12 @@ static void *reader_main(void *arg) {
   struct lx_sess *s = r->s;
   pthread_mutex_lock(&s->mu);
   r->tid = (pid_t)syscall(SYS_gettid);
+  if (atomic_load(&g_reader_pin)) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(r->cpu, &set);
+    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+  }
   int nice = atomic_load(&g_reader_nice);
   if (nice) setpriority(PRIO_PROCESS, (id_t)r->tid, nice); /* best effort */
   s->ready++;
