@@ -441,8 +441,11 @@ int etw_decoder_write(struct etw_decoder *d, const struct etw_rec *r, struct etw
     memset(ref, 0, sizeof *ref);
     ref->provider = n.prov;
     ref->name = n.name;
+    const uint64_t epoch = 116444736000000000ULL; /* 1970-01-01 as FILETIME */
     uint64_t ft = r->filetime;
-    ref->ts_ns = ((int64_t)ft - 116444736000000000LL) * 100;
+    if (ft <= epoch) ref->ts_ns = 0;
+    else if (ft - epoch > (uint64_t)INT64_MAX / 100) ref->ts_ns = INT64_MAX;
+    else ref->ts_ns = (int64_t)(ft - epoch) * 100;
     ref->pid = r->pid;
     ref->tid = r->tid;
     ref->event_id = r->desc.id;

@@ -480,6 +480,7 @@ static int load_provider(struct etw_decoder *d, const char *s, size_t n, size_t 
       cur_tm = &m.tm[m.ntm++];
       memset(cur_tm, 0, sizeof *cur_tm);
       cur_tm->tid = attr(&t, "tid");
+      struct_idx = -1;
       if (t.selfclose) cur_tm = NULL;
     } else if ((tag_is(&t, "data") || tag_is(&t, "struct")) && cur_tm) {
       if (cur_tm->nf >= DEC_MAX_FIELDS - 1) continue;
@@ -512,7 +513,7 @@ static int load_provider(struct etw_decoder *d, const char *s, size_t n, size_t 
       }
       f->map = find_map(&m, map);
       free(in), free(out), free(len), free(cnt), free(map);
-      if (struct_idx >= 0) cur_tm->f[struct_idx].members++;
+      if (struct_idx >= 0 && (uint32_t)struct_idx < cur_tm->nf) cur_tm->f[struct_idx].members++;
       if (f->in == 24 && !t.selfclose) struct_idx = (int)cur_tm->nf;
       cur_tm->nf++;
       if (f->in == 0 && f->name) f->in = 1; /* unknown inType: read as string */
