@@ -96,6 +96,15 @@ void etwd_send_file(struct etwd_req *r, const char *path, const char *ctype, con
 /** etwd_header - request header value or NULL. */
 const char *etwd_header(const struct etwd_req *r, const char *name);
 
+/** etwd_route_find - the route for @method + @uri (raw path), capturing {x} segments
+ *  (URL-decoded) into @params; NULL if none, with the methods that do match the path in @allow
+ *  ("GET, POST") for a 405. */
+const struct etwd_route *etwd_route_find(const char *method, const char *uri,
+                                         char params[ETWD_MAX_PARAMS][256], char *allow,
+                                         size_t allowlen);
+/** etwd_file_name_valid - 1 if @name is an acceptable data-directory file name (files.c). */
+int etwd_file_name_valid(const char *name);
+
 /* ---- server lifecycle (router.c) */
 /** etwd_server_start - start civetweb with the routes; 0 or -1 with @err filled. */
 int etwd_server_start(struct etwd_server *s, char *err, size_t errlen);

@@ -13,7 +13,7 @@
 #include "etwcore/backend.h"
 #include "files.h"
 
-static int valid_name(const char *n) {
+int etwd_file_name_valid(const char *n) {
   size_t len = strlen(n);
   if (len < 5 || len > 200 || n[0] == '.') return 0;
   for (const char *p = n; *p; p++)
@@ -26,7 +26,7 @@ static int valid_name(const char *n) {
 
 char *etwd_file_resolve(struct etwd_server *s, const char *name, int must_exist, const char *field,
                         struct etw_status *st) {
-  if (!valid_name(name)) {
+  if (!etwd_file_name_valid(name)) {
     etw_fail(st, ETW_E_INVALID, field,
              "\"%.200s\" is not a valid file name: use a plain name of letters, digits, '.', '_' "
              "or '-' ending in .etl (no paths)",
@@ -63,7 +63,7 @@ void h_files_list(struct etwd_req *r) {
     int n = 0;
     struct dirent *e;
     while ((e = readdir(d)) && n < 4096)
-      if (valid_name(e->d_name)) names[n++] = strdup(e->d_name);
+      if (etwd_file_name_valid(e->d_name)) names[n++] = strdup(e->d_name);
     closedir(d);
     qsort(names, (size_t)n, sizeof names[0], cmp_str);
     int first = 1;

@@ -27,7 +27,7 @@ const struct etwd_route etwd_routes[] = {
   {"PATCH", "/api/v1/sessions/{id}", ROLE_ADMIN, BODY_JSON, h_session_patch, "patchSession", "Enable or disable providers on a running session", "SessionPatch", "Session", NULL, 1},
   {"DELETE", "/api/v1/sessions/{id}", ROLE_ADMIN, BODY_NONE, h_session_delete, "deleteSession", "Stop the session, remove its OS object and recording", NULL, NULL, NULL, 1},
   {"POST", "/api/v1/sessions/{id}/stop", ROLE_ADMIN, BODY_NONE, h_session_stop, "stopSession", "Stop consuming; stats and recording stay", NULL, "Session", NULL, 1},
-  {"GET", "/api/v1/sessions/{id}/events", ROLE_READER, BODY_NONE, h_session_events, "streamEvents", "Event stream: WebSocket upgrade (JSON array per frame) or chunked ndjson (Accept: application/x-ndjson)", NULL, "Event", "provider,event,pid,level,from", 0},
+  {"GET", "/api/v1/sessions/{id}/events", ROLE_READER, BODY_NONE, h_session_events, "streamEvents", "Event stream: WebSocket upgrade (JSON array per frame) or chunked ndjson (Accept: application/x-ndjson)", NULL, "Event", "provider,event,pid,level,from,queue", 0},
   {"GET", "/api/v1/sessions/{id}/file", ROLE_READER, BODY_NONE, h_session_file, "downloadRecording", "Download the session's recording (also while recording; Range supported)", NULL, NULL, NULL, 0},
   {"GET", "/api/v1/files", ROLE_READER, BODY_NONE, h_files_list, "listFiles", "ETL files in the data directory", NULL, "FileList", NULL, 0},
   {"POST", "/api/v1/files", ROLE_ADMIN, BODY_RAW, h_file_upload, "uploadFile", "Upload an ETL file (raw body, size-limited)", NULL, "File", "name,overwrite", 1},
@@ -60,6 +60,25 @@ static int match_path(const char *pat, const char *path, char params[][256]) {
     path++;
   }
   return !*pat && !*path;
+}
+
+const struct etwd_route *etwd_route_find(const char *method, const char *uri,
+                                         char params[ETWD_MAX_PARAMS][256], char *allow,
+                                         size_t allowlen) {
+  if (allowlen) allow[0] = 0;
+  for (const struct etwd_route *x = etwd_routes; x->method; x++) {
+    char p[ETWD_MAX_PARAMS][256];
+    if (!match_path(x->path, uri, p)) continue;
+    if (!strcmp(x->method, method) || (!strcmp(method, "HEAD") && !strcmp(x->method, "GET"))) {
+      memcpy(params, p, sizeof p);
+      return x;
+    }
+    if (strlen(allow) + strlen(x->method) + 3 < allowlen) {
+      if (allow[0]) strcat(allow, ", ");
+      strcat(allow, x->method);
+    }
+  }
+  return NULL;
 }
 
 void etwd_principal_of(struct etwd_server *s, struct mg_connection *c, struct etwd_principal *p) {
@@ -190,22 +209,8 @@ static int dispatch(struct mg_connection *conn, void *cbdata) {
   const char *method = r.ri->request_method;
   int is_stream = 0;
 
-  /* route lookup: remember whether the path matched with another method (405) */
   char allow[128] = "";
-  const struct etwd_route *rt = NULL;
-  for (const struct etwd_route *x = etwd_routes; x->method; x++) {
-    char params[ETWD_MAX_PARAMS][256];
-    if (!match_path(x->path, uri, params)) continue;
-    if (!strcmp(x->method, method) || (!strcmp(method, "HEAD") && !strcmp(x->method, "GET"))) {
-      rt = x;
-      memcpy(r.params, params, sizeof params);
-      break;
-    }
-    if (strlen(allow) + strlen(x->method) + 3 < sizeof allow) {
-      if (allow[0]) strcat(allow, ", ");
-      strcat(allow, x->method);
-    }
-  }
+  const struct etwd_route *rt = etwd_route_find(method, uri, r.params, allow, sizeof allow);
   r.route = rt;
   is_stream = rt && (rt->fn == h_session_events || rt->fn == h_file_events);
   if (!rt) {

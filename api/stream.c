@@ -93,6 +93,15 @@ int etwd_sub_filter_from_query(const char *q, struct etw_sub_filter *f, unsigned
     }
     f->max_level = (int)l;
   }
+  if (mg_get_var(q, ql, "queue", v, sizeof v) >= 0) {
+    char *end;
+    unsigned long x = strtoul(v, &end, 10);
+    if (*end || end == v || x < 16 || x > 0x7fffffff) {
+      snprintf(err, errlen, "queue must be an integer >= 16 (events; capped by the server's --queue-events)");
+      return -1;
+    }
+    f->queue_events = (uint32_t)x;
+  }
   if (mg_get_var(q, ql, "from", v, sizeof v) >= 0) {
     char *end;
     unsigned long long x = strtoull(v, &end, 10);
@@ -146,7 +155,10 @@ static void *ws_sender(void *arg) {
       break;
     }
     if (n == 0 || w.err) continue;
-    if (send_frame(cl->conn, &w)) break; /* never write again after a failed write */
+    if (send_frame(cl->conn, &w)) { /* never write again after a failed write */
+      etwd_log(LOG_WARN, "websocket write failed; the client will be disconnected", "who=%s bytes=%zu", cl->who, w.len);
+      break;
+    }
   }
   etw_jw_free(&w);
   return NULL;

@@ -1,4 +1,7 @@
 /* backends.c — the table of backends compiled into this binary (CMake defines ETWD_BACKEND_*). */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "etwcore/backend.h"
@@ -37,4 +40,19 @@ void etw_caps_json(unsigned caps, struct etw_jw *w) {
     etw_jw_cs(w, names[i]);
   }
   etw_jw_ch(w, ']');
+}
+
+int etw_os_name_is_stale(const char *name) {
+  size_t pl = strlen(ETW_SESSION_PREFIX);
+  if (!name || strncmp(name, ETW_SESSION_PREFIX, pl)) return 0;
+  const char *us = strrchr(name + pl, '_');
+  if (!us || !us[1]) return 1;
+  char *end;
+  long pid = strtol(us + 1, &end, 10);
+  if (*end || pid <= 0) return 1;
+#ifdef _WIN32
+  return 0; /* the win backend checks with OpenProcess */
+#else
+  return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+#endif
 }

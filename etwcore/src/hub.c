@@ -27,6 +27,7 @@ struct etw_sub {
   uint32_t qhead, qcount, qcap;
   uint32_t pos; /* next event index within q[qhead] */
   uint32_t queued_events;
+  uint32_t qmax; /* queue bound in events */
   uint64_t delivered, dropped;
   uint64_t pending_gap;   /* dropped events not yet reported in-band */
   uint64_t pending_older; /* replay request older than the window */
@@ -127,7 +128,7 @@ static int ring_push(struct etw_batch ***ring, uint32_t *head, uint32_t *count, 
 static void sub_offer(struct etw_sub *s, struct etw_batch *b, uint32_t from) {
   uint32_t n = b->n - from;
   /* an empty queue always takes one batch, so a batch larger than the bound still flows */
-  if ((s->queued_events + n <= s->h->lim.sub_queue_events || s->qcount == 0) &&
+  if ((s->queued_events + n <= s->qmax || s->qcount == 0) &&
       ring_push(&s->q, &s->qhead, &s->qcount, &s->qcap, b) == 0) {
     etw_batch_ref(b);
     if (s->qcount == 1) s->pos = from;
@@ -263,6 +264,8 @@ struct etw_sub *etw_hub_subscribe(struct etw_hub *h, const struct etw_sub_filter
 #endif
   pthread_cond_init(&s->cv, &ca);
   pthread_condattr_destroy(&ca);
+  s->qmax = h->lim.sub_queue_events;
+  if (f && f->queue_events && f->queue_events < s->qmax) s->qmax = f->queue_events;
   pthread_mutex_lock(&h->mu);
   if (h->nsubs >= h->lim.max_subscribers) {
     pthread_mutex_unlock(&h->mu);

@@ -45,7 +45,7 @@ static int get_u64(const cJSON *v, uint64_t *out) {
 static int get_int(const cJSON *v, long long lo, long long hi, long long *out) {
   if (!cJSON_IsNumber(v)) return -1;
   double d = v->valuedouble;
-  if (d != (double)(long long)d || d < (double)lo || d > (double)hi) return -1;
+  if (!(d >= (double)lo && d <= (double)hi) || d != (double)(long long)d) return -1; /* range first: the cast is UB outside it */
   *out = (long long)d;
   return 0;
 }

@@ -223,8 +223,10 @@ def ws_events(ws, until, timeout=20):
         try:
             op, data = ws.recv_data()
         except websocket.WebSocketTimeoutException:
+            recs.append({"_timeout": True})
             break
         except websocket.WebSocketConnectionClosedException:
+            recs.append({"_closed": True, "_abrupt": True})
             break
         if op == 8:  # close
             recs.append({"_closed": True})

@@ -16,7 +16,14 @@
 #include "etwcore/hub.h"
 #include "etwcore/jw.h"
 
-#define ETW_SESSION_PREFIX "etwd_" /* OS objects we create are named ETW_SESSION_PREFIX + id */
+/* OS objects we create are named ETW_SESSION_PREFIX "<id>_<pid>": the trailing pid says which
+ * etwd process owns it, so start-up reaps only objects whose owner is gone (several etwd
+ * processes may share a machine). */
+#define ETW_SESSION_PREFIX "etwd_"
+
+/** etw_os_name_is_stale - 1 if @name has our prefix and its trailing _<pid> names a process that
+ *  no longer exists (or no pid can be read from it); 0 otherwise (ours, or another live etwd's). */
+int etw_os_name_is_stale(const char *name);
 
 enum {
   ETW_CAP_LIVE = 1u << 0,           /* live sessions on this machine */

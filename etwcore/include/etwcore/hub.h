@@ -43,6 +43,7 @@ struct etw_sub_filter {
   uint32_t pids[ETW_FILTER_MAX];
   uint32_t n_pids;
   int max_level; /* -1 = any; else Level <= max_level */
+  uint32_t queue_events; /* this subscriber's queue bound; 0 = the hub's; never above it */
 };
 
 struct etw_hub_stats {
