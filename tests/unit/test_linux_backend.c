@@ -3,7 +3,8 @@
  * Each case opens a session through etw_backend_linux with a real hub, generates known activity
  * (fork+execve, syscall loops), and checks exactly what arrives, what the kernel reports as lost,
  * that invalid specs fail with the right code and JSON pointer, and that no instance is left.
- * Instance names are etwd_t<pid>_<n> so parallel runs never collide.
+ * Instance names are etwd_t<n>_<pid> (the owner's pid last, as the session manager names them)
+ * so parallel runs never collide and never reap each other.
  */
 #include <errno.h>
 #include <signal.h>
@@ -43,7 +44,7 @@ static int instance_exists(const char *name) {
 static enum etw_err sess_open(struct sess *s, struct etw_session_spec *sp, const char *path,
                               struct etw_status *st) {
   memset(s, 0, sizeof *s);
-  snprintf(s->name, sizeof s->name, "%st%d_%d", ETW_SESSION_PREFIX, (int)getpid(), ++g_n);
+  snprintf(s->name, sizeof s->name, "%st%d_%d", ETW_SESSION_PREFIX, ++g_n, (int)getpid());
   struct etw_hub_limits lim = {.replay_max_bytes = 0, .sub_queue_events = 1u << 22,
                                .max_subscribers = 4};
   s->hub = etw_hub_new(&lim);
@@ -552,14 +553,23 @@ static void test_cleanup(void) {
   B->stats(s.st, &bs); /* still safe */
   CHECK_EQ(bs.kernel_lost, 0);
   sess_close(&s);
-  /* a stale instance with our prefix is reaped by init() */
-  char stale[96];
+  /* init() reaps instances with our prefix whose owner (trailing _<pid>) is dead, and only those */
+  pid_t dead = fork();
+  if (dead == 0) _exit(0);
+  waitpid(dead, NULL, 0);
+  char stale[96], alive[96];
   snprintf(stale, sizeof stale, "/sys/kernel/tracing/instances/%sstale_%d", ETW_SESSION_PREFIX,
+           (int)dead);
+  snprintf(alive, sizeof alive, "/sys/kernel/tracing/instances/%salive_%d", ETW_SESSION_PREFIX,
            (int)getpid());
   CHECK(mkdir(stale, 0755) == 0);
+  CHECK(mkdir(alive, 0755) == 0);
   CHECK_EQ(B->init(&st), ETW_E_OK);
   struct stat sb;
   CHECK(stat(stale, &sb) != 0);
+  CHECK(stat(alive, &sb) == 0);
+  rmdir(stale);
+  rmdir(alive);
 }
 
 static void test_providers(void) {

@@ -217,7 +217,7 @@ static int tracefs_mounted(void) {
 static void reap_prefixed(void) {
   char **names = tracefs_instances(NULL);
   for (int i = 0; names && names[i]; i++) {
-    if (strncmp(names[i], ETW_SESSION_PREFIX, strlen(ETW_SESSION_PREFIX))) continue;
+    if (!etw_os_name_is_stale(names[i])) continue; /* not ours, or its etwd is alive */
     struct tracefs_instance *in = tracefs_instance_alloc(NULL, names[i]);
     if (!in) continue;
     tracefs_instance_destroy(in); /* fails with EBUSY while another process reads it */
@@ -688,10 +688,12 @@ static void *reader_main(void *arg) {
   int64_t last_cal = now_ns(CLOCK_MONOTONIC);
   struct pollfd pfd = {.fd = r->fd, .events = POLLIN};
   while (!atomic_load_explicit(&s->stopping, memory_order_acquire)) {
-    poll(&pfd, 1, LX_POLL_MS);
+    /* poll wakes early only when buffer_percent (50 %) is reached, i.e. at high rates; a
+     * timeout means a low rate: publish at once so an event waits at most ~20 ms */
+    int woke = poll(&pfd, 1, LX_POLL_MS) > 0;
     drain(r, 1 << 20);
     int64_t t = now_ns(CLOCK_MONOTONIC);
-    if (r->sink.b && r->sink.b->n && t - r->batch_t0 >= LX_FLUSH_NS / 2) publish(r);
+    if (r->sink.b && r->sink.b->n && (!woke || t - r->batch_t0 >= LX_FLUSH_NS / 2)) publish(r);
     if (t - last_cal > 1000000000) {
       r->dec.mono_to_real = calib_offset();
       last_cal = t;
