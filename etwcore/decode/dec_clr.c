@@ -41,6 +41,7 @@ static struct dec_event *new_event(uint16_t id, uint8_t ver, const char *name, c
       e->f[i].name = strdup(like->f[i].name ? like->f[i].name : "_");
     }
   } else {
+    if (!name) name = "GC/?";
     e->name = etw_intern(name);
     e->task_name = etw_intern("GC");
     const char *sl = strchr(name, '/');

@@ -184,6 +184,7 @@ struct names {
 static void guid_name(char out[39], const unsigned char g[16]) { etw_format_guid(out, g); }
 
 static int as_classic(const struct etw_rec *r);
+static void resolve_classic(struct etw_decoder *d, const struct etw_rec *r, struct names *n);
 
 static void resolve(struct etw_decoder *d, const struct etw_rec *r, struct names *n) {
   memset(n, 0, sizeof *n);
@@ -241,6 +242,34 @@ static void resolve(struct etw_decoder *d, const struct etw_rec *r, struct names
     return;
   }
   /* kernel and classic */
+  struct dec_kname *kc = NULL;
+  if (r->kind == ETW_REC_SYSTEM || r->kind == ETW_REC_PERFINFO) {
+    uint32_t key = ((uint32_t)r->hook_id << 8 | r->desc.version) + 1;
+    kc = &d->kn[(key * 2654435761u) >> 22];
+    if (kc->key == key) {
+      n->prov = kc->prov;
+      n->name = kc->name;
+      n->task = kc->task;
+      n->opcode = kc->opcode;
+      n->p = kc->p;
+      n->e = kc->e;
+      return;
+    }
+    kc->key = key;
+  }
+  resolve_classic(d, r, n);
+  if (kc) {
+    kc->prov = n->prov;
+    kc->name = n->name;
+    kc->task = n->task;
+    kc->opcode = n->opcode;
+    kc->p = n->p;
+    kc->e = n->e;
+  }
+}
+
+static void resolve_classic(struct etw_decoder *d, const struct etw_rec *r, struct names *n) {
+  char buf[300];
   const char *t = NULL, *o = NULL;
   int known = dec_mof_names(r, &t, &o);
   if (!o) { /* unknown to the built-in tables: a schema carried in the trace (EventInfo)? */

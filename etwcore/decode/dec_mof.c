@@ -234,7 +234,27 @@ static const struct layout LAYOUTS[] = {
     {0xFF, SYSCONFIG_EX, 0, 255, T(35), "wNtPath wDosPath"},
 };
 
+/* Kernel layouts are looked up once per (HookId, version) per thread. */
+struct lcache {
+  uint32_t key;
+  const struct layout *l;
+};
+static _Thread_local struct lcache LCACHE[1024];
+
+static const struct layout *find_layout_slow(const struct etw_rec *r);
+
 static const struct layout *find_layout(const struct etw_rec *r) {
+  if (r->kind != ETW_REC_SYSTEM && r->kind != ETW_REC_PERFINFO) return find_layout_slow(r);
+  uint32_t key = ((uint32_t)r->hook_id << 8 | r->desc.version) + 1;
+  struct lcache *c = &LCACHE[(key * 2654435761u) >> 22];
+  if (c->key != key) {
+    c->key = key;
+    c->l = find_layout_slow(r);
+  }
+  return c->l;
+}
+
+static const struct layout *find_layout_slow(const struct etw_rec *r) {
   unsigned g = 0xFF, t = r->desc.opcode;
   int kernel = r->kind == ETW_REC_SYSTEM || r->kind == ETW_REC_PERFINFO;
   if (kernel) group_type(r, &g, &t);

@@ -226,4 +226,5 @@ void dec_eventinfo(struct etw_decoder *d, const struct etw_rec *r) {
   e->opcode_name = on && *on ? etw_intern(on) : NULL;
   free(tn), free(on), free(en);
   dec_event_add(p, e);
+  memset(d->kn, 0, sizeof d->kn); /* kernel names may now resolve through this schema */
 }

@@ -99,7 +99,16 @@ struct dec_provider {
   uint32_t es_next_chunk;
 };
 
+/* Names of kernel records, resolved once per (HookId, version). */
+struct dec_kname {
+  uint32_t key;
+  const char *prov, *name, *task, *opcode;
+  struct dec_provider *p;
+  struct dec_event *e;
+};
+
 struct etw_decoder {
+  struct dec_kname kn[1024];
   char *manifest_dir;
   int manifests_scanned;
   struct dec_provider **prov; /* open hash by GUID */
