@@ -3,9 +3,9 @@
  *
  * Layouts are written as compact field strings: each field is a type letter followed by its
  * name, separated by spaces. Types: p pointer (hex), z pointer-sized number, u u32, i i32,
- * h u16, n u16 network order (port), b u8, c i8, q u64, x u32 hex, X u64 hex, t raw clock u64,
+ * h u16, n u16 network order (port), b u8, c i8, q u64, j i64, x u32 hex, X u64 hex, t raw clock u64,
  * f FILETIME, w UTF-16z, a ANSIz, s kernel SID (TOKEN_USER + SID or a 0 u32), 4 IPv4, 6 IPv6,
- * g GUID, S pointer array to the end (stack). Fields past the payload end are omitted (older
+ * g GUID, S pointer array to the end (stack), C<n> fixed array of n UTF-16 characters. Fields past the payload end are omitted (older
  * or shorter versions); bytes past the last field are ignored. Facts: etl-format.md §5, §11.
  */
 #include <stdio.h>
@@ -220,6 +220,14 @@ static const struct layout LAYOUTS[] = {
     {0x0F, NULL, 2, 255, T(51), "pSysCallAddress"},
     {0x0F, NULL, 2, 255, T(52), "xSysCallNtStatus"},
     {0x18, NULL, 2, 255, T(32), "tEventTimeStamp uStackProcess uStackThread SStack"},
+    {0x0B, NULL, 2, 255, T(10), "uMHz uNumberOfProcessors uMemSize uPageSize uAllocationGranularity C256ComputerName C134DomainName xHyperThreadingFlag"},
+    {0x0B, NULL, 2, 255, T(11), "uDiskNumber uBytesPerSector uSectorsPerTrack uTracksPerCylinder qCylinders uSCSIPort uSCSIPath uSCSITarget uSCSILun C256Manufacturer uPartitionCount bWriteCacheEnabled bPad C3BootDriveLetter C2Spare"},
+    {0x0B, NULL, 2, 255, T(12), "qStartOffset qPartitionSize uDiskNumber uSize uDriveType C4DriveLetterString uPad1 uPartitionNumber uSectorsPerCluster uBytesPerSector uPad2 jNumberOfFreeClusters jTotalNumberOfClusters C16FileSystem uVolumeExt uPad3"},
+    {0x0B, NULL, 2, 255, T(13), "XPhysicalAddr uPhysicalAddrLen uIpv4Index uIpv6Index wNICDescription wIpAddresses wDnsServerAddresses"},
+    {0x0B, NULL, 2, 255, T(14), "uMemorySize uXResolution uYResolution uBitsPerPixel uVRefresh C256ChipType C256DACType C256AdapterString C256BiosString C256DeviceId xStateFlags"},
+    {0x0B, NULL, 2, 255, T(21), "XIRQAffinity uIRQNum uDeviceDescriptionLen wDeviceDescription"},
+    {0x0B, NULL, 2, 255, T(23), "uTargetId xDeviceType xDeviceTimingMode uLocationInformationLen wLocationInformation"},
+    {0x0B, NULL, 2, 255, T(25), "wSystemManufacturer wSystemProductName wBiosDate wBiosVersion"},
     {0x0B, NULL, 2, 255, T(15), "uProcessId uServiceState uSubProcessTag wServiceName wDisplayName wProcessName"},
     {0x0B, NULL, 2, 255, T(16), "bS1 bS2 bS3 bS4 bS5 bPad1 bPad2 bPad3"},
     {0x0B, NULL, 2, 255, T(17), "uTcbTablePartitions iMaxHashTableSize uMaxUserPort uTcpTimedWaitDelay"},
@@ -277,6 +285,11 @@ static int write_fields(struct etw_jw *w, const char *spec, const unsigned char 
   int first = 1;
   while (*spec) {
     char ty = *spec++;
+    long fixed = -1;
+    if (ty == 'C') { /* C<n>: fixed array of n UTF-16 characters */
+      fixed = 0;
+      while (*spec >= '0' && *spec <= '9') fixed = fixed * 10 + (*spec++ - '0');
+    }
     const char *name = spec;
     while (*spec && *spec != ' ') spec++;
     size_t nl = (size_t)(spec - name);
@@ -304,6 +317,8 @@ static int write_fields(struct etw_jw *w, const char *spec, const unsigned char 
     case 'q': case 't': k = dec_value(w, 10, 0, q, avail, -1, ps, DV_MANIFEST, NULL); break;
     case 'f': k = dec_value(w, 17, 0, q, avail, -1, ps, DV_MANIFEST, NULL); break;
     case 'w': k = dec_value(w, 1, 0, q, avail, -1, ps, DV_MANIFEST, NULL); break;
+    case 'C': k = dec_value(w, 1, 0, q, avail, fixed, ps, DV_MANIFEST, NULL); break;
+    case 'j': k = dec_value(w, 9, 0, q, avail, -1, ps, DV_MANIFEST, NULL); break;
     case 'a': k = dec_value(w, 2, 0, q, avail, -1, ps, DV_MANIFEST, NULL); break;
     case '4': k = dec_value(w, 8, 8, q, avail, -1, ps, DV_MANIFEST, NULL); break;
     case '6': k = dec_value(w, 14, 9, q, avail, 16, ps, DV_MANIFEST, NULL); break;
