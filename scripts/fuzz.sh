@@ -6,7 +6,9 @@ set -eu
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SECS=${FUZZ_SECONDS:-60}
 CC=clang cmake -S "$ROOT" -B "$ROOT/build/fuzz" -DETWD_SANITIZE=ON -DETWD_FUZZ=ON >/dev/null
-cmake --build "$ROOT/build/fuzz" -j"$(nproc)" >/dev/null
+targets=$(cd "$ROOT/tests/fuzz" && ls fuzz_*.c | sed 's/\.c$//')
+# shellcheck disable=SC2086
+cmake --build "$ROOT/build/fuzz" -j"$(nproc)" --target $targets >/dev/null
 OUT="$ROOT/build/fuzz-out"
 mkdir -p "$OUT"
 for bin in "$ROOT"/build/fuzz/tests/fuzz/fuzz_*; do
