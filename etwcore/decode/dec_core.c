@@ -166,6 +166,7 @@ void etw_decoder_free(struct etw_decoder *d) {
     free(p);
   }
   free(d->prov);
+  dec_sys_free(d);
   free(d->manifest_dir);
   free(d);
 }
@@ -434,7 +435,7 @@ int etw_decoder_write(struct etw_decoder *d, const struct etw_rec *r, struct etw
   if (r->kind == ETW_REC_EVENT && memcmp(r->activity_id, zero, 16)) s.activity_id = r->activity_id;
   for (uint16_t i = 0; i < r->n_ext; i++)
     if (r->ext[i].type == ETW_EXT_RELATED_ACTIVITYID && r->ext[i].len >= 16) s.related_activity_id = r->ext[i].data;
-  etw_event_write_system(w, &s);
+  dec_write_system(d, w, &s);
   size_t mark = w->len;
   etw_jw_lit(w, ",\"EventData\":{");
   const char *why = "unknown event";

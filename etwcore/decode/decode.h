@@ -107,8 +107,12 @@ struct dec_kname {
   struct dec_event *e;
 };
 
+struct dec_sysc;
+
 struct etw_decoder {
   struct dec_kname kn[1024];
+  struct dec_sysc *sysc; /* System block cache (dec_sys.c) */
+  int sys_plain;         /* 1 = always use etw_event_write_system (tests) */
   char *manifest_dir;
   int manifests_scanned;
   struct dec_provider **prov; /* open hash by GUID */
@@ -134,6 +138,10 @@ int dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct dec
 
 /** dec_trace_map - a map carried in the trace (EventMapInfo) by name, or NULL. */
 struct dec_map *dec_trace_map(struct etw_decoder *d, const char *name);
+
+/* System block (dec_sys.c): byte-identical to etw_event_write_system, cached. */
+void dec_write_system(struct etw_decoder *d, struct etw_jw *w, const struct etw_sys *s);
+void dec_sys_free(struct etw_decoder *d);
 
 /* TraceLogging (dec_tl.c) */
 int dec_tl_names(const struct etw_rec *r, const char **prov, size_t *prov_len, const char **name,

@@ -1,0 +1,203 @@
+/* dec_sys.c — a cached writer for the "System" block (the hot path of every event).
+ *
+ * For a given (provider, GUID, id, version, level, task, opcode, keywords, names) the System
+ * block is constant except TimeCreated, ProcessID, ThreadID and ProcessorID. The constant parts
+ * are produced once by the shared etw_event_write_system (so the bytes stay identical to it),
+ * split around the time and the execution fields, and kept in a small direct-mapped cache per
+ * decoder. Events with correlation IDs take the shared writer directly. TimeCreated is written
+ * with a per-decoder cache of the current day. unit.test_decode_sys compares both writers on
+ * every corpus event.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "decode.h"
+
+#define SYSC_N 512
+#define SYSC_BYTES 600
+
+struct sysc {
+  uint64_t h;
+  const char *prov, *name, *task_name, *opcode_name;
+  unsigned char guid[16];
+  int has_guid;
+  uint32_t id, ver, level, task, opcode;
+  uint64_t kw;
+  uint16_t plen, mlen; /* prefix (…"TimeCreated":) and middle (…"ProcessID":) */
+  char buf[SYSC_BYTES];
+};
+
+struct dec_sysc {
+  struct sysc e[SYSC_N];
+  int64_t day;          /* cached day (FILETIME / 864e9), -1 = none */
+  char date[12];        /* "\"YYYY-MM-DD" */
+};
+
+void dec_sys_free(struct etw_decoder *d) {
+  free(d->sysc);
+  d->sysc = NULL;
+}
+
+static const char EXEC[] = ",\"Execution\":{\"ProcessID\":";
+
+/* Build entry @c from @s with the shared writer; 0 = usable. */
+static int build(struct sysc *c, const struct etw_sys *s) {
+  struct etw_sys t = *s;
+  t.filetime = 1; /* "1601-01-01T00:00:00.0000001Z" */
+  t.pid = t.tid = -1;
+  t.cpu = -1;
+  t.activity_id = t.related_activity_id = NULL;
+  struct etw_jw w;
+  etw_jw_init(&w, SYSC_BYTES * 2);
+  etw_event_write_system(&w, &t);
+  int rc = -1;
+  const char *b = etw_jw_cstr(&w);
+  const char *tc = strstr(b, "\"TimeCreated\":\"1601-01-01T00:00:00.0000001Z\"");
+  const char *ex = tc ? strstr(tc, EXEC) : NULL;
+  if (!w.err && tc && ex) {
+    size_t plen = (size_t)(tc - b) + 14, tlen = 30;
+    size_t mstart = plen + tlen, mlen = (size_t)(ex - b) + sizeof EXEC - 1 - mstart;
+    if (plen + mlen <= SYSC_BYTES) {
+      memcpy(c->buf, b, plen);
+      memcpy(c->buf + plen, b + mstart, mlen);
+      c->plen = (uint16_t)plen;
+      c->mlen = (uint16_t)mlen;
+      rc = 0;
+    }
+  }
+  etw_jw_free(&w);
+  return rc;
+}
+
+static inline char *put2(char *p, unsigned v) {
+  p[0] = (char)('0' + v / 10);
+  p[1] = (char)('0' + v % 10);
+  return p + 2;
+}
+
+static char *put_u64(char *p, uint64_t v) {
+  char tmp[24];
+  int n = 0;
+  do {
+    tmp[n++] = (char)('0' + v % 10);
+    v /= 10;
+  } while (v);
+  while (n) *p++ = tmp[--n];
+  return p;
+}
+
+/* "YYYY-MM-DDTHH:MM:SS.fffffffZ" for FILETIME @ft using the cached day; 0 = written. */
+static int put_time(struct dec_sysc *sc, struct etw_jw *w, uint64_t ft) {
+  const uint64_t DAY = 864000000000ULL;
+  int64_t day = (int64_t)(ft / DAY);
+  if (day != sc->day) {
+    struct etw_jw t;
+    etw_jw_init(&t, 64);
+    etw_jw_filetime(&t, (uint64_t)day * DAY);
+    const char *s = etw_jw_cstr(&t);
+    int ok = t.len == 30 && s[11] == 'T';
+    if (ok) {
+      memcpy(sc->date, s, 11);
+      sc->day = day;
+    }
+    etw_jw_free(&t);
+    if (!ok) return -1;
+  }
+  uint64_t rem = ft - (uint64_t)day * DAY;
+  unsigned sod = (unsigned)(rem / 10000000), frac = (unsigned)(rem % 10000000);
+  if (etw_jw_reserve(w, 32)) return 0;
+  char *p = w->buf + w->len;
+  memcpy(p, sc->date, 11);
+  p += 11;
+  *p++ = 'T';
+  p = put2(p, sod / 3600);
+  *p++ = ':';
+  p = put2(p, sod / 60 % 60);
+  *p++ = ':';
+  p = put2(p, sod % 60);
+  *p++ = '.';
+  for (int i = 6; i >= 0; i--) {
+    p[i] = (char)('0' + frac % 10);
+    frac /= 10;
+  }
+  p += 7;
+  *p++ = 'Z';
+  *p++ = '"';
+  w->len = (size_t)(p - w->buf);
+  return 0;
+}
+
+void dec_write_system(struct etw_decoder *d, struct etw_jw *w, const struct etw_sys *s) {
+  if (!d->sysc && (d->sysc = calloc(1, sizeof *d->sysc))) d->sysc->day = -1;
+  if (s->activity_id || s->related_activity_id || !s->filetime || !d->sysc || d->sys_plain) {
+    etw_event_write_system(w, s);
+    return;
+  }
+  struct dec_sysc *sc = d->sysc;
+  uint64_t h = (uint64_t)(uintptr_t)s->provider ^ ((uint64_t)s->event_id << 32) ^ ((uint64_t)s->opcode << 24) ^
+               ((uint64_t)s->version << 16) ^ ((uint64_t)s->level << 8) ^ s->task ^ s->keywords ^
+               (uint64_t)(uintptr_t)s->event_name;
+  h ^= h >> 29;
+  h *= 0x9E3779B97F4A7C15ULL;
+  struct sysc *c = &sc->e[h >> 55];
+  int hit = c->plen && c->h == h && c->prov == s->provider && c->name == s->event_name &&
+            c->task_name == s->task_name && c->opcode_name == s->opcode_name && c->id == s->event_id &&
+            c->ver == s->version && c->level == s->level && c->task == s->task && c->opcode == s->opcode &&
+            c->kw == s->keywords && c->has_guid == (s->provider_guid != NULL) &&
+            (!s->provider_guid || !memcmp(c->guid, s->provider_guid, 16));
+  if (!hit) {
+    c->plen = 0;
+    if (build(c, s)) {
+      etw_event_write_system(w, s);
+      return;
+    }
+    c->h = h;
+    c->prov = s->provider;
+    c->name = s->event_name;
+    c->task_name = s->task_name;
+    c->opcode_name = s->opcode_name;
+    c->id = s->event_id;
+    c->ver = s->version;
+    c->level = s->level;
+    c->task = s->task;
+    c->opcode = s->opcode;
+    c->kw = s->keywords;
+    c->has_guid = s->provider_guid != NULL;
+    if (s->provider_guid) memcpy(c->guid, s->provider_guid, 16);
+  }
+  size_t mark = w->len;
+  etw_jw_raw(w, c->buf, c->plen);
+  if (put_time(sc, w, s->filetime)) {
+    etw_jw_truncate(w, mark);
+    etw_event_write_system(w, s);
+    return;
+  }
+  etw_jw_raw(w, c->buf + c->plen, c->mlen);
+  if (etw_jw_reserve(w, 96)) return;
+  char *p = w->buf + w->len;
+  if (s->pid < 0) {
+    memcpy(p, "null", 4);
+    p += 4;
+  } else {
+    p = put_u64(p, (uint64_t)s->pid);
+  }
+  memcpy(p, ",\"ThreadID\":", 12);
+  p += 12;
+  if (s->tid < 0) {
+    memcpy(p, "null", 4);
+    p += 4;
+  } else {
+    p = put_u64(p, (uint64_t)s->tid);
+  }
+  memcpy(p, ",\"ProcessorID\":", 15);
+  p += 15;
+  if (s->cpu < 0) {
+    memcpy(p, "null", 4);
+    p += 4;
+  } else {
+    p = put_u64(p, (uint64_t)s->cpu);
+  }
+  *p++ = '}';
+  *p++ = '}';
+  w->len = (size_t)(p - w->buf);
+}
