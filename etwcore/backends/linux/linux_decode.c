@@ -60,6 +60,10 @@ static inline __attribute__((always_inline)) char *put_lead(char *p, uint32_t x)
 /* writes v in decimal at p, returns the end; p must have LX_NUM_MAX writable bytes */
 #define LX_NUM_MAX 28
 static inline __attribute__((always_inline)) char *put_u64(char *p, uint64_t v) {
+  if (v < 10) { /* flags, fds, small args: the most common values by far */
+    *p = (char)('0' + v);
+    return p + 1;
+  }
   if (v < 100000000ULL) return put_lead(p, (uint32_t)v);
   if (v < 10000000000000000ULL) {
     p = put_lead(p, (uint32_t)(v / 100000000ULL));
@@ -280,9 +284,9 @@ static struct lx_evdesc *desc_build(struct lx_dec *d, struct tep_event *ev) {
     if (!strncmp(nm, "common_", 7)) continue;
     size_t n = strlen(nm);
     if (n > LX_KEY_MAX - 32) n = LX_KEY_MAX - 32;
-    o->key[0] = ',';
-    o->key[1] = '"';
-    size_t k = 2;
+    size_t k = 0;
+    if (i) o->key[k++] = ','; /* the first field of EventData has no comma */
+    o->key[k++] = '"';
     for (size_t j = 0; j < n; j++) {
       char c = nm[j];
       o->key[k++] = (c == '"' || c == '\\' || (unsigned char)c < 0x20) ? '_' : c;
@@ -297,6 +301,24 @@ static struct lx_evdesc *desc_build(struct lx_dec *d, struct tep_event *ev) {
   }
   e->nf = (uint16_t)i;
   build_template(d, e);
+  /* fast-path bounds: every fixed field inside records of at least min_size bytes; output of
+   * at most max_out bytes plus, with __data_loc fields, 22 bytes per record byte */
+  size_t out = (size_t)e->t_len[0] + e->t_len[1] + e->t_len[2] + e->t_len[3] + 30 +
+               2 * LX_NUM_MAX + 128;
+  for (int j = 0; j < i; j++) {
+    const struct lx_field *o = &e->f[j];
+    uint32_t end = o->off + o->size;
+    if (end > e->min_size) e->min_size = end;
+    out += o->key_len + 32u;
+    switch (o->kind) {
+      case LX_STR: out += 6u * o->size + 2; break;
+      case LX_ARR: out += 2 + (size_t)(o->size / (o->elem ? o->elem : 1)) * 21 + LX_NUM_MAX; break;
+      case LX_DSTR: case LX_DARR: e->dyn = 1; break;
+      case LX_BYTES: out += 4u * o->size / 3 + 8; break;
+      default: out += LX_NUM_MAX; break;
+    }
+  }
+  e->max_out = out;
   return e;
 }
 
@@ -469,6 +491,137 @@ static void write_num_array(struct etw_jw *w, const unsigned char *p, uint32_t n
   w->len += (size_t)(q - s);
 }
 
+/* JSON string of the C string in s[0..max) written at p, space already reserved (6*max+2);
+ * returns the new end. Non-plain text goes through etw_jw_str (which finds the room). */
+static inline char *fput_cstr(struct etw_jw *w, char *p, const unsigned char *s, size_t max) {
+  size_t n = 0;
+  int plain = 1;
+  for (; n + 8 <= max; n += 8) {
+    uint64_t v;
+    memcpy(&v, s + n, 8);
+    uint64_t z = zero_bytes(v);
+    if (z) {
+      size_t k = (size_t)__builtin_ctzll(z) >> 3;
+      if (k) {
+        uint64_t m = ~0ULL >> (64 - 8 * k);
+        if (!plain8((v & m) | (0x6161616161616161ULL & ~m))) plain = 0;
+      }
+      n += k;
+      goto have_len;
+    }
+    if (!plain8(v)) plain = 0;
+  }
+  for (; n < max && s[n]; n++) {
+    unsigned char c = s[n];
+    if (c < 0x20 || c == '"' || c == '\\' || c >= 0x80) plain = 0;
+  }
+have_len:
+  if (!plain) {
+    w->len = (size_t)(p - w->buf);
+    etw_jw_str(w, (const char *)s, n);
+    return w->buf + w->len;
+  }
+  *p++ = '"';
+  if (n >= 8) {
+    for (size_t i = 0; i + 8 <= n; i += 8) memcpy(p + i, s + i, 8);
+    memcpy(p + n - 8, s + n - 8, 8);
+  } else {
+    for (size_t i = 0; i < n; i++) p[i] = (char)s[i];
+  }
+  p[n] = '"';
+  return p + n + 1;
+}
+
+/* The whole event at p with room for e->max_out (+22/byte with __data_loc) already reserved and
+ * every fixed field inside the record: no reserve or bounds checks per field. */
+static char *encode_fast(struct lx_dec *d, const struct lx_evdesc *e, struct etw_jw *w, char *p,
+                         const unsigned char *data, uint32_t size, int64_t tsr, int32_t pid) {
+  const char *t = e->tmpl;
+  cp32(p, t, e->t_len[0]);
+  p += e->t_len[0];
+  p = put_time(d, p, tsr);
+  cp16(p, t + e->t_off[1], e->t_len[1]);
+  p += e->t_len[1];
+  char *pp = p; /* ThreadID = ProcessID = common_pid: format once, copy */
+  p = put_i64(p, pid);
+  size_t pl = (size_t)(p - pp);
+  char pid_txt[16];
+  memcpy(pid_txt, pp, 16);
+  cp16(p, t + e->t_off[2], e->t_len[2]);
+  p += e->t_len[2];
+  memcpy(p, pid_txt, 16);
+  p += pl;
+  cp16(p, t + e->t_off[3], e->t_len[3]);
+  p += e->t_len[3];
+  const struct lx_field *f = e->f, *fe = e->f + e->nf;
+  for (; f < fe; f++) {
+    memcpy(p, f->key, 16);
+    if (f->key_len > 16) cp16(p + 16, f->key + 16, f->key_len - 16u);
+    p += f->key_len;
+    const unsigned char *fp = data + f->off;
+    switch (f->kind) {
+      case LX_U8: p = put_u64(p, fp[0]); break;
+      case LX_U16: { uint16_t v; memcpy(&v, fp, 2); p = put_u64(p, v); break; }
+      case LX_U32: { uint32_t v; memcpy(&v, fp, 4); p = put_u64(p, v); break; }
+      case LX_U64: { uint64_t v; memcpy(&v, fp, 8); p = put_u64(p, v); break; }
+      case LX_S8: p = put_i64(p, (int8_t)fp[0]); break;
+      case LX_S16: { int16_t v; memcpy(&v, fp, 2); p = put_i64(p, v); break; }
+      case LX_S32: { int32_t v; memcpy(&v, fp, 4); p = put_i64(p, v); break; }
+      case LX_S64: { int64_t v; memcpy(&v, fp, 8); p = put_i64(p, v); break; }
+      case LX_STR: p = fput_cstr(w, p, fp, f->size); break;
+      case LX_DSTR: {
+        uint32_t v;
+        memcpy(&v, fp, 4);
+        uint32_t off = (v & 0xffff) + (f->rel ? f->off + f->size : 0), len = v >> 16;
+        if ((uint64_t)off + len > size) {
+          memcpy(p, "null", 4);
+          p += 4;
+        } else {
+          p = fput_cstr(w, p, data + off, len);
+        }
+        break;
+      }
+      case LX_ARR:
+        if (f->elem == 8 && !f->esigned) { /* unsigned long args[6] and the like */
+          uint32_t n = f->size / 8;
+          *p++ = '[';
+          for (uint32_t k = 0; k < n; k++) {
+            uint64_t v;
+            memcpy(&v, fp + (size_t)k * 8, 8);
+            *p = ',';
+            p += k != 0;
+            p = put_u64(p, v);
+          }
+          *p++ = ']';
+          break;
+        }
+        /* fall through */
+      default: { /* other arrays, pointers, bytes: the checked writers (room is reserved) */
+        w->len = (size_t)(p - w->buf);
+        switch (f->kind) {
+          case LX_PTR: etw_jw_hex(w, ld_u(fp, f->size)); break;
+          case LX_ARR: write_num_array(w, fp, f->size / f->elem, f->elem, f->esigned); break;
+          case LX_DARR: {
+            uint32_t v = (uint32_t)ld_u(fp, 4);
+            uint32_t off = (v & 0xffff) + (f->rel ? f->off + f->size : 0), len = v >> 16;
+            if ((uint64_t)off + len > size)
+              etw_jw_lit(w, "null");
+            else
+              write_num_array(w, data + off, len / f->elem, f->elem, f->esigned);
+            break;
+          }
+          default: etw_jw_base64(w, fp, f->size); break;
+        }
+        p = w->buf + w->len;
+        break;
+      }
+    }
+  }
+  p[0] = '}';
+  p[1] = '}';
+  return p + 2;
+}
+
 void lx_dec_event(struct lx_dec *d, const unsigned char *data, uint32_t size, uint64_t ts,
                   struct lx_sink *s) {
   if (!s->b) {
@@ -505,6 +658,16 @@ void lx_dec_event(struct lx_dec *d, const unsigned char *data, uint32_t size, ui
   } else {
     h.provider = e->provider;
     h.name = e->name;
+    if (size >= e->min_size && size <= 65536) {
+      size_t need = e->max_out + (e->dyn ? 22u * size : 0);
+      /* never ask beyond the batch maximum: a failed reserve would poison the writer */
+      char *p = w->len + need < w->max ? res(w, need) : NULL;
+      if (p) {
+        p = encode_fast(d, e, w, p, data, size, tsr, pid);
+        w->len = (size_t)(p - w->buf);
+        goto commit;
+      }
+    }
     size_t fixed = (size_t)e->t_len[0] + e->t_len[1] + e->t_len[2] + e->t_len[3] + 30 +
                    2 * LX_NUM_MAX + 64;
     char *p = res(w, fixed);
@@ -531,8 +694,8 @@ void lx_dec_event(struct lx_dec *d, const unsigned char *data, uint32_t size, ui
     }
     for (uint32_t i = 0; i < e->nf && !w->err; i++) {
       const struct lx_field *f = &e->f[i];
-      const size_t koff = i ? 0 : 1;
-      const size_t klen = f->key_len - koff;
+      const size_t koff = 0;
+      const size_t klen = f->key_len;
       if (f->off + f->size > size) {
         char *q = res(w, klen + 4 + 16);
         if (!q) break;
@@ -589,6 +752,7 @@ void lx_dec_event(struct lx_dec *d, const unsigned char *data, uint32_t size, ui
     }
     etw_jw_raw(w, "}}", 2);
   }
+commit:
   if (etw_batch_commit(s->b, mark, &h) == 0)
     atomic_fetch_add_explicit(&d->events, 1, memory_order_relaxed);
   else

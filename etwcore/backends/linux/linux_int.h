@@ -35,7 +35,7 @@ enum lx_kind {
 #define LX_KEY_MAX 96 /* key text is at most LX_KEY_MAX - 32 bytes: 16-byte block copies */
 
 struct lx_field {
-  char key[LX_KEY_MAX]; /* `,"name":` — the first field of an event is written from key + 1 */
+  char key[LX_KEY_MAX]; /* `,"name":` (no comma for the first field of an event) */
   uint16_t key_len;     /* including the leading comma */
   uint8_t kind;
   uint8_t rel;          /* __rel_loc: offset relative to the end of the field */
@@ -55,6 +55,9 @@ struct lx_evdesc {
   char *tmpl;
   uint16_t t_off[4], t_len[4];
   int tmpl_ok;
+  uint32_t min_size; /* records at least this long hold every fixed field */
+  int dyn;           /* has __data_loc fields */
+  size_t max_out;    /* worst-case output without __data_loc payloads */
 };
 
 /* Per-thread decoder state. Owned by one reader thread (or a test / benchmark). */
