@@ -9,4 +9,6 @@
  */
 char *etwd_file_resolve(struct etwd_server *s, const char *name, int must_exist, const char *field,
                         struct etw_status *st);
+/** etwd_hide_dir - remove "<dir>/" from @st's message: clients see file names, never server paths. */
+void etwd_hide_dir(struct etw_status *st, const char *dir);
 #endif

@@ -49,6 +49,15 @@ char *etwd_file_resolve(struct etwd_server *s, const char *name, int must_exist,
   return p;
 }
 
+void etwd_hide_dir(struct etw_status *st, const char *dir) {
+  size_t dl = strlen(dir);
+  char *p;
+  while (dl && (p = strstr(st->msg, dir)) && (p[dl] == '/' || p[dl] == 0)) {
+    size_t skip = dl + (p[dl] == '/');
+    memmove(p, p + skip, strlen(p + skip) + 1);
+  }
+}
+
 static int cmp_str(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
@@ -230,6 +239,7 @@ void h_file_events(struct etwd_req *r) {
   cJSON_Delete(body);
   free(path);
   if (e) {
+    etwd_hide_dir(&st, r->srv->cfg->data_dir);
     etwd_fail(r, e, &st);
     return;
   }

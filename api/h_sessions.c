@@ -59,6 +59,7 @@ void h_session_create(struct etwd_req *r) {
   enum etw_err e = etw_session_create(r->srv->core, r->body, nf ? cpaths : NULL, &s, &st);
   for (int i = 0; i < nf; i++) free(paths[i]);
   if (e) {
+    etwd_hide_dir(&st, r->srv->cfg->data_dir);
     snprintf(r->audit_detail, sizeof r->audit_detail, "%s: %.200s", etw_err_name(e), st.msg);
     etwd_fail(r, e, &st);
     return;
