@@ -39,6 +39,8 @@ static struct dec_event *new_event(uint16_t id, uint8_t ver, const char *name, c
     for (uint32_t i = 0; i < base; i++) {
       e->f[i] = like->f[i];
       e->f[i].name = strdup(like->f[i].name ? like->f[i].name : "_");
+      e->f[i].key = NULL;
+      e->f[i].key_len = 0;
     }
   } else {
     if (!name) name = "GC/?";

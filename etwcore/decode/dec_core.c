@@ -91,7 +91,10 @@ void dec_map_free(struct dec_map *m) {
 
 void dec_event_free(struct dec_event *e) {
   if (!e) return;
-  for (uint32_t i = 0; i < e->nf; i++) free(e->f[i].name);
+  for (uint32_t i = 0; i < e->nf; i++) {
+    free(e->f[i].name);
+    free(e->f[i].key);
+  }
   free(e->f);
   free(e);
 }

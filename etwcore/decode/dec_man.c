@@ -17,6 +17,30 @@
 
 /* ---- template walker */
 
+/* Write `"name":` for field @f, from a cached escaped copy. */
+static void write_key(struct etw_jw *w, const struct dec_field *cf) {
+  struct dec_field *f = (struct dec_field *)cf; /* the decoder owns its schemas */
+  if (!f->key) {
+    struct etw_jw k;
+    etw_jw_init(&k, 4096);
+    etw_jw_cs(&k, f->name);
+    etw_jw_ch(&k, ':');
+    if (!k.err) {
+      size_t n;
+      f->key = etw_jw_steal(&k, &n);
+      f->key_len = f->key ? (uint32_t)n : 0;
+    } else {
+      etw_jw_free(&k);
+    }
+  }
+  if (f->key) {
+    etw_jw_raw(w, f->key, f->key_len);
+  } else {
+    etw_jw_cs(w, f->name);
+    etw_jw_ch(w, ':');
+  }
+}
+
 /* Replace the integer just written at w[mark..] by its map text: a valueMap entry, or the
  * "|"-joined names of a bitMap's set bits (unnamed remaining bits as hex). */
 void dec_map_render(struct etw_jw *w, const struct dec_map *m, size_t mark, uint64_t v) {
@@ -70,8 +94,7 @@ int dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct dec
     }
     if (!first) etw_jw_ch(w, ',');
     first = 0;
-    etw_jw_cs(w, f->name);
-    etw_jw_ch(w, ':');
+    write_key(w, f);
     long cnt = f->count;
     if (f->count_ref >= 0) cnt = (long)vals[f->count_ref];
     long len = f->len;
@@ -110,8 +133,7 @@ int dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct dec
           }
           if (!mf) etw_jw_ch(w, ',');
           mf = 0;
-          etw_jw_cs(w, g->name);
-          etw_jw_ch(w, ':');
+          write_key(w, g);
           long kk = dec_value(w, g->in, g->out, p + pos, n - pos, g->len, ptr_size, DV_MANIFEST, NULL);
           if (kk < 0) {
             *why = "payload shorter than the struct template";
@@ -633,6 +655,7 @@ static int load_provider(struct etw_decoder *d, const char *s, size_t n, size_t 
         for (uint32_t q = 0; q < m.tm[k].nf; q++) {
           e->f[q] = m.tm[k].f[q];
           e->f[q].name = strdup(m.tm[k].f[q].name);
+          e->f[q].key = NULL;
           if (e->f[q].map) { /* maps now owned by the provider: find by name */
             struct dec_map *mm = NULL;
             for (uint32_t z = 0; z < p->n_maps; z++)

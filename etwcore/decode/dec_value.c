@@ -117,21 +117,21 @@ static void w_uint(struct etw_jw *w, uint64_t v, unsigned out, int width) {
   case 3: etw_jw_bool(w, v != 0); return;                /* Boolean */
   case 4: case 13: case 14: case 15:                     /* Hex, Win32Error, NTStatus, HResult */
   case 0x25:
-    etw_jw_hex(w, v);
+    dec_hex(w, v);
     return;
   case 8: if (width == 4) { w_ipv4(w, (uint32_t)v); return; } break;
   case 17: /* Signed */
-    etw_jw_i64(w, width == 1 ? (int8_t)v : width == 2 ? (int16_t)v : width == 4 ? (int32_t)v : (int64_t)v);
+    dec_i64(w, width == 1 ? (int8_t)v : width == 2 ? (int16_t)v : width == 4 ? (int32_t)v : (int64_t)v);
     return;
-  case 7: if (width == 2) { etw_jw_u64(w, (uint64_t)((v >> 8) | ((v & 255) << 8))); return; } break;
+  case 7: if (width == 2) { dec_u64(w, (uint64_t)((v >> 8) | ((v & 255) << 8))); return; } break;
   default: break;
   }
-  etw_jw_u64(w, v);
+  dec_u64(w, v);
 }
 
 static void w_int(struct etw_jw *w, int64_t v, uint64_t raw, unsigned out) {
   if (out == 4 || (out >= 13 && out <= 15)) {
-    etw_jw_hex(w, raw);
+    dec_hex(w, raw);
     return;
   }
   if (out == 3) {
@@ -139,10 +139,10 @@ static void w_int(struct etw_jw *w, int64_t v, uint64_t raw, unsigned out) {
     return;
   }
   if (out == 18) { /* Unsigned */
-    etw_jw_u64(w, raw);
+    dec_u64(w, raw);
     return;
   }
-  etw_jw_i64(w, v);
+  dec_i64(w, v);
 }
 
 long dec_value(struct etw_jw *w, unsigned in, unsigned out, const unsigned char *p, size_t n,
@@ -278,7 +278,7 @@ long dec_value(struct etw_jw *w, unsigned in, unsigned out, const unsigned char 
     if ((size_t)ptr_size > n) return -1;
     v = ptr_size == 4 ? d_rd32(p) : d_rd64(p);
     if (ival) *ival = v;
-    if (in == 308 && out != 4) etw_jw_u64(w, v); else etw_jw_hex(w, v);
+    if (in == 308 && out != 4) dec_u64(w, v); else dec_hex(w, v);
     return ptr_size;
   case 17:
     if (n < 8) return -1;
@@ -298,12 +298,12 @@ long dec_value(struct etw_jw *w, unsigned in, unsigned out, const unsigned char 
   case 20:
     if (n < 4) return -1;
     if (ival) *ival = d_rd32(p);
-    etw_jw_hex(w, d_rd32(p));
+    dec_hex(w, d_rd32(p));
     return 4;
   case 21:
     if (n < 8) return -1;
     if (ival) *ival = d_rd64(p);
-    etw_jw_hex(w, d_rd64(p));
+    dec_hex(w, d_rd64(p));
     return 8;
   case 22: case 300: case 302: { /* counted UTF-16 (byte count) */
     if (n < 2) return -1;

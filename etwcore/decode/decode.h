@@ -22,6 +22,56 @@ static inline uint32_t d_rd32(const unsigned char *p) {
 }
 static inline uint64_t d_rd64(const unsigned char *p) { return d_rd32(p) | (uint64_t)d_rd32(p + 4) << 32; }
 
+/* Fast number writers (same text as etw_jw_u64 / etw_jw_i64 / etw_jw_hex). */
+static inline void dec_u64(struct etw_jw *w, uint64_t v) {
+  static const char D[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+                          "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+                          "8081828384858687888990919293949596979899";
+  if (etw_jw_reserve(w, 21)) return;
+  char tmp[20];
+  int n = 20;
+  while (v >= 100) {
+    unsigned r = (unsigned)(v % 100);
+    v /= 100;
+    tmp[--n] = D[2 * r + 1];
+    tmp[--n] = D[2 * r];
+  }
+  if (v >= 10) {
+    tmp[--n] = D[2 * v + 1];
+    tmp[--n] = D[2 * v];
+  } else {
+    tmp[--n] = (char)('0' + v);
+  }
+  memcpy(w->buf + w->len, tmp + n, (size_t)(20 - n));
+  w->len += (size_t)(20 - n);
+}
+static inline void dec_i64(struct etw_jw *w, int64_t v) {
+  if (v < 0) {
+    etw_jw_ch(w, '-');
+    dec_u64(w, (uint64_t)0 - (uint64_t)v);
+  } else {
+    dec_u64(w, (uint64_t)v);
+  }
+}
+static inline void dec_hex(struct etw_jw *w, uint64_t v) {
+  static const char X[] = "0123456789abcdef";
+  if (etw_jw_reserve(w, 20)) return;
+  char tmp[16];
+  int n = 16;
+  do {
+    tmp[--n] = X[v & 15];
+    v >>= 4;
+  } while (v);
+  char *p = w->buf + w->len;
+  *p++ = '"';
+  *p++ = '0';
+  *p++ = 'x';
+  memcpy(p, tmp + n, (size_t)(16 - n));
+  p += 16 - n;
+  *p++ = '"';
+  w->len = (size_t)(p - w->buf);
+}
+
 /* Hard limits for schemas built from untrusted input. */
 #define DEC_MAX_FIELDS 512      /* fields per event schema */
 #define DEC_MAX_DEPTH 8         /* struct nesting */
@@ -67,6 +117,8 @@ struct dec_field {
   uint8_t is_array;      /* count given (even if 1) */
   struct dec_map *map;
   const char *map_name;  /* interned; EventInfo maps are looked up late (EventMapInfo) */
+  char *key;             /* cached JSON key text `"name":` (built on first use) */
+  uint32_t key_len;
 };
 
 struct dec_event {

@@ -23,8 +23,20 @@ long etw_xpress_decompress(const unsigned char *in, size_t n_in, unsigned char *
     }
     nflags--;
     if (!((flags >> nflags) & 1)) {
-      if (ip >= n_in) break;
-      out[op++] = in[ip++];
+      /* a run of literals: this item and the following zero flag bits */
+      uint32_t rest = nflags ? flags << (32 - nflags) : 0;
+      size_t run = 1 + (size_t)(rest ? __builtin_clz(rest) : nflags);
+      if (run > n_in - ip) run = n_in - ip;
+      if (run > n_out - op) run = n_out - op;
+      if (!run) break;
+      if (run < 8) {
+        for (size_t i = 0; i < run; i++) out[op + i] = in[ip + i];
+      } else {
+        memcpy(out + op, in + ip, run);
+      }
+      op += run;
+      ip += run;
+      nflags -= (int)run - 1;
       continue;
     }
     if (n_in - ip < 2) break;
