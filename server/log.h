@@ -16,7 +16,9 @@ void etwd_log_set_fd(int fd);
 
 /** etwd_log - @fmt is a logfmt tail: `key=%s key2=%d`; msg is quoted/escaped for you. */
 void etwd_log(enum etwd_log_level lvl, const char *msg, const char *fmt, ...)
-#if defined(__GNUC__)
+#if defined(__MINGW32__) /* C99 printf via __USE_MINGW_ANSI_STDIO, not msvcrt's */
+    __attribute__((format(gnu_printf, 3, 4)))
+#elif defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
 #endif
     ;

@@ -78,7 +78,9 @@ int main(int argc, char **argv) {
   int rc = etwd_config_parse(&cfg, argc, argv, from);
   if (rc) return rc > 0 ? 0 : 2;
   etwd_log_set_level((enum etwd_log_level)cfg.log_level);
+#ifdef SIGPIPE /* Windows has none: a closed socket is an error return there */
   signal(SIGPIPE, SIG_IGN);
+#endif
   /* SIGINT/SIGTERM are blocked in every thread (threads inherit the mask) and taken
    * synchronously by the main thread with sigwait below. */
   sigset_t stopsigs;

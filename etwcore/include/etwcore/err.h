@@ -55,7 +55,9 @@ const char *etw_err_msg(enum etw_err e);
  */
 enum etw_err etw_fail(struct etw_status *st, enum etw_err code, const char *field,
                       const char *fmt, ...)
-#if defined(__GNUC__)
+#if defined(__MINGW32__) /* C99 printf via __USE_MINGW_ANSI_STDIO, not msvcrt's */
+    __attribute__((format(gnu_printf, 4, 5)))
+#elif defined(__GNUC__)
     __attribute__((format(printf, 4, 5)))
 #endif
     ;

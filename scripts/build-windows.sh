@@ -1,0 +1,23 @@
+#!/bin/sh
+# Cross-builds etwd.exe for 64-bit Windows with Debian's MinGW-w64 (warnings are errors, as on
+# Linux). Installs the cross compiler if missing, fetches civetweb/cJSON sources (deps.sh),
+# configures build/win with cmake/mingw-w64-x86_64.cmake and builds. Prints the .exe's path.
+# Extra arguments go to the configure step (e.g. -DCMAKE_BUILD_TYPE=Release).
+set -eu
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+"$ROOT/scripts/deps.sh"
+missing=""
+for p in gcc-mingw-w64-x86-64 mingw-w64-tools; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+  echo "build-windows: installing$missing" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq $missing >/dev/null
+fi
+OUT=${ETWD_WIN_BUILD:-$ROOT/build/win}
+cmake -S "$ROOT" -B "$OUT" -DCMAKE_TOOLCHAIN_FILE="$ROOT/cmake/mingw-w64-x86_64.cmake" \
+      -DETWD_TESTS=OFF "$@" >/dev/null
+cmake --build "$OUT" -j"$(nproc)"
+echo "$OUT/server/etwd.exe"
