@@ -53,7 +53,10 @@ static const char *const CONFIG_OPS[256] = {
     [10] = "CPU", [11] = "PhyDisk", [12] = "LogDisk", [13] = "NIC", [14] = "Video",
     [15] = "Services", [16] = "Power", [17] = "Network", [21] = "IRQ", [22] = "PnP",
     [23] = "IDEChannel", [25] = "Platform"};
-static const char *const STACK_OPS[256] = {[32] = "Stack"};
+/* 34–38: stack-key events (names per ntwmi's STACKWALK_KEY_* order; 35/36 verified to carry a
+ * key + kernel / user return addresses, 37/38 an event's key reference) */
+static const char *const STACK_OPS[256] = {[32] = "Stack", [34] = "KeyDelete", [35] = "KeyRundown",
+                                           [36] = "KeyCreate", [37] = "KeyKernel", [38] = "KeyUser"};
 static const char *const REG_OPS[256] = {
     [10] = "Create", [11] = "Open", [12] = "Delete", [13] = "Query", [14] = "SetValue",
     [15] = "DeleteValue", [16] = "QueryValue", [17] = "EnumerateKey", [18] = "EnumerateValueKey",
@@ -220,6 +223,8 @@ static const struct layout LAYOUTS[] = {
     {0x0F, NULL, 2, 255, T(51), "pSysCallAddress"},
     {0x0F, NULL, 2, 255, T(52), "xSysCallNtStatus"},
     {0x18, NULL, 2, 255, T(32), "tEventTimeStamp uStackProcess uStackThread SStack"},
+    {0x18, NULL, 2, 255, T(34, 35, 36), "pStackKey SStack"},
+    {0x18, NULL, 2, 255, T(37, 38), "tEventTimeStamp uStackProcess uStackThread pStackKey"},
     {0x0B, NULL, 2, 255, T(10), "uMHz uNumberOfProcessors uMemSize uPageSize uAllocationGranularity C256ComputerName C134DomainName xHyperThreadingFlag"},
     {0x0B, NULL, 2, 255, T(11), "uDiskNumber uBytesPerSector uSectorsPerTrack uTracksPerCylinder qCylinders uSCSIPort uSCSIPath uSCSITarget uSCSILun C256Manufacturer uPartitionCount bWriteCacheEnabled bPad C3BootDriveLetter C2Spare"},
     {0x0B, NULL, 2, 255, T(12), "qStartOffset qPartitionSize uDiskNumber uSize uDriveType C4DriveLetterString uPad1 uPartitionNumber uSectorsPerCluster uBytesPerSector uPad2 jNumberOfFreeClusters jTotalNumberOfClusters C16FileSystem uVolumeExt uPad3"},
@@ -298,10 +303,15 @@ static int write_fields(struct etw_jw *w, const char *spec, const unsigned char 
     size_t avail = n - pos;
     const unsigned char *q = p + pos;
     size_t save = w->len;
-    if (!first) etw_jw_ch(w, ',');
-    etw_jw_ch(w, '"');
-    etw_jw_raw(w, name, nl);
-    etw_jw_lit(w, "\":");
+    if (etw_jw_reserve(w, nl + 4)) return -1;
+    char *o = w->buf + w->len;
+    if (!first) *o++ = ',';
+    *o++ = '"';
+    memcpy(o, name, nl);
+    o += nl;
+    *o++ = '"';
+    *o++ = ':';
+    w->len = (size_t)(o - w->buf);
     long k = -1;
     switch (ty) {
     case 'p': k = dec_value(w, 16, 0, q, avail, -1, ps, DV_MANIFEST, NULL); break;
