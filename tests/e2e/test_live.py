@@ -103,6 +103,24 @@ def test_exec_exact(e):
     check(all(r["System"]["Provider"]["Name"] == "sched" for r in got), "provider name")
     seqs = [r["seq"] for r in recs if "seq" in r]
     check(seqs == sorted(seqs) and len(set(seqs)) == len(seqs), "seq strictly increasing on one stream")
+    # a late subscriber resumes from a seq inside the replay window
+    first = min(r["seq"] for r in got)
+    ws3 = e.ws("/api/v1/sessions/%d/events?from=%d&event=sched_process_exec" % (sid, first))
+    rep = ws_events(ws3, lambda rs: len(exec_events(rs, prog)) >= N, timeout=10)
+    check([r["seq"] for r in exec_events(rep, prog)] == [r["seq"] for r in got],
+          "from=<seq> replays the same events with the same seq numbers")
+    ws3.close()
+    # per-subscriber pid filter on the server side
+    ws4 = e.ws("/api/v1/sessions/%d/events?from=%d&pid=%d" % (sid, first, pids[3]))
+    rep = ws_events(ws4, lambda rs: len(rs) >= 1, timeout=10)
+    time.sleep(0.3)
+    ws4.settimeout(0.5)
+    try:
+        rep.extend(json.loads(ws4.recv()))
+    except Exception:
+        pass
+    check([r["EventData"]["pid"] for r in rep if "System" in r] == [pids[3]], "?pid= keeps exactly that process's exec")
+    ws4.close()
     # stop ends both streams cleanly
     st, h, j = e.json("POST", "/api/v1/sessions/%d/stop" % sid, expect=200)
     check(j["state"] == "stopped", "state after stop: %r" % j["state"])
