@@ -63,6 +63,8 @@
 #define LX_FLUSH_NS 20000000LL
 #define LX_POLL_MS 20
 #define LX_MAX_PIDS_TIDS 1024
+#define LX_SNAPSHOT_MAX (64ull << 20) /* refresh the trace.dat while recording up to this size */
+#define LX_SNAPSHOT_MS 1000
 
 static atomic_int g_reader_nice = ETW_LINUX_READER_NICE_DEFAULT;
 
@@ -136,6 +138,9 @@ struct lx_sess {
   char *record_path;
   uint64_t file_bytes;
   int file_error;
+  pthread_t snap_th;
+  int snap_started, snap_quit;
+  pthread_cond_t snap_cv;
   /* per-CPU kernel counters saved when the instance is removed: {overrun, dropped, entries} */
   uint64_t (*saved)[3];
 };
@@ -709,6 +714,35 @@ static void *reader_main(void *arg) {
   return NULL;
 }
 
+/* File mode: refresh the trace.dat about every second while it is small, so that it can be
+ * downloaded during the recording. Never touches the readers' hot path. */
+static void *snapshot_main(void *arg) {
+  struct lx_sess *s = arg;
+  uint64_t last = 0;
+  pthread_mutex_lock(&s->mu);
+  while (!s->snap_quit) {
+    struct timespec dl;
+    clock_gettime(CLOCK_MONOTONIC, &dl);
+    dl.tv_sec += LX_SNAPSHOT_MS / 1000;
+    pthread_cond_timedwait(&s->snap_cv, &s->mu, &dl);
+    if (s->snap_quit) break;
+    char *sys[ETW_SPEC_MAX_PROVIDERS + 1];
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < s->n_sys; i++)
+      if ((sys[n] = strdup(s->systems[i]))) n++;
+    sys[n] = NULL;
+    struct lx_tdat *t = s->tdat;
+    pthread_mutex_unlock(&s->mu);
+    uint64_t b = t ? lx_tdat_bytes(t) : 0;
+    if (t && b != last && b <= LX_SNAPSHOT_MAX && lx_tdat_snapshot(t, (const char *const *)sys) == 0)
+      last = b;
+    for (uint32_t i = 0; i < n; i++) free(sys[i]);
+    pthread_mutex_lock(&s->mu);
+  }
+  pthread_mutex_unlock(&s->mu);
+  return NULL;
+}
+
 /* ---- session lifecycle */
 
 static void sess_free(struct lx_sess *s) {
@@ -733,6 +767,7 @@ static void sess_free(struct lx_sess *s) {
   free(s->name);
   pthread_mutex_destroy(&s->mu);
   pthread_cond_destroy(&s->cv);
+  pthread_cond_destroy(&s->snap_cv);
   free(s);
 }
 
@@ -854,6 +889,13 @@ static enum etw_err lx_open(const struct etw_backend_args *a, void **state, stru
   }
   pthread_mutex_init(&s->mu, NULL);
   pthread_cond_init(&s->cv, NULL);
+  {
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->snap_cv, &ca);
+    pthread_condattr_destroy(&ca);
+  }
   s->name = strdup(a->os_name);
   s->hub = a->hub;
   s->mode = sp->mode;
@@ -987,6 +1029,7 @@ static enum etw_err lx_start(void *vs, struct etw_status *st) {
   if (tracefs_trace_on(s->inst) != 0)
     return etw_fail(st, ETW_E_KERNEL, NULL, "cannot turn tracing on: %s", strerror(errno));
   release_readers(s, 1);
+  if (s->tdat && pthread_create(&s->snap_th, NULL, snapshot_main, s) == 0) s->snap_started = 1;
   return ETW_E_OK;
 }
 
@@ -998,6 +1041,14 @@ static void lx_stop(void *vs) {
   atomic_store_explicit(&s->stopping, 1, memory_order_release);
   release_readers(s, 2);
   join_readers(s);
+  if (s->snap_started) {
+    pthread_mutex_lock(&s->mu);
+    s->snap_quit = 1;
+    pthread_cond_broadcast(&s->snap_cv);
+    pthread_mutex_unlock(&s->mu);
+    pthread_join(s->snap_th, NULL);
+    s->snap_started = 0;
+  }
   if (s->tdat) {
     pthread_mutex_lock(&s->mu);
     struct lx_tdat *t = s->tdat;

@@ -113,6 +113,8 @@ struct lx_tdat;
 struct lx_tdat *lx_tdat_open(const char *path, int ncpu, int page_size, char *err, size_t errlen);
 /** lx_tdat_page - append one raw page of @cpu (thread-safe per CPU: one writer per CPU). */
 int lx_tdat_page(struct lx_tdat *t, int cpu, const void *page);
+/** lx_tdat_snapshot - rewrite @path (atomically, via rename) with everything spooled so far. */
+int lx_tdat_snapshot(struct lx_tdat *t, const char *const *systems);
 /** lx_tdat_finish - write @path (header with the formats of @systems + the spools); frees @t. */
 int lx_tdat_finish(struct lx_tdat *t, const char *const *systems, const char *clock);
 /** lx_tdat_abort - free without writing. */

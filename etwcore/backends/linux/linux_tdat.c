@@ -5,12 +5,15 @@
  * CPUs record. Each reader thread therefore appends its raw pages (no decoding) to its own spool
  * (an anonymous O_TMPFILE beside the target, or a file unlinked at once), and lx_tdat_finish()
  * writes header + spools to `<path>.part` and renames it onto <path> — so <path> is always either
- * absent or a complete file. While recording, <path> holds a valid trace.dat with the header and
- * no events yet (written at open), so a download during the recording never sees a torn file.
+ * absent or a complete file. At open, <path> gets a valid trace.dat with no events; while
+ * recording, the backend refreshes it the same way about every second (lx_tdat_snapshot) as long
+ * as the recording is small (LX_SNAPSHOT_MAX in linux_backend.c), so a download during the
+ * recording gets the events up to about a second ago and never a torn file.
  *
- * Threads: lx_tdat_page() for CPU n is called only by the reader thread of CPU n; the other
- * functions by the session owner after the readers were joined (finish/abort) or any time
- * (bytes). Sizes are bounded by LX_TDAT_MAX_PER_CPU: beyond it pages are counted as lost.
+ * Threads: lx_tdat_page() for CPU n is called only by the reader thread of CPU n; snapshot by one
+ * thread at a time while readers append (it copies only the bytes counted, which are written
+ * before they are counted); finish/abort after the readers and the snapshot thread were joined;
+ * bytes any time. Sizes are bounded by LX_TDAT_MAX_PER_CPU: beyond it pages are counted as lost.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -278,6 +281,13 @@ void lx_tdat_abort(struct lx_tdat *t) {
   free((void *)t->bytes);
   free(t->path);
   free(t);
+}
+
+int lx_tdat_snapshot(struct lx_tdat *t, const char *const *systems) {
+  uint64_t sizes[256] = {0};
+  int n = t->ncpu > 256 ? 256 : t->ncpu;
+  for (int c = 0; c < n; c++) sizes[c] = atomic_load(&t->bytes[c]);
+  return write_file(t, systems, sizes, 1);
 }
 
 int lx_tdat_finish(struct lx_tdat *t, const char *const *systems, const char *clock) {
