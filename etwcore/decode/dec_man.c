@@ -79,99 +79,102 @@ int dec_fields_write(struct etw_jw *w, const struct dec_event *e, const unsigned
   return dec_fields_write_d(NULL, w, e, p, n, ptr_size, why);
 }
 
-int dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct dec_event *e,
-                       const unsigned char *p, size_t n, int ptr_size, const char **why) {
+struct walk {
+  struct etw_decoder *d;
+  struct etw_jw *w;
+  const struct dec_event *e;
+  const unsigned char *p;
+  size_t n, pos;
+  int ptr_size;
+  const char **why;
   uint64_t vals[DEC_MAX_FIELDS];
-  size_t pos = 0;
-  uint32_t i = 0;
+};
+
+/* Render fields [start, end) of the schema as members of an open object. @elem: offset of the
+ * enclosing struct element (for C padding). Returns 0, or -1 with *why set. */
+static int walk_fields(struct walk *k, uint32_t start, uint32_t end, int depth, size_t elem) {
   int first = 1;
-  while (i < e->nf) {
-    const struct dec_field *f = &e->f[i];
-    vals[i] = 0;
-    if (pos >= n && f->in != 24) { /* trailing fields absent (older version) */
+  uint32_t i = start;
+  if (depth > DEC_MAX_DEPTH) {
+    *k->why = "structs nested too deeply";
+    return -1;
+  }
+  while (i < end) {
+    const struct dec_field *f = &k->e->f[i];
+    k->vals[i] = 0;
+    if (f->in == DEC_IN_ALIGN_PTR || f->in == DEC_IN_ALIGN_4) { /* C struct padding */
+      size_t al = f->in == DEC_IN_ALIGN_4 ? 4 : (size_t)k->ptr_size;
+      size_t pad = (al - (k->pos - elem) % al) % al;
+      k->pos += pad < k->n - k->pos ? pad : k->n - k->pos;
       i++;
       continue;
     }
-    if (!first) etw_jw_ch(w, ',');
-    first = 0;
-    write_key(w, f);
-    long cnt = f->count;
-    if (f->count_ref >= 0) cnt = (long)vals[f->count_ref];
-    long len = f->len;
-    if (f->len_ref >= 0) len = (long)vals[f->len_ref];
-    if (cnt < 0 || cnt > DEC_MAX_ARRAY || len > (long)n) {
-      *why = "array count or length out of range";
+    uint32_t next = i + 1 + (f->in == 24 ? f->members : 0);
+    if (next > end) {
+      *k->why = "bad struct in the template";
       return -1;
     }
-    if (f->in == 24) { /* struct: members follow */
-      uint32_t m = f->members;
-      if (i + 1 + m > e->nf) {
-        *why = "bad struct";
-        return -1;
-      }
-      struct dec_event sub = *e;
-      sub.f = (struct dec_field *)&e->f[i + 1];
-      sub.nf = m;
-      etw_jw_ch(w, '[');
-      for (long k = 0; k < cnt; k++) {
-        if (k) etw_jw_ch(w, ',');
-        /* members are rendered with their own offsets advanced inside */
-        etw_jw_ch(w, '{');
-        size_t before = pos;
-        /* render member fields sequentially from pos */
-        uint32_t j = 0;
-        int mf = 1;
-        while (j < m) {
-          const struct dec_field *g = &sub.f[j];
-          if (g->in == DEC_IN_ALIGN_PTR || g->in == DEC_IN_ALIGN_4) { /* C struct padding */
-            size_t al = g->in == DEC_IN_ALIGN_4 ? 4 : (size_t)ptr_size;
-            size_t pad = (al - (pos - before) % al) % al;
-            if (pad > n - pos) pad = n - pos;
-            pos += pad;
-            j++;
-            continue;
-          }
-          if (!mf) etw_jw_ch(w, ',');
-          mf = 0;
-          write_key(w, g);
-          long kk = dec_value(w, g->in, g->out, p + pos, n - pos, g->len, ptr_size, DV_MANIFEST, NULL);
-          if (kk < 0) {
-            *why = "payload shorter than the struct template";
-            return -1;
-          }
-          pos += (size_t)kk;
-          j++;
-        }
-        etw_jw_ch(w, '}');
-        if (pos == before && m) break;
-        if (w->err) return -1;
-      }
-      etw_jw_ch(w, ']');
-      i += 1 + m;
+    if (k->pos >= k->n && depth == 0) { /* trailing fields absent (older version) */
+      i = next;
       continue;
     }
-    if (f->is_array) etw_jw_ch(w, '[');
-    long reps = f->is_array ? cnt : 1;
-    for (long k = 0; k < reps; k++) {
-      if (k) etw_jw_ch(w, ',');
-      size_t mark = w->len;
-      long kk = dec_value(w, f->in, f->out, p + pos, n - pos, len, ptr_size, DV_MANIFEST, &vals[i]);
-      if (kk < 0) {
-        *why = "payload shorter than the template";
-        return -1;
-      }
-      if (!f->is_array) {
-        const struct dec_map *mp = f->map;
-        if (!mp && f->map_name && d) mp = dec_trace_map(d, f->map_name);
-        if (mp) dec_map_render(w, mp, mark, vals[i]);
-      }
-      pos += (size_t)kk;
-      if (w->err) return -1;
+    long cnt = f->count;
+    if (f->count_ref >= 0 && (uint32_t)f->count_ref < k->e->nf) cnt = (long)k->vals[f->count_ref];
+    long len = f->len;
+    if (f->len_ref >= 0 && (uint32_t)f->len_ref < k->e->nf) len = (long)k->vals[f->len_ref];
+    if (cnt < 0 || cnt > DEC_MAX_ARRAY || len > (long)k->n) {
+      *k->why = "array count or length out of range";
+      return -1;
     }
-    if (f->is_array) etw_jw_ch(w, ']');
-    i++;
+    if (!first) etw_jw_ch(k->w, ',');
+    first = 0;
+    write_key(k->w, f);
+    long reps = f->is_array ? cnt : 1;
+    if (f->is_array) etw_jw_ch(k->w, '[');
+    for (long r = 0; r < reps; r++) {
+      if (r) etw_jw_ch(k->w, ',');
+      if (f->in == 24) {
+        size_t before = k->pos;
+        etw_jw_ch(k->w, '{');
+        if (walk_fields(k, i + 1, next, depth + 1, k->pos) < 0) return -1;
+        etw_jw_ch(k->w, '}');
+        if (k->pos == before && f->members) break; /* empty elements: stop (bounded) */
+      } else {
+        size_t mark = k->w->len;
+        long used = dec_value(k->w, f->in, f->out, k->p + k->pos, k->n - k->pos, len, k->ptr_size,
+                              DV_MANIFEST, &k->vals[i]);
+        if (used < 0) {
+          *k->why = "payload shorter than the template";
+          return -1;
+        }
+        if (!f->is_array) {
+          const struct dec_map *mp = f->map;
+          if (!mp && f->map_name && k->d) mp = dec_trace_map(k->d, f->map_name);
+          if (mp) dec_map_render(k->w, mp, mark, k->vals[i]);
+        }
+        k->pos += (size_t)used;
+      }
+      if (k->w->err) return -1;
+    }
+    if (f->is_array) etw_jw_ch(k->w, ']');
+    i = next;
   }
   return 0;
+}
+
+int dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct dec_event *e,
+                       const unsigned char *p, size_t n, int ptr_size, const char **why) {
+  struct walk kw;
+  struct walk *k = &kw;
+  k->d = d;
+  k->w = w;
+  k->e = e;
+  k->p = p;
+  k->n = n;
+  k->pos = 0;
+  k->ptr_size = ptr_size;
+  k->why = why;
+  return walk_fields(k, 0, e->nf > DEC_MAX_FIELDS ? DEC_MAX_FIELDS : e->nf, 0, 0);
 }
 
 /* ---- XML tokenizer */
@@ -468,14 +471,15 @@ static int load_provider(struct etw_decoder *d, const char *s, size_t n, size_t 
   long cur_task = -1;
   struct tmpl *cur_tm = NULL;
   struct dec_map *cur_map = NULL;
-  int struct_idx = -1;
+  int sstack[DEC_MAX_DEPTH];
+  int sdepth = 0;
   while (next_tag(s, n, &pos, &t)) {
     if (t.close) {
       if (tag_is(&t, "provider")) break;
       if (tag_is(&t, "task")) cur_task = -1;
       if (tag_is(&t, "template")) cur_tm = NULL;
       if (tag_is(&t, "valueMap") || tag_is(&t, "bitMap")) cur_map = NULL;
-      if (tag_is(&t, "struct")) struct_idx = -1;
+      if (tag_is(&t, "struct") && sdepth > 0) sdepth--;
       continue;
     }
     if (tag_is(&t, "task")) {
@@ -502,7 +506,7 @@ static int load_provider(struct etw_decoder *d, const char *s, size_t n, size_t 
       cur_tm = &m.tm[m.ntm++];
       memset(cur_tm, 0, sizeof *cur_tm);
       cur_tm->tid = attr(&t, "tid");
-      struct_idx = -1;
+      sdepth = 0;
       if (t.selfclose) cur_tm = NULL;
     } else if ((tag_is(&t, "data") || tag_is(&t, "struct")) && cur_tm) {
       if (cur_tm->nf >= DEC_MAX_FIELDS - 1) continue;
@@ -535,8 +539,9 @@ static int load_provider(struct etw_decoder *d, const char *s, size_t n, size_t 
       }
       f->map = find_map(&m, map);
       free(in), free(out), free(len), free(cnt), free(map);
-      if (struct_idx >= 0 && (uint32_t)struct_idx < cur_tm->nf) cur_tm->f[struct_idx].members++;
-      if (f->in == 24 && !t.selfclose) struct_idx = (int)cur_tm->nf;
+      for (int q = 0; q < sdepth; q++)
+        if ((uint32_t)sstack[q] < cur_tm->nf) cur_tm->f[sstack[q]].members++;
+      if (f->in == 24 && !t.selfclose && sdepth < DEC_MAX_DEPTH) sstack[sdepth++] = (int)cur_tm->nf;
       cur_tm->nf++;
       if (f->in == 0 && f->name) f->in = 1; /* unknown inType: read as string */
     } else if (tag_is(&t, "valueMap") || tag_is(&t, "bitMap")) {
