@@ -1,0 +1,1128 @@
+/* etwd web page — plain JS, no framework, no build step, nothing fetched from elsewhere.
+ *
+ * Parts: api() (fetch + problem+json errors), login/role, the sessions list (polled every second;
+ * events/s and loss/s come from successive stats), the session viewer (WebSocket stream, a
+ * virtualized event table fed in requestAnimationFrame batches with a capped row store, chart),
+ * the new-session form (provider picker, capability-dependent filters, server validation messages
+ * next to the field) and files (upload, replay, download). */
+'use strict';
+
+const $ = (id) => document.getElementById(id);
+const NF = new Intl.NumberFormat('en-US');
+const fmtN = (n) => NF.format(n);
+
+function h(tag, attrs, ...kids) {
+  const e = document.createElement(tag);
+  if (attrs) {
+    for (const [k, v] of Object.entries(attrs)) {
+      if (v == null || v === false) continue;
+      if (k === 'class') e.className = v;
+      else if (k === 'text') e.textContent = v;
+      else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+      else if (k in e && typeof v !== 'string') e[k] = v;
+      else e.setAttribute(k, v === true ? '' : v);
+    }
+  }
+  for (const k of kids) if (k != null) e.append(k);
+  return e;
+}
+
+/* ---------- API ---------- */
+
+class ApiError extends Error {
+  constructor(status, p) {
+    super((p && (p.detail || p.title)) || `HTTP ${status}`);
+    this.status = status;
+    this.problem = p || {};
+    this.field = p && p.field;
+  }
+}
+
+async function api(method, path, body, opt = {}) {
+  const headers = Object.assign({ Accept: 'application/json' }, opt.headers || {});
+  let payload;
+  if (body instanceof Blob) {
+    payload = body;
+    headers['Content-Type'] = 'application/octet-stream';
+  } else if (body !== undefined) {
+    payload = JSON.stringify(body);
+    headers['Content-Type'] = 'application/json';
+  }
+  let res;
+  try {
+    res = await fetch(path, { method, headers, body: payload, credentials: 'same-origin', cache: 'no-store' });
+  } catch (e) {
+    throw new ApiError(0, { title: 'Network error', detail: 'the server cannot be reached: ' + e.message });
+  }
+  const ct = res.headers.get('Content-Type') || '';
+  let data = null;
+  if (res.status !== 204 && /json/.test(ct)) {
+    try { data = await res.json(); } catch { data = null; }
+  } else if (res.status !== 204) {
+    try { data = await res.text(); } catch { data = null; }
+  }
+  if (!res.ok) {
+    const err = new ApiError(res.status, data && typeof data === 'object' ? data : { detail: String(data || res.statusText) });
+    if (res.status === 401 && !opt.noAuthRedirect) onLoggedOut('Your session has ended; log in again.');
+    throw err;
+  }
+  return data;
+}
+
+function say(msg, isError) {
+  const g = $('global-msg');
+  g.textContent = msg || '';
+  g.classList.toggle('error', !!isError);
+}
+
+/* ---------- JSON with exact 64-bit integers ---------- */
+
+/* 64-bit values stay exact: integer literals of 16+ digits are turned into strings marked with a
+ * leading NUL before JSON.parse (a cheap native regex pass; JSON.parse with a reviver is ~6x slower
+ * and cannot keep up with 100k events/s). A literal inside a JSON string would make the text
+ * invalid, so then the slow exact reviver (JSON.parse source text access) is used instead. */
+const LONG_INT = /([:,[]\s*)(-?\d{16,})(?=\s*[,}\]])/g;
+const BIG = /^\u0000-?\d{16,}$/;
+const isBig = (v) => typeof v === 'string' && v.charCodeAt(0) === 0 && BIG.test(v);
+function exactReviver(k, v, ctx) {
+  if (typeof v === 'number' && !Number.isSafeInteger(v) && ctx && /^-?\d+$/.test(ctx.source)) return '\u0000' + ctx.source;
+  return v;
+}
+function parseEvents(text) {
+  const marked = text.replace(LONG_INT, '$1"\\u0000$2"');
+  if (marked === text) return JSON.parse(text);
+  try { return JSON.parse(marked); } catch { return JSON.parse(text, exactReviver); }
+}
+function jsonText(v, ind = '', step = '  ') {
+  if (v === null || v === undefined) return 'null';
+  switch (typeof v) {
+    case 'number': return Number.isFinite(v) ? String(v) : 'null';
+    case 'boolean': return String(v);
+    case 'string': return isBig(v) ? v.slice(1) : JSON.stringify(v);
+  }
+  const nl = step ? '\n' : '', ni = ind + step, sep = step ? ': ' : ':';
+  if (Array.isArray(v)) {
+    if (!v.length) return '[]';
+    return '[' + nl + v.map((x) => ni + jsonText(x, ni, step)).join(',' + nl) + nl + ind + ']';
+  }
+  const ks = Object.keys(v);
+  if (!ks.length) return '{}';
+  return '{' + nl + ks.map((k) => ni + JSON.stringify(k) + sep + jsonText(v[k], ni, step)).join(',' + nl) + nl + ind + '}';
+}
+const valText = (v) => (v === null || v === undefined ? '' : typeof v === 'object' ? jsonText(v, '', '') : isBig(v) ? v.slice(1) : String(v));
+
+/* ---------- state ---------- */
+
+const S = {
+  me: null,            // whoami
+  version: null,       // /version
+  caps: {},            // backend name -> Set of capabilities
+  sessions: new Map(), // id -> latest session JSON
+  hist: new Map(),     // id -> [{t, rate, k, h, s}] per poll
+  prev: new Map(),     // id -> {t, events, k, h, s}
+  rows: new Map(),     // id -> <tr>
+  viewer: null,
+  pollTimer: 0,
+  tab: 'sessions',
+};
+const HIST_MAX = 180;
+const isAdmin = () => S.me && S.me.role === 'admin';
+
+/* ---------- login ---------- */
+
+async function boot() {
+  wireStatic();
+  try {
+    const me = await api('GET', '/api/v1/whoami', undefined, { noAuthRedirect: true });
+    await onLoggedIn(me);
+  } catch {
+    showLogin();
+  }
+}
+
+function showLogin(msg) {
+  $('app-view').hidden = true;
+  $('login-view').hidden = false;
+  $('who').hidden = true;
+  $('logout').hidden = true;
+  $('login-error').textContent = msg || '';
+  $('token').focus();
+}
+
+async function onLoggedIn(me) {
+  S.me = me;
+  document.body.classList.toggle('is-admin', me.role === 'admin');
+  $('who').textContent = `${me.role} (${me.token_id})`;
+  $('who').hidden = false;
+  $('logout').hidden = false;
+  $('login-view').hidden = true;
+  $('app-view').hidden = false;
+  try {
+    S.version = await api('GET', '/api/v1/version');
+    for (const b of S.version.backends || []) S.caps[b.name] = new Set(b.capabilities || []);
+    $('server-info').textContent = `${S.version.version} · ${S.version.os.sysname} ${S.version.os.release}`;
+  } catch (e) { say('Could not read /api/v1/version: ' + e.message, true); }
+  fillBackends();
+  showTab('sessions');
+  poll();
+}
+
+function onLoggedOut(msg) {
+  if (!S.me) return;
+  S.me = null;
+  clearTimeout(S.pollTimer);
+  closeViewer();
+  document.body.classList.remove('is-admin');
+  showLogin(msg);
+}
+
+async function login(ev) {
+  ev.preventDefault();
+  const tok = $('token').value.trim();
+  const err = $('login-error');
+  err.textContent = '';
+  if (!tok) { err.textContent = 'Enter a token.'; return; }
+  try {
+    const me = await api('POST', '/api/v1/login', undefined, { headers: { Authorization: 'Bearer ' + tok }, noAuthRedirect: true });
+    $('token').value = '';
+    await onLoggedIn(me);
+  } catch (e) {
+    err.textContent = e.status === 401 || e.status === 403 ? 'That token is not valid.' : e.message;
+    $('token').setAttribute('aria-invalid', 'true');
+    $('token').focus();
+  }
+}
+
+async function logout() {
+  try { await api('POST', '/api/v1/logout', undefined, { noAuthRedirect: true }); } catch { /* gone anyway */ }
+  onLoggedOut('Logged out.');
+}
+
+/* ---------- tabs ---------- */
+
+function showTab(name) {
+  S.tab = name;
+  for (const b of document.querySelectorAll('.tab')) {
+    const on = b.dataset.tab === name;
+    if (on) b.setAttribute('aria-current', 'page'); else b.removeAttribute('aria-current');
+  }
+  $('tab-sessions').hidden = name !== 'sessions';
+  $('tab-new').hidden = name !== 'new';
+  $('tab-files').hidden = name !== 'files';
+  if (name === 'files') loadFiles();
+  if (name === 'new' && !$('prov-results').childElementCount) searchProviders();
+  if (name === 'sessions' && S.viewer) S.viewer.resize();
+}
+
+/* ---------- sessions list ---------- */
+
+async function poll() {
+  clearTimeout(S.pollTimer);
+  if (!S.me) return;
+  try {
+    const list = await api('GET', '/api/v1/sessions');
+    updateSessions(list);
+  } catch (e) {
+    if (e.status !== 401) say('Could not list sessions: ' + e.message, true);
+  }
+  if (S.me) S.pollTimer = setTimeout(poll, 1000);
+}
+
+const lossOf = (s) => (s.stats && s.stats.loss) || { kernel: 0, hub: 0, subscribers: 0 };
+
+function updateSessions(list) {
+  const now = performance.now();
+  const seen = new Set();
+  for (const s of list) {
+    seen.add(s.id);
+    S.sessions.set(s.id, s);
+    const l = lossOf(s), ev = (s.stats && s.stats.events) || 0;
+    const p = S.prev.get(s.id);
+    let hist = S.hist.get(s.id);
+    if (!hist) S.hist.set(s.id, (hist = []));
+    if (p) {
+      const dt = Math.max(0.05, (now - p.t) / 1000);
+      hist.push({
+        t: now, rate: Math.max(0, (ev - p.events) / dt),
+        k: Math.max(0, (l.kernel - p.k) / dt), h: Math.max(0, (l.hub - p.h) / dt), s: Math.max(0, (l.subscribers - p.s) / dt),
+      });
+      if (hist.length > HIST_MAX) hist.splice(0, hist.length - HIST_MAX);
+    }
+    S.prev.set(s.id, { t: now, events: ev, k: l.kernel, h: l.hub, s: l.subscribers });
+    renderSessionRow(s);
+  }
+  for (const [id, tr] of S.rows) {
+    if (!seen.has(id)) {
+      tr.remove();
+      S.rows.delete(id); S.sessions.delete(id); S.hist.delete(id); S.prev.delete(id);
+      if (S.viewer && S.viewer.id === id) { say(`Session ${id} is gone.`); closeViewer(); }
+    }
+  }
+  $('sessions-empty').hidden = S.rows.size > 0;
+  if (S.viewer) S.viewer.onSession(S.sessions.get(S.viewer.id));
+}
+
+function rateText(id) {
+  const hist = S.hist.get(id);
+  return hist && hist.length ? fmtN(Math.round(hist[hist.length - 1].rate)) : '–';
+}
+
+function renderSessionRow(s) {
+  let tr = S.rows.get(s.id);
+  if (!tr) {
+    const c = {};
+    const cell = (k, cls) => (c[k] = h('td', { class: cls }));
+    tr = h('tr', { 'data-id': String(s.id) },
+      cell('id', 'num'), cell('name'), cell('backend'), cell('state'), cell('events', 'num'), cell('rate', 'num'),
+      cell('loss', 'num'), cell('subs', 'num'), cell('spark'), cell('actions', 'actions'));
+    c.state.append((c.badge = h('span', { class: 'badge' })));
+    c.spark.append((c.canvas = h('canvas', { width: 90, height: 22, role: 'img', 'aria-label': 'events per second' })));
+    const label = () => `session ${s.id}${S.sessions.get(s.id).name ? ' ' + S.sessions.get(s.id).name : ''}`;
+    c.open = h('button', { type: 'button', class: 'open', text: 'Open', onclick: () => openViewer(s.id) });
+    c.stop = h('button', { type: 'button', class: 'stop admin-only danger', text: 'Stop', onclick: () => stopSession(s.id) });
+    c.del = h('button', { type: 'button', class: 'delete admin-only danger', text: 'Delete', onclick: () => deleteSession(s.id) });
+    c.rec = h('a', { class: 'download', href: `/api/v1/sessions/${s.id}/file`, download: '', text: 'Recording' });
+    c.actions.append(c.open, c.stop, c.del, c.rec);
+    tr._c = c;
+    tr._label = label;
+    S.rows.set(s.id, tr);
+    // keep id order
+    const body = $('sessions-body');
+    let before = null;
+    for (const r of body.children) if (Number(r.dataset.id) > s.id) { before = r; break; }
+    body.insertBefore(tr, before);
+  }
+  const c = tr._c, l = lossOf(s), st = s.stats || {};
+  c.id.textContent = s.id;
+  c.name.textContent = s.name || '';
+  c.backend.textContent = s.backend;
+  c.badge.textContent = s.state;
+  c.badge.className = 'badge ' + s.state;
+  c.badge.title = s.message || '';
+  c.events.textContent = fmtN(st.events || 0);
+  c.rate.textContent = rateText(s.id);
+  c.loss.textContent = `${fmtN(l.kernel)} / ${fmtN(l.hub)} / ${fmtN(l.subscribers)}`;
+  c.subs.textContent = fmtN(st.subscribers || 0);
+  const live = s.state === 'running' || s.state === 'pending';
+  c.stop.hidden = !live;
+  c.rec.hidden = !s.recording;
+  const lbl = tr._label();
+  c.open.setAttribute('aria-label', 'Open ' + lbl);
+  c.stop.setAttribute('aria-label', 'Stop ' + lbl);
+  c.del.setAttribute('aria-label', 'Delete ' + lbl);
+  c.rec.setAttribute('aria-label', 'Download the recording of ' + lbl);
+  tr.classList.toggle('open', !!(S.viewer && S.viewer.id === s.id));
+  drawChart(c.canvas, S.hist.get(s.id) || [], true);
+}
+
+async function stopSession(id) {
+  try {
+    const s = await api('POST', `/api/v1/sessions/${id}/stop`);
+    say(`Session ${id} stopped.`);
+    updateSessions([...S.sessions.values()].map((x) => (x.id === id ? s : x)));
+  } catch (e) { say(`Stop failed: ${e.message}`, true); }
+}
+
+async function deleteSession(id) {
+  if (!confirm(`Delete session ${id}? Its recording is removed too.`)) return;
+  try {
+    await api('DELETE', `/api/v1/sessions/${id}`);
+    say(`Session ${id} deleted.`);
+    if (S.viewer && S.viewer.id === id) closeViewer();
+    poll();
+  } catch (e) { say(`Delete failed: ${e.message}`, true); }
+}
+
+/* ---------- chart (canvas, no library) ---------- */
+
+const SERIES = [['rate', '#0b5cad', 2], ['k', '#d62728', 1.5], ['h', '#ff7f0e', 1.5], ['s', '#9467bd', 1.5]];
+
+function drawChart(cv, hist, mini) {
+  const dpr = window.devicePixelRatio || 1;
+  const cssW = cv.clientWidth || cv.width, cssH = cv.clientHeight || cv.height;
+  if (!cssW || !cssH) return;
+  const W = Math.round(cssW * dpr), H = Math.round(cssH * dpr);
+  if (cv.width !== W || cv.height !== H) { cv.width = W; cv.height = H; }
+  const g = cv.getContext('2d');
+  g.setTransform(dpr, 0, 0, dpr, 0, 0);
+  g.clearRect(0, 0, cssW, cssH);
+  const padL = mini ? 1 : 56, padR = 6, padT = mini ? 2 : 8, padB = mini ? 2 : 18;
+  const w = cssW - padL - padR, hh = cssH - padT - padB;
+  const n = mini ? 45 : HIST_MAX;
+  const pts = hist.slice(-n);
+  let max = 1;
+  for (const p of pts) max = Math.max(max, p.rate, p.k, p.h, p.s);
+  max = niceMax(max);
+  if (!mini) {
+    g.strokeStyle = '#e3e7ec'; g.fillStyle = '#5b6470'; g.lineWidth = 1;
+    g.font = '11px system-ui, sans-serif'; g.textAlign = 'right'; g.textBaseline = 'middle';
+    for (let i = 0; i <= 4; i++) {
+      const y = padT + hh - (hh * i) / 4;
+      g.beginPath(); g.moveTo(padL, y + 0.5); g.lineTo(padL + w, y + 0.5); g.stroke();
+      g.fillText(shortN((max * i) / 4), padL - 4, y);
+    }
+    g.textAlign = 'left'; g.textBaseline = 'top';
+    g.fillText(`last ${n} s`, padL, padT + hh + 3);
+    g.textAlign = 'right';
+    g.fillText('now', padL + w, padT + hh + 3);
+  }
+  const x = (i) => padL + (w * (i + (n - pts.length))) / (n - 1);
+  for (const [key, color, lw] of mini ? SERIES.slice(0, 1) : SERIES) {
+    if (key !== 'rate' && !pts.some((p) => p[key] > 0)) continue;
+    g.strokeStyle = color; g.lineWidth = lw; g.beginPath();
+    pts.forEach((p, i) => { const y = padT + hh - (hh * p[key]) / max; if (i) g.lineTo(x(i), y); else g.moveTo(x(i), y); });
+    g.stroke();
+  }
+  if (!mini) {
+    const last = pts[pts.length - 1];
+    cv.setAttribute('aria-label', last
+      ? `Events per second: ${Math.round(last.rate)}; loss per second kernel ${Math.round(last.k)}, hub ${Math.round(last.h)}, subscribers ${Math.round(last.s)}`
+      : 'Events per second and loss: no data yet');
+  }
+}
+function niceMax(v) {
+  const e = Math.pow(10, Math.floor(Math.log10(v)));
+  for (const m of [1, 2, 5, 10]) if (v <= m * e) return m * e;
+  return 10 * e;
+}
+function shortN(v) {
+  if (v >= 1e6) return (v / 1e6).toFixed(v % 1e6 ? 1 : 0) + 'M';
+  if (v >= 1e3) return (v / 1e3).toFixed(v % 1e3 ? 1 : 0) + 'k';
+  return String(Math.round(v * 10) / 10);
+}
+
+/* ---------- the event table ---------- */
+
+const COLS = [
+  { id: 'seq', label: 'Seq', w: '6em', on: true, get: (e) => e.seq },
+  { id: 'time', label: 'Time (UTC)', w: '9.5em', on: true, get: (e) => timeOf(e) },
+  { id: 'provider', label: 'Provider', w: '11em', on: true, get: (e) => e.System && e.System.Provider && e.System.Provider.Name },
+  { id: 'event', label: 'Event', w: '14em', on: true, get: (e) => e.System && e.System.EventName },
+  { id: 'id', label: 'ID', w: '4em', on: true, get: (e) => e.System && e.System.EventID },
+  { id: 'level', label: 'Level', w: '3.5em', on: false, get: (e) => e.System && e.System.Level },
+  { id: 'opcode', label: 'Opcode', w: '4em', on: false, get: (e) => e.System && e.System.Opcode },
+  { id: 'keywords', label: 'Keywords', w: '11em', on: false, get: (e) => e.System && e.System.Keywords },
+  { id: 'pid', label: 'PID', w: '5.5em', on: true, get: (e) => exe(e).ProcessID },
+  { id: 'tid', label: 'TID', w: '5.5em', on: true, get: (e) => exe(e).ThreadID },
+  { id: 'cpu', label: 'CPU', w: '3.5em', on: false, get: (e) => exe(e).ProcessorID },
+  { id: 'data', label: 'Data', w: 'minmax(24em, 1fr)', on: true, get: (e) => dataText(e) },
+];
+const exe = (e) => (e.System && e.System.Execution) || {};
+function timeOf(e) {
+  const t = e.System && e.System.TimeCreated;
+  if (typeof t !== 'string') return '';
+  const i = t.indexOf('T');
+  return i >= 0 ? t.slice(i + 1).replace('Z', '') : t;
+}
+function dataText(e) {
+  const d = e.EventData;
+  let s = '';
+  if (d && typeof d === 'object') {
+    for (const k in d) {
+      const v = d[k];
+      s += (s ? ' ' : '') + k + '=' + valText(v);
+      if (s.length > 400) break;
+    }
+  }
+  if (e.Undecoded) s += (s ? ' ' : '') + 'Undecoded: ' + (e.Undecoded.Reason || '');
+  return s;
+}
+function gapText(g) {
+  return `${fmtN(Number(g.Dropped || 0))} events dropped` + (g.Layer ? ` (${g.Layer}${g.Reason ? ': ' + g.Reason : ''})` : '');
+}
+function loadCols() {
+  try {
+    const saved = JSON.parse(localStorage.getItem('etwd.columns') || 'null');
+    if (Array.isArray(saved)) for (const c of COLS) c.on = saved.includes(c.id);
+  } catch { /* defaults */ }
+}
+
+const ROW_H = 22;
+
+class Viewer {
+  constructor(id, params) {
+    this.id = id;
+    this.params = params || { from: '1' };
+    this.filterWords = [];
+    this.rows = [];         // retained rows (oldest first), each {n, ev, gap, text}
+    this.view = this.rows;  // rows passing the text filter (this.rows itself when no filter)
+    this.incoming = [];     // received, not yet added (flushed in requestAnimationFrame)
+    this.held = [];         // received while paused
+    this.heldDropped = 0;
+    this.n = 0;             // rows ever received
+    this.discarded = 0;     // rows dropped by the cap
+    this.received = 0; this.gaps = 0; this.gapDropped = 0; this.lastSeq = 0;
+    this.cap = Number($('cap').value);
+    this.paused = false;
+    this.filter = '';
+    this.sel = null;        // selected row object
+    this.pool = [];
+    this.raf = 0;
+    this.closed = false;
+    this.ws = null;
+    this.rateWin = [];      // [time, received] for the client-side rate
+    this.progScroll = false;
+    $('grid').scrollTop = 0;
+    this.setCols();
+    this.schedule();
+    this.connect(false);
+  }
+
+  /* ----- stream ----- */
+  connect(resume) {
+    if (this.closed) return;
+    const u = new URL(`/api/v1/sessions/${this.id}/events`, location.href);
+    u.protocol = location.protocol === 'https:' ? 'wss:' : 'ws:';
+    for (const [k, v] of Object.entries(this.params)) if (v) u.searchParams.set(k, v);
+    if (resume && this.lastSeq) u.searchParams.set('from', String(this.lastSeq + 1));
+    this.setConn('connecting…');
+    let ws;
+    try { ws = new WebSocket(u.href); } catch (e) { this.setConn('cannot connect: ' + e.message); return; }
+    this.ws = ws;
+    ws.onopen = () => { if (this.ws === ws) { this.setConn('streaming'); this.retry = 0; } };
+    ws.onmessage = (m) => { if (this.ws === ws) this.onFrame(m.data); };
+    ws.onclose = (c) => {
+      if (this.ws !== ws) return;
+      this.ws = null;
+      if (this.closed) return;
+      const s = S.sessions.get(this.id);
+      const live = s && (s.state === 'running' || s.state === 'pending');
+      if (live && (this.retry || 0) < 10) {
+        this.retry = (this.retry || 0) + 1;
+        this.setConn(`stream closed (${c.code}); reconnecting…`);
+        this.retryTimer = setTimeout(() => this.connect(true), 1000 * this.retry);
+      } else {
+        this.setConn(`stream closed${s ? ' (session ' + s.state + ')' : ''}`);
+      }
+    };
+  }
+  disconnect() {
+    clearTimeout(this.retryTimer);
+    const ws = this.ws;
+    this.ws = null;
+    if (ws) try { ws.close(); } catch { /* closing */ }
+  }
+  setConn(t) { $('viewer-conn').textContent = t; }
+
+  onFrame(text) {
+    let arr;
+    try { arr = parseEvents(text); } catch { return; }
+    if (!Array.isArray(arr)) arr = [arr];
+    const dst = this.paused ? this.held : this.incoming;
+    for (const ev of arr) {
+      const row = { n: 0, ev, gap: ev && ev.Gap ? ev.Gap : null, text: null };
+      if (row.gap) { this.gaps++; this.gapDropped += Number(row.gap.Dropped || 0); } else if (typeof ev.seq === 'number') this.lastSeq = ev.seq;
+      this.received++;
+      dst.push(row);
+    }
+    if (this.paused && this.held.length > this.cap) {
+      const d = this.held.length - this.cap;
+      this.held.splice(0, d);
+      this.heldDropped += d;
+    }
+    this.schedule();
+  }
+
+  schedule() {
+    if (!this.raf && !this.closed) this.raf = requestAnimationFrame(() => { this.raf = 0; this.flush(); });
+  }
+
+  flush() {
+    if (this.closed) return;
+    const inc = this.incoming;
+    if (inc.length) {
+      this.incoming = [];
+      for (const r of inc) r.n = this.n++;
+      const rows = this.rows;
+      for (let i = 0; i < inc.length; i++) rows.push(inc[i]);
+      if (rows.length > this.cap) {
+        const d = rows.length - this.cap;
+        rows.splice(0, d);
+        this.discarded += d;
+      }
+      if (this.view !== rows) {
+        const first = rows.length ? rows[0].n : this.n;
+        let k = 0;
+        while (k < this.view.length && this.view[k].n < first) k++;
+        if (k) this.view.splice(0, k);
+        for (const r of inc) if (r.n >= first && this.match(r)) this.view.push(r);
+      }
+      if (this.sel && this.rows.length && this.sel.n < this.rows[0].n) this.sel = null;
+    }
+    this.render(true);
+  }
+
+  match(r) {
+    if (!r.text) r.text = (r.gap ? gapText(r.gap) : jsonText(r.ev, '', '')).toLowerCase();
+    for (const w of this.filterWords) if (!r.text.includes(w)) return false;
+    return true;
+  }
+  setFilter(f) {
+    this.filter = f.trim().toLowerCase();
+    this.filterWords = this.filter.split(/\s+/).filter(Boolean);
+    this.view = this.filterWords.length ? this.rows.filter((r) => this.match(r)) : this.rows;
+    this.render(true);
+  }
+
+  setPaused(p) {
+    this.paused = p;
+    const b = $('pause');
+    b.textContent = p ? 'Resume' : 'Pause';
+    b.setAttribute('aria-pressed', String(p));
+    if (!p) {
+      for (const r of this.held) this.incoming.push(r);
+      this.held = [];
+      this.heldDropped = 0;
+      this.schedule();
+    }
+    this.render(false);
+  }
+
+  clear() {
+    this.rows.length = 0;
+    this.view = this.rows;
+    this.held = []; this.incoming = []; this.heldDropped = 0;
+    this.discarded = 0; this.sel = null;
+    this.setFilter($('text-filter').value);
+    this.showDetail();
+  }
+
+  setCap(c) {
+    this.cap = c;
+    if (this.rows.length > c) {
+      const d = this.rows.length - c;
+      this.rows.splice(0, d);
+      this.discarded += d;
+      this.setFilter($('text-filter').value);
+    } else this.render(false);
+  }
+
+  setCols() {
+    this.cols = COLS.filter((c) => c.on);
+    const tpl = this.cols.map((c) => c.w).join(' ');
+    $('grid').style.setProperty('--cols', tpl);
+    const head = $('grid-head');
+    head.textContent = '';
+    this.cols.forEach((c, i) => head.append(h('span', { role: 'columnheader', 'aria-colindex': String(i + 1), text: c.label })));
+    for (const el of this.pool) el.remove();
+    this.pool = [];
+    this.render(false);
+  }
+
+  /* ----- rendering: only the visible rows exist in the DOM ----- */
+  render(fromData) {
+    const grid = $('grid');
+    const view = this.view;
+    const total = view.length;
+    $('grid-body').style.height = total * ROW_H + 'px';
+    grid.setAttribute('aria-rowcount', String(total + 1));
+    if (fromData && $('autoscroll').checked && !this.paused) {
+      const target = Math.max(0, total * ROW_H + ROW_H - grid.clientHeight);
+      if (Math.abs(grid.scrollTop - target) > 1) { this.progScroll = true; grid.scrollTop = target; }
+    }
+    const top = grid.scrollTop;
+    const first = Math.max(0, Math.floor(top / ROW_H));
+    const count = Math.min(total - first, Math.ceil(grid.clientHeight / ROW_H) + 1);
+    const wrap = $('grid-rows');
+    wrap.style.transform = `translateY(${first * ROW_H}px)`;
+    while (this.pool.length < Math.max(0, count)) {
+      const r = h('div', { class: 'grid-row', role: 'row' });
+      for (let i = 0; i < this.cols.length; i++) r.append(h('span', { role: 'gridcell' }));
+      r.addEventListener('click', () => { if (r._row) this.select(r._row, false); });
+      this.pool.push(r);
+      wrap.append(r);
+    }
+    for (let i = 0; i < this.pool.length; i++) {
+      const el = this.pool[i];
+      if (i >= count) { el.hidden = true; el._row = null; continue; }
+      const row = view[first + i];
+      el.hidden = false;
+      el.setAttribute('aria-rowindex', String(first + i + 2));
+      if (el._row === row && el._cols === this.cols) { el.classList.toggle('sel', row === this.sel); continue; }
+      el._row = row;
+      el._cols = this.cols;
+      el.classList.toggle('sel', row === this.sel);
+      el.id = row === this.sel ? 'ev-selected' : '';
+      el.setAttribute('aria-selected', String(row === this.sel));
+      const cells = el.children;
+      if (row.gap) {
+        el.classList.add('gap');
+        cells[0].textContent = gapText(row.gap);
+        for (let j = 1; j < cells.length; j++) cells[j].hidden = true;
+      } else {
+        el.classList.remove('gap');
+        for (let j = 0; j < cells.length; j++) {
+          const t = valText(this.cols[j].get(row.ev));
+          cells[j].hidden = false;
+          cells[j].textContent = t;
+          cells[j].title = this.cols[j].id === 'data' ? t : '';
+        }
+      }
+    }
+    if (this.sel && grid.contains(document.getElementById('ev-selected'))) grid.setAttribute('aria-activedescendant', 'ev-selected');
+    else grid.removeAttribute('aria-activedescendant');
+    this.status();
+  }
+
+  status() {
+    const now = performance.now();
+    this.rateWin.push([now, this.received]);
+    while (this.rateWin.length > 2 && now - this.rateWin[0][0] > 2000) this.rateWin.shift();
+    const [t0, r0] = this.rateWin[0];
+    const rate = now - t0 > 200 ? ((this.received - r0) * 1000) / (now - t0) : 0;
+    const shown = this.view === this.rows ? `${fmtN(this.rows.length)} rows` : `${fmtN(this.view.length)} of ${fmtN(this.rows.length)} rows match`;
+    $('ev-status').textContent = `${shown} · ${fmtN(this.received)} received · ${fmtN(Math.round(rate))}/s in this page` +
+      (this.gaps ? ` · ${fmtN(this.gapDropped)} dropped for this page in ${fmtN(this.gaps)} gaps` : '');
+    const cn = $('cap-notice');
+    cn.hidden = !this.discarded;
+    if (this.discarded) cn.textContent = `Only the last ${fmtN(this.cap)} rows are kept: ${fmtN(this.discarded)} older rows were discarded from this table.`;
+    const pn = $('pause-notice');
+    pn.hidden = !this.paused;
+    if (this.paused) pn.textContent = `Paused: ${fmtN(this.held.length)} new events held` + (this.heldDropped ? `, ${fmtN(this.heldDropped)} dropped while paused` : '') + '. Resume to add them.';
+  }
+
+  select(row, scroll) {
+    this.sel = row;
+    const idx = this.view.indexOf(row);
+    if (scroll && idx >= 0) {
+      const grid = $('grid');
+      const y = idx * ROW_H;
+      if (y < grid.scrollTop) grid.scrollTop = y;
+      else if (y + 2 * ROW_H > grid.scrollTop + grid.clientHeight) grid.scrollTop = y + 2 * ROW_H - grid.clientHeight;
+    }
+    for (const el of this.pool) el._row = null; // repaint selection
+    this.render(false);
+    this.showDetail();
+  }
+  showDetail() {
+    const r = this.sel;
+    $('detail').textContent = !r ? 'Select a row (click, or arrow keys in the table).' : jsonText(r.ev);
+  }
+
+  key(e) {
+    const v = this.view;
+    if (!v.length) return;
+    let i = this.sel ? v.indexOf(this.sel) : -1;
+    const page = Math.max(1, Math.floor($('grid').clientHeight / ROW_H) - 1);
+    switch (e.key) {
+      case 'ArrowDown': i = Math.min(v.length - 1, i + 1); break;
+      case 'ArrowUp': i = i < 0 ? v.length - 1 : Math.max(0, i - 1); break;
+      case 'PageDown': i = Math.min(v.length - 1, i + page); break;
+      case 'PageUp': i = Math.max(0, i - page); break;
+      case 'Home': i = 0; break;
+      case 'End': i = v.length - 1; break;
+      case 'Escape': this.sel = null; for (const el of this.pool) el._row = null; this.render(false); this.showDetail(); return;
+      default: return;
+    }
+    e.preventDefault();
+    if (e.key !== 'End') setAutoscroll(false);
+    this.select(v[i], true);
+  }
+
+  onScroll() {
+    if (this.progScroll) { this.progScroll = false; this.render(false); return; }
+    const g = $('grid');
+    const atBottom = g.scrollTop + g.clientHeight >= g.scrollHeight - ROW_H;
+    if (!atBottom && $('autoscroll').checked) setAutoscroll(false);
+    this.render(false);
+  }
+
+  resize() { this.render(false); this.chart(); }
+
+  onSession(s) {
+    if (!s) return;
+    const b = $('viewer-state');
+    b.textContent = s.state;
+    b.className = 'badge ' + s.state;
+    b.title = s.message || '';
+    $('viewer-stop').hidden = !(s.state === 'running' || s.state === 'pending');
+    this.chart();
+  }
+  chart() {
+    const hist = S.hist.get(this.id) || [];
+    drawChart($('chart'), hist, false);
+    const last = hist[hist.length - 1];
+    $('chart-max').textContent = last ? ` now: ${fmtN(Math.round(last.rate))} events/s` : '';
+  }
+
+  close() {
+    this.closed = true;
+    cancelAnimationFrame(this.raf);
+    this.disconnect();
+    for (const el of this.pool) el.remove();
+    this.pool = [];
+  }
+}
+
+function setAutoscroll(on) { $('autoscroll').checked = on; }
+
+function openViewer(id, params) {
+  closeViewer();
+  const s = S.sessions.get(id);
+  $('viewer').hidden = false;
+  $('viewer-h').textContent = `Session ${id}` + (s && s.name ? ` — ${s.name}` : '');
+  $('pause').textContent = 'Pause';
+  $('pause').setAttribute('aria-pressed', 'false');
+  setAutoscroll(true);
+  $('detail').textContent = 'Select a row (click, or arrow keys in the table).';
+  if (!params) $('stream-form').reset();
+  S.viewer = new Viewer(id, params);
+  S.viewer.setFilter($('text-filter').value);
+  S.viewer.onSession(s);
+  for (const [rid, tr] of S.rows) tr.classList.toggle('open', rid === id);
+  showTab('sessions');
+  $('viewer').scrollIntoView({ block: 'nearest' });
+}
+
+function closeViewer() {
+  if (S.viewer) S.viewer.close();
+  S.viewer = null;
+  $('viewer').hidden = true;
+  $('cap-notice').hidden = true;
+  $('pause-notice').hidden = true;
+  for (const tr of S.rows.values()) tr.classList.remove('open');
+}
+
+function buildColumnChooser() {
+  const fs = $('columns');
+  for (const c of COLS) {
+    const cb = h('input', { type: 'checkbox', value: c.id });
+    cb.checked = c.on;
+    cb.addEventListener('change', () => {
+      c.on = cb.checked;
+      if (!COLS.some((x) => x.on)) { c.on = true; cb.checked = true; }
+      try { localStorage.setItem('etwd.columns', JSON.stringify(COLS.filter((x) => x.on).map((x) => x.id))); } catch { /* private mode */ }
+      if (S.viewer) S.viewer.setCols();
+    });
+    fs.append(h('label', { class: 'check' }, cb, ' ' + c.label));
+  }
+}
+
+/* ---------- new session ---------- */
+
+function fillBackends() {
+  const sel = $('f-backend');
+  sel.textContent = '';
+  for (const b of (S.version && S.version.backends) || []) {
+    if (!(b.capabilities || []).includes('live')) continue;
+    sel.append(h('option', { value: b.name, text: b.name + (b.available === false ? ' (unavailable)' : '') }));
+  }
+  applyCaps();
+}
+const curBackend = () => $('f-backend').value;
+const hasCap = (c) => !!(S.caps[curBackend()] && S.caps[curBackend()].has(c));
+function applyCaps() {
+  for (const el of document.querySelectorAll('#new-form [class*="cap-"]')) {
+    const cls = [...el.classList].find((c) => c.startsWith('cap-'));
+    el.hidden = !hasCap(cls.slice(4));
+  }
+}
+
+let searchTimer = 0, searchSeq = 0;
+async function searchProviders() {
+  const q = $('prov-search').value.trim();
+  const seq = ++searchSeq;
+  const ul = $('prov-results');
+  try {
+    const list = await api('GET', `/api/v1/providers?backend=${encodeURIComponent(curBackend())}${q ? '&q=' + encodeURIComponent(q) : ''}`);
+    if (seq !== searchSeq) return;
+    ul.textContent = '';
+    const chosen = new Set([...document.querySelectorAll('.prov-card')].map((c) => c._name));
+    for (const p of list.slice(0, 200)) {
+      const n = typeof p.events === 'number' ? p.events : Array.isArray(p.events) ? p.events.length : '';
+      ul.append(h('li', null, h('button', {
+        type: 'button', class: 'pick', 'data-name': p.name, disabled: chosen.has(p.name),
+        text: `${p.name}${n !== '' ? ` (${n} events)` : ''}`, 'aria-label': `Add provider ${p.name}`,
+        onclick: () => addProvider(p.name),
+      })));
+    }
+    if (!list.length) ul.append(h('li', { class: 'muted', text: 'No provider matches.' }));
+    else if (list.length > 200) ul.append(h('li', { class: 'muted', text: `${list.length - 200} more: refine the search.` }));
+  } catch (e) {
+    if (seq === searchSeq) { ul.textContent = ''; ul.append(h('li', { class: 'field-error', text: e.message })); }
+  }
+}
+
+async function addProvider(name) {
+  if ([...document.querySelectorAll('.prov-card')].some((c) => c._name === name)) return;
+  let info;
+  try { info = await api('GET', `/api/v1/providers/${encodeURIComponent(name)}?backend=${encodeURIComponent(curBackend())}`); } catch (e) {
+    say(`Cannot describe ${name}: ${e.message}`, true);
+    return;
+  }
+  const card = h('section', { class: 'prov-card', 'aria-label': `Provider ${name}` });
+  card._name = name;
+  const uid = 'p' + Math.random().toString(36).slice(2, 8);
+  const evs = (info.events || []).slice().sort((a, b) => String(a.name).localeCompare(String(b.name)));
+  const list = h('div', { class: 'events-list', role: 'group', 'aria-label': `Events of ${name}` });
+  for (const ev of evs) {
+    const fields = (ev.fields || []).filter((f) => !f.common);
+    const cb = h('input', { type: 'checkbox', class: 'ev-cb', value: ev.name });
+    list.append(h('div', { class: 'ev' },
+      h('label', { class: 'check' }, cb, ` ${ev.name}`, h('span', { class: 'muted', text: ev.id != null ? ` #${ev.id}` : '' })),
+      fields.length ? h('details', null, h('summary', { text: `${fields.length} fields` }),
+        h('ul', null, ...fields.map((f) => h('li', { text: `${f.name}: ${f.type || ''}` })))) : null));
+  }
+  const field = (key, label, input, hint) => {
+    input.id = `${uid}-${key}`;
+    return h('div', { class: 'field', 'data-key': key }, h('label', { for: input.id, text: label }), input,
+      hint ? h('span', { class: 'muted', text: hint }) : null);
+  };
+  const row = h('div', { class: 'row' });
+  if (hasCap('level_keywords')) {
+    const lv = h('select', { name: 'level' });
+    for (const [v, t] of [['5', '5 Verbose (all)'], ['4', '4 Information'], ['3', '3 Warning'], ['2', '2 Error'], ['1', '1 Critical']]) lv.append(h('option', { value: v, text: t }));
+    row.append(field('level', 'Level (at most)', lv));
+    row.append(field('keywords_any', 'Keywords (any)', h('input', { name: 'keywords_any', placeholder: '0x…', autocomplete: 'off' })));
+    row.append(field('keywords_all', 'Keywords (all)', h('input', { name: 'keywords_all', placeholder: '0x…', autocomplete: 'off' })));
+  }
+  if (hasCap('event_ids')) {
+    row.append(field('event_ids', 'Event IDs', h('input', { name: 'event_ids', placeholder: '1, 2, 10', autocomplete: 'off' })));
+    const ex = h('input', { type: 'checkbox', name: 'event_ids_exclude' });
+    row.append(h('div', { class: 'field', 'data-key': 'event_ids_exclude' }, h('label', { class: 'check' }, ex, ' exclude these IDs')));
+  }
+  if (hasCap('stacks')) {
+    row.append(h('div', { class: 'field', 'data-key': 'stacks' }, h('label', { class: 'check' }, h('input', { type: 'checkbox', name: 'stacks' }), ' stacks')));
+  }
+  let filterBox = null;
+  if (hasCap('filter_expression')) {
+    filterBox = field('filter', 'Filter expression', h('textarea', { name: 'filter', rows: 2, spellcheck: 'false', placeholder: 'e.g. pid > 100 && comm != "bash"' }),
+      'checked by the kernel; use the field names listed under each event');
+  }
+  const allBtn = h('button', { type: 'button', text: 'All', onclick: () => { for (const c of list.querySelectorAll('.ev-cb')) c.checked = true; } });
+  const noneBtn = h('button', { type: 'button', text: 'None', onclick: () => { for (const c of list.querySelectorAll('.ev-cb')) c.checked = false; } });
+  const evSearch = h('input', { type: 'search', placeholder: 'filter events', 'aria-label': `Filter the events of ${name}`, autocomplete: 'off' });
+  evSearch.addEventListener('input', () => {
+    const q = evSearch.value.trim().toLowerCase();
+    for (const d of list.children) d.hidden = q && !d.textContent.toLowerCase().includes(q);
+  });
+  card.append(
+    h('header', null, h('h3', { text: name }), h('span', { class: 'muted', text: `${evs.length} events` }), h('span', { class: 'spacer' }),
+      h('button', { type: 'button', class: 'danger', text: 'Remove', 'aria-label': `Remove provider ${name}`, onclick: () => { card.remove(); renumber(); searchProviders(); } })),
+    h('div', { class: 'field', 'data-key': 'events' },
+      h('div', { class: 'row' }, h('strong', { text: 'Events' }), evSearch, allBtn, noneBtn, h('span', { class: 'muted', text: 'none checked = all events' })),
+      list),
+    row, filterBox);
+  $('prov-chosen').append(card);
+  renumber();
+  for (const b of document.querySelectorAll(`#prov-results button[data-name="${CSS.escape(name)}"]`)) b.disabled = true;
+  const first = list.querySelector('input');
+  if (first) first.focus();
+}
+
+function renumber() {
+  [...document.querySelectorAll('.prov-card')].forEach((card, i) => {
+    card.dataset.field = `/providers/${i}`;
+    for (const f of card.querySelectorAll('[data-key]')) f.dataset.field = `/providers/${i}/${f.dataset.key}`;
+  });
+}
+
+const ints = (s) => s.split(/[\s,]+/).filter(Boolean).map((x) => (/^\d+$/.test(x) ? Number(x) : x));
+const strs = (s) => s.split(/[\s,]+/).filter(Boolean);
+
+function clearErrors(form) {
+  for (const e of form.querySelectorAll('.field-error.auto')) e.remove();
+  for (const e of form.querySelectorAll('[aria-invalid]')) e.removeAttribute('aria-invalid');
+  $('new-error').textContent = '';
+}
+
+function showFieldError(form, ptr, msg) {
+  let p = ptr || '';
+  let box = null;
+  while (p && !(box = form.querySelector(`[data-field="${CSS.escape(p)}"]`))) p = p.slice(0, p.lastIndexOf('/'));
+  if (!box || box.hidden) { $('new-error').textContent = msg; $('new-error').scrollIntoView({ block: 'nearest' }); return; }
+  const id = 'err-' + Math.random().toString(36).slice(2, 8);
+  const err = h('p', { class: 'field-error auto', id, role: 'alert', text: msg });
+  const input = box.querySelector('input:not([type=checkbox]), select, textarea') || box.querySelector('input');
+  box.append(err);
+  if (input) {
+    input.setAttribute('aria-invalid', 'true');
+    input.setAttribute('aria-describedby', id);
+    input.focus();
+  } else {
+    box.setAttribute('tabindex', '-1');
+    box.focus();
+  }
+  box.scrollIntoView({ block: 'nearest' });
+}
+
+function buildSpec() {
+  const spec = {};
+  const name = $('f-name').value.trim();
+  if (name) spec.name = name;
+  spec.backend = curBackend();
+  if (hasCap('file')) spec.mode = $('f-mode').value;
+  const buf = $('f-buffer').value.trim();
+  if (buf) spec.buffer_kb = /^\d+$/.test(buf) ? Number(buf) : buf;
+  const pids = $('f-pids').value.trim();
+  if (pids && hasCap('filter_pid')) spec.pids = ints(pids);
+  const exes = $('f-exe').value.trim();
+  if (exes && hasCap('filter_exe')) spec.exe_names = strs(exes);
+  spec.providers = [...document.querySelectorAll('.prov-card')].map((card) => {
+    const p = { name: card._name };
+    const evs = [...card.querySelectorAll('.ev-cb:checked')].map((c) => c.value);
+    if (evs.length) p.events = evs;
+    const val = (n) => { const e = card.querySelector(`[name="${n}"]`); return e ? (e.type === 'checkbox' ? e.checked : e.value.trim()) : null; };
+    const f = val('filter');
+    if (f) p.filter = f;
+    const lv = val('level');
+    if (lv && lv !== '5') p.level = Number(lv);
+    const ka = val('keywords_any');
+    if (ka) p.keywords_any = ka;
+    const kl = val('keywords_all');
+    if (kl) p.keywords_all = kl;
+    const ids = val('event_ids');
+    if (ids) p.event_ids = ints(ids);
+    if (val('event_ids_exclude')) p.event_ids_exclude = true;
+    if (val('stacks')) p.stacks = true;
+    return p;
+  });
+  return spec;
+}
+
+async function submitSession(ev) {
+  ev.preventDefault();
+  const form = $('new-form');
+  clearErrors(form);
+  const spec = buildSpec();
+  const btn = $('start');
+  btn.disabled = true;
+  try {
+    const s = await api('POST', '/api/v1/sessions', spec);
+    say(`Session ${s.id} started.`);
+    updateSessions([...S.sessions.values(), s]);
+    openViewer(s.id);
+  } catch (e) {
+    const p = e.problem || {};
+    showFieldError(form, e.field || '', (p.title && p.detail ? `${p.title}: ${p.detail}` : e.message));
+  } finally {
+    btn.disabled = false;
+  }
+}
+
+/* ---------- files ---------- */
+
+async function loadFiles() {
+  let list;
+  try { list = await api('GET', '/api/v1/files'); } catch (e) { say('Could not list files: ' + e.message, true); return; }
+  const body = $('files-body');
+  body.textContent = '';
+  for (const f of list) {
+    const enc = encodeURIComponent(f.name);
+    const mode = h('select', { 'aria-label': `Replay speed for ${f.name}`, class: 'admin-only' },
+      h('option', { value: 'fast', text: 'fast' }), h('option', { value: 'recorded', text: 'as recorded' }));
+    body.append(h('tr', { 'data-name': f.name },
+      h('td', { text: f.name }), h('td', { class: 'num', text: fmtN(f.size) }), h('td', { text: f.modified || '' }),
+      h('td', { class: 'actions' },
+        h('a', { href: `/api/v1/files/${enc}`, download: f.name, text: 'Download', 'aria-label': `Download ${f.name}` }),
+        mode,
+        h('button', { type: 'button', class: 'replay admin-only primary', text: 'Replay', 'aria-label': `Replay ${f.name}`, onclick: () => replay(f.name, mode.value) }),
+        h('button', { type: 'button', class: 'delete admin-only danger', text: 'Delete', 'aria-label': `Delete ${f.name}`, onclick: () => deleteFile(f.name) }))));
+  }
+  $('files-empty').hidden = list.length > 0;
+}
+
+async function uploadFile(ev) {
+  ev.preventDefault();
+  const msg = $('upload-msg');
+  msg.textContent = '';
+  msg.classList.remove('ok');
+  const file = $('upload-file').files[0];
+  if (!file) { msg.textContent = 'Choose an .etl file first.'; $('upload-file').focus(); return; }
+  const name = $('upload-name').value.trim() || file.name;
+  const btn = $('upload');
+  btn.disabled = true;
+  msg.textContent = `Uploading ${name} (${fmtN(file.size)} bytes)…`;
+  msg.classList.add('ok');
+  try {
+    const qs = `name=${encodeURIComponent(name)}${$('upload-overwrite').checked ? '&overwrite=1' : ''}`;
+    const f = await api('POST', `/api/v1/files?${qs}`, file);
+    msg.textContent = `Uploaded ${f.name} (${fmtN(f.size)} bytes).`;
+    $('upload-file').value = '';
+    $('upload-name').value = '';
+    loadFiles();
+  } catch (e) {
+    msg.classList.remove('ok');
+    msg.textContent = `Upload failed: ${e.message}`;
+  } finally {
+    btn.disabled = false;
+  }
+}
+
+async function replay(name, mode) {
+  const spec = { files: [name], replay: mode };
+  const nm = ('replay-' + name.replace(/\.etl$/i, '')).replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 64);
+  spec.name = nm;
+  try {
+    const s = await api('POST', '/api/v1/sessions', spec);
+    say(`Replaying ${name} as session ${s.id}.`);
+    updateSessions([...S.sessions.values(), s]);
+    openViewer(s.id);
+  } catch (e) { say(`Replay failed: ${e.message}`, true); }
+}
+
+async function deleteFile(name) {
+  if (!confirm(`Delete ${name}?`)) return;
+  try { await api('DELETE', `/api/v1/files/${encodeURIComponent(name)}`); say(`${name} deleted.`); } catch (e) { say(`Delete failed: ${e.message}`, true); }
+  loadFiles();
+}
+
+/* ---------- wiring ---------- */
+
+function wireStatic() {
+  loadCols();
+  buildColumnChooser();
+  $('login-form').addEventListener('submit', login);
+  $('token').addEventListener('input', () => $('token').removeAttribute('aria-invalid'));
+  $('logout').addEventListener('click', logout);
+  for (const b of document.querySelectorAll('.tab')) b.addEventListener('click', () => showTab(b.dataset.tab));
+  $('viewer-close').addEventListener('click', closeViewer);
+  $('viewer-stop').addEventListener('click', () => S.viewer && stopSession(S.viewer.id));
+  $('pause').addEventListener('click', () => S.viewer && S.viewer.setPaused(!S.viewer.paused));
+  $('autoscroll').addEventListener('change', () => S.viewer && $('autoscroll').checked && S.viewer.render(true));
+  let ft = 0;
+  $('text-filter').addEventListener('input', () => { clearTimeout(ft); ft = setTimeout(() => S.viewer && S.viewer.setFilter($('text-filter').value), 120); });
+  $('cap').addEventListener('change', () => S.viewer && S.viewer.setCap(Number($('cap').value)));
+  $('clear').addEventListener('click', () => S.viewer && S.viewer.clear());
+  $('grid').addEventListener('scroll', () => S.viewer && S.viewer.onScroll(), { passive: true });
+  $('grid').addEventListener('keydown', (e) => S.viewer && S.viewer.key(e));
+  $('columns-menu').addEventListener('keydown', (e) => { if (e.key === 'Escape') { $('columns-menu').open = false; $('columns-menu').querySelector('summary').focus(); } });
+  $('stream-form').addEventListener('submit', (e) => {
+    e.preventDefault();
+    if (!S.viewer) return;
+    const fd = new FormData($('stream-form'));
+    const params = {};
+    for (const [k, v] of fd) if (k !== 'from' && String(v).trim()) params[k] = String(v).trim().replace(/\s+/g, '');
+    params.from = $('from-start').checked ? '1' : '';
+    openViewer(S.viewer.id, params);
+  });
+  $('new-form').addEventListener('submit', submitSession);
+  $('new-form').addEventListener('input', (e) => {
+    if (e.target.getAttribute('aria-invalid')) {
+      e.target.removeAttribute('aria-invalid');
+      const box = e.target.closest('[data-field]');
+      if (box) for (const x of box.querySelectorAll(':scope > .field-error.auto')) x.remove();
+    }
+  });
+  $('f-backend').addEventListener('change', () => { applyCaps(); $('prov-chosen').textContent = ''; searchProviders(); });
+  $('prov-search').addEventListener('input', () => { clearTimeout(searchTimer); searchTimer = setTimeout(searchProviders, 200); });
+  $('prov-search').addEventListener('keydown', (e) => {
+    if (e.key === 'ArrowDown') { const b = $('prov-results').querySelector('button:not([disabled])'); if (b) { e.preventDefault(); b.focus(); } }
+    if (e.key === 'Enter') e.preventDefault();
+  });
+  $('prov-results').addEventListener('keydown', (e) => {
+    if (e.key !== 'ArrowDown' && e.key !== 'ArrowUp') return;
+    const bs = [...$('prov-results').querySelectorAll('button')];
+    const i = bs.indexOf(document.activeElement);
+    if (i < 0) return;
+    e.preventDefault();
+    const j = e.key === 'ArrowDown' ? Math.min(bs.length - 1, i + 1) : i - 1;
+    (j < 0 ? $('prov-search') : bs[j]).focus();
+  });
+  $('upload-file').addEventListener('change', () => { const f = $('upload-file').files[0]; if (f && !$('upload-name').value) $('upload-name').value = f.name; });
+  $('upload-form').addEventListener('submit', uploadFile);
+  let rt = 0;
+  window.addEventListener('resize', () => { clearTimeout(rt); rt = setTimeout(() => S.viewer && S.viewer.resize(), 100); });
+}
+
+boot();
