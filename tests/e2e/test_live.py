@@ -350,12 +350,33 @@ def test_sigterm_cleans():
     e.cleanup()
 
 
+def test_providers(e):
+    st, h, j = e.json("GET", "/api/v1/providers?q=SCHE", token="reader", expect=200)
+    names = [p["name"] for p in j if p["backend"] == "linux"]
+    check("sched" in names and all("sche" in n.lower() for n in names), "?q= search: %r" % names)
+    # the "ftrace" system holds the tracer's internal records, not enableable events
+    systems = sorted(os.path.basename(p) for p in glob.glob(TRACEFS + "/events/*") if os.path.isdir(p) and not p.endswith("/ftrace"))
+    st, h, j = e.json("GET", "/api/v1/providers?backend=linux", token="reader", expect=200)
+    check(sorted(p["name"] for p in j) == systems, "every tracepoint system is a provider")
+    st, h, j = e.json("GET", "/api/v1/providers/sched", token="reader", expect=200)
+    ev = [x for x in j["events"] if x["name"] == "sched_process_exec"][0]
+    fmt = open(TRACEFS + "/events/sched/sched_process_exec/format").read()
+    check("ID: %d" % ev["id"] in fmt, "event id from the format file")
+    for f in ev["fields"]:
+        check("%s;\toffset:%d;\tsize:%d;\tsigned:%d;" % (f["name"], f["offset"], f["size"], int(f["signed"])) in fmt,
+              "field %r matches the format file" % f)
+    check(len(ev["fields"]) == fmt.count("offset:"), "all fields listed")
+    st, h, j = e.json("GET", "/api/v1/providers/nosuchsystem", token="reader")
+    check(st == 404 and "nosuchsystem" in j.get("detail", ""), "unknown provider → 404: %r" % j)
+
+
 def main():
     if os.geteuid() != 0:
         check(False, "live tests need root (tracefs)")
         done()
     with Etwd(args=["--queue-events", "16384"]) as e:
         OURS.add(e.proc.pid)
+        test_providers(e)
         test_invalid(e)
         test_exec_exact(e)
         test_filters(e)
