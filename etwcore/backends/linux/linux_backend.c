@@ -460,7 +460,8 @@ static struct lx_prov *prov_find(struct lx_sess *s, const char *name) {
   return NULL;
 }
 
-/* Apply filters and enable the events of @p (validated). Caller holds s->mu. */
+/* Apply filters and enable the events of @p (validated). Called by the session owner (open,
+ * enable: never concurrently); takes s->mu only to publish a new system to the readers. */
 static enum etw_err apply_provider(struct lx_sess *s, const struct etw_provider_spec *p,
                                    const char *pfx, struct etw_status *st) {
   char field[96];
@@ -525,8 +526,12 @@ static enum etw_err apply_provider(struct lx_sess *s, const struct etw_provider_
     }
   }
   free(comb);
-  if (!rc && (rc = ensure_system_locked(s, p->name)))
-    etw_fail(st, rc, pfx, "too many providers");
+  if (!rc) {
+    pthread_mutex_lock(&s->mu);
+    rc = ensure_system_locked(s, p->name);
+    pthread_mutex_unlock(&s->mu);
+    if (rc) etw_fail(st, rc, pfx, "too many providers");
+  }
   for (uint32_t j = 0; !rc && j < nev; j++) {
     if (tracefs_event_enable(s->inst, p->name, evs[j]) != 0) {
       snprintf(field, sizeof field, "%s/events/%u", pfx, j);
@@ -972,12 +977,12 @@ static enum etw_err lx_open(const struct etw_backend_args *a, void **state, stru
   while (s->ready < s->ncpu) pthread_cond_wait(&s->cv, &s->mu);
   excl_self_tasks(s);
   for (int i = 0; i < s->ncpu; i++) excl_add(s, s->rd[i].tid);
+  pthread_mutex_unlock(&s->mu);
   for (uint32_t i = 0; i < sp->n_providers && !rc; i++) {
     char pfx[48];
     snprintf(pfx, sizeof pfx, "/providers/%u", i);
     rc = apply_provider(s, &sp->providers[i], pfx, st);
   }
-  pthread_mutex_unlock(&s->mu);
   if (rc) goto fail;
   free(pidlist);
   *state = s;
@@ -998,9 +1003,9 @@ static enum etw_err lx_enable(void *vs, const struct etw_provider_spec *p, struc
   /* field pointers as for providers[0]; the session manager rewrites the prefix */
   enum etw_err rc = check_provider(p, "/providers/0", st);
   if (rc) return rc;
-  pthread_mutex_lock(&s->mu);
+  /* no session lock across the kernel writes (enabling all of `syscalls` takes ~1 s): the
+   * readers only take it briefly to learn new systems */
   rc = apply_provider(s, p, "/providers/0", st);
-  pthread_mutex_unlock(&s->mu);
   return rc;
 }
 
