@@ -274,7 +274,8 @@ function renderSessionRow(s) {
     const cell = (k, cls) => (c[k] = h('td', { class: cls }));
     tr = h('tr', { 'data-id': String(s.id) },
       cell('id', 'num'), cell('name'), cell('backend'), cell('state'), cell('events', 'num'), cell('rate', 'num'),
-      cell('loss', 'num'), cell('subs', 'num'), cell('spark'), cell('actions', 'actions'));
+      cell('loss', 'num'), cell('subs', 'num'), cell('spark'), cell('actcell'));
+    c.actcell.append((c.actions = h('div', { class: 'acts' })));
     c.state.append((c.badge = h('span', { class: 'badge' })));
     c.spark.append((c.canvas = h('canvas', { width: 90, height: 22, role: 'img', 'aria-label': 'events per second' })));
     const label = () => `session ${s.id}${S.sessions.get(s.id).name ? ' ' + S.sessions.get(s.id).name : ''}`;
@@ -394,18 +395,18 @@ function shortN(v) {
 /* ---------- the event table ---------- */
 
 const COLS = [
-  { id: 'seq', label: 'Seq', w: '6em', on: true, get: (e) => e.seq },
-  { id: 'time', label: 'Time (UTC)', w: '9.5em', on: true, get: (e) => timeOf(e) },
-  { id: 'provider', label: 'Provider', w: '11em', on: true, get: (e) => e.System && e.System.Provider && e.System.Provider.Name },
-  { id: 'event', label: 'Event', w: '14em', on: true, get: (e) => e.System && e.System.EventName },
-  { id: 'id', label: 'ID', w: '4em', on: true, get: (e) => e.System && e.System.EventID },
+  { id: 'seq', label: 'Seq', w: '5.5em', on: true, get: (e) => e.seq },
+  { id: 'time', label: 'Time (UTC)', w: '11.5em', on: true, get: (e) => timeOf(e) },
+  { id: 'provider', label: 'Provider', w: '9em', on: true, get: (e) => e.System && e.System.Provider && e.System.Provider.Name },
+  { id: 'event', label: 'Event', w: '12em', on: true, get: (e) => e.System && e.System.EventName },
+  { id: 'id', label: 'ID', w: '3.5em', on: true, get: (e) => e.System && e.System.EventID },
   { id: 'level', label: 'Level', w: '3.5em', on: false, get: (e) => e.System && e.System.Level },
   { id: 'opcode', label: 'Opcode', w: '4em', on: false, get: (e) => e.System && e.System.Opcode },
   { id: 'keywords', label: 'Keywords', w: '11em', on: false, get: (e) => e.System && e.System.Keywords },
-  { id: 'pid', label: 'PID', w: '5.5em', on: true, get: (e) => exe(e).ProcessID },
-  { id: 'tid', label: 'TID', w: '5.5em', on: true, get: (e) => exe(e).ThreadID },
+  { id: 'pid', label: 'PID', w: '5em', on: true, get: (e) => exe(e).ProcessID },
+  { id: 'tid', label: 'TID', w: '5em', on: true, get: (e) => exe(e).ThreadID },
   { id: 'cpu', label: 'CPU', w: '3.5em', on: false, get: (e) => exe(e).ProcessorID },
-  { id: 'data', label: 'Data', w: 'minmax(24em, 1fr)', on: true, get: (e) => dataText(e) },
+  { id: 'data', label: 'Data', w: 'minmax(16em, 1fr)', on: true, get: (e) => dataText(e) },
 ];
 const exe = (e) => (e.System && e.System.Execution) || {};
 function timeOf(e) {
@@ -487,7 +488,9 @@ class Viewer {
       if (this.closed) return;
       const s = S.sessions.get(this.id);
       const live = s && (s.state === 'running' || s.state === 'pending');
-      if (live && (this.retry || 0) < 10) {
+      if (c.code === 1000) {
+        this.setConn(`stream ended${c.reason ? ': ' + c.reason : ''}`);
+      } else if (live && (this.retry || 0) < 10) {
         this.retry = (this.retry || 0) + 1;
         this.setConn(`stream closed (${c.code}); reconnecting…`);
         this.retryTimer = setTimeout(() => this.connect(true), 1000 * this.retry);
@@ -648,7 +651,8 @@ class Viewer {
       if (row.gap) {
         el.classList.add('gap');
         cells[0].textContent = gapText(row.gap);
-        for (let j = 1; j < cells.length; j++) cells[j].hidden = true;
+        cells[0].title = '';
+        for (let j = 1; j < cells.length; j++) { cells[j].hidden = true; cells[j].textContent = ''; }
       } else {
         el.classList.remove('gap');
         for (let j = 0; j < cells.length; j++) {
@@ -1013,11 +1017,11 @@ async function loadFiles() {
       h('option', { value: 'fast', text: 'fast' }), h('option', { value: 'recorded', text: 'as recorded' }));
     body.append(h('tr', { 'data-name': f.name },
       h('td', { text: f.name }), h('td', { class: 'num', text: fmtN(f.size) }), h('td', { text: f.modified || '' }),
-      h('td', { class: 'actions' },
+      h('td', null, h('div', { class: 'acts' },
         h('a', { href: `/api/v1/files/${enc}`, download: f.name, text: 'Download', 'aria-label': `Download ${f.name}` }),
         mode,
         h('button', { type: 'button', class: 'replay admin-only primary', text: 'Replay', 'aria-label': `Replay ${f.name}`, onclick: () => replay(f.name, mode.value) }),
-        h('button', { type: 'button', class: 'delete admin-only danger', text: 'Delete', 'aria-label': `Delete ${f.name}`, onclick: () => deleteFile(f.name) }))));
+        h('button', { type: 'button', class: 'delete admin-only danger', text: 'Delete', 'aria-label': `Delete ${f.name}`, onclick: () => deleteFile(f.name) })))));
   }
   $('files-empty').hidden = list.length > 0;
 }

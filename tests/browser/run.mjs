@@ -269,6 +269,20 @@ await step('pause holds new rows, resume adds them', async () => {
   assert(await page.locator('#pause-notice').isHidden(), 'notice gone');
 });
 
+await step('events/s chart and list rate while events flow (overview screenshot)', async () => {
+  const end = Date.now() + 4500;
+  while (Date.now() < end) { runTrue(4); await sleep(100); }
+  const tr = page.locator(`#sessions-body tr[data-id="${liveId}"]`);
+  const rate = Number((await tr.locator('td').nth(5).textContent()).replace(/,/g, ''));
+  assert(rate > 0, 'events/s in the list: ' + rate);
+  assert(/^Events per second: [1-9]/.test(await page.locator('#chart').getAttribute('aria-label')), 'chart shows a rate');
+  await page.locator('#grid').focus();
+  await page.keyboard.press('End');
+  await page.keyboard.press('ArrowUp');
+  await page.evaluate(() => window.scrollTo(0, 0));
+  await page.screenshot({ path: path.join(ART, 'overview-1280.png'), fullPage: true });
+});
+
 await step('stop the session; the recording downloads', async () => {
   await page.locator('#viewer-stop').click();
   const tr = page.locator(`#sessions-body tr[data-id="${liveId}"]`);
@@ -419,8 +433,8 @@ await step('no script errors and no CSP violations', async () => {
   assert(!bad.length, bad.join('\n'));
 });
 
-if (process.env.ETWD_UPDATE_SCREENSHOT === '1' && fs.existsSync(path.join(ART, 'live-1280x800.png')))
-  fs.copyFileSync(path.join(ART, 'live-1280x800.png'), path.join(ROOT, 'docs/screenshot.png'));
+if (process.env.ETWD_UPDATE_SCREENSHOT === '1' && fs.existsSync(path.join(ART, 'overview-1280.png')))
+  fs.copyFileSync(path.join(ART, 'overview-1280.png'), path.join(ROOT, 'docs/screenshot.png'));
 
 await cleanup();
 const failed = results.filter((r) => !r[1]).length;

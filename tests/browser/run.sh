@@ -1,0 +1,29 @@
+#!/bin/sh
+# Browser tests of the bundled web page in Debian's Chromium (see run.mjs). As root on a fresh
+# Debian 12: installs chromium, nodejs and npm if missing, then `npm ci` (playwright-core only; it
+# downloads no browser) and runs the tests. A missing Chromium is a failure, never a skip.
+#   ETWD_BIN=build/test/server/etwd ETWD_CORPUS=../shared/corpus tests/browser/run.sh
+set -eu
+HERE=$(cd "$(dirname "$0")" && pwd)
+missing=""
+[ -x "${CHROMIUM:-/usr/bin/chromium}" ] || missing="$missing chromium"
+command -v node >/dev/null 2>&1 || missing="$missing nodejs"
+command -v npm >/dev/null 2>&1 || missing="$missing npm"
+if [ -n "$missing" ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "browser tests: FAIL: missing$missing and not root to install them" >&2
+    exit 1
+  fi
+  echo "browser tests: installing$missing" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq >/dev/null || true
+  apt-get install -y -qq $missing >/dev/null
+fi
+if [ ! -x "${CHROMIUM:-/usr/bin/chromium}" ]; then
+  echo "browser tests: FAIL: ${CHROMIUM:-/usr/bin/chromium} is still missing" >&2
+  exit 1
+fi
+cd "$HERE"
+# playwright-core never downloads a browser; the variable makes sure of it
+PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error
+exec node run.mjs
