@@ -136,7 +136,7 @@ struct lx_sess {
   _Atomic int64_t mono_to_real;
   struct lx_tdat *tdat;
   char *record_path;
-  uint64_t file_bytes;
+  uint64_t file_bytes, file_lost_pages;
   int file_error;
   pthread_t snap_th;
   int snap_started, snap_quit;
@@ -1058,6 +1058,7 @@ static void lx_stop(void *vs) {
     pthread_mutex_lock(&s->mu);
     struct lx_tdat *t = s->tdat;
     s->file_bytes = lx_tdat_bytes(t);
+    s->file_lost_pages = lx_tdat_lost_pages(t);
     s->tdat = NULL;
     pthread_mutex_unlock(&s->mu);
     if (lx_tdat_finish(t, (const char *const *)s->systems, "mono") != 0)
@@ -1143,6 +1144,8 @@ static void lx_stats_json(void *vs, struct etw_jw *w) {
   if (s->record_path) {
     etw_jw_lit(w, ",\"trace_clock\":\"mono\",\"file_bytes\":");
     etw_jw_u64(w, s->tdat ? lx_tdat_bytes(s->tdat) : s->file_bytes);
+    etw_jw_lit(w, ",\"file_lost_pages\":");
+    etw_jw_u64(w, s->tdat ? lx_tdat_lost_pages(s->tdat) : s->file_lost_pages);
     if (s->file_error) etw_jw_lit(w, ",\"file_error\":\"writing the trace.dat failed\"");
   }
   pthread_mutex_unlock(&s->mu);

@@ -120,5 +120,7 @@ int lx_tdat_finish(struct lx_tdat *t, const char *const *systems, const char *cl
 /** lx_tdat_abort - free without writing. */
 void lx_tdat_abort(struct lx_tdat *t);
 uint64_t lx_tdat_bytes(struct lx_tdat *t);
+/** lx_tdat_lost_pages - pages that could not be spooled (disk full, size limit). */
+uint64_t lx_tdat_lost_pages(struct lx_tdat *t);
 
 #endif

@@ -267,6 +267,8 @@ int lx_tdat_page(struct lx_tdat *t, int cpu, const void *page) {
   return 0;
 }
 
+uint64_t lx_tdat_lost_pages(struct lx_tdat *t) { return atomic_load(&t->lost_pages); }
+
 uint64_t lx_tdat_bytes(struct lx_tdat *t) {
   uint64_t n = 0;
   for (int c = 0; c < t->ncpu; c++) n += atomic_load(&t->bytes[c]);
