@@ -11,6 +11,7 @@
 
 #include "api.h"
 #include "etwcore/backend.h"
+#include "etwcore/util.h"
 #include "files.h"
 
 int etwd_file_name_valid(const char *n) {
@@ -99,17 +100,6 @@ void h_files_list(struct etwd_req *r) {
   etw_jw_free(&w);
 }
 
-static int mkdir_p(const char *path) {
-  char tmp[1100];
-  snprintf(tmp, sizeof tmp, "%s", path);
-  for (char *p = tmp + 1; *p; p++)
-    if (*p == '/') {
-      *p = 0;
-      if (mkdir(tmp, 0700) && errno != EEXIST) return -1;
-      *p = '/';
-    }
-  return mkdir(tmp, 0700) && errno != EEXIST ? -1 : 0;
-}
 
 void h_file_upload(struct etwd_req *r) {
   char name[256] = "", ow[8] = "";
@@ -139,7 +129,7 @@ void h_file_upload(struct etwd_req *r) {
                  "name", NULL);
     goto out;
   }
-  if (mkdir_p(r->srv->cfg->data_dir)) {
+  if (etw_mkdirs(r->srv->cfg->data_dir)) {
     etwd_problem(r, 500, "io-error", NULL, "cannot create the data directory", NULL, NULL);
     goto out;
   }

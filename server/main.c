@@ -14,21 +14,11 @@
 #include "auth.h"
 #include "config.h"
 #include "etwcore/etl.h"
+#include "etwcore/util.h"
 #include "log.h"
 #include "tls.h"
 
 
-static int mkdir_p(const char *path, mode_t mode) {
-  char tmp[1100];
-  snprintf(tmp, sizeof tmp, "%s", path);
-  for (char *p = tmp + 1; *p; p++)
-    if (*p == '/') {
-      *p = 0;
-      if (mkdir(tmp, mode) && errno != EEXIST) return -1;
-      *p = '/';
-    }
-  return mkdir(tmp, mode) && errno != EEXIST ? -1 : 0;
-}
 
 static int cmd_tokens(int argc, char **argv) {
   struct etwd_config cfg;
@@ -44,7 +34,7 @@ static int cmd_tokens(int argc, char **argv) {
       return 2;
     }
   }
-  if (mkdir_p(cfg.state_dir, 0700)) {
+  if (etw_mkdirs(cfg.state_dir)) {
     fprintf(stderr, "etwd tokens: cannot create %s: %s\n", cfg.state_dir, strerror(errno));
     return 1;
   }
@@ -89,13 +79,13 @@ int main(int argc, char **argv) {
   sigaddset(&stopsigs, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stopsigs, NULL);
 
-  if (mkdir_p(cfg.state_dir, 0700)) {
+  if (etw_mkdirs(cfg.state_dir)) {
     fprintf(stderr, "etwd: cannot create the state directory %s: %s\n", cfg.state_dir, strerror(errno));
     return 1;
   }
   chmod(cfg.state_dir, 0700);
-  mkdir_p(cfg.data_dir, 0700);
-  mkdir_p(cfg.manifest_dir, 0700);
+  etw_mkdirs(cfg.data_dir);
+  etw_mkdirs(cfg.manifest_dir);
   etw_etl_set_dirs(cfg.data_dir, cfg.manifest_dir);
 
   char err[512];

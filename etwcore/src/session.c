@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "etwcore/spec.h"
+#include "etwcore/util.h"
 
 enum st { S_RUNNING, S_STOPPED, S_ENDED, S_FAILED, S_PENDING };
 static const char *const state_names[] = {"running", "stopped", "ended", "failed", "pending"};
@@ -163,17 +164,6 @@ static void on_ended(void *ctx, enum etw_err code, const char *msg) {
   etw_hub_end(s->hub);
 }
 
-static int mkdirs(const char *path) {
-  char tmp[4096];
-  snprintf(tmp, sizeof tmp, "%s", path);
-  for (char *p = tmp + 1; *p; p++) {
-    if (*p != '/') continue;
-    *p = 0;
-    if (mkdir(tmp, 0700) && errno != EEXIST) return -1;
-    *p = '/';
-  }
-  return mkdir(tmp, 0700) && errno != EEXIST ? -1 : 0;
-}
 
 enum etw_err etw_session_create(struct etw_core *c, const cJSON *body, const char *const *files,
                                 struct etw_session **out, struct etw_status *st) {
@@ -248,7 +238,7 @@ enum etw_err etw_session_create(struct etw_core *c, const cJSON *body, const cha
   if ((s->spec.mode & ETW_MODE_FILE) && c->cfg.state_dir) {
     char dir[4096], path[4200];
     snprintf(dir, sizeof dir, "%s/recordings/%llu", c->cfg.state_dir, (unsigned long long)s->id);
-    if (mkdirs(dir)) {
+    if (etw_mkdirs(dir)) {
       e = etw_fail(st, ETW_E_IO, NULL, "cannot create %s: %s", dir, strerror(errno));
       goto fail_remove;
     }
@@ -438,37 +428,31 @@ out:
   return e;
 }
 
+/* append a literal key (with its leading punctuation) and an unsigned value */
+static void kv(struct etw_jw *w, const char *key, uint64_t v) {
+  etw_jw_lit(w, key);
+  etw_jw_u64(w, v);
+}
+
 static void stats_json_locked(struct etw_session *s, struct etw_jw *w) {
   struct etw_backend_stats bs = s->last;
   if (s->bstate && s->be->stats) s->be->stats(s->bstate, &bs);
   struct etw_hub_stats hs;
   etw_hub_stats(s->hub, &hs);
-  etw_jw_lit(w, "{\"events\":");
-  etw_jw_u64(w, hs.produced);
-  etw_jw_lit(w, ",\"bytes\":");
-  etw_jw_u64(w, hs.bytes);
-  etw_jw_lit(w, ",\"last_seq\":");
-  etw_jw_u64(w, hs.last_seq);
-  etw_jw_lit(w, ",\"read_events\":");
-  etw_jw_u64(w, bs.read_events);
-  etw_jw_lit(w, ",\"read_bytes\":");
-  etw_jw_u64(w, bs.read_bytes);
-  etw_jw_lit(w, ",\"decode_errors\":");
-  etw_jw_u64(w, bs.decode_errors);
+  kv(w, "{\"events\":", hs.produced);
+  kv(w, ",\"bytes\":", hs.bytes);
+  kv(w, ",\"last_seq\":", hs.last_seq);
+  kv(w, ",\"read_events\":", bs.read_events);
+  kv(w, ",\"read_bytes\":", bs.read_bytes);
+  kv(w, ",\"decode_errors\":", bs.decode_errors);
   etw_jw_lit(w, ",\"per_provider\":");
   etw_hub_provider_counts(s->hub, w);
-  etw_jw_lit(w, ",\"subscribers\":");
-  etw_jw_u64(w, hs.subscribers);
-  etw_jw_lit(w, ",\"loss\":{\"kernel\":");
-  etw_jw_u64(w, bs.kernel_lost);
-  etw_jw_lit(w, ",\"kernel_overrun\":");
-  etw_jw_u64(w, bs.kernel_overrun);
-  etw_jw_lit(w, ",\"kernel_dropped\":");
-  etw_jw_u64(w, bs.kernel_dropped);
-  etw_jw_lit(w, ",\"hub\":");
-  etw_jw_u64(w, hs.hub_dropped);
-  etw_jw_lit(w, ",\"subscribers\":");
-  etw_jw_u64(w, hs.sub_dropped);
+  kv(w, ",\"subscribers\":", hs.subscribers);
+  kv(w, ",\"loss\":{\"kernel\":", bs.kernel_lost);
+  kv(w, ",\"kernel_overrun\":", bs.kernel_overrun);
+  kv(w, ",\"kernel_dropped\":", bs.kernel_dropped);
+  kv(w, ",\"hub\":", hs.hub_dropped);
+  kv(w, ",\"subscribers\":", hs.sub_dropped);
   etw_jw_lit(w, "},\"per_subscriber\":");
   etw_hub_subs_json(s->hub, w);
   if (s->bstate && s->be->stats_json) {
@@ -490,8 +474,7 @@ static void time_or_null(struct etw_jw *w, int64_t ns) {
 
 void etw_session_json(struct etw_session *s, struct etw_jw *w) {
   pthread_mutex_lock(&s->mu);
-  etw_jw_lit(w, "{\"id\":");
-  etw_jw_u64(w, s->id);
+  kv(w, "{\"id\":", s->id);
   etw_jw_lit(w, ",\"name\":");
   if (s->spec.name) etw_jw_cs(w, s->spec.name); else etw_jw_lit(w, "null");
   etw_jw_lit(w, ",\"backend\":");
@@ -566,12 +549,10 @@ uint32_t etw_core_session_count(struct etw_core *c) {
 static void metric(struct etw_jw *w, const char *name, const struct etw_session *s, const char *extra,
                    uint64_t v) {
   etw_jw_lit(w, name);
-  etw_jw_lit(w, "{session=\"");
-  etw_jw_u64(w, s->id);
+  kv(w, "{session=\"", s->id);
   etw_jw_ch(w, '"');
   if (extra) etw_jw_lit(w, extra);
-  etw_jw_lit(w, "} ");
-  etw_jw_u64(w, v);
+  kv(w, "} ", v);
   etw_jw_ch(w, '\n');
 }
 
@@ -613,8 +594,7 @@ void etw_core_metrics(struct etw_core *c, struct etw_jw *w) {
     etw_session_put(s);
   }
   free(v);
-  etw_jw_lit(w, "# HELP etwd_sessions Sessions in the table.\n# TYPE etwd_sessions gauge\netwd_sessions ");
-  etw_jw_u64(w, n);
+  kv(w, "# HELP etwd_sessions Sessions in the table.\n# TYPE etwd_sessions gauge\netwd_sessions ", n);
   etw_jw_lit(w, "\n# HELP etwd_events_total Events published by all current sessions.\n"
                 "# TYPE etwd_events_total counter\netwd_events_total ");
   etw_jw_u64(w, tot_ev);

@@ -1,0 +1,31 @@
+/* util.c — small portable helpers (see util.h). */
+#include "etwcore/util.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#ifdef _WIN32
+#include <direct.h>
+#define MKDIR(p) _mkdir(p)
+#else
+#define MKDIR(p) mkdir(p, 0700)
+#endif
+
+int etw_mkdirs(const char *path) {
+  char tmp[4096];
+  size_t n = strlen(path);
+  if (n == 0 || n >= sizeof tmp) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  memcpy(tmp, path, n + 1);
+  for (char *p = tmp + 1; *p; p++) {
+    if (*p != '/' && *p != '\\') continue;
+    char c = *p;
+    *p = 0;
+    if (MKDIR(tmp) && errno != EEXIST) return -1;
+    *p = c;
+  }
+  return MKDIR(tmp) && errno != EEXIST ? -1 : 0;
+}
