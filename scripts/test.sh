@@ -10,5 +10,6 @@ cmake -S "$ROOT" -B "$ROOT/build/test" -DETWD_SANITIZE=ON -DCMAKE_BUILD_TYPE=Rel
 cmake --build "$ROOT/build/test" -j"$(nproc)"
 cd "$ROOT/build/test"
 ctest --output-on-failure --timeout 900 "$@"
+ETWD_BIN="$ROOT/build/test/server/etwd" ETWD_CORPUS="$ROOT/../shared/corpus" "$ROOT/tests/browser/run.sh"
 FUZZ_SECONDS=${FUZZ_SECONDS:-60} "$ROOT/scripts/fuzz.sh"
 echo "test: all passed" >&2
