@@ -65,6 +65,18 @@ def main():
         check(any("System" in r for r in recs), "recorded-speed replay delivers events")
         e.request("DELETE", "/api/v1/sessions/%d" % sid)
 
+        # several files replay merged into one time-ordered stream
+        WAAS = os.path.join(CORPUS, "jtmoon79+super-speedy-syslog-searcher/logs/programs/Event_Trace_Log/waasmedic.20251005_113019_195.etl")
+        e.json("POST", "/api/v1/files?name=waas.etl", body=open(WAAS, "rb").read(), ctype="application/octet-stream", expect=201)
+        n_waas = len([r for r in e.ndjson("/api/v1/files/waas.etl/events") if "System" in r])
+        st, h, j = e.json("POST", "/api/v1/sessions", body={"files": ["waas.etl", "sih.etl"]}, expect=201)
+        ws = e.ws("/api/v1/sessions/%d/events" % j["id"])
+        recs = [r for r in ws_events(ws, lambda rs: any(r.get("_closed") for r in rs), timeout=30) if "System" in r]
+        check(len(recs) == n_waas + len(evs), "merged replay: %d + %d events (%d)" % (n_waas, len(evs), len(recs)))
+        times = [r["System"]["TimeCreated"] for r in recs]
+        check(times == sorted(times), "merged replay is in time order")
+        e.request("DELETE", "/api/v1/sessions/%d" % j["id"])
+
         # bad files
         st, h, j = e.json("POST", "/api/v1/sessions", body={"files": ["nosuch.etl"]})
         check(st == 404 and j.get("field") == "/files/0", "replay of a missing file → 404 naming it: %d %r" % (st, j))
