@@ -56,6 +56,17 @@ function get(url) {
   });
 }
 
+function getBody(url, token) {
+  return new Promise((res, rej) => {
+    const r = https.get(url, { rejectUnauthorized: false, headers: { Authorization: 'Bearer ' + token, Accept: 'application/x-ndjson' } }, (x) => {
+      const parts = [];
+      x.on('data', (d) => parts.push(d));
+      x.on('end', () => res([x.statusCode, Buffer.concat(parts).toString('utf8')]));
+    });
+    r.on('error', rej);
+  });
+}
+
 /* ---------- a tiny harness ---------- */
 const results = [];
 let page; // the current page, for screenshots on failure
@@ -87,7 +98,7 @@ const runTrue = (n = 1) => { const pids = []; for (let i = 0; i < n; i++) { cons
 const state = fs.mkdtempSync(path.join(os.tmpdir(), 'etwd-browser-'));
 const port = await freePort();
 const base = `https://127.0.0.1:${port}`;
-const srv = spawn(BIN, ['--listen', `127.0.0.1:${port}`, '--state-dir', state], { stdio: ['ignore', 'ignore', 'pipe'] });
+const srv = spawn(BIN, ['--listen', `127.0.0.1:${port}`, '--state-dir', state, '--replay-kb', '32'], { stdio: ['ignore', 'ignore', 'pipe'] });
 const srvLog = fs.createWriteStream(path.join(ART, 'etwd.log'));
 srv.stderr.pipe(srvLog);
 let srvExited = null;
@@ -390,6 +401,29 @@ await step('upload a corpus ETL, replay it, and see its first events with the ri
   await until(async () => /ended|stopped|running|pending/.test(await tr.locator('.badge').textContent()), 'replay state in list');
 });
 
+await step('fast replay of a larger corpus ETL arrives complete over the WebSocket', async () => {
+  const etl = path.join(CORPUS, 'airbus-cert+etl-parser/tests/example/ShutdownPerfDiagLogger.etl');
+  assert(fs.existsSync(etl), 'corpus file ' + etl);
+  await page.getByRole('button', { name: 'Files' }).click();
+  await page.locator('#upload-file').setInputFiles(etl);
+  await page.getByRole('button', { name: 'Upload', exact: true }).click();
+  const row = page.locator('#files-body tr[data-name="ShutdownPerfDiagLogger.etl"]');
+  await row.waitFor({ timeout: 20000 });
+  const [st, body] = await getBody(`${base}/api/v1/files/ShutdownPerfDiagLogger.etl/events`, tokens.admin);
+  assert(st === 200, 'ndjson decode ' + st);
+  const want = body.split('\n').filter((l) => l.startsWith('{"seq"')).length;
+  assert(want > 1000, 'events in the file: ' + want);
+  const t0 = Date.now();
+  await row.getByRole('button', { name: /Replay/ }).click();
+  await page.locator('#viewer').waitFor({ state: 'visible' });
+  const got = await until(async () => {
+    const r = await page.evaluate(() => ({ received: S.viewer.received, gaps: S.viewer.gaps, dropped: S.viewer.gapDropped, conn: document.getElementById('viewer-conn').textContent }));
+    return r.received - r.gaps + r.dropped >= want && /ended/.test(r.conn) ? r : null;
+  }, `${want} events`, 60000, 200);
+  log(`   replayed ${want} events in ${Date.now() - t0} ms: ${JSON.stringify(got)}`);
+  assert(got.received - got.gaps === want && got.dropped === 0, 'every event delivered, none dropped: ' + JSON.stringify(got));
+});
+
 await step('phone width layout', async () => {
   await page.setViewportSize({ width: 390, height: 844 });
   await page.getByRole('button', { name: 'Sessions' }).click();
@@ -420,6 +454,12 @@ await step('a reader token sees no control buttons', async () => {
   await p.locator('#viewer').waitFor({ state: 'visible' });
   assert(await p.locator('#viewer-stop').isHidden(), 'no stop in the viewer');
   await until(async () => (await statusRows(p)) > 0, 'reader sees the stopped session\'s events (replay window)', 8000);
+  // with --replay-kb 32 the oldest events are no longer in the window: a real gap record from the server
+  await p.locator('#grid').focus();
+  await p.keyboard.press('Home');
+  const first = (await gridRows(p))[0];
+  assert(first && first.gap && /^[\d,]+ events dropped \(hub: .*replay window/.test(first.gap), 'gap row from the server: ' + JSON.stringify(first));
+  assert(JSON.parse(await p.locator('#detail').textContent()).Gap.Dropped > 0, 'gap record in the detail pane');
   await p.screenshot({ path: path.join(ART, 'reader-1280x800.png') });
   // log out clears the cookie session
   await p.getByRole('button', { name: 'Log out' }).click();
