@@ -78,6 +78,7 @@ struct etw_etl_reader {
   unsigned char *raw;        /* scratch for reading a buffer */
   uint32_t raw_cap;
   uint64_t done, total;
+  uint64_t mem;              /* bytes of stream payload buffers */
   int err_set;
   struct etw_status err;
 };
@@ -132,6 +133,16 @@ static int ensure(unsigned char **p, uint32_t *cap, uint32_t need) {
   if (!np) return -1;
   *p = np;
   *cap = nc;
+  return 0;
+}
+
+/* ensure() for a stream's payload, within the reader's memory budget (all streams together). */
+static int ensure_pay(struct etw_etl_reader *r, struct stream *s, uint32_t need) {
+  if (need <= s->pay_cap) return 0;
+  uint64_t before = s->pay_cap;
+  if (r->mem + need > ETW_ETL_MAX_MEMORY) return -1;
+  if (ensure(&s->pay, &s->pay_cap, need)) return -1;
+  r->mem += s->pay_cap - before;
   return 0;
 }
 
@@ -470,8 +481,8 @@ static int load_buffer(struct etw_etl_reader *r, struct stream *s) {
         continue;
       }
       uint32_t outn = saved - BH;
-      if (ensure(&s->pay, &s->pay_cap, outn ? outn : 1)) {
-        set_damage(r, s->file, b->off, "out of memory");
+      if (ensure_pay(r, s, outn ? outn : 1)) {
+        set_damage(r, s->file, b->off, "decompressed size over the memory limit");
         continue;
       }
       long got;
@@ -492,8 +503,8 @@ static int load_buffer(struct etw_etl_reader *r, struct stream *s) {
     } else {
       if (used < BH || used > b->size) used = b->size; /* Offset is garbage: use everything */
       uint32_t n = used - BH;
-      if (ensure(&s->pay, &s->pay_cap, n ? n : 1)) {
-        set_damage(r, s->file, b->off, "out of memory");
+      if (ensure_pay(r, s, n ? n : 1)) {
+        set_damage(r, s->file, b->off, "buffer over the memory limit");
         continue;
       }
       memcpy(s->pay, h + BH, n);
@@ -690,7 +701,13 @@ static int advance(struct etw_etl_reader *r, struct stream *s) {
       }
       s->pay_len = 0;
     }
-    if (load_buffer(r, s)) return s->has = 0;
+    if (load_buffer(r, s)) { /* exhausted: give its memory back */
+      r->mem -= s->pay_cap;
+      free(s->pay);
+      s->pay = NULL;
+      s->pay_cap = 0;
+      return s->has = 0;
+    }
   }
 }
 

@@ -31,6 +31,7 @@
 #define ETW_ETL_MAX_BUFFERS (16u << 20) /* buffers per file */
 #define ETW_ETL_MAX_STREAMS 8192        /* per-processor streams over all files */
 #define ETW_ETL_MAX_FILES 64
+#define ETW_ETL_MAX_MEMORY (512ull << 20) /* decoded buffers held by one reader */
 #define ETW_REC_MAX_EXT 16              /* extended data items kept per record */
 
 /** Record kinds (which on-disk header the record had). */
