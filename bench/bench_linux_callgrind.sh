@@ -11,10 +11,13 @@ BIN="$B/bench/bench_linux_decode"
 [ -x "$BIN" ] || { echo "build $BIN first (cmake -B $B -DCMAKE_BUILD_TYPE=RelWithDebInfo)"; exit 1; }
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
+# the same captured pages for every run (LX_BENCH_PAGES: captured once, then reused)
+export LX_BENCH_PAGES="${LX_BENCH_PAGES:-$OUT/pages}"
+"$BIN" 1 2048 >/dev/null
 printf '%-20s %10s %10s %12s %10s\n' event events bytes/ev instr/event ns/event
 for ev in sys_enter sched_switch sched_process_exec; do
   valgrind --tool=callgrind --callgrind-out-file="$OUT/cg" --toggle-collect=measured \
-    "$BIN" 50 600 "$ev" >"$OUT/o" 2>"$OUT/e"
+    "$BIN" 50 2048 "$ev" >"$OUT/o" 2>"$OUT/e"
   ir=$(sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$OUT/e" | sort -n | tail -1)
   n=$(sed -n 's/.*measured_calls=\([0-9]*\).*/\1/p' "$OUT/o")
   bpe=$(sed -n 's/.*bytes\/event=\([0-9.]*\).*/\1/p' "$OUT/o")

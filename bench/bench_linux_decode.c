@@ -64,6 +64,17 @@ int main(int argc, char **argv) {
     fprintf(stderr, "init: %s\n", st.msg);
     return 1;
   }
+  int ps = getpagesize();
+  unsigned char *pages = malloc((size_t)maxpages * (size_t)ps);
+  int np = 0;
+  /* LX_BENCH_PAGES=file: reuse the pages saved there (A/B comparisons on identical input) */
+  const char *pf = getenv("LX_BENCH_PAGES");
+  FILE *in_f = pf ? fopen(pf, "rb") : NULL;
+  if (in_f) {
+    np = (int)fread(pages, (size_t)ps, (size_t)maxpages, in_f);
+    fclose(in_f);
+    goto decode;
+  }
   char name[64];
   snprintf(name, sizeof name, "%sbench_%d", ETW_SESSION_PREFIX, (int)getpid());
   struct tracefs_instance *in = tracefs_instance_create(name);
@@ -90,10 +101,7 @@ int main(int argc, char **argv) {
   }
   waitpid(pid, NULL, 0);
   tracefs_trace_off(in);
-  int ps = getpagesize();
   long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-  unsigned char *pages = malloc((size_t)maxpages * (size_t)ps);
-  int np = 0;
   for (int c = 0; c < ncpu && np < maxpages; c++) {
     struct tracefs_cpu *tc = tracefs_cpu_open(in, c, true);
     if (!tc) continue;
@@ -106,6 +114,14 @@ int main(int argc, char **argv) {
   }
   tracefs_instance_destroy(in);
   tracefs_instance_free(in);
+  if (pf) {
+    FILE *out_f = fopen(pf, "wb");
+    if (out_f) {
+      fwrite(pages, (size_t)ps, (size_t)np, out_f);
+      fclose(out_f);
+    }
+  }
+decode:;
 
   const char *systems[] = {"raw_syscalls", "sched", NULL};
   const char *only = argc > 3 ? argv[3] : NULL;

@@ -542,15 +542,18 @@ static char *encode_fast(struct lx_dec *d, const struct lx_evdesc *e, struct etw
   p = put_time(d, p, tsr);
   cp16(p, t + e->t_off[1], e->t_len[1]);
   p += e->t_len[1];
-  char *pp = p; /* ThreadID = ProcessID = common_pid: format once, copy */
-  p = put_i64(p, pid);
-  size_t pl = (size_t)(p - pp);
-  char pid_txt[16];
-  memcpy(pid_txt, pp, 16);
+  /* ThreadID = ProcessID = common_pid: its text is cached (bursts come from one task) */
+  if (pid != d->last_pid || !d->pid_len) {
+    char *q = put_i64(d->pid_txt, pid);
+    d->pid_len = (uint8_t)(q - d->pid_txt);
+    d->last_pid = pid;
+  }
+  memcpy(p, d->pid_txt, 16);
+  p += d->pid_len;
   cp16(p, t + e->t_off[2], e->t_len[2]);
   p += e->t_len[2];
-  memcpy(p, pid_txt, 16);
-  p += pl;
+  memcpy(p, d->pid_txt, 16);
+  p += d->pid_len;
   cp16(p, t + e->t_off[3], e->t_len[3]);
   p += e->t_len[3];
   const struct lx_field *f = e->f, *fe = e->f + e->nf;

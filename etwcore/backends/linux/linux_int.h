@@ -75,6 +75,10 @@ struct lx_dec {
   int64_t sec;
   char secpfx[24];
   int sec_ok;
+  /* decimal text of the last common_pid (16 bytes + slack: put_i64 writes up to 16) */
+  int32_t last_pid;
+  uint8_t pid_len;
+  char pid_txt[48];
   /* counters (read by stats() from other threads) */
   _Atomic uint64_t events, undecoded, enc_dropped;
 };
