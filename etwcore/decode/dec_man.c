@@ -741,10 +741,13 @@ int dec_manifest_load(struct etw_decoder *d, const char *xml, size_t n, const un
 static void load_file(struct etw_decoder *d, const char *path) {
   FILE *fp = fopen(path, "rb");
   if (!fp) return;
-  char *buf = malloc(DEC_MAX_MANIFEST);
+  struct stat sb;
+  char *buf = NULL;
+  if (!fstat(fileno(fp), &sb) && sb.st_size > 0 && sb.st_size < (off_t)DEC_MAX_MANIFEST)
+    buf = malloc((size_t)sb.st_size + 1);
   if (buf) {
-    size_t n = fread(buf, 1, DEC_MAX_MANIFEST, fp);
-    if (n > 0 && n < DEC_MAX_MANIFEST) {
+    size_t n = fread(buf, 1, (size_t)sb.st_size, fp);
+    if (n > 0) {
       dec_manifest_load(d, buf, n, NULL);
       unsigned char PSCORE[16], WINPS[16];
       etw_parse_guid("f90714a8-5509-434a-bf6d-b1624c8a19a2", PSCORE);
