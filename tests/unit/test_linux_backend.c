@@ -544,6 +544,58 @@ static void test_file_mode(void) {
   rmdir(dir);
 }
 
+/* lifecycles without start, and two sessions side by side on the same event */
+static void test_lifecycles(void) {
+  struct etw_provider_spec p = prov("sched", ev_exec, 1, NULL);
+  struct etw_session_spec sp = {.backend = "linux", .mode = ETW_MODE_REALTIME, .providers = &p,
+                                .n_providers = 1};
+  struct sess a, b;
+  struct etw_status st;
+  /* open then destroy, never started */
+  CHECK_EQ(sess_open(&a, &sp, NULL, &st), ETW_E_OK);
+  CHECK(instance_exists(a.name));
+  sess_close(&a);
+  /* open, stop, stop, destroy */
+  CHECK_EQ(sess_open(&a, &sp, NULL, &st), ETW_E_OK);
+  if (a.st) {
+    B->stop(a.st);
+    B->stop(a.st);
+    CHECK_EQ(B->start(a.st, &st), ETW_E_STATE); /* a stopped session does not start again */
+    sess_close(&a);
+  }
+  /* two sessions: each gets every exec */
+  CHECK_EQ(sess_open(&a, &sp, NULL, &st), ETW_E_OK);
+  CHECK_EQ(sess_open(&b, &sp, NULL, &st), ETW_E_OK);
+  if (!a.st || !b.st) return;
+  CHECK_EQ(B->start(a.st, &st), ETW_E_OK);
+  CHECK_EQ(B->start(b.st, &st), ETW_E_OK);
+  pid_t pids[4];
+  for (int i = 0; i < 4; i++) {
+    struct child c = spawn_wait("/bin/true");
+    pids[i] = c.pid;
+    release(&c);
+  }
+  struct etw_jw oa, ob;
+  etw_jw_init(&oa, 16 << 20);
+  etw_jw_init(&ob, 16 << 20);
+  collect(&a, &oa, 300);
+  collect(&b, &ob, 300);
+  B->stop(a.st);
+  B->stop(b.st);
+  collect(&a, &oa, 100);
+  collect(&b, &ob, 100);
+  for (int i = 0; i < 4; i++) {
+    char k[64];
+    snprintf(k, sizeof k, "\"ProcessID\":%d,", (int)pids[i]);
+    CHECK_EQ(count_lines(etw_jw_cstr(&oa), k, "sched_process_exec", NULL), 1);
+    CHECK_EQ(count_lines(etw_jw_cstr(&ob), k, "sched_process_exec", NULL), 1);
+  }
+  etw_jw_free(&oa);
+  etw_jw_free(&ob);
+  sess_close(&a);
+  sess_close(&b);
+}
+
 /* cleanup() at exit removes live instances; a later destroy() only frees */
 static void test_cleanup(void) {
   struct etw_provider_spec p = prov("sched", ev_exec, 1, NULL);
@@ -622,6 +674,7 @@ int main(void) {
   test_invalid();
   test_loss();
   test_file_mode();
+  test_lifecycles();
   test_cleanup();
   B->cleanup();
   T_DONE();

@@ -1029,6 +1029,7 @@ static enum etw_err lx_disable(void *vs, const char *provider, struct etw_status
 static enum etw_err lx_start(void *vs, struct etw_status *st) {
   struct lx_sess *s = vs;
   if (s->started) return etw_fail(st, ETW_E_STATE, NULL, "the session was already started");
+  if (s->stopped) return etw_fail(st, ETW_E_STATE, NULL, "the session was stopped");
   s->started = 1;
   atomic_store(&s->mono_to_real, calib_offset());
   if (tracefs_trace_on(s->inst) != 0)
