@@ -1016,7 +1016,7 @@ async function loadFiles() {
     const mode = h('select', { 'aria-label': `Replay speed for ${f.name}`, class: 'admin-only' },
       h('option', { value: 'fast', text: 'fast' }), h('option', { value: 'recorded', text: 'as recorded' }));
     body.append(h('tr', { 'data-name': f.name },
-      h('td', { text: f.name }), h('td', { class: 'num', text: fmtN(f.size) }), h('td', { text: f.modified || '' }),
+      h('td', { text: f.name }), h('td', { class: 'num', text: fmtN(f.size) }), h('td', { text: f.modified ? new Date(f.modified).toLocaleString() : '', title: f.modified || '' }),
       h('td', null, h('div', { class: 'acts' },
         h('a', { href: `/api/v1/files/${enc}`, download: f.name, text: 'Download', 'aria-label': `Download ${f.name}` }),
         mode,

@@ -431,6 +431,14 @@ await step('phone width layout', async () => {
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
   assert(overflow <= 1, 'no horizontal page overflow at 390 px: ' + overflow);
   await page.screenshot({ path: path.join(ART, 'phone-390.png'), fullPage: true });
+  for (const tab of ['New session', 'Files']) {
+    await page.getByRole('button', { name: tab }).click();
+    await sleep(300);
+    const o = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    assert(o <= 1, `no horizontal page overflow on ${tab} at 390 px: ${o}`);
+    await page.screenshot({ path: path.join(ART, `phone-390-${tab.replace(' ', '-').toLowerCase()}.png`), fullPage: true });
+  }
+  await page.getByRole('button', { name: 'Sessions' }).click();
   await page.setViewportSize({ width: 1280, height: 800 });
 });
 
