@@ -739,6 +739,7 @@ class Viewer {
     b.textContent = s.state;
     b.className = 'badge ' + s.state;
     b.title = s.message || '';
+    $('viewer-msg').textContent = s.message || '';
     $('viewer-stop').hidden = !(s.state === 'running' || s.state === 'pending');
     this.chart();
   }
@@ -861,9 +862,10 @@ async function addProvider(name) {
   const list = h('div', { class: 'events-list', role: 'group', 'aria-label': `Events of ${name}` });
   for (const ev of evs) {
     const fields = (ev.fields || []).filter((f) => !f.common);
-    const cb = h('input', { type: 'checkbox', class: 'ev-cb', value: ev.name });
+    const evName = ev.name != null && ev.name !== '' ? String(ev.name) : String(ev.id);
+    const cb = h('input', { type: 'checkbox', class: 'ev-cb', value: evName });
     list.append(h('div', { class: 'ev' },
-      h('label', { class: 'check' }, cb, ` ${ev.name}`, h('span', { class: 'muted', text: ev.id != null ? ` #${ev.id}` : '' })),
+      h('label', { class: 'check' }, cb, ` ${evName}`, h('span', { class: 'muted', text: ev.id != null ? ` #${ev.id}` : '' })),
       fields.length ? h('details', null, h('summary', { text: `${fields.length} fields` }),
         h('ul', null, ...fields.map((f) => h('li', { text: `${f.name}: ${f.type || ''}` })))) : null));
   }

@@ -442,6 +442,51 @@ await step('phone width layout', async () => {
   await page.setViewportSize({ width: 1280, height: 800 });
 });
 
+await step('every control has an accessible name (login, sessions, viewer, new session, files)', async () => {
+  const unnamed = async () => page.evaluate(() => {
+    const bad = [];
+    for (const el of document.querySelectorAll('input, select, textarea, button, a[href], [role="grid"], canvas[role="img"]')) {
+      if (!el.getClientRects().length) continue; // not shown
+      const name = (el.labels && [...el.labels].map((l) => l.textContent).join(' ').trim()) || el.getAttribute('aria-label') ||
+        (el.getAttribute('aria-labelledby') && document.getElementById(el.getAttribute('aria-labelledby'))?.textContent) ||
+        (['BUTTON', 'A'].includes(el.tagName) && el.textContent.trim()) || (el.type === 'search' && el.title) || '';
+      if (!name.trim()) bad.push(el.outerHTML.slice(0, 100));
+    }
+    return bad;
+  });
+  const all = [];
+  await page.getByRole('button', { name: 'Sessions' }).click();
+  all.push(...(await unnamed()));
+  await page.getByRole('button', { name: 'New session' }).click();
+  await page.locator('#prov-search').fill('sched');
+  await page.locator('#prov-results button[data-name="sched"]').waitFor();
+  if (!(await page.locator('.prov-card').count())) await page.locator('#prov-results button[data-name="sched"]').click();
+  await page.locator('.prov-card').first().waitFor();
+  all.push(...(await unnamed()));
+  await page.getByRole('button', { name: 'Files' }).click();
+  await page.locator('#files-body tr').first().waitFor();
+  all.push(...(await unnamed()));
+  assert(!all.length, 'controls without a label: ' + all.join(' | '));
+  // the form is operable from the keyboard: Tab reaches the Start button
+  await page.getByRole('button', { name: 'New session' }).click();
+  await page.locator('#f-name').focus();
+  let reached = false;
+  for (let i = 0; i < 200 && !reached; i++) {
+    await page.keyboard.press('Tab');
+    reached = await page.evaluate(() => document.activeElement && document.activeElement.id === 'start');
+  }
+  assert(reached, 'Tab reaches Start session');
+  await page.getByRole('button', { name: 'Sessions' }).click();
+});
+
+await step('delete a session (admin)', async () => {
+  const open = page.locator('#sessions-body tr.open');
+  const id = await open.getAttribute('data-id');
+  await open.locator('button.delete').click(); // the confirm() is accepted
+  await until(async () => !(await page.locator(`#sessions-body tr[data-id="${id}"]`).count()), 'the row to go', 8000);
+  assert(await page.locator('#viewer').isHidden(), 'its viewer closed');
+});
+
 await step('a reader token sees no control buttons', async () => {
   const p = await newPage();
   page = p;
