@@ -159,6 +159,22 @@ static void test_exec_exact(void) {
     return;
   }
   CHECK(instance_exists(s.name));
+  {
+    /* the exclusion of our own threads is a few range terms, not one term per thread */
+    char fp[256], txt[4096] = {0};
+    snprintf(fp, sizeof fp, "/sys/kernel/tracing/instances/%s/events/sched/sched_process_exec/filter",
+             s.name);
+    FILE *ff = fopen(fp, "r");
+    size_t got = ff ? fread(txt, 1, sizeof txt - 1, ff) : 0;
+    if (ff) fclose(ff);
+    int terms = 0;
+    for (const char *q = txt; (q = strstr(q, "common_pid")); q++) terms++;
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    CHECK(got > 0 && terms >= 1 && terms <= 2 * (8 + ncpu + 1));
+    char me[64];
+    snprintf(me, sizeof me, "%d", (int)getpid());
+    CHECK(strstr(txt, me) != NULL);
+  }
   CHECK_EQ(B->start(s.st, &st), ETW_E_OK);
   pid_t pids[N];
   for (int i = 0; i < N; i++) {
@@ -309,8 +325,9 @@ static void test_enable_running(void) {
   snprintf(filt, sizeof filt, "common_pid == %d", (int)pid);
   struct etw_provider_spec np = prov("syscalls", ev_g, 1, filt);
   CHECK_EQ(B->enable(s.st, &np, &st), ETW_E_OK);
-  /* round 2: enabled */
+  /* round 2: enabled; our own getppid calls are excluded by the backend's filter */
   CHECK(write(tochild[1], "x", 1) == 1 && read(fromchild[0], &c, 1) == 1);
+  for (int i = 0; i < K; i++) syscall(SYS_getppid);
   struct etw_jw out;
   etw_jw_init(&out, 16 << 20);
   collect(&s, &out, 400);
@@ -331,6 +348,8 @@ static void test_enable_running(void) {
                        "\"Provider\":{\"Name\":\"syscalls\"}"),
            K);
   CHECK_EQ(count_lines(etw_jw_cstr(&out), k, "\"EventName\":\"sched_process_exit\"", NULL), 1);
+  snprintf(k, sizeof k, "\"ProcessID\":%d,", (int)getpid());
+  CHECK_EQ(count_lines(etw_jw_cstr(&out), k, "sys_enter_getppid", NULL), 0);
   etw_jw_free(&out);
   sess_close(&s);
 }

@@ -15,9 +15,11 @@
  *    read it. Loss = overrun + dropped, summed over CPUs, reported by stats().
  *  - trace_clock "mono" (CLOCK_MONOTONIC); UTC = mono + (REALTIME - MONOTONIC), calibrated at
  *    start and re-calibrated by every reader each second (a clock step moves the offset).
- *  - etwd's own threads are excluded by the kernel filter (`common_pid != tid` for the threads
- *    listed in /proc/self/task at open, plus the session's reader threads), ANDed with the
- *    user's filter; threads created later (e.g. new HTTP workers) are not excluded.
+ *  - etwd's own threads are excluded by the kernel filter, ANDed with the user's filter: the
+ *    threads in /proc/self/task at open (which include the session's readers) as runs of
+ *    consecutive ids, `(common_pid < a || common_pid > b)`, at most LX_MAX_EXCL_TERMS terms,
+ *    the readers' and the main thread's runs first. Each term costs the kernel time on every
+ *    event, hence runs instead of one `!=` per thread. Threads created later are not excluded.
  *  - reader threads run at nice ETW_LINUX_READER_NICE_DEFAULT (-10; etw_linux_set_reader_nice)
  *    and are pinned to their CPU (etw_linux_set_reader_pinning): at nice 0 or free to migrate, a
  *    CPU-saturating workload starves them and the kernel drops events (docs/linux.md).
@@ -56,7 +58,8 @@
 
 #define LX_BUF_KB_MIN 4
 #define LX_BUF_KB_MAX 262144
-#define LX_MAX_EXCL 64
+#define LX_MAX_EXCL 4096 /* our thread ids considered for the exclusion filter */
+#define LX_MAX_EXCL_TERMS 8 /* each term costs ~3 ns per event in the kernel (docs/linux.md) */
 #define LX_MAX_CPUS 256
 #define LX_BATCH_EVENTS 512
 #define LX_BATCH_BYTES (256u * 1024)
@@ -131,8 +134,11 @@ struct lx_sess {
   uint32_t n_prov;
   char *systems[ETW_SPEC_MAX_PROVIDERS + 1]; /* systems the readers must load (NULL-ended) */
   uint32_t n_sys;
-  pid_t excl[LX_MAX_EXCL];
+  pid_t *excl;        /* our thread ids (LX_MAX_EXCL) */
   uint32_t n_excl;
+  pid_t must[LX_MAX_CPUS + 1]; /* the readers and the main thread: always excluded */
+  uint32_t n_must;
+  char *excl_str;     /* the exclusion expression, built once at open ("" = none) */
   _Atomic int64_t mono_to_real;
   struct lx_tdat *tdat;
   char *record_path;
@@ -373,19 +379,13 @@ static enum etw_err lx_describe_provider(const char *name, struct etw_jw *w,
 
 /* ---- filters and enabling */
 
-/* `common_pid != a && common_pid != b …` for etwd's own threads ("" when none) */
-static void excl_filter(struct lx_sess *s, char *out, size_t cap) {
-  size_t n = 0;
-  out[0] = 0;
-  for (uint32_t i = 0; i < s->n_excl && n + 40 < cap; i++)
-    n += (size_t)snprintf(out + n, cap - n, "%scommon_pid != %d", i ? " && " : "",
-                          (int)s->excl[i]);
+static int cmp_pid(const void *a, const void *b) {
+  pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+  return x < y ? -1 : x > y;
 }
 
 static void excl_add(struct lx_sess *s, pid_t t) {
-  for (uint32_t i = 0; i < s->n_excl; i++)
-    if (s->excl[i] == t) return;
-  if (s->n_excl < LX_MAX_EXCL) s->excl[s->n_excl++] = t;
+  if (s->excl && s->n_excl < LX_MAX_EXCL) s->excl[s->n_excl++] = t;
 }
 
 static void excl_self_tasks(struct lx_sess *s) {
@@ -396,6 +396,63 @@ static void excl_self_tasks(struct lx_sess *s) {
   while ((de = readdir(d)))
     if (isdigit((unsigned char)de->d_name[0])) excl_add(s, (pid_t)atoi(de->d_name));
   closedir(d);
+}
+
+/* Build the expression that keeps etwd's own threads out, as few terms as possible: our thread
+ * ids sorted into runs of consecutive ids (threads created together get consecutive ids); a run
+ * becomes `(common_pid < a || common_pid > b)`, a single id `common_pid != a`. Runs holding a
+ * reader or the main thread come first; then the longest, up to LX_MAX_EXCL_TERMS terms. */
+static char *excl_build(struct lx_sess *s) {
+  for (uint32_t i = 0; i < s->n_must; i++) excl_add(s, s->must[i]);
+  if (!s->n_excl) return strdup("");
+  qsort(s->excl, s->n_excl, sizeof *s->excl, cmp_pid);
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < s->n_excl; i++)
+    if (!n || s->excl[n - 1] != s->excl[i]) s->excl[n++] = s->excl[i];
+  s->n_excl = n;
+  struct run {
+    pid_t a, b;
+    int must;
+  } *runs = calloc(n, sizeof *runs);
+  if (!runs) return strdup("");
+  uint32_t nr = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    if (nr && runs[nr - 1].b + 1 == s->excl[i])
+      runs[nr - 1].b = s->excl[i];
+    else
+      runs[nr++] = (struct run){s->excl[i], s->excl[i], 0};
+  }
+  for (uint32_t i = 0; i < nr; i++)
+    for (uint32_t k = 0; k < s->n_must; k++)
+      if (s->must[k] >= runs[i].a && s->must[k] <= runs[i].b) runs[i].must = 1;
+  /* selection: must-runs first, then by length (simple selection, nr is small) */
+  size_t cap = LX_MAX_EXCL_TERMS * 64 + 16;
+  char *out = calloc(1, cap);
+  size_t len = 0;
+  int terms = 0;
+  for (int pass = 0; pass < 2 && out; pass++) {
+    for (;;) {
+      int best = -1;
+      for (uint32_t i = 0; i < nr; i++) {
+        if (runs[i].a == 0) continue; /* taken */
+        if (pass == 0 && !runs[i].must) continue;
+        if (best < 0 || runs[i].b - runs[i].a > runs[best].b - runs[best].a) best = (int)i;
+      }
+      if (best < 0 || (pass == 1 && terms >= LX_MAX_EXCL_TERMS)) break;
+      struct run *r = &runs[best];
+      if (r->a == r->b)
+        len += (size_t)snprintf(out + len, cap - len, "%scommon_pid != %d", terms ? " && " : "",
+                                (int)r->a);
+      else
+        len += (size_t)snprintf(out + len, cap - len, "%s(common_pid < %d || common_pid > %d)",
+                                terms ? " && " : "", (int)r->a, (int)r->b);
+      terms++;
+      r->a = 0;
+      if (len + 80 > cap) break;
+    }
+  }
+  free(runs);
+  return out ? out : strdup("");
 }
 
 /* Write @filter to sys:ev's filter file; on rejection return the kernel's own text. */
@@ -492,8 +549,7 @@ static enum etw_err apply_provider(struct lx_sess *s, const struct etw_provider_
       if ((evs[nev] = strdup(all[j]))) nev++;
     tracefs_list_free(all);
   }
-  char excl[LX_MAX_EXCL * 32 + 16];
-  excl_filter(s, excl, sizeof excl);
+  const char *excl = s->excl_str ? s->excl_str : "";
   size_t flen = (p->filter ? strlen(p->filter) : 0) + strlen(excl) + 16;
   char *comb = malloc(flen);
   char kerr[400];
@@ -768,6 +824,8 @@ static void sess_free(struct lx_sess *s) {
   }
   if (s->tdat) lx_tdat_abort(s->tdat);
   free(s->saved);
+  free(s->excl);
+  free(s->excl_str);
   free(s->record_path);
   free(s->name);
   pthread_mutex_destroy(&s->mu);
@@ -909,8 +967,9 @@ static enum etw_err lx_open(const struct etw_backend_args *a, void **state, stru
   s->page_size = getpagesize();
   s->ncpu = online_cpus();
   s->rd = calloc((size_t)s->ncpu, sizeof *s->rd);
+  s->excl = calloc(LX_MAX_EXCL, sizeof *s->excl);
   enum etw_err rc = ETW_E_OK;
-  if (!s->name || !s->rd) {
+  if (!s->name || !s->rd || !s->excl) {
     rc = etw_fail(st, ETW_E_NOMEM, NULL, NULL);
     goto fail;
   }
@@ -975,9 +1034,15 @@ static enum etw_err lx_open(const struct etw_backend_args *a, void **state, stru
   }
   pthread_mutex_lock(&s->mu);
   while (s->ready < s->ncpu) pthread_cond_wait(&s->cv, &s->mu);
+  s->must[s->n_must++] = getpid();
+  for (int i = 0; i < s->ncpu; i++) s->must[s->n_must++] = s->rd[i].tid;
   excl_self_tasks(s);
-  for (int i = 0; i < s->ncpu; i++) excl_add(s, s->rd[i].tid);
+  s->excl_str = excl_build(s);
   pthread_mutex_unlock(&s->mu);
+  if (!s->excl_str) {
+    rc = etw_fail(st, ETW_E_NOMEM, NULL, NULL);
+    goto fail;
+  }
   for (uint32_t i = 0; i < sp->n_providers && !rc; i++) {
     char pfx[48];
     snprintf(pfx, sizeof pfx, "/providers/%u", i);
