@@ -342,6 +342,8 @@ struct mctx {
   uint32_t ntm, ctm;
   struct strent *strs;
   uint32_t ns, cs;
+  uint32_t *sidx;      /* open hash over strs by id (index + 1), size sidx_cap */
+  uint32_t sidx_cap;
   struct dec_map **maps;
   uint32_t nm, cm;
 };
@@ -357,13 +359,42 @@ struct mctx {
     }                                                                      \
   } while (0)
 
+static uint32_t str_hash(const char *s, size_t n) {
+  uint32_t h = 2166136261u;
+  for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 16777619u;
+  return h;
+}
+
+static void index_strings(struct mctx *m) {
+  uint32_t cap = 16;
+  while (cap < m->ns * 2 + 2) cap *= 2;
+  m->sidx = calloc(cap, sizeof *m->sidx);
+  if (!m->sidx) return;
+  m->sidx_cap = cap;
+  for (uint32_t i = 0; i < m->ns; i++) {
+    uint32_t j = str_hash(m->strs[i].id, strlen(m->strs[i].id)) & (cap - 1);
+    while (m->sidx[j]) j = (j + 1) & (cap - 1);
+    m->sidx[j] = i + 1;
+  }
+}
+
 static const char *lookup_str(const struct mctx *m, const char *ref) {
   /* "$(string.X)" → X's value */
   if (!ref || strncmp(ref, "$(string.", 9)) return ref;
   size_t l = strlen(ref);
   if (l < 11) return NULL;
+  const char *id = ref + 9;
+  size_t il = l - 10;
+  if (m->sidx_cap) {
+    uint32_t j = str_hash(id, il) & (m->sidx_cap - 1);
+    for (; m->sidx[j]; j = (j + 1) & (m->sidx_cap - 1)) {
+      const struct strent *e = &m->strs[m->sidx[j] - 1];
+      if (!strncmp(e->id, id, il) && !e->id[il]) return e->val;
+    }
+    return NULL;
+  }
   for (uint32_t i = 0; i < m->ns; i++)
-    if (strlen(m->strs[i].id) == l - 10 && !memcmp(m->strs[i].id, ref + 9, l - 10)) return m->strs[i].val;
+    if (strlen(m->strs[i].id) == il && !memcmp(m->strs[i].id, id, il)) return m->strs[i].val;
   return NULL;
 }
 
@@ -440,6 +471,7 @@ static void mctx_free(struct mctx *m) {
   free(m->ops);
   free(m->tm);
   free(m->strs);
+  free(m->sidx);
   free(m->maps);
 }
 
@@ -718,6 +750,7 @@ int dec_manifest_load(struct etw_decoder *d, const char *xml, size_t n, const un
   struct mctx strs;
   memset(&strs, 0, sizeof strs);
   load_strings(xml, n, &strs);
+  index_strings(&strs);
   size_t pos = 0;
   struct xtag t;
   int found = 0;
