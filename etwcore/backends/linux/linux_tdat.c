@@ -107,10 +107,19 @@ static uint64_t write_header(struct lx_tdat *t, struct wbuf *b, const char *cons
   wr_u32(b, nsys);
   for (uint32_t i = 0; i < nsys; i++) {
     char **evs = tracefs_system_events(NULL, systems[i]);
-    uint32_t ne = 0;
-    char *fmts[4096];
-    int fsz[4096];
-    for (uint32_t j = 0; evs && evs[j] && ne < 4096; j++) {
+    uint32_t ne = 0, cap = 0;
+    while (evs && evs[cap]) cap++;
+    /* on the heap: this runs on the caller's thread (a server worker may have a small stack) */
+    char **fmts = calloc(cap ? cap : 1, sizeof *fmts);
+    int *fsz = calloc(cap ? cap : 1, sizeof *fsz);
+    if (!fmts || !fsz) {
+      free(fmts);
+      free(fsz);
+      tracefs_list_free(evs);
+      b->err = ENOMEM;
+      return 0;
+    }
+    for (uint32_t j = 0; j < cap; j++) {
       int sz = 0;
       char *f = tracefs_event_file_read(NULL, systems[i], evs[j], "format", &sz);
       if (!f || sz <= 0) {
@@ -129,6 +138,8 @@ static uint64_t write_header(struct lx_tdat *t, struct wbuf *b, const char *cons
       wr(b, fmts[j], (size_t)fsz[j]);
       free(fmts[j]);
     }
+    free(fmts);
+    free(fsz);
   }
   /* kallsyms, printk formats: none */
   wr_u32(b, 0);
