@@ -530,6 +530,14 @@ if (process.env.ETWD_UPDATE_SCREENSHOT === '1' && fs.existsSync(path.join(ART, '
   fs.copyFileSync(path.join(ART, 'overview-1280.png'), path.join(ROOT, 'docs/screenshot.png'));
 
 await cleanup();
+await new Promise((r) => srvLog.end(r));
+{
+  // a sanitizer build reports memory errors and UB on stderr: they fail the run too
+  const slog = fs.readFileSync(path.join(ART, 'etwd.log'), 'utf8');
+  const san = slog.split('\n').filter((l) => /ERROR: (Address|Leak|Thread)Sanitizer|runtime error:/.test(l));
+  results.push(['etwd exits cleanly with no sanitizer report', srvExited === '0' && !san.length]);
+  log(`${srvExited === '0' && !san.length ? 'ok  ' : 'FAIL'} etwd exits cleanly with no sanitizer report (exit ${srvExited}${san.length ? '; ' + san.slice(0, 5).join(' | ') : ''})`);
+}
 const failed = results.filter((r) => !r[1]).length;
 console.log(`\nbrowser: ${results.length - failed} passed, ${failed} failed`);
 process.exit(failed ? 1 : 0);
