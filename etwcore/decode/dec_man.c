@@ -149,7 +149,7 @@ static int walk_fields(struct walk *k, uint32_t start, uint32_t end, int depth, 
         }
         if (!f->is_array) {
           const struct dec_map *mp = f->map;
-          if (!mp && f->map_name && k->d) mp = dec_trace_map(k->d, f->map_name);
+          if (!mp && f->map_name && k->e->owner) mp = dec_trace_map(k->e->owner, f->map_name);
           if (mp) dec_map_render(k->w, mp, mark, k->vals[i]);
         }
         k->pos += (size_t)used;

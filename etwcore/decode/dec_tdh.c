@@ -50,6 +50,16 @@ static char *wstr(const unsigned char *b, size_t n, uint32_t off) {
   return s;
 }
 
+/* TDH's _TDH_OUT_TYPE numbering → the TraceLogging/manifest OutType numbering dec_value uses. */
+static uint16_t tdh_out(uint16_t o) {
+  static const uint8_t M[39] = {
+      0,    2,    16,   17,   18,   17,   18,   17,   18,   17, /* 0-9 */
+      18,   0,    0,    3,    0,    0,    4,    4,    4,    4,  /* 10-19 */
+      5,    6,    7,    8,    9,    10,   0,    0,    11,   4,  /* 20-29 */
+      13,   14,   15,   0x21, 12,   0x23, 0x24, 0x25, 0x26};   /* 30-38 */
+  return o < 39 ? M[o] : 0;
+}
+
 struct tb {
   const unsigned char *b;
   size_t n;
@@ -91,7 +101,7 @@ static int emit(struct tb *t, uint32_t pi, int depth) {
     return 0;
   }
   f->in = d_rd16(e + 8);
-  f->out = d_rd16(e + 10);
+  f->out = tdh_out(d_rd16(e + 10));
   char *mn = wstr(t->b, t->n, d_rd32(e + 12));
   if (mn && *mn) f->map_name = etw_intern(mn);
   free(mn);
@@ -100,32 +110,31 @@ static int emit(struct tb *t, uint32_t pi, int depth) {
   return 0;
 }
 
-/* Maps carried in the trace live in a holder provider with the all-zero GUID. */
-static const unsigned char MAP_HOLDER[16];
-
-struct dec_map *dec_trace_map(struct etw_decoder *d, const char *name) {
-  struct dec_provider *h = dec_provider_get(d, MAP_HOLDER, 0);
-  for (uint32_t i = 0; h && i < h->n_maps; i++)
-    if (!strcmp(h->maps[i]->name, name)) return h->maps[i];
+struct dec_map *dec_trace_map(struct dec_provider *p, const char *name) {
+  for (uint32_t i = 0; p && i < p->n_maps; i++)
+    if (p->maps[i]->name && !strcmp(p->maps[i]->name, name)) return p->maps[i];
   return NULL;
 }
 
-/* EVENT_MAP_INFO: NameOffset, Flag (1 value map, 2 bitmap), EntryCount, value type, then
- * {OutputOffset, Value} entries. Map strings often end in a space: trimmed. */
-static void event_map_info(struct etw_decoder *d, const unsigned char *b, size_t n) {
-  if (n < 16) return;
+/* EventMapInfo payload: the provider GUID, then an EVENT_MAP_INFO (offsets relative to it):
+ * NameOffset, Flag (1 value map, 2 bitmap), EntryCount, value type, {OutputOffset, Value}[].
+ * Map strings often end in a space: trimmed. The map joins its provider's maps. */
+static void event_map_info(struct etw_decoder *d, const unsigned char *blob, size_t bn) {
+  if (bn < 16 + 16) return;
+  const unsigned char *b = blob + 16;
+  size_t n = bn - 16;
   uint32_t flag = d_rd32(b + 4), cnt = d_rd32(b + 8);
   if (cnt > 4096 || 16 + (size_t)cnt * 8 > n || !(flag & 3)) return;
+  struct dec_provider *h = dec_provider_get(d, blob, 1);
+  if (!h || h->n_maps >= 4096) return;
   char *name = wstr(b, n, d_rd32(b));
   if (!name) return;
-  if (dec_trace_map(d, name)) {
+  if (dec_trace_map(h, name)) {
     free(name);
     return;
   }
-  struct dec_provider *h = dec_provider_get(d, MAP_HOLDER, 1);
   struct dec_map *m = calloc(1, sizeof *m);
-  if (!h || !m || h->n_maps >= 4096) {
-    free(m);
+  if (!m) {
     free(name);
     return;
   }

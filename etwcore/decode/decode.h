@@ -132,6 +132,7 @@ struct dec_event {
   struct dec_field *f;
   uint32_t nf;
   int has_template;      /* 0 = no template known (payload rendered raw when non-empty) */
+  struct dec_provider *owner; /* set by dec_event_add */
   int quality;           /* which schema wins: 3 manifest with message names, 2 EventInfo
                             carried in the trace, 1 other manifest template, 0 no template */
 };
@@ -188,8 +189,8 @@ int dec_fields_write(struct etw_jw *w, const struct dec_event *e, const unsigned
 int dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct dec_event *e,
                        const unsigned char *p, size_t n, int ptr_size, const char **why);
 
-/** dec_trace_map - a map carried in the trace (EventMapInfo) by name, or NULL. */
-struct dec_map *dec_trace_map(struct etw_decoder *d, const char *name);
+/** dec_trace_map - a map of provider @p carried in the trace (EventMapInfo) by name, or NULL. */
+struct dec_map *dec_trace_map(struct dec_provider *p, const char *name);
 
 /* System block (dec_sys.c): byte-identical to etw_event_write_system, cached. */
 void dec_write_system(struct etw_decoder *d, struct etw_jw *w, const struct etw_sys *s);

@@ -55,7 +55,6 @@ static const char *const KNOWN_DIFF[][2] = {
     {"Windows Kernel/SystemConfig/Services", "ProcessName"}, /* PerfView fills/strips names */
     {"Windows Kernel/SystemConfig/NIC", "PhysicalAddr"},      /* PerfView: signed decimal, cut */
     {"KernelTraceControl/ImageID", "ProcessID"},              /* payload says 4, PerfView prints 0 */
-    {"Microsoft-Windows-DNS-Client/DnsServerForInterface", "Address"}, /* SOCKADDR via EventMapInfo-less schema */
 };
 
 /* PerfView renders enums/flags with its own C# types, we render the manifest's (or the
