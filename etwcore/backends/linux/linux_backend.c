@@ -58,6 +58,9 @@
 
 #define LX_BUF_KB_MIN 4
 #define LX_BUF_KB_MAX 262144
+/* 0 in the spec: 4 MiB per CPU. The kernel's own default (1408 KiB) holds only ~19 ms of events
+ * at 1 M events/s per CPU: less than one poll period, so any stall would lose events. */
+#define LX_BUF_KB_DEFAULT 4096
 #define LX_MAX_EXCL 4096 /* our thread ids considered for the exclusion filter */
 #define LX_MAX_EXCL_TERMS 8 /* each term costs ~3 ns per event in the kernel (docs/linux.md) */
 #define LX_MAX_CPUS 256
@@ -991,8 +994,9 @@ static enum etw_err lx_open(const struct etw_backend_args *a, void **state, stru
     goto fail;
   }
   tracefs_option_disable(s->inst, TRACEFS_OPTION_OVERWRITE);
-  if (sp->buffer_kb && tracefs_instance_set_buffer_size(s->inst, sp->buffer_kb, -1) < 0) {
-    rc = etw_fail(st, ETW_E_KERNEL, "/buffer_kb", "cannot set buffer_size_kb=%u: %s", sp->buffer_kb,
+  uint32_t bkb = sp->buffer_kb ? sp->buffer_kb : LX_BUF_KB_DEFAULT;
+  if (tracefs_instance_set_buffer_size(s->inst, bkb, -1) < 0) {
+    rc = etw_fail(st, ETW_E_KERNEL, "/buffer_kb", "cannot set buffer_size_kb=%u: %s", bkb,
                   strerror(errno));
     goto fail;
   }
