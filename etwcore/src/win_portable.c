@@ -548,3 +548,87 @@ enum etw_err etw_win_error(uint32_t code, const char *what, int kernel, struct e
       return etw_fail(st, ETW_E_KERNEL, NULL, "%s failed with Win32 error %u", w, code);
   }
 }
+
+/* ---- schemas */
+static const char *const in_types[] = {
+    "win:Null",    "win:UnicodeString", "win:AnsiString", "win:Int8",     "win:UInt8",
+    "win:Int16",   "win:UInt16",        "win:Int32",      "win:UInt32",   "win:Int64",
+    "win:UInt64",  "win:Float",         "win:Double",     "win:Boolean",  "win:Binary",
+    "win:GUID",    "win:Pointer",       "win:FILETIME",   "win:SYSTEMTIME", "win:SID",
+    "win:HexInt32", "win:HexInt64"};
+
+/* UTF-16z string at @off inside the blob, as UTF-8 (empty when absent or out of range) */
+static void tei_str(const unsigned char *b, size_t n, uint32_t off, char *out, size_t cap) {
+  out[0] = 0;
+  if (!off || off >= n || (n - off) < 2) return;
+  uint16_t w[512];
+  size_t k = 0;
+  for (size_t p = off; p + 1 < n && k < 512; p += 2) {
+    w[k] = (uint16_t)(b[p] | b[p + 1] << 8);
+    if (!w[k]) break;
+    k++;
+  }
+  etw_utf16_to_utf8(w, k, out, cap);
+}
+
+int etw_win_tei_json(const unsigned char *b, size_t n, struct etw_jw *w) {
+  if (!b || n < 112) return -1;
+  uint32_t np = get32(b + 100), ntop = get32(b + 104);
+  if (np > 4096 || ntop > np || 112 + (size_t)np * 24 > n) return -1;
+  char name[600], task[300], op[300];
+  tei_str(b, n, get32(b + 92), name, sizeof name);
+  tei_str(b, n, get32(b + 68), task, sizeof task);
+  tei_str(b, n, get32(b + 72), op, sizeof op);
+  uint16_t id = (uint16_t)(b[32] | b[33] << 8);
+  if (!name[0]) {
+    if (task[0] && op[0] && b[37]) snprintf(name, sizeof name, "%s/%s", task, op);
+    else if (task[0]) snprintf(name, sizeof name, "%s", task);
+    else snprintf(name, sizeof name, "EventID(%u)", id);
+  }
+  etw_jw_lit(w, "{\"id\":");
+  etw_jw_u64(w, id);
+  etw_jw_lit(w, ",\"version\":");
+  etw_jw_u64(w, b[34]);
+  etw_jw_lit(w, ",\"name\":");
+  etw_jw_cs(w, name);
+  etw_jw_lit(w, ",\"level\":");
+  etw_jw_u64(w, b[36]);
+  etw_jw_lit(w, ",\"opcode\":");
+  etw_jw_u64(w, b[37]);
+  etw_jw_lit(w, ",\"task\":");
+  etw_jw_u64(w, (uint64_t)(b[38] | b[39] << 8));
+  etw_jw_lit(w, ",\"keywords\":");
+  etw_jw_hexw(w, get64(b + 40), 16);
+  etw_jw_lit(w, ",\"fields\":[");
+  for (uint32_t i = 0; i < ntop; i++) {
+    const unsigned char *e = b + 112 + (size_t)i * 24;
+    uint32_t flags = get32(e);
+    char fname[300];
+    tei_str(b, n, get32(e + 4), fname, sizeof fname);
+    if (i) etw_jw_ch(w, ',');
+    etw_jw_lit(w, "{\"name\":");
+    etw_jw_cs(w, fname[0] ? fname : "?");
+    etw_jw_lit(w, ",\"type\":");
+    if (flags & 0x1) { /* PropertyStruct */
+      etw_jw_lit(w, "\"struct\",\"members\":");
+      etw_jw_u64(w, (uint64_t)(e[10] | e[11] << 8));
+    } else {
+      uint16_t in = (uint16_t)(e[8] | e[9] << 8);
+      if (in < sizeof in_types / sizeof in_types[0]) etw_jw_cs(w, in_types[in]);
+      else {
+        char t[32];
+        snprintf(t, sizeof t, "win:InType(%u)", in);
+        etw_jw_cs(w, t);
+      }
+    }
+    uint16_t count = (uint16_t)(e[16] | e[17] << 8);
+    if (flags & 0x4) etw_jw_lit(w, ",\"array\":\"counted\""); /* PropertyParamCount */
+    else if ((flags & 0x20) || count > 1) { /* PropertyParamFixedCount */
+      etw_jw_lit(w, ",\"array\":");
+      etw_jw_u64(w, count);
+    }
+    etw_jw_ch(w, '}');
+  }
+  etw_jw_lit(w, "]}");
+  return 0;
+}

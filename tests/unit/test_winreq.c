@@ -459,7 +459,69 @@ static void test_utf(void) {
   CHECK_STR(tiny, "\xc3\xa9");
 }
 
+static size_t put_w(unsigned char *b, size_t off, const char *s) {
+  size_t i = 0;
+  for (; s[i]; i++) b[off + 2 * i] = (unsigned char)s[i], b[off + 2 * i + 1] = 0;
+  b[off + 2 * i] = b[off + 2 * i + 1] = 0;
+  return off + 2 * (i + 1);
+}
+
+static void test_tei(void) {
+  /* TRACE_EVENT_INFO: 3 top-level properties (UInt32, UnicodeString, a struct of 2) */
+  static unsigned char b[1024];
+  memset(b, 0, sizeof b);
+  b[32] = 1;                       /* Id */
+  b[34] = 3;                       /* Version */
+  b[36] = 4;                       /* Level */
+  b[37] = 1;                       /* Opcode */
+  b[38] = 1;                       /* Task */
+  b[47] = 0x80, b[40] = 0x10;      /* Keyword 0x8000000000000010 */
+  wr32(b + 100, 5);
+  wr32(b + 104, 3);
+  size_t o = 112 + 5 * 24;
+  wr32(b + 68, (uint32_t)o);
+  o = put_w(b, o, "Process");
+  wr32(b + 72, (uint32_t)o);
+  o = put_w(b, o, "Start");
+  unsigned char *e = b + 112;
+  wr32(e + 4, (uint32_t)o);
+  o = put_w(b, o, "ProcessID");
+  e[8] = 8;                        /* win:UInt32 */
+  e += 24;
+  wr32(e + 4, (uint32_t)o);
+  o = put_w(b, o, "ImageName");
+  e[8] = 1;                        /* win:UnicodeString */
+  e += 24;
+  wr32(e, 1);                      /* PropertyStruct */
+  wr32(e + 4, (uint32_t)o);
+  o = put_w(b, o, "Pair");
+  e[8] = 3, e[10] = 2;             /* StructStartIndex 3, 2 members */
+  e[16] = 4;                       /* fixed count 4 */
+  wr32(e, 1 | 0x20);
+  struct etw_jw w;
+  etw_jw_init(&w, 4096);
+  CHECK_EQ(etw_win_tei_json(b, o, &w), 0);
+  CHECK_STR(etw_jw_cstr(&w),
+            "{\"id\":1,\"version\":3,\"name\":\"Process/Start\",\"level\":4,\"opcode\":1,\"task\":1,"
+            "\"keywords\":\"0x8000000000000010\",\"fields\":[{\"name\":\"ProcessID\",\"type\":\"win:UInt32\"},"
+            "{\"name\":\"ImageName\",\"type\":\"win:UnicodeString\"},"
+            "{\"name\":\"Pair\",\"type\":\"struct\",\"members\":2,\"array\":4}]}");
+  /* malformed: property table past the end, counts out of range, offsets outside the blob */
+  etw_jw_truncate(&w, 0);
+  CHECK_EQ(etw_win_tei_json(b, 112 + 24, &w), -1);
+  CHECK_EQ(w.len, 0);
+  wr32(b + 104, 6);
+  CHECK_EQ(etw_win_tei_json(b, o, &w), -1);
+  wr32(b + 104, 3);
+  wr32(b + 68, 5000);
+  wr32(b + 72, 0);
+  CHECK_EQ(etw_win_tei_json(b, o, &w), 0);
+  CHECK(strstr(etw_jw_cstr(&w), "\"name\":\"EventID(1)\"") != NULL);
+  etw_jw_free(&w);
+}
+
 int main(void) {
+  test_tei();
   test_props();
   test_props_read();
   test_cfg_check();

@@ -234,6 +234,21 @@ int etw_win_has_system_providers(uint32_t winver, uint32_t build);
  */
 enum etw_err etw_win_error(uint32_t code, const char *what, int kernel, struct etw_status *st);
 
+/* ---- schemas */
+/**
+ * etw_win_tei_json - write one event's schema from a TRACE_EVENT_INFO blob (@tei[0..n), as
+ * TdhGetManifestEventInformation returns it) as the describe-provider JSON object
+ * `{"id":..,"version":..,"name":..,"level":..,"opcode":..,"task":..,"keywords":"0x..",
+ * "fields":[{"name":..,"type":"win:UInt32"},…]}` (top-level properties; structs and arrays
+ * say so). Offsets outside the blob are ignored, never followed. Returns 0, -1 if malformed
+ * (nothing written then).
+ */
+int etw_win_tei_json(const unsigned char *tei, size_t n, struct etw_jw *w);
+
+/** etw_win_sessions_json - Windows builds only (backends/win): the running trace sessions
+ *  (QueryAllTracesW) as `[{"name":..,"ours":bool,"realtime":bool,"file":..,"events_lost":..}]`. */
+enum etw_err etw_win_sessions_json(struct etw_jw *w, struct etw_status *st);
+
 /* ---- text */
 /** etw_utf8_to_utf16 - convert NUL-terminated @s into @out (@cap units incl. the NUL). Returns
  *  the units written without the NUL, or -1 on invalid UTF-8 or when it does not fit. */
