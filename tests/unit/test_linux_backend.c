@@ -132,6 +132,25 @@ static void release(struct child *c) {
   waitpid(c->pid, &stt, 0);
 }
 
+static int64_t real_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* "2026-11-22T01:27:55.4504710Z" → ns since 1970 */
+static int parse_time(const char *p, int64_t *ns) {
+  struct tm tm = {0};
+  unsigned frac;
+  if (sscanf(p, "%4d-%2d-%2dT%2d:%2d:%2d.%7uZ", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
+             &tm.tm_min, &tm.tm_sec, &frac) != 7)
+    return -1;
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  *ns = (int64_t)timegm(&tm) * 1000000000 + (int64_t)frac * 100;
+  return 0;
+}
+
 static struct etw_provider_spec prov(char *name, char **evs, uint32_t n, char *filter) {
   struct etw_provider_spec p;
   memset(&p, 0, sizeof p);
@@ -177,14 +196,41 @@ static void test_exec_exact(void) {
   }
   CHECK_EQ(B->start(s.st, &st), ETW_E_OK);
   pid_t pids[N];
+  int64_t t_first = 0, t_last = 0;
   for (int i = 0; i < N; i++) {
     struct child c = spawn_wait("/bin/true");
     pids[i] = c.pid;
+    if (!i) t_first = real_ns();
     release(&c);
+    t_last = real_ns();
   }
   struct etw_jw out;
   etw_jw_init(&out, 64 << 20);
   collect(&s, &out, 600);
+  /* every exec's TimeCreated lies between the first release and the last wait (+-1 ms) */
+  int timed = 0;
+  for (const char *q = etw_jw_cstr(&out); (q = strstr(q, "\"EventName\":\"sched_process_exec\""));
+       q++) {
+    const char *ln = q;
+    while (ln > etw_jw_cstr(&out) && ln[-1] != '\n') ln--;
+    const char *tc = strstr(ln, "\"TimeCreated\":\"");
+    int64_t ts;
+    int mine = 0;
+    for (int i = 0; i < N; i++) {
+      char k[64];
+      snprintf(k, sizeof k, "\"ProcessID\":%d,", (int)pids[i]);
+      const char *hit = strstr(ln, k);
+      if (hit && hit < q + 200) mine = 1;
+    }
+    if (!mine || !tc || parse_time(tc + 15, &ts)) continue;
+    timed++;
+    if (ts < t_first - 1000000 || ts > t_last + 1000000) {
+      fprintf(stderr, "exec at %lld outside [%lld, %lld]\n", (long long)ts, (long long)t_first,
+              (long long)t_last);
+      t_failures++;
+    }
+  }
+  CHECK_EQ(timed, N);
   B->stop(s.st);
   B->stop(s.st); /* idempotent */
   collect(&s, &out, 100);
