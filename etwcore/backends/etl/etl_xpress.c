@@ -80,7 +80,10 @@ long etw_xpress_decompress(const unsigned char *in, size_t n_in, unsigned char *
     if (len > n_out - op) len = n_out - op;
     unsigned char *d = out + op;
     const unsigned char *s = d - off;
-    if (off >= len) {
+    if (off >= 8 && n_out - op >= len + 8) {
+      /* 8-byte steps: each step reads bytes written at least 8 before (overlap-safe) */
+      for (size_t i = 0; i < len; i += 8) memcpy(d + i, s + i, 8);
+    } else if (off >= len) {
       memcpy(d, s, len);
     } else {
       for (size_t i = 0; i < len; i++) d[i] = s[i];
