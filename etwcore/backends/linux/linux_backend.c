@@ -114,6 +114,7 @@ struct lx_rd {
   unsigned char *page;
   _Atomic uint64_t raw_events, raw_bytes, pages;
   uint64_t pending_drop; /* events dropped before the hub, reported with the next publish */
+  unsigned read_errors;  /* consecutive failed reads (not EAGAIN) */
 };
 
 struct lx_sess {
@@ -131,6 +132,7 @@ struct lx_sess {
   int go;           /* 1 = start reading, 2 = quit without reading */
   int ready;        /* readers that reported their tid */
   atomic_int stopping;
+  atomic_int ended_called;
   _Atomic unsigned gen; /* bumped when a system is added */
   int started, stopped;
   struct lx_prov prov[ETW_SPEC_MAX_PROVIDERS];
@@ -679,14 +681,30 @@ static void sync_systems(struct lx_rd *r) {
   }
 }
 
+/* A per-CPU read that keeps failing (not EAGAIN) ends the session, once, through args->ended. */
+static void read_failed(struct lx_rd *r, int err) {
+  struct lx_sess *s = r->s;
+  if (++r->read_errors < 50) return;
+  if (atomic_exchange(&s->ended_called, 1)) return;
+  char msg[160];
+  snprintf(msg, sizeof msg, "reading per_cpu/cpu%d/trace_pipe_raw keeps failing: %s", r->cpu,
+           strerror(err));
+  if (s->ended) s->ended(s->ctx, ETW_E_IO, msg);
+}
+
 /* Read every page available now (bounded by @max_pages). Returns pages read. */
 static int drain(struct lx_rd *r, int max_pages) {
   struct lx_sess *s = r->s;
   int pages = 0;
   while (pages < max_pages) {
     if (s->tdat) memset(r->page, 0, (size_t)s->page_size);
+    errno = 0;
     int n = tracefs_cpu_read(r->tcpu, r->page, true);
-    if (n <= 0) break;
+    if (n <= 0) {
+      if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) read_failed(r, errno);
+      break;
+    }
+    r->read_errors = 0;
     pages++;
     atomic_fetch_add_explicit(&r->pages, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&r->raw_bytes, (uint64_t)n, memory_order_relaxed);
@@ -751,7 +769,8 @@ static void *reader_main(void *arg) {
   r->sink.ctx = r;
   publish(r); /* allocates the first batch */
   if (!r->dec_ok || !r->page) {
-    if (s->ended) s->ended(s->ctx, ETW_E_NOMEM, "reader setup failed");
+    if (s->ended && !atomic_exchange(&s->ended_called, 1))
+      s->ended(s->ctx, ETW_E_NOMEM, "reader setup failed");
     return NULL;
   }
   int64_t last_cal = now_ns(CLOCK_MONOTONIC);
