@@ -8,6 +8,7 @@
  * g GUID, S pointer array to the end (stack), C<n> fixed array of n UTF-16 characters. Fields past the payload end are omitted (older
  * or shorter versions); bytes past the last field are ignored. Facts: etl-format.md §5, §11.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -286,8 +287,25 @@ static const struct layout *find_layout_slow(const struct etw_rec *r) {
   return NULL;
 }
 
+static int write_fields_n(struct etw_jw *w, const char *spec, const unsigned char *p, size_t n,
+                          int ps, size_t *consumed);
+
 static int write_fields(struct etw_jw *w, const char *spec, const unsigned char *p, size_t n,
                         int ps) {
+  return write_fields_n(w, spec, p, n, ps, NULL);
+}
+
+/* One field spec (e.g. "wFileName") at @p; *k = bytes consumed. */
+static int write_fields_one(struct etw_jw *w, const char *spec, const unsigned char *p, size_t n,
+                            int ps, long *k) {
+  size_t used = 0;
+  int rc = write_fields_n(w, spec, p, n, ps, &used);
+  *k = rc < 0 ? -1 : (long)used;
+  return rc;
+}
+
+static int write_fields_n(struct etw_jw *w, const char *spec, const unsigned char *p, size_t n,
+                          int ps, size_t *consumed) {
   size_t pos = 0;
   int first = 1;
   while (*spec) {
@@ -368,6 +386,112 @@ static int write_fields(struct etw_jw *w, const char *spec, const unsigned char 
     first = 0;
     pos += (size_t)k;
   }
+  if (consumed) *consumed = pos;
+  return 0;
+}
+
+/* ---- compiled layouts: the field strings parsed once into keys + types (hot path) */
+#define KF_MAX 24
+#define N_LAYOUTS (sizeof LAYOUTS / sizeof LAYOUTS[0])
+struct kfield {
+  char ty;
+  uint16_t fixed;
+  uint8_t klen;     /* length of key, which starts with ',' */
+  char key[48];     /* ,"Name": */
+};
+struct klayout {
+  int ok;           /* 0: not compilable, use the string walker */
+  uint8_t n;
+  struct kfield f[KF_MAX];
+};
+static struct klayout COMPILED[N_LAYOUTS];
+static pthread_once_t compiled_once = PTHREAD_ONCE_INIT;
+
+static void compile_all(void) {
+  for (size_t i = 0; i < N_LAYOUTS; i++) {
+    struct klayout *c = &COMPILED[i];
+    const char *spec = LAYOUTS[i].fields;
+    c->ok = 1;
+    while (*spec) {
+      if (c->n >= KF_MAX) {
+        c->ok = 0;
+        break;
+      }
+      struct kfield *f = &c->f[c->n++];
+      f->ty = *spec++;
+      f->fixed = 0;
+      if (f->ty == 'C')
+        while (*spec >= '0' && *spec <= '9') f->fixed = (uint16_t)(f->fixed * 10 + (*spec++ - '0'));
+      const char *name = spec;
+      while (*spec && *spec != ' ') spec++;
+      size_t nl = (size_t)(spec - name);
+      if (*spec == ' ') spec++;
+      if (nl + 4 > sizeof f->key) {
+        c->ok = 0;
+        break;
+      }
+      f->key[0] = ',';
+      f->key[1] = '"';
+      memcpy(f->key + 2, name, nl);
+      f->key[nl + 2] = '"';
+      f->key[nl + 3] = ':';
+      f->klen = (uint8_t)(nl + 4);
+    }
+  }
+}
+
+static int write_compiled(struct etw_jw *w, const struct layout *l, const unsigned char *p, size_t n,
+                          int ps) {
+  pthread_once(&compiled_once, compile_all);
+  const struct klayout *c = &COMPILED[l - LAYOUTS];
+  if (!c->ok) return write_fields(w, l->fields, p, n, ps);
+  size_t pos = 0;
+  for (unsigned i = 0; i < c->n; i++) {
+    const struct kfield *f = &c->f[i];
+    if (pos >= n) break; /* shorter version: the rest is absent */
+    size_t avail = n - pos, save = w->len;
+    const unsigned char *q = p + pos;
+    etw_jw_raw(w, f->key + (i == 0), f->klen - (i == 0));
+    long k = -1;
+    switch (f->ty) {
+    case 'u': if (avail >= 4) { dec_u64(w, d_rd32(q)); k = 4; } break;
+    case 'i': if (avail >= 4) { dec_i64(w, (int32_t)d_rd32(q)); k = 4; } break;
+    case 'x': if (avail >= 4) { dec_hex(w, d_rd32(q)); k = 4; } break;
+    case 'h': if (avail >= 2) { dec_u64(w, d_rd16(q)); k = 2; } break;
+    case 'b': if (avail >= 1) { dec_u64(w, q[0]); k = 1; } break;
+    case 'c': if (avail >= 1) { dec_i64(w, (int8_t)q[0]); k = 1; } break;
+    case 'q': case 't': if (avail >= 8) { dec_u64(w, d_rd64(q)); k = 8; } break;
+    case 'j': if (avail >= 8) { dec_i64(w, (int64_t)d_rd64(q)); k = 8; } break;
+    case 'X': if (avail >= 8) { dec_hex(w, d_rd64(q)); k = 8; } break;
+    case 'p':
+      if (avail >= (size_t)ps) {
+        dec_hex(w, ps == 4 ? d_rd32(q) : d_rd64(q));
+        k = ps;
+      }
+      break;
+    case 'z':
+      if (avail >= (size_t)ps) {
+        dec_u64(w, ps == 4 ? d_rd32(q) : d_rd64(q));
+        k = ps;
+      }
+      break;
+    default: { /* strings, SIDs, addresses, arrays: the general path for this one field */
+      char one[64];
+      if (f->ty == 'C') snprintf(one, sizeof one, "C%u%.*s", f->fixed, f->klen - 4, f->key + 2);
+      else snprintf(one, sizeof one, "%c%.*s", f->ty, f->klen - 4, f->key + 2);
+      etw_jw_truncate(w, save);
+      if (i) etw_jw_ch(w, ',');
+      /* write_fields writes the key itself (no comma for its first field) */
+      if (write_fields_one(w, one, q, avail, ps, &k) < 0) k = -1;
+      break;
+    }
+    }
+    if (k < 0) {
+      etw_jw_truncate(w, save);
+      return -1;
+    }
+    pos += (size_t)k;
+  }
   return 0;
 }
 
@@ -427,7 +551,7 @@ int dec_mof_write(struct etw_jw *w, const struct etw_rec *r, const char **why) {
     *why = "no layout known for this kernel/classic event type and version";
     return 0;
   }
-  if (write_fields(w, l->fields, r->user_data, r->user_len, r->ptr_size) < 0) {
+  if (write_compiled(w, l, r->user_data, r->user_len, r->ptr_size) < 0) {
     *why = "payload shorter than the layout of this event version";
     return -1;
   }
