@@ -398,6 +398,7 @@ struct kfield {
   uint16_t fixed;
   uint8_t klen;     /* length of key, which starts with ',' */
   char key[48];     /* ,"Name": */
+  char spec[48];    /* the field's spec text, for the general path */
 };
 struct klayout {
   int ok;           /* 0: not compilable, use the string walker */
@@ -426,7 +427,7 @@ static void compile_all(void) {
       while (*spec && *spec != ' ') spec++;
       size_t nl = (size_t)(spec - name);
       if (*spec == ' ') spec++;
-      if (nl + 4 > sizeof f->key) {
+      if (nl + 4 > sizeof f->key || nl + 8 > sizeof f->spec) {
         c->ok = 0;
         break;
       }
@@ -436,6 +437,8 @@ static void compile_all(void) {
       f->key[nl + 2] = '"';
       f->key[nl + 3] = ':';
       f->klen = (uint8_t)(nl + 4);
+      if (f->ty == 'C') snprintf(f->spec, sizeof f->spec, "C%u%.*s", f->fixed, (int)nl, name);
+      else snprintf(f->spec, sizeof f->spec, "%c%.*s", f->ty, (int)nl, name);
     }
   }
 }
@@ -475,14 +478,25 @@ static int write_compiled(struct etw_jw *w, const struct layout *l, const unsign
         k = ps;
       }
       break;
-    default: { /* strings, SIDs, addresses, arrays: the general path for this one field */
-      char one[64];
-      if (f->ty == 'C') snprintf(one, sizeof one, "C%u%.*s", f->fixed, f->klen - 4, f->key + 2);
-      else snprintf(one, sizeof one, "%c%.*s", f->ty, f->klen - 4, f->key + 2);
+    case 'w': k = dec_value(w, 1, 0, q, avail, -1, ps, DV_MANIFEST, NULL); break;
+    case 'a': k = dec_value(w, 2, 0, q, avail, -1, ps, DV_MANIFEST, NULL); break;
+    case 'C': k = dec_value(w, 1, 0, q, avail, f->fixed, ps, DV_MANIFEST, NULL); break;
+    case 'S': {
+      etw_jw_ch(w, '[');
+      size_t m = avail / (size_t)ps;
+      for (size_t e = 0; e < m; e++) {
+        if (e) etw_jw_ch(w, ',');
+        dec_hex(w, ps == 4 ? d_rd32(q + e * 4) : d_rd64(q + e * 8));
+      }
+      etw_jw_ch(w, ']');
+      k = (long)(m * (size_t)ps);
+      break;
+    }
+    default: { /* SIDs, addresses, GUIDs, times: the general path for this one field */
       etw_jw_truncate(w, save);
       if (i) etw_jw_ch(w, ',');
       /* write_fields writes the key itself (no comma for its first field) */
-      if (write_fields_one(w, one, q, avail, ps, &k) < 0) k = -1;
+      if (write_fields_one(w, f->spec, q, avail, ps, &k) < 0) k = -1;
       break;
     }
     }
