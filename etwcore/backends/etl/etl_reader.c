@@ -18,11 +18,14 @@
 
 #include "etwcore/etl.h"
 
+/* 64-bit file offsets on every platform (MinGW's off_t may be 32-bit). */
+static int etl_fseek(FILE *fp, uint64_t off, int whence) {
 #ifdef _WIN32
-#define etl_fseek _fseeki64
+  return _fseeki64(fp, (long long)off, whence);
 #else
-#define etl_fseek fseeko
+  return fseeko(fp, (off_t)off, whence);
 #endif
+}
 
 #define BH 0x48 /* WMI_BUFFER_HEADER size */
 
@@ -121,7 +124,7 @@ static int fread_at(struct efile *f, uint64_t off, void *dst, size_t n) {
     memcpy(dst, f->mem + off, n);
     return 0;
   }
-  if (etl_fseek(f->fp, (off_t)off, SEEK_SET)) return -1;
+  if (etl_fseek(f->fp, off, SEEK_SET)) return -1;
   return fread(dst, 1, n, f->fp) == n ? 0 : -1;
 }
 
