@@ -13,6 +13,11 @@ void etwd_config_defaults(struct etwd_config *c) {
   memset(c, 0, sizeof *c);
   snprintf(c->listen, sizeof c->listen, "127.0.0.1:8443");
   const char *sd = getenv("ETWD_STATE_DIR");
+#ifdef _WIN32 /* default: %ProgramData%\etwd */
+  char pd[600];
+  snprintf(pd, sizeof pd, "%.580s\\etwd", getenv("ProgramData") ? getenv("ProgramData") : "C:\\ProgramData");
+  if (!sd || !*sd) sd = pd;
+#endif
   snprintf(c->state_dir, sizeof c->state_dir, "%s", sd && *sd ? sd : "/var/lib/etwd");
   c->log_level = LOG_INFO;
   c->max_sessions = 16;

@@ -61,6 +61,9 @@ static int cmd_tokens(int argc, char **argv) {
 int main(int argc, char **argv) {
   if (argc > 1 && !strcmp(argv[1], "convert")) return etw_convert_main(argc - 1, argv + 1);
   if (argc > 1 && !strcmp(argv[1], "tokens")) return cmd_tokens(argc, argv);
+#ifdef _WIN32 /* started by the Service Control Manager: server/win/service.c */
+  if (argc > 1 && !strcmp(argv[1], "service")) return etwd_win_service(argc, argv, main);
+#endif
   int from = (argc > 1 && !strcmp(argv[1], "serve")) ? 2 : 1;
 
   struct etwd_config cfg;

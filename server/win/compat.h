@@ -14,6 +14,7 @@
  *    fills it from _stat64, so `sb.st_mtim.tv_sec` works unchanged
  *  - sigemptyset/sigaddset/sigwait: sigwait waits for Ctrl+C, Ctrl+Break, console close,
  *    log-off/shutdown or a service stop and reports SIGINT/SIGTERM
+ *  - etwd_win_service: `etwd service …` under the Service Control Manager
  */
 #ifndef ETWD_WIN_COMPAT_H
 #define ETWD_WIN_COMPAT_H
@@ -87,6 +88,9 @@ static inline int etwd_sigaddset(sigset_t *set, int sig) {
 #undef sigwait
 int etwd_win_sigwait(const sigset_t *set, int *sig);
 #define sigwait(set, sig) etwd_win_sigwait((set), (sig))
+
+/* ---- `etwd service`: main() hands over to the Service Control Manager (server/win/service.c) */
+int etwd_win_service(int argc, char **argv, int (*real_main)(int, char **));
 
 #endif /* _WIN32 */
 #endif
