@@ -351,7 +351,7 @@ function drawChart(cv, hist, mini) {
   const w = cssW - padL - padR, hh = cssH - padT - padB;
   const n = mini ? 45 : HIST_MAX;
   const pts = hist.slice(-n);
-  let max = 1;
+  let max = mini ? 1 : 4;
   for (const p of pts) max = Math.max(max, p.rate, p.k, p.h, p.s);
   max = niceMax(max);
   if (!mini) {
@@ -482,15 +482,20 @@ class Viewer {
     this.ws = ws;
     ws.onopen = () => { if (this.ws === ws) { this.setConn('streaming'); this.retry = 0; } };
     ws.onmessage = (m) => { if (this.ws === ws) this.onFrame(m.data); };
-    ws.onclose = (c) => {
+    ws.onclose = async (c) => {
       if (this.ws !== ws) return;
       this.ws = null;
       if (this.closed) return;
-      const s = S.sessions.get(this.id);
-      const live = s && (s.state === 'running' || s.state === 'pending');
       if (c.code === 1000) {
         this.setConn(`stream ended${c.reason ? ': ' + c.reason : ''}`);
-      } else if (live && (this.retry || 0) < 10) {
+        return;
+      }
+      // an abnormal close: reconnect (from the next sequence number) only while the session runs
+      let s = S.sessions.get(this.id);
+      try { s = await api('GET', `/api/v1/sessions/${this.id}`); } catch { /* keep the last known state */ }
+      if (this.closed || this.ws) return;
+      const live = s && (s.state === 'running' || s.state === 'pending');
+      if (live && (this.retry || 0) < 10) {
         this.retry = (this.retry || 0) + 1;
         this.setConn(`stream closed (${c.code}); reconnecting…`);
         this.retryTimer = setTimeout(() => this.connect(true), 1000 * this.retry);
@@ -676,7 +681,7 @@ class Viewer {
     const rate = now - t0 > 200 ? ((this.received - r0) * 1000) / (now - t0) : 0;
     const shown = this.view === this.rows ? `${fmtN(this.rows.length)} rows` : `${fmtN(this.view.length)} of ${fmtN(this.rows.length)} rows match`;
     $('ev-status').textContent = `${shown} · ${fmtN(this.received)} received · ${fmtN(Math.round(rate))}/s in this page` +
-      (this.gaps ? ` · ${fmtN(this.gapDropped)} dropped for this page in ${fmtN(this.gaps)} gaps` : '');
+      (this.gaps ? ` · ${fmtN(this.gapDropped)} dropped for this page in ${fmtN(this.gaps)} gap${this.gaps === 1 ? '' : 's'}` : '');
     const cn = $('cap-notice');
     cn.hidden = !this.discarded;
     if (this.discarded) cn.textContent = `Only the last ${fmtN(this.cap)} rows are kept: ${fmtN(this.discarded)} older rows were discarded from this table.`;
