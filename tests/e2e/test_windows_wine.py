@@ -158,7 +158,49 @@ def main():
     with WineEtwd(tls=False, state=state) as e2:
         e2.json("GET", "/api/v1/sessions", token="admin", expect=200)
     shutil.rmtree(state, ignore_errors=True)
+
+    service_check()
     done()
+
+
+def service_check():
+    """`etwd service` under wine's Service Control Manager: start, serve, stop in order. The
+    commands run in one `wine cmd` so the wine session (and the service) lives until the end."""
+    import urllib.request
+    name = "etwdtest%d" % os.getpid()
+    port = H.free_port()
+    state = tempfile.mkdtemp(prefix="etwd-wine-svc-")
+    for log in glob_service_logs():
+        open(log, "w").close()
+    bin_path = "%s service --insecure-http --listen 127.0.0.1:%d --state-dir %s" % (winpath(EXE), port, winpath(state))
+    r = subprocess.run([WINE, "sc", "create", name, "binPath=", bin_path], env=wine_env(), capture_output=True, timeout=120)
+    check(r.returncode == 0, "sc create: %s" % r.stdout.decode(errors="replace")[-300:])
+    script = "sc start %s & ping -n 10 127.0.0.1 >nul & sc stop %s & ping -n 5 127.0.0.1 >nul & sc query %s" % (name, name, name)
+    p = subprocess.Popen([WINE, "cmd", "/c", script], env=wine_env(), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    ok = False
+    deadline = time.time() + 60
+    while time.time() < deadline and not ok:
+        try:
+            ok = urllib.request.urlopen("http://127.0.0.1:%d/api/v1/health" % port, timeout=2).status == 200
+        except OSError:
+            time.sleep(0.5)
+    check(ok, "the service answers /api/v1/health")
+    out = p.communicate(timeout=120)[0].decode(errors="replace")
+    last = out[out.rfind("SERVICE_NAME"):]
+    check("STOPPED" in last and "WIN32_EXIT_CODE    : 0" in last, "service stopped with exit code 0: %s" % last[-400:])
+    logs = "".join(open(f, errors="replace").read() for f in glob_service_logs())
+    check("msg=started" in logs and "msg=stopped" in logs, "service.log shows the ordered stop: %s" % logs[-600:])
+    subprocess.run([WINE, "sc", "delete", name], env=wine_env(), capture_output=True, timeout=120)
+    shutil.rmtree(state, ignore_errors=True)
+
+
+def glob_service_logs():
+    """%ProgramData%\\etwd\\service.log inside the prefix (wine maps ProgramData under drive_c)."""
+    found = []
+    for root, dirs, files in os.walk(os.path.join(PREFIX, "drive_c")):
+        if os.path.basename(root) == "etwd" and "service.log" in files:
+            found.append(os.path.join(root, "service.log"))
+    return found
 
 
 if __name__ == "__main__":
