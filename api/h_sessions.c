@@ -142,6 +142,11 @@ void h_session_file(struct etwd_req *r) {
 void h_session_events(struct etwd_req *r) {
   struct etw_session *s = session_or_404(r);
   if (!s) return;
+  if (!strcmp(r->ri->request_method, "HEAD")) { /* a stream has no length: headers only */
+    etwd_reply(r, 200, "application/x-ndjson", "", 0, NULL);
+    etw_session_put(s);
+    return;
+  }
   const char *accept = etwd_header(r, "Accept");
   if (accept && !strstr(accept, "application/x-ndjson") && !strstr(accept, "*/*") &&
       !strstr(accept, "application/*")) {

@@ -179,7 +179,9 @@ void etwd_send_file(struct etwd_req *r, const char *path, const char *ctype, con
   if (range) {
     unsigned long long a = 0, b = 0;
     int ok = 0;
-    if (!strncmp(range, "bytes=", 6) && !strchr(range, ',')) {
+    /* one range of digits only: no signs, no lists (a list gets the whole file) */
+    if (!strncmp(range, "bytes=", 6) && !strchr(range, ',') && strspn(range + 6, "0123456789-") == strlen(range + 6) &&
+        strchr(range + 6, '-') == strrchr(range + 6, '-')) {
       const char *p = range + 6;
       char *end;
       if (*p == '-') {

@@ -204,7 +204,7 @@ static int dispatch(struct mg_connection *conn, void *cbdata) {
   r.ri = mg_get_request_info(conn);
   r.srv = s;
   atomic_fetch_add(&s->requests_total, 1);
-  unsigned active = atomic_fetch_add(&s->active_requests, 1) + 1;
+  unsigned active = 0;
   const char *uri = r.ri->local_uri ? r.ri->local_uri : "/";
   const char *method = r.ri->request_method;
   int is_stream = 0;
@@ -213,6 +213,8 @@ static int dispatch(struct mg_connection *conn, void *cbdata) {
   const struct etwd_route *rt = etwd_route_find(method, uri, r.params, allow, sizeof allow);
   r.route = rt;
   is_stream = rt && (rt->fn == h_session_events || rt->fn == h_file_events);
+  /* streams are limited by --max-streams, not by the REST concurrency limit */
+  if (!is_stream) active = atomic_fetch_add(&s->active_requests, 1) + 1;
   if (!rt) {
     if (!allow[0] && serve_asset(&r, uri)) goto done;
     if (allow[0]) {
@@ -256,7 +258,7 @@ done:
   if (r.status >= 400) atomic_fetch_add(&s->errors_total, 1);
   access_log(&r);
   cJSON_Delete(r.body);
-  atomic_fetch_sub(&s->active_requests, 1);
+  if (!is_stream) atomic_fetch_sub(&s->active_requests, 1);
   return r.status; /* civetweb: >0 = handled, with this status for its own log */
 }
 

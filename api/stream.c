@@ -12,12 +12,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "api.h"
 #include "log.h"
 
-#define FRAME_MAX (512 * 1024)
-#define FLUSH_MS 20
+#define FRAME_MAX (512 * 1024)       /* frames are cut here (one larger event still goes alone) */
+#define WRITER_MAX (16u << 20)        /* > the largest encoded event any backend produces */
+#define IDLE_WAIT_MS 500              /* senders wake at once on data; this only bounds idling */
+#define HEARTBEAT_MS 15000            /* idle ndjson streams send a heartbeat line this often */
 
 struct ws_client {
   struct etwd_server *srv;
@@ -27,6 +30,7 @@ struct ws_client {
   pthread_t th;
   int th_started;
   atomic_int stop;
+  atomic_int dead; /* the sender has exited: civetweb should close the connection */
   char who[32];
   struct ws_client *next;
 };
@@ -34,12 +38,18 @@ struct ws_client {
 static pthread_mutex_t clients_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct ws_client *clients;
 
-static void add_list(const char *v, const char *list[], uint32_t *n, int intern) {
-  char buf[1024];
-  snprintf(buf, sizeof buf, "%s", v);
-  char *save = NULL;
-  for (char *t = strtok_r(buf, ",", &save); t && *n < ETW_FILTER_MAX; t = strtok_r(NULL, ",", &save))
-    list[(*n)++] = intern ? etw_intern(t) : NULL;
+/* copy a comma-separated list into names[]; -1 if an entry is empty, too long or too many */
+static int name_list(const char *v, char names[][ETW_FILTER_NAME_MAX], uint32_t *n) {
+  const char *p = v;
+  while (*p) {
+    size_t k = strcspn(p, ",");
+    if (k == 0 || k >= ETW_FILTER_NAME_MAX || *n >= ETW_FILTER_MAX) return -1;
+    memcpy(names[*n], p, k);
+    names[(*n)++][k] = 0;
+    p += k;
+    if (*p) p++;
+  }
+  return 0;
 }
 
 static int parse_u32s(const char *v, uint32_t *out, uint32_t *n) {
@@ -49,10 +59,19 @@ static int parse_u32s(const char *v, uint32_t *out, uint32_t *n) {
   for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
     char *end;
     unsigned long x = strtoul(t, &end, 10);
-    if (*end || x > 0xFFFFFFFFul || *n >= ETW_FILTER_MAX) return -1;
+    if (*end || end == t || t[0] == '-' || x > 0xFFFFFFFFul || *n >= ETW_FILTER_MAX) return -1;
     out[(*n)++] = (uint32_t)x;
   }
   return 0;
+}
+
+/* mg_get_var: >= 0 found, -1 absent, anything else (too long, bad encoding) is an error */
+static int qvar(const char *q, size_t ql, const char *name, char *v, size_t n, char *err, size_t errlen) {
+  int r = mg_get_var(q, ql, name, v, n);
+  if (r >= 0) return 1;
+  if (r == -1) return 0;
+  snprintf(err, errlen, "query parameter %s is too long or badly encoded", name);
+  return -1;
 }
 
 int etwd_sub_filter_from_query(const char *q, struct etw_sub_filter *f, unsigned long long *from,
@@ -63,28 +82,47 @@ int etwd_sub_filter_from_query(const char *q, struct etw_sub_filter *f, unsigned
   if (!q) return 0;
   size_t ql = strlen(q);
   char v[1024];
-  if (mg_get_var(q, ql, "provider", v, sizeof v) >= 0) add_list(v, f->providers, &f->n_providers, 1);
-  if (mg_get_var(q, ql, "event", v, sizeof v) >= 0) {
-    /* names, or numeric event ids */
-    char buf[1024];
-    snprintf(buf, sizeof buf, "%s", v);
-    char *save = NULL;
-    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+  int r;
+  if ((r = qvar(q, ql, "provider", v, sizeof v, err, errlen)) < 0) return -1;
+  if (r && name_list(v, f->providers, &f->n_providers)) {
+    snprintf(err, errlen, "provider: at most %d comma-separated names of 1-%d bytes", ETW_FILTER_MAX,
+             ETW_FILTER_NAME_MAX - 1);
+    return -1;
+  }
+  if ((r = qvar(q, ql, "event", v, sizeof v, err, errlen)) < 0) return -1;
+  if (r) { /* names, or numeric event ids */
+    const char *p = v;
+    while (*p) {
+      size_t k = strcspn(p, ",");
+      char t[ETW_FILTER_NAME_MAX];
+      if (k == 0 || k >= sizeof t) break;
+      memcpy(t, p, k);
+      t[k] = 0;
       char *end;
       unsigned long x = strtoul(t, &end, 10);
-      if (!*end && end != t) {
+      if (!*end && t[0] != '-' && x <= 0xFFFFFFFFul) {
         if (f->n_ids >= ETW_FILTER_MAX) break;
         f->ids[f->n_ids++] = (uint32_t)x;
-      } else if (f->n_names < ETW_FILTER_MAX) {
-        f->names[f->n_names++] = etw_intern(t);
+      } else {
+        if (f->n_names >= ETW_FILTER_MAX) break;
+        memcpy(f->names[f->n_names++], t, k + 1);
       }
+      p += k;
+      if (*p) p++;
+    }
+    if (*p) {
+      snprintf(err, errlen, "event: at most %d names and %d ids, each 1-%d bytes", ETW_FILTER_MAX,
+               ETW_FILTER_MAX, ETW_FILTER_NAME_MAX - 1);
+      return -1;
     }
   }
-  if (mg_get_var(q, ql, "pid", v, sizeof v) >= 0 && parse_u32s(v, f->pids, &f->n_pids)) {
+  if ((r = qvar(q, ql, "pid", v, sizeof v, err, errlen)) < 0) return -1;
+  if (r && parse_u32s(v, f->pids, &f->n_pids)) {
     snprintf(err, errlen, "pid must be a comma-separated list of at most %d process ids", ETW_FILTER_MAX);
     return -1;
   }
-  if (mg_get_var(q, ql, "level", v, sizeof v) >= 0) {
+  if ((r = qvar(q, ql, "level", v, sizeof v, err, errlen)) < 0) return -1;
+  if (r) {
     char *end;
     long l = strtol(v, &end, 10);
     if (*end || end == v || l < 0 || l > 255) {
@@ -93,19 +131,21 @@ int etwd_sub_filter_from_query(const char *q, struct etw_sub_filter *f, unsigned
     }
     f->max_level = (int)l;
   }
-  if (mg_get_var(q, ql, "queue", v, sizeof v) >= 0) {
+  if ((r = qvar(q, ql, "queue", v, sizeof v, err, errlen)) < 0) return -1;
+  if (r) {
     char *end;
     unsigned long x = strtoul(v, &end, 10);
-    if (*end || end == v || x < 16 || x > 0x7fffffff) {
+    if (*end || end == v || v[0] == '-' || x < 16 || x > 0x7fffffff) {
       snprintf(err, errlen, "queue must be an integer >= 16 (events; capped by the server's --queue-events)");
       return -1;
     }
     f->queue_events = (uint32_t)x;
   }
-  if (mg_get_var(q, ql, "from", v, sizeof v) >= 0) {
+  if ((r = qvar(q, ql, "from", v, sizeof v, err, errlen)) < 0) return -1;
+  if (r) {
     char *end;
     unsigned long long x = strtoull(v, &end, 10);
-    if (*end || end == v) {
+    if (*end || end == v || v[0] == '-') {
       snprintf(err, errlen, "from must be a sequence number");
       return -1;
     }
@@ -144,23 +184,30 @@ static int send_frame(struct mg_connection *c, struct etw_jw *w) {
 static void *ws_sender(void *arg) {
   struct ws_client *cl = arg;
   struct etw_jw w;
-  etw_jw_init(&w, FRAME_MAX + 4096);
+  etw_jw_init(&w, WRITER_MAX);
   while (!atomic_load(&cl->stop)) {
-    w.len = 0;
+    etw_jw_truncate(&w, 0); /* also clears an error of the previous round */
     etw_jw_raw(&w, "          ", 10); /* room for the frame header */
-    int n = etw_sub_read(cl->sub, &w, ETW_FMT_JSON_ARRAY, FRAME_MAX, FLUSH_MS);
+    int n = etw_sub_read(cl->sub, &w, ETW_FMT_JSON_ARRAY, FRAME_MAX, IDLE_WAIT_MS);
     if (n < 0) {
       static const char bye[] = "\x03\xe8session ended";
-      mg_websocket_write(cl->conn, MG_WEBSOCKET_OPCODE_CONNECTION_CLOSE, bye, sizeof bye - 1);
+      if (!atomic_load(&cl->stop))
+        mg_websocket_write(cl->conn, MG_WEBSOCKET_OPCODE_CONNECTION_CLOSE, bye, sizeof bye - 1);
       break;
     }
-    if (n == 0 || w.err) continue;
+    if (n == 0) continue;
+    if (w.err) { /* out of memory only (WRITER_MAX exceeds any event): say so, then close */
+      etwd_log(LOG_ERROR, "websocket frame could not be built; closing", "who=%s", cl->who);
+      break;
+    }
+    if (atomic_load(&cl->stop)) break;
     if (send_frame(cl->conn, &w)) { /* never write again after a failed write */
       etwd_log(LOG_WARN, "websocket write failed; the client will be disconnected", "who=%s bytes=%zu", cl->who, w.len);
       break;
     }
   }
   etw_jw_free(&w);
+  atomic_store(&cl->dead, 1);
   return NULL;
 }
 
@@ -235,8 +282,12 @@ static void ws_ready(struct mg_connection *conn, void *cbdata) {
     cl->sess = etw_session_get(s->core, id);
   }
   int e = 0;
-  if (cl && cl->sess) cl->sub = etw_session_subscribe(cl->sess, &f, from, &e);
+  /* the connect handler's check is early; this one is exact (check-and-increment) */
+  int over = atomic_fetch_add(&s->active_streams, 1) >= s->cfg->max_streams;
+  if (over) e = ETW_E_LIMIT;
+  if (cl && cl->sess && !over) cl->sub = etw_session_subscribe(cl->sess, &f, from, &e);
   if (!cl || !cl->sub) {
+    atomic_fetch_sub(&s->active_streams, 1);
     static const char busy[] = "\x03\xf5subscriber limit reached";     /* 1013 try again later */
     static const char gone[] = "\x03\xf3session gone or out of memory"; /* 1011 */
     if (e == ETW_E_LIMIT)
@@ -248,7 +299,6 @@ static void ws_ready(struct mg_connection *conn, void *cbdata) {
     mg_set_user_connection_data(conn, NULL);
     return;
   }
-  atomic_fetch_add(&s->active_streams, 1);
   pthread_mutex_lock(&clients_mu);
   cl->next = clients;
   clients = cl;
@@ -261,10 +311,22 @@ static void ws_ready(struct mg_connection *conn, void *cbdata) {
 }
 
 static int ws_data(struct mg_connection *conn, int bits, char *data, size_t len, void *cbdata) {
-  (void)conn, (void)data, (void)len, (void)cbdata;
+  (void)cbdata;
+  struct ws_client *cl = mg_get_user_connection_data(conn);
   int op = bits & 0x0f;
-  if (op == MG_WEBSOCKET_OPCODE_CONNECTION_CLOSE) return 0;
-  return 1; /* client messages are ignored (filters are set at connect time) */
+  if (op == MG_WEBSOCKET_OPCODE_CONNECTION_CLOSE) {
+    if (cl) {
+      atomic_store(&cl->stop, 1);
+      etw_sub_wake(cl->sub);
+    }
+    /* echo the client's close (its status code) so it sees a clean close */
+    mg_websocket_write(conn, MG_WEBSOCKET_OPCODE_CONNECTION_CLOSE, data, len >= 2 ? 2 : 0);
+    return 0;
+  }
+  /* once our sender has stopped (write failure, end of stream), let civetweb close the
+   * connection at the client's next frame (a pong at the latest) */
+  if (!cl || atomic_load(&cl->dead)) return 0;
+  return 1; /* client messages are otherwise ignored (filters are set at connect time) */
 }
 
 static void ws_close(const struct mg_connection *cconn, void *cbdata) {
@@ -336,13 +398,26 @@ void etwd_stream_ndjson(struct etwd_req *r, struct etw_session *sess) {
   r->status = 200;
   int ok = mg_write(r->conn, head, sizeof head - 1) > 0;
   struct etw_jw w;
-  etw_jw_init(&w, FRAME_MAX + 4096);
+  etw_jw_init(&w, WRITER_MAX);
+  int idle_ms = 0;
   while (ok && !atomic_load(&s->stopping)) {
-    w.len = 0;
+    etw_jw_truncate(&w, 0);
     etw_jw_raw(&w, "0000000000\r\n", 12); /* chunk-size line, rewritten below */
-    int n = etw_sub_read(sub, &w, ETW_FMT_NDJSON, FRAME_MAX, FLUSH_MS);
+    int n = etw_sub_read(sub, &w, ETW_FMT_NDJSON, FRAME_MAX, IDLE_WAIT_MS);
     if (n < 0) break;
-    if (n == 0 || w.err) continue;
+    if (w.err) break; /* out of memory only */
+    if (n == 0) {
+      /* an idle stream writes a heartbeat line now and then: the only way to notice that the
+       * client has gone (the write fails), so its worker thread and stream slot are freed */
+      idle_ms += IDLE_WAIT_MS;
+      if (idle_ms < HEARTBEAT_MS) continue;
+      etw_jw_lit(&w, "{\"Heartbeat\":{\"Time\":");
+      struct timespec ts;
+      clock_gettime(CLOCK_REALTIME, &ts);
+      etw_jw_unix_ns(&w, (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec);
+      etw_jw_lit(&w, "}}\n");
+    }
+    idle_ms = 0;
     size_t plen = w.len - 12;
     char hx[16];
     int hl = snprintf(hx, sizeof hx, "%zx\r\n", plen);

@@ -26,6 +26,7 @@ struct tok {
 
 struct cookie {
   unsigned char digest[32];
+  unsigned char token_digest[32]; /* the token it was made from: a changed secret kills it */
   char token_id[32];
   enum etwd_role role;
   time_t expires;
@@ -126,8 +127,12 @@ static int read_file(struct etwd_auth *a, char *err, size_t errlen) {
     n++;
   }
   fclose(f);
-  if (n == 0) return 1;
+  if (n == 0) {
+    OPENSSL_cleanse(t, sizeof t);
+    return 1;
+  }
   memcpy(a->t, t, sizeof t);
+  OPENSSL_cleanse(t, sizeof t);
   a->nt = n;
   a->mtime = sb.st_mtim;
   return 0;
@@ -179,13 +184,13 @@ static void maybe_reload(struct etwd_auth *a) {
   if (stat(a->path, &sb) || (sb.st_mtim.tv_sec == a->mtime.tv_sec && sb.st_mtim.tv_nsec == a->mtime.tv_nsec))
     return;
   char err[256];
-  struct tok old[2];
-  memcpy(old, a->t, sizeof old);
   if (read_file(a, err, sizeof err) == 0) {
-    /* cookies of tokens that no longer exist die */
+    /* cookies of tokens that no longer exist (same id and same secret) die */
     for (int i = 0; i < MAX_COOKIES; i++) {
       int alive = 0;
-      for (int k = 0; k < a->nt; k++) alive |= !strcmp(a->c[i].token_id, a->t[k].id);
+      for (int k = 0; k < a->nt; k++)
+        alive |= !strcmp(a->c[i].token_id, a->t[k].id) &&
+                 CRYPTO_memcmp(a->c[i].token_digest, a->t[k].digest, 32) == 0;
       if (!alive) memset(&a->c[i], 0, sizeof a->c[i]);
     }
   }
@@ -203,7 +208,9 @@ int etwd_auth_rotate(struct etwd_auth *a, char *admin, char *reader) {
   if (rc) {
     memcpy(a->t, old, sizeof old);
     a->nt = oldn;
-  } else {
+  }
+  OPENSSL_cleanse(old, sizeof old);
+  if (!rc) {
     memset(a->c, 0, sizeof a->c);
     struct stat sb;
     if (stat(a->path, &sb) == 0) a->mtime = sb.st_mtim;
@@ -305,6 +312,9 @@ int etwd_auth_login(struct etwd_auth *a, const struct etwd_principal *p, char ou
   }
   struct cookie *c = &a->c[slot];
   SHA256((const unsigned char *)out, 64, c->digest);
+  memset(c->token_digest, 0, sizeof c->token_digest);
+  for (int k = 0; k < a->nt; k++)
+    if (!strcmp(a->t[k].id, p->token_id)) memcpy(c->token_digest, a->t[k].digest, 32);
   snprintf(c->token_id, sizeof c->token_id, "%s", p->token_id);
   c->role = p->role;
   c->expires = now + COOKIE_TTL;

@@ -83,12 +83,12 @@ static int match(const struct etw_sub *s, const struct etw_evref *e) {
   if (f->max_level >= 0 && e->level > f->max_level) return 0;
   if (f->n_providers) {
     uint32_t i = 0;
-    while (i < f->n_providers && f->providers[i] != e->provider) i++;
+    while (i < f->n_providers && strcmp(f->providers[i], e->provider)) i++;
     if (i == f->n_providers) return 0;
   }
   if (f->n_names || f->n_ids) {
     int ok = 0;
-    for (uint32_t i = 0; i < f->n_names && !ok; i++) ok = f->names[i] == e->name;
+    for (uint32_t i = 0; i < f->n_names && !ok; i++) ok = e->name && !strcmp(f->names[i], e->name);
     for (uint32_t i = 0; i < f->n_ids && !ok; i++) ok = f->ids[i] == e->event_id;
     if (!ok) return 0;
   }

@@ -180,6 +180,10 @@ enum etw_err etw_session_create(struct etw_core *c, const cJSON *body, const cha
     for (uint32_t i = 0; i < s->spec.n_files && files[i]; i++) {
       free(s->spec.files[i]);
       s->spec.files[i] = strdup(files[i]);
+      if (!s->spec.files[i]) {
+        e = etw_fail(st, ETW_E_NOMEM, NULL, NULL);
+        goto fail;
+      }
     }
   }
   s->be = etw_backend_find(s->spec.backend);
@@ -228,9 +232,12 @@ enum etw_err etw_session_create(struct etw_core *c, const cJSON *body, const cha
     c->tab = nt;
     c->cap = nc;
   }
-  /* reserve the slot now so concurrent creates respect max_sessions; filled below */
+  /* Reserve the slot now so concurrent creates respect max_sessions. s->mu is taken before the
+   * session becomes visible, so a concurrent delete or stats read waits until it is set up
+   * (lock order: c->mu, then s->mu). */
+  pthread_mutex_lock(&s->mu);
   c->tab[c->n++] = s;
-  atomic_fetch_add(&s->refs, 1);
+  atomic_fetch_add(&s->refs, 1); /* the table's reference */
   pthread_mutex_unlock(&c->mu);
 
   snprintf(s->os_name, sizeof s->os_name, "%s%llu_%ld", ETW_SESSION_PREFIX,
@@ -239,16 +246,19 @@ enum etw_err etw_session_create(struct etw_core *c, const cJSON *body, const cha
     char dir[4096], path[4200];
     snprintf(dir, sizeof dir, "%s/recordings/%llu", c->cfg.state_dir, (unsigned long long)s->id);
     if (etw_mkdirs(dir)) {
-      e = etw_fail(st, ETW_E_IO, NULL, "cannot create %s: %s", dir, strerror(errno));
+      e = etw_fail(st, ETW_E_IO, NULL, "cannot create the recording directory: %s", strerror(errno));
       goto fail_remove;
     }
     snprintf(path, sizeof path, "%s/trace.%s", dir, !strcmp(s->be->name, "linux") ? "dat" : "etl");
     s->record_dir = strdup(dir);
     s->record_path = strdup(path);
+    if (!s->record_dir || !s->record_path) {
+      e = etw_fail(st, ETW_E_NOMEM, NULL, NULL);
+      goto fail_remove;
+    }
   }
   s->created_ns = now_ns();
   struct etw_backend_args a = {&s->spec, s->hub, s->os_name, s->record_path, on_ended, s};
-  pthread_mutex_lock(&s->mu);
   e = s->be->open(&a, &s->bstate, st);
   if (e == ETW_E_OK) {
     /* a replay waits for its first subscriber so that nobody misses its beginning */
@@ -261,28 +271,28 @@ enum etw_err etw_session_create(struct etw_core *c, const cJSON *body, const cha
   }
   if (e) {
     destroy_locked(s);
-    pthread_mutex_unlock(&s->mu);
     goto fail_remove;
   }
   pthread_mutex_unlock(&s->mu);
-  *out = s; /* the reference taken for the table stays; this one is the caller's */
-  atomic_fetch_add(&s->refs, 1);
-  etw_session_put(s); /* balance the creation reference */
+  *out = s; /* the creation reference becomes the caller's */
   return ETW_E_OK;
 
-fail_remove:
-  pthread_mutex_lock(&c->mu);
-  for (uint32_t i = 0; i < c->n; i++)
-    if (c->tab[i] == s) {
-      c->tab[i] = c->tab[--c->n];
-      break;
-    }
-  pthread_mutex_unlock(&c->mu);
+fail_remove: /* s->mu is held */
   if (s->record_dir) {
     if (s->record_path) unlink(s->record_path);
     rmdir(s->record_dir);
   }
-  etw_session_put(s); /* table reference */
+  pthread_mutex_unlock(&s->mu);
+  int found = 0;
+  pthread_mutex_lock(&c->mu);
+  for (uint32_t i = 0; i < c->n; i++)
+    if (c->tab[i] == s) {
+      c->tab[i] = c->tab[--c->n];
+      found = 1;
+      break;
+    }
+  pthread_mutex_unlock(&c->mu);
+  if (found) etw_session_put(s); /* the table's reference, unless a concurrent delete took it */
 fail:
   etw_session_put(s);
   return e;

@@ -54,8 +54,62 @@ def main():
         st, h, j = e.json("GET", "/api/v1/files", token="reader", expect=200)
         check(all(f["name"] != "big.etl" for f in j), "nothing kept of a refused upload")
         check("level=debug" not in e.stderr() or True, "")
+        # an open ndjson stream does not take a REST slot (--max-requests 1)
+        e.request("DELETE", "/api/v1/sessions/%d" % sid)
+        st, h, j = e.json("POST", "/api/v1/sessions", body=spec, expect=201)
+        sid = j["id"]
+        s = socket.create_connection(("127.0.0.1", e.port))
+        t = e.ssl_context().wrap_socket(s, server_hostname="127.0.0.1")
+        t.sendall(("GET /api/v1/sessions/%d/events?pid=1234567 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+                   "Accept: application/x-ndjson\r\n\r\n" % (sid, e.tokens["reader"])).encode())
+        time.sleep(0.5)
+        st, h, d = e.request("GET", "/api/v1/version", token="reader")
+        check(st == 200, "REST works beside an open stream with --max-requests 1: %d" % st)
+        # the client goes away from an idle stream: the heartbeat notices, the slot comes back
+        t.close()
+        deadline = time.time() + 40
+        st = 0
+        while time.time() < deadline:
+            c = e.conn(timeout=3)
+            c.request("GET", "/api/v1/sessions/%d/events?pid=1234567" % sid,
+                      headers={"Authorization": "Bearer " + e.tokens["reader"], "Accept": "application/x-ndjson"})
+            r = c.getresponse()
+            st = r.status
+            c.close()
+            if st == 200:
+                break
+            time.sleep(2)
+        check(st == 200, "a vanished idle ndjson client frees its stream slot (heartbeat): %d" % st)
         e.request("DELETE", "/api/v1/sessions/%d" % sid)
     os.unlink(cfg.name)
+
+    # concurrent create and delete of the same session never crash the server
+    with Etwd(args=["--max-sessions", "64"]) as e:
+        import threading
+        stop = time.time() + 5
+        errs = []
+        def creator():
+            while time.time() < stop:
+                try:
+                    e.request("POST", "/api/v1/sessions", body={"providers": [{"name": "sched", "events": ["sched_process_exec"]}], "mode": "both"})
+                except Exception as ex:
+                    errs.append(repr(ex))
+        def deleter():
+            while time.time() < stop:
+                try:
+                    st, h, j = e.json("GET", "/api/v1/sessions", token="reader")
+                    top = max([x["id"] for x in j] or [0])
+                    for i in (top, top + 1, top + 2):
+                        e.request("DELETE", "/api/v1/sessions/%d" % i)
+                except Exception as ex:
+                    errs.append(repr(ex))
+        th = [threading.Thread(target=creator) for _ in range(2)] + [threading.Thread(target=deleter) for _ in range(2)]
+        for x in th:
+            x.start()
+        for x in th:
+            x.join()
+        check(not errs, "no client errors during create/delete races: %r" % errs[:3])
+        e.json("GET", "/api/v1/health", token=None, expect=200)
     done()
 
 

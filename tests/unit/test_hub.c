@@ -70,7 +70,7 @@ int main(void) {
   /* filters: provider, pid, level */
   struct etw_sub_filter f = {0};
   f.max_level = -1;
-  f.providers[f.n_providers++] = etw_intern("sched");
+  snprintf(f.providers[f.n_providers++], ETW_FILTER_NAME_MAX, "sched");
   f.pids[f.n_pids++] = 101;
   struct etw_sub *sf = etw_hub_subscribe(h, &f, 0, NULL);
   struct etw_sub_filter fl = {0};

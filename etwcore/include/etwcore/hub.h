@@ -31,12 +31,14 @@ struct etw_hub_limits {
   uint32_t max_subscribers;
 };
 
-/** Per-subscriber server-side filter: all non-empty criteria must match. */
+/** Per-subscriber server-side filter: all non-empty criteria must match. Names are copied
+ *  (never interned: a client's filter must not fill the process-wide name table). */
 #define ETW_FILTER_MAX 16
+#define ETW_FILTER_NAME_MAX 128
 struct etw_sub_filter {
-  const char *providers[ETW_FILTER_MAX]; /* interned names */
+  char providers[ETW_FILTER_MAX][ETW_FILTER_NAME_MAX];
   uint32_t n_providers;
-  const char *names[ETW_FILTER_MAX]; /* interned event names */
+  char names[ETW_FILTER_MAX][ETW_FILTER_NAME_MAX]; /* event names */
   uint32_t n_names;
   uint32_t ids[ETW_FILTER_MAX];
   uint32_t n_ids;
