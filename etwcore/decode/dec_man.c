@@ -141,8 +141,27 @@ static int walk_fields(struct walk *k, uint32_t start, uint32_t end, int depth, 
         if (k->pos == before && f->members) break; /* empty elements: stop (bounded) */
       } else {
         size_t mark = k->w->len;
-        long used = dec_value(k->w, f->in, f->out, k->p + k->pos, k->n - k->pos, len, k->ptr_size,
-                              DV_MANIFEST, &k->vals[i]);
+        const unsigned char *q = k->p + k->pos;
+        size_t avail = k->n - k->pos;
+        long used = -2;
+        if (f->out == 0 || f->out == 18 || f->out == 17) { /* fast paths for plain integers */
+          switch (f->in) {
+          case 4: if (avail >= 1) { k->vals[i] = q[0]; used = 1; } break;
+          case 6: if (avail >= 2) { k->vals[i] = d_rd16(q); used = 2; } break;
+          case 8: if (avail >= 4) { k->vals[i] = d_rd32(q); used = 4; } break;
+          case 10: if (avail >= 8) { k->vals[i] = d_rd64(q); used = 8; } break;
+          default: break;
+          }
+          if (used > 0 && f->out != 17) dec_u64(k->w, k->vals[i]);
+          else if (used > 0) used = -2; /* signed rendering: general path */
+        }
+        if (used == -2 && f->in == 16 && f->out == 0 && avail >= (size_t)k->ptr_size) {
+          k->vals[i] = k->ptr_size == 4 ? d_rd32(q) : d_rd64(q);
+          dec_hex(k->w, k->vals[i]);
+          used = k->ptr_size;
+        }
+        if (used == -2)
+          used = dec_value(k->w, f->in, f->out, q, avail, len, k->ptr_size, DV_MANIFEST, &k->vals[i]);
         if (used < 0) {
           *k->why = "payload shorter than the template";
           return -1;
