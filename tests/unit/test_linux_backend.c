@@ -7,6 +7,7 @@
  * so parallel runs never collide and never reap each other.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -404,6 +405,67 @@ static void test_enable_running(void) {
   sess_close(&s);
 }
 
+/* a thread of a multi-threaded process: ThreadID is the thread, ProcessID the process */
+static int g_tpipe[2], g_tdone[2];
+static void *getppid_thread(void *arg) {
+  (void)arg;
+  pid_t tid = (pid_t)syscall(SYS_gettid);
+  for (int i = 0; i < 5; i++) syscall(SYS_getppid);
+  if (write(g_tpipe[1], &tid, sizeof tid) != (ssize_t)sizeof tid) _exit(3);
+  char c;
+  if (read(g_tdone[0], &c, 1) < 0) _exit(3); /* stay alive until the events were read */
+  return NULL;
+}
+
+static void test_threads(void) {
+  int go[2];
+  CHECK(pipe(go) == 0 && pipe(g_tpipe) == 0 && pipe(g_tdone) == 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    char c;
+    close(go[1]);
+    close(g_tdone[1]);
+    if (read(go[0], &c, 1) != 1) _exit(2);
+    pthread_t th;
+    if (pthread_create(&th, NULL, getppid_thread, NULL)) _exit(2);
+    pthread_join(th, NULL);
+    _exit(0);
+  }
+  close(go[0]);
+  close(g_tpipe[1]);
+  close(g_tdone[0]);
+  char *ev_g[] = {"sys_enter_getppid"};
+  struct etw_provider_spec p = prov("syscalls", ev_g, 1, NULL);
+  uint32_t pids[] = {(uint32_t)pid};
+  struct etw_session_spec sp = {.backend = "linux", .mode = ETW_MODE_REALTIME, .providers = &p,
+                                .n_providers = 1, .pids = pids, .n_pids = 1};
+  struct sess s;
+  struct etw_status st;
+  CHECK_EQ(sess_open(&s, &sp, NULL, &st), ETW_E_OK);
+  if (s.st) CHECK_EQ(B->start(s.st, &st), ETW_E_OK);
+  CHECK(write(go[1], "x", 1) == 1);
+  pid_t tid = 0;
+  CHECK(read(g_tpipe[0], &tid, sizeof tid) == (ssize_t)sizeof tid);
+  struct etw_jw out;
+  etw_jw_init(&out, 16 << 20);
+  if (s.st) collect(&s, &out, 300);
+  close(g_tdone[1]); /* the thread may exit now */
+  int stt;
+  waitpid(pid, &stt, 0);
+  close(go[1]);
+  close(g_tpipe[0]);
+  if (!s.st) return;
+  B->stop(s.st);
+  collect(&s, &out, 100);
+  char k[96];
+  snprintf(k, sizeof k, "\"Execution\":{\"ProcessID\":%d,\"ThreadID\":%d,", (int)pid, (int)tid);
+  CHECK(tid != pid);
+  CHECK_EQ(count_lines(etw_jw_cstr(&out), k, "sys_enter_getppid", NULL), 5);
+  if (t_failures) fprintf(stderr, "threads: pid %d tid %d, got:\n%.2000s\n", (int)pid, (int)tid, etw_jw_cstr(&out));
+  etw_jw_free(&out);
+  sess_close(&s);
+}
+
 /* invalid specs give the right code and field; nothing is left behind */
 static void test_invalid(void) {
   struct sess s;
@@ -740,6 +802,7 @@ int main(void) {
   test_exec_exact();
   test_filters();
   test_enable_running();
+  test_threads();
   test_invalid();
   test_loss();
   test_file_mode();

@@ -162,6 +162,7 @@ int main(void) {
   struct lx_dec d;
   const int64_t off = 1763776000LL * 1000000000LL; /* mono → real */
   CHECK_EQ(lx_dec_init(&d, tep, 1, off), 0);
+  d.resolve_tgid = 0; /* the hand-made records' pids are not real tasks */
 
   /* sched_switch: char arrays with escapes and invalid UTF-8, signed long */
   struct tep_event *sw = ev("sched", "sched_switch");

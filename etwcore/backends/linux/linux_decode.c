@@ -26,6 +26,9 @@
 #define MARK_PID 987654321
 #define MARK_TID 987654322
 #define LX_MAX_EVENT_ID 65535
+#define LX_TGID_SLOTS 4096
+#define LX_TGID_TTL 2000000000ULL  /* ns of trace time */
+#define LX_TGID_LOOKUPS 2000       /* per second per reader: at most ~20 ms of /proc reads */
 
 /* 8 decimal digits of x < 1e8, as byte values 0..9, most significant in the lowest byte
  * (SWAR: two 4-digit lanes, then four 2-digit lanes; checked exhaustively for all x < 1e8) */
@@ -364,6 +367,8 @@ int lx_dec_init(struct lx_dec *d, struct tep_handle *tep, int cpu, int64_t mono_
   d->type_size = 2;
   d->pid_off = 4;
   d->sec = INT64_MIN;
+  d->resolve_tgid = 1;
+  d->tg = calloc(LX_TGID_SLOTS, sizeof *d->tg); /* NULL: ProcessID = ThreadID */
   d->page_size = (uint32_t)getpagesize();
   /* the direct page walker assumes the 64-bit little-endian page header (u64 ts, u64 commit) */
   d->walk = (sizeof(long) == 8 && !tep_is_bigendian() && tep && d->page_size >= 64) ? 1 : 0;
@@ -395,6 +400,8 @@ void lx_dec_fini(struct lx_dec *d) {
   lx_dec_reset(d);
   if (d->kbuf) kbuffer_free(d->kbuf);
   if (d->tep) tep_free(d->tep);
+  free(d->tg);
+  d->tg = NULL;
   d->kbuf = NULL;
   d->tep = NULL;
 }
@@ -445,14 +452,14 @@ static inline char *put_time(struct lx_dec *d, char *p, int64_t ns) {
 
 static void write_undecoded(struct lx_dec *d, struct etw_jw *w, const unsigned char *data,
                             uint32_t size, uint64_t ts, uint32_t type, int32_t pid,
-                            const char *reason) {
+                            int32_t tid, const char *reason) {
   struct etw_sys sys = {0};
   sys.provider = "tracefs";
   sys.event_id = type;
   sys.level = 4;
   sys.ts_ns = (int64_t)ts + d->mono_to_real;
   sys.pid = pid;
-  sys.tid = pid;
+  sys.tid = tid;
   sys.cpu = d->cpu;
   etw_event_write_system(w, &sys);
   etw_jw_lit(w, ",\"Undecoded\":{\"Reason\":");
@@ -489,6 +496,63 @@ static void write_num_array(struct etw_jw *w, const unsigned char *p, uint32_t n
   }
   *q++ = ']';
   w->len += (size_t)(q - s);
+}
+
+
+/* Tgid of @tid from /proc/<tid>/status, or 0 (gone, unreadable) */
+static int32_t proc_tgid(int32_t tid) {
+  char path[48], buf[512];
+  snprintf(path, sizeof path, "/proc/%d/status", (int)tid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = 0;
+  const char *t = strstr(buf, "\nTgid:");
+  return t ? (int32_t)atoi(t + 7) : 0;
+}
+
+static int32_t tgid_of(struct lx_dec *d, int32_t tid, uint64_t ts) {
+  if (!d->resolve_tgid || tid <= 0 || !d->tg) return tid;
+  struct lx_tgid *e = &d->tg[(uint32_t)tid & (LX_TGID_SLOTS - 1)];
+  if (e->tid == tid && ts - e->t < LX_TGID_TTL) return e->tgid;
+  if (ts - d->tg_win >= 1000000000ULL) {
+    d->tg_win = ts;
+    d->tg_left = LX_TGID_LOOKUPS;
+  }
+  int32_t tg = 0;
+  uint64_t t = ts;
+  if (d->tg_left > 0) {
+    d->tg_left--;
+    tg = proc_tgid(tid);
+  } else {
+    t = ts - LX_TGID_TTL + 100000000ULL; /* over budget: assume, retry in 100 ms */
+  }
+  if (tg <= 0) tg = tid; /* gone already: single-threaded processes have tgid == tid anyway */
+  e->tid = tid;
+  e->tgid = tg;
+  e->t = t;
+  return tg;
+}
+
+/* ProcessID / ThreadID text, cached while they repeat (bursts come from one task) */
+static inline void id_texts(struct lx_dec *d, int32_t pid, int32_t tid) {
+  if (pid != d->last_pid || !d->pid_len) {
+    char *q = put_i64(d->pid_txt, pid);
+    d->pid_len = (uint8_t)(q - d->pid_txt);
+    d->last_pid = pid;
+  }
+  if (tid != d->last_tid || !d->tid_len) {
+    if (tid == pid) { /* the common case: a process's main thread */
+      memcpy(d->tid_txt, d->pid_txt, 24);
+      d->tid_len = d->pid_len;
+    } else {
+      char *q = put_i64(d->tid_txt, tid);
+      d->tid_len = (uint8_t)(q - d->tid_txt);
+    }
+    d->last_tid = tid;
+  }
 }
 
 /* JSON string of the C string in s[0..max) written at p, space already reserved (6*max+2);
@@ -535,25 +599,21 @@ have_len:
 /* The whole event at p with room for e->max_out (+22/byte with __data_loc) already reserved and
  * every fixed field inside the record: no reserve or bounds checks per field. */
 static char *encode_fast(struct lx_dec *d, const struct lx_evdesc *e, struct etw_jw *w, char *p,
-                         const unsigned char *data, uint32_t size, int64_t tsr, int32_t pid) {
+                         const unsigned char *data, uint32_t size, int64_t tsr, int32_t pid,
+                         int32_t tid) {
   const char *t = e->tmpl;
   cp32(p, t, e->t_len[0]);
   p += e->t_len[0];
   p = put_time(d, p, tsr);
   cp16(p, t + e->t_off[1], e->t_len[1]);
   p += e->t_len[1];
-  /* ThreadID = ProcessID = common_pid: its text is cached (bursts come from one task) */
-  if (pid != d->last_pid || !d->pid_len) {
-    char *q = put_i64(d->pid_txt, pid);
-    d->pid_len = (uint8_t)(q - d->pid_txt);
-    d->last_pid = pid;
-  }
+  id_texts(d, pid, tid);
   memcpy(p, d->pid_txt, 16);
   p += d->pid_len;
   cp16(p, t + e->t_off[2], e->t_len[2]);
   p += e->t_len[2];
-  memcpy(p, d->pid_txt, 16);
-  p += d->pid_len;
+  memcpy(p, d->tid_txt, 16);
+  p += d->tid_len;
   cp16(p, t + e->t_off[3], e->t_len[3]);
   p += e->t_len[3];
   const struct lx_field *f = e->f, *fe = e->f + e->nf;
@@ -641,20 +701,21 @@ void lx_dec_event(struct lx_dec *d, const unsigned char *data, uint32_t size, ui
   struct etw_jw *w = &s->b->data;
   size_t mark = w->len;
   uint32_t type = 0;
-  int32_t pid = -1;
+  int32_t pid = -1, tid = -1;
   if (size >= d->type_off + d->type_size) type = (uint32_t)ld_u(data + d->type_off, d->type_size);
-  if (size >= d->pid_off + 4) pid = (int32_t)ld_s(data + d->pid_off, 4);
+  if (size >= d->pid_off + 4) tid = (int32_t)ld_s(data + d->pid_off, 4);
+  pid = tgid_of(d, tid, ts);
   int64_t tsr = (int64_t)ts + d->mono_to_real;
   struct lx_evdesc *e = desc_get(d, type);
   struct etw_evref h;
   h.ts_ns = tsr;
   h.pid = (uint32_t)pid;
-  h.tid = (uint32_t)pid;
+  h.tid = (uint32_t)tid;
   h.level = 4;
   h.cpu = (uint8_t)d->cpu;
   h.event_id = (uint16_t)type;
   if (!e || !e->tmpl_ok) {
-    write_undecoded(d, w, data, size, ts, type, pid, e ? "template" : "unknown event id");
+    write_undecoded(d, w, data, size, ts, type, pid, tid, e ? "template" : "unknown event id");
     h.provider = etw_intern("tracefs");
     h.name = NULL;
     atomic_fetch_add_explicit(&d->undecoded, 1, memory_order_relaxed);
@@ -666,7 +727,7 @@ void lx_dec_event(struct lx_dec *d, const unsigned char *data, uint32_t size, ui
       /* never ask beyond the batch maximum: a failed reserve would poison the writer */
       char *p = w->len + need < w->max ? res(w, need) : NULL;
       if (p) {
-        p = encode_fast(d, e, w, p, data, size, tsr, pid);
+        p = encode_fast(d, e, w, p, data, size, tsr, pid, tid);
         w->len = (size_t)(p - w->buf);
         goto commit;
       }
@@ -682,15 +743,13 @@ void lx_dec_event(struct lx_dec *d, const unsigned char *data, uint32_t size, ui
       p = put_time(d, p, tsr);
       cp16(p, t + e->t_off[1], e->t_len[1]);
       p += e->t_len[1];
-      char *pp = p; /* ThreadID = ProcessID = common_pid: format once, copy */
-      p = put_i64(p, pid);
-      size_t pl = (size_t)(p - pp);
-      char pid_txt[16];
-      memcpy(pid_txt, pp, 16);
+      id_texts(d, pid, tid);
+      memcpy(p, d->pid_txt, 16);
+      p += d->pid_len;
       cp16(p, t + e->t_off[2], e->t_len[2]);
       p += e->t_len[2];
-      memcpy(p, pid_txt, 16);
-      p += pl;
+      memcpy(p, d->tid_txt, 16);
+      p += d->tid_len;
       cp16(p, t + e->t_off[3], e->t_len[3]);
       p += e->t_len[3];
       w->len += (size_t)(p - p0);

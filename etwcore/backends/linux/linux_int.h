@@ -75,10 +75,17 @@ struct lx_dec {
   int64_t sec;
   char secpfx[24];
   int sec_ok;
-  /* decimal text of the last common_pid (16 bytes + slack: put_i64 writes up to 16) */
-  int32_t last_pid;
-  uint8_t pid_len;
-  char pid_txt[48];
+  /* decimal text of the last ProcessID / ThreadID (16 bytes + slack: put_i64 writes up to 17) */
+  int32_t last_pid, last_tid;
+  uint8_t pid_len, tid_len;
+  char pid_txt[48], tid_txt[48];
+  /* ThreadID → ProcessID: tracefs records only the thread id (common_pid). A direct-mapped
+   * cache filled from /proc/<tid>/status, entries valid for LX_TGID_TTL of trace time; at most
+   * LX_TGID_LOOKUPS lookups per second (beyond: ProcessID = ThreadID, retried soon). */
+  int resolve_tgid; /* 0 = ProcessID is the thread id (tests) */
+  struct lx_tgid { int32_t tid, tgid; uint64_t t; } *tg;
+  uint64_t tg_win;
+  int tg_left;
   /* counters (read by stats() from other threads) */
   _Atomic uint64_t events, undecoded, enc_dropped;
 };
