@@ -219,6 +219,36 @@ await step('new session: provider search, events, a bad filter shown next to its
   await page.locator('#f-buffer').fill('');
 });
 
+await step('controls of capabilities other backends have (level, keywords, event IDs, exe names): server messages next to them', async () => {
+  // the Windows backend has these; the page shows controls by capability, so pretend linux has them
+  await page.evaluate(() => { for (const c of ['level_keywords', 'event_ids', 'filter_exe']) S.caps.linux.add(c); applyCaps(); });
+  await page.getByRole('button', { name: 'Remove provider sched' }).click();
+  await page.locator('#prov-results button[data-name="sched"]:not([disabled])').click();
+  const card = page.locator('.prov-card').first();
+  await card.getByLabel('Level (at most)').waitFor();
+  await card.getByLabel('Keywords (any)').fill('zz');
+  await page.getByRole('button', { name: 'Start session' }).click();
+  const e1 = page.locator('[data-field="/providers/0/keywords_any"] .field-error');
+  await e1.waitFor({ timeout: 5000 });
+  assert(/keywords_any must be a 64-bit mask/.test(await e1.textContent()), 'keywords message: ' + (await e1.textContent()));
+  assert(await page.evaluate(() => document.activeElement && document.activeElement.name === 'keywords_any'), 'focus moved to the field');
+  await card.getByLabel('Keywords (any)').fill('');
+  await card.getByLabel('Event IDs').fill('1, 70000');
+  await page.getByRole('button', { name: 'Start session' }).click();
+  const e2 = page.locator('[data-field^="/providers/0/event_ids"] .field-error');
+  await e2.waitFor({ timeout: 5000 });
+  assert(/event_ids/.test(await e2.textContent()), 'event ids message: ' + (await e2.textContent()));
+  assert(!(await e1.count()), 'the earlier message is gone');
+  // back to what linux really supports
+  await page.evaluate(() => { for (const c of ['level_keywords', 'event_ids', 'filter_exe']) S.caps.linux.delete(c); applyCaps(); });
+  await page.getByRole('button', { name: 'Remove provider sched' }).click();
+  await page.locator('#prov-results button[data-name="sched"]:not([disabled])').click();
+  await page.locator('.prov-card').first().getByLabel('Filter expression').waitFor();
+  assert(!(await page.locator('.prov-card').first().getByLabel('Event IDs').count()), 'event ids gone again');
+  await page.locator('.prov-card .ev-cb[value="sched_process_exec"]').check();
+  assert(await page.getByLabel('Executable names').isHidden(), 'exe names hidden again');
+});
+
 await step('start a live session on sched events and see events appear', async () => {
   await page.getByRole('button', { name: 'Start session' }).click();
   await page.locator('#viewer').waitFor({ state: 'visible' });
