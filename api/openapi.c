@@ -77,7 +77,9 @@ static const char schemas[] =
     "\"EventData\":{\"type\":\"object\",\"description\":\"decoded fields; 64-bit integers are exact JSON integers\"},"
     "\"Undecoded\":{\"type\":\"object\",\"properties\":{\"Reason\":{\"type\":\"string\"},\"Payload\":{\"type\":\"string\","
     "\"description\":\"base64\"}}},\"Gap\":{\"type\":\"object\",\"properties\":{\"Dropped\":{\"type\":\"integer\"},"
-    "\"Layer\":{\"type\":\"string\"},\"Reason\":{\"type\":\"string\"}}}}}";
+    "\"Layer\":{\"type\":\"string\"},\"Reason\":{\"type\":\"string\"}}},"
+    "\"Heartbeat\":{\"type\":\"object\",\"description\":\"ndjson only: sent after 15 s without events\","
+    "\"properties\":{\"Time\":{\"type\":\"string\"}}}}}";
 
 static void op(struct etw_jw *w, const struct etwd_route *r) {
   char m[8];
