@@ -4,10 +4,11 @@
  * open() and removed by destroy() on every path. Readers: one thread per online CPU, created by
  * open() (so their thread ids can be excluded by the kernel filters before any event is enabled)
  * and released by start(). Each thread polls its own per_cpu/cpuN/trace_pipe_raw fd (O_NONBLOCK,
- * 20 ms timeout), drains it with non-blocking tracefs_cpu_read, walks the pages with kbuffer and
- * decodes with its own tep_handle (linux_decode.c), publishing batches to the session's hub when
- * full or at least every 20 ms. In file mode the raw pages also go to per-CPU spools that
- * linux_tdat.c assembles into a trace.dat at stop.
+ * 20 ms timeout), drains it with non-blocking tracefs_cpu_read, walks the pages directly (kbuffer
+ * as fallback) and decodes with its own tep_handle (linux_decode.c), publishing batches to the
+ * session's hub when full or at least every 20 ms. In file mode the raw pages also go to per-CPU
+ * spools that linux_tdat.c assembles into a trace.dat, refreshed about every second while small
+ * and written for good at stop.
  *
  * Choices (see docs/linux.md):
  *  - overwrite off: when a per-CPU buffer is full the kernel drops the NEW events and counts them
@@ -26,9 +27,14 @@
  *  - PID filter: set_event_pid with every thread of each listed process, plus option event-fork
  *    so tasks they create later are traced too.
  *
+ *  - buffer 4 MiB per CPU unless the spec says otherwise (the kernel's 1408 KiB lasts < 20 ms
+ *    at 1 M events/s per CPU).
+ *
  * Threads: open/enable/disable/start/stop/destroy are called by the session manager (one at a
  * time per session, any thread); stats/stats_json from any thread before destroy. The session
- * mutex guards the provider list and the systems the readers must know.
+ * mutex guards the systems the readers must know, the instance pointer and the snapshot thread;
+ * it is never held across kernel writes. Reader threads own their decoder and batch; the
+ * snapshot thread (file mode) only reads the spools.
  */
 #include <ctype.h>
 #include <dirent.h>
@@ -113,7 +119,6 @@ struct lx_rd {
   uint32_t n_loaded;
   unsigned char *page;
   _Atomic uint64_t raw_events, raw_bytes, pages;
-  uint64_t pending_drop; /* events dropped before the hub, reported with the next publish */
   unsigned read_errors;  /* consecutive failed reads (not EAGAIN) */
 };
 
@@ -629,8 +634,7 @@ static enum etw_err apply_provider(struct lx_sess *s, const struct etw_provider_
 
 static void publish(struct lx_rd *r) {
   struct lx_sess *s = r->s;
-  uint64_t drop = r->pending_drop + atomic_exchange(&r->dec.enc_dropped, 0);
-  r->pending_drop = 0;
+  uint64_t drop = atomic_exchange(&r->dec.enc_dropped, 0);
   if (drop && s->hub) etw_hub_drop(s->hub, drop);
   if (r->sink.b && r->sink.b->n) {
     if (s->hub)
@@ -781,7 +785,8 @@ static void *reader_main(void *arg) {
     int woke = poll(&pfd, 1, LX_POLL_MS) > 0;
     drain(r, 1 << 20);
     int64_t t = now_ns(CLOCK_MONOTONIC);
-    if (r->sink.b && r->sink.b->n && (!woke || t - r->batch_t0 >= LX_FLUSH_NS / 2)) publish(r);
+    /* (no batch: an allocation failed; publish() retries it and reports the dropped events) */
+    if (!r->sink.b || (r->sink.b->n && (!woke || t - r->batch_t0 >= LX_FLUSH_NS / 2))) publish(r);
     if (t - last_cal > 1000000000) {
       r->dec.mono_to_real = calib_offset();
       last_cal = t;
