@@ -10,6 +10,7 @@ missing: build with scripts/build-windows.sh, install wine64.
 
 Environment: ETWD_WIN_EXE (default <src>/build/win/server/etwd.exe), ETWD_WINEPREFIX (default
 <src>/build/wineprefix; created on first use, which takes a while)."""
+import json
 import os
 import shutil
 import signal
@@ -23,6 +24,7 @@ from etwd_harness import Etwd, check, done, ws_events, CORPUS, SRC
 
 EXE = os.environ.get("ETWD_WIN_EXE") or os.path.join(SRC, "build/win/server/etwd.exe")
 PREFIX = os.environ.get("ETWD_WINEPREFIX") or os.path.join(SRC, "build/wineprefix")
+N_SIH = [0]  # events of the SIH file as the server decodes them
 SIH = os.path.join(CORPUS, "jtmoon79+super-speedy-syslog-searcher/logs/Windows11Pro/Logs/SIH/SIH.20230422.034724.362.1.etl")
 
 
@@ -87,6 +89,8 @@ def main():
     if not os.path.exists(os.path.join(PREFIX, "system.reg")):
         subprocess.run([WINE, "wineboot", "-i"], env=wine_env(), timeout=600,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        # wait until the new prefix is fully written (services start slowly otherwise)
+        subprocess.run(["wineserver", "-w"], env=wine_env(), timeout=600)
 
     # HTTPS needs OpenSSL 3 DLLs, which this build does not ship: a clear start-up error
     state = tempfile.mkdtemp(prefix="etwd-wine-")
@@ -134,6 +138,7 @@ def main():
         evs = [r for r in e.ndjson("/api/v1/files/sih.etl/events") if "System" in r]
         infos = [r["EventData"]["Info"] for r in evs if "Info" in r.get("EventData", {})]
         check(len(infos) == 10, "10 SIH events with Info, as on Linux (%d)" % len(infos))
+        N_SIH[0] = len(evs)
         st, h, j = e.json("POST", "/api/v1/sessions", body={"files": ["sih.etl"], "replay": "fast"}, expect=201)
         sid = j["id"]
         check(j.get("backend") == "etl" and j.get("state") == "pending", "replay session pending: %r" % j)
@@ -159,6 +164,16 @@ def main():
         e2.json("GET", "/api/v1/sessions", token="admin", expect=200)
     shutil.rmtree(state, ignore_errors=True)
 
+    # `etwd convert` on the CLI: the same events as the server's decode
+    r = subprocess.run([WINE, EXE, "convert", winpath(SIH)], env=wine_env(), capture_output=True, timeout=180)
+    lines = [l for l in r.stdout.decode(errors="replace").splitlines() if l.strip()]
+    try:
+        conv = [json.loads(l) for l in lines]
+    except ValueError:
+        conv = []
+    check(r.returncode == 0 and len([c for c in conv if "System" in c]) == N_SIH[0],
+          "etwd.exe convert: %d events, want %d (rc %d)" % (len(conv), N_SIH[0], r.returncode))
+
     service_check()
     done()
 
@@ -175,16 +190,25 @@ def service_check():
     bin_path = "%s service --insecure-http --listen 127.0.0.1:%d --state-dir %s" % (winpath(EXE), port, winpath(state))
     r = subprocess.run([WINE, "sc", "create", name, "binPath=", bin_path], env=wine_env(), capture_output=True, timeout=120)
     check(r.returncode == 0, "sc create: %s" % r.stdout.decode(errors="replace")[-300:])
-    script = "sc start %s & ping -n 10 127.0.0.1 >nul & sc stop %s & ping -n 5 127.0.0.1 >nul & sc query %s" % (name, name, name)
-    p = subprocess.Popen([WINE, "cmd", "/c", script], env=wine_env(), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    # a batch file keeps one wine session alive until the test has seen the service serve
+    flag = os.path.join(state, "stop.flag")
+    bat = os.path.join(state, "svc.bat")
+    with open(bat, "w") as f:
+        f.write("\r\n".join([
+            "@echo off", "sc start %s" % name, ":wait", "if exist %s goto stop" % winpath(flag),
+            "ping -n 2 127.0.0.1 >nul", "goto wait", ":stop", "sc stop %s" % name,
+            "ping -n 5 127.0.0.1 >nul", "sc query %s" % name, ""]))
+    p = subprocess.Popen([WINE, "cmd", "/c", winpath(bat)], env=wine_env(), stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL)
     ok = False
-    deadline = time.time() + 60
+    deadline = time.time() + 120
     while time.time() < deadline and not ok:
         try:
             ok = urllib.request.urlopen("http://127.0.0.1:%d/api/v1/health" % port, timeout=2).status == 200
         except OSError:
             time.sleep(0.5)
     check(ok, "the service answers /api/v1/health")
+    open(flag, "w").close()
     out = p.communicate(timeout=120)[0].decode(errors="replace")
     last = out[out.rfind("SERVICE_NAME"):]
     check("STOPPED" in last and "WIN32_EXIT_CODE    : 0" in last, "service stopped with exit code 0: %s" % last[-400:])
