@@ -527,6 +527,11 @@ class Viewer {
       const d = this.held.length - this.cap;
       this.held.splice(0, d);
       this.heldDropped += d;
+    } else if (this.incoming.length > 2 * this.cap) {
+      // no animation frames in a background tab: keep what the table would keep anyway
+      const d = this.incoming.length - this.cap;
+      this.incoming.splice(0, d);
+      this.discarded += d;
     }
     this.schedule();
   }

@@ -388,13 +388,17 @@ await step('gap records are rows; 100k events/s for 2 s keeps the tab responsive
     const filtered = v.view.length;
     v.flush = flush;
     v.setFilter('');
-    return { gapRow, dt, busy, fbusy, filtered, worst, raf, rows: v.rows.length, received: v.received - received0, domRows: document.querySelectorAll('#grid-rows .grid-row').length,
+    // without animation frames (a background tab) the unflushed queue stays bounded too
+    for (let i = 0; i < 40; i++) v.onFrame(frames[i % frames.length]);
+    const pending = v.incoming.length;
+    return { gapRow, dt, busy, fbusy, filtered, pending, worst, raf, rows: v.rows.length, received: v.received - received0, domRows: document.querySelectorAll('#grid-rows .grid-row').length,
       notice: document.getElementById('cap-notice').hidden ? '' : document.getElementById('cap-notice').textContent,
       last: document.getElementById('detail').textContent };
   });
   log('   perf:', JSON.stringify({ ...r, last: undefined }));
   assert(r.gapRow.some((t) => /1,234 events dropped/.test(t)), 'gap row shown: ' + r.gapRow);
-  assert(r.received >= 300001, 'all received: ' + r.received);
+  assert(r.received >= 340001, 'all received: ' + r.received);
+  assert(r.pending <= 20000, 'unflushed rows bounded by twice the cap: ' + r.pending);
   assert(r.rows === 10000, 'rows capped at 10,000: ' + r.rows);
   assert(/Only the last 10,000 rows are kept/.test(r.notice), 'cap notice: ' + r.notice);
   assert(r.domRows < 60, 'virtualized: ' + r.domRows + ' row elements');
@@ -402,7 +406,7 @@ await step('gap records are rows; 100k events/s for 2 s keeps the tab responsive
   // with 100k events/s; wall time and the longest frame only show the tab never froze (the machine
   // may be shared with other work)
   assert(r.busy < 2000, 'page work for 200k events < 2 s (>= 100k events/s): ' + r.busy);
-  assert(r.fbusy < 1000, 'with the text filter on, page work for 100k events < 1 s: ' + r.fbusy);
+  assert(r.fbusy < 1500, 'with the text filter on, page work for 100k events < 1.5 s (about 0.4 s on an idle machine): ' + r.fbusy);
   assert(r.filtered === 10000, 'filtered view holds the matching retained rows: ' + r.filtered);
   assert(r.dt < 8000, 'all 200 frames handled within 8 s: ' + r.dt);
   assert(r.worst < 1000, 'no frame longer than 1 s: ' + r.worst);
