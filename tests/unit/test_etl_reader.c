@@ -225,6 +225,21 @@ static void test_xpress(void) {
   /* a match before any output is malformed */
   unsigned char bad[] = {0, 0, 0, 0x80, 0x08, 0x00};
   CHECK_EQ(etw_xpress_decompress(bad, sizeof bad, out, 10), -1);
+  /* XPRESS Huffman: all 512 symbols with 9-bit codes (code = symbol number, MSB first in
+   * 16-bit little-endian words): literal 'a' then match symbol 256 (offset 1, length 3). */
+  {
+    unsigned char hin[256 + 8];
+    memset(hin, 0x99, 256);
+    uint32_t bits = (0x61u << 23) | (0x100u << 14); /* 18 bits used, rest 0 */
+    hin[256] = (unsigned char)(bits >> 16);
+    hin[257] = (unsigned char)(bits >> 24);
+    hin[258] = (unsigned char)bits;
+    hin[259] = (unsigned char)(bits >> 8);
+    memset(hin + 260, 0, 4);
+    unsigned char hout[8];
+    CHECK_EQ(etw_xpress_huff_decompress(hin, sizeof hin, hout, 4), 4);
+    CHECK(!memcmp(hout, "aaaa", 4));
+  }
   /* Huffman: garbage must not crash */
   unsigned char hb[400];
   for (int i = 0; i < 400; i++) hb[i] = (unsigned char)(i * 37);
