@@ -131,7 +131,7 @@ int main(void) {
     CHECK_EQ(etw_backend_etl.start(s, &st), ETW_E_OK);
     usleep(100000);
     etw_backend_etl.stop(s); /* must return promptly although the file spans seconds */
-    CHECK_EQ(en3.calls, 1);
+    CHECK_EQ(en3.calls, 0);   /* a stop is not an end by itself */
     etw_backend_etl.destroy(s);
     etw_hub_free(hub);
   }

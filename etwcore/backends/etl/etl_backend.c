@@ -4,8 +4,8 @@
  * start() runs one reader thread that reads, merges, decodes and encodes events into batches
  * (≤ 256 events / 256 KiB) and publishes them to the hub — as fast as possible, or at recorded
  * speed (replay_realtime), publishing at least every 20 ms. At the end (or at the first damage,
- * after everything readable) it calls args->ended and etw_hub_end. stop() is idempotent and
- * joins. Providers: list/describe what the files in the data directory and the manifests
+ * after everything readable) it calls args->ended and etw_hub_end (after stop() only
+ * etw_hub_end). stop() is idempotent and joins. Providers: list/describe what the files in the data directory and the manifests
  * directory define (scanned once, then cached by file name, size and mtime).
  */
 #include <dirent.h>
@@ -168,10 +168,10 @@ static void *reader_main(void *arg) {
     if (b->n) etw_hub_publish(hub, b);
     else etw_batch_unref(b);
   }
-  if (atomic_load(&s->stop)) rc = 0;
-  if (s->args.ended) {
+  /* ended() reports a session that ends by itself (end of file, damage), not a stop() */
+  if (s->args.ended && !atomic_load(&s->stop)) {
     if (rc < 0) s->args.ended(s->args.ctx, st.code ? st.code : ETW_E_CORRUPT, st.msg);
-    else s->args.ended(s->args.ctx, ETW_E_OK, atomic_load(&s->stop) ? "stopped" : "end of file");
+    else s->args.ended(s->args.ctx, ETW_E_OK, "end of file");
   }
   etw_hub_end(hub);
   return NULL;
