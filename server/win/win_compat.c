@@ -61,6 +61,8 @@ static BOOL WINAPI console_handler(DWORD type) {
 }
 
 __attribute__((constructor)) static void compat_init(void) {
+  /* byte-identical output on every OS: `etwd convert` to stdout writes LF, not CRLF */
+  _setmode(_fileno(stdout), _O_BINARY);
   g_stop_ev = CreateEventW(NULL, TRUE, FALSE, NULL);
   SetConsoleCtrlHandler(console_handler, TRUE);
 }

@@ -174,8 +174,53 @@ def main():
     check(r.returncode == 0 and len([c for c in conv if "System" in c]) == N_SIH[0],
           "etwd.exe convert: %d events, want %d (rc %d)" % (len(conv), N_SIH[0], r.returncode))
 
+    convert_equivalence()
     service_check()
     done()
+
+
+def convert_equivalence():
+    """Every corpus ETL (zipped and gzipped ones unpacked first) decodes byte-identically with the
+    Linux etwd and etwd.exe under wine, with the provider manifests: the ETL reader and every
+    decoder, compiled for 64-bit Windows (LLP64, msvcrt), give the same JSON lines."""
+    import gzip
+    import zipfile
+    tmp = tempfile.mkdtemp(prefix="etwd-wine-cmp-")
+    files = []
+    for root, dirs, names in os.walk(CORPUS):
+        for n in sorted(names):
+            p = os.path.join(root, n)
+            if n.endswith(".etl"):
+                files.append(p)
+            elif n.endswith(".etl.zip"):
+                with zipfile.ZipFile(p) as z:
+                    for m in z.namelist():
+                        if m.endswith(".etl"):
+                            out = os.path.join(tmp, "%d_%s" % (len(files), os.path.basename(m)))
+                            with open(out, "wb") as f:
+                                f.write(z.read(m))
+                            files.append(out)
+            elif n.endswith(".etlgz") or n.endswith(".etl.gz"):
+                out = os.path.join(tmp, "%d_%s.etl" % (len(files), n))
+                with gzip.open(p) as g, open(out, "wb") as f:
+                    f.write(g.read())
+                files.append(out)
+    check(len(files) >= 10, "corpus ETL files found: %d" % len(files))
+    check(os.path.isfile(H.BIN), "the Linux etwd (ETWD_BIN=%s) to compare with" % H.BIN)
+    man = [] if not os.path.isdir(H.MANIFESTS) else ["--manifests"]
+    same = 0
+    for p in files:
+        env = dict(os.environ, ASAN_OPTIONS="detect_leaks=0")
+        lin = subprocess.run([H.BIN, "convert", p] + (man + [H.MANIFESTS] if man else []),
+                             capture_output=True, timeout=600, env=env)
+        win = subprocess.run([WINE, EXE, "convert", winpath(p)] + (man + [winpath(H.MANIFESTS)] if man else []),
+                             capture_output=True, timeout=600, env=wine_env())
+        ok = lin.returncode == win.returncode and lin.stdout == win.stdout and lin.stdout
+        same += bool(ok)
+        check(ok, "convert %s: Linux rc %d, %d bytes; Windows rc %d, %d bytes" % (
+            os.path.basename(p), lin.returncode, len(lin.stdout), win.returncode, len(win.stdout)))
+    print("convert: %d of %d corpus files byte-identical on Linux and Windows" % (same, len(files)))
+    shutil.rmtree(tmp, ignore_errors=True)
 
 
 def service_check():
