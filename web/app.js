@@ -186,6 +186,7 @@ async function login(ev) {
     const me = await api('POST', '/api/v1/login', undefined, { headers: { Authorization: 'Bearer ' + tok }, noAuthRedirect: true });
     $('token').value = '';
     await onLoggedIn(me);
+    document.querySelector('.tab[aria-current="page"]').focus();
   } catch (e) {
     err.textContent = e.status === 401 || e.status === 403 ? 'That token is not valid.' : e.message;
     $('token').setAttribute('aria-invalid', 'true');
@@ -271,7 +272,8 @@ function renderSessionRow(s) {
   let tr = S.rows.get(s.id);
   if (!tr) {
     const c = {};
-    const cell = (k, cls) => (c[k] = h('td', { class: cls }));
+    const LABELS = { id: 'ID', name: 'Name', backend: 'Backend', state: 'State', events: 'Events', rate: 'Events/s', loss: 'Loss kernel / hub / subs', subs: 'Subscribers', spark: 'Rate', actcell: 'Actions' };
+    const cell = (k, cls) => (c[k] = h('td', { class: cls, 'data-label': LABELS[k] }));
     tr = h('tr', { 'data-id': String(s.id) },
       cell('id', 'num'), cell('name'), cell('backend'), cell('state'), cell('events', 'num'), cell('rate', 'num'),
       cell('loss', 'num'), cell('subs', 'num'), cell('spark'), cell('actcell'));
@@ -1028,8 +1030,9 @@ async function loadFiles() {
     const mode = h('select', { 'aria-label': `Replay speed for ${f.name}`, class: 'admin-only' },
       h('option', { value: 'fast', text: 'fast' }), h('option', { value: 'recorded', text: 'as recorded' }));
     body.append(h('tr', { 'data-name': f.name },
-      h('td', { text: f.name }), h('td', { class: 'num', text: fmtN(f.size) }), h('td', { text: f.modified ? new Date(f.modified).toLocaleString() : '', title: f.modified || '' }),
-      h('td', null, h('div', { class: 'acts' },
+      h('td', { text: f.name, 'data-label': 'Name' }), h('td', { class: 'num', text: fmtN(f.size), 'data-label': 'Size' }),
+      h('td', { text: f.modified ? new Date(f.modified).toLocaleString() : '', title: f.modified || '', 'data-label': 'Modified' }),
+      h('td', { 'data-label': 'Actions' }, h('div', { class: 'acts' },
         h('a', { href: `/api/v1/files/${enc}`, download: f.name, text: 'Download', 'aria-label': `Download ${f.name}` }),
         mode,
         h('button', { type: 'button', class: 'replay admin-only primary', text: 'Replay', 'aria-label': `Replay ${f.name}`, onclick: () => replay(f.name, mode.value) }),
