@@ -1,7 +1,9 @@
 #!/bin/sh
 # Cross-builds etwd.exe for 64-bit Windows with Debian's MinGW-w64 (warnings are errors, as on
 # Linux). Installs the cross compiler if missing, fetches civetweb/cJSON sources (deps.sh),
-# configures build/win with cmake/mingw-w64-x86_64.cmake and builds. Prints the .exe's path.
+# configures build/win with cmake/mingw-w64-x86_64.cmake and builds etwd.exe and the portable
+# unit tests (build/win/tests/win/*.exe, run under wine by tests/e2e/test_windows_wine.py).
+# Prints the path of etwd.exe.
 # Extra arguments go to the configure step (e.g. -DCMAKE_BUILD_TYPE=Release).
 set -eu
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -18,6 +20,6 @@ if [ -n "$missing" ]; then
 fi
 OUT=${ETWD_WIN_BUILD:-$ROOT/build/win}
 cmake -S "$ROOT" -B "$OUT" -DCMAKE_TOOLCHAIN_FILE="$ROOT/cmake/mingw-w64-x86_64.cmake" \
-      -DETWD_TESTS=OFF "$@" >/dev/null
+      -DETWD_TESTS=ON "$@" >/dev/null
 cmake --build "$OUT" -j"$(nproc)"
 echo "$OUT/server/etwd.exe"

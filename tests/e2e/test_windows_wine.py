@@ -5,7 +5,8 @@ fail, TDH aborts the process), so this checks what wine can: the server starts a
 cleanly, REST works, the win backend reports itself unavailable with a clear reason instead of
 crashing, creating a win session is a clean 422, HTTPS without OpenSSL DLLs is a clear start-up
 error, and a corpus ETL replays over WebSocket exactly like the ndjson decode (the portable ETL
-reader and decoder, compiled for Windows). It FAILS (never skips) when wine or the .exe is
+reader and decoder, compiled for Windows; every corpus file must decode byte-identically to the
+Linux build), and the portable unit tests cross-built for Windows pass under wine. It FAILS (never skips) when wine or the .exe is
 missing: build with scripts/build-windows.sh, install wine64.
 
 Environment: ETWD_WIN_EXE (default <src>/build/win/server/etwd.exe), ETWD_WINEPREFIX (default
@@ -175,8 +176,23 @@ def main():
           "etwd.exe convert: %d events, want %d (rc %d)" % (len(conv), N_SIH[0], r.returncode))
 
     convert_equivalence()
+    unit_tests()
     service_check()
     done()
+
+
+def unit_tests():
+    """The portable unit tests cross-built by scripts/build-windows.sh, run as Windows programs."""
+    tdir = os.path.join(os.path.dirname(os.path.dirname(EXE)), "tests", "win")
+    names = ["test_winreq", "test_decode_tl", "test_etl_sih", "test_etl_synth", "test_hub"]
+    env = wine_env()
+    env.update(ETWD_CORPUS=winpath(CORPUS), ETWD_MANIFESTS=winpath(H.MANIFESTS), ETWD_SRC=winpath(SRC))
+    for n in names:
+        exe = os.path.join(tdir, n + ".exe")
+        if not check(os.path.isfile(exe), "%s is missing: run scripts/build-windows.sh" % exe):
+            continue
+        r = subprocess.run([WINE, exe], env=env, capture_output=True, timeout=600)
+        check(r.returncode == 0, "%s under wine: rc %d: %s" % (n, r.returncode, r.stderr.decode(errors="replace")[-800:]))
 
 
 def convert_equivalence():
