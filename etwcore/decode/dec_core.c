@@ -167,6 +167,7 @@ void etw_decoder_free(struct etw_decoder *d) {
     free(p->maps);
     free(p->ev);
     free(p->es_buf);
+    free(p->tl_names);
     free(p);
   }
   free(d->prov);
@@ -187,6 +188,22 @@ struct names {
 };
 
 static void guid_name(char out[39], const unsigned char g[16]) { etw_format_guid(out, g); }
+
+/* Keep the TraceLogging event names of a provider (bounded; the last one is checked first). */
+static void remember_tl_name(struct dec_provider *p, const char *name) {
+  if (p->n_tl && p->tl_names[p->n_tl - 1] == name) return;
+  for (uint32_t i = 0; i < p->n_tl; i++)
+    if (p->tl_names[i] == name) {
+      p->tl_names[i] = p->tl_names[p->n_tl - 1]; /* move to the end: next hit is O(1) */
+      p->tl_names[p->n_tl - 1] = name;
+      return;
+    }
+  if (p->n_tl >= DEC_MAX_TL_NAMES) return;
+  const char **nn = realloc(p->tl_names, (p->n_tl + 1) * sizeof *nn);
+  if (!nn) return;
+  p->tl_names = nn;
+  p->tl_names[p->n_tl++] = name;
+}
 
 static int as_classic(const struct etw_rec *r);
 static void resolve_classic(struct etw_decoder *d, const struct etw_rec *r, struct names *n);
@@ -210,6 +227,7 @@ static void resolve(struct etw_decoder *d, const struct etw_rec *r, struct names
         n->p->name = n->prov;
         n->p->source = "tracelogging";
       }
+      if (n->p) remember_tl_name(n->p, n->name);
       return;
     }
     struct dec_provider *p = dec_provider_get(d, r->provider_id, 0);
@@ -503,7 +521,7 @@ void etw_decoder_providers_json(struct etw_decoder *d, const char *q, struct etw
     etw_jw_lit(w, ",\"guid\":");
     etw_jw_guid(w, p->guid);
     etw_jw_lit(w, ",\"events\":");
-    etw_jw_u64(w, p->n_ev);
+    etw_jw_u64(w, p->n_ev + p->n_tl);
     etw_jw_lit(w, ",\"source\":");
     etw_jw_cs(w, p->source ? p->source : "");
     etw_jw_lit(w, ",\"seen\":");

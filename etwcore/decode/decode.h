@@ -150,7 +150,11 @@ struct dec_provider {
   unsigned char *es_buf;
   size_t es_len;
   uint32_t es_next_chunk;
+  /* TraceLogging: event names seen (interned), for the providers API */
+  const char **tl_names;
+  uint32_t n_tl;
 };
+#define DEC_MAX_TL_NAMES 1024
 
 /* Names of kernel records, resolved once per (HookId, version). */
 struct dec_kname {

@@ -173,6 +173,9 @@ int main(void) {
   CHECK_EQ(etw_backend_etl.describe_provider("Microsoft-Windows-DotNETRuntime", &w, &st), ETW_E_OK);
   CHECK(strstr(etw_jw_cstr(&w), "\"name\":\"GC/Start\"") != NULL);
   w.len = 0;
+  CHECK_EQ(etw_backend_etl.describe_provider("SIHTraceLogging", &w, &st), ETW_E_OK);
+  CHECK(strstr(etw_jw_cstr(&w), "{\"name\":\"SIH\",\"selfDescribing\":true}") != NULL);
+  w.len = 0;
   CHECK_EQ(etw_backend_etl.describe_provider("No-Such-Provider", &w, &st), ETW_E_NOT_FOUND);
   etw_jw_free(&w);
   remove(copy);

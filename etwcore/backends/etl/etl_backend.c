@@ -406,6 +406,13 @@ static enum etw_err etl_describe_provider(const char *name, struct etw_jw *w, st
     first = 0;
     write_event_schema(w, p->ev[i]);
   }
+  for (uint32_t i = 0; i < p->n_tl; i++) { /* TraceLogging: names seen; fields travel per event */
+    if (!first) etw_jw_ch(w, ',');
+    first = 0;
+    etw_jw_lit(w, "{\"name\":");
+    etw_jw_cs(w, p->tl_names[i]);
+    etw_jw_lit(w, ",\"selfDescribing\":true}");
+  }
   etw_jw_lit(w, "]}");
   pthread_mutex_unlock(&cat_mu);
   return ETW_E_OK;
