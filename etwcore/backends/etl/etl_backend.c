@@ -275,7 +275,8 @@ static void etl_stats(void *sv, struct etw_backend_stats *out) {
 
 /* ---- provider catalog: manifests + the files in the data directory */
 #define CAT_MAX_FILES 256
-#define CAT_MAX_RECORDS 2000000u
+#define CAT_MAX_RECORDS 500000u    /* records scanned per file */
+#define CAT_MAX_TOTAL 4000000u     /* records scanned per refresh (bounds the API call) */
 
 struct catfile {
   char *name;
@@ -313,7 +314,8 @@ static void cat_refresh(void) {
   char *dd = data_dir_copy();
   DIR *dp = dd ? opendir(dd) : NULL;
   struct dirent *de;
-  while (dp && (de = readdir(dp))) {
+  uint32_t budget = CAT_MAX_TOTAL;
+  while (dp && budget && (de = readdir(dp))) {
     size_t l = strlen(de->d_name);
     if (l < 5 || strcasecmp(de->d_name + l - 4, ".etl")) continue;
     char path[4096];
@@ -329,7 +331,7 @@ static void cat_refresh(void) {
     if (!etw_etl_reader_add_file(r, path, &st)) {
       struct etw_rec rec;
       const char *pn, *en;
-      for (uint32_t n = 0; n < CAT_MAX_RECORDS && etw_etl_reader_next(r, &rec, &st) == 1; n++)
+      for (uint32_t n = 0; n < CAT_MAX_RECORDS && budget && etw_etl_reader_next(r, &rec, &st) == 1; n++, budget--)
         etw_decoder_names(cat_dec, &rec, &pn, &en);
     }
     etw_etl_reader_free(r);
