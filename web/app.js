@@ -1054,8 +1054,13 @@ async function uploadFile(ev) {
   msg.textContent = `Uploading ${name} (${fmtN(file.size)} bytes)…`;
   msg.classList.add('ok');
   try {
-    const qs = `name=${encodeURIComponent(name)}${$('upload-overwrite').checked ? '&overwrite=1' : ''}`;
-    const f = await api('POST', `/api/v1/files?${qs}`, file);
+    const qs = `name=${encodeURIComponent(name)}${$('upload-overwrite').checked ? '&overwrite=true' : ''}`;
+    const f = await uploadWithProgress(`/api/v1/files?${qs}`, file, (done) => {
+      const pr = $('upload-progress');
+      pr.hidden = false;
+      pr.max = file.size || 1;
+      pr.value = done;
+    });
     msg.textContent = `Uploaded ${f.name} (${fmtN(f.size)} bytes).`;
     $('upload-file').value = '';
     $('upload-name').value = '';
@@ -1065,7 +1070,28 @@ async function uploadFile(ev) {
     msg.textContent = `Upload failed: ${e.message}`;
   } finally {
     btn.disabled = false;
+    $('upload-progress').hidden = true;
   }
+}
+
+/* fetch() has no upload progress; XMLHttpRequest does (same cookie, same problem+json errors) */
+function uploadWithProgress(url, blob, onProgress) {
+  return new Promise((resolve, reject) => {
+    const x = new XMLHttpRequest();
+    x.open('POST', url);
+    x.setRequestHeader('Content-Type', 'application/octet-stream');
+    x.setRequestHeader('Accept', 'application/json');
+    x.upload.onprogress = (e) => onProgress(e.loaded);
+    x.onerror = () => reject(new ApiError(0, { title: 'Network error', detail: 'the upload was interrupted' }));
+    x.onload = () => {
+      let data = null;
+      try { data = JSON.parse(x.responseText); } catch { data = null; }
+      if (x.status >= 200 && x.status < 300) return resolve(data || {});
+      if (x.status === 401) onLoggedOut('Your session has ended; log in again.');
+      reject(new ApiError(x.status, data && typeof data === 'object' ? data : { detail: x.statusText }));
+    };
+    x.send(blob);
+  });
 }
 
 async function replay(name, mode) {

@@ -429,6 +429,14 @@ await step('upload a corpus ETL, replay it, and see its first events with the ri
   const row = page.locator(`#files-body tr[data-name="${path.basename(etl)}"]`);
   await row.waitFor();
   assert((await row.locator('td').nth(1).textContent()) === '8,192', 'size');
+  // the same name again: the server's refusal is shown; with Overwrite it is replaced
+  await page.locator('#upload-file').setInputFiles(etl);
+  await page.getByRole('button', { name: 'Upload', exact: true }).click();
+  await until(async () => /Upload failed: .*exists/.test(await page.locator('#upload-msg').textContent()), 'the 409 message', 10000);
+  await page.getByLabel('Overwrite').check();
+  await page.getByRole('button', { name: 'Upload', exact: true }).click();
+  await until(async () => /Uploaded/.test(await page.locator('#upload-msg').textContent()), 'overwrite done', 10000);
+  await page.getByLabel('Overwrite').uncheck();
   await row.getByRole('button', { name: /Replay/ }).click();
   await page.locator('#viewer').waitFor({ state: 'visible' });
   await until(async () => (await statusRows(page)) >= expected.length, 'replayed events', 15000);
