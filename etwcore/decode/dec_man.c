@@ -773,15 +773,12 @@ int dec_manifest_load(struct etw_decoder *d, const char *xml, size_t n, const un
   size_t pos = 0;
   struct xtag t;
   int found = 0;
-  int in_events = 0;
   while (next_tag(xml, n, &pos, &t)) {
-    if (tag_is(&t, "events")) in_events = !t.close;
     if (t.close || !tag_is(&t, "provider") || t.selfclose) continue;
     char *g = attr(&t, "guid");
     int ok = g != NULL;
     free(g);
     if (!ok) continue; /* e.g. <counters><provider …> */
-    (void)in_events;
     if (load_provider(d, xml, n, pos, &t, &strs, force_guid) == 0) found++;
   }
   mctx_free(&strs);
