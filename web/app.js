@@ -1131,6 +1131,7 @@ function wireStatic() {
   $('clear').addEventListener('click', () => S.viewer && S.viewer.clear());
   $('grid').addEventListener('scroll', () => S.viewer && S.viewer.onScroll(), { passive: true });
   $('grid').addEventListener('keydown', (e) => S.viewer && S.viewer.key(e));
+  document.addEventListener('click', (e) => { const m = $('columns-menu'); if (m.open && !m.contains(e.target)) m.open = false; });
   $('columns-menu').addEventListener('keydown', (e) => { if (e.key === 'Escape') { $('columns-menu').open = false; $('columns-menu').querySelector('summary').focus(); } });
   $('stream-form').addEventListener('submit', (e) => {
     e.preventDefault();

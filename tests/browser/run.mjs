@@ -596,7 +596,7 @@ await step('no script errors and no CSP violations', async () => {
   assert(!bad.length, bad.join('\n'));
   // the network layer's own complaints (expected 4xx of the error tests, and WebSocket protocol
   // errors) are shown, not failed on: "Close received after close" = the server sent a second close
-  const net = consoleErrors.filter((t) => !/status of 40[0-4]/.test(t) && !bad.includes(t));
+  const net = consoleErrors.filter((t) => !/status of 4\d\d/.test(t) && !bad.includes(t));
   if (net.length) log('   WARN console: ' + net.join(' | '));
 });
 
