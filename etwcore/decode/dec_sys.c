@@ -69,21 +69,32 @@ static int build(struct sysc *c, const struct etw_sys *s) {
   return rc;
 }
 
+static const char D2[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+                        "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+                        "8081828384858687888990919293949596979899";
+
 static inline char *put2(char *p, unsigned v) {
-  p[0] = (char)('0' + v / 10);
-  p[1] = (char)('0' + v % 10);
+  memcpy(p, D2 + 2 * v, 2);
   return p + 2;
 }
 
 static char *put_u64(char *p, uint64_t v) {
-  char tmp[24];
-  int n = 0;
-  do {
-    tmp[n++] = (char)('0' + v % 10);
-    v /= 10;
-  } while (v);
-  while (n) *p++ = tmp[--n];
-  return p;
+  char tmp[20];
+  int n = 20;
+  while (v >= 100) {
+    unsigned r = (unsigned)(v % 100);
+    v /= 100;
+    n -= 2;
+    memcpy(tmp + n, D2 + 2 * r, 2);
+  }
+  if (v >= 10) {
+    n -= 2;
+    memcpy(tmp + n, D2 + 2 * v, 2);
+  } else {
+    tmp[--n] = (char)('0' + v);
+  }
+  memcpy(p, tmp + n, (size_t)(20 - n));
+  return p + (20 - n);
 }
 
 /* "YYYY-MM-DDTHH:MM:SS.fffffffZ" for FILETIME @ft using the cached day; 0 = written. */
@@ -116,11 +127,10 @@ static int put_time(struct dec_sysc *sc, struct etw_jw *w, uint64_t ft) {
   *p++ = ':';
   p = put2(p, sod % 60);
   *p++ = '.';
-  for (int i = 6; i >= 0; i--) {
-    p[i] = (char)('0' + frac % 10);
-    frac /= 10;
-  }
-  p += 7;
+  p = put2(p, frac / 100000);
+  p = put2(p, frac / 1000 % 100);
+  p = put2(p, frac / 10 % 100);
+  *p++ = (char)('0' + frac % 10);
   *p++ = 'Z';
   *p++ = '"';
   w->len = (size_t)(p - w->buf);
