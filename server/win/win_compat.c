@@ -22,6 +22,14 @@ ssize_t etwd_pread(int fd, void *buf, size_t n, int64_t off) {
   return _read(fd, buf, (unsigned)n);
 }
 
+int etwd_rename(const char *from, const char *to) {
+  if (MoveFileExA(from, to, MOVEFILE_REPLACE_EXISTING | MOVEFILE_WRITE_THROUGH)) return 0;
+  DWORD e = GetLastError();
+  errno = e == ERROR_FILE_NOT_FOUND || e == ERROR_PATH_NOT_FOUND ? ENOENT
+          : e == ERROR_ACCESS_DENIED || e == ERROR_SHARING_VIOLATION ? EACCES : EIO;
+  return -1;
+}
+
 static void fill_stat(struct etwd_stat *sb, const struct _stat64 *s) {
   /* the CRT copies the owner bits to group/other; access is really the file's ACL, so report
    * only the owner bits (auth.c refuses token files "readable by others" by these bits) */

@@ -152,6 +152,19 @@ def main():
         st, h, j = e.json("GET", "/api/v1/sessions/%d" % sid, token="reader", expect=200)
         check(j.get("state") == "ended", "replay ended: %r" % j.get("state"))
         e.request("DELETE", "/api/v1/sessions/%d" % sid)
+
+        # replace-by-rename (POSIX semantics on Windows): upload with overwrite, token rotation
+        st, h, j = e.json("POST", "/api/v1/files?name=sih.etl&overwrite=true", body=data[:4096] + data[4096:],
+                          ctype="application/octet-stream")
+        check(st in (200, 201), "upload with overwrite=true replaces the file: %d %r" % (st, j))
+        st, h, j = e.json("POST", "/api/v1/tokens/rotate", expect=200)
+        if check(isinstance(j, dict) and j.get("admin"), "rotate returns new tokens: %r" % j):
+            old_admin = e.tokens["admin"]
+            e.tokens["admin"] = j["admin"]
+            e.tokens["reader"] = j["reader"]
+            e.json("GET", "/api/v1/sessions", token="admin", expect=200)
+            st, h, d = e.request("GET", "/api/v1/sessions", token=old_admin)
+            check(st == 401, "the old admin token is refused after rotation: %d" % st)
         state = e.state
         e.own_state = False  # reused below
 
