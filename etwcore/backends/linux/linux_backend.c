@@ -136,6 +136,8 @@ struct lx_sess {
   pthread_cond_t cv;
   int go;           /* 1 = start reading, 2 = quit without reading */
   int ready;        /* readers that reported their tid */
+  int prep;         /* 1 = providers applied: readers build their decoders */
+  int prepared;     /* readers whose decoder is built */
   atomic_int stopping;
   atomic_int ended_called;
   _Atomic unsigned gen; /* bumped when a system is added */
@@ -744,33 +746,45 @@ static void *reader_main(void *arg) {
   if (nice) setpriority(PRIO_PROCESS, (id_t)r->tid, nice); /* best effort */
   s->ready++;
   pthread_cond_broadcast(&s->cv);
-  while (!s->go) pthread_cond_wait(&s->cv, &s->mu);
-  int go = s->go;
+  /* phase 1 (still inside open): once the providers are applied, build the decoder so that
+   * start() finds every reader ready to read at once (a big system such as `syscalls` takes
+   * tens of ms to parse, and events must not wait for that) */
+  while (!s->go && !s->prep) pthread_cond_wait(&s->cv, &s->mu);
+  if (s->go == 2) {
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+  }
   char *sys[ETW_SPEC_MAX_PROVIDERS + 1];
   uint32_t nsys = 0;
-  if (go == 1) {
-    for (uint32_t i = 0; i < s->n_sys; i++) {
-      char **nl = realloc(r->loaded, (r->n_loaded + 1) * sizeof *nl);
-      char *c = strdup(s->systems[i]);
-      if (!nl || !c) {
-        free(c);
-        if (nl) r->loaded = nl;
-        continue;
-      }
-      r->loaded = nl;
-      r->loaded[r->n_loaded++] = c;
-      sys[nsys++] = c;
+  for (uint32_t i = 0; i < s->n_sys; i++) {
+    char **nl = realloc(r->loaded, (r->n_loaded + 1) * sizeof *nl);
+    char *c = strdup(s->systems[i]);
+    if (!nl || !c) {
+      free(c);
+      if (nl) r->loaded = nl;
+      continue;
     }
-    r->gen_seen = atomic_load(&s->gen);
+    r->loaded = nl;
+    r->loaded[r->n_loaded++] = c;
+    sys[nsys++] = c;
   }
   sys[nsys] = NULL;
+  r->gen_seen = atomic_load(&s->gen);
   pthread_mutex_unlock(&s->mu);
-  if (go != 1) return NULL;
   struct tep_handle *tep = lx_tep_new((const char *const *)sys);
-  if (lx_dec_init(&r->dec, tep, r->cpu, atomic_load(&s->mono_to_real)) == 0) r->dec_ok = 1;
+  if (lx_dec_init(&r->dec, tep, r->cpu, 0) == 0) r->dec_ok = 1;
   r->page = calloc(1, (size_t)s->page_size);
   r->sink.flush = sink_flush;
   r->sink.ctx = r;
+  /* phase 2: wait for start (or quit) */
+  pthread_mutex_lock(&s->mu);
+  s->prepared++;
+  pthread_cond_broadcast(&s->cv);
+  while (!s->go) pthread_cond_wait(&s->cv, &s->mu);
+  int go = s->go;
+  pthread_mutex_unlock(&s->mu);
+  if (go != 1) return NULL;
+  r->dec.mono_to_real = atomic_load(&s->mono_to_real);
   publish(r); /* allocates the first batch */
   if (!r->dec_ok || !r->page) {
     if (s->ended && !atomic_exchange(&s->ended_called, 1))
@@ -1077,6 +1091,12 @@ static enum etw_err lx_open(const struct etw_backend_args *a, void **state, stru
     rc = apply_provider(s, &sp->providers[i], pfx, st);
   }
   if (rc) goto fail;
+  /* let the readers build their decoders now, in parallel, and wait for them */
+  pthread_mutex_lock(&s->mu);
+  s->prep = 1;
+  pthread_cond_broadcast(&s->cv);
+  while (s->prepared < s->ncpu) pthread_cond_wait(&s->cv, &s->mu);
+  pthread_mutex_unlock(&s->mu);
   free(pidlist);
   *state = s;
   return ETW_E_OK;

@@ -11,8 +11,12 @@
  * kernel share endianness (live tracing only); `__data_loc` is a u32 (len << 16 | offset),
  * `__rel_loc` the same with the offset relative to the end of the field.
  */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <unistd.h>
 
