@@ -54,13 +54,13 @@ int main(int argc, char **argv) {
       fprintf(stderr, "%s\n", st.msg);
       return 1;
     }
-    struct etw_rec rec;
+    const struct etw_rec *rec;
     struct etw_evref ref;
     events = bytes = undecoded = 0;
     double t0 = now();
-    while (etw_etl_reader_next(r, &rec, &st) == 1) {
+    while (etw_etl_reader_next_ref(r, &rec, &st) == 1) {
       w.len = 0;
-      if (!etw_decoder_write(d, &rec, &w, &ref)) undecoded++;
+      if (!etw_decoder_write(d, rec, &w, &ref)) undecoded++;
       bytes += w.len;
       events++;
     }

@@ -106,14 +106,15 @@ static void *reader_main(void *arg) {
   struct etl_sess *s = arg;
   struct etw_hub *hub = s->args.hub;
   struct etw_batch *b = NULL;
-  struct etw_rec rec;
+  const struct etw_rec *rp;
   struct etw_status st;
   etw_status_clear(&st);
   int64_t last_pub = now_ns(), wall0 = 0;
   uint64_t ft0 = 0;
   uint64_t done0 = 0;
   int rc;
-  while (!atomic_load(&s->stop) && (rc = etw_etl_reader_next(s->rd, &rec, &st)) == 1) {
+  while (!atomic_load(&s->stop) && (rc = etw_etl_reader_next_ref(s->rd, &rp, &st)) == 1) {
+    const struct etw_rec *rec = rp;
     uint64_t done, total;
     etw_etl_reader_progress(s->rd, &done, &total);
     atomic_fetch_add(&s->bytes, done - done0);
@@ -122,9 +123,9 @@ static void *reader_main(void *arg) {
     if (s->args.spec->replay_realtime) {
       if (!wall0) {
         wall0 = now_ns();
-        ft0 = rec.filetime;
-      } else if (rec.filetime > ft0) {
-        int64_t due = wall0 + (int64_t)(rec.filetime - ft0) * 100;
+        ft0 = rec->filetime;
+      } else if (rec->filetime > ft0) {
+        int64_t due = wall0 + (int64_t)(rec->filetime - ft0) * 100;
         /* sleep in ≤ 20 ms steps, publishing what is pending, so stop stays responsive */
         while (!atomic_load(&s->stop) && now_ns() < due) {
           if (b && b->n) {
@@ -146,8 +147,8 @@ static void *reader_main(void *arg) {
     }
     size_t mark = b->data.len;
     struct etw_evref ref;
-    if (!etw_decoder_write(s->dec, &rec, &b->data, &ref)) atomic_fetch_add(&s->errors, 1);
-    if (s->n_want && !wanted(s, ref.provider, rec.provider_id)) {
+    if (!etw_decoder_write(s->dec, rec, &b->data, &ref)) atomic_fetch_add(&s->errors, 1);
+    if (s->n_want && !wanted(s, ref.provider, rec->provider_id)) {
       etw_jw_truncate(&b->data, mark);
     } else if (etw_batch_commit(b, mark, &ref)) {
       etw_hub_drop(hub, 1);

@@ -143,16 +143,16 @@ int etw_convert_main(int argc, char **argv) {
   struct etw_jw w, t;
   etw_jw_init(&w, 64u << 20);
   etw_jw_init(&t, 4096);
-  struct etw_rec rec;
+  const struct etw_rec *rec;
   struct etw_evref ref;
   uint64_t seq = 0, undecoded = 0, done = 0, total = 0;
   etw_etl_reader_progress(r, &done, &total);
   int progress = !quiet && total >= (32u << 20);
   time_t last = time(NULL);
   int k;
-  while ((k = etw_etl_reader_next(r, &rec, &st)) == 1) {
+  while ((k = etw_etl_reader_next_ref(r, &rec, &st)) == 1) {
     w.len = 0;
-    if (!etw_decoder_write(d, &rec, &w, &ref)) undecoded++;
+    if (!etw_decoder_write(d, rec, &w, &ref)) undecoded++;
     seq++;
     if (w.err) continue;
     if (!csv) {
@@ -166,18 +166,18 @@ int etw_convert_main(int argc, char **argv) {
       const char *colon = strchr(data, ':');
       size_t dl = colon ? w.len - (size_t)(colon + 1 - j) - 1 : 0;
       t.len = 0;
-      etw_jw_filetime(&t, rec.filetime);
+      etw_jw_filetime(&t, rec->filetime);
       const char *ts = etw_jw_cstr(&t);
       fprintf(out, "%llu,%.*s,", (unsigned long long)seq, (int)(t.len - 2), ts + 1);
       csv_field(out, ref.provider, strlen(ref.provider));
       fputc(',', out);
       csv_field(out, ref.name ? ref.name : "", ref.name ? strlen(ref.name) : 0);
-      fprintf(out, ",%u,%u,%u,%u,%u,0x%016llx,", rec.desc.id, rec.desc.version, rec.desc.level,
-              rec.desc.task, rec.desc.opcode, (unsigned long long)rec.desc.keyword);
-      if (rec.pid != 0xFFFFFFFFu) fprintf(out, "%u", rec.pid);
+      fprintf(out, ",%u,%u,%u,%u,%u,0x%016llx,", rec->desc.id, rec->desc.version, rec->desc.level,
+              rec->desc.task, rec->desc.opcode, (unsigned long long)rec->desc.keyword);
+      if (rec->pid != 0xFFFFFFFFu) fprintf(out, "%u", rec->pid);
       fputc(',', out);
-      if (rec.tid != 0xFFFFFFFFu) fprintf(out, "%u", rec.tid);
-      fprintf(out, ",%u,", rec.cpu);
+      if (rec->tid != 0xFFFFFFFFu) fprintf(out, "%u", rec->tid);
+      fprintf(out, ",%u,", rec->cpu);
       if (colon) csv_field(out, colon + 1, dl);
       fputc('\n', out);
     }

@@ -734,7 +734,7 @@ static void sift_down(struct etw_etl_reader *r, uint32_t i) {
   }
 }
 
-int etw_etl_reader_next(struct etw_etl_reader *r, struct etw_rec *rec, struct etw_status *st) {
+int etw_etl_reader_next_ref(struct etw_etl_reader *r, const struct etw_rec **rec, struct etw_status *st) {
   if (!r->started) {
     r->started = 1;
     if (build_streams(r, st)) return -1;
@@ -756,6 +756,13 @@ int etw_etl_reader_next(struct etw_etl_reader *r, struct etw_rec *rec, struct et
   }
   uint32_t top = r->heap[0];
   r->last = (int)top;
-  *rec = r->st[top].rec;
+  *rec = &r->st[top].rec;
   return 1;
+}
+
+int etw_etl_reader_next(struct etw_etl_reader *r, struct etw_rec *rec, struct etw_status *st) {
+  const struct etw_rec *p;
+  int k = etw_etl_reader_next_ref(r, &p, st);
+  if (k == 1) *rec = *p;
+  return k;
 }

@@ -142,6 +142,10 @@ enum etw_err etw_etl_reader_add_mem(struct etw_etl_reader *r, const char *name, 
  * (@st names the first damage: file and offset). Every readable record is delivered first.
  */
 int etw_etl_reader_next(struct etw_etl_reader *r, struct etw_rec *rec, struct etw_status *st);
+/** etw_etl_reader_next_ref - the same without the copy: *@rec points into the reader and stays
+ *  valid until the next call. */
+int etw_etl_reader_next_ref(struct etw_etl_reader *r, const struct etw_rec **rec,
+                            struct etw_status *st);
 /** etw_etl_reader_info - logfile header of file @i (0-based), or NULL. */
 const struct etw_etl_info *etw_etl_reader_info(const struct etw_etl_reader *r, uint32_t i);
 /** etw_etl_reader_progress - bytes of buffers consumed so far / total bytes of all files. */
