@@ -30,7 +30,8 @@ struct ws_client {
   pthread_t th;
   int th_started;
   atomic_int stop;
-  atomic_int dead; /* the sender has exited: civetweb should close the connection */
+  atomic_int dead;       /* the sender has exited: civetweb should close the connection */
+  atomic_int close_sent; /* a close frame went out (ours or the echo): never send a second */
   char who[32];
   struct ws_client *next;
 };
@@ -191,7 +192,7 @@ static void *ws_sender(void *arg) {
     int n = etw_sub_read(cl->sub, &w, ETW_FMT_JSON_ARRAY, FRAME_MAX, IDLE_WAIT_MS);
     if (n < 0) {
       static const char bye[] = "\x03\xe8session ended";
-      if (!atomic_load(&cl->stop))
+      if (!atomic_load(&cl->stop) && !atomic_exchange(&cl->close_sent, 1))
         mg_websocket_write(cl->conn, MG_WEBSOCKET_OPCODE_CONNECTION_CLOSE, bye, sizeof bye - 1);
       break;
     }
@@ -319,8 +320,10 @@ static int ws_data(struct mg_connection *conn, int bits, char *data, size_t len,
       atomic_store(&cl->stop, 1);
       etw_sub_wake(cl->sub);
     }
-    /* echo the client's close (its status code) so it sees a clean close */
-    mg_websocket_write(conn, MG_WEBSOCKET_OPCODE_CONNECTION_CLOSE, data, len >= 2 ? 2 : 0);
+    /* echo the client's close (its status code) so it sees a clean close — unless this close
+     * is the client's answer to ours */
+    if (!cl || !atomic_exchange(&cl->close_sent, 1))
+      mg_websocket_write(conn, MG_WEBSOCKET_OPCODE_CONNECTION_CLOSE, data, len >= 2 ? 2 : 0);
     return 0;
   }
   /* once our sender has stopped (write failure, end of stream), let civetweb close the
