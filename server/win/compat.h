@@ -10,7 +10,8 @@
  *  - O_CLOEXEC → _O_NOINHERIT | _O_BINARY: every open() in etwd passes O_CLOEXEC, and on
  *    Windows each of them must also be binary (no CRLF translation of ETL/trace data)
  *  - fchmod → no-op (0), fsync → _commit, pread → _lseeki64 + _read (callers own the fd),
- *    rename → MoveFileEx(REPLACE_EXISTING) (POSIX semantics: the target is replaced)
+ *    rename → MoveFileEx(REPLACE_EXISTING) (POSIX semantics: the target is replaced),
+ *    fopen(…, "r…") → CreateFile with FILE_SHARE_DELETE (an open file can be deleted)
  *  - struct stat gains st_mtim (a struct timespec) — `stat` is mapped to etwd_stat, which
  *    fills it from _stat64, so `sb.st_mtim.tv_sec` works unchanged
  *  - sigemptyset/sigaddset/sigwait: sigwait waits for Ctrl+C, Ctrl+Break, console close,
@@ -55,6 +56,11 @@ static inline int etwd_fchmod(int fd, unsigned mode) {
  * token rotation and upload-with-overwrite write a temporary file and rename it over the old */
 int etwd_rename(const char *from, const char *to);
 #define rename(from, to) etwd_rename((from), (to))
+
+/* fopen() for reading shares delete access, as POSIX allows: a file being replayed can still be
+ * deleted through the API (other modes are the CRT's fopen) */
+FILE *etwd_fopen(const char *path, const char *mode);
+#define fopen(path, mode) etwd_fopen((path), (mode))
 
 ssize_t etwd_pread(int fd, void *buf, size_t n, int64_t off);
 #define pread(fd, buf, n, off) etwd_pread((fd), (buf), (n), (int64_t)(off))

@@ -153,6 +153,16 @@ def main():
         check(j.get("state") == "ended", "replay ended: %r" % j.get("state"))
         e.request("DELETE", "/api/v1/sessions/%d" % sid)
 
+        # a file being replayed can be deleted (POSIX semantics), and the replay still runs
+        e.json("POST", "/api/v1/files?name=del.etl", body=data, ctype="application/octet-stream", expect=201)
+        st, h, j = e.json("POST", "/api/v1/sessions", body={"files": ["del.etl"]}, expect=201)
+        st, h, d = e.request("DELETE", "/api/v1/files/del.etl")
+        check(st == 204, "DELETE of a file a pending replay holds open → 204 (%d %r)" % (st, d[:200]))
+        ws = e.ws("/api/v1/sessions/%d/events" % j["id"])
+        n = len([r for r in ws_events(ws, lambda rs: any(r.get("_closed") for r in rs), timeout=60) if "System" in r])
+        check(n == len(evs), "the replay of the deleted file still delivers %d events (%d)" % (len(evs), n))
+        e.request("DELETE", "/api/v1/sessions/%d" % j["id"])
+
         # replace-by-rename (POSIX semantics on Windows): upload with overwrite, token rotation
         st, h, j = e.json("POST", "/api/v1/files?name=sih.etl&overwrite=true", body=data[:4096] + data[4096:],
                           ctype="application/octet-stream")
