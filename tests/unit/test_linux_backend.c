@@ -740,6 +740,10 @@ static void test_cleanup(void) {
   CHECK(instance_exists(s.name));
   B->cleanup();
   CHECK(!instance_exists(s.name));
+  /* nothing may touch the top-level instance now (a NULL instance in libtracefs) */
+  struct etw_provider_spec q = prov("sched", ev_exec, 1, NULL);
+  CHECK_EQ(B->enable(s.st, &q, &st), ETW_E_STATE);
+  CHECK_EQ(B->disable(s.st, "sched", &st), ETW_E_STATE);
   struct etw_backend_stats bs;
   B->stats(s.st, &bs); /* still safe */
   CHECK_EQ(bs.kernel_lost, 0);

@@ -1112,7 +1112,8 @@ fail:
 
 static enum etw_err lx_enable(void *vs, const struct etw_provider_spec *p, struct etw_status *st) {
   struct lx_sess *s = vs;
-  if (s->stopped) return etw_fail(st, ETW_E_STATE, NULL, "the session is stopped");
+  /* (a NULL instance would mean the top-level tracing instance to libtracefs: never) */
+  if (s->stopped || !s->inst) return etw_fail(st, ETW_E_STATE, NULL, "the session is stopped");
   /* field pointers as for providers[0]; the session manager rewrites the prefix */
   enum etw_err rc = check_provider(p, "/providers/0", st);
   if (rc) return rc;
@@ -1124,6 +1125,7 @@ static enum etw_err lx_enable(void *vs, const struct etw_provider_spec *p, struc
 
 static enum etw_err lx_disable(void *vs, const char *provider, struct etw_status *st) {
   struct lx_sess *s = vs;
+  if (!s->inst) return etw_fail(st, ETW_E_STATE, NULL, "the session's instance is gone");
   pthread_mutex_lock(&s->mu);
   struct lx_prov *p = provider ? prov_find(s, provider) : NULL;
   if (!p || !p->enabled) {
@@ -1142,7 +1144,7 @@ static enum etw_err lx_disable(void *vs, const char *provider, struct etw_status
 static enum etw_err lx_start(void *vs, struct etw_status *st) {
   struct lx_sess *s = vs;
   if (s->started) return etw_fail(st, ETW_E_STATE, NULL, "the session was already started");
-  if (s->stopped) return etw_fail(st, ETW_E_STATE, NULL, "the session was stopped");
+  if (s->stopped || !s->inst) return etw_fail(st, ETW_E_STATE, NULL, "the session was stopped");
   s->started = 1;
   atomic_store(&s->mono_to_real, calib_offset());
   if (tracefs_trace_on(s->inst) != 0)
