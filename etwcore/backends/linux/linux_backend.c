@@ -20,7 +20,8 @@
  *    threads in /proc/self/task at open (which include the session's readers) as runs of
  *    consecutive ids, `(common_pid < a || common_pid > b)`, at most LX_MAX_EXCL_TERMS terms,
  *    the readers' and the main thread's runs first. Each term costs the kernel time on every
- *    event, hence runs instead of one `!=` per thread. Threads created later are not excluded.
+ *    event, hence runs instead of one `!=` per thread. The list is read again at every enable();
+ *    threads created after that are not excluded.
  *  - reader threads run at nice ETW_LINUX_READER_NICE_DEFAULT (-10; etw_linux_set_reader_nice)
  *    and are pinned to their CPU (etw_linux_set_reader_pinning): at nice 0 or free to migrate, a
  *    CPU-saturating workload starves them and the kernel drops events (docs/linux.md).
@@ -1117,6 +1118,14 @@ static enum etw_err lx_enable(void *vs, const struct etw_provider_spec *p, struc
   /* field pointers as for providers[0]; the session manager rewrites the prefix */
   enum etw_err rc = check_provider(p, "/providers/0", st);
   if (rc) return rc;
+  /* etwd's threads are re-read: workers started since open are excluded from these events too */
+  s->n_excl = 0;
+  excl_self_tasks(s);
+  char *ex = excl_build(s);
+  if (ex) {
+    free(s->excl_str);
+    s->excl_str = ex;
+  }
   /* no session lock across the kernel writes (enabling all of `syscalls` takes ~1 s): the
    * readers only take it briefly to learn new systems */
   rc = apply_provider(s, p, "/providers/0", st);
