@@ -655,10 +655,36 @@ static void test_file_mode(void) {
     pids[i] = c.pid;
     release(&c);
   }
+  /* a system enabled during the recording: its formats are in the file too */
+  char *ev_g[] = {"sys_enter_getppid"};
+  pid_t gp = fork();
+  if (gp == 0) {
+    usleep(300000);
+    for (int i = 0; i < 3; i++) syscall(SYS_getppid);
+    _exit(0);
+  }
+  char filt[64];
+  snprintf(filt, sizeof filt, "common_pid == %d", (int)gp);
+  struct etw_provider_spec np = prov("syscalls", ev_g, 1, filt);
+  CHECK_EQ(B->enable(s.st, &np, &st), ETW_E_OK);
+  int gst;
+  waitpid(gp, &gst, 0);
   /* while recording: the file is refreshed about every second */
   sleep_ms(1600);
   CHECK_EQ(report_count(path, pids, N), N);
   B->stop(s.st);
+  {
+    char cmd[512], line[1024];
+    snprintf(cmd, sizeof cmd, "trace-cmd report %s 2>&1", path);
+    FILE *f = popen(cmd, "r");
+    int g = 0;
+    char k[32];
+    snprintf(k, sizeof k, "-%d ", (int)gp);
+    while (f && fgets(line, sizeof line, f))
+      if (strstr(line, "sys_enter_getppid") && strstr(line, k)) g++;
+    if (f) pclose(f);
+    CHECK_EQ(g, 3);
+  }
   struct etw_jw out;
   etw_jw_init(&out, 16 << 20);
   collect(&s, &out, 100);
