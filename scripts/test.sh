@@ -8,6 +8,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 ETWD_TEST_DEPS=1 "$ROOT/scripts/deps.sh"
 cmake -S "$ROOT" -B "$ROOT/build/test" -DETWD_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$ROOT/build/test" -j"$(nproc)"
+"$ROOT/scripts/build-windows.sh" >/dev/null   # etwd.exe for the wine test (tests/e2e/test_windows_wine.py)
 cd "$ROOT/build/test"
 ctest --output-on-failure --timeout 900 "$@"
 ETWD_BIN="$ROOT/build/test/server/etwd" ETWD_CORPUS="$ROOT/../shared/corpus" "$ROOT/tests/browser/run.sh"
