@@ -92,7 +92,7 @@ int main(void) {
   CHECK(strstr(etw_jw_cstr(&out), "\"Info\":\"NoOp success.\"") != NULL);
 
   /* damaged copy: truncated in its second buffer */
-  size_t len;
+  size_t len = 0;
   unsigned char *b = tu_file(f1, &len);
   char tmpl[] = "/tmp/etl_backend_XXXXXX";
   char *dir = mkdtemp(tmpl);

@@ -119,6 +119,40 @@ static int is_derived(const char *k) {
   return 0;
 }
 
+/* PerfView's TraceLog (TraceLog.cs, the PerfInfoSample handler that sets removeFromStream)
+ * removes from its event stream every sample of the idle thread (ThreadId 0) that is not
+ * "NonProcess"; KernelTraceEventParser.cs defines NonProcess as ExecutingDPC || ExecutingISR,
+ * i.e. bits 0-1 of the flags byte after Count (our MOF field "Reserved": low byte = flags
+ * [DPC:1, ISR:1, reserved:1, Priority:5], high byte = Rank). GeneralParsing counts TraceLog's
+ * stream, so its COUNT is the samples kept by that rule. We deliver every sample record. */
+static unsigned sample_bits(const char *json, long long *tid) {
+  char raw[64];
+  const char *data = strstr(json, "\"EventData\":");
+  *tid = -1;
+  if (!data || tu_raw(data, "ThreadId", raw, sizeof raw)) return 0;
+  *tid = atoll(raw);
+  if (tu_raw(data, "Reserved", raw, sizeof raw)) return 0;
+  return (unsigned)atoll(raw) & 0xFFFFu;
+}
+
+static int tracelog_keeps_sample(const char *json) {
+  long long tid;
+  unsigned bits = sample_bits(json, &tid);
+  return tid != 0 || (bits & 3u) != 0;
+}
+
+/* The sample fields PerfView prints from the flags word; -1 when @key is not one of them. */
+static int sample_field(const char *json, const char *key, char *out, size_t cap) {
+  long long tid;
+  unsigned bits = sample_bits(json, &tid);
+  if (!strcmp(key, "Priority")) snprintf(out, cap, "%u", (bits >> 3) & 0x1Fu);
+  else if (!strcmp(key, "ExecutingDPC")) snprintf(out, cap, "%s", (bits & 1u) ? "True" : "False");
+  else if (!strcmp(key, "ExecutingISR")) snprintf(out, cap, "%s", (bits & 2u) ? "True" : "False");
+  else if (!strcmp(key, "Rank")) snprintf(out, cap, "%u", bits >> 8);
+  else return -1;
+  return 0;
+}
+
 static void run(const char *zip, const char *baseline, size_t *fields_ok, size_t *fields_bad) {
   size_t n, bl;
   unsigned char *b = tu_corpus_file(zip, &n);
@@ -165,9 +199,13 @@ static void run(const char *zip, const char *baseline, size_t *fields_ok, size_t
     struct name_count *c = find(nc, nn, want_name);
     counts++;
     if (c) c->seen = 1;
-    if (!strcmp(want_name, "Windows Kernel/PerfInfo/Sample")) {
-      /* PerfView drops most idle (ThreadId 0) samples; we deliver every sample record. */
-      CHECK(c && c->n >= want);
+    if (!strcmp(want_name, "Windows Kernel/PerfInfo/Sample") && c) {
+      /* TraceLog's idle-sample rule (tracelog_keeps_sample); we deliver every record. */
+      size_t kept = 0;
+      for (size_t i = 0; i < t.n; i++)
+        if (names[i] == c->name && tracelog_keeps_sample(t.ev[i].json)) kept++;
+      if (kept != want) fprintf(stderr, "COUNT %s: want %zu, TraceLog's rule keeps %zu of %zu\n", want_name, want, kept, c->n);
+      CHECK_EQ(kept, want);
       continue;
     }
     if (!c || c->n != want) {
@@ -198,12 +236,12 @@ static void run(const char *zip, const char *baseline, size_t *fields_ok, size_t
       CHECK(0);
       continue;
     }
-    /* k-th event of this name (PerfView lists only non-idle samples) */
+    /* k-th event of this name (for samples: of those TraceLog keeps) */
     int samples = !strcmp(want_name, "Windows Kernel/PerfInfo/Sample");
     size_t k = c->seen++ - 1, j;
     for (j = 0; j < t.n; j++) {
       if (names[j] != c->name) continue;
-      if (samples && strstr(t.ev[j].json, "\"ThreadId\":0,")) continue;
+      if (samples && !tracelog_keeps_sample(t.ev[j].json)) continue;
       if (k-- == 0) break;
     }
     if (j == t.n) continue;
@@ -212,6 +250,15 @@ static void run(const char *zip, const char *baseline, size_t *fields_ok, size_t
     for (int q = 0; q < l.nkv; q++) {
       const char *key = l.key[q], *want = l.val[q];
       char raw[2048];
+      if (samples && !sample_field(e->json, key, raw, sizeof raw)) {
+        if (strcmp(raw, want)) {
+          fprintf(stderr, "%s #%zu: %s want %s got %s\n", want_name, c->seen - 1, key, want, raw);
+          CHECK(0);
+        } else {
+          (*fields_ok)++;
+        }
+        continue;
+      }
       if (is_derived(key)) continue;
       if (!strcmp(key, "ProceNum")) {
         if (e->cpu != atoll(want)) {
