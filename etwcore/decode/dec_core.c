@@ -356,7 +356,7 @@ static int write_manifest_event(struct etw_decoder *d, struct etw_jw *w, const s
                                 const char **why) {
   if (r->flags & ETW_EVH_STRING_ONLY) {
     etw_jw_lit(w, "\"String\":");
-    etw_jw_str16(w, r->user_data, r->user_len / 2);
+    dec_str16(w, r->user_data, r->user_len / 2);
     return 0;
   }
   if (!n->e) {

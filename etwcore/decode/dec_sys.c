@@ -78,25 +78,6 @@ static inline char *put2(char *p, unsigned v) {
   return p + 2;
 }
 
-static char *put_u64(char *p, uint64_t v) {
-  char tmp[20];
-  int n = 20;
-  while (v >= 100) {
-    unsigned r = (unsigned)(v % 100);
-    v /= 100;
-    n -= 2;
-    memcpy(tmp + n, D2 + 2 * r, 2);
-  }
-  if (v >= 10) {
-    n -= 2;
-    memcpy(tmp + n, D2 + 2 * v, 2);
-  } else {
-    tmp[--n] = (char)('0' + v);
-  }
-  memcpy(p, tmp + n, (size_t)(20 - n));
-  return p + (20 - n);
-}
-
 /* "YYYY-MM-DDTHH:MM:SS.fffffffZ" for FILETIME @ft using the cached day; 0 = written. */
 static int put_time(struct dec_sysc *sc, struct etw_jw *w, uint64_t ft) {
   const uint64_t DAY = 864000000000ULL;
@@ -189,7 +170,7 @@ void dec_write_system(struct etw_decoder *d, struct etw_jw *w, const struct etw_
     memcpy(p, "null", 4);
     p += 4;
   } else {
-    p = put_u64(p, (uint64_t)s->pid);
+    p = dec_put_u64(p, (uint64_t)s->pid);
   }
   memcpy(p, ",\"ThreadID\":", 12);
   p += 12;
@@ -197,7 +178,7 @@ void dec_write_system(struct etw_decoder *d, struct etw_jw *w, const struct etw_
     memcpy(p, "null", 4);
     p += 4;
   } else {
-    p = put_u64(p, (uint64_t)s->tid);
+    p = dec_put_u64(p, (uint64_t)s->tid);
   }
   memcpy(p, ",\"ProcessorID\":", 15);
   p += 15;
@@ -205,7 +186,7 @@ void dec_write_system(struct etw_decoder *d, struct etw_jw *w, const struct etw_
     memcpy(p, "null", 4);
     p += 4;
   } else {
-    p = put_u64(p, (uint64_t)s->cpu);
+    p = dec_put_u64(p, (uint64_t)s->cpu);
   }
   *p++ = '}';
   *p++ = '}';

@@ -9,7 +9,109 @@
 #include <stdio.h>
 #include <string.h>
 
+#if defined(__SSE2__) || defined(_M_X64) || (defined(_M_IX86_FP) && _M_IX86_FP >= 2)
+#include <emmintrin.h>
+#define DEC_SSE2 1
+#endif
+
 #include "decode.h"
+
+/* ---- UTF-16LE → quoted JSON string: the bytes of etw_jw_str16, faster. Plain ASCII (0x20–0x7E
+ * except '"' and '\\') is converted 8 units at a time; everything else takes the scalar path
+ * with the same escapes (\" \\ \n \r \t, \u00XX for other controls and 0x7F) and the same
+ * UTF-8 encoding (unpaired surrogates → U+FFFD). */
+static const char HEXD[] = "0123456789abcdef";
+
+size_t dec_str16(struct etw_jw *w, const unsigned char *s, size_t units) {
+  if (etw_jw_reserve(w, units * 6 + 2)) return units;
+  char *p = w->buf + w->len;
+  *p++ = '"';
+  size_t i = 0;
+  while (i < units) {
+#ifdef DEC_SSE2
+    if (units - i >= 8) {
+      __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(s + 2 * i));
+      __m128i ok = _mm_and_si128(_mm_cmpgt_epi16(v, _mm_set1_epi16(0x1F)), _mm_cmplt_epi16(v, _mm_set1_epi16(0x7F)));
+      __m128i bad = _mm_or_si128(_mm_cmpeq_epi16(v, _mm_set1_epi16('"')), _mm_cmpeq_epi16(v, _mm_set1_epi16('\\')));
+      unsigned m = (unsigned)_mm_movemask_epi8(_mm_andnot_si128(bad, ok));
+      /* 8 bytes stored either way: the reservation holds 6 per remaining unit */
+      _mm_storel_epi64((__m128i *)(void *)p, _mm_packus_epi16(v, v));
+      if (m == 0xFFFFu) {
+        p += 8;
+        i += 8;
+        continue;
+      }
+      unsigned good = (unsigned)__builtin_ctz(~m) / 2;
+      p += good;
+      i += good;
+    }
+#else
+    {
+      uint32_t u0 = (uint32_t)s[2 * i] | ((uint32_t)s[2 * i + 1] << 8);
+      if (u0 >= 0x20 && u0 < 0x7F && u0 != '"' && u0 != '\\') {
+        *p++ = (char)u0;
+        i++;
+        continue;
+      }
+    }
+#endif
+    uint32_t u = (uint32_t)s[2 * i] | ((uint32_t)s[2 * i + 1] << 8);
+    if (u == 0) break;
+    if (u < 0x80) {
+      if (u >= 0x20 && u < 0x7F && u != '"' && u != '\\') {
+        *p++ = (char)u;
+        i++;
+        continue;
+      }
+      *p++ = '\\';
+      switch (u) {
+      case '"': *p++ = '"'; break;
+      case '\\': *p++ = '\\'; break;
+      case '\n': *p++ = 'n'; break;
+      case '\r': *p++ = 'r'; break;
+      case '\t': *p++ = 't'; break;
+      default:
+        *p++ = 'u';
+        *p++ = '0';
+        *p++ = '0';
+        *p++ = HEXD[u >> 4];
+        *p++ = HEXD[u & 15];
+      }
+      i++;
+      continue;
+    }
+    uint32_t cp = u;
+    if (u >= 0xD800 && u <= 0xDBFF) {
+      cp = 0xFFFD;
+      if (i + 1 < units) {
+        uint32_t l = (uint32_t)s[2 * i + 2] | ((uint32_t)s[2 * i + 3] << 8);
+        if (l >= 0xDC00 && l <= 0xDFFF) {
+          cp = 0x10000 + ((u - 0xD800) << 10) + (l - 0xDC00);
+          i++;
+        }
+      }
+    } else if (u >= 0xDC00 && u <= 0xDFFF) {
+      cp = 0xFFFD;
+    }
+    if (cp < 0x800) {
+      *p++ = (char)(0xC0 | (cp >> 6));
+      *p++ = (char)(0x80 | (cp & 0x3F));
+    } else if (cp < 0x10000) {
+      *p++ = (char)(0xE0 | (cp >> 12));
+      *p++ = (char)(0x80 | ((cp >> 6) & 0x3F));
+      *p++ = (char)(0x80 | (cp & 0x3F));
+    } else {
+      *p++ = (char)(0xF0 | (cp >> 18));
+      *p++ = (char)(0x80 | ((cp >> 12) & 0x3F));
+      *p++ = (char)(0x80 | ((cp >> 6) & 0x3F));
+      *p++ = (char)(0x80 | (cp & 0x3F));
+    }
+    i++;
+  }
+  *p++ = '"';
+  w->len = (size_t)(p - w->buf);
+  return i;
+}
 
 static void w_hexbytes(struct etw_jw *w, const unsigned char *p, size_t n) {
   static const char hx[] = "0123456789ABCDEF";
@@ -156,20 +258,16 @@ long dec_value(struct etw_jw *w, unsigned in, unsigned out, const unsigned char 
   case 1: { /* UTF-16 string */
     if (len >= 0) {
       if ((size_t)len > n / 2) return -1;
-      etw_jw_str16(w, p, (size_t)len);
+      dec_str16(w, p, (size_t)len);
       return len * 2;
     }
-    size_t i = 0;
-    while (i + 1 < n && (p[i] | p[i + 1])) i += 2;
-    if (i + 1 >= n) {
-      if (mode == DV_MANIFEST) { /* unterminated at the end: take what is there */
-        etw_jw_str16(w, p, n / 2);
-        return (long)n;
-      }
-      return -1;
-    }
-    etw_jw_str16(w, p, i / 2);
-    return (long)i + 2;
+    /* one pass: convert up to the NUL unit */
+    size_t mark = w->len, units = n / 2;
+    size_t k = dec_str16(w, p, units);
+    if (k < units) return (long)k * 2 + 2;
+    if (mode == DV_MANIFEST) return (long)n; /* unterminated at the end: take what is there */
+    etw_jw_truncate(w, mark);
+    return -1;
   }
   case 2: { /* 8-bit string */
     if (len >= 0) {
@@ -309,7 +407,7 @@ long dec_value(struct etw_jw *w, unsigned in, unsigned out, const unsigned char 
     if (n < 2) return -1;
     size_t k = in == 302 ? (size_t)(p[0] << 8 | p[1]) : d_rd16(p);
     if (k > n - 2) return -1;
-    etw_jw_str16(w, p + 2, k / 2);
+    dec_str16(w, p + 2, k / 2);
     return 2 + (long)k;
   }
   case 23: case 301: case 303: {
@@ -320,7 +418,7 @@ long dec_value(struct etw_jw *w, unsigned in, unsigned out, const unsigned char 
     return 2 + (long)k;
   }
   case 304: /* non-NUL-terminated UTF-16: the rest */
-    etw_jw_str16(w, p, n / 2);
+    dec_str16(w, p, n / 2);
     return (long)n;
   case 305:
     etw_jw_str(w, (const char *)p, n);

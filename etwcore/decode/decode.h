@@ -22,28 +22,40 @@ static inline uint32_t d_rd32(const unsigned char *p) {
 }
 static inline uint64_t d_rd64(const unsigned char *p) { return d_rd32(p) | (uint64_t)d_rd32(p + 4) << 32; }
 
-/* Fast number writers (same text as etw_jw_u64 / etw_jw_i64 / etw_jw_hex). */
-static inline void dec_u64(struct etw_jw *w, uint64_t v) {
+/* Fast number writers (same text as etw_jw_u64 / etw_jw_i64 / etw_jw_hex): the digit count
+ * first, then the digits straight into the buffer (no temporary, no variable-length copy). */
+static inline unsigned dec_digits(uint64_t v) {
+  static const uint64_t P10[20] = {1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull, 10000000ull,
+                                   100000000ull, 1000000000ull, 10000000000ull, 100000000000ull,
+                                   1000000000000ull, 10000000000000ull, 100000000000000ull,
+                                   1000000000000000ull, 10000000000000000ull, 100000000000000000ull,
+                                   1000000000000000000ull, 10000000000000000000ull};
+  unsigned t = (unsigned)(64 - __builtin_clzll(v | 1)) * 1233u >> 12; /* ≈ log10, low by ≤ 1 */
+  return t + ((v | 1) >= P10[t]);
+}
+static inline char *dec_put_u64(char *p, uint64_t v) {
   static const char D[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
                           "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
                           "8081828384858687888990919293949596979899";
-  if (etw_jw_reserve(w, 21)) return;
-  char tmp[20];
-  int n = 20;
+  unsigned nd = dec_digits(v);
+  char *e = p + nd;
   while (v >= 100) {
     unsigned r = (unsigned)(v % 100);
     v /= 100;
-    tmp[--n] = D[2 * r + 1];
-    tmp[--n] = D[2 * r];
+    e -= 2;
+    memcpy(e, D + 2 * r, 2);
   }
   if (v >= 10) {
-    tmp[--n] = D[2 * v + 1];
-    tmp[--n] = D[2 * v];
+    e -= 2;
+    memcpy(e, D + 2 * v, 2);
   } else {
-    tmp[--n] = (char)('0' + v);
+    *--e = (char)('0' + v);
   }
-  memcpy(w->buf + w->len, tmp + n, (size_t)(20 - n));
-  w->len += (size_t)(20 - n);
+  return p + nd;
+}
+static inline void dec_u64(struct etw_jw *w, uint64_t v) {
+  if (etw_jw_reserve(w, 21)) return;
+  w->len = (size_t)(dec_put_u64(w->buf + w->len, v) - w->buf);
 }
 static inline void dec_i64(struct etw_jw *w, int64_t v) {
   if (v < 0) {
@@ -56,20 +68,18 @@ static inline void dec_i64(struct etw_jw *w, int64_t v) {
 static inline void dec_hex(struct etw_jw *w, uint64_t v) {
   static const char X[] = "0123456789abcdef";
   if (etw_jw_reserve(w, 20)) return;
-  char tmp[16];
-  int n = 16;
+  unsigned nd = (unsigned)(64 - __builtin_clzll(v | 1) + 3) / 4;
+  char *p = w->buf + w->len;
+  p[0] = '"';
+  p[1] = '0';
+  p[2] = 'x';
+  char *e = p + 3 + nd;
+  *e = '"';
   do {
-    tmp[--n] = X[v & 15];
+    *--e = X[v & 15];
     v >>= 4;
   } while (v);
-  char *p = w->buf + w->len;
-  *p++ = '"';
-  *p++ = '0';
-  *p++ = 'x';
-  memcpy(p, tmp + n, (size_t)(16 - n));
-  p += 16 - n;
-  *p++ = '"';
-  w->len = (size_t)(p - w->buf);
+  w->len += nd + 4;
 }
 
 /* Hard limits for schemas built from untrusted input. */
@@ -83,6 +93,10 @@ static inline void dec_hex(struct etw_jw *w, uint64_t v) {
 /* Pseudo InType inside a struct: skip padding up to the next pointer-size boundary. */
 #define DEC_IN_ALIGN_PTR 0xFFF0
 #define DEC_IN_ALIGN_4 0xFFF1
+
+/** dec_str16 - append UTF-16LE @s[0..units) as a quoted JSON string, stopping at a NUL unit;
+ * the bytes of etw_jw_str16. Returns the units converted (< @units when a NUL was met). */
+size_t dec_str16(struct etw_jw *w, const unsigned char *s, size_t units);
 
 /* Value rendering modes for dec_value. */
 enum { DV_TL = 1, DV_MANIFEST = 2 };

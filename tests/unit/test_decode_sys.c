@@ -40,7 +40,67 @@ static void compare(const char *rel) {
   free(b);
 }
 
+/* The decoder's number writers and UTF-16 converter against the shared jw.c ones. */
+static void numbers_and_strings(void) {
+  struct etw_jw a, c;
+  etw_jw_init(&a, 0);
+  etw_jw_init(&c, 0);
+  uint64_t vals[400];
+  size_t nv = 0;
+  vals[nv++] = 0;
+  vals[nv++] = UINT64_MAX;
+  for (uint64_t p = 1, k = 0; k < 20; k++, p *= 10) {
+    vals[nv++] = p - 1;
+    vals[nv++] = p;
+    vals[nv++] = p + 1;
+  }
+  for (int b = 0; b < 64; b++) {
+    vals[nv++] = (uint64_t)1 << b;
+    vals[nv++] = ((uint64_t)1 << b) - 1;
+  }
+  for (size_t i = 0; i < nv; i++) {
+    a.len = c.len = 0;
+    dec_u64(&a, vals[i]);
+    etw_jw_u64(&c, vals[i]);
+    dec_hex(&a, vals[i]);
+    etw_jw_hex(&c, vals[i]);
+    dec_i64(&a, (int64_t)vals[i]);
+    etw_jw_i64(&c, (int64_t)vals[i]);
+    CHECK(a.len == c.len && !memcmp(a.buf, c.buf, a.len));
+  }
+  /* UTF-16: every unit class at every position of runs longer than one SIMD block */
+  static const uint16_t units[] = {'a', 'Z', ' ', '~', 0x7F, '"', '\\', '\n', '\r', '\t', 1, 0x1F,
+                                   0xE9, 0x20AC, 0xD83D, 0xDE00, 0xDC00, 0xFFFF, 0x80, 0x7FF, 0x800};
+  const size_t nu = sizeof units / sizeof units[0];
+  unsigned char buf[80];
+  for (size_t len = 0; len <= 40; len++) {
+    for (size_t pos = 0; pos < len || (len == 0 && pos == 0); pos++) {
+      for (size_t u = 0; u < nu; u++) {
+        for (size_t i = 0; i < len; i++) {
+          uint16_t x = i == pos ? units[u] : (uint16_t)('A' + i % 26);
+          if (i == pos + 1 && units[u] == 0xD83D) x = 0xDE00; /* a valid pair too */
+          buf[2 * i] = (unsigned char)x;
+          buf[2 * i + 1] = (unsigned char)(x >> 8);
+        }
+        a.len = c.len = 0;
+        dec_str16(&a, buf, len);
+        etw_jw_str16(&c, buf, len);
+        CHECK(a.len == c.len && !memcmp(a.buf, c.buf, a.len));
+      }
+    }
+  }
+  /* NUL stops both */
+  memcpy(buf, "a\0b\0\0\0c\0d\0e\0f\0g\0h\0i\0j\0", 22);
+  a.len = c.len = 0;
+  CHECK_EQ(dec_str16(&a, buf, 11), 2);
+  etw_jw_str16(&c, buf, 11);
+  CHECK(a.len == c.len && !memcmp(a.buf, c.buf, a.len));
+  etw_jw_free(&a);
+  etw_jw_free(&c);
+}
+
 int main(void) {
+  numbers_and_strings();
   compare("microsoft+perfview/src/TraceEvent/TraceEvent.Tests/inputs/net.4.5.2.x64.etl.zip!*.etl");
   compare("microsoft+perfview/src/TraceEvent/TraceEvent.Tests/smallEtlFile.etl");
   compare("airbus-cert+etl-parser/tests/example/ShutdownPerfDiagLogger.etl");

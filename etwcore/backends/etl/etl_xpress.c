@@ -29,7 +29,12 @@ long etw_xpress_decompress(const unsigned char *in, size_t n_in, unsigned char *
       if (run > n_in - ip) run = n_in - ip;
       if (run > n_out - op) run = n_out - op;
       if (!run) break;
-      if (run < 8) {
+      if (n_in - ip >= 32 && n_out - op >= 32) {
+        /* run ≤ 32: fixed-size copies (the bytes past the run are rewritten later or lie
+         * beyond the returned length) */
+        memcpy(out + op, in + ip, 16);
+        if (run > 16) memcpy(out + op + 16, in + ip + 16, 16);
+      } else if (run < 8) {
         for (size_t i = 0; i < run; i++) out[op + i] = in[ip + i];
       } else {
         memcpy(out + op, in + ip, run);
@@ -80,7 +85,11 @@ long etw_xpress_decompress(const unsigned char *in, size_t n_in, unsigned char *
     if (len > n_out - op) len = n_out - op;
     unsigned char *d = out + op;
     const unsigned char *s = d - off;
-    if (off >= 8 && n_out - op >= len + 8) {
+    if (off >= 16 && n_out - op >= len + 16) {
+      /* 16-byte steps: each reads bytes written at least 16 before (overlap-safe) */
+      memcpy(d, s, 16);
+      for (size_t i = 16; i < len; i += 16) memcpy(d + i, s + i, 16);
+    } else if (off >= 8 && n_out - op >= len + 8) {
       /* 8-byte steps: each step reads bytes written at least 8 before (overlap-safe) */
       for (size_t i = 0; i < len; i += 8) memcpy(d + i, s + i, 8);
     } else if (off >= len) {
