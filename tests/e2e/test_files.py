@@ -32,6 +32,13 @@ def main():
         st, h, d = e.request("GET", "/api/v1/files/sih.etl", token="reader", headers={"Range": "bytes=%d-" % (len(data) + 5)})
         check(st == 416, "unsatisfiable Range → 416: %d" % st)
 
+        # providers discovered in the data directory's files
+        st, h, j = e.json("GET", "/api/v1/providers?backend=etl&q=sih", token="reader", expect=200)
+        check(any(p["name"] == "SIHTraceLogging" and p["guid"] == "{9906081d-e45a-4f41-a53f-2ac2e0225de1}" for p in j),
+              "TraceLogging provider found in an uploaded file is listed: %r" % j)
+        st, h, j = e.json("GET", "/api/v1/providers/SIHTraceLogging?backend=etl", token="reader", expect=200)
+        check(j and [x["name"] for x in j.get("events", [])] == ["SIH"], "its event is described: %r" % j)
+
         # decode as ndjson
         recs = list(e.ndjson("/api/v1/files/sih.etl/events"))
         evs = [r for r in recs if "System" in r]
