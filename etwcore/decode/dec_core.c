@@ -3,6 +3,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <ctype.h>
 #include <string.h>
 
 #include "decode.h"
@@ -506,6 +507,17 @@ int etw_decoder_write(struct etw_decoder *d, const struct etw_rec *r, struct etw
   }
   return rc == 0;
 }
+/* case-insensitive substring test (ASCII), portable (no strcasestr on MinGW) */
+static int contains_nocase(const char *hay, const char *needle) {
+  size_t n = strlen(needle);
+  for (; *hay; hay++) {
+    size_t i = 0;
+    while (i < n && hay[i] && tolower((unsigned char)hay[i]) == tolower((unsigned char)needle[i])) i++;
+    if (i == n) return 1;
+  }
+  return n == 0;
+}
+
 
 void etw_decoder_providers_json(struct etw_decoder *d, const char *q, struct etw_jw *w) {
   etw_jw_ch(w, '[');
@@ -513,7 +525,7 @@ void etw_decoder_providers_json(struct etw_decoder *d, const char *q, struct etw
   for (uint32_t i = 0; i < d->prov_cap; i++) {
     struct dec_provider *p = d->prov[i];
     if (!p || !p->name) continue;
-    if (q && *q && !strstr(p->name, q)) continue;
+    if (q && *q && !contains_nocase(p->name, q)) continue;
     if (!first) etw_jw_ch(w, ',');
     first = 0;
     etw_jw_lit(w, "{\"name\":");
