@@ -6,8 +6,9 @@ cleanly, REST works, the win backend reports itself unavailable with a clear rea
 crashing, creating a win session is a clean 422, HTTPS without OpenSSL DLLs is a clear start-up
 error, and a corpus ETL replays over WebSocket exactly like the ndjson decode (the portable ETL
 reader and decoder, compiled for Windows; every corpus file must decode byte-identically to the
-Linux build), and the portable unit tests cross-built for Windows pass under wine. It FAILS (never skips) when wine or the .exe is
-missing: build with scripts/build-windows.sh, install wine64.
+Linux build), and the portable unit tests cross-built for Windows pass under wine; with OpenSSL 3 DLLs beside it
+(scripts/build-windows-openssl.sh) HTTPS and WSS work. It FAILS (never skips) when wine, the
+.exe or the DLLs are missing: scripts/build-windows.sh, scripts/build-windows-openssl.sh, wine64.
 
 Environment: ETWD_WIN_EXE (default <src>/build/win/server/etwd.exe), ETWD_WINEPREFIX (default
 <src>/build/wineprefix; created on first use, which takes a while)."""
@@ -45,9 +46,10 @@ def wine_env():
 
 class WineEtwd(Etwd):
     """Etwd from the harness, spawned as `wine etwd.exe` with a Z:\\ state directory."""
+    exe = None
 
     def start(self, timeout=180):
-        cmd = [WINE, EXE, "--listen", "127.0.0.1:%d" % self.port, "--state-dir", winpath(self.state)] + self.args
+        cmd = [WINE, self.exe or EXE, "--listen", "127.0.0.1:%d" % self.port, "--state-dir", winpath(self.state)] + self.args
         if not self.tls:
             cmd.append("--insecure-http")
         self.errf = open(os.path.join(self.state, "stderr.log"), "ab")
@@ -199,9 +201,68 @@ def main():
           "etwd.exe convert: %d events, want %d (rc %d)" % (len(conv), N_SIH[0], r.returncode))
 
     convert_equivalence()
+    tls_check()
     unit_tests()
     service_check()
     done()
+
+
+def tls_check():
+    """HTTPS and WSS with OpenSSL 3 DLLs beside etwd.exe (cross-built by
+    scripts/build-windows-openssl.sh): the DLLs load at run time, the certificate's fingerprint
+    is printed, TLS 1.1 is refused, a replay streams over wss://."""
+    import ssl
+    ssl_dir = os.environ.get("ETWD_WIN_OPENSSL_DIR") or os.path.join(os.path.dirname(os.path.dirname(EXE)), "openssl")
+    dlls = [os.path.join(ssl_dir, d) for d in ("libssl-3-x64.dll", "libcrypto-3-x64.dll")]
+    if not check(all(os.path.isfile(d) for d in dlls),
+                 "OpenSSL DLLs missing in %s: run scripts/build-windows-openssl.sh" % ssl_dir):
+        return
+    tmp = tempfile.mkdtemp(prefix="etwd-wine-tls-")
+    for f in dlls + [EXE]:
+        shutil.copy(f, tmp)
+    state = os.path.join(tmp, "state")
+    os.makedirs(state)
+    r = subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+                        "-nodes", "-days", "30", "-subj", "/CN=localhost", "-addext",
+                        "subjectAltName=IP:127.0.0.1,DNS:localhost", "-keyout", os.path.join(state, "key.pem"),
+                        "-out", os.path.join(state, "cert.pem")], capture_output=True)
+    check(r.returncode == 0, "openssl req: %s" % r.stderr[-300:])
+    fp = subprocess.run(["openssl", "x509", "-in", os.path.join(state, "cert.pem"), "-noout", "-fingerprint",
+                         "-sha256"], capture_output=True).stdout.decode().strip().split("=")[-1]
+    w = WineEtwd(tls=True, state=state)
+    w.exe = os.path.join(tmp, "etwd.exe")
+    with w as e:
+        check(fp and fp in e.stdout, "start-up prints the certificate's SHA-256 fingerprint %s: %s" % (fp, e.stdout))
+        e.json("GET", "/api/v1/health", token=None, expect=200)
+        st, h, j = e.json("GET", "/api/v1/version", token="reader", expect=200)
+        check(j.get("tls") is True, "version says tls: %r" % j.get("tls"))
+        try:
+            c = http_client_tls(e, ssl.TLSVersion.TLSv1_1)
+            c.request("GET", "/api/v1/health")
+            c.getresponse().read()
+            check(False, "TLS 1.1 must be refused")
+        except (ssl.SSLError, OSError):
+            pass
+        data = open(SIH, "rb").read()
+        e.json("POST", "/api/v1/files?name=sih.etl", body=data, ctype="application/octet-stream", expect=201)
+        st, h, j = e.json("POST", "/api/v1/sessions", body={"files": ["sih.etl"]}, expect=201)
+        ws = e.ws("/api/v1/sessions/%d/events" % j["id"])
+        n = len([r for r in ws_events(ws, lambda rs: any(r.get("_closed") for r in rs), timeout=60) if "System" in r])
+        check(n == N_SIH[0] and n > 0, "replay over wss:// delivers %d events (%d)" % (N_SIH[0], n))
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+def http_client_tls(e, maxv):
+    import http.client
+    import ssl
+    import warnings
+    ctx = e.ssl_context()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        ctx.minimum_version = ssl.TLSVersion.TLSv1
+        ctx.maximum_version = maxv
+    ctx.set_ciphers("DEFAULT:@SECLEVEL=0")
+    return http.client.HTTPSConnection("127.0.0.1", e.port, timeout=10, context=ctx)
 
 
 def unit_tests():
