@@ -889,11 +889,35 @@ static enum etw_err win_disable(void *sv, const char *provider, struct etw_statu
   return rc == ERROR_SUCCESS ? ETW_E_OK : etw_win_error(rc, "EnableTraceEx2(disable)", 0, st);
 }
 
-/* ---- providers API: the same JSON shape as on Linux, plus "guid" and "source" */
+/* ---- providers API: the same JSON shape as on Linux and for ETL files:
+ * {"name","guid","source"} and, when few providers match, "events" (their manifest's count) */
+#define LIST_COUNT_MAX 64 /* count events only when at most this many providers match */
+
+/* PROVIDER_EVENT_INFO of a manifest provider into a heap buffer (caller frees), or NULL */
+static unsigned char *manifest_events(const GUID *g, ULONG *size_out, ULONG *rc_out) {
+  ULONG size = 64u << 10, rc = ERROR_INSUFFICIENT_BUFFER;
+  unsigned char *pei = NULL;
+  for (int tries = 0; tries < 4 && rc == ERROR_INSUFFICIENT_BUFFER && size <= TEI_MAX * 4; tries++) {
+    free(pei);
+    if (!(pei = malloc(size))) break;
+    ULONG need = size;
+    rc = g_tdh.enum_manifest(g, pei, &need);
+    if (rc == ERROR_INSUFFICIENT_BUFFER) size = need + 1024;
+  }
+  if (rc_out) *rc_out = rc;
+  if (rc != ERROR_SUCCESS || size < 8) {
+    free(pei);
+    return NULL;
+  }
+  *size_out = size;
+  return pei;
+}
+
 struct list_ctx {
   const char *q;
   struct etw_jw *w;
-  int first;
+  int first, counting, with_counts;
+  uint32_t matches;
 };
 static int list_cb(const GUID *g, uint32_t src, const char *name, void *ctx) {
   struct list_ctx *l = ctx;
@@ -902,6 +926,7 @@ static int list_cb(const GUID *g, uint32_t src, const char *name, void *ctx) {
   guid_to_bytes(g, b);
   etw_format_guid(gs, b);
   if (l->q && *l->q && !ci_contains(name, l->q) && !ci_contains(gs, l->q)) return 1;
+  if (l->counting) return ++l->matches <= LIST_COUNT_MAX;
   if (!l->first) etw_jw_ch(l->w, ',');
   l->first = 0;
   etw_jw_lit(l->w, "{\"name\":");
@@ -910,6 +935,13 @@ static int list_cb(const GUID *g, uint32_t src, const char *name, void *ctx) {
   etw_jw_cs(l->w, gs);
   etw_jw_lit(l->w, ",\"source\":");
   etw_jw_cs(l->w, src == 0 ? "manifest" : src == 1 ? "mof" : "other");
+  ULONG size = 0;
+  unsigned char *pei = l->with_counts && src == 0 && g_tdh.enum_manifest ? manifest_events(g, &size, NULL) : NULL;
+  if (pei) {
+    etw_jw_lit(l->w, ",\"events\":");
+    etw_jw_u64(l->w, *(const uint32_t *)pei);
+    free(pei);
+  }
   etw_jw_ch(l->w, '}');
   return !l->w->err;
 }
@@ -918,7 +950,10 @@ static enum etw_err win_list_providers(const char *q, struct etw_jw *w, struct e
   ULONG len = 0;
   unsigned char *blob = enum_providers(&len, st);
   if (!blob) return st ? st->code : ETW_E_INTERNAL;
-  struct list_ctx l = {q, w, 1};
+  struct list_ctx l = {q, w, 1, 1, 0, 0};
+  each_provider(blob, len, list_cb, &l); /* how many match? */
+  l.counting = 0;
+  l.with_counts = l.matches <= LIST_COUNT_MAX;
   etw_jw_ch(w, '[');
   each_provider(blob, len, list_cb, &l);
   etw_jw_ch(w, ']');
@@ -947,17 +982,8 @@ static enum etw_err win_describe_provider(const char *name, struct etw_jw *w, st
   if (e) return e;
   if (!g_tdh.enum_manifest || !g_tdh.manifest_info)
     return etw_fail(st, ETW_E_UNSUPPORTED, NULL, "listing a provider's events needs Windows 8.1 or later");
-  ULONG size = 64u << 10;
-  unsigned char *pei = NULL;
-  ULONG rc = ERROR_INSUFFICIENT_BUFFER;
-  for (int tries = 0; tries < 4 && rc == ERROR_INSUFFICIENT_BUFFER && size <= TEI_MAX * 4; tries++) {
-    free(pei);
-    pei = malloc(size);
-    if (!pei) return etw_fail(st, ETW_E_NOMEM, NULL, NULL);
-    ULONG need = size;
-    rc = g_tdh.enum_manifest(&g, pei, &need);
-    if (rc == ERROR_INSUFFICIENT_BUFFER) size = need + 1024;
-  }
+  ULONG size = 0, rc = 0;
+  unsigned char *pei = manifest_events(&g, &size, &rc);
   unsigned char gb[16];
   guid_to_bytes(&g, gb);
   char gs[39];
@@ -967,7 +993,7 @@ static enum etw_err win_describe_provider(const char *name, struct etw_jw *w, st
   etw_jw_lit(w, ",\"guid\":");
   etw_jw_cs(w, gs);
   etw_jw_lit(w, ",\"events\":[");
-  if (rc == ERROR_SUCCESS && size >= 8) {
+  if (pei) {
     uint32_t n = *(const uint32_t *)pei; /* PROVIDER_EVENT_INFO: count, reserved, descriptors */
     unsigned char *tei = malloc(TEI_MAX);
     int first = 1;
