@@ -427,7 +427,7 @@ static void schema_from_tdh(struct win_sess *s, PEVENT_RECORD er, const struct e
     return;
   }
   struct etw_rec fake;
-  memset(&fake, 0, offsetof(struct etw_rec, ext));
+  memset(&fake, 0, sizeof fake);
   fake.kind = ETW_REC_EVENT;
   fake.desc.opcode = 32; /* EventInfo, as KernelTraceControl carries it in relogged traces */
   fake.user_data = s->tei;
@@ -472,7 +472,12 @@ static void WINAPI on_event(PEVENT_RECORD er) {
   }
   r.user_data = er->UserData;
   r.user_len = er->UserDataLength;
-  if (r.kind == ETW_REC_WPP) r.wpp_msg_number = h->EventDescriptor.Id;
+  r.wpp_msg_number = r.kind == ETW_REC_WPP ? h->EventDescriptor.Id : 0;
+  r.wpp_flags = 0;
+  r.wpp_sequence = 0;
+  r.file = NULL; /* a live record */
+  r.file_index = 0;
+  r.file_offset = 0;
   atomic_fetch_add(&s->events, 1);
   atomic_fetch_add(&s->bytes, (uint64_t)er->UserDataLength + sizeof *h);
 
