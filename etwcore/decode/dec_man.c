@@ -17,7 +17,9 @@
 
 /* ---- template walker */
 
-/* Write `"name":` for field @f, from a cached escaped copy. */
+/* Write `"name":` for field @f, from a cached escaped copy. The copy is allocated with at least
+ * KEY_PAD bytes so short keys are written with one fixed-size copy. */
+#define KEY_PAD 64
 static void write_key(struct etw_jw *w, const struct dec_field *cf) {
   struct dec_field *f = (struct dec_field *)cf; /* the decoder owns its schemas */
   if (!f->key) {
@@ -25,16 +27,24 @@ static void write_key(struct etw_jw *w, const struct dec_field *cf) {
     etw_jw_init(&k, 4096);
     etw_jw_cs(&k, f->name);
     etw_jw_ch(&k, ':');
-    if (!k.err) {
-      size_t n;
-      f->key = etw_jw_steal(&k, &n);
-      f->key_len = f->key ? (uint32_t)n : 0;
-    } else {
-      etw_jw_free(&k);
+    if (!k.err && k.len) {
+      char *c = malloc(k.len + 1 > KEY_PAD ? k.len + 1 : KEY_PAD);
+      if (c) {
+        memset(c, 0, k.len + 1 > KEY_PAD ? k.len + 1 : KEY_PAD);
+        memcpy(c, k.buf, k.len);
+        f->key = c;
+        f->key_len = (uint32_t)k.len;
+      }
     }
+    etw_jw_free(&k);
   }
   if (f->key) {
-    etw_jw_raw(w, f->key, f->key_len);
+    if (f->key_len <= KEY_PAD && !w->err && w->cap - w->len > KEY_PAD) {
+      memcpy(w->buf + w->len, f->key, KEY_PAD);
+      w->len += f->key_len;
+    } else {
+      etw_jw_raw(w, f->key, f->key_len);
+    }
   } else {
     etw_jw_cs(w, f->name);
     etw_jw_ch(w, ':');

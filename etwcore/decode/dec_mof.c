@@ -259,8 +259,26 @@ static _Thread_local struct lcache LCACHE[1024];
 
 static const struct layout *find_layout_slow(const struct etw_rec *r);
 
+/* Classic records (KernelTraceControl etc.): cached by (provider GUID, opcode, version). */
+struct ccache {
+  unsigned char guid[16];
+  uint32_t key; /* opcode << 8 | version, + 1 (0 = empty) */
+  const struct layout *l;
+};
+static _Thread_local struct ccache CCACHE[64];
+
 static const struct layout *find_layout(const struct etw_rec *r) {
-  if (r->kind != ETW_REC_SYSTEM && r->kind != ETW_REC_PERFINFO) return find_layout_slow(r);
+  if (r->kind != ETW_REC_SYSTEM && r->kind != ETW_REC_PERFINFO) {
+    uint32_t key = ((uint32_t)r->desc.opcode << 8 | r->desc.version) + 1;
+    uint32_t h = (key ^ d_rd32(r->provider_id) ^ d_rd32(r->provider_id + 12)) * 2654435761u;
+    struct ccache *c = &CCACHE[h >> 26];
+    if (c->key != key || memcmp(c->guid, r->provider_id, 16)) {
+      c->key = key;
+      memcpy(c->guid, r->provider_id, 16);
+      c->l = find_layout_slow(r);
+    }
+    return c->l;
+  }
   uint32_t key = ((uint32_t)r->hook_id << 8 | r->desc.version) + 1;
   struct lcache *c = &LCACHE[(key * 2654435761u) >> 22];
   if (c->key != key) {
@@ -454,7 +472,18 @@ static int write_compiled(struct etw_jw *w, const struct layout *l, const unsign
     if (pos >= n) break; /* shorter version: the rest is absent */
     size_t avail = n - pos, save = w->len;
     const unsigned char *q = p + pos;
-    etw_jw_raw(w, f->key + (i == 0), f->klen - (i == 0));
+    /* the key: a fixed-size copy of the whole key buffer (inline moves), then the length */
+    if (!w->err && w->cap - w->len > sizeof f->key) {
+      if (i) {
+        memcpy(w->buf + w->len, f->key, sizeof f->key);
+        w->len += f->klen;
+      } else {
+        memcpy(w->buf + w->len, f->key + 1, sizeof f->key - 1);
+        w->len += f->klen - 1u;
+      }
+    } else {
+      etw_jw_raw(w, f->key + (i == 0), f->klen - (i == 0));
+    }
     long k = -1;
     switch (f->ty) {
     case 'u': if (avail >= 4) { dec_u64(w, d_rd32(q)); k = 4; } break;

@@ -127,13 +127,20 @@ static void w_hexbytes(struct etw_jw *w, const unsigned char *p, size_t n) {
 }
 
 static void w_sid(struct etw_jw *w, const unsigned char *p, unsigned subs) {
-  char buf[16 + 15 * 11];
+  enum { CAP = 16 + 15 * 11 }; /* text longer than CAP - 1 is cut there */
+  char buf[CAP + 32];
   uint64_t auth = 0;
   for (int i = 2; i < 8; i++) auth = auth << 8 | p[i];
-  int k = snprintf(buf, sizeof buf, "S-%u-%llu", p[0], (unsigned long long)auth);
-  for (unsigned i = 0; i < subs && k < (int)sizeof buf; i++)
-    k += snprintf(buf + k, sizeof buf - (size_t)k, "-%u", d_rd32(p + 8 + 4 * i));
-  etw_jw_str(w, buf, (size_t)k < sizeof buf ? (size_t)k : sizeof buf - 1);
+  buf[0] = 'S';
+  buf[1] = '-';
+  int k = 2 + (int)(dec_put_u64(buf + 2, p[0]) - (buf + 2));
+  buf[k++] = '-';
+  k = (int)(dec_put_u64(buf + k, auth) - buf);
+  for (unsigned i = 0; i < subs && k < CAP; i++) {
+    buf[k++] = '-';
+    k = (int)(dec_put_u64(buf + k, d_rd32(p + 8 + 4 * i)) - buf);
+  }
+  etw_jw_str(w, buf, k < CAP ? (size_t)k : CAP - 1);
 }
 
 /* RFC 5952 text of an IPv6 address (longest run of ≥ 2 zero groups as "::"). */
@@ -157,13 +164,25 @@ static int fmt_ipv6(char *buf, size_t cap, const unsigned char *p) {
   int k = 0;
   for (int i = 0; i < 8 && k < (int)cap - 6; i++) {
     if (i == best) {
-      k += snprintf(buf + k, cap - (size_t)k, "::");
+      buf[k++] = ':';
+      buf[k++] = ':';
       i += bl - 1;
       continue;
     }
-    k += snprintf(buf + k, cap - (size_t)k, (i && i != best + bl) ? ":%x" : "%x", g[i]);
+    if (i && i != best + bl) buf[k++] = ':';
+    unsigned v = g[i];
+    int nd = v >= 0x1000 ? 4 : v >= 0x100 ? 3 : v >= 0x10 ? 2 : 1;
+    for (int d = nd - 1; d >= 0; d--, v >>= 4) buf[k + d] = HEXD[v & 15];
+    k += nd;
   }
+  buf[k] = 0;
   return k;
+}
+
+/* "%u" of a small number at buf; returns the length. */
+static int put_small(char *buf, unsigned v) {
+  char *e = dec_put_u64(buf, v);
+  return (int)(e - buf);
 }
 
 static void w_ipv6(struct etw_jw *w, const unsigned char *p) {
@@ -179,11 +198,21 @@ static int w_sockaddr(struct etw_jw *w, const unsigned char *p, size_t n) {
   char buf[80];
   int k;
   if (fam == 2) {
-    k = snprintf(buf, sizeof buf, "%u.%u.%u.%u:%u", p[4], p[5], p[6], p[7], port);
+    k = put_small(buf, p[4]);
+    buf[k++] = '.';
+    k += put_small(buf + k, p[5]);
+    buf[k++] = '.';
+    k += put_small(buf + k, p[6]);
+    buf[k++] = '.';
+    k += put_small(buf + k, p[7]);
+    buf[k++] = ':';
+    k += put_small(buf + k, port);
   } else if (fam == 23 && n >= 24) {
     buf[0] = '[';
     k = 1 + fmt_ipv6(buf + 1, sizeof buf - 1, p + 8);
-    k += snprintf(buf + k, sizeof buf - (size_t)k, "]:%u", port);
+    buf[k++] = ']';
+    buf[k++] = ':';
+    k += put_small(buf + k, port);
   } else {
     return 0;
   }
@@ -193,7 +222,13 @@ static int w_sockaddr(struct etw_jw *w, const unsigned char *p, size_t n) {
 
 static void w_ipv4(struct etw_jw *w, uint32_t v) {
   char buf[20];
-  int k = snprintf(buf, sizeof buf, "%u.%u.%u.%u", v & 255, (v >> 8) & 255, (v >> 16) & 255, v >> 24);
+  int k = put_small(buf, v & 255);
+  buf[k++] = '.';
+  k += put_small(buf + k, (v >> 8) & 255);
+  buf[k++] = '.';
+  k += put_small(buf + k, (v >> 16) & 255);
+  buf[k++] = '.';
+  k += put_small(buf + k, v >> 24);
   etw_jw_str(w, buf, (size_t)k);
 }
 

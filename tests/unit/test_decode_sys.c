@@ -99,8 +99,68 @@ static void numbers_and_strings(void) {
   etw_jw_free(&c);
 }
 
+/* SIDs, IPv4/IPv6 and SOCKADDRs against printf-built references. */
+static void addresses(void) {
+  struct etw_jw a;
+  etw_jw_init(&a, 0);
+  unsigned char b[80];
+  char want[256];
+  /* SID: 15 sub-authorities with large values, 48-bit authority */
+  memset(b, 0, sizeof b);
+  b[0] = 1;
+  b[1] = 15;
+  for (int i = 2; i < 8; i++) b[i] = 0xFF;
+  for (int i = 0; i < 15; i++) memcpy(b + 8 + 4 * i, "\xff\xff\xff\xfe", 4);
+  int k = snprintf(want, sizeof want, "\"S-1-%llu", 0xFFFFFFFFFFFFull);
+  for (int i = 0; i < 15; i++) k += snprintf(want + k, sizeof want - (size_t)k, "-%u", 0xFEFFFFFFu);
+  want[16 + 15 * 11] = 0; /* the writer cuts the text at 180 characters (+ the quote) */
+  strcat(want, "\"");
+  a.len = 0;
+  CHECK_EQ(dec_value(&a, 19, 0, b, sizeof b, -1, 8, DV_MANIFEST, NULL), 68);
+  CHECK(!strcmp(etw_jw_cstr(&a), want));
+  b[1] = 1;
+  a.len = 0;
+  dec_value(&a, 19, 0, b, 12, -1, 8, DV_MANIFEST, NULL);
+  CHECK(!strcmp(etw_jw_cstr(&a), "\"S-1-281474976710655-4278190079\""));
+  /* IPv6 */
+  static const struct {
+    unsigned char g[16];
+    const char *txt;
+  } V6[] = {
+      {{0}, "\"::\""},
+      {{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}, "\"::1\""},
+      {{0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1}, "\"2001:db8::1:0:0:1\""},
+      {{0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x12, 0x34, 0xab, 0xcd, 0x00, 0x0f, 0xff, 0xff}, "\"fe80::1234:abcd:f:ffff\""},
+      {{0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 4, 0, 0}, "\"1:0:2:0:3:0:4:0\""},
+      {{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff},
+       "\"ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff\""},
+  };
+  for (size_t i = 0; i < sizeof V6 / sizeof V6[0]; i++) {
+    a.len = 0;
+    CHECK_EQ(dec_value(&a, 14, 9, V6[i].g, 16, 16, 8, DV_MANIFEST, NULL), 16);
+    CHECK(!strcmp(etw_jw_cstr(&a), V6[i].txt));
+  }
+  /* SOCKADDR_IN / _IN6 */
+  unsigned char s4[16] = {2, 0, 0xFF, 0xFE, 10, 0, 255, 7};
+  a.len = 0;
+  dec_value(&a, 14, 10, s4, 16, 16, 8, DV_MANIFEST, NULL);
+  CHECK(!strcmp(etw_jw_cstr(&a), "\"10.0.255.7:65534\""));
+  unsigned char s6[28] = {23, 0, 0, 80};
+  s6[8 + 15] = 1;
+  a.len = 0;
+  dec_value(&a, 14, 10, s6, 28, 28, 8, DV_MANIFEST, NULL);
+  CHECK(!strcmp(etw_jw_cstr(&a), "\"[::1]:80\""));
+  /* IPv4 (UInt32 with OutType IPv4) */
+  unsigned char v4[4] = {192, 168, 0, 255};
+  a.len = 0;
+  dec_value(&a, 8, 8, v4, 4, -1, 8, DV_MANIFEST, NULL);
+  CHECK(!strcmp(etw_jw_cstr(&a), "\"192.168.0.255\""));
+  etw_jw_free(&a);
+}
+
 int main(void) {
   numbers_and_strings();
+  addresses();
   compare("microsoft+perfview/src/TraceEvent/TraceEvent.Tests/inputs/net.4.5.2.x64.etl.zip!*.etl");
   compare("microsoft+perfview/src/TraceEvent/TraceEvent.Tests/smallEtlFile.etl");
   compare("airbus-cert+etl-parser/tests/example/ShutdownPerfDiagLogger.etl");

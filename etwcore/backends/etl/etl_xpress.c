@@ -8,11 +8,101 @@
 
 #include "etwcore/etl.h"
 
+/* Copy a match of @len bytes at distance @off ending no later than out + n_out (room = bytes
+ * left from d). Overlapping copies repeat the pattern byte by byte (LZ77 semantics). */
+static inline void copy_match(unsigned char *d, size_t off, size_t len, size_t room) {
+  const unsigned char *s = d - off;
+  if (off >= 16 && room >= len + 16) {
+    /* 16-byte steps: each reads bytes written at least 16 before (overlap-safe) */
+    memcpy(d, s, 16);
+    for (size_t i = 16; i < len; i += 16) memcpy(d + i, s + i, 16);
+  } else if (off >= 8 && room >= len + 8) {
+    for (size_t i = 0; i < len; i += 8) memcpy(d + i, s + i, 8);
+  } else if (off >= len) {
+    memcpy(d, s, len);
+  } else {
+    for (size_t i = 0; i < len; i++) d[i] = s[i];
+  }
+}
+
+static inline uint32_t rd32le(const unsigned char *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* Input bytes one flag word can consume at most: 4 (flags) + 32 items × 10 (token, nibble,
+ * byte, word, dword), + 32 for the fixed-size literal copy. */
+#define XP_FAST_MARGIN 360
+
 long etw_xpress_decompress(const unsigned char *in, size_t n_in, unsigned char *out, size_t n_out) {
   size_t ip = 0, op = 0;
   uint32_t flags = 0;
   int nflags = 0;
   size_t half = (size_t)-1; /* position of the shared nibble byte, or none */
+  /* Fast path: whole flag words while the input holds a margin for any 32 items, so no input
+   * bound is checked per item; output bounds are still checked for every item. */
+  while (op < n_out && n_in - ip >= XP_FAST_MARGIN) {
+    uint32_t f = rd32le(in + ip); /* the current item's flag is bit 31 */
+    ip += 4;
+    unsigned nf = 32;
+    while (nf) {
+      if (op >= n_out) return (long)op;
+      if (!(f & 0x80000000u)) {
+        unsigned run = f ? (unsigned)__builtin_clz(f) : 32u;
+        if (run > nf) run = nf;
+        size_t room = n_out - op;
+        if (room >= 32) {
+          memcpy(out + op, in + ip, 16);
+          if (run > 16) memcpy(out + op + 16, in + ip + 16, 16);
+        } else {
+          if (run > room) run = (unsigned)room;
+          memcpy(out + op, in + ip, run);
+        }
+        op += run;
+        ip += run;
+        nf -= run;
+        f = run < 32 ? f << run : 0;
+        continue;
+      }
+      f <<= 1;
+      nf--;
+      uint32_t tok = (uint32_t)in[ip] | (uint32_t)in[ip + 1] << 8;
+      ip += 2;
+      size_t off = (tok >> 3) + 1;
+      size_t len = tok & 7;
+      if (len == 7) {
+        uint32_t nib;
+        if (half == (size_t)-1) {
+          half = ip++;
+          nib = in[half] & 15;
+        } else {
+          nib = in[half] >> 4;
+          half = (size_t)-1;
+        }
+        len = 7 + nib;
+        if (nib == 15) {
+          uint32_t b = in[ip++];
+          if (b == 255) {
+            uint32_t w = (uint32_t)in[ip] | (uint32_t)in[ip + 1] << 8;
+            ip += 2;
+            if (w == 0) {
+              w = rd32le(in + ip);
+              ip += 4;
+            }
+            if (w < 15 + 7) return -1;
+            len = w;
+          } else {
+            len = 7 + 15 + b;
+          }
+        }
+      }
+      len += 3;
+      if (off > op) return -1;
+      size_t room = n_out - op;
+      if (len > room) len = room;
+      copy_match(out + op, off, len, room);
+      op += len;
+    }
+  }
   while (op < n_out) {
     if (nflags == 0) {
       if (n_in - ip < 4) break; /* input exhausted */
@@ -83,20 +173,7 @@ long etw_xpress_decompress(const unsigned char *in, size_t n_in, unsigned char *
     len += 3;
     if (off > op) return -1;
     if (len > n_out - op) len = n_out - op;
-    unsigned char *d = out + op;
-    const unsigned char *s = d - off;
-    if (off >= 16 && n_out - op >= len + 16) {
-      /* 16-byte steps: each reads bytes written at least 16 before (overlap-safe) */
-      memcpy(d, s, 16);
-      for (size_t i = 16; i < len; i += 16) memcpy(d + i, s + i, 16);
-    } else if (off >= 8 && n_out - op >= len + 8) {
-      /* 8-byte steps: each step reads bytes written at least 8 before (overlap-safe) */
-      for (size_t i = 0; i < len; i += 8) memcpy(d + i, s + i, 8);
-    } else if (off >= len) {
-      memcpy(d, s, len);
-    } else {
-      for (size_t i = 0; i < len; i++) d[i] = s[i];
-    }
+    copy_match(out + op, off, len, n_out - op);
     op += len;
   }
   return (long)op;
