@@ -43,6 +43,7 @@
 #include "etwcore/backend.h"
 #include "etwcore/etl.h"
 #include "etwcore/winreq.h"
+#include "win_rec.h"
 
 /* the portable layout constants must match the real headers */
 _Static_assert(sizeof(EVENT_TRACE_PROPERTIES) == ETW_ETP_SIZE, "EVENT_TRACE_PROPERTIES size");
@@ -438,48 +439,10 @@ static void schema_from_tdh(struct win_sess *s, PEVENT_RECORD er, const struct e
 static void WINAPI on_event(PEVENT_RECORD er) {
   struct win_sess *s = er->UserContext;
   if (atomic_load(&s->stop) && !s->created) return;
-  const EVENT_HEADER *h = &er->EventHeader;
   struct etw_rec r;
-  memset(&r, 0, offsetof(struct etw_rec, ext));
-  r.flags = h->Flags;
-  r.kind = (h->Flags & EVENT_HEADER_FLAG_CLASSIC_HEADER) ? ETW_REC_CLASSIC
-           : (h->Flags & EVENT_HEADER_FLAG_TRACE_MESSAGE) ? ETW_REC_WPP : ETW_REC_EVENT;
-  r.ptr_size = (h->Flags & EVENT_HEADER_FLAG_32_BIT_HEADER) ? 4 : 8;
-  r.event_property = h->EventProperty;
-  r.tid = h->ThreadId;
-  r.pid = h->ProcessId;
-  r.timestamp = h->TimeStamp.QuadPart;
-  r.filetime = (uint64_t)h->TimeStamp.QuadPart; /* FILETIME: no PROCESS_TRACE_MODE_RAW_TIMESTAMP */
-  guid_to_bytes(&h->ProviderId, r.provider_id);
-  r.desc.id = h->EventDescriptor.Id;
-  r.desc.version = h->EventDescriptor.Version;
-  r.desc.channel = h->EventDescriptor.Channel;
-  r.desc.level = h->EventDescriptor.Level;
-  r.desc.opcode = h->EventDescriptor.Opcode;
-  r.desc.task = h->EventDescriptor.Task;
-  r.desc.keyword = h->EventDescriptor.Keyword;
-  r.kernel_time = h->KernelTime;
-  r.user_time = h->UserTime;
-  guid_to_bytes(&h->ActivityId, r.activity_id);
-  r.cpu = (h->Flags & EVENT_HEADER_FLAG_PROCESSOR_INDEX) ? er->BufferContext.ProcessorIndex
-                                                         : er->BufferContext.ProcessorNumber;
-  for (USHORT i = 0; i < er->ExtendedDataCount && r.n_ext < ETW_REC_MAX_EXT; i++) {
-    const EVENT_HEADER_EXTENDED_DATA_ITEM *x = &er->ExtendedData[i];
-    r.ext[r.n_ext].type = x->ExtType;
-    r.ext[r.n_ext].len = x->DataSize;
-    r.ext[r.n_ext].data = (const unsigned char *)(uintptr_t)x->DataPtr;
-    r.n_ext++;
-  }
-  r.user_data = er->UserData;
-  r.user_len = er->UserDataLength;
-  r.wpp_msg_number = r.kind == ETW_REC_WPP ? h->EventDescriptor.Id : 0;
-  r.wpp_flags = 0;
-  r.wpp_sequence = 0;
-  r.file = NULL; /* a live record */
-  r.file_index = 0;
-  r.file_offset = 0;
+  etw_win_rec_from_event(er, &r);
   atomic_fetch_add(&s->events, 1);
-  atomic_fetch_add(&s->bytes, (uint64_t)er->UserDataLength + sizeof *h);
+  atomic_fetch_add(&s->bytes, (uint64_t)er->UserDataLength + sizeof er->EventHeader);
 
   /* manifest events: schema from TDH the first time (not TraceLogging: it carries its own) */
   int tl = 0;
