@@ -41,6 +41,7 @@ static struct dec_event *new_event(uint16_t id, uint8_t ver, const char *name, c
       e->f[i].name = strdup(like->f[i].name ? like->f[i].name : "_");
       e->f[i].key = NULL;
       e->f[i].key_len = 0;
+      e->f[i].kind = 0;
     }
   } else {
     if (!name) name = "GC/?";

@@ -17,20 +17,23 @@
 
 /* ---- template walker */
 
-/* Write `"name":` for field @f, from a cached escaped copy. The copy is allocated with at least
- * KEY_PAD bytes so short keys are written with one fixed-size copy. */
+/* Write `"name":` (with a leading comma unless @first) for field @f, from a cached escaped
+ * copy `,"name":`. The copy is allocated with at least KEY_PAD bytes so short keys are written
+ * with one fixed-size copy. */
 #define KEY_PAD 64
-static void write_key(struct etw_jw *w, const struct dec_field *cf) {
+static void write_key(struct etw_jw *w, const struct dec_field *cf, int first) {
   struct dec_field *f = (struct dec_field *)cf; /* the decoder owns its schemas */
   if (!f->key) {
     struct etw_jw k;
     etw_jw_init(&k, 4096);
+    etw_jw_ch(&k, ',');
     etw_jw_cs(&k, f->name);
     etw_jw_ch(&k, ':');
     if (!k.err && k.len) {
-      char *c = malloc(k.len + 1 > KEY_PAD ? k.len + 1 : KEY_PAD);
+      size_t sz = k.len + 1 > KEY_PAD ? k.len + 1 : KEY_PAD;
+      char *c = malloc(sz);
       if (c) {
-        memset(c, 0, k.len + 1 > KEY_PAD ? k.len + 1 : KEY_PAD);
+        memset(c, 0, sz);
         memcpy(c, k.buf, k.len);
         f->key = c;
         f->key_len = (uint32_t)k.len;
@@ -39,13 +42,16 @@ static void write_key(struct etw_jw *w, const struct dec_field *cf) {
     etw_jw_free(&k);
   }
   if (f->key) {
-    if (f->key_len <= KEY_PAD && !w->err && w->cap - w->len > KEY_PAD) {
-      memcpy(w->buf + w->len, f->key, KEY_PAD);
-      w->len += f->key_len;
+    const char *s = f->key + (first != 0);
+    size_t n = f->key_len - (first != 0);
+    if (f->key_len < KEY_PAD && !w->err && w->cap - w->len > KEY_PAD) {
+      memcpy(w->buf + w->len, s, KEY_PAD - 1);
+      w->len += n;
     } else {
-      etw_jw_raw(w, f->key, f->key_len);
+      etw_jw_raw(w, s, n);
     }
   } else {
+    if (!first) etw_jw_ch(w, ',');
     etw_jw_cs(w, f->name);
     etw_jw_ch(w, ':');
   }
@@ -100,6 +106,25 @@ struct walk {
   uint64_t vals[DEC_MAX_FIELDS];
 };
 
+/* Field classes with a fast path in walk_fields (cached in dec_field.kind). */
+enum { FK_GENERAL = 1, FK_UINT, FK_PTR, FK_STR16 };
+
+static uint8_t classify(const struct dec_field *f) {
+  if (f->in == 24 || f->is_array || f->count != 1 || f->count_ref >= 0 || f->len != -1 || f->len_ref >= 0 ||
+      f->map || f->map_name)
+    return FK_GENERAL;
+  if ((f->in == 4 || f->in == 6 || f->in == 8 || f->in == 10) && (f->out == 0 || f->out == 18)) return FK_UINT;
+  if (f->in == 16 && f->out == 0) return FK_PTR;
+  if (f->in == 1) return FK_STR16;
+  return FK_GENERAL;
+}
+
+static inline unsigned int_width(unsigned in) { return in == 4 ? 1u : in == 6 ? 2u : in == 8 ? 4u : 8u; }
+
+static inline uint64_t rd_width(const unsigned char *q, unsigned wdt) {
+  return wdt == 1 ? q[0] : wdt == 2 ? d_rd16(q) : wdt == 4 ? d_rd32(q) : d_rd64(q);
+}
+
 /* Render fields [start, end) of the schema as members of an open object. @elem: offset of the
  * enclosing struct element (for C padding). Returns 0, or -1 with *why set. */
 static int walk_fields(struct walk *k, uint32_t start, uint32_t end, int depth, size_t elem) {
@@ -119,6 +144,46 @@ static int walk_fields(struct walk *k, uint32_t start, uint32_t end, int depth, 
       i++;
       continue;
     }
+    uint8_t kind = f->kind ? f->kind : (((struct dec_field *)f)->kind = classify(f));
+    if (kind != FK_GENERAL && k->pos < k->n) {
+      /* plain scalar: no references, maps, arrays or lengths (the general path below gives the
+       * same bytes; it also handles every short payload) */
+      const unsigned char *q = k->p + k->pos;
+      size_t avail = k->n - k->pos;
+      long used = -1;
+      if (kind == FK_UINT) {
+        unsigned wdt = int_width(f->in);
+        if (avail >= wdt) {
+          uint64_t v = rd_width(q, wdt);
+          k->vals[i] = v;
+          write_key(k->w, f, first);
+          dec_u64(k->w, v);
+          used = (long)wdt;
+        }
+      } else if (kind == FK_PTR) {
+        if (avail >= (size_t)k->ptr_size) {
+          uint64_t v = k->ptr_size == 4 ? d_rd32(q) : d_rd64(q);
+          k->vals[i] = v;
+          write_key(k->w, f, first);
+          dec_hex(k->w, v);
+          used = k->ptr_size;
+        }
+      } else {
+        write_key(k->w, f, first);
+        used = dec_value(k->w, f->in, f->out, q, avail, -1, k->ptr_size, DV_MANIFEST, &k->vals[i]);
+        if (used < 0) {
+          *k->why = "payload shorter than the template";
+          return -1;
+        }
+      }
+      if (used >= 0) {
+        first = 0;
+        k->pos += (size_t)used;
+        if (k->w->err) return -1;
+        i++;
+        continue;
+      }
+    }
     uint32_t next = i + 1 + (f->in == 24 ? f->members : 0);
     if (next > end) {
       *k->why = "bad struct in the template";
@@ -136,11 +201,29 @@ static int walk_fields(struct walk *k, uint32_t start, uint32_t end, int depth, 
       *k->why = "array count or length out of range";
       return -1;
     }
-    if (!first) etw_jw_ch(k->w, ',');
+    write_key(k->w, f, first);
     first = 0;
-    write_key(k->w, f);
     long reps = f->is_array ? cnt : 1;
     if (f->is_array) etw_jw_ch(k->w, '[');
+    if (f->is_array && reps > 0 &&
+        (((f->in == 4 || f->in == 6 || f->in == 8 || f->in == 10) && (f->out == 0 || f->out == 18)) ||
+         (f->in == 16 && f->out == 0))) {
+      /* integer / pointer arrays: one reservation, no per-element dispatch */
+      unsigned wdt = f->in == 16 ? (unsigned)k->ptr_size : int_width(f->in);
+      size_t bytes = (size_t)reps * wdt;
+      if (bytes <= k->n - k->pos && !etw_jw_reserve(k->w, (size_t)reps * 24)) {
+        const unsigned char *q = k->p + k->pos;
+        for (long r = 0; r < reps; r++, q += wdt) {
+          uint64_t v = rd_width(q, wdt);
+          if (r) k->w->buf[k->w->len++] = ',';
+          if (f->in == 16) dec_hex(k->w, v);
+          else dec_u64(k->w, v);
+          k->vals[i] = v;
+        }
+        k->pos += bytes;
+        reps = 0; /* done */
+      }
+    }
     for (long r = 0; r < reps; r++) {
       if (r) etw_jw_ch(k->w, ',');
       if (f->in == 24) {

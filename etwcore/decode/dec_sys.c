@@ -118,6 +118,15 @@ static int put_time(struct dec_sysc *sc, struct etw_jw *w, uint64_t ft) {
   return 0;
 }
 
+static inline int eq16(const unsigned char *a, const unsigned char *b) {
+  uint64_t a0, a1, b0, b1;
+  memcpy(&a0, a, 8);
+  memcpy(&a1, a + 8, 8);
+  memcpy(&b0, b, 8);
+  memcpy(&b1, b + 8, 8);
+  return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+}
+
 void dec_write_system(struct etw_decoder *d, struct etw_jw *w, const struct etw_sys *s) {
   if (!d->sysc && (d->sysc = calloc(1, sizeof *d->sysc))) d->sysc->day = -1;
   if (s->activity_id || s->related_activity_id || !s->filetime || !d->sysc || d->sys_plain) {
@@ -135,7 +144,7 @@ void dec_write_system(struct etw_decoder *d, struct etw_jw *w, const struct etw_
             c->task_name == s->task_name && c->opcode_name == s->opcode_name && c->id == s->event_id &&
             c->ver == s->version && c->level == s->level && c->task == s->task && c->opcode == s->opcode &&
             c->kw == s->keywords && c->has_guid == (s->provider_guid != NULL) &&
-            (!s->provider_guid || !memcmp(c->guid, s->provider_guid, 16));
+            (!s->provider_guid || eq16(c->guid, s->provider_guid));
   if (!hit) {
     c->plen = 0;
     if (build(c, s)) {
@@ -157,14 +166,17 @@ void dec_write_system(struct etw_decoder *d, struct etw_jw *w, const struct etw_
     if (s->provider_guid) memcpy(c->guid, s->provider_guid, 16);
   }
   size_t mark = w->len;
-  etw_jw_raw(w, c->buf, c->plen);
+  /* one reservation for the whole block: prefix, time (≤ 32), middle, execution (≤ 96) */
+  if (etw_jw_reserve(w, (size_t)c->plen + c->mlen + 128)) return;
+  memcpy(w->buf + w->len, c->buf, c->plen);
+  w->len += c->plen;
   if (put_time(sc, w, s->filetime)) {
     etw_jw_truncate(w, mark);
     etw_event_write_system(w, s);
     return;
   }
-  etw_jw_raw(w, c->buf + c->plen, c->mlen);
-  if (etw_jw_reserve(w, 96)) return;
+  memcpy(w->buf + w->len, c->buf + c->plen, c->mlen);
+  w->len += c->mlen;
   char *p = w->buf + w->len;
   if (s->pid < 0) {
     memcpy(p, "null", 4);

@@ -131,8 +131,9 @@ struct dec_field {
   uint8_t is_array;      /* count given (even if 1) */
   struct dec_map *map;
   const char *map_name;  /* interned; EventInfo maps are looked up late (EventMapInfo) */
-  char *key;             /* cached JSON key text `"name":` (built on first use) */
-  uint32_t key_len;
+  char *key;             /* cached JSON key text `,"name":` (built on first use) */
+  uint32_t key_len;      /* including the leading comma */
+  uint8_t kind;          /* walker fast-path class (dec_man.c), 0 = not classified yet */
 };
 
 struct dec_event {
