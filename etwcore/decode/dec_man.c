@@ -107,13 +107,17 @@ struct walk {
 };
 
 /* Field classes with a fast path in walk_fields (cached in dec_field.kind). */
-enum { FK_GENERAL = 1, FK_UINT, FK_PTR, FK_STR16 };
+enum { FK_GENERAL = 1, FK_UINT, FK_HEX, FK_INT, FK_PTR, FK_STR16 };
 
 static uint8_t classify(const struct dec_field *f) {
   if (f->in == 24 || f->is_array || f->count != 1 || f->count_ref >= 0 || f->len != -1 || f->len_ref >= 0 ||
       f->map || f->map_name)
     return FK_GENERAL;
-  if ((f->in == 4 || f->in == 6 || f->in == 8 || f->in == 10) && (f->out == 0 || f->out == 18)) return FK_UINT;
+  int uns = f->in == 4 || f->in == 6 || f->in == 8 || f->in == 10;
+  if (uns && (f->out == 0 || f->out == 18)) return FK_UINT;
+  /* dec_value's hex rendering of unsigned integers: Hex, Win32Error, NTStatus, HResult, 0x25 */
+  if (uns && (f->out == 4 || f->out == 13 || f->out == 14 || f->out == 15 || f->out == 0x25)) return FK_HEX;
+  if ((f->in == 5 || f->in == 7 || f->in == 9) && (f->out == 0 || f->out == 17)) return FK_INT;
   if (f->in == 16 && f->out == 0) return FK_PTR;
   if (f->in == 1) return FK_STR16;
   return FK_GENERAL;
@@ -151,13 +155,23 @@ static int walk_fields(struct walk *k, uint32_t start, uint32_t end, int depth, 
       const unsigned char *q = k->p + k->pos;
       size_t avail = k->n - k->pos;
       long used = -1;
-      if (kind == FK_UINT) {
+      if (kind == FK_UINT || kind == FK_HEX) {
         unsigned wdt = int_width(f->in);
         if (avail >= wdt) {
           uint64_t v = rd_width(q, wdt);
           k->vals[i] = v;
           write_key(k->w, f, first);
-          dec_u64(k->w, v);
+          if (kind == FK_UINT) dec_u64(k->w, v);
+          else dec_hex(k->w, v);
+          used = (long)wdt;
+        }
+      } else if (kind == FK_INT) {
+        unsigned wdt = f->in == 5 ? 2u : f->in == 7 ? 4u : 8u;
+        if (avail >= wdt) {
+          int64_t v = wdt == 2 ? (int16_t)d_rd16(q) : wdt == 4 ? (int32_t)d_rd32(q) : (int64_t)d_rd64(q);
+          k->vals[i] = (uint64_t)v;
+          write_key(k->w, f, first);
+          dec_i64(k->w, v);
           used = (long)wdt;
         }
       } else if (kind == FK_PTR) {

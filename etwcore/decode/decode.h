@@ -65,20 +65,41 @@ static inline void dec_i64(struct etw_jw *w, int64_t v) {
     dec_u64(w, (uint64_t)v);
   }
 }
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+/* 8 lower-case hex digits of @x (most significant first) as 8 bytes in memory order. */
+static inline uint64_t dec_hex8(uint32_t x32) {
+  uint64_t x = x32;
+  x = (x | (x << 16)) & 0x0000FFFF0000FFFFull;
+  x = (x | (x << 8)) & 0x00FF00FF00FF00FFull;
+  x = (x | (x << 4)) & 0x0F0F0F0F0F0F0F0Full; /* byte i = nibble i */
+  uint64_t ge10 = ((x + 0x0606060606060606ull) >> 4) & 0x0101010101010101ull;
+  x += 0x3030303030303030ull + ge10 * ('a' - '0' - 10);
+  return __builtin_bswap64(x);
+}
+#endif
 static inline void dec_hex(struct etw_jw *w, uint64_t v) {
-  static const char X[] = "0123456789abcdef";
   if (etw_jw_reserve(w, 20)) return;
   unsigned nd = (unsigned)(64 - __builtin_clzll(v | 1) + 3) / 4;
   char *p = w->buf + w->len;
   p[0] = '"';
   p[1] = '0';
   p[2] = 'x';
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  /* all 16 digits of v shifted so the significant ones come first; the quote overwrites the rest */
+  uint64_t t = nd == 16 ? v : v << (4 * (16 - nd));
+  uint64_t a = dec_hex8((uint32_t)(t >> 32)), b = dec_hex8((uint32_t)t);
+  memcpy(p + 3, &a, 8);
+  memcpy(p + 11, &b, 8);
+  p[3 + nd] = '"';
+#else
+  static const char X[] = "0123456789abcdef";
   char *e = p + 3 + nd;
   *e = '"';
   do {
     *--e = X[v & 15];
     v >>= 4;
   } while (v);
+#endif
   w->len += nd + 4;
 }
 

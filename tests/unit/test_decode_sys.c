@@ -58,6 +58,14 @@ static void numbers_and_strings(void) {
     vals[nv++] = (uint64_t)1 << b;
     vals[nv++] = ((uint64_t)1 << b) - 1;
   }
+  uint64_t rnd = 0x9E3779B97F4A7C15ull;
+  while (nv < sizeof vals / sizeof vals[0]) { /* pseudo-random values of every length */
+    rnd ^= rnd << 13;
+    rnd ^= rnd >> 7;
+    rnd ^= rnd << 17;
+    vals[nv] = rnd >> (nv % 64);
+    nv++;
+  }
   for (size_t i = 0; i < nv; i++) {
     a.len = c.len = 0;
     dec_u64(&a, vals[i]);
