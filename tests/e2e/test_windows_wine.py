@@ -53,7 +53,9 @@ class WineEtwd(Etwd):
         if not self.tls:
             cmd.append("--insecure-http")
         self.errf = open(os.path.join(self.state, "stderr.log"), "ab")
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.errf, env=wine_env())
+        env = wine_env()
+        env.update({k: v for k, v in self.env.items() if k.startswith("ETWD_WIN_")})
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.errf, env=env)
         deadline = time.time() + timeout
         lines = []
         while time.time() < deadline:
@@ -200,6 +202,14 @@ def main():
     check(r.returncode == 0 and len([c for c in conv if "System" in c]) == N_SIH[0],
           "etwd.exe convert: %d events, want %d (rc %d)" % (len(conv), N_SIH[0], r.returncode))
 
+    win_calls_under_wine()  # as Windows 7 (wine's default version)
+    key = "HKCU\\Software\\Wine\\AppDefaults\\etwd.exe"
+    subprocess.run([WINE, "reg", "add", key, "/v", "Version", "/d", "win10", "/f"], env=wine_env(),
+                   capture_output=True, timeout=120)
+    try:
+        win_calls_under_wine("10.0")  # the Windows 10 paths: event-ID filters, system-logger kernel session
+    finally:
+        subprocess.run([WINE, "reg", "delete", key, "/f"], env=wine_env(), capture_output=True, timeout=120)
     convert_equivalence()
     tls_check()
     unit_tests()
@@ -277,6 +287,50 @@ def unit_tests():
             continue
         r = subprocess.run([WINE, exe], env=env, capture_output=True, timeout=600)
         check(r.returncode == 0, "%s under wine: rc %d: %s" % (n, r.returncode, r.stderr.decode(errors="replace")[-800:]))
+
+
+def win_calls_under_wine(release=None):
+    """ETWD_WIN_UNDER_WINE=1 makes the win backend issue its advapi32 calls against wine's stubs
+    (TDH stays refused): every request gets a clean answer (no 5xx, no crash), sessions that got
+    created are stopped and deleted, and the server shuts down in order."""
+    e = WineEtwd(tls=False, env={"ETWD_WIN_UNDER_WINE": "1"})
+    e.own_state = False  # read its log after the stop
+    with e:
+        st, h, j = e.json("GET", "/api/v1/version", token="reader", expect=200)
+        win = [b for b in j["backends"] if b["name"] == "win"][0]
+        check(win.get("available") is True, "ETWD_WIN_UNDER_WINE=1: the win backend is tried: %r" % win)
+        if release:
+            check(j["os"].get("release", "").startswith(release), "wine plays Windows %s: %r" % (release, j["os"]))
+        guid = "{22fb2cd6-0e7b-422b-a0c7-2fad1fd0e716}"
+        bodies = [
+            ({"backend": "win", "providers": [{"name": guid, "level": 4, "keywords_any": "0x10"}],
+              "pids": [4], "exe_names": ["notepad.exe"]}, None),
+            ({"backend": "win", "providers": [{"name": "Microsoft-Windows-Kernel-Process"}]}, 422),
+            ({"backend": "win", "providers": [{"name": "kernel", "events": ["process", "cswitch"]}]}, None),
+            ({"backend": "win", "providers": [{"name": "kernel", "events": ["gpu"]}]}, 400),
+            ({"backend": "win", "providers": [{"name": guid, "event_ids": list(range(65))}]},
+             429 if release else 422),
+            ({"backend": "win", "providers": [{"name": guid, "event_ids": [1, 2], "stacks": True}]}, None),
+            ({"backend": "win", "providers": [{"name": guid}], "pids": list(range(1, 10))}, 429 if release else 422),
+            ({"backend": "win", "buffer_kb": 4096, "providers": [{"name": guid}]}, 400),
+            ({"backend": "win", "mode": "file", "providers": [{"name": guid}]}, None),
+            ({"backend": "win", "providers": [{"name": "attach:EventLog-System"}]}, None),
+        ]
+        for body, want in bodies:
+            st, h, j = e.json("POST", "/api/v1/sessions", body=body)
+            ok = st < 500 and (want is None or st in (want if isinstance(want, tuple) else (want,))) and \
+                (st == 201 or (j or {}).get("detail"))
+            check(ok, "win call sequence under wine %s → %d (want %s, a clear answer): %r" % (json.dumps(body)[:120], st, want, j))
+            if st == 201:
+                sid = j["id"]
+                e.json("GET", "/api/v1/sessions/%d" % sid, token="reader", expect=200)
+                st2, h, d = e.request("DELETE", "/api/v1/sessions/%d" % sid)
+                check(st2 == 204, "delete of a win session under wine: %d %r" % (st2, d[:200]))
+        st, h, j = e.json("GET", "/api/v1/sessions", token="reader", expect=200)
+        check(j == [], "no session left: %r" % j)
+        e.json("GET", "/api/v1/health", token=None, expect=200)
+    check("msg=stopped" in e.stderr(), "ordered stop after the win calls")
+    shutil.rmtree(e.state, ignore_errors=True)
 
 
 def convert_equivalence():
