@@ -520,7 +520,38 @@ static void test_tei(void) {
   etw_jw_free(&w);
 }
 
+/* untrusted blobs (a TRACE_EVENT_INFO from TDH, a queried EVENT_TRACE_PROPERTIES): random and
+ * mutated inputs of every length must neither crash nor read outside (ASan) nor write invalid JSON
+ * framing; the buffers are exactly as long as the lengths passed */
+static void test_robust(void) {
+  uint32_t x = 12345;
+  struct etw_jw w;
+  etw_jw_init(&w, 1 << 20);
+  for (int iter = 0; iter < 20000; iter++) {
+    size_t n = (size_t)(iter % 700);
+    unsigned char *b = malloc(n ? n : 1);
+    for (size_t i = 0; i < n; i++) {
+      x = x * 1103515245u + 12345u;
+      b[i] = (unsigned char)(x >> 16);
+    }
+    if (n >= 112 && iter % 3 == 0) { /* plausible counts so the property walk runs */
+      b[100] = (unsigned char)(iter % 5), b[101] = b[102] = b[103] = 0;
+      b[104] = (unsigned char)(iter % 4), b[105] = b[106] = b[107] = 0;
+    }
+    etw_jw_truncate(&w, 0);
+    if (etw_win_tei_json(b, n, &w) == 0) CHECK(w.len > 2 && w.buf[0] == '{' && w.buf[w.len - 1] == '}');
+    else CHECK_EQ(w.len, 0);
+    struct etw_win_props_stats ps;
+    char nm[64], fl[64];
+    etw_win_props_read(b, n, &ps, nm, sizeof nm, fl, sizeof fl);
+    CHECK(strlen(nm) < sizeof nm && strlen(fl) < sizeof fl);
+    free(b);
+  }
+  etw_jw_free(&w);
+}
+
 int main(void) {
+  test_robust();
   test_tei();
   test_props();
   test_props_read();
