@@ -2,8 +2,8 @@
 # Cross-builds etwd.exe for 64-bit Windows with Debian's MinGW-w64 (warnings are errors, as on
 # Linux). Installs the cross compiler if missing, fetches civetweb/cJSON sources (deps.sh),
 # configures build/win with cmake/mingw-w64-x86_64.cmake and builds etwd.exe and the portable
-# unit tests (build/win/tests/win/*.exe, run under wine by tests/e2e/test_windows_wine.py).
-# Prints the path of etwd.exe.
+# unit tests (build/win/tests/win/*.exe, run under wine by tests/e2e/test_windows_wine.py), and
+# OpenSSL 3's DLLs (scripts/build-windows-openssl.sh). Prints the path of etwd.exe.
 # Extra arguments go to the configure step (e.g. -DCMAKE_BUILD_TYPE=Release).
 set -eu
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -22,4 +22,9 @@ OUT=${ETWD_WIN_BUILD:-$ROOT/build/win}
 cmake -S "$ROOT" -B "$OUT" -DCMAKE_TOOLCHAIN_FILE="$ROOT/cmake/mingw-w64-x86_64.cmake" \
       -DETWD_TESTS=ON "$@" >/dev/null
 cmake --build "$OUT" -j"$(nproc)"
+# OpenSSL 3 DLLs for HTTPS on Windows (and the wine test's HTTPS part); ETWD_WIN_OPENSSL=0 skips.
+# Several minutes the first time, then cached in build/win/openssl.
+if [ "${ETWD_WIN_OPENSSL:-1}" = 1 ] && [ "$OUT" = "$ROOT/build/win" ]; then
+  "$ROOT/scripts/build-windows-openssl.sh" >/dev/null
+fi
 echo "$OUT/server/etwd.exe"
