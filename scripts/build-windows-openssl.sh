@@ -9,7 +9,8 @@ TP="$ROOT/build/third_party"
 OUT="$ROOT/build/win/openssl"
 [ -e "$OUT/libssl-3-x64.dll" ] && [ -e "$OUT/libcrypto-3-x64.dll" ] && { echo "$OUT"; exit 0; }
 "$ROOT/scripts/deps.sh" # the private deb-src configuration lives in build/third_party/apt
-command -v x86_64-w64-mingw32-gcc >/dev/null || "$ROOT/scripts/build-windows.sh" >/dev/null
+command -v x86_64-w64-mingw32-gcc >/dev/null ||
+  { echo "build-windows-openssl: no MinGW-w64 compiler: run scripts/build-windows.sh first" >&2; exit 1; }
 SRC="$ROOT/build/win/openssl-src"
 mkdir -p "$SRC" "$OUT"
 if ! ls "$SRC"/openssl_*.orig.tar.gz >/dev/null 2>&1; then
