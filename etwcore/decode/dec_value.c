@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#if defined(__SSE2__) || defined(_M_X64) || (defined(_M_IX86_FP) && _M_IX86_FP >= 2)
+#if defined(__SSE2__)
 #include <emmintrin.h>
 #define DEC_SSE2 1
 #endif
