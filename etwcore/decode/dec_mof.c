@@ -420,6 +420,8 @@ struct kfield {
 };
 struct klayout {
   int ok;           /* 0: not compilable, use the string walker */
+  uint32_t fixed4, fixed8; /* payload bytes of the whole layout (4/8-byte pointers) when every
+                              field has a fixed size, else 0 */
   uint8_t n;
   struct kfield f[KF_MAX];
 };
@@ -458,7 +460,51 @@ static void compile_all(void) {
       if (f->ty == 'C') snprintf(f->spec, sizeof f->spec, "C%u%.*s", f->fixed, (int)nl, name);
       else snprintf(f->spec, sizeof f->spec, "%c%.*s", f->ty, (int)nl, name);
     }
+    uint32_t t4 = 0, t8 = 0;
+    for (unsigned k = 0; c->ok && k < c->n; k++) {
+      switch (c->f[k].ty) {
+      case 'u': case 'i': case 'x': t4 += 4; t8 += 4; break;
+      case 'h': t4 += 2; t8 += 2; break;
+      case 'b': case 'c': t4 += 1; t8 += 1; break;
+      case 'q': case 't': case 'j': case 'X': t4 += 8; t8 += 8; break;
+      case 'p': case 'z': t4 += 4; t8 += 8; break;
+      default: t4 = t8 = 0; k = c->n; break; /* variable size: no whole-layout path */
+      }
+    }
+    c->fixed4 = c->ok ? t4 : 0;
+    c->fixed8 = c->ok ? t8 : 0;
   }
+}
+
+/* The whole layout is in the payload and every field has a fixed size: one reservation, no
+ * per-field bounds checks (same bytes as the per-field loop in write_compiled). */
+static void write_fixed(struct etw_jw *w, const struct klayout *c, const unsigned char *q, int ps) {
+  char *o = w->buf + w->len;
+  for (unsigned i = 0; i < c->n; i++) {
+    const struct kfield *f = &c->f[i];
+    if (i) {
+      memcpy(o, f->key, sizeof f->key);
+      o += f->klen;
+    } else {
+      memcpy(o, f->key + 1, sizeof f->key - 1);
+      o += f->klen - 1u;
+    }
+    switch (f->ty) {
+    case 'u': o = dec_put_u64(o, d_rd32(q)); q += 4; break;
+    case 'i': o = dec_put_i64(o, (int32_t)d_rd32(q)); q += 4; break;
+    case 'x': o = dec_put_hex(o, d_rd32(q)); q += 4; break;
+    case 'h': o = dec_put_u64(o, d_rd16(q)); q += 2; break;
+    case 'b': o = dec_put_u64(o, q[0]); q += 1; break;
+    case 'c': o = dec_put_i64(o, (int8_t)q[0]); q += 1; break;
+    case 'q': case 't': o = dec_put_u64(o, d_rd64(q)); q += 8; break;
+    case 'j': o = dec_put_i64(o, (int64_t)d_rd64(q)); q += 8; break;
+    case 'X': o = dec_put_hex(o, d_rd64(q)); q += 8; break;
+    case 'p': o = dec_put_hex(o, ps == 4 ? d_rd32(q) : d_rd64(q)); q += ps; break;
+    case 'z': o = dec_put_u64(o, ps == 4 ? d_rd32(q) : d_rd64(q)); q += ps; break;
+    default: break; /* not reached: write_fixed is used for fixed-size layouts only */
+    }
+  }
+  w->len = (size_t)(o - w->buf);
 }
 
 static int write_compiled(struct etw_jw *w, const struct layout *l, const unsigned char *p, size_t n,
@@ -466,6 +512,12 @@ static int write_compiled(struct etw_jw *w, const struct layout *l, const unsign
   pthread_once(&compiled_once, compile_all);
   const struct klayout *c = &COMPILED[l - LAYOUTS];
   if (!c->ok) return write_fields(w, l->fields, p, n, ps);
+  uint32_t need = ps == 4 ? c->fixed4 : c->fixed8;
+  /* room per field: a 48-byte key copy, or the key and a number of at most 21 bytes */
+  if (need && (ps == 4 || ps == 8) && n >= need && !etw_jw_reserve(w, (size_t)c->n * 72)) {
+    write_fixed(w, c, p, ps);
+    return 0;
+  }
   size_t pos = 0;
   for (unsigned i = 0; i < c->n; i++) {
     const struct kfield *f = &c->f[i];

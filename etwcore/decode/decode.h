@@ -77,10 +77,9 @@ static inline uint64_t dec_hex8(uint32_t x32) {
   return __builtin_bswap64(x);
 }
 #endif
-static inline void dec_hex(struct etw_jw *w, uint64_t v) {
-  if (etw_jw_reserve(w, 20)) return;
+/* "0x…" (quoted) at @p, which must have 20 bytes of room; returns the end. */
+static inline char *dec_put_hex(char *p, uint64_t v) {
   unsigned nd = (unsigned)(64 - __builtin_clzll(v | 1) + 3) / 4;
-  char *p = w->buf + w->len;
   p[0] = '"';
   p[1] = '0';
   p[2] = 'x';
@@ -100,7 +99,18 @@ static inline void dec_hex(struct etw_jw *w, uint64_t v) {
     v >>= 4;
   } while (v);
 #endif
-  w->len += nd + 4;
+  return p + 4 + nd;
+}
+static inline void dec_hex(struct etw_jw *w, uint64_t v) {
+  if (etw_jw_reserve(w, 20)) return;
+  w->len = (size_t)(dec_put_hex(w->buf + w->len, v) - w->buf);
+}
+static inline char *dec_put_i64(char *p, int64_t v) {
+  if (v < 0) {
+    *p++ = '-';
+    return dec_put_u64(p, (uint64_t)0 - (uint64_t)v);
+  }
+  return dec_put_u64(p, (uint64_t)v);
 }
 
 /* Hard limits for schemas built from untrusted input. */
