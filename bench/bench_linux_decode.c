@@ -7,6 +7,9 @@
  * callgrind (bench/bench_linux_callgrind.sh): lx_dec_page is the only collected function.
  *
  * usage: bench_linux_decode [repeats] [pages] [event]   (root; tracefs is mounted if needed)
+ *   env LX_BENCH_PAGES=file  reuse the pages saved there (captured and saved on the first run)
+ *   env LX_BENCH_DUMP=file   write every event's JSON there, one a line, before measuring
+ *   env LX_BENCH_T0=ns       shift the timestamps so that the first record is at this UTC ns
  *   event: only decode records of that tracepoint (e.g. sys_enter, sched_switch); callgrind
  *   collects the function `measured` only, which decodes exactly the printed number of events.
  */
@@ -27,10 +30,19 @@
 #include "linux/linux_int.h"
 
 static uint64_t g_events, g_bytes;
+static FILE *g_dump; /* LX_BENCH_DUMP: every event's JSON, one a line (A/B byte comparisons) */
+
+static void dump_batch(const struct etw_batch *b) {
+  for (uint32_t i = 0; g_dump && i < b->n; i++) {
+    fwrite(b->data.buf + b->ev[i].off, 1, b->ev[i].len, g_dump);
+    fputc('\n', g_dump);
+  }
+}
 
 static void flush(void *ctx, struct lx_sink *s) {
   (void)ctx;
   g_bytes += s->b->data.len;
+  dump_batch(s->b);
   etw_batch_unref(s->b);
   s->b = etw_batch_new(512, 256 * 1024);
   etw_jw_reserve(&s->b->data, 128 * 1024); /* as the reader threads do */
@@ -146,10 +158,23 @@ decode:;
       recs[nrec++] = (struct rec){ev, (uint32_t)sz, ts};
     }
   }
+  /* LX_BENCH_T0=<UTC ns>: the first record's TimeCreated (time-formatter rollover checks) */
+  const char *t0s = getenv("LX_BENCH_T0");
+  if (t0s && *t0s && nrec) d.mono_to_real = strtoll(t0s, NULL, 10) - (int64_t)recs[0].ts;
   struct lx_sink s = {.b = etw_batch_new(512, 256 * 1024), .flush = flush};
   etw_jw_reserve(&s.b->data, 128 * 1024);
   for (size_t i = 0; i < nrec && i < 64; i++) /* build the descriptors (not measured) */
     lx_dec_event(&d, recs[i].data, recs[i].size, recs[i].ts, &s);
+  const char *dump = getenv("LX_BENCH_DUMP");
+  if (dump) { /* one pass over every record, written out, before the measured runs */
+    g_dump = fopen(dump, "w");
+    measured(&d, recs, nrec, &s);
+    dump_batch(s.b);
+    s.b->n = 0;
+    s.b->data.len = 0;
+    if (g_dump) fclose(g_dump);
+    g_dump = NULL;
+  }
   g_events = g_bytes = 0;
   double t0 = now();
   for (int r = 0; r < repeats; r++) g_events += measured(&d, recs, nrec, &s);

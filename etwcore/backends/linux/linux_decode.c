@@ -12,6 +12,7 @@
  * `__rel_loc` the same with the offset relative to the end of the field.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,9 @@
 #include <time.h>
 
 #include <unistd.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include <event-parse.h>
 #include <kbuffer.h>
@@ -34,34 +38,57 @@
 #define LX_TGID_TTL 2000000000ULL  /* ns of trace time */
 #define LX_TGID_LOOKUPS 2000       /* per second per reader: at most ~20 ms of /proc reads */
 
-/* 8 decimal digits of x < 1e8, as byte values 0..9, most significant in the lowest byte
- * (SWAR: two 4-digit lanes, then four 2-digit lanes; checked exhaustively for all x < 1e8) */
-static inline __attribute__((always_inline)) uint64_t dig8(uint32_t x) {
-  uint64_t merged = (uint64_t)(x / 10000) | ((uint64_t)(x % 10000) << 32);
-  uint64_t hundreds = ((merged * 10486) >> 20) & ((0x7FULL << 32) | 0x7FULL);
-  uint64_t tens = merged - hundreds * 100;
-  uint64_t m2 = hundreds | (tens << 16);
-  uint64_t t2 = ((m2 * 103) >> 10) & 0x000F000F000F000FULL;
-  uint64_t ones = m2 - t2 * 10;
-  return t2 | (ones << 8);
+/* Decimal digits four at a time: lx_t4[n] is n (< 10000) as 4 ASCII digits with leading zeros,
+ * first digit in the lowest byte; lx_t4l[n] is the same without the leading zeros (n >= 1),
+ * left-aligned, and its length. Filled once (120 KB). */
+static uint32_t lx_t4[10000];
+static struct lx_lead { uint32_t txt, len; } lx_t4l[10000];
+static pthread_once_t lx_t4_once = PTHREAD_ONCE_INIT;
+
+static void t4_fill(void) {
+  for (uint32_t n = 0; n < 10000; n++) {
+    uint32_t d[4] = {n / 1000, n / 100 % 10, n / 10 % 10, n % 10};
+    uint32_t v = 0, lz = n >= 1000 ? 0 : n >= 100 ? 1 : n >= 10 ? 2 : 3;
+    for (int i = 0; i < 4; i++) v |= ('0' + d[i]) << (8 * i);
+    lx_t4[n] = v;
+    lx_t4l[n].txt = v >> (8 * lz);
+    lx_t4l[n].len = 4 - lz;
+  }
 }
 
-#define ASCII0 0x3030303030303030ULL
-
-/* exactly 8 digits */
-static inline __attribute__((always_inline)) char *put8(char *p, uint32_t x) {
-  uint64_t a = dig8(x) + ASCII0;
-  memcpy(p, &a, 8);
-  return p + 8;
+/* 1 to 4 digits of 1 <= n < 10000, no leading zeros; writes 4 bytes */
+static inline __attribute__((always_inline)) char *put_lead4(char *p, uint32_t n) {
+  memcpy(p, &lx_t4l[n].txt, 4);
+  return p + lx_t4l[n].len;
 }
 
-/* x < 1e8 without leading zeros ("0" for 0); writes 8 bytes */
-static inline __attribute__((always_inline)) char *put_lead(char *p, uint32_t x) {
-  uint64_t d = dig8(x);
-  int tz = d ? __builtin_ctzll(d) >> 3 : 7;
-  d = (d >> (tz * 8)) + ASCII0;
-  memcpy(p, &d, 8);
-  return p + 8 - tz;
+/* exactly 4 digits of n < 10000 */
+static inline __attribute__((always_inline)) char *put4(char *p, uint32_t n) {
+  memcpy(p, &lx_t4[n], 4);
+  return p + 4;
+}
+
+/* v >= 1e8 in decimal at p (9 to 20 digits) */
+static inline __attribute__((always_inline)) char *put_u64_big(char *p, uint64_t v) {
+  uint64_t top = 0;
+  if (__builtin_expect(v >= 10000000000000000ULL, 0)) { /* 17 to 20 digits */
+    top = v / 10000000000000000ULL;
+    v -= top * 10000000000000000ULL;
+  }
+  uint32_t hi = (uint32_t)(v / 100000000), lo = (uint32_t)(v - (uint64_t)hi * 100000000);
+  uint32_t h1 = hi / 10000, l1 = lo / 10000;
+  if (__builtin_expect(top != 0, 0)) {
+    p = put_lead4(p, (uint32_t)top);
+    p = put4(p, h1);
+    p = put4(p, hi - h1 * 10000);
+  } else if (h1) {
+    p = put_lead4(p, h1);
+    p = put4(p, hi - h1 * 10000);
+  } else {
+    p = put_lead4(p, hi);
+  }
+  p = put4(p, l1);
+  return put4(p, lo - l1 * 10000);
 }
 
 /* writes v in decimal at p, returns the end; p must have LX_NUM_MAX writable bytes */
@@ -71,15 +98,11 @@ static inline __attribute__((always_inline)) char *put_u64(char *p, uint64_t v) 
     *p = (char)('0' + v);
     return p + 1;
   }
-  if (v < 100000000ULL) return put_lead(p, (uint32_t)v);
-  if (v < 10000000000000000ULL) {
-    p = put_lead(p, (uint32_t)(v / 100000000ULL));
-    return put8(p, (uint32_t)(v % 100000000ULL));
-  }
-  uint64_t rest = v % 10000000000000000ULL;
-  p = put_lead(p, (uint32_t)(v / 10000000000000000ULL));
-  p = put8(p, (uint32_t)(rest / 100000000ULL));
-  return put8(p, (uint32_t)(rest % 100000000ULL));
+  if (v < 10000) return put_lead4(p, (uint32_t)v);
+  if (v >= 100000000) return put_u64_big(p, v);
+  uint32_t hi = (uint32_t)v / 10000;
+  p = put_lead4(p, hi);
+  return put4(p, (uint32_t)v - hi * 10000);
 }
 
 static inline __attribute__((always_inline)) char *put_i64(char *p, int64_t v) {
@@ -100,66 +123,106 @@ static inline void cp32(char *d, const char *s, size_t n) {
   for (size_t i = 0; i < n; i += 32) memcpy(d + i, s + i, 32);
 }
 
+/* etw_batch_full, inline */
+static inline int etw_batch_full_inl(const struct etw_batch *b) {
+  return b->n >= b->cap || b->data.len >= b->data.max - b->data.max / 8;
+}
+
 /* pointer to @n writable bytes at the end of @w, or NULL (w->err set) */
 static inline char *res(struct etw_jw *w, size_t n) {
   if (etw_jw_reserve(w, n)) return NULL;
   return w->buf + w->len;
 }
 
-/* 1 when none of the 8 bytes needs escaping in JSON (< 0x20, '"', '\\', >= 0x80) */
-static inline int plain8(uint64_t v) {
+/* The high bit of each of the 8 bytes that JSON cannot take as is: < 0x20 (NUL included), '"',
+ * '\\', >= 0x80 (UTF-8, checked by the core's writer). Borrows only run upwards from a byte that
+ * matched, so the lowest set bit is always exact; the bits above it may not be. */
+static inline uint64_t bad8(uint64_t v) {
   const uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL;
   uint64_t lt20 = (v - ones * 0x20) & ~v;
   uint64_t q = v ^ (ones * 0x22), b = v ^ (ones * 0x5c);
   uint64_t zq = (q - ones) & ~q, zb = (b - ones) & ~b;
-  return ((lt20 | zq | zb | v) & high) == 0;
+  return (lt20 | zq | zb | v) & high;
 }
 
-static inline uint64_t zero_bytes(uint64_t v) {
-  return (v - 0x0101010101010101ULL) & ~v & 0x8080808080808080ULL;
+#if defined(__SSE2__)
+/* one bit per byte of x that is < 0x20 or >= 0x80 (one signed compare), '"' or '\\' */
+static inline unsigned bad16(__m128i x) {
+  __m128i c = _mm_cmplt_epi8(x, _mm_set1_epi8(0x20));
+  c = _mm_or_si128(c, _mm_cmpeq_epi8(x, _mm_set1_epi8('"')));
+  c = _mm_or_si128(c, _mm_cmpeq_epi8(x, _mm_set1_epi8('\\')));
+  return (unsigned)_mm_movemask_epi8(c);
 }
+#endif
 
-/* JSON string of the C string in s[0..max) (up to the first NUL). Plain ASCII (the usual case:
- * comms, paths) is scanned 8 bytes at a time and copied without any libc call; anything that
- * needs escaping or UTF-8 checking goes through etw_jw_str. Never reads outside s[0..max). */
-static void put_cstr(struct etw_jw *w, const unsigned char *s, size_t max) {
-  size_t n = 0;
-  int plain = 1;
-  for (; n + 8 <= max; n += 8) {
+/* Copies s[0..max) to q while looking for the first byte that JSON cannot take as is (see
+ * bad8); returns its index, or max. Reads only s[0..max); writes q[0..max + 15). */
+static inline size_t scan_copy(char *q, const unsigned char *s, size_t max) {
+  size_t k = 0;
+#if defined(__SSE2__)
+  for (; k + 16 <= max; k += 16) {
+    __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(s + k));
+    _mm_storeu_si128((__m128i *)(void *)(q + k), x);
+    unsigned m = bad16(x);
+    if (m) return k + (size_t)__builtin_ctz(m);
+  }
+  if (k == max) return max;
+  if (max >= 16) { /* the last 16 bytes, overlapping what was checked already */
+    size_t b = max - 16;
+    __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(s + b));
+    _mm_storeu_si128((__m128i *)(void *)(q + b), x);
+    unsigned m = bad16(x) >> (k - b);
+    return m ? k + (size_t)__builtin_ctz(m) : max;
+  }
+#endif
+  for (; k + 8 <= max; k += 8) {
     uint64_t v;
-    memcpy(&v, s + n, 8);
-    uint64_t z = zero_bytes(v);
-    if (z) {
-      size_t k = (size_t)__builtin_ctzll(z) >> 3;
-      if (k) {
-        uint64_t m = ~0ULL >> (64 - 8 * k); /* the k bytes before the NUL */
-        if (!plain8((v & m) | (0x6161616161616161ULL & ~m))) plain = 0;
-      }
-      n += k;
-      goto have_len;
-    }
-    if (!plain8(v)) plain = 0;
+    memcpy(&v, s + k, 8);
+    memcpy(q + k, &v, 8);
+    uint64_t m = bad8(v);
+    if (m) return k + ((size_t)__builtin_ctzll(m) >> 3);
   }
-  for (; n < max && s[n]; n++) {
-    unsigned char c = s[n];
-    if (c < 0x20 || c == '"' || c == '\\' || c >= 0x80) plain = 0;
+  if (k == max) return max;
+  if (max >= 8) {
+    size_t b = max - 8;
+    uint64_t v;
+    memcpy(&v, s + b, 8);
+    memcpy(q + b, &v, 8);
+    uint64_t m = bad8(v) >> (8 * (k - b));
+    return m ? k + ((size_t)__builtin_ctzll(m) >> 3) : max;
   }
-have_len:
-  if (!plain) {
-    etw_jw_str(w, (const char *)s, n);
-    return;
+  for (; k < max; k++) {
+    unsigned char c = s[k];
+    q[k] = (char)c;
+    if (c < 0x20 || c == '"' || c == '\\' || c >= 0x80) return k;
   }
-  char *q = res(w, n + 2);
-  if (!q) return;
-  *q++ = '"';
-  if (n >= 8) {
-    for (size_t i = 0; i + 8 <= n; i += 8) memcpy(q + i, s + i, 8);
-    memcpy(q + n - 8, s + n - 8, 8); /* overlapping tail */
-  } else {
-    for (size_t i = 0; i < n; i++) q[i] = (char)s[i];
+  return max;
+}
+
+/* JSON string of the C string in s[0..max) (up to the first NUL) at p, which has room for
+ * max + 18 bytes; returns the end. Plain text (the usual case: comms, paths) is copied while
+ * it is scanned; text that needs escaping or UTF-8 checks goes through the core's etw_jw_str
+ * (which finds its own room; w->buf may move). Never reads outside s[0..max). */
+static inline char *fput_cstr(struct etw_jw *w, char *p, const unsigned char *s, size_t max) {
+  char *q = p + 1;
+  *p = '"';
+  size_t n = scan_copy(q, s, max);
+  if (n < max && s[n]) {
+    size_t len = n + strnlen((const char *)s + n, max - n);
+    w->len = (size_t)(p - w->buf);
+    etw_jw_str(w, (const char *)s, len);
+    return w->buf + w->len;
   }
   q[n] = '"';
-  w->len += n + 2;
+  return q + n + 1;
+}
+
+/* the same, appended to @w (checked path) */
+static void put_cstr(struct etw_jw *w, const unsigned char *s, size_t max) {
+  char *p = res(w, max + 18);
+  if (!p) return;
+  p = fput_cstr(w, p, s, max);
+  w->len = (size_t)(p - w->buf);
 }
 
 static inline uint64_t ld_u(const unsigned char *p, unsigned size) {
@@ -186,6 +249,8 @@ static void desc_free(struct lx_evdesc *e) {
   if (!e) return;
   free(e->f);
   free(e->tmpl);
+  free(e->head);
+  free(e->ops);
   free(e);
 }
 
@@ -196,29 +261,40 @@ static int find_sub(const char *hay, size_t n, size_t from, const char *needle) 
   return -1;
 }
 
-static void build_template(struct lx_dec *d, struct lx_evdesc *e) {
-  struct etw_jw w;
-  etw_jw_init(&w, 4096);
+/* The System block of @provider/@id/@name as the core writes it, with marker values for the
+ * time, pid and tid, then `,"EventData":{`; the markers' positions in *a (the time's opening
+ * quote), *b (pid) and *c (tid). Returns 0, or -1 (w is freed by the caller either way). */
+static int render_system(struct lx_dec *d, struct etw_jw *w, const char *provider, uint32_t id,
+                         const char *name, int *a, int *b, int *c) {
+  etw_jw_init(w, 4096);
   struct etw_sys sys = {0};
-  sys.provider = e->provider;
-  sys.event_id = e->id;
+  sys.provider = provider;
+  sys.event_id = id;
   sys.level = 4;
   sys.ts_ns = MARK_TS;
-  sys.event_name = e->name;
+  sys.event_name = name;
   sys.pid = MARK_PID;
   sys.tid = MARK_TID;
   sys.cpu = d->cpu;
-  etw_event_write_system(&w, &sys);
-  etw_jw_lit(&w, ",\"EventData\":{");
+  etw_event_write_system(w, &sys);
+  etw_jw_lit(w, ",\"EventData\":{");
+  if (w->err) return -1;
+  const char *s = w->buf;
+  size_t n = w->len;
+  *a = find_sub(s, n, 0, "\"1970-01-01T00:00:01.2345678Z\"");
+  *b = *a < 0 ? -1 : find_sub(s, n, (size_t)*a + 30, "987654321");
+  *c = *b < 0 ? -1 : find_sub(s, n, (size_t)*b + 9, "987654322");
+  return (*a < 0 || *b < 0 || *c < 0 || n > 65535) ? -1 : 0;
+}
+
+static void build_template(struct lx_dec *d, struct lx_evdesc *e) {
+  struct etw_jw w;
+  int a, b, c;
   e->tmpl_ok = 0;
-  if (w.err) goto out;
+  if (render_system(d, &w, e->provider, e->id, e->name, &a, &b, &c)) goto out;
   {
     const char *s = w.buf;
     size_t n = w.len;
-    int a = find_sub(s, n, 0, "\"1970-01-01T00:00:01.2345678Z\"");
-    int b = a < 0 ? -1 : find_sub(s, n, (size_t)a, "987654321");
-    int c = b < 0 ? -1 : find_sub(s, n, (size_t)b + 9, "987654322");
-    if (a < 0 || b < 0 || c < 0 || n > 65535) goto out;
     e->tmpl = calloc(1, n + 32);
     if (!e->tmpl) goto out;
     memcpy(e->tmpl, s, n);
@@ -231,6 +307,17 @@ static void build_template(struct lx_dec *d, struct lx_evdesc *e) {
     e->t_off[3] = (uint16_t)(c + 9);
     e->t_len[3] = (uint16_t)(n - (size_t)(c + 9));
     e->tmpl_ok = 1;
+    /* the fast encoder's head: everything up to the pid, if the rest is the reader's t2/t3 */
+    if (e->t_len[2] == d->t2_len && !memcmp(s + e->t_off[2], d->t2, d->t2_len) &&
+        e->t_len[3] == d->t3_len && !memcmp(s + e->t_off[3], d->t3, d->t3_len)) {
+      e->head = calloc(1, (size_t)b + 256 + 64);
+      if (e->head) {
+        memcpy(e->head, s, (size_t)b);
+        e->hlen = (uint16_t)b;
+        e->hpos = (uint16_t)a;
+        e->hgen = 0; /* d->sec_gen starts at 1: the date part is written on first use */
+      }
+    }
   }
 out:
   etw_jw_free(&w);
@@ -269,6 +356,143 @@ static int field_kind(const struct tep_format_field *f, struct lx_field *o) {
     case 8: return o->esigned ? LX_S64 : LX_U64;
     default: return LX_BYTES;
   }
+}
+
+/* ---- the fast encoder's steps (see struct lx_op) */
+
+#define LX_ARR_UNROLL 64 /* arrays up to this many elements become one step per element */
+
+struct opb {
+  struct lx_op *ops;
+  uint32_t n, cap;
+  char lit[256]; /* literal not yet attached to a step */
+  size_t ln;
+  int err;
+};
+
+static struct lx_op *opb_new(struct opb *b) {
+  if (b->n == b->cap) {
+    uint32_t nc = b->cap ? b->cap * 2 : 16;
+    struct lx_op *o = realloc(b->ops, nc * sizeof *o);
+    if (!o) {
+      b->err = 1;
+      return NULL;
+    }
+    b->ops = o;
+    b->cap = nc;
+  }
+  struct lx_op *o = &b->ops[b->n++];
+  memset(o, 0, sizeof *o);
+  return o;
+}
+
+/* pending literal beyond 16 bytes goes into LX_LIT steps */
+static void opb_spill(struct opb *b) {
+  while (b->ln > 16 && !b->err) {
+    struct lx_op *o = opb_new(b);
+    if (!o) return;
+    memcpy(o->lit, b->lit, 16);
+    o->lit_len = 16;
+    o->kind = LX_LIT;
+    memmove(b->lit, b->lit + 16, b->ln - 16);
+    b->ln -= 16;
+  }
+}
+
+static void opb_lit(struct opb *b, const char *s, size_t n) {
+  if (b->ln + n > sizeof b->lit) opb_spill(b);
+  if (b->ln + n > sizeof b->lit) {
+    b->err = 1;
+    return;
+  }
+  memcpy(b->lit + b->ln, s, n);
+  b->ln += n;
+}
+
+/* a value step that takes the pending literal */
+static struct lx_op *opb_val(struct opb *b, uint8_t kind, uint32_t fi, uint32_t off,
+                             uint32_t size) {
+  opb_spill(b);
+  struct lx_op *o = b->err ? NULL : opb_new(b);
+  if (!o) return NULL;
+  memcpy(o->lit, b->lit, b->ln);
+  o->lit_len = (uint8_t)b->ln;
+  b->ln = 0;
+  o->kind = kind;
+  o->fi = (uint16_t)fi;
+  o->off = off;
+  o->size = size;
+  return o;
+}
+
+static uint8_t int_kind(unsigned size, int sgn) {
+  switch (size) {
+    case 1: return sgn ? LX_S8 : LX_U8;
+    case 2: return sgn ? LX_S16 : LX_U16;
+    case 4: return sgn ? LX_S32 : LX_U32;
+    default: return sgn ? LX_S64 : LX_U64;
+  }
+}
+
+/* The steps of @e from its fields, and the worst-case output of the fast encoder. 0 or -1. */
+static int build_ops(struct lx_evdesc *e) {
+  struct opb b = {0};
+  size_t out = (size_t)e->hlen + 256 + 80 + 16 + 64; /* head (and its copy's overrun), id text, tail, margin */
+  for (uint32_t j = 0; j < e->nf && !b.err; j++) {
+    const struct lx_field *f = &e->f[j];
+    opb_lit(&b, f->key, f->key_len);
+    out += f->key_len + 16u;
+    if (f->kind == LX_ARR && f->elem) {
+      uint32_t n = f->size / f->elem;
+      if (n == 0) {
+        opb_lit(&b, "[]", 2);
+        continue;
+      }
+      if (f->elem == 8 && !f->esigned && n <= 65535) {
+        opb_lit(&b, "[", 1);
+        struct lx_op *o = opb_val(&b, LX_AU64, j, f->off, f->size);
+        if (o) o->n = (uint16_t)n;
+        opb_lit(&b, "]", 1);
+        out += (size_t)n * (LX_NUM_MAX + 1);
+        continue;
+      }
+      if (n <= LX_ARR_UNROLL) {
+        opb_lit(&b, "[", 1);
+        for (uint32_t k = 0; k < n; k++) {
+          if (k) opb_lit(&b, ",", 1);
+          opb_val(&b, int_kind(f->elem, f->esigned), j, f->off + k * f->elem, f->elem);
+          out += 16 + LX_NUM_MAX;
+        }
+        opb_lit(&b, "]", 1);
+        continue;
+      }
+    }
+    struct lx_op *o = opb_val(&b, f->kind, j, f->off, f->size);
+    if (!o) break;
+    o->elem = f->elem;
+    o->esigned = f->esigned;
+    o->n = f->rel;
+    switch (f->kind) {
+      case LX_STR: out += 6u * f->size + 2 + 32; break;
+      case LX_ARR: out += 2 + (size_t)(f->size / (f->elem ? f->elem : 1)) * 21 + LX_NUM_MAX; break;
+      case LX_DSTR: case LX_DARR: out += 32; break; /* + 22 per record byte (e->dyn) */
+      case LX_BYTES: out += 4u * f->size / 3 + 8; break;
+      default: out += LX_NUM_MAX; break;
+    }
+  }
+  opb_lit(&b, "}}", 2);
+  opb_spill(&b);
+  if (b.err) {
+    free(b.ops);
+    return -1;
+  }
+  memcpy(e->tail, b.lit, b.ln);
+  e->tail_len = (uint8_t)b.ln;
+  e->ops = b.ops;
+  e->nops = b.n;
+  out += 16u * b.n;
+  if (out > e->max_out) e->max_out = out;
+  return 0;
 }
 
 static struct lx_evdesc *desc_build(struct lx_dec *d, struct tep_event *ev) {
@@ -326,6 +550,7 @@ static struct lx_evdesc *desc_build(struct lx_dec *d, struct tep_event *ev) {
     }
   }
   e->max_out = out;
+  if (e->head && build_ops(e) == 0) e->fast = 1;
   return e;
 }
 
@@ -362,6 +587,8 @@ struct tep_handle *lx_tep_new(const char *const *systems) {
   return tep;
 }
 
+static void idtxt_build(struct lx_dec *d);
+
 int lx_dec_init(struct lx_dec *d, struct tep_handle *tep, int cpu, int64_t mono_to_real) {
   memset(d, 0, sizeof *d);
   d->tep = tep;
@@ -370,8 +597,9 @@ int lx_dec_init(struct lx_dec *d, struct tep_handle *tep, int cpu, int64_t mono_
   d->type_off = 0;
   d->type_size = 2;
   d->pid_off = 4;
-  d->sec = INT64_MIN;
+  d->sec_gen = 1;
   d->resolve_tgid = 1;
+  pthread_once(&lx_t4_once, t4_fill);
   d->tg = calloc(LX_TGID_SLOTS, sizeof *d->tg); /* NULL: ProcessID = ThreadID */
   d->page_size = (uint32_t)getpagesize();
   /* the direct page walker assumes the 64-bit little-endian page header (u64 ts, u64 commit) */
@@ -390,6 +618,22 @@ int lx_dec_init(struct lx_dec *d, struct tep_handle *tep, int cpu, int64_t mono_
     }
     if (p && p->size == 4) d->pid_off = (uint32_t)p->offset;
   }
+  /* the parts of the System block that every event id of this reader shares (t2, t3) */
+  struct etw_jw w;
+  int a, b, c;
+  if (render_system(d, &w, "x", 1, "x", &a, &b, &c) == 0) {
+    size_t n2 = (size_t)(c - (b + 9)), n3 = w.len - (size_t)(c + 9);
+    if (n2 <= 12 && n3 <= 42) { /* so that the id text always fits in 80 bytes */
+      memcpy(d->t2, w.buf + b + 9, n2);
+      memcpy(d->t3, w.buf + c + 9, n3);
+      d->t2_len = (uint8_t)n2;
+      d->t3_len = (uint8_t)n3;
+      d->std_hdr = d->type_off == 0 && d->type_size == 2 && d->pid_off == 4;
+    }
+  }
+  etw_jw_free(&w);
+  d->c_tid = d->c_pid = INT32_MIN; /* tgid_of gives INT32_MIN for it, as for every tid <= 0 */
+  idtxt_build(d);
   return 0;
 }
 
@@ -428,30 +672,71 @@ static struct lx_evdesc *desc_get(struct lx_dec *d, uint32_t id) {
   return d->cache[id];
 }
 
-/* time: `"YYYY-MM-DDTHH:MM:SS.fffffffZ"` with the date part cached per second */
-static inline char *put_time(struct lx_dec *d, char *p, int64_t ns) {
-  int64_t sec = ns >= 0 ? ns / 1000000000 : -((-ns + 999999999) / 1000000000);
-  if (sec != d->sec) {
+/* ---- time: `"YYYY-MM-DDTHH:MM:SS.fffffffZ"` exactly as etw_jw_unix_ns writes it */
+
+/* Makes d->secpfx hold the second of @ns. The minute part comes from the core's writer, once
+ * per minute; a new second of the same minute only writes its two digits. Returns 0 when @ns
+ * is not cached (the core's text is not the 30-character form there, or the minute's start is
+ * outside int64 ns): the caller then asks the core for this event. */
+static int time_sec(struct lx_dec *d, int64_t ns) {
+  int64_t sec = ns / 1000000000;
+  if (ns % 1000000000 < 0) sec--;
+  if (sec < INT64_MIN / 1000000000 + 60) return 0;
+  int64_t msec = sec / 60 * 60;
+  if (sec % 60 < 0) msec -= 60;
+  if (!d->min_ok || msec != d->min_sec) {
     struct etw_jw w;
     etw_jw_init(&w, 64);
-    etw_jw_unix_ns(&w, sec * 1000000000);
-    d->sec_ok = !w.err && w.len == 30 && w.buf[20] == '.';
-    if (d->sec_ok) memcpy(d->secpfx, w.buf, 21);
+    etw_jw_unix_ns(&w, msec * 1000000000);
+    d->min_ok = !w.err && w.len == 30 && w.buf[18] == '0' && w.buf[19] == '0' && w.buf[20] == '.';
+    if (d->min_ok) memcpy(d->minpfx, w.buf, 18);
+    d->min_sec = msec;
     etw_jw_free(&w);
-    d->sec = sec;
   }
-  if (!d->sec_ok) {
-    memcpy(p, "null", 4);
-    return p + 4;
+  if (!d->min_ok) {
+    d->sec_span = 0;
+    return 0;
+  }
+  uint32_t ss = (uint32_t)(sec - msec);
+  memcpy(d->secpfx, d->minpfx, 18);
+  d->secpfx[18] = (char)('0' + ss / 10);
+  d->secpfx[19] = (char)('0' + ss % 10);
+  d->secpfx[20] = '.';
+  d->sec_ns = sec * 1000000000;
+  d->sec_span = 1000000000;
+  d->sec_gen++;
+  return 1;
+}
+
+/* the 7 digits of the fraction (dn: ns into the second) at p; writes p[0..7) */
+static inline __attribute__((always_inline)) void put_frac7(char *p, uint64_t dn) {
+  uint32_t f7 = (uint32_t)(dn / 100), hi = f7 / 10000;
+  uint32_t a = lx_t4[hi] >> 8; /* hi < 1000: three digits */
+  memcpy(p, &a, 4);
+  memcpy(p + 3, &lx_t4[f7 - hi * 10000], 4);
+}
+
+/* the quoted time at p (room for 32 bytes), returns the end */
+static char *put_time(struct lx_dec *d, char *p, int64_t ns) {
+  uint64_t dn = (uint64_t)ns - (uint64_t)d->sec_ns;
+  if (dn >= d->sec_span) {
+    if (!time_sec(d, ns)) {
+      struct etw_jw w;
+      etw_jw_init(&w, 64);
+      etw_jw_unix_ns(&w, ns);
+      size_t n = w.err ? 0 : w.len;
+      if (n > 30) n = 30;
+      if (n) memcpy(p, w.buf, n);
+      etw_jw_free(&w);
+      return p + n;
+    }
+    dn = (uint64_t)ns - (uint64_t)d->sec_ns;
   }
   memcpy(p, d->secpfx, 21);
-  p += 21;
-  uint32_t frac = (uint32_t)((ns - sec * 1000000000) / 100); /* 0..9999999 */
-  uint64_t a = (dig8(frac) >> 8) + ASCII0;                     /* 7 digits + 1 spare byte */
-  memcpy(p, &a, 8);
-  p[7] = 'Z';
-  p[8] = '"';
-  return p + 9;
+  put_frac7(p + 21, dn);
+  p[28] = 'Z';
+  p[29] = '"';
+  return p + 30;
 }
 
 static void write_undecoded(struct lx_dec *d, struct etw_jw *w, const unsigned char *data,
@@ -517,10 +802,16 @@ static int32_t proc_tgid(int32_t tid) {
   return t ? (int32_t)atoi(t + 7) : 0;
 }
 
-static int32_t tgid_of(struct lx_dec *d, int32_t tid, uint64_t ts) {
+/* ProcessID of @tid (see struct lx_dec); *t receives the time the answer was made, from which
+ * it stays valid for LX_TGID_TTL (the time of its cache entry, or @ts when there is none) */
+static int32_t tgid_of(struct lx_dec *d, int32_t tid, uint64_t ts, uint64_t *t_out) {
+  *t_out = ts;
   if (!d->resolve_tgid || tid <= 0 || !d->tg) return tid;
   struct lx_tgid *e = &d->tg[(uint32_t)tid & (LX_TGID_SLOTS - 1)];
-  if (e->tid == tid && ts - e->t < LX_TGID_TTL) return e->tgid;
+  if (e->tid == tid && ts - e->t < LX_TGID_TTL) {
+    *t_out = e->t;
+    return e->tgid;
+  }
   if (ts - d->tg_win >= 1000000000ULL) {
     d->tg_win = ts;
     d->tg_left = LX_TGID_LOOKUPS;
@@ -537,109 +828,121 @@ static int32_t tgid_of(struct lx_dec *d, int32_t tid, uint64_t ts) {
   e->tid = tid;
   e->tgid = tg;
   e->t = t;
+  *t_out = t;
   return tg;
 }
 
-/* ProcessID / ThreadID text, cached while they repeat (bursts come from one task) */
+/* a ProcessID / ThreadID value as the core writes it: negative is null */
+static inline char *put_id(char *p, int32_t v) {
+  if (v < 0) {
+    memcpy(p, "null", 4);
+    return p + 4;
+  }
+  return put_u64(p, (uint64_t)v);
+}
+
+/* d->idtxt for d->c_pid / d->c_tid */
+static void idtxt_build(struct lx_dec *d) {
+  char *p = d->idtxt;
+  p = put_id(p, d->c_pid);
+  memcpy(p, d->t2, d->t2_len);
+  p += d->t2_len;
+  p = put_id(p, d->c_tid);
+  memcpy(p, d->t3, d->t3_len);
+  p += d->t3_len;
+  d->id_len = (uint32_t)(p - d->idtxt);
+}
+
+/* The ProcessID of @tid, which is not the last task or whose answer expired: the tgid cache,
+ * then the last-task fields and their id text. The same answers as tgid_of for every event:
+ * the last task's entry can only change through this function. */
+static __attribute__((noinline)) int32_t task_set(struct lx_dec *d, int32_t tid, uint64_t ts) {
+  uint64_t t;
+  int32_t pid = tgid_of(d, tid, ts, &t);
+  int same = pid == d->c_pid && tid == d->c_tid;
+  d->c_tid = tid;
+  d->c_pid = pid;
+  d->c_t = t;
+  if (!same) idtxt_build(d);
+  return pid;
+}
+
+/* ProcessID / ThreadID text for the checked path, cached while they repeat */
 static inline void id_texts(struct lx_dec *d, int32_t pid, int32_t tid) {
   if (pid != d->last_pid || !d->pid_len) {
-    char *q = put_i64(d->pid_txt, pid);
+    char *q = put_id(d->pid_txt, pid);
     d->pid_len = (uint8_t)(q - d->pid_txt);
     d->last_pid = pid;
   }
   if (tid != d->last_tid || !d->tid_len) {
-    if (tid == pid) { /* the common case: a process's main thread */
-      memcpy(d->tid_txt, d->pid_txt, 24);
-      d->tid_len = d->pid_len;
-    } else {
-      char *q = put_i64(d->tid_txt, tid);
-      d->tid_len = (uint8_t)(q - d->tid_txt);
-    }
+    char *q = put_id(d->tid_txt, tid);
+    d->tid_len = (uint8_t)(q - d->tid_txt);
     d->last_tid = tid;
   }
 }
 
-/* JSON string of the C string in s[0..max) written at p, space already reserved (6*max+2);
- * returns the new end. Non-plain text goes through etw_jw_str (which finds the room). */
-static inline char *fput_cstr(struct etw_jw *w, char *p, const unsigned char *s, size_t max) {
-  size_t n = 0;
-  int plain = 1;
-  for (; n + 8 <= max; n += 8) {
-    uint64_t v;
-    memcpy(&v, s + n, 8);
-    uint64_t z = zero_bytes(v);
-    if (z) {
-      size_t k = (size_t)__builtin_ctzll(z) >> 3;
-      if (k) {
-        uint64_t m = ~0ULL >> (64 - 8 * k);
-        if (!plain8((v & m) | (0x6161616161616161ULL & ~m))) plain = 0;
-      }
-      n += k;
-      goto have_len;
-    }
-    if (!plain8(v)) plain = 0;
-  }
-  for (; n < max && s[n]; n++) {
-    unsigned char c = s[n];
-    if (c < 0x20 || c == '"' || c == '\\' || c >= 0x80) plain = 0;
-  }
-have_len:
-  if (!plain) {
-    w->len = (size_t)(p - w->buf);
-    etw_jw_str(w, (const char *)s, n);
-    return w->buf + w->len;
-  }
-  *p++ = '"';
-  if (n >= 8) {
-    for (size_t i = 0; i + 8 <= n; i += 8) memcpy(p + i, s + i, 8);
-    memcpy(p + n - 8, s + n - 8, 8);
-  } else {
-    for (size_t i = 0; i < n; i++) p[i] = (char)s[i];
-  }
-  p[n] = '"';
-  return p + n + 1;
+/* copy @n bytes in 64-byte blocks: dst and src must have 63 bytes of slack */
+static inline __attribute__((always_inline)) void cp64(char *dst, const char *src, size_t n) {
+  for (size_t i = 0; i < n; i += 64) memcpy(dst + i, src + i, 64);
 }
 
-/* The whole event at p with room for e->max_out (+22/byte with __data_loc) already reserved and
- * every fixed field inside the record: no reserve or bounds checks per field. */
-static char *encode_fast(struct lx_dec *d, const struct lx_evdesc *e, struct etw_jw *w, char *p,
-                         const unsigned char *data, uint32_t size, int64_t tsr, int32_t pid,
-                         int32_t tid) {
-  const char *t = e->tmpl;
-  cp32(p, t, e->t_len[0]);
-  p += e->t_len[0];
-  p = put_time(d, p, tsr);
-  cp16(p, t + e->t_off[1], e->t_len[1]);
-  p += e->t_len[1];
-  id_texts(d, pid, tid);
-  memcpy(p, d->pid_txt, 16);
-  p += d->pid_len;
-  cp16(p, t + e->t_off[2], e->t_len[2]);
-  p += e->t_len[2];
-  memcpy(p, d->tid_txt, 16);
-  p += d->tid_len;
-  cp16(p, t + e->t_off[3], e->t_len[3]);
-  p += e->t_len[3];
-  const struct lx_field *f = e->f, *fe = e->f + e->nf;
-  for (; f < fe; f++) {
-    memcpy(p, f->key, 16);
-    if (f->key_len > 16) cp16(p + 16, f->key + 16, f->key_len - 16u);
-    p += f->key_len;
-    const unsigned char *fp = data + f->off;
-    switch (f->kind) {
+static inline uint64_t ld64(const unsigned char *p) {
+  uint64_t v;
+  memcpy(&v, p, 8);
+  return v;
+}
+
+/* The whole event at p, with room for e->max_out (+22/byte with __data_loc) already reserved and
+ * every fixed field inside the record: no reserve or bounds checks per field. Returns the end,
+ * or NULL when the time is not cached (nothing written: the caller takes the checked path). */
+static inline __attribute__((always_inline)) char *
+encode_fast(struct lx_dec *d, struct lx_evdesc *e, struct etw_jw *w, char *p,
+                         const unsigned char *data, uint32_t size, int64_t tsr) {
+  uint64_t dn = (uint64_t)tsr - (uint64_t)d->sec_ns;
+  if (__builtin_expect(dn >= d->sec_span, 0)) {
+    if (!time_sec(d, tsr)) return NULL;
+    dn = (uint64_t)tsr - (uint64_t)d->sec_ns;
+  }
+  if (__builtin_expect(e->hgen != d->sec_gen, 0)) { /* a new second: the head's date part */
+    memcpy(e->head + e->hpos, d->secpfx, 21);
+    e->hgen = d->sec_gen;
+  }
+  if (__builtin_expect(e->hlen <= 256, 1))
+    memcpy(p, e->head, 256); /* straight-line 16-byte moves, no loop */
+  else
+    cp64(p, e->head, e->hlen);
+  put_frac7(p + e->hpos + 21, dn);
+  p += e->hlen;
+  memcpy(p, d->idtxt, 80);
+  p += d->id_len;
+  for (const struct lx_op *o = e->ops, *oe = o + e->nops; o < oe; o++) {
+    memcpy(p, o->lit, 16);
+    p += o->lit_len;
+    const unsigned char *fp = data + o->off;
+    switch (o->kind) {
+      case LX_LIT: break;
       case LX_U8: p = put_u64(p, fp[0]); break;
       case LX_U16: { uint16_t v; memcpy(&v, fp, 2); p = put_u64(p, v); break; }
       case LX_U32: { uint32_t v; memcpy(&v, fp, 4); p = put_u64(p, v); break; }
-      case LX_U64: { uint64_t v; memcpy(&v, fp, 8); p = put_u64(p, v); break; }
+      case LX_U64: p = put_u64(p, ld64(fp)); break;
       case LX_S8: p = put_i64(p, (int8_t)fp[0]); break;
       case LX_S16: { int16_t v; memcpy(&v, fp, 2); p = put_i64(p, v); break; }
       case LX_S32: { int32_t v; memcpy(&v, fp, 4); p = put_i64(p, v); break; }
-      case LX_S64: { int64_t v; memcpy(&v, fp, 8); p = put_i64(p, v); break; }
-      case LX_STR: p = fput_cstr(w, p, fp, f->size); break;
+      case LX_S64: p = put_i64(p, (int64_t)ld64(fp)); break;
+      case LX_AU64: { /* unsigned long args[6] and the like */
+        const unsigned char *ae = fp + (size_t)o->n * 8;
+        p = put_u64(p, ld64(fp));
+        for (fp += 8; fp < ae; fp += 8) {
+          *p++ = ',';
+          p = put_u64(p, ld64(fp));
+        }
+        break;
+      }
+      case LX_STR: p = fput_cstr(w, p, fp, o->size); break;
       case LX_DSTR: {
         uint32_t v;
         memcpy(&v, fp, 4);
-        uint32_t off = (v & 0xffff) + (f->rel ? f->off + f->size : 0), len = v >> 16;
+        uint32_t off = (v & 0xffff) + (o->n ? o->off + o->size : 0), len = v >> 16;
         if ((uint64_t)off + len > size) {
           memcpy(p, "null", 4);
           p += 4;
@@ -648,70 +951,103 @@ static char *encode_fast(struct lx_dec *d, const struct lx_evdesc *e, struct etw
         }
         break;
       }
-      case LX_ARR:
-        if (f->elem == 8 && !f->esigned) { /* unsigned long args[6] and the like */
-          uint32_t n = f->size / 8;
-          *p++ = '[';
-          for (uint32_t k = 0; k < n; k++) {
-            uint64_t v;
-            memcpy(&v, fp + (size_t)k * 8, 8);
-            *p = ',';
-            p += k != 0;
-            p = put_u64(p, v);
-          }
-          *p++ = ']';
-          break;
-        }
-        /* fall through */
-      default: { /* other arrays, pointers, bytes: the checked writers (room is reserved) */
+      default: { /* long arrays, pointers, bytes: the checked writers (room is reserved) */
         w->len = (size_t)(p - w->buf);
-        switch (f->kind) {
-          case LX_PTR: etw_jw_hex(w, ld_u(fp, f->size)); break;
-          case LX_ARR: write_num_array(w, fp, f->size / f->elem, f->elem, f->esigned); break;
+        switch (o->kind) {
+          case LX_PTR: etw_jw_hex(w, ld_u(fp, o->size)); break;
+          case LX_ARR: write_num_array(w, fp, o->size / o->elem, o->elem, o->esigned); break;
           case LX_DARR: {
             uint32_t v = (uint32_t)ld_u(fp, 4);
-            uint32_t off = (v & 0xffff) + (f->rel ? f->off + f->size : 0), len = v >> 16;
+            uint32_t off = (v & 0xffff) + (o->n ? o->off + o->size : 0), len = v >> 16;
             if ((uint64_t)off + len > size)
               etw_jw_lit(w, "null");
             else
-              write_num_array(w, data + off, len / f->elem, f->elem, f->esigned);
+              write_num_array(w, data + off, len / o->elem, o->elem, o->esigned);
             break;
           }
-          default: etw_jw_base64(w, fp, f->size); break;
+          default: etw_jw_base64(w, fp, o->size); break;
         }
         p = w->buf + w->len;
         break;
       }
     }
   }
-  p[0] = '}';
-  p[1] = '}';
-  return p + 2;
+  memcpy(p, e->tail, 16);
+  return p + e->tail_len;
 }
 
-void lx_dec_event(struct lx_dec *d, const unsigned char *data, uint32_t size, uint64_t ts,
-                  struct lx_sink *s) {
-  if (!s->b) {
-    atomic_fetch_add_explicit(&d->enc_dropped, 1, memory_order_relaxed);
-    return;
-  }
-  if (etw_batch_full(s->b)) {
-    s->flush(s->ctx, s);
-    if (!s->b) {
-      atomic_fetch_add_explicit(&d->enc_dropped, 1, memory_order_relaxed);
+/* a relaxed counter that only this reader writes: no locked instruction */
+static inline void count1(_Atomic uint64_t *c) {
+  atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
+                        memory_order_relaxed);
+}
+
+/* etw_batch_commit, inline: the batch has room (checked before encoding), the writer no error,
+ * and the event is far below 4 GiB */
+static inline __attribute__((always_inline)) void commit_fast(struct lx_dec *d,
+    const struct lx_evdesc *e, struct etw_batch *bt, size_t mark, char *p, int64_t tsr,
+    int32_t pid, int32_t tid, uint32_t type) {
+  struct etw_jw *w = &bt->data;
+  w->len = (size_t)(p - w->buf);
+  struct etw_evref *r = &bt->ev[bt->n++];
+  r->off = (uint32_t)mark;
+  r->len = (uint32_t)(w->len - mark);
+  r->provider = e->provider;
+  r->name = e->name;
+  r->ts_ns = tsr;
+  r->pid = (uint32_t)pid;
+  r->tid = (uint32_t)tid;
+  r->event_id = (uint16_t)type;
+  r->level = 4;
+  r->cpu = (uint8_t)d->cpu;
+  count1(&d->events);
+}
+
+/* Every case: a full or missing batch, odd headers, unknown ids, records too short for the
+ * fixed fields, times that are not cached, batches too full for the worst case. */
+static __attribute__((noinline)) void dec_event_any(struct lx_dec *d, const unsigned char *data,
+                                                    uint32_t size, uint64_t ts,
+                                                    struct lx_sink *s) {
+  struct etw_batch *bt = s->b;
+  if (__builtin_expect(!bt || etw_batch_full_inl(bt), 0)) {
+    if (bt) s->flush(s->ctx, s);
+    bt = s->b;
+    if (!bt) {
+      count1(&d->enc_dropped);
       return;
     }
   }
-  struct etw_jw *w = &s->b->data;
+  struct etw_jw *w = &bt->data;
   size_t mark = w->len;
   uint32_t type = 0;
-  int32_t pid = -1, tid = -1;
-  if (size >= d->type_off + d->type_size) type = (uint32_t)ld_u(data + d->type_off, d->type_size);
-  if (size >= d->pid_off + 4) tid = (int32_t)ld_s(data + d->pid_off, 4);
-  pid = tgid_of(d, tid, ts);
+  int32_t tid = -1;
+  if (__builtin_expect(d->std_hdr && size >= 8, 1)) {
+    uint16_t t16;
+    memcpy(&t16, data, 2);
+    type = t16;
+    memcpy(&tid, data + 4, 4);
+  } else {
+    if (size >= d->type_off + d->type_size) type = (uint32_t)ld_u(data + d->type_off, d->type_size);
+    if (size >= d->pid_off + 4) tid = (int32_t)ld_s(data + d->pid_off, 4);
+  }
+  int32_t pid = (tid == d->c_tid && ts - d->c_t < LX_TGID_TTL) ? d->c_pid : task_set(d, tid, ts);
   int64_t tsr = (int64_t)ts + d->mono_to_real;
-  struct lx_evdesc *e = desc_get(d, type);
+  struct lx_evdesc *e = type < d->cache_cap ? d->cache[type] : NULL;
+  if (__builtin_expect(!e, 0)) e = desc_get(d, type);
+  if (__builtin_expect(e && e->fast && size >= e->min_size && size <= 65536, 1)) {
+    size_t need = e->max_out + (e->dyn ? 22u * size : 0);
+    /* never ask beyond the batch maximum: a failed reserve would poison the writer */
+    if (w->len + need < w->max && !etw_jw_reserve(w, need)) {
+      char *p = encode_fast(d, e, w, w->buf + w->len, data, size, tsr);
+      if (p && !w->err) {
+        commit_fast(d, e, bt, mark, p, tsr, pid, tid, type);
+        return;
+      }
+      etw_jw_truncate(w, mark);
+    }
+  }
   struct etw_evref h;
+  memset(&h, 0, sizeof h);
   h.ts_ns = tsr;
   h.pid = (uint32_t)pid;
   h.tid = (uint32_t)tid;
@@ -722,20 +1058,10 @@ void lx_dec_event(struct lx_dec *d, const unsigned char *data, uint32_t size, ui
     write_undecoded(d, w, data, size, ts, type, pid, tid, e ? "template" : "unknown event id");
     h.provider = etw_intern("tracefs");
     h.name = NULL;
-    atomic_fetch_add_explicit(&d->undecoded, 1, memory_order_relaxed);
+    count1(&d->undecoded);
   } else {
     h.provider = e->provider;
     h.name = e->name;
-    if (size >= e->min_size && size <= 65536) {
-      size_t need = e->max_out + (e->dyn ? 22u * size : 0);
-      /* never ask beyond the batch maximum: a failed reserve would poison the writer */
-      char *p = w->len + need < w->max ? res(w, need) : NULL;
-      if (p) {
-        p = encode_fast(d, e, w, p, data, size, tsr, pid, tid);
-        w->len = (size_t)(p - w->buf);
-        goto commit;
-      }
-    }
     size_t fixed = (size_t)e->t_len[0] + e->t_len[1] + e->t_len[2] + e->t_len[3] + 30 +
                    2 * LX_NUM_MAX + 64;
     char *p = res(w, fixed);
@@ -818,11 +1144,39 @@ void lx_dec_event(struct lx_dec *d, const unsigned char *data, uint32_t size, ui
     }
     etw_jw_raw(w, "}}", 2);
   }
-commit:
-  if (etw_batch_commit(s->b, mark, &h) == 0)
-    atomic_fetch_add_explicit(&d->events, 1, memory_order_relaxed);
+  if (etw_batch_commit(bt, mark, &h) == 0)
+    count1(&d->events);
   else
-    atomic_fetch_add_explicit(&d->enc_dropped, 1, memory_order_relaxed);
+    count1(&d->enc_dropped);
+}
+
+/* The hot path: a known event id whose fixed fields are all in the record, the batch has room
+ * for the worst case, the time's second is cached. Anything else: dec_event_any. */
+void lx_dec_event(struct lx_dec *d, const unsigned char *data, uint32_t size, uint64_t ts,
+                  struct lx_sink *s) {
+  struct etw_batch *bt = s->b;
+  if (__builtin_expect(!bt || etw_batch_full_inl(bt) || !d->std_hdr || size < 8, 0)) goto any;
+  uint16_t type;
+  int32_t tid;
+  memcpy(&type, data, 2);
+  memcpy(&tid, data + 4, 4);
+  struct lx_evdesc *e = type < d->cache_cap ? d->cache[type] : NULL;
+  if (__builtin_expect(!e || !e->fast || size < e->min_size || size > 65536, 0)) goto any;
+  struct etw_jw *w = &bt->data;
+  size_t mark = w->len;
+  size_t need = e->max_out + (e->dyn ? 22u * size : 0);
+  if (__builtin_expect(mark + need >= w->max || etw_jw_reserve(w, need), 0)) goto any;
+  int32_t pid = (tid == d->c_tid && ts - d->c_t < LX_TGID_TTL) ? d->c_pid : task_set(d, tid, ts);
+  int64_t tsr = (int64_t)ts + d->mono_to_real;
+  char *p = encode_fast(d, e, w, w->buf + mark, data, size, tsr);
+  if (__builtin_expect(!p || w->err, 0)) {
+    etw_jw_truncate(w, mark);
+    goto any;
+  }
+  commit_fast(d, e, bt, mark, p, tsr, pid, tid, type);
+  return;
+any:
+  dec_event_any(d, data, size, ts, s);
 }
 
 /* kbuffer's general walker, kept as the reference and the fallback */

@@ -29,7 +29,9 @@ enum lx_kind {
   LX_DSTR,     /* __data_loc char[]: JSON string */
   LX_ARR,      /* fixed array of integers: JSON array */
   LX_DARR,     /* __data_loc array of integers: JSON array */
-  LX_BYTES     /* anything else: base64 string */
+  LX_BYTES,    /* anything else: base64 string */
+  LX_AU64,     /* encoder step only: fixed array of u64, elements written in one loop */
+  LX_LIT       /* encoder step only: literal, no value */
 };
 
 #define LX_KEY_MAX 96 /* key text is at most LX_KEY_MAX - 32 bytes: 16-byte block copies */
@@ -41,6 +43,20 @@ struct lx_field {
   uint8_t rel;          /* __rel_loc: offset relative to the end of the field */
   uint8_t elem;         /* element size for arrays (1, 2, 4, 8) */
   uint8_t esigned;      /* array elements are signed */
+  uint32_t off, size;
+};
+
+/* One step of an event's fast encoder: a literal of at most 16 bytes (copied as one 16-byte
+ * block), then one value read at `off` in the record. Keys longer than 16 bytes are split into
+ * LX_LIT steps; arrays of up to LX_ARR_UNROLL elements become one step per element. */
+struct lx_op {
+  char lit[16];
+  uint8_t lit_len;
+  uint8_t kind;     /* enum lx_kind */
+  uint8_t elem;     /* arrays: element size */
+  uint8_t esigned;  /* arrays: signed elements */
+  uint16_t n;       /* LX_AU64: elements */
+  uint16_t fi;      /* the field (e->f[fi]) behind this step */
   uint32_t off, size;
 };
 
@@ -58,6 +74,17 @@ struct lx_evdesc {
   uint32_t min_size; /* records at least this long hold every fixed field */
   int dyn;           /* has __data_loc fields */
   size_t max_out;    /* worst-case output without __data_loc payloads */
+  /* fast encoder: `head` is the System block up to `"ProcessID":` (t0, the time, t1) with the
+   * time's date part as of d->sec_gen == hgen; then d->idtxt (pid, ThreadID, ProcessorID and
+   * `,"EventData":{`, shared by every event id of the reader); then the steps; then `tail`. */
+  int fast;          /* head + ops built and t2/t3 are the reader's: the fast encoder applies */
+  char *head;        /* hlen bytes + 64 of slack */
+  uint16_t hlen, hpos; /* hpos: the time's opening quote */
+  uint32_t hgen;
+  struct lx_op *ops;
+  uint32_t nops;
+  char tail[16];     /* `}}` with whatever literal is left (`]}}`) */
+  uint8_t tail_len;
 };
 
 /* Per-thread decoder state. Owned by one reader thread (or a test / benchmark). */
@@ -71,10 +98,27 @@ struct lx_dec {
   uint32_t type_off, type_size, pid_off;
   struct lx_evdesc **cache; /* by event id */
   uint32_t cache_cap;
-  /* cached "YYYY-MM-DDTHH:MM:SS. for the current second */
-  int64_t sec;
-  char secpfx[24];
-  int sec_ok;
+  /* time: secpfx is `"YYYY-MM-DDTHH:MM:SS.` of the UTC ns [sec_ns, sec_ns + sec_span);
+   * sec_span is 0 while nothing is cached. sec_gen counts the changes of secpfx. The minute
+   * part (`"YYYY-MM-DDTHH:MM:`) is cached too, so a new second only writes two digits. */
+  int64_t sec_ns;
+  uint64_t sec_span;
+  uint32_t sec_gen;
+  int min_ok;
+  int64_t min_sec;
+  char secpfx[32];
+  char minpfx[32];
+  /* the core's `,"ThreadID":` (t2) and `,"ProcessorID":<cpu>}},"EventData":{` (t3) */
+  char t2[32], t3[64];
+  uint8_t t2_len, t3_len;
+  int std_hdr; /* common_type is the u16 at 0 and common_pid the s32 at 4 */
+  /* the last task: tid, its ProcessID and the time its tgid entry was made (valid for
+   * LX_TGID_TTL from then, exactly as the tgid cache entry), and the text
+   * `<pid>,"ThreadID":<tid>,"ProcessorID":<cpu>}},"EventData":{` for it (id_len bytes) */
+  int32_t c_tid, c_pid;
+  uint64_t c_t;
+  uint32_t id_len;
+  char idtxt[128];
   /* decimal text of the last ProcessID / ThreadID (16 bytes + slack: put_i64 writes up to 17) */
   int32_t last_pid, last_tid;
   uint8_t pid_len, tid_len;
