@@ -207,7 +207,7 @@ static void remember_tl_name(struct dec_provider *p, const char *name) {
 }
 
 static int as_classic(const struct etw_rec *r);
-static void resolve_classic(struct etw_decoder *d, const struct etw_rec *r, struct names *n);
+static void resolve_classic(struct etw_decoder *d, const struct etw_rec *r, struct names *n, int *stable);
 
 static void resolve(struct etw_decoder *d, const struct etw_rec *r, struct names *n) {
   memset(n, 0, sizeof *n);
@@ -281,7 +281,30 @@ static void resolve(struct etw_decoder *d, const struct etw_rec *r, struct names
     }
     kc->key = key;
   }
-  resolve_classic(d, r, n);
+  struct dec_cname *cc = NULL;
+  uint32_t ckey = 0;
+  if (!kc) {
+    ckey = ((uint32_t)r->kind << 16 | (uint32_t)r->desc.opcode << 8 | r->desc.version) + 1;
+    uint32_t h = (ckey ^ d_rd32(r->provider_id) ^ d_rd32(r->provider_id + 12)) * 2654435761u;
+    cc = &d->cn[h >> 26 & (DEC_CNAME_N - 1)];
+    if (cc->key == ckey && !memcmp(cc->guid, r->provider_id, 16)) {
+      n->prov = cc->prov;
+      n->name = cc->name;
+      n->task = cc->task;
+      n->opcode = cc->opcode;
+      return;
+    }
+  }
+  int stable = 0;
+  resolve_classic(d, r, n, &stable);
+  if (cc && stable) { /* names from the built-in tables only (no registry state involved) */
+    cc->key = ckey;
+    memcpy(cc->guid, r->provider_id, 16);
+    cc->prov = n->prov;
+    cc->name = n->name;
+    cc->task = n->task;
+    cc->opcode = n->opcode;
+  }
   if (kc) {
     kc->prov = n->prov;
     kc->name = n->name;
@@ -292,10 +315,11 @@ static void resolve(struct etw_decoder *d, const struct etw_rec *r, struct names
   }
 }
 
-static void resolve_classic(struct etw_decoder *d, const struct etw_rec *r, struct names *n) {
+static void resolve_classic(struct etw_decoder *d, const struct etw_rec *r, struct names *n, int *stable) {
   char buf[300];
   const char *t = NULL, *o = NULL;
   int known = dec_mof_names(r, &t, &o);
+  *stable = o != NULL;
   if (!o) { /* unknown to the built-in tables: a schema carried in the trace (EventInfo)? */
     const unsigned char *g = dec_mof_guid(r);
     struct dec_provider *p = g ? dec_provider_get(d, g, 0) : NULL;

@@ -31,6 +31,9 @@ struct dec_sysc {
   struct sysc e[SYSC_N];
   int64_t day;          /* cached day (FILETIME / 864e9), -1 = none */
   char date[12];        /* "\"YYYY-MM-DD" */
+  uint64_t sec;         /* cached second (FILETIME / 10^7), valid when sec_ok */
+  int sec_ok;
+  char sectext[24];     /* "\"YYYY-MM-DDTHH:MM:SS." (21 bytes) */
 };
 
 void dec_sys_free(struct etw_decoder *d) {
@@ -80,6 +83,22 @@ static inline char *put2(char *p, unsigned v) {
 
 /* "YYYY-MM-DDTHH:MM:SS.fffffffZ" for FILETIME @ft using the cached day; 0 = written. */
 static int put_time(struct dec_sysc *sc, struct etw_jw *w, uint64_t ft) {
+  uint64_t sec = ft / 10000000u;
+  if (sc->sec_ok && sec == sc->sec) { /* same second as the previous event: the fraction only */
+    unsigned frac = (unsigned)(ft - sec * 10000000u);
+    if (etw_jw_reserve(w, 32)) return 0;
+    char *p = w->buf + w->len;
+    memcpy(p, sc->sectext, 21);
+    p += 21;
+    p = put2(p, frac / 100000);
+    p = put2(p, frac / 1000 % 100);
+    p = put2(p, frac / 10 % 100);
+    *p++ = (char)('0' + frac % 10);
+    *p++ = 'Z';
+    *p++ = '"';
+    w->len = (size_t)(p - w->buf);
+    return 0;
+  }
   const uint64_t DAY = 864000000000ULL;
   int64_t day = (int64_t)(ft / DAY);
   if (day != sc->day) {
@@ -114,6 +133,9 @@ static int put_time(struct dec_sysc *sc, struct etw_jw *w, uint64_t ft) {
   *p++ = (char)('0' + frac % 10);
   *p++ = 'Z';
   *p++ = '"';
+  memcpy(sc->sectext, w->buf + w->len, 21); /* "\"YYYY-MM-DDTHH:MM:SS." */
+  sc->sec = ft / 10000000u;
+  sc->sec_ok = 1;
   w->len = (size_t)(p - w->buf);
   return 0;
 }

@@ -210,10 +210,20 @@ struct dec_kname {
   struct dec_event *e;
 };
 
+/* Names of classic records (KernelTraceControl etc.) known to the built-in tables, resolved
+ * once per (GUID, kind, opcode, version). */
+struct dec_cname {
+  unsigned char guid[16];
+  uint32_t key; /* 0 = empty */
+  const char *prov, *name, *task, *opcode;
+};
+#define DEC_CNAME_N 64
+
 struct dec_sysc;
 
 struct etw_decoder {
   struct dec_kname kn[1024];
+  struct dec_cname cn[DEC_CNAME_N];
   struct dec_sysc *sysc; /* System block cache (dec_sys.c) */
   int sys_plain;         /* 1 = always use etw_event_write_system (tests) */
   char *manifest_dir;
