@@ -21,26 +21,29 @@
  * copy `,"name":`. The copy is allocated with at least KEY_PAD bytes so short keys are written
  * with one fixed-size copy. */
 #define KEY_PAD 64
-static void write_key(struct etw_jw *w, const struct dec_field *cf, int first) {
-  struct dec_field *f = (struct dec_field *)cf; /* the decoder owns its schemas */
-  if (!f->key) {
-    struct etw_jw k;
-    etw_jw_init(&k, 4096);
-    etw_jw_ch(&k, ',');
-    etw_jw_cs(&k, f->name);
-    etw_jw_ch(&k, ':');
-    if (!k.err && k.len) {
-      size_t sz = k.len + 1 > KEY_PAD ? k.len + 1 : KEY_PAD;
-      char *c = malloc(sz);
-      if (c) {
-        memset(c, 0, sz);
-        memcpy(c, k.buf, k.len);
-        f->key = c;
-        f->key_len = (uint32_t)k.len;
-      }
+/* Build f->key (first use; the decoder owns its schemas). */
+__attribute__((noinline)) static void build_key(struct dec_field *f) {
+  struct etw_jw k;
+  etw_jw_init(&k, 4096);
+  etw_jw_ch(&k, ',');
+  etw_jw_cs(&k, f->name);
+  etw_jw_ch(&k, ':');
+  if (!k.err && k.len) {
+    size_t sz = k.len + 1 > KEY_PAD ? k.len + 1 : KEY_PAD;
+    char *c = malloc(sz);
+    if (c) {
+      memset(c, 0, sz);
+      memcpy(c, k.buf, k.len);
+      f->key = c;
+      f->key_len = (uint32_t)k.len;
     }
-    etw_jw_free(&k);
   }
+  etw_jw_free(&k);
+}
+
+static inline void write_key(struct etw_jw *w, const struct dec_field *cf, int first) {
+  struct dec_field *f = (struct dec_field *)cf;
+  if (!f->key) build_key(f);
   if (f->key) {
     const char *s = f->key + (first != 0);
     size_t n = f->key_len - (first != 0);

@@ -44,8 +44,7 @@ long etw_xpress_decompress(const unsigned char *in, size_t n_in, unsigned char *
     uint32_t f = rd32le(in + ip); /* the current item's flag is bit 31 */
     ip += 4;
     unsigned nf = 32;
-    while (nf) {
-      if (op >= n_out) return (long)op;
+    while (nf) { /* op < n_out holds here: every item that fills the output returns */
       if (!(f & 0x80000000u)) {
         unsigned run = f ? (unsigned)__builtin_clz(f) : 32u;
         if (run > nf) run = nf;
@@ -54,7 +53,10 @@ long etw_xpress_decompress(const unsigned char *in, size_t n_in, unsigned char *
           memcpy(out + op, in + ip, 16);
           if (run > 16) memcpy(out + op + 16, in + ip + 16, 16);
         } else {
-          if (run > room) run = (unsigned)room;
+          if (run >= room) { /* the output is full */
+            memcpy(out + op, in + ip, room);
+            return (long)n_out;
+          }
           memcpy(out + op, in + ip, run);
         }
         op += run;
@@ -98,7 +100,10 @@ long etw_xpress_decompress(const unsigned char *in, size_t n_in, unsigned char *
       len += 3;
       if (off > op) return -1;
       size_t room = n_out - op;
-      if (len > room) len = room;
+      if (len >= room) { /* the output is full */
+        copy_match(out + op, off, room, room);
+        return (long)n_out;
+      }
       copy_match(out + op, off, len, room);
       op += len;
     }
