@@ -520,8 +520,8 @@ enum etw_err etw_win_error(uint32_t code, const char *what, int kernel, struct e
                       kernel ? " (the NT Kernel Logger can run only once per machine)" : "");
     case 1450: /* ERROR_NO_SYSTEM_RESOURCES */
       return etw_fail(st, ETW_E_LIMIT, NULL,
-                      "%s: no free trace session: Windows allows %d at once (`logman query -ets` lists them)",
-                      w, ETW_WIN_MAX_SESSIONS);
+                      "%s: no free trace session: Windows allows %d at once%s (`logman query -ets` lists them)",
+                      w, ETW_WIN_MAX_SESSIONS, kernel ? ", and 8 system-logger sessions for kernel events" : "");
     case 4201: /* ERROR_WMI_INSTANCE_NOT_FOUND */
       return etw_fail(st, ETW_E_NOT_FOUND, NULL, "%s: no trace session with this name is running", w);
     case 4200: /* ERROR_WMI_GUID_NOT_FOUND */

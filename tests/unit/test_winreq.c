@@ -420,7 +420,9 @@ static void test_errors(void) {
   CHECK(strstr(st.msg, "SeSystemProfilePrivilege") != NULL);
   CHECK_EQ(etw_win_error(1314, "StartTraceW", 1, &st), ETW_E_PERM);
   CHECK_EQ(etw_win_error(1450, "StartTraceW", 0, &st), ETW_E_LIMIT);
-  CHECK(strstr(st.msg, "64") != NULL);
+  CHECK(strstr(st.msg, "64") != NULL && !strstr(st.msg, "system-logger"));
+  CHECK_EQ(etw_win_error(1450, "StartTraceW", 1, &st), ETW_E_LIMIT);
+  CHECK(strstr(st.msg, "8 system-logger") != NULL);
   CHECK_EQ(etw_win_error(183, "StartTraceW", 0, &st), ETW_E_EXISTS);
   CHECK_EQ(etw_win_error(4201, "ControlTraceW", 0, &st), ETW_E_NOT_FOUND);
   CHECK_EQ(etw_win_error(87, "EnableTraceEx2", 0, &st), ETW_E_KERNEL);
