@@ -209,10 +209,11 @@ static void remember_tl_name(struct dec_provider *p, const char *name) {
 static int as_classic(const struct etw_rec *r);
 static void resolve_classic(struct etw_decoder *d, const struct etw_rec *r, struct names *n, int *stable);
 
-static void resolve(struct etw_decoder *d, const struct etw_rec *r, struct names *n) {
+/* @cls: as_classic(r), computed by the caller. */
+static void resolve(struct etw_decoder *d, const struct etw_rec *r, struct names *n, int cls) {
   memset(n, 0, sizeof *n);
   char buf[300];
-  if (r->kind == ETW_REC_EVENT && !as_classic(r)) {
+  if (r->kind == ETW_REC_EVENT && !cls) {
     const char *pn, *en;
     size_t pl, el;
     if (r->n_ext && dec_tl_names(r, &pn, &pl, &en, &el) == 2) {
@@ -370,8 +371,9 @@ void etw_decoder_names(struct etw_decoder *d, const struct etw_rec *r, const cha
                        const char **name) {
   struct names n;
   if (r->kind == ETW_REC_EVENT && r->desc.id == 0xFFFE && r->desc.opcode == 254) dec_eventsource_chunk(d, r);
-  if (as_classic(r) && !memcmp(r->provider_id, KTC_METADATA, 16)) dec_eventinfo(d, r);
-  resolve(d, r, &n);
+  int cls = as_classic(r);
+  if (cls && !memcmp(r->provider_id, KTC_METADATA, 16)) dec_eventinfo(d, r);
+  resolve(d, r, &n, cls);
   *provider = n.prov;
   *name = n.name;
 }
@@ -460,9 +462,10 @@ int etw_decoder_write(struct etw_decoder *d, const struct etw_rec *r, struct etw
   int is_ktc = cls && !memcmp(r->provider_id, KTC_METADATA, 16);
   if (is_es) dec_eventsource_chunk(d, r);
   if (is_ktc) dec_eventinfo(d, r);
-  resolve(d, r, &n);
-  struct etw_sys s;
-  memset(&s, 0, sizeof s);
+  resolve(d, r, &n, cls);
+  struct etw_sys s; /* every member is set below */
+  s.ts_ns = 0;
+  s.activity_id = s.related_activity_id = NULL;
   s.provider = n.prov;
   s.provider_guid = r->kind == ETW_REC_SYSTEM || r->kind == ETW_REC_PERFINFO ? dec_mof_guid(r) : r->provider_id;
   s.event_id = r->desc.id;
@@ -478,8 +481,12 @@ int etw_decoder_write(struct etw_decoder *d, const struct etw_rec *r, struct etw
   s.pid = r->pid == 0xFFFFFFFFu ? -1 : (int64_t)r->pid;
   s.tid = r->tid == 0xFFFFFFFFu ? -1 : (int64_t)r->tid;
   s.cpu = r->cpu;
-  static const unsigned char zero[16];
-  if (r->kind == ETW_REC_EVENT && memcmp(r->activity_id, zero, 16)) s.activity_id = r->activity_id;
+  if (r->kind == ETW_REC_EVENT) {
+    uint64_t a0, a1;
+    memcpy(&a0, r->activity_id, 8);
+    memcpy(&a1, r->activity_id + 8, 8);
+    if (a0 | a1) s.activity_id = r->activity_id;
+  }
   for (uint16_t i = 0; i < r->n_ext; i++)
     if (r->ext[i].type == ETW_EXT_RELATED_ACTIVITYID && r->ext[i].len >= 16) s.related_activity_id = r->ext[i].data;
   dec_write_system(d, w, &s);
@@ -515,7 +522,7 @@ int etw_decoder_write(struct etw_decoder *d, const struct etw_rec *r, struct etw
     rc = -1;
   }
   if (ref) {
-    memset(ref, 0, sizeof *ref);
+    ref->off = ref->len = 0;
     ref->provider = n.prov;
     ref->name = n.name;
     const uint64_t epoch = 116444736000000000ULL; /* 1970-01-01 as FILETIME */
