@@ -126,6 +126,7 @@ void h_rotate(struct etwd_req *r);
 void h_metrics(struct etwd_req *r);
 void h_providers(struct etwd_req *r);
 void h_provider(struct etwd_req *r);
+void h_os_sessions(struct etwd_req *r);
 void h_sessions_list(struct etwd_req *r);
 void h_session_create(struct etwd_req *r);
 void h_session_get(struct etwd_req *r);

@@ -223,3 +223,32 @@ void h_provider(struct etwd_req *r) {
     snprintf(st.msg, sizeof st.msg, "no provider named \"%.200s\"", r->params[0]);
   etwd_fail(r, last, &st);
 }
+
+/* {"linux":[…], "win":[…]}: what each live backend's OS has now */
+void h_os_sessions(struct etwd_req *r) {
+  struct etw_jw w;
+  etw_jw_init(&w, 1 << 22);
+  etw_jw_ch(&w, '{');
+  const struct etw_backend *const *b = etw_backends();
+  int first = 1;
+  for (int i = 0; b[i]; i++) {
+    if (!b[i]->list_os_sessions) continue;
+    if (!first) etw_jw_ch(&w, ',');
+    first = 0;
+    etw_jw_cs(&w, b[i]->name);
+    etw_jw_ch(&w, ':');
+    const char *berr = etw_core_backend_error(r->srv->core, b[i]);
+    struct etw_status st;
+    etw_status_clear(&st);
+    size_t mark = w.len;
+    if (berr || b[i]->list_os_sessions(&w, &st) != ETW_E_OK) {
+      etw_jw_truncate(&w, mark);
+      etw_jw_lit(&w, "{\"error\":");
+      etw_jw_cs(&w, berr ? berr : st.msg);
+      etw_jw_ch(&w, '}');
+    }
+  }
+  etw_jw_ch(&w, '}');
+  etwd_reply_jw(r, 200, &w, NULL);
+  etw_jw_free(&w);
+}

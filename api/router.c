@@ -29,6 +29,7 @@ const struct etwd_route etwd_routes[] = {
   {"POST", "/api/v1/sessions/{id}/stop", ROLE_ADMIN, BODY_NONE, h_session_stop, "stopSession", "Stop consuming; stats and recording stay", NULL, "Session", NULL, 1},
   {"GET", "/api/v1/sessions/{id}/events", ROLE_READER, BODY_NONE, h_session_events, "streamEvents", "Event stream: WebSocket upgrade (JSON array per frame) or chunked ndjson (Accept: application/x-ndjson)", NULL, "Event", "provider,event,pid,level,from,queue", 0},
   {"GET", "/api/v1/sessions/{id}/file", ROLE_READER, BODY_NONE, h_session_file, "downloadRecording", "Download the session's recording (also while recording; Range supported)", NULL, NULL, NULL, 0},
+  {"GET", "/api/v1/os-sessions", ROLE_READER, BODY_NONE, h_os_sessions, "listOsSessions", "Trace sessions the OS has now, by backend (tracefs instances, ETW sessions; ours and others')", NULL, "OsSessions", NULL, 0},
   {"GET", "/api/v1/files", ROLE_READER, BODY_NONE, h_files_list, "listFiles", "ETL files in the data directory", NULL, "FileList", NULL, 0},
   {"POST", "/api/v1/files", ROLE_ADMIN, BODY_RAW, h_file_upload, "uploadFile", "Upload an ETL file (raw body, size-limited)", NULL, "File", "name,overwrite", 1},
   {"GET", "/api/v1/files/{name}", ROLE_READER, BODY_NONE, h_file_get, "downloadFile", "Download an ETL file (Range supported)", NULL, NULL, NULL, 0},

@@ -187,7 +187,7 @@ enum etw_err etw_session_create(struct etw_core *c, const cJSON *body, const cha
     }
   }
   s->be = etw_backend_find(s->spec.backend);
-  const char *berr = s->be ? etw_core_backend_error(c, s->be) : "unknown backend";
+  const char *berr = s->be ? etw_core_backend_error(c, s->be) : "not compiled into this build";
   if (berr) {
     e = etw_fail(st, ETW_E_UNSUPPORTED, "/backend", "backend \"%s\" is unavailable: %s",
                  s->spec.backend, berr);

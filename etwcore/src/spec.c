@@ -145,6 +145,48 @@ enum etw_err etw_provider_parse(const cJSON *o, struct etw_provider_spec *p, con
   return ETW_E_OK;
 }
 
+/* "win": {"min_buffers","max_buffers","flush_s","clock","file":"sequential"|"circular","max_file_mb"}
+ * — ranges the OS checks against the machine are validated by the win backend (/win/… fields) */
+static enum etw_err parse_win(const cJSON *o, struct etw_session_spec *s, struct etw_status *st) {
+  static const char *const keys[] = {"min_buffers", "max_buffers", "flush_s", "clock", "file",
+                                     "max_file_mb", NULL};
+  if (!cJSON_IsObject(o)) return etw_fail(st, ETW_E_INVALID, "/win", "/win must be an object");
+  if (strcmp(s->backend, "win"))
+    return etw_fail(st, ETW_E_INVALID, "/win", "/win settings are for the \"win\" backend only");
+  if (known(o, keys, "/win", st)) return st ? st->code : ETW_E_INVALID;
+  s->win.set = 1;
+  static const struct {
+    const char *name;
+    long long max;
+  } nums[] = {{"min_buffers", 100000}, {"max_buffers", 100000}, {"flush_s", 3600}, {"clock", 3},
+              {"max_file_mb", 1 << 30}};
+  uint32_t *dst[] = {&s->win.min_buffers, &s->win.max_buffers, &s->win.flush_s, &s->win.clock,
+                     &s->win.max_file_mb};
+  for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, nums[i].name);
+    long long x;
+    if (!v) continue;
+    if (get_int(v, nums[i].name[0] == 'c' ? 1 : 0, nums[i].max, &x)) {
+      char f[32];
+      snprintf(f, sizeof f, "/win/%s", nums[i].name);
+      return etw_fail(st, ETW_E_INVALID, f, "%s must be an integer 0-%lld", f, nums[i].max);
+    }
+    *dst[i] = (uint32_t)x;
+  }
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "file");
+  if (v) {
+    if (cJSON_IsString(v) && !strcmp(v->valuestring, "sequential"))
+      s->win.circular = 0;
+    else if (cJSON_IsString(v) && !strcmp(v->valuestring, "circular"))
+      s->win.circular = 1;
+    else
+      return etw_fail(st, ETW_E_INVALID, "/win/file",
+                      "/win/file must be \"sequential\" or \"circular\" (a new file per size would "
+                      "make several files; the download endpoint serves one)");
+  }
+  return ETW_E_OK;
+}
+
 static int valid_name(const char *s) {
   size_t n = strlen(s);
   if (!n || n > 64) return 0;
@@ -155,7 +197,7 @@ static int valid_name(const char *s) {
 
 enum etw_err etw_spec_parse(const cJSON *body, struct etw_session_spec *s, struct etw_status *st) {
   static const char *const keys[] = {"name", "backend", "mode", "buffer_kb", "providers", "pids",
-                                     "exe_names", "files", "replay", NULL};
+                                     "exe_names", "files", "replay", "win", NULL};
   memset(s, 0, sizeof *s);
   s->mode = ETW_MODE_REALTIME;
   if (!cJSON_IsObject(body)) return etw_fail(st, ETW_E_INVALID, "", "the session spec must be a JSON object");
@@ -172,8 +214,10 @@ enum etw_err etw_spec_parse(const cJSON *body, struct etw_session_spec *s, struc
     if (!s->n_files) return etw_fail(st, ETW_E_INVALID, "/files", "/files must name at least one file");
   }
   if ((v = cJSON_GetObjectItemCaseSensitive(body, "backend"))) {
-    if (!cJSON_IsString(v) || !etw_backend_find(v->valuestring))
-      return etw_fail(st, ETW_E_INVALID, "/backend", "/backend must name a backend compiled into this server");
+    /* the shape is checked here; whether this build has the backend, at session creation */
+    if (!cJSON_IsString(v) || (strcmp(v->valuestring, "linux") && strcmp(v->valuestring, "etl") &&
+                               strcmp(v->valuestring, "win")))
+      return etw_fail(st, ETW_E_INVALID, "/backend", "/backend must be \"linux\", \"etl\" or \"win\"");
     s->backend = dupstr(v->valuestring);
   } else {
     const struct etw_backend *const *all = etw_backends();
@@ -214,6 +258,10 @@ enum etw_err etw_spec_parse(const cJSON *body, struct etw_session_spec *s, struc
   }
   if ((v = cJSON_GetObjectItemCaseSensitive(body, "exe_names"))) {
     enum etw_err e = str_array(v, &s->exe_names, &s->n_exe_names, ETW_SPEC_MAX_PIDS, 255, "/exe_names", st);
+    if (e) return e;
+  }
+  if ((v = cJSON_GetObjectItemCaseSensitive(body, "win"))) {
+    enum etw_err e = parse_win(v, s, st);
     if (e) return e;
   }
   v = cJSON_GetObjectItemCaseSensitive(body, "providers");
@@ -310,6 +358,21 @@ void etw_spec_json(const struct etw_session_spec *s, struct etw_jw *w) {
     }
     etw_jw_lit(w, "],\"replay\":");
     etw_jw_cs(w, s->replay_realtime ? "recorded" : "fast");
+  }
+  if (s->win.set) {
+    etw_jw_lit(w, ",\"win\":{\"min_buffers\":");
+    etw_jw_u64(w, s->win.min_buffers);
+    etw_jw_lit(w, ",\"max_buffers\":");
+    etw_jw_u64(w, s->win.max_buffers);
+    etw_jw_lit(w, ",\"flush_s\":");
+    etw_jw_u64(w, s->win.flush_s);
+    etw_jw_lit(w, ",\"clock\":");
+    etw_jw_u64(w, s->win.clock);
+    etw_jw_lit(w, ",\"file\":");
+    etw_jw_cs(w, s->win.circular ? "circular" : "sequential");
+    etw_jw_lit(w, ",\"max_file_mb\":");
+    etw_jw_u64(w, s->win.max_file_mb);
+    etw_jw_ch(w, '}');
   }
   etw_jw_lit(w, ",\"providers\":[");
   for (uint32_t i = 0; i < s->n_providers; i++) {

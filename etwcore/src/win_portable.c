@@ -154,6 +154,14 @@ void etw_win_cfg_from_spec(const struct etw_session_spec *s, struct etw_win_sess
   c->realtime = (s->mode & ETW_MODE_REALTIME) != 0;
   c->file = (s->mode & ETW_MODE_FILE) ? ETW_WFILE_SEQUENTIAL : ETW_WFILE_NONE;
   c->clock = 1;
+  if (s->win.set) { /* the spec's "win" member (etw_spec_parse checked types and ranges) */
+    c->min_buffers = s->win.min_buffers;
+    c->max_buffers = s->win.max_buffers;
+    c->flush_s = s->win.flush_s;
+    c->max_file_mb = s->win.max_file_mb;
+    if (s->win.clock) c->clock = s->win.clock;
+    if (s->win.circular && c->file != ETW_WFILE_NONE) c->file = ETW_WFILE_CIRCULAR;
+  }
 }
 
 static void apply_defaults(const struct etw_win_session_cfg *in, uint32_t ncpu,

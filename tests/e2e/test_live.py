@@ -141,6 +141,9 @@ def test_exec_exact(e):
     check(s["stats"]["per_provider"].get("sched", 0) >= N, "per-provider count: %r" % s["stats"]["per_provider"])
     name = s["os_name"]
     check(name in instances(), "instance exists while the session exists")
+    st, h, osl = e.json("GET", "/api/v1/os-sessions", token="reader", expect=200)
+    mine = [x for x in osl.get("linux", []) if x["name"] == name]
+    check(len(mine) == 1 and mine[0]["etwd"] and mine[0]["owner_alive"], "os-sessions lists our instance: %r" % mine)
     st, h, d = e.request("DELETE", "/api/v1/sessions/%d" % sid)
     check(st == 204, "delete → 204: %d" % st)
     check(name not in instances(), "delete removes the tracefs instance")
@@ -226,6 +229,8 @@ def test_invalid(e):
         ({"providers": [{"name": "sched"}], "mode": "sometimes"}, "/mode"),
         ({"providers": []}, "/providers"),
     ]
+    st, h, j = e.json("POST", "/api/v1/sessions", body={"backend": "win", "providers": [{"name": "x"}]})
+    check(st == 422 and j.get("field") == "/backend", "a win session on Linux → 422 naming /backend: %d %r" % (st, j))
     before = instances()
     for spec, field in cases:
         st, h, j = e.json("POST", "/api/v1/sessions", body=spec)

@@ -1276,6 +1276,29 @@ static void lx_stats_json(void *vs, struct etw_jw *w) {
   pthread_mutex_unlock(&s->mu);
 }
 
+/* every tracefs instance, ours ("etwd": true, with its owner's liveness) and others' */
+static enum etw_err lx_list_os_sessions(struct etw_jw *w, struct etw_status *st) {
+  (void)st;
+  char **names = tracefs_instances(NULL);
+  etw_jw_ch(w, '[');
+  for (int i = 0; names && names[i]; i++) {
+    int ours = !strncmp(names[i], ETW_SESSION_PREFIX, strlen(ETW_SESSION_PREFIX));
+    if (i) etw_jw_ch(w, ',');
+    etw_jw_lit(w, "{\"name\":");
+    etw_jw_cs(w, names[i]);
+    etw_jw_lit(w, ",\"etwd\":");
+    etw_jw_bool(w, ours);
+    if (ours) {
+      etw_jw_lit(w, ",\"owner_alive\":");
+      etw_jw_bool(w, !etw_os_name_is_stale(names[i]));
+    }
+    etw_jw_ch(w, '}');
+  }
+  etw_jw_ch(w, ']');
+  tracefs_list_free(names);
+  return ETW_E_OK;
+}
+
 const struct etw_backend etw_backend_linux = {
     .name = "linux",
     .caps = ETW_CAP_LIVE | ETW_CAP_FILE | ETW_CAP_LIST_PROVIDERS | ETW_CAP_FILTER_PID |
@@ -1292,4 +1315,5 @@ const struct etw_backend etw_backend_linux = {
     .list_providers = lx_list_providers,
     .describe_provider = lx_describe_provider,
     .cleanup = lx_cleanup,
+    .list_os_sessions = lx_list_os_sessions,
 };

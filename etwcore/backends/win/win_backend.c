@@ -1043,6 +1043,7 @@ const struct etw_backend etw_backend_win = {
     .list_providers = win_list_providers,
     .describe_provider = win_describe_provider,
     .cleanup = win_cleanup,
+    .list_os_sessions = etw_win_sessions_json,
 };
 
 #endif /* _WIN32 */

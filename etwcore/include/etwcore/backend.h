@@ -71,6 +71,11 @@ struct etw_session_spec {
   uint32_t n_pids;
   char **exe_names;
   uint32_t n_exe_names;
+  struct etw_spec_win { /* "win": Windows session settings (other backends refuse them) */
+    int set;              /* 1 if the member was given */
+    uint32_t min_buffers, max_buffers, flush_s, max_file_mb, clock;
+    int circular;         /* file mode writes one circular file of max_file_mb */
+  } win;
   char **files;   /* file source: absolute paths resolved by the API layer */
   uint32_t n_files;
   int replay_realtime; /* file source: 1 = at recorded speed, 0 = as fast as possible */
@@ -123,6 +128,9 @@ struct etw_backend {
   enum etw_err (*describe_provider)(const char *name, struct etw_jw *w, struct etw_status *st);
   /** cleanup - at exit: remove anything left with our prefix. May be NULL. */
   void (*cleanup)(void);
+  /** list_os_sessions - JSON array of the trace sessions the OS has now (ours and others':
+   *  tracefs instances, ETW sessions), each {"name":..,"etwd":bool,…}. May be NULL. */
+  enum etw_err (*list_os_sessions)(struct etw_jw *w, struct etw_status *st);
 };
 
 /* Backends compiled in (CMake chooses the sources; each defines its symbol). */
