@@ -30,6 +30,12 @@ void etwd_config_defaults(struct etwd_config *c) {
   c->replay_kb = 16384;
 }
 
+#ifdef _WIN32
+#define STATE_DIR_HELP "                           or %%ProgramData%%\\etwd)\n"
+#else
+#define STATE_DIR_HELP "                           or /var/lib/etwd); created with mode 0700\n"
+#endif
+
 void etwd_config_usage(const char *prog) {
   printf(
       "Usage: %s [serve] [OPTIONS]        run the server\n"
@@ -42,7 +48,7 @@ void etwd_config_usage(const char *prog) {
       "  --listen HOST:PORT       address to listen on (default 127.0.0.1:8443)\n"
       "  --insecure-http          plain HTTP instead of HTTPS; refused unless HOST is loopback\n"
       "  --state-dir DIR          certificate, tokens and recordings (default $ETWD_STATE_DIR\n"
-      "                           or /var/lib/etwd); created with mode 0700\n"
+      STATE_DIR_HELP
       "  --data-dir DIR           ETL files served under /api/v1/files (default STATE/files)\n"
       "  --manifests DIR          provider manifest XML files (default STATE/manifests)\n"
       "  --cert FILE --key FILE   PEM certificate chain and private key (default: a self-signed\n"
