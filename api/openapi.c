@@ -46,6 +46,7 @@ static const char schemas[] =
     "\"exe_names\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
     "\"files\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":\"etl backend: names in the data directory\"},"
     "\"replay\":{\"type\":\"string\",\"enum\":[\"fast\",\"recorded\"]},"
+    "\"attach\":{\"type\":\"string\",\"description\":\"win backend: attach read-only to this running ETW session\"},"
     "\"win\":{\"type\":\"object\",\"additionalProperties\":false,\"description\":\"win backend only\","
     "\"properties\":{\"min_buffers\":{\"type\":\"integer\"},\"max_buffers\":{\"type\":\"integer\"},"
     "\"flush_s\":{\"type\":\"integer\"},\"clock\":{\"type\":\"integer\",\"enum\":[1,2,3]},"

@@ -197,7 +197,7 @@ static int valid_name(const char *s) {
 
 enum etw_err etw_spec_parse(const cJSON *body, struct etw_session_spec *s, struct etw_status *st) {
   static const char *const keys[] = {"name", "backend", "mode", "buffer_kb", "providers", "pids",
-                                     "exe_names", "files", "replay", "win", NULL};
+                                     "exe_names", "files", "replay", "win", "attach", NULL};
   memset(s, 0, sizeof *s);
   s->mode = ETW_MODE_REALTIME;
   if (!cJSON_IsObject(body)) return etw_fail(st, ETW_E_INVALID, "", "the session spec must be a JSON object");
@@ -283,6 +283,24 @@ enum etw_err etw_spec_parse(const cJSON *body, struct etw_session_spec *s, struc
         if (!strcmp(s->providers[j].name, s->providers[i].name))
           return etw_fail(st, ETW_E_INVALID, ptr, "provider \"%s\" is listed twice", s->providers[i].name);
     }
+  }
+  if ((v = cJSON_GetObjectItemCaseSensitive(body, "attach"))) {
+    /* read-only attach to an existing ETW session by name: the win backend takes it as a
+     * provider named "attach:<session>" */
+    if (strcmp(s->backend, "win"))
+      return etw_fail(st, ETW_E_INVALID, "/attach", "/attach is for the \"win\" backend only");
+    if (!cJSON_IsString(v) || !v->valuestring[0] || strlen(v->valuestring) > 200)
+      return etw_fail(st, ETW_E_INVALID, "/attach", "/attach must name a running ETW session (1-200 bytes)");
+    if (s->n_providers)
+      return etw_fail(st, ETW_E_INVALID, "/providers", "an attached session has the providers its owner enabled: leave /providers out");
+    s->providers = calloc(2, sizeof *s->providers);
+    if (!s->providers) return etw_fail(st, ETW_E_NOMEM, NULL, NULL);
+    size_t n = strlen(v->valuestring) + 8;
+    s->providers[0].name = malloc(n);
+    if (!s->providers[0].name) return etw_fail(st, ETW_E_NOMEM, NULL, NULL);
+    snprintf(s->providers[0].name, n, "attach:%s", v->valuestring);
+    s->providers[0].level = 5;
+    s->n_providers = 1;
   }
   if (!is_file_source && !s->n_providers)
     return etw_fail(st, ETW_E_INVALID, "/providers", "a live session needs at least one provider in /providers");

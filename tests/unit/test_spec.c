@@ -78,6 +78,14 @@ int main(void) {
   bad("{\"backend\":\"win\",\"providers\":[{\"name\":\"a\"}],\"win\":{\"file\":\"newfile\"}}", "/win/file");
   bad("{\"backend\":\"win\",\"providers\":[{\"name\":\"a\"}],\"win\":{\"speed\":1}}", "/win");
 
+  /* attach to an existing ETW session by name */
+  CHECK_EQ(parse("{\"backend\":\"win\",\"attach\":\"EventLog-System\"}", &s, &st), ETW_E_OK);
+  CHECK_EQ(s.n_providers, 1);
+  CHECK_STR(s.providers[0].name, "attach:EventLog-System");
+  etw_spec_free(&s);
+  bad("{\"attach\":\"x\",\"providers\":[{\"name\":\"a\"}]}", "/attach");
+  bad("{\"backend\":\"win\",\"attach\":\"x\",\"providers\":[{\"name\":\"a\"}]}", "/providers");
+
   /* "win" settings reach the ETW session configuration, and its checks name /win/... fields */
   CHECK_EQ(parse("{\"backend\":\"win\",\"mode\":\"both\",\"buffer_kb\":256,\"providers\":[{\"name\":\"a\"}],"
                  "\"win\":{\"min_buffers\":8,\"max_buffers\":64,\"flush_s\":2,\"clock\":2,\"file\":\"circular\","
