@@ -10,6 +10,8 @@
  *   env LX_BENCH_PAGES=file  reuse the pages saved there (captured and saved on the first run)
  *   env LX_BENCH_DUMP=file   write every event's JSON there, one a line, before measuring
  *   env LX_BENCH_T0=ns       shift the timestamps so that the first record is at this UTC ns
+ *   env LX_BENCH_TGID=0      ProcessID = ThreadID (no /proc lookups: the captured tasks are gone
+ *                            and their ids may be reused, so lookups make dumps irreproducible)
  *   event: only decode records of that tracepoint (e.g. sys_enter, sched_switch); callgrind
  *   collects the function `measured` only, which decodes exactly the printed number of events.
  */
@@ -161,6 +163,8 @@ decode:;
   /* LX_BENCH_T0=<UTC ns>: the first record's TimeCreated (time-formatter rollover checks) */
   const char *t0s = getenv("LX_BENCH_T0");
   if (t0s && *t0s && nrec) d.mono_to_real = strtoll(t0s, NULL, 10) - (int64_t)recs[0].ts;
+  const char *tg = getenv("LX_BENCH_TGID");
+  if (tg && !strcmp(tg, "0")) d.resolve_tgid = 0;
   struct lx_sink s = {.b = etw_batch_new(512, 256 * 1024), .flush = flush};
   etw_jw_reserve(&s.b->data, 128 * 1024);
   for (size_t i = 0; i < nrec && i < 64; i++) /* build the descriptors (not measured) */

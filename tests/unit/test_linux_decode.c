@@ -87,6 +87,170 @@ static char *expect_sys(struct tep_event *e, int64_t ts_real, int32_t pid, int c
   return etw_jw_steal(&w, &n);
 }
 
+/* TimeCreated through the cached formatter (minute prefix, second digits, fraction) against
+ * the core's writer: every rollover, backwards steps, before 1970 and the int64 ends. */
+static void test_times(struct lx_dec *d, struct tep_event *se) {
+  unsigned char rec[128] = {0};
+  hdr(rec, se, 1);
+  int64_t id = 39;
+  uint64_t args[6] = {1, 2, 3, 4, 5, 6};
+  put(rec, se, "id", &id, 8);
+  put(rec, se, "args", args, sizeof args);
+  const int64_t S = 1000000000;
+  /* UTC ns of boundaries: minute, hour, day, month, year, leap day, epoch, far past/future */
+  const int64_t marks[] = {1767225540LL * S, 1767222000LL * S, 1767139200LL * S,
+                           1764547200LL * S, 1767225600LL * S, 1709164800LL * S, 0,
+                           -86400LL * S, -9223372036LL * S + 120 * S, 9223372035LL * S};
+  const int64_t steps[] = {-2 * S - 1, -S - 1, -S, -1, 0, 1, 99, 100, 999999999, S, S + 1,
+                           59 * S, 60 * S, 61 * S, -60 * S, 3600 * S};
+  const int64_t saved = d->mono_to_real;
+  int n = 0;
+  for (size_t m = 0; m < sizeof marks / sizeof marks[0]; m++) {
+    for (size_t k = 0; k < sizeof steps / sizeof steps[0]; k++) {
+      if (steps[k] > 0 && marks[m] > INT64_MAX - steps[k]) continue; /* past INT64_MAX */
+      int64_t real = marks[m] + steps[k];
+      /* a fixed trace timestamp: the offset carries the time, as mono_to_real does */
+      uint64_t ts = 5 * (uint64_t)S;
+      d->mono_to_real = real - (int64_t)ts;
+      char *got = decode(d, rec, 72, ts);
+      char *want = expect_sys(se, real, 1, 1, "\"id\":39,\"args\":[1,2,3,4,5,6]");
+      CHECK_STR(got, want);
+      free(got);
+      free(want);
+      n++;
+    }
+  }
+  /* near the int64 ends (not cached below INT64_MIN + 60 s: the core writes those; the core's
+   * etw_jw_unix_ns itself overflows for ns < INT64_MIN + 99, so the test stays above that) */
+  const int64_t ends[] = {INT64_MIN + 100, INT64_MIN + 59 * S, INT64_MIN + 61 * S, INT64_MAX,
+                          INT64_MAX - 1};
+  for (size_t k = 0; k < sizeof ends / sizeof ends[0]; k++) {
+    d->mono_to_real = ends[k];
+    char *got = decode(d, rec, 72, 0);
+    char *want = expect_sys(se, ends[k], 1, 1, "\"id\":39,\"args\":[1,2,3,4,5,6]");
+    CHECK_STR(got, want);
+    free(got);
+    free(want);
+    n++;
+  }
+  d->mono_to_real = saved;
+  fprintf(stderr, "times: %d cases\n", n);
+}
+
+/* integers at every length and edge, signed and unsigned, against printf */
+static void test_numbers(struct lx_dec *d, struct tep_event *se, int64_t off) {
+  uint64_t vals[300];
+  size_t nv = 0;
+  uint64_t p10 = 1;
+  for (int k = 0; k <= 19; k++) { /* 10^k - 1, 10^k, 10^k + 1 */
+    vals[nv++] = p10 - 1;
+    vals[nv++] = p10;
+    vals[nv++] = p10 + 1;
+    vals[nv++] = p10 * 9 + (p10 - 1); /* 99..9 of k+1 digits */
+    if (k < 19) p10 *= 10;
+  }
+  for (int k = 0; k < 64; k++) {
+    vals[nv++] = 1ULL << k;
+    vals[nv++] = (1ULL << k) - 1;
+  }
+  vals[nv++] = UINT64_MAX;
+  vals[nv++] = UINT64_MAX - 1;
+  vals[nv++] = 18446744073709551000ULL;
+  vals[nv++] = 10000000000000000000ULL;
+  vals[nv++] = 1234567890123456789ULL;
+  vals[nv++] = 140018112981536ULL;
+  unsigned char rec[128] = {0};
+  hdr(rec, se, 1);
+  int cases = 0;
+  for (size_t i = 0; i < nv; i += 6) {
+    uint64_t a[6];
+    char want_args[256];
+    size_t wl = 0;
+    for (size_t k = 0; k < 6; k++) {
+      a[k] = vals[(i + k) % nv];
+      wl += (size_t)snprintf(want_args + wl, sizeof want_args - wl, "%s%llu", k ? "," : "",
+                             (unsigned long long)a[k]);
+    }
+    int64_t id = (int64_t)vals[i]; /* signed: covers negatives and INT64_MIN */
+    put(rec, se, "id", &id, 8);
+    put(rec, se, "args", a, sizeof a);
+    char data[400];
+    snprintf(data, sizeof data, "\"id\":%lld,\"args\":[%s]", (long long)id, want_args);
+    char *got = decode(d, rec, 72, 777);
+    char *want = expect_sys(se, 777 + off, 1, 1, data);
+    CHECK_STR(got, want);
+    free(got);
+    free(want);
+    cases++;
+  }
+  fprintf(stderr, "numbers: %zu values in %d events\n", nv, cases);
+}
+
+/* __data_loc strings of every length 0..40 at offsets where the 16 bytes before their end are
+ * in the record or not, plain and needing escapes, against the core's string writer */
+static void test_dstr(struct lx_dec *d, struct tep_event *ex) {
+  static const char pat[] = "/usr/lib/gcc/x86_64-linux-gnu/12/cc1plus-and-more";
+  const uint32_t offs[] = {4, 12, 20, 23, 40};
+  int cases = 0;
+  for (size_t o = 0; o < sizeof offs / sizeof offs[0]; o++) {
+    for (uint32_t len = 0; len <= 40; len++) {
+      for (int shape = 0; shape < 3; shape++) {
+        unsigned char rec[128];
+        memset(rec, 0x55, sizeof rec);
+        unsigned char *sp = rec + offs[o];
+        memcpy(sp, pat, len);
+        if (len && shape == 1) sp[len - 1] = 0;       /* NUL-terminated, as the kernel writes */
+        if (len > 2 && shape == 2) sp[len / 2] = '"'; /* needs an escape */
+        /* the header and fields last: at small offsets the string overlaps them, and the
+         * reference below reads what the record finally holds */
+        hdr(rec, ex, 77);
+        int32_t p = 77, op = 76;
+        put(rec, ex, "pid", &p, 4);
+        put(rec, ex, "old_pid", &op, 4);
+        uint32_t loc = (len << 16) | offs[o];
+        put(rec, ex, "filename", &loc, 4);
+        uint32_t size = offs[o] + len > 24 ? offs[o] + len : 24;
+        char *got = decode(d, rec, size, 1000);
+        struct etw_jw ref;
+        etw_jw_init(&ref, 1024);
+        etw_jw_lit(&ref, "\"filename\":");
+        /* what the record holds now (the header may have overwritten the string's start) */
+        etw_jw_str(&ref, (const char *)sp, strnlen((const char *)sp, len));
+        etw_jw_ch(&ref, ',');
+        if (!got || !strstr(got, etw_jw_cstr(&ref))) {
+          fprintf(stderr, "dstr off %u len %u shape %d: got %s want %s\n", offs[o], len, shape,
+                  got ? got : "(null)", etw_jw_cstr(&ref));
+          t_failures++;
+        }
+        etw_jw_free(&ref);
+        free(got);
+        cases++;
+      }
+    }
+  }
+  fprintf(stderr, "dstr: %d cases\n", cases);
+}
+
+/* ProcessID / ThreadID: negative ids are null (as the core writes them); tasks that take
+ * turns, and tids that share an id-text slot, keep their own text */
+static void test_ids(struct lx_dec *d, struct tep_event *se, int64_t off) {
+  unsigned char rec[128] = {0};
+  int64_t id = 0;
+  uint64_t args[6] = {0};
+  put(rec, se, "id", &id, 8);
+  put(rec, se, "args", args, sizeof args);
+  const int32_t tids[] = {-5, 1, 257, 1, 513, -1, 0, 2147483647, 257, -2147483647 - 1, 1, 0};
+  for (size_t k = 0; k < sizeof tids / sizeof tids[0]; k++) {
+    hdr(rec, se, tids[k]);
+    char *got = decode(d, rec, 72, 1000 + k);
+    char *want = expect_sys(se, (int64_t)(1000 + k) + off, tids[k], 1,
+                            "\"id\":0,\"args\":[0,0,0,0,0,0]");
+    CHECK_STR(got, want);
+    free(got);
+    free(want);
+  }
+}
+
 /* real pages from a throwaway instance: the direct walker and kbuffer must agree exactly */
 static void test_walkers(struct lx_dec *d) {
   char name[64];
@@ -240,6 +404,9 @@ int main(void) {
       free(got);
       free(want);
     }
+    test_times(&d, se);
+    test_numbers(&d, se, off);
+    test_ids(&d, se, off);
   }
 
   /* sched_process_exec: __data_loc string; out of range → null */
@@ -267,6 +434,7 @@ int main(void) {
     got = decode(&d, rec, offs + len, 1000);
     CHECK(got && strstr(got, "\"EventData\":{\"filename\":null,\"pid\":77,"));
     free(got);
+    test_dstr(&d, ex);
   }
 
   /* unknown event id → Undecoded with the payload */

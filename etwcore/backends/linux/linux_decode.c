@@ -68,24 +68,37 @@ static inline __attribute__((always_inline)) char *put4(char *p, uint32_t n) {
   return p + 4;
 }
 
-/* v >= 1e8 in decimal at p (9 to 20 digits) */
-static inline __attribute__((always_inline)) char *put_u64_big(char *p, uint64_t v) {
-  uint64_t top = 0;
-  if (__builtin_expect(v >= 10000000000000000ULL, 0)) { /* 17 to 20 digits */
-    top = v / 10000000000000000ULL;
-    v -= top * 10000000000000000ULL;
-  }
+/* x / 10000 for x < 1e8 (exact: the multiplier's excess, 0.22 / 2^40, adds less than 2.1e-5
+ * to x / 10000, whose fraction is at most 0.9999); the multiplier fits an imm32 */
+static inline __attribute__((always_inline)) uint32_t div1e4(uint32_t x) {
+  return (uint32_t)(((uint64_t)x * 109951163u) >> 40);
+}
+
+/* 17 to 20 digits: rare, out of line */
+static __attribute__((noinline)) char *put_u64_huge(char *p, uint64_t v) {
+  uint32_t top = (uint32_t)(v / 10000000000000000ULL); /* 1 to 1844 */
+  v -= top * 10000000000000000ULL;
   uint32_t hi = (uint32_t)(v / 100000000), lo = (uint32_t)(v - (uint64_t)hi * 100000000);
-  uint32_t h1 = hi / 10000, l1 = lo / 10000;
-  if (__builtin_expect(top != 0, 0)) {
-    p = put_lead4(p, (uint32_t)top);
-    p = put4(p, h1);
-    p = put4(p, hi - h1 * 10000);
-  } else if (h1) {
+  uint32_t h1 = div1e4(hi), l1 = div1e4(lo);
+  p = put_lead4(p, top);
+  p = put4(p, h1);
+  p = put4(p, hi - h1 * 10000);
+  p = put4(p, l1);
+  return put4(p, lo - l1 * 10000);
+}
+
+/* 9 to 20 digits (v >= 1e8) */
+static inline __attribute__((always_inline)) char *put_u64_big(char *p, uint64_t v) {
+  uint64_t hi = v / 100000000;
+  if (__builtin_expect(hi >= 100000000, 0)) return put_u64_huge(p, v);
+  uint32_t lo = (uint32_t)v - (uint32_t)hi * 100000000u; /* exact mod 2^32: lo < 1e8 */
+  uint32_t l1 = div1e4(lo);
+  if (hi >= 10000) {
+    uint32_t h1 = div1e4((uint32_t)hi);
     p = put_lead4(p, h1);
-    p = put4(p, hi - h1 * 10000);
+    p = put4(p, (uint32_t)hi - h1 * 10000);
   } else {
-    p = put_lead4(p, hi);
+    p = put_lead4(p, (uint32_t)hi);
   }
   p = put4(p, l1);
   return put4(p, lo - l1 * 10000);
@@ -98,9 +111,9 @@ static inline __attribute__((always_inline)) char *put_u64(char *p, uint64_t v) 
     *p = (char)('0' + v);
     return p + 1;
   }
-  if (v < 10000) return put_lead4(p, (uint32_t)v);
   if (v >= 100000000) return put_u64_big(p, v);
-  uint32_t hi = (uint32_t)v / 10000;
+  if (v < 10000) return put_lead4(p, (uint32_t)v);
+  uint32_t hi = div1e4((uint32_t)v);
   p = put_lead4(p, hi);
   return put4(p, (uint32_t)v - hi * 10000);
 }
@@ -156,10 +169,40 @@ static inline unsigned bad16(__m128i x) {
 #endif
 
 /* Copies s[0..max) to q while looking for the first byte that JSON cannot take as is (see
- * bad8); returns its index, or max. Reads only s[0..max); writes q[0..max + 15). */
-static inline size_t scan_copy(char *q, const unsigned char *s, size_t max) {
+ * bad8); returns its index, or max. Reads only lo[0..) up to s + max (lo <= s: the start of
+ * the record, readable); writes q[0..max + 15). */
+static inline size_t scan_copy(char *q, const unsigned char *s, size_t max,
+                               const unsigned char *lo) {
   size_t k = 0;
 #if defined(__SSE2__)
+  if (max >= 16) { /* the first block on its own: comms are exactly one */
+    __m128i x = _mm_loadu_si128((const __m128i *)(const void *)s);
+    _mm_storeu_si128((__m128i *)(void *)q, x);
+    unsigned m = bad16(x);
+    if (m) return (size_t)__builtin_ctz(m);
+    k = 16;
+  } else if ((size_t)(s - lo) + max >= 16) {
+    /* a short string: the 16 bytes that end with it (the record's bytes before it are
+     * readable) for the scan, and overlapping copies inside s[0..max) */
+    __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(s + max - 16));
+    unsigned m = bad16(x) >> (16 - max);
+    if (max >= 8) {
+      uint64_t a, b;
+      memcpy(&a, s, 8);
+      memcpy(&b, s + max - 8, 8);
+      memcpy(q, &a, 8);
+      memcpy(q + max - 8, &b, 8);
+    } else if (max >= 4) {
+      uint32_t a, b;
+      memcpy(&a, s, 4);
+      memcpy(&b, s + max - 4, 4);
+      memcpy(q, &a, 4);
+      memcpy(q + max - 4, &b, 4);
+    } else {
+      for (size_t i = 0; i < max; i++) q[i] = (char)s[i];
+    }
+    return m ? (size_t)__builtin_ctz(m) : max;
+  }
   for (; k + 16 <= max; k += 16) {
     __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(s + k));
     _mm_storeu_si128((__m128i *)(void *)(q + k), x);
@@ -202,11 +245,13 @@ static inline size_t scan_copy(char *q, const unsigned char *s, size_t max) {
 /* JSON string of the C string in s[0..max) (up to the first NUL) at p, which has room for
  * max + 18 bytes; returns the end. Plain text (the usual case: comms, paths) is copied while
  * it is scanned; text that needs escaping or UTF-8 checks goes through the core's etw_jw_str
- * (which finds its own room; w->buf may move). Never reads outside s[0..max). */
-static inline char *fput_cstr(struct etw_jw *w, char *p, const unsigned char *s, size_t max) {
+ * (which finds its own room; w->buf may move). Reads nothing outside lo[0..) up to s + max
+ * (lo: the start of the record). */
+static inline char *fput_cstr(struct etw_jw *w, char *p, const unsigned char *s, size_t max,
+                              const unsigned char *lo) {
   char *q = p + 1;
   *p = '"';
-  size_t n = scan_copy(q, s, max);
+  size_t n = scan_copy(q, s, max, lo);
   if (n < max && s[n]) {
     size_t len = n + strnlen((const char *)s + n, max - n);
     w->len = (size_t)(p - w->buf);
@@ -218,10 +263,10 @@ static inline char *fput_cstr(struct etw_jw *w, char *p, const unsigned char *s,
 }
 
 /* the same, appended to @w (checked path) */
-static void put_cstr(struct etw_jw *w, const unsigned char *s, size_t max) {
+static void put_cstr(struct etw_jw *w, const unsigned char *s, size_t max) { /* lo = s */
   char *p = res(w, max + 18);
   if (!p) return;
-  p = fput_cstr(w, p, s, max);
+  p = fput_cstr(w, p, s, max, s);
   w->len = (size_t)(p - w->buf);
 }
 
@@ -437,7 +482,7 @@ static uint8_t int_kind(unsigned size, int sgn) {
 /* The steps of @e from its fields, and the worst-case output of the fast encoder. 0 or -1. */
 static int build_ops(struct lx_evdesc *e) {
   struct opb b = {0};
-  size_t out = (size_t)e->hlen + 256 + 80 + 16 + 64; /* head (and its copy's overrun), id text, tail, margin */
+  size_t out = (size_t)e->hlen + 256 + 80 + 64; /* head (and its copy's overrun), id text, margin */
   for (uint32_t j = 0; j < e->nf && !b.err; j++) {
     const struct lx_field *f = &e->f[j];
     opb_lit(&b, f->key, f->key_len);
@@ -481,13 +526,11 @@ static int build_ops(struct lx_evdesc *e) {
     }
   }
   opb_lit(&b, "}}", 2);
-  opb_spill(&b);
+  opb_val(&b, LX_END, 0, 0, 0);
   if (b.err) {
     free(b.ops);
     return -1;
   }
-  memcpy(e->tail, b.lit, b.ln);
-  e->tail_len = (uint8_t)b.ln;
   e->ops = b.ops;
   e->nops = b.n;
   out += 16u * b.n;
@@ -587,7 +630,7 @@ struct tep_handle *lx_tep_new(const char *const *systems) {
   return tep;
 }
 
-static void idtxt_build(struct lx_dec *d);
+static int32_t task_set(struct lx_dec *d, int32_t tid, uint64_t ts);
 
 int lx_dec_init(struct lx_dec *d, struct tep_handle *tep, int cpu, int64_t mono_to_real) {
   memset(d, 0, sizeof *d);
@@ -632,8 +675,7 @@ int lx_dec_init(struct lx_dec *d, struct tep_handle *tep, int cpu, int64_t mono_
     }
   }
   etw_jw_free(&w);
-  d->c_tid = d->c_pid = INT32_MIN; /* tgid_of gives INT32_MIN for it, as for every tid <= 0 */
-  idtxt_build(d);
+  task_set(d, INT32_MIN, 0); /* idp is never NULL; tgid_of answers INT32_MIN itself */
   return 0;
 }
 
@@ -710,7 +752,8 @@ static int time_sec(struct lx_dec *d, int64_t ns) {
 
 /* the 7 digits of the fraction (dn: ns into the second) at p; writes p[0..7) */
 static inline __attribute__((always_inline)) void put_frac7(char *p, uint64_t dn) {
-  uint32_t f7 = (uint32_t)(dn / 100), hi = f7 / 10000;
+  /* dn < 1e9: dn / 100 = dn * ceil(2^37 / 100) >> 37, exact for 32-bit dn */
+  uint32_t f7 = (uint32_t)(((uint64_t)(uint32_t)dn * 1374389535u) >> 37), hi = div1e4(f7);
   uint32_t a = lx_t4[hi] >> 8; /* hi < 1000: three digits */
   memcpy(p, &a, 4);
   memcpy(p + 3, &lx_t4[f7 - hi * 10000], 4);
@@ -841,16 +884,18 @@ static inline char *put_id(char *p, int32_t v) {
   return put_u64(p, (uint64_t)v);
 }
 
-/* d->idtxt for d->c_pid / d->c_tid */
-static void idtxt_build(struct lx_dec *d) {
-  char *p = d->idtxt;
-  p = put_id(p, d->c_pid);
-  memcpy(p, d->t2, d->t2_len);
+/* the id text of @x for pid/tid (at most 11 + 12 + 11 + 42 bytes, + 16 of copy slack) */
+static void idtxt_build(struct lx_dec *d, struct lx_idtxt *x, int32_t pid, int32_t tid) {
+  char *p = x->txt;
+  p = put_id(p, pid);
+  memcpy(p, d->t2, 16); /* t2_len <= 12 */
   p += d->t2_len;
-  p = put_id(p, d->c_tid);
-  memcpy(p, d->t3, d->t3_len);
+  p = put_id(p, tid);
+  memcpy(p, d->t3, 48); /* t3_len <= 42 */
   p += d->t3_len;
-  d->id_len = (uint32_t)(p - d->idtxt);
+  x->tid = tid;
+  x->pid = pid;
+  x->len = (uint32_t)(p - x->txt);
 }
 
 /* The ProcessID of @tid, which is not the last task or whose answer expired: the tgid cache,
@@ -859,11 +904,13 @@ static void idtxt_build(struct lx_dec *d) {
 static __attribute__((noinline)) int32_t task_set(struct lx_dec *d, int32_t tid, uint64_t ts) {
   uint64_t t;
   int32_t pid = tgid_of(d, tid, ts, &t);
-  int same = pid == d->c_pid && tid == d->c_tid;
   d->c_tid = tid;
   d->c_pid = pid;
   d->c_t = t;
-  if (!same) idtxt_build(d);
+  struct lx_idtxt *x = &d->ids[(uint32_t)tid % LX_IDS];
+  if (x->tid != tid || x->pid != pid || !x->len) idtxt_build(d, x, pid, tid);
+  d->idp = x->txt;
+  d->id_len = x->len;
   return pid;
 }
 
@@ -892,12 +939,11 @@ static inline uint64_t ld64(const unsigned char *p) {
   return v;
 }
 
-/* The whole event at p, with room for e->max_out (+22/byte with __data_loc) already reserved and
- * every fixed field inside the record: no reserve or bounds checks per field. Returns the end,
- * or NULL when the time is not cached (nothing written: the caller takes the checked path). */
-static inline __attribute__((always_inline)) char *
-encode_fast(struct lx_dec *d, struct lx_evdesc *e, struct etw_jw *w, char *p,
-                         const unsigned char *data, uint32_t size, int64_t tsr) {
+/* The System block and `,"EventData":{` at p, with room for e->max_out already reserved.
+ * Returns the end, or NULL when the time is not cached (nothing written). */
+static inline __attribute__((always_inline)) char *encode_head(struct lx_dec *d,
+                                                               struct lx_evdesc *e, char *p,
+                                                               int64_t tsr) {
   uint64_t dn = (uint64_t)tsr - (uint64_t)d->sec_ns;
   if (__builtin_expect(dn >= d->sec_span, 0)) {
     if (!time_sec(d, tsr)) return NULL;
@@ -913,67 +959,9 @@ encode_fast(struct lx_dec *d, struct lx_evdesc *e, struct etw_jw *w, char *p,
     cp64(p, e->head, e->hlen);
   put_frac7(p + e->hpos + 21, dn);
   p += e->hlen;
-  memcpy(p, d->idtxt, 80);
+  memcpy(p, d->idp, 80);
   p += d->id_len;
-  for (const struct lx_op *o = e->ops, *oe = o + e->nops; o < oe; o++) {
-    memcpy(p, o->lit, 16);
-    p += o->lit_len;
-    const unsigned char *fp = data + o->off;
-    switch (o->kind) {
-      case LX_LIT: break;
-      case LX_U8: p = put_u64(p, fp[0]); break;
-      case LX_U16: { uint16_t v; memcpy(&v, fp, 2); p = put_u64(p, v); break; }
-      case LX_U32: { uint32_t v; memcpy(&v, fp, 4); p = put_u64(p, v); break; }
-      case LX_U64: p = put_u64(p, ld64(fp)); break;
-      case LX_S8: p = put_i64(p, (int8_t)fp[0]); break;
-      case LX_S16: { int16_t v; memcpy(&v, fp, 2); p = put_i64(p, v); break; }
-      case LX_S32: { int32_t v; memcpy(&v, fp, 4); p = put_i64(p, v); break; }
-      case LX_S64: p = put_i64(p, (int64_t)ld64(fp)); break;
-      case LX_AU64: { /* unsigned long args[6] and the like */
-        const unsigned char *ae = fp + (size_t)o->n * 8;
-        p = put_u64(p, ld64(fp));
-        for (fp += 8; fp < ae; fp += 8) {
-          *p++ = ',';
-          p = put_u64(p, ld64(fp));
-        }
-        break;
-      }
-      case LX_STR: p = fput_cstr(w, p, fp, o->size); break;
-      case LX_DSTR: {
-        uint32_t v;
-        memcpy(&v, fp, 4);
-        uint32_t off = (v & 0xffff) + (o->n ? o->off + o->size : 0), len = v >> 16;
-        if ((uint64_t)off + len > size) {
-          memcpy(p, "null", 4);
-          p += 4;
-        } else {
-          p = fput_cstr(w, p, data + off, len);
-        }
-        break;
-      }
-      default: { /* long arrays, pointers, bytes: the checked writers (room is reserved) */
-        w->len = (size_t)(p - w->buf);
-        switch (o->kind) {
-          case LX_PTR: etw_jw_hex(w, ld_u(fp, o->size)); break;
-          case LX_ARR: write_num_array(w, fp, o->size / o->elem, o->elem, o->esigned); break;
-          case LX_DARR: {
-            uint32_t v = (uint32_t)ld_u(fp, 4);
-            uint32_t off = (v & 0xffff) + (o->n ? o->off + o->size : 0), len = v >> 16;
-            if ((uint64_t)off + len > size)
-              etw_jw_lit(w, "null");
-            else
-              write_num_array(w, data + off, len / o->elem, o->elem, o->esigned);
-            break;
-          }
-          default: etw_jw_base64(w, fp, o->size); break;
-        }
-        p = w->buf + w->len;
-        break;
-      }
-    }
-  }
-  memcpy(p, e->tail, 16);
-  return p + e->tail_len;
+  return p;
 }
 
 /* a relaxed counter that only this reader writes: no locked instruction */
@@ -1003,49 +991,21 @@ static inline __attribute__((always_inline)) void commit_fast(struct lx_dec *d,
   count1(&d->events);
 }
 
-/* Every case: a full or missing batch, odd headers, unknown ids, records too short for the
- * fixed fields, times that are not cached, batches too full for the worst case. */
+/* Everything the hot path does not take (the batch is there and was flushed if it was full):
+ * odd headers, unknown ids, records too short for the fixed fields, times that are not cached,
+ * batches too full for the worst case. The checked writers; same bytes. */
 static __attribute__((noinline)) void dec_event_any(struct lx_dec *d, const unsigned char *data,
                                                     uint32_t size, uint64_t ts,
-                                                    struct lx_sink *s) {
-  struct etw_batch *bt = s->b;
-  if (__builtin_expect(!bt || etw_batch_full_inl(bt), 0)) {
-    if (bt) s->flush(s->ctx, s);
-    bt = s->b;
-    if (!bt) {
-      count1(&d->enc_dropped);
-      return;
-    }
-  }
+                                                    struct etw_batch *bt) {
   struct etw_jw *w = &bt->data;
   size_t mark = w->len;
   uint32_t type = 0;
   int32_t tid = -1;
-  if (__builtin_expect(d->std_hdr && size >= 8, 1)) {
-    uint16_t t16;
-    memcpy(&t16, data, 2);
-    type = t16;
-    memcpy(&tid, data + 4, 4);
-  } else {
-    if (size >= d->type_off + d->type_size) type = (uint32_t)ld_u(data + d->type_off, d->type_size);
-    if (size >= d->pid_off + 4) tid = (int32_t)ld_s(data + d->pid_off, 4);
-  }
+  if (size >= d->type_off + d->type_size) type = (uint32_t)ld_u(data + d->type_off, d->type_size);
+  if (size >= d->pid_off + 4) tid = (int32_t)ld_s(data + d->pid_off, 4);
   int32_t pid = (tid == d->c_tid && ts - d->c_t < LX_TGID_TTL) ? d->c_pid : task_set(d, tid, ts);
   int64_t tsr = (int64_t)ts + d->mono_to_real;
-  struct lx_evdesc *e = type < d->cache_cap ? d->cache[type] : NULL;
-  if (__builtin_expect(!e, 0)) e = desc_get(d, type);
-  if (__builtin_expect(e && e->fast && size >= e->min_size && size <= 65536, 1)) {
-    size_t need = e->max_out + (e->dyn ? 22u * size : 0);
-    /* never ask beyond the batch maximum: a failed reserve would poison the writer */
-    if (w->len + need < w->max && !etw_jw_reserve(w, need)) {
-      char *p = encode_fast(d, e, w, w->buf + w->len, data, size, tsr);
-      if (p && !w->err) {
-        commit_fast(d, e, bt, mark, p, tsr, pid, tid, type);
-        return;
-      }
-      etw_jw_truncate(w, mark);
-    }
-  }
+  struct lx_evdesc *e = desc_get(d, type);
   struct etw_evref h;
   memset(&h, 0, sizeof h);
   h.ts_ns = tsr;
@@ -1151,32 +1111,148 @@ static __attribute__((noinline)) void dec_event_any(struct lx_dec *d, const unsi
 }
 
 /* The hot path: a known event id whose fixed fields are all in the record, the batch has room
- * for the worst case, the time's second is cached. Anything else: dec_event_any. */
+ * for the worst case, the time is cached. Anything else: dec_event_any. */
 void lx_dec_event(struct lx_dec *d, const unsigned char *data, uint32_t size, uint64_t ts,
                   struct lx_sink *s) {
   struct etw_batch *bt = s->b;
-  if (__builtin_expect(!bt || etw_batch_full_inl(bt) || !d->std_hdr || size < 8, 0)) goto any;
+  if (__builtin_expect(!bt || etw_batch_full_inl(bt), 0)) {
+    if (bt) s->flush(s->ctx, s);
+    bt = s->b;
+    if (!bt) {
+      count1(&d->enc_dropped);
+      return;
+    }
+  }
+  if (__builtin_expect(!d->std_hdr || size < 8, 0)) goto any;
   uint16_t type;
   int32_t tid;
   memcpy(&type, data, 2);
   memcpy(&tid, data + 4, 4);
+  int32_t pid = (tid == d->c_tid && ts - d->c_t < LX_TGID_TTL) ? d->c_pid : task_set(d, tid, ts);
   struct lx_evdesc *e = type < d->cache_cap ? d->cache[type] : NULL;
+  if (__builtin_expect(!e, 0)) e = desc_get(d, type);
   if (__builtin_expect(!e || !e->fast || size < e->min_size || size > 65536, 0)) goto any;
   struct etw_jw *w = &bt->data;
   size_t mark = w->len;
   size_t need = e->max_out + (e->dyn ? 22u * size : 0);
+  /* never ask beyond the batch maximum: a failed reserve would poison the writer */
   if (__builtin_expect(mark + need >= w->max || etw_jw_reserve(w, need), 0)) goto any;
-  int32_t pid = (tid == d->c_tid && ts - d->c_t < LX_TGID_TTL) ? d->c_pid : task_set(d, tid, ts);
   int64_t tsr = (int64_t)ts + d->mono_to_real;
-  char *p = encode_fast(d, e, w, w->buf + mark, data, size, tsr);
-  if (__builtin_expect(!p || w->err, 0)) {
+  char *p = encode_head(d, e, w->buf + mark, tsr);
+  if (__builtin_expect(!p, 0)) goto any;
+  /* EventData: every fixed field is inside the record and the room is reserved, so no
+   * reserve or bounds checks per field. */
+  /* the steps, threaded: each handler copies the next step's literal and jumps straight to
+   * its handler (labels as values, GCC and Clang), so a step costs one indirect jump */
+  static const void *const disp[LX_END + 1] = {
+      [LX_U8] = &&k_u8,     [LX_U16] = &&k_u16, [LX_U32] = &&k_u32,   [LX_U64] = &&k_u64,
+      [LX_S8] = &&k_s8,     [LX_S16] = &&k_s16, [LX_S32] = &&k_s32,   [LX_S64] = &&k_s64,
+      [LX_PTR] = &&k_other, [LX_STR] = &&k_str, [LX_DSTR] = &&k_dstr, [LX_ARR] = &&k_other,
+      [LX_DARR] = &&k_other, [LX_BYTES] = &&k_other, [LX_AU64] = &&k_au64, [LX_LIT] = &&k_next,
+      [LX_END] = &&done};
+  const struct lx_op *o = e->ops;
+  const unsigned char *fp;
+  memcpy(p, o->lit, 16);
+  p += o->lit_len;
+  fp = data + o->off;
+  goto *disp[o->kind];
+#define LX_NEXT()                 \
+  do {                            \
+    o++;                          \
+    memcpy(p, o->lit, 16);        \
+    p += o->lit_len;              \
+    fp = data + o->off;           \
+    goto *disp[o->kind];          \
+  } while (0)
+k_u8:
+  p = put_u64(p, fp[0]);
+  LX_NEXT();
+k_u16: {
+  uint16_t v;
+  memcpy(&v, fp, 2);
+  p = put_u64(p, v);
+  LX_NEXT();
+}
+k_u32: {
+  uint32_t v;
+  memcpy(&v, fp, 4);
+  p = put_u64(p, v);
+  LX_NEXT();
+}
+k_u64:
+  p = put_u64(p, ld64(fp));
+  LX_NEXT();
+k_s8:
+  p = put_i64(p, (int8_t)fp[0]);
+  LX_NEXT();
+k_s16: {
+  int16_t v;
+  memcpy(&v, fp, 2);
+  p = put_i64(p, v);
+  LX_NEXT();
+}
+k_s32: {
+  int32_t v;
+  memcpy(&v, fp, 4);
+  p = put_i64(p, v);
+  LX_NEXT();
+}
+k_s64:
+  p = put_i64(p, (int64_t)ld64(fp));
+  LX_NEXT();
+k_au64: { /* unsigned long args[6] and the like */
+  const unsigned char *ae = fp + (size_t)o->n * 8;
+  p = put_u64(p, ld64(fp));
+  for (fp += 8; fp < ae; fp += 8) {
+    *p++ = ',';
+    p = put_u64(p, ld64(fp));
+  }
+  LX_NEXT();
+}
+k_str:
+  p = fput_cstr(w, p, fp, o->size, data);
+  LX_NEXT();
+k_dstr: {
+  uint32_t v;
+  memcpy(&v, fp, 4);
+  uint32_t off = (v & 0xffff) + (o->n ? o->off + o->size : 0), len = v >> 16;
+  if ((uint64_t)off + len > size) {
+    memcpy(p, "null", 4);
+    p += 4;
+  } else {
+    p = fput_cstr(w, p, data + off, len, data);
+  }
+  LX_NEXT();
+}
+k_other: /* long arrays, pointers, bytes: the checked writers (room is reserved) */
+  w->len = (size_t)(p - w->buf);
+  switch (o->kind) {
+    case LX_PTR: etw_jw_hex(w, ld_u(fp, o->size)); break;
+    case LX_ARR: write_num_array(w, fp, o->size / o->elem, o->elem, o->esigned); break;
+    case LX_DARR: {
+      uint32_t v = (uint32_t)ld_u(fp, 4);
+      uint32_t off = (v & 0xffff) + (o->n ? o->off + o->size : 0), len = v >> 16;
+      if ((uint64_t)off + len > size)
+        etw_jw_lit(w, "null");
+      else
+        write_num_array(w, data + off, len / o->elem, o->elem, o->esigned);
+      break;
+    }
+    default: etw_jw_base64(w, fp, o->size); break;
+  }
+  p = w->buf + w->len;
+k_next:
+  LX_NEXT();
+#undef LX_NEXT
+done:
+  if (__builtin_expect(w->err != 0, 0)) {
     etw_jw_truncate(w, mark);
     goto any;
   }
   commit_fast(d, e, bt, mark, p, tsr, pid, tid, type);
   return;
 any:
-  dec_event_any(d, data, size, ts, s);
+  dec_event_any(d, data, size, ts, bt);
 }
 
 /* kbuffer's general walker, kept as the reference and the fallback */

@@ -31,7 +31,8 @@ enum lx_kind {
   LX_DARR,     /* __data_loc array of integers: JSON array */
   LX_BYTES,    /* anything else: base64 string */
   LX_AU64,     /* encoder step only: fixed array of u64, elements written in one loop */
-  LX_LIT       /* encoder step only: literal, no value */
+  LX_LIT,      /* encoder step only: literal, no value */
+  LX_END       /* encoder step only: the last literal (`}}`, `]}}`); ends the steps */
 };
 
 #define LX_KEY_MAX 96 /* key text is at most LX_KEY_MAX - 32 bytes: 16-byte block copies */
@@ -75,17 +76,17 @@ struct lx_evdesc {
   int dyn;           /* has __data_loc fields */
   size_t max_out;    /* worst-case output without __data_loc payloads */
   /* fast encoder: `head` is the System block up to `"ProcessID":` (t0, the time, t1) with the
-   * time's date part as of d->sec_gen == hgen; then d->idtxt (pid, ThreadID, ProcessorID and
-   * `,"EventData":{`, shared by every event id of the reader); then the steps; then `tail`. */
+   * time's date part as of d->sec_gen == hgen; then the id text (pid, ThreadID, ProcessorID
+   * and `,"EventData":{`, shared by every event id of the reader); then the steps. */
   int fast;          /* head + ops built and t2/t3 are the reader's: the fast encoder applies */
   char *head;        /* hlen bytes + 64 of slack */
   uint16_t hlen, hpos; /* hpos: the time's opening quote */
   uint32_t hgen;
-  struct lx_op *ops;
+  struct lx_op *ops; /* ending with an LX_END step */
   uint32_t nops;
-  char tail[16];     /* `}}` with whatever literal is left (`]}}`) */
-  uint8_t tail_len;
 };
+
+#define LX_IDS 256 /* id-text slots per reader (32 KB) */
 
 /* Per-thread decoder state. Owned by one reader thread (or a test / benchmark). */
 struct lx_dec {
@@ -114,11 +115,13 @@ struct lx_dec {
   int std_hdr; /* common_type is the u16 at 0 and common_pid the s32 at 4 */
   /* the last task: tid, its ProcessID and the time its tgid entry was made (valid for
    * LX_TGID_TTL from then, exactly as the tgid cache entry), and the text
-   * `<pid>,"ThreadID":<tid>,"ProcessorID":<cpu>}},"EventData":{` for it (id_len bytes) */
+   * `<pid>,"ThreadID":<tid>,"ProcessorID":<cpu>}},"EventData":{` for it: id_len bytes at idp,
+   * in one of LX_IDS slots (direct-mapped by tid: tasks that take turns keep their text) */
   int32_t c_tid, c_pid;
   uint64_t c_t;
+  const char *idp;
   uint32_t id_len;
-  char idtxt[128];
+  struct lx_idtxt { int32_t tid, pid; uint32_t len; char txt[116]; } ids[LX_IDS];
   /* decimal text of the last ProcessID / ThreadID (16 bytes + slack: put_i64 writes up to 17) */
   int32_t last_pid, last_tid;
   uint8_t pid_len, tid_len;
