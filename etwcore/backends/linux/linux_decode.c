@@ -12,6 +12,7 @@
  * `__rel_loc` the same with the offset relative to the end of the field.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -593,7 +594,18 @@ static struct lx_evdesc *desc_build(struct lx_dec *d, struct tep_event *ev) {
     }
   }
   e->max_out = out;
-  if (e->head && build_ops(e) == 0) e->fast = 1;
+  if (e->head && build_ops(e) == 0 && e->min_size <= 65536) {
+    e->fast = 1;
+    e->fmin = e->min_size;
+    e->fspan = 65536 - e->min_size;
+  }
+  e->dyn_mul = e->dyn ? 22u : 0u;
+  struct etw_evref r;
+  memset(&r, 0, sizeof r);
+  r.event_id = e->id;
+  r.level = 4;
+  r.cpu = (uint8_t)d->cpu;
+  memcpy(&e->evtail, (const char *)&r + offsetof(struct etw_evref, event_id), 4);
   return e;
 }
 
@@ -672,9 +684,11 @@ int lx_dec_init(struct lx_dec *d, struct tep_handle *tep, int cpu, int64_t mono_
       d->t2_len = (uint8_t)n2;
       d->t3_len = (uint8_t)n3;
       d->std_hdr = d->type_off == 0 && d->type_size == 2 && d->pid_off == 4;
+      d->hdr_min = d->std_hdr ? 8 : UINT32_MAX;
     }
   }
   etw_jw_free(&w);
+  if (!d->std_hdr) d->hdr_min = UINT32_MAX;
   task_set(d, INT32_MIN, 0); /* idp is never NULL; tgid_of answers INT32_MIN itself */
   return 0;
 }
@@ -901,7 +915,8 @@ static void idtxt_build(struct lx_dec *d, struct lx_idtxt *x, int32_t pid, int32
 /* The ProcessID of @tid, which is not the last task or whose answer expired: the tgid cache,
  * then the last-task fields and their id text. The same answers as tgid_of for every event:
  * the last task's entry can only change through this function. */
-static __attribute__((noinline)) int32_t task_set(struct lx_dec *d, int32_t tid, uint64_t ts) {
+static __attribute__((noinline)) int32_t task_set_slow(struct lx_dec *d, int32_t tid,
+                                                      uint64_t ts) {
   uint64_t t;
   int32_t pid = tgid_of(d, tid, ts, &t);
   d->c_tid = tid;
@@ -912,6 +927,25 @@ static __attribute__((noinline)) int32_t task_set(struct lx_dec *d, int32_t tid,
   d->idp = x->txt;
   d->id_len = x->len;
   return pid;
+}
+
+/* task_set_slow's answer when the tgid cache and the id-text slot both hold the task (no calls,
+ * so no stack frame): tasks that take turns on a CPU, as in sched_switch */
+static __attribute__((noinline)) int32_t task_set(struct lx_dec *d, int32_t tid, uint64_t ts) {
+  if (d->resolve_tgid && tid > 0 && d->tg) {
+    const struct lx_tgid *g = &d->tg[(uint32_t)tid & (LX_TGID_SLOTS - 1)];
+    const struct lx_idtxt *x = &d->ids[(uint32_t)tid % LX_IDS];
+    if (g->tid == tid && ts - g->t < LX_TGID_TTL && x->tid == tid && x->pid == g->tgid &&
+        x->len) {
+      d->c_tid = tid;
+      d->c_pid = g->tgid;
+      d->c_t = g->t;
+      d->idp = x->txt;
+      d->id_len = x->len;
+      return g->tgid;
+    }
+  }
+  return task_set_slow(d, tid, ts);
 }
 
 /* ProcessID / ThreadID text for the checked path, cached while they repeat */
@@ -974,7 +1008,7 @@ static inline void count1(_Atomic uint64_t *c) {
  * and the event is far below 4 GiB */
 static inline __attribute__((always_inline)) void commit_fast(struct lx_dec *d,
     const struct lx_evdesc *e, struct etw_batch *bt, size_t mark, char *p, int64_t tsr,
-    int32_t pid, int32_t tid, uint32_t type) {
+    int32_t pid, int32_t tid) {
   struct etw_jw *w = &bt->data;
   w->len = (size_t)(p - w->buf);
   struct etw_evref *r = &bt->ev[bt->n++];
@@ -985,9 +1019,7 @@ static inline __attribute__((always_inline)) void commit_fast(struct lx_dec *d,
   r->ts_ns = tsr;
   r->pid = (uint32_t)pid;
   r->tid = (uint32_t)tid;
-  r->event_id = (uint16_t)type;
-  r->level = 4;
-  r->cpu = (uint8_t)d->cpu;
+  memcpy((char *)r + offsetof(struct etw_evref, event_id), &e->evtail, 4); /* id, level, cpu */
   count1(&d->events);
 }
 
@@ -1123,7 +1155,7 @@ void lx_dec_event(struct lx_dec *d, const unsigned char *data, uint32_t size, ui
       return;
     }
   }
-  if (__builtin_expect(!d->std_hdr || size < 8, 0)) goto any;
+  if (__builtin_expect(size < d->hdr_min, 0)) goto any;
   uint16_t type;
   int32_t tid;
   memcpy(&type, data, 2);
@@ -1131,10 +1163,10 @@ void lx_dec_event(struct lx_dec *d, const unsigned char *data, uint32_t size, ui
   int32_t pid = (tid == d->c_tid && ts - d->c_t < LX_TGID_TTL) ? d->c_pid : task_set(d, tid, ts);
   struct lx_evdesc *e = type < d->cache_cap ? d->cache[type] : NULL;
   if (__builtin_expect(!e, 0)) e = desc_get(d, type);
-  if (__builtin_expect(!e || !e->fast || size < e->min_size || size > 65536, 0)) goto any;
+  if (__builtin_expect(!e || size - e->fmin > e->fspan, 0)) goto any;
   struct etw_jw *w = &bt->data;
   size_t mark = w->len;
-  size_t need = e->max_out + (e->dyn ? 22u * size : 0);
+  size_t need = e->max_out + (size_t)e->dyn_mul * size;
   /* never ask beyond the batch maximum: a failed reserve would poison the writer */
   if (__builtin_expect(mark + need >= w->max || etw_jw_reserve(w, need), 0)) goto any;
   int64_t tsr = (int64_t)ts + d->mono_to_real;
@@ -1249,7 +1281,7 @@ done:
     etw_jw_truncate(w, mark);
     goto any;
   }
-  commit_fast(d, e, bt, mark, p, tsr, pid, tid, type);
+  commit_fast(d, e, bt, mark, p, tsr, pid, tid);
   return;
 any:
   dec_event_any(d, data, size, ts, bt);

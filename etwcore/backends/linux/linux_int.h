@@ -84,6 +84,10 @@ struct lx_evdesc {
   uint32_t hgen;
   struct lx_op *ops; /* ending with an LX_END step */
   uint32_t nops;
+  /* the hot path's checks, folded: records of fmin .. fmin + fspan bytes take the fast encoder
+   * (fspan 0 and fmin 0: never); it reserves max_out + dyn_mul * size */
+  uint32_t fmin, fspan, dyn_mul;
+  uint32_t evtail; /* etw_evref's event_id, level and cpu as they lie in memory */
 };
 
 #define LX_IDS 256 /* id-text slots per reader (32 KB) */
@@ -113,6 +117,7 @@ struct lx_dec {
   char t2[32], t3[64];
   uint8_t t2_len, t3_len;
   int std_hdr; /* common_type is the u16 at 0 and common_pid the s32 at 4 */
+  uint32_t hdr_min; /* 8 with std_hdr, else UINT32_MAX: smaller records skip the hot path */
   /* the last task: tid, its ProcessID and the time its tgid entry was made (valid for
    * LX_TGID_TTL from then, exactly as the tgid cache entry), and the text
    * `<pid>,"ThreadID":<tid>,"ProcessorID":<cpu>}},"EventData":{` for it: id_len bytes at idp,
