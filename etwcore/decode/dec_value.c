@@ -23,7 +23,11 @@
 static const char HEXD[] = "0123456789abcdef";
 
 size_t dec_str16(struct etw_jw *w, const unsigned char *s, size_t units) {
-  if (etw_jw_reserve(w, units * 6 + 2)) return units;
+  if (etw_jw_reserve(w, units * 6 + 2)) { /* nothing written (w->err is set): just the length */
+    size_t i = 0;
+    while (i < units && (s[2 * i] | s[2 * i + 1])) i++;
+    return i;
+  }
   char *p = w->buf + w->len;
   *p++ = '"';
   size_t i = 0;
@@ -301,7 +305,7 @@ long dec_value(struct etw_jw *w, unsigned in, unsigned out, const unsigned char 
     size_t k = dec_str16(w, p, units);
     if (k < units) return (long)k * 2 + 2;
     if (mode == DV_MANIFEST) return (long)n; /* unterminated at the end: take what is there */
-    etw_jw_truncate(w, mark);
+    if (!w->err) etw_jw_truncate(w, mark);  /* (with w->err set nothing was written) */
     return -1;
   }
   case 2: { /* 8-bit string */
