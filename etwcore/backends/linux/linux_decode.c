@@ -361,7 +361,9 @@ static void build_template(struct lx_dec *d, struct lx_evdesc *e) {
         memcpy(e->head, s, (size_t)b);
         e->hlen = (uint16_t)b;
         e->hpos = (uint16_t)a;
-        e->hgen = 0; /* d->sec_gen starts at 1: the date part is written on first use */
+        /* the date part of the cached second (time_sec refreshes every head when it changes;
+         * while nothing is cached, the first event calls time_sec) */
+        if (d->sec_span) memcpy(e->head + a, d->secpfx, 21);
       }
     }
   }
@@ -761,6 +763,9 @@ static int time_sec(struct lx_dec *d, int64_t ns) {
   d->sec_ns = sec * 1000000000;
   d->sec_span = 1000000000;
   d->sec_gen++;
+  /* every descriptor's head carries the date part of the cached second */
+  for (uint32_t i = 0; i < d->cache_cap; i++)
+    if (d->cache[i] && d->cache[i]->head) memcpy(d->cache[i]->head + d->cache[i]->hpos, d->secpfx, 21);
   return 1;
 }
 
@@ -983,10 +988,6 @@ static inline __attribute__((always_inline)) char *encode_head(struct lx_dec *d,
     if (!time_sec(d, tsr)) return NULL;
     dn = (uint64_t)tsr - (uint64_t)d->sec_ns;
   }
-  if (__builtin_expect(e->hgen != d->sec_gen, 0)) { /* a new second: the head's date part */
-    memcpy(e->head + e->hpos, d->secpfx, 21);
-    e->hgen = d->sec_gen;
-  }
   if (__builtin_expect(e->hlen <= 256, 1))
     memcpy(p, e->head, 256); /* straight-line 16-byte moves, no loop */
   else
@@ -1167,8 +1168,11 @@ void lx_dec_event(struct lx_dec *d, const unsigned char *data, uint32_t size, ui
   struct etw_jw *w = &bt->data;
   size_t mark = w->len;
   size_t need = e->max_out + (size_t)e->dyn_mul * size;
-  /* never ask beyond the batch maximum: a failed reserve would poison the writer */
-  if (__builtin_expect(mark + need >= w->max || etw_jw_reserve(w, need), 0)) goto any;
+  /* room already there (cap <= max + 1, so this also means mark + need < max), or a reserve
+   * that stays below the batch maximum: a failed reserve would poison the writer */
+  if (__builtin_expect(w->cap - mark <= need + 1 || w->err, 0) &&
+      (mark + need >= w->max || etw_jw_reserve(w, need)))
+    goto any;
   int64_t tsr = (int64_t)ts + d->mono_to_real;
   char *p = encode_head(d, e, w->buf + mark, tsr);
   if (__builtin_expect(!p, 0)) goto any;

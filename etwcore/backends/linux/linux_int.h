@@ -76,12 +76,11 @@ struct lx_evdesc {
   int dyn;           /* has __data_loc fields */
   size_t max_out;    /* worst-case output without __data_loc payloads */
   /* fast encoder: `head` is the System block up to `"ProcessID":` (t0, the time, t1) with the
-   * time's date part as of d->sec_gen == hgen; then the id text (pid, ThreadID, ProcessorID
+   * date part of the reader's cached second (d->secpfx); then the id text (pid, ThreadID, ProcessorID
    * and `,"EventData":{`, shared by every event id of the reader); then the steps. */
   int fast;          /* head + ops built and t2/t3 are the reader's: the fast encoder applies */
   char *head;        /* hlen bytes + 64 of slack */
   uint16_t hlen, hpos; /* hpos: the time's opening quote */
-  uint32_t hgen;
   struct lx_op *ops; /* ending with an LX_END step */
   uint32_t nops;
   /* the hot path's checks, folded: records of fmin .. fmin + fspan bytes take the fast encoder
