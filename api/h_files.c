@@ -181,27 +181,26 @@ out:
   free(path);
 }
 
-void h_file_get(struct etwd_req *r) {
+/* the existing data-directory file named by the {name} path parameter, or NULL after replying */
+static char *path_param_or_reply(struct etwd_req *r) {
   struct etw_status st;
   etw_status_clear(&st);
   char *path = etwd_file_resolve(r->srv, r->params[0], 1, NULL, &st);
-  if (!path) {
-    etwd_fail(r, st.code, &st);
-    return;
-  }
+  if (!path) etwd_fail(r, st.code, &st);
+  return path;
+}
+
+void h_file_get(struct etwd_req *r) {
+  char *path = path_param_or_reply(r);
+  if (!path) return;
   etwd_send_file(r, path, "application/octet-stream", r->params[0]);
   free(path);
 }
 
 void h_file_delete(struct etwd_req *r) {
-  struct etw_status st;
-  etw_status_clear(&st);
-  char *path = etwd_file_resolve(r->srv, r->params[0], 1, NULL, &st);
   snprintf(r->audit_detail, sizeof r->audit_detail, "delete %s", r->params[0]);
-  if (!path) {
-    etwd_fail(r, st.code, &st);
-    return;
-  }
+  char *path = path_param_or_reply(r);
+  if (!path) return;
   if (unlink(path))
     etwd_problem(r, 500, "io-error", NULL, "could not delete the file", NULL, NULL);
   else
@@ -211,13 +210,10 @@ void h_file_delete(struct etwd_req *r) {
 
 /* Decode one file as ndjson: a private session (not in the table) replayed as fast as possible. */
 void h_file_events(struct etwd_req *r) {
+  char *path = path_param_or_reply(r);
+  if (!path) return;
   struct etw_status st;
   etw_status_clear(&st);
-  char *path = etwd_file_resolve(r->srv, r->params[0], 1, NULL, &st);
-  if (!path) {
-    etwd_fail(r, st.code, &st);
-    return;
-  }
   cJSON *body = cJSON_CreateObject();
   cJSON *files = cJSON_AddArrayToObject(body, "files");
   cJSON_AddItemToArray(files, cJSON_CreateString(r->params[0]));
