@@ -988,8 +988,8 @@ static inline __attribute__((always_inline)) char *encode_head(struct lx_dec *d,
     if (!time_sec(d, tsr)) return NULL;
     dn = (uint64_t)tsr - (uint64_t)d->sec_ns;
   }
-  if (__builtin_expect(e->hlen <= 256, 1))
-    memcpy(p, e->head, 256); /* straight-line 16-byte moves, no loop */
+  if (__builtin_expect(e->hlen <= 240, 1)) /* provider + event name up to 34 characters */
+    memcpy(p, e->head, 240); /* straight-line 16-byte moves, no loop */
   else
     cp64(p, e->head, e->hlen);
   put_frac7(p + e->hpos + 21, dn);
