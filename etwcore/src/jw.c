@@ -348,9 +348,11 @@ static void put_n(char **pp, unsigned v, int digits) {
 
 /* ticks: 100 ns units since 1970-01-01 (may be negative) */
 static void put_time(struct etw_jw *w, int64_t ticks) {
-  int64_t secs = ticks >= 0 ? ticks / 10000000 : -((-ticks + 9999999) / 10000000);
+  int64_t secs = ticks / 10000000;
+  if (ticks % 10000000 < 0) secs--;
   unsigned frac = (unsigned)(ticks - secs * 10000000);
-  int64_t days = secs >= 0 ? secs / 86400 : -((-secs + 86399) / 86400);
+  int64_t days = secs / 86400;
+  if (secs % 86400 < 0) days--;
   unsigned sod = (unsigned)(secs - days * 86400);
   int y;
   unsigned mo, d;
@@ -391,7 +393,8 @@ void etw_jw_filetime(struct etw_jw *w, uint64_t ft) {
 }
 
 void etw_jw_unix_ns(struct etw_jw *w, int64_t ns) {
-  int64_t t = ns >= 0 ? ns / 100 : -((-ns + 99) / 100);
+  int64_t t = ns / 100; /* floor division, no overflow at INT64_MIN */
+  if (ns % 100 < 0) t--;
   put_time(w, t);
 }
 
