@@ -207,6 +207,11 @@ static void *ws_sender(void *arg) {
       break;
     }
   }
+  /* server shutdown: tell the client it is going away (1001) rather than dropping it */
+  if (atomic_load(&cl->srv->stopping) && !atomic_exchange(&cl->close_sent, 1)) {
+    static const char away[] = "\x03\xe9server shutting down";
+    mg_websocket_write(cl->conn, MG_WEBSOCKET_OPCODE_CONNECTION_CLOSE, away, sizeof away - 1);
+  }
   etw_jw_free(&w);
   atomic_store(&cl->dead, 1);
   return NULL;
@@ -364,13 +369,24 @@ void etwd_stream_register(struct etwd_server *s) {
 }
 
 void etwd_stream_shutdown(struct etwd_server *s) {
-  (void)s;
+  (void)s; /* s->stopping is already set: senders send close 1001 as they exit */
   pthread_mutex_lock(&clients_mu);
   for (struct ws_client *cl = clients; cl; cl = cl->next) {
     atomic_store(&cl->stop, 1);
     etw_sub_wake(cl->sub);
   }
   pthread_mutex_unlock(&clients_mu);
+  /* give the senders up to a second to say goodbye before civetweb stops (a sender blocked on a
+   * stalled client is not waited for beyond that; mg_stop aborts its write) */
+  for (int i = 0; i < 100; i++) {
+    int busy = 0;
+    pthread_mutex_lock(&clients_mu);
+    for (struct ws_client *cl = clients; cl && !busy; cl = cl->next) busy = !atomic_load(&cl->dead);
+    pthread_mutex_unlock(&clients_mu);
+    if (!busy) break;
+    struct timespec ts = {0, 10 * 1000000L};
+    nanosleep(&ts, NULL);
+  }
 }
 
 void etwd_stream_ndjson(struct etwd_req *r, struct etw_session *sess) {

@@ -358,6 +358,17 @@ def test_sigterm_cleans():
     ws = e.ws("/api/v1/sessions/%d/events" % j["id"])
     rc = e.stop()
     check(rc == 0, "SIGTERM with a live session and a client → exit 0 (%r)" % rc)
+    code = None
+    ws.settimeout(5)
+    try:
+        while True:
+            op, data = ws.recv_data(control_frame=True)
+            if op == 8:
+                code = int.from_bytes(data[:2], "big") if len(data) >= 2 else None
+                break
+    except Exception:
+        pass
+    check(code == 1001, "the client is told the server is going away (close 1001): %r" % code)
     check(j["os_name"] not in instances(), "SIGTERM removes our instances")
     e.cleanup()
 
