@@ -30,7 +30,8 @@ struct etw_sub {
   uint32_t qmax; /* queue bound in events */
   uint64_t delivered, dropped;
   uint64_t pending_gap;   /* dropped events not yet reported in-band */
-  uint64_t pending_older; /* replay request older than the window */
+  uint64_t pending_older;  /* replay request older than the window */
+  uint64_t pending_replay; /* replayed events that did not fit this subscriber's queue */
   pthread_cond_t cv;
   int woken;
 };
@@ -283,7 +284,11 @@ struct etw_sub *etw_hub_subscribe(struct etw_hub *h, const struct etw_sub_filter
       uint64_t end = b->first_seq + b->n;
       if (end <= from_seq) continue;
       uint32_t from = from_seq > b->first_seq ? (uint32_t)(from_seq - b->first_seq) : 0;
+      uint64_t before = s->pending_gap;
       sub_offer(s, b, from);
+      /* what did not fit is a replay limit, not a slow client: report it as such */
+      s->pending_replay += s->pending_gap - before;
+      s->pending_gap = before;
     }
   }
   s->next = h->subs;
@@ -322,12 +327,13 @@ int etw_sub_read(struct etw_sub *s, struct etw_jw *out, enum etw_sub_fmt fmt, si
     dl.tv_nsec -= 1000000000L;
   }
   pthread_mutex_lock(&h->mu);
-  while (!s->qcount && !s->pending_gap && !s->pending_older && !h->ended && !s->woken) {
+  while (!s->qcount && !s->pending_gap && !s->pending_older && !s->pending_replay && !h->ended &&
+         !s->woken) {
     if (pthread_cond_timedwait(&s->cv, &h->mu, &dl) == ETIMEDOUT) break;
   }
   s->woken = 0;
-  uint64_t gap = s->pending_gap, older = s->pending_older;
-  s->pending_gap = s->pending_older = 0;
+  uint64_t gap = s->pending_gap, older = s->pending_older, replay = s->pending_replay;
+  s->pending_gap = s->pending_older = s->pending_replay = 0;
   uint32_t nsnap = s->qcount < SNAP_MAX ? s->qcount : SNAP_MAX;
   struct etw_batch *snap[SNAP_MAX];
   for (uint32_t i = 0; i < nsnap; i++) {
@@ -338,13 +344,18 @@ int etw_sub_read(struct etw_sub *s, struct etw_jw *out, enum etw_sub_fmt fmt, si
   int ended = h->ended;
   pthread_mutex_unlock(&h->mu);
 
-  if (!nsnap && !gap && !older) return ended ? -1 : 0;
+  if (!nsnap && !gap && !older && !replay) return ended ? -1 : 0;
 
   int records = 0, first = 1;
   size_t start_len = out->len;
   if (fmt == ETW_FMT_JSON_ARRAY) etw_jw_ch(out, '[');
   if (older) {
     write_gap(out, fmt, &first, older, "hub", "requested events are older than the replay window");
+    records++;
+  }
+  if (replay) {
+    write_gap(out, fmt, &first, replay, "hub",
+              "the requested replay is larger than this client's queue (ask for less, or a larger queue=)");
     records++;
   }
   if (gap) {

@@ -120,6 +120,24 @@ int main(void) {
   CHECK_EQ(rg, 0);
   etw_sub_close(rp);
 
+  /* a replay larger than the subscriber's own queue: the excess is one "hub" gap, counted as
+   * dropped, and delivered + dropped covers the whole replay */
+  struct etw_sub_filter small = {0};
+  small.max_level = -1;
+  small.queue_events = 20;
+  struct etw_sub *rq = etw_hub_subscribe(h, &small, 221, NULL); /* 221..270 = 50 events */
+  struct etw_jw gw;
+  etw_jw_init(&gw, 1 << 20);
+  CHECK(etw_sub_read(rq, &gw, ETW_FMT_NDJSON, 1 << 20, 0) > 0);
+  CHECK(strstr(etw_jw_cstr(&gw), "\"Layer\":\"hub\"") != NULL);
+  CHECK(strstr(etw_jw_cstr(&gw), "larger than this client's queue") != NULL);
+  etw_jw_free(&gw);
+  struct etw_sub_stats rs;
+  etw_sub_stats(rq, &rs);
+  CHECK_EQ(rs.delivered + rs.dropped, 50);
+  CHECK_EQ(rs.delivered, 20);
+  etw_sub_close(rq);
+
   /* limit of subscribers */
   int err = 0;
   struct etw_sub *extra[8];
