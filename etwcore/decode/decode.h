@@ -39,17 +39,26 @@ static inline char *dec_put_u64(char *p, uint64_t v) {
                           "8081828384858687888990919293949596979899";
   unsigned nd = dec_digits(v);
   char *e = p + nd;
-  while (v >= 100) {
-    unsigned r = (unsigned)(v % 100);
-    v /= 100;
-    e -= 2;
-    memcpy(e, D + 2 * r, 2);
+  while (v >= 10000) { /* four digits per step: one 64-bit division, two 32-bit ones */
+    unsigned r = (unsigned)(v % 10000);
+    v /= 10000;
+    unsigned hi = r / 100, lo = r - hi * 100;
+    e -= 4;
+    memcpy(e, D + 2 * hi, 2);
+    memcpy(e + 2, D + 2 * lo, 2);
   }
-  if (v >= 10) {
+  unsigned u = (unsigned)v; /* < 10000 */
+  if (u >= 100) {
+    unsigned hi = u / 100;
     e -= 2;
-    memcpy(e, D + 2 * v, 2);
+    memcpy(e, D + 2 * (u - hi * 100), 2);
+    u = hi;
+  }
+  if (u >= 10) {
+    e -= 2;
+    memcpy(e, D + 2 * u, 2);
   } else {
-    *--e = (char)('0' + v);
+    *--e = (char)('0' + u);
   }
   return p + nd;
 }
