@@ -397,7 +397,7 @@ def main():
     if os.geteuid() != 0:
         check(False, "live tests need root (tracefs)")
         done()
-    with Etwd(args=["--queue-events", "16384"]) as e:
+    with Etwd(args=["--queue-events", "262144"]) as e:  # ample slack for the fast clients
         OURS.add(e.proc.pid)
         test_providers(e)
         test_invalid(e)
