@@ -65,12 +65,16 @@ class Etwd:
         cmd = [BIN, "--listen", "127.0.0.1:%d" % self.port, "--state-dir", self.state] + self.args
         if not self.tls:
             cmd.append("--insecure-http")
+        return self.launch(cmd, self.env, timeout, "etwd")
+
+    def launch(self, cmd, env, timeout, what):
+        """Spawn @cmd, wait for its start-up lines (URL, fingerprint, tokens) and read the tokens."""
         self.errf = open(os.path.join(self.state, "stderr.log"), "ab")
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.errf, env=self.env)
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.errf, env=env)
         deadline = time.time() + timeout
         lines = []
         while time.time() < deadline:
-            line = self.proc.stdout.readline().decode()
+            line = self.proc.stdout.readline().decode(errors="replace")
             if not line:
                 break
             lines.append(line)
@@ -78,7 +82,7 @@ class Etwd:
                 break
         self.stdout = "".join(lines)
         if self.proc.poll() is not None or "listening" not in self.stdout:
-            raise RuntimeError("etwd did not start: %s\n%s" % (self.stdout, self.stderr()))
+            raise RuntimeError("%s did not start: %s\n%s" % (what, self.stdout, self.stderr()))
         self.tokens = {}
         with open(os.path.join(self.state, "tokens")) as f:
             for line in f:

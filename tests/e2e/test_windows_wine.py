@@ -52,31 +52,9 @@ class WineEtwd(Etwd):
         cmd = [WINE, self.exe or EXE, "--listen", "127.0.0.1:%d" % self.port, "--state-dir", winpath(self.state)] + self.args
         if not self.tls:
             cmd.append("--insecure-http")
-        self.errf = open(os.path.join(self.state, "stderr.log"), "ab")
         env = wine_env()
         env.update({k: v for k, v in self.env.items() if k.startswith("ETWD_WIN_")})
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.errf, env=env)
-        deadline = time.time() + timeout
-        lines = []
-        while time.time() < deadline:
-            line = self.proc.stdout.readline().decode(errors="replace")
-            if not line:
-                break
-            lines.append(line)
-            if line.startswith("tokens:"):
-                break
-        self.stdout = "".join(lines)
-        if self.proc.poll() is not None or "listening" not in self.stdout:
-            raise RuntimeError("etwd.exe did not start under wine: %s\n%s" % (self.stdout, self.stderr()))
-        self.tokens = {}
-        with open(os.path.join(self.state, "tokens")) as f:
-            for line in f:
-                if line.startswith("#") or not line.strip():
-                    continue
-                tid, role, secret = line.split()
-                self.tokens[role] = secret
-                self.tokens[role + "_id"] = tid
-        return self
+        return self.launch(cmd, env, timeout, "etwd.exe under wine")
 
     def stop(self, sig=signal.SIGINT, timeout=60):
         # wine turns SIGINT into a console Ctrl+C event: etwd's handler runs its ordered stop
