@@ -3,8 +3,8 @@
  * For a given (provider, GUID, id, version, level, task, opcode, keywords, names) the System
  * block is constant except TimeCreated, ProcessID, ThreadID and ProcessorID. The constant parts
  * are produced once by the shared etw_event_write_system (so the bytes stay identical to it),
- * split around the time and the execution fields, and kept in a small direct-mapped cache per
- * decoder. Events with correlation IDs take the shared writer directly. TimeCreated is written
+ * split around the time and the execution fields, and kept in a small 2-way set-associative
+ * cache per decoder (least recently used way replaced). Events with correlation IDs take the shared writer directly. TimeCreated is written
  * with a per-decoder cache of the current day. unit.test_decode_sys compares both writers on
  * every corpus event.
  */
@@ -28,7 +28,9 @@ struct sysc {
 };
 
 struct dec_sysc {
-  struct sysc e[SYSC_N];
+  struct sysc e[SYSC_N]; /* SYSC_N / 2 sets of 2 ways (a direct-mapped cache thrashed when
+                            two frequent events met in one slot) */
+  unsigned char victim[SYSC_N / 2]; /* the way to replace next in each set */
   int64_t day;          /* cached day (FILETIME / 864e9), -1 = none */
   char date[12];        /* "\"YYYY-MM-DD" */
   uint64_t sec;         /* cached second (FILETIME / 10^7), valid when sec_ok */
@@ -149,6 +151,20 @@ static inline int eq16(const unsigned char *a, const unsigned char *b) {
   return ((a0 ^ b0) | (a1 ^ b1)) == 0;
 }
 
+#if defined(__GNUC__)
+#define SYSC_INLINE static inline __attribute__((always_inline))
+#else
+#define SYSC_INLINE static inline
+#endif
+
+SYSC_INLINE int sysc_hit(const struct sysc *c, uint64_t h, const struct etw_sys *s) {
+  return c->plen && c->h == h && c->prov == s->provider && c->name == s->event_name &&
+         c->task_name == s->task_name && c->opcode_name == s->opcode_name && c->id == s->event_id &&
+         c->ver == s->version && c->level == s->level && c->task == s->task && c->opcode == s->opcode &&
+         c->kw == s->keywords && c->has_guid == (s->provider_guid != NULL) &&
+         (!s->provider_guid || eq16(c->guid, s->provider_guid));
+}
+
 void dec_write_system(struct etw_decoder *d, struct etw_jw *w, const struct etw_sys *s) {
   if (!d->sysc && (d->sysc = calloc(1, sizeof *d->sysc))) d->sysc->day = -1;
   if (s->activity_id || s->related_activity_id || !s->filetime || !d->sysc || d->sys_plain) {
@@ -161,12 +177,15 @@ void dec_write_system(struct etw_decoder *d, struct etw_jw *w, const struct etw_
                (uint64_t)(uintptr_t)s->event_name;
   h ^= h >> 29;
   h *= 0x9E3779B97F4A7C15ULL;
-  struct sysc *c = &sc->e[h >> 55];
-  int hit = c->plen && c->h == h && c->prov == s->provider && c->name == s->event_name &&
-            c->task_name == s->task_name && c->opcode_name == s->opcode_name && c->id == s->event_id &&
-            c->ver == s->version && c->level == s->level && c->task == s->task && c->opcode == s->opcode &&
-            c->kw == s->keywords && c->has_guid == (s->provider_guid != NULL) &&
-            (!s->provider_guid || eq16(c->guid, s->provider_guid));
+  unsigned set = (unsigned)(h >> 56);
+  struct sysc *c = &sc->e[2 * set];
+  int hit = sysc_hit(c, h, s);
+  if (!hit && sysc_hit(c + 1, h, s)) {
+    c++;
+    hit = 1;
+  }
+  if (!hit) c = &sc->e[2 * set + sc->victim[set]];
+  sc->victim[set] = (unsigned char)(c == &sc->e[2 * set]); /* the other way goes next */
   if (!hit) {
     c->plen = 0;
     if (build(c, s)) {

@@ -76,6 +76,7 @@ struct etw_etl_reader {
   uint32_t n_st;
   uint32_t *heap;            /* stream indices */
   uint32_t n_heap;
+  uint64_t runner_ft;        /* least record time below the heap's top (UINT64_MAX if none) */
   int started;
   int last;                  /* stream of the last returned record, or -1 */
   unsigned char *raw;        /* scratch for reading a buffer */
@@ -734,6 +735,15 @@ static void sift_down(struct etw_etl_reader *r, uint32_t i) {
   }
 }
 
+/* The least record time of the top's children: a top whose next record is earlier than this
+ * stays on top without a sift (equal times take the full rule in sift_down). */
+static void set_runner(struct etw_etl_reader *r) {
+  uint64_t m = UINT64_MAX;
+  for (uint32_t k = 1; k <= 2 && k < r->n_heap; k++)
+    if (r->st[r->heap[k]].rec.filetime < m) m = r->st[r->heap[k]].rec.filetime;
+  r->runner_ft = m;
+}
+
 int etw_etl_reader_next_ref(struct etw_etl_reader *r, const struct etw_rec **rec, struct etw_status *st) {
   if (!r->started) {
     r->started = 1;
@@ -741,10 +751,17 @@ int etw_etl_reader_next_ref(struct etw_etl_reader *r, const struct etw_rec **rec
     for (uint32_t i = 0; i < r->n_st; i++)
       if (advance(r, &r->st[i])) r->heap[r->n_heap++] = i;
     for (uint32_t i = r->n_heap / 2; i-- > 0;) sift_down(r, i);
+    set_runner(r);
   } else if (r->last >= 0) {
     struct stream *s = &r->st[r->last];
-    if (!advance(r, s)) r->heap[0] = r->heap[--r->n_heap];
-    sift_down(r, 0);
+    if (!advance(r, s)) {
+      r->heap[0] = r->heap[--r->n_heap];
+      sift_down(r, 0);
+      set_runner(r);
+    } else if (s->rec.filetime >= r->runner_ft) {
+      sift_down(r, 0);
+      set_runner(r);
+    }
     r->last = -1;
   }
   if (!r->n_heap) {
