@@ -269,8 +269,9 @@ static void resolve(struct etw_decoder *d, const struct etw_rec *r, struct names
   /* kernel and classic */
   struct dec_kname *kc = NULL;
   if (r->kind == ETW_REC_SYSTEM || r->kind == ETW_REC_PERFINFO) {
-    uint32_t key = ((uint32_t)r->hook_id << 8 | r->desc.version) + 1;
-    kc = &d->kn[(key * 2654435761u) >> 22];
+    uint32_t key32 = ((uint32_t)r->hook_id << 8 | r->desc.version) + 1;
+    uint64_t key = (uint64_t)d->kn_gen << 32 | key32;
+    kc = &d->kn[(key32 * 2654435761u) >> 22];
     if (kc->key == key) {
       n->prov = kc->prov;
       n->name = kc->name;

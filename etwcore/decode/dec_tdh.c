@@ -235,5 +235,6 @@ void dec_eventinfo(struct etw_decoder *d, const struct etw_rec *r) {
   e->opcode_name = on && *on ? etw_intern(on) : NULL;
   free(tn), free(on), free(en);
   dec_event_add(p, e);
-  memset(d->kn, 0, sizeof d->kn); /* kernel names may now resolve through this schema */
+  /* kernel names may now resolve through this schema: a new generation empties the cache */
+  if (++d->kn_gen == 0) memset(d->kn, 0, sizeof d->kn); /* after 2^32 generations */
 }

@@ -228,7 +228,7 @@ struct dec_provider {
 
 /* Names of kernel records, resolved once per (HookId, version). */
 struct dec_kname {
-  uint32_t key;
+  uint64_t key; /* generation << 32 | (hook_id << 8 | version) + 1; 0 = empty */
   const char *prov, *name, *task, *opcode;
   struct dec_provider *p;
   struct dec_event *e;
@@ -247,6 +247,7 @@ struct dec_sysc;
 
 struct etw_decoder {
   struct dec_kname kn[1024];
+  uint32_t kn_gen; /* bumped to invalidate every kn entry (no 40 KB memset per EventInfo event) */
   struct dec_cname cn[DEC_CNAME_N];
   struct dec_sysc *sysc; /* System block cache (dec_sys.c) */
   int sys_plain;         /* 1 = always use etw_event_write_system (tests) */
