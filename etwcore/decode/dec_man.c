@@ -60,6 +60,16 @@ static inline void write_key(struct etw_jw *w, const struct dec_field *cf, int f
   }
 }
 
+/* The key and a number with one room check (the number needs ≤ 21 bytes): returns where the
+ * number goes (the caller sets w->len), or NULL when write_key and the checked writers must be
+ * used (no key built yet, a long key, an error, or less room). */
+static inline char *key_fast(struct etw_jw *w, const struct dec_field *f, int first) {
+  if (!f->key || f->key_len >= KEY_PAD || w->err || w->cap - w->len <= KEY_PAD + 24) return NULL;
+  char *o = w->buf + w->len;
+  memcpy(o, f->key + (first != 0), KEY_PAD - 1);
+  return o + f->key_len - (first != 0);
+}
+
 /* Replace the integer just written at w[mark..] by its map text: a valueMap entry, or the
  * "|"-joined names of a bitMap's set bits (unnamed remaining bits as hex). */
 void dec_map_render(struct etw_jw *w, const struct dec_map *m, size_t mark, uint64_t v) {
@@ -163,9 +173,15 @@ static int walk_fields(struct walk *k, uint32_t start, uint32_t end, int depth, 
         if (avail >= wdt) {
           uint64_t v = rd_width(q, wdt);
           k->vals[i] = v;
-          write_key(k->w, f, first);
-          if (kind == FK_UINT) dec_u64(k->w, v);
-          else dec_hex(k->w, v);
+          char *o = key_fast(k->w, f, first);
+          if (o) {
+            o = kind == FK_UINT ? dec_put_u64(o, v) : dec_put_hex(o, v);
+            k->w->len = (size_t)(o - k->w->buf);
+          } else {
+            write_key(k->w, f, first);
+            if (kind == FK_UINT) dec_u64(k->w, v);
+            else dec_hex(k->w, v);
+          }
           used = (long)wdt;
         }
       } else if (kind == FK_INT) {
@@ -173,16 +189,26 @@ static int walk_fields(struct walk *k, uint32_t start, uint32_t end, int depth, 
         if (avail >= wdt) {
           int64_t v = wdt == 2 ? (int16_t)d_rd16(q) : wdt == 4 ? (int32_t)d_rd32(q) : (int64_t)d_rd64(q);
           k->vals[i] = (uint64_t)v;
-          write_key(k->w, f, first);
-          dec_i64(k->w, v);
+          char *o = key_fast(k->w, f, first);
+          if (o) {
+            k->w->len = (size_t)(dec_put_i64(o, v) - k->w->buf);
+          } else {
+            write_key(k->w, f, first);
+            dec_i64(k->w, v);
+          }
           used = (long)wdt;
         }
       } else if (kind == FK_PTR) {
         if (avail >= (size_t)k->ptr_size) {
           uint64_t v = k->ptr_size == 4 ? d_rd32(q) : d_rd64(q);
           k->vals[i] = v;
-          write_key(k->w, f, first);
-          dec_hex(k->w, v);
+          char *o = key_fast(k->w, f, first);
+          if (o) {
+            k->w->len = (size_t)(dec_put_hex(o, v) - k->w->buf);
+          } else {
+            write_key(k->w, f, first);
+            dec_hex(k->w, v);
+          }
           used = k->ptr_size;
         }
       } else {
