@@ -211,6 +211,12 @@ static int walk_fields(struct walk *k, uint32_t start, uint32_t end, int depth, 
           }
           used = k->ptr_size;
         }
+      } else if (kind == FK_STR16) {
+        /* dec_value's UTF-16 case without its dispatch: up to the NUL unit, or (manifest mode)
+         * the rest of the payload when unterminated; vals[i] stays 0 */
+        write_key(k->w, f, first);
+        size_t units = avail / 2, got = dec_str16(k->w, q, units);
+        used = got < units ? (long)got * 2 + 2 : (long)avail;
       } else {
         write_key(k->w, f, first);
         used = dec_value(k->w, f->in, f->out, q, avail, -1, k->ptr_size, DV_MANIFEST, &k->vals[i]);
