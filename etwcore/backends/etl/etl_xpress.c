@@ -71,6 +71,13 @@ long etw_xpress_decompress(const unsigned char *in, size_t n_in, unsigned char *
       ip += 2;
       size_t off = (tok >> 3) + 1;
       size_t len = tok & 7;
+      if (len != 7 && off >= 16 && off <= op && n_out - op > 32) {
+        /* the common short match (3..9 bytes, distance ≥ 16, not at the output end): one
+         * 16-byte copy (the bytes past the match are rewritten later) */
+        memcpy(out + op, out + op - off, 16);
+        op += len + 3;
+        continue;
+      }
       if (len == 7) {
         uint32_t nib;
         if (half == (size_t)-1) {
