@@ -27,7 +27,16 @@ struct sysc {
   char buf[SYSC_BYTES];
 };
 
+/* The text `PID,"ThreadID":TID,"ProcessorID":` of a (pid, tid) pair (≤ 67 bytes). */
+#define EXC_N 256
+struct exc {
+  int64_t pid, tid;
+  uint32_t len; /* 0 = empty */
+  char txt[76];
+};
+
 struct dec_sysc {
+  struct exc ex[EXC_N]; /* direct-mapped by tid */
   struct sysc e[SYSC_N]; /* SYSC_N / 2 sets of 2 ways (a direct-mapped cache thrashed when
                             two frequent events met in one slot) */
   unsigned char victim[SYSC_N / 2]; /* the way to replace next in each set */
@@ -219,22 +228,34 @@ void dec_write_system(struct etw_decoder *d, struct etw_jw *w, const struct etw_
   memcpy(w->buf + w->len, c->buf + c->plen, c->mlen);
   w->len += c->mlen;
   char *p = w->buf + w->len;
-  if (s->pid < 0) {
-    memcpy(p, "null", 4);
-    p += 4;
+  struct exc *x = &sc->ex[((uint32_t)s->tid * 2654435761u) >> 24];
+  if (x->len && x->pid == s->pid && x->tid == s->tid) {
+    /* fixed-size copy: ≤ 76 bytes fit in the reservation (≥ 96 left after the time) */
+    memcpy(p, x->txt, sizeof x->txt);
+    p += x->len;
   } else {
-    p = dec_put_u64(p, (uint64_t)s->pid);
+    char *b = p;
+    if (s->pid < 0) {
+      memcpy(p, "null", 4);
+      p += 4;
+    } else {
+      p = dec_put_u64(p, (uint64_t)s->pid);
+    }
+    memcpy(p, ",\"ThreadID\":", 12);
+    p += 12;
+    if (s->tid < 0) {
+      memcpy(p, "null", 4);
+      p += 4;
+    } else {
+      p = dec_put_u64(p, (uint64_t)s->tid);
+    }
+    memcpy(p, ",\"ProcessorID\":", 15);
+    p += 15;
+    x->pid = s->pid;
+    x->tid = s->tid;
+    x->len = (uint32_t)(p - b);
+    memcpy(x->txt, b, x->len);
   }
-  memcpy(p, ",\"ThreadID\":", 12);
-  p += 12;
-  if (s->tid < 0) {
-    memcpy(p, "null", 4);
-    p += 4;
-  } else {
-    p = dec_put_u64(p, (uint64_t)s->tid);
-  }
-  memcpy(p, ",\"ProcessorID\":", 15);
-  p += 15;
   if (s->cpu < 0) {
     memcpy(p, "null", 4);
     p += 4;
