@@ -256,7 +256,9 @@ void dec_write_system(struct etw_decoder *d, struct etw_jw *w, const struct etw_
     x->len = (uint32_t)(p - b);
     memcpy(x->txt, b, x->len);
   }
-  if (s->cpu < 0) {
+  if ((uint32_t)s->cpu < 10) {
+    *p++ = (char)('0' + s->cpu);
+  } else if (s->cpu < 0) {
     memcpy(p, "null", 4);
     p += 4;
   } else {
