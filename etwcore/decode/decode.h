@@ -41,6 +41,14 @@ static inline char *dec_put_u64(char *p, uint64_t v) {
   static const char D[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
                           "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
                           "8081828384858687888990919293949596979899";
+  if (v < 100) { /* frequent (flags, counts, processor numbers): no digit count */
+    if (v < 10) {
+      *p = (char)('0' + v);
+      return p + 1;
+    }
+    memcpy(p, D + 2 * v, 2);
+    return p + 2;
+  }
   unsigned nd = dec_digits(v);
   char *e = p + nd;
   while (v >= 10000) { /* four digits per step: one 64-bit division, two 32-bit ones */
