@@ -28,6 +28,8 @@ void etwd_config_defaults(struct etwd_config *c) {
   c->max_upload = (size_t)1 << 30;
   c->sub_queue_events = 65536;
   c->replay_kb = 16384;
+  c->reader_nice = -10; /* ETW_LINUX_READER_NICE_DEFAULT (etwcore/linux.h) */
+  c->reader_pinning = 1;
 }
 
 #ifdef _WIN32
@@ -64,6 +66,10 @@ void etwd_config_usage(const char *prog) {
       "  --max-upload BYTES       largest ETL upload (default 1073741824)\n"
       "  --queue-events N         per-subscriber queue, in events (default 65536)\n"
       "  --replay-kb N            per-session replay window for ?from=SEQ (default 16384)\n"
+      "  --reader-nice N          Linux: nice value of the per-CPU reader threads, -20..19\n"
+      "                           (default -10: readers keep up under a CPU-saturating workload;\n"
+      "                           0 leaves them at etwd's own priority)\n"
+      "  --reader-pinning yes|no  Linux: pin the reader of CPU n to CPU n (default yes)\n"
       "  --print-token            print the admin token at start-up\n"
       "  --config FILE            read options from FILE\n"
       "  -h, --help               this text;  --version  print the version\n"
@@ -131,6 +137,26 @@ static int apply(struct etwd_config *c, const char *name, const char *v) {
       return -1;
     }
     return copy(c->origins[c->n_origins++], sizeof c->origins[0], name, v);
+  }
+  if (!strcmp(name, "reader-nice")) {
+    char *end;
+    errno = 0;
+    long n = strtol(v, &end, 10);
+    if (errno || !*v || *end || n < -20 || n > 19) {
+      fprintf(stderr, "etwd: --reader-nice: expected an integer between -20 and 19, got \"%s\"\n", v);
+      return -1;
+    }
+    c->reader_nice = (int)n;
+    return 0;
+  }
+  if (!strcmp(name, "reader-pinning")) {
+    int on = !strcmp(v, "yes") || !strcmp(v, "true") || !strcmp(v, "1");
+    if (!on && strcmp(v, "no") && strcmp(v, "false") && strcmp(v, "0")) {
+      fprintf(stderr, "etwd: --reader-pinning: expected yes or no, got \"%s\"\n", v);
+      return -1;
+    }
+    c->reader_pinning = on;
+    return 0;
   }
 #define U(opt, field, lo, hi)                          \
   if (!strcmp(name, opt)) {                            \

@@ -23,6 +23,8 @@ struct etwd_config {
   char origins[ETWD_MAX_ORIGINS][256]; /* extra allowed WebSocket Origins */
   int n_origins;
   int print_token; /* print the admin token at start-up (README's run command) */
+  int reader_nice; /* Linux: nice value of the per-CPU reader threads (-20..19; 0 = unchanged) */
+  int reader_pinning; /* Linux: 1 = the reader of CPU n runs only on CPU n */
 };
 
 /** etwd_config_defaults - fill @c with defaults (state dir from $ETWD_STATE_DIR or /var/lib/etwd). */

@@ -14,6 +14,9 @@
 #include "auth.h"
 #include "config.h"
 #include "etwcore/etl.h"
+#ifdef __linux__
+#include "etwcore/linux.h"
+#endif
 #include "etwcore/util.h"
 #include "log.h"
 #include "tls.h"
@@ -90,6 +93,10 @@ int main(int argc, char **argv) {
   etw_mkdirs(cfg.data_dir);
   etw_mkdirs(cfg.manifest_dir);
   etw_etl_set_dirs(cfg.data_dir, cfg.manifest_dir);
+#ifdef __linux__
+  etw_linux_set_reader_nice(cfg.reader_nice);
+  etw_linux_set_reader_pinning(cfg.reader_pinning);
+#endif
 
   char err[512];
   struct etwd_server srv;

@@ -11,6 +11,7 @@ import tempfile
 import threading
 import time
 
+import etwd_harness as H
 from etwd_harness import Etwd, check, done, ws_events
 
 TRACEFS = "/sys/kernel/tracing"
@@ -393,6 +394,50 @@ def test_providers(e):
     check(st == 404 and "nosuchsystem" in j.get("detail", ""), "unknown provider → 404: %r" % j)
 
 
+def reader_threads(pid, sid):
+    """{tid: (cpu-suffix, nice, allowed-cpus)} of session @sid's reader threads, found by name."""
+    out = {}
+    for t in glob.glob("/proc/%d/task/*" % pid):
+        try:
+            comm = open(t + "/comm").read().strip()
+            if not comm.startswith("etwd-s%d-c" % sid):
+                continue
+            stat = open(t + "/stat").read().rsplit(")", 1)[1].split()
+            allowed = [l.split(":", 1)[1].strip() for l in open(t + "/status") if l.startswith("Cpus_allowed_list")][0]
+            out[int(os.path.basename(t))] = (int(comm.rsplit("-c", 1)[1]), int(stat[16]), allowed)
+        except (OSError, IndexError, ValueError):
+            pass
+    return out
+
+
+def test_reader_flags():
+    """--reader-nice and --reader-pinning reach the per-CPU reader threads (named
+    etwd-s<session>-c<cpu>); defaults: nice -10, pinned to their CPU."""
+    ncpu = os.cpu_count()
+    for args, nice, pinned in (([], -10, True), (["--reader-nice", "5", "--reader-pinning", "no"], 5, False)):
+        with Etwd(args=args) as e:
+            OURS.add(e.proc.pid)
+            j = create(e, {"providers": [{"name": "sched", "events": ["sched_switch"]}]})
+            rd = {}
+            deadline = time.time() + 10
+            while time.time() < deadline and len(rd) < ncpu:
+                rd = reader_threads(e.proc.pid, j["id"])
+                time.sleep(0.05)
+            check(sorted(c for c, _, _ in rd.values()) == list(range(ncpu)),
+                  "%r: one named reader per CPU: %r" % (args, rd))
+            check(all(n == nice for _, n, _ in rd.values()), "%r: readers at nice %d: %r" % (args, nice, rd))
+            if pinned:
+                check(all(a == str(c) for c, _, a in rd.values()), "%r: reader n pinned to CPU n: %r" % (args, rd))
+            else:
+                own = [l.split(":", 1)[1].strip() for l in open("/proc/%d/status" % e.proc.pid)
+                       if l.startswith("Cpus_allowed_list")][0]
+                check(all(a == own for _, _, a in rd.values()), "%r: readers keep the process's CPUs %s: %r" % (args, own, rd))
+            e.request("DELETE", "/api/v1/sessions/%d" % j["id"])
+    for bad, word in ((["--reader-nice", "30"], "between -20 and 19"), (["--reader-pinning", "maybe"], "yes or no")):
+        r = subprocess.run([H.BIN] + bad, capture_output=True, text=True, timeout=10)
+        check(r.returncode == 2 and word in r.stderr, "%r → exit 2 with a clear message: %r" % (bad, r.stderr))
+
+
 def main():
     if os.geteuid() != 0:
         check(False, "live tests need root (tracefs)")
@@ -407,6 +452,7 @@ def main():
         test_loss_tiny_buffer(e)
         test_slow_subscriber(e)
         test_file_mode(e)
+    test_reader_flags()
     test_kill9_reaps()
     test_sigterm_cleans()
     check(instances() == [], "no etwd instances left: %r" % instances())

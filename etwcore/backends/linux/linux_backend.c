@@ -737,6 +737,13 @@ static void *reader_main(void *arg) {
   struct lx_sess *s = r->s;
   pthread_mutex_lock(&s->mu);
   r->tid = (pid_t)syscall(SYS_gettid);
+  { /* "etwd-s<session>-c<cpu>" in top -H, ps -L and /proc/<pid>/task/<tid>/comm */
+    unsigned sid = 0;
+    char tn[16];
+    if (s->name) sscanf(s->name, "etwd_%u_", &sid);
+    snprintf(tn, sizeof tn, "etwd-s%u-c%d", sid % 10000, r->cpu % 1000);
+    pthread_setname_np(pthread_self(), tn);
+  }
   if (atomic_load(&g_reader_pin)) {
     cpu_set_t set;
     CPU_ZERO(&set);
