@@ -166,7 +166,11 @@ unsigned long long etwd_parse_id(const char *s) {
 }
 
 void etwd_send_file(struct etwd_req *r, const char *path, const char *ctype, const char *dl_name) {
+#ifdef _WIN32
+  int fd = etwd_open_read(path); /* shares delete access: the file can be deleted meanwhile */
+#else
   int fd = open(path, O_RDONLY | O_CLOEXEC);
+#endif
   struct stat sb;
   if (fd < 0 || fstat(fd, &sb) || !S_ISREG(sb.st_mode)) {
     if (fd >= 0) close(fd);

@@ -61,6 +61,10 @@ int etwd_rename(const char *from, const char *to);
  * deleted through the API (other modes are the CRT's fopen) */
 FILE *etwd_fopen(const char *path, const char *mode);
 #define fopen(path, mode) etwd_fopen((path), (mode))
+/* the same for a read-only descriptor (binary, not inherited): a file being downloaded can still
+ * be deleted. Returns -1 with errno set. (`open` itself is not redefined: it is also a member
+ * name of the backend interface.) */
+int etwd_open_read(const char *path);
 
 ssize_t etwd_pread(int fd, void *buf, size_t n, int64_t off);
 #define pread(fd, buf, n, off) etwd_pread((fd), (buf), (n), (int64_t)(off))

@@ -30,21 +30,26 @@ int etwd_rename(const char *from, const char *to) {
   return -1;
 }
 
-FILE *etwd_fopen(const char *path, const char *mode) {
-  if (mode[0] != 'r' || strchr(mode, '+')) return (fopen)(path, mode);
+static int open_shared(const char *path, int textmode) {
   HANDLE h = CreateFileA(path, GENERIC_READ, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL,
                          OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL, NULL);
   if (h == INVALID_HANDLE_VALUE) {
     DWORD e = GetLastError();
     errno = e == ERROR_FILE_NOT_FOUND || e == ERROR_PATH_NOT_FOUND ? ENOENT
             : e == ERROR_ACCESS_DENIED || e == ERROR_SHARING_VIOLATION ? EACCES : EIO;
-    return NULL;
+    return -1;
   }
-  int fd = _open_osfhandle((intptr_t)h, _O_RDONLY | _O_NOINHERIT | (strchr(mode, 'b') ? _O_BINARY : _O_TEXT));
-  if (fd < 0) {
-    CloseHandle(h);
-    return NULL;
-  }
+  int fd = _open_osfhandle((intptr_t)h, _O_RDONLY | _O_NOINHERIT | (textmode ? _O_TEXT : _O_BINARY));
+  if (fd < 0) CloseHandle(h);
+  return fd;
+}
+
+int etwd_open_read(const char *path) { return open_shared(path, 0); }
+
+FILE *etwd_fopen(const char *path, const char *mode) {
+  if (mode[0] != 'r' || strchr(mode, '+')) return (fopen)(path, mode);
+  int fd = open_shared(path, !strchr(mode, 'b'));
+  if (fd < 0) return NULL;
   FILE *f = _fdopen(fd, mode);
   if (!f) _close(fd);
   return f;

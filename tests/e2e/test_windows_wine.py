@@ -145,6 +145,25 @@ def main():
         check(n == len(evs), "the replay of the deleted file still delivers %d events (%d)" % (len(evs), n))
         e.request("DELETE", "/api/v1/sessions/%d" % j["id"])
 
+        # a file being downloaded can be deleted (POSIX semantics): the DELETE answers 204 and
+        # the download in progress still delivers every byte. 48 MiB, read slowly at first, so
+        # the server is still sending (its file open) when the DELETE arrives.
+        big = os.urandom(1 << 20) * 48
+        e.json("POST", "/api/v1/files?name=big.etl", body=big, ctype="application/octet-stream", expect=201, timeout=300)
+        c = e.conn(timeout=120)
+        c.request("GET", "/api/v1/files/big.etl", headers={"Authorization": "Bearer " + e.tokens["reader"]})
+        resp = c.getresponse()
+        first = resp.read(1 << 16)
+        time.sleep(0.5)
+        st, h, d = e.request("DELETE", "/api/v1/files/big.etl")
+        check(st == 204, "DELETE of a file being downloaded → 204 (%d %r)" % (st, d[:200]))
+        rest = resp.read()
+        c.close()
+        check(resp.status == 200 and first + rest == big,
+              "the download in progress completes with every byte (%d of %d)" % (len(first) + len(rest), len(big)))
+        st, h, d = e.request("GET", "/api/v1/files/big.etl", token="reader")
+        check(st == 404, "the deleted file is gone: %d" % st)
+
         # replace-by-rename (POSIX semantics on Windows): upload with overwrite, token rotation
         st, h, j = e.json("POST", "/api/v1/files?name=sih.etl&overwrite=true", body=data[:4096] + data[4096:],
                           ctype="application/octet-stream")
