@@ -158,8 +158,10 @@ static inline char *dec_put_i64(char *p, int64_t v) {
 #define DEC_IN_ALIGN_4 0xFFF1
 
 /** dec_str16 - append UTF-16LE @s[0..units) as a quoted JSON string, stopping at a NUL unit;
- * the bytes of etw_jw_str16. Returns the units converted (< @units when a NUL was met). */
-size_t dec_str16(struct etw_jw *w, const unsigned char *s, size_t units);
+ * jw.c's converter (etw_jw_str16n). Returns the units converted (< @units when a NUL was met). */
+static inline size_t dec_str16(struct etw_jw *w, const unsigned char *s, size_t units) {
+  return etw_jw_str16n(w, s, units);
+}
 
 /* Value rendering modes for dec_value. */
 enum { DV_TL = 1, DV_MANIFEST = 2 };

@@ -5,6 +5,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#define JW_SSE2 1
+#endif
+
 #define JW_DEFAULT_MAX ((size_t)64 << 20)
 
 void etw_jw_init(struct etw_jw *w, size_t max) {
@@ -158,19 +163,52 @@ static char *put_utf8(char *p, uint32_t cp) {
   return p;
 }
 
-void etw_jw_str16(struct etw_jw *w, const unsigned char *s, size_t units) {
-  if (etw_jw_reserve(w, units * 6 + 2)) return;
+/* UTF-16LE → quoted JSON string. Plain ASCII (0x20–0x7E except '"' and '\\') is converted 8
+ * units at a time with SSE2 (when @simd; the reservation holds 6 bytes per remaining unit, so the
+ * 8-byte store always fits); everything else takes the scalar path: \" \\ \n \r \t, \u00XX for
+ * other controls and 0x7F, UTF-8 for the rest, unpaired surrogates → U+FFFD. The first NUL unit
+ * ends the string. Returns the units converted. */
+#if defined(__GNUC__)
+#define JW_INLINE static inline __attribute__((always_inline))
+#else
+#define JW_INLINE static inline
+#endif
+JW_INLINE size_t str16_body(struct etw_jw *w, const unsigned char *s, size_t units, int simd) {
+  if (etw_jw_reserve(w, units * 6 + 2)) { /* nothing written (w->err is set): just the length */
+    size_t i = 0;
+    while (i < units && (s[2 * i] | s[2 * i + 1])) i++;
+    return i;
+  }
   char *p = w->buf + w->len;
   *p++ = '"';
-  for (size_t i = 0; i < units; i++) {
-    uint32_t u = (uint32_t)s[2 * i] | ((uint32_t)s[2 * i + 1] << 8);
-    if (u == 0) break;
-    if (u < 0x80) {
-      unsigned k = cls[u];
-      if (k == 0) {
-        *p++ = (char)u;
+  size_t i = 0;
+  (void)simd;
+  while (i < units) {
+#ifdef JW_SSE2
+    if (simd && units - i >= 8) {
+      __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(s + 2 * i));
+      __m128i ok = _mm_and_si128(_mm_cmpgt_epi16(v, _mm_set1_epi16(0x1F)), _mm_cmplt_epi16(v, _mm_set1_epi16(0x7F)));
+      __m128i bad = _mm_or_si128(_mm_cmpeq_epi16(v, _mm_set1_epi16('"')), _mm_cmpeq_epi16(v, _mm_set1_epi16('\\')));
+      unsigned m = (unsigned)_mm_movemask_epi8(_mm_andnot_si128(bad, ok));
+      _mm_storel_epi64((__m128i *)(void *)p, _mm_packus_epi16(v, v));
+      if (m == 0xFFFFu) {
+        p += 8;
+        i += 8;
         continue;
       }
+      unsigned good = (unsigned)__builtin_ctz(~m) / 2;
+      p += good;
+      i += good;
+    }
+#endif
+    uint32_t u = (uint32_t)s[2 * i] | ((uint32_t)s[2 * i + 1] << 8);
+    if (u < 0x80) {
+      if (cls[u] == 0) {
+        *p++ = (char)u;
+        i++;
+        continue;
+      }
+      if (u == 0) break;
       *p++ = '\\';
       switch (u) {
         case '"': *p++ = '"'; break;
@@ -185,29 +223,43 @@ void etw_jw_str16(struct etw_jw *w, const unsigned char *s, size_t units) {
           *p++ = hexd[u >> 4];
           *p++ = hexd[u & 15];
       }
+      i++;
       continue;
     }
     uint32_t cp = u;
     if (u >= 0xD800 && u <= 0xDBFF) {
+      cp = 0xFFFD;
       if (i + 1 < units) {
         uint32_t l = (uint32_t)s[2 * i + 2] | ((uint32_t)s[2 * i + 3] << 8);
         if (l >= 0xDC00 && l <= 0xDFFF) {
           cp = 0x10000 + ((u - 0xD800) << 10) + (l - 0xDC00);
           i++;
-        } else {
-          cp = 0xFFFD;
         }
-      } else {
-        cp = 0xFFFD;
       }
     } else if (u >= 0xDC00 && u <= 0xDFFF) {
       cp = 0xFFFD;
     }
     p = put_utf8(p, cp);
+    i++;
   }
   *p++ = '"';
   w->len = (size_t)(p - w->buf);
+  return i;
 }
+
+size_t etw_jw_str16n(struct etw_jw *w, const unsigned char *s, size_t units) {
+#ifdef JW_SSE2
+  return str16_body(w, s, units, 1);
+#else
+  return str16_body(w, s, units, 0);
+#endif
+}
+
+size_t etw_jw_str16n_scalar(struct etw_jw *w, const unsigned char *s, size_t units) {
+  return str16_body(w, s, units, 0);
+}
+
+void etw_jw_str16(struct etw_jw *w, const unsigned char *s, size_t units) { (void)etw_jw_str16n(w, s, units); }
 
 void etw_jw_u64(struct etw_jw *w, uint64_t v) {
   char tmp[24];

@@ -2,6 +2,7 @@
  * ends of their range, GUIDs both ways, times (FILETIME and ns, before 1970 and at the int64
  * ends), base64, and the hard maximum. */
 #include <stdint.h>
+#include <stdio.h>
 
 #include "etwcore/jw.h"
 #include "t.h"
@@ -21,6 +22,94 @@ static void f_u64(struct etw_jw *w, const void *a) { etw_jw_u64(w, *(const uint6
 static void f_ns(struct etw_jw *w, const void *a) { etw_jw_unix_ns(w, *(const int64_t *)a); }
 static void f_ft(struct etw_jw *w, const void *a) { etw_jw_filetime(w, *(const uint64_t *)a); }
 
+/* UTF-16 → JSON reference, one unit at a time from the rules in jw.h: returns the text length. */
+static size_t ref16(char *o, const uint16_t *u, size_t n, size_t *used) {
+  size_t k = 0, i = 0;
+  o[k++] = '"';
+  for (; i < n && u[i]; i++) {
+    uint32_t c = u[i];
+    if (c == '"' || c == '\\') {
+      o[k++] = '\\';
+      o[k++] = (char)c;
+    } else if (c == '\n' || c == '\r' || c == '\t') {
+      o[k++] = '\\';
+      o[k++] = c == '\n' ? 'n' : c == '\r' ? 'r' : 't';
+    } else if (c < 0x20 || c == 0x7F) {
+      k += (size_t)sprintf(o + k, "\\u%04x", c);
+    } else if (c < 0x80) {
+      o[k++] = (char)c;
+    } else {
+      if (c >= 0xD800 && c <= 0xDBFF && i + 1 < n && u[i + 1] >= 0xDC00 && u[i + 1] <= 0xDFFF) {
+        c = 0x10000 + ((c - 0xD800) << 10) + (u[i + 1] - 0xDC00u);
+        i++;
+      } else if (c >= 0xD800 && c <= 0xDFFF) {
+        c = 0xFFFD;
+      }
+      if (c < 0x800) {
+        o[k++] = (char)(0xC0 | c >> 6);
+      } else if (c < 0x10000) {
+        o[k++] = (char)(0xE0 | c >> 12);
+        o[k++] = (char)(0x80 | (c >> 6 & 0x3F));
+      } else {
+        o[k++] = (char)(0xF0 | c >> 18);
+        o[k++] = (char)(0x80 | (c >> 12 & 0x3F));
+        o[k++] = (char)(0x80 | (c >> 6 & 0x3F));
+      }
+      o[k++] = (char)(0x80 | (c & 0x3F));
+    }
+  }
+  o[k++] = '"';
+  *used = i;
+  return k;
+}
+
+/* etw_jw_str16n (SIMD where available) and its scalar fallback against the reference: every unit
+ * class at every position of runs up to five SIMD blocks long, with and without a NUL after it. */
+static void str16_all(void) {
+  static const uint16_t units[] = {'a', 'Z', ' ', '~', 0x7F, '"', '\\', '\n', '\r', '\t', 1, 0x1F, 0x08,
+                                   0xE9, 0x20AC, 0xD83D, 0xDE00, 0xDC00, 0xDBFF, 0xFFFF, 0x80, 0x7FF,
+                                   0x800, 0x100, 0xFF20, 0};
+  const size_t nu = sizeof units / sizeof units[0];
+  uint16_t u[48];
+  unsigned char b[96];
+  char want[48 * 6 + 8];
+  struct etw_jw a, c;
+  etw_jw_init(&a, 0);
+  etw_jw_init(&c, 0);
+  size_t cases = 0, bad = 0;
+  for (size_t len = 0; len <= 41; len++) {
+    for (size_t pos = 0; pos < len || (len == 0 && pos == 0); pos++) {
+      for (size_t k = 0; k < nu; k++) {
+        for (size_t i = 0; i < len; i++) {
+          u[i] = i == pos ? units[k] : (uint16_t)('A' + i % 26);
+          if (i == pos + 1 && units[k] == 0xD83D) u[i] = 0xDE00; /* a valid pair too */
+          if (i == pos + 3 && k % 2) u[i] = (uint16_t)units[(k * 7) % nu]; /* a second class */
+          b[2 * i] = (unsigned char)u[i];
+          b[2 * i + 1] = (unsigned char)(u[i] >> 8);
+        }
+        size_t used, wl = ref16(want, u, len, &used);
+        a.len = c.len = 0;
+        size_t ga = etw_jw_str16n(&a, b, len), gc = etw_jw_str16n_scalar(&c, b, len);
+        cases++;
+        if (ga != used || gc != used || a.len != wl || c.len != wl || memcmp(a.buf, want, wl) ||
+            memcmp(c.buf, want, wl)) {
+          if (bad++ < 3) fprintf(stderr, "str16 len %zu pos %zu unit %04x: %s\n", len, pos, units[k], etw_jw_cstr(&a));
+        }
+      }
+    }
+  }
+  CHECK(cases > 10000);
+  CHECK_EQ(bad, 0);
+  /* a writer in error writes nothing but still reports the length up to the NUL */
+  etw_jw_free(&a);
+  etw_jw_init(&a, 8);
+  memcpy(b, "a\0b\0c\0\0\0d\0", 10);
+  CHECK_EQ(etw_jw_str16n(&a, b, 5), 3);
+  CHECK(a.err == 1 && a.len == 0);
+  etw_jw_free(&a);
+  etw_jw_free(&c);
+}
+
 int main(void) {
   CHECK_STR(w1(f_str, "a\"b\\c\n\t\x01"), "\"a\\\"b\\\\c\\n\\t\\u0001\"");
   CHECK_STR(w1(f_str, "caf\xc3\xa9 \xff x"), "\"caf\xc3\xa9 \xef\xbf\xbd x\""); /* invalid byte → U+FFFD */
@@ -36,6 +125,7 @@ int main(void) {
   const unsigned char u16[] = {'A', 0, 0x3D, 0xD8, 0x00, 0xDE, 0x00, 0xDC, '"', 0, 0, 0, 'Z', 0};
   etw_jw_str16(&w, u16, 7); /* A, U+1F600, lone low surrogate, quote, then NUL stops */
   CHECK_STR(etw_jw_cstr(&w), "\"A\xf0\x9f\x98\x80\xef\xbf\xbd\\\"\"");
+  str16_all();
   etw_jw_truncate(&w, 0);
   unsigned char g[16], g2[16];
   CHECK_EQ(etw_parse_guid("{22fb2cd6-0e7b-422b-a0c7-2fad1fd0e716}", g), 0);

@@ -74,6 +74,13 @@ static inline void etw_jw_key(struct etw_jw *w, const char *k) {
 /** etw_jw_str16 - append UTF-16LE code units @s[0..n) (bytes need not be aligned) as a string;
  *  stops at the first NUL unit; unpaired surrogates become U+FFFD. */
 void etw_jw_str16(struct etw_jw *w, const unsigned char *s, size_t units);
+/** etw_jw_str16n - the same, returning the units converted (< @units when a NUL unit ended the
+ *  string; also when the writer is in error, which writes nothing). Plain ASCII is converted 8
+ *  units at a time where SSE2 is available. */
+size_t etw_jw_str16n(struct etw_jw *w, const unsigned char *s, size_t units);
+/** etw_jw_str16n_scalar - etw_jw_str16n without SIMD (the fallback where SSE2 is missing; kept
+ *  callable so the tests compare both on every platform). */
+size_t etw_jw_str16n_scalar(struct etw_jw *w, const unsigned char *s, size_t units);
 
 void etw_jw_u64(struct etw_jw *w, uint64_t v);
 void etw_jw_i64(struct etw_jw *w, int64_t v);
