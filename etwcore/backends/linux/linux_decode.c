@@ -46,7 +46,10 @@ static uint32_t lx_t4[10000];
 static struct lx_lead { uint32_t txt, len; } lx_t4l[10000];
 static pthread_once_t lx_t4_once = PTHREAD_ONCE_INIT;
 
+static void lx_disp_init(void);
+
 static void t4_fill(void) {
+  lx_disp_init();
   for (uint32_t n = 0; n < 10000; n++) {
     uint32_t d[4] = {n / 1000, n / 100 % 10, n / 10 % 10, n % 10};
     uint32_t v = 0, lz = n >= 1000 ? 0 : n >= 100 ? 1 : n >= 10 ? 2 : 3;
@@ -408,6 +411,10 @@ static int field_kind(const struct tep_format_field *f, struct lx_field *o) {
 
 /* ---- the fast encoder's steps (see struct lx_op) */
 
+/* the fast encoder's handlers by step kind (the labels of lx_dec_event), set once by
+ * lx_disp_init before any descriptor is built */
+static const void *const *lx_disp;
+
 #define LX_ARR_UNROLL 64 /* arrays up to this many elements become one step per element */
 
 struct opb {
@@ -464,7 +471,7 @@ static struct lx_op *opb_val(struct opb *b, uint8_t kind, uint32_t fi, uint32_t 
   struct lx_op *o = b->err ? NULL : opb_new(b);
   if (!o) return NULL;
   memcpy(o->lit, b->lit, b->ln);
-  o->lit_len = (uint8_t)b->ln;
+  o->lit_len = b->ln;
   b->ln = 0;
   o->kind = kind;
   o->fi = (uint16_t)fi;
@@ -534,6 +541,7 @@ static int build_ops(struct lx_evdesc *e) {
     free(b.ops);
     return -1;
   }
+  for (uint32_t k = 0; k < b.n; k++) b.ops[k].h = lx_disp[b.ops[k].kind];
   e->ops = b.ops;
   e->nops = b.n;
   out += 16u * b.n;
@@ -644,7 +652,6 @@ struct tep_handle *lx_tep_new(const char *const *systems) {
   return tep;
 }
 
-static int32_t task_set(struct lx_dec *d, int32_t tid, uint64_t ts);
 
 int lx_dec_init(struct lx_dec *d, struct tep_handle *tep, int cpu, int64_t mono_to_real) {
   memset(d, 0, sizeof *d);
@@ -691,7 +698,7 @@ int lx_dec_init(struct lx_dec *d, struct tep_handle *tep, int cpu, int64_t mono_
   }
   etw_jw_free(&w);
   if (!d->std_hdr) d->hdr_min = UINT32_MAX;
-  task_set(d, INT32_MIN, 0); /* idp is never NULL; tgid_of answers INT32_MIN itself */
+  for (uint32_t i = 0; i < LX_IDS; i++) d->ids[i].key = UINT64_MAX; /* empty */
   return 0;
 }
 
@@ -912,45 +919,32 @@ static void idtxt_build(struct lx_dec *d, struct lx_idtxt *x, int32_t pid, int32
   p = put_id(p, tid);
   memcpy(p, d->t3, 48); /* t3_len <= 42 */
   p += d->t3_len;
-  x->tid = tid;
-  x->pid = pid;
+  x->pid = (uint32_t)pid;
+  x->tid = (uint32_t)tid;
   x->len = (uint32_t)(p - x->txt);
 }
 
-/* The ProcessID of @tid, which is not the last task or whose answer expired: the tgid cache,
- * then the last-task fields and their id text. The same answers as tgid_of for every event:
- * the last task's entry can only change through this function. */
-static __attribute__((noinline)) int32_t task_set_slow(struct lx_dec *d, int32_t tid,
-                                                      uint64_t ts) {
+/* The id-text slot of @tid with its ProcessID, when the slot holds another task or its answer
+ * expired: the tgid cache (tgid_of), then the slot's text if the task or its ProcessID changed.
+ * The same answers as tgid_of for every event (see struct lx_dec). */
+static __attribute__((noinline)) struct lx_idtxt *task_slow(struct lx_dec *d, int32_t tid,
+                                                           uint64_t ts) {
   uint64_t t;
   int32_t pid = tgid_of(d, tid, ts, &t);
-  d->c_tid = tid;
-  d->c_pid = pid;
-  d->c_t = t;
   struct lx_idtxt *x = &d->ids[(uint32_t)tid % LX_IDS];
-  if (x->tid != tid || x->pid != pid || !x->len) idtxt_build(d, x, pid, tid);
-  d->idp = x->txt;
-  d->id_len = x->len;
-  return pid;
+  if (x->key != (uint32_t)tid || x->pid != (uint32_t)pid || !x->len) idtxt_build(d, x, pid, tid);
+  x->key = (uint32_t)tid;
+  x->t = t;
+  return x;
 }
 
-/* task_set_slow's answer when the tgid cache and the id-text slot both hold the task (no calls,
- * so no stack frame): tasks that take turns on a CPU, as in sched_switch */
-static __attribute__((noinline)) int32_t task_set(struct lx_dec *d, int32_t tid, uint64_t ts) {
-  if (d->resolve_tgid && tid > 0 && d->tg) {
-    const struct lx_tgid *g = &d->tg[(uint32_t)tid & (LX_TGID_SLOTS - 1)];
-    const struct lx_idtxt *x = &d->ids[(uint32_t)tid % LX_IDS];
-    if (g->tid == tid && ts - g->t < LX_TGID_TTL && x->tid == tid && x->pid == g->tgid &&
-        x->len) {
-      d->c_tid = tid;
-      d->c_pid = g->tgid;
-      d->c_t = g->t;
-      d->idp = x->txt;
-      d->id_len = x->len;
-      return g->tgid;
-    }
-  }
-  return task_set_slow(d, tid, ts);
+/* the id-text slot of @tid, holding its ProcessID (x->pid) */
+static inline __attribute__((always_inline)) struct lx_idtxt *task_get(struct lx_dec *d,
+                                                                       int32_t tid, uint64_t ts) {
+  struct lx_idtxt *x = &d->ids[(uint32_t)tid % LX_IDS];
+  if (__builtin_expect(x->key != (uint32_t)tid || ts - x->t >= LX_TGID_TTL, 0))
+    x = task_slow(d, tid, ts);
+  return x;
 }
 
 /* ProcessID / ThreadID text for the checked path, cached while they repeat */
@@ -982,7 +976,8 @@ static inline uint64_t ld64(const unsigned char *p) {
  * Returns the end, or NULL when the time is not cached (nothing written). */
 static inline __attribute__((always_inline)) char *encode_head(struct lx_dec *d,
                                                                struct lx_evdesc *e, char *p,
-                                                               int64_t tsr) {
+                                                               int64_t tsr,
+                                                               const struct lx_idtxt *x) {
   uint64_t dn = (uint64_t)tsr - (uint64_t)d->sec_ns;
   if (__builtin_expect(dn >= d->sec_span, 0)) {
     if (!time_sec(d, tsr)) return NULL;
@@ -994,8 +989,8 @@ static inline __attribute__((always_inline)) char *encode_head(struct lx_dec *d,
     cp64(p, e->head, e->hlen);
   put_frac7(p + e->hpos + 21, dn);
   p += e->hlen;
-  memcpy(p, d->idp, 80);
-  p += d->id_len;
+  memcpy(p, x->txt, 80);
+  p += x->len;
   return p;
 }
 
@@ -1003,25 +998,6 @@ static inline __attribute__((always_inline)) char *encode_head(struct lx_dec *d,
 static inline void count1(_Atomic uint64_t *c) {
   atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
                         memory_order_relaxed);
-}
-
-/* etw_batch_commit, inline: the batch has room (checked before encoding), the writer no error,
- * and the event is far below 4 GiB */
-static inline __attribute__((always_inline)) void commit_fast(struct lx_dec *d,
-    const struct lx_evdesc *e, struct etw_batch *bt, size_t mark, char *p, int64_t tsr,
-    int32_t pid, int32_t tid) {
-  struct etw_jw *w = &bt->data;
-  w->len = (size_t)(p - w->buf);
-  struct etw_evref *r = &bt->ev[bt->n++];
-  r->off = (uint32_t)mark;
-  r->len = (uint32_t)(w->len - mark);
-  r->provider = e->provider;
-  r->name = e->name;
-  r->ts_ns = tsr;
-  r->pid = (uint32_t)pid;
-  r->tid = (uint32_t)tid;
-  memcpy((char *)r + offsetof(struct etw_evref, event_id), &e->evtail, 4); /* id, level, cpu */
-  count1(&d->events);
 }
 
 /* Everything the hot path does not take (the batch is there and was flushed if it was full):
@@ -1036,7 +1012,7 @@ static __attribute__((noinline)) void dec_event_any(struct lx_dec *d, const unsi
   int32_t tid = -1;
   if (size >= d->type_off + d->type_size) type = (uint32_t)ld_u(data + d->type_off, d->type_size);
   if (size >= d->pid_off + 4) tid = (int32_t)ld_s(data + d->pid_off, 4);
-  int32_t pid = (tid == d->c_tid && ts - d->c_t < LX_TGID_TTL) ? d->c_pid : task_set(d, tid, ts);
+  int32_t pid = (int32_t)task_get(d, tid, ts)->pid;
   int64_t tsr = (int64_t)ts + d->mono_to_real;
   struct lx_evdesc *e = desc_get(d, type);
   struct etw_evref h;
@@ -1147,11 +1123,23 @@ static __attribute__((noinline)) void dec_event_any(struct lx_dec *d, const unsi
  * for the worst case, the time is cached. Anything else: dec_event_any. */
 void lx_dec_event(struct lx_dec *d, const unsigned char *data, uint32_t size, uint64_t ts,
                   struct lx_sink *s) {
+  /* the steps, threaded: each handler copies the next step's literal and jumps straight to
+   * its handler (o->h, from this table), so a step costs one indirect jump */
+  static const void *const disp[LX_END + 1] = {
+      [LX_U8] = &&k_u8,     [LX_U16] = &&k_u16, [LX_U32] = &&k_u32,   [LX_U64] = &&k_u64,
+      [LX_S8] = &&k_s8,     [LX_S16] = &&k_s16, [LX_S32] = &&k_s32,   [LX_S64] = &&k_s64,
+      [LX_PTR] = &&k_other, [LX_STR] = &&k_str, [LX_DSTR] = &&k_dstr, [LX_ARR] = &&k_other,
+      [LX_DARR] = &&k_other, [LX_BYTES] = &&k_other, [LX_AU64] = &&k_au64, [LX_LIT] = &&k_next,
+      [LX_END] = &&done};
   struct etw_batch *bt = s->b;
   if (__builtin_expect(!bt || etw_batch_full_inl(bt), 0)) {
     if (bt) s->flush(s->ctx, s);
     bt = s->b;
     if (!bt) {
+      if (!d) { /* lx_disp_init */
+        lx_disp = disp;
+        return;
+      }
       count1(&d->enc_dropped);
       return;
     }
@@ -1161,7 +1149,7 @@ void lx_dec_event(struct lx_dec *d, const unsigned char *data, uint32_t size, ui
   int32_t tid;
   memcpy(&type, data, 2);
   memcpy(&tid, data + 4, 4);
-  int32_t pid = (tid == d->c_tid && ts - d->c_t < LX_TGID_TTL) ? d->c_pid : task_set(d, tid, ts);
+  const struct lx_idtxt *x = task_get(d, tid, ts);
   struct lx_evdesc *e = type < d->cache_cap ? d->cache[type] : NULL;
   if (__builtin_expect(!e, 0)) e = desc_get(d, type);
   if (__builtin_expect(!e || size - e->fmin > e->fspan, 0)) goto any;
@@ -1174,32 +1162,29 @@ void lx_dec_event(struct lx_dec *d, const unsigned char *data, uint32_t size, ui
       (mark + need >= w->max || etw_jw_reserve(w, need)))
     goto any;
   int64_t tsr = (int64_t)ts + d->mono_to_real;
-  char *p = encode_head(d, e, w->buf + mark, tsr);
+  char *p = encode_head(d, e, w->buf + mark, tsr, x);
   if (__builtin_expect(!p, 0)) goto any;
+  /* the event's etw_evref, but for its length, written now: fewer values live in the steps */
+  struct etw_evref *r = &bt->ev[bt->n];
+  r->off = (uint32_t)mark;
+  memcpy(&r->provider, &e->provider, 2 * sizeof(char *)); /* provider, name */
+  r->ts_ns = tsr;
+  memcpy(&r->pid, &x->pid, 8); /* pid, tid */
+  memcpy((char *)r + offsetof(struct etw_evref, event_id), &e->evtail, 4); /* id, level, cpu */
   /* EventData: every fixed field is inside the record and the room is reserved, so no
    * reserve or bounds checks per field. */
-  /* the steps, threaded: each handler copies the next step's literal and jumps straight to
-   * its handler (labels as values, GCC and Clang), so a step costs one indirect jump */
-  static const void *const disp[LX_END + 1] = {
-      [LX_U8] = &&k_u8,     [LX_U16] = &&k_u16, [LX_U32] = &&k_u32,   [LX_U64] = &&k_u64,
-      [LX_S8] = &&k_s8,     [LX_S16] = &&k_s16, [LX_S32] = &&k_s32,   [LX_S64] = &&k_s64,
-      [LX_PTR] = &&k_other, [LX_STR] = &&k_str, [LX_DSTR] = &&k_dstr, [LX_ARR] = &&k_other,
-      [LX_DARR] = &&k_other, [LX_BYTES] = &&k_other, [LX_AU64] = &&k_au64, [LX_LIT] = &&k_next,
-      [LX_END] = &&done};
   const struct lx_op *o = e->ops;
-  const unsigned char *fp;
   memcpy(p, o->lit, 16);
   p += o->lit_len;
-  fp = data + o->off;
-  goto *disp[o->kind];
+  goto *o->h;
 #define LX_NEXT()                 \
   do {                            \
     o++;                          \
     memcpy(p, o->lit, 16);        \
     p += o->lit_len;              \
-    fp = data + o->off;           \
-    goto *disp[o->kind];          \
+    goto *o->h;                   \
   } while (0)
+#define fp (data + o->off)
 k_u8:
   p = put_u64(p, fp[0]);
   LX_NEXT();
@@ -1237,11 +1222,11 @@ k_s64:
   p = put_i64(p, (int64_t)ld64(fp));
   LX_NEXT();
 k_au64: { /* unsigned long args[6] and the like */
-  const unsigned char *ae = fp + (size_t)o->n * 8;
-  p = put_u64(p, ld64(fp));
-  for (fp += 8; fp < ae; fp += 8) {
+  const unsigned char *ap = fp, *ae = ap + (size_t)o->n * 8;
+  p = put_u64(p, ld64(ap));
+  for (ap += 8; ap < ae; ap += 8) {
     *p++ = ',';
-    p = put_u64(p, ld64(fp));
+    p = put_u64(p, ld64(ap));
   }
   LX_NEXT();
 }
@@ -1280,15 +1265,25 @@ k_other: /* long arrays, pointers, bytes: the checked writers (room is reserved)
 k_next:
   LX_NEXT();
 #undef LX_NEXT
-done:
+#undef fp
+done: /* etw_batch_commit, inline: the batch has room, the event is far below 4 GiB */
   if (__builtin_expect(w->err != 0, 0)) {
-    etw_jw_truncate(w, mark);
+    etw_jw_truncate(w, r->off);
     goto any;
   }
-  commit_fast(d, e, bt, mark, p, tsr, pid, tid);
+  w->len = (size_t)(p - w->buf);
+  r->len = (uint32_t)w->len - r->off;
+  bt->n++;
+  count1(&d->events);
   return;
 any:
   dec_event_any(d, data, size, ts, bt);
+}
+
+/* lx_disp: the handlers' addresses, from lx_dec_event (a NULL decoder and an empty sink) */
+static void lx_disp_init(void) {
+  struct lx_sink s = {0};
+  lx_dec_event(NULL, NULL, 0, 0, &s);
 }
 
 /* kbuffer's general walker, kept as the reference and the fallback */

@@ -52,13 +52,15 @@ struct lx_field {
  * LX_LIT steps; arrays of up to LX_ARR_UNROLL elements become one step per element. */
 struct lx_op {
   char lit[16];
-  uint8_t lit_len;
+  const void *h;    /* the step's handler in the fast encoder (its label: see lx_dec_event) */
+  uint64_t lit_len; /* 64-bit: added to the output pointer straight from memory */
+  uint64_t off;     /* the value's offset in the record */
+  uint32_t size;
+  uint16_t n;       /* LX_AU64: elements; LX_DSTR/LX_DARR: __rel_loc */
+  uint16_t fi;      /* the field (e->f[fi]) behind this step */
   uint8_t kind;     /* enum lx_kind */
   uint8_t elem;     /* arrays: element size */
   uint8_t esigned;  /* arrays: signed elements */
-  uint16_t n;       /* LX_AU64: elements */
-  uint16_t fi;      /* the field (e->f[fi]) behind this step */
-  uint32_t off, size;
 };
 
 /* Everything the hot loop needs for one event id, built once per reader thread. */
@@ -117,15 +119,18 @@ struct lx_dec {
   uint8_t t2_len, t3_len;
   int std_hdr; /* common_type is the u16 at 0 and common_pid the s32 at 4 */
   uint32_t hdr_min; /* 8 with std_hdr, else UINT32_MAX: smaller records skip the hot path */
-  /* the last task: tid, its ProcessID and the time its tgid entry was made (valid for
-   * LX_TGID_TTL from then, exactly as the tgid cache entry), and the text
-   * `<pid>,"ThreadID":<tid>,"ProcessorID":<cpu>}},"EventData":{` for it: id_len bytes at idp,
-   * in one of LX_IDS slots (direct-mapped by tid: tasks that take turns keep their text) */
-  int32_t c_tid, c_pid;
-  uint64_t c_t;
-  const char *idp;
-  uint32_t id_len;
-  struct lx_idtxt { int32_t tid, pid; uint32_t len; char txt[116]; } ids[LX_IDS];
+  /* the id text of a task: `<pid>,"ThreadID":<tid>,"ProcessorID":<cpu>}},"EventData":{`, len
+   * bytes, in one of LX_IDS slots direct-mapped by tid (tasks that take turns on a CPU keep
+   * their text). key is the tid (as uint32) or UINT64_MAX (empty); pid is its ProcessID, valid
+   * for LX_TGID_TTL of trace time from t, exactly as the tgid cache entry it was made from (a
+   * tgid slot can only change through a task of the same id-text slot: LX_IDS divides
+   * LX_TGID_SLOTS). */
+  struct lx_idtxt {
+    uint64_t key, t;
+    uint32_t pid, tid; /* as etw_evref holds them */
+    uint32_t len;
+    char txt[100];
+  } ids[LX_IDS];
   /* decimal text of the last ProcessID / ThreadID (16 bytes + slack: put_i64 writes up to 17) */
   int32_t last_pid, last_tid;
   uint8_t pid_len, tid_len;
