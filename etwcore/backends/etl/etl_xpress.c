@@ -29,92 +29,121 @@ static inline uint32_t rd32le(const unsigned char *p) {
   return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
+static inline uint32_t rd16le(const unsigned char *p) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  uint16_t v;
+  memcpy(&v, p, 2);
+  return v;
+#else
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8;
+#endif
+}
+
 /* Input bytes one flag word can consume at most: 4 (flags) + 32 items × 10 (token, nibble,
  * byte, word, dword), + 32 for the fixed-size literal copy. */
 #define XP_FAST_MARGIN 360
+/* Output room kept at the start of every fast flag word: 31 items of ≤ 10 bytes plus a 32-byte
+ * literal store (a long match goes the fast way only when this much room is left after it). */
+#define XP_OUT_MARGIN 512
+
+/* Copy a match of @len bytes at distance @off (1 ≤ off) with ≥ len + 16 bytes of room: may
+ * write up to 15 bytes past the match (they are rewritten later or lie past the output). */
+static inline void copy_match_fast(unsigned char *d, size_t off, size_t len) {
+  const unsigned char *s = d - off;
+  if (off >= 16) {
+    memcpy(d, s, 16); /* 16-byte steps: each reads bytes written at least 16 before */
+    for (size_t i = 16; i < len; i += 16) memcpy(d + i, s + i, 16);
+  } else if (off >= 8) {
+    memcpy(d, s, 8);
+    for (size_t i = 8; i < len; i += 8) memcpy(d + i, s + i, 8);
+  } else {
+    /* a pattern of period off: its first 8 bytes one by one, then 8-byte copies from `step`
+     * back (the smallest multiple of off that is ≥ 8, so each copy reads finished bytes) */
+    static const unsigned char STEP[8] = {8, 8, 8, 9, 8, 10, 12, 14};
+    for (size_t i = 0; i < 8; i++) d[i] = s[i];
+    size_t step = STEP[off];
+    for (size_t i = 8; i < len; i += 8) memcpy(d + i, d + i - step, 8);
+  }
+}
 
 long etw_xpress_decompress(const unsigned char *in, size_t n_in, unsigned char *out, size_t n_out) {
   size_t ip = 0, op = 0;
   uint32_t flags = 0;
   int nflags = 0;
   size_t half = (size_t)-1; /* position of the shared nibble byte, or none */
-  /* Fast path: whole flag words while the input holds a margin for any 32 items, so no input
-   * bound is checked per item; output bounds are still checked for every item. */
-  while (op < n_out && n_in - ip >= XP_FAST_MARGIN) {
-    uint32_t f = rd32le(in + ip); /* the current item's flag is bit 31 */
+  /* Fast path: whole flag words while the input holds a margin for any 32 items and the output
+   * a margin of XP_OUT_MARGIN, so no bound is checked per item (only a long match's length). */
+  while (n_in - ip >= XP_FAST_MARGIN && n_out - op >= XP_OUT_MARGIN) {
+    /* the flags in the top 32 bits (the current item first), then a sentinel 1: the word is
+     * done when only the sentinel is left at the top */
+    uint64_t f = (uint64_t)rd32le(in + ip) << 32 | 0x80000000u;
     ip += 4;
-    unsigned nf = 32;
-    while (nf) { /* op < n_out holds here: every item that fills the output returns */
-      if (!(f & 0x80000000u)) {
-        unsigned run = f ? (unsigned)__builtin_clz(f) : 32u;
-        if (run > nf) run = nf;
-        size_t room = n_out - op;
-        if (room >= 32) {
-          memcpy(out + op, in + ip, 16);
-          if (run > 16) memcpy(out + op + 16, in + ip + 16, 16);
-        } else {
-          if (run >= room) { /* the output is full */
-            memcpy(out + op, in + ip, room);
-            return (long)n_out;
-          }
-          memcpy(out + op, in + ip, run);
-        }
+    for (;;) {
+      if (!(f >> 63)) { /* a run of literals up to the next match or the sentinel */
+        unsigned run = (unsigned)__builtin_clzll(f);
+        memcpy(out + op, in + ip, 16);
+        memcpy(out + op + 16, in + ip + 16, 16);
         op += run;
         ip += run;
-        nf -= run;
-        f = run < 32 ? f << run : 0;
-        continue;
+        f <<= run;
       }
+      if (f == (uint64_t)1 << 63) break;
+      uint64_t f0 = f; /* to hand the item back to the checked loop */
       f <<= 1;
-      nf--;
-      uint32_t tok = (uint32_t)in[ip] | (uint32_t)in[ip + 1] << 8;
+      uint32_t tok = rd16le(in + ip);
+      size_t ip0 = ip, half0 = half;
       ip += 2;
       size_t off = (tok >> 3) + 1;
       size_t len = tok & 7;
-      if (len != 7 && off >= 16 && off <= op && n_out - op > 32) {
-        /* the common short match (3..9 bytes, distance ≥ 16, not at the output end): one
-         * 16-byte copy (the bytes past the match are rewritten later) */
-        memcpy(out + op, out + op - off, 16);
+      if (off > op) return -1;
+      if (len != 7) {
+        if (off >= 16) {
+          memcpy(out + op, out + op - off, 16);
+        } else {
+          copy_match_fast(out + op, off, len + 3);
+        }
         op += len + 3;
         continue;
       }
-      if (len == 7) {
-        uint32_t nib;
-        if (half == (size_t)-1) {
-          half = ip++;
-          nib = in[half] & 15;
-        } else {
-          nib = in[half] >> 4;
-          half = (size_t)-1;
-        }
-        len = 7 + nib;
-        if (nib == 15) {
-          uint32_t b = in[ip++];
-          if (b == 255) {
-            uint32_t w = (uint32_t)in[ip] | (uint32_t)in[ip + 1] << 8;
-            ip += 2;
-            if (w == 0) {
-              w = rd32le(in + ip);
-              ip += 4;
-            }
-            if (w < 15 + 7) return -1;
-            len = w;
-          } else {
-            len = 7 + 15 + b;
+      uint32_t nib;
+      if (half == (size_t)-1) {
+        half = ip++;
+        nib = in[half] & 15;
+      } else {
+        nib = in[half] >> 4;
+        half = (size_t)-1;
+      }
+      len = 7 + nib;
+      if (nib == 15) {
+        uint32_t b = in[ip++];
+        if (b == 255) {
+          uint32_t w = (uint32_t)in[ip] | (uint32_t)in[ip + 1] << 8;
+          ip += 2;
+          if (w == 0) {
+            w = rd32le(in + ip);
+            ip += 4;
           }
+          if (w < 15 + 7) return -1;
+          len = w;
+        } else {
+          len = 7 + 15 + b;
         }
       }
       len += 3;
-      if (off > op) return -1;
-      size_t room = n_out - op;
-      if (len >= room) { /* the output is full */
-        copy_match(out + op, off, room, room);
-        return (long)n_out;
+      if (n_out - op < len + XP_OUT_MARGIN) {
+        /* near the output end: this item and the rest of the word go the checked way */
+        ip = ip0;
+        half = half0;
+        /* the sentinel is the lowest set bit, at 31 + the items already done */
+        nflags = 63 - __builtin_ctzll(f0);
+        flags = (uint32_t)(f0 >> 32) >> (32 - nflags);
+        goto checked;
       }
-      copy_match(out + op, off, len, room);
+      copy_match_fast(out + op, off, len);
       op += len;
     }
   }
+checked:
   while (op < n_out) {
     if (nflags == 0) {
       if (n_in - ip < 4) break; /* input exhausted */
