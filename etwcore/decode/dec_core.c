@@ -168,6 +168,7 @@ void etw_decoder_free(struct etw_decoder *d) {
     free(p->maps);
     free(p->ev);
     free(p->es_buf);
+    free(p->es_last);
     free(p->tl_names);
     free(p);
   }

@@ -1026,9 +1026,18 @@ void dec_eventsource_chunk(struct etw_decoder *d, const struct etw_rec *r) {
   pr->es_len += add;
   pr->es_next_chunk++;
   if (pr->es_next_chunk == total) {
-    dec_manifest_load(d, (const char *)pr->es_buf, pr->es_len, r->provider_id);
+    /* EventSources send their manifest again at every session start and rundown: the same
+     * bytes loaded again would add nothing (an event id/version already present keeps the
+     * first schema of its quality), so a repeat of the last one is not parsed */
+    if (pr->es_last && pr->es_last_len == pr->es_len && !memcmp(pr->es_last, pr->es_buf, pr->es_len)) {
+      free(pr->es_buf);
+    } else {
+      dec_manifest_load(d, (const char *)pr->es_buf, pr->es_len, r->provider_id);
+      free(pr->es_last);
+      pr->es_last = pr->es_buf; /* kept for the comparison */
+      pr->es_last_len = pr->es_len;
+    }
     pr->source = "eventsource";
-    free(pr->es_buf);
     pr->es_buf = NULL;
     pr->es_len = 0;
     pr->es_next_chunk = 0;

@@ -230,6 +230,8 @@ struct dec_provider {
   unsigned char *es_buf;
   size_t es_len;
   uint32_t es_next_chunk;
+  unsigned char *es_last; /* the last manifest loaded (a repeat of it is not parsed again) */
+  size_t es_last_len;
   /* TraceLogging: event names seen (interned), for the providers API */
   const char **tl_names;
   uint32_t n_tl;
