@@ -71,6 +71,14 @@ struct tb {
 
 static int emit(struct tb *t, uint32_t pi, int depth) {
   if (pi >= t->np || depth > DEC_MAX_DEPTH || t->nf >= DEC_MAX_FIELDS) return -1;
+  if (t->nf == t->cap) { /* right-sized: most schemas have a few fields */
+    uint32_t nc = t->cap ? t->cap * 2 : 16;
+    if (nc > DEC_MAX_FIELDS) nc = DEC_MAX_FIELDS;
+    struct dec_field *nf = realloc(t->f, nc * sizeof *nf);
+    if (!nf) return -1;
+    t->f = nf;
+    t->cap = nc;
+  }
   const unsigned char *e = t->b + TEI_HDR + (size_t)pi * EPI_SIZE;
   uint32_t flags = d_rd32(e), name = d_rd32(e + 4);
   uint32_t idx = t->nf++;
@@ -184,19 +192,20 @@ void dec_eventinfo(struct etw_decoder *d, const struct etw_rec *r) {
   if (!p->source) p->source = "eventinfo";
   struct dec_event *e = calloc(1, sizeof *e);
   struct tb t;
-  memset(&t, 0, sizeof t);
   t.b = b;
   t.n = n;
   t.np = np;
-  t.f = calloc(DEC_MAX_FIELDS, sizeof *t.f);
-  if (!e || !t.f) {
-    free(e);
-    free(t.f);
-    return;
-  }
-  for (uint32_t i = 0; i < DEC_MAX_FIELDS; i++) t.map[i] = -1;
+  t.f = NULL;
+  t.nf = t.cap = 0;
+  if (!e) return;
+  memset(t.map, 0xFF, sizeof t.map); /* all -1 */
   int ok = 1;
   for (uint32_t i = 0; i < ntop && ok; i++) ok = emit(&t, i, 0) == 0;
+  if (!t.f && ok) t.f = calloc(1, sizeof *t.f); /* no fields: an empty template */
+  if (!t.f) {
+    free(e);
+    return;
+  }
   e->f = t.f;
   e->nf = t.nf;
   if (!ok) {
