@@ -5,7 +5,9 @@
  * JSON with the shape the core writes (etw_event_write_system + EventData): strings, escapes,
  * exact 64-bit numbers, arrays, __data_loc, truncated records, unknown ids, and timestamps.
  */
+#include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -66,8 +68,8 @@ static char *decode(struct lx_dec *d, const unsigned char *rec, uint32_t size, u
   return fast;
 }
 
-static char *expect_sys(struct tep_event *e, int64_t ts_real, int32_t pid, int cpu,
-                        const char *data) {
+static char *expect_sys2(struct tep_event *e, int64_t ts_real, int32_t pid, int32_t tid,
+                         int cpu, const char *data) {
   struct etw_jw w;
   etw_jw_init(&w, 1 << 16);
   struct etw_sys s = {0};
@@ -77,7 +79,7 @@ static char *expect_sys(struct tep_event *e, int64_t ts_real, int32_t pid, int c
   s.ts_ns = ts_real;
   s.event_name = e->name;
   s.pid = pid;
-  s.tid = pid;
+  s.tid = tid;
   s.cpu = cpu;
   etw_event_write_system(&w, &s);
   etw_jw_lit(&w, ",\"EventData\":{");
@@ -85,6 +87,11 @@ static char *expect_sys(struct tep_event *e, int64_t ts_real, int32_t pid, int c
   etw_jw_lit(&w, "}}");
   size_t n;
   return etw_jw_steal(&w, &n);
+}
+
+static char *expect_sys(struct tep_event *e, int64_t ts_real, int32_t pid, int cpu,
+                        const char *data) {
+  return expect_sys2(e, ts_real, pid, pid, cpu, data);
 }
 
 /* TimeCreated through the cached formatter (minute prefix, second digits, fraction) against
@@ -251,6 +258,128 @@ static void test_ids(struct lx_dec *d, struct tep_event *se, int64_t off) {
   }
 }
 
+/* sched_switch's s32 (pids, priorities) and s64 (prev_state) fields at every length and edge,
+ * negative included, against printf */
+static void test_small_ints(struct lx_dec *d, struct tep_event *sw, int64_t off) {
+  int64_t vals[200];
+  size_t nv = 0;
+  int64_t p10 = 1;
+  for (int k = 0; k <= 18; k++) { /* ±(10^k - 1), ±10^k */
+    vals[nv++] = p10 - 1;
+    vals[nv++] = p10;
+    vals[nv++] = -p10;
+    vals[nv++] = 1 - p10;
+    if (k < 18) p10 *= 10;
+  }
+  const int64_t ends[] = {INT32_MAX, INT32_MIN, (int64_t)INT32_MAX + 1, (int64_t)INT32_MIN - 1,
+                          INT64_MAX, INT64_MIN, INT64_MIN + 1, 4294967295LL, 99999999,
+                          100000000, 120, 4242, 21733};
+  for (size_t k = 0; k < sizeof ends / sizeof ends[0]; k++) vals[nv++] = ends[k];
+  unsigned char rec[128] = {0};
+  hdr(rec, sw, 9);
+  put(rec, sw, "prev_comm", "a", 2);
+  put(rec, sw, "next_comm", "b", 2);
+  int cases = 0;
+  for (size_t i = 0; i < nv; i++) {
+    int32_t v32 = (int32_t)vals[i], w32 = (int32_t)vals[(i + 7) % nv];
+    int64_t v64 = vals[(i + 3) % nv];
+    put(rec, sw, "prev_pid", &v32, 4);
+    put(rec, sw, "prev_prio", &w32, 4);
+    put(rec, sw, "prev_state", &v64, 8);
+    put(rec, sw, "next_pid", &w32, 4);
+    put(rec, sw, "next_prio", &v32, 4);
+    char data[400];
+    snprintf(data, sizeof data,
+             "\"prev_comm\":\"a\",\"prev_pid\":%d,\"prev_prio\":%d,\"prev_state\":%lld,"
+             "\"next_comm\":\"b\",\"next_pid\":%d,\"next_prio\":%d",
+             (int)v32, (int)w32, (long long)v64, (int)w32, (int)v32);
+    char *got = decode(d, rec, 64, 555);
+    char *want = expect_sys(sw, 555 + off, 9, 1, data);
+    CHECK_STR(got, want);
+    free(got);
+    free(want);
+    cases++;
+  }
+  fprintf(stderr, "small ints: %d events\n", cases);
+}
+
+/* the Tgid of task @tid from /proc, or @tid when there is no such task */
+static int32_t proc_pid(int32_t tid) {
+  char path[64], buf[512];
+  snprintf(path, sizeof path, "/proc/%d/status", (int)tid);
+  FILE *f = fopen(path, "r");
+  if (!f) return tid;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  const char *t = strstr(buf, "\nTgid:");
+  return t ? (int32_t)atoi(t + 7) : tid;
+}
+
+static void *park(void *arg) {
+  int *fds = arg;
+  int32_t tid = (int32_t)syscall(SYS_gettid);
+  char c;
+  if (write(fds[1], &tid, sizeof tid) != sizeof tid) return NULL;
+  if (read(fds[2], &c, 1) < 0) return NULL; /* until the test is done */
+  return NULL;
+}
+
+/* ProcessID from /proc (resolve_tgid on): a thread of this process has ProcessID getpid();
+ * a task that shares its id-text slot, and the answer's expiry (LX_TGID_TTL of trace time),
+ * keep it right */
+static void test_tgid(struct lx_dec *d, struct tep_event *se, int64_t off) {
+  int fds[4];
+  if (pipe(fds) || pipe(fds + 2)) {
+    CHECK(0);
+    return;
+  }
+  pthread_t th; /* it writes its tid to fds[1] and waits on fds[2] */
+  CHECK_EQ(pthread_create(&th, NULL, park, fds), 0);
+  int32_t ttid = 0;
+  CHECK_EQ(read(fds[0], &ttid, sizeof ttid), (ssize_t)sizeof ttid);
+  int32_t me = (int32_t)getpid();
+  CHECK(ttid != me);
+  unsigned char rec[128] = {0};
+  int64_t id = 0;
+  uint64_t args[6] = {0};
+  put(rec, se, "id", &id, 8);
+  put(rec, se, "args", args, sizeof args);
+  d->resolve_tgid = 1;
+  /* slot mates: ttid + 3 * LX_IDS shares the id-text slot, ttid + LX_TGID_SLOTS (4096) the
+   * tgid cache slot too (most likely no such tasks: ProcessID = ThreadID) */
+  const int32_t other = ttid < INT32_MAX - 3 * LX_IDS ? ttid + 3 * LX_IDS : ttid - 3 * LX_IDS;
+  const int32_t other2 = ttid < INT32_MAX - 4096 ? ttid + 4096 : ttid - 4096;
+  const uint64_t T = 10000000000ULL, TTL = 2000000000ULL; /* LX_TGID_TTL */
+  struct { int32_t tid; uint64_t ts; int32_t pid; } seq[] = {
+      {ttid, T, me}, {ttid, T + 1, me}, {other, T + 2, proc_pid(other)},
+      {ttid, T + 3, me}, /* the tgid entry made at T */
+      {me, T + 4, me}, {other2, T + 5, proc_pid(other2)},
+      {ttid, T + 6, me}, /* a new lookup at T + 6 */
+      /* the thread is gone from here on: the answer made at T + 6 holds until it expires */
+      {ttid, T + 7, me}, {ttid, T + 6 + TTL - 1, me}, {ttid, T + 6 + TTL, ttid},
+      {ttid, T + 6 + TTL + 1, ttid}, {other, T + 6 + TTL + 2, proc_pid(other)},
+      {ttid, T + 6 + TTL + 3, ttid}};
+  for (size_t k = 0; k < sizeof seq / sizeof seq[0]; k++) {
+    if (k == 7) { /* end the thread and wait until /proc no longer has it */
+      if (write(fds[3], "x", 1) != 1) CHECK(0);
+      pthread_join(th, NULL);
+      for (int i = 0; i < 1000 && proc_pid(ttid) != ttid; i++) usleep(1000);
+      CHECK_EQ(proc_pid(ttid), ttid);
+    }
+    hdr(rec, se, seq[k].tid);
+    char *got = decode(d, rec, 72, seq[k].ts);
+    char *want = expect_sys2(se, (int64_t)seq[k].ts + off, seq[k].pid, seq[k].tid, 1,
+                             "\"id\":0,\"args\":[0,0,0,0,0,0]");
+    if (strcmp(got ? got : "", want)) fprintf(stderr, "tgid step %zu\n", k);
+    CHECK_STR(got, want);
+    free(got);
+    free(want);
+  }
+  d->resolve_tgid = 0;
+  for (int i = 0; i < 4; i++) close(fds[i]);
+}
+
 /* real pages from a throwaway instance: the direct walker and kbuffer must agree exactly */
 static void test_walkers(struct lx_dec *d) {
   char name[64];
@@ -376,6 +505,7 @@ int main(void) {
       etw_jw_free(&ref);
       free(g);
     }
+    test_small_ints(&d, sw, off);
     put(rec, sw, "prev_comm", "a\"b\\c\xff", 7);
     /* truncated record: fields beyond the end are null */
     got = decode(&d, rec, 30, ts);
@@ -407,6 +537,7 @@ int main(void) {
     test_times(&d, se);
     test_numbers(&d, se, off);
     test_ids(&d, se, off);
+    test_tgid(&d, se, off);
   }
 
   /* sched_process_exec: __data_loc string; out of range → null */

@@ -31,6 +31,9 @@
 
 #include "linux/linux_int.h"
 
+/* the fast encoder copies this many bytes of head (its length at most: provider + event name
+ * up to 50 characters; the longest in Linux 6.1 have 46); longer heads take the checked path */
+#define LX_HEAD_COPY 256
 #define MARK_TS 1234567800LL /* renders as 1970-01-01T00:00:01.2345678Z */
 #define MARK_PID 987654321
 #define MARK_TID 987654322
@@ -128,6 +131,26 @@ static inline __attribute__((always_inline)) char *put_i64(char *p, int64_t v) {
     return put_u64(p, (uint64_t)0 - (uint64_t)v);
   }
   return put_u64(p, (uint64_t)v);
+}
+
+/* the rest of put_small: 9 digits and more, or negative (the value as int64) */
+static __attribute__((noinline)) char *put_small_rare(char *p, int64_t v) {
+  return put_i64(p, v);
+}
+
+/* put_i64 for values that are usually small and non-negative (pids, priorities, states, ints
+ * narrower than 64 bits): below 1e8 as unsigned, no sign test; the rest out of line */
+static inline __attribute__((always_inline)) char *put_small(char *p, int64_t v) {
+  uint64_t u = (uint64_t)v;
+  if (u < 10) {
+    *p = (char)('0' + u);
+    return p + 1;
+  }
+  if (u < 10000) return put_lead4(p, (uint32_t)u);
+  if (__builtin_expect(u >= 100000000, 0)) return put_small_rare(p, v);
+  uint32_t hi = div1e4((uint32_t)u);
+  p = put_lead4(p, hi);
+  return put4(p, (uint32_t)u - hi * 10000);
 }
 
 /* copy @n bytes in 16-byte blocks: dst and src must have 15 bytes of slack */
@@ -358,7 +381,8 @@ static void build_template(struct lx_dec *d, struct lx_evdesc *e) {
     e->tmpl_ok = 1;
     /* the fast encoder's head: everything up to the pid, if the rest is the reader's t2/t3 */
     if (e->t_len[2] == d->t2_len && !memcmp(s + e->t_off[2], d->t2, d->t2_len) &&
-        e->t_len[3] == d->t3_len && !memcmp(s + e->t_off[3], d->t3, d->t3_len)) {
+        e->t_len[3] == d->t3_len && !memcmp(s + e->t_off[3], d->t3, d->t3_len) &&
+        (size_t)b <= LX_HEAD_COPY) {
       e->head = calloc(1, (size_t)b + 256 + 64);
       if (e->head) {
         memcpy(e->head, s, (size_t)b);
@@ -522,7 +546,14 @@ static int build_ops(struct lx_evdesc *e) {
         continue;
       }
     }
-    struct lx_op *o = opb_val(&b, f->kind, j, f->off, f->size);
+    uint8_t kind = f->kind;
+#if defined(__SSE2__)
+    if (kind == LX_STR && f->size == 16) {
+      kind = LX_STR16;
+      opb_lit(&b, "\"", 1);
+    }
+#endif
+    struct lx_op *o = opb_val(&b, kind, j, f->off, f->size);
     if (!o) break;
     o->elem = f->elem;
     o->esigned = f->esigned;
@@ -961,11 +992,6 @@ static inline void id_texts(struct lx_dec *d, int32_t pid, int32_t tid) {
   }
 }
 
-/* copy @n bytes in 64-byte blocks: dst and src must have 63 bytes of slack */
-static inline __attribute__((always_inline)) void cp64(char *dst, const char *src, size_t n) {
-  for (size_t i = 0; i < n; i += 64) memcpy(dst + i, src + i, 64);
-}
-
 static inline uint64_t ld64(const unsigned char *p) {
   uint64_t v;
   memcpy(&v, p, 8);
@@ -983,10 +1009,7 @@ static inline __attribute__((always_inline)) char *encode_head(struct lx_dec *d,
     if (!time_sec(d, tsr)) return NULL;
     dn = (uint64_t)tsr - (uint64_t)d->sec_ns;
   }
-  if (__builtin_expect(e->hlen <= 240, 1)) /* provider + event name up to 34 characters */
-    memcpy(p, e->head, 240); /* straight-line 16-byte moves, no loop */
-  else
-    cp64(p, e->head, e->hlen);
+  memcpy(p, e->head, LX_HEAD_COPY); /* straight-line moves, no loop */
   put_frac7(p + e->hpos + 21, dn);
   p += e->hlen;
   memcpy(p, x->txt, 80);
@@ -1119,30 +1142,41 @@ static __attribute__((noinline)) void dec_event_any(struct lx_dec *d, const unsi
     count1(&d->enc_dropped);
 }
 
+/* lx_dec_event with a full batch, or none: flush it, then the event (into the fresh batch) */
+static __attribute__((noinline)) void dec_event_flush(struct lx_dec *d, const unsigned char *data,
+                                                     uint32_t size, uint64_t ts,
+                                                     struct lx_sink *s) {
+  if (s->b) s->flush(s->ctx, s);
+  if (!s->b) {
+    count1(&d->enc_dropped);
+    return;
+  }
+  if (etw_batch_full_inl(s->b)) /* a sink that left a full batch: no second flush */
+    dec_event_any(d, data, size, ts, s->b);
+  else
+    lx_dec_event(d, data, size, ts, s);
+}
+
 /* The hot path: a known event id whose fixed fields are all in the record, the batch has room
  * for the worst case, the time is cached. Anything else: dec_event_any. */
 void lx_dec_event(struct lx_dec *d, const unsigned char *data, uint32_t size, uint64_t ts,
                   struct lx_sink *s) {
   /* the steps, threaded: each handler copies the next step's literal and jumps straight to
    * its handler (o->h, from this table), so a step costs one indirect jump */
-  static const void *const disp[LX_END + 1] = {
+  static const void *const disp[LX_STR16 + 1] = {
       [LX_U8] = &&k_u8,     [LX_U16] = &&k_u16, [LX_U32] = &&k_u32,   [LX_U64] = &&k_u64,
       [LX_S8] = &&k_s8,     [LX_S16] = &&k_s16, [LX_S32] = &&k_s32,   [LX_S64] = &&k_s64,
       [LX_PTR] = &&k_other, [LX_STR] = &&k_str, [LX_DSTR] = &&k_dstr, [LX_ARR] = &&k_other,
       [LX_DARR] = &&k_other, [LX_BYTES] = &&k_other, [LX_AU64] = &&k_au64, [LX_LIT] = &&k_next,
-      [LX_END] = &&done};
+      [LX_END] = &&done, [LX_STR16] = &&k_str16};
   struct etw_batch *bt = s->b;
   if (__builtin_expect(!bt || etw_batch_full_inl(bt), 0)) {
-    if (bt) s->flush(s->ctx, s);
-    bt = s->b;
-    if (!bt) {
-      if (!d) { /* lx_disp_init */
-        lx_disp = disp;
-        return;
-      }
-      count1(&d->enc_dropped);
+    if (!d) { /* lx_disp_init */
+      lx_disp = disp;
       return;
     }
+    dec_event_flush(d, data, size, ts, s); /* a tail call: nothing here lives across it */
+    return;
   }
   if (__builtin_expect(size < d->hdr_min, 0)) goto any;
   uint16_t type;
@@ -1186,40 +1220,40 @@ void lx_dec_event(struct lx_dec *d, const unsigned char *data, uint32_t size, ui
   } while (0)
 #define fp (data + o->off)
 k_u8:
-  p = put_u64(p, fp[0]);
+  p = put_small(p, fp[0]);
   LX_NEXT();
 k_u16: {
   uint16_t v;
   memcpy(&v, fp, 2);
-  p = put_u64(p, v);
+  p = put_small(p, v);
   LX_NEXT();
 }
 k_u32: {
   uint32_t v;
   memcpy(&v, fp, 4);
-  p = put_u64(p, v);
+  p = put_small(p, v);
   LX_NEXT();
 }
 k_u64:
   p = put_u64(p, ld64(fp));
   LX_NEXT();
 k_s8:
-  p = put_i64(p, (int8_t)fp[0]);
+  p = put_small(p, (int8_t)fp[0]);
   LX_NEXT();
 k_s16: {
   int16_t v;
   memcpy(&v, fp, 2);
-  p = put_i64(p, v);
+  p = put_small(p, v);
   LX_NEXT();
 }
 k_s32: {
   int32_t v;
   memcpy(&v, fp, 4);
-  p = put_i64(p, v);
+  p = put_small(p, v);
   LX_NEXT();
 }
 k_s64:
-  p = put_i64(p, (int64_t)ld64(fp));
+  p = put_small(p, (int64_t)ld64(fp));
   LX_NEXT();
 k_au64: { /* unsigned long args[6] and the like */
   const unsigned char *ap = fp, *ae = ap + (size_t)o->n * 8;
@@ -1233,6 +1267,29 @@ k_au64: { /* unsigned long args[6] and the like */
 k_str:
   p = fput_cstr(w, p, fp, o->size, data);
   LX_NEXT();
+k_str16: { /* comms: one 16-byte block, usually NUL-terminated inside it */
+#if defined(__SSE2__)
+  const unsigned char *sp = fp;
+  __m128i v = _mm_loadu_si128((const __m128i *)(const void *)sp);
+  _mm_storeu_si128((__m128i *)(void *)p, v);
+  unsigned m = bad16(v);
+  if (__builtin_expect(m == 0, 0)) { /* 16 characters */
+    p[16] = '"';
+    p += 17;
+    LX_NEXT();
+  }
+  unsigned n = (unsigned)__builtin_ctz(m);
+  if (__builtin_expect(sp[n] != 0, 0)) { /* to escape or check: the core's writer */
+    w->len = (size_t)(p - 1 - w->buf);
+    etw_jw_str(w, (const char *)sp, n + strnlen((const char *)sp + n, 16 - n));
+    p = w->buf + w->len;
+    LX_NEXT();
+  }
+  p[n] = '"';
+  p += n + 1;
+#endif
+  LX_NEXT();
+}
 k_dstr: {
   uint32_t v;
   memcpy(&v, fp, 4);

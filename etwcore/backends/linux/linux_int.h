@@ -32,7 +32,8 @@ enum lx_kind {
   LX_BYTES,    /* anything else: base64 string */
   LX_AU64,     /* encoder step only: fixed array of u64, elements written in one loop */
   LX_LIT,      /* encoder step only: literal, no value */
-  LX_END       /* encoder step only: the last literal (`}}`, `]}}`); ends the steps */
+  LX_END,      /* encoder step only: the last literal (`}}`, `]}}`); ends the steps */
+  LX_STR16     /* encoder step only: char[16] (comms), its opening quote in the literal */
 };
 
 #define LX_KEY_MAX 96 /* key text is at most LX_KEY_MAX - 32 bytes: 16-byte block copies */
