@@ -66,84 +66,117 @@ static inline void copy_match_fast(unsigned char *d, size_t off, size_t len) {
   }
 }
 
+#if defined(__GNUC__)
+#define XP_INLINE static inline __attribute__((always_inline))
+#else
+#define XP_INLINE static inline
+#endif
+
+struct xp {
+  const unsigned char *in;
+  unsigned char *out;
+  size_t n_out, ip, op, half;
+  uint64_t f0; /* the flags of the item handed back (see xp_word) */
+};
+
+/* One flag word on the fast path (see below). @far: op ≥ 8192 at the start, so no match can
+ * reach before the output (a 2-byte token's distance is at most 8192). Returns 0 when the word
+ * is done, -1 on malformed input, 1 when a long match would come within XP_OUT_MARGIN of the
+ * output end: that item is not consumed and x->f0 holds its flags for the checked loop. */
+XP_INLINE int xp_word(struct xp *x, int far) {
+  const unsigned char *in = x->in;
+  unsigned char *out = x->out;
+  size_t ip = x->ip, op = x->op, half = x->half;
+  /* the flags in the top 32 bits (the current item first), then a sentinel 1: the word is
+   * done when only the sentinel is left at the top */
+  uint64_t f = (uint64_t)rd32le(in + ip) << 32 | 0x80000000u;
+  ip += 4;
+  for (;;) {
+    if (!(f >> 63)) { /* a run of literals up to the next match or the sentinel */
+      unsigned run = (unsigned)__builtin_clzll(f);
+      memcpy(out + op, in + ip, 16);
+      memcpy(out + op + 16, in + ip + 16, 16);
+      op += run;
+      ip += run;
+      f <<= run;
+    }
+    if (f == (uint64_t)1 << 63) break;
+    uint64_t f0 = f; /* to hand the item back to the checked loop */
+    f <<= 1;
+    uint32_t tok = rd16le(in + ip);
+    size_t ip0 = ip, half0 = half;
+    ip += 2;
+    size_t off = (tok >> 3) + 1;
+    size_t len = tok & 7;
+    if (!far && off > op) return -1;
+    if (len != 7) {
+      if (off >= 16) {
+        memcpy(out + op, out + op - off, 16);
+      } else {
+        copy_match_fast(out + op, off, len + 3);
+      }
+      op += len + 3;
+      continue;
+    }
+    uint32_t nib;
+    if (half == (size_t)-1) {
+      half = ip++;
+      nib = in[half] & 15;
+    } else {
+      nib = in[half] >> 4;
+      half = (size_t)-1;
+    }
+    len = 7 + nib;
+    if (nib == 15) {
+      uint32_t b = in[ip++];
+      if (b == 255) {
+        uint32_t w = rd16le(in + ip);
+        ip += 2;
+        if (w == 0) {
+          w = rd32le(in + ip);
+          ip += 4;
+        }
+        if (w < 15 + 7) return -1;
+        len = w;
+      } else {
+        len = 7 + 15 + b;
+      }
+    }
+    len += 3;
+    if (x->n_out - op < len + XP_OUT_MARGIN) { /* near the output end */
+      x->ip = ip0;
+      x->half = half0;
+      x->op = op;
+      x->f0 = f0;
+      return 1;
+    }
+    copy_match_fast(out + op, off, len);
+    op += len;
+  }
+  x->ip = ip;
+  x->op = op;
+  x->half = half;
+  return 0;
+}
+
 long etw_xpress_decompress(const unsigned char *in, size_t n_in, unsigned char *out, size_t n_out) {
-  size_t ip = 0, op = 0;
   uint32_t flags = 0;
   int nflags = 0;
-  size_t half = (size_t)-1; /* position of the shared nibble byte, or none */
   /* Fast path: whole flag words while the input holds a margin for any 32 items and the output
    * a margin of XP_OUT_MARGIN, so no bound is checked per item (only a long match's length). */
-  while (n_in - ip >= XP_FAST_MARGIN && n_out - op >= XP_OUT_MARGIN) {
-    /* the flags in the top 32 bits (the current item first), then a sentinel 1: the word is
-     * done when only the sentinel is left at the top */
-    uint64_t f = (uint64_t)rd32le(in + ip) << 32 | 0x80000000u;
-    ip += 4;
-    for (;;) {
-      if (!(f >> 63)) { /* a run of literals up to the next match or the sentinel */
-        unsigned run = (unsigned)__builtin_clzll(f);
-        memcpy(out + op, in + ip, 16);
-        memcpy(out + op + 16, in + ip + 16, 16);
-        op += run;
-        ip += run;
-        f <<= run;
-      }
-      if (f == (uint64_t)1 << 63) break;
-      uint64_t f0 = f; /* to hand the item back to the checked loop */
-      f <<= 1;
-      uint32_t tok = rd16le(in + ip);
-      size_t ip0 = ip, half0 = half;
-      ip += 2;
-      size_t off = (tok >> 3) + 1;
-      size_t len = tok & 7;
-      if (off > op) return -1;
-      if (len != 7) {
-        if (off >= 16) {
-          memcpy(out + op, out + op - off, 16);
-        } else {
-          copy_match_fast(out + op, off, len + 3);
-        }
-        op += len + 3;
-        continue;
-      }
-      uint32_t nib;
-      if (half == (size_t)-1) {
-        half = ip++;
-        nib = in[half] & 15;
-      } else {
-        nib = in[half] >> 4;
-        half = (size_t)-1;
-      }
-      len = 7 + nib;
-      if (nib == 15) {
-        uint32_t b = in[ip++];
-        if (b == 255) {
-          uint32_t w = (uint32_t)in[ip] | (uint32_t)in[ip + 1] << 8;
-          ip += 2;
-          if (w == 0) {
-            w = rd32le(in + ip);
-            ip += 4;
-          }
-          if (w < 15 + 7) return -1;
-          len = w;
-        } else {
-          len = 7 + 15 + b;
-        }
-      }
-      len += 3;
-      if (n_out - op < len + XP_OUT_MARGIN) {
-        /* near the output end: this item and the rest of the word go the checked way */
-        ip = ip0;
-        half = half0;
-        /* the sentinel is the lowest set bit, at 31 + the items already done */
-        nflags = 63 - __builtin_ctzll(f0);
-        flags = (uint32_t)(f0 >> 32) >> (32 - nflags);
-        goto checked;
-      }
-      copy_match_fast(out + op, off, len);
-      op += len;
+  struct xp x = {in, out, n_out, 0, 0, (size_t)-1, 0};
+  while (n_in - x.ip >= XP_FAST_MARGIN && n_out - x.op >= XP_OUT_MARGIN) {
+    int rc = x.op >= 8192 ? xp_word(&x, 1) : xp_word(&x, 0);
+    if (rc < 0) return -1;
+    if (rc > 0) {
+      /* this item and the rest of the word go the checked way; the sentinel is the lowest
+       * set bit, at 31 + the items already done */
+      nflags = 63 - __builtin_ctzll(x.f0);
+      flags = (uint32_t)(x.f0 >> 32) >> (32 - nflags);
+      break;
     }
   }
-checked:
+  size_t ip = x.ip, op = x.op, half = x.half;
   while (op < n_out) {
     if (nflags == 0) {
       if (n_in - ip < 4) break; /* input exhausted */
