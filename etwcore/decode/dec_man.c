@@ -142,6 +142,30 @@ static inline uint64_t rd_width(const unsigned char *q, unsigned wdt) {
   return wdt == 1 ? q[0] : wdt == 2 ? d_rd16(q) : wdt == 4 ? d_rd32(q) : d_rd64(q);
 }
 
+/* Runs of fixed-size scalar fields (plain/hex/signed integers, pointers) with short keys:
+ * rendered one after the other after one room check when the payload holds them all. */
+__attribute__((noinline)) static void compute_runs(struct dec_event *e) {
+  uint16_t n = 0, b4 = 0, b8 = 0;
+  for (uint32_t i = e->nf; i-- > 0;) {
+    struct dec_field *f = &e->f[i];
+    if (!f->kind) f->kind = classify(f);
+    int ok = f->kind == FK_UINT || f->kind == FK_HEX || f->kind == FK_INT || f->kind == FK_PTR;
+    if (ok && !f->key) build_key(f);
+    if (!ok || !f->key || f->key_len >= KEY_PAD) {
+      n = b4 = b8 = 0;
+    } else {
+      unsigned wd = f->kind == FK_INT ? (f->in == 5 ? 2u : f->in == 7 ? 4u : 8u) : int_width(f->in);
+      n++;
+      b4 = (uint16_t)(b4 + (f->kind == FK_PTR ? 4u : wd));
+      b8 = (uint16_t)(b8 + (f->kind == FK_PTR ? 8u : wd));
+    }
+    f->run_n = n;
+    f->run_b4 = b4;
+    f->run_b8 = b8;
+  }
+  e->runs = 1;
+}
+
 /* Render fields [start, end) of the schema as members of an open object. @elem: offset of the
  * enclosing struct element (for C padding). Returns 0, or -1 with *why set. */
 static int walk_fields(struct walk *k, uint32_t start, uint32_t end, int depth, size_t elem) {
@@ -160,6 +184,44 @@ static int walk_fields(struct walk *k, uint32_t start, uint32_t end, int depth, 
       k->pos += pad < k->n - k->pos ? pad : k->n - k->pos;
       i++;
       continue;
+    }
+    if (f->run_n > 1 && i + f->run_n <= end) {
+      size_t bytes = k->ptr_size == 4 ? f->run_b4 : f->run_b8;
+      if (k->ptr_size != 4 && k->ptr_size != 8) bytes = (size_t)-1;
+      if (bytes <= k->n - k->pos && !etw_jw_reserve(k->w, (size_t)f->run_n * (KEY_PAD + 24))) {
+        const unsigned char *q = k->p + k->pos;
+        char *o = k->w->buf + k->w->len;
+        uint32_t stop = i + f->run_n;
+        for (; i < stop; i++) {
+          const struct dec_field *g = &k->e->f[i];
+          memcpy(o, g->key + (first != 0), KEY_PAD - 1);
+          o += g->key_len - (first != 0);
+          first = 0;
+          uint64_t v;
+          switch (g->in) {
+          case 4: v = q[0]; q += 1; break;
+          case 5: v = (uint64_t)(int64_t)(int16_t)d_rd16(q); q += 2; break;
+          case 6: v = d_rd16(q); q += 2; break;
+          case 7: v = (uint64_t)(int64_t)(int32_t)d_rd32(q); q += 4; break;
+          case 8: v = d_rd32(q); q += 4; break;
+          case 16:
+            if (k->ptr_size == 4) {
+              v = d_rd32(q);
+              q += 4;
+            } else {
+              v = d_rd64(q);
+              q += 8;
+            }
+            break;
+          default: v = d_rd64(q); q += 8; break; /* 9, 10 */
+          }
+          k->vals[i] = v;
+          o = g->kind == FK_UINT ? dec_put_u64(o, v) : g->kind == FK_INT ? dec_put_i64(o, (int64_t)v) : dec_put_hex(o, v);
+        }
+        k->w->len = (size_t)(o - k->w->buf);
+        k->pos += bytes;
+        continue;
+      }
     }
     uint8_t kind = f->kind ? f->kind : (((struct dec_field *)f)->kind = classify(f));
     if (kind != FK_GENERAL && k->pos < k->n) {
@@ -335,6 +397,7 @@ int dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct dec
   k->pos = 0;
   k->ptr_size = ptr_size;
   k->why = why;
+  if (!e->runs) compute_runs((struct dec_event *)e);
   return walk_fields(k, 0, e->nf > DEC_MAX_FIELDS ? DEC_MAX_FIELDS : e->nf, 0, 0);
 }
 

@@ -199,6 +199,10 @@ struct dec_field {
   char *key;             /* cached JSON key text `,"name":` (built on first use) */
   uint32_t key_len;      /* including the leading comma */
   uint8_t kind;          /* walker fast-path class (dec_man.c), 0 = not classified yet */
+  /* walker: fixed-size scalars from this field on (0 = this one is not), and their payload
+   * bytes with 4- and 8-byte pointers; set with dec_event.runs */
+  uint16_t run_n;
+  uint16_t run_b4, run_b8;
 };
 
 struct dec_event {
@@ -215,6 +219,7 @@ struct dec_event {
   struct dec_provider *owner; /* set by dec_event_add */
   int quality;           /* which schema wins: 3 manifest with message names, 2 EventInfo
                             carried in the trace, 1 other manifest template, 0 no template */
+  int runs;              /* dec_field.run_* computed (walker, first use) */
 };
 
 struct dec_provider {
