@@ -316,6 +316,56 @@ static int32_t proc_pid(int32_t tid) {
   return t ? (int32_t)atoi(t + 7) : tid;
 }
 
+/* unsigned long arrays of 1 to 20 elements (the unrolled and the looped encoder), from a
+ * format of our own parsed into the tep as the kernel's are */
+static void test_arrays(struct lx_dec *d, int64_t off) {
+  static const char fmt[] =
+      "name: lxt_arrays\nID: 60001\nformat:\n"
+      "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
+      "\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
+      "\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
+      "\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n"
+      "\tfield:unsigned long a1[1];\toffset:8;\tsize:8;\tsigned:0;\n"
+      "\tfield:unsigned long a7[7];\toffset:16;\tsize:56;\tsigned:0;\n"
+      "\tfield:unsigned long a8[8];\toffset:72;\tsize:64;\tsigned:0;\n"
+      "\tfield:unsigned long a9[9];\toffset:136;\tsize:72;\tsigned:0;\n"
+      "\tfield:unsigned long a20[20];\toffset:208;\tsize:160;\tsigned:0;\n\n"
+      "print fmt: \"x\"\n";
+  CHECK_EQ(tep_parse_event(tep, fmt, sizeof fmt - 1, "lxtest"), 0);
+  struct tep_event *e = ev("lxtest", "lxt_arrays");
+  CHECK(e != NULL);
+  if (!e) return;
+  const uint32_t lens[] = {1, 7, 8, 9, 20};
+  unsigned char rec[368];
+  for (int round = 0; round < 3; round++) {
+    memset(rec, 0, sizeof rec);
+    hdr(rec, e, 5);
+    char data[2048];
+    size_t dl = 0;
+    uint32_t at = 8;
+    uint64_t x = 0x9e3779b97f4a7c15ULL * (uint64_t)(round + 1);
+    for (size_t k = 0; k < 5; k++) {
+      dl += (size_t)snprintf(data + dl, sizeof data - dl, "%s\"a%u\":[", k ? "," : "", lens[k]);
+      for (uint32_t i = 0; i < lens[k]; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        uint64_t v = round == 0 ? i : round == 1 ? x : x >> (x % 64);
+        memcpy(rec + at + 8 * i, &v, 8);
+        dl += (size_t)snprintf(data + dl, sizeof data - dl, "%s%llu", i ? "," : "",
+                               (unsigned long long)v);
+      }
+      at += 8 * lens[k];
+      dl += (size_t)snprintf(data + dl, sizeof data - dl, "]");
+    }
+    char *got = decode(d, rec, sizeof rec, 4444);
+    char *want = expect_sys(e, 4444 + off, 5, 1, data);
+    CHECK_STR(got, want);
+    free(got);
+    free(want);
+  }
+}
+
 static void *park(void *arg) {
   int *fds = arg;
   int32_t tid = (int32_t)syscall(SYS_gettid);
@@ -584,6 +634,7 @@ int main(void) {
     lx_dec_event(&d, rec, 8, 0, &s);
     CHECK_EQ(atomic_load(&d.enc_dropped), 1);
   }
+  test_arrays(&d, off);
   test_walkers(&d);
   lx_dec_fini(&d);
   T_DONE();

@@ -1255,12 +1255,23 @@ k_s32: {
 k_s64:
   p = put_small(p, (int64_t)ld64(fp));
   LX_NEXT();
-k_au64: { /* unsigned long args[6] and the like */
-  const unsigned char *ap = fp, *ae = ap + (size_t)o->n * 8;
-  p = put_u64(p, ld64(ap));
-  for (ap += 8; ap < ae; ap += 8) {
-    *p++ = ',';
-    p = put_u64(p, ld64(ap));
+k_au64: { /* unsigned long args[6] and the like (n >= 1): the last 8 elements unrolled */
+  const unsigned char *ae = fp + (size_t)o->n * 8;
+  switch (o->n) {
+    default:
+      for (const unsigned char *ap = fp; ap < ae - 64; ap += 8) {
+        p = put_u64(p, ld64(ap));
+        *p++ = ',';
+      }
+      /* fall through */
+    case 8: p = put_u64(p, ld64(ae - 64)); *p++ = ','; /* fall through */
+    case 7: p = put_u64(p, ld64(ae - 56)); *p++ = ','; /* fall through */
+    case 6: p = put_u64(p, ld64(ae - 48)); *p++ = ','; /* fall through */
+    case 5: p = put_u64(p, ld64(ae - 40)); *p++ = ','; /* fall through */
+    case 4: p = put_u64(p, ld64(ae - 32)); *p++ = ','; /* fall through */
+    case 3: p = put_u64(p, ld64(ae - 24)); *p++ = ','; /* fall through */
+    case 2: p = put_u64(p, ld64(ae - 16)); *p++ = ','; /* fall through */
+    case 1: p = put_u64(p, ld64(ae - 8)); /* n >= 1 */
   }
   LX_NEXT();
 }
