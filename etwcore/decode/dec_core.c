@@ -1,6 +1,7 @@
 /* dec_core.c — the decoder object: provider registry, dispatch by record kind, the System
  * block, and the Undecoded fallback (header + reason + base64 payload; nothing is dropped).
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <ctype.h>
@@ -186,6 +187,7 @@ struct names {
   const char *prov, *name, *task, *opcode;
   struct dec_provider *p;
   struct dec_event *e;
+  struct dec_kname *kc; /* kernel records: the name cache entry */
   int tl;
 };
 
@@ -273,6 +275,7 @@ static void resolve(struct etw_decoder *d, const struct etw_rec *r, struct names
     uint32_t key32 = ((uint32_t)r->hook_id << 8 | r->desc.version) + 1;
     uint64_t key = (uint64_t)d->kn_gen << 32 | key32;
     kc = &d->kn[(key32 * 2654435761u) >> 22];
+    n->kc = kc;
     if (kc->key == key) {
       n->prov = kc->prov;
       n->name = kc->name;
@@ -491,7 +494,22 @@ int etw_decoder_write(struct etw_decoder *d, const struct etw_rec *r, struct etw
   }
   for (uint16_t i = 0; i < r->n_ext; i++)
     if (r->ext[i].type == ETW_EXT_RELATED_ACTIVITYID && r->ext[i].len >= 16) s.related_activity_id = r->ext[i].data;
-  dec_write_system(d, w, &s);
+  /* the schema that fixes the block's constant text with the descriptor: a manifest event's,
+   * or a kernel record's name entry */
+  void **hint = NULL;
+  const void *tag = NULL;
+  if (r->kind == ETW_REC_EVENT && !cls && n.e && !n.tl) {
+    hint = &n.e->sys_hint;
+    tag = n.e;
+  } else if (n.kc) {
+    hint = &n.kc->sys_hint;
+    tag = n.kc;
+  }
+  _Static_assert(offsetof(struct etw_rec, desc.keyword) - offsetof(struct etw_rec, desc) == 8,
+                 "the descriptor's first 8 bytes are id, version, channel, level, opcode, task");
+  uint64_t d8;
+  memcpy(&d8, &r->desc, 8); /* id, version, channel, level, opcode, task */
+  dec_write_system(d, w, &s, hint, tag, d8);
   size_t mark = w->len;
   etw_jw_lit(w, ",\"EventData\":{");
   const char *why = "unknown event";

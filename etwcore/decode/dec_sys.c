@@ -17,6 +17,8 @@
 #define SYSC_BYTES 600
 
 struct sysc {
+  const void *tag; /* the schema whose hint points here (0 = none), and its descriptor bytes */
+  uint64_t d8;
   uint64_t h;
   const char *prov, *name, *task_name, *opcode_name;
   unsigned char guid[16];
@@ -174,13 +176,40 @@ SYSC_INLINE int sysc_hit(const struct sysc *c, uint64_t h, const struct etw_sys 
          (!s->provider_guid || eq16(c->guid, s->provider_guid));
 }
 
-void dec_write_system(struct etw_decoder *d, struct etw_jw *w, const struct etw_sys *s) {
+static struct sysc *lookup(struct dec_sysc *sc, const struct etw_sys *s);
+static inline void emit(struct dec_sysc *sc, const struct sysc *c, struct etw_jw *w, const struct etw_sys *s);
+
+void dec_write_system(struct etw_decoder *d, struct etw_jw *w, const struct etw_sys *s, void **hint,
+                      const void *tag, uint64_t d8) {
   if (!d->sysc && (d->sysc = calloc(1, sizeof *d->sysc))) d->sysc->day = -1;
   if (s->activity_id || s->related_activity_id || !s->filetime || !d->sysc || d->sys_plain) {
     etw_event_write_system(w, s);
     return;
   }
   struct dec_sysc *sc = d->sysc;
+  struct sysc *c = hint ? (struct sysc *)*hint : NULL;
+  if (c && c->tag == tag && c->d8 == d8 && c->kw == s->keywords && c->prov == s->provider &&
+      c->name == s->event_name && c->task_name == s->task_name && c->opcode_name == s->opcode_name) {
+    size_t set = (size_t)(c - sc->e) / 2;
+    sc->victim[set] = (unsigned char)(c == &sc->e[2 * set]); /* the other way goes next */
+  } else {
+    c = lookup(sc, s);
+    if (!c) {
+      etw_event_write_system(w, s);
+      return;
+    }
+    if (hint) {
+      c->tag = tag;
+      c->d8 = d8;
+      *hint = c;
+    }
+  }
+  emit(sc, c, w, s);
+}
+
+/* The entry for @s: found, or built in the set's least recently used way; NULL when the
+ * shared writer's text could not be split. */
+static struct sysc *lookup(struct dec_sysc *sc, const struct etw_sys *s) {
   uint64_t h = (uint64_t)(uintptr_t)s->provider ^ ((uint64_t)s->event_id << 32) ^ ((uint64_t)s->opcode << 24) ^
                ((uint64_t)s->version << 16) ^ ((uint64_t)s->level << 8) ^ s->task ^ s->keywords ^
                (uint64_t)(uintptr_t)s->event_name;
@@ -197,10 +226,8 @@ void dec_write_system(struct etw_decoder *d, struct etw_jw *w, const struct etw_
   sc->victim[set] = (unsigned char)(c == &sc->e[2 * set]); /* the other way goes next */
   if (!hit) {
     c->plen = 0;
-    if (build(c, s)) {
-      etw_event_write_system(w, s);
-      return;
-    }
+    c->tag = NULL;
+    if (build(c, s)) return NULL;
     c->h = h;
     c->prov = s->provider;
     c->name = s->event_name;
@@ -215,6 +242,11 @@ void dec_write_system(struct etw_decoder *d, struct etw_jw *w, const struct etw_
     c->has_guid = s->provider_guid != NULL;
     if (s->provider_guid) memcpy(c->guid, s->provider_guid, 16);
   }
+  return c;
+}
+
+/* The block from entry @c: prefix, time, middle, execution fields. */
+static inline void emit(struct dec_sysc *sc, const struct sysc *c, struct etw_jw *w, const struct etw_sys *s) {
   size_t mark = w->len;
   /* one reservation for the whole block: prefix, time (≤ 32), middle, execution (≤ 96) */
   if (etw_jw_reserve(w, (size_t)c->plen + c->mlen + 128)) return;

@@ -220,6 +220,7 @@ struct dec_event {
   int quality;           /* which schema wins: 3 manifest with message names, 2 EventInfo
                             carried in the trace, 1 other manifest template, 0 no template */
   int runs;              /* dec_field.run_* computed (walker, first use) */
+  void *sys_hint;        /* the System-block cache entry last used for this event (dec_sys.c) */
 };
 
 struct dec_provider {
@@ -249,6 +250,7 @@ struct dec_kname {
   const char *prov, *name, *task, *opcode;
   struct dec_provider *p;
   struct dec_event *e;
+  void *sys_hint; /* the System-block cache entry last used for these records (dec_sys.c) */
 };
 
 /* Names of classic records (KernelTraceControl etc.) known to the built-in tables, resolved
@@ -295,7 +297,12 @@ int dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct dec
 struct dec_map *dec_trace_map(struct dec_provider *p, const char *name);
 
 /* System block (dec_sys.c): byte-identical to etw_event_write_system, cached. */
-void dec_write_system(struct etw_decoder *d, struct etw_jw *w, const struct etw_sys *s);
+/* @hint (may be NULL): a slot in the resolved schema (manifest event or kernel name entry)
+ * remembering the cache entry; @tag identifies that schema and @d8 holds the record's
+ * descriptor bytes (id, version, channel, level, opcode, task): with the names, keywords and
+ * tag they determine the block's constant text, so a hint that matches them skips the lookup. */
+void dec_write_system(struct etw_decoder *d, struct etw_jw *w, const struct etw_sys *s, void **hint,
+                      const void *tag, uint64_t d8);
 void dec_sys_free(struct etw_decoder *d);
 
 /* TraceLogging (dec_tl.c) */
