@@ -323,14 +323,24 @@ static int walk_fields(struct walk *k, uint32_t start, uint32_t end, int depth, 
       unsigned wdt = f->in == 16 ? (unsigned)k->ptr_size : int_width(f->in);
       size_t bytes = (size_t)reps * wdt;
       if (bytes <= k->n - k->pos && !etw_jw_reserve(k->w, (size_t)reps * 24)) {
-        const unsigned char *q = k->p + k->pos;
-        for (long r = 0; r < reps; r++, q += wdt) {
-          uint64_t v = rd_width(q, wdt);
-          if (r) k->w->buf[k->w->len++] = ',';
-          if (f->in == 16) dec_hex(k->w, v);
-          else dec_u64(k->w, v);
-          k->vals[i] = v;
-        }
+        const unsigned char *q = k->p + k->pos, *qe = q + bytes;
+        char *o = k->w->buf + k->w->len; /* ≤ 24 bytes per element reserved */
+        uint64_t v = 0;
+#define DEC_INT_ARRAY(READ, PUT)                                                                   \
+  for (; q < qe; q += wdt) {                                                                      \
+    v = READ;                                                                                     \
+    o = PUT(o, v);                                                                                \
+    *o++ = ',';                                                                                   \
+  }
+        if (f->in == 16 && wdt == 8) DEC_INT_ARRAY(d_rd64(q), dec_put_hex)
+        else if (f->in == 16) DEC_INT_ARRAY(d_rd32(q), dec_put_hex)
+        else if (wdt == 8) DEC_INT_ARRAY(d_rd64(q), dec_put_u64)
+        else if (wdt == 4) DEC_INT_ARRAY(d_rd32(q), dec_put_u64)
+        else if (wdt == 2) DEC_INT_ARRAY(d_rd16(q), dec_put_u64)
+        else DEC_INT_ARRAY(q[0], dec_put_u64)
+#undef DEC_INT_ARRAY
+        k->w->len = (size_t)(o - 1 - k->w->buf); /* without the last comma */
+        k->vals[i] = v;
         k->pos += bytes;
         reps = 0; /* done */
       }
