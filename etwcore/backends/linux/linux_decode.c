@@ -728,20 +728,29 @@ int lx_dec_init(struct lx_dec *d, struct tep_handle *tep, int cpu, int64_t mono_
     }
   }
   etw_jw_free(&w);
-  if (!d->std_hdr) d->hdr_min = UINT32_MAX;
+  /* every u16 event id has its entry: the hot path indexes without a bounds test */
+  d->cache = calloc(LX_MAX_EVENT_ID + 1, sizeof *d->cache);
+  d->cache_cap = d->cache ? LX_MAX_EVENT_ID + 1 : 0;
+  if (!d->std_hdr || !d->cache) d->hdr_min = UINT32_MAX;
   for (uint32_t i = 0; i < LX_IDS; i++) d->ids[i].key = UINT64_MAX; /* empty */
   return 0;
 }
 
 void lx_dec_reset(struct lx_dec *d) {
-  for (uint32_t i = 0; i < d->cache_cap; i++) desc_free(d->cache[i]);
-  free(d->cache);
-  d->cache = NULL;
-  d->cache_cap = 0;
+  for (uint32_t i = 0; i < d->nbuilt; i++) {
+    d->cache[d->built[i]->id] = NULL;
+    desc_free(d->built[i]);
+  }
+  d->nbuilt = 0;
 }
 
 void lx_dec_fini(struct lx_dec *d) {
   lx_dec_reset(d);
+  free(d->cache);
+  free(d->built);
+  d->cache = NULL;
+  d->built = NULL;
+  d->cache_cap = d->built_cap = 0;
   if (d->kbuf) kbuffer_free(d->kbuf);
   if (d->tep) tep_free(d->tep);
   free(d->tg);
@@ -751,21 +760,22 @@ void lx_dec_fini(struct lx_dec *d) {
 }
 
 static struct lx_evdesc *desc_get(struct lx_dec *d, uint32_t id) {
-  if (id < d->cache_cap && d->cache[id]) return d->cache[id];
-  if (id > LX_MAX_EVENT_ID || !d->tep) return NULL;
+  if (id >= d->cache_cap || !d->tep) return NULL;
+  if (d->cache[id]) return d->cache[id];
   struct tep_event *ev = tep_find_event(d->tep, (int)id);
-  if (!ev) return NULL;
-  if (id >= d->cache_cap) {
-    uint32_t nc = d->cache_cap ? d->cache_cap : 64;
-    while (nc <= id) nc *= 2;
-    struct lx_evdesc **n = realloc(d->cache, nc * sizeof *n);
+  if (!ev || ev->id != (int)id) return NULL;
+  if (d->nbuilt == d->built_cap) {
+    uint32_t nc = d->built_cap ? d->built_cap * 2 : 64;
+    struct lx_evdesc **n = realloc(d->built, nc * sizeof *n);
     if (!n) return NULL;
-    memset(n + d->cache_cap, 0, (nc - d->cache_cap) * sizeof *n);
-    d->cache = n;
-    d->cache_cap = nc;
+    d->built = n;
+    d->built_cap = nc;
   }
-  d->cache[id] = desc_build(d, ev);
-  return d->cache[id];
+  struct lx_evdesc *e = desc_build(d, ev);
+  if (!e) return NULL;
+  d->built[d->nbuilt++] = e;
+  d->cache[id] = e;
+  return e;
 }
 
 /* ---- time: `"YYYY-MM-DDTHH:MM:SS.fffffffZ"` exactly as etw_jw_unix_ns writes it */
@@ -802,8 +812,8 @@ static int time_sec(struct lx_dec *d, int64_t ns) {
   d->sec_span = 1000000000;
   d->sec_gen++;
   /* every descriptor's head carries the date part of the cached second */
-  for (uint32_t i = 0; i < d->cache_cap; i++)
-    if (d->cache[i] && d->cache[i]->head) memcpy(d->cache[i]->head + d->cache[i]->hpos, d->secpfx, 21);
+  for (uint32_t i = 0; i < d->nbuilt; i++)
+    if (d->built[i]->head) memcpy(d->built[i]->head + d->built[i]->hpos, d->secpfx, 21);
   return 1;
 }
 
@@ -1184,7 +1194,7 @@ void lx_dec_event(struct lx_dec *d, const unsigned char *data, uint32_t size, ui
   memcpy(&type, data, 2);
   memcpy(&tid, data + 4, 4);
   const struct lx_idtxt *x = task_get(d, tid, ts);
-  struct lx_evdesc *e = type < d->cache_cap ? d->cache[type] : NULL;
+  struct lx_evdesc *e = d->cache[type]; /* 65536 entries (else hdr_min excludes this path) */
   if (__builtin_expect(!e, 0)) e = desc_get(d, type);
   if (__builtin_expect(!e || size - e->fmin > e->fspan, 0)) goto any;
   struct etw_jw *w = &bt->data;

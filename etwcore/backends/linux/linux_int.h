@@ -103,8 +103,11 @@ struct lx_dec {
   uint32_t page_size;
   int64_t mono_to_real; /* add to a trace timestamp (clock "mono") to get UTC ns */
   uint32_t type_off, type_size, pid_off;
-  struct lx_evdesc **cache; /* by event id */
+  struct lx_evdesc **cache; /* by event id: 65536 entries (pages never written stay unmapped),
+                             * or NULL (no memory: every event takes the checked path) */
   uint32_t cache_cap;
+  struct lx_evdesc **built; /* the descriptors in cache, nbuilt of them */
+  uint32_t nbuilt, built_cap;
   /* time: secpfx is `"YYYY-MM-DDTHH:MM:SS.` of the UTC ns [sec_ns, sec_ns + sec_span);
    * sec_span is 0 while nothing is cached. sec_gen counts the changes of secpfx. The minute
    * part (`"YYYY-MM-DDTHH:MM:`) is cached too, so a new second only writes two digits. */
