@@ -271,30 +271,35 @@ static inline size_t scan_copy(char *q, const unsigned char *s, size_t max,
 
 /* JSON string of the C string in s[0..max) (up to the first NUL) at p, which has room for
  * max + 18 bytes; returns the end. Plain text (the usual case: comms, paths) is copied while
- * it is scanned; text that needs escaping or UTF-8 checks goes through the core's etw_jw_str
- * (which finds its own room; w->buf may move). Reads nothing outside lo[0..) up to s + max
- * (lo: the start of the record). */
-static inline char *fput_cstr(struct etw_jw *w, char *p, const unsigned char *s, size_t max,
+ * it is scanned; for text that needs escaping or UTF-8 checks it returns NULL: the caller
+ * writes it with the core's etw_jw_str (put_cstr_core). Reads nothing outside lo[0..) up to
+ * s + max (lo: the start of the record). */
+static inline char *fput_cstr(char *p, const unsigned char *s, size_t max,
                               const unsigned char *lo) {
   char *q = p + 1;
   *p = '"';
   size_t n = scan_copy(q, s, max, lo);
-  if (n < max && s[n]) {
-    size_t len = n + strnlen((const char *)s + n, max - n);
-    w->len = (size_t)(p - w->buf);
-    etw_jw_str(w, (const char *)s, len);
-    return w->buf + w->len;
-  }
+  if (__builtin_expect(n < max && s[n], 0)) return NULL;
   q[n] = '"';
   return q + n + 1;
+}
+
+/* the string of fput_cstr through the core's writer, its opening quote at p (which finds its
+ * own room: w->buf may move); returns the end */
+static __attribute__((noinline)) char *put_cstr_core(struct etw_jw *w, char *p,
+                                                     const unsigned char *s, size_t max) {
+  w->len = (size_t)(p - w->buf);
+  etw_jw_str(w, (const char *)s, strnlen((const char *)s, max));
+  return w->buf + w->len;
 }
 
 /* the same, appended to @w (checked path) */
 static void put_cstr(struct etw_jw *w, const unsigned char *s, size_t max) { /* lo = s */
   char *p = res(w, max + 18);
   if (!p) return;
-  p = fput_cstr(w, p, s, max, s);
-  w->len = (size_t)(p - w->buf);
+  char *q = fput_cstr(p, s, max, s);
+  if (!q) q = put_cstr_core(w, p, s, max);
+  w->len = (size_t)(q - w->buf);
 }
 
 static inline uint64_t ld_u(const unsigned char *p, unsigned size) {
@@ -1286,7 +1291,14 @@ k_au64: { /* unsigned long args[6] and the like (n >= 1): the last 8 elements un
   LX_NEXT();
 }
 k_str:
-  p = fput_cstr(w, p, fp, o->size, data);
+  {
+    char *q = fput_cstr(p, fp, o->size, data);
+    if (__builtin_expect(!q, 0)) {
+      q = put_cstr_core(w, p, fp, o->size);
+      if (w->err) goto fail;
+    }
+    p = q;
+  }
   LX_NEXT();
 k_str16: { /* comms: one 16-byte block, usually NUL-terminated inside it */
 #if defined(__SSE2__)
@@ -1301,9 +1313,8 @@ k_str16: { /* comms: one 16-byte block, usually NUL-terminated inside it */
   }
   unsigned n = (unsigned)__builtin_ctz(m);
   if (__builtin_expect(sp[n] != 0, 0)) { /* to escape or check: the core's writer */
-    w->len = (size_t)(p - 1 - w->buf);
-    etw_jw_str(w, (const char *)sp, n + strnlen((const char *)sp + n, 16 - n));
-    p = w->buf + w->len;
+    p = put_cstr_core(w, p - 1, sp, 16);
+    if (w->err) goto fail;
     LX_NEXT();
   }
   p[n] = '"';
@@ -1319,7 +1330,12 @@ k_dstr: {
     memcpy(p, "null", 4);
     p += 4;
   } else {
-    p = fput_cstr(w, p, data + off, len, data);
+    char *q = fput_cstr(p, data + off, len, data);
+    if (__builtin_expect(!q, 0)) {
+      q = put_cstr_core(w, p, data + off, len);
+      if (w->err) goto fail;
+    }
+    p = q;
   }
   LX_NEXT();
 }
@@ -1339,21 +1355,21 @@ k_other: /* long arrays, pointers, bytes: the checked writers (room is reserved)
     }
     default: etw_jw_base64(w, fp, o->size); break;
   }
+  if (w->err) goto fail;
   p = w->buf + w->len;
 k_next:
   LX_NEXT();
 #undef LX_NEXT
 #undef fp
-done: /* etw_batch_commit, inline: the batch has room, the event is far below 4 GiB */
-  if (__builtin_expect(w->err != 0, 0)) {
-    etw_jw_truncate(w, r->off);
-    goto any;
-  }
+done: /* etw_batch_commit, inline: the batch has room, the event is far below 4 GiB, and the
+       * writer has no error (the handlers that call the core's writers check it) */
   w->len = (size_t)(p - w->buf);
   r->len = (uint32_t)w->len - r->off;
   bt->n++;
   count1(&d->events);
   return;
+fail:
+  etw_jw_truncate(w, r->off);
 any:
   dec_event_any(d, data, size, ts, bt);
 }
