@@ -65,12 +65,13 @@ struct stream {
   uint16_t cpu;
   uint32_t *bi;              /* buffer indices in this file, sorted by sequence */
   uint32_t n_bi, next_bi;
-  unsigned char *pay;        /* current buffer's record payload */
+  unsigned char *pay;        /* decompressed / copied record payload (owned) */
   uint32_t pay_len, pay_cap, pos;
+  int has;                   /* rec is valid */
   uint64_t buf_off;
   int64_t last_ts;
   struct etw_rec rec;        /* current record (valid when has) */
-  int has;
+  const unsigned char *data; /* the current buffer's records: pay, or inside a memory image */
 };
 
 struct etw_etl_reader {
@@ -475,13 +476,32 @@ static int load_buffer(struct etw_etl_reader *r, struct stream *s) {
   while (s->next_bi < s->n_bi) {
     const struct bufent *b = &f->bufs[s->bi[s->next_bi++]];
     r->done += b->size;
-    if (ensure(&r->raw, &r->raw_cap, b->size) || fread_at(f, b->off, r->raw, b->size)) {
-      set_damage(r, s->file, b->off, "cannot read buffer");
-      continue;
+    const unsigned char *h;
+    if (f->mem) { /* a memory image: read in place */
+      if (b->off > f->size || b->size > f->size - b->off) {
+        set_damage(r, s->file, b->off, "cannot read buffer");
+        continue;
+      }
+      h = f->mem + b->off;
+    } else if (!(b->flag & 0x40)) { /* not compressed: read straight into the payload buffer */
+      if (ensure_pay(r, s, b->size)) {
+        set_damage(r, s->file, b->off, "buffer over the memory limit");
+        continue;
+      }
+      if (fread_at(f, b->off, s->pay, b->size)) {
+        set_damage(r, s->file, b->off, "cannot read buffer");
+        continue;
+      }
+      h = s->pay;
+    } else {
+      if (ensure(&r->raw, &r->raw_cap, b->size) || fread_at(f, b->off, r->raw, b->size)) {
+        set_damage(r, s->file, b->off, "cannot read buffer");
+        continue;
+      }
+      h = r->raw;
     }
     s->buf_off = b->off;
     s->pos = 0;
-    const unsigned char *h = r->raw;
     uint32_t saved = rd32(h + 4), used = rd32(h + 0x30);
     if (b->flag & 0x40) {
       if (saved < BH || saved > ETW_ETL_MAX_BUFFER) {
@@ -506,17 +526,15 @@ static int load_buffer(struct etw_etl_reader *r, struct stream *s) {
         set_damage(r, s->file, b->off, "malformed compressed buffer");
         continue;
       }
+      s->data = s->pay;
       s->pay_len = (uint32_t)got; /* a short result still holds the records before the damage */
       if ((uint32_t)got < outn) set_damage(r, s->file, b->off, "compressed buffer ends early");
     } else {
       if (used < BH || used > b->size) used = b->size; /* Offset is garbage: use everything */
-      uint32_t n = used - BH;
-      if (ensure_pay(r, s, n ? n : 1)) {
-        set_damage(r, s->file, b->off, "buffer over the memory limit");
-        continue;
-      }
-      memcpy(s->pay, h + BH, n);
-      s->pay_len = n;
+      /* the records in place: in the memory image (it outlives the reader) or in the payload
+       * buffer the file's buffer was read into */
+      s->data = h + BH;
+      s->pay_len = used - BH;
     }
     return 0;
   }
@@ -528,7 +546,7 @@ static int parse_record(struct etw_etl_reader *r, struct stream *s) {
   const struct efile *f = &r->files[s->file];
   uint32_t n = s->pay_len - s->pos;
   if (n < 8) return 0;
-  const unsigned char *p = s->pay + s->pos;
+  const unsigned char *p = s->data + s->pos;
   uint32_t m = rd32(p);
   if (m == 0xFFFFFFFFu) return 0;
   struct etw_rec *rec = &s->rec;
