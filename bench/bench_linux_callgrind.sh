@@ -4,11 +4,13 @@
 # Runs bench_linux_decode under callgrind once per event type, collecting only the function
 # `measured` (lx_dec_event for every record, descriptors already built), and prints
 # instructions/event = collected Ir / measured events. Root (captures real ring-buffer pages).
-# usage: bench/bench_linux_callgrind.sh [build-dir]   (a RelWithDebInfo build, not sanitized)
+# usage: bench/bench_linux_callgrind.sh [build-dir]   (a Release or RelWithDebInfo build, not
+#   sanitized). Set LX_BENCH_PAGES=<file> to keep the captured pages: later runs (another build,
+#   an A/B comparison) then decode exactly the same records.
 set -eu
 B=${1:-build-rel}
 BIN="$B/bench/bench_linux_decode"
-[ -x "$BIN" ] || { echo "build $BIN first (cmake -B $B -DCMAKE_BUILD_TYPE=RelWithDebInfo)"; exit 1; }
+[ -x "$BIN" ] || { echo "build $BIN first (cmake -B $B -DCMAKE_BUILD_TYPE=Release)"; exit 1; }
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 # the same captured pages for every run (LX_BENCH_PAGES: captured once, then reused)
