@@ -9,6 +9,7 @@
  * or shorter versions); bytes past the last field are ignored. Facts: etl-format.md §5, §11.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -427,6 +428,7 @@ struct klayout {
 };
 static struct klayout COMPILED[N_LAYOUTS];
 static pthread_once_t compiled_once = PTHREAD_ONCE_INIT;
+static atomic_int compiled_done; /* set (release) when compile_all has run: skips pthread_once */
 
 static void compile_all(void) {
   for (size_t i = 0; i < N_LAYOUTS; i++) {
@@ -474,6 +476,7 @@ static void compile_all(void) {
     c->fixed4 = c->ok ? t4 : 0;
     c->fixed8 = c->ok ? t8 : 0;
   }
+  atomic_store_explicit(&compiled_done, 1, memory_order_release);
 }
 
 /* The whole layout is in the payload and every field has a fixed size: one reservation, no
@@ -509,7 +512,7 @@ static void write_fixed(struct etw_jw *w, const struct klayout *c, const unsigne
 
 static int write_compiled(struct etw_jw *w, const struct layout *l, const unsigned char *p, size_t n,
                           int ps) {
-  pthread_once(&compiled_once, compile_all);
+  if (!atomic_load_explicit(&compiled_done, memory_order_acquire)) pthread_once(&compiled_once, compile_all);
   const struct klayout *c = &COMPILED[l - LAYOUTS];
   if (!c->ok) return write_fields(w, l->fields, p, n, ps);
   uint32_t need = ps == 4 ? c->fixed4 : c->fixed8;
