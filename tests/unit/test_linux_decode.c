@@ -492,16 +492,12 @@ static void test_walkers(struct lx_dec *d) {
   tracefs_instance_free(in);
 }
 
-int main(void) {
-  struct etw_status st;
-  if (etw_backend_linux.init(&st) != ETW_E_OK) {
-    fprintf(stderr, "init: %s\n", st.msg);
-    return 1;
-  }
+/* every test, with the fast encoder's copies as lx_dec_avx2 set them */
+static void run(void) {
   const char *systems[] = {"sched", "raw_syscalls", NULL};
   tep = lx_tep_new(systems);
   CHECK(tep != NULL);
-  if (!tep) T_DONE();
+  if (!tep) return;
   struct lx_dec d;
   const int64_t off = 1763776000LL * 1000000000LL; /* mono → real */
   CHECK_EQ(lx_dec_init(&d, tep, 1, off), 0);
@@ -637,5 +633,26 @@ int main(void) {
   test_arrays(&d, off);
   test_walkers(&d);
   lx_dec_fini(&d);
+}
+
+int main(void) {
+  struct etw_status st;
+  if (etw_backend_linux.init(&st) != ETW_E_OK) {
+    fprintf(stderr, "init: %s\n", st.msg);
+    return 1;
+  }
+  /* both copy paths: the 32-byte (AVX2) one where the CPU has it, the 16-byte one always */
+  __builtin_cpu_init();
+  int avx2 = __builtin_cpu_supports("avx2") ? 1 : 0;
+  const char *no = getenv("ETWD_LX_NO_AVX2");
+  if (!(no && *no && strcmp(no, "0"))) CHECK_EQ(lx_dec_avx2(-1), avx2); /* the default */
+  CHECK_EQ(lx_dec_avx2(1), avx2);
+  if (avx2) {
+    fprintf(stderr, "-- 32-byte copies (AVX2)\n");
+    run();
+  }
+  CHECK_EQ(lx_dec_avx2(0), 0);
+  fprintf(stderr, "-- 16-byte copies\n");
+  run();
   T_DONE();
 }
