@@ -657,14 +657,18 @@ int dec_mof_write(struct etw_jw *w, const struct etw_rec *r, const char **why) {
 }
 
 const unsigned char *dec_mof_guid(const struct etw_rec *r) {
-  static const unsigned char zero[16];
   if (r->kind != ETW_REC_SYSTEM && r->kind != ETW_REC_PERFINFO) return r->provider_id;
   unsigned g, t;
   group_type(r, &g, &t);
-  if (g >= 32 || !memcmp(GROUP_GUID[g], zero, 16)) return NULL;
-  return GROUP_GUID[g];
+  if (g >= 32) return NULL;
+  uint64_t a, b;
+  memcpy(&a, GROUP_GUID[g], 8);
+  memcpy(&b, GROUP_GUID[g] + 8, 8);
+  return a | b ? GROUP_GUID[g] : NULL; /* an all-zero entry: no group GUID */
 }
 
 int dec_mof_classic_guid(const unsigned char g[16]) {
+  uint32_t d1 = d_rd32(g); /* the first four bytes tell most GUIDs apart */
+  if (d1 != d_rd32(KTC_IMAGEID) && d1 != d_rd32(KTC_METADATA) && d1 != d_rd32(SYSCONFIG_EX)) return 0;
   return !memcmp(g, KTC_IMAGEID, 16) || !memcmp(g, KTC_METADATA, 16) || !memcmp(g, SYSCONFIG_EX, 16);
 }
