@@ -17,6 +17,7 @@
 #define SYSC_BYTES 600
 
 struct sysc {
+  uint32_t set;    /* its set (index / 2) */
   const void *tag; /* the schema whose hint points here (0 = none), and its descriptor bytes */
   uint64_t d8;
   uint64_t h;
@@ -94,6 +95,18 @@ static inline char *put2(char *p, unsigned v) {
   return p + 2;
 }
 
+/* The 7 digits of @frac (< 10^7): one division by a constant per group. */
+static inline char *put_frac(char *p, unsigned frac) {
+  unsigned a = frac / 100000, r = frac - a * 100000; /* digits 1-2, rest < 100000 */
+  unsigned b = r / 1000, r2 = r - b * 1000;          /* digits 3-4, rest < 1000 */
+  unsigned c = r2 / 10;                              /* digits 5-6 */
+  p = put2(p, a);
+  p = put2(p, b);
+  p = put2(p, c);
+  *p++ = (char)('0' + (r2 - c * 10));
+  return p;
+}
+
 /* "YYYY-MM-DDTHH:MM:SS.fffffffZ" for FILETIME @ft using the cached day; 0 = written. */
 static int put_time(struct dec_sysc *sc, struct etw_jw *w, uint64_t ft) {
   uint64_t sec = ft / 10000000u;
@@ -102,11 +115,7 @@ static int put_time(struct dec_sysc *sc, struct etw_jw *w, uint64_t ft) {
     if (etw_jw_reserve(w, 32)) return 0;
     char *p = w->buf + w->len;
     memcpy(p, sc->sectext, 21);
-    p += 21;
-    p = put2(p, frac / 100000);
-    p = put2(p, frac / 1000 % 100);
-    p = put2(p, frac / 10 % 100);
-    *p++ = (char)('0' + frac % 10);
+    p = put_frac(p + 21, frac);
     *p++ = 'Z';
     *p++ = '"';
     w->len = (size_t)(p - w->buf);
@@ -140,10 +149,7 @@ static int put_time(struct dec_sysc *sc, struct etw_jw *w, uint64_t ft) {
   *p++ = ':';
   p = put2(p, sod % 60);
   *p++ = '.';
-  p = put2(p, frac / 100000);
-  p = put2(p, frac / 1000 % 100);
-  p = put2(p, frac / 10 % 100);
-  *p++ = (char)('0' + frac % 10);
+  p = put_frac(p, frac);
   *p++ = 'Z';
   *p++ = '"';
   memcpy(sc->sectext, w->buf + w->len, 21); /* "\"YYYY-MM-DDTHH:MM:SS." */
@@ -190,8 +196,7 @@ void dec_write_system(struct etw_decoder *d, struct etw_jw *w, const struct etw_
   struct sysc *c = hint ? (struct sysc *)*hint : NULL;
   if (c && c->tag == tag && c->d8 == d8 && c->kw == s->keywords && c->prov == s->provider &&
       c->name == s->event_name && c->task_name == s->task_name && c->opcode_name == s->opcode_name) {
-    size_t set = (size_t)(c - sc->e) / 2;
-    sc->victim[set] = (unsigned char)(c == &sc->e[2 * set]); /* the other way goes next */
+    sc->victim[c->set] = (unsigned char)(c == &sc->e[2 * c->set]); /* the other way goes next */
   } else {
     c = lookup(sc, s);
     if (!c) {
@@ -227,6 +232,7 @@ static struct sysc *lookup(struct dec_sysc *sc, const struct etw_sys *s) {
   if (!hit) {
     c->plen = 0;
     c->tag = NULL;
+    c->set = set;
     if (build(c, s)) return NULL;
     c->h = h;
     c->prov = s->provider;
