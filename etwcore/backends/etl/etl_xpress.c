@@ -46,13 +46,16 @@ static inline uint32_t rd16le(const unsigned char *p) {
  * literal store (a long match goes the fast way only when this much room is left after it). */
 #define XP_OUT_MARGIN 512
 
-/* Copy a match of @len bytes at distance @off (1 ≤ off) with ≥ len + 16 bytes of room: may
- * write up to 15 bytes past the match (they are rewritten later or lie past the output). */
+/* Copy a match of @len bytes at distance @off (1 ≤ off) with ≥ len + 32 bytes of room: may
+ * write up to 31 bytes past the match (they are rewritten later or lie past the output). */
 static inline void copy_match_fast(unsigned char *d, size_t off, size_t len) {
   const unsigned char *s = d - off;
   if (off >= 16) {
     memcpy(d, s, 16); /* 16-byte steps: each reads bytes written at least 16 before */
-    for (size_t i = 16; i < len; i += 16) memcpy(d + i, s + i, 16);
+    for (size_t i = 16; i < len; i += 32) { /* two per turn: ≤ 31 bytes past, within the room */
+      memcpy(d + i, s + i, 16);
+      memcpy(d + i + 16, s + i + 16, 16);
+    }
   } else if (off >= 8) {
     memcpy(d, s, 8);
     for (size_t i = 8; i < len; i += 8) memcpy(d + i, s + i, 8);
