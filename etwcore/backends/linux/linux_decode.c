@@ -1279,8 +1279,10 @@ void lx_dec_event(struct lx_dec *d, const unsigned char *data, uint32_t size, ui
   size_t mark = w->len;
   size_t need = e->max_out + (size_t)e->dyn_mul * size;
   /* room already there (cap <= max + 1, so this also means mark + need < max), or a reserve
-   * that stays below the batch maximum: a failed reserve would poison the writer */
-  if (__builtin_expect(w->cap - mark <= need + 1 || w->err, 0) &&
+   * that stays below the batch maximum: a failed reserve would poison the writer. The writer
+   * has no error here: each event ends in a commit or a truncate, which clear it, and a batch
+   * whose first reservation failed has no room (its reserve fails: the checked path). */
+  if (__builtin_expect(w->cap - mark <= need + 1, 0) &&
       (mark + need >= w->max || etw_jw_reserve(w, need)))
     goto any;
   int64_t tsr = (int64_t)ts + d->mono_to_real;
