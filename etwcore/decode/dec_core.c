@@ -468,32 +468,16 @@ int etw_decoder_write(struct etw_decoder *d, const struct etw_rec *r, struct etw
   if (is_es) dec_eventsource_chunk(d, r);
   if (is_ktc) dec_eventinfo(d, r);
   resolve(d, r, &n, cls);
-  struct etw_sys s; /* every member is set below */
-  s.ts_ns = 0;
-  s.activity_id = s.related_activity_id = NULL;
-  s.provider = n.prov;
-  s.provider_guid = r->kind == ETW_REC_SYSTEM || r->kind == ETW_REC_PERFINFO ? dec_mof_guid(r) : r->provider_id;
-  s.event_id = r->desc.id;
-  s.version = r->desc.version;
-  s.level = r->desc.level;
-  s.task = r->kind == ETW_REC_EVENT || r->kind == ETW_REC_WPP ? r->desc.task : 0;
-  s.opcode = r->desc.opcode;
-  s.keywords = r->desc.keyword;
-  s.filetime = r->filetime ? r->filetime : 1;
-  s.event_name = n.name;
-  s.task_name = n.task;
-  s.opcode_name = n.opcode;
-  s.pid = r->pid == 0xFFFFFFFFu ? -1 : (int64_t)r->pid;
-  s.tid = r->tid == 0xFFFFFFFFu ? -1 : (int64_t)r->tid;
-  s.cpu = r->cpu;
+  /* activity IDs (they make the block variable: the shared writer) */
+  const unsigned char *act = NULL, *rel = NULL;
   if (r->kind == ETW_REC_EVENT) {
     uint64_t a0, a1;
     memcpy(&a0, r->activity_id, 8);
     memcpy(&a1, r->activity_id + 8, 8);
-    if (a0 | a1) s.activity_id = r->activity_id;
+    if (a0 | a1) act = r->activity_id;
   }
   for (uint16_t i = 0; i < r->n_ext; i++)
-    if (r->ext[i].type == ETW_EXT_RELATED_ACTIVITYID && r->ext[i].len >= 16) s.related_activity_id = r->ext[i].data;
+    if (r->ext[i].type == ETW_EXT_RELATED_ACTIVITYID && r->ext[i].len >= 16) rel = r->ext[i].data;
   /* the schema that fixes the block's constant text with the descriptor: a manifest event's,
    * or a kernel record's name entry */
   void **hint = NULL;
@@ -509,7 +493,31 @@ int etw_decoder_write(struct etw_decoder *d, const struct etw_rec *r, struct etw
                  "the descriptor's first 8 bytes are id, version, channel, level, opcode, task");
   uint64_t d8;
   memcpy(&d8, &r->desc, 8); /* id, version, channel, level, opcode, task */
-  dec_write_system(d, w, &s, hint, tag, d8);
+  uint64_t sft = r->filetime ? r->filetime : 1;
+  int64_t pid = r->pid == 0xFFFFFFFFu ? -1 : (int64_t)r->pid, tid = r->tid == 0xFFFFFFFFu ? -1 : (int64_t)r->tid;
+  struct dec_sys_key key = {n.prov, n.name, n.task, n.opcode, r->desc.keyword};
+  if (!hint || !*hint || act || rel || !dec_write_system_hinted(d, w, *hint, tag, d8, &key, sft, pid, tid, r->cpu)) {
+    struct etw_sys s; /* every member is set below */
+    s.ts_ns = 0;
+    s.activity_id = act;
+    s.related_activity_id = rel;
+    s.provider = n.prov;
+    s.provider_guid = r->kind == ETW_REC_SYSTEM || r->kind == ETW_REC_PERFINFO ? dec_mof_guid(r) : r->provider_id;
+    s.event_id = r->desc.id;
+    s.version = r->desc.version;
+    s.level = r->desc.level;
+    s.task = r->kind == ETW_REC_EVENT || r->kind == ETW_REC_WPP ? r->desc.task : 0;
+    s.opcode = r->desc.opcode;
+    s.keywords = r->desc.keyword;
+    s.filetime = sft;
+    s.event_name = n.name;
+    s.task_name = n.task;
+    s.opcode_name = n.opcode;
+    s.pid = pid;
+    s.tid = tid;
+    s.cpu = r->cpu;
+    dec_write_system(d, w, &s, hint, tag, d8);
+  }
   size_t mark = w->len;
   etw_jw_lit(w, ",\"EventData\":{");
   const char *why = "unknown event";

@@ -183,7 +183,19 @@ SYSC_INLINE int sysc_hit(const struct sysc *c, uint64_t h, const struct etw_sys 
 }
 
 static struct sysc *lookup(struct dec_sysc *sc, const struct etw_sys *s);
-static inline void emit(struct dec_sysc *sc, const struct sysc *c, struct etw_jw *w, const struct etw_sys *s);
+static inline int emit(struct dec_sysc *sc, const struct sysc *c, struct etw_jw *w, uint64_t ft, int64_t pid,
+                       int64_t tid, int cpu);
+
+int dec_write_system_hinted(struct etw_decoder *d, struct etw_jw *w, void *hint, const void *tag, uint64_t d8,
+                            const struct dec_sys_key *k, uint64_t ft, int64_t pid, int64_t tid, int cpu) {
+  struct dec_sysc *sc = d->sysc;
+  struct sysc *c = (struct sysc *)hint;
+  if (!sc || d->sys_plain || !c || c->tag != tag || c->d8 != d8 || c->kw != k->keywords || c->prov != k->provider ||
+      c->name != k->event_name || c->task_name != k->task_name || c->opcode_name != k->opcode_name)
+    return 0;
+  sc->victim[c->set] = (unsigned char)(c == &sc->e[2 * c->set]); /* the other way goes next */
+  return emit(sc, c, w, ft, pid, tid, cpu) == 0;
+}
 
 void dec_write_system(struct etw_decoder *d, struct etw_jw *w, const struct etw_sys *s, void **hint,
                       const void *tag, uint64_t d8) {
@@ -209,7 +221,11 @@ void dec_write_system(struct etw_decoder *d, struct etw_jw *w, const struct etw_
       *hint = c;
     }
   }
-  emit(sc, c, w, s);
+  size_t mark = w->len;
+  if (emit(sc, c, w, s->filetime, s->pid, s->tid, s->cpu)) {
+    etw_jw_truncate(w, mark);
+    etw_event_write_system(w, s);
+  }
 }
 
 /* The entry for @s: found, or built in the set's least recently used way; NULL when the
@@ -251,58 +267,60 @@ static struct sysc *lookup(struct dec_sysc *sc, const struct etw_sys *s) {
   return c;
 }
 
-/* The block from entry @c: prefix, time, middle, execution fields. */
-static inline void emit(struct dec_sysc *sc, const struct sysc *c, struct etw_jw *w, const struct etw_sys *s) {
+/* The block from entry @c: prefix, time, middle, execution fields; -1 (nothing written) when
+ * the time cannot be formatted (the shared writer is used then). */
+static inline int emit(struct dec_sysc *sc, const struct sysc *c, struct etw_jw *w, uint64_t ft, int64_t pid,
+                       int64_t tid, int cpu) {
   size_t mark = w->len;
   /* one reservation for the whole block: prefix, time (≤ 32), middle, execution (≤ 96) */
-  if (etw_jw_reserve(w, (size_t)c->plen + c->mlen + 128)) return;
+  if (etw_jw_reserve(w, (size_t)c->plen + c->mlen + 128)) return 0;
   memcpy(w->buf + w->len, c->buf, c->plen);
   w->len += c->plen;
-  if (put_time(sc, w, s->filetime)) {
+  if (put_time(sc, w, ft)) {
     etw_jw_truncate(w, mark);
-    etw_event_write_system(w, s);
-    return;
+    return -1;
   }
   memcpy(w->buf + w->len, c->buf + c->plen, c->mlen);
   w->len += c->mlen;
   char *p = w->buf + w->len;
-  struct exc *x = &sc->ex[((uint32_t)s->tid * 2654435761u) >> 24];
-  if (x->len && x->pid == s->pid && x->tid == s->tid) {
+  struct exc *x = &sc->ex[((uint32_t)tid * 2654435761u) >> 24];
+  if (x->len && x->pid == pid && x->tid == tid) {
     /* fixed-size copy: ≤ 76 bytes fit in the reservation (≥ 96 left after the time) */
     memcpy(p, x->txt, sizeof x->txt);
     p += x->len;
   } else {
     char *b = p;
-    if (s->pid < 0) {
+    if (pid < 0) {
       memcpy(p, "null", 4);
       p += 4;
     } else {
-      p = dec_put_u64(p, (uint64_t)s->pid);
+      p = dec_put_u64(p, (uint64_t)pid);
     }
     memcpy(p, ",\"ThreadID\":", 12);
     p += 12;
-    if (s->tid < 0) {
+    if (tid < 0) {
       memcpy(p, "null", 4);
       p += 4;
     } else {
-      p = dec_put_u64(p, (uint64_t)s->tid);
+      p = dec_put_u64(p, (uint64_t)tid);
     }
     memcpy(p, ",\"ProcessorID\":", 15);
     p += 15;
-    x->pid = s->pid;
-    x->tid = s->tid;
+    x->pid = pid;
+    x->tid = tid;
     x->len = (uint32_t)(p - b);
     memcpy(x->txt, b, x->len);
   }
-  if ((uint32_t)s->cpu < 10) {
-    *p++ = (char)('0' + s->cpu);
-  } else if (s->cpu < 0) {
+  if ((uint32_t)cpu < 10) {
+    *p++ = (char)('0' + cpu);
+  } else if (cpu < 0) {
     memcpy(p, "null", 4);
     p += 4;
   } else {
-    p = dec_put_u64(p, (uint64_t)s->cpu);
+    p = dec_put_u64(p, (uint64_t)cpu);
   }
   *p++ = '}';
   *p++ = '}';
   w->len = (size_t)(p - w->buf);
+  return 0;
 }

@@ -303,6 +303,16 @@ struct dec_map *dec_trace_map(struct dec_provider *p, const char *name);
  * tag they determine the block's constant text, so a hint that matches them skips the lookup. */
 void dec_write_system(struct etw_decoder *d, struct etw_jw *w, const struct etw_sys *s, void **hint,
                       const void *tag, uint64_t d8);
+/* What a hint is checked against besides @tag and @d8. */
+struct dec_sys_key {
+  const char *provider, *event_name, *task_name, *opcode_name;
+  uint64_t keywords;
+};
+/* The block from the entry @hint (the value of a hint slot) when it matches, before any
+ * etw_sys is built: 1 = written (or the writer is in error), 0 = use dec_write_system. The
+ * caller has checked that the event has no activity IDs; @ft is never 0. */
+int dec_write_system_hinted(struct etw_decoder *d, struct etw_jw *w, void *hint, const void *tag, uint64_t d8,
+                            const struct dec_sys_key *k, uint64_t ft, int64_t pid, int64_t tid, int cpu);
 void dec_sys_free(struct etw_decoder *d);
 
 /* TraceLogging (dec_tl.c) */
