@@ -21,6 +21,12 @@
  * copy `,"name":`. The copy is allocated with at least KEY_PAD bytes so short keys are written
  * with one fixed-size copy. */
 #define KEY_PAD 64
+/* Copy a cached key (≥ KEY_PAD bytes allocated) of @n < KEY_PAD bytes: 32 bytes, and the rest
+ * of the pad only for a long key. */
+static inline void key_copy(char *o, const char *k, size_t n) {
+  memcpy(o, k, 32);
+  if (n > 32) memcpy(o + 32, k + 32, KEY_PAD - 1 - 32);
+}
 /* Build f->key (first use; the decoder owns its schemas). */
 __attribute__((noinline)) static void build_key(struct dec_field *f) {
   struct etw_jw k;
@@ -48,7 +54,7 @@ static inline void write_key(struct etw_jw *w, const struct dec_field *cf, int f
     const char *s = f->key + (first != 0);
     size_t n = f->key_len - (first != 0);
     if (f->key_len < KEY_PAD && !w->err && w->cap - w->len > KEY_PAD) {
-      memcpy(w->buf + w->len, s, KEY_PAD - 1);
+      key_copy(w->buf + w->len, s, n);
       w->len += n;
     } else {
       etw_jw_raw(w, s, n);
@@ -66,7 +72,7 @@ static inline void write_key(struct etw_jw *w, const struct dec_field *cf, int f
 static inline char *key_fast(struct etw_jw *w, const struct dec_field *f, int first) {
   if (!f->key || f->key_len >= KEY_PAD || w->err || w->cap - w->len <= KEY_PAD + 24) return NULL;
   char *o = w->buf + w->len;
-  memcpy(o, f->key + (first != 0), KEY_PAD - 1);
+  key_copy(o, f->key + (first != 0), f->key_len);
   return o + f->key_len - (first != 0);
 }
 
@@ -194,7 +200,7 @@ static int walk_fields(struct walk *k, uint32_t start, uint32_t end, int depth, 
         uint32_t stop = i + f->run_n;
         for (; i < stop; i++) {
           const struct dec_field *g = &k->e->f[i];
-          memcpy(o, g->key + (first != 0), KEY_PAD - 1);
+          key_copy(o, g->key + (first != 0), g->key_len);
           o += g->key_len - (first != 0);
           first = 0;
           uint64_t v;
