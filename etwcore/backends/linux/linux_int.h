@@ -30,7 +30,7 @@ enum lx_kind {
   LX_ARR,      /* fixed array of integers: JSON array */
   LX_DARR,     /* __data_loc array of integers: JSON array */
   LX_BYTES,    /* anything else: base64 string */
-  LX_AU64,     /* encoder step only: fixed array of u64, elements written in one loop */
+  LX_AU64,     /* encoder step only: fixed array of u64, one step (its last 8 unrolled) */
   LX_LIT,      /* encoder step only: literal, no value */
   LX_END,      /* encoder step only: the last literal (`}}`, `]}}`); ends the steps */
   LX_STR16     /* encoder step only: char[16] (comms), its opening quote in the literal */
@@ -82,7 +82,7 @@ struct lx_evdesc {
    * date part of the reader's cached second (d->secpfx); then the id text (pid, ThreadID, ProcessorID
    * and `,"EventData":{`, shared by every event id of the reader); then the steps. */
   int fast;          /* head + ops built and t2/t3 are the reader's: the fast encoder applies */
-  char *head;        /* hlen bytes + 64 of slack */
+  char *head;        /* hlen (<= 256) bytes + slack: copied as 256 bytes */
   uint16_t hlen, hpos; /* hpos: the time's opening quote */
   struct lx_op *ops; /* ending with an LX_END step */
   uint32_t nops;
