@@ -150,15 +150,39 @@ int etw_convert_main(int argc, char **argv) {
   int progress = !quiet && total >= (32u << 20);
   time_t last = time(NULL);
   int k;
+  /* ndjson: each event is written after a PFX-byte gap where `{"seq":N,` is put right before
+   * it, so a line goes out with one fwrite; N is kept as text and incremented in place */
+  enum { PFX = 32 };
+  char sq[24] = "0";
+  size_t sqn = 1;
+  if (!csv && etw_jw_reserve(&w, PFX)) {
+    fprintf(stderr, "etwd convert: out of memory\n");
+    etw_jw_free(&w);
+    etw_jw_free(&t);
+    if (out != stdout) fclose(out);
+    rc = 1;
+    goto done;
+  }
   while ((k = etw_etl_reader_next_ref(r, &rec, &st)) == 1) {
-    w.len = 0;
+    w.len = csv ? 0 : PFX;
     if (!etw_decoder_write(d, rec, &w, &ref)) undecoded++;
     seq++;
+    size_t i = sqn;
+    while (i > 0 && sq[i - 1] == '9') sq[--i] = '0';
+    if (i > 0) {
+      sq[i - 1]++;
+    } else {
+      memmove(sq + 1, sq, sqn++);
+      sq[0] = '1';
+    }
     if (w.err) continue;
     if (!csv) {
-      fprintf(out, "{\"seq\":%llu,", (unsigned long long)seq);
-      fwrite(w.buf, 1, w.len, out);
-      fputc('\n', out);
+      char *line = w.buf + PFX - (8 + sqn);
+      memcpy(line, "{\"seq\":", 7);
+      memcpy(line + 7, sq, sqn);
+      line[7 + sqn] = ',';
+      w.buf[w.len] = '\n'; /* the writer keeps a byte past its length */
+      fwrite(line, 1, w.len + 1 - (size_t)(line - w.buf), out);
     } else {
       const char *j = etw_jw_cstr(&w);
       size_t sys = json_span(j + 9, w.len - 9); /* after "System": */
