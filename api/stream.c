@@ -13,6 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#ifdef __linux__
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#endif
 
 #include "api.h"
 #include "log.h"
@@ -21,6 +28,8 @@
 #define WRITER_MAX (16u << 20)        /* > the largest encoded event any backend produces */
 #define IDLE_WAIT_MS 500              /* senders wake at once on data; this only bounds idling */
 #define HEARTBEAT_MS 15000            /* idle ndjson streams send a heartbeat line this often */
+#define LINGER_MS 10                  /* a sender writes at most one frame per this, while busy */
+#define LINGER_BYTES (FRAME_MAX / 2)  /* ... unless this much is queued */
 
 struct ws_client {
   struct etwd_server *srv;
@@ -270,6 +279,52 @@ static int ws_connect(const struct mg_connection *cconn, void *cbdata) {
   return 0;
 }
 
+#ifdef __linux__
+static int sa_port(const struct sockaddr_storage *a) {
+  if (a->ss_family == AF_INET) return ntohs(((const struct sockaddr_in *)a)->sin_port);
+  if (a->ss_family == AF_INET6) return ntohs(((const struct sockaddr_in6 *)a)->sin6_port);
+  return -1;
+}
+
+/* The socket of an HTTP connection, or -1. civetweb does not expose it, so look for the one
+ * open TCP socket whose local port and peer address/port are the request's (a pair that is
+ * unique while the connection is open, which it is until our handler returns); if there is
+ * not exactly one, give up. Read-only use: poll() for the peer's FIN/RST. */
+static int conn_socket(const struct mg_request_info *ri) {
+  DIR *d = opendir("/proc/self/fd");
+  if (!d) return -1;
+  int found = -1, matches = 0, dfd = dirfd(d);
+  struct dirent *de;
+  while ((de = readdir(d))) {
+    char *end;
+    long fd = strtol(de->d_name, &end, 10);
+    if (*end || end == de->d_name || fd == dfd || fd < 0) continue;
+    struct sockaddr_storage la, pa;
+    socklen_t ll = sizeof la, pl = sizeof pa;
+    if (getsockname((int)fd, (struct sockaddr *)&la, &ll) || getpeername((int)fd, (struct sockaddr *)&pa, &pl))
+      continue;
+    if (sa_port(&la) != ri->server_port || sa_port(&pa) != ri->remote_port) continue;
+    char host[INET6_ADDRSTRLEN] = "";
+    if (pa.ss_family == AF_INET)
+      inet_ntop(AF_INET, &((struct sockaddr_in *)&pa)->sin_addr, host, sizeof host);
+    else
+      inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&pa)->sin6_addr, host, sizeof host);
+    if (strcmp(host, ri->remote_addr)) continue;
+    found = (int)fd;
+    matches++;
+  }
+  closedir(d);
+  return matches == 1 ? found : -1;
+}
+
+/* 1 when the peer has closed (FIN) or reset the connection */
+static int peer_gone(int fd) {
+  if (fd < 0) return 0;
+  struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+  return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL));
+}
+#endif
+
 static void ws_ready(struct mg_connection *conn, void *cbdata) {
   struct etwd_server *s = cbdata;
   const struct mg_request_info *ri = mg_get_request_info(conn);
@@ -292,6 +347,7 @@ static void ws_ready(struct mg_connection *conn, void *cbdata) {
   int over = atomic_fetch_add(&s->active_streams, 1) >= s->cfg->max_streams;
   if (over) e = ETW_E_LIMIT;
   if (cl && cl->sess && !over) cl->sub = etw_session_subscribe(cl->sess, &f, from, &e);
+  if (cl && cl->sub) etw_sub_set_linger(cl->sub, LINGER_MS, LINGER_BYTES);
   if (!cl || !cl->sub) {
     atomic_fetch_sub(&s->active_streams, 1);
     static const char busy[] = "\x03\xf5subscriber limit reached";     /* 1013 try again later */
@@ -411,11 +467,15 @@ void etwd_stream_ndjson(struct etwd_req *r, struct etw_session *sess) {
     etwd_fail(r, e ? (enum etw_err)e : ETW_E_NOMEM, NULL);
     return;
   }
+  etw_sub_set_linger(sub, LINGER_MS, LINGER_BYTES);
   static const char head[] =
       "HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\n"
       "Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nX-Accel-Buffering: no\r\n\r\n";
   r->status = 200;
   int ok = mg_write(r->conn, head, sizeof head - 1) > 0;
+#ifdef __linux__
+  int fd = ok ? conn_socket(r->ri) : -1;
+#endif
   struct etw_jw w;
   etw_jw_init(&w, WRITER_MAX);
   int idle_ms = 0;
@@ -426,8 +486,17 @@ void etwd_stream_ndjson(struct etwd_req *r, struct etw_session *sess) {
     if (n < 0) break;
     if (w.err) break; /* out of memory only */
     if (n == 0) {
-      /* an idle stream writes a heartbeat line now and then: the only way to notice that the
-       * client has gone (the write fails), so its worker thread and stream slot are freed */
+#ifdef __linux__
+      /* nothing to write: notice a client that has gone within IDLE_WAIT_MS, so its worker
+       * thread, stream slot and subscriber are freed at once (the write would fail only at the
+       * next event or heartbeat) */
+      if (peer_gone(fd)) {
+        ok = 0;
+        break;
+      }
+#endif
+      /* an idle stream writes a heartbeat line now and then (proxies; and where the socket
+       * cannot be watched, the write failing is how a client's departure is noticed) */
       idle_ms += IDLE_WAIT_MS;
       if (idle_ms < HEARTBEAT_MS) continue;
       etw_jw_lit(&w, "{\"Heartbeat\":{\"Time\":");

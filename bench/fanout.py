@@ -18,6 +18,22 @@ def cpu_seconds(pid):
     return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def task_counters(pid):
+    """(run time in s, voluntary context switches = sleeps) summed over the live threads: /proc/PID/task/*/schedstat
+    counts nanoseconds (utime+stime above is in 10 ms ticks); the threads that matter (readers,
+    senders, workers) live through a whole case."""
+    ns = sw = 0
+    for t in os.listdir("/proc/%d/task" % pid):
+        try:
+            ns += int(open("/proc/%d/task/%s/schedstat" % (pid, t)).read().split()[0])
+            for line in open("/proc/%d/task/%s/status" % (pid, t)):
+                if line.startswith("voluntary_ctxt_switches:"):  # sleeps (not preemptions)
+                    sw += int(line.split()[-1])
+        except (FileNotFoundError, ProcessLookupError):
+            pass
+    return ns / 1e9, sw
+
+
 def open_ws(e, path, ctx):
     s = socket.create_connection(("127.0.0.1", e.port))
     t = ctx.wrap_socket(s, server_hostname="127.0.0.1") if ctx else s
@@ -53,6 +69,7 @@ def run_case(e, nsubs, seconds, rate):
         sel.register(s, selectors.EVENT_READ)
     got = 0
     c0 = cpu_seconds(e.proc.pid)
+    t0 = task_counters(e.proc.pid)
     child.stdin.write(b"go\n"); child.stdin.flush()
     end = time.time() + seconds + 1.0
     while time.time() < end:
@@ -67,11 +84,12 @@ def run_case(e, nsubs, seconds, rate):
                 pass
     child.wait()
     c1 = cpu_seconds(e.proc.pid)
+    t1 = task_counters(e.proc.pid)
     _, _, s = e.json("GET", "/api/v1/sessions/%d" % sid)
     for sk in socks:
         sk.close()
     e.request("DELETE", "/api/v1/sessions/%d" % sid)
-    return c1 - c0, s["stats"]["events"], s["stats"]["loss"], got
+    return c1 - c0, t1[0] - t0[0], t1[1] - t0[1], s["stats"]["events"], s["stats"]["loss"], got
 
 
 def main():
@@ -89,9 +107,11 @@ def main():
         e.stop()
         e.cleanup()
     print("%s, events/s target %d, %gs each; server CPU seconds:" % ("plain ws://" if plain else "wss://", rate, secs))
-    print("  1 subscriber:    cpu %.3f s, events %d, loss %s, bytes to clients %d" % r1)
-    print("  %d subscribers: cpu %.3f s, events %d, loss %s, bytes to clients %d" % ((n,) + rn))
-    print("ratio (N/1): %.2f   (goal <= 2)" % (rn[0] / r1[0] if r1[0] else float("inf")))
+    fmt = "cpu %.3f s (threads %.3f s, %d sleeps), events %d, loss %s, bytes to clients %d"
+    print("  1 subscriber:    " + fmt % r1)
+    print("  %d subscribers: " % n + fmt % rn)
+    print("ratio (N/1): %.2f, threads %.2f   (goal <= 2)" % (rn[0] / r1[0] if r1[0] else float("inf"),
+                                                  rn[1] / r1[1] if r1[1] else float("inf")))
 
 
 main()

@@ -1,39 +1,81 @@
 /* hub.c — per-session fan-out of encoded batches to bounded subscriber queues (see hub.h).
  *
- * Locking: one mutex per hub guards the replay ring, the subscriber list and every
- * subscriber's queue *tail* and counters. Only a subscriber's own reader advances its queue
- * head, so etw_sub_read formats bytes outside the lock (holding batch references) and takes the
- * lock again only to advance. Producers therefore never wait behind a slow client's copy.
+ * Locking: the hub's mutex guards the sequence numbers, the replay ring, the provider counts and
+ * the subscriber list. Each subscriber's queue is a fixed-size single-producer/single-consumer
+ * ring of batch references: the producer is whoever publishes (publishers are serialised by the
+ * hub's mutex), the consumer the subscriber's one reader. Neither takes a lock to push or pop,
+ * so a publisher does O(1) lock-free work per subscriber (push a reference, or count a drop)
+ * and 100 senders never contend on one mutex — nor with a publisher, which could otherwise be
+ * stalled by a sender preempted while holding its lock. The ring entries stay valid until the
+ * reader advances its head, so etw_sub_read formats straight from them, outside any lock.
+ *
+ * Wake-ups: the reader announces what it waits for in `waiting` (seq_cst, then re-checks its
+ * condition before sleeping); a publisher that sees it waiting takes it back with a CAS (so one
+ * wake per sleep) and wakes it. A reader that is not asleep is never signalled. On Linux the
+ * reader sleeps on `waiting` itself (a futex: one syscall each side, no mutex to re-take after
+ * the wake-up); elsewhere on a condition variable whose mutex is used for nothing else.
+ * With etw_sub_set_linger, a reader that sees more than two batches per linger period
+ * arriving (each CPU's reader publishes on its own, so that is a many-CPU or high-rate
+ * session) waits until `linger` after its previous frame before reading (unless a frame's
+ * worth of bytes is queued): one wake-up and one larger frame per period instead of one per
+ * publish. At lower rates it does not linger: on a small machine the readers' publishes are
+ * about as far apart as the linger, and waiting would only add latency or a second wake-up.
  */
 #include "etwcore/hub.h"
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "etwcore/err.h"
 
+#ifdef __linux__ /* readers sleep on a futex (no mutex to re-take after a wake-up) */
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#define HUB_FUTEX 1
+#endif
+
 #define PROV_MAX 256
+#define RING_MAX 4096u /* queue bound in batches (the bound in events is the limits') */
+#define RATE_WINDOW_NS 50000000LL /* a lingering reader measures the publish rate over this */
+
+enum { WAIT_NONE, WAIT_DATA, WAIT_LINGER };
+
+struct qent {
+  struct etw_batch *b;
+  uint32_t from; /* first event of b queued for this subscriber (replay: from=<seq>) */
+};
 
 struct etw_sub {
   struct etw_hub *h;
-  struct etw_sub *next, *prev;
+  struct etw_sub *next, *prev; /* hub list: the hub's mutex */
   uint64_t id;
   struct etw_sub_filter f;
   int match_all;
-  struct etw_batch **q; /* ring of batch references */
-  uint32_t qhead, qcount, qcap;
-  uint32_t pos; /* next event index within q[qhead] */
-  uint32_t queued_events;
   uint32_t qmax; /* queue bound in events */
-  uint64_t delivered, dropped;
-  uint64_t pending_gap;   /* dropped events not yet reported in-band */
-  uint64_t pending_older;  /* replay request older than the window */
+  /* ring: entries [head, tail) are queued; the producer writes tail, the reader head */
+  struct qent *q;
+  uint32_t qmask;
+  _Atomic uint64_t qtail, qhead;
+  _Atomic uint64_t queued_events, queued_bytes; /* producer adds, reader subtracts */
+  _Atomic uint64_t delivered, dropped;
+  _Atomic uint64_t pending_gap; /* dropped events not yet reported in-band */
+  uint32_t pos;                 /* reader only: next event index within q[head] */
+  uint64_t pending_older;  /* replay request older than the window (set before publication) */
   uint64_t pending_replay; /* replayed events that did not fit this subscriber's queue */
+  int64_t linger_ns; /* reader's settings (etw_sub_set_linger, before the first read) */
+  size_t linger_bytes;
+  int64_t last_frame_ns; /* reader only: monotonic time of the last read that returned records */
+  int64_t win_t0;        /* reader only: publish-rate window (start, tail then, verdict) */
+  uint64_t win_tail0;
+  int fast;
+  atomic_int waiting, woken, ended;
+  pthread_mutex_t mu; /* only to sleep on cv */
   pthread_cond_t cv;
-  int woken;
 };
 
 struct prov_count {
@@ -76,6 +118,17 @@ void etw_hub_free(struct etw_hub *h) {
   free(h->rp);
   pthread_mutex_destroy(&h->mu);
   free(h);
+}
+
+static int64_t mono_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+static struct timespec to_ts(int64_t ns) {
+  struct timespec t = {(time_t)(ns / 1000000000LL), (long)(ns % 1000000000LL)};
+  return t;
 }
 
 static int match(const struct etw_sub *s, const struct etw_evref *e) {
@@ -126,20 +179,49 @@ static int ring_push(struct etw_batch ***ring, uint32_t *head, uint32_t *count, 
   return 0;
 }
 
+/* wake the reader, whose `waiting` the caller has just taken from a sleeping state */
+static void sub_kick(struct etw_sub *s) {
+#ifdef HUB_FUTEX
+  syscall(SYS_futex, &s->waiting, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+#else
+  /* the reader holds mu from setting `waiting` until cond_wait releases it: once we have had
+   * the mutex, it waits, and the signal (given outside the lock, so that the woken reader does
+   * not block on it again) reaches it */
+  pthread_mutex_lock(&s->mu);
+  pthread_mutex_unlock(&s->mu);
+  pthread_cond_signal(&s->cv);
+#endif
+}
+
+/* after setting a flag the reader's wait condition tests (woken, ended) */
+static void sub_signal(struct etw_sub *s) {
+  if (atomic_exchange(&s->waiting, WAIT_NONE) != WAIT_NONE) sub_kick(s);
+}
+
+/* the producer's side (the hub's mutex held, or s not yet published) */
 static void sub_offer(struct etw_sub *s, struct etw_batch *b, uint32_t from) {
   uint32_t n = b->n - from;
-  /* an empty queue always takes one batch, so a batch larger than the bound still flows */
-  if ((s->queued_events + n <= s->qmax || s->qcount == 0) &&
-      ring_push(&s->q, &s->qhead, &s->qcount, &s->qcap, b) == 0) {
+  uint64_t tail = atomic_load_explicit(&s->qtail, memory_order_relaxed);
+  uint64_t head = atomic_load_explicit(&s->qhead, memory_order_acquire);
+  /* an empty queue always takes one batch, so a batch larger than the bound still flows; a
+   * stale (too high) queued_events only means a drop the reader just made room for */
+  if (tail - head <= s->qmask &&
+      (tail == head || atomic_load_explicit(&s->queued_events, memory_order_relaxed) + n <= s->qmax)) {
     etw_batch_ref(b);
-    if (s->qcount == 1) s->pos = from;
-    s->queued_events += n;
+    s->q[tail & s->qmask] = (struct qent){b, from};
+    atomic_fetch_add_explicit(&s->queued_events, n, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->queued_bytes, b->data.len, memory_order_relaxed);
+    atomic_store(&s->qtail, tail + 1); /* seq_cst: pairs with the reader's `waiting` store */
   } else {
     uint64_t k = count_matching(s, b, from);
-    s->dropped += k;
-    s->pending_gap += k;
+    atomic_fetch_add_explicit(&s->dropped, k, memory_order_relaxed);
+    atomic_fetch_add(&s->pending_gap, k);
   }
-  pthread_cond_signal(&s->cv);
+  int w = atomic_load(&s->waiting);
+  if ((w == WAIT_DATA ||
+       (w == WAIT_LINGER && atomic_load_explicit(&s->queued_bytes, memory_order_relaxed) >= s->linger_bytes)) &&
+      atomic_compare_exchange_strong(&s->waiting, &w, WAIT_NONE))
+    sub_kick(s);
 }
 
 void etw_hub_publish(struct etw_hub *h, struct etw_batch *b) {
@@ -209,7 +291,10 @@ void etw_hub_drop(struct etw_hub *h, uint64_t n) {
 void etw_hub_end(struct etw_hub *h) {
   pthread_mutex_lock(&h->mu);
   h->ended = 1;
-  for (struct etw_sub *s = h->subs; s; s = s->next) pthread_cond_signal(&s->cv);
+  for (struct etw_sub *s = h->subs; s; s = s->next) {
+    atomic_store(&s->ended, 1);
+    sub_signal(s);
+  }
   pthread_mutex_unlock(&h->mu);
 }
 
@@ -219,7 +304,7 @@ void etw_hub_stats(struct etw_hub *h, struct etw_hub_stats *o) {
   o->bytes = h->bytes;
   o->hub_dropped = h->hub_dropped;
   o->sub_dropped = h->sub_dropped_past;
-  for (struct etw_sub *s = h->subs; s; s = s->next) o->sub_dropped += s->dropped;
+  for (struct etw_sub *s = h->subs; s; s = s->next) o->sub_dropped += atomic_load(&s->dropped);
   o->subscribers = h->nsubs;
   o->last_seq = h->next_seq - 1;
   pthread_mutex_unlock(&h->mu);
@@ -258,6 +343,17 @@ struct etw_sub *etw_hub_subscribe(struct etw_hub *h, const struct etw_sub_filter
     s->f.max_level = -1;
     s->match_all = 1;
   }
+  s->qmax = h->lim.sub_queue_events;
+  if (f && f->queue_events && f->queue_events < s->qmax) s->qmax = f->queue_events;
+  uint32_t cap = 16;
+  while (cap < s->qmax && cap < RING_MAX) cap *= 2;
+  s->q = calloc(cap, sizeof *s->q);
+  if (!s->q) {
+    free(s);
+    if (err) *err = ETW_E_NOMEM;
+    return NULL;
+  }
+  s->qmask = cap - 1;
   pthread_condattr_t ca;
   pthread_condattr_init(&ca);
 #ifndef _WIN32
@@ -265,18 +361,20 @@ struct etw_sub *etw_hub_subscribe(struct etw_hub *h, const struct etw_sub_filter
 #endif
   pthread_cond_init(&s->cv, &ca);
   pthread_condattr_destroy(&ca);
-  s->qmax = h->lim.sub_queue_events;
-  if (f && f->queue_events && f->queue_events < s->qmax) s->qmax = f->queue_events;
+  pthread_mutex_init(&s->mu, NULL);
   pthread_mutex_lock(&h->mu);
   if (h->nsubs >= h->lim.max_subscribers) {
     pthread_mutex_unlock(&h->mu);
     pthread_cond_destroy(&s->cv);
+    pthread_mutex_destroy(&s->mu);
+    free(s->q);
     free(s);
     if (err) *err = ETW_E_LIMIT;
     return NULL;
   }
   s->id = ++h->sub_ids;
-  if (from_seq && from_seq < h->next_seq) {
+  atomic_store(&s->ended, h->ended);
+  if (from_seq && from_seq < h->next_seq) { /* s is private until linked below */
     uint64_t oldest = h->rp_count ? h->rp[h->rp_head]->first_seq : h->next_seq;
     if (from_seq < oldest) s->pending_older = oldest - from_seq;
     for (uint32_t i = 0; i < h->rp_count; i++) {
@@ -284,11 +382,11 @@ struct etw_sub *etw_hub_subscribe(struct etw_hub *h, const struct etw_sub_filter
       uint64_t end = b->first_seq + b->n;
       if (end <= from_seq) continue;
       uint32_t from = from_seq > b->first_seq ? (uint32_t)(from_seq - b->first_seq) : 0;
-      uint64_t before = s->pending_gap;
+      uint64_t before = atomic_load(&s->pending_gap);
       sub_offer(s, b, from);
       /* what did not fit is a replay limit, not a slow client: report it as such */
-      s->pending_replay += s->pending_gap - before;
-      s->pending_gap = before;
+      s->pending_replay += atomic_load(&s->pending_gap) - before;
+      atomic_store(&s->pending_gap, before);
     }
   }
   s->next = h->subs;
@@ -315,34 +413,82 @@ static void write_gap(struct etw_jw *out, enum etw_sub_fmt fmt, int *first, uint
 
 #define SNAP_MAX 64
 
+static int has_work(struct etw_sub *s) {
+  return atomic_load(&s->qtail) != atomic_load_explicit(&s->qhead, memory_order_relaxed) ||
+         atomic_load(&s->pending_gap) || s->pending_older || s->pending_replay ||
+         atomic_load(&s->ended) || atomic_load(&s->woken);
+}
+
+static int linger_done(struct etw_sub *s) {
+  return atomic_load(&s->queued_bytes) >= s->linger_bytes || atomic_load(&s->ended) ||
+         atomic_load(&s->woken);
+}
+
+/* sleep until cond(s) or @until (monotonic ns); `waiting` is set before cond is re-checked, so
+ * a publisher either sees it and signals, or published before the re-check */
+static void sub_sleep(struct etw_sub *s, int what, int (*cond)(struct etw_sub *), int64_t until) {
+  struct timespec ts = to_ts(until);
+#ifdef HUB_FUTEX
+  /* a kick between our store and the wait changes `waiting`, so FUTEX_WAIT returns at once */
+  for (;;) {
+    atomic_store(&s->waiting, what);
+    if (cond(s)) break;
+    if (syscall(SYS_futex, &s->waiting, FUTEX_WAIT_BITSET_PRIVATE, what, &ts, NULL,
+                FUTEX_BITSET_MATCH_ANY) == -1 && errno == ETIMEDOUT)
+      break;
+  }
+  atomic_store(&s->waiting, WAIT_NONE);
+#else
+#ifdef _WIN32 /* winpthreads' timed waits take CLOCK_REALTIME deadlines */
+  struct timespec rt;
+  clock_gettime(CLOCK_REALTIME, &rt);
+  int64_t rel = until - mono_ns();
+  ts = to_ts((int64_t)rt.tv_sec * 1000000000LL + rt.tv_nsec + (rel > 0 ? rel : 0));
+#endif
+  pthread_mutex_lock(&s->mu);
+  for (;;) {
+    atomic_store(&s->waiting, what);
+    if (cond(s)) break;
+    if (pthread_cond_timedwait(&s->cv, &s->mu, &ts) == ETIMEDOUT) break;
+  }
+  atomic_store(&s->waiting, WAIT_NONE);
+  pthread_mutex_unlock(&s->mu);
+#endif
+}
+
 int etw_sub_read(struct etw_sub *s, struct etw_jw *out, enum etw_sub_fmt fmt, size_t max_bytes,
                  int timeout_ms) {
-  struct etw_hub *h = s->h;
-  struct timespec dl;
-  clock_gettime(CLOCK_MONOTONIC, &dl);
-  dl.tv_sec += timeout_ms / 1000;
-  dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-  if (dl.tv_nsec >= 1000000000L) {
-    dl.tv_sec++;
-    dl.tv_nsec -= 1000000000L;
+  int64_t now = mono_ns();
+  int64_t dl = now + (int64_t)timeout_ms * 1000000LL;
+  /* linger, at high publish rates only: let batches accumulate until `linger` after the
+   * previous frame (a publisher signals early if a frame's worth of bytes is queued). At low
+   * rates it would only delay events, or cost a second wake-up per frame. */
+  if (s->fast && s->last_frame_ns) {
+    int64_t ld = s->last_frame_ns + s->linger_ns;
+    if (ld > dl) ld = dl;
+    if (now < ld && !linger_done(s)) {
+      sub_sleep(s, WAIT_LINGER, linger_done, ld);
+      now = mono_ns();
+    }
   }
-  pthread_mutex_lock(&h->mu);
-  while (!s->qcount && !s->pending_gap && !s->pending_older && !s->pending_replay && !h->ended &&
-         !s->woken) {
-    if (pthread_cond_timedwait(&s->cv, &h->mu, &dl) == ETIMEDOUT) break;
+  if (!has_work(s) && timeout_ms > 0) {
+    sub_sleep(s, WAIT_DATA, has_work, dl);
+    now = mono_ns();
   }
-  s->woken = 0;
-  uint64_t gap = s->pending_gap, older = s->pending_older, replay = s->pending_replay;
-  s->pending_gap = s->pending_older = s->pending_replay = 0;
-  uint32_t nsnap = s->qcount < SNAP_MAX ? s->qcount : SNAP_MAX;
-  struct etw_batch *snap[SNAP_MAX];
-  for (uint32_t i = 0; i < nsnap; i++) {
-    snap[i] = s->q[(s->qhead + i) % s->qcap];
-    etw_batch_ref(snap[i]);
+  atomic_store(&s->woken, 0);
+  int ended = atomic_load(&s->ended); /* before the tail: after the end nothing is pushed */
+  uint64_t gap = atomic_exchange(&s->pending_gap, 0);
+  uint64_t older = s->pending_older, replay = s->pending_replay;
+  s->pending_older = s->pending_replay = 0;
+  uint64_t head = atomic_load_explicit(&s->qhead, memory_order_relaxed);
+  uint64_t tail = atomic_load_explicit(&s->qtail, memory_order_acquire);
+  if (s->linger_ns && now - s->win_t0 >= RATE_WINDOW_NS) {
+    /* fast = more than two batches queued per linger period over the last window */
+    s->fast = s->win_t0 && (int64_t)(tail - s->win_tail0) * s->linger_ns > 2 * (now - s->win_t0);
+    s->win_t0 = now;
+    s->win_tail0 = tail;
   }
-  uint32_t pos = s->pos;
-  int ended = h->ended;
-  pthread_mutex_unlock(&h->mu);
+  uint32_t nsnap = tail - head < SNAP_MAX ? (uint32_t)(tail - head) : SNAP_MAX;
 
   if (!nsnap && !gap && !older && !replay) return ended ? -1 : 0;
 
@@ -362,12 +508,13 @@ int etw_sub_read(struct etw_sub *s, struct etw_jw *out, enum etw_sub_fmt fmt, si
     write_gap(out, fmt, &first, gap, "subscriber", "subscriber queue full: client too slow");
     records++;
   }
-  uint32_t done_batches = 0, end_pos = pos;
-  uint64_t delivered = 0, consumed = 0;
+  uint32_t done_batches = 0, end_pos = 0;
+  uint64_t delivered = 0, consumed = 0, done_bytes = 0;
   int full = 0;
   for (uint32_t i = 0; i < nsnap && !full; i++) {
-    struct etw_batch *b = snap[i];
-    uint32_t j = i == 0 ? pos : 0;
+    const struct qent *qe = &s->q[(head + i) & s->qmask];
+    const struct etw_batch *b = qe->b;
+    uint32_t j0 = i == 0 && s->pos > qe->from ? s->pos : qe->from, j = j0;
     for (; j < b->n; j++) {
       const struct etw_evref *e = &b->ev[j];
       if (!match(s, e)) continue;
@@ -385,9 +532,10 @@ int etw_sub_read(struct etw_sub *s, struct etw_jw *out, enum etw_sub_fmt fmt, si
       delivered++;
       records++;
     }
-    consumed += j - (i == 0 ? pos : 0);
+    consumed += j - j0;
     if (j >= b->n) {
       done_batches++;
+      done_bytes += b->data.len;
       end_pos = 0;
     } else {
       end_pos = j;
@@ -395,38 +543,39 @@ int etw_sub_read(struct etw_sub *s, struct etw_jw *out, enum etw_sub_fmt fmt, si
   }
   if (fmt == ETW_FMT_JSON_ARRAY) etw_jw_ch(out, ']');
 
-  pthread_mutex_lock(&h->mu);
   for (uint32_t i = 0; i < done_batches; i++) {
-    etw_batch_unref(s->q[s->qhead]);
-    s->qhead = (s->qhead + 1) % s->qcap;
-    s->qcount--;
+    struct qent *qe = &s->q[(head + i) & s->qmask];
+    etw_batch_unref(qe->b);
+    qe->b = NULL;
   }
-  s->pos = s->qcount ? end_pos : 0;
-  s->queued_events -= (uint32_t)consumed;
-  s->delivered += delivered;
-  pthread_mutex_unlock(&h->mu);
-  for (uint32_t i = 0; i < nsnap; i++) etw_batch_unref(snap[i]);
+  s->pos = end_pos;
+  atomic_fetch_sub_explicit(&s->queued_events, consumed, memory_order_relaxed);
+  atomic_fetch_sub_explicit(&s->queued_bytes, done_bytes, memory_order_relaxed);
+  atomic_fetch_add_explicit(&s->delivered, delivered, memory_order_relaxed);
+  atomic_store_explicit(&s->qhead, head + done_batches, memory_order_release); /* slots free */
   if (records == 0) {
     out->len = start_len; /* nothing matched: no empty frame */
     return 0;
   }
+  s->last_frame_ns = now;
   return records;
 }
 
 void etw_sub_wake(struct etw_sub *s) {
-  pthread_mutex_lock(&s->h->mu);
-  s->woken = 1;
-  pthread_cond_signal(&s->cv);
-  pthread_mutex_unlock(&s->h->mu);
+  atomic_store(&s->woken, 1);
+  sub_signal(s);
+}
+
+void etw_sub_set_linger(struct etw_sub *s, int linger_ms, size_t linger_bytes) {
+  s->linger_ns = linger_ms > 0 ? (int64_t)linger_ms * 1000000LL : 0;
+  s->linger_bytes = linger_bytes;
 }
 
 void etw_sub_stats(struct etw_sub *s, struct etw_sub_stats *o) {
-  pthread_mutex_lock(&s->h->mu);
-  o->delivered = s->delivered;
-  o->dropped = s->dropped;
+  o->delivered = atomic_load(&s->delivered);
+  o->dropped = atomic_load(&s->dropped);
   o->matched_queued = 0;
-  o->queued_events = s->queued_events;
-  pthread_mutex_unlock(&s->h->mu);
+  o->queued_events = (uint32_t)atomic_load(&s->queued_events);
 }
 
 void etw_sub_close(struct etw_sub *s) {
@@ -439,11 +588,14 @@ void etw_sub_close(struct etw_sub *s) {
     h->subs = s->next;
   if (s->next) s->next->prev = s->prev;
   h->nsubs--;
-  h->sub_dropped_past += s->dropped;
-  for (uint32_t i = 0; i < s->qcount; i++) etw_batch_unref(s->q[(s->qhead + i) % s->qcap]);
+  h->sub_dropped_past += atomic_load(&s->dropped);
   pthread_mutex_unlock(&h->mu);
+  /* unlinked: no publisher can reach s any more, and its reader is not running */
+  uint64_t tail = atomic_load(&s->qtail);
+  for (uint64_t i = atomic_load(&s->qhead); i != tail; i++) etw_batch_unref(s->q[i & s->qmask].b);
   free(s->q);
   pthread_cond_destroy(&s->cv);
+  pthread_mutex_destroy(&s->mu);
   free(s);
 }
 
@@ -455,11 +607,11 @@ void etw_hub_subs_json(struct etw_hub *h, struct etw_jw *w) {
     etw_jw_lit(w, "{\"id\":");
     etw_jw_u64(w, s->id);
     etw_jw_lit(w, ",\"delivered\":");
-    etw_jw_u64(w, s->delivered);
+    etw_jw_u64(w, atomic_load(&s->delivered));
     etw_jw_lit(w, ",\"dropped\":");
-    etw_jw_u64(w, s->dropped);
+    etw_jw_u64(w, atomic_load(&s->dropped));
     etw_jw_lit(w, ",\"queued\":");
-    etw_jw_u64(w, s->queued_events);
+    etw_jw_u64(w, atomic_load(&s->queued_events));
     etw_jw_ch(w, '}');
   }
   etw_jw_ch(w, ']');

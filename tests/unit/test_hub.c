@@ -1,7 +1,12 @@
 /* test_hub.c — the hub's contract: seq order, per-subscriber filters, bounded queues with
  * drop-and-count (delivered + dropped = produced for the filter), in-band gap records, the
- * replay window for from=<seq>, end of stream, and concurrent producers. */
+ * replay window for from=<seq>, end of stream, concurrent producers; and, with real threads,
+ * the lock-free queues: concurrent readers each with their own accounting, sleeping readers
+ * woken promptly by a publish / etw_sub_wake / etw_hub_end, the queue's bound in batches,
+ * and lingering (at most one frame per linger period at high publish rates). */
 #include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
 
 #include "etwcore/err.h"
 #include "etwcore/hub.h"
@@ -60,6 +65,121 @@ struct prod {
 static void *producer(void *a) {
   struct prod *p = a;
   for (int i = 0; i < p->batches; i++) etw_hub_publish(p->h, mk(10, "sched", 100));
+  return NULL;
+}
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static void sleep_ms(int ms) {
+  struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  nanosleep(&t, NULL);
+}
+
+/* a sender-like reader thread: blocking reads until end of stream, checking order and counts */
+struct rdr {
+  struct etw_sub *s;
+  int slow_ms;     /* sleep after each read (a slow client) */
+  int linger_ms;   /* etw_sub_set_linger */
+  uint64_t events, gaps, last_seq, frames;
+  double min_gap_s, t_last; /* smallest time between two frames, from 150 ms to t_stop */
+  double t0;
+  _Atomic double t_stop;    /* set when the producer is done (the end flushes at once) */
+  int bad_order;
+};
+static void *reader(void *a) {
+  struct rdr *r = a;
+  struct etw_jw w;
+  etw_jw_init(&w, 1 << 24);
+  if (r->linger_ms) etw_sub_set_linger(r->s, r->linger_ms, 1 << 20);
+  r->min_gap_s = 1e9;
+  r->t0 = now_s();
+  for (;;) {
+    w.len = 0;
+    int n = etw_sub_read(r->s, &w, ETW_FMT_JSON_ARRAY, 1 << 16, 1000);
+    if (n < 0) break;
+    if (n == 0) continue;
+    double t = now_s();
+    double stop = atomic_load(&r->t_stop);
+    if (r->frames && t - r->t0 > 0.15 && (stop == 0 || t < stop) && t - r->t_last < r->min_gap_s)
+      r->min_gap_s = t - r->t_last;
+    r->t_last = t;
+    r->frames++;
+    const char *p = etw_jw_cstr(&w);
+    for (const char *q = p; (q = strstr(q, "{\"")); q++) {
+      if (!strncmp(q, "{\"Gap\":{\"Dropped\":", 18)) {
+        r->gaps += strtoull(q + 18, NULL, 10);
+      } else if (!strncmp(q, "{\"seq\":", 7)) {
+        uint64_t seq = strtoull(q + 7, NULL, 10);
+        if (seq <= r->last_seq) r->bad_order++;
+        r->last_seq = seq;
+        r->events++;
+      }
+    }
+    if (r->slow_ms) sleep_ms(r->slow_ms);
+  }
+  etw_jw_free(&w);
+  return NULL;
+}
+
+struct waiter {
+  struct etw_sub *s;
+  int ret;
+  double took;
+};
+static void *wait_once(void *a) {
+  struct waiter *wt = a;
+  struct etw_jw w;
+  etw_jw_init(&w, 1 << 20);
+  double t = now_s();
+  wt->ret = etw_sub_read(wt->s, &w, ETW_FMT_NDJSON, 1 << 20, 5000);
+  wt->took = now_s() - t;
+  etw_jw_free(&w);
+  return NULL;
+}
+
+/* a reader asleep in etw_sub_read (5 s timeout) returns promptly after @poke */
+static void check_wakes(struct etw_hub *h, struct etw_sub *s, void (*poke)(struct etw_hub *, struct etw_sub *),
+                        int want_ret_positive, int want_end) {
+  struct waiter wt = {s, 0, 0};
+  pthread_t th;
+  pthread_create(&th, NULL, wait_once, &wt);
+  sleep_ms(100); /* let it fall asleep */
+  poke(h, s);
+  pthread_join(th, NULL);
+  CHECK(wt.took < 2.0);
+  CHECK(wt.took >= 0.09);
+  if (want_ret_positive) CHECK(wt.ret > 0);
+  if (want_end) CHECK_EQ(wt.ret, -1);
+  if (!want_ret_positive && !want_end) CHECK_EQ(wt.ret, 0);
+}
+static void poke_publish(struct etw_hub *h, struct etw_sub *s) {
+  (void)s;
+  etw_hub_publish(h, mk(2, "sched", 100));
+}
+static void poke_wake(struct etw_hub *h, struct etw_sub *s) {
+  (void)h;
+  etw_sub_wake(s);
+}
+static void poke_end(struct etw_hub *h, struct etw_sub *s) {
+  (void)s;
+  etw_hub_end(h);
+}
+
+struct ticker {
+  struct etw_hub *h;
+  int batches, every_us;
+};
+static void *ticking_producer(void *a) {
+  struct ticker *t = a;
+  for (int i = 0; i < t->batches; i++) {
+    etw_hub_publish(t->h, mk(1, "sched", 100));
+    struct timespec ts = {0, (long)t->every_us * 1000L};
+    nanosleep(&ts, NULL);
+  }
   return NULL;
 }
 
@@ -178,5 +298,109 @@ int main(void) {
   etw_sub_close(all);
   etw_sub_close(slow);
   etw_hub_free(h);
+
+  /* sleeping readers wake promptly: on a publish, on etw_sub_wake (returns 0), on the end */
+  {
+    struct etw_hub_limits l3 = {0, 1000, 8};
+    struct etw_hub *h3 = etw_hub_new(&l3);
+    struct etw_sub *s3 = etw_hub_subscribe(h3, NULL, 0, NULL);
+    check_wakes(h3, s3, poke_publish, 1, 0);
+    check_wakes(h3, s3, poke_wake, 0, 0);
+    check_wakes(h3, s3, poke_end, 0, 1);
+    etw_sub_close(s3);
+    etw_hub_free(h3);
+  }
+
+  /* real threads: 2 producers, 4 readers (one stalling with a small queue, one filtered, one
+   * lingering); every reader sees seq order, and delivered + dropped = produced-for-its-filter */
+  {
+    struct etw_hub_limits l4 = {0, 1 << 16, 8};
+    struct etw_hub *h4 = etw_hub_new(&l4);
+    struct etw_sub_filter sq = {0};
+    sq.max_level = -1;
+    sq.queue_events = 50;
+    struct etw_sub_filter fp = {0};
+    fp.max_level = -1;
+    fp.pids[fp.n_pids++] = 101;
+    struct rdr rd[4] = {{.s = etw_hub_subscribe(h4, NULL, 0, NULL)},
+                        {.s = etw_hub_subscribe(h4, &sq, 0, NULL), .slow_ms = 5},
+                        {.s = etw_hub_subscribe(h4, &fp, 0, NULL)},
+                        {.s = etw_hub_subscribe(h4, NULL, 0, NULL), .linger_ms = 5}};
+    pthread_t rt[4], pt[2];
+    for (int i = 0; i < 4; i++) pthread_create(&rt[i], NULL, reader, &rd[i]);
+    struct prod p4 = {h4, 300};
+    pthread_create(&pt[0], NULL, producer, &p4);
+    pthread_create(&pt[1], NULL, producer, &p4);
+    pthread_join(pt[0], NULL);
+    pthread_join(pt[1], NULL);
+    etw_hub_end(h4);
+    for (int i = 0; i < 4; i++) pthread_join(rt[i], NULL);
+    uint64_t want[4] = {6000, 6000, 3000, 6000};
+    for (int i = 0; i < 4; i++) {
+      struct etw_sub_stats st;
+      etw_sub_stats(rd[i].s, &st);
+      CHECK_EQ(rd[i].bad_order, 0);
+      CHECK_EQ(rd[i].events + rd[i].gaps, want[i]);
+      CHECK_EQ(st.delivered, rd[i].events);
+      CHECK_EQ(st.dropped, rd[i].gaps);
+      CHECK_EQ(st.queued_events, 0);
+    }
+    CHECK_EQ(rd[0].gaps, 0);
+    CHECK_EQ(rd[2].gaps, 0);
+    CHECK_EQ(rd[3].gaps, 0);
+    CHECK(rd[1].gaps > 0); /* 5 ms per read with 50 events of room cannot keep up */
+    struct etw_hub_stats hs4;
+    etw_hub_stats(h4, &hs4);
+    CHECK_EQ(hs4.sub_dropped, rd[1].gaps);
+    for (int i = 0; i < 4; i++) etw_sub_close(rd[i].s);
+    etw_hub_free(h4);
+  }
+
+  /* the queue's bound in batches: a stalled reader with room for 1e6 events keeps 4096 tiny
+   * batches, the rest is dropped, counted and reported */
+  {
+    struct etw_hub_limits l5 = {0, 1000000, 8};
+    struct etw_hub *h5 = etw_hub_new(&l5);
+    struct etw_sub *s5 = etw_hub_subscribe(h5, NULL, 0, NULL);
+    for (int i = 0; i < 5000; i++) etw_hub_publish(h5, mk(1, "sched", 100));
+    struct etw_sub_stats st;
+    etw_sub_stats(s5, &st);
+    CHECK_EQ(st.queued_events, 4096);
+    CHECK_EQ(st.dropped, 5000 - 4096);
+    uint64_t g5 = 0, ls5 = 0;
+    CHECK_EQ(drain(s5, &g5, &ls5), 4096);
+    CHECK_EQ(g5, 5000 - 4096);
+    etw_sub_close(s5);
+    etw_hub_free(h5);
+  }
+
+  /* lingering: 1-event batches every ~1 ms for ~0.6 s. A reader lingering 20 ms writes its
+   * frames at least ~20 ms apart once it has measured the rate (after 50-100 ms), and fewer
+   * frames than one that does not linger; both get every event. */
+  {
+    struct etw_hub_limits l6 = {0, 1 << 16, 8};
+    struct etw_hub *h6 = etw_hub_new(&l6);
+    struct rdr fast = {.s = etw_hub_subscribe(h6, NULL, 0, NULL)};
+    struct rdr lin = {.s = etw_hub_subscribe(h6, NULL, 0, NULL), .linger_ms = 20};
+    pthread_t t1, t2, tp;
+    pthread_create(&t1, NULL, reader, &fast);
+    pthread_create(&t2, NULL, reader, &lin);
+    struct ticker tk = {h6, 600, 1000};
+    pthread_create(&tp, NULL, ticking_producer, &tk);
+    pthread_join(tp, NULL);
+    atomic_store(&lin.t_stop, now_s());
+    etw_hub_end(h6);
+    pthread_join(t1, NULL);
+    pthread_join(t2, NULL);
+    CHECK_EQ(fast.events, 600);
+    CHECK_EQ(lin.events, 600);
+    CHECK(lin.min_gap_s > 0.018);
+    CHECK(lin.frames < fast.frames / 2);
+    fprintf(stderr, "linger: %llu frames (min gap %.1f ms) vs %llu without\n",
+            (unsigned long long)lin.frames, lin.min_gap_s * 1000, (unsigned long long)fast.frames);
+    etw_sub_close(fast.s);
+    etw_sub_close(lin.s);
+    etw_hub_free(h6);
+  }
   T_DONE();
 }

@@ -12,7 +12,12 @@
  * its subscription on, plus whatever it asked to replay).
  *
  * Threads: publish from any number of producer threads; each subscriber is read by exactly one
- * sender thread; close/unsubscribe from any thread. One mutex per hub guards everything.
+ * sender thread; close/unsubscribe from any thread. The hub's mutex guards seq numbers, the
+ * replay window and the subscriber list; each subscriber's queue is a lock-free
+ * single-producer/single-consumer ring (publishers are serialised by the hub's mutex), so
+ * senders never contend with each other nor with a publisher, and a publisher wakes only the
+ * senders that sleep. A queue holds at most `sub_queue_events` events (or the subscriber's
+ * smaller `queue_events`) and at most 4096 batches.
  */
 #ifndef ETWCORE_HUB_H
 #define ETWCORE_HUB_H
@@ -99,6 +104,16 @@ int etw_sub_read(struct etw_sub *s, struct etw_jw *out, enum etw_sub_fmt fmt, si
                  int timeout_ms);
 /** etw_sub_wake - make a blocked etw_sub_read return (e.g. the client went away). */
 void etw_sub_wake(struct etw_sub *s);
+/**
+ * etw_sub_set_linger - batch frames at high publish rates: while more than two batches per
+ * @linger_ms are being queued (measured over 50 ms windows), etw_sub_read first waits until
+ * @linger_ms after its previous read that returned records (bounded by its own timeout), so
+ * batches published meanwhile go out in one frame — unless @linger_bytes of batches are
+ * queued, or the stream ended, or etw_sub_wake. At lower rates reads return as soon as
+ * anything is queued. 0 (the default) = never linger. Events wait at most @linger_ms longer.
+ * Call before the first etw_sub_read (from the reading thread, or before it starts).
+ */
+void etw_sub_set_linger(struct etw_sub *s, int linger_ms, size_t linger_bytes);
 /** etw_sub_stats - snapshot of one subscriber's counters. */
 void etw_sub_stats(struct etw_sub *s, struct etw_sub_stats *out);
 /** etw_sub_close - unsubscribe and free; no etw_sub_read may be running on @s. */
