@@ -430,6 +430,15 @@ struct xtag {
   int close, selfclose;
 };
 
+/* Character classes for the tokenizer's scans (one table load per byte instead of 3–6 compares):
+ * XW white space, XN ends a tag name, XA ends an attribute name. */
+enum { XW = 1, XN = 2, XA = 4 };
+static const unsigned char XCLS[256] = {
+    ['\t'] = XW | XN, ['\n'] = XW | XN, ['\r'] = XW | XN, [' '] = XW | XN | XA,
+    ['>'] = XN | XA,   ['/'] = XN,        ['='] = XA,
+};
+#define XC(c) XCLS[(unsigned char)(c)]
+
 /* Next tag at or after *pos; returns 1, or 0 at end / malformed. Text between tags is skipped. */
 static int next_tag(const char *s, size_t n, size_t *pos, struct xtag *t) {
   size_t i = *pos;
@@ -470,7 +479,7 @@ static int next_tag(const char *s, size_t n, size_t *pos, struct xtag *t) {
     i++;
   }
   size_t b = i;
-  while (i < n && s[i] != ' ' && s[i] != '>' && s[i] != '/' && s[i] != '\t' && s[i] != '\r' && s[i] != '\n') i++;
+  while (i < n && !(XC(s[i]) & XN)) i++;
   t->name = s + b;
   t->nl = i - b;
   /* strip namespace prefix */
@@ -480,7 +489,7 @@ static int next_tag(const char *s, size_t n, size_t *pos, struct xtag *t) {
     t->name = c + 1;
   }
   for (;;) {
-    while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r' || s[i] == '\n')) i++;
+    while (i < n && (XC(s[i]) & XW)) i++;
     if (i >= n) return 0;
     if (s[i] == '>') {
       i++;
@@ -492,14 +501,14 @@ static int next_tag(const char *s, size_t n, size_t *pos, struct xtag *t) {
       continue;
     }
     size_t ab = i;
-    while (i < n && s[i] != '=' && s[i] != '>' && s[i] != ' ') i++;
+    while (i < n && !(XC(s[i]) & XA)) i++;
     if (i >= n || s[i] != '=') {
       if (i < n && s[i] != '>') i++;
       continue;
     }
     size_t al = i - ab;
     i++;
-    while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r' || s[i] == '\n')) i++;
+    while (i < n && (XC(s[i]) & XW)) i++;
     if (i >= n || (s[i] != '"' && s[i] != '\'')) return 0;
     char q = s[i++];
     const char *e = memchr(s + i, q, n - i);
