@@ -495,8 +495,10 @@ int etw_decoder_write(struct etw_decoder *d, const struct etw_rec *r, struct etw
   memcpy(&d8, &r->desc, 8); /* id, version, channel, level, opcode, task */
   uint64_t sft = r->filetime ? r->filetime : 1;
   int64_t pid = r->pid == 0xFFFFFFFFu ? -1 : (int64_t)r->pid, tid = r->tid == 0xFFFFFFFFu ? -1 : (int64_t)r->tid;
-  struct dec_sys_key key = {n.prov, n.name, n.task, n.opcode, r->desc.keyword};
-  if (!hint || !*hint || act || rel || !dec_write_system_hinted(d, w, *hint, tag, d8, &key, sft, pid, tid, r->cpu)) {
+  const struct dec_sys_hint *hk = hint ? (const struct dec_sys_hint *)*hint : NULL;
+  if (!hk || act || rel || hk->tag != tag || hk->d8 != d8 || hk->kw != r->desc.keyword || hk->prov != n.prov ||
+      hk->name != n.name || hk->task_name != n.task || hk->opcode_name != n.opcode ||
+      !dec_sys_emit_hint(d, w, *hint, sft, pid, tid, r->cpu)) {
     struct etw_sys s; /* every member is set below */
     s.ts_ns = 0;
     s.activity_id = act;

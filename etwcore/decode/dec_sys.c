@@ -17,15 +17,12 @@
 #define SYSC_BYTES 600
 
 struct sysc {
-  uint32_t set;    /* its set (index / 2) */
-  const void *tag; /* the schema whose hint points here (0 = none), and its descriptor bytes */
-  uint64_t d8;
+  struct dec_sys_hint k; /* first: a hint slot points here (tag 0 = no schema's hint) */
+  uint32_t set;          /* its set (index / 2) */
   uint64_t h;
-  const char *prov, *name, *task_name, *opcode_name;
   unsigned char guid[16];
   int has_guid;
   uint32_t id, ver, level, task, opcode;
-  uint64_t kw;
   uint16_t plen, mlen; /* prefix (…"TimeCreated":) and middle (…"ProcessID":) */
   char buf[SYSC_BYTES];
 };
@@ -175,10 +172,10 @@ static inline int eq16(const unsigned char *a, const unsigned char *b) {
 #endif
 
 SYSC_INLINE int sysc_hit(const struct sysc *c, uint64_t h, const struct etw_sys *s) {
-  return c->plen && c->h == h && c->prov == s->provider && c->name == s->event_name &&
-         c->task_name == s->task_name && c->opcode_name == s->opcode_name && c->id == s->event_id &&
+  return c->plen && c->h == h && c->k.prov == s->provider && c->k.name == s->event_name &&
+         c->k.task_name == s->task_name && c->k.opcode_name == s->opcode_name && c->id == s->event_id &&
          c->ver == s->version && c->level == s->level && c->task == s->task && c->opcode == s->opcode &&
-         c->kw == s->keywords && c->has_guid == (s->provider_guid != NULL) &&
+         c->k.kw == s->keywords && c->has_guid == (s->provider_guid != NULL) &&
          (!s->provider_guid || eq16(c->guid, s->provider_guid));
 }
 
@@ -186,13 +183,11 @@ static struct sysc *lookup(struct dec_sysc *sc, const struct etw_sys *s);
 static inline int emit(struct dec_sysc *sc, const struct sysc *c, struct etw_jw *w, uint64_t ft, int64_t pid,
                        int64_t tid, int cpu);
 
-int dec_write_system_hinted(struct etw_decoder *d, struct etw_jw *w, void *hint, const void *tag, uint64_t d8,
-                            const struct dec_sys_key *k, uint64_t ft, int64_t pid, int64_t tid, int cpu) {
+int dec_sys_emit_hint(struct etw_decoder *d, struct etw_jw *w, void *hint, uint64_t ft, int64_t pid, int64_t tid,
+                      int cpu) {
   struct dec_sysc *sc = d->sysc;
   struct sysc *c = (struct sysc *)hint;
-  if (!sc || d->sys_plain || !c || c->tag != tag || c->d8 != d8 || c->kw != k->keywords || c->prov != k->provider ||
-      c->name != k->event_name || c->task_name != k->task_name || c->opcode_name != k->opcode_name)
-    return 0;
+  if (!sc || d->sys_plain) return 0;
   sc->victim[c->set] = (unsigned char)(c == &sc->e[2 * c->set]); /* the other way goes next */
   return emit(sc, c, w, ft, pid, tid, cpu) == 0;
 }
@@ -206,8 +201,8 @@ void dec_write_system(struct etw_decoder *d, struct etw_jw *w, const struct etw_
   }
   struct dec_sysc *sc = d->sysc;
   struct sysc *c = hint ? (struct sysc *)*hint : NULL;
-  if (c && c->tag == tag && c->d8 == d8 && c->kw == s->keywords && c->prov == s->provider &&
-      c->name == s->event_name && c->task_name == s->task_name && c->opcode_name == s->opcode_name) {
+  if (c && c->k.tag == tag && c->k.d8 == d8 && c->k.kw == s->keywords && c->k.prov == s->provider &&
+      c->k.name == s->event_name && c->k.task_name == s->task_name && c->k.opcode_name == s->opcode_name) {
     sc->victim[c->set] = (unsigned char)(c == &sc->e[2 * c->set]); /* the other way goes next */
   } else {
     c = lookup(sc, s);
@@ -216,8 +211,8 @@ void dec_write_system(struct etw_decoder *d, struct etw_jw *w, const struct etw_
       return;
     }
     if (hint) {
-      c->tag = tag;
-      c->d8 = d8;
+      c->k.tag = tag;
+      c->k.d8 = d8;
       *hint = c;
     }
   }
@@ -247,20 +242,20 @@ static struct sysc *lookup(struct dec_sysc *sc, const struct etw_sys *s) {
   sc->victim[set] = (unsigned char)(c == &sc->e[2 * set]); /* the other way goes next */
   if (!hit) {
     c->plen = 0;
-    c->tag = NULL;
+    c->k.tag = NULL;
     c->set = set;
     if (build(c, s)) return NULL;
     c->h = h;
-    c->prov = s->provider;
-    c->name = s->event_name;
-    c->task_name = s->task_name;
-    c->opcode_name = s->opcode_name;
+    c->k.prov = s->provider;
+    c->k.name = s->event_name;
+    c->k.task_name = s->task_name;
+    c->k.opcode_name = s->opcode_name;
     c->id = s->event_id;
     c->ver = s->version;
     c->level = s->level;
     c->task = s->task;
     c->opcode = s->opcode;
-    c->kw = s->keywords;
+    c->k.kw = s->keywords;
     c->has_guid = s->provider_guid != NULL;
     if (s->provider_guid) memcpy(c->guid, s->provider_guid, 16);
   }

@@ -303,16 +303,17 @@ struct dec_map *dec_trace_map(struct dec_provider *p, const char *name);
  * tag they determine the block's constant text, so a hint that matches them skips the lookup. */
 void dec_write_system(struct etw_decoder *d, struct etw_jw *w, const struct etw_sys *s, void **hint,
                       const void *tag, uint64_t d8);
-/* What a hint is checked against besides @tag and @d8. */
-struct dec_sys_key {
-  const char *provider, *event_name, *task_name, *opcode_name;
-  uint64_t keywords;
+/* The head of a System-block cache entry, what a hint slot points to: the caller checks it
+ * (tag, descriptor bytes, keywords, the four names) and on a match calls dec_sys_emit_hint. */
+struct dec_sys_hint {
+  const void *tag;
+  uint64_t d8, kw;
+  const char *prov, *name, *task_name, *opcode_name;
 };
-/* The block from the entry @hint (the value of a hint slot) when it matches, before any
- * etw_sys is built: 1 = written (or the writer is in error), 0 = use dec_write_system. The
- * caller has checked that the event has no activity IDs; @ft is never 0. */
-int dec_write_system_hinted(struct etw_decoder *d, struct etw_jw *w, void *hint, const void *tag, uint64_t d8,
-                            const struct dec_sys_key *k, uint64_t ft, int64_t pid, int64_t tid, int cpu);
+/* The block from the matching entry @hint, before any etw_sys is built: 1 = written (or the
+ * writer is in error), 0 = use dec_write_system. The event has no activity IDs; @ft is never 0. */
+int dec_sys_emit_hint(struct etw_decoder *d, struct etw_jw *w, void *hint, uint64_t ft, int64_t pid, int64_t tid,
+                      int cpu);
 void dec_sys_free(struct etw_decoder *d);
 
 /* TraceLogging (dec_tl.c) */
