@@ -150,24 +150,13 @@ int etw_convert_main(int argc, char **argv) {
   int progress = !quiet && total >= (32u << 20);
   time_t last = time(NULL);
   int k;
-  /* ndjson: each event is written after a PFX-byte gap where `{"seq":N,` is put right before
-   * it, so a line goes out with one fwrite; N is kept as text and incremented in place */
-  enum { PFX = 32 };
+  /* ndjson: the lines are collected in w (`{"seq":N,` appended before each event, N kept as
+   * text and incremented in place) and written in blocks of about BATCH bytes */
+  enum { BATCH = 256 << 10 };
   char sq[24] = "0";
   size_t sqn = 1;
-  if (!csv && etw_jw_reserve(&w, PFX)) {
-    fprintf(stderr, "etwd convert: out of memory\n");
-    etw_jw_free(&w);
-    etw_jw_free(&t);
-    if (out != stdout) fclose(out);
-    rc = 1;
-    goto done;
-  }
   while ((k = etw_etl_reader_next_ref(r, &rec, &st)) == 1) {
-    w.len = csv ? 0 : PFX;
-    if (!etw_decoder_write(d, rec, &w, &ref)) undecoded++;
-    seq++;
-    size_t i = sqn;
+    size_t i = sqn; /* sq = seq + 1 */
     while (i > 0 && sq[i - 1] == '9') sq[--i] = '0';
     if (i > 0) {
       sq[i - 1]++;
@@ -175,14 +164,33 @@ int etw_convert_main(int argc, char **argv) {
       memmove(sq + 1, sq, sqn++);
       sq[0] = '1';
     }
-    if (w.err) continue;
+    size_t start = 0;
+    if (csv) {
+      w.len = 0;
+    } else {
+      if (w.len >= BATCH) {
+        fwrite(w.buf, 1, w.len, out);
+        w.len = 0;
+      }
+      start = w.len;
+      if (!etw_jw_reserve(&w, 8 + sqn)) {
+        char *o = w.buf + w.len;
+        memcpy(o, "{\"seq\":", 7);
+        memcpy(o + 7, sq, sqn);
+        o[7 + sqn] = ',';
+        w.len += 8 + sqn;
+      }
+    }
+    if (!etw_decoder_write(d, rec, &w, &ref)) undecoded++;
+    seq++;
+    if (w.err) { /* this event is not written (and the writer stays in error, as before) */
+      int e = w.err;
+      etw_jw_truncate(&w, start);
+      w.err = e;
+      continue;
+    }
     if (!csv) {
-      char *line = w.buf + PFX - (8 + sqn);
-      memcpy(line, "{\"seq\":", 7);
-      memcpy(line + 7, sq, sqn);
-      line[7 + sqn] = ',';
-      w.buf[w.len] = '\n'; /* the writer keeps a byte past its length */
-      fwrite(line, 1, w.len + 1 - (size_t)(line - w.buf), out);
+      w.buf[w.len++] = '\n'; /* the writer keeps a byte past its length */
     } else {
       const char *j = etw_jw_cstr(&w);
       size_t sys = json_span(j + 9, w.len - 9); /* after "System": */
@@ -212,6 +220,7 @@ int etw_convert_main(int argc, char **argv) {
               (unsigned long long)seq);
     }
   }
+  if (!csv && w.len) fwrite(w.buf, 1, w.len, out);
   if (progress) fprintf(stderr, "\retwd convert: 100%%  %llu events\n", (unsigned long long)seq);
   etw_jw_free(&w);
   etw_jw_free(&t);
