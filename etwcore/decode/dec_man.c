@@ -888,6 +888,7 @@ static int load_provider(struct etw_decoder *d, const char *s, size_t n, size_t 
     p->maps[p->n_maps++] = m.maps[i];
   }
   m.nm = 0;
+  uint32_t last_task = UINT32_MAX; /* see below */
   for (uint32_t i = 0; i < ne; i++) {
     struct pev *pe = &evs[i];
     if (pe->value < 0 || pe->value > 65535) continue;
@@ -899,8 +900,13 @@ static int load_provider(struct etw_decoder *d, const char *s, size_t n, size_t 
     const char *tname = NULL, *oname = NULL;
     long tv = 0, ov = 0;
     int by_msg = 0;
-    for (uint32_t k = 0; pe->task && k < m.nt; k++)
+    /* events come grouped by task: the first task of the previous event's name is tried first
+     * (it is also the first match for that name, as the scan would find) */
+    uint32_t k0 = 0;
+    if (pe->task && last_task < m.nt && !strcmp(m.tasks[last_task].name, pe->task)) k0 = last_task;
+    for (uint32_t k = k0; pe->task && k < m.nt; k++)
       if (m.tasks[k].name && !strcmp(m.tasks[k].name, pe->task)) {
+        last_task = k;
         const char *msg = lookup_str(docstr, m.tasks[k].msg);
         if (!msg) msg = lookup_str(&m, m.tasks[k].msg);
         by_msg = msg && m.tasks[k].msg && strncmp(m.tasks[k].msg, "$(string.string", 15);
