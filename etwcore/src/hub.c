@@ -45,9 +45,20 @@
 
 enum { WAIT_NONE, WAIT_DATA, WAIT_LINGER };
 
-struct qent {
+/* A published batch as the subscriber queues hold it: beside the batch, its events rendered
+ * once per format ({"seq":N,…} joined with ',' for arrays, lines for ndjson) by the first
+ * unfiltered reader that needs them, for the other unfiltered readers to copy in one piece.
+ * Freed, renderings included, when the last queue lets go of it (the replay window keeps
+ * plain batches). */
+struct hub_item {
+  atomic_int refs;
   struct etw_batch *b;
-  uint32_t from; /* first event of b queued for this subscriber (replay: from=<seq>) */
+  struct etw_jw *_Atomic frag[2]; /* index: enum etw_sub_fmt */
+};
+
+struct qent {
+  struct hub_item *it;
+  uint32_t from; /* first event of it->b queued for this subscriber (replay: from=<seq>) */
 };
 
 struct etw_sub {
@@ -98,6 +109,7 @@ struct etw_hub {
   uint32_t nprov;
   uint64_t prov_other;
   int ended;
+  atomic_uint n_all; /* subscribers without a filter: renderings are shared when >= 2 */
 };
 
 struct etw_hub *etw_hub_new(const struct etw_hub_limits *lim) {
@@ -198,17 +210,72 @@ static void sub_signal(struct etw_sub *s) {
   if (atomic_exchange(&s->waiting, WAIT_NONE) != WAIT_NONE) sub_kick(s);
 }
 
-/* the producer's side (the hub's mutex held, or s not yet published) */
-static void sub_offer(struct etw_sub *s, struct etw_batch *b, uint32_t from) {
+static struct hub_item *item_new(struct etw_batch *b) {
+  struct hub_item *it = calloc(1, sizeof *it);
+  if (!it) return NULL;
+  atomic_init(&it->refs, 1);
+  it->b = b;
+  etw_batch_ref(b);
+  return it;
+}
+
+static void item_unref(struct hub_item *it) {
+  if (atomic_fetch_sub_explicit(&it->refs, 1, memory_order_acq_rel) != 1) return;
+  for (int i = 0; i < 2; i++) {
+    struct etw_jw *f = atomic_load_explicit(&it->frag[i], memory_order_relaxed);
+    if (f) {
+      etw_jw_free(f);
+      free(f);
+    }
+  }
+  etw_batch_unref(it->b);
+  free(it);
+}
+
+/* append event @j of @b as its format wants it (the caller writes the ',' between records) */
+static void put_event(struct etw_jw *out, const struct etw_batch *b, uint32_t j, enum etw_sub_fmt fmt) {
+  const struct etw_evref *e = &b->ev[j];
+  etw_jw_lit(out, "{\"seq\":");
+  etw_jw_u64(out, b->first_seq + j);
+  etw_jw_ch(out, ',');
+  etw_jw_raw(out, b->data.buf + e->off, e->len);
+  if (fmt == ETW_FMT_NDJSON) etw_jw_ch(out, '\n');
+}
+
+/* the item's events rendered in @fmt, made by the first caller; NULL on ENOMEM */
+static const struct etw_jw *item_frag(struct hub_item *it, enum etw_sub_fmt fmt) {
+  struct etw_jw *f = atomic_load_explicit(&it->frag[fmt], memory_order_acquire);
+  if (f) return f;
+  const struct etw_batch *b = it->b;
+  f = malloc(sizeof *f);
+  if (!f) return NULL;
+  etw_jw_init(f, 0);
+  etw_jw_reserve(f, b->data.len + (size_t)b->n * 28);
+  for (uint32_t j = 0; j < b->n; j++) {
+    if (fmt == ETW_FMT_JSON_ARRAY && j) etw_jw_ch(f, ',');
+    put_event(f, b, j, fmt);
+  }
+  struct etw_jw *prev = NULL;
+  if (f->err || !atomic_compare_exchange_strong(&it->frag[fmt], &prev, f)) {
+    etw_jw_free(f); /* another reader was first (or no memory): use theirs */
+    free(f);
+    return prev;
+  }
+  return f;
+}
+
+/* the producer's side (the hub's mutex held, or s not yet published); @it NULL = could not
+ * be allocated: a drop like a full queue */
+static void sub_offer(struct etw_sub *s, struct hub_item *it, struct etw_batch *b, uint32_t from) {
   uint32_t n = b->n - from;
   uint64_t tail = atomic_load_explicit(&s->qtail, memory_order_relaxed);
   uint64_t head = atomic_load_explicit(&s->qhead, memory_order_acquire);
   /* an empty queue always takes one batch, so a batch larger than the bound still flows; a
    * stale (too high) queued_events only means a drop the reader just made room for */
-  if (tail - head <= s->qmask &&
+  if (it && tail - head <= s->qmask &&
       (tail == head || atomic_load_explicit(&s->queued_events, memory_order_relaxed) + n <= s->qmax)) {
-    etw_batch_ref(b);
-    s->q[tail & s->qmask] = (struct qent){b, from};
+    atomic_fetch_add_explicit(&it->refs, 1, memory_order_relaxed);
+    s->q[tail & s->qmask] = (struct qent){it, from};
     atomic_fetch_add_explicit(&s->queued_events, n, memory_order_relaxed);
     atomic_fetch_add_explicit(&s->queued_bytes, b->data.len, memory_order_relaxed);
     atomic_store(&s->qtail, tail + 1); /* seq_cst: pairs with the reader's `waiting` store */
@@ -277,7 +344,11 @@ void etw_hub_publish(struct etw_hub *h, struct etw_batch *b) {
       }
     }
   }
-  for (struct etw_sub *s = h->subs; s; s = s->next) sub_offer(s, b, 0);
+  if (h->subs) {
+    struct hub_item *it = item_new(b);
+    for (struct etw_sub *s = h->subs; s; s = s->next) sub_offer(s, it, b, 0);
+    if (it) item_unref(it);
+  }
   pthread_mutex_unlock(&h->mu);
   etw_batch_unref(b);
 }
@@ -383,7 +454,9 @@ struct etw_sub *etw_hub_subscribe(struct etw_hub *h, const struct etw_sub_filter
       if (end <= from_seq) continue;
       uint32_t from = from_seq > b->first_seq ? (uint32_t)(from_seq - b->first_seq) : 0;
       uint64_t before = atomic_load(&s->pending_gap);
-      sub_offer(s, b, from);
+      struct hub_item *it = item_new(b);
+      sub_offer(s, it, b, from);
+      if (it) item_unref(it);
       /* what did not fit is a replay limit, not a slow client: report it as such */
       s->pending_replay += atomic_load(&s->pending_gap) - before;
       atomic_store(&s->pending_gap, before);
@@ -393,6 +466,7 @@ struct etw_sub *etw_hub_subscribe(struct etw_hub *h, const struct etw_sub_filter
   if (h->subs) h->subs->prev = s;
   h->subs = s;
   h->nsubs++;
+  if (s->match_all) atomic_fetch_add(&h->n_all, 1);
   pthread_mutex_unlock(&h->mu);
   return s;
 }
@@ -511,10 +585,25 @@ int etw_sub_read(struct etw_sub *s, struct etw_jw *out, enum etw_sub_fmt fmt, si
   uint32_t done_batches = 0, end_pos = 0;
   uint64_t delivered = 0, consumed = 0, done_bytes = 0;
   int full = 0;
+  /* unfiltered readers of a hub with several of them copy each whole batch's rendering, made
+   * once for all of them, instead of formatting its events each */
+  int share = s->match_all && atomic_load_explicit(&s->h->n_all, memory_order_relaxed) >= 2;
   for (uint32_t i = 0; i < nsnap && !full; i++) {
     const struct qent *qe = &s->q[(head + i) & s->qmask];
-    const struct etw_batch *b = qe->b;
+    const struct etw_batch *b = qe->it->b;
     uint32_t j0 = i == 0 && s->pos > qe->from ? s->pos : qe->from, j = j0;
+    if (share && j0 == 0) {
+      const struct etw_jw *fr = item_frag(qe->it, fmt);
+      if (fr && out->len - start_len + fr->len + 2 <= max_bytes) {
+        if (fmt == ETW_FMT_JSON_ARRAY && !first) etw_jw_ch(out, ',');
+        first = 0;
+        etw_jw_raw(out, fr->buf, fr->len);
+        delivered += b->n;
+        records += (int)b->n;
+        j = b->n;
+      }
+      /* else (a frame's worth, or no memory): event by event, cut where the frame is full */
+    }
     for (; j < b->n; j++) {
       const struct etw_evref *e = &b->ev[j];
       if (!match(s, e)) continue;
@@ -524,11 +613,7 @@ int etw_sub_read(struct etw_sub *s, struct etw_jw *out, enum etw_sub_fmt fmt, si
       }
       if (fmt == ETW_FMT_JSON_ARRAY && !first) etw_jw_ch(out, ',');
       first = 0;
-      etw_jw_lit(out, "{\"seq\":");
-      etw_jw_u64(out, b->first_seq + j);
-      etw_jw_ch(out, ',');
-      etw_jw_raw(out, b->data.buf + e->off, e->len);
-      if (fmt == ETW_FMT_NDJSON) etw_jw_ch(out, '\n');
+      put_event(out, b, j, fmt);
       delivered++;
       records++;
     }
@@ -545,8 +630,8 @@ int etw_sub_read(struct etw_sub *s, struct etw_jw *out, enum etw_sub_fmt fmt, si
 
   for (uint32_t i = 0; i < done_batches; i++) {
     struct qent *qe = &s->q[(head + i) & s->qmask];
-    etw_batch_unref(qe->b);
-    qe->b = NULL;
+    item_unref(qe->it);
+    qe->it = NULL;
   }
   s->pos = end_pos;
   atomic_fetch_sub_explicit(&s->queued_events, consumed, memory_order_relaxed);
@@ -588,11 +673,12 @@ void etw_sub_close(struct etw_sub *s) {
     h->subs = s->next;
   if (s->next) s->next->prev = s->prev;
   h->nsubs--;
+  if (s->match_all) atomic_fetch_sub(&h->n_all, 1);
   h->sub_dropped_past += atomic_load(&s->dropped);
   pthread_mutex_unlock(&h->mu);
   /* unlinked: no publisher can reach s any more, and its reader is not running */
   uint64_t tail = atomic_load(&s->qtail);
-  for (uint64_t i = atomic_load(&s->qhead); i != tail; i++) etw_batch_unref(s->q[i & s->qmask].b);
+  for (uint64_t i = atomic_load(&s->qhead); i != tail; i++) item_unref(s->q[i & s->qmask].it);
   free(s->q);
   pthread_cond_destroy(&s->cv);
   pthread_mutex_destroy(&s->mu);
