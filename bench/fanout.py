@@ -5,8 +5,11 @@ then only counting bytes (no JSON parsing) in one selector loop, so they stay ch
 
 Usage (root, from the repo): bench/fanout.py BUILD_DIR [N] [SECONDS] [RATE]
 Workload: a child making RATE getppid() syscalls per second, traced via raw_syscalls:sys_enter
-with a PID filter. Prints server CPU seconds (utime+stime from /proc) per case and the ratio.
-Goal (issue 3): ratio <= 2. PLAIN=1 runs the same over plain HTTP on loopback (no TLS)."""
+with a PID filter. Prints server CPU seconds (utime+stime from /proc, 10 ms ticks) per case, the
+same summed over etwd's threads in nanoseconds (/proc/PID/task/*/schedstat), the threads'
+voluntary context switches ("sleeps": mostly one per sender per frame), and the ratios.
+Goal (issue 3): ratio <= 2. PLAIN=1 runs the same over plain HTTP on loopback (no TLS).
+The machine's other load moves these numbers by +-25 %: compare builds in alternating runs."""
 import base64, json, os, selectors, socket, ssl, subprocess, sys, tempfile, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "../tests/e2e"))
