@@ -17,7 +17,9 @@
  * single-producer/single-consumer ring (publishers are serialised by the hub's mutex), so
  * senders never contend with each other nor with a publisher, and a publisher wakes only the
  * senders that sleep. A queue holds at most `sub_queue_events` events (or the subscriber's
- * smaller `queue_events`) and at most 4096 batches.
+ * smaller `queue_events`) and at most 4096 batches. When a hub has two or more unfiltered
+ * subscribers, each batch's events are rendered ({"seq":N,…}) once per format by the first of
+ * them that reads it, and the others copy that rendering whole (byte-identical output).
  */
 #ifndef ETWCORE_HUB_H
 #define ETWCORE_HUB_H
