@@ -51,6 +51,7 @@ class Etwd:
     def __init__(self, args=(), state=None, tls=True, port=None, env=None):
         self.own_state = state is None
         self.state = state or tempfile.mkdtemp(prefix="etwd-test-")
+        self.own_port = port is None  # free_port() can race with another process: retry on EADDRINUSE
         self.port = port or free_port()
         self.tls = tls
         self.args = list(args)
@@ -61,11 +62,22 @@ class Etwd:
         self.proc = None
         self.stdout = ""
 
-    def start(self, timeout=30):
-        cmd = [BIN, "--listen", "127.0.0.1:%d" % self.port, "--state-dir", self.state] + self.args
-        if not self.tls:
-            cmd.append("--insecure-http")
-        return self.launch(cmd, self.env, timeout, "etwd")
+    def start(self, timeout=120):
+        for attempt in range(5):
+            cmd = [BIN, "--listen", "127.0.0.1:%d" % self.port, "--state-dir", self.state] + self.args
+            if not self.tls:
+                cmd.append("--insecure-http")
+            try:
+                return self.launch(cmd, self.env, timeout, "etwd")
+            except RuntimeError:
+                # the free port we picked was taken by someone else before etwd bound it
+                if not (self.own_port and "Address already in use" in self.stderr()) or attempt == 4:
+                    raise
+                self.proc.wait()
+                self.proc.stdout.close()
+                self.errf.close()
+                os.unlink(os.path.join(self.state, "stderr.log"))
+                self.port = free_port()
 
     def launch(self, cmd, env, timeout, what):
         """Spawn @cmd, wait for its start-up lines (URL, fingerprint, tokens) and read the tokens."""
@@ -100,7 +112,7 @@ class Etwd:
         except OSError:
             return ""
 
-    def stop(self, sig=signal.SIGTERM, timeout=30):
+    def stop(self, sig=signal.SIGTERM, timeout=120):
         if not self.proc:
             return None
         if self.proc.poll() is None:
@@ -179,7 +191,7 @@ class Etwd:
     def ws_url(self, path):
         return ("wss" if self.tls else "ws") + "://127.0.0.1:%d%s" % (self.port, path)
 
-    def ws(self, path, token="reader", origin=None, timeout=10):
+    def ws(self, path, token="reader", origin=None, timeout=60):
         import websocket
         hdr = []
         if token:
@@ -217,7 +229,25 @@ class Etwd:
             c.close()
 
 
-def ws_events(ws, until, timeout=20):
+def wait_subscribers(e, sid, n, timeout=120):
+    """Wait until session @sid has at least @n subscribers (stats.subscribers): a WebSocket's
+    subscriber is made only after the 101 reached the client, an ndjson stream's just before its
+    headers, so "connected" does not yet mean "receiving". Returns the count seen last."""
+    deadline = time.time() + timeout
+    got = -1
+    while True:
+        st, h, data = e.request("GET", "/api/v1/sessions/%d" % sid, token="reader")
+        if st == 200:
+            got = json.loads(data)["stats"]["subscribers"]
+            if got >= n:
+                return got
+        if time.time() >= deadline:
+            check(False, "session %d: %d subscriber(s) within %ds, saw %d (status %d)" % (sid, n, timeout, got, st))
+            return got
+        time.sleep(0.02)
+
+
+def ws_events(ws, until, timeout=60):
     """Read frames (JSON arrays) until until(records) is true or timeout; returns records."""
     import websocket
     recs = []
