@@ -54,7 +54,7 @@ def main():
         sid = j["id"]
         check(j["state"] == "pending" and j["backend"] == "etl", "replay waits for a subscriber: %r" % j["state"])
         ws = e.ws("/api/v1/sessions/%d/events" % sid)
-        recs = ws_events(ws, lambda rs: any(r.get("_closed") for r in rs), timeout=30)
+        recs = ws_events(ws, lambda rs: any(r.get("_closed") for r in rs), timeout=120)
         wevs = [r for r in recs if "System" in r]
         check(len(wevs) == len(evs), "WebSocket replay delivers the same %d events (%d)" % (len(evs), len(wevs)))
         check([r["System"] for r in wevs] == [r["System"] for r in evs], "same System blocks as the ndjson decode")
@@ -68,7 +68,7 @@ def main():
         sid = j["id"]
         ws = e.ws("/api/v1/sessions/%d/events" % sid)
         # the SIH file spans a short time; stop it if it takes long and compare what arrived
-        recs = ws_events(ws, lambda rs: len([r for r in rs if "System" in r]) >= 1, timeout=30)
+        recs = ws_events(ws, lambda rs: len([r for r in rs if "System" in r]) >= 1, timeout=120)
         check(any("System" in r for r in recs), "recorded-speed replay delivers events")
         e.request("DELETE", "/api/v1/sessions/%d" % sid)
 
@@ -78,7 +78,7 @@ def main():
         n_waas = len([r for r in e.ndjson("/api/v1/files/waas.etl/events") if "System" in r])
         st, h, j = e.json("POST", "/api/v1/sessions", body={"files": ["waas.etl", "sih.etl"]}, expect=201)
         ws = e.ws("/api/v1/sessions/%d/events" % j["id"])
-        recs = [r for r in ws_events(ws, lambda rs: any(r.get("_closed") for r in rs), timeout=30) if "System" in r]
+        recs = [r for r in ws_events(ws, lambda rs: any(r.get("_closed") for r in rs), timeout=120) if "System" in r]
         check(len(recs) == n_waas + len(evs), "merged replay: %d + %d events (%d)" % (n_waas, len(evs), len(recs)))
         times = [r["System"]["TimeCreated"] for r in recs]
         check(times == sorted(times), "merged replay is in time order")

@@ -5,7 +5,7 @@ import socket
 import tempfile
 import time
 
-from etwd_harness import Etwd, check, done
+from etwd_harness import Etwd, check, done, wait_subscribers
 import etwd_harness as H
 
 
@@ -22,7 +22,7 @@ def main():
         check(st == 429 and j2.get("type") == "urn:etwd:problem:limit-reached", "second session → 429: %d %r" % (st, j2))
         # one stream allowed: a WebSocket holds it, an ndjson request gets 429
         ws = e.ws("/api/v1/sessions/%d/events" % sid)
-        time.sleep(0.3)
+        wait_subscribers(e, sid, 1)  # the WebSocket holds the slot (taken after the 101 went out)
         st, h, d = e.request("GET", "/api/v1/sessions/%d/events" % sid, token="reader",
                              headers={"Accept": "application/x-ndjson"})
         check(st == 429, "second streaming client → 429: %d %r" % (st, d[:200]))
@@ -34,18 +34,36 @@ def main():
         except websocket.WebSocketBadStatusException as ex:
             check(ex.status_code == 429, "second WebSocket → 429: %d" % ex.status_code)
         ws.close()
-        time.sleep(0.5)
-        # one concurrent request: hold one open (a slow upload), the next gets 429
+        # its stream slot comes back once the server has handled the close (asynchronously)
+        deadline = time.time() + 120
+        while True:
+            st, h, m = e.request("GET", "/metrics", token="reader")
+            if (st == 200 and "\netwd_streams 0\n" in m.decode()) or time.time() > deadline:
+                break
+            time.sleep(0.05)
+        check(st == 200 and "\netwd_streams 0\n" in m.decode(), "a closed WebSocket frees its stream slot")
+        # one concurrent request: hold one open (a slow upload), the next gets 429. The upload
+        # takes its slot once the server has read its headers: until then a request may still
+        # get 200, so ask until the 429 comes (it must come, and while the upload is held open)
         s = socket.create_connection(("127.0.0.1", e.port))
         t = e.ssl_context().wrap_socket(s, server_hostname="127.0.0.1")
         t.sendall(("POST /api/v1/files?name=slow.etl HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
                    "Content-Type: application/octet-stream\r\nContent-Length: 1000\r\n\r\nabc" % e.tokens["admin"]).encode())
-        time.sleep(0.5)
-        st, h, d = e.request("GET", "/api/v1/version", token="reader")
+        deadline = time.time() + 120
+        while True:
+            st, h, d = e.request("GET", "/api/v1/version", token="reader")
+            if st != 200 or time.time() > deadline:
+                break
+            time.sleep(0.05)
         check(st == 429 and "retry-after" in h, "concurrent request beyond --max-requests → 429: %d" % st)
         t.close()
-        time.sleep(0.5)
-        st, h, d = e.request("GET", "/api/v1/version", token="reader")
+        # the server notices the closed upload and frees the slot: wait for it, generously
+        deadline = time.time() + 120
+        while True:
+            st, h, d = e.request("GET", "/api/v1/version", token="reader")
+            if st == 200 or time.time() > deadline:
+                break
+            time.sleep(0.05)
         check(st == 200, "serving again once the slot is free: %d" % st)
         # upload limit
         st, h, d = e.request("POST", "/api/v1/files?name=big.etl", body=b"x" * 5000, token="admin",
@@ -62,15 +80,23 @@ def main():
         t = e.ssl_context().wrap_socket(s, server_hostname="127.0.0.1")
         t.sendall(("GET /api/v1/sessions/%d/events?pid=1234567 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
                    "Accept: application/x-ndjson\r\n\r\n" % (sid, e.tokens["reader"])).encode())
-        time.sleep(0.5)
+        # the stream is open once its response headers arrive (they are sent after subscribing)
+        t.settimeout(120)
+        head = b""
+        while b"\r\n\r\n" not in head:
+            b = t.recv(4096)
+            if not b:
+                break
+            head += b
+        check(head.startswith(b"HTTP/1.1 200"), "ndjson stream opened: %r" % head[:200])
         st, h, d = e.request("GET", "/api/v1/version", token="reader")
         check(st == 200, "REST works beside an open stream with --max-requests 1: %d" % st)
         # the client goes away from an idle stream: the heartbeat notices, the slot comes back
         t.close()
-        deadline = time.time() + 40
+        deadline = time.time() + 120
         st = 0
         while time.time() < deadline:
-            c = e.conn(timeout=3)
+            c = e.conn(timeout=60)
             c.request("GET", "/api/v1/sessions/%d/events?pid=1234567" % sid,
                       headers={"Authorization": "Bearer " + e.tokens["reader"], "Accept": "application/x-ndjson"})
             r = c.getresponse()
