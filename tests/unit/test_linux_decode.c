@@ -414,7 +414,7 @@ static void test_tgid(struct lx_dec *d, struct tep_event *se, int64_t off) {
     if (k == 7) { /* end the thread and wait until /proc no longer has it */
       if (write(fds[3], "x", 1) != 1) CHECK(0);
       pthread_join(th, NULL);
-      for (int i = 0; i < 1000 && proc_pid(ttid) != ttid; i++) usleep(1000);
+      for (int i = 0; i < 60000 && proc_pid(ttid) != ttid; i++) usleep(1000); /* <= ~60 s */
       CHECK_EQ(proc_pid(ttid), ttid);
     }
     hdr(rec, se, seq[k].tid);
