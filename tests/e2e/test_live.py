@@ -364,6 +364,7 @@ def test_sigterm_cleans():
     OURS.add(e.proc.pid)
     j = create(e, {"providers": [{"name": "sched", "events": ["sched_switch"]}]})
     ws = e.ws("/api/v1/sessions/%d/events" % j["id"])
+    wait_subscribers(e, j["id"], 1)  # a live client (its subscriber exists), not one mid-handshake
     rc = e.stop()
     check(rc == 0, "SIGTERM with a live session and a client → exit 0 (%r)" % rc)
     code = None
