@@ -45,6 +45,12 @@ struct ws_client {
   struct ws_client *next;
 };
 
+static int64_t mono_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
 static pthread_mutex_t clients_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct ws_client *clients;
 
@@ -478,7 +484,7 @@ void etwd_stream_ndjson(struct etwd_req *r, struct etw_session *sess) {
 #endif
   struct etw_jw w;
   etw_jw_init(&w, WRITER_MAX);
-  int idle_ms = 0;
+  int64_t last_write = mono_ms();
   while (ok && !atomic_load(&s->stopping)) {
     etw_jw_truncate(&w, 0);
     etw_jw_raw(&w, "0000000000\r\n", 12); /* chunk-size line, rewritten below */
@@ -497,15 +503,14 @@ void etwd_stream_ndjson(struct etwd_req *r, struct etw_session *sess) {
 #endif
       /* an idle stream writes a heartbeat line now and then (proxies; and where the socket
        * cannot be watched, the write failing is how a client's departure is noticed) */
-      idle_ms += IDLE_WAIT_MS;
-      if (idle_ms < HEARTBEAT_MS) continue;
+      if (mono_ms() - last_write < HEARTBEAT_MS) continue;
       etw_jw_lit(&w, "{\"Heartbeat\":{\"Time\":");
       struct timespec ts;
       clock_gettime(CLOCK_REALTIME, &ts);
       etw_jw_unix_ns(&w, (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec);
       etw_jw_lit(&w, "}}\n");
     }
-    idle_ms = 0;
+    last_write = mono_ms();
     size_t plen = w.len - 12;
     char hx[16];
     int hl = snprintf(hx, sizeof hx, "%zx\r\n", plen);

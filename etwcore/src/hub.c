@@ -83,7 +83,7 @@ struct etw_sub {
   int64_t last_frame_ns; /* reader only: monotonic time of the last read that returned records */
   int64_t win_t0;        /* reader only: publish-rate window (start, tail then, verdict) */
   uint64_t win_tail0;
-  int fast;
+  int fast; /* 2 = the last window was fast, 1 = the one before it, 0 = neither */
   atomic_int waiting, woken, ended;
   pthread_mutex_t mu; /* only to sleep on cv */
   pthread_cond_t cv;
@@ -264,6 +264,15 @@ static const struct etw_jw *item_frag(struct hub_item *it, enum etw_sub_fmt fmt)
   return f;
 }
 
+/* a lingering reader stops waiting when a frame's worth of bytes is queued, or when its queue
+ * is half full (in events or in ring slots: waiting longer could make the next publish drop),
+ * or when something was already dropped for it */
+static int linger_pressed(struct etw_sub *s) {
+  if (atomic_load(&s->queued_bytes) >= s->linger_bytes || atomic_load(&s->pending_gap)) return 1;
+  uint64_t used = atomic_load(&s->qtail) - atomic_load(&s->qhead);
+  return used * 2 > s->qmask || atomic_load(&s->queued_events) * 2 >= s->qmax;
+}
+
 /* the producer's side (the hub's mutex held, or s not yet published); @it NULL = could not
  * be allocated: a drop like a full queue */
 static void sub_offer(struct etw_sub *s, struct hub_item *it, struct etw_batch *b, uint32_t from) {
@@ -276,8 +285,10 @@ static void sub_offer(struct etw_sub *s, struct hub_item *it, struct etw_batch *
       (tail == head || atomic_load_explicit(&s->queued_events, memory_order_relaxed) + n <= s->qmax)) {
     atomic_fetch_add_explicit(&it->refs, 1, memory_order_relaxed);
     s->q[tail & s->qmask] = (struct qent){it, from};
-    atomic_fetch_add_explicit(&s->queued_events, n, memory_order_relaxed);
-    atomic_fetch_add_explicit(&s->queued_bytes, b->data.len, memory_order_relaxed);
+    /* seq_cst (as the tail store): a lingering reader's check of these after its `waiting`
+     * store either sees them or the publisher sees it waiting below */
+    atomic_fetch_add(&s->queued_events, n);
+    atomic_fetch_add(&s->queued_bytes, b->data.len);
     atomic_store(&s->qtail, tail + 1); /* seq_cst: pairs with the reader's `waiting` store */
   } else {
     uint64_t k = count_matching(s, b, from);
@@ -285,8 +296,7 @@ static void sub_offer(struct etw_sub *s, struct hub_item *it, struct etw_batch *
     atomic_fetch_add(&s->pending_gap, k);
   }
   int w = atomic_load(&s->waiting);
-  if ((w == WAIT_DATA ||
-       (w == WAIT_LINGER && atomic_load_explicit(&s->queued_bytes, memory_order_relaxed) >= s->linger_bytes)) &&
+  if ((w == WAIT_DATA || (w == WAIT_LINGER && linger_pressed(s))) &&
       atomic_compare_exchange_strong(&s->waiting, &w, WAIT_NONE))
     sub_kick(s);
 }
@@ -494,8 +504,7 @@ static int has_work(struct etw_sub *s) {
 }
 
 static int linger_done(struct etw_sub *s) {
-  return atomic_load(&s->queued_bytes) >= s->linger_bytes || atomic_load(&s->ended) ||
-         atomic_load(&s->woken);
+  return linger_pressed(s) || atomic_load(&s->ended) || atomic_load(&s->woken);
 }
 
 /* sleep until cond(s) or @until (monotonic ns); `waiting` is set before cond is re-checked, so
@@ -508,8 +517,14 @@ static void sub_sleep(struct etw_sub *s, int what, int (*cond)(struct etw_sub *)
     atomic_store(&s->waiting, what);
     if (cond(s)) break;
     if (syscall(SYS_futex, &s->waiting, FUTEX_WAIT_BITSET_PRIVATE, what, &ts, NULL,
-                FUTEX_BITSET_MATCH_ANY) == -1 && errno == ETIMEDOUT)
-      break;
+                FUTEX_BITSET_MATCH_ANY) == -1) {
+      if (errno == ETIMEDOUT) break;
+      if (errno != EAGAIN && errno != EINTR) { /* cannot happen; never spin if it does */
+        struct timespec ms = {0, 1000000L};
+        nanosleep(&ms, NULL);
+        if (mono_ns() >= until) break;
+      }
+    }
   }
   atomic_store(&s->waiting, WAIT_NONE);
 #else
@@ -558,7 +573,9 @@ int etw_sub_read(struct etw_sub *s, struct etw_jw *out, enum etw_sub_fmt fmt, si
   uint64_t tail = atomic_load_explicit(&s->qtail, memory_order_acquire);
   if (s->linger_ns && now - s->win_t0 >= RATE_WINDOW_NS) {
     /* fast = more than two batches queued per linger period over the last window */
-    s->fast = s->win_t0 && (int64_t)(tail - s->win_tail0) * s->linger_ns > 2 * (now - s->win_t0);
+    int fast = s->win_t0 && (int64_t)(tail - s->win_tail0) * s->linger_ns > 2 * (now - s->win_t0);
+    /* hysteresis: one slow window (a scheduling hiccup) does not end lingering; two do */
+    s->fast = fast ? 2 : s->fast > 0 ? s->fast - 1 : 0;
     s->win_t0 = now;
     s->win_tail0 = tail;
   }
@@ -592,9 +609,15 @@ int etw_sub_read(struct etw_sub *s, struct etw_jw *out, enum etw_sub_fmt fmt, si
     const struct qent *qe = &s->q[(head + i) & s->qmask];
     const struct etw_batch *b = qe->it->b;
     uint32_t j0 = i == 0 && s->pos > qe->from ? s->pos : qe->from, j = j0;
-    if (share && j0 == 0) {
+    /* a rendering is made only for an item that another queue also holds (or already has one) */
+    if (share && j0 == 0 &&
+        (atomic_load_explicit(&qe->it->frag[fmt], memory_order_relaxed) ||
+         atomic_load_explicit(&qe->it->refs, memory_order_relaxed) > 1)) {
       const struct etw_jw *fr = item_frag(qe->it, fmt);
-      if (fr && out->len - start_len + fr->len + 2 <= max_bytes) {
+      /* taken whole only where the event-by-event loop below would take every event too (each
+       * event's rendering is at least e->len, and that loop wants e->len + 32 free before one,
+       * the ',' included): frames are cut at the same places either way */
+      if (fr && out->len - start_len + fr->len + 33 <= max_bytes) {
         if (fmt == ETW_FMT_JSON_ARRAY && !first) etw_jw_ch(out, ',');
         first = 0;
         etw_jw_raw(out, fr->buf, fr->len);

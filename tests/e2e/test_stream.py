@@ -20,7 +20,8 @@ import time
 sys.path.insert(0, os.path.dirname(__file__))
 from etwd_harness import Etwd, check, done  # noqa: E402
 
-GONE_WITHIN = 3.0  # seconds; the stream notices within ~0.5 s, the rest is slack for a busy box
+GONE_WITHIN = 10.0  # seconds; the stream notices within ~0.5 s, the rest is slack for a busy box
+SUBSCRIBED_WITHIN = 10.0
 
 
 def idle_session(e):
@@ -93,7 +94,7 @@ def test_ndjson_departure(e):
         a, sta = open_ndjson(e, sid)
         b, stb = open_ndjson(e, sid)
         check(b" 200 " in sta and b" 200 " in stb, "ndjson streams open: %r %r" % (sta, stb))
-        check(wait_subscribers(e, sid, 2, 5) is not None, "2 subscribers while both are connected")
+        check(wait_subscribers(e, sid, 2, SUBSCRIBED_WITHIN) is not None, "2 subscribers while both are connected")
         check(metric_subscribers(e, sid) == 2, "/metrics shows 2 subscribers")
         # --max-streams is 2: a third stream is refused while both slots are taken
         c, stc = open_ndjson(e, sid)
@@ -111,7 +112,7 @@ def test_ndjson_departure(e):
         # its stream slot is free again: a new stream is accepted at once
         d, std = open_ndjson(e, sid)
         check(b" 200 " in std, "stream slot released: a new stream gets 200, got %r" % std)
-        check(wait_subscribers(e, sid, 2, 5) is not None, "the new stream subscribed")
+        check(wait_subscribers(e, sid, 2, SUBSCRIBED_WITHIN) is not None, "the new stream subscribed")
         d.close()
         check(wait_subscribers(e, sid, 1, GONE_WITHIN) is not None, "second departure noticed too")
         # the client that stayed is still being served: it is not mistaken for gone
@@ -135,7 +136,7 @@ def test_ws_departure(e):
     try:
         a, sta = open_ws(e, sid)
         check(b" 101 " in sta, "websocket upgrade: %r" % sta)
-        check(wait_subscribers(e, sid, 1, 5) is not None, "websocket subscribed")
+        check(wait_subscribers(e, sid, 1, SUBSCRIBED_WITHIN) is not None, "websocket subscribed")
         time.sleep(0.5)
         a.close()  # no close frame: the TCP connection just ends
         check(wait_subscribers(e, sid, 0, GONE_WITHIN) is not None,
@@ -189,15 +190,19 @@ def test_fanout_exact(e):
     check(st == 201, "create: %d %r" % (st, j))
     sid = j["id"]
     clients = [open_ws(e, sid)[0] for _ in range(6)]
+    check(wait_subscribers(e, sid, 6, SUBSCRIBED_WITHIN) is not None, "6 websocket subscribers")
     child.stdin.write(b"go\n")
     child.stdin.flush()
     child.stdout.read(1)
-    time.sleep(0.5)
+    # the readers drain the kernel's buffers within a poll period; wait for all the calls
+    t0 = time.time()
+    while stats(e, sid)["events"] < n_calls and time.time() - t0 < 20:
+        time.sleep(0.05)
     produced = stats(e, sid)["events"]
     check(produced >= n_calls, "the session saw the %d getppid calls: %d" % (n_calls, produced))
     for i, s in enumerate(clients):
         seqs = []
-        for payload in ws_frames(s, time.time() + 3):
+        for payload in ws_frames(s, time.time() + 20):
             for ev in json.loads(payload):
                 if "seq" in ev:
                     seqs.append(ev["seq"])

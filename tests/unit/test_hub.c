@@ -129,12 +129,14 @@ struct waiter {
   struct etw_sub *s;
   int ret;
   double took;
+  atomic_int started;
 };
 static void *wait_once(void *a) {
   struct waiter *wt = a;
   struct etw_jw w;
   etw_jw_init(&w, 1 << 20);
   double t = now_s();
+  atomic_store(&wt->started, 1);
   wt->ret = etw_sub_read(wt->s, &w, ETW_FMT_NDJSON, 1 << 20, 5000);
   wt->took = now_s() - t;
   etw_jw_free(&w);
@@ -144,10 +146,11 @@ static void *wait_once(void *a) {
 /* a reader asleep in etw_sub_read (5 s timeout) returns promptly after @poke */
 static void check_wakes(struct etw_hub *h, struct etw_sub *s, void (*poke)(struct etw_hub *, struct etw_sub *),
                         int want_ret_positive, int want_end) {
-  struct waiter wt = {s, 0, 0};
+  struct waiter wt = {s, 0, 0, 0};
   pthread_t th;
   pthread_create(&th, NULL, wait_once, &wt);
-  sleep_ms(100); /* let it fall asleep */
+  while (!atomic_load(&wt.started)) sleep_ms(1);
+  sleep_ms(100); /* let it fall asleep: `took` then counts at least these 100 ms */
   poke(h, s);
   pthread_join(th, NULL);
   CHECK(wt.took < 2.0);
@@ -420,9 +423,10 @@ int main(void) {
     etw_hub_free(h5);
   }
 
-  /* lingering: 1-event batches every ~1 ms for ~0.6 s. A reader lingering 20 ms writes its
-   * frames at least ~20 ms apart once it has measured the rate (after 50-100 ms), and fewer
-   * frames than one that does not linger; both get every event. */
+  /* lingering: 1-event batches every ~0.2 ms for ~0.6-1 s. A reader lingering 20 ms writes
+   * its frames ~20 ms apart once it has measured the rate (after 50-100 ms; the check allows
+   * 8 ms of scheduling delay between the hub's clock and ours), and far fewer frames than one
+   * that does not linger; both get every event. */
   {
     struct etw_hub_limits l6 = {0, 1 << 16, 8};
     struct etw_hub *h6 = etw_hub_new(&l6);
@@ -431,22 +435,48 @@ int main(void) {
     pthread_t t1, t2, tp;
     pthread_create(&t1, NULL, reader, &fast);
     pthread_create(&t2, NULL, reader, &lin);
-    struct ticker tk = {h6, 600, 1000};
+    struct ticker tk = {h6, 3000, 200};
     pthread_create(&tp, NULL, ticking_producer, &tk);
     pthread_join(tp, NULL);
     atomic_store(&lin.t_stop, now_s());
     etw_hub_end(h6);
     pthread_join(t1, NULL);
     pthread_join(t2, NULL);
-    CHECK_EQ(fast.events, 600);
-    CHECK_EQ(lin.events, 600);
-    CHECK(lin.min_gap_s > 0.018);
+    CHECK_EQ(fast.events, 3000);
+    CHECK_EQ(lin.events, 3000);
+    CHECK(lin.min_gap_s > 0.012);
     CHECK(lin.frames < fast.frames / 2);
     fprintf(stderr, "linger: %llu frames (min gap %.1f ms) vs %llu without\n",
             (unsigned long long)lin.frames, lin.min_gap_s * 1000, (unsigned long long)fast.frames);
     etw_sub_close(fast.s);
     etw_sub_close(lin.s);
     etw_hub_free(h6);
+  }
+
+  /* lingering never makes a reader that keeps up drop: with a 500 ms linger and room for 512
+   * events, ~5,000 events/s would queue ~2,500 per linger period; the reader stops lingering
+   * when its queue is half full (~50 ms of headroom left for scheduling delays) */
+  {
+    struct etw_hub_limits l8 = {0, 1 << 16, 8};
+    struct etw_hub *h8 = etw_hub_new(&l8);
+    struct etw_sub_filter sq = {0};
+    sq.max_level = -1;
+    sq.queue_events = 512;
+    struct rdr lin = {.s = etw_hub_subscribe(h8, &sq, 0, NULL), .linger_ms = 500};
+    pthread_t tr, tp;
+    pthread_create(&tr, NULL, reader, &lin);
+    struct ticker tk = {h8, 5000, 200};
+    pthread_create(&tp, NULL, ticking_producer, &tk);
+    pthread_join(tp, NULL);
+    etw_hub_end(h8);
+    pthread_join(tr, NULL);
+    CHECK_EQ(lin.gaps, 0);
+    CHECK_EQ(lin.events, 5000);
+    CHECK(lin.frames >= 5000 / 512); /* each frame drained at most a full queue */
+    fprintf(stderr, "linger, small queue: %llu frames, %llu dropped\n", (unsigned long long)lin.frames,
+            (unsigned long long)lin.gaps);
+    etw_sub_close(lin.s);
+    etw_hub_free(h8);
   }
   T_DONE();
 }
