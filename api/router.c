@@ -276,17 +276,20 @@ static int init_ssl(void *ssl_ctx, void *user_data) {
 }
 
 int etwd_server_start(struct etwd_server *s, char *err, size_t errlen) {
-  char ports[160], threads[16], listen_host[128];
+  char ports[160], threads[16], listen_host[128], io_ms[16];
   snprintf(listen_host, sizeof listen_host, "%s", s->cfg->listen);
   snprintf(ports, sizeof ports, "%s%s", listen_host, s->tls ? "s" : "");
   /* one worker per WebSocket/ndjson stream + concurrent REST requests + headroom */
   snprintf(threads, sizeof threads, "%u", s->cfg->max_streams + s->cfg->max_requests + 4);
+  /* civetweb's one time-out for a read or write that makes no progress: request heads, bodies,
+   * downloads, and stream frames to a client that stopped reading (--io-timeout) */
+  snprintf(io_ms, sizeof io_ms, "%u", s->cfg->io_timeout_s * 1000u);
   const char *opts[] = {"listening_ports", ports,
                         "num_threads", threads,
                         "tcp_nodelay", "1",
                         "enable_keep_alive", "yes",
                         "keep_alive_timeout_ms", "5000",
-                        "request_timeout_ms", "10000",
+                        "request_timeout_ms", io_ms,
                         "websocket_timeout_ms", "30000",
                         "enable_websocket_ping_pong", "yes",
                         "ssl_protocol_version", "4",

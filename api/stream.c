@@ -42,6 +42,7 @@ struct ws_client {
   atomic_int dead;       /* the sender has exited: civetweb should close the connection */
   atomic_int close_sent; /* a close frame went out (ours or the echo): never send a second */
   char who[32];
+  int fd; /* the connection's socket where it can be found (Linux), else -1 */
   struct ws_client *next;
 };
 
@@ -218,7 +219,14 @@ static void *ws_sender(void *arg) {
     }
     if (atomic_load(&cl->stop)) break;
     if (send_frame(cl->conn, &w)) { /* never write again after a failed write */
-      etwd_log(LOG_WARN, "websocket write failed; the client will be disconnected", "who=%s bytes=%zu", cl->who, w.len);
+      etwd_log(LOG_WARN, "websocket write failed (client gone, or it accepted nothing for --io-timeout); disconnecting",
+               "who=%s bytes=%zu", cl->who, w.len);
+#ifdef __linux__
+      /* end the connection now: civetweb's read loop would otherwise keep a client that sends
+       * nothing (a stalled one) until its WebSocket read time-out. The socket stays open (and
+       * ours to use) until close_handler has joined this thread. */
+      if (cl->fd >= 0) shutdown(cl->fd, SHUT_RDWR);
+#endif
       break;
     }
   }
@@ -344,6 +352,11 @@ static void ws_ready(struct mg_connection *conn, void *cbdata) {
   if (cl) {
     cl->srv = s;
     cl->conn = conn;
+#ifdef __linux__
+    cl->fd = conn_socket(ri);
+#else
+    cl->fd = -1;
+#endif
     snprintf(cl->who, sizeof cl->who, "%s", p.token_id);
     etwd_sub_filter_from_query(ri->query_string, &f, &from, err, sizeof err);
     cl->sess = etw_session_get(s->core, id);
@@ -520,6 +533,9 @@ void etwd_stream_ndjson(struct etwd_req *r, struct etw_session *sess) {
     size_t total = w.len - (size_t)(start - w.buf);
     ok = mg_write(r->conn, start, total) == (int)total;
     r->bytes_out += total;
+    if (!ok)
+      etwd_log(LOG_INFO, "ndjson write failed (client gone, or it accepted nothing for --io-timeout); ending the stream",
+               "bytes=%zu", total);
   }
   if (ok) mg_write(r->conn, "0\r\n\r\n", 5);
   etw_jw_free(&w);

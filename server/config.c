@@ -30,6 +30,7 @@ void etwd_config_defaults(struct etwd_config *c) {
   c->replay_kb = 16384;
   c->reader_nice = -10; /* ETW_LINUX_READER_NICE_DEFAULT (etwcore/linux.h) */
   c->reader_pinning = 1;
+  c->io_timeout_s = 10;
 }
 
 #ifdef _WIN32
@@ -66,6 +67,9 @@ void etwd_config_usage(const char *prog) {
       "  --max-upload BYTES       largest ETL upload (default 1073741824)\n"
       "  --queue-events N         per-subscriber queue, in events (default 65536)\n"
       "  --replay-kb N            per-session replay window for ?from=SEQ (default 16384)\n"
+      "  --io-timeout S           a connection that makes no progress for S seconds is closed\n"
+      "                           (default 10): a stream client that stops reading (it gets gap\n"
+      "                           records until then), a stalled request or upload; 1..3600\n"
       "  --reader-nice N          Linux: nice value of the per-CPU reader threads, -20..19\n"
       "                           (default -10: readers keep up under a CPU-saturating workload;\n"
       "                           0 leaves them at etwd's own priority)\n"
@@ -172,6 +176,7 @@ static int apply(struct etwd_config *c, const char *name, const char *v) {
   U("max-upload", max_upload, 1024, 1ull << 40)
   U("queue-events", sub_queue_events, 64, 1u << 26)
   U("replay-kb", replay_kb, 0, 1u << 22)
+  U("io-timeout", io_timeout_s, 1, 3600)
 #undef U
   fprintf(stderr, "etwd: unknown option --%s (see --help)\n", name);
   return -1;

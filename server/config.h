@@ -25,6 +25,7 @@ struct etwd_config {
   int print_token; /* print the admin token at start-up (README's run command) */
   int reader_nice; /* Linux: nice value of the per-CPU reader threads (-20..19; 0 = unchanged) */
   int reader_pinning; /* Linux: 1 = the reader of CPU n runs only on CPU n */
+  uint32_t io_timeout_s; /* a connection making no progress this long is closed (civetweb's request_timeout) */
 };
 
 /** etwd_config_defaults - fill @c with defaults (state dir from $ETWD_STATE_DIR or /var/lib/etwd). */

@@ -219,6 +219,77 @@ def test_fanout_exact(e):
     e.request("DELETE", "/api/v1/sessions/%d" % sid)
 
 
+def test_stalled_client_timeout(e):
+    """--io-timeout 2: a WebSocket client that stops reading on a busy session receives nothing
+    more once the socket buffers are full; the hub drops and counts for it alone; after 2 s
+    without progress the server disconnects it (logged, counted) while a reading client on the
+    same session keeps streaming."""
+    code = ("import os,sys,time\nsys.stdin.readline()\n"
+            "while True:\n    for _ in range(2000): os.getppid()\n    time.sleep(0.005)\n")
+    child = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE)
+    st, h, j = e.json("POST", "/api/v1/sessions", body={
+        "providers": [{"name": "raw_syscalls", "events": ["sys_enter"], "filter": "id == 110"}],
+        "pids": [child.pid]})
+    check(st == 201, "create: %d %r" % (st, j))
+    sid = j["id"]
+    try:
+        stalled = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        stalled.settimeout(10)
+        stalled.connect(("127.0.0.1", e.port))
+        if e.tls:
+            stalled = e.ssl_context().wrap_socket(stalled, server_hostname="127.0.0.1")
+        stalled.sendall(("GET /api/v1/sessions/%d/events HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+                         "Upgrade: websocket\r\nConnection: Upgrade\r\n"
+                         "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+                         "Authorization: Bearer %s\r\n\r\n" % (sid, e.port, e.tokens["reader"])).encode())
+        check(b" 101 " in read_head(stalled).split(b"\r\n")[0], "stalled client upgraded")
+        reader, str_ = open_ws(e, sid)
+        check(b" 101 " in str_, "reading client upgraded")
+        check(wait_subscribers(e, sid, 2, SUBSCRIBED_WITHIN) is not None, "2 subscribers")
+        child.stdin.write(b"go\n")
+        child.stdin.flush()
+        # the reading client reads (and discards) everything; the stalled one reads nothing
+        reader.settimeout(0.2)
+        got, t0, gone_after = 0, time.time(), None
+        while time.time() - t0 < 60:
+            try:
+                d = reader.recv(1 << 16)
+                check(d != b"", "the reading client's connection stays open")
+                got += len(d)
+            except (socket.timeout, ssl.SSLError, TimeoutError):
+                pass
+            if gone_after is None and stats(e, sid)["subscribers"] == 1:
+                gone_after = time.time() - t0
+                t_gone = time.time()
+            if gone_after is not None and time.time() - t_gone > 1.0:
+                break
+        check(gone_after is not None, "the stalled client was disconnected (subscribers 2 -> 1)")
+        # by the io-timeout (buffers fill in well under a second, then 2 s), not by civetweb's
+        # 30 s WebSocket read time-out (a stalled client sends nothing that would end it sooner)
+        check(gone_after is not None and gone_after < 20, "disconnected by --io-timeout, after %r s" % gone_after)
+        s = stats(e, sid)
+        check(s["loss"]["subscribers"] > 0, "events were dropped (and counted) for the stalled client: %r"
+              % s["loss"])
+        check("websocket write failed" in e.stderr(), "the disconnect is logged")
+        before = got
+        t1 = time.time()
+        while time.time() - t1 < 1.0:
+            try:
+                got += len(reader.recv(1 << 16))
+            except (socket.timeout, ssl.SSLError, TimeoutError):
+                pass
+        check(got > before, "the reading client still receives events after the disconnect")
+        print("stalled client disconnected after %.1f s (io-timeout 2 s); reader got %d bytes"
+              % (gone_after or -1, got), flush=True)
+        reader.close()
+        stalled.close()
+    finally:
+        child.kill()
+        child.wait()
+        e.request("DELETE", "/api/v1/sessions/%d" % sid)
+
+
 def main():
     if os.geteuid() != 0:
         check(False, "stream tests need root (tracefs)")
@@ -229,6 +300,8 @@ def main():
         with Etwd(tls=tls, args=["--max-streams", "2"]) as e:
             test_ndjson_departure(e)
             test_ws_departure(e)
+    with Etwd(args=["--io-timeout", "2", "--queue-events", "4096"]) as e:
+        test_stalled_client_timeout(e)
     with Etwd(args=["--queue-events", "262144"]) as e:
         if os.uname().machine == "x86_64":
             test_fanout_exact(e)
