@@ -45,6 +45,7 @@ struct dec_provider *dec_provider_get(struct etw_decoder *d, const unsigned char
       i = (i + 1) & (d->prov_cap - 1);
     }
   }
+  if (d->lazy && dec_lazy_load(d, guid)) return dec_provider_get(d, guid, create);
   if (!create || d->n_prov >= DEC_MAX_PROVIDERS) return NULL;
   if ((d->n_prov + 1) * 2 > d->prov_cap) {
     uint32_t nc = d->prov_cap ? d->prov_cap * 2 : 64;
@@ -175,6 +176,7 @@ void etw_decoder_free(struct etw_decoder *d) {
   }
   free(d->prov);
   dec_sys_free(d);
+  dec_lazy_free(d);
   free(d->manifest_dir);
   free(d);
 }
@@ -238,7 +240,7 @@ static void resolve(struct etw_decoder *d, const struct etw_rec *r, struct names
     struct dec_provider *p = dec_provider_get(d, r->provider_id, 0);
     if ((!p || !p->n_ev) && !d->manifests_scanned && d->manifest_dir) {
       d->manifests_scanned = 1;
-      dec_manifest_scan_dir(d, d->manifest_dir);
+      dec_manifest_index_dir(d, d->manifest_dir);
       p = dec_provider_get(d, r->provider_id, 0);
     }
     n->p = p;

@@ -8,6 +8,7 @@
  * Info opcode is omitted; without a task the event symbol is used.
  */
 #include <dirent.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -425,9 +426,10 @@ struct xattr {
 struct xtag {
   const char *name;
   size_t nl;
-  struct xattr a[24];
+  const struct xattr *a; /* ab (next_tag) or a tokenized document's attributes (xdoc) */
   int na;
   int close, selfclose;
+  struct xattr ab[24];
 };
 
 /* Character classes for the tokenizer's scans (one table load per byte instead of 3–6 compares):
@@ -472,7 +474,8 @@ static int next_tag(const char *s, size_t n, size_t *pos, struct xtag *t) {
     break;
   }
   i++;
-  t->na = 0; /* a[] is read only below na: no 800-byte memset per tag */
+  t->na = 0; /* ab[] is read only below na: no 800-byte memset per tag */
+  t->a = t->ab;
   t->close = t->selfclose = 0;
   if (i < n && s[i] == '/') {
     t->close = 1;
@@ -514,7 +517,7 @@ static int next_tag(const char *s, size_t n, size_t *pos, struct xtag *t) {
     const char *e = memchr(s + i, q, n - i);
     if (!e) return 0;
     if (t->na < 24) {
-      struct xattr *a = &t->a[t->na++];
+      struct xattr *a = &t->ab[t->na++];
       a->name = s + ab;
       a->nl = al;
       a->val = s + i;
@@ -528,6 +531,71 @@ static int next_tag(const char *s, size_t n, size_t *pos, struct xtag *t) {
 
 static int tag_is(const struct xtag *t, const char *name) {
   return t->nl == strlen(name) && !memcmp(t->name, name, t->nl);
+}
+
+/* A document tokenized once: the tags next_tag returns from its start, in order (the string
+ * table, the provider search and each provider's body read this instead of tokenizing the
+ * text again; next_tag from the position after tag k returns tag k + 1). */
+struct xdtag {
+  const char *name;
+  uint32_t nl, a0; /* a0: first attribute in xdoc.a */
+  uint8_t na, close, selfclose;
+};
+struct xdoc {
+  struct xdtag *t;
+  uint32_t nt, ct;
+  struct xattr *a;
+  uint32_t na, ca;
+};
+
+static void xdoc_free(struct xdoc *x) {
+  free(x->t);
+  free(x->a);
+  memset(x, 0, sizeof *x);
+}
+
+/* 0, or -1 when out of memory (the tags so far are kept: a shorter document, as when the text
+ * ends there). */
+static int xdoc_build(struct xdoc *x, const char *s, size_t n) {
+  memset(x, 0, sizeof *x);
+  size_t pos = 0;
+  struct xtag t;
+  while (next_tag(s, n, &pos, &t)) {
+    if (x->nt == x->ct || x->na + (uint32_t)t.na > x->ca) {
+      if (x->nt >= UINT32_MAX / 4 || x->na >= UINT32_MAX / 4) return -1;
+      uint32_t ct = x->nt == x->ct ? (x->ct ? x->ct * 2 : 256) : x->ct;
+      uint32_t ca = x->na + (uint32_t)t.na > x->ca ? (x->ca ? x->ca * 2 : 1024) : x->ca;
+      struct xdtag *nt = realloc(x->t, (size_t)ct * sizeof *nt);
+      if (!nt) return -1;
+      x->t = nt;
+      x->ct = ct;
+      struct xattr *na = realloc(x->a, (size_t)ca * sizeof *na);
+      if (!na) return -1;
+      x->a = na;
+      x->ca = ca;
+    }
+    struct xdtag *d = &x->t[x->nt++];
+    d->name = t.name;
+    d->nl = (uint32_t)t.nl;
+    d->a0 = x->na;
+    d->na = (uint8_t)t.na;
+    d->close = (uint8_t)t.close;
+    d->selfclose = (uint8_t)t.selfclose;
+    memcpy(x->a + x->na, t.ab, (size_t)t.na * sizeof *x->a);
+    x->na += (uint32_t)t.na;
+  }
+  return 0;
+}
+
+/* Tag @k of @x as an xtag (attributes not copied). */
+static inline void xdoc_tag(const struct xdoc *x, uint32_t k, struct xtag *t) {
+  const struct xdtag *d = &x->t[k];
+  t->name = d->name;
+  t->nl = d->nl;
+  t->a = x->a + d->a0;
+  t->na = d->na;
+  t->close = d->close;
+  t->selfclose = d->selfclose;
 }
 
 /* Attribute value as a new NUL-terminated string with entities decoded (malloc), or NULL. */
@@ -739,7 +807,7 @@ struct pev {
   char *symbol, *task, *opcode, *tmpl, *msg, *keywords;
 };
 
-static int load_provider(struct etw_decoder *d, const char *s, size_t n, size_t start,
+static int load_provider(struct etw_decoder *d, const struct xdoc *doc, uint32_t start,
                          const struct xtag *ptag, const struct mctx *docstr,
                          const unsigned char *force_guid) {
   struct mctx m;
@@ -748,14 +816,15 @@ static int load_provider(struct etw_decoder *d, const char *s, size_t n, size_t 
   uint32_t ne = 0, ce = 0;
   int rc = -1;
   char *pname = attr(ptag, "name"), *pguid = attr(ptag, "guid");
-  size_t pos = start;
+  uint32_t ti = start;
   struct xtag t;
   long cur_task = -1;
   struct tmpl *cur_tm = NULL;
   struct dec_map *cur_map = NULL;
   int sstack[DEC_MAX_DEPTH];
   int sdepth = 0;
-  while (next_tag(s, n, &pos, &t)) {
+  for (; ti < doc->nt; ti++) {
+    xdoc_tag(doc, ti, &t);
     if (t.close) {
       if (tag_is(&t, "provider")) break;
       if (tag_is(&t, "task")) cur_task = -1;
@@ -982,10 +1051,10 @@ out:
 }
 
 /* Collect <string id value> entries of the whole document (first localization wins). */
-static int load_strings(const char *s, size_t n, struct mctx *m) {
-  size_t pos = 0;
+static int load_strings(const struct xdoc *doc, struct mctx *m) {
   struct xtag t;
-  while (next_tag(s, n, &pos, &t)) {
+  for (uint32_t ti = 0; ti < doc->nt; ti++) {
+    xdoc_tag(doc, ti, &t);
     if (t.close || !tag_is(&t, "string")) continue;
     if (m->ns >= 65536) break;
     GROW(m->strs, m->ns, m->cs);
@@ -1002,54 +1071,93 @@ oom:
   return -1;
 }
 
-int dec_manifest_load(struct etw_decoder *d, const char *xml, size_t n, const unsigned char *force_guid) {
+/* Load the providers of a manifest document; @filter (may be NULL): only the provider elements
+ * whose guid is @filter (the others would not touch that provider). */
+static int manifest_load_doc(struct etw_decoder *d, const struct xdoc *doc, const unsigned char *force_guid,
+                             const unsigned char *filter) {
   struct mctx strs;
   memset(&strs, 0, sizeof strs);
-  load_strings(xml, n, &strs);
-  index_strings(&strs);
-  size_t pos = 0;
+  int have_strs = 0;
   struct xtag t;
   int found = 0;
-  while (next_tag(xml, n, &pos, &t)) {
+  for (uint32_t ti = 0; ti < doc->nt; ti++) {
+    xdoc_tag(doc, ti, &t);
     if (t.close || !tag_is(&t, "provider") || t.selfclose) continue;
     char *g = attr(&t, "guid");
     int ok = g != NULL;
+    if (ok && filter) {
+      unsigned char pg[16];
+      ok = !etw_parse_guid(g, pg) && !memcmp(pg, filter, 16);
+    }
     free(g);
     if (!ok) continue; /* e.g. <counters><provider …> */
-    if (load_provider(d, xml, n, pos, &t, &strs, force_guid) == 0) found++;
+    if (!have_strs) { /* the document's string table, once (it has no effect on the registry) */
+      load_strings(doc, &strs);
+      index_strings(&strs);
+      have_strs = 1;
+    }
+    if (load_provider(d, doc, ti + 1, &t, &strs, force_guid) == 0) found++;
   }
   mctx_free(&strs);
   return found ? 0 : -1;
 }
 
+int dec_manifest_load(struct etw_decoder *d, const char *xml, size_t n, const unsigned char *force_guid) {
+  struct xdoc doc;
+  xdoc_build(&doc, xml, n);
+  int rc = manifest_load_doc(d, &doc, force_guid, NULL);
+  xdoc_free(&doc);
+  return rc;
+}
+
 /* PowerShell's source manifest declares PowerShellCore's GUID; Windows PowerShell logs the
  * same events under Microsoft-Windows-PowerShell's GUID (manifests README). */
-static void load_file(struct etw_decoder *d, const char *path) {
+static const unsigned char PSCORE[16] = {0xa8, 0x14, 0x07, 0xf9, 0x09, 0x55, 0x4a, 0x43,
+                                         0xbf, 0x6d, 0xb1, 0x62, 0x4c, 0x8a, 0x19, 0xa2};
+static const unsigned char WINPS[16] = {0x3b, 0x85, 0xc1, 0xa0, 0x40, 0x5c, 0x15, 0x4b,
+                                        0x87, 0x66, 0x3c, 0xf1, 0xc5, 0x8f, 0x98, 0x5a};
+static const unsigned char CLR_RT[16] = {0x23, 0x0d, 0x3c, 0xe1, 0xbc, 0xcc, 0x12, 0x4e,
+                                         0x93, 0x1b, 0xd9, 0xcc, 0x2e, 0xee, 0x27, 0xe4};
+#define PS_PATH "PowerShell.Core.Instrumentation"
+
+/* A manifest file's bytes (NULL when unreadable, empty or too large: then it is not loaded). */
+static char *read_manifest(const char *path, size_t *len) {
   FILE *fp = fopen(path, "rb");
-  if (!fp) return;
+  if (!fp) return NULL;
   struct stat sb;
   char *buf = NULL;
+  size_t n = 0;
   if (!fstat(fileno(fp), &sb) && sb.st_size > 0 && sb.st_size < (off_t)DEC_MAX_MANIFEST)
     buf = malloc((size_t)sb.st_size + 1);
   if (buf) {
-    size_t n = fread(buf, 1, (size_t)sb.st_size, fp);
-    if (n > 0) {
-      dec_manifest_load(d, buf, n, NULL);
-      unsigned char PSCORE[16], WINPS[16];
-      etw_parse_guid("f90714a8-5509-434a-bf6d-b1624c8a19a2", PSCORE);
-      etw_parse_guid("a0c1853b-5c40-4b15-8766-3cf1c58f985a", WINPS);
-      if (strstr(path, "PowerShell.Core.Instrumentation")) {
-        struct dec_provider *core = dec_provider_get(d, PSCORE, 0);
-        if (core && !dec_provider_get(d, WINPS, 0)) {
-          dec_manifest_load(d, buf, n, WINPS);
-          struct dec_provider *wp = dec_provider_get(d, WINPS, 0);
-          if (wp) wp->name = etw_intern("Microsoft-Windows-PowerShell");
-        }
-      }
+    n = fread(buf, 1, (size_t)sb.st_size, fp);
+    if (!n) {
+      free(buf);
+      buf = NULL;
     }
-    free(buf);
   }
   fclose(fp);
+  *len = n;
+  return buf;
+}
+
+static void load_file(struct etw_decoder *d, const char *path) {
+  size_t n;
+  char *buf = read_manifest(path, &n);
+  if (!buf) return;
+  struct xdoc doc;
+  xdoc_build(&doc, buf, n);
+  manifest_load_doc(d, &doc, NULL, NULL);
+  if (strstr(path, PS_PATH)) {
+    struct dec_provider *core = dec_provider_get(d, PSCORE, 0);
+    if (core && !dec_provider_get(d, WINPS, 0)) {
+      manifest_load_doc(d, &doc, WINPS, NULL);
+      struct dec_provider *wp = dec_provider_get(d, WINPS, 0);
+      if (wp) wp->name = etw_intern("Microsoft-Windows-PowerShell");
+    }
+  }
+  xdoc_free(&doc);
+  free(buf);
 }
 
 /* Collect *.man / *.xml under @dir (depth ≤ 6, ≤ 4096 files). */
@@ -1094,6 +1202,236 @@ void dec_manifest_scan_dir(struct etw_decoder *d, const char *dir) {
   }
   free(list);
   dec_builtin_supplements(d);
+}
+
+/* ---- lazy loading: an index of the provider GUIDs each manifest file may define
+ *
+ * dec_manifest_scan_dir loads every file in sorted path order; the registry it leaves is, per
+ * provider, what that provider's own <provider> elements give in that order (a provider element
+ * touches only its own GUID's provider), plus two rules that cross providers: the PowerShell
+ * alias (a PS_PATH file loaded under WINPS when PSCORE exists and WINPS does not, at that file's
+ * turn) and the CLR supplements (after every file). The index keeps each GUID's files in the same
+ * order and loads them, filtered to that GUID, when the registry is first asked for it; the two
+ * rules are applied at the same points of that provider's sequence. The files are read once, at
+ * index time, and freed when no pending GUID needs them. */
+struct lazy_file {
+  char *buf;
+  size_t n;
+  uint32_t refs; /* pending GUIDs that need it */
+  int tok;       /* doc built */
+  struct xdoc doc;
+};
+
+static const struct xdoc *lazy_doc(struct lazy_file *f) {
+  if (!f->tok) {
+    xdoc_build(&f->doc, f->buf, f->n);
+    f->tok = 1;
+  }
+  return &f->doc;
+}
+struct lazy_ref {
+  uint32_t file;
+  uint8_t native; /* 1 = the file may define the GUID; 0 = only the PowerShell alias turn */
+  uint8_t ps;     /* a PS_PATH file (the alias turn for WINPS) */
+};
+struct lazy_guid {
+  unsigned char guid[16];
+  int done;
+  struct lazy_ref *r;
+  uint32_t nr, cr;
+};
+struct dec_lazy {
+  struct lazy_file *f;
+  uint32_t nf;
+  struct lazy_guid *g;
+  uint32_t ng, cg;
+  uint32_t *h; /* open hash over g by GUID (index + 1) */
+  uint32_t hcap;
+  long pscore_first; /* PSCORE exists after file k's turn for k >= this; LONG_MAX = never */
+  int pscore_known;
+};
+
+static uint32_t lazy_hash(const unsigned char g[16]) {
+  return (d_rd32(g) ^ d_rd32(g + 4) ^ d_rd32(g + 8) ^ d_rd32(g + 12)) * 2654435761u;
+}
+
+static struct lazy_guid *lazy_find(struct dec_lazy *L, const unsigned char g[16]) {
+  if (!L->hcap) return NULL;
+  for (uint32_t j = lazy_hash(g) & (L->hcap - 1); L->h[j]; j = (j + 1) & (L->hcap - 1))
+    if (!memcmp(L->g[L->h[j] - 1].guid, g, 16)) return &L->g[L->h[j] - 1];
+  return NULL;
+}
+
+static int lazy_add(struct dec_lazy *L, const unsigned char g[16], uint32_t file, int native, int ps) {
+  struct lazy_guid *e = lazy_find(L, g);
+  if (!e) {
+    if ((L->ng + 1) * 2 > L->hcap) {
+      uint32_t nc = L->hcap ? L->hcap * 2 : 64;
+      uint32_t *nh = calloc(nc, sizeof *nh);
+      if (!nh) return -1;
+      for (uint32_t i = 0; i < L->ng; i++) {
+        uint32_t j = lazy_hash(L->g[i].guid) & (nc - 1);
+        while (nh[j]) j = (j + 1) & (nc - 1);
+        nh[j] = i + 1;
+      }
+      free(L->h);
+      L->h = nh;
+      L->hcap = nc;
+    }
+    GROW(L->g, L->ng, L->cg);
+    e = &L->g[L->ng];
+    memset(e, 0, sizeof *e);
+    memcpy(e->guid, g, 16);
+    uint32_t j = lazy_hash(g) & (L->hcap - 1);
+    while (L->h[j]) j = (j + 1) & (L->hcap - 1);
+    L->h[j] = ++L->ng;
+  }
+  if (e->nr && e->r[e->nr - 1].file == file) { /* files are added in order */
+    e->r[e->nr - 1].native |= (uint8_t)native;
+    e->r[e->nr - 1].ps |= (uint8_t)ps;
+    return 0;
+  }
+  GROW(e->r, e->nr, e->cr);
+  e->r[e->nr].file = file;
+  e->r[e->nr].native = (uint8_t)native;
+  e->r[e->nr].ps = (uint8_t)ps;
+  e->nr++;
+  L->f[file].refs++;
+  return 0;
+oom:
+  return -1;
+}
+
+/* Every GUID a <provider> element of @s may give: a superset of what manifest_load finds. Every
+ * tag the tokenizer returns starts at a '<' and its name is the run of name characters after it,
+ * so each '<' whose name run ends in "provider" is parsed as a tag from there; a candidate that
+ * the tokenizer does not reach from the document's start (inside a comment, …) loads nothing. */
+static void prescan(struct dec_lazy *L, uint32_t file, const char *s, size_t n) {
+  size_t i = 0;
+  const char *lt;
+  while (i < n && (lt = memchr(s + i, '<', n - i))) {
+    size_t b = (size_t)(lt - s), e = b + 1;
+    while (e < n && !(XC(s[e]) & XN)) e++;
+    i = e;
+    if (e - b - 1 < 8 || e >= n || memcmp(s + e - 8, "provider", 8)) continue;
+    size_t pos = b;
+    struct xtag t;
+    if (!next_tag(s, n, &pos, &t) || t.name != s + e - 8 || t.nl != 8 || t.close || t.selfclose) continue;
+    char *g = attr(&t, "guid");
+    unsigned char pg[16];
+    if (g && !etw_parse_guid(g, pg)) lazy_add(L, pg, file, 1, 0);
+    free(g);
+  }
+}
+
+static void lazy_release(struct dec_lazy *L, struct lazy_guid *e) {
+  for (uint32_t i = 0; i < e->nr; i++) {
+    struct lazy_file *f = &L->f[e->r[i].file];
+    if (f->refs && !--f->refs) {
+      free(f->buf);
+      f->buf = NULL;
+      xdoc_free(&f->doc);
+      f->tok = 0;
+    }
+  }
+  free(e->r);
+  e->r = NULL;
+  e->nr = e->cr = 0;
+}
+
+static int pscore_by(struct etw_decoder *d, long k);
+
+int dec_lazy_load(struct etw_decoder *d, const unsigned char guid[16]) {
+  struct dec_lazy *L = d->lazy;
+  struct lazy_guid *e = lazy_find(L, guid);
+  if (!e || e->done) return 0;
+  e->done = 1; /* from here the registry answers for this GUID directly */
+  unsigned char g[16];
+  memcpy(g, guid, 16); /* e may move if the index grows (it does not after indexing) */
+  int is_ps = !memcmp(g, PSCORE, 16), is_win = !memcmp(g, WINPS, 16);
+  if (is_ps) {
+    L->pscore_known = 1;
+    L->pscore_first = dec_provider_get(d, g, 0) ? -1 : LONG_MAX;
+  }
+  for (uint32_t i = 0; i < e->nr; i++) {
+    struct lazy_ref r = e->r[i];
+    struct lazy_file *f = &L->f[r.file];
+    if (r.native) manifest_load_doc(d, lazy_doc(f), NULL, g);
+    if (is_ps && L->pscore_first == LONG_MAX && dec_provider_get(d, g, 0)) L->pscore_first = r.file;
+    if (is_win && r.ps && !dec_provider_get(d, WINPS, 0) && pscore_by(d, r.file)) {
+      manifest_load_doc(d, lazy_doc(f), WINPS, NULL);
+      struct dec_provider *wp = dec_provider_get(d, WINPS, 0);
+      if (wp) wp->name = etw_intern("Microsoft-Windows-PowerShell");
+    }
+  }
+  lazy_release(L, e);
+  if (!memcmp(g, CLR_RT, 16)) dec_builtin_supplements(d);
+  return 1;
+}
+
+/* Did PSCORE exist after file @k's turn of the full scan? */
+static int pscore_by(struct etw_decoder *d, long k) {
+  struct dec_lazy *L = d->lazy;
+  if (!L->pscore_known) dec_provider_get(d, PSCORE, 0); /* loads it, which sets pscore_first */
+  return L->pscore_known && L->pscore_first <= k;
+}
+
+void dec_lazy_free(struct etw_decoder *d) {
+  struct dec_lazy *L = d->lazy;
+  if (!L) return;
+  for (uint32_t i = 0; i < L->nf; i++) {
+    free(L->f[i].buf);
+    xdoc_free(&L->f[i].doc);
+  }
+  for (uint32_t i = 0; i < L->ng; i++) free(L->g[i].r);
+  free(L->f);
+  free(L->g);
+  free(L->h);
+  free(L);
+  d->lazy = NULL;
+}
+
+void dec_manifest_index_dir(struct etw_decoder *d, const char *dir) {
+  int n = 0;
+  char **list = NULL;
+  scan(dir, 0, &list, &n);
+  if (list) qsort(list, (size_t)n, sizeof *list, cmp_str);
+  struct dec_lazy *L = calloc(1, sizeof *L);
+  if (L) L->f = calloc(n ? (size_t)n : 1, sizeof *L->f);
+  if (!L || !L->f) { /* no memory for the index: load everything now */
+    if (L) free(L);
+    for (int i = 0; i < n; i++) free(list[i]);
+    free(list);
+    dec_manifest_scan_dir(d, dir);
+    return;
+  }
+  for (int i = 0; i < n; i++) {
+    L->f[i].buf = read_manifest(list[i], &L->f[i].n);
+    if (L->f[i].buf) {
+      prescan(L, (uint32_t)i, L->f[i].buf, L->f[i].n);
+      if (strstr(list[i], PS_PATH)) lazy_add(L, WINPS, (uint32_t)i, 0, 1);
+    }
+    free(list[i]);
+  }
+  free(list);
+  L->nf = (uint32_t)n;
+  for (uint32_t i = 0; i < L->nf; i++)
+    if (!L->f[i].refs) {
+      free(L->f[i].buf);
+      L->f[i].buf = NULL;
+    }
+  /* what exists now (d->lazy is not set yet: no loading) is loaded at once, as the scan would */
+  unsigned char *now = calloc(L->ng ? L->ng : 1, 1);
+  for (uint32_t i = 0; now && i < L->ng; i++) now[i] = dec_provider_get(d, L->g[i].guid, 0) != NULL;
+  if (!lazy_find(L, PSCORE)) {
+    L->pscore_known = 1;
+    L->pscore_first = dec_provider_get(d, PSCORE, 0) ? -1 : LONG_MAX;
+  }
+  d->lazy = L;
+  for (uint32_t i = 0; i < L->ng; i++)
+    if (!now || now[i]) dec_lazy_load(d, L->g[i].guid);
+  free(now);
+  if (!lazy_find(L, CLR_RT)) dec_builtin_supplements(d);
 }
 
 /* ---- EventSource ManifestData (0xFFFE) */

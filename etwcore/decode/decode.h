@@ -272,6 +272,7 @@ struct etw_decoder {
   int sys_plain;         /* 1 = always use etw_event_write_system (tests) */
   char *manifest_dir;
   int manifests_scanned;
+  struct dec_lazy *lazy; /* manifests indexed, loaded per provider on first use (dec_man.c) */
   struct dec_provider **prov; /* open hash by GUID */
   uint32_t prov_cap, n_prov;
   uint64_t decoded, undecoded;
@@ -333,6 +334,15 @@ const unsigned char *dec_mof_guid(const struct etw_rec *r);
 /** dec_manifest_load - parse instrumentation manifest XML into the registry; 0 = ok. */
 int dec_manifest_load(struct etw_decoder *d, const char *xml, size_t n, const unsigned char *force_guid);
 void dec_manifest_scan_dir(struct etw_decoder *d, const char *dir);
+/** dec_manifest_index_dir - what dec_manifest_scan_dir gives, loaded lazily: every manifest
+ * under @dir is read and indexed by the provider GUIDs it may define; a provider is loaded (from
+ * its files, in the same order) when dec_provider_get first asks for its GUID. Providers that
+ * exist already are loaded at once. The registry then reads the same as after a full scan. */
+void dec_manifest_index_dir(struct etw_decoder *d, const char *dir);
+/** dec_lazy_load - load the manifests of @guid if it is indexed and not loaded yet (called by
+ * dec_provider_get when @guid is not in the registry); 1 = something was loaded. */
+int dec_lazy_load(struct etw_decoder *d, const unsigned char guid[16]);
+void dec_lazy_free(struct etw_decoder *d);
 /** dec_builtin_supplements - add schemas public manifests lack (dec_clr.c). */
 void dec_builtin_supplements(struct etw_decoder *d);
 /** dec_eventsource_chunk - feed an EventSource ManifestData (0xFFFE) payload. */
