@@ -605,9 +605,16 @@ static char *attr(const struct xtag *t, const char *name) {
     if (t->a[i].nl != l || memcmp(t->a[i].name, name, l)) continue;
     char *o = malloc(t->a[i].vl + 1);
     if (!o) return NULL;
-    size_t k = 0;
     const char *v = t->a[i].val;
-    for (size_t j = 0; j < t->a[i].vl; j++) {
+    const char *amp = memchr(v, '&', t->a[i].vl);
+    if (!amp) { /* no entity: a copy */
+      memcpy(o, v, t->a[i].vl);
+      o[t->a[i].vl] = 0;
+      return o;
+    }
+    size_t k = (size_t)(amp - v);
+    memcpy(o, v, k);
+    for (size_t j = k; j < t->a[i].vl; j++) {
       if (v[j] == '&') {
         static const struct { const char *e; char c; } ents[] = {
             {"&amp;", '&'}, {"&lt;", '<'}, {"&gt;", '>'}, {"&quot;", '"'}, {"&apos;", '\''}};
@@ -800,6 +807,40 @@ static struct dec_map *find_map(struct mctx *m, const char *name) {
   return NULL;
 }
 
+/* An open hash from names to the first index that has the name (NULL names are not indexed):
+ * the linear "first match" scans of the event pass, as lookups. */
+struct nidx {
+  uint32_t *h; /* index + 1; cap slots */
+  uint32_t cap;
+};
+static void nidx_build(struct nidx *x, uint32_t n, const char *(*get)(const void *, uint32_t), const void *arr) {
+  x->cap = 16;
+  while (x->cap < n * 2 + 2) x->cap *= 2;
+  x->h = calloc(x->cap, sizeof *x->h);
+  if (!x->h) {
+    x->cap = 0;
+    return;
+  }
+  for (uint32_t i = 0; i < n; i++) {
+    const char *nm = get(arr, i);
+    if (!nm) continue;
+    uint32_t j = str_hash(nm, strlen(nm)) & (x->cap - 1);
+    for (; x->h[j]; j = (j + 1) & (x->cap - 1))
+      if (!strcmp(get(arr, x->h[j] - 1), nm)) break; /* an earlier index has it */
+    if (!x->h[j]) x->h[j] = i + 1;
+  }
+}
+/* First index with name @nm, or UINT32_MAX (the index must have been built: cap != 0). */
+static uint32_t nidx_find(const struct nidx *x, const char *nm, const char *(*get)(const void *, uint32_t),
+                          const void *arr) {
+  uint32_t j = str_hash(nm, strlen(nm)) & (x->cap - 1);
+  for (; x->h[j]; j = (j + 1) & (x->cap - 1))
+    if (!strcmp(get(arr, x->h[j] - 1), nm)) return x->h[j] - 1;
+  return UINT32_MAX;
+}
+static const char *task_name_at(const void *a, uint32_t i) { return ((const struct named *)a)[i].name; }
+static const char *tmpl_tid_at(const void *a, uint32_t i) { return ((const struct tmpl *)a)[i].tid; }
+
 /* Parse one <provider> element's contents (from *pos to </provider>) plus the document's
  * string table. Events are collected in a second pass once tasks/opcodes/templates are known. */
 struct pev {
@@ -812,6 +853,7 @@ static int load_provider(struct etw_decoder *d, const struct xdoc *doc, uint32_t
                          const unsigned char *force_guid) {
   struct mctx m;
   memset(&m, 0, sizeof m);
+  struct nidx tix = {0}, mix = {0}; /* tasks and templates by name (event pass) */
   struct pev *evs = NULL;
   uint32_t ne = 0, ce = 0;
   int rc = -1;
@@ -957,7 +999,10 @@ static int load_provider(struct etw_decoder *d, const struct xdoc *doc, uint32_t
     p->maps[p->n_maps++] = m.maps[i];
   }
   m.nm = 0;
-  uint32_t last_task = UINT32_MAX; /* see below */
+  if (ne) {
+    nidx_build(&tix, m.nt, task_name_at, m.tasks);
+    nidx_build(&mix, m.ntm, tmpl_tid_at, m.tm);
+  }
   for (uint32_t i = 0; i < ne; i++) {
     struct pev *pe = &evs[i];
     if (pe->value < 0 || pe->value > 65535) continue;
@@ -969,13 +1014,10 @@ static int load_provider(struct etw_decoder *d, const struct xdoc *doc, uint32_t
     const char *tname = NULL, *oname = NULL;
     long tv = 0, ov = 0;
     int by_msg = 0;
-    /* events come grouped by task: the first task of the previous event's name is tried first
-     * (it is also the first match for that name, as the scan would find) */
-    uint32_t k0 = 0;
-    if (pe->task && last_task < m.nt && !strcmp(m.tasks[last_task].name, pe->task)) k0 = last_task;
+    /* the first task of that name (a lookup; a linear scan when the index is missing) */
+    uint32_t k0 = pe->task && tix.cap ? nidx_find(&tix, pe->task, task_name_at, m.tasks) : 0;
     for (uint32_t k = k0; pe->task && k < m.nt; k++)
       if (m.tasks[k].name && !strcmp(m.tasks[k].name, pe->task)) {
-        last_task = k;
         const char *msg = lookup_str(docstr, m.tasks[k].msg);
         if (!msg) msg = lookup_str(&m, m.tasks[k].msg);
         by_msg = msg && m.tasks[k].msg && strncmp(m.tasks[k].msg, "$(string.string", 15);
@@ -1007,7 +1049,7 @@ static int load_provider(struct etw_decoder *d, const struct xdoc *doc, uint32_t
     e->task_name = tname ? etw_intern(tname) : NULL;
     e->opcode_name = oname && *oname ? etw_intern(oname) : NULL;
     if (pe->tmpl) {
-      for (uint32_t k = 0; k < m.ntm; k++) {
+      for (uint32_t k = mix.cap ? nidx_find(&mix, pe->tmpl, tmpl_tid_at, m.tm) : 0; k < m.ntm; k++) {
         if (!m.tm[k].tid || strcmp(m.tm[k].tid, pe->tmpl)) continue;
         e->f = calloc(m.tm[k].nf ? m.tm[k].nf : 1, sizeof *e->f);
         if (!e->f) {
@@ -1038,6 +1080,8 @@ static int load_provider(struct etw_decoder *d, const struct xdoc *doc, uint32_t
 oom:
   rc = -1;
 out:
+  free(tix.h);
+  free(mix.h);
   for (uint32_t i = 0; i < ne; i++) {
     free(evs[i].symbol), free(evs[i].task), free(evs[i].opcode), free(evs[i].tmpl);
     free(evs[i].msg), free(evs[i].keywords);
@@ -1073,11 +1117,15 @@ oom:
 
 /* Load the providers of a manifest document; @filter (may be NULL): only the provider elements
  * whose guid is @filter (the others would not touch that provider). */
-static int manifest_load_doc(struct etw_decoder *d, const struct xdoc *doc, const unsigned char *force_guid,
-                             const unsigned char *filter) {
-  struct mctx strs;
-  memset(&strs, 0, sizeof strs);
-  int have_strs = 0;
+struct xstrs { /* a document's string table, built on first need */
+  struct mctx m;
+  int built;
+};
+static int manifest_load_doc(struct etw_decoder *d, const struct xdoc *doc, struct xstrs *cache,
+                             const unsigned char *force_guid, const unsigned char *filter) {
+  struct xstrs local;
+  memset(&local, 0, sizeof local);
+  struct xstrs *xs = cache ? cache : &local;
   struct xtag t;
   int found = 0;
   for (uint32_t ti = 0; ti < doc->nt; ti++) {
@@ -1091,21 +1139,21 @@ static int manifest_load_doc(struct etw_decoder *d, const struct xdoc *doc, cons
     }
     free(g);
     if (!ok) continue; /* e.g. <counters><provider …> */
-    if (!have_strs) { /* the document's string table, once (it has no effect on the registry) */
-      load_strings(doc, &strs);
-      index_strings(&strs);
-      have_strs = 1;
+    if (!xs->built) { /* the document's string table, once (it has no effect on the registry) */
+      load_strings(doc, &xs->m);
+      index_strings(&xs->m);
+      xs->built = 1;
     }
-    if (load_provider(d, doc, ti + 1, &t, &strs, force_guid) == 0) found++;
+    if (load_provider(d, doc, ti + 1, &t, &xs->m, force_guid) == 0) found++;
   }
-  mctx_free(&strs);
+  mctx_free(&local.m);
   return found ? 0 : -1;
 }
 
 int dec_manifest_load(struct etw_decoder *d, const char *xml, size_t n, const unsigned char *force_guid) {
   struct xdoc doc;
   xdoc_build(&doc, xml, n);
-  int rc = manifest_load_doc(d, &doc, force_guid, NULL);
+  int rc = manifest_load_doc(d, &doc, NULL, force_guid, NULL);
   xdoc_free(&doc);
   return rc;
 }
@@ -1147,15 +1195,18 @@ static void load_file(struct etw_decoder *d, const char *path) {
   if (!buf) return;
   struct xdoc doc;
   xdoc_build(&doc, buf, n);
-  manifest_load_doc(d, &doc, NULL, NULL);
+  struct xstrs xs;
+  memset(&xs, 0, sizeof xs);
+  manifest_load_doc(d, &doc, &xs, NULL, NULL);
   if (strstr(path, PS_PATH)) {
     struct dec_provider *core = dec_provider_get(d, PSCORE, 0);
     if (core && !dec_provider_get(d, WINPS, 0)) {
-      manifest_load_doc(d, &doc, WINPS, NULL);
+      manifest_load_doc(d, &doc, &xs, WINPS, NULL);
       struct dec_provider *wp = dec_provider_get(d, WINPS, 0);
       if (wp) wp->name = etw_intern("Microsoft-Windows-PowerShell");
     }
   }
+  mctx_free(&xs.m);
   xdoc_free(&doc);
   free(buf);
 }
@@ -1220,6 +1271,7 @@ struct lazy_file {
   uint32_t refs; /* pending GUIDs that need it */
   int tok;       /* doc built */
   struct xdoc doc;
+  struct xstrs strs;
 };
 
 static const struct xdoc *lazy_doc(struct lazy_file *f) {
@@ -1332,6 +1384,8 @@ static void lazy_release(struct dec_lazy *L, struct lazy_guid *e) {
       f->buf = NULL;
       xdoc_free(&f->doc);
       f->tok = 0;
+      mctx_free(&f->strs.m);
+      memset(&f->strs, 0, sizeof f->strs);
     }
   }
   free(e->r);
@@ -1356,10 +1410,10 @@ int dec_lazy_load(struct etw_decoder *d, const unsigned char guid[16]) {
   for (uint32_t i = 0; i < e->nr; i++) {
     struct lazy_ref r = e->r[i];
     struct lazy_file *f = &L->f[r.file];
-    if (r.native) manifest_load_doc(d, lazy_doc(f), NULL, g);
+    if (r.native) manifest_load_doc(d, lazy_doc(f), &f->strs, NULL, g);
     if (is_ps && L->pscore_first == LONG_MAX && dec_provider_get(d, g, 0)) L->pscore_first = r.file;
     if (is_win && r.ps && !dec_provider_get(d, WINPS, 0) && pscore_by(d, r.file)) {
-      manifest_load_doc(d, lazy_doc(f), WINPS, NULL);
+      manifest_load_doc(d, lazy_doc(f), &f->strs, WINPS, NULL);
       struct dec_provider *wp = dec_provider_get(d, WINPS, 0);
       if (wp) wp->name = etw_intern("Microsoft-Windows-PowerShell");
     }
@@ -1382,6 +1436,7 @@ void dec_lazy_free(struct etw_decoder *d) {
   for (uint32_t i = 0; i < L->nf; i++) {
     free(L->f[i].buf);
     xdoc_free(&L->f[i].doc);
+    mctx_free(&L->f[i].strs.m);
   }
   for (uint32_t i = 0; i < L->ng; i++) free(L->g[i].r);
   free(L->f);
