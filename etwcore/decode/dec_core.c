@@ -87,6 +87,7 @@ void dec_map_free(struct dec_map *m) {
   if (!m) return;
   for (uint32_t i = 0; i < m->n; i++) free(m->str[i]);
   free(m->str);
+  free(m->slen);
   free(m->val);
   free(m->name);
   free(m);

@@ -79,7 +79,69 @@ static inline char *key_fast(struct etw_jw *w, const struct dec_field *f, int fi
 
 /* Replace the integer just written at w[mark..] by its map text: a valueMap entry, or the
  * "|"-joined names of a bitMap's set bits (unnamed remaining bits as hex). */
-void dec_map_render(struct etw_jw *w, const struct dec_map *m, size_t mark, uint64_t v) {
+__attribute__((noinline)) static void map_prep(struct dec_map *m) {
+  m->prep = 1;
+  m->slen = malloc((m->n ? m->n : 1) * sizeof *m->slen);
+  if (!m->slen) return;
+  size_t total = 0;
+  int plain = 1;
+  for (uint32_t q = 0; q < m->n; q++) {
+    const unsigned char *t = (const unsigned char *)m->str[q];
+    size_t l = strlen(m->str[q]);
+    for (size_t i = 0; i < l && plain; i++)
+      if (t[i] < 0x20 || t[i] > 0x7E || t[i] == '"' || t[i] == '\\') plain = 0;
+    m->slen[q] = l < UINT32_MAX ? (uint32_t)l : UINT32_MAX;
+    total += l + 1;
+  }
+  m->plain = (uint8_t)(plain && total + 27 < 1024);
+}
+
+void dec_map_render(struct etw_jw *w, const struct dec_map *cm, size_t mark, uint64_t v) {
+  struct dec_map *m = (struct dec_map *)cm; /* the decoder owns its maps (map_prep) */
+  if (!m->prep) map_prep(m);
+  if (m->plain && !w->err && w->cap - w->len > 1024 + 64) { /* the texts as they are, no reservation */
+    if (!m->bitmap) {
+      for (uint32_t q = 0; q < m->n; q++)
+        if (m->val[q] == v) {
+          char *o = w->buf + mark;
+          *o++ = '"';
+          memcpy(o, m->str[q], m->slen[q]);
+          o += m->slen[q];
+          *o++ = '"';
+          w->len = (size_t)(o - w->buf);
+          return;
+        }
+      return;
+    }
+    /* a bitmap, as below (no text can be cut: they all fit the buffer), written over the number
+     * (kept aside: it stays when no set bit has a non-empty text) */
+    char keep[32];
+    memcpy(keep, w->buf + mark, sizeof keep);
+    char *o0 = w->buf + mark + 1, *o = o0;
+    uint64_t left = v;
+    for (uint32_t q = 0; q < m->n; q++) {
+      uint64_t bit = m->val[q];
+      if ((bit == 0 && v == 0) || (bit && (v & bit) == bit)) {
+        if (o != o0) *o++ = '|';
+        memcpy(o, m->str[q], m->slen[q]);
+        o += m->slen[q];
+        left &= ~bit;
+      }
+    }
+    if (o == o0) {
+      memcpy(w->buf + mark, keep, sizeof keep);
+      return;
+    }
+    o0[-1] = '"';
+    if (left) { /* "|0x…" (snprintf's %llx): dec_put_hex's quoted text, its opening quote made '|' */
+      char *h = o;
+      o = dec_put_hex(h, left) - 1;
+      *h = '|';
+    }
+    *o++ = '"';
+    w->len = (size_t)(o - w->buf);
+    return;
+  }
   if (!m->bitmap) {
     for (uint32_t q = 0; q < m->n; q++)
       if (m->val[q] == v) {

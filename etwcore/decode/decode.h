@@ -182,6 +182,11 @@ struct dec_map {
   uint32_t n;
   uint32_t *val;
   char **str;
+  /* dec_map_render, set on first use: the texts' lengths, and plain = 1 when every text is
+   * printable ASCII without '"' or '\\' (its JSON string is itself) and a bitmap's joined texts
+   * always fit its 1024-byte buffer */
+  uint32_t *slen;
+  uint8_t prep, plain;
 };
 
 /* One field of an event schema. */
