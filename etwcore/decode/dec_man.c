@@ -661,44 +661,70 @@ static inline void xdoc_tag(const struct xdoc *x, uint32_t k, struct xtag *t) {
 }
 
 /* Attribute value as a new NUL-terminated string with entities decoded (malloc), or NULL. */
-static char *attr(const struct xtag *t, const char *name) {
-  size_t l = strlen(name);
-  for (int i = 0; i < t->na; i++) {
-    if (t->a[i].nl != l || memcmp(t->a[i].name, name, l)) continue;
-    char *o = malloc(t->a[i].vl + 1);
-    if (!o) return NULL;
-    const char *v = t->a[i].val;
-    const char *amp = memchr(v, '&', t->a[i].vl);
-    if (!amp) { /* no entity: a copy */
-      memcpy(o, v, t->a[i].vl);
-      o[t->a[i].vl] = 0;
-      return o;
-    }
-    size_t k = (size_t)(amp - v);
-    memcpy(o, v, k);
-    for (size_t j = k; j < t->a[i].vl; j++) {
-      if (v[j] == '&') {
-        static const struct { const char *e; char c; } ents[] = {
-            {"&amp;", '&'}, {"&lt;", '<'}, {"&gt;", '>'}, {"&quot;", '"'}, {"&apos;", '\''}};
-        int done = 0;
-        for (size_t q = 0; q < 5; q++) {
-          size_t el = strlen(ents[q].e);
-          if (t->a[i].vl - j >= el && !memcmp(v + j, ents[q].e, el)) {
-            o[k++] = ents[q].c;
-            j += el - 1;
-            done = 1;
-            break;
-          }
-        }
-        if (done) continue;
-      }
-      o[k++] = v[j];
-    }
-    o[k] = 0;
-    return o;
+/* Decode an attribute value's entities into @o (room for vl + 1); NUL-terminated. */
+static void attr_decode(const char *v, size_t vl, char *o) {
+  const char *amp = memchr(v, '&', vl);
+  if (!amp) { /* no entity: a copy */
+    memcpy(o, v, vl);
+    o[vl] = 0;
+    return;
   }
+  size_t k = (size_t)(amp - v);
+  memcpy(o, v, k);
+  for (size_t j = k; j < vl; j++) {
+    if (v[j] == '&') {
+      static const struct { const char *e; char c; } ents[] = {
+          {"&amp;", '&'}, {"&lt;", '<'}, {"&gt;", '>'}, {"&quot;", '"'}, {"&apos;", '\''}};
+      int done = 0;
+      for (size_t q = 0; q < 5; q++) {
+        size_t el = strlen(ents[q].e);
+        if (vl - j >= el && !memcmp(v + j, ents[q].e, el)) {
+          o[k++] = ents[q].c;
+          j += el - 1;
+          done = 1;
+          break;
+        }
+      }
+      if (done) continue;
+    }
+    o[k++] = v[j];
+  }
+  o[k] = 0;
+}
+
+static const struct xattr *attr_find(const struct xtag *t, const char *name) {
+  size_t l = strlen(name);
+  for (int i = 0; i < t->na; i++)
+    if (t->a[i].nl == l && !memcmp(t->a[i].name, name, l)) return &t->a[i];
   return NULL;
 }
+
+/* Attribute value as a new NUL-terminated string with entities decoded (malloc), or NULL. */
+static char *attr(const struct xtag *t, const char *name) {
+  const struct xattr *a = attr_find(t, name);
+  if (!a) return NULL;
+  char *o = malloc(a->vl + 1);
+  if (o) attr_decode(a->val, a->vl, o);
+  return o;
+}
+
+/* A value only read while the tag is handled: decoded into @tv's buffer when it fits (else a
+ * malloc'ed copy, freed by tv_free); NULL when absent, as attr(). */
+struct tval {
+  char *heap;
+  char b[96];
+};
+static const char *attr_t(const struct xtag *t, const char *name, struct tval *tv) {
+  tv->heap = NULL;
+  const struct xattr *a = attr_find(t, name);
+  if (!a) return NULL;
+  if (a->vl < sizeof tv->b) {
+    attr_decode(a->val, a->vl, tv->b);
+    return tv->b;
+  }
+  return tv->heap = attr(t, name);
+}
+static inline void tv_free(struct tval *tv) { free(tv->heap); }
 
 static long num(const char *s) {
   if (!s) return -1;
@@ -903,6 +929,22 @@ static uint32_t nidx_find(const struct nidx *x, const char *nm, const char *(*ge
 static const char *task_name_at(const void *a, uint32_t i) { return ((const struct named *)a)[i].name; }
 static const char *tmpl_tid_at(const void *a, uint32_t i) { return ((const struct tmpl *)a)[i].tid; }
 
+/* snprintf(o, cap, "%s/%s", a, b) (or "%s" without @b): the first cap - 1 bytes. */
+static void name_cat(char *o, size_t cap, const char *a, const char *b) {
+  size_t n = 0, la = strlen(a);
+  if (la > cap - 1) la = cap - 1;
+  memcpy(o, a, la);
+  n = la;
+  if (b && n < cap - 1) {
+    o[n++] = '/';
+    size_t lb = strlen(b);
+    if (lb > cap - 1 - n) lb = cap - 1 - n;
+    memcpy(o + n, b, lb);
+    n += lb;
+  }
+  o[n] = 0;
+}
+
 /* Parse one <provider> element's contents (from *pos to </provider>) plus the document's
  * string table. Events are collected in a second pass once tasks/opcodes/templates are known. */
 struct pev {
@@ -942,9 +984,9 @@ static int load_provider(struct etw_decoder *d, const struct xdoc *doc, uint32_t
       struct named *x = &m.tasks[m.nt++];
       x->name = attr(&t, "name");
       x->msg = attr(&t, "message");
-      char *v = attr(&t, "value");
-      x->value = num(v);
-      free(v);
+      struct tval tv;
+      x->value = num(attr_t(&t, "value", &tv));
+      tv_free(&tv);
       x->task = -1;
       if (!t.selfclose) cur_task = x->value;
     } else if (tag_is(&t, "opcode")) {
@@ -952,9 +994,9 @@ static int load_provider(struct etw_decoder *d, const struct xdoc *doc, uint32_t
       struct named *x = &m.ops[m.no++];
       x->name = attr(&t, "name");
       x->msg = attr(&t, "message");
-      char *v = attr(&t, "value");
-      x->value = num(v);
-      free(v);
+      struct tval tv;
+      x->value = num(attr_t(&t, "value", &tv));
+      tv_free(&tv);
       x->task = cur_task;
     } else if (tag_is(&t, "template")) {
       GROW(m.tm, m.ntm, m.ctm);
@@ -975,8 +1017,9 @@ static int load_provider(struct etw_decoder *d, const struct xdoc *doc, uint32_t
       f->len = -1;
       f->count = 1;
       f->len_ref = f->count_ref = -1;
-      char *in = attr(&t, "inType"), *out = attr(&t, "outType"), *len = attr(&t, "length"),
-           *cnt = attr(&t, "count"), *map = attr(&t, "map");
+      struct tval t1, t2, t3, t4, t5;
+      const char *in = attr_t(&t, "inType", &t1), *out = attr_t(&t, "outType", &t2),
+                 *len = attr_t(&t, "length", &t3), *cnt = attr_t(&t, "count", &t4), *map = attr_t(&t, "map", &t5);
       f->in = (uint16_t)(tag_is(&t, "struct") ? 24 : in_type(in));
       f->out = (uint16_t)out_type(out, in);
       if (len) {
@@ -993,7 +1036,7 @@ static int load_provider(struct etw_decoder *d, const struct xdoc *doc, uint32_t
             if (!strcmp(cur_tm->f[k].name, cnt)) f->count_ref = (int32_t)k;
       }
       f->map = find_map(&m, map);
-      free(in), free(out), free(len), free(cnt), free(map);
+      tv_free(&t1), tv_free(&t2), tv_free(&t3), tv_free(&t4), tv_free(&t5);
       for (int q = 0; q < sdepth; q++)
         if ((uint32_t)sstack[q] < cur_tm->nf) cur_tm->f[sstack[q]].members++;
       if (f->in == 24 && !t.selfclose && sdepth < DEC_MAX_DEPTH) sstack[sdepth++] = (int)cur_tm->nf;
@@ -1013,35 +1056,35 @@ static int load_provider(struct etw_decoder *d, const struct xdoc *doc, uint32_t
       cur_map = t.selfclose ? NULL : x;
     } else if (tag_is(&t, "map") && cur_map) {
       if (cur_map->n >= 4096) continue;
-      char *v = attr(&t, "value"), *msg = attr(&t, "message");
+      struct tval t1, t2;
+      const char *v = attr_t(&t, "value", &t1), *msg = attr_t(&t, "message", &t2);
       uint32_t *nv = realloc(cur_map->val, (cur_map->n + 1) * sizeof *nv);
       char **ns = nv ? realloc(cur_map->str, (cur_map->n + 1) * sizeof *ns) : NULL;
       if (nv) cur_map->val = nv;
       if (ns) cur_map->str = ns;
       if (!nv || !ns) {
-        free(v), free(msg);
+        tv_free(&t1), tv_free(&t2);
         goto oom;
       }
       const char *txt = lookup_str(docstr, msg);
       cur_map->val[cur_map->n] = (uint32_t)num(v);
       cur_map->str[cur_map->n] = strdup(txt ? txt : (msg ? msg : ""));
       cur_map->n++;
-      free(v), free(msg);
+      tv_free(&t1), tv_free(&t2);
     } else if (tag_is(&t, "event")) {
       GROW(evs, ne, ce);
       struct pev *e = &evs[ne++];
       memset(e, 0, sizeof *e);
-      char *v = attr(&t, "value"), *ver = attr(&t, "version"), *lv = attr(&t, "level");
+      struct tval t1, t2, t3;
+      const char *v = attr_t(&t, "value", &t1), *ver = attr_t(&t, "version", &t2), *lv = attr_t(&t, "level", &t3);
       e->value = num(v);
       e->version = ver ? num(ver) : 0;
       e->level = std_level(lv);
-      free(v), free(ver), free(lv);
+      tv_free(&t1), tv_free(&t2), tv_free(&t3);
       e->symbol = attr(&t, "symbol");
       e->task = attr(&t, "task");
       e->opcode = attr(&t, "opcode");
-      e->tmpl = attr(&t, "template");
-      e->msg = attr(&t, "message");
-      e->keywords = attr(&t, "keywords");
+      e->tmpl = attr(&t, "template"); /* (message and keywords are not used) */
     }
   }
   unsigned char guid[16];
@@ -1103,9 +1146,9 @@ static int load_provider(struct etw_decoder *d, const struct xdoc *doc, uint32_t
     e->task = (uint16_t)tv;
     e->opcode = (uint8_t)ov;
     char nb[300];
-    if (tname && oname && *oname) snprintf(nb, sizeof nb, "%s/%s", tname, oname);
-    else if (tname) snprintf(nb, sizeof nb, "%s", tname);
-    else if (pe->symbol) snprintf(nb, sizeof nb, "%s", pe->symbol);
+    if (tname && oname && *oname) name_cat(nb, sizeof nb, tname, oname);
+    else if (tname) name_cat(nb, sizeof nb, tname, NULL);
+    else if (pe->symbol) name_cat(nb, sizeof nb, pe->symbol, NULL);
     else snprintf(nb, sizeof nb, "EventID(%ld)", pe->value);
     e->name = etw_intern(nb);
     e->task_name = tname ? etw_intern(tname) : NULL;
@@ -1193,13 +1236,14 @@ static int manifest_load_doc(struct etw_decoder *d, const struct xdoc *doc, stru
   for (uint32_t ti = 0; ti < doc->nt; ti++) {
     xdoc_tag(doc, ti, &t);
     if (t.close || !tag_is(&t, "provider") || t.selfclose) continue;
-    char *g = attr(&t, "guid");
+    struct tval tv;
+    const char *g = attr_t(&t, "guid", &tv);
     int ok = g != NULL;
     if (ok && filter) {
       unsigned char pg[16];
       ok = !etw_parse_guid(g, pg) && !memcmp(pg, filter, 16);
     }
-    free(g);
+    tv_free(&tv);
     if (!ok) continue; /* e.g. <counters><provider …> */
     if (!xs->built) { /* the document's string table, once (it has no effect on the registry) */
       load_strings(doc, &xs->m);
@@ -1431,10 +1475,11 @@ static void prescan(struct dec_lazy *L, uint32_t file, const char *s, size_t n) 
     size_t pos = b;
     struct xtag t;
     if (!next_tag(s, n, &pos, &t) || t.name != s + e - 8 || t.nl != 8 || t.close || t.selfclose) continue;
-    char *g = attr(&t, "guid");
+    struct tval tv;
+    const char *g = attr_t(&t, "guid", &tv);
     unsigned char pg[16];
     if (g && !etw_parse_guid(g, pg)) lazy_add(L, pg, file, 1, 0);
-    free(g);
+    tv_free(&tv);
   }
 }
 
