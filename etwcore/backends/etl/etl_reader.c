@@ -3,7 +3,7 @@
  * Per file: the first buffer's first record (the logfile header) gives the clock; then every
  * buffer header is indexed (offset, processor, sequence number, compression). Buffers are
  * grouped into one stream per (file, processor), sorted by sequence number, and the streams
- * are merged by record time with a binary heap. A stream holds one decoded buffer at a time,
+ * are merged by record time with a tournament (loser) tree. A stream holds one decoded buffer at a time,
  * so memory is O(streams × buffer size), whatever the file size.
  *
  * Damage (truncated file, bad buffer header, bad record, failed decompression) never stops
@@ -38,6 +38,8 @@ static inline uint32_t rd32(const unsigned char *p) {
   return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 static inline uint64_t rd64(const unsigned char *p) { return rd32(p) | (uint64_t)rd32(p + 4) << 32; }
+
+#define LT_NONE UINT32_MAX /* no stream (loser tree) */
 
 struct bufent {
   uint64_t off;
@@ -79,9 +81,12 @@ struct etw_etl_reader {
   uint32_t n_files;
   struct stream *st;
   uint32_t n_st;
-  uint32_t *heap;            /* stream indices */
-  uint32_t n_heap;
-  uint64_t runner_ft;        /* least record time below the heap's top (UINT64_MAX if none) */
+  uint32_t *tree;            /* loser tree: [0] the winner, [1..lt_p) each match's loser (stream
+                                indices; LT_NONE = an exhausted stream or an empty leaf) */
+  uint64_t *tft;             /* [n]: the record time of tree[n] (UINT64_MAX for LT_NONE) */
+  uint32_t *leaf;            /* per stream: its leaf, lt_p + k */
+  uint32_t lt_p;             /* leaves (a power of two) */
+  uint64_t runner_ft;        /* least record time of the losers on the winner's path (UINT64_MAX if none) */
   int started;
   int last;                  /* stream of the last returned record, or -1 */
   unsigned char *raw;        /* scratch for reading a buffer */
@@ -118,7 +123,9 @@ void etw_etl_reader_free(struct etw_etl_reader *r) {
   }
   free(r->files);
   free(r->st);
-  free(r->heap);
+  free(r->tree);
+  free(r->tft);
+  free(r->leaf);
   free(r->raw);
   free(r);
 }
@@ -465,8 +472,17 @@ static enum etw_err build_streams(struct etw_etl_reader *r, struct etw_status *s
       if (sort_stream(f, &r->st[k])) return etw_fail(st, ETW_E_NOMEM, NULL, NULL);
     if (f->damaged) set_damage(r, fi, f->damage_off, f->damage_msg);
   }
-  r->heap = malloc((r->n_st ? r->n_st : 1) * sizeof *r->heap);
-  if (!r->heap) return etw_fail(st, ETW_E_NOMEM, NULL, NULL);
+  r->lt_p = 1;
+  while (r->lt_p < r->n_st) r->lt_p *= 2;
+  r->tree = malloc(3 * (size_t)r->lt_p * sizeof *r->tree); /* past lt_p: the winners while building */
+  r->tft = malloc((size_t)r->lt_p * sizeof *r->tft);
+  r->leaf = malloc((r->n_st ? r->n_st : 1) * sizeof *r->leaf);
+  if (r->tree) r->tree[0] = LT_NONE;
+  if (!r->tree || !r->tft || !r->leaf) {
+    free(r->tree);
+    r->tree = NULL;
+    return etw_fail(st, ETW_E_NOMEM, NULL, NULL);
+  }
   return ETW_E_OK;
 }
 
@@ -752,56 +768,92 @@ static int before(const struct etw_etl_reader *r, uint32_t a, uint32_t b) {
   return a < b;
 }
 
-static void sift_down(struct etw_etl_reader *r, uint32_t i) {
-  for (;;) {
-    uint32_t l = 2 * i + 1, m = i;
-    if (l < r->n_heap && before(r, r->heap[l], r->heap[m])) m = l;
-    if (l + 1 < r->n_heap && before(r, r->heap[l + 1], r->heap[m])) m = l + 1;
-    if (m == i) return;
-    uint32_t t = r->heap[i];
-    r->heap[i] = r->heap[m];
-    r->heap[m] = t;
-    i = m;
-  }
+/* @a before @b, an exhausted stream (LT_NONE) after every other. */
+static inline int lt_before(const struct etw_etl_reader *r, uint32_t a, uint32_t b) {
+  if (b == LT_NONE) return a != LT_NONE;
+  if (a == LT_NONE) return 0;
+  return before(r, a, b);
 }
 
-/* The least record time of the top's children: a top whose next record is earlier than this
- * stays on top without a sift (equal times take the full rule in sift_down). */
+/* The least record time of the losers on the winner's path: a winner whose next record is
+ * earlier than this stays the winner without a replay (equal times take the full rule). */
 static void set_runner(struct etw_etl_reader *r) {
   uint64_t m = UINT64_MAX;
-  for (uint32_t k = 1; k <= 2 && k < r->n_heap; k++)
-    if (r->st[r->heap[k]].rec.filetime < m) m = r->st[r->heap[k]].rec.filetime;
+  uint32_t w = r->tree[0];
+  if (w != LT_NONE)
+    for (uint32_t n = r->leaf[w] >> 1; n >= 1; n >>= 1)
+      if (r->tft[n] < m) m = r->tft[n];
   r->runner_ft = m;
+}
+
+/* Stream @w (the winner) has a new record, or is exhausted (@cur = LT_NONE): replay its matches
+ * up to the root. The node times decide unless equal; equal times take the full rule. */
+static void replay(struct etw_etl_reader *r, uint32_t w, uint32_t cur) {
+  uint32_t *t = r->tree;
+  uint64_t *tf = r->tft;
+  uint64_t cf = cur == LT_NONE ? UINT64_MAX : r->st[cur].rec.filetime, m = UINT64_MAX;
+  for (uint32_t n = r->leaf[w] >> 1; n >= 1; n >>= 1) {
+    uint64_t xf = tf[n];
+    if (xf < cf || (xf == cf && lt_before(r, t[n], cur))) {
+      uint32_t x = t[n];
+      t[n] = cur;
+      tf[n] = cf;
+      cur = x;
+      cf = xf;
+      xf = tf[n];
+    }
+    if (xf < m) m = xf;
+  }
+  t[0] = cur;
+  if (cur == w) r->runner_ft = m; /* the same path */
+  else set_runner(r);
+}
+
+/* Build the tree over the streams that have a record (leaves in stream order). */
+static void build_tree(struct etw_etl_reader *r) {
+  uint32_t P = r->lt_p, k = 0, *t = r->tree, *wn = r->tree + P; /* wn[n]: winner of node n (2P) */
+  for (uint32_t i = 0; i < r->n_st; i++)
+    if (r->st[i].has) {
+      r->leaf[i] = P + k;
+      wn[P + k++] = i;
+    }
+  while (k < P) wn[P + k++] = LT_NONE;
+  for (uint32_t n = P; n-- > 1;) {
+    uint32_t a = wn[2 * n], b = wn[2 * n + 1];
+    if (lt_before(r, b, a)) {
+      wn[n] = b;
+      t[n] = a;
+    } else {
+      wn[n] = a;
+      t[n] = b;
+    }
+    r->tft[n] = t[n] == LT_NONE ? UINT64_MAX : r->st[t[n]].rec.filetime;
+  }
+  t[0] = wn[1]; /* P == 1: the only leaf, wn[1] */
+  set_runner(r);
 }
 
 int etw_etl_reader_next_ref(struct etw_etl_reader *r, const struct etw_rec **rec, struct etw_status *st) {
   if (!r->started) {
     r->started = 1;
     if (build_streams(r, st)) return -1;
-    for (uint32_t i = 0; i < r->n_st; i++)
-      if (advance(r, &r->st[i])) r->heap[r->n_heap++] = i;
-    for (uint32_t i = r->n_heap / 2; i-- > 0;) sift_down(r, i);
-    set_runner(r);
+    for (uint32_t i = 0; i < r->n_st; i++) advance(r, &r->st[i]);
+    build_tree(r);
   } else if (r->last >= 0) {
-    struct stream *s = &r->st[r->last];
-    if (!advance(r, s)) {
-      r->heap[0] = r->heap[--r->n_heap];
-      sift_down(r, 0);
-      set_runner(r);
-    } else if (s->rec.filetime >= r->runner_ft) {
-      sift_down(r, 0);
-      set_runner(r);
-    }
+    uint32_t w = (uint32_t)r->last;
+    struct stream *s = &r->st[w];
+    if (!advance(r, s)) replay(r, w, LT_NONE);
+    else if (s->rec.filetime >= r->runner_ft) replay(r, w, w);
     r->last = -1;
   }
-  if (!r->n_heap) {
+  uint32_t top = r->tree ? r->tree[0] : LT_NONE;
+  if (top == LT_NONE) {
     if (r->err_set) {
       if (st) *st = r->err;
       return -1;
     }
     return 0;
   }
-  uint32_t top = r->heap[0];
   r->last = (int)top;
   *rec = &r->st[top].rec;
   return 1;
