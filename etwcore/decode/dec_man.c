@@ -742,8 +742,48 @@ struct named {
 struct tmpl {
   char *tid;
   struct dec_field *f;
-  uint32_t nf;
+  uint32_t nf, cf;
 };
+
+/* Strings that live only while a provider is parsed (task, opcode and template texts, the
+ * document's string table) come from blocks freed together. */
+struct ablk {
+  struct ablk *next;
+  size_t used, cap;
+  char data[];
+};
+struct arena {
+  struct ablk *b;
+};
+static char *arena_alloc(struct arena *a, size_t n) {
+  if (!a->b || a->b->cap - a->b->used < n) {
+    size_t cap = n > 16384 ? n : 16384;
+    struct ablk *b = malloc(sizeof *b + cap);
+    if (!b) return NULL;
+    b->next = a->b;
+    b->used = 0;
+    b->cap = cap;
+    a->b = b;
+  }
+  char *p = a->b->data + a->b->used;
+  a->b->used += n;
+  return p;
+}
+static void arena_free(struct arena *a) {
+  while (a->b) {
+    struct ablk *n = a->b->next;
+    free(a->b);
+    a->b = n;
+  }
+}
+/* attr() into @a. */
+static char *attr_a(const struct xtag *t, const char *name, struct arena *a) {
+  const struct xattr *x = attr_find(t, name);
+  if (!x) return NULL;
+  char *o = arena_alloc(a, x->vl + 1);
+  if (o) attr_decode(x->val, x->vl, o);
+  return o;
+}
 struct strent {
   char *id, *val;
 };
@@ -759,6 +799,7 @@ struct mctx {
   uint32_t sidx_cap;
   struct dec_map **maps;
   uint32_t nm, cm;
+  struct arena ar; /* the strings above */
 };
 
 #define GROW(arr, n, cap)                                                  \
@@ -872,14 +913,8 @@ static long std_level(const char *n) {
 }
 
 static void mctx_free(struct mctx *m) {
-  for (uint32_t i = 0; i < m->nt; i++) free(m->tasks[i].name), free(m->tasks[i].msg);
-  for (uint32_t i = 0; i < m->no; i++) free(m->ops[i].name), free(m->ops[i].msg);
-  for (uint32_t i = 0; i < m->ntm; i++) {
-    for (uint32_t k = 0; k < m->tm[i].nf; k++) free(m->tm[i].f[k].name);
-    free(m->tm[i].f);
-    free(m->tm[i].tid);
-  }
-  for (uint32_t i = 0; i < m->ns; i++) free(m->strs[i].id), free(m->strs[i].val);
+  for (uint32_t i = 0; i < m->ntm; i++) free(m->tm[i].f);
+  arena_free(&m->ar); /* every name, message, id and value */
   free(m->tasks);
   free(m->ops);
   free(m->tm);
@@ -982,8 +1017,8 @@ static int load_provider(struct etw_decoder *d, const struct xdoc *doc, uint32_t
     if (tag_is(&t, "task")) {
       GROW(m.tasks, m.nt, m.ct);
       struct named *x = &m.tasks[m.nt++];
-      x->name = attr(&t, "name");
-      x->msg = attr(&t, "message");
+      x->name = attr_a(&t, "name", &m.ar);
+      x->msg = attr_a(&t, "message", &m.ar);
       struct tval tv;
       x->value = num(attr_t(&t, "value", &tv));
       tv_free(&tv);
@@ -992,8 +1027,8 @@ static int load_provider(struct etw_decoder *d, const struct xdoc *doc, uint32_t
     } else if (tag_is(&t, "opcode")) {
       GROW(m.ops, m.no, m.co);
       struct named *x = &m.ops[m.no++];
-      x->name = attr(&t, "name");
-      x->msg = attr(&t, "message");
+      x->name = attr_a(&t, "name", &m.ar);
+      x->msg = attr_a(&t, "message", &m.ar);
       struct tval tv;
       x->value = num(attr_t(&t, "value", &tv));
       tv_free(&tv);
@@ -1002,18 +1037,22 @@ static int load_provider(struct etw_decoder *d, const struct xdoc *doc, uint32_t
       GROW(m.tm, m.ntm, m.ctm);
       cur_tm = &m.tm[m.ntm++];
       memset(cur_tm, 0, sizeof *cur_tm);
-      cur_tm->tid = attr(&t, "tid");
+      cur_tm->tid = attr_a(&t, "tid", &m.ar);
       sdepth = 0;
       if (t.selfclose) cur_tm = NULL;
     } else if ((tag_is(&t, "data") || tag_is(&t, "struct")) && cur_tm) {
       if (cur_tm->nf >= DEC_MAX_FIELDS - 1) continue;
-      struct dec_field *nf = realloc(cur_tm->f, (cur_tm->nf + 1) * sizeof *nf);
-      if (!nf) goto oom;
-      cur_tm->f = nf;
+      if (cur_tm->nf == cur_tm->cf) {
+        uint32_t nc = cur_tm->cf ? cur_tm->cf * 2 : 16;
+        struct dec_field *nf = realloc(cur_tm->f, nc * sizeof *nf);
+        if (!nf) goto oom;
+        cur_tm->f = nf;
+        cur_tm->cf = nc;
+      }
       struct dec_field *f = &cur_tm->f[cur_tm->nf];
       memset(f, 0, sizeof *f);
-      f->name = attr(&t, "name");
-      if (!f->name) f->name = strdup("_");
+      f->name = attr_a(&t, "name", &m.ar);
+      if (!f->name && (f->name = arena_alloc(&m.ar, 2))) memcpy(f->name, "_", 2);
       f->len = -1;
       f->count = 1;
       f->len_ref = f->count_ref = -1;
@@ -1081,10 +1120,10 @@ static int load_provider(struct etw_decoder *d, const struct xdoc *doc, uint32_t
       e->version = ver ? num(ver) : 0;
       e->level = std_level(lv);
       tv_free(&t1), tv_free(&t2), tv_free(&t3);
-      e->symbol = attr(&t, "symbol");
-      e->task = attr(&t, "task");
-      e->opcode = attr(&t, "opcode");
-      e->tmpl = attr(&t, "template"); /* (message and keywords are not used) */
+      e->symbol = attr_a(&t, "symbol", &m.ar);
+      e->task = attr_a(&t, "task", &m.ar);
+      e->opcode = attr_a(&t, "opcode", &m.ar);
+      e->tmpl = attr_a(&t, "template", &m.ar); /* (message and keywords are not used) */
     }
   }
   unsigned char guid[16];
@@ -1187,11 +1226,7 @@ oom:
 out:
   free(tix.h);
   free(mix.h);
-  for (uint32_t i = 0; i < ne; i++) {
-    free(evs[i].symbol), free(evs[i].task), free(evs[i].opcode), free(evs[i].tmpl);
-    free(evs[i].msg), free(evs[i].keywords);
-  }
-  free(evs);
+  free(evs); /* its strings are in m.ar */
   for (uint32_t i = 0; i < m.nm; i++) dec_map_free(m.maps[i]);
   mctx_free(&m);
   free(pname);
@@ -1207,12 +1242,9 @@ static int load_strings(const struct xdoc *doc, struct mctx *m) {
     if (t.close || !tag_is(&t, "string")) continue;
     if (m->ns >= 65536) break;
     GROW(m->strs, m->ns, m->cs);
-    m->strs[m->ns].id = attr(&t, "id");
-    m->strs[m->ns].val = attr(&t, "value");
-    if (!m->strs[m->ns].id || !m->strs[m->ns].val) {
-      free(m->strs[m->ns].id), free(m->strs[m->ns].val);
-      continue;
-    }
+    m->strs[m->ns].id = attr_a(&t, "id", &m->ar);
+    m->strs[m->ns].val = attr_a(&t, "value", &m->ar);
+    if (!m->strs[m->ns].id || !m->strs[m->ns].val) continue;
     m->ns++;
   }
   return 0;
