@@ -177,7 +177,13 @@ int etw_convert_main(int argc, char **argv) {
         w.len = 0;
       }
       start = w.len;
-      if (!etw_jw_reserve(&w, 8 + sqn)) {
+      if (!w.err && w.cap - w.len > 7 + sizeof sq) { /* room for fixed-size copies */
+        char *o = w.buf + w.len;
+        memcpy(o, "{\"seq\":", 7);
+        memcpy(o + 7, sq, sizeof sq); /* the digits and what follows them (overwritten) */
+        o[7 + sqn] = ',';
+        w.len += 8 + sqn;
+      } else if (!etw_jw_reserve(&w, 8 + sqn)) {
         char *o = w.buf + w.len;
         memcpy(o, "{\"seq\":", 7);
         memcpy(o + 7, sq, sqn);
