@@ -164,10 +164,17 @@ int main(int argc, char **argv) {
   }
   double cpu = cpu_s() - c0, wall = now_s() - t0;
   for (int i = 0; i < n; i++) {
-    if (tls) SSL_shutdown(ssl[i]);
+    if (tls) {
+      SSL_shutdown(ssl[i]);
+      SSL_free(ssl[i]);
+    }
     close(fd[i]);
   }
   waitpid(child, NULL, 0);
+  free(buf);
+  close(ls);
+  SSL_CTX_free(sctx);
+  SSL_CTX_free(cctx);
   printf("clients=%d transport=%s frame=%d every_ms=%d frames=%llu bytes=%llu wall_s=%.2f cpu_s=%.3f "
          "ns_per_byte=%.2f\n",
          n, tls ? "tls" : "plain", frame, every_ms, frames, sent, wall, cpu, cpu * 1e9 / (double)sent);
