@@ -365,7 +365,12 @@ static int write_fields_n(struct etw_jw *w, const char *spec, const unsigned cha
     case 'c': k = dec_value(w, 3, 0, q, avail, -1, ps, DV_MANIFEST, NULL); break;
     case 'q': case 't': k = dec_value(w, 10, 0, q, avail, -1, ps, DV_MANIFEST, NULL); break;
     case 'f': k = dec_value(w, 17, 0, q, avail, -1, ps, DV_MANIFEST, NULL); break;
-    case 'w': k = dec_value(w, 1, 0, q, avail, -1, ps, DV_MANIFEST, NULL); break;
+    case 'w': { /* dec_value's UTF-16 case (manifest mode) without its dispatch: up to the NUL
+                 * unit, or the rest of the payload when unterminated */
+      size_t units = avail / 2, got = dec_str16(w, q, units);
+      k = got < units ? (long)got * 2 + 2 : (long)avail;
+      break;
+    }
     case 'C': k = dec_value(w, 1, 0, q, avail, fixed, ps, DV_MANIFEST, NULL); break;
     case 'j': k = dec_value(w, 9, 0, q, avail, -1, ps, DV_MANIFEST, NULL); break;
     case 'a': k = dec_value(w, 2, 0, q, avail, -1, ps, DV_MANIFEST, NULL); break;
@@ -562,7 +567,12 @@ static int write_compiled(struct etw_jw *w, const struct layout *l, const unsign
         k = ps;
       }
       break;
-    case 'w': k = dec_value(w, 1, 0, q, avail, -1, ps, DV_MANIFEST, NULL); break;
+    case 'w': { /* dec_value's UTF-16 case (manifest mode) without its dispatch: up to the NUL
+                 * unit, or the rest of the payload when unterminated */
+      size_t units = avail / 2, got = dec_str16(w, q, units);
+      k = got < units ? (long)got * 2 + 2 : (long)avail;
+      break;
+    }
     case 'a': k = dec_value(w, 2, 0, q, avail, -1, ps, DV_MANIFEST, NULL); break;
     case 'C': k = dec_value(w, 1, 0, q, avail, f->fixed, ps, DV_MANIFEST, NULL); break;
     case 'S': {
