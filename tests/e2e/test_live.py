@@ -74,12 +74,26 @@ def busy_child(seconds, burst=1000, pause=0.0, count=0):
     if count:
         loop = ("left=%d\nwhile left>0:\n    k=min(%d,left)\n    [os.getppid() for _ in range(k)]\n"
                 "    left-=k\n    %s\n" % (count, burst, "time.sleep(%f)" % pause if pause else "pass"))
-        code = "import os,sys,time\nsys.stdin.readline()\n" + loop
+        code = READY + loop
     else:
-        code = ("import os,sys,time\nsys.stdin.readline()\nend=time.time()+%f\n"
+        code = (READY + "end=time.time()+%f\n"
                 "while time.time()<end:\n    [os.getppid() for _ in range(%d)]\n    %s\n"
                 % (seconds, burst, "time.sleep(%f)" % pause if pause else "pass"))
-    return subprocess.Popen(["/usr/bin/python3", "-c", code], stdin=subprocess.PIPE)
+    child = subprocess.Popen(["/usr/bin/python3", "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    # returned only once the child is asleep in its read of stdin, its start-up over: a session
+    # made now sees none of the interpreter's start-up syscalls, only what follows "go"
+    check(child.stdout.read(1) == b"r", "busy child started")
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        with open("/proc/%d/stat" % child.pid) as f:
+            if f.read().rsplit(")", 1)[1].split()[0] == "S":
+                break
+        time.sleep(0.01)
+    return child
+
+
+# the child says it is ready, then blocks reading stdin until the test writes "go"
+READY = "import os,sys,time\nos.write(1, b'r')\nsys.stdin.readline()\n"
 
 
 def test_exec_exact(e):
