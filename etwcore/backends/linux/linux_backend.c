@@ -804,7 +804,11 @@ static void *reader_main(void *arg) {
   while (!atomic_load_explicit(&s->stopping, memory_order_acquire)) {
     /* poll wakes early only when buffer_percent (50 %) is reached, i.e. at high rates; a
      * timeout means a low rate: publish at once so an event waits at most ~20 ms */
-    int woke = poll(&pfd, 1, LX_POLL_MS) > 0;
+    /* the timeout ends on the next multiple of LX_POLL_MS of the monotonic clock, the same
+     * instants for every reader: the CPUs' batches of a quiet session are published together,
+     * so a sleeping sender wakes about once per period, not once per CPU */
+    int64_t now_ms = now_ns(CLOCK_MONOTONIC) / 1000000;
+    int woke = poll(&pfd, 1, LX_POLL_MS - (int)(now_ms % LX_POLL_MS)) > 0;
     drain(r, 1 << 20);
     int64_t t = now_ns(CLOCK_MONOTONIC);
     /* (no batch: an allocation failed; publish() retries it and reports the dropped events) */
