@@ -1,7 +1,8 @@
 /* dec_clr.c — schemas that no public permissive manifest carries, added after the manifests
  * directory was loaded (facts from ../shared/manifests/README.md "Gaps"): newer versions of
  * .NET runtime GC events (GCHeapStats v2, GCAllocationTick v4, GCGlobalHeapHistory v4) and
- * GCLOHCompact / GCFitBucketInfo, whose array elements are C structs with alignment padding.
+ * GCLOHCompact / GCFitBucketInfo, whose array elements are C structs with alignment padding;
+ * and the CLR stack walk template corrected in every schema that declares it (dec_clr_fix).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,40 @@
 
 static const unsigned char CLR_RUNTIME[16] = {0x23, 0x0d, 0x3c, 0xe1, 0xbc, 0xcc, 0x12, 0x4e,
                                               0x93, 0x1b, 0xd9, 0xcc, 0x2e, 0xee, 0x27, 0xe4};
+
+/* The four CLR providers that declare the ClrStackWalk template: Microsoft-Windows-DotNETRuntime
+ * (event 82), -Rundown (0), -Stress (1) and -Private (151). */
+static const unsigned char CLR_STACK_PROVIDERS[4][16] = {
+    {0x23, 0x0d, 0x3c, 0xe1, 0xbc, 0xcc, 0x12, 0x4e, 0x93, 0x1b, 0xd9, 0xcc, 0x2e, 0xee, 0x27, 0xe4},
+    {0x1c, 0x02, 0x69, 0xa6, 0x50, 0xc4, 0x09, 0x46, 0xa0, 0x35, 0x5a, 0xf5, 0x9a, 0xf4, 0xdf, 0x18},
+    {0xba, 0xcb, 0x2b, 0xcc, 0xb6, 0x16, 0xf3, 0x4c, 0x89, 0x90, 0xd7, 0x4c, 0x2e, 0x8a, 0xf5, 0x00},
+    {0x54, 0xd7, 0x3f, 0x76, 0x86, 0x70, 0xfe, 0x4d, 0x95, 0xeb, 0xc0, 0x1a, 0x46, 0xfa, 0xf4, 0xca}};
+
+static int named(const struct dec_field *f, const char *name, uint16_t in) {
+  return f->in == in && f->name && !strcmp(f->name, name);
+}
+
+/* The ClrStackWalk template (ClrInstanceID UInt16, Reserved1 UInt8, Reserved2 UInt8, FrameCount
+ * UInt32, Stack Pointer) declares Stack with count="2" in both ClrEtwAll.man copies (and in the
+ * EventInfo blobs TDH writes from the registered manifest; the lilhoser dump has a scalar), but
+ * the runtime writes FrameCount pointers: the payload is 8 + FrameCount × pointer size bytes, and
+ * TraceEvent's ClrStackWalkTraceData reads FrameCount frames. Stack's count becomes the FrameCount
+ * field, whatever the schema's source. Called by dec_event_add before the schema is used. */
+void dec_clr_fix(const struct dec_provider *p, struct dec_event *e) {
+  if (e->nf != 5 || !e->has_template) return;
+  struct dec_field *f = e->f;
+  if (!named(&f[3], "FrameCount", 8) || !named(&f[4], "Stack", 16) || !named(&f[0], "ClrInstanceID", 6) ||
+      f[4].count_ref == 3)
+    return;
+  int clr = 0;
+  for (int i = 0; i < 4 && !clr; i++) clr = !memcmp(p->guid, CLR_STACK_PROVIDERS[i], 16);
+  if (!clr) return;
+  f[4].is_array = 1;
+  f[4].count = 1;
+  f[4].count_ref = 3;
+  f[4].kind = 0; /* walker classes and runs are computed on first use */
+  e->runs = 0;
+}
 
 struct fdef {
   const char *name;

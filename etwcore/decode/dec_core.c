@@ -105,6 +105,7 @@ void dec_event_free(struct dec_event *e) {
 
 int dec_event_add(struct dec_provider *p, struct dec_event *e) {
   e->owner = p;
+  dec_clr_fix(p, e);
   if (p->ev_cap) {
     uint32_t i = ev_hash(e->id, e->version) & (p->ev_cap - 1);
     while (p->ev[i]) {
