@@ -10,8 +10,9 @@
  *
  * Over every corpus file (and all of them merged, and net.4.5.2.x64 twice), with the manifests
  * directory, the lilhoser dumps only, the perfview copy only, the PowerShell manifest only, and
- * two directories of symlinks that put the lilhoser dumps and the PowerShell manifest in both orders (the Microsoft-Windows-PowerShell alias of the PowerShellCore file
- * applies in one order only): every event's JSON is byte-identical in the three decoders, and
+ * two directories of symlinks that put the lilhoser dumps and the PowerShell manifest in both
+ * orders (the Microsoft-Windows-PowerShell alias of the PowerShellCore file applies in one order
+ * only): every event's JSON is byte-identical in the three decoders, and
  * every provider the lazy decoder holds at the end has the same name, source, maps and event
  * schemas (names, levels, fields, counts, references, maps) as in the scan decoder.
  */
