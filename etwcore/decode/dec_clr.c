@@ -33,8 +33,8 @@ static int named(const struct dec_field *f, const char *name, uint16_t in) {
 void dec_clr_fix(const struct dec_provider *p, struct dec_event *e) {
   if (e->nf != 5 || !e->has_template) return;
   struct dec_field *f = e->f;
-  if (!named(&f[3], "FrameCount", 8) || !named(&f[4], "Stack", 16) || !named(&f[0], "ClrInstanceID", 6) ||
-      f[4].count_ref == 3)
+  if (!named(&f[0], "ClrInstanceID", 6) || !named(&f[1], "Reserved1", 4) || !named(&f[2], "Reserved2", 4) ||
+      !named(&f[3], "FrameCount", 8) || !named(&f[4], "Stack", 16) || f[4].count_ref == 3)
     return;
   int clr = 0;
   for (int i = 0; i < 4 && !clr; i++) clr = !memcmp(p->guid, CLR_STACK_PROVIDERS[i], 16);

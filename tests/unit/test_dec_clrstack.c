@@ -330,6 +330,27 @@ static int synth(struct etw_decoder *d, int which, unsigned ps, uint32_t fc, uin
   return etw_decoder_write(d, &r, w, &ref);
 }
 
+/* A ClrStackWalk-shaped schema (Stack count="2", as the manifests have it), Reserved1 of @in1. */
+static struct dec_event *mk_stackwalk(uint16_t id, uint16_t in1) {
+  struct dec_event *e = calloc(1, sizeof *e);
+  e->f = calloc(5, sizeof *e->f);
+  static const char *const nm[5] = {"ClrInstanceID", "Reserved1", "Reserved2", "FrameCount", "Stack"};
+  const uint16_t in[5] = {6, in1, 4, 8, 16};
+  for (int i = 0; i < 5; i++) {
+    e->f[i].name = strdup(nm[i]);
+    e->f[i].in = in[i];
+    e->f[i].len = -1;
+    e->f[i].count = i == 4 ? 2 : 1;
+    e->f[i].is_array = i == 4;
+    e->f[i].len_ref = e->f[i].count_ref = -1;
+  }
+  e->nf = 5;
+  e->id = id;
+  e->has_template = 1;
+  e->quality = 3;
+  return e;
+}
+
 static void schemas(const char *mdir) {
   /* every manifest loaded up front (what the providers catalog does) */
   struct etw_decoder *d = etw_decoder_new(NULL);
@@ -344,26 +365,22 @@ static void schemas(const char *mdir) {
     CHECK_STR(e->f[4].name, "Stack");
     CHECK(e->f[4].is_array && e->f[4].count_ref == 3);
   }
-  /* an event of another provider with the same field names is not touched */
+  /* an event of another provider with the same fields, and a runtime event whose fields differ
+   * in one type, are not touched */
   struct dec_provider *other = dec_provider_get(d, (const unsigned char *)"0123456789abcdef", 1);
-  struct dec_event *e = calloc(1, sizeof *e);
-  e->f = calloc(5, sizeof *e->f);
-  static const char *const nm[5] = {"ClrInstanceID", "Reserved1", "Reserved2", "FrameCount", "Stack"};
-  static const uint16_t in[5] = {6, 4, 4, 8, 16};
-  for (int i = 0; i < 5; i++) {
-    e->f[i].name = strdup(nm[i]);
-    e->f[i].in = in[i];
-    e->f[i].len = -1;
-    e->f[i].count = i == 4 ? 2 : 1;
-    e->f[i].is_array = i == 4;
-    e->f[i].len_ref = e->f[i].count_ref = -1;
-  }
-  e->nf = 5;
-  e->id = 82;
-  e->has_template = 1;
-  e->quality = 3;
+  struct dec_event *e = mk_stackwalk(82, 4);
   dec_event_add(other, e);
   CHECK(dec_event_find(other, 82, 0) == e && e->f[4].count == 2 && e->f[4].count_ref == -1);
+  struct dec_provider *rt = dec_provider_get(d, STACKEV[0].guid, 0);
+  CHECK(rt != NULL);
+  if (rt) {
+    e = mk_stackwalk(999, 6); /* Reserved1 UInt16 */
+    dec_event_add(rt, e);
+    CHECK(dec_event_find(rt, 999, 0) == e && e->f[4].count == 2 && e->f[4].count_ref == -1);
+    e = mk_stackwalk(998, 4); /* the template itself */
+    dec_event_add(rt, e);
+    CHECK(dec_event_find(rt, 998, 0) == e && e->f[4].is_array && e->f[4].count_ref == 3);
+  }
 
   struct etw_jw w;
   etw_jw_init(&w, 0);
