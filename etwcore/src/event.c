@@ -29,6 +29,38 @@ void etw_batch_unref(struct etw_batch *b) {
   free(b);
 }
 
+/* Copied into a right-sized block rather than shrunk in place (realloc): shrinking leaves a hole
+ * just smaller than the producer's next reservation next to every held batch, so a quiet session
+ * would still grow by a few touched pages per batch; freed whole, the reservation's block is what
+ * the producer's next batch gets back. Only when more than half is unused: full batches (high
+ * rates) are not copied. */
+void etw_batch_trim(struct etw_batch *b) {
+  size_t used = b->data.len ? b->data.len : 1;
+  if (b->data.buf && b->data.cap - b->data.len > 4096 && b->data.cap - used > used) {
+    char *nb = malloc(used);
+    if (nb) {
+      memcpy(nb, b->data.buf, used);
+      free(b->data.buf);
+      b->data.buf = nb;
+      b->data.cap = used;
+    }
+  }
+  uint32_t n = b->n ? b->n : 1;
+  if ((size_t)(b->cap - b->n) * sizeof *b->ev > 4096 && b->cap - n > n) {
+    struct etw_evref *ne = malloc(n * sizeof *ne);
+    if (ne) {
+      memcpy(ne, b->ev, n * sizeof *ne);
+      free(b->ev);
+      b->ev = ne;
+      b->cap = n;
+    }
+  }
+}
+
+size_t etw_batch_mem(const struct etw_batch *b) {
+  return sizeof *b + b->data.cap + (size_t)b->cap * sizeof *b->ev;
+}
+
 int etw_batch_full(const struct etw_batch *b) {
   return b->n >= b->cap || b->data.len >= b->data.max - b->data.max / 8;
 }

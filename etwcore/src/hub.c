@@ -82,7 +82,8 @@ struct etw_sub {
   size_t linger_bytes;
   int64_t last_frame_ns; /* reader only: monotonic time of the last read that returned records */
   int64_t win_t0;        /* reader only: publish-rate window (start, tail then, verdict) */
-  uint64_t win_tail0;
+  uint64_t win_tail0, win_off0;
+  _Atomic uint64_t offered; /* events offered to this queue (queued or dropped): the producer's */
   int fast; /* 2 = the last window was fast, 1 = the one before it, 0 = neither */
   atomic_int waiting, woken, ended;
   pthread_mutex_t mu; /* only to sleep on cv */
@@ -277,6 +278,7 @@ static int linger_pressed(struct etw_sub *s) {
  * be allocated: a drop like a full queue */
 static void sub_offer(struct etw_sub *s, struct hub_item *it, struct etw_batch *b, uint32_t from) {
   uint32_t n = b->n - from;
+  atomic_fetch_add_explicit(&s->offered, n, memory_order_relaxed);
   uint64_t tail = atomic_load_explicit(&s->qtail, memory_order_relaxed);
   uint64_t head = atomic_load_explicit(&s->qhead, memory_order_acquire);
   /* an empty queue always takes one batch, so a batch larger than the bound still flows; a
@@ -307,6 +309,10 @@ void etw_hub_publish(struct etw_hub *h, struct etw_batch *b) {
     etw_batch_unref(b);
     return;
   }
+  /* outside the lock: queues and the replay window then hold what the events use, not what the
+   * producer reserved (at low rates that was 20-50x more: --replay-kb was not a bound on memory) */
+  etw_batch_trim(b);
+  size_t mem = etw_batch_mem(b);
   pthread_mutex_lock(&h->mu);
   if (h->ended) { /* late publish after end: count, never deliver out of order */
     h->hub_dropped += b->n;
@@ -344,12 +350,12 @@ void etw_hub_publish(struct etw_hub *h, struct etw_batch *b) {
   if (h->lim.replay_max_bytes) {
     if (ring_push(&h->rp, &h->rp_head, &h->rp_count, &h->rp_cap, b) == 0) {
       etw_batch_ref(b);
-      h->rp_bytes += b->data.len;
+      h->rp_bytes += mem; /* memory held, not only the JSON bytes */
       while (h->rp_count > 1 && h->rp_bytes > h->lim.replay_max_bytes) {
         struct etw_batch *old = h->rp[h->rp_head];
         h->rp_head = (h->rp_head + 1) % h->rp_cap;
         h->rp_count--;
-        h->rp_bytes -= old->data.len;
+        h->rp_bytes -= etw_batch_mem(old);
         etw_batch_unref(old);
       }
     }
@@ -495,7 +501,10 @@ static void write_gap(struct etw_jw *out, enum etw_sub_fmt fmt, int *first, uint
   if (fmt == ETW_FMT_NDJSON) etw_jw_ch(out, '\n');
 }
 
-#define SNAP_MAX 64
+/* batches one read may take: all a ring holds (the frame size bounds a read anyway). A smaller
+ * cap would let a lingering reader take only that many per linger period: at thousands of
+ * batches per second its queue would sit half full and its events be 100-200 ms old. */
+#define SNAP_MAX RING_MAX
 
 static int has_work(struct etw_sub *s) {
   return atomic_load(&s->qtail) != atomic_load_explicit(&s->qhead, memory_order_relaxed) ||
@@ -573,11 +582,18 @@ int etw_sub_read(struct etw_sub *s, struct etw_jw *out, enum etw_sub_fmt fmt, si
   uint64_t tail = atomic_load_explicit(&s->qtail, memory_order_acquire);
   if (s->linger_ns && now - s->win_t0 >= RATE_WINDOW_NS) {
     /* fast = more than two batches queued per linger period over the last window */
-    int fast = s->win_t0 && (int64_t)(tail - s->win_tail0) * s->linger_ns > 2 * (now - s->win_t0);
+    int64_t span = now - s->win_t0;
+    int fast = s->win_t0 && (int64_t)(tail - s->win_tail0) * s->linger_ns > 2 * span;
     /* hysteresis: one slow window (a scheduling hiccup) does not end lingering; two do */
     s->fast = fast ? 2 : s->fast > 0 ? s->fast - 1 : 0;
+    /* but never linger when a linger period brings a quarter of the queue or more: a small
+     * queue= would leave too little headroom for a late wake-up */
+    uint64_t off = atomic_load_explicit(&s->offered, memory_order_relaxed);
+    if (s->win_t0 && (double)(off - s->win_off0) * (double)s->linger_ns * 4.0 >= (double)s->qmax * (double)span)
+      s->fast = 0;
     s->win_t0 = now;
     s->win_tail0 = tail;
+    s->win_off0 = off;
   }
   uint32_t nsnap = tail - head < SNAP_MAX ? (uint32_t)(tail - head) : SNAP_MAX;
 

@@ -6,11 +6,30 @@
  * and lingering (at most one frame per linger period at high publish rates). */
 #include <pthread.h>
 #include <stdatomic.h>
+#if !defined(_WIN32)
+#include <malloc.h>
+#endif
 #include <time.h>
 
 #include "etwcore/err.h"
 #include "etwcore/hub.h"
 #include "t.h"
+
+/* bytes the heap hands out now (ASan's allocator in the sanitizer build); 0 where this test
+ * cannot tell (Windows builds, run under wine) */
+#if defined(__SANITIZE_ADDRESS__)
+size_t __sanitizer_get_current_allocated_bytes(void); /* libasan */
+#endif
+static size_t heap_bytes(void) {
+#if defined(__SANITIZE_ADDRESS__)
+  return __sanitizer_get_current_allocated_bytes();
+#elif defined(_WIN32)
+  return 0;
+#else
+  struct mallinfo2 mi = mallinfo2();
+  return mi.uordblks + mi.hblkhd;
+#endif
+}
 
 static struct etw_batch *mk(int n, const char *prov, uint32_t pid0) {
   struct etw_batch *b = etw_batch_new((uint32_t)n, 1 << 20);
@@ -86,6 +105,7 @@ struct rdr {
   int linger_ms;   /* etw_sub_set_linger */
   uint64_t events, gaps, last_seq, frames;
   double min_gap_s, t_last; /* smallest time between two frames, from 150 ms to t_stop */
+  uint64_t short_gaps;      /* ... and how many were shorter than 90 % of the linger */
   double t0;
   _Atomic double t_stop;    /* set when the producer is done (the end flushes at once) */
   int bad_order;
@@ -104,8 +124,10 @@ static void *reader(void *a) {
     if (n == 0) continue;
     double t = now_s();
     double stop = atomic_load(&r->t_stop);
-    if (r->frames && t - r->t0 > 0.15 && (stop == 0 || t < stop) && t - r->t_last < r->min_gap_s)
-      r->min_gap_s = t - r->t_last;
+    if (r->frames && t - r->t0 > 0.15 && (stop == 0 || t < stop)) {
+      if (t - r->t_last < r->min_gap_s) r->min_gap_s = t - r->t_last;
+      if (r->linger_ms && t - r->t_last < r->linger_ms * 0.0009) r->short_gaps++;
+    }
     r->t_last = t;
     r->frames++;
     const char *p = etw_jw_cstr(&w);
@@ -129,7 +151,7 @@ struct waiter {
   struct etw_sub *s;
   int ret;
   double took;
-  atomic_int started;
+  atomic_int started, done;
 };
 static void *wait_once(void *a) {
   struct waiter *wt = a;
@@ -139,6 +161,7 @@ static void *wait_once(void *a) {
   atomic_store(&wt->started, 1);
   wt->ret = etw_sub_read(wt->s, &w, ETW_FMT_NDJSON, 1 << 20, 5000);
   wt->took = now_s() - t;
+  atomic_store(&wt->done, 1);
   etw_jw_free(&w);
   return NULL;
 }
@@ -146,7 +169,7 @@ static void *wait_once(void *a) {
 /* a reader asleep in etw_sub_read (5 s timeout) returns promptly after @poke */
 static void check_wakes(struct etw_hub *h, struct etw_sub *s, void (*poke)(struct etw_hub *, struct etw_sub *),
                         int want_ret_positive, int want_end) {
-  struct waiter wt = {s, 0, 0, 0};
+  struct waiter wt = {s, 0, 0, 0, 0};
   pthread_t th;
   pthread_create(&th, NULL, wait_once, &wt);
   while (!atomic_load(&wt.started)) sleep_ms(1);
@@ -172,16 +195,17 @@ static void poke_end(struct etw_hub *h, struct etw_sub *s) {
   etw_hub_end(h);
 }
 
+/* @per_tick 1-event batches every millisecond (sleeps of >= 1 ms: MinGW's nanosleep rounds
+ * shorter ones down to nothing) */
 struct ticker {
   struct etw_hub *h;
-  int batches, every_us;
+  int batches, per_tick;
 };
 static void *ticking_producer(void *a) {
   struct ticker *t = a;
   for (int i = 0; i < t->batches; i++) {
     etw_hub_publish(t->h, mk(1, "sched", 100));
-    struct timespec ts = {0, (long)t->every_us * 1000L};
-    nanosleep(&ts, NULL);
+    if ((i + 1) % t->per_tick == 0) sleep_ms(1);
   }
   return NULL;
 }
@@ -423,10 +447,10 @@ int main(void) {
     etw_hub_free(h5);
   }
 
-  /* lingering: 1-event batches every ~0.2 ms for ~0.6-1 s. A reader lingering 20 ms writes
-   * its frames ~20 ms apart once it has measured the rate (after 50-100 ms; the check allows
-   * 8 ms of scheduling delay between the hub's clock and ours), and far fewer frames than one
-   * that does not linger; both get every event. */
+  /* lingering: 1-event batches, 5 per ~1 ms, for ~0.6-1 s. A reader lingering 20 ms writes its
+   * frames ~20 ms apart once it has measured the rate (after 50-100 ms; the hub's clock and
+   * ours differ by scheduling delays, so a few short gaps are allowed), and far fewer frames
+   * than one that does not linger; both get every event. */
   {
     struct etw_hub_limits l6 = {0, 1 << 16, 8};
     struct etw_hub *h6 = etw_hub_new(&l6);
@@ -435,7 +459,7 @@ int main(void) {
     pthread_t t1, t2, tp;
     pthread_create(&t1, NULL, reader, &fast);
     pthread_create(&t2, NULL, reader, &lin);
-    struct ticker tk = {h6, 3000, 200};
+    struct ticker tk = {h6, 3000, 5};
     pthread_create(&tp, NULL, ticking_producer, &tk);
     pthread_join(tp, NULL);
     atomic_store(&lin.t_stop, now_s());
@@ -444,39 +468,123 @@ int main(void) {
     pthread_join(t2, NULL);
     CHECK_EQ(fast.events, 3000);
     CHECK_EQ(lin.events, 3000);
-    CHECK(lin.min_gap_s > 0.012);
+    CHECK(lin.short_gaps * 20 <= lin.frames); /* at most 5 % */
     CHECK(lin.frames < fast.frames / 2);
-    fprintf(stderr, "linger: %llu frames (min gap %.1f ms) vs %llu without\n",
-            (unsigned long long)lin.frames, lin.min_gap_s * 1000, (unsigned long long)fast.frames);
+    fprintf(stderr, "linger: %llu frames (min gap %.1f ms, %llu under 18 ms) vs %llu without\n",
+            (unsigned long long)lin.frames, lin.min_gap_s * 1000, (unsigned long long)lin.short_gaps,
+            (unsigned long long)fast.frames);
     etw_sub_close(fast.s);
     etw_sub_close(lin.s);
     etw_hub_free(h6);
   }
 
-  /* lingering never makes a reader that keeps up drop: with a 500 ms linger and room for 512
-   * events, ~5,000 events/s would queue ~2,500 per linger period; the reader stops lingering
-   * when its queue is half full (~50 ms of headroom left for scheduling delays) */
+  /* lingering ends when the queue is half full, whatever the linger: a reader lingering 3 s
+   * with room for 512 events (at the measured ~17 events/s a linger period brings ~50, under a
+   * quarter of the queue, so it does linger) is still asleep with 255 queued after a burst and
+   * returns at the 256th */
   {
     struct etw_hub_limits l8 = {0, 1 << 16, 8};
     struct etw_hub *h8 = etw_hub_new(&l8);
     struct etw_sub_filter sq = {0};
     sq.max_level = -1;
     sq.queue_events = 512;
-    struct rdr lin = {.s = etw_hub_subscribe(h8, &sq, 0, NULL), .linger_ms = 500};
-    pthread_t tr, tp;
-    pthread_create(&tr, NULL, reader, &lin);
-    struct ticker tk = {h8, 5000, 200};
-    pthread_create(&tp, NULL, ticking_producer, &tk);
-    pthread_join(tp, NULL);
-    etw_hub_end(h8);
-    pthread_join(tr, NULL);
-    CHECK_EQ(lin.gaps, 0);
-    CHECK_EQ(lin.events, 5000);
-    CHECK(lin.frames >= 5000 / 512); /* each frame drained at most a full queue */
-    fprintf(stderr, "linger, small queue: %llu frames, %llu dropped\n", (unsigned long long)lin.frames,
-            (unsigned long long)lin.gaps);
-    etw_sub_close(lin.s);
+    struct etw_sub *s8 = etw_hub_subscribe(h8, &sq, 0, NULL);
+    etw_sub_set_linger(s8, 3000, 1 << 20);
+    struct etw_jw w8;
+    etw_jw_init(&w8, 1 << 20);
+    /* two frames 60 ms apart: the reader has measured a rate (> 2 batches per linger period) */
+    etw_hub_publish(h8, mk(1, "sched", 100));
+    CHECK_EQ(etw_sub_read(s8, &w8, ETW_FMT_NDJSON, 1 << 20, 1000), 1);
+    sleep_ms(60);
+    etw_hub_publish(h8, mk(1, "sched", 100));
+    CHECK_EQ(etw_sub_read(s8, &w8, ETW_FMT_NDJSON, 1 << 20, 1000), 1);
+    struct waiter wt = {s8, 0, 0, 0, 0};
+    pthread_t th8;
+    pthread_create(&th8, NULL, wait_once, &wt);
+    while (!atomic_load(&wt.started)) sleep_ms(1);
+    for (int i = 0; i < 255; i++) etw_hub_publish(h8, mk(1, "sched", 100));
+    sleep_ms(200);
+    CHECK_EQ(atomic_load(&wt.done), 0); /* 255 of 512: still lingering */
+    etw_hub_publish(h8, mk(1, "sched", 100));
+    pthread_join(th8, NULL);
+    CHECK_EQ(wt.ret, 256);
+    CHECK(wt.took < 2.5); /* not the 3 s linger */
+    struct etw_sub_stats st8;
+    etw_sub_stats(s8, &st8);
+    CHECK_EQ(st8.dropped, 0);
+    etw_jw_free(&w8);
+    etw_sub_close(s8);
     etw_hub_free(h8);
+  }
+
+  /* ... and a reader does not linger at all when a linger period brings a quarter of its queue
+   * or more: 1 event per 60 ms is 50 per 3 s, over a quarter of 128 */
+  {
+    struct etw_hub_limits l10 = {0, 1 << 16, 8};
+    struct etw_hub *h10 = etw_hub_new(&l10);
+    struct etw_sub_filter sq = {0};
+    sq.max_level = -1;
+    sq.queue_events = 128;
+    struct etw_sub *s10 = etw_hub_subscribe(h10, &sq, 0, NULL);
+    etw_sub_set_linger(s10, 3000, 1 << 20);
+    struct etw_jw w10;
+    etw_jw_init(&w10, 1 << 20);
+    etw_hub_publish(h10, mk(1, "sched", 100));
+    CHECK_EQ(etw_sub_read(s10, &w10, ETW_FMT_NDJSON, 1 << 20, 1000), 1);
+    sleep_ms(60);
+    etw_hub_publish(h10, mk(1, "sched", 100));
+    CHECK_EQ(etw_sub_read(s10, &w10, ETW_FMT_NDJSON, 1 << 20, 1000), 1);
+    etw_hub_publish(h10, mk(1, "sched", 100));
+    double t10 = now_s();
+    CHECK_EQ(etw_sub_read(s10, &w10, ETW_FMT_NDJSON, 1 << 20, 5000), 1); /* at once */
+    CHECK(now_s() - t10 < 2.5);
+    etw_jw_free(&w10);
+    etw_sub_close(s10);
+    etw_hub_free(h10);
+  }
+
+  /* memory held by the replay window and the queues is what the events use: a quiet producer's
+   * batch (one event in room reserved for 128 KiB, as the Linux readers reserve) is trimmed at
+   * publish, so 3,000 of them under a 256 KiB replay window hold well under 1 MiB (untrimmed:
+   * ~2,500 of them fit the window's JSON bytes, ~370 MB); and they still read back whole */
+  {
+    struct etw_hub_limits l9 = {256 * 1024, 1 << 16, 8};
+    struct etw_hub *h9 = etw_hub_new(&l9);
+    struct etw_sub *s9 = etw_hub_subscribe(h9, NULL, 0, NULL);
+    size_t before = heap_bytes();
+    for (int i = 0; i < 3000; i++) {
+      struct etw_batch *b = etw_batch_new(512, 256 * 1024);
+      etw_jw_reserve(&b->data, 128 * 1024);
+      size_t mark = b->data.len;
+      etw_jw_lit(&b->data, "\"System\":{},\"EventData\":{\"i\":");
+      etw_jw_u64(&b->data, (uint64_t)i);
+      etw_jw_lit(&b->data, "}}");
+      struct etw_evref r = {0};
+      r.provider = etw_intern("quiet");
+      CHECK(etw_batch_commit(b, mark, &r) == 0);
+      etw_hub_publish(h9, b);
+      if (i == 999) { /* the subscriber's queue holds 1,000 of them too */
+        size_t grown = heap_bytes() - before;
+        CHECK(grown < (1u << 20));
+        fprintf(stderr, "1,000 quiet batches queued + in the replay window: %zu KiB\n", grown >> 10);
+      }
+    }
+    uint64_t g9 = 0, ls9 = 0;
+    CHECK_EQ(drain(s9, &g9, &ls9), 3000);
+    CHECK_EQ(g9, 0);
+    CHECK_EQ(ls9, 3000);
+    size_t grown = heap_bytes() - before;
+    fprintf(stderr, "3,000 quiet batches published, 256 KiB replay window: %zu KiB held\n", grown >> 10);
+    CHECK(grown < (1u << 20));
+    struct etw_jw w9;
+    etw_jw_init(&w9, 1 << 20);
+    struct etw_sub *r9 = etw_hub_subscribe(h9, NULL, 2999, NULL); /* replay from the window */
+    CHECK(etw_sub_read(r9, &w9, ETW_FMT_NDJSON, 1 << 20, 0) == 2);
+    CHECK(strstr(etw_jw_cstr(&w9), "{\"seq\":3000,\"System\":{},\"EventData\":{\"i\":2999}}\n") != NULL);
+    etw_jw_free(&w9);
+    etw_sub_close(r9);
+    etw_sub_close(s9);
+    etw_hub_free(h9);
   }
   T_DONE();
 }

@@ -49,6 +49,11 @@ struct etw_batch *etw_batch_new(uint32_t cap, size_t max_bytes);
 /** etw_batch_ref / etw_batch_unref - take / drop a reference (thread-safe). */
 void etw_batch_ref(struct etw_batch *b);
 void etw_batch_unref(struct etw_batch *b);
+/** etw_batch_trim - give back the unused part of the batch's reservations (a quiet session's
+ *  batch holds a few events in room reserved for hundreds of KiB). Only before publication. */
+void etw_batch_trim(struct etw_batch *b);
+/** etw_batch_mem - bytes of memory the batch holds (what bounds on held batches count). */
+size_t etw_batch_mem(const struct etw_batch *b);
 /** etw_batch_full - 1 when no more events should be added (count or ~90% of bytes used). */
 int etw_batch_full(const struct etw_batch *b);
 
