@@ -281,8 +281,8 @@ int etwd_server_start(struct etwd_server *s, char *err, size_t errlen) {
   snprintf(ports, sizeof ports, "%s%s", listen_host, s->tls ? "s" : "");
   /* one worker per WebSocket/ndjson stream + concurrent REST requests + headroom */
   snprintf(threads, sizeof threads, "%u", s->cfg->max_streams + s->cfg->max_requests + 4);
-  /* civetweb's one time-out for a read or write that makes no progress: request heads, bodies,
-   * downloads, and stream frames to a client that stopped reading (--io-timeout) */
+  /* civetweb's one time-out (--io-timeout): a read or write that makes no progress (bodies,
+   * downloads, stream frames to a client that stopped reading), and the whole of a request head */
   snprintf(io_ms, sizeof io_ms, "%u", s->cfg->io_timeout_s * 1000u);
   const char *opts[] = {"listening_ports", ports,
                         "num_threads", threads,

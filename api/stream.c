@@ -198,43 +198,66 @@ static int send_frame(struct mg_connection *c, struct etw_jw *w) {
   return rc == (int)(plen + hl) ? 0 : -1;
 }
 
+/* after our close frame: wait up to --io-timeout for the client's answer (ws_data sets stop) */
+static int close_answered(struct ws_client *cl) {
+  int64_t until = mono_ms() + (int64_t)cl->srv->cfg->io_timeout_s * 1000;
+  while (!atomic_load(&cl->stop) && !atomic_load(&cl->srv->stopping) && mono_ms() < until) {
+    struct timespec ts = {0, 20 * 1000000L};
+    nanosleep(&ts, NULL);
+  }
+  return atomic_load(&cl->stop) || atomic_load(&cl->srv->stopping);
+}
+
 static void *ws_sender(void *arg) {
   struct ws_client *cl = arg;
   struct etw_jw w;
   etw_jw_init(&w, WRITER_MAX);
+  int cut = 0; /* end the connection ourselves: civetweb would keep a silent client for minutes */
   while (!atomic_load(&cl->stop)) {
     etw_jw_truncate(&w, 0); /* also clears an error of the previous round */
     etw_jw_raw(&w, "          ", 10); /* room for the frame header */
     int n = etw_sub_read(cl->sub, &w, ETW_FMT_JSON_ARRAY, FRAME_MAX, IDLE_WAIT_MS);
     if (n < 0) {
       static const char bye[] = "\x03\xe8session ended";
-      if (!atomic_load(&cl->stop) && !atomic_exchange(&cl->close_sent, 1))
-        mg_websocket_write(cl->conn, MG_WEBSOCKET_OPCODE_CONNECTION_CLOSE, bye, sizeof bye - 1);
+      if (!atomic_load(&cl->stop) && !atomic_exchange(&cl->close_sent, 1)) {
+        if (mg_websocket_write(cl->conn, MG_WEBSOCKET_OPCODE_CONNECTION_CLOSE, bye, sizeof bye - 1) <= 0) {
+          cut = 1;
+        } else if (!close_answered(cl)) {
+          etwd_log(LOG_INFO, "websocket client did not answer the close within --io-timeout; disconnecting",
+                   "who=%s", cl->who);
+          cut = 1;
+        }
+      }
       break;
     }
     if (n == 0) continue;
     if (w.err) { /* out of memory only (WRITER_MAX exceeds any event): say so, then close */
       etwd_log(LOG_ERROR, "websocket frame could not be built; closing", "who=%s", cl->who);
+      cut = 1;
       break;
     }
     if (atomic_load(&cl->stop)) break;
     if (send_frame(cl->conn, &w)) { /* never write again after a failed write */
-      etwd_log(LOG_WARN, "websocket write failed (client gone, or it accepted nothing for --io-timeout); disconnecting",
-               "who=%s bytes=%zu", cl->who, w.len);
-#ifdef __linux__
-      /* end the connection now: civetweb's read loop would otherwise keep a client that sends
-       * nothing (a stalled one) until its WebSocket read time-out. The socket stays open (and
-       * ours to use) until close_handler has joined this thread. */
-      if (cl->fd >= 0) shutdown(cl->fd, SHUT_RDWR);
-#endif
+      if (atomic_load(&cl->srv->stopping))
+        etwd_log(LOG_INFO, "websocket write ended by the server's stop", "who=%s", cl->who);
+      else
+        etwd_log(LOG_WARN, "websocket write failed (client gone, or it accepted nothing for --io-timeout); disconnecting",
+                 "who=%s bytes=%zu", cl->who, w.len);
+      cut = 1;
       break;
     }
   }
   /* server shutdown: tell the client it is going away (1001) rather than dropping it */
-  if (atomic_load(&cl->srv->stopping) && !atomic_exchange(&cl->close_sent, 1)) {
+  if (!cut && atomic_load(&cl->srv->stopping) && !atomic_exchange(&cl->close_sent, 1)) {
     static const char away[] = "\x03\xe9server shutting down";
     mg_websocket_write(cl->conn, MG_WEBSOCKET_OPCODE_CONNECTION_CLOSE, away, sizeof away - 1);
   }
+#ifdef __linux__
+  /* end the connection now: civetweb's read loop would otherwise keep a client that sends
+   * nothing (a stalled or frozen one) until its WebSocket pings go unanswered. The socket stays
+   * open (and ours to use) until close_handler has joined this thread. */
+  if (cut && cl->fd >= 0) shutdown(cl->fd, SHUT_RDWR);
+#endif
   etw_jw_free(&w);
   atomic_store(&cl->dead, 1);
   return NULL;
@@ -498,6 +521,7 @@ void etwd_stream_ndjson(struct etwd_req *r, struct etw_session *sess) {
   struct etw_jw w;
   etw_jw_init(&w, WRITER_MAX);
   int64_t last_write = mono_ms();
+  char q2[64];
   while (ok && !atomic_load(&s->stopping)) {
     etw_jw_truncate(&w, 0);
     etw_jw_raw(&w, "0000000000\r\n", 12); /* chunk-size line, rewritten below */
@@ -535,7 +559,8 @@ void etwd_stream_ndjson(struct etwd_req *r, struct etw_session *sess) {
     r->bytes_out += total;
     if (!ok)
       etwd_log(LOG_INFO, "ndjson write failed (client gone, or it accepted nothing for --io-timeout); ending the stream",
-               "bytes=%zu", total);
+               "session=%llu remote=%s who=%s bytes=%zu", (unsigned long long)etw_session_id(sess),
+               etwd_logq(q2, sizeof q2, r->ri->remote_addr), r->who.token_id, total);
   }
   if (ok) mg_write(r->conn, "0\r\n\r\n", 5);
   etw_jw_free(&w);
