@@ -121,6 +121,7 @@ int main(int argc, char **argv) {
   if (ls < 0 || bind(ls, (struct sockaddr *)&a, sizeof a) || listen(ls, NMAX) ||
       getsockname(ls, (struct sockaddr *)&a, &al))
     die("listen");
+  alarm((unsigned)secs + 120); /* never hang (a client that failed its handshake, say) */
   pid_t child = fork();
   if (child < 0) die("fork");
   if (child == 0) {

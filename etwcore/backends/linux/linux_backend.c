@@ -807,8 +807,10 @@ static void *reader_main(void *arg) {
     /* the timeout ends on the next multiple of LX_POLL_MS of the monotonic clock, the same
      * instants for every reader: the CPUs' batches of a quiet session are published together,
      * so a sleeping sender wakes about once per period, not once per CPU */
-    int64_t now_ms = now_ns(CLOCK_MONOTONIC) / 1000000;
-    int woke = poll(&pfd, 1, LX_POLL_MS - (int)(now_ms % LX_POLL_MS)) > 0;
+    const int64_t period = (int64_t)LX_POLL_MS * 1000000;
+    int64_t left = period - now_ns(CLOCK_MONOTONIC) % period; /* 1 ns .. 20 ms */
+    struct timespec to = {0, (long)left};
+    int woke = ppoll(&pfd, 1, &to, NULL) > 0;
     drain(r, 1 << 20);
     int64_t t = now_ns(CLOCK_MONOTONIC);
     /* (no batch: an allocation failed; publish() retries it and reports the dropped events) */
