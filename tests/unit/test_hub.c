@@ -197,6 +197,25 @@ static void poke_end(struct etw_hub *h, struct etw_sub *s) {
 
 /* @per_tick 1-event batches every millisecond (sleeps of >= 1 ms: MinGW's nanosleep rounds
  * shorter ones down to nothing) */
+/* a subscriber of @h with room for @queue events, lingering @linger_ms, that has read two
+ * frames 60 ms apart: it has measured a publish rate (> 2 batches per linger period) */
+static struct etw_sub *lingering_sub(struct etw_hub *h, uint32_t queue, int linger_ms) {
+  struct etw_sub_filter sq = {0};
+  sq.max_level = -1;
+  sq.queue_events = queue;
+  struct etw_sub *s = etw_hub_subscribe(h, &sq, 0, NULL);
+  etw_sub_set_linger(s, linger_ms, 1 << 20);
+  struct etw_jw w;
+  etw_jw_init(&w, 1 << 20);
+  for (int i = 0; i < 2; i++) {
+    if (i) sleep_ms(60);
+    etw_hub_publish(h, mk(1, "sched", 100));
+    CHECK_EQ(etw_sub_read(s, &w, ETW_FMT_NDJSON, 1 << 20, 1000), 1);
+  }
+  etw_jw_free(&w);
+  return s;
+}
+
 struct ticker {
   struct etw_hub *h;
   int batches, per_tick;
@@ -485,19 +504,7 @@ int main(void) {
   {
     struct etw_hub_limits l8 = {0, 1 << 16, 8};
     struct etw_hub *h8 = etw_hub_new(&l8);
-    struct etw_sub_filter sq = {0};
-    sq.max_level = -1;
-    sq.queue_events = 512;
-    struct etw_sub *s8 = etw_hub_subscribe(h8, &sq, 0, NULL);
-    etw_sub_set_linger(s8, 3000, 1 << 20);
-    struct etw_jw w8;
-    etw_jw_init(&w8, 1 << 20);
-    /* two frames 60 ms apart: the reader has measured a rate (> 2 batches per linger period) */
-    etw_hub_publish(h8, mk(1, "sched", 100));
-    CHECK_EQ(etw_sub_read(s8, &w8, ETW_FMT_NDJSON, 1 << 20, 1000), 1);
-    sleep_ms(60);
-    etw_hub_publish(h8, mk(1, "sched", 100));
-    CHECK_EQ(etw_sub_read(s8, &w8, ETW_FMT_NDJSON, 1 << 20, 1000), 1);
+    struct etw_sub *s8 = lingering_sub(h8, 512, 3000);
     struct waiter wt = {s8, 0, 0, 0, 0};
     pthread_t th8;
     pthread_create(&th8, NULL, wait_once, &wt);
@@ -512,7 +519,6 @@ int main(void) {
     struct etw_sub_stats st8;
     etw_sub_stats(s8, &st8);
     CHECK_EQ(st8.dropped, 0);
-    etw_jw_free(&w8);
     etw_sub_close(s8);
     etw_hub_free(h8);
   }
@@ -522,18 +528,9 @@ int main(void) {
   {
     struct etw_hub_limits l10 = {0, 1 << 16, 8};
     struct etw_hub *h10 = etw_hub_new(&l10);
-    struct etw_sub_filter sq = {0};
-    sq.max_level = -1;
-    sq.queue_events = 128;
-    struct etw_sub *s10 = etw_hub_subscribe(h10, &sq, 0, NULL);
-    etw_sub_set_linger(s10, 3000, 1 << 20);
+    struct etw_sub *s10 = lingering_sub(h10, 128, 3000);
     struct etw_jw w10;
     etw_jw_init(&w10, 1 << 20);
-    etw_hub_publish(h10, mk(1, "sched", 100));
-    CHECK_EQ(etw_sub_read(s10, &w10, ETW_FMT_NDJSON, 1 << 20, 1000), 1);
-    sleep_ms(60);
-    etw_hub_publish(h10, mk(1, "sched", 100));
-    CHECK_EQ(etw_sub_read(s10, &w10, ETW_FMT_NDJSON, 1 << 20, 1000), 1);
     etw_hub_publish(h10, mk(1, "sched", 100));
     double t10 = now_s();
     CHECK_EQ(etw_sub_read(s10, &w10, ETW_FMT_NDJSON, 1 << 20, 5000), 1); /* at once */
