@@ -1,5 +1,6 @@
 /* dec_core.c — the decoder object: provider registry, dispatch by record kind, the System
- * block, and the Undecoded fallback (header + reason + base64 payload; nothing is dropped).
+ * block, the Undecoded fallback (header + reason + base64 payload; nothing is dropped), and the
+ * Unparsed member after EventData for payload bytes the applied schema did not consume.
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -388,12 +389,13 @@ void etw_decoder_names(struct etw_decoder *d, const struct etw_rec *r, const cha
 }
 
 /* ---- writing */
-static int write_manifest_event(struct etw_decoder *d, struct etw_jw *w, const struct etw_rec *r, const struct names *n,
-                                const char **why) {
+/* Returns the payload bytes the schema consumed (all of them where none applies), or -1. */
+static long write_manifest_event(struct etw_decoder *d, struct etw_jw *w, const struct etw_rec *r, const struct names *n,
+                                 const char **why) {
   if (r->flags & ETW_EVH_STRING_ONLY) {
     etw_jw_lit(w, "\"String\":");
     dec_str16(w, r->user_data, r->user_len / 2);
-    return 0;
+    return (long)r->user_len;
   }
   if (!n->e) {
     *why = n->p ? "no schema for this event id/version in the provider's manifest"
@@ -406,6 +408,18 @@ static int write_manifest_event(struct etw_decoder *d, struct etw_jw *w, const s
     return -1;
   }
   return dec_fields_write_d(d, w, n->e, r->user_data, r->user_len, r->ptr_size, why);
+}
+
+/* The payload bytes after what the schema consumed: `,"Unparsed":{"Offset":N,"Bytes":M,"Data":"…"}`
+ * after EventData (kept out of line: the hot path pays one comparison). */
+__attribute__((noinline)) static void write_unparsed(struct etw_jw *w, const struct etw_rec *r, size_t used) {
+  etw_jw_lit(w, ",\"Unparsed\":{\"Offset\":");
+  etw_jw_u64(w, used);
+  etw_jw_lit(w, ",\"Bytes\":");
+  etw_jw_u64(w, r->user_len - used);
+  etw_jw_lit(w, ",\"Data\":");
+  etw_jw_base64(w, r->user_data + used, r->user_len - used);
+  etw_jw_ch(w, '}');
 }
 
 static int write_es_manifest(struct etw_jw *w, const struct etw_rec *r) {
@@ -527,23 +541,31 @@ int etw_decoder_write(struct etw_decoder *d, const struct etw_rec *r, struct etw
   size_t mark = w->len;
   etw_jw_lit(w, ",\"EventData\":{");
   const char *why = "unknown event";
-  int rc;
+  /* rc: the payload bytes the schema consumed (all of them where no schema applies), or -1 */
+  long rc;
   if (is_ktc) {
-    rc = write_ktc(w, r);
+    rc = write_ktc(w, r) < 0 ? -1 : (long)r->user_len;
   } else if (cls && n.e) {
     rc = dec_fields_write_d(d, w, n.e, r->user_data, r->user_len, r->ptr_size, &why);
   } else if (r->kind == ETW_REC_EVENT && !cls) {
     if (n.tl) rc = dec_tl_write(w, r, &why);
-    else if (is_es) rc = write_es_manifest(w, r);
+    else if (is_es) rc = write_es_manifest(w, r) < 0 ? -1 : (long)r->user_len;
     else rc = write_manifest_event(d, w, r, &n, &why);
   } else if (r->kind == ETW_REC_WPP) {
-    rc = write_wpp(w, r);
+    rc = write_wpp(w, r) < 0 ? -1 : (long)r->user_len;
   } else {
-    rc = dec_mof_write(w, r, &why) == 1 ? 0 : -1;
+    rc = dec_mof_write(w, r, &why);
   }
   if (n.p) n.p->seen++;
-  if (rc == 0 && !w->err) {
-    etw_jw_lit(w, "}}");
+  if (rc >= 0 && !w->err) {
+    if (__builtin_expect((size_t)rc < r->user_len, 0)) {
+      etw_jw_ch(w, '}');
+      write_unparsed(w, r, (size_t)rc);
+      etw_jw_ch(w, '}');
+      d->unparsed++;
+    } else {
+      etw_jw_lit(w, "}}");
+    }
     d->decoded++;
   } else {
     etw_jw_truncate(w, mark);
@@ -570,7 +592,7 @@ int etw_decoder_write(struct etw_decoder *d, const struct etw_rec *r, struct etw
     ref->level = r->desc.level;
     ref->cpu = (uint8_t)r->cpu;
   }
-  return rc == 0;
+  return rc >= 0;
 }
 /* case-insensitive substring test (ASCII), portable (no strcasestr on MinGW) */
 static int contains_nocase(const char *hay, const char *needle) {

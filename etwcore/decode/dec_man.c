@@ -174,7 +174,7 @@ void dec_map_render(struct etw_jw *w, const struct dec_map *cm, size_t mark, uin
 }
 int dec_fields_write(struct etw_jw *w, const struct dec_event *e, const unsigned char *p, size_t n,
                      int ptr_size, const char **why) {
-  return dec_fields_write_d(NULL, w, e, p, n, ptr_size, why);
+  return dec_fields_write_d(NULL, w, e, p, n, ptr_size, why) < 0 ? -1 : 0;
 }
 
 struct walk {
@@ -464,8 +464,8 @@ static int walk_fields(struct walk *k, uint32_t start, uint32_t end, int depth, 
   return 0;
 }
 
-int dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct dec_event *e,
-                       const unsigned char *p, size_t n, int ptr_size, const char **why) {
+long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct dec_event *e,
+                        const unsigned char *p, size_t n, int ptr_size, const char **why) {
   struct walk kw;
   struct walk *k = &kw;
   k->d = d;
@@ -477,7 +477,8 @@ int dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct dec
   k->ptr_size = ptr_size;
   k->why = why;
   if (!e->runs) compute_runs((struct dec_event *)e);
-  return walk_fields(k, 0, e->nf > DEC_MAX_FIELDS ? DEC_MAX_FIELDS : e->nf, 0, 0);
+  if (walk_fields(k, 0, e->nf > DEC_MAX_FIELDS ? DEC_MAX_FIELDS : e->nf, 0, 0) < 0) return -1;
+  return (long)k->pos;
 }
 
 /* ---- XML tokenizer */

@@ -309,11 +309,6 @@ static const struct layout *find_layout_slow(const struct etw_rec *r) {
 static int write_fields_n(struct etw_jw *w, const char *spec, const unsigned char *p, size_t n,
                           int ps, size_t *consumed);
 
-static int write_fields(struct etw_jw *w, const char *spec, const unsigned char *p, size_t n,
-                        int ps) {
-  return write_fields_n(w, spec, p, n, ps, NULL);
-}
-
 /* One field spec (e.g. "wFileName") at @p; *k = bytes consumed. */
 static int write_fields_one(struct etw_jw *w, const char *spec, const unsigned char *p, size_t n,
                             int ps, long *k) {
@@ -515,16 +510,20 @@ static void write_fixed(struct etw_jw *w, const struct klayout *c, const unsigne
   w->len = (size_t)(o - w->buf);
 }
 
-static int write_compiled(struct etw_jw *w, const struct layout *l, const unsigned char *p, size_t n,
-                          int ps) {
+/* Returns the payload bytes consumed, or -1. */
+static long write_compiled(struct etw_jw *w, const struct layout *l, const unsigned char *p, size_t n,
+                           int ps) {
   if (!atomic_load_explicit(&compiled_done, memory_order_acquire)) pthread_once(&compiled_once, compile_all);
   const struct klayout *c = &COMPILED[l - LAYOUTS];
-  if (!c->ok) return write_fields(w, l->fields, p, n, ps);
+  if (!c->ok) {
+    size_t used = 0;
+    return write_fields_n(w, l->fields, p, n, ps, &used) < 0 ? -1 : (long)used;
+  }
   uint32_t need = ps == 4 ? c->fixed4 : c->fixed8;
   /* room per field: a 48-byte key copy, or the key and a number of at most 21 bytes */
   if (need && (ps == 4 || ps == 8) && n >= need && !etw_jw_reserve(w, (size_t)c->n * 72)) {
     write_fixed(w, c, p, ps);
-    return 0;
+    return (long)need;
   }
   size_t pos = 0;
   for (unsigned i = 0; i < c->n; i++) {
@@ -600,7 +599,7 @@ static int write_compiled(struct etw_jw *w, const struct layout *l, const unsign
     }
     pos += (size_t)k;
   }
-  return 0;
+  return (long)pos;
 }
 
 static void write_header(struct etw_jw *w, const struct etw_rec *r) {
@@ -649,21 +648,19 @@ static void write_header(struct etw_jw *w, const struct etw_rec *r) {
   etw_jw_i64(w, in->tz_bias); /* TIME_ZONE_INFORMATION.Bias as PerfView reports it */
 }
 
-int dec_mof_write(struct etw_jw *w, const struct etw_rec *r, const char **why) {
+long dec_mof_write(struct etw_jw *w, const struct etw_rec *r, const char **why) {
   if ((r->kind == ETW_REC_SYSTEM || r->kind == ETW_REC_PERFINFO) && r->hook_id == 0 && r->file) {
-    write_header(w, r);
-    return 1;
+    write_header(w, r); /* the reader parsed this payload (the logfile header) */
+    return (long)r->user_len;
   }
   const struct layout *l = find_layout(r);
   if (!l) {
     *why = "no layout known for this kernel/classic event type and version";
-    return 0;
-  }
-  if (write_compiled(w, l, r->user_data, r->user_len, r->ptr_size) < 0) {
-    *why = "payload shorter than the layout of this event version";
     return -1;
   }
-  return 1;
+  long used = write_compiled(w, l, r->user_data, r->user_len, r->ptr_size);
+  if (used < 0) *why = "payload shorter than the layout of this event version";
+  return used;
 }
 
 const unsigned char *dec_mof_guid(const struct etw_rec *r) {

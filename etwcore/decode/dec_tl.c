@@ -177,7 +177,7 @@ static int fields(struct tlctx *c, int i, int end, int depth) {
   return 0;
 }
 
-int dec_tl_write(struct etw_jw *w, const struct etw_rec *r, const char **why) {
+long dec_tl_write(struct etw_jw *w, const struct etw_rec *r, const char **why) {
   const struct etw_ext_item *em = find_ext(r, ETW_EXT_EVENT_SCHEMA_TL);
   if (!em || em->len < 3) {
     *why = "TraceLogging metadata missing";
@@ -199,5 +199,5 @@ int dec_tl_write(struct etw_jw *w, const struct etw_rec *r, const char **why) {
     *why = "TraceLogging payload does not match its metadata";
     return -1;
   }
-  return 0;
+  return (long)c.pos;
 }

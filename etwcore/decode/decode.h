@@ -281,6 +281,7 @@ struct etw_decoder {
   struct dec_provider **prov; /* open hash by GUID */
   uint32_t prov_cap, n_prov;
   uint64_t decoded, undecoded;
+  uint64_t unparsed; /* decoded events whose schema left payload bytes ("Unparsed" member) */
 };
 
 /* registry (dec_core.c) */
@@ -295,9 +296,10 @@ void dec_map_render(struct etw_jw *w, const struct dec_map *m, size_t mark, uint
 /** dec_fields_write - render @e's fields from @p[0..n) into an open JSON object; -1 on error. */
 int dec_fields_write(struct etw_jw *w, const struct dec_event *e, const unsigned char *p, size_t n,
                      int ptr_size, const char **why);
-/** dec_fields_write_d - same, resolving late-bound trace maps through @d (may be NULL). */
-int dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct dec_event *e,
-                       const unsigned char *p, size_t n, int ptr_size, const char **why);
+/** dec_fields_write_d - same, resolving late-bound trace maps through @d (may be NULL); returns
+ * the payload bytes the template consumed (< @n: the rest is reported as "Unparsed"), or -1. */
+long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct dec_event *e,
+                        const unsigned char *p, size_t n, int ptr_size, const char **why);
 
 /** dec_trace_map - a map of provider @p carried in the trace (EventMapInfo) by name, or NULL. */
 struct dec_map *dec_trace_map(struct dec_provider *p, const char *name);
@@ -325,13 +327,16 @@ void dec_sys_free(struct etw_decoder *d);
 /* TraceLogging (dec_tl.c) */
 int dec_tl_names(const struct etw_rec *r, const char **prov, size_t *prov_len, const char **name,
                  size_t *name_len);
-int dec_tl_write(struct etw_jw *w, const struct etw_rec *r, const char **why);
+/* returns the payload bytes the metadata's fields consumed, or -1 */
+long dec_tl_write(struct etw_jw *w, const struct etw_rec *r, const char **why);
 
-/* kernel / classic MOF (dec_mof.c): 1 = written, 0 = unknown class, -1 = payload mismatch */
+/* kernel / classic MOF (dec_mof.c) */
 int dec_mof_names(const struct etw_rec *r, const char **task, const char **opcode);
 /** dec_mof_classic_guid - 1 when @g is a classic (MOF) class GUID the MOF decoder handles. */
 int dec_mof_classic_guid(const unsigned char g[16]);
-int dec_mof_write(struct etw_jw *w, const struct etw_rec *r, const char **why);
+/** dec_mof_write - the fields of a kernel/classic record: the payload bytes its layout consumed
+ * (all of them for the logfile header), or -1 with *@why set (unknown class, payload mismatch). */
+long dec_mof_write(struct etw_jw *w, const struct etw_rec *r, const char **why);
 /** dec_mof_guid - provider GUID to report (the group GUID for kernel headers) or NULL. */
 const unsigned char *dec_mof_guid(const struct etw_rec *r);
 

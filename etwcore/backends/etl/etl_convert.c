@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "etwcore/etl.h"
+#include "decode.h" /* the decoder's counts (unparsed) */
 
 static void usage(FILE *f) {
   fputs("usage: etwd convert FILE... [--format ndjson|csv] [-o OUT] [--manifests DIR] [--quiet]\n"
@@ -51,6 +52,29 @@ static void csv_field(FILE *out, const char *s, size_t n) {
     fputc(s[i], out);
   }
   fputc('"', out);
+}
+
+static void csv_part(FILE *out, const char *s, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    if (s[i] == '"') fputc('"', out);
+    fputc(s[i], out);
+  }
+}
+
+/* The EventData column: the text after `"EventData":` (or `"Undecoded":`) up to the event's
+ * closing brace. When the event has an "Unparsed" member after EventData, the column is still
+ * one JSON object: EventData's members followed by `"Unparsed":{…}`. */
+static void csv_data(FILE *out, const char *s, size_t n) {
+  size_t obj = json_span(s, n);
+  if (!obj || obj >= n || s[obj] != ',') {
+    csv_field(out, s, n);
+    return;
+  }
+  fputc('"', out);
+  csv_part(out, s, obj - 1); /* EventData without its '}' */
+  if (obj > 2) fputc(',', out); /* EventData was not {} */
+  csv_part(out, s + obj + 1, n - obj - 1); /* "Unparsed":{…} */
+  fputs("}\"", out);
 }
 
 int etw_convert_main(int argc, char **argv) {
@@ -220,7 +244,7 @@ int etw_convert_main(int argc, char **argv) {
       fputc(',', out);
       if (rec->tid != 0xFFFFFFFFu) fprintf(out, "%u", rec->tid);
       fprintf(out, ",%u,", rec->cpu);
-      if (colon) csv_field(out, colon + 1, dl);
+      if (colon) csv_data(out, colon + 1, dl);
       fputc('\n', out);
     }
     if (progress && (seq & 4095) == 0 && time(NULL) != last) {
@@ -242,6 +266,11 @@ int etw_convert_main(int argc, char **argv) {
     fprintf(stderr, "etwd convert: %s (%llu events written before the damage)\n", st.msg,
             (unsigned long long)seq);
     rc = 1;
+  } else if (!quiet && d->unparsed) {
+    fprintf(stderr,
+            "etwd convert: %llu events, %llu without a schema (written with \"Undecoded\"), %llu with payload "
+            "bytes after their schema's fields (written with \"Unparsed\")\n",
+            (unsigned long long)seq, (unsigned long long)undecoded, (unsigned long long)d->unparsed);
   } else if (!quiet && undecoded) {
     fprintf(stderr, "etwd convert: %llu events, %llu without a schema (written with \"Undecoded\")\n",
             (unsigned long long)seq, (unsigned long long)undecoded);
