@@ -455,6 +455,7 @@ static void stats_json_locked(struct etw_session *s, struct etw_jw *w) {
   kv(w, ",\"read_events\":", bs.read_events);
   kv(w, ",\"read_bytes\":", bs.read_bytes);
   kv(w, ",\"decode_errors\":", bs.decode_errors);
+  kv(w, ",\"unparsed\":", bs.unparsed);
   etw_jw_lit(w, ",\"per_provider\":");
   etw_hub_provider_counts(s->hub, w);
   kv(w, ",\"subscribers\":", hs.subscribers);

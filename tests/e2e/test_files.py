@@ -6,9 +6,11 @@ import json
 import os
 import subprocess
 import tempfile
+import zipfile
 
-from etwd_harness import Etwd, check, done, ws_events, BIN, CORPUS
+from etwd_harness import Etwd, check, done, ws_events, BIN, CORPUS, MANIFESTS
 
+NET_ZIP = os.path.join(CORPUS, "microsoft+perfview/src/TraceEvent/TraceEvent.Tests/inputs/net.4.5.2.x64.etl.zip")
 SIH = os.path.join(CORPUS, "jtmoon79+super-speedy-syslog-searcher/logs/Windows11Pro/Logs/SIH/SIH.20230422.034724.362.1.etl")
 
 
@@ -99,6 +101,29 @@ def main():
         check(st == 204, "delete → 204")
         st, h, d = e.request("GET", "/api/v1/files/sih.etl", token="reader")
         check(st == 404, "deleted file is gone")
+
+    # a replay's stats count what its events carry: Undecoded (decode_errors) and Unparsed
+    # (payload bytes after the schema's fields, delivered rather than cut); net.4.5.2.x64 with the
+    # manifests has both kinds (e.g. a template that describes none of the payload)
+    with zipfile.ZipFile(NET_ZIP) as z:
+        net = z.read([n for n in z.namelist() if n.endswith(".etl")][0])
+    with Etwd(args=["--manifests", MANIFESTS, "--queue-events", "262144"]) as e:  # the whole file fits
+        e.json("POST", "/api/v1/files?name=net.etl", body=net, ctype="application/octet-stream", expect=201)
+        st, h, j = e.json("POST", "/api/v1/sessions", body={"files": ["net.etl"], "replay": "fast"}, expect=201)
+        sid = j["id"]
+        recs = [r for r in e.ndjson("/api/v1/sessions/%d/events?queue=262144" % sid, timeout=300) if "System" in r]
+        st, h, j = e.json("GET", "/api/v1/sessions/%d" % sid, token="reader", expect=200)
+        stats = j["stats"]
+        n_unparsed = sum(1 for r in recs if "Unparsed" in r)
+        n_undecoded = sum(1 for r in recs if "Undecoded" in r)
+        check(stats["events"] == len(recs), "net.etl replay: every event delivered (%d of %d)" % (len(recs), stats["events"]))
+        check(n_unparsed > 0 and stats["unparsed"] == n_unparsed,
+              "stats.unparsed %r == events with Unparsed %d (> 0)" % (stats.get("unparsed"), n_unparsed))
+        check(stats["decode_errors"] == n_undecoded,
+              "stats.decode_errors %r == events with Undecoded %d" % (stats.get("decode_errors"), n_undecoded))
+        check(all(u["Unparsed"]["Bytes"] > 0 and u["Unparsed"]["Offset"] >= 0 and u["Unparsed"]["Data"]
+                  for u in recs if "Unparsed" in u), "Unparsed members carry offset, length and bytes")
+        e.request("DELETE", "/api/v1/sessions/%d" % sid)
 
     # CLI
     out = tempfile.mktemp(suffix=".ndjson")

@@ -84,7 +84,7 @@ struct etl_sess {
   pthread_t th;
   int started, joined;
   atomic_int stop;
-  atomic_uint_fast64_t events, bytes, errors;
+  atomic_uint_fast64_t events, bytes, errors, unparsed;
   pthread_mutex_t mu;
   const char **want;  /* provider filter (names/GUID text), from the spec */
   uint32_t n_want;
@@ -148,6 +148,8 @@ static void *reader_main(void *arg) {
     size_t mark = b->data.len;
     struct etw_evref ref;
     if (!etw_decoder_write(s->dec, rec, &b->data, &ref)) atomic_fetch_add(&s->errors, 1);
+    if (s->dec->unparsed != atomic_load_explicit(&s->unparsed, memory_order_relaxed)) /* the stats' copy */
+      atomic_store_explicit(&s->unparsed, s->dec->unparsed, memory_order_relaxed);
     if (s->n_want && !wanted(s, ref.provider, rec->provider_id)) {
       etw_jw_truncate(&b->data, mark);
     } else if (etw_batch_commit(b, mark, &ref)) {
@@ -272,6 +274,7 @@ static void etl_stats(void *sv, struct etw_backend_stats *out) {
   out->read_events = atomic_load(&s->events);
   out->read_bytes = atomic_load(&s->bytes);
   out->decode_errors = atomic_load(&s->errors);
+  out->unparsed = atomic_load(&s->unparsed);
 }
 
 /* ---- provider catalog: manifests + the files in the data directory */

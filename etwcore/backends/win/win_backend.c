@@ -385,7 +385,7 @@ struct win_sess {
   uint32_t n_tried;
   unsigned char *tei;
   /* counters */
-  atomic_uint_fast64_t events, bytes, errors, tdh_misses;
+  atomic_uint_fast64_t events, bytes, errors, tdh_misses, unparsed;
   struct etw_win_props_stats last; /* at stop */
   int have_last;
 };
@@ -462,6 +462,8 @@ static void WINAPI on_event(PEVENT_RECORD er) {
   size_t mark = s->b->data.len;
   struct etw_evref ref;
   if (!etw_decoder_write(s->dec, &r, &s->b->data, &ref)) atomic_fetch_add(&s->errors, 1);
+  if (s->dec->unparsed != atomic_load_explicit(&s->unparsed, memory_order_relaxed)) /* the stats' copy */
+    atomic_store_explicit(&s->unparsed, s->dec->unparsed, memory_order_relaxed);
   if (etw_batch_commit(s->b, mark, &ref)) etw_hub_drop(s->args.hub, 1);
   if (etw_batch_full(s->b)) publish(s);
 }
@@ -805,6 +807,7 @@ static void win_stats(void *sv, struct etw_backend_stats *out) {
   out->read_events = atomic_load(&s->events);
   out->read_bytes = atomic_load(&s->bytes);
   out->decode_errors = atomic_load(&s->errors);
+  out->unparsed = atomic_load(&s->unparsed);
 }
 
 static void win_stats_json(void *sv, struct etw_jw *w) {

@@ -99,6 +99,8 @@ struct etw_backend_stats {
   uint64_t read_events;      /* events read by the reader threads */
   uint64_t read_bytes;       /* raw bytes read */
   uint64_t decode_errors;    /* events delivered undecoded */
+  uint64_t unparsed;         /* events decoded with payload bytes left after their schema's
+                              * fields (delivered in the event's "Unparsed" member) */
 };
 
 struct etw_backend {
