@@ -228,7 +228,10 @@ static const struct layout LAYOUTS[] = {
     {0x18, NULL, 2, 255, T(32), "tEventTimeStamp uStackProcess uStackThread SStack"},
     {0x18, NULL, 2, 255, T(34, 35, 36), "pStackKey SStack"},
     {0x18, NULL, 2, 255, T(37, 38), "tEventTimeStamp uStackProcess uStackThread pStackKey"},
-    {0x0B, NULL, 2, 255, T(10), "uMHz uNumberOfProcessors uMemSize uPageSize uAllocationGranularity C256ComputerName C134DomainName xHyperThreadingFlag"},
+    /* CPU: HyperThreadingFlag is pointer-sized (Microsoft Learn SystemConfig_CPU: "Pointer"), then
+     * HighestUserAddress (pointer), ProcessorArchitecture/Level/Revision (u16), NxEnabled,
+     * PaeEnabled (u8), MemorySpeed (u32): 828 bytes on x64 (v3, verified on net.4.5.2.x64) */
+    {0x0B, NULL, 2, 255, T(10), "uMHz uNumberOfProcessors uMemSize uPageSize uAllocationGranularity C256ComputerName C134DomainName pHyperThreadingFlag pHighestUserAddress hProcessorArchitecture hProcessorLevel hProcessorRevision bNxEnabled bPaeEnabled uMemorySpeed"},
     {0x0B, NULL, 2, 255, T(11), "uDiskNumber uBytesPerSector uSectorsPerTrack uTracksPerCylinder qCylinders uSCSIPort uSCSIPath uSCSITarget uSCSILun C256Manufacturer uPartitionCount bWriteCacheEnabled bPad C3BootDriveLetter C2Spare"},
     {0x0B, NULL, 2, 255, T(12), "qStartOffset qPartitionSize uDiskNumber uSize uDriveType C4DriveLetterString uPad1 uPartitionNumber uSectorsPerCluster uBytesPerSector uPad2 jNumberOfFreeClusters jTotalNumberOfClusters C16FileSystem uVolumeExt uPad3"},
     {0x0B, NULL, 2, 255, T(13), "XPhysicalAddr uPhysicalAddrLen uIpv4Index uIpv6Index wNICDescription wIpAddresses wDnsServerAddresses"},
@@ -236,11 +239,19 @@ static const struct layout LAYOUTS[] = {
     {0x0B, NULL, 2, 255, T(21), "XIRQAffinity uIRQNum uDeviceDescriptionLen wDeviceDescription"},
     {0x0B, NULL, 2, 255, T(23), "uTargetId xDeviceType xDeviceTimingMode uLocationInformationLen wLocationInformation"},
     {0x0B, NULL, 2, 255, T(25), "wSystemManufacturer wSystemProductName wBiosDate wBiosVersion"},
-    {0x0B, NULL, 2, 255, T(15), "uProcessId uServiceState uSubProcessTag wServiceName wDisplayName wProcessName"},
+    /* Services v3 (Win8): two more strings, the service's load order group and its svchost group
+     * (names ours; e.g. "AudioGroup" / "LocalSystemNetworkRestricted", verified on net.4.5.2.x64) */
+    {0x0B, NULL, 3, 255, T(15), "uProcessId uServiceState uSubProcessTag wServiceName wDisplayName wProcessName wLoadOrderGroup wSvchostGroup"},
+    {0x0B, NULL, 2, 2, T(15), "uProcessId uServiceState uSubProcessTag wServiceName wDisplayName wProcessName"},
     {0x0B, NULL, 2, 255, T(16), "bS1 bS2 bS3 bS4 bS5 bPad1 bPad2 bPad3"},
     {0x0B, NULL, 2, 255, T(17), "uTcbTablePartitions iMaxHashTableSize uMaxUserPort uTcpTimedWaitDelay"},
-    /* PnP v4 (Win8): six u32 lengths, then the strings (verified on net.4.5.2.x64) */
-    {0x0B, NULL, 3, 255, T(22), "uIDLength uDescriptionLength uFriendlyNameLength uPdoNameLength uServiceNameLength uUpperFiltersLength wDeviceID wDeviceDescription wFriendlyName wPdoName wServiceName"},
+    /* PnP: v3 = three u32 lengths + 3 strings (Microsoft Learn SystemConfig_PnP); v4 (Win8) =
+     * ClassGuid, UpperFilterCount, LowerFilterCount, 5 strings, then UpperFilterCount and
+     * LowerFilterCount strings (W<off>: the count is the u32 at payload offset off); v5 adds
+     * DevStatus and DevProblem before the strings (v4 verified on net.4.5.2.x64) */
+    {0x0B, NULL, 5, 255, T(22), "gClassGuid uUpperFilterCount uLowerFilterCount xDevStatus uDevProblem wDeviceID wDeviceDescription wFriendlyName wPdoName wServiceName W16UpperFilters W20LowerFilters"},
+    {0x0B, NULL, 4, 4, T(22), "gClassGuid uUpperFilterCount uLowerFilterCount wDeviceID wDeviceDescription wFriendlyName wPdoName wServiceName W16UpperFilters W20LowerFilters"},
+    {0x0B, NULL, 2, 3, T(22), "uIDLength uDescriptionLength uFriendlyNameLength wDeviceID wDeviceDescription wFriendlyName"},
     {0xFF, KTC_IMAGEID, 0, 255, T(255), "pImageBase zImageSize uProcessId uTimeDateStamp wOriginalFileName"},
     {0xFF, KTC_IMAGEID, 0, 255, T(36), "pImageBase uProcessId gGuidSig uAge aPdbFileName"},
     {0xFF, KTC_IMAGEID, 0, 255, T(37), "pImageBase uProcessId gGuidSig uAge aPdbFileName"},
@@ -325,7 +336,8 @@ static int write_fields_n(struct etw_jw *w, const char *spec, const unsigned cha
   while (*spec) {
     char ty = *spec++;
     long fixed = -1;
-    if (ty == 'C') { /* C<n>: fixed array of n UTF-16 characters */
+    if (ty == 'C' || ty == 'W') { /* C<n>: fixed array of n UTF-16 characters; W<off>: array of
+                                   * strings, count = the u32 at payload offset off */
       fixed = 0;
       while (*spec >= '0' && *spec <= '9') fixed = fixed * 10 + (*spec++ - '0');
     }
@@ -333,7 +345,9 @@ static int write_fields_n(struct etw_jw *w, const char *spec, const unsigned cha
     while (*spec && *spec != ' ') spec++;
     size_t nl = (size_t)(spec - name);
     if (*spec == ' ') spec++;
-    if (pos >= n) break; /* shorter version: the rest is absent */
+    /* shorter version: the rest is absent (a W array whose count is in the payload is written,
+     * [] for a count of 0, so both PnP filter arrays are always there) */
+    if (pos >= n && !(ty == 'W' && (size_t)fixed + 4 <= n)) break;
     size_t avail = n - pos;
     const unsigned char *q = p + pos;
     size_t save = w->len;
@@ -367,6 +381,30 @@ static int write_fields_n(struct etw_jw *w, const char *spec, const unsigned cha
       break;
     }
     case 'C': k = dec_value(w, 1, 0, q, avail, fixed, ps, DV_MANIFEST, NULL); break;
+    case 'W': { /* count-driven array of NUL-terminated UTF-16 strings (PnP filter names) */
+      if ((size_t)fixed + 4 > n) break;
+      uint32_t cnt = d_rd32(p + fixed);
+      if (cnt > avail / 2) break; /* each string takes at least its NUL unit */
+      size_t used = 0;
+      etw_jw_ch(w, '[');
+      for (uint32_t e = 0; e < cnt; e++) {
+        size_t units = (avail - used) / 2;
+        if (units == 0) {
+          used = (size_t)-1;
+          break;
+        }
+        if (e) etw_jw_ch(w, ',');
+        size_t got = dec_str16(w, q + used, units);
+        if (got >= units) { /* unterminated: not a complete element */
+          used = (size_t)-1;
+          break;
+        }
+        used += got * 2 + 2;
+      }
+      etw_jw_ch(w, ']');
+      if (used != (size_t)-1) k = (long)used;
+      break;
+    }
     case 'j': k = dec_value(w, 9, 0, q, avail, -1, ps, DV_MANIFEST, NULL); break;
     case 'a': k = dec_value(w, 2, 0, q, avail, -1, ps, DV_MANIFEST, NULL); break;
     case '4': k = dec_value(w, 8, 8, q, avail, -1, ps, DV_MANIFEST, NULL); break;
@@ -443,6 +481,10 @@ static void compile_all(void) {
       struct kfield *f = &c->f[c->n++];
       f->ty = *spec++;
       f->fixed = 0;
+      if (f->ty == 'W') { /* needs the whole payload (its count is elsewhere): string walker */
+        c->ok = 0;
+        break;
+      }
       if (f->ty == 'C')
         while (*spec >= '0' && *spec <= '9') f->fixed = (uint16_t)(f->fixed * 10 + (*spec++ - '0'));
       const char *name = spec;

@@ -8,10 +8,12 @@
  *    (empty template: 0), PerfView/ClrEnableParameters (the trace's EventSource manifest:
  *    keywords UInt64 + level UInt32 = 12 of 16 bytes), Type/BulkType (the trace's EventInfo
  *    blob declares TypeParameters with one element; the manifest with TypeParameterCount
- *    elements, which covers the payload exactly), kernel SystemConfig/CPU v3 (5 x u32,
- *    wchar[256], wchar[134], u32 = 804), Services v3 (3 x u32 + 3 strings), PnP v4 (6 x u32 +
- *    5 strings). Those events must end with exactly the member built here from the rest of the
- *    record (own base64); every other event must have none. Counts per category are pinned.
+ *    elements, which covers the payload exactly). Those events must end with exactly the member
+ *    built here from the rest of the record (own base64); every other event must have none.
+ *    Counts per category are pinned. The kernel SystemConfig/CPU v3 (828 bytes), Services v3
+ *    (3 x u32 + 5 strings) and PnP v4 (GUID, 2 filter counts, 5 strings + the filter strings)
+ *    events had bytes left before their layouts were fixed; their expected ends are computed
+ *    here too and must now cover the payload (no member).
  * 2. Hand-made records: a manifest-style schema (fully covered, 3 bytes more, empty template),
  *    a TraceLogging event with bytes after its fields.
  * 3. `etwd convert` of net.4.5.2.x64 as ndjson and csv: the ClrEnableParameters events with the
@@ -129,17 +131,18 @@ static void run(const unsigned char *img, size_t len, const char *mdir, const ch
       end = bulktype_end(p, n, !mdir);
       if (bulktype_end(p, n, 0) == n) bulk_full++; /* the real layout covers the payload */
     } else if (!strcmp(ref.provider, "Windows Kernel") && !strcmp(ref.name, "SystemConfig/CPU") && rec->desc.version == 3) {
-      c = C_CPU;
-      end = 5 * 4 + 256 * 2 + 134 * 2 + 4;
+      c = C_CPU; /* 5 x u32, wchar[256], wchar[134], 2 pointers, 3 x u16, 2 x u8, u32 */
+      end = 5 * 4 + 256 * 2 + 134 * 2 + 2 * 8 + 3 * 2 + 2 + 4;
     } else if (!strcmp(ref.provider, "Windows Kernel") && !strcmp(ref.name, "SystemConfig/Services") &&
                rec->desc.version == 3) {
-      c = C_SVC;
+      c = C_SVC; /* 3 x u32 + 5 strings */
       end = 12;
-      for (int s = 0; s < 3; s++) end = wz(p, n, end);
-    } else if (!strcmp(ref.provider, "Windows Kernel") && !strcmp(ref.name, "SystemConfig/PnP") && rec->desc.version == 4) {
-      c = C_PNP;
-      end = 24;
       for (int s = 0; s < 5; s++) end = wz(p, n, end);
+    } else if (!strcmp(ref.provider, "Windows Kernel") && !strcmp(ref.name, "SystemConfig/PnP") && rec->desc.version == 4) {
+      c = C_PNP; /* GUID, 2 x u32 filter counts, 5 strings, then that many filter strings */
+      end = 24;
+      uint32_t nf = n >= 24 ? rd32(p + 16) + rd32(p + 20) : 0;
+      for (uint32_t s = 0; s < 5 + nf && end < n; s++) end = wz(p, n, end);
     }
     int has = strstr(j, "},\"Unparsed\":{\"Offset\":") != NULL;
     int ok;
@@ -338,9 +341,10 @@ int main(void) {
   CHECK(img != NULL);
   if (!img) T_DONE();
   /* PerHeapHistory, ClrEnableParameters, BulkType, CPU, Services, PnP */
-  static const size_t with_man[C_N] = {264, 2, 0, 1, 157, 5}, without[C_N] = {0, 2, 15, 1, 157, 5};
-  run(img, len, mdir, "manifests", with_man, 429);
-  run(img, len, NULL, "no manifests", without, 180);
+  /* the SystemConfig layouts cover their payloads (test_mof_sysconfig checks their fields) */
+  static const size_t with_man[C_N] = {264, 2, 0, 0, 0, 0}, without[C_N] = {0, 2, 15, 0, 0, 0};
+  run(img, len, mdir, "manifests", with_man, 266);
+  run(img, len, NULL, "no manifests", without, 17);
   convert(img, len, mdir);
   free(img);
   T_DONE();

@@ -1,0 +1,238 @@
+/* test_mof_sysconfig.c — the kernel SystemConfig layouts of net.4.5.2.x64 (Windows 8, x64) cover
+ * their payloads and decode every field right.
+ *
+ * For every SystemConfig/CPU v3, Services v3 and PnP v4 record the expected EventData object is
+ * built here from the record's own bytes (not through the decoder) and the event must end with
+ * exactly `"EventData":<that object>}` — so no "Unparsed" member:
+ *  - CPU v3: MHz, NumberOfProcessors, MemSize, PageSize, AllocationGranularity (u32),
+ *    ComputerName wchar[256], DomainName wchar[134], HyperThreadingFlag and HighestUserAddress
+ *    (pointers), ProcessorArchitecture/Level/Revision (u16), NxEnabled, PaeEnabled (u8),
+ *    MemorySpeed (u32): 828 bytes.
+ *  - Services v3: ProcessId, ServiceState, SubProcessTag (u32), then 5 NUL-terminated UTF-16
+ *    strings: ServiceName, DisplayName, ProcessName, LoadOrderGroup, SvchostGroup.
+ *  - PnP v4: ClassGuid, UpperFilterCount, LowerFilterCount (u32), 5 strings (DeviceID,
+ *    DeviceDescription, FriendlyName, PdoName, ServiceName), then UpperFilterCount strings
+ *    (UpperFilters) and LowerFilterCount strings (LowerFilters), each an array (also when the
+ *    payload ends after ServiceName: [] for a count of 0).
+ * The payload must end exactly where these layouts end. Values also pinned against PerfView's
+ * baseline (net.4.5.2.x64.baseline.txt: CPU line, the first Services lines) and known facts
+ * (device setup class GUIDs; serenum is the serial port's upper filter).
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decode.h"
+#include "etwcore/etl.h"
+#include "etwcore/jw.h"
+#include "t.h"
+#include "test_etl_util.h"
+
+static uint32_t rd32(const unsigned char *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
+static uint64_t rd64(const unsigned char *p) { return rd32(p) | (uint64_t)rd32(p + 4) << 32; }
+static unsigned rd16(const unsigned char *p) { return (unsigned)p[0] | (unsigned)p[1] << 8; }
+
+struct sb {
+  char b[8192];
+  size_t n;
+  int bad;
+};
+static void put(struct sb *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#include <stdarg.h>
+static void put(struct sb *s, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int k = vsnprintf(s->b + s->n, sizeof s->b - s->n, fmt, ap);
+  va_end(ap);
+  if (k < 0 || (size_t)k >= sizeof s->b - s->n) s->bad = 1;
+  else s->n += (size_t)k;
+}
+
+/* a UTF-16 string of @units units at @p as JSON (the corpus strings are printable ASCII) */
+static void jstr(struct sb *s, const unsigned char *p, size_t units) {
+  put(s, "\"");
+  for (size_t i = 0; i < units; i++) {
+    unsigned c = rd16(p + 2 * i);
+    if (c < 0x20 || c > 0x7e) s->bad = 1;
+    if (c == '"' || c == '\\') put(s, "\\%c", (char)c);
+    else put(s, "%c", (char)c);
+  }
+  put(s, "\"");
+}
+
+/* NUL-terminated string at *pos: written as JSON, *pos moved past the NUL; 0 when unterminated */
+static int zstr(struct sb *s, const unsigned char *p, size_t n, size_t *pos) {
+  size_t i = *pos;
+  while (i + 2 <= n && (p[i] || p[i + 1])) i += 2;
+  if (i + 2 > n) return 0;
+  jstr(s, p + *pos, (i - *pos) / 2);
+  *pos = i + 2;
+  return 1;
+}
+
+/* fixed wchar[m]: up to the first NUL */
+static void fstr(struct sb *s, const unsigned char *p, size_t m) {
+  size_t u = 0;
+  while (u < m && rd16(p + 2 * u)) u++;
+  jstr(s, p, u);
+}
+
+static int ends_with(const char *s, size_t sl, const char *t, size_t tl) { return sl >= tl && !memcmp(s + sl - tl, t, tl); }
+
+enum { K_CPU, K_SVC, K_PNP, K_N };
+
+int main(void) {
+  size_t len = 0;
+  unsigned char *img =
+      tu_corpus_file("microsoft+perfview/src/TraceEvent/TraceEvent.Tests/inputs/net.4.5.2.x64.etl.zip!*.etl", &len);
+  CHECK(img != NULL);
+  if (!img) T_DONE();
+  struct etw_etl_reader *r = etw_etl_reader_new();
+  struct etw_decoder *d = etw_decoder_new(NULL);
+  struct etw_status st;
+  CHECK(r && d);
+  if (!r || !d || etw_etl_reader_add_mem(r, "net.4.5.2.x64.etl", img, len, &st)) {
+    CHECK(!"reader");
+    T_DONE();
+  }
+  struct etw_jw w;
+  etw_jw_init(&w, 0);
+  struct etw_evref ref;
+  const struct etw_rec *rec;
+  size_t got[K_N] = {0}, bad = 0, filt = 0, loadgrp = 0, svcgrp = 0;
+  int seen_serial = 0, seen_ndiswan = 0, first_svc = 1;
+  int k;
+  struct sb *e = malloc(sizeof *e);
+  while ((k = etw_etl_reader_next_ref(r, &rec, &st)) == 1) {
+    if (rec->kind != ETW_REC_SYSTEM && rec->kind != ETW_REC_PERFINFO) continue;
+    w.len = 0;
+    int dec = etw_decoder_write(d, rec, &w, &ref);
+    if (strcmp(ref.provider, "Windows Kernel") || strncmp(ref.name, "SystemConfig/", 13)) continue;
+    const char *j = etw_jw_cstr(&w);
+    const unsigned char *p = rec->user_data;
+    size_t n = rec->user_len, pos = 0;
+    int kind = -1, ok = 1;
+    e->n = 0;
+    e->bad = 0;
+    put(e, "\"EventData\":{");
+    if (!strcmp(ref.name, "SystemConfig/CPU") && rec->desc.version == 3) {
+      kind = K_CPU;
+      ok = n == 828 && rec->ptr_size == 8;
+      if (ok) {
+        put(e, "\"MHz\":%u,\"NumberOfProcessors\":%u,\"MemSize\":%u,\"PageSize\":%u,\"AllocationGranularity\":%u,", rd32(p),
+            rd32(p + 4), rd32(p + 8), rd32(p + 12), rd32(p + 16));
+        put(e, "\"ComputerName\":");
+        fstr(e, p + 20, 256);
+        put(e, ",\"DomainName\":");
+        fstr(e, p + 532, 134);
+        put(e, ",\"HyperThreadingFlag\":\"0x%llx\",\"HighestUserAddress\":\"0x%llx\"", (unsigned long long)rd64(p + 800),
+            (unsigned long long)rd64(p + 808));
+        put(e, ",\"ProcessorArchitecture\":%u,\"ProcessorLevel\":%u,\"ProcessorRevision\":%u,\"NxEnabled\":%u,\"PaeEnabled\":%u",
+            rd16(p + 816), rd16(p + 818), rd16(p + 820), p[822], p[823]);
+        put(e, ",\"MemorySpeed\":%u}", rd32(p + 824));
+        /* PerfView's baseline: MHz=3,592; NumberOfProcessors=8; MemSize=4,096; PageSize=4,096;
+         * AllocationGranularity=65,536; ComputerName=BRIANROB-W8; DomainName=;
+         * HyperThreadingFlag=0x00000000. The rest: x64 (architecture 9 = AMD64) and the x64
+         * user address limit of Windows 8. */
+        CHECK(strstr(e->b, "\"MHz\":3592,\"NumberOfProcessors\":8,\"MemSize\":4096,\"PageSize\":4096,"
+                           "\"AllocationGranularity\":65536,\"ComputerName\":\"BRIANROB-W8\",\"DomainName\":\"\","
+                           "\"HyperThreadingFlag\":\"0x0\",\"HighestUserAddress\":\"0x7fffffeffff\",\"ProcessorArchitecture\":9,"));
+      }
+    } else if (!strcmp(ref.name, "SystemConfig/Services") && rec->desc.version == 3) {
+      kind = K_SVC;
+      ok = n >= 12;
+      if (ok) {
+        put(e, "\"ProcessId\":%u,\"ServiceState\":%u,\"SubProcessTag\":%u", rd32(p), rd32(p + 4), rd32(p + 8));
+        static const char *const NM[5] = {"ServiceName", "DisplayName", "ProcessName", "LoadOrderGroup", "SvchostGroup"};
+        pos = 12;
+        for (int i = 0; i < 5 && ok; i++) {
+          size_t at = pos;
+          put(e, ",\"%s\":", NM[i]);
+          ok = zstr(e, p, n, &pos);
+          if (ok && i == 3 && pos - at > 2) loadgrp++;
+          if (ok && i == 4 && pos - at > 2) svcgrp++;
+        }
+        put(e, "}");
+        ok = ok && pos == n;
+        if (first_svc) /* baseline: ServiceName=AeLookupSvc; ProcessID=0; ServiceState=1; SubProcessTag=1 */
+          CHECK(ok && !strcmp(e->b, "\"EventData\":{\"ProcessId\":0,\"ServiceState\":1,\"SubProcessTag\":1,\"ServiceName\":"
+                                    "\"AeLookupSvc\",\"DisplayName\":\"Application Experience\",\"ProcessName\":\"\","
+                                    "\"LoadOrderGroup\":\"\",\"SvchostGroup\":\"netsvcs\"}"));
+        first_svc = 0;
+      }
+    } else if (!strcmp(ref.name, "SystemConfig/PnP") && rec->desc.version == 4) {
+      kind = K_PNP;
+      ok = n >= 24;
+      if (ok) {
+        const unsigned char *g = p;
+        uint32_t up = rd32(p + 16), lo = rd32(p + 20);
+        put(e, "\"ClassGuid\":\"{%08x-%04x-%04x-%02x%02x-%02x%02x%02x%02x%02x%02x}\"", rd32(g), rd16(g + 4), rd16(g + 6), g[8],
+            g[9], g[10], g[11], g[12], g[13], g[14], g[15]);
+        put(e, ",\"UpperFilterCount\":%u,\"LowerFilterCount\":%u", up, lo);
+        static const char *const NM[5] = {"DeviceID", "DeviceDescription", "FriendlyName", "PdoName", "ServiceName"};
+        pos = 24;
+        for (int i = 0; i < 5 && ok; i++) {
+          put(e, ",\"%s\":", NM[i]);
+          ok = zstr(e, p, n, &pos);
+        }
+        if (ok) {
+          filt += up || lo;
+          put(e, ",\"UpperFilters\":[");
+          for (uint32_t i = 0; i < up && ok; i++) {
+            if (i) put(e, ",");
+            ok = zstr(e, p, n, &pos);
+          }
+          put(e, "],\"LowerFilters\":[");
+          for (uint32_t i = 0; i < lo && ok; i++) {
+            if (i) put(e, ",");
+            ok = zstr(e, p, n, &pos);
+          }
+          put(e, "]");
+        }
+        put(e, "}");
+        ok = ok && pos == n;
+        /* device setup classes: Ports {4d36e978-…} with serenum as upper filter; Net {4d36e972-…} */
+        if (strstr(e->b, "\"ServiceName\":\"Serial\"")) {
+          seen_serial++;
+          CHECK(strstr(e->b, "\"ClassGuid\":\"{4d36e978-e325-11ce-bfc1-08002be10318}\",\"UpperFilterCount\":1,"
+                             "\"LowerFilterCount\":0,"));
+          CHECK(strstr(e->b, "\"UpperFilters\":[\"serenum\"],\"LowerFilters\":[]}"));
+        }
+        if (strstr(e->b, "\"ServiceName\":\"NdisWan\"")) {
+          seen_ndiswan++;
+          CHECK(strstr(e->b, "\"ClassGuid\":\"{4d36e972-e325-11ce-bfc1-08002be10318}\""));
+        }
+      }
+    } else {
+      continue;
+    }
+    got[kind]++;
+    /* the event is `…},"EventData":{…}}`: EventData is its last member */
+    int match = ok && !e->bad && dec == 1 && w.len > e->n + 1 && j[w.len - 1] == '}' &&
+                ends_with(j, w.len - 1, e->b, e->n) && j[w.len - 2 - e->n] == ',' && !strstr(j, "\"Unparsed\"");
+    if (!match && bad++ < 5)
+      fprintf(stderr, "%s v%u (len %zu, layout end %zu, ok %d):\n  want %.*s\n  got  ...%.600s\n", ref.name, rec->desc.version, n,
+              pos, ok, (int)e->n, e->b, w.len > 600 ? j + w.len - 600 : j);
+    CHECK(match);
+  }
+  CHECK_EQ(k, 0);
+  CHECK_EQ(bad, 0);
+  /* COUNT lines of PerfView's baseline: CPU 1, Services 157, PnP 78 */
+  CHECK_EQ(got[K_CPU], 1);
+  CHECK_EQ(got[K_SVC], 157);
+  CHECK_EQ(got[K_PNP], 78);
+  CHECK_EQ(filt, 5);
+  CHECK_EQ(seen_serial, 2);
+  CHECK_EQ(seen_ndiswan, 3);
+  CHECK(loadgrp > 0 && svcgrp > 0);
+  printf("SystemConfig: CPU %zu, Services %zu (%zu with a load order group, %zu with a svchost group), PnP %zu (%zu with "
+         "filters): every field as the record's bytes say, no leftover\n",
+         got[K_CPU], got[K_SVC], loadgrp, svcgrp, got[K_PNP], filt);
+  free(e);
+  etw_jw_free(&w);
+  etw_decoder_free(d);
+  etw_etl_reader_free(r);
+  free(img);
+  T_DONE();
+}
