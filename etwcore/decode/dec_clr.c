@@ -30,8 +30,32 @@ static int named(const struct dec_field *f, const char *name, uint16_t in) {
  * the runtime writes FrameCount pointers: the payload is 8 + FrameCount × pointer size bytes, and
  * TraceEvent's ClrStackWalkTraceData reads FrameCount frames. Stack's count becomes the FrameCount
  * field, whatever the schema's source. Called by dec_event_add before the schema is used. */
+/* The BulkType template (Microsoft-Windows-DotNETRuntime event 15): each element of the Values
+ * struct array ends with TypeParameterCount (UInt32) and TypeParameters (UInt64), which the
+ * manifest declares with count="TypeParameterCount"; the EventInfo blobs TDH writes into relogged
+ * traces (net.4.5.2.x64) give TypeParameters a fixed count of 1 instead (a blob's count can only
+ * name a top-level property), so every element after one with 0 or 2+ parameters was misread.
+ * TypeParameters' count becomes the TypeParameterCount member before it. */
+static void fix_type_params(struct dec_event *e) {
+  for (uint32_t i = 1; i < e->nf; i++) {
+    struct dec_field *f = &e->f[i];
+    if (!named(f, "TypeParameters", 10) || !named(&f[-1], "TypeParameterCount", 8) || f->count_ref == (int32_t)(i - 1))
+      continue;
+    f->is_array = 1;
+    f->count = 1;
+    f->count_ref = (int32_t)(i - 1);
+    f->kind = 0;
+    e->runs = 0;
+  }
+}
+
 void dec_clr_fix(const struct dec_provider *p, struct dec_event *e) {
-  if (e->nf != 5 || !e->has_template) return;
+  if (!e->has_template) return;
+  if (e->id == 15 && !memcmp(p->guid, CLR_RUNTIME, 16)) {
+    fix_type_params(e);
+    return;
+  }
+  if (e->nf != 5) return;
   struct dec_field *f = e->f;
   if (!named(&f[0], "ClrInstanceID", 6) || !named(&f[1], "Reserved1", 4) || !named(&f[2], "Reserved2", 4) ||
       !named(&f[3], "FrameCount", 8) || !named(&f[4], "Stack", 16) || f[4].count_ref == 3)

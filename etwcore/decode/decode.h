@@ -356,7 +356,7 @@ void dec_lazy_free(struct etw_decoder *d);
 /** dec_builtin_supplements - add schemas public manifests lack (dec_clr.c). */
 void dec_builtin_supplements(struct etw_decoder *d);
 /** dec_clr_fix - correct a CLR schema of @p a source gets wrong (the ClrStackWalk template's
- * Stack count) before @e is added (dec_clr.c). */
+ * Stack count, BulkType's TypeParameters count) before @e is added (dec_clr.c). */
 void dec_clr_fix(const struct dec_provider *p, struct dec_event *e);
 /** dec_eventsource_chunk - feed an EventSource ManifestData (0xFFFE) payload. */
 void dec_eventsource_chunk(struct etw_decoder *d, const struct etw_rec *r);
