@@ -244,6 +244,12 @@ static const struct layout LAYOUTS[] = {
     {0x0B, NULL, 3, 255, T(15), "uProcessId uServiceState uSubProcessTag wServiceName wDisplayName wProcessName wLoadOrderGroup wSvchostGroup"},
     {0x0B, NULL, 2, 2, T(15), "uProcessId uServiceState uSubProcessTag wServiceName wDisplayName wProcessName"},
     {0x0B, NULL, 2, 255, T(16), "bS1 bS2 bS3 bS4 bS5 bPad1 bPad2 bPad3"},
+    /* type 18 (evntrace.h EVENT_TRACE_TYPE_CONFIG_OPTICALMEDIA; name kept as PerfView's
+     * Opcode(18)): 4 x u16, 5 x u64, 3 x u32, 2 x u16, then the drive letter and file system
+     * (UTF-16) and the device's SCSI product and vendor ids (ANSI; string names ours). Type 28
+     * (EVENT_TRACE_TYPE_CONFIG_DPI): machine and user DPI. Verified on net.4.5.2.x64 (v2). */
+    {0x0B, NULL, 2, 255, T(18), "hDiskNumber hBusType hDeviceType hMediaType qStartingOffset qSize qNumberOfFreeBlocks qTotalNumberOfBlocks qNextWritableAddress uNumberOfSessions uNumberOfTracks uBytesPerSector hDiscStatus hLastSessionStatus wDriveLetter wFileSystem aProductId aVendorId"},
+    {0x0B, NULL, 2, 255, T(28), "uMachineDPI uUserDPI"},
     {0x0B, NULL, 2, 255, T(17), "uTcbTablePartitions iMaxHashTableSize uMaxUserPort uTcpTimedWaitDelay"},
     /* PnP: v3 = three u32 lengths + 3 strings (Microsoft Learn SystemConfig_PnP); v4 (Win8) =
      * ClassGuid, UpperFilterCount, LowerFilterCount, 5 strings, then UpperFilterCount and

@@ -17,6 +17,12 @@
  * The payload must end exactly where these layouts end. Values also pinned against PerfView's
  * baseline (net.4.5.2.x64.baseline.txt: CPU line, the first Services lines) and known facts
  * (device setup class GUIDs; serenum is the serial port's upper filter).
+ * Also the two v2 SystemConfig types without a PerfView name: Opcode(18) (evntrace.h
+ * EVENT_TRACE_TYPE_CONFIG_OPTICALMEDIA: DiskNumber, BusType, DeviceType, MediaType u16,
+ * StartingOffset, Size, NumberOfFreeBlocks, TotalNumberOfBlocks, NextWritableAddress u64,
+ * NumberOfSessions, NumberOfTracks, BytesPerSector u32, DiscStatus, LastSessionStatus u16, then
+ * DriveLetter, FileSystem UTF-16 and ProductId, VendorId ANSI strings) and Opcode(28)
+ * (EVENT_TRACE_TYPE_CONFIG_DPI: MachineDPI, UserDPI u32); they were Undecoded before.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -80,7 +86,23 @@ static void fstr(struct sb *s, const unsigned char *p, size_t m) {
 
 static int ends_with(const char *s, size_t sl, const char *t, size_t tl) { return sl >= tl && !memcmp(s + sl - tl, t, tl); }
 
-enum { K_CPU, K_SVC, K_PNP, K_N };
+/* NUL-terminated ANSI string at *pos (the corpus strings are printable ASCII) */
+static int astr(struct sb *s, const unsigned char *p, size_t n, size_t *pos) {
+  size_t i = *pos;
+  while (i < n && p[i]) i++;
+  if (i >= n) return 0;
+  put(s, "\"");
+  for (size_t k = *pos; k < i; k++) {
+    if (p[k] < 0x20 || p[k] > 0x7e) s->bad = 1;
+    if (p[k] == '"' || p[k] == '\\') put(s, "\\%c", p[k]);
+    else put(s, "%c", p[k]);
+  }
+  put(s, "\"");
+  *pos = i + 1;
+  return 1;
+}
+
+enum { K_CPU, K_SVC, K_PNP, K_OPT, K_DPI, K_N };
 
 int main(void) {
   size_t len = 0;
@@ -204,6 +226,39 @@ int main(void) {
           CHECK(strstr(e->b, "\"ClassGuid\":\"{4d36e972-e325-11ce-bfc1-08002be10318}\""));
         }
       }
+    } else if (!strcmp(ref.name, "SystemConfig/Opcode(18)") && rec->desc.version == 2) {
+      /* optical media: 4 x u16, 5 x u64, 3 x u32, 2 x u16, 2 UTF-16 + 2 ANSI strings */
+      kind = K_OPT;
+      ok = n >= 64;
+      if (ok) {
+        put(e, "\"DiskNumber\":%u,\"BusType\":%u,\"DeviceType\":%u,\"MediaType\":%u", rd16(p), rd16(p + 2), rd16(p + 4),
+            rd16(p + 6));
+        static const char *const Q[5] = {"StartingOffset", "Size", "NumberOfFreeBlocks", "TotalNumberOfBlocks",
+                                         "NextWritableAddress"};
+        for (int i = 0; i < 5; i++) put(e, ",\"%s\":%llu", Q[i], (unsigned long long)rd64(p + 8 + 8 * i));
+        put(e, ",\"NumberOfSessions\":%u,\"NumberOfTracks\":%u,\"BytesPerSector\":%u,\"DiscStatus\":%u,\"LastSessionStatus\":%u",
+            rd32(p + 48), rd32(p + 52), rd32(p + 56), rd16(p + 60), rd16(p + 62));
+        pos = 64;
+        put(e, ",\"DriveLetter\":");
+        ok = zstr(e, p, n, &pos);
+        put(e, ",\"FileSystem\":");
+        ok = ok && zstr(e, p, n, &pos);
+        put(e, ",\"ProductId\":");
+        ok = ok && astr(e, p, n, &pos);
+        put(e, ",\"VendorId\":");
+        ok = ok && astr(e, p, n, &pos);
+        put(e, "}");
+        ok = ok && pos == n;
+        /* the Hyper-V virtual DVD drive: BusType 2 (STORAGE_BUS_TYPE BusTypeAtapi), DeviceType 5
+         * (SCSI peripheral type CD/DVD), 2048-byte sectors, drive D: as in the trace's
+         * SysConfig/VolumeMapping (\Device\CdRom0 -> D:) */
+        CHECK(strstr(e->b, "\"BytesPerSector\":2048,") && strstr(e->b, "\"DriveLetter\":\"D:\",\"FileSystem\":\"UDF\""));
+      }
+    } else if (!strcmp(ref.name, "SystemConfig/Opcode(28)") && rec->desc.version == 2) {
+      kind = K_DPI; /* machine and user DPI (u32) */
+      ok = n == 8;
+      if (ok) put(e, "\"MachineDPI\":%u,\"UserDPI\":%u}", rd32(p), rd32(p + 4));
+      CHECK(ok && !strcmp(e->b, "\"EventData\":{\"MachineDPI\":96,\"UserDPI\":96}"));
     } else {
       continue;
     }
@@ -222,13 +277,15 @@ int main(void) {
   CHECK_EQ(got[K_CPU], 1);
   CHECK_EQ(got[K_SVC], 157);
   CHECK_EQ(got[K_PNP], 78);
+  CHECK_EQ(got[K_OPT], 1);
+  CHECK_EQ(got[K_DPI], 1);
   CHECK_EQ(filt, 5);
   CHECK_EQ(seen_serial, 2);
   CHECK_EQ(seen_ndiswan, 3);
   CHECK(loadgrp > 0 && svcgrp > 0);
   printf("SystemConfig: CPU %zu, Services %zu (%zu with a load order group, %zu with a svchost group), PnP %zu (%zu with "
-         "filters): every field as the record's bytes say, no leftover\n",
-         got[K_CPU], got[K_SVC], loadgrp, svcgrp, got[K_PNP], filt);
+         "filters), optical media %zu, DPI %zu: every field as the record's bytes say, no leftover\n",
+         got[K_CPU], got[K_SVC], loadgrp, svcgrp, got[K_PNP], filt, got[K_OPT], got[K_DPI]);
   free(e);
   etw_jw_free(&w);
   etw_decoder_free(d);
