@@ -23,6 +23,8 @@
  * NumberOfSessions, NumberOfTracks, BytesPerSector u32, DiscStatus, LastSessionStatus u16, then
  * DriveLetter, FileSystem UTF-16 and ProductId, VendorId ANSI strings) and Opcode(28)
  * (EVENT_TRACE_TYPE_CONFIG_DPI: MachineDPI, UserDPI u32); they were Undecoded before.
+ * Hand-made PnP v4 records exercise the filter arrays' bounds (huge counts, unterminated names,
+ * a payload ending after ServiceName).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -104,7 +106,67 @@ static int astr(struct sb *s, const unsigned char *p, size_t n, size_t *pos) {
 
 enum { K_CPU, K_SVC, K_PNP, K_OPT, K_DPI, K_N };
 
+/* Hand-made PnP v4 records (the W<off> string-array type): counts larger than the payload,
+ * unterminated filter names, a payload ending right after ServiceName with nonzero counts. */
+static const char *pnp(struct etw_decoder *d, struct etw_jw *w, const unsigned char *pay, size_t n, int *ok) {
+  struct etw_rec r;
+  memset(&r, 0, sizeof r);
+  r.kind = ETW_REC_SYSTEM;
+  r.hook_id = 0x0B << 8 | 22;
+  r.desc.opcode = 22;
+  r.desc.version = 4;
+  r.ptr_size = 8;
+  r.user_data = pay;
+  r.user_len = (uint32_t)n;
+  struct etw_evref ref;
+  w->len = 0;
+  *ok = etw_decoder_write(d, &r, w, &ref);
+  return etw_jw_cstr(w);
+}
+
+static void handmade(void) {
+  struct etw_decoder *d = etw_decoder_new(NULL);
+  struct etw_jw w;
+  etw_jw_init(&w, 0);
+  unsigned char b[64];
+  memset(b, 0, sizeof b);
+  /* GUID 0, counts (1, 2), 5 empty strings (10 bytes), "a", then "b" and "c" as lower filters */
+  b[16] = 1;
+  b[20] = 2;
+  size_t n = 24 + 10;
+  const char *ab = "a\0b\0c\0";
+  for (size_t i = 0; i < 6; i++) b[n + 2 * i] = (unsigned char)ab[i];
+  n += 12;
+  int ok;
+  const char *j = pnp(d, &w, b, n, &ok);
+  CHECK(ok == 1 && strstr(j, "\"ServiceName\":\"\",\"UpperFilters\":[\"a\"],\"LowerFilters\":[\"b\",\"c\"]}}"));
+  /* a name unterminated, a count beyond the payload: like any field the payload cuts, the
+   * event is Undecoded with its whole payload (never read past it) */
+  j = pnp(d, &w, b, n - 2, &ok);
+  CHECK(ok == 0 && strstr(j, "},\"Undecoded\":{\"Reason\":\"payload shorter than the layout of this event version\",\"Payload\":\""));
+  /* a count far beyond the payload */
+  b[23] = 0x7f;
+  j = pnp(d, &w, b, n, &ok);
+  CHECK(ok == 0 && strstr(j, "},\"Undecoded\":{\"Reason\":\"payload shorter than the layout of this event version\",\"Payload\":\""));
+  /* the payload ends after ServiceName: counts 0 -> both arrays empty; nonzero -> Undecoded */
+  memset(b + 16, 0, 8);
+  j = pnp(d, &w, b, 34, &ok);
+  CHECK(ok == 1 && strstr(j, "\"ServiceName\":\"\",\"UpperFilters\":[],\"LowerFilters\":[]}}"));
+  b[16] = 3;
+  j = pnp(d, &w, b, 34, &ok);
+  CHECK(ok == 0 && strstr(j, "},\"Undecoded\":{\"Reason\":\"payload shorter than the layout of this event version\",\"Payload\":\""));
+  /* cut inside the counts */
+  j = pnp(d, &w, b, 18, &ok);
+  CHECK(ok == 0 && strstr(j, "},\"Undecoded\":{\"Reason\":\"payload shorter than the layout of this event version\",\"Payload\":\""));
+  /* cut right after the GUID: the rest is absent (shorter version) */
+  j = pnp(d, &w, b, 16, &ok);
+  CHECK(ok == 1 && strstr(j, "\"EventData\":{\"ClassGuid\":\"{00000000-0000-0000-0000-000000000000}\"}}"));
+  etw_jw_free(&w);
+  etw_decoder_free(d);
+}
+
 int main(void) {
+  handmade();
   size_t len = 0;
   unsigned char *img =
       tu_corpus_file("microsoft+perfview/src/TraceEvent/TraceEvent.Tests/inputs/net.4.5.2.x64.etl.zip!*.etl", &len);
