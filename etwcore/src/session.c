@@ -577,6 +577,10 @@ void etw_core_metrics(struct etw_core *c, struct etw_jw *w) {
              "# TYPE etwd_session_bytes_total counter\n"
              "# HELP etwd_session_lost_events_total Events lost, by layer (kernel, hub, subscriber).\n"
              "# TYPE etwd_session_lost_events_total counter\n"
+             "# HELP etwd_session_undecoded_events_total Events delivered undecoded (raw payload and reason).\n"
+             "# TYPE etwd_session_undecoded_events_total counter\n"
+             "# HELP etwd_session_unparsed_events_total Events delivered with payload bytes after their schema's fields.\n"
+             "# TYPE etwd_session_unparsed_events_total counter\n"
              "# HELP etwd_session_subscribers Current subscribers.\n"
              "# TYPE etwd_session_subscribers gauge\n"
              "# HELP etwd_session_running 1 while the session is running.\n"
@@ -598,6 +602,8 @@ void etw_core_metrics(struct etw_core *c, struct etw_jw *w) {
     metric(w, "etwd_session_lost_events_total", s, ",layer=\"kernel\"", bs.kernel_lost);
     metric(w, "etwd_session_lost_events_total", s, ",layer=\"hub\"", hs.hub_dropped);
     metric(w, "etwd_session_lost_events_total", s, ",layer=\"subscriber\"", hs.sub_dropped);
+    metric(w, "etwd_session_undecoded_events_total", s, NULL, bs.decode_errors);
+    metric(w, "etwd_session_unparsed_events_total", s, NULL, bs.unparsed);
     metric(w, "etwd_session_subscribers", s, NULL, hs.subscribers);
     metric(w, "etwd_session_running", s, NULL, (uint64_t)running);
     tot_ev += hs.produced;

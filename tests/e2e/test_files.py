@@ -121,6 +121,13 @@ def main():
               "stats.unparsed %r == events with Unparsed %d (> 0)" % (stats.get("unparsed"), n_unparsed))
         check(stats["decode_errors"] == n_undecoded,
               "stats.decode_errors %r == events with Undecoded %d" % (stats.get("decode_errors"), n_undecoded))
+        st, h, body = e.request("GET", "/metrics", token="reader")
+        mline = [l for l in body.decode().splitlines()
+                 if l.startswith("etwd_session_unparsed_events_total{") and 'session="%d"' % sid in l]
+        check(len(mline) == 1 and int(float(mline[0].split()[-1])) == n_unparsed, "/metrics: %r" % mline)
+        mline = [l for l in body.decode().splitlines()
+                 if l.startswith("etwd_session_undecoded_events_total{") and 'session="%d"' % sid in l]
+        check(len(mline) == 1 and int(float(mline[0].split()[-1])) == n_undecoded, "/metrics: %r" % mline)
         check(all(u["Unparsed"]["Bytes"] > 0 and u["Unparsed"]["Offset"] >= 0 and u["Unparsed"]["Data"]
                   for u in recs if "Unparsed" in u), "Unparsed members carry offset, length and bytes")
         e.request("DELETE", "/api/v1/sessions/%d" % sid)
