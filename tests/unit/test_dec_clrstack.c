@@ -163,11 +163,10 @@ struct frames { /* every stack walk's frames, for the plausibility check after t
 
 /* Decode the whole trace; check every stack walk record. Returns the number of stack walks. */
 static size_t run(const unsigned char *img, size_t len, const char *mdir, const char *label, int plaus) {
-  struct etw_etl_reader *r = etw_etl_reader_new();
-  struct etw_decoder *d = etw_decoder_new(mdir);
+  struct etw_etl_reader *r;
+  struct etw_decoder *d;
   struct etw_status st;
-  CHECK(r && d);
-  if (!r || !d || etw_etl_reader_add_mem(r, "net.4.5.2.x64.etl", img, len, &st)) {
+  if (tu_open(img, len, "net.4.5.2.x64.etl", mdir, &r, &d)) {
     CHECK(!"reader");
     return 0;
   }

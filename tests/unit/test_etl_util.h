@@ -334,4 +334,19 @@ static inline void pv_ms(uint64_t ft, uint64_t start, char *out, size_t cap) {
   out[o] = 0;
 }
 
+/* a reader over @img (called @name) and a decoder with @mdir (NULL: no manifests); 0, or -1
+ * with nothing left to free */
+static inline int tu_open(const unsigned char *img, size_t len, const char *name, const char *mdir,
+                          struct etw_etl_reader **r, struct etw_decoder **d) {
+  struct etw_status st;
+  *r = etw_etl_reader_new();
+  *d = etw_decoder_new(mdir);
+  if (*r && *d && etw_etl_reader_add_mem(*r, name, img, len, &st) == ETW_E_OK) return 0;
+  if (*r) etw_etl_reader_free(*r);
+  if (*d) etw_decoder_free(*d);
+  *r = NULL;
+  *d = NULL;
+  return -1;
+}
+
 #endif

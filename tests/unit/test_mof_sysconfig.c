@@ -172,11 +172,10 @@ int main(void) {
       tu_corpus_file("microsoft+perfview/src/TraceEvent/TraceEvent.Tests/inputs/net.4.5.2.x64.etl.zip!*.etl", &len);
   CHECK(img != NULL);
   if (!img) T_DONE();
-  struct etw_etl_reader *r = etw_etl_reader_new();
-  struct etw_decoder *d = etw_decoder_new(NULL);
+  struct etw_etl_reader *r;
+  struct etw_decoder *d;
   struct etw_status st;
-  CHECK(r && d);
-  if (!r || !d || etw_etl_reader_add_mem(r, "net.4.5.2.x64.etl", img, len, &st)) {
+  if (tu_open(img, len, "net.4.5.2.x64.etl", NULL, &r, &d)) {
     CHECK(!"reader");
     T_DONE();
   }
