@@ -39,20 +39,16 @@ static inline uint32_t rd16le(const unsigned char *p) {
 #endif
 }
 
-/* Input bytes one flag word can consume at most: 4 (flags) + 32 items × 10 (token, nibble,
- * byte, word, dword), + 32 for the fixed-size literal copy. */
-#define XP_FAST_MARGIN 360
-/* Output room kept at the start of every fast flag word: 31 items of ≤ 10 bytes plus a 32-byte
- * literal store (a long match goes the fast way only when this much room is left after it). */
-#define XP_OUT_MARGIN 512
-
 /* Copy a match of @len bytes at distance @off (1 ≤ off) with ≥ len + 32 bytes of room: may
  * write up to 31 bytes past the match (they are rewritten later or lie past the output). */
 static inline void copy_match_fast(unsigned char *d, size_t off, size_t len) {
   const unsigned char *s = d - off;
   if (off >= 16) {
-    memcpy(d, s, 16); /* 16-byte steps: each reads bytes written at least 16 before */
-    for (size_t i = 16; i < len; i += 32) { /* two per turn: ≤ 31 bytes past, within the room */
+    /* 16-byte steps, each reading bytes written at least 16 before; two per turn (≤ 31 bytes
+     * past, within the room) */
+    memcpy(d, s, 16);
+    memcpy(d + 16, s + 16, 16);
+    for (size_t i = 32; i < len; i += 32) {
       memcpy(d + i, s + i, 16);
       memcpy(d + i + 16, s + i + 16, 16);
     }
@@ -60,12 +56,20 @@ static inline void copy_match_fast(unsigned char *d, size_t off, size_t len) {
     memcpy(d, s, 8);
     for (size_t i = 8; i < len; i += 8) memcpy(d + i, s + i, 8);
   } else {
-    /* a pattern of period off: its first 8 bytes one by one, then 8-byte copies from `step`
-     * back (the smallest multiple of off that is ≥ 8, so each copy reads finished bytes) */
-    static const unsigned char STEP[8] = {8, 8, 8, 9, 8, 10, 12, 14};
-    for (size_t i = 0; i < 8; i++) d[i] = s[i];
-    size_t step = STEP[off];
-    for (size_t i = 8; i < len; i += 8) memcpy(d + i, d + i - step, 8);
+    /* a pattern of period off: d[0..off) from s (an 8-byte copy through a temporary; the
+     * bytes past off are rewritten next), then doubled in place (d[p..2p) from d[0..p), p a
+     * multiple of off) until p ≥ 8; then 8-byte copies from p back, each reading finished
+     * bytes */
+    unsigned char t[8];
+    memcpy(t, s, 8);
+    memcpy(d, t, 8);
+    size_t p = off;
+    do {
+      memcpy(t, d, 8);
+      memcpy(d + p, t, 8);
+      p += p;
+    } while (p < 8);
+    for (size_t i = p; i < len; i += 8) memcpy(d + i, d + i - p, 8);
   }
 }
 
@@ -75,111 +79,126 @@ static inline void copy_match_fast(unsigned char *d, size_t off, size_t len) {
 #define XP_INLINE static inline
 #endif
 
-struct xp {
-  const unsigned char *in;
-  unsigned char *out;
-  size_t n_out, ip, op, half;
-  uint64_t f0; /* the flags of the item handed back (see xp_word) */
-};
+/* Input bytes one flag word can consume at most: 4 (flags) + 32 items × 10 (token, nibble,
+ * byte, word, dword), + 32 for the fixed-size literal copy. */
+#define XP_FAST_MARGIN 360
+/* Output room kept at the start of every fast flag word: 31 items of ≤ 10 bytes plus a 32-byte
+ * literal store (a long match goes the fast way only when this much room is left after it). */
+#define XP_OUT_MARGIN 512
 
-/* One flag word on the fast path (see below). @far: op ≥ 8192 at the start, so no match can
- * reach before the output (a 2-byte token's distance is at most 8192). Returns 0 when the word
- * is done, -1 on malformed input, 1 when a long match would come within XP_OUT_MARGIN of the
- * output end: that item is not consumed and x->f0 holds its flags for the checked loop. */
-XP_INLINE int xp_word(struct xp *x, int far) {
-  const unsigned char *in = x->in;
-  unsigned char *out = x->out;
-  size_t ip = x->ip, op = x->op, half = x->half;
-  /* the flags in the top 32 bits (the current item first), then a sentinel 1: the word is
-   * done when only the sentinel is left at the top */
-  uint64_t f = (uint64_t)rd32le(in + ip) << 32 | 0x80000000u;
-  ip += 4;
-  for (;;) {
-    if (!(f >> 63)) { /* a run of literals up to the next match or the sentinel */
-      unsigned run = (unsigned)__builtin_clzll(f);
-      memcpy(out + op, in + ip, 16);
-      memcpy(out + op + 16, in + ip + 16, 16);
-      op += run;
-      ip += run;
-      f <<= run;
-    }
-    if (f == (uint64_t)1 << 63) break;
-    uint64_t f0 = f; /* to hand the item back to the checked loop */
-    f <<= 1;
-    uint32_t tok = rd16le(in + ip);
-    size_t ip0 = ip, half0 = half;
-    ip += 2;
-    size_t off = (tok >> 3) + 1;
-    size_t len = tok & 7;
-    if (!far && off > op) return -1;
-    if (len != 7) {
-      if (off >= 16) {
-        memcpy(out + op, out + op - off, 16);
-      } else {
-        copy_match_fast(out + op, off, len + 3);
+/* The fast path: whole flag words while the input holds XP_FAST_MARGIN bytes and the output
+ * XP_OUT_MARGIN at the start of each, so no bound is checked per item (only a long match's
+ * length). @far: the output already holds 8192 bytes, so no match can reach before it (a
+ * token's distance is at most 8192); without it the loop also stops once it does.
+ * Returns 0 when a margin (or 8192) is reached at a word boundary, -1 on malformed input, 1
+ * when a long match came within XP_OUT_MARGIN of the output end: that match was copied the
+ * checked way (cut at the output end) and *f holds the rest of its word (the sentinel bit
+ * below the flags not yet used) for the checked loop. */
+XP_INLINE int xp_fast(const unsigned char **pip, unsigned char **pop, const unsigned char **phalf,
+                      uint64_t *pf, const unsigned char *in_lim, const unsigned char *out0,
+                      unsigned char *out_lim, unsigned char *out_end, int far) {
+  const unsigned char *ip = *pip, *half = *phalf;
+  unsigned char *op = *pop;
+  while (ip < in_lim && op < out_lim && (far || op - out0 < 8192)) {
+    /* the flags in the top 32 bits (the current item first), then a sentinel 1: shifting the
+     * sentinel out (to 0) ends the word */
+    uint64_t f = (uint64_t)rd32le(ip) << 32 | 0x80000000u;
+    ip += 4;
+    for (;;) {
+      if ((int64_t)f >= 0) { /* a run of literals up to the next match or the sentinel */
+        size_t run = (size_t)(unsigned)__builtin_clzll(f);
+        memcpy(op, ip, 16);
+        memcpy(op + 16, ip + 16, 16);
+        op += run;
+        ip += run;
+        f <<= run;
       }
-      op += len + 3;
-      continue;
-    }
-    uint32_t nib;
-    if (half == (size_t)-1) {
-      half = ip++;
-      nib = in[half] & 15;
-    } else {
-      nib = in[half] >> 4;
-      half = (size_t)-1;
-    }
-    len = 7 + nib;
-    if (nib == 15) {
-      uint32_t b = in[ip++];
-      if (b == 255) {
-        uint32_t w = rd16le(in + ip);
-        ip += 2;
-        if (w == 0) {
-          w = rd32le(in + ip);
-          ip += 4;
+      f <<= 1;
+      if (!f) break;
+      uint32_t tok = rd16le(ip);
+      ip += 2;
+      size_t len = tok & 7;
+      if (!far && (tok >> 3) >= (size_t)(op - out0)) return -1; /* distance (tok >> 3) + 1 */
+      if (len != 7) { /* 3..9 bytes */
+        if (tok >= 15 << 3) { /* distance ≥ 16 */
+          memcpy(op, op - (tok >> 3) - 1, 16);
+        } else if (tok >= 7 << 3) { /* 8..15 */
+          memcpy(op, op - (tok >> 3) - 1, 8);
+          memcpy(op + 8, op + 8 - (tok >> 3) - 1, 8);
+        } else {
+          copy_match_fast(op, (tok >> 3) + 1, len + 3);
         }
-        if (w < 15 + 7) return -1;
-        len = w;
-      } else {
-        len = 7 + 15 + b;
+        op += len + 3;
+        continue;
       }
+      size_t off = (tok >> 3) + 1;
+      uint32_t nib;
+      if (!half) {
+        half = ip++;
+        nib = *half & 15;
+      } else {
+        nib = *half >> 4;
+        half = NULL;
+      }
+      len = nib + 7 + 3;
+      if (nib == 15) {
+        uint32_t b = *ip++;
+        len = b + 22 + 3;
+        if (b == 255) {
+          uint32_t w = rd16le(ip);
+          ip += 2;
+          if (w == 0) {
+            w = rd32le(ip);
+            ip += 4;
+          }
+          if (w < 15 + 7) return -1;
+          len = (size_t)w + 3;
+        }
+      }
+      if ((size_t)(out_end - op) < len + XP_OUT_MARGIN) { /* near the output end */
+        size_t room = (size_t)(out_end - op);
+        if (len > room) len = room;
+        copy_match(op, off, len, room);
+        *pip = ip;
+        *pop = op + len;
+        *phalf = half;
+        *pf = f;
+        return 1;
+      }
+      copy_match_fast(op, off, len);
+      op += len;
     }
-    len += 3;
-    if (x->n_out - op < len + XP_OUT_MARGIN) { /* near the output end */
-      x->ip = ip0;
-      x->half = half0;
-      x->op = op;
-      x->f0 = f0;
-      return 1;
-    }
-    copy_match_fast(out + op, off, len);
-    op += len;
   }
-  x->ip = ip;
-  x->op = op;
-  x->half = half;
+  *pip = ip;
+  *pop = op;
+  *phalf = half;
   return 0;
 }
 
 long etw_xpress_decompress(const unsigned char *in, size_t n_in, unsigned char *out, size_t n_out) {
   uint32_t flags = 0;
   int nflags = 0;
-  /* Fast path: whole flag words while the input holds a margin for any 32 items and the output
-   * a margin of XP_OUT_MARGIN, so no bound is checked per item (only a long match's length). */
-  struct xp x = {in, out, n_out, 0, 0, (size_t)-1, 0};
-  while (n_in - x.ip >= XP_FAST_MARGIN && n_out - x.op >= XP_OUT_MARGIN) {
-    int rc = x.op >= 8192 ? xp_word(&x, 1) : xp_word(&x, 0);
+  size_t ip = 0, op = 0, half = (size_t)-1;
+  if (n_in >= XP_FAST_MARGIN && n_out >= XP_OUT_MARGIN) {
+    const unsigned char *fip = in, *fhalf = NULL;
+    unsigned char *fop = out;
+    const unsigned char *in_lim = in + (n_in - XP_FAST_MARGIN) + 1;
+    unsigned char *out_lim = out + (n_out - XP_OUT_MARGIN) + 1;
+    uint64_t f = 0;
+    int rc = xp_fast(&fip, &fop, &fhalf, &f, in_lim, out, out_lim, out + n_out, 0);
+    if (rc == 0 && fop - out >= 8192)
+      rc = xp_fast(&fip, &fop, &fhalf, &f, in_lim, out, out_lim, out + n_out, 1);
     if (rc < 0) return -1;
+    ip = (size_t)(fip - in);
+    op = (size_t)(fop - out);
+    half = fhalf ? (size_t)(fhalf - in) : (size_t)-1;
     if (rc > 0) {
-      /* this item and the rest of the word go the checked way; the sentinel is the lowest
-       * set bit, at 31 + the items already done */
-      nflags = 63 - __builtin_ctzll(x.f0);
-      flags = (uint32_t)(x.f0 >> 32) >> (32 - nflags);
-      break;
+      /* the rest of that word goes the checked way: the sentinel is the lowest set bit, below
+       * the flags not yet used */
+      nflags = 63 - __builtin_ctzll(f);
+      flags = nflags ? (uint32_t)(f >> 32) >> (32 - nflags) : 0;
     }
   }
-  size_t ip = x.ip, op = x.op, half = x.half;
   while (op < n_out) {
     if (nflags == 0) {
       if (n_in - ip < 4) break; /* input exhausted */
