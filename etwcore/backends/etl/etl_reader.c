@@ -72,8 +72,12 @@ struct stream {
   int has;                   /* rec is valid */
   uint64_t buf_off;
   int64_t last_ts;
-  struct etw_rec rec;        /* current record (valid when has) */
+  struct etw_rec rec;        /* current record (valid when has); file, file_index and cpu are
+                                set once, file_offset per buffer */
   const unsigned char *data; /* the current buffer's records: pay, or inside a memory image */
+  const struct efile *f;     /* its file (r->files no longer moves once streams exist) */
+  int ft_unit;               /* the file's clock counts 100 ns: filetime = ft_base + timestamp */
+  uint64_t ft_base;          /* start_time - t0 (mod 2^64) */
 };
 
 struct etw_etl_reader {
@@ -224,6 +228,15 @@ static uint64_t to_filetime(const struct etw_etl_info *in, int64_t ts) {
     ticks = q * 10000000u + (uint64_t)((double)rem * 1e7 / (double)freq);
   }
   return neg ? in->start_time - ticks : in->start_time + ticks;
+}
+
+/* The clock frequency to_filetime uses. */
+static uint64_t clock_freq(const struct etw_etl_info *in) {
+  uint64_t freq = in->perf_freq;
+  if (in->clock_type == 2) freq = 10000000;
+  else if (in->clock_type == 3) freq = (uint64_t)in->cpu_mhz * 1000000u;
+  if (!freq) freq = 10000000;
+  return freq;
 }
 
 /* Parse the logfile header record at the start of buffer 0's payload. */
@@ -459,6 +472,13 @@ static enum etw_err build_streams(struct etw_etl_reader *r, struct etw_status *s
         s->file = fi;
         s->cpu = cpu;
         s->last_ts = f->info.t0;
+        s->rec.file = &f->info;
+        s->rec.file_index = fi;
+        s->rec.cpu = cpu;
+        /* with 10^7 counts per second to_filetime is start_time ± |ts - t0|, which is
+         * start_time + (ts - t0) modulo 2^64 either way */
+        s->ft_unit = clock_freq(&f->info) == 10000000;
+        s->ft_base = f->info.start_time - (uint64_t)f->info.t0;
       }
       if ((s->n_bi & (s->n_bi - 1)) == 0 || s->n_bi == 0) {
         uint32_t nc = s->n_bi ? s->n_bi * 2 : 8;
@@ -472,6 +492,7 @@ static enum etw_err build_streams(struct etw_etl_reader *r, struct etw_status *s
       if (sort_stream(f, &r->st[k])) return etw_fail(st, ETW_E_NOMEM, NULL, NULL);
     if (f->damaged) set_damage(r, fi, f->damage_off, f->damage_msg);
   }
+  for (uint32_t k = 0; k < r->n_st; k++) r->st[k].f = &r->files[r->st[k].file];
   r->lt_p = 1;
   while (r->lt_p < r->n_st) r->lt_p *= 2;
   r->tree = malloc(3 * (size_t)r->lt_p * sizeof *r->tree); /* past lt_p: the winners while building */
@@ -552,19 +573,48 @@ static int load_buffer(struct etw_etl_reader *r, struct stream *s) {
       s->data = h + BH;
       s->pay_len = used - BH;
     }
+    s->rec.file_offset = s->buf_off;
     return 0;
   }
   return 1;
 }
 
-/* Parse the record at s->pay[s->pos]; 1 = got one, 0 = end of buffer, -1 = damage. */
-static int parse_record(struct etw_etl_reader *r, struct stream *s) {
-  const struct efile *f = &r->files[s->file];
-  uint32_t n = s->pay_len - s->pos;
-  if (n < 8) return 0;
-  const unsigned char *p = s->data + s->pos;
-  uint32_t m = rd32(p);
-  if (m == 0xFFFFFFFFu) return 0;
+#if defined(__GNUC__)
+#define ETL_INLINE static inline __attribute__((always_inline))
+#define ETL_NOINLINE static __attribute__((noinline))
+#else
+#define ETL_INLINE static inline
+#define ETL_NOINLINE static
+#endif
+
+/* The head of struct etw_rec as the fast record paths below store it: whole 8- and 16-byte
+ * words at these offsets, on a little-endian host (else the field-by-field path is used). */
+#define REC_OFF(m) offsetof(struct etw_rec, m)
+#define ETL_REC_LAYOUT                                                                              \
+  (REC_OFF(kind) == 0 && REC_OFF(ptr_size) == 1 && REC_OFF(flags) == 2 &&                           \
+   REC_OFF(event_property) == 4 && REC_OFF(hook_id) == 6 && REC_OFF(tid) == 8 &&                    \
+   REC_OFF(pid) == 12 && REC_OFF(timestamp) == 16 && REC_OFF(filetime) == 24 &&                     \
+   REC_OFF(provider_id) == 32 && REC_OFF(desc) == 48 && REC_OFF(desc.id) == 48 &&                   \
+   REC_OFF(desc.version) == 50 && REC_OFF(desc.channel) == 51 && REC_OFF(desc.level) == 52 &&       \
+   REC_OFF(desc.opcode) == 53 && REC_OFF(desc.task) == 54 && REC_OFF(desc.keyword) == 56 &&         \
+   REC_OFF(kernel_time) == 64 && REC_OFF(user_time) == 68 && REC_OFF(activity_id) == 72 &&          \
+   REC_OFF(cpu) == 88 && REC_OFF(n_ext) == 90 && ETL_LITTLE_ENDIAN)
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define ETL_LITTLE_ENDIAN 1
+#else
+#define ETL_LITTLE_ENDIAN 0
+#endif
+
+static inline uint64_t ld64(const unsigned char *p) {
+  uint64_t v;
+  memcpy(&v, p, 8);
+  return v;
+}
+static inline void st64(unsigned char *d, uint64_t v) { memcpy(d, &v, 8); }
+
+/* Every field of the record head, field by field (the other record kinds, and any layout). */
+ETL_NOINLINE int parse_generic(const struct efile *f, struct stream *s, const unsigned char *p,
+                               uint32_t n, uint32_t m) {
   struct etw_rec *rec = &s->rec;
   /* the record head up to ext[] zeroed: six 16-byte stores (memset compiles to `rep stos`,
    * slow to start and counted per word by callgrind) */
@@ -578,9 +628,6 @@ static int parse_record(struct etw_etl_reader *r, struct stream *s) {
   rec->n_ext = 0;
   rec->wpp_msg_number = rec->wpp_flags = 0;
   rec->wpp_sequence = 0;
-  rec->file = &f->info;
-  rec->file_index = s->file;
-  rec->file_offset = s->buf_off;
   rec->cpu = s->cpu;
   uint32_t size, hdr;
   if ((m & 0xC0000000u) == 0xC0000000u) {
@@ -731,26 +778,102 @@ static int parse_record(struct etw_etl_reader *r, struct stream *s) {
   }
   rec->user_data = p + hdr;
   rec->user_len = size - hdr;
-  rec->filetime = to_filetime(&f->info, rec->timestamp);
+  return (int)size;
+}
+
+/* Parse the record at s->data[s->pos]; 1 = got one, 0 = end of buffer, -1 = damage. */
+ETL_INLINE int parse_record(struct stream *s) {
+  uint32_t n = s->pay_len - s->pos;
+  if (n < 8) return 0;
+  const unsigned char *p = s->data + s->pos;
+  uint64_t h0 = rd64(p);
+  uint32_t m = (uint32_t)h0;
+  if (m == 0xFFFFFFFFu) return 0;
+  struct etw_rec *rec = &s->rec;
+  unsigned char *rb = (unsigned char *)rec;
+  unsigned type = (m >> 16) & 0xFF;
+  uint32_t size, hdr;
+  if (ETL_REC_LAYOUT && (m & 0xC0000000u) == 0xC0000000u && (type | 1) == 0x11) {
+    /* PERFINFO: 2 version (high byte: extension bits), 4 size, 6 HookId, 8 timestamp */
+    uint32_t ver = m & 0xFFFF;
+    size = (uint32_t)(h0 >> 32) & 0xFFFF;
+    hdr = 0x10 + ((ver >> 15) + ((ver >> 8) & 7)) * 8;
+    if (hdr > size || size > n) return -1; /* (hdr ≥ 0x10) */
+    uint64_t hook = h0 >> 48;
+    st64(rb, ETW_REC_PERFINFO | (uint64_t)(type == 0x10 ? 4 : 8) << 8 | hook << 48);
+    st64(rb + 8, UINT64_MAX); /* tid, pid */
+    st64(rb + 16, ld64(p + 8));
+    st64(rb + 32, 0);
+    st64(rb + 40, 0);
+    st64(rb + 48, (uint64_t)(ver & 0xFF) << 16 | hook << 40); /* version; opcode, task */
+    st64(rb + 56, 0);
+    st64(rb + 64, 0);
+    st64(rb + 72, 0);
+    st64(rb + 80, 0);
+    rec->n_ext = 0;
+    rec->wpp_msg_number = rec->wpp_flags = 0;
+    rec->wpp_sequence = 0;
+  } else if (ETL_REC_LAYOUT && (m & 0xC0000000u) == 0xC0000000u && (type | 1) == 0x13) {
+    /* EVENT_HEADER: 0 size, 4 flags, 6 property, 8 tid, pid, timestamp, provider, descriptor,
+     * kernel and user time, activity id: from 8 on the same layout as the record head */
+    hdr = 0x50;
+    size = m & 0xFFFF;
+    if (size < hdr || size > n) return -1;
+    uint32_t flags = (uint32_t)(h0 >> 32) & 0xFFFF;
+    st64(rb, ETW_REC_EVENT | (uint64_t)(type == 0x12 ? 4 : 8) << 8 |
+                 ((h0 >> 16) & 0xFFFFFFFF0000ull) |
+                 (uint64_t)(type == 0x12 ? ETW_EVH_32_BIT_HEADER : ETW_EVH_64_BIT_HEADER) << 16);
+    memcpy(rb + 8, p + 8, 16);       /* tid, pid, timestamp */
+    memcpy(rb + 32, p + 0x18, 16);   /* provider */
+    memcpy(rb + 48, p + 0x28, 16);   /* descriptor */
+    memcpy(rb + 64, p + 0x38, 16);   /* kernel, user time; activity id [0, 8) */
+    st64(rb + 80, ld64(p + 0x48));   /* activity id [8, 16) */
+    rec->n_ext = 0;
+    rec->wpp_msg_number = rec->wpp_flags = 0;
+    rec->wpp_sequence = 0;
+    if (flags & ETW_EVH_EXTENDED_INFO) {
+      for (;;) {
+        if (size - hdr < 8) return -1;
+        const unsigned char *it = p + hdr;
+        uint32_t isz = rd16(it), dsz = rd16(it + 6);
+        if (isz < 8 || isz > size - hdr || dsz > isz - 8) return -1;
+        if (rec->n_ext < ETW_REC_MAX_EXT) {
+          struct etw_ext_item *x = &rec->ext[rec->n_ext++];
+          x->type = rd16(it + 2);
+          x->len = (uint16_t)dsz;
+          x->data = it + 8;
+        }
+        hdr += isz;
+        if (!(rd16(it + 4) & 1)) break;
+      }
+    }
+  } else {
+    int k = parse_generic(s->f, s, p, n, m);
+    if (k < 0) return -1;
+    size = (uint32_t)k;
+    goto done;
+  }
+  rec->user_data = p + hdr;
+  rec->user_len = size - hdr;
+done:
+  rec->filetime = s->ft_unit ? s->ft_base + (uint64_t)rec->timestamp : to_filetime(&s->f->info, rec->timestamp);
   s->last_ts = rec->timestamp;
   s->pos += (size + 7) & ~7u;
   if (s->pos > s->pay_len) s->pos = s->pay_len;
   return 1;
 }
 
-/* Advance stream @s to its next record; 1 = has one, 0 = exhausted. */
-static int advance(struct etw_etl_reader *r, struct stream *s) {
+/* Advance stream @s to its next record after parse_record answered @k (0 = end of buffer,
+ * -1 = damage); 1 = has one, 0 = exhausted. */
+ETL_NOINLINE int advance_slow(struct etw_etl_reader *r, struct stream *s, int k) {
   for (;;) {
-    if (s->pay_len) {
-      int k = parse_record(r, s);
-      if (k == 1) return s->has = 1;
-      if (k < 0) {
-        char msg[96];
-        snprintf(msg, sizeof msg, "bad record at payload offset 0x%x of the buffer", (unsigned)s->pos + BH);
-        set_damage(r, s->file, s->buf_off, msg);
-      }
-      s->pay_len = 0;
+    if (k == 1) return s->has = 1;
+    if (k < 0) {
+      char msg[96];
+      snprintf(msg, sizeof msg, "bad record at payload offset 0x%x of the buffer", (unsigned)s->pos + BH);
+      set_damage(r, s->file, s->buf_off, msg);
     }
+    s->pay_len = 0;
     if (load_buffer(r, s)) { /* exhausted: give its memory back */
       r->mem -= s->pay_cap;
       free(s->pay);
@@ -758,7 +881,15 @@ static int advance(struct etw_etl_reader *r, struct stream *s) {
       s->pay_cap = 0;
       return s->has = 0;
     }
+    k = s->pay_len ? parse_record(s) : 0;
   }
+}
+
+/* Advance stream @s to its next record; 1 = has one, 0 = exhausted. */
+ETL_INLINE int advance(struct etw_etl_reader *r, struct stream *s) {
+  int k = s->pay_len ? parse_record(s) : 0;
+  if (k == 1) return 1; /* s->has is already 1 */
+  return advance_slow(r, s, k);
 }
 
 static int before(const struct etw_etl_reader *r, uint32_t a, uint32_t b) {
