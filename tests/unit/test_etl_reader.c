@@ -448,6 +448,63 @@ static void test_xpress_corpus(void) {
   free(img);
 }
 
+/* The merge keeps a sorted list for few streams and the loser tree for many (the bound is
+ * etw_etl_merge_list_max): both give the same sequence, here forced one way and the other on
+ * several files merged (net.4.5.2.x64 twice: every record time tied), also truncated. */
+extern unsigned etw_etl_merge_list_max;
+
+static uint64_t merge_walk(unsigned char **img, const size_t *len, int nf, size_t *cnt, int *rc) {
+  struct etw_etl_reader *r = etw_etl_reader_new();
+  struct etw_status st;
+  for (int i = 0; i < nf; i++) CHECK_EQ(etw_etl_reader_add_mem(r, "f", img[i], len[i], &st), ETW_E_OK);
+  const struct etw_rec *rec;
+  uint64_t h = 1469598103934665603ull;
+  *cnt = 0;
+  while ((*rc = etw_etl_reader_next_ref(r, &rec, &st)) == 1) {
+    uint64_t v[4] = {rec->file_index, rec->file_offset, (uint64_t)rec->cpu << 32 | rec->user_len,
+                     (uint64_t)rec->timestamp};
+    for (int i = 0; i < 4; i++) h = (h ^ v[i]) * 1099511628211ull;
+    (*cnt)++;
+  }
+  etw_etl_reader_free(r);
+  return h;
+}
+
+static void test_merge_list_tree(void) {
+  const char *rel[] = {PV "inputs/net.4.5.2.x64.etl.zip!*.etl", PV "inputs/net.4.5.2.x64.etl.zip!*.etl",
+                       "airbus-cert+etl-parser/tests/example/ShutdownPerfDiagLogger.etl",
+                       PV "inputs/gcevents.etl.zip!*.etl", S4 "Windows11Pro/Logs/SIH/SIH.20230422.034724.362.1.etl"};
+  unsigned char *img[5];
+  size_t len[5];
+  int ok = 1;
+  for (int i = 0; i < 5; i++) {
+    img[i] = tu_corpus_file(rel[i], &len[i]);
+    if (!img[i]) ok = 0;
+  }
+  CHECK(ok);
+  unsigned saved = etw_etl_merge_list_max;
+  for (int c = 0; ok && c < 4; c++) {
+    int nf = c == 0 ? 1 : c == 1 ? 2 : 5;
+    if (c == 3) len[0] = len[0] / 3 + 1000; /* net.4.5.2.x64 cut mid-buffer */
+    size_t n1, n2, n3;
+    int rc1, rc2, rc3;
+    etw_etl_merge_list_max = 0; /* tree */
+    uint64_t h1 = merge_walk(img, len, nf, &n1, &rc1);
+    etw_etl_merge_list_max = 1000; /* list */
+    uint64_t h2 = merge_walk(img, len, nf, &n2, &rc2);
+    etw_etl_merge_list_max = saved;
+    uint64_t h3 = merge_walk(img, len, nf, &n3, &rc3);
+    CHECK(n1 > 1000);
+    CHECK_EQ(n1, n2);
+    CHECK_EQ(n1, n3);
+    CHECK_EQ(rc1, rc2);
+    CHECK_EQ(rc1, rc3);
+    CHECK_EQ(rc1, c == 3 ? -1 : 0);
+    CHECK(h1 == h2 && h1 == h3);
+  }
+  for (int i = 0; i < 5; i++) free(img[i]);
+}
+
 int main(void) {
   test_xpress();
   test_xpress_random();
@@ -455,6 +512,7 @@ int main(void) {
   test_header();
   test_corpus();
   test_merge();
+  test_merge_list_tree();
   test_damage();
   T_DONE();
 }

@@ -91,6 +91,12 @@ struct etw_etl_reader {
   uint32_t *leaf;            /* per stream: its leaf, lt_p + k */
   uint32_t lt_p;             /* leaves (a power of two) */
   uint64_t runner_ft;        /* least record time of the losers on the winner's path (UINT64_MAX if none) */
+  int list;                  /* merge by the sorted list below instead of the tree (few streams) */
+  uint32_t *ord;             /* list: [head, end) the streams with a record, earliest first;
+                                [head - 1] LT_NONE, [end] LT_NONE (sentinels) */
+  uint64_t *okey;            /* list: their record times ([head] not kept); 0 at head - 1,
+                                UINT64_MAX at end */
+  uint32_t head, end, ocap;  /* list: the live part of ord/okey (entries slide towards ocap) */
   int started;
   int last;                  /* stream of the last returned record, or -1 */
   unsigned char *raw;        /* scratch for reading a buffer */
@@ -130,6 +136,8 @@ void etw_etl_reader_free(struct etw_etl_reader *r) {
   free(r->tree);
   free(r->tft);
   free(r->leaf);
+  free(r->ord);
+  free(r->okey);
   free(r->raw);
   free(r);
 }
@@ -450,6 +458,11 @@ static int sort_stream(const struct efile *f, struct stream *s) {
   return 0;
 }
 
+/* Streams up to which the merge keeps a sorted list (an insertion per record, usually at the
+ * front) rather than the loser tree (log2 streams per record); not static so that the unit
+ * tests can force either way. */
+unsigned etw_etl_merge_list_max = 32;
+
 static enum etw_err build_streams(struct etw_etl_reader *r, struct etw_status *st) {
   for (uint32_t fi = 0; fi < r->n_files; fi++) {
     struct efile *f = &r->files[fi];
@@ -498,8 +511,12 @@ static enum etw_err build_streams(struct etw_etl_reader *r, struct etw_status *s
   r->tree = malloc(3 * (size_t)r->lt_p * sizeof *r->tree); /* past lt_p: the winners while building */
   r->tft = malloc((size_t)r->lt_p * sizeof *r->tft);
   r->leaf = malloc((r->n_st ? r->n_st : 1) * sizeof *r->leaf);
+  r->ocap = r->n_st + 2 + 256 + 4 * r->n_st;
+  r->ord = malloc((size_t)r->ocap * sizeof *r->ord);
+  r->okey = malloc((size_t)r->ocap * sizeof *r->okey);
+  r->list = r->n_st <= etw_etl_merge_list_max;
   if (r->tree) r->tree[0] = LT_NONE;
-  if (!r->tree || !r->tft || !r->leaf) {
+  if (!r->tree || !r->tft || !r->leaf || !r->ord || !r->okey) {
     free(r->tree);
     r->tree = NULL;
     return etw_fail(st, ETW_E_NOMEM, NULL, NULL);
@@ -964,20 +981,92 @@ static void build_tree(struct etw_etl_reader *r) {
   set_runner(r);
 }
 
+/* The sorted list over the streams that have a record (ties by the full rule, stream order). */
+static void build_list(struct etw_etl_reader *r) {
+  uint32_t c = 1;
+  r->ord[0] = LT_NONE; /* the sentinels: before and after every record */
+  r->okey[0] = 0;
+  for (uint32_t i = 0; i < r->n_st; i++) {
+    if (!r->st[i].has) continue;
+    uint32_t j = c++;
+    for (; j > 1 && before(r, i, r->ord[j - 1]); j--) {
+      r->ord[j] = r->ord[j - 1];
+      r->okey[j] = r->okey[j - 1];
+    }
+    r->ord[j] = i;
+    r->okey[j] = r->st[i].rec.filetime;
+  }
+  r->ord[c] = LT_NONE;
+  r->okey[c] = UINT64_MAX;
+  r->head = 1;
+  r->end = c;
+}
+
+/* List: the front stream leaves (exhausted, or to be put back by list_sift). The entries slide
+ * up by one per record that moves; near the end of the arrays they are moved back to 0. */
+static inline void list_pop(struct etw_etl_reader *r) {
+  if (r->end + 2 > r->ocap) {
+    uint32_t n = r->end + 1 - (r->head - 1);
+    memmove(r->ord, r->ord + r->head - 1, n * sizeof *r->ord);
+    memmove(r->okey, r->okey + r->head - 1, n * sizeof *r->okey);
+    r->end -= r->head - 1;
+    r->head = 1;
+  }
+  r->ord[r->head] = LT_NONE; /* the front sentinel */
+  r->okey[r->head] = 0;
+  r->head++;
+}
+
+/* List: put stream @w (just popped) back with its next record (key @k), searching from the
+ * back (a stream's next record usually comes after most of the others'). */
+static inline void list_sift(struct etw_etl_reader *r, uint32_t w, uint64_t k) {
+  uint32_t *o = r->ord;
+  uint64_t *ok = r->okey;
+  uint32_t i = r->end - 1;
+  for (;; i--) {
+    uint64_t x = ok[i];
+    if (x < k) break;
+    if (x == k && (o[i] == LT_NONE || before(r, o[i], w))) break;
+    o[i + 1] = o[i];
+    ok[i + 1] = x;
+  }
+  o[i + 1] = w;
+  ok[i + 1] = k;
+  r->end++;
+  o[r->end] = LT_NONE;
+  ok[r->end] = UINT64_MAX;
+}
+
 int etw_etl_reader_next_ref(struct etw_etl_reader *r, const struct etw_rec **rec, struct etw_status *st) {
-  if (!r->started) {
-    r->started = 1;
-    if (build_streams(r, st)) return -1;
-    for (uint32_t i = 0; i < r->n_st; i++) advance(r, &r->st[i]);
-    build_tree(r);
-  } else if (r->last >= 0) {
+  uint32_t top;
+  if (r->last >= 0) {
     uint32_t w = (uint32_t)r->last;
     struct stream *s = &r->st[w];
-    if (!advance(r, s)) replay(r, w, LT_NONE);
-    else if (s->rec.filetime >= r->runner_ft) replay(r, w, w);
+    int more = advance(r, s);
     r->last = -1;
+    if (r->list) {
+      if (!more) {
+        list_pop(r);
+      } else if (s->rec.filetime >= r->okey[r->head + 1]) {
+        list_pop(r);
+        list_sift(r, w, s->rec.filetime);
+      }
+      top = r->ord[r->head];
+    } else {
+      if (!more) replay(r, w, LT_NONE);
+      else if (s->rec.filetime >= r->runner_ft) replay(r, w, w);
+      top = r->tree[0];
+    }
+  } else {
+    if (!r->started) {
+      r->started = 1;
+      if (build_streams(r, st)) return -1;
+      for (uint32_t i = 0; i < r->n_st; i++) advance(r, &r->st[i]);
+      if (r->list) build_list(r);
+      else build_tree(r);
+    }
+    top = !r->tree ? LT_NONE : r->list ? r->ord[r->head] : r->tree[0];
   }
-  uint32_t top = r->tree ? r->tree[0] : LT_NONE;
   if (top == LT_NONE) {
     if (r->err_set) {
       if (st) *st = r->err;
