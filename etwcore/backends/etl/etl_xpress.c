@@ -86,17 +86,23 @@ static inline void copy_match_fast(unsigned char *d, size_t off, size_t len) {
  * literal store (a long match goes the fast way only when this much room is left after it). */
 #define XP_OUT_MARGIN 512
 
+/* Output room at the start of a flag word for which no match length is checked but the 4- and
+ * 6-byte forms': 32 items of at most 3 + 7 + 15 + 254 bytes, plus a 32-byte store. */
+#define XP_ROOMY_MARGIN (32 * 279 + 32)
+
 /* The fast path: whole flag words while the input holds XP_FAST_MARGIN bytes and the output
  * XP_OUT_MARGIN at the start of each, so no bound is checked per item (only a long match's
  * length). @far: the output already holds 8192 bytes, so no match can reach before it (a
- * token's distance is at most 8192); without it the loop also stops once it does.
+ * token's distance is at most 8192); without it the loop also stops once it does. @roomy (with
+ * @far): @out_lim keeps XP_ROOMY_MARGIN, so only the longest matches (4- and 6-byte lengths)
+ * are checked against the output end.
  * Returns 0 when a margin (or 8192) is reached at a word boundary, -1 on malformed input, 1
  * when a long match came within XP_OUT_MARGIN of the output end: that match was copied the
  * checked way (cut at the output end) and *f holds the rest of its word (the sentinel bit
  * below the flags not yet used) for the checked loop. */
 XP_INLINE int xp_fast(const unsigned char **pip, unsigned char **pop, const unsigned char **phalf,
                       uint64_t *pf, const unsigned char *in_lim, const unsigned char *out0,
-                      unsigned char *out_lim, unsigned char *out_end, int far) {
+                      unsigned char *out_lim, unsigned char *out_end, int far, int roomy) {
   const unsigned char *ip = *pip, *half = *phalf;
   unsigned char *op = *pop;
   while (ip < in_lim && op < out_lim && (far || op - out0 < 8192)) {
@@ -141,6 +147,7 @@ XP_INLINE int xp_fast(const unsigned char **pip, unsigned char **pop, const unsi
         half = NULL;
       }
       len = nib + 7 + 3;
+      int check = !roomy;
       if (nib == 15) {
         uint32_t b = *ip++;
         len = b + 22 + 3;
@@ -153,9 +160,11 @@ XP_INLINE int xp_fast(const unsigned char **pip, unsigned char **pop, const unsi
           }
           if (w < 15 + 7) return -1;
           len = (size_t)w + 3;
+          check = 1;
         }
       }
-      if ((size_t)(out_end - op) < len + XP_OUT_MARGIN) { /* near the output end */
+      if (check && (size_t)(out_end - op) < len + (roomy ? XP_ROOMY_MARGIN : XP_OUT_MARGIN)) {
+        /* near the output end */
         size_t room = (size_t)(out_end - op);
         if (len > room) len = room;
         copy_match(op, off, len, room);
@@ -185,9 +194,13 @@ long etw_xpress_decompress(const unsigned char *in, size_t n_in, unsigned char *
     const unsigned char *in_lim = in + (n_in - XP_FAST_MARGIN) + 1;
     unsigned char *out_lim = out + (n_out - XP_OUT_MARGIN) + 1;
     uint64_t f = 0;
-    int rc = xp_fast(&fip, &fop, &fhalf, &f, in_lim, out, out_lim, out + n_out, 0);
+    int rc = xp_fast(&fip, &fop, &fhalf, &f, in_lim, out, out_lim, out + n_out, 0, 0);
+    if (rc == 0 && fop - out >= 8192 && n_out >= XP_ROOMY_MARGIN) {
+      unsigned char *roomy_lim = out + (n_out - XP_ROOMY_MARGIN) + 1;
+      rc = xp_fast(&fip, &fop, &fhalf, &f, in_lim, out, roomy_lim, out + n_out, 1, 1);
+    }
     if (rc == 0 && fop - out >= 8192)
-      rc = xp_fast(&fip, &fop, &fhalf, &f, in_lim, out, out_lim, out + n_out, 1);
+      rc = xp_fast(&fip, &fop, &fhalf, &f, in_lim, out, out_lim, out + n_out, 1, 0);
     if (rc < 0) return -1;
     ip = (size_t)(fip - in);
     op = (size_t)(fop - out);
