@@ -99,6 +99,7 @@ struct etw_etl_reader {
   uint32_t head, end, ocap;  /* list: the live part of ord/okey (entries slide towards ocap) */
   int started;
   int last;                  /* stream of the last returned record, or -1 */
+  struct stream *last_s;     /* that stream */
   unsigned char *raw;        /* scratch for reading a buffer */
   uint32_t raw_cap;
   uint64_t done, total;
@@ -511,7 +512,7 @@ static enum etw_err build_streams(struct etw_etl_reader *r, struct etw_status *s
   r->tree = malloc(3 * (size_t)r->lt_p * sizeof *r->tree); /* past lt_p: the winners while building */
   r->tft = malloc((size_t)r->lt_p * sizeof *r->tft);
   r->leaf = malloc((r->n_st ? r->n_st : 1) * sizeof *r->leaf);
-  r->ocap = r->n_st + 2 + 256 + 4 * r->n_st;
+  r->ocap = r->n_st + 2 + 1024;
   r->ord = malloc((size_t)r->ocap * sizeof *r->ord);
   r->okey = malloc((size_t)r->ocap * sizeof *r->okey);
   r->list = r->n_st <= etw_etl_merge_list_max;
@@ -800,8 +801,10 @@ ETL_NOINLINE int parse_generic(const struct efile *f, struct stream *s, const un
 
 /* Parse the record at s->data[s->pos]; 1 = got one, 0 = end of buffer, -1 = damage. */
 ETL_INLINE int parse_record(struct stream *s) {
-  uint32_t n = s->pay_len - s->pos;
-  if (n < 8) return 0;
+  /* pos may lie up to 7 past pay_len (the last record's padding) */
+  int64_t left = (int64_t)s->pay_len - (int64_t)s->pos;
+  if (left < 8) return 0;
+  uint32_t n = (uint32_t)left;
   const unsigned char *p = s->data + s->pos;
   uint64_t h0 = rd64(p);
   uint32_t m = (uint32_t)h0;
@@ -875,8 +878,7 @@ ETL_INLINE int parse_record(struct stream *s) {
 done:
   rec->filetime = s->ft_unit ? s->ft_base + (uint64_t)rec->timestamp : to_filetime(&s->f->info, rec->timestamp);
   s->last_ts = rec->timestamp;
-  s->pos += (size + 7) & ~7u;
-  if (s->pos > s->pay_len) s->pos = s->pay_len;
+  s->pos += (size + 7) & ~7u; /* ≤ pay_len + 7 (size ≤ n) */
   return 1;
 }
 
@@ -1041,7 +1043,7 @@ int etw_etl_reader_next_ref(struct etw_etl_reader *r, const struct etw_rec **rec
   uint32_t top;
   if (r->last >= 0) {
     uint32_t w = (uint32_t)r->last;
-    struct stream *s = &r->st[w];
+    struct stream *s = r->last_s;
     int more = advance(r, s);
     r->last = -1;
     if (r->list) {
@@ -1075,7 +1077,8 @@ int etw_etl_reader_next_ref(struct etw_etl_reader *r, const struct etw_rec **rec
     return 0;
   }
   r->last = (int)top;
-  *rec = &r->st[top].rec;
+  r->last_s = &r->st[top];
+  *rec = &r->last_s->rec;
   return 1;
 }
 
