@@ -1007,16 +1007,17 @@ static void build_list(struct etw_etl_reader *r) {
 /* List: the front stream leaves (exhausted, or to be put back by list_sift). The entries slide
  * up by one per record that moves; near the end of the arrays they are moved back to 0. */
 static inline void list_pop(struct etw_etl_reader *r) {
-  if (r->end + 2 > r->ocap) {
-    uint32_t n = r->end + 1 - (r->head - 1);
-    memmove(r->ord, r->ord + r->head - 1, n * sizeof *r->ord);
-    memmove(r->okey, r->okey + r->head - 1, n * sizeof *r->okey);
-    r->end -= r->head - 1;
-    r->head = 1;
+  uint32_t head = r->head, end = r->end;
+  if (end + 2 > r->ocap) {
+    uint32_t n = end + 1 - (head - 1);
+    memmove(r->ord, r->ord + head - 1, n * sizeof *r->ord);
+    memmove(r->okey, r->okey + head - 1, n * sizeof *r->okey);
+    r->end = end - (head - 1);
+    head = 1;
   }
-  r->ord[r->head] = LT_NONE; /* the front sentinel */
-  r->okey[r->head] = 0;
-  r->head++;
+  r->ord[head] = LT_NONE; /* the front sentinel */
+  r->okey[head] = 0;
+  r->head = head + 1;
 }
 
 /* List: put stream @w (just popped) back with its next record (key @k), searching from the
@@ -1024,7 +1025,7 @@ static inline void list_pop(struct etw_etl_reader *r) {
 static inline void list_sift(struct etw_etl_reader *r, uint32_t w, uint64_t k) {
   uint32_t *o = r->ord;
   uint64_t *ok = r->okey;
-  uint32_t i = r->end - 1;
+  uint32_t end = r->end, i = end - 1;
   for (;; i--) {
     uint64_t x = ok[i];
     if (x < k) break;
@@ -1034,9 +1035,9 @@ static inline void list_sift(struct etw_etl_reader *r, uint32_t w, uint64_t k) {
   }
   o[i + 1] = w;
   ok[i + 1] = k;
-  r->end++;
-  o[r->end] = LT_NONE;
-  ok[r->end] = UINT64_MAX;
+  o[end + 1] = LT_NONE;
+  ok[end + 1] = UINT64_MAX;
+  r->end = end + 1;
 }
 
 int etw_etl_reader_next_ref(struct etw_etl_reader *r, const struct etw_rec **rec, struct etw_status *st) {

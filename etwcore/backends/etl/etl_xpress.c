@@ -93,9 +93,9 @@ static inline void copy_match_fast(unsigned char *d, size_t off, size_t len) {
 /* The fast path: whole flag words while the input holds XP_FAST_MARGIN bytes and the output
  * XP_OUT_MARGIN at the start of each, so no bound is checked per item (only a long match's
  * length). @far: the output already holds 8192 bytes, so no match can reach before it (a
- * token's distance is at most 8192); without it the loop also stops once it does. @roomy (with
- * @far): @out_lim keeps XP_ROOMY_MARGIN, so only the longest matches (4- and 6-byte lengths)
- * are checked against the output end.
+ * token's distance is at most 8192); without it the loop also stops once it does. @roomy:
+ * @out_lim keeps XP_ROOMY_MARGIN, so only the longest matches (4- and 6-byte lengths) are
+ * checked against the output end.
  * Returns 0 when a margin (or 8192) is reached at a word boundary, -1 on malformed input, 1
  * when a long match came within XP_OUT_MARGIN of the output end: that match was copied the
  * checked way (cut at the output end) and *f holds the rest of its word (the sentinel bit
@@ -112,12 +112,17 @@ XP_INLINE int xp_fast(const unsigned char **pip, unsigned char **pop, const unsi
     ip += 4;
     for (;;) {
       if ((int64_t)f >= 0) { /* a run of literals up to the next match or the sentinel */
-        size_t run = (size_t)(unsigned)__builtin_clzll(f);
-        memcpy(op, ip, 16);
-        memcpy(op + 16, ip + 16, 16);
-        op += run;
-        ip += run;
-        f <<= run;
+        if ((int64_t)(f << 1) < 0) { /* one (the most frequent run) */
+          *op++ = *ip++;
+          f <<= 1;
+        } else {
+          size_t run = (size_t)(unsigned)__builtin_clzll(f);
+          memcpy(op, ip, 16);
+          memcpy(op + 16, ip + 16, 16);
+          op += run;
+          ip += run;
+          f <<= run;
+        }
       }
       f <<= 1;
       if (!f) break;
@@ -194,11 +199,16 @@ long etw_xpress_decompress(const unsigned char *in, size_t n_in, unsigned char *
     const unsigned char *in_lim = in + (n_in - XP_FAST_MARGIN) + 1;
     unsigned char *out_lim = out + (n_out - XP_OUT_MARGIN) + 1;
     uint64_t f = 0;
-    int rc = xp_fast(&fip, &fop, &fhalf, &f, in_lim, out, out_lim, out + n_out, 0, 0);
-    if (rc == 0 && fop - out >= 8192 && n_out >= XP_ROOMY_MARGIN) {
+    int rc = 0;
+    if (n_out >= XP_ROOMY_MARGIN) { /* the first 8 KiB, then the rest up to XP_ROOMY_MARGIN */
       unsigned char *roomy_lim = out + (n_out - XP_ROOMY_MARGIN) + 1;
-      rc = xp_fast(&fip, &fop, &fhalf, &f, in_lim, out, roomy_lim, out + n_out, 1, 1);
+      rc = xp_fast(&fip, &fop, &fhalf, &f, in_lim, out, roomy_lim, out + n_out, 0, 1);
+      if (rc == 0 && fop - out >= 8192)
+        rc = xp_fast(&fip, &fop, &fhalf, &f, in_lim, out, roomy_lim, out + n_out, 1, 1);
     }
+    /* then up to XP_OUT_MARGIN */
+    if (rc == 0 && fop - out < 8192)
+      rc = xp_fast(&fip, &fop, &fhalf, &f, in_lim, out, out_lim, out + n_out, 0, 0);
     if (rc == 0 && fop - out >= 8192)
       rc = xp_fast(&fip, &fop, &fhalf, &f, in_lim, out, out_lim, out + n_out, 1, 0);
     if (rc < 0) return -1;
