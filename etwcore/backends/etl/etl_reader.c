@@ -92,14 +92,13 @@ struct etw_etl_reader {
   uint32_t lt_p;             /* leaves (a power of two) */
   uint64_t runner_ft;        /* least record time of the losers on the winner's path (UINT64_MAX if none) */
   int list;                  /* merge by the sorted list below instead of the tree (few streams) */
-  uint32_t *ord;             /* list: [head, end) the streams with a record, earliest first;
-                                [head - 1] LT_NONE, [end] LT_NONE (sentinels) */
+  struct stream **ord;       /* list: [head, end) the streams with a record, earliest first;
+                                [head - 1] NULL, [end] NULL (sentinels) */
   uint64_t *okey;            /* list: their record times ([head] not kept); 0 at head - 1,
                                 UINT64_MAX at end */
   uint32_t head, end, ocap;  /* list: the live part of ord/okey (entries slide towards ocap) */
   int started;
-  int last;                  /* stream of the last returned record, or -1 */
-  struct stream *last_s;     /* that stream */
+  struct stream *last_s;     /* stream of the last returned record, or NULL */
   unsigned char *raw;        /* scratch for reading a buffer */
   uint32_t raw_cap;
   uint64_t done, total;
@@ -117,7 +116,6 @@ static void set_damage(struct etw_etl_reader *r, uint32_t file, uint64_t off, co
 
 struct etw_etl_reader *etw_etl_reader_new(void) {
   struct etw_etl_reader *r = calloc(1, sizeof *r);
-  if (r) r->last = -1;
   return r;
 }
 
@@ -986,19 +984,19 @@ static void build_tree(struct etw_etl_reader *r) {
 /* The sorted list over the streams that have a record (ties by the full rule, stream order). */
 static void build_list(struct etw_etl_reader *r) {
   uint32_t c = 1;
-  r->ord[0] = LT_NONE; /* the sentinels: before and after every record */
+  r->ord[0] = NULL; /* the sentinels: before and after every record */
   r->okey[0] = 0;
   for (uint32_t i = 0; i < r->n_st; i++) {
     if (!r->st[i].has) continue;
     uint32_t j = c++;
-    for (; j > 1 && before(r, i, r->ord[j - 1]); j--) {
+    for (; j > 1 && before(r, i, (uint32_t)(r->ord[j - 1] - r->st)); j--) {
       r->ord[j] = r->ord[j - 1];
       r->okey[j] = r->okey[j - 1];
     }
-    r->ord[j] = i;
+    r->ord[j] = &r->st[i];
     r->okey[j] = r->st[i].rec.filetime;
   }
-  r->ord[c] = LT_NONE;
+  r->ord[c] = NULL;
   r->okey[c] = UINT64_MAX;
   r->head = 1;
   r->end = c;
@@ -1015,50 +1013,49 @@ static inline void list_pop(struct etw_etl_reader *r) {
     r->end = end - (head - 1);
     head = 1;
   }
-  r->ord[head] = LT_NONE; /* the front sentinel */
+  r->ord[head] = NULL; /* the front sentinel */
   r->okey[head] = 0;
   r->head = head + 1;
 }
 
 /* List: put stream @w (just popped) back with its next record (key @k), searching from the
  * back (a stream's next record usually comes after most of the others'). */
-static inline void list_sift(struct etw_etl_reader *r, uint32_t w, uint64_t k) {
-  uint32_t *o = r->ord;
+static inline void list_sift(struct etw_etl_reader *r, struct stream *w, uint64_t k) {
+  struct stream **o = r->ord;
   uint64_t *ok = r->okey;
   uint32_t end = r->end, i = end - 1;
   for (;; i--) {
     uint64_t x = ok[i];
     if (x < k) break;
-    if (x == k && (o[i] == LT_NONE || before(r, o[i], w))) break;
+    if (x == k && (!o[i] || before(r, (uint32_t)(o[i] - r->st), (uint32_t)(w - r->st)))) break;
     o[i + 1] = o[i];
     ok[i + 1] = x;
   }
   o[i + 1] = w;
   ok[i + 1] = k;
-  o[end + 1] = LT_NONE;
+  o[end + 1] = NULL;
   ok[end + 1] = UINT64_MAX;
   r->end = end + 1;
 }
 
 int etw_etl_reader_next_ref(struct etw_etl_reader *r, const struct etw_rec **rec, struct etw_status *st) {
-  uint32_t top;
-  if (r->last >= 0) {
-    uint32_t w = (uint32_t)r->last;
-    struct stream *s = r->last_s;
+  struct stream *s = r->last_s, *top;
+  if (s) {
     int more = advance(r, s);
-    r->last = -1;
+    r->last_s = NULL;
     if (r->list) {
       if (!more) {
         list_pop(r);
       } else if (s->rec.filetime >= r->okey[r->head + 1]) {
         list_pop(r);
-        list_sift(r, w, s->rec.filetime);
+        list_sift(r, s, s->rec.filetime);
       }
       top = r->ord[r->head];
     } else {
+      uint32_t w = (uint32_t)(s - r->st);
       if (!more) replay(r, w, LT_NONE);
       else if (s->rec.filetime >= r->runner_ft) replay(r, w, w);
-      top = r->tree[0];
+      top = r->tree[0] == LT_NONE ? NULL : &r->st[r->tree[0]];
     }
   } else {
     if (!r->started) {
@@ -1068,18 +1065,19 @@ int etw_etl_reader_next_ref(struct etw_etl_reader *r, const struct etw_rec **rec
       if (r->list) build_list(r);
       else build_tree(r);
     }
-    top = !r->tree ? LT_NONE : r->list ? r->ord[r->head] : r->tree[0];
+    if (!r->tree) top = NULL;
+    else if (r->list) top = r->ord[r->head];
+    else top = r->tree[0] == LT_NONE ? NULL : &r->st[r->tree[0]];
   }
-  if (top == LT_NONE) {
+  if (!top) {
     if (r->err_set) {
       if (st) *st = r->err;
       return -1;
     }
     return 0;
   }
-  r->last = (int)top;
-  r->last_s = &r->st[top];
-  *rec = &r->last_s->rec;
+  r->last_s = top;
+  *rec = &top->rec;
   return 1;
 }
 
