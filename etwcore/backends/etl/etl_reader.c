@@ -77,6 +77,7 @@ struct stream {
   const unsigned char *data; /* the current buffer's records: pay, or inside a memory image */
   const struct efile *f;     /* its file (r->files no longer moves once streams exist) */
   int ft_unit;               /* the file's clock counts 100 ns: filetime = ft_base + timestamp */
+  int rec_perf;              /* rec holds a PERFINFO record: the fields it leaves zero are zero */
   uint64_t ft_base;          /* start_time - t0 (mod 2^64) */
 };
 
@@ -821,16 +822,19 @@ ETL_INLINE int parse_record(struct stream *s) {
     st64(rb, ETW_REC_PERFINFO | (uint64_t)(type == 0x10 ? 4 : 8) << 8 | hook << 48);
     st64(rb + 8, UINT64_MAX); /* tid, pid */
     st64(rb + 16, ld64(p + 8));
-    st64(rb + 32, 0);
-    st64(rb + 40, 0);
     st64(rb + 48, (uint64_t)(ver & 0xFF) << 16 | hook << 40); /* version; opcode, task */
-    st64(rb + 56, 0);
-    st64(rb + 64, 0);
-    st64(rb + 72, 0);
-    st64(rb + 80, 0);
-    rec->n_ext = 0;
-    rec->wpp_msg_number = rec->wpp_flags = 0;
-    rec->wpp_sequence = 0;
+    if (!s->rec_perf) { /* (only the reader writes rec) */
+      s->rec_perf = 1;
+      st64(rb + 32, 0);
+      st64(rb + 40, 0);
+      st64(rb + 56, 0);
+      st64(rb + 64, 0);
+      st64(rb + 72, 0);
+      st64(rb + 80, 0);
+      rec->n_ext = 0;
+      rec->wpp_msg_number = rec->wpp_flags = 0;
+      rec->wpp_sequence = 0;
+    }
   } else if (ETL_REC_LAYOUT && (m & 0xC0000000u) == 0xC0000000u && (type | 1) == 0x13) {
     /* EVENT_HEADER: 0 size, 4 flags, 6 property, 8 tid, pid, timestamp, provider, descriptor,
      * kernel and user time, activity id: from 8 on the same layout as the record head */
@@ -838,6 +842,7 @@ ETL_INLINE int parse_record(struct stream *s) {
     size = m & 0xFFFF;
     if (size < hdr || size > n) return -1;
     uint32_t flags = (uint32_t)(h0 >> 32) & 0xFFFF;
+    s->rec_perf = 0;
     st64(rb, ETW_REC_EVENT | (uint64_t)(type == 0x12 ? 4 : 8) << 8 |
                  ((h0 >> 16) & 0xFFFFFFFF0000ull) |
                  (uint64_t)(type == 0x12 ? ETW_EVH_32_BIT_HEADER : ETW_EVH_64_BIT_HEADER) << 16);
@@ -866,6 +871,7 @@ ETL_INLINE int parse_record(struct stream *s) {
       }
     }
   } else {
+    s->rec_perf = 0;
     int k = parse_generic(s->f, s, p, n, m);
     if (k < 0) return -1;
     size = (uint32_t)k;
