@@ -126,7 +126,9 @@ XP_INLINE int xp_fast(const unsigned char **pip, unsigned char **pop, const unsi
       }
       f <<= 1;
       if (!f) break;
-      uint32_t tok = rd16le(ip);
+      /* (byte loads: with rd16le's 16-bit load gcc keeps the token in 16-bit registers and
+       * adds zero-extensions) */
+      uint32_t tok = (uint32_t)ip[0] | (uint32_t)ip[1] << 8;
       ip += 2;
       size_t len = tok & 7;
       if (!far && (tok >> 3) >= (size_t)(op - out0)) return -1; /* distance (tok >> 3) + 1 */
