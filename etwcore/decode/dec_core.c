@@ -477,8 +477,96 @@ static int write_ktc(struct etw_jw *w, const struct etw_rec *r) {
   return 0;
 }
 
+static inline void fill_ref(struct etw_evref *ref, const struct etw_rec *r, const char *prov, const char *name) {
+  ref->off = ref->len = 0;
+  ref->provider = prov;
+  ref->name = name;
+  const uint64_t epoch = 116444736000000000ULL; /* 1970-01-01 as FILETIME */
+  uint64_t ft = r->filetime;
+  if (ft <= epoch) ref->ts_ns = 0;
+  else if (ft - epoch > (uint64_t)INT64_MAX / 100) ref->ts_ns = INT64_MAX;
+  else ref->ts_ns = (int64_t)(ft - epoch) * 100;
+  ref->pid = r->pid;
+  ref->tid = r->tid;
+  ref->event_id = r->desc.id;
+  ref->level = r->desc.level;
+  ref->cpu = (uint8_t)r->cpu;
+}
+
+/* The end of every event: EventData closed (with the Unparsed member when the schema left
+ * payload bytes; @rc = bytes consumed), or, on failure (@rc < 0 or the writer in error), everything
+ * from @mark (after the System block) replaced by the Undecoded member; then @ref. */
+static inline int finish(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
+                         const char *prov, const char *name, size_t mark, long rc, const char *why) {
+  if (rc >= 0 && !w->err) {
+    if (__builtin_expect((size_t)rc < r->user_len, 0)) {
+      etw_jw_ch(w, '}');
+      write_unparsed(w, r, (size_t)rc);
+      etw_jw_ch(w, '}');
+      d->unparsed++;
+    } else {
+      etw_jw_lit(w, "}}");
+    }
+    d->decoded++;
+  } else {
+    etw_jw_truncate(w, mark);
+    etw_jw_lit(w, ",\"Undecoded\":{\"Reason\":");
+    etw_jw_cs(w, w->err ? "event too large" : why);
+    etw_jw_lit(w, ",\"Payload\":");
+    etw_jw_base64(w, r->user_data, r->user_len);
+    etw_jw_lit(w, "}}");
+    d->undecoded++;
+    rc = -1;
+  }
+  if (ref) fill_ref(ref, r, prov, name);
+  return rc >= 0;
+}
+
+/* Every record without a valid plan: names resolved, the System block (cached per schema), the
+ * EventData writer of the record's kind. @kkey (0 = not a kernel record without extended data):
+ * the kernel type's name cache key in slot @kslot. */
+__attribute__((noinline)) static int write_general(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
+                                                   struct etw_evref *ref, uint64_t d8, uint32_t kslot,
+                                                   uint64_t kkey);
+
 int etw_decoder_write(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
                       struct etw_evref *ref) {
+  _Static_assert(offsetof(struct etw_rec, desc.keyword) - offsetof(struct etw_rec, desc) == 8,
+                 "the descriptor's first 8 bytes are id, version, channel, level, opcode, task");
+  uint64_t d8;
+  memcpy(&d8, &r->desc, 8); /* id, version, channel, level, opcode, task */
+  uint32_t kslot = 0;
+  uint64_t kkey = 0;
+  if ((r->kind == ETW_REC_SYSTEM || r->kind == ETW_REC_PERFINFO) && !r->n_ext) {
+    /* kernel records: the type's plan, reached with the name cache's key (no resolve) */
+    uint32_t key32 = ((uint32_t)r->hook_id << 8 | r->desc.version) + 1;
+    kslot = (key32 * 2654435761u) >> 22;
+    kkey = (uint64_t)d->kn_gen << 32 | key32;
+    const struct dec_kplan *pl = d->kplan[kslot];
+    if (pl && pl->key == kkey && pl->d8 == d8 && pl->kw == r->desc.keyword) {
+      size_t mark;
+      const char *why = "unknown event";
+      long rc = dec_kplan_write(d, w, pl, r, &mark);
+      if (rc == -3 && !w->err) { /* the whole event written */
+        d->decoded++;
+        if (ref) fill_ref(ref, r, pl->prov, pl->name);
+        return 1;
+      }
+      if (rc != -2) {
+        if (rc == -1) {
+          etw_jw_lit(w, ",\"EventData\":{");
+          rc = dec_mof_write(w, r, &why);
+        }
+        return finish(d, r, w, ref, pl->prov, pl->name, mark, rc, why);
+      }
+    }
+  }
+  return write_general(d, r, w, ref, d8, kslot, kkey);
+}
+
+__attribute__((noinline)) static int write_general(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
+                                                   struct etw_evref *ref, uint64_t d8, uint32_t kslot,
+                                                   uint64_t kkey) {
   struct names n;
   int is_es = r->kind == ETW_REC_EVENT && r->desc.id == 0xFFFE && r->desc.opcode == 254;
   int cls = as_classic(r);
@@ -507,15 +595,13 @@ int etw_decoder_write(struct etw_decoder *d, const struct etw_rec *r, struct etw
     hint = &n.kc->sys_hint;
     tag = n.kc;
   }
-  _Static_assert(offsetof(struct etw_rec, desc.keyword) - offsetof(struct etw_rec, desc) == 8,
-                 "the descriptor's first 8 bytes are id, version, channel, level, opcode, task");
-  uint64_t d8;
-  memcpy(&d8, &r->desc, 8); /* id, version, channel, level, opcode, task */
+  /* a kernel record without an EventInfo schema: its type's plan is (re)built below */
+  int kplan = kkey && n.kc && !n.e && !rel;
   uint64_t sft = r->filetime ? r->filetime : 1;
   int64_t pid = r->pid == 0xFFFFFFFFu ? -1 : (int64_t)r->pid, tid = r->tid == 0xFFFFFFFFu ? -1 : (int64_t)r->tid;
   const struct dec_sys_hint *hk = hint ? (const struct dec_sys_hint *)*hint : NULL;
-  if (!hk || act || rel || hk->tag != tag || hk->d8 != d8 || hk->kw != r->desc.keyword || hk->prov != n.prov ||
-      hk->name != n.name || hk->task_name != n.task || hk->opcode_name != n.opcode ||
+  if (kplan || !hk || act || rel || hk->tag != tag || hk->d8 != d8 || hk->kw != r->desc.keyword ||
+      hk->prov != n.prov || hk->name != n.name || hk->task_name != n.task || hk->opcode_name != n.opcode ||
       !dec_sys_emit_hint(d, w, *hint, sft, pid, tid, r->cpu)) {
     struct etw_sys s; /* every member is set below */
     s.ts_ns = 0;
@@ -537,6 +623,7 @@ int etw_decoder_write(struct etw_decoder *d, const struct etw_rec *r, struct etw
     s.tid = tid;
     s.cpu = r->cpu;
     dec_write_system(d, w, &s, hint, tag, d8);
+    if (kplan) dec_kplan_update(d, kslot, kkey, r, &s, d8);
   }
   size_t mark = w->len;
   etw_jw_lit(w, ",\"EventData\":{");
@@ -557,42 +644,7 @@ int etw_decoder_write(struct etw_decoder *d, const struct etw_rec *r, struct etw
     rc = dec_mof_write(w, r, &why);
   }
   if (n.p) n.p->seen++;
-  if (rc >= 0 && !w->err) {
-    if (__builtin_expect((size_t)rc < r->user_len, 0)) {
-      etw_jw_ch(w, '}');
-      write_unparsed(w, r, (size_t)rc);
-      etw_jw_ch(w, '}');
-      d->unparsed++;
-    } else {
-      etw_jw_lit(w, "}}");
-    }
-    d->decoded++;
-  } else {
-    etw_jw_truncate(w, mark);
-    etw_jw_lit(w, ",\"Undecoded\":{\"Reason\":");
-    etw_jw_cs(w, w->err ? "event too large" : why);
-    etw_jw_lit(w, ",\"Payload\":");
-    etw_jw_base64(w, r->user_data, r->user_len);
-    etw_jw_lit(w, "}}");
-    d->undecoded++;
-    rc = -1;
-  }
-  if (ref) {
-    ref->off = ref->len = 0;
-    ref->provider = n.prov;
-    ref->name = n.name;
-    const uint64_t epoch = 116444736000000000ULL; /* 1970-01-01 as FILETIME */
-    uint64_t ft = r->filetime;
-    if (ft <= epoch) ref->ts_ns = 0;
-    else if (ft - epoch > (uint64_t)INT64_MAX / 100) ref->ts_ns = INT64_MAX;
-    else ref->ts_ns = (int64_t)(ft - epoch) * 100;
-    ref->pid = r->pid;
-    ref->tid = r->tid;
-    ref->event_id = r->desc.id;
-    ref->level = r->desc.level;
-    ref->cpu = (uint8_t)r->cpu;
-  }
-  return rc >= 0;
+  return finish(d, r, w, ref, n.prov, n.name, mark, rc, why);
 }
 /* case-insensitive substring test (ASCII), portable (no strcasestr on MinGW) */
 static int contains_nocase(const char *hay, const char *needle) {

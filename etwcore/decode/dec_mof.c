@@ -711,6 +711,53 @@ long dec_mof_write(struct etw_jw *w, const struct etw_rec *r, const char **why) 
   return used;
 }
 
+unsigned dec_mof_plan_ops(const struct etw_rec *r, int ps, char head[64], uint8_t *hlen, struct dec_kop *ops,
+                          unsigned max, uint32_t *need) {
+  *need = 0;
+  if (ps != 4 && ps != 8) return 0;
+  if ((r->kind == ETW_REC_SYSTEM || r->kind == ETW_REC_PERFINFO) && r->hook_id == 0) return 0; /* header */
+  const struct layout *l = find_layout(r);
+  if (!l) return 0;
+  if (!atomic_load_explicit(&compiled_done, memory_order_acquire)) pthread_once(&compiled_once, compile_all);
+  const struct klayout *c = &COMPILED[l - LAYOUTS];
+  uint32_t nb = ps == 4 ? c->fixed4 : c->fixed8;
+  if (!c->ok || !nb || c->n > max) return 0;
+  static const char HEAD[] = ",\"EventData\":{";
+  for (unsigned i = 0; i < c->n; i++) {
+    const struct kfield *f = &c->f[i];
+    struct dec_kop *o = &ops[i];
+    memset(o->key, 0, sizeof o->key);
+    if (i) {
+      if (f->klen > sizeof o->key) return 0;
+      memcpy(o->key, f->key, f->klen);
+      o->klen = f->klen;
+    } else {
+      if (sizeof HEAD - 1 + f->klen - 1u > 64) return 0;
+      memset(head, 0, 64);
+      memcpy(head, HEAD, sizeof HEAD - 1);
+      memcpy(head + sizeof HEAD - 1, f->key + 1, f->klen - 1u);
+      *hlen = (uint8_t)(sizeof HEAD - 1 + f->klen - 1u);
+      o->klen = 0;
+    }
+    switch (f->ty) {
+    case 'u': o->ty = DEC_KOP_U32; break;
+    case 'i': o->ty = DEC_KOP_I32; break;
+    case 'x': o->ty = DEC_KOP_X32; break;
+    case 'h': o->ty = DEC_KOP_U16; break;
+    case 'b': o->ty = DEC_KOP_U8; break;
+    case 'c': o->ty = DEC_KOP_I8; break;
+    case 'q': case 't': o->ty = DEC_KOP_U64; break;
+    case 'j': o->ty = DEC_KOP_I64; break;
+    case 'X': o->ty = DEC_KOP_X64; break;
+    case 'p': o->ty = ps == 4 ? DEC_KOP_X32 : DEC_KOP_X64; break;
+    case 'z': o->ty = ps == 4 ? DEC_KOP_U32 : DEC_KOP_U64; break;
+    default: return 0; /* not reached: fixed-size layouts only */
+    }
+  }
+  *need = nb;
+  return c->n;
+}
+
 const unsigned char *dec_mof_guid(const struct etw_rec *r) {
   if (r->kind != ETW_REC_SYSTEM && r->kind != ETW_REC_PERFINFO) return r->provider_id;
   unsigned g, t;

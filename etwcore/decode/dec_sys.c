@@ -30,7 +30,7 @@ struct sysc {
 /* The text `PID,"ThreadID":TID,"ProcessorID":` of a (pid, tid) pair (≤ 67 bytes). */
 #define EXC_N 256
 struct exc {
-  int64_t pid, tid;
+  uint64_t key; /* pid << 32 | tid as the record has them (0xFFFFFFFF = none) */
   uint32_t len; /* 0 = empty */
   char txt[76];
 };
@@ -50,12 +50,17 @@ struct dec_sysc {
 void dec_sys_free(struct etw_decoder *d) {
   free(d->sysc);
   d->sysc = NULL;
+  for (size_t i = 0; i < sizeof d->kplan / sizeof d->kplan[0]; i++) {
+    free(d->kplan[i]);
+    d->kplan[i] = NULL;
+  }
 }
 
 static const char EXEC[] = ",\"Execution\":{\"ProcessID\":";
 
-/* Build entry @c from @s with the shared writer; 0 = usable. */
-static int build(struct sysc *c, const struct etw_sys *s) {
+/* The constant text of @s's block with the shared writer, split around the time: the prefix
+ * (…"TimeCreated":) then the middle (…"ProcessID":) into @buf (@cap bytes); 0 = usable. */
+static int sys_text(const struct etw_sys *s, char *buf, size_t cap, uint16_t *plen_out, uint16_t *mlen_out) {
   struct etw_sys t = *s;
   t.filetime = 1; /* "1601-01-01T00:00:00.0000001Z" */
   t.pid = t.tid = -1;
@@ -71,16 +76,21 @@ static int build(struct sysc *c, const struct etw_sys *s) {
   if (!w.err && tc && ex) {
     size_t plen = (size_t)(tc - b) + 14, tlen = 30;
     size_t mstart = plen + tlen, mlen = (size_t)(ex - b) + sizeof EXEC - 1 - mstart;
-    if (plen + mlen <= SYSC_BYTES) {
-      memcpy(c->buf, b, plen);
-      memcpy(c->buf + plen, b + mstart, mlen);
-      c->plen = (uint16_t)plen;
-      c->mlen = (uint16_t)mlen;
+    if (plen + mlen <= cap) {
+      memcpy(buf, b, plen);
+      memcpy(buf + plen, b + mstart, mlen);
+      *plen_out = (uint16_t)plen;
+      *mlen_out = (uint16_t)mlen;
       rc = 0;
     }
   }
   etw_jw_free(&w);
   return rc;
+}
+
+/* Build entry @c from @s with the shared writer; 0 = usable. */
+static int build(struct sysc *c, const struct etw_sys *s) {
+  return sys_text(s, c->buf, SYSC_BYTES, &c->plen, &c->mlen);
 }
 
 static const char D2[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
@@ -104,39 +114,41 @@ static inline char *put_frac(char *p, unsigned frac) {
   return p;
 }
 
-/* "YYYY-MM-DDTHH:MM:SS.fffffffZ" for FILETIME @ft using the cached day; 0 = written. */
-static int put_time(struct dec_sysc *sc, struct etw_jw *w, uint64_t ft) {
+/* The day's text changed: "YYYY-MM-DD" of @day from the shared writer; 0 = cached. */
+__attribute__((noinline)) static int new_day(struct dec_sysc *sc, int64_t day) {
+  const uint64_t DAY = 864000000000ULL;
+  struct etw_jw t;
+  etw_jw_init(&t, 64);
+  etw_jw_filetime(&t, (uint64_t)day * DAY);
+  const char *s = etw_jw_cstr(&t);
+  int ok = t.len == 30 && s[11] == 'T';
+  if (ok) {
+    memcpy(sc->date, s, 11);
+    sc->day = day;
+  }
+  etw_jw_free(&t);
+  return ok ? 0 : -1;
+}
+
+/* "YYYY-MM-DDTHH:MM:SS.fffffffZ" (quoted, 30 bytes) for FILETIME @ft at @p, which has 32 bytes of
+ * room, using the cached second / day; the end, or NULL (nothing usable written) when the day
+ * cannot be formatted. */
+static inline char *put_time_p(struct dec_sysc *sc, char *p, uint64_t ft) {
   uint64_t sec = ft / 10000000u;
   if (sc->sec_ok && sec == sc->sec) { /* same second as the previous event: the fraction only */
     unsigned frac = (unsigned)(ft - sec * 10000000u);
-    if (etw_jw_reserve(w, 32)) return 0;
-    char *p = w->buf + w->len;
-    memcpy(p, sc->sectext, 21);
+    memcpy(p, sc->sectext, 24); /* 21 used */
     p = put_frac(p + 21, frac);
     *p++ = 'Z';
     *p++ = '"';
-    w->len = (size_t)(p - w->buf);
-    return 0;
+    return p;
   }
   const uint64_t DAY = 864000000000ULL;
   int64_t day = (int64_t)(ft / DAY);
-  if (day != sc->day) {
-    struct etw_jw t;
-    etw_jw_init(&t, 64);
-    etw_jw_filetime(&t, (uint64_t)day * DAY);
-    const char *s = etw_jw_cstr(&t);
-    int ok = t.len == 30 && s[11] == 'T';
-    if (ok) {
-      memcpy(sc->date, s, 11);
-      sc->day = day;
-    }
-    etw_jw_free(&t);
-    if (!ok) return -1;
-  }
+  if (day != sc->day && new_day(sc, day)) return NULL;
+  char *b = p;
   uint64_t rem = ft - (uint64_t)day * DAY;
   unsigned sod = (unsigned)(rem / 10000000), frac = (unsigned)(rem % 10000000);
-  if (etw_jw_reserve(w, 32)) return 0;
-  char *p = w->buf + w->len;
   memcpy(p, sc->date, 11);
   p += 11;
   *p++ = 'T';
@@ -149,11 +161,54 @@ static int put_time(struct dec_sysc *sc, struct etw_jw *w, uint64_t ft) {
   p = put_frac(p, frac);
   *p++ = 'Z';
   *p++ = '"';
-  memcpy(sc->sectext, w->buf + w->len, 21); /* "\"YYYY-MM-DDTHH:MM:SS." */
-  sc->sec = ft / 10000000u;
+  memcpy(sc->sectext, b, 21); /* "\"YYYY-MM-DDTHH:MM:SS." */
+  sc->sec = sec;
   sc->sec_ok = 1;
-  w->len = (size_t)(p - w->buf);
-  return 0;
+  return p;
+}
+
+/* `PID,"ThreadID":TID,"ProcessorID":CPU}}` at @p (≤ 96 bytes of room) for the record's @pid and
+ * @tid (0xFFFFFFFF = null): the (pid, tid) text from the per-thread-id cache. */
+static inline char *put_exec(struct dec_sysc *sc, char *p, uint32_t pid, uint32_t tid, int cpu) {
+  struct exc *x = &sc->ex[(tid * 2654435761u) >> 24];
+  uint64_t key = (uint64_t)pid << 32 | tid;
+  if (x->key == key && x->len) {
+    /* fixed-size copy: ≤ 76 bytes fit in the room */
+    memcpy(p, x->txt, sizeof x->txt);
+    p += x->len;
+  } else {
+    char *b = p;
+    if (pid == 0xFFFFFFFFu) {
+      memcpy(p, "null", 4);
+      p += 4;
+    } else {
+      p = dec_put_u64(p, pid);
+    }
+    memcpy(p, ",\"ThreadID\":", 12);
+    p += 12;
+    if (tid == 0xFFFFFFFFu) {
+      memcpy(p, "null", 4);
+      p += 4;
+    } else {
+      p = dec_put_u64(p, tid);
+    }
+    memcpy(p, ",\"ProcessorID\":", 15);
+    p += 15;
+    x->key = key;
+    x->len = (uint32_t)(p - b);
+    memcpy(x->txt, b, x->len);
+  }
+  if ((uint32_t)cpu < 10) {
+    *p++ = (char)('0' + cpu);
+  } else if (cpu < 0) {
+    memcpy(p, "null", 4);
+    p += 4;
+  } else {
+    p = dec_put_u64(p, (uint64_t)cpu);
+  }
+  *p++ = '}';
+  *p++ = '}';
+  return p;
 }
 
 static inline int eq16(const unsigned char *a, const unsigned char *b) {
@@ -266,56 +321,100 @@ static struct sysc *lookup(struct dec_sysc *sc, const struct etw_sys *s) {
  * the time cannot be formatted (the shared writer is used then). */
 static inline int emit(struct dec_sysc *sc, const struct sysc *c, struct etw_jw *w, uint64_t ft, int64_t pid,
                        int64_t tid, int cpu) {
-  size_t mark = w->len;
   /* one reservation for the whole block: prefix, time (≤ 32), middle, execution (≤ 96) */
   if (etw_jw_reserve(w, (size_t)c->plen + c->mlen + 128)) return 0;
-  memcpy(w->buf + w->len, c->buf, c->plen);
-  w->len += c->plen;
-  if (put_time(sc, w, ft)) {
-    etw_jw_truncate(w, mark);
-    return -1;
-  }
-  memcpy(w->buf + w->len, c->buf + c->plen, c->mlen);
-  w->len += c->mlen;
   char *p = w->buf + w->len;
-  struct exc *x = &sc->ex[((uint32_t)tid * 2654435761u) >> 24];
-  if (x->len && x->pid == pid && x->tid == tid) {
-    /* fixed-size copy: ≤ 76 bytes fit in the reservation (≥ 96 left after the time) */
-    memcpy(p, x->txt, sizeof x->txt);
-    p += x->len;
-  } else {
-    char *b = p;
-    if (pid < 0) {
-      memcpy(p, "null", 4);
-      p += 4;
-    } else {
-      p = dec_put_u64(p, (uint64_t)pid);
-    }
-    memcpy(p, ",\"ThreadID\":", 12);
-    p += 12;
-    if (tid < 0) {
-      memcpy(p, "null", 4);
-      p += 4;
-    } else {
-      p = dec_put_u64(p, (uint64_t)tid);
-    }
-    memcpy(p, ",\"ProcessorID\":", 15);
-    p += 15;
-    x->pid = pid;
-    x->tid = tid;
-    x->len = (uint32_t)(p - b);
-    memcpy(x->txt, b, x->len);
-  }
-  if ((uint32_t)cpu < 10) {
-    *p++ = (char)('0' + cpu);
-  } else if (cpu < 0) {
-    memcpy(p, "null", 4);
-    p += 4;
-  } else {
-    p = dec_put_u64(p, (uint64_t)cpu);
-  }
-  *p++ = '}';
-  *p++ = '}';
+  memcpy(p, c->buf, c->plen);
+  p = put_time_p(sc, p + c->plen, ft);
+  if (!p) return -1;
+  memcpy(p, c->buf + c->plen, c->mlen);
+  /* pid and tid come from the record's u32 fields (-1 = 0xFFFFFFFF: none) */
+  p = put_exec(sc, p + c->mlen, (uint32_t)pid, (uint32_t)tid, cpu);
   w->len = (size_t)(p - w->buf);
   return 0;
+}
+
+/* ---- kernel plans */
+void dec_kplan_update(struct etw_decoder *d, uint32_t slot, uint64_t key, const struct etw_rec *r,
+                      const struct etw_sys *s, uint64_t d8) {
+  if (!d->sysc || d->sys_plain || s->activity_id || s->related_activity_id) return;
+  struct dec_kplan *pl = d->kplan[slot];
+  uint32_t hv = ((uint32_t)r->hook_id << 8 | r->desc.version) + 1;
+  if (pl && pl->hv == hv && pl->d8 == d8 && pl->kw == s->keywords && pl->prov == s->provider &&
+      pl->name == s->event_name && pl->task == s->task_name && pl->opcode == s->opcode_name) {
+    if (pl->key != key || pl->ps != r->ptr_size) { /* a new generation, or the other pointer size */
+      uint32_t need = 0;
+      unsigned n = dec_mof_plan_ops(r, r->ptr_size, pl->head, &pl->hlen, pl->ops, DEC_KOPS, &need);
+      pl->ps = n ? r->ptr_size : 0;
+      pl->nops = (uint8_t)n;
+      pl->need = need;
+      pl->room = (uint32_t)pl->plen + pl->mlen + 128 + 64 + pl->nops * 64u;
+      pl->key = key;
+    }
+    return;
+  }
+  if (!pl && !(pl = d->kplan[slot] = calloc(1, sizeof *pl))) return;
+  pl->key = 0;
+  if (pl->builds >= DEC_KPLAN_BUILDS) return;
+  pl->builds++;
+  if (sys_text(s, pl->txt, sizeof pl->txt, &pl->plen, &pl->mlen)) return;
+  uint32_t need = 0;
+  unsigned n = dec_mof_plan_ops(r, r->ptr_size, pl->head, &pl->hlen, pl->ops, DEC_KOPS, &need);
+  pl->ps = n ? r->ptr_size : 0;
+  pl->nops = (uint8_t)n;
+  pl->need = need;
+  pl->room = (uint32_t)pl->plen + pl->mlen + 128 + 64 + pl->nops * 64u;
+  pl->hv = hv;
+  pl->d8 = d8;
+  pl->kw = s->keywords;
+  pl->prov = s->provider;
+  pl->name = s->event_name;
+  pl->task = s->task_name;
+  pl->opcode = s->opcode_name;
+  pl->key = key;
+}
+
+long dec_kplan_write(struct etw_decoder *d, struct etw_jw *w, const struct dec_kplan *pl, const struct etw_rec *r,
+                     size_t *mark) {
+  struct dec_sysc *sc = d->sysc;
+  if (etw_jw_reserve(w, pl->room)) return -2;
+  uint64_t ft = r->filetime ? r->filetime : 1;
+  char *p = w->buf + w->len;
+  memcpy(p, pl->txt, pl->plen);
+  p = put_time_p(sc, p + pl->plen, ft);
+  if (!p) return -2;
+  memcpy(p, pl->txt + pl->plen, pl->mlen);
+  p = put_exec(sc, p + pl->mlen, r->pid, r->tid, r->cpu);
+  *mark = (size_t)(p - w->buf);
+  if (pl->ps != r->ptr_size || r->user_len < pl->need) { /* no ops (ps 0), or a short payload */
+    w->len = *mark;
+    return -1;
+  }
+  const unsigned char *q = r->user_data;
+  memcpy(p, pl->head, sizeof pl->head);
+  p += pl->hlen;
+  for (const struct dec_kop *o = pl->ops, *e = o + pl->nops;;) {
+    switch (o->ty) {
+    case DEC_KOP_U32: p = dec_put_u64(p, d_rd32(q)); q += 4; break;
+    case DEC_KOP_I32: p = dec_put_i64(p, (int32_t)d_rd32(q)); q += 4; break;
+    case DEC_KOP_X32: p = dec_put_hex(p, d_rd32(q)); q += 4; break;
+    case DEC_KOP_U16: p = dec_put_u64(p, d_rd16(q)); q += 2; break;
+    case DEC_KOP_U8: p = dec_put_u64(p, q[0]); q += 1; break;
+    case DEC_KOP_I8: p = dec_put_i64(p, (int8_t)q[0]); q += 1; break;
+    case DEC_KOP_U64: p = dec_put_u64(p, d_rd64(q)); q += 8; break;
+    case DEC_KOP_I64: p = dec_put_i64(p, (int64_t)d_rd64(q)); q += 8; break;
+    default: p = dec_put_hex(p, d_rd64(q)); q += 8; break; /* DEC_KOP_X64 */
+    }
+    if (++o == e) break;
+    memcpy(p, o->key, sizeof o->key);
+    p += o->klen;
+  }
+  if (r->user_len == pl->need) { /* every payload byte used: EventData and the event closed */
+    *p++ = '}';
+    *p++ = '}';
+    w->len = (size_t)(p - w->buf);
+    return -3;
+  }
+  w->len = (size_t)(p - w->buf);
+  return (long)pl->need;
 }

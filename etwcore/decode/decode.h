@@ -269,8 +269,39 @@ struct dec_cname {
 
 struct dec_sysc;
 
+/* A kernel record type's compiled plan (dec_sys.c builds it, dec_core.c dispatches to it): the
+ * System block's constant text for one dec_kname entry (its names, the descriptor bytes and
+ * keywords, the group GUID), and, for layouts whose fields all have a fixed size, the EventData
+ * fields as a list of (key text, value writer) ops, the first key fused with
+ * `,"EventData":{`. Reached from the record with the kn key, no resolve. */
+#define DEC_KOPS 24
+struct dec_kop {
+  char key[32]; /* `,"Name":`, written as 32 bytes (the first op's key is dec_kplan.head) */
+  uint8_t klen, ty; /* ty: DEC_KOP_* */
+};
+enum { DEC_KOP_U32, DEC_KOP_I32, DEC_KOP_X32, DEC_KOP_U16, DEC_KOP_U8, DEC_KOP_I8, DEC_KOP_U64, DEC_KOP_I64,
+       DEC_KOP_X64 };
+struct dec_kplan {
+  uint64_t key;       /* the dec_kname key it is valid for (0 = none) */
+  uint32_t hv;        /* (hook_id << 8 | version) + 1 it was built for */
+  uint32_t builds;    /* texts built in this slot (no plan after DEC_KPLAN_BUILDS: thrash guard) */
+  uint64_t d8, kw;    /* descriptor bytes and keywords of the text */
+  const char *prov, *name, *task, *opcode; /* names of the text */
+  uint8_t ps;         /* pointer size of the ops (0 = no ops: EventData by dec_mof_write) */
+  uint8_t nops;
+  uint16_t plen, mlen; /* prefix (…"TimeCreated":) and middle (…"ProcessID":) in txt */
+  uint32_t need;      /* payload bytes of the fixed layout (> 0 when nops) */
+  uint32_t room;      /* bytes reserved for the whole write */
+  uint8_t hlen;
+  char head[64];      /* `,"EventData":{"Name":` of the first op, written as 64 bytes */
+  struct dec_kop ops[DEC_KOPS];
+  char txt[600];
+};
+#define DEC_KPLAN_BUILDS 256
+
 struct etw_decoder {
   struct dec_kname kn[1024];
+  struct dec_kplan *kplan[1024]; /* per kn slot, allocated on first use (dec_sys.c) */
   uint32_t kn_gen; /* bumped to invalidate every kn entry (no 40 KB memset per EventInfo event) */
   struct dec_cname cn[DEC_CNAME_N];
   struct dec_sysc *sysc; /* System block cache (dec_sys.c) */
@@ -323,6 +354,19 @@ struct dec_sys_hint {
 int dec_sys_emit_hint(struct etw_decoder *d, struct etw_jw *w, void *hint, uint64_t ft, int64_t pid, int64_t tid,
                       int cpu);
 void dec_sys_free(struct etw_decoder *d);
+/** dec_kplan_update - after the general path wrote kernel record @r (kn slot @slot, key @key,
+ * System fields @s, no activity IDs): make the slot's plan valid for it (revalidated when its
+ * text still applies, else rebuilt; none after DEC_KPLAN_BUILDS builds in the slot). */
+void dec_kplan_update(struct etw_decoder *d, uint32_t slot, uint64_t key, const struct etw_rec *r,
+                      const struct etw_sys *s, uint64_t d8);
+/** dec_kplan_write - record @r through plan @pl (valid for its kn key, d8 and keywords checked by
+ * the caller): the System block, then, when the plan has ops for r's pointer size and the payload
+ * holds the layout, `,"EventData":{` and the fields. Returns the payload bytes consumed (EventData
+ * open, not closed: payload bytes are left), -3 (every payload byte consumed, EventData and the
+ * event closed with `}}`), -1 (System written and ended at *@mark: the caller writes EventData),
+ * or -2 (nothing written: the general path). */
+long dec_kplan_write(struct etw_decoder *d, struct etw_jw *w, const struct dec_kplan *pl, const struct etw_rec *r,
+                     size_t *mark);
 
 /* TraceLogging (dec_tl.c) */
 int dec_tl_names(const struct etw_rec *r, const char **prov, size_t *prov_len, const char **name,
@@ -337,6 +381,10 @@ int dec_mof_classic_guid(const unsigned char g[16]);
 /** dec_mof_write - the fields of a kernel/classic record: the payload bytes its layout consumed
  * (all of them for the logfile header), or -1 with *@why set (unknown class, payload mismatch). */
 long dec_mof_write(struct etw_jw *w, const struct etw_rec *r, const char **why);
+/** dec_mof_plan_ops - the fixed-size layout of kernel record @r as plan ops for pointer size
+ * @ps: the count (0 = none: no layout, a variable-size field, or no fields), *@need = its bytes. */
+unsigned dec_mof_plan_ops(const struct etw_rec *r, int ps, char head[64], uint8_t *hlen, struct dec_kop *ops,
+                          unsigned max, uint32_t *need);
 /** dec_mof_guid - provider GUID to report (the group GUID for kernel headers) or NULL. */
 const unsigned char *dec_mof_guid(const struct etw_rec *r);
 

@@ -1,6 +1,10 @@
 /* test_decode_sys.c — the cached System-block writer (dec_sys.c) produces exactly the bytes of
  * the shared etw_event_write_system for every event of the corpus traces (all providers, kernel
- * and 32-bit records, day changes), compared event by event with a decoder that bypasses it. */
+ * and 32-bit records, day changes), compared event by event with a decoder that bypasses it.
+ * That decoder (sys_plain) also bypasses the kernel plans (dec_kplan_*: System text and fixed
+ * EventData ops), so the plans are compared with the general path too, on the corpus records and
+ * on mutated copies of kernel records (short payloads, the other pointer size, other descriptor
+ * bytes, keywords, pids, times, processors), along with the event refs and return values. */
 #include "decode.h"
 #include "t.h"
 #include "test_etl_util.h"
@@ -21,15 +25,42 @@ static void compare(const char *rel) {
   struct etw_rec rec;
   struct etw_evref ra, rc;
   size_t events = 0, diff = 0;
+  uint64_t rnd = 0x243F6A8885A308D3ull;
   while (etw_etl_reader_next(r, &rec, &st) == 1) {
-    a.len = c.len = 0;
-    etw_decoder_write(fast, &rec, &a, &ra);
-    etw_decoder_write(plain, &rec, &c, &rc);
-    events++;
-    if (a.len != c.len || memcmp(a.buf, c.buf, a.len)) {
-      if (diff++ < 3) fprintf(stderr, "%s #%zu differs:\n %s\n %s\n", rel, events, etw_jw_cstr(&a), etw_jw_cstr(&c));
+    /* the record itself, then (kernel records, every 5th) up to 6 mutated copies, each written
+     * twice (the second time through a plan the first may have built) */
+    int kernel = rec.kind == ETW_REC_SYSTEM || rec.kind == ETW_REC_PERFINFO;
+    int nv = kernel && events % 5 == 0 ? 13 : 1;
+    for (int v = 0; v < nv; v++) {
+      struct etw_rec m = rec;
+      rnd ^= rnd << 13;
+      rnd ^= rnd >> 7;
+      rnd ^= rnd << 17;
+      switch ((v + 1) / 2) {
+      case 0: break;
+      case 1: m.user_len = rec.user_len ? (uint32_t)(rnd % rec.user_len) : 0; break; /* short payload */
+      case 2: m.ptr_size = rec.ptr_size == 8 ? 4 : 8; break;
+      case 3: m.desc.level = (uint8_t)(rnd >> 8); m.desc.keyword ^= rnd & 3; break;
+      case 4: m.pid = (uint32_t)(rnd >> 16) % 5 == 0 ? 0xFFFFFFFFu : (uint32_t)(rnd >> 20);
+              m.tid = (uint32_t)rnd % 3 == 0 ? 0xFFFFFFFFu : (uint32_t)(rnd >> 40);
+              m.cpu = (uint16_t)(rnd >> 50) % 40; break;
+      case 5: m.filetime = (rnd & 1) ? 0 : (rnd & 2) ? UINT64_MAX - (rnd >> 60) : rec.filetime + (rnd >> 30); break;
+      default: m.desc.version = (uint8_t)(rnd >> 24); m.user_len = rec.user_len ? (uint32_t)(rnd % (rec.user_len + 1)) : 0; break;
+      }
+      a.len = c.len = 0;
+      int ka = etw_decoder_write(fast, &m, &a, &ra);
+      int kc = etw_decoder_write(plain, &m, &c, &rc);
+      events++;
+      if (a.len != c.len || memcmp(a.buf, c.buf, a.len) || ka != kc || ra.provider != rc.provider || ra.name != rc.name ||
+          ra.ts_ns != rc.ts_ns || ra.pid != rc.pid || ra.tid != rc.tid || ra.event_id != rc.event_id ||
+          ra.level != rc.level || ra.cpu != rc.cpu || ra.off != rc.off || ra.len != rc.len) {
+        if (diff++ < 3) fprintf(stderr, "%s #%zu (variant %d) differs:\n %s\n %s\n", rel, events, v, etw_jw_cstr(&a), etw_jw_cstr(&c));
+      }
     }
   }
+  CHECK_EQ(fast->undecoded, plain->undecoded);
+  CHECK_EQ(fast->decoded, plain->decoded);
+  CHECK_EQ(fast->unparsed, plain->unparsed);
   CHECK(events > 0);
   CHECK_EQ(diff, 0);
   etw_jw_free(&a);
