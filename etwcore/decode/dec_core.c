@@ -65,6 +65,7 @@ struct dec_provider *dec_provider_get(struct etw_decoder *d, const unsigned char
   struct dec_provider *p = calloc(1, sizeof *p);
   if (!p) return NULL;
   memcpy(p->guid, guid, 16);
+  p->dec = d;
   uint32_t j = guid_hash(guid) & (d->prov_cap - 1);
   while (d->prov[j]) j = (j + 1) & (d->prov_cap - 1);
   d->prov[j] = p;
@@ -106,6 +107,7 @@ void dec_event_free(struct dec_event *e) {
 
 int dec_event_add(struct dec_provider *p, struct dec_event *e) {
   e->owner = p;
+  if (p->dec) p->dec->reg_gen++; /* a schema may be replaced below: manifest event plans expire */
   dec_clr_fix(p, e);
   if (p->ev_cap) {
     uint32_t i = ev_hash(e->id, e->version) & (p->ev_cap - 1);
@@ -153,6 +155,7 @@ int dec_event_add(struct dec_provider *p, struct dec_event *e) {
 struct etw_decoder *etw_decoder_new(const char *manifest_dir) {
   struct etw_decoder *d = calloc(1, sizeof *d);
   if (!d) return NULL;
+  d->reg_gen = 1;
   if (manifest_dir && *manifest_dir) {
     d->manifest_dir = strdup(manifest_dir);
     if (!d->manifest_dir) {
@@ -522,6 +525,32 @@ static inline int finish(struct etw_decoder *d, const struct etw_rec *r, struct 
   return rc >= 0;
 }
 
+static inline uint32_t eplan_slot(const struct etw_rec *r) {
+  uint32_t h = d_rd32(r->provider_id) ^ d_rd32(r->provider_id + 12) ^ ((uint32_t)r->desc.id << 8 | r->desc.version);
+  return (h * 2654435761u) >> (32 - 10);
+}
+_Static_assert(DEC_EPLAN_N == 1024, "eplan_slot gives 10 bits");
+
+/* Plan @pl applies to manifest event @r (descriptor bytes @d8): same GUID, descriptor and
+ * keywords, registry generation and provider name; no activity ID, no TraceLogging or related
+ * activity extended data, not a string-only event. */
+static inline int eplan_hit(const struct etw_decoder *d, const struct dec_eplan *pl, const struct etw_rec *r,
+                            uint64_t d8) {
+  uint64_t g0, g1, p0, p1, a0, a1;
+  memcpy(&g0, r->provider_id, 8);
+  memcpy(&g1, r->provider_id + 8, 8);
+  memcpy(&p0, pl->guid, 8);
+  memcpy(&p1, pl->guid + 8, 8);
+  memcpy(&a0, r->activity_id, 8);
+  memcpy(&a1, r->activity_id + 8, 8);
+  if (((g0 ^ p0) | (g1 ^ p1) | (pl->d8 ^ d8) | (pl->kw ^ r->desc.keyword) | a0 | a1) || pl->gen != d->reg_gen ||
+      pl->p->name != pl->pname || (r->flags & ETW_EVH_STRING_ONLY))
+    return 0;
+  for (uint16_t i = 0; i < r->n_ext; i++)
+    if (r->ext[i].type == ETW_EXT_EVENT_SCHEMA_TL || r->ext[i].type == ETW_EXT_RELATED_ACTIVITYID) return 0;
+  return 1;
+}
+
 /* Every record without a valid plan: names resolved, the System block (cached per schema), the
  * EventData writer of the record's kind. @kkey (0 = not a kernel record without extended data):
  * the kernel type's name cache key in slot @kslot. */
@@ -557,6 +586,19 @@ int etw_decoder_write(struct etw_decoder *d, const struct etw_rec *r, struct etw
           etw_jw_lit(w, ",\"EventData\":{");
           rc = dec_mof_write(w, r, &why);
         }
+        return finish(d, r, w, ref, pl->prov, pl->name, mark, rc, why);
+      }
+    }
+  } else if (r->kind == ETW_REC_EVENT) {
+    /* manifest events: the type's plan by (GUID, id, version) (no resolve) */
+    uint32_t slot = eplan_slot(r);
+    const struct dec_eplan *pl = d->eplan[slot];
+    if (pl && eplan_hit(d, pl, r, d8)) {
+      size_t mark;
+      if (!dec_eplan_write(d, w, pl, r, &mark)) {
+        const char *why = "unknown event";
+        long rc = dec_fields_write_d(d, w, pl->e, r->user_data, r->user_len, r->ptr_size, &why);
+        pl->p->seen++;
         return finish(d, r, w, ref, pl->prov, pl->name, mark, rc, why);
       }
     }
@@ -597,10 +639,19 @@ __attribute__((noinline)) static int write_general(struct etw_decoder *d, const 
   }
   /* a kernel record without an EventInfo schema: its type's plan is (re)built below */
   int kplan = kkey && n.kc && !n.e && !rel;
+  /* a manifest event with a template: its type's plan is (re)built below unless it applies */
+  uint32_t eslot = 0;
+  int eplan = 0;
+  if (r->kind == ETW_REC_EVENT && !cls && n.e && !n.tl && !is_es && !act && !rel && n.e->has_template &&
+      !(r->flags & ETW_EVH_STRING_ONLY) && !dec_mof_classic_guid(r->provider_id) && !d->sys_plain) {
+    eslot = eplan_slot(r);
+    const struct dec_eplan *pl = d->eplan[eslot];
+    eplan = !pl || pl->e != n.e || !eplan_hit(d, pl, r, d8);
+  }
   uint64_t sft = r->filetime ? r->filetime : 1;
   int64_t pid = r->pid == 0xFFFFFFFFu ? -1 : (int64_t)r->pid, tid = r->tid == 0xFFFFFFFFu ? -1 : (int64_t)r->tid;
   const struct dec_sys_hint *hk = hint ? (const struct dec_sys_hint *)*hint : NULL;
-  if (kplan || !hk || act || rel || hk->tag != tag || hk->d8 != d8 || hk->kw != r->desc.keyword ||
+  if (kplan || eplan || !hk || act || rel || hk->tag != tag || hk->d8 != d8 || hk->kw != r->desc.keyword ||
       hk->prov != n.prov || hk->name != n.name || hk->task_name != n.task || hk->opcode_name != n.opcode ||
       !dec_sys_emit_hint(d, w, *hint, sft, pid, tid, r->cpu)) {
     struct etw_sys s; /* every member is set below */
@@ -624,6 +675,7 @@ __attribute__((noinline)) static int write_general(struct etw_decoder *d, const 
     s.cpu = r->cpu;
     dec_write_system(d, w, &s, hint, tag, d8);
     if (kplan) dec_kplan_update(d, kslot, kkey, r, &s, d8);
+    if (eplan) dec_eplan_update(d, eslot, r, &s, d8, n.p, n.e);
   }
   size_t mark = w->len;
   etw_jw_lit(w, ",\"EventData\":{");

@@ -54,6 +54,10 @@ void dec_sys_free(struct etw_decoder *d) {
     free(d->kplan[i]);
     d->kplan[i] = NULL;
   }
+  for (size_t i = 0; i < DEC_EPLAN_N; i++) {
+    free(d->eplan[i]);
+    d->eplan[i] = NULL;
+  }
 }
 
 static const char EXEC[] = ",\"Execution\":{\"ProcessID\":";
@@ -372,6 +376,44 @@ void dec_kplan_update(struct etw_decoder *d, uint32_t slot, uint64_t key, const 
   pl->task = s->task_name;
   pl->opcode = s->opcode_name;
   pl->key = key;
+}
+
+void dec_eplan_update(struct etw_decoder *d, uint32_t slot, const struct etw_rec *r, const struct etw_sys *s,
+                      uint64_t d8, struct dec_provider *p, struct dec_event *e) {
+  if (!d->sysc || d->sys_plain || s->activity_id || s->related_activity_id || !d->reg_gen) return;
+  struct dec_eplan *pl = d->eplan[slot];
+  if (!pl && !(pl = d->eplan[slot] = calloc(1, sizeof *pl))) return;
+  pl->gen = 0;
+  if (pl->builds >= DEC_KPLAN_BUILDS) return;
+  pl->builds++;
+  if (sys_text(s, pl->txt, sizeof pl->txt, &pl->plen, &pl->mlen)) return;
+  memcpy(pl->guid, r->provider_id, 16);
+  pl->d8 = d8;
+  pl->kw = s->keywords;
+  pl->p = p;
+  pl->e = e;
+  pl->pname = p->name;
+  pl->prov = s->provider;
+  pl->name = s->event_name;
+  pl->room = (uint32_t)pl->plen + pl->mlen + 128 + 16;
+  pl->gen = d->reg_gen;
+}
+
+int dec_eplan_write(struct etw_decoder *d, struct etw_jw *w, const struct dec_eplan *pl, const struct etw_rec *r,
+                    size_t *mark) {
+  struct dec_sysc *sc = d->sysc;
+  if (etw_jw_reserve(w, pl->room)) return -2;
+  uint64_t ft = r->filetime ? r->filetime : 1;
+  char *p = w->buf + w->len;
+  memcpy(p, pl->txt, pl->plen);
+  p = put_time_p(sc, p + pl->plen, ft);
+  if (!p) return -2;
+  memcpy(p, pl->txt + pl->plen, pl->mlen);
+  p = put_exec(sc, p + pl->mlen, r->pid, r->tid, r->cpu);
+  *mark = (size_t)(p - w->buf);
+  memcpy(p, ",\"EventData\":{", 14);
+  w->len = (size_t)(p + 14 - w->buf);
+  return 0;
 }
 
 long dec_kplan_write(struct etw_decoder *d, struct etw_jw *w, const struct dec_kplan *pl, const struct etw_rec *r,

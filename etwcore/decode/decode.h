@@ -230,6 +230,7 @@ struct dec_event {
 
 struct dec_provider {
   unsigned char guid[16];
+  struct etw_decoder *dec; /* the registry's decoder (dec_event_add bumps its reg_gen) */
   const char *name;      /* interned */
   const char *source;    /* "manifest", "eventsource", "tracelogging", "eventinfo", "kernel" */
   struct dec_event **ev; /* open hash by (id, version) */
@@ -299,9 +300,30 @@ struct dec_kplan {
 };
 #define DEC_KPLAN_BUILDS 256
 
+/* A manifest event type's plan: the System block's constant text for records of provider @guid
+ * with descriptor bytes @d8 and keywords @kw that resolve to schema @e (no TraceLogging or
+ * related-activity extended data, no activity ID, not a classic GUID), valid while the registry
+ * generation is @gen and the provider's name still @pname. EventData: dec_fields_write_d. */
+struct dec_eplan {
+  unsigned char guid[16];
+  uint64_t d8, kw;
+  uint64_t gen;       /* etw_decoder.reg_gen it was built in (0 = none: the generation starts at 1) */
+  struct dec_provider *p;
+  struct dec_event *e;
+  const char *pname;  /* p->name at build */
+  const char *prov, *name;
+  uint32_t builds;
+  uint16_t plen, mlen;
+  uint32_t room;
+  char txt[600];
+};
+#define DEC_EPLAN_N 1024
+
 struct etw_decoder {
   struct dec_kname kn[1024];
   struct dec_kplan *kplan[1024]; /* per kn slot, allocated on first use (dec_sys.c) */
+  struct dec_eplan *eplan[DEC_EPLAN_N]; /* manifest event plans by (GUID, id, version) hash */
+  uint64_t reg_gen; /* bumped by every dec_event_add (a schema may have been replaced) */
   uint32_t kn_gen; /* bumped to invalidate every kn entry (no 40 KB memset per EventInfo event) */
   struct dec_cname cn[DEC_CNAME_N];
   struct dec_sysc *sysc; /* System block cache (dec_sys.c) */
@@ -359,6 +381,14 @@ void dec_sys_free(struct etw_decoder *d);
  * text still applies, else rebuilt; none after DEC_KPLAN_BUILDS builds in the slot). */
 void dec_kplan_update(struct etw_decoder *d, uint32_t slot, uint64_t key, const struct etw_rec *r,
                       const struct etw_sys *s, uint64_t d8);
+/** dec_eplan_update - after the general path wrote manifest event @r of schema @e (provider @p)
+ * with System fields @s (no activity IDs): (re)build plan slot @slot for it. */
+void dec_eplan_update(struct etw_decoder *d, uint32_t slot, const struct etw_rec *r, const struct etw_sys *s,
+                      uint64_t d8, struct dec_provider *p, struct dec_event *e);
+/** dec_eplan_write - the System block of @r through plan @pl and `,"EventData":{`; *@mark = the
+ * end of the System block. 0, or -2 (nothing written: the general path). */
+int dec_eplan_write(struct etw_decoder *d, struct etw_jw *w, const struct dec_eplan *pl, const struct etw_rec *r,
+                    size_t *mark);
 /** dec_kplan_write - record @r through plan @pl (valid for its kn key, d8 and keywords checked by
  * the caller): the System block, then, when the plan has ops for r's pointer size and the payload
  * holds the layout, `,"EventData":{` and the fields. Returns the payload bytes consumed (EventData

@@ -3,8 +3,9 @@
  * and 32-bit records, day changes), compared event by event with a decoder that bypasses it.
  * That decoder (sys_plain) also bypasses the kernel plans (dec_kplan_*: System text and fixed
  * EventData ops), so the plans are compared with the general path too, on the corpus records and
- * on mutated copies of kernel records (short payloads, the other pointer size, other descriptor
- * bytes, keywords, pids, times, processors), along with the event refs and return values. */
+ * on mutated copies of records (short payloads, the other pointer size, other descriptor bytes,
+ * keywords, pids, times, processors, activity IDs, the string-only flag), with the event refs,
+ * return values and counters. The manifest event plans (dec_eplan_*) likewise. */
 #include "decode.h"
 #include "t.h"
 #include "test_etl_util.h"
@@ -27,10 +28,9 @@ static void compare(const char *rel) {
   size_t events = 0, diff = 0;
   uint64_t rnd = 0x243F6A8885A308D3ull;
   while (etw_etl_reader_next(r, &rec, &st) == 1) {
-    /* the record itself, then (kernel records, every 5th) up to 6 mutated copies, each written
-     * twice (the second time through a plan the first may have built) */
-    int kernel = rec.kind == ETW_REC_SYSTEM || rec.kind == ETW_REC_PERFINFO;
-    int nv = kernel && events % 5 == 0 ? 13 : 1;
+    /* the record itself, then (every 5th record) mutated copies, each written twice (the second
+     * time through a plan the first may have built) */
+    int nv = events % 5 == 0 ? 17 : 1;
     for (int v = 0; v < nv; v++) {
       struct etw_rec m = rec;
       rnd ^= rnd << 13;
@@ -45,7 +45,9 @@ static void compare(const char *rel) {
               m.tid = (uint32_t)rnd % 3 == 0 ? 0xFFFFFFFFu : (uint32_t)(rnd >> 40);
               m.cpu = (uint16_t)(rnd >> 50) % 40; break;
       case 5: m.filetime = (rnd & 1) ? 0 : (rnd & 2) ? UINT64_MAX - (rnd >> 60) : rec.filetime + (rnd >> 30); break;
-      default: m.desc.version = (uint8_t)(rnd >> 24); m.user_len = rec.user_len ? (uint32_t)(rnd % (rec.user_len + 1)) : 0; break;
+      case 6: m.desc.version = (uint8_t)(rnd >> 24); m.user_len = rec.user_len ? (uint32_t)(rnd % (rec.user_len + 1)) : 0; break;
+      case 7: if (rnd & 1) memcpy(m.activity_id, &rnd, 8); else m.flags ^= ETW_EVH_STRING_ONLY; break;
+      default: m.desc.opcode ^= (uint8_t)(rnd >> 33) & 1; m.desc.task ^= (uint16_t)(rnd >> 34) & 1; break;
       }
       a.len = c.len = 0;
       int ka = etw_decoder_write(fast, &m, &a, &ra);
