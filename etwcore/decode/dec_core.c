@@ -480,27 +480,11 @@ static int write_ktc(struct etw_jw *w, const struct etw_rec *r) {
   return 0;
 }
 
-static inline void fill_ref(struct etw_evref *ref, const struct etw_rec *r, const char *prov, const char *name) {
-  ref->off = ref->len = 0;
-  ref->provider = prov;
-  ref->name = name;
-  const uint64_t epoch = 116444736000000000ULL; /* 1970-01-01 as FILETIME */
-  uint64_t ft = r->filetime;
-  if (ft <= epoch) ref->ts_ns = 0;
-  else if (ft - epoch > (uint64_t)INT64_MAX / 100) ref->ts_ns = INT64_MAX;
-  else ref->ts_ns = (int64_t)(ft - epoch) * 100;
-  ref->pid = r->pid;
-  ref->tid = r->tid;
-  ref->event_id = r->desc.id;
-  ref->level = r->desc.level;
-  ref->cpu = (uint8_t)r->cpu;
-}
-
 /* The end of every event: EventData closed (with the Unparsed member when the schema left
  * payload bytes; @rc = bytes consumed), or, on failure (@rc < 0 or the writer in error), everything
  * from @mark (after the System block) replaced by the Undecoded member; then @ref. */
-static inline int finish(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
-                         const char *prov, const char *name, size_t mark, long rc, const char *why) {
+int dec_finish(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
+               const char *prov, const char *name, size_t mark, long rc, const char *why) {
   if (rc >= 0 && !w->err) {
     if (__builtin_expect((size_t)rc < r->user_len, 0)) {
       etw_jw_ch(w, '}');
@@ -521,7 +505,7 @@ static inline int finish(struct etw_decoder *d, const struct etw_rec *r, struct 
     d->undecoded++;
     rc = -1;
   }
-  if (ref) fill_ref(ref, r, prov, name);
+  if (ref) dec_fill_ref(ref, r, prov, name);
   return rc >= 0;
 }
 
@@ -551,64 +535,36 @@ static inline int eplan_hit(const struct etw_decoder *d, const struct dec_eplan 
   return 1;
 }
 
-/* Every record without a valid plan: names resolved, the System block (cached per schema), the
- * EventData writer of the record's kind. @kkey (0 = not a kernel record without extended data):
- * the kernel type's name cache key in slot @kslot. */
-__attribute__((noinline)) static int write_general(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
-                                                   struct etw_evref *ref, uint64_t d8, uint32_t kslot,
-                                                   uint64_t kkey);
-
 int etw_decoder_write(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
                       struct etw_evref *ref) {
   _Static_assert(offsetof(struct etw_rec, desc.keyword) - offsetof(struct etw_rec, desc) == 8,
                  "the descriptor's first 8 bytes are id, version, channel, level, opcode, task");
   uint64_t d8;
   memcpy(&d8, &r->desc, 8); /* id, version, channel, level, opcode, task */
-  uint32_t kslot = 0;
-  uint64_t kkey = 0;
+  /* (tail calls only: no frame here) */
   if ((r->kind == ETW_REC_SYSTEM || r->kind == ETW_REC_PERFINFO) && !r->n_ext) {
     /* kernel records: the type's plan, reached with the name cache's key (no resolve) */
     uint32_t key32 = ((uint32_t)r->hook_id << 8 | r->desc.version) + 1;
-    kslot = (key32 * 2654435761u) >> 22;
-    kkey = (uint64_t)d->kn_gen << 32 | key32;
+    uint32_t kslot = (key32 * 2654435761u) >> 22;
+    uint64_t kkey = (uint64_t)d->kn_gen << 32 | key32;
     const struct dec_kplan *pl = d->kplan[kslot];
-    if (pl && pl->key == kkey && pl->d8 == d8 && pl->kw == r->desc.keyword) {
-      size_t mark;
-      const char *why = "unknown event";
-      long rc = dec_kplan_write(d, w, pl, r, &mark);
-      if (rc == -3 && !w->err) { /* the whole event written */
-        d->decoded++;
-        if (ref) fill_ref(ref, r, pl->prov, pl->name);
-        return 1;
-      }
-      if (rc != -2) {
-        if (rc == -1) {
-          etw_jw_lit(w, ",\"EventData\":{");
-          rc = dec_mof_write(w, r, &why);
-        }
-        return finish(d, r, w, ref, pl->prov, pl->name, mark, rc, why);
-      }
-    }
-  } else if (r->kind == ETW_REC_EVENT) {
-    /* manifest events: the type's plan by (GUID, id, version) (no resolve) */
-    uint32_t slot = eplan_slot(r);
-    const struct dec_eplan *pl = d->eplan[slot];
-    if (pl && eplan_hit(d, pl, r, d8)) {
-      size_t mark;
-      if (!dec_eplan_write(d, w, pl, r, &mark)) {
-        const char *why = "unknown event";
-        long rc = dec_fields_write_d(d, w, pl->e, r->user_data, r->user_len, r->ptr_size, &why);
-        pl->p->seen++;
-        return finish(d, r, w, ref, pl->prov, pl->name, mark, rc, why);
-      }
-    }
+    if (pl && pl->key == kkey && pl->d8 == d8 && pl->kw == r->desc.keyword)
+      return dec_kplan_event(d, w, pl, r, ref, d8, kslot, kkey);
+    return dec_write_general(d, r, w, ref, d8, kslot, kkey);
   }
-  return write_general(d, r, w, ref, d8, kslot, kkey);
+  if (r->kind == ETW_REC_EVENT) {
+    /* manifest events: the type's plan by (GUID, id, version) (no resolve) */
+    const struct dec_eplan *pl = d->eplan[eplan_slot(r)];
+    if (pl && eplan_hit(d, pl, r, d8)) return dec_eplan_event(d, w, pl, r, ref, d8);
+  }
+  return dec_write_general(d, r, w, ref, d8, 0, 0);
 }
 
-__attribute__((noinline)) static int write_general(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
-                                                   struct etw_evref *ref, uint64_t d8, uint32_t kslot,
-                                                   uint64_t kkey) {
+/* Every record without a valid plan: names resolved, the System block (cached per schema), the
+ * EventData writer of the record's kind. @kkey (0 = not a kernel record without extended data):
+ * the kernel type's name cache key in slot @kslot. */
+__attribute__((noinline)) int dec_write_general(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
+                                                struct etw_evref *ref, uint64_t d8, uint32_t kslot, uint64_t kkey) {
   struct names n;
   int is_es = r->kind == ETW_REC_EVENT && r->desc.id == 0xFFFE && r->desc.opcode == 254;
   int cls = as_classic(r);
@@ -696,7 +652,7 @@ __attribute__((noinline)) static int write_general(struct etw_decoder *d, const 
     rc = dec_mof_write(w, r, &why);
   }
   if (n.p) n.p->seen++;
-  return finish(d, r, w, ref, n.prov, n.name, mark, rc, why);
+  return dec_finish(d, r, w, ref, n.prov, n.name, mark, rc, why);
 }
 /* case-insensitive substring test (ASCII), portable (no strcasestr on MinGW) */
 static int contains_nocase(const char *hay, const char *needle) {

@@ -106,8 +106,21 @@ static inline char *put2(char *p, unsigned v) {
   return p + 2;
 }
 
-/* The 7 digits of @frac (< 10^7): one division by a constant per group. */
+/* The 7 digits of @frac (< 10^7) at @p, which has 8 bytes of room. Little-endian: all digits at
+ * once in a 64-bit word (two 4-digit lanes, split into 2-digit then 1-digit lanes with multiply-
+ * shift divisions, exact for these ranges), one 8-byte store; else one division per group. */
 static inline char *put_frac(char *p, unsigned frac) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  uint64_t hi = frac / 10000u, lo = frac - hi * 10000u;  /* the 8-digit text 0ddddddd: hi = 0ddd */
+  uint64_t m = hi | lo << 32;                             /* lanes of 32 bits, each < 10000 */
+  uint64_t t = (m * 10486u) >> 20 & 0x0000007F0000007Full; /* lane / 100 (exact below 43699) */
+  m = t | (m - t * 100u) << 16;                           /* lanes of 16 bits, each < 100 */
+  t = (m * 103u) >> 10 & 0x000F000F000F000Full;           /* lane / 10 (exact below 179) */
+  m = t | (m - t * 10u) << 8;                             /* one digit per byte, first digit lowest */
+  m = (m >> 8) + 0x0030303030303030ull;                   /* drop the leading 0 */
+  memcpy(p, &m, 8);
+  return p + 7;
+#else
   unsigned a = frac / 100000, r = frac - a * 100000; /* digits 1-2, rest < 100000 */
   unsigned b = r / 1000, r2 = r - b * 1000;          /* digits 3-4, rest < 1000 */
   unsigned c = r2 / 10;                              /* digits 5-6 */
@@ -116,6 +129,7 @@ static inline char *put_frac(char *p, unsigned frac) {
   p = put2(p, c);
   *p++ = (char)('0' + (r2 - c * 10));
   return p;
+#endif
 }
 
 /* The day's text changed: "YYYY-MM-DD" of @day from the shared writer; 0 = cached. */
@@ -399,8 +413,8 @@ void dec_eplan_update(struct etw_decoder *d, uint32_t slot, const struct etw_rec
   pl->gen = d->reg_gen;
 }
 
-int dec_eplan_write(struct etw_decoder *d, struct etw_jw *w, const struct dec_eplan *pl, const struct etw_rec *r,
-                    size_t *mark) {
+static inline int eplan_write(struct etw_decoder *d, struct etw_jw *w, const struct dec_eplan *pl,
+                              const struct etw_rec *r, size_t *mark) {
   struct dec_sysc *sc = d->sysc;
   if (etw_jw_reserve(w, pl->room)) return -2;
   uint64_t ft = r->filetime ? r->filetime : 1;
@@ -416,8 +430,11 @@ int dec_eplan_write(struct etw_decoder *d, struct etw_jw *w, const struct dec_ep
   return 0;
 }
 
-long dec_kplan_write(struct etw_decoder *d, struct etw_jw *w, const struct dec_kplan *pl, const struct etw_rec *r,
-                     size_t *mark) {
+/* Returns the payload bytes consumed (EventData open: payload bytes are left), -3 (every payload
+ * byte consumed, the event closed with `}}`), -1 (System written and ended at *@mark: the caller
+ * writes EventData), or -2 (nothing written: the general path). */
+static inline long kplan_write(struct etw_decoder *d, struct etw_jw *w, const struct dec_kplan *pl,
+                               const struct etw_rec *r, size_t *mark) {
   struct dec_sysc *sc = d->sysc;
   if (etw_jw_reserve(w, pl->room)) return -2;
   uint64_t ft = r->filetime ? r->filetime : 1;
@@ -459,4 +476,32 @@ long dec_kplan_write(struct etw_decoder *d, struct etw_jw *w, const struct dec_k
   }
   w->len = (size_t)(p - w->buf);
   return (long)pl->need;
+}
+
+int dec_kplan_event(struct etw_decoder *d, struct etw_jw *w, const struct dec_kplan *pl, const struct etw_rec *r,
+                    struct etw_evref *ref, uint64_t d8, uint32_t kslot, uint64_t kkey) {
+  size_t mark;
+  long rc = kplan_write(d, w, pl, r, &mark);
+  if (rc == -3) { /* the whole event written (the reservation succeeded: no writer error) */
+    d->decoded++;
+    if (ref) dec_fill_ref(ref, r, pl->prov, pl->name);
+    return 1;
+  }
+  if (rc == -2) return dec_write_general(d, r, w, ref, d8, kslot, kkey);
+  const char *why = "unknown event";
+  if (rc == -1) {
+    etw_jw_lit(w, ",\"EventData\":{");
+    rc = dec_mof_write(w, r, &why);
+  }
+  return dec_finish(d, r, w, ref, pl->prov, pl->name, mark, rc, why);
+}
+
+int dec_eplan_event(struct etw_decoder *d, struct etw_jw *w, const struct dec_eplan *pl, const struct etw_rec *r,
+                    struct etw_evref *ref, uint64_t d8) {
+  size_t mark;
+  if (eplan_write(d, w, pl, r, &mark)) return dec_write_general(d, r, w, ref, d8, 0, 0);
+  const char *why = "unknown event";
+  long rc = dec_fields_write_d(d, w, pl->e, r->user_data, r->user_len, r->ptr_size, &why);
+  pl->p->seen++;
+  return dec_finish(d, r, w, ref, pl->prov, pl->name, mark, rc, why);
 }

@@ -385,18 +385,45 @@ void dec_kplan_update(struct etw_decoder *d, uint32_t slot, uint64_t key, const 
  * with System fields @s (no activity IDs): (re)build plan slot @slot for it. */
 void dec_eplan_update(struct etw_decoder *d, uint32_t slot, const struct etw_rec *r, const struct etw_sys *s,
                       uint64_t d8, struct dec_provider *p, struct dec_event *e);
-/** dec_eplan_write - the System block of @r through plan @pl and `,"EventData":{`; *@mark = the
- * end of the System block. 0, or -2 (nothing written: the general path). */
-int dec_eplan_write(struct etw_decoder *d, struct etw_jw *w, const struct dec_eplan *pl, const struct etw_rec *r,
-                    size_t *mark);
-/** dec_kplan_write - record @r through plan @pl (valid for its kn key, d8 and keywords checked by
- * the caller): the System block, then, when the plan has ops for r's pointer size and the payload
- * holds the layout, `,"EventData":{` and the fields. Returns the payload bytes consumed (EventData
- * open, not closed: payload bytes are left), -3 (every payload byte consumed, EventData and the
- * event closed with `}}`), -1 (System written and ended at *@mark: the caller writes EventData),
- * or -2 (nothing written: the general path). */
-long dec_kplan_write(struct etw_decoder *d, struct etw_jw *w, const struct dec_kplan *pl, const struct etw_rec *r,
-                     size_t *mark);
+/** dec_kplan_event - all of kernel record @r through plan @pl (valid for its kn key @kkey in slot
+ * @kslot, descriptor bytes @d8 and keywords; checked by the caller): the System block, then the
+ * fixed layout's fields when the plan has ops for r's pointer size and the payload holds them,
+ * else dec_mof_write; dec_write_general when the time cannot be formatted. Returns as
+ * etw_decoder_write. */
+int dec_kplan_event(struct etw_decoder *d, struct etw_jw *w, const struct dec_kplan *pl, const struct etw_rec *r,
+                    struct etw_evref *ref, uint64_t d8, uint32_t kslot, uint64_t kkey);
+/** dec_eplan_event - all of manifest event @r through plan @pl (checked by the caller): the System
+ * block, then dec_fields_write_d; dec_write_general when the time cannot be formatted. */
+int dec_eplan_event(struct etw_decoder *d, struct etw_jw *w, const struct dec_eplan *pl, const struct etw_rec *r,
+                    struct etw_evref *ref, uint64_t d8);
+
+/* dispatch (dec_core.c) */
+/** dec_write_general - etw_decoder_write without a plan: names resolved, the System block through
+ * the cache, the EventData writer of the record's kind; plans (re)built. @kkey (0 = not a kernel
+ * record without extended data): the kernel type's name cache key, in kn slot @kslot. */
+int dec_write_general(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
+                      uint64_t d8, uint32_t kslot, uint64_t kkey);
+/** dec_finish - the end of every event: EventData closed (@rc = payload bytes consumed; the rest
+ * as the Unparsed member), or, when @rc < 0 or the writer is in error, everything from @mark (the
+ * end of the System block) replaced by the Undecoded member; counters; @ref (may be NULL). */
+int dec_finish(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
+               const char *prov, const char *name, size_t mark, long rc, const char *why);
+static inline void dec_fill_ref(struct etw_evref *ref, const struct etw_rec *r, const char *prov, const char *name) {
+  ref->off = ref->len = 0;
+  ref->provider = prov;
+  ref->name = name;
+  const uint64_t epoch = 116444736000000000ULL; /* 1970-01-01 as FILETIME */
+  uint64_t ft = r->filetime;
+  if (ft <= epoch) ref->ts_ns = 0;
+  else if (ft - epoch > (uint64_t)INT64_MAX / 100) ref->ts_ns = INT64_MAX;
+  else ref->ts_ns = (int64_t)(ft - epoch) * 100;
+  ref->pid = r->pid;
+  ref->tid = r->tid;
+  ref->event_id = r->desc.id;
+  ref->level = r->desc.level;
+  ref->cpu = (uint8_t)r->cpu;
+}
+
 
 /* TraceLogging (dec_tl.c) */
 int dec_tl_names(const struct etw_rec *r, const char **prov, size_t *prov_len, const char **name,
