@@ -620,16 +620,37 @@ static long write_compiled(struct etw_jw *w, const struct layout *l, const unsig
       k = got < units ? (long)got * 2 + 2 : (long)avail;
       break;
     }
-    case 'a': k = dec_value(w, 2, 0, q, avail, -1, ps, DV_MANIFEST, NULL); break;
-    case 'C': k = dec_value(w, 1, 0, q, avail, f->fixed, ps, DV_MANIFEST, NULL); break;
-    case 'S': {
-      etw_jw_ch(w, '[');
-      size_t m = avail / (size_t)ps;
-      for (size_t e = 0; e < m; e++) {
-        if (e) etw_jw_ch(w, ',');
-        dec_hex(w, ps == 4 ? d_rd32(q + e * 4) : d_rd64(q + e * 8));
+    case 'a': { /* dec_value's 8-bit string case (manifest mode) without its dispatch: up to the
+                 * NUL, or the rest of the payload when unterminated */
+      const unsigned char *z = avail ? memchr(q, 0, avail) : NULL;
+      size_t sl = z ? (size_t)(z - q) : avail;
+      etw_jw_str(w, (const char *)q, sl);
+      k = z ? (long)sl + 1 : (long)avail;
+      break;
+    }
+    case 'g': /* dec_value's GUID case */
+      if (avail >= 16 && !etw_jw_reserve(w, 40)) {
+        w->len = (size_t)(dec_put_guid(w->buf + w->len, q) - w->buf);
+        k = 16;
+      } else if (avail >= 16) { /* the writer is in error: as dec_value */
+        k = 16;
       }
-      etw_jw_ch(w, ']');
+      break;
+    case 'C': k = dec_value(w, 1, 0, q, avail, f->fixed, ps, DV_MANIFEST, NULL); break;
+    case 'S': { /* one reservation for the array (≤ 21 bytes per element: comma, quoted hex) */
+      size_t m = avail / (size_t)ps;
+      if (etw_jw_reserve(w, m * 21 + 2)) {
+        k = (long)(m * (size_t)ps); /* the writer is in error: nothing is written any more */
+        break;
+      }
+      char *o = w->buf + w->len;
+      *o++ = '[';
+      for (size_t e = 0; e < m; e++) {
+        if (e) *o++ = ',';
+        o = dec_put_hex(o, ps == 4 ? d_rd32(q + e * 4) : d_rd64(q + e * 8));
+      }
+      *o++ = ']';
+      w->len = (size_t)(o - w->buf);
       k = (long)(m * (size_t)ps);
       break;
     }

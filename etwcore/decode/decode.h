@@ -137,6 +137,44 @@ static inline void dec_hex(struct etw_jw *w, uint64_t v) {
   if (etw_jw_reserve(w, 20)) return;
   w->len = (size_t)(dec_put_hex(w->buf + w->len, v) - w->buf);
 }
+/* `"{xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx}"` (etw_jw_guid's text, 40 bytes) of GUID @g at @p. */
+static inline char *dec_put_guid(char *p, const unsigned char g[16]) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  uint64_t a = dec_hex8(d_rd32(g));
+  uint64_t b = dec_hex8((uint32_t)d_rd16(g + 4) << 16 | d_rd16(g + 6));
+  uint64_t c = dec_hex8((uint32_t)g[8] << 24 | (uint32_t)g[9] << 16 | (uint32_t)g[10] << 8 | g[11]);
+  uint64_t e = dec_hex8((uint32_t)g[12] << 24 | (uint32_t)g[13] << 16 | (uint32_t)g[14] << 8 | g[15]);
+  p[0] = '"';
+  p[1] = '{';
+  memcpy(p + 2, &a, 8);
+  p[10] = '-';
+  memcpy(p + 11, &b, 4);
+  p[15] = '-';
+  memcpy(p + 16, (const char *)&b + 4, 4);
+  p[20] = '-';
+  memcpy(p + 21, &c, 4);
+  p[25] = '-';
+  memcpy(p + 26, (const char *)&c + 4, 4);
+  memcpy(p + 30, &e, 8);
+  p[38] = '}';
+  p[39] = '"';
+  return p + 40;
+#else
+  static const int order[16] = {3, 2, 1, 0, 5, 4, 7, 6, 8, 9, 10, 11, 12, 13, 14, 15};
+  static const char X[] = "0123456789abcdef";
+  *p++ = '"';
+  *p++ = '{';
+  for (int i = 0; i < 16; i++) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) *p++ = '-';
+    unsigned char v = g[order[i]];
+    *p++ = X[v >> 4];
+    *p++ = X[v & 15];
+  }
+  *p++ = '}';
+  *p++ = '"';
+  return p;
+#endif
+}
 static inline char *dec_put_i64(char *p, int64_t v) {
   if (v < 0) {
     *p++ = '-';

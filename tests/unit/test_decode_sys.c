@@ -110,6 +110,17 @@ static void numbers_and_strings(void) {
     etw_jw_i64(&c, (int64_t)vals[i]);
     CHECK(a.len == c.len && !memcmp(a.buf, c.buf, a.len));
   }
+  /* GUIDs: dec_put_guid against etw_jw_guid (every byte position with every nibble value) */
+  for (int i = 0; i < 16 * 17; i++) {
+    unsigned char g[16];
+    for (int k = 0; k < 16; k++) g[k] = (unsigned char)(vals[(i + k) % nv] >> (k * 3 % 56));
+    if (i < 16 * 16) g[i / 16] = (unsigned char)((i % 16) * 0x11 ^ 0x0F * (i & 1));
+    a.len = c.len = 0;
+    CHECK(!etw_jw_reserve(&a, 40));
+    a.len = (size_t)(dec_put_guid(a.buf, g) - a.buf);
+    etw_jw_guid(&c, g);
+    CHECK(a.len == c.len && !memcmp(a.buf, c.buf, a.len));
+  }
   /* UTF-16: every unit class at every position of runs longer than one SIMD block */
   static const uint16_t units[] = {'a', 'Z', ' ', '~', 0x7F, '"', '\\', '\n', '\r', '\t', 1, 0x1F,
                                    0xE9, 0x20AC, 0xD83D, 0xDE00, 0xDC00, 0xFFFF, 0x80, 0x7FF, 0x800};
