@@ -107,7 +107,6 @@ void dec_event_free(struct dec_event *e) {
 
 int dec_event_add(struct dec_provider *p, struct dec_event *e) {
   e->owner = p;
-  if (p->dec) p->dec->reg_gen++; /* a schema may be replaced below: manifest event plans expire */
   dec_clr_fix(p, e);
   if (p->ev_cap) {
     uint32_t i = ev_hash(e->id, e->version) & (p->ev_cap - 1);
@@ -119,6 +118,7 @@ int dec_event_add(struct dec_provider *p, struct dec_event *e) {
         }
         dec_event_free(p->ev[i]);
         p->ev[i] = e;
+        if (p->dec) p->dec->reg_gen++; /* a schema replaced: the plans made with it expire */
         return 0;
       }
       i = (i + 1) & (p->ev_cap - 1);
@@ -149,6 +149,7 @@ int dec_event_add(struct dec_provider *p, struct dec_event *e) {
   while (p->ev[j]) j = (j + 1) & (p->ev_cap - 1);
   p->ev[j] = e;
   p->n_ev++;
+  if (p->dec) p->dec->reg_gen++; /* a schema added (a rejected one changes nothing) */
   return 0;
 }
 
@@ -509,15 +510,21 @@ int dec_finish(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
   return rc >= 0;
 }
 
-static inline uint32_t eplan_slot(const struct etw_rec *r) {
-  uint32_t h = d_rd32(r->provider_id) ^ d_rd32(r->provider_id + 12) ^ ((uint32_t)r->desc.id << 8 | r->desc.version);
-  return (h * 2654435761u) >> (32 - 10);
+/* The plan set of a record (2 ways: slots s and s + 1): GUID and descriptor bytes (classic
+ * records of one GUID differ in the opcode only). */
+static inline uint32_t eplan_slot(const struct etw_rec *r, uint64_t d8) {
+  uint64_t g0, g1;
+  memcpy(&g0, r->provider_id, 8);
+  memcpy(&g1, r->provider_id + 8, 8);
+  uint64_t h = (g0 ^ g1 ^ d8 ^ d8 >> 27) * 0x9E3779B97F4A7C15ull;
+  return (uint32_t)(h >> 55) << 1;
 }
 _Static_assert(DEC_EPLAN_N == 1024, "eplan_slot gives 10 bits");
 
-/* Plan @pl applies to manifest event @r (descriptor bytes @d8): same GUID, descriptor and
- * keywords, registry generation and provider name; no activity ID, no TraceLogging or related
- * activity extended data, not a string-only event. */
+/* Plan @pl applies to record @r (descriptor bytes @d8): same kind, GUID, descriptor and
+ * keywords, registry generation; no activity ID, not a string-only event; a manifest event's:
+ * the same provider name, no TraceLogging or related activity extended data; a classic
+ * record's: no extended data. */
 static inline int eplan_hit(const struct etw_decoder *d, const struct dec_eplan *pl, const struct etw_rec *r,
                             uint64_t d8) {
   uint64_t g0, g1, p0, p1, a0, a1;
@@ -528,8 +535,10 @@ static inline int eplan_hit(const struct etw_decoder *d, const struct dec_eplan 
   memcpy(&a0, r->activity_id, 8);
   memcpy(&a1, r->activity_id + 8, 8);
   if (((g0 ^ p0) | (g1 ^ p1) | (pl->d8 ^ d8) | (pl->kw ^ r->desc.keyword) | a0 | a1) || pl->gen != d->reg_gen ||
-      pl->p->name != pl->pname || (r->flags & ETW_EVH_STRING_ONLY))
+      pl->kind != r->kind || (r->flags & ETW_EVH_STRING_ONLY))
     return 0;
+  if (pl->cls) return r->n_ext == 0; /* (a classic GUID with extended data is a manifest event) */
+  if (pl->p->name != pl->pname) return 0;
   for (uint16_t i = 0; i < r->n_ext; i++)
     if (r->ext[i].type == ETW_EXT_EVENT_SCHEMA_TL || r->ext[i].type == ETW_EXT_RELATED_ACTIVITYID) return 0;
   return 1;
@@ -552,9 +561,12 @@ int etw_decoder_write(struct etw_decoder *d, const struct etw_rec *r, struct etw
       return dec_kplan_event(d, w, pl, r, ref, d8, kslot, kkey);
     return dec_write_general(d, r, w, ref, d8, kslot, kkey);
   }
-  if (r->kind == ETW_REC_EVENT) {
-    /* manifest events: the type's plan by (GUID, id, version) (no resolve) */
-    const struct dec_eplan *pl = d->eplan[eplan_slot(r)];
+  if (r->kind == ETW_REC_EVENT || r->kind == ETW_REC_CLASSIC) {
+    /* manifest events and classic records: the type's plan by (GUID, id, version) (no resolve) */
+    uint32_t slot = eplan_slot(r, d8);
+    const struct dec_eplan *pl = d->eplan[slot];
+    if (pl && eplan_hit(d, pl, r, d8)) return dec_eplan_event(d, w, pl, r, ref, d8);
+    pl = d->eplan[slot + 1];
     if (pl && eplan_hit(d, pl, r, d8)) return dec_eplan_event(d, w, pl, r, ref, d8);
   }
   return dec_write_general(d, r, w, ref, d8, 0, 0);
@@ -600,9 +612,19 @@ __attribute__((noinline)) int dec_write_general(struct etw_decoder *d, const str
   int eplan = 0;
   if (r->kind == ETW_REC_EVENT && !cls && n.e && !n.tl && !is_es && !act && !rel && n.e->has_template &&
       !(r->flags & ETW_EVH_STRING_ONLY) && !dec_mof_classic_guid(r->provider_id) && !d->sys_plain) {
-    eslot = eplan_slot(r);
-    const struct dec_eplan *pl = d->eplan[eslot];
-    eplan = !pl || pl->e != n.e || !eplan_hit(d, pl, r, d8);
+    eslot = eplan_slot(r, d8);
+    const struct dec_eplan *p0 = d->eplan[eslot], *p1 = d->eplan[eslot + 1];
+    eplan = !(p0 && p0->e == n.e && eplan_hit(d, p0, r, d8)) && !(p1 && p1->e == n.e && eplan_hit(d, p1, r, d8));
+  } else if (cls && !n.e && !is_ktc && !is_es && (r->kind == ETW_REC_CLASSIC || r->kind == ETW_REC_EVENT) && !r->n_ext &&
+             !act && !(r->flags & ETW_EVH_STRING_ONLY) && !d->sys_plain) {
+    /* a classic record named by the built-in tables (no registry state): its type's plan */
+    const char *t, *o;
+    dec_mof_names(r, &t, &o);
+    if (o) {
+      eslot = eplan_slot(r, d8);
+      const struct dec_eplan *p0 = d->eplan[eslot], *p1 = d->eplan[eslot + 1];
+      eplan = !(p0 && eplan_hit(d, p0, r, d8)) && !(p1 && eplan_hit(d, p1, r, d8));
+    }
   }
   uint64_t sft = r->filetime ? r->filetime : 1;
   int64_t pid = r->pid == 0xFFFFFFFFu ? -1 : (int64_t)r->pid, tid = r->tid == 0xFFFFFFFFu ? -1 : (int64_t)r->tid;
@@ -631,7 +653,7 @@ __attribute__((noinline)) int dec_write_general(struct etw_decoder *d, const str
     s.cpu = r->cpu;
     dec_write_system(d, w, &s, hint, tag, d8);
     if (kplan) dec_kplan_update(d, kslot, kkey, r, &s, d8);
-    if (eplan) dec_eplan_update(d, eslot, r, &s, d8, n.p, n.e);
+    if (eplan) dec_eplan_update(d, eslot, r, &s, d8, n.p, n.e, cls);
   }
   size_t mark = w->len;
   etw_jw_lit(w, ",\"EventData\":{");

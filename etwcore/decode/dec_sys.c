@@ -393,22 +393,52 @@ void dec_kplan_update(struct etw_decoder *d, uint32_t slot, uint64_t key, const 
 }
 
 void dec_eplan_update(struct etw_decoder *d, uint32_t slot, const struct etw_rec *r, const struct etw_sys *s,
-                      uint64_t d8, struct dec_provider *p, struct dec_event *e) {
+                      uint64_t d8, struct dec_provider *p, struct dec_event *e, int cls) {
   if (!d->sysc || d->sys_plain || s->activity_id || s->related_activity_id || !d->reg_gen) return;
-  struct dec_eplan *pl = d->eplan[slot];
-  if (!pl && !(pl = d->eplan[slot] = calloc(1, sizeof *pl))) return;
+  /* the way of set @slot (slots slot and slot + 1) whose text applies; else one to (re)build: an
+   * empty or expired one, else the one built less recently */
+  struct dec_eplan *pl = NULL;
+  for (uint32_t k = slot; k < slot + 2 && !pl; k++) {
+    struct dec_eplan *c = d->eplan[k];
+    if (c && c->plen && !memcmp(c->guid, r->provider_id, 16) && c->d8 == d8 && c->kw == s->keywords &&
+        c->kind == r->kind && c->cls == (cls != 0) && c->prov == s->provider && c->name == s->event_name &&
+        c->task == s->task_name && c->opcode == s->opcode_name)
+      pl = c;
+  }
+  if (pl) {
+    /* the text still applies (a new registry generation, or the schema replaced): revalidate */
+    pl->p = p;
+    pl->e = e;
+    pl->pname = p ? p->name : NULL;
+    pl->gen = d->reg_gen;
+    return;
+  }
+  uint32_t k = slot;
+  if (d->eplan[k] && d->eplan[k]->gen == d->reg_gen &&
+      (!d->eplan[k + 1] || d->eplan[k + 1]->gen != d->reg_gen || d->eplan[k + 1]->seq < d->eplan[k]->seq))
+    k++;
+  if (!(pl = d->eplan[k]) && !(pl = d->eplan[k] = calloc(1, sizeof *pl))) return;
   pl->gen = 0;
+  pl->plen = 0;
+  pl->seq = ++d->eplan_seq;
   if (pl->builds >= DEC_KPLAN_BUILDS) return;
   pl->builds++;
-  if (sys_text(s, pl->txt, sizeof pl->txt, &pl->plen, &pl->mlen)) return;
+  if (sys_text(s, pl->txt, sizeof pl->txt, &pl->plen, &pl->mlen)) {
+    pl->plen = 0;
+    return;
+  }
   memcpy(pl->guid, r->provider_id, 16);
   pl->d8 = d8;
   pl->kw = s->keywords;
+  pl->kind = r->kind;
+  pl->cls = cls != 0;
   pl->p = p;
   pl->e = e;
-  pl->pname = p->name;
+  pl->pname = p ? p->name : NULL;
   pl->prov = s->provider;
   pl->name = s->event_name;
+  pl->task = s->task_name;
+  pl->opcode = s->opcode_name;
   pl->room = (uint32_t)pl->plen + pl->mlen + 128 + 16;
   pl->gen = d->reg_gen;
 }
@@ -501,7 +531,12 @@ int dec_eplan_event(struct etw_decoder *d, struct etw_jw *w, const struct dec_ep
   size_t mark;
   if (eplan_write(d, w, pl, r, &mark)) return dec_write_general(d, r, w, ref, d8, 0, 0);
   const char *why = "unknown event";
-  long rc = dec_fields_write_d(d, w, pl->e, r->user_data, r->user_len, r->ptr_size, &why);
-  pl->p->seen++;
+  long rc;
+  if (pl->cls) {
+    rc = dec_mof_write(w, r, &why);
+  } else {
+    rc = dec_fields_write_d(d, w, pl->e, r->user_data, r->user_len, r->ptr_size, &why);
+    pl->p->seen++;
+  }
   return dec_finish(d, r, w, ref, pl->prov, pl->name, mark, rc, why);
 }

@@ -341,7 +341,9 @@ struct dec_kplan {
 /* A manifest event type's plan: the System block's constant text for records of provider @guid
  * with descriptor bytes @d8 and keywords @kw that resolve to schema @e (no TraceLogging or
  * related-activity extended data, no activity ID, not a classic GUID), valid while the registry
- * generation is @gen and the provider's name still @pname. EventData: dec_fields_write_d. */
+ * generation is @gen and the provider's name still @pname. EventData: dec_fields_write_d.
+ * Classic records (KernelTraceControl etc.) named by the built-in tables have one too (cls):
+ * EventData by dec_mof_write. */
 struct dec_eplan {
   unsigned char guid[16];
   uint64_t d8, kw;
@@ -349,10 +351,14 @@ struct dec_eplan {
   struct dec_provider *p;
   struct dec_event *e;
   const char *pname;  /* p->name at build */
-  const char *prov, *name;
+  const char *prov, *name, *task, *opcode; /* the names of the text */
+  uint8_t kind;       /* ETW_REC_EVENT or ETW_REC_CLASSIC */
+  uint8_t cls;        /* a classic record (names from the built-in tables, EventData by
+                         dec_mof_write; p and e NULL) */
   uint32_t builds;
   uint16_t plen, mlen;
   uint32_t room;
+  uint64_t seq;       /* etw_decoder.eplan_seq at build (the older way of a set is rebuilt) */
   char txt[600];
 };
 #define DEC_EPLAN_N 1024
@@ -360,7 +366,9 @@ struct dec_eplan {
 struct etw_decoder {
   struct dec_kname kn[1024];
   struct dec_kplan *kplan[1024]; /* per kn slot, allocated on first use (dec_sys.c) */
-  struct dec_eplan *eplan[DEC_EPLAN_N]; /* manifest event plans by (GUID, id, version) hash */
+  struct dec_eplan *eplan[DEC_EPLAN_N]; /* manifest event / classic record plans: 2-way sets by
+                                           (GUID, descriptor) hash */
+  uint64_t eplan_seq;
   uint64_t reg_gen; /* bumped by every dec_event_add (a schema may have been replaced) */
   uint32_t kn_gen; /* bumped to invalidate every kn entry (no 40 KB memset per EventInfo event) */
   struct dec_cname cn[DEC_CNAME_N];
@@ -419,10 +427,11 @@ void dec_sys_free(struct etw_decoder *d);
  * text still applies, else rebuilt; none after DEC_KPLAN_BUILDS builds in the slot). */
 void dec_kplan_update(struct etw_decoder *d, uint32_t slot, uint64_t key, const struct etw_rec *r,
                       const struct etw_sys *s, uint64_t d8);
-/** dec_eplan_update - after the general path wrote manifest event @r of schema @e (provider @p)
- * with System fields @s (no activity IDs): (re)build plan slot @slot for it. */
+/** dec_eplan_update - after the general path wrote manifest event @r of schema @e (provider @p),
+ * or classic record @r (@cls), with System fields @s (no activity IDs): make plan slot @slot valid
+ * for it (revalidated when its text still applies, else rebuilt). */
 void dec_eplan_update(struct etw_decoder *d, uint32_t slot, const struct etw_rec *r, const struct etw_sys *s,
-                      uint64_t d8, struct dec_provider *p, struct dec_event *e);
+                      uint64_t d8, struct dec_provider *p, struct dec_event *e, int cls);
 /** dec_kplan_event - all of kernel record @r through plan @pl (valid for its kn key @kkey in slot
  * @kslot, descriptor bytes @d8 and keywords; checked by the caller): the System block, then the
  * fixed layout's fields when the plan has ops for r's pointer size and the payload holds them,
