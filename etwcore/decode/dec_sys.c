@@ -523,7 +523,7 @@ int dec_kplan_event(struct etw_decoder *d, struct etw_jw *w, const struct dec_kp
     etw_jw_lit(w, ",\"EventData\":{");
     rc = dec_mof_write(w, r, &why);
   }
-  return dec_finish(d, r, w, ref, pl->prov, pl->name, mark, rc, why);
+  return dec_finish_fast(d, r, w, ref, pl->prov, pl->name, mark, rc, why);
 }
 
 int dec_eplan_event(struct etw_decoder *d, struct etw_jw *w, const struct dec_eplan *pl, const struct etw_rec *r,
@@ -538,5 +538,5 @@ int dec_eplan_event(struct etw_decoder *d, struct etw_jw *w, const struct dec_ep
     rc = dec_fields_write_d(d, w, pl->e, r->user_data, r->user_len, r->ptr_size, &why);
     pl->p->seen++;
   }
-  return dec_finish(d, r, w, ref, pl->prov, pl->name, mark, rc, why);
+  return dec_finish_fast(d, r, w, ref, pl->prov, pl->name, mark, rc, why);
 }

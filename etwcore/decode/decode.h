@@ -472,6 +472,19 @@ static inline void dec_fill_ref(struct etw_evref *ref, const struct etw_rec *r, 
 }
 
 
+/* dec_finish's common case inline: every payload byte consumed, the writer not in error. */
+static inline int dec_finish_fast(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
+                                  struct etw_evref *ref, const char *prov, const char *name, size_t mark, long rc,
+                                  const char *why) {
+  if (__builtin_expect(rc >= 0 && (size_t)rc == r->user_len && !w->err, 1)) {
+    etw_jw_raw(w, "}}", 2);
+    d->decoded++;
+    if (ref) dec_fill_ref(ref, r, prov, name);
+    return 1;
+  }
+  return dec_finish(d, r, w, ref, prov, name, mark, rc, why);
+}
+
 /* TraceLogging (dec_tl.c) */
 int dec_tl_names(const struct etw_rec *r, const char **prov, size_t *prov_len, const char **name,
                  size_t *name_len);
