@@ -28,8 +28,8 @@ static void compare(const char *rel) {
   size_t events = 0, diff = 0;
   uint64_t rnd = 0x243F6A8885A308D3ull;
   while (etw_etl_reader_next(r, &rec, &st) == 1) {
-    /* the record itself, then (every 5th record) mutated copies, each written twice (the second
-     * time through a plan the first may have built) */
+    /* the record itself, then (every 5th record) 16 mutated copies, two of each kind (different
+     * random values; the second often goes through a plan the first built) */
     int nv = events % 5 == 0 ? 17 : 1;
     for (int v = 0; v < nv; v++) {
       struct etw_rec m = rec;
