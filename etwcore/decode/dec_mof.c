@@ -741,8 +741,20 @@ unsigned dec_mof_plan_ops(const struct etw_rec *r, int ps, char head[64], uint8_
   if (!l) return 0;
   if (!atomic_load_explicit(&compiled_done, memory_order_acquire)) pthread_once(&compiled_once, compile_all);
   const struct klayout *c = &COMPILED[l - LAYOUTS];
-  uint32_t nb = ps == 4 ? c->fixed4 : c->fixed8;
-  if (!c->ok || !nb || c->n > max) return 0;
+  if (!c->ok || !c->n || c->n > max) return 0;
+  uint32_t nb = 0; /* the fixed-size fields' bytes; the last field may be a string or a stack */
+  for (unsigned i = 0; i < c->n; i++) {
+    switch (c->f[i].ty) {
+    case 'u': case 'i': case 'x': nb += 4; break;
+    case 'h': nb += 2; break;
+    case 'b': case 'c': nb += 1; break;
+    case 'q': case 't': case 'j': case 'X': nb += 8; break;
+    case 'p': case 'z': nb += (uint32_t)ps; break;
+    case 'w': case 'S': if (i && i == c->n - 1u) break; return 0;
+    default: return 0;
+    }
+  }
+  if (!nb) return 0;
   static const char HEAD[] = ",\"EventData\":{";
   for (unsigned i = 0; i < c->n; i++) {
     const struct kfield *f = &c->f[i];
@@ -772,7 +784,9 @@ unsigned dec_mof_plan_ops(const struct etw_rec *r, int ps, char head[64], uint8_
     case 'X': o->ty = DEC_KOP_X64; break;
     case 'p': o->ty = ps == 4 ? DEC_KOP_X32 : DEC_KOP_X64; break;
     case 'z': o->ty = ps == 4 ? DEC_KOP_U32 : DEC_KOP_U64; break;
-    default: return 0; /* not reached: fixed-size layouts only */
+    case 'w': o->ty = DEC_KOP_STR16; break; /* (the last field: checked above) */
+    case 'S': o->ty = DEC_KOP_STACK; break;
+    default: return 0; /* not reached */
     }
   }
   *need = nb;

@@ -366,6 +366,7 @@ void dec_kplan_update(struct etw_decoder *d, uint32_t slot, uint64_t key, const 
       pl->ps = n ? r->ptr_size : 0;
       pl->nops = (uint8_t)n;
       pl->need = need;
+      pl->tail = n && pl->ops[n - 1].ty >= DEC_KOP_STR16;
       pl->room = (uint32_t)pl->plen + pl->mlen + 128 + 64 + pl->nops * 64u;
       pl->key = key;
     }
@@ -381,6 +382,7 @@ void dec_kplan_update(struct etw_decoder *d, uint32_t slot, uint64_t key, const 
   pl->ps = n ? r->ptr_size : 0;
   pl->nops = (uint8_t)n;
   pl->need = need;
+  pl->tail = n && pl->ops[n - 1].ty >= DEC_KOP_STR16;
   pl->room = (uint32_t)pl->plen + pl->mlen + 128 + 64 + pl->nops * 64u;
   pl->hv = hv;
   pl->d8 = d8;
@@ -482,7 +484,7 @@ static inline long kplan_write(struct etw_decoder *d, struct etw_jw *w, const st
   const unsigned char *q = r->user_data;
   memcpy(p, pl->head, sizeof pl->head);
   p += pl->hlen;
-  for (const struct dec_kop *o = pl->ops, *e = o + pl->nops;;) {
+  for (const struct dec_kop *o = pl->ops, *e = o + pl->nops - pl->tail;;) {
     switch (o->ty) {
     case DEC_KOP_U32: p = dec_put_u64(p, d_rd32(q)); q += 4; break;
     case DEC_KOP_I32: p = dec_put_i64(p, (int32_t)d_rd32(q)); q += 4; break;
@@ -497,6 +499,32 @@ static inline long kplan_write(struct etw_decoder *d, struct etw_jw *w, const st
     if (++o == e) break;
     memcpy(p, o->key, sizeof o->key);
     p += o->klen;
+  }
+  if (pl->tail && r->user_len > pl->need) { /* the last field: the rest of the payload */
+    const struct dec_kop *o = &pl->ops[pl->nops - 1];
+    size_t avail = r->user_len - pl->need;
+    long k;
+    memcpy(p, o->key, sizeof o->key);
+    w->len = (size_t)(p + o->klen - w->buf);
+    if (o->ty == DEC_KOP_STR16) { /* as write_compiled's 'w' */
+      size_t units = avail / 2, got = dec_str16(w, q, units);
+      k = got < units ? (long)got * 2 + 2 : (long)avail;
+    } else { /* as write_compiled's 'S' */
+      unsigned ps = r->ptr_size;
+      size_t m = avail / ps;
+      k = (long)(m * ps);
+      if (!etw_jw_reserve(w, m * 21 + 2)) {
+        p = w->buf + w->len;
+        *p++ = '[';
+        for (size_t i = 0; i < m; i++) {
+          if (i) *p++ = ',';
+          p = dec_put_hex(p, ps == 4 ? d_rd32(q + i * 4) : d_rd64(q + i * 8));
+        }
+        *p++ = ']';
+        w->len = (size_t)(p - w->buf);
+      }
+    }
+    return (long)pl->need + k;
   }
   if (r->user_len == pl->need) { /* every payload byte used: EventData and the event closed */
     *p++ = '}';

@@ -319,7 +319,10 @@ struct dec_kop {
   uint8_t klen, ty; /* ty: DEC_KOP_* */
 };
 enum { DEC_KOP_U32, DEC_KOP_I32, DEC_KOP_X32, DEC_KOP_U16, DEC_KOP_U8, DEC_KOP_I8, DEC_KOP_U64, DEC_KOP_I64,
-       DEC_KOP_X64 };
+       DEC_KOP_X64,
+       /* last op only (not the first): the rest of the payload, absent when nothing is left */
+       DEC_KOP_STR16, /* UTF-16 up to the NUL unit (all of the rest when unterminated) */
+       DEC_KOP_STACK  /* pointer array */ };
 struct dec_kplan {
   uint64_t key;       /* the dec_kname key it is valid for (0 = none) */
   uint32_t hv;        /* (hook_id << 8 | version) + 1 it was built for */
@@ -329,7 +332,8 @@ struct dec_kplan {
   uint8_t ps;         /* pointer size of the ops (0 = no ops: EventData by dec_mof_write) */
   uint8_t nops;
   uint16_t plen, mlen; /* prefix (…"TimeCreated":) and middle (…"ProcessID":) in txt */
-  uint32_t need;      /* payload bytes of the fixed layout (> 0 when nops) */
+  uint8_t tail;       /* the last op is DEC_KOP_STR16 / DEC_KOP_STACK (variable size) */
+  uint32_t need;      /* payload bytes of the fixed-size ops (> 0 when nops) */
   uint32_t room;      /* bytes reserved for the whole write */
   uint8_t hlen;
   char head[64];      /* `,"EventData":{"Name":` of the first op, written as 64 bytes */
@@ -498,8 +502,9 @@ int dec_mof_classic_guid(const unsigned char g[16]);
 /** dec_mof_write - the fields of a kernel/classic record: the payload bytes its layout consumed
  * (all of them for the logfile header), or -1 with *@why set (unknown class, payload mismatch). */
 long dec_mof_write(struct etw_jw *w, const struct etw_rec *r, const char **why);
-/** dec_mof_plan_ops - the fixed-size layout of kernel record @r as plan ops for pointer size
- * @ps: the count (0 = none: no layout, a variable-size field, or no fields), *@need = its bytes. */
+/** dec_mof_plan_ops - the layout of kernel record @r as plan ops for pointer size @ps when all
+ * its fields have a fixed size but perhaps the last (a UTF-16 string or a stack): the count (0 =
+ * none: no layout, another variable-size field, or no fields), *@need = the fixed ones' bytes. */
 unsigned dec_mof_plan_ops(const struct etw_rec *r, int ps, char head[64], uint8_t *hlen, struct dec_kop *ops,
                           unsigned max, uint32_t *need);
 /** dec_mof_guid - provider GUID to report (the group GUID for kernel headers) or NULL. */
