@@ -65,6 +65,7 @@ struct dec_provider *dec_provider_get(struct etw_decoder *d, const unsigned char
   struct dec_provider *p = calloc(1, sizeof *p);
   if (!p) return NULL;
   memcpy(p->guid, guid, 16);
+  p->dec = d;
   uint32_t j = guid_hash(guid) & (d->prov_cap - 1);
   while (d->prov[j]) j = (j + 1) & (d->prov_cap - 1);
   d->prov[j] = p;
@@ -117,6 +118,7 @@ int dec_event_add(struct dec_provider *p, struct dec_event *e) {
         }
         dec_event_free(p->ev[i]);
         p->ev[i] = e;
+        if (p->dec) p->dec->reg_gen++; /* a schema replaced: the plans made with it expire */
         return 0;
       }
       i = (i + 1) & (p->ev_cap - 1);
@@ -147,12 +149,14 @@ int dec_event_add(struct dec_provider *p, struct dec_event *e) {
   while (p->ev[j]) j = (j + 1) & (p->ev_cap - 1);
   p->ev[j] = e;
   p->n_ev++;
+  if (p->dec) p->dec->reg_gen++; /* a schema added (a rejected one changes nothing) */
   return 0;
 }
 
 struct etw_decoder *etw_decoder_new(const char *manifest_dir) {
   struct etw_decoder *d = calloc(1, sizeof *d);
   if (!d) return NULL;
+  d->reg_gen = 1;
   if (manifest_dir && *manifest_dir) {
     d->manifest_dir = strdup(manifest_dir);
     if (!d->manifest_dir) {
@@ -477,8 +481,102 @@ static int write_ktc(struct etw_jw *w, const struct etw_rec *r) {
   return 0;
 }
 
+/* The end of every event: EventData closed (with the Unparsed member when the schema left
+ * payload bytes; @rc = bytes consumed), or, on failure (@rc < 0 or the writer in error), everything
+ * from @mark (after the System block) replaced by the Undecoded member; then @ref. */
+int dec_finish(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
+               const char *prov, const char *name, size_t mark, long rc, const char *why) {
+  if (rc >= 0 && !w->err) {
+    if (__builtin_expect((size_t)rc < r->user_len, 0)) {
+      etw_jw_ch(w, '}');
+      write_unparsed(w, r, (size_t)rc);
+      etw_jw_ch(w, '}');
+      d->unparsed++;
+    } else {
+      etw_jw_lit(w, "}}");
+    }
+    d->decoded++;
+  } else {
+    etw_jw_truncate(w, mark);
+    etw_jw_lit(w, ",\"Undecoded\":{\"Reason\":");
+    etw_jw_cs(w, w->err ? "event too large" : why);
+    etw_jw_lit(w, ",\"Payload\":");
+    etw_jw_base64(w, r->user_data, r->user_len);
+    etw_jw_lit(w, "}}");
+    d->undecoded++;
+    rc = -1;
+  }
+  if (ref) dec_fill_ref(ref, r, prov, name);
+  return rc >= 0;
+}
+
+/* The plan set of a record (2 ways: slots s and s + 1): GUID and descriptor bytes (classic
+ * records of one GUID differ in the opcode only). */
+static inline uint32_t eplan_slot(const struct etw_rec *r, uint64_t d8) {
+  uint64_t g0, g1;
+  memcpy(&g0, r->provider_id, 8);
+  memcpy(&g1, r->provider_id + 8, 8);
+  uint64_t h = (g0 ^ g1 ^ d8 ^ d8 >> 27) * 0x9E3779B97F4A7C15ull;
+  return (uint32_t)(h >> 55) << 1;
+}
+_Static_assert(DEC_EPLAN_N == 1024, "eplan_slot gives 10 bits");
+
+/* Plan @pl applies to record @r (descriptor bytes @d8): same kind, GUID, descriptor and
+ * keywords, registry generation; no activity ID, not a string-only event; a manifest event's:
+ * the same provider name, no TraceLogging or related activity extended data; a classic
+ * record's: no extended data. */
+static inline int eplan_hit(const struct etw_decoder *d, const struct dec_eplan *pl, const struct etw_rec *r,
+                            uint64_t d8) {
+  uint64_t g0, g1, p0, p1, a0, a1;
+  memcpy(&g0, r->provider_id, 8);
+  memcpy(&g1, r->provider_id + 8, 8);
+  memcpy(&p0, pl->guid, 8);
+  memcpy(&p1, pl->guid + 8, 8);
+  memcpy(&a0, r->activity_id, 8);
+  memcpy(&a1, r->activity_id + 8, 8);
+  if (((g0 ^ p0) | (g1 ^ p1) | (pl->d8 ^ d8) | (pl->kw ^ r->desc.keyword) | a0 | a1) || pl->gen != d->reg_gen ||
+      pl->kind != r->kind || (r->flags & ETW_EVH_STRING_ONLY))
+    return 0;
+  if (pl->cls) return r->n_ext == 0; /* (a classic GUID with extended data is a manifest event) */
+  if (pl->p->name != pl->pname) return 0;
+  for (uint16_t i = 0; i < r->n_ext; i++)
+    if (r->ext[i].type == ETW_EXT_EVENT_SCHEMA_TL || r->ext[i].type == ETW_EXT_RELATED_ACTIVITYID) return 0;
+  return 1;
+}
+
 int etw_decoder_write(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
                       struct etw_evref *ref) {
+  _Static_assert(offsetof(struct etw_rec, desc.keyword) - offsetof(struct etw_rec, desc) == 8,
+                 "the descriptor's first 8 bytes are id, version, channel, level, opcode, task");
+  uint64_t d8;
+  memcpy(&d8, &r->desc, 8); /* id, version, channel, level, opcode, task */
+  /* (tail calls only: no frame here) */
+  if ((r->kind == ETW_REC_SYSTEM || r->kind == ETW_REC_PERFINFO) && !r->n_ext) {
+    /* kernel records: the type's plan, reached with the name cache's key (no resolve) */
+    uint32_t key32 = ((uint32_t)r->hook_id << 8 | r->desc.version) + 1;
+    uint32_t kslot = (key32 * 2654435761u) >> 22;
+    uint64_t kkey = (uint64_t)d->kn_gen << 32 | key32;
+    const struct dec_kplan *pl = d->kplan[kslot];
+    if (pl && pl->key == kkey && pl->d8 == d8 && pl->kw == r->desc.keyword)
+      return dec_kplan_event(d, w, pl, r, ref, d8, kslot, kkey);
+    return dec_write_general(d, r, w, ref, d8, kslot, kkey);
+  }
+  if (r->kind == ETW_REC_EVENT || r->kind == ETW_REC_CLASSIC) {
+    /* manifest events and classic records: the type's plan by (GUID, id, version) (no resolve) */
+    uint32_t slot = eplan_slot(r, d8);
+    const struct dec_eplan *pl = d->eplan[slot];
+    if (pl && eplan_hit(d, pl, r, d8)) return dec_eplan_event(d, w, pl, r, ref, d8);
+    pl = d->eplan[slot + 1];
+    if (pl && eplan_hit(d, pl, r, d8)) return dec_eplan_event(d, w, pl, r, ref, d8);
+  }
+  return dec_write_general(d, r, w, ref, d8, 0, 0);
+}
+
+/* Every record without a valid plan: names resolved, the System block (cached per schema), the
+ * EventData writer of the record's kind. @kkey (0 = not a kernel record without extended data):
+ * the kernel type's name cache key in slot @kslot. */
+__attribute__((noinline)) int dec_write_general(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
+                                                struct etw_evref *ref, uint64_t d8, uint32_t kslot, uint64_t kkey) {
   struct names n;
   int is_es = r->kind == ETW_REC_EVENT && r->desc.id == 0xFFFE && r->desc.opcode == 254;
   int cls = as_classic(r);
@@ -507,15 +605,32 @@ int etw_decoder_write(struct etw_decoder *d, const struct etw_rec *r, struct etw
     hint = &n.kc->sys_hint;
     tag = n.kc;
   }
-  _Static_assert(offsetof(struct etw_rec, desc.keyword) - offsetof(struct etw_rec, desc) == 8,
-                 "the descriptor's first 8 bytes are id, version, channel, level, opcode, task");
-  uint64_t d8;
-  memcpy(&d8, &r->desc, 8); /* id, version, channel, level, opcode, task */
+  /* a kernel record without an EventInfo schema: its type's plan is (re)built below */
+  int kplan = kkey && n.kc && !n.e && !rel;
+  /* a manifest event with a template: its type's plan is (re)built below unless it applies */
+  uint32_t eslot = 0;
+  int eplan = 0;
+  if (r->kind == ETW_REC_EVENT && !cls && n.e && !n.tl && !is_es && !act && !rel && n.e->has_template &&
+      !(r->flags & ETW_EVH_STRING_ONLY) && !dec_mof_classic_guid(r->provider_id) && !d->sys_plain) {
+    eslot = eplan_slot(r, d8);
+    const struct dec_eplan *p0 = d->eplan[eslot], *p1 = d->eplan[eslot + 1];
+    eplan = !(p0 && p0->e == n.e && eplan_hit(d, p0, r, d8)) && !(p1 && p1->e == n.e && eplan_hit(d, p1, r, d8));
+  } else if (cls && !n.e && !is_ktc && !is_es && (r->kind == ETW_REC_CLASSIC || r->kind == ETW_REC_EVENT) && !r->n_ext &&
+             !act && !(r->flags & ETW_EVH_STRING_ONLY) && !d->sys_plain) {
+    /* a classic record named by the built-in tables (no registry state): its type's plan */
+    const char *t, *o;
+    dec_mof_names(r, &t, &o);
+    if (o) {
+      eslot = eplan_slot(r, d8);
+      const struct dec_eplan *p0 = d->eplan[eslot], *p1 = d->eplan[eslot + 1];
+      eplan = !(p0 && eplan_hit(d, p0, r, d8)) && !(p1 && eplan_hit(d, p1, r, d8));
+    }
+  }
   uint64_t sft = r->filetime ? r->filetime : 1;
   int64_t pid = r->pid == 0xFFFFFFFFu ? -1 : (int64_t)r->pid, tid = r->tid == 0xFFFFFFFFu ? -1 : (int64_t)r->tid;
   const struct dec_sys_hint *hk = hint ? (const struct dec_sys_hint *)*hint : NULL;
-  if (!hk || act || rel || hk->tag != tag || hk->d8 != d8 || hk->kw != r->desc.keyword || hk->prov != n.prov ||
-      hk->name != n.name || hk->task_name != n.task || hk->opcode_name != n.opcode ||
+  if (kplan || eplan || !hk || act || rel || hk->tag != tag || hk->d8 != d8 || hk->kw != r->desc.keyword ||
+      hk->prov != n.prov || hk->name != n.name || hk->task_name != n.task || hk->opcode_name != n.opcode ||
       !dec_sys_emit_hint(d, w, *hint, sft, pid, tid, r->cpu)) {
     struct etw_sys s; /* every member is set below */
     s.ts_ns = 0;
@@ -537,6 +652,8 @@ int etw_decoder_write(struct etw_decoder *d, const struct etw_rec *r, struct etw
     s.tid = tid;
     s.cpu = r->cpu;
     dec_write_system(d, w, &s, hint, tag, d8);
+    if (kplan) dec_kplan_update(d, kslot, kkey, r, &s, d8);
+    if (eplan) dec_eplan_update(d, eslot, r, &s, d8, n.p, n.e, cls);
   }
   size_t mark = w->len;
   etw_jw_lit(w, ",\"EventData\":{");
@@ -557,42 +674,7 @@ int etw_decoder_write(struct etw_decoder *d, const struct etw_rec *r, struct etw
     rc = dec_mof_write(w, r, &why);
   }
   if (n.p) n.p->seen++;
-  if (rc >= 0 && !w->err) {
-    if (__builtin_expect((size_t)rc < r->user_len, 0)) {
-      etw_jw_ch(w, '}');
-      write_unparsed(w, r, (size_t)rc);
-      etw_jw_ch(w, '}');
-      d->unparsed++;
-    } else {
-      etw_jw_lit(w, "}}");
-    }
-    d->decoded++;
-  } else {
-    etw_jw_truncate(w, mark);
-    etw_jw_lit(w, ",\"Undecoded\":{\"Reason\":");
-    etw_jw_cs(w, w->err ? "event too large" : why);
-    etw_jw_lit(w, ",\"Payload\":");
-    etw_jw_base64(w, r->user_data, r->user_len);
-    etw_jw_lit(w, "}}");
-    d->undecoded++;
-    rc = -1;
-  }
-  if (ref) {
-    ref->off = ref->len = 0;
-    ref->provider = n.prov;
-    ref->name = n.name;
-    const uint64_t epoch = 116444736000000000ULL; /* 1970-01-01 as FILETIME */
-    uint64_t ft = r->filetime;
-    if (ft <= epoch) ref->ts_ns = 0;
-    else if (ft - epoch > (uint64_t)INT64_MAX / 100) ref->ts_ns = INT64_MAX;
-    else ref->ts_ns = (int64_t)(ft - epoch) * 100;
-    ref->pid = r->pid;
-    ref->tid = r->tid;
-    ref->event_id = r->desc.id;
-    ref->level = r->desc.level;
-    ref->cpu = (uint8_t)r->cpu;
-  }
-  return rc >= 0;
+  return dec_finish(d, r, w, ref, n.prov, n.name, mark, rc, why);
 }
 /* case-insensitive substring test (ASCII), portable (no strcasestr on MinGW) */
 static int contains_nocase(const char *hay, const char *needle) {

@@ -620,16 +620,37 @@ static long write_compiled(struct etw_jw *w, const struct layout *l, const unsig
       k = got < units ? (long)got * 2 + 2 : (long)avail;
       break;
     }
-    case 'a': k = dec_value(w, 2, 0, q, avail, -1, ps, DV_MANIFEST, NULL); break;
-    case 'C': k = dec_value(w, 1, 0, q, avail, f->fixed, ps, DV_MANIFEST, NULL); break;
-    case 'S': {
-      etw_jw_ch(w, '[');
-      size_t m = avail / (size_t)ps;
-      for (size_t e = 0; e < m; e++) {
-        if (e) etw_jw_ch(w, ',');
-        dec_hex(w, ps == 4 ? d_rd32(q + e * 4) : d_rd64(q + e * 8));
+    case 'a': { /* dec_value's 8-bit string case (manifest mode) without its dispatch: up to the
+                 * NUL, or the rest of the payload when unterminated */
+      const unsigned char *z = avail ? memchr(q, 0, avail) : NULL;
+      size_t sl = z ? (size_t)(z - q) : avail;
+      etw_jw_str(w, (const char *)q, sl);
+      k = z ? (long)sl + 1 : (long)avail;
+      break;
+    }
+    case 'g': /* dec_value's GUID case */
+      if (avail >= 16 && !etw_jw_reserve(w, 40)) {
+        w->len = (size_t)(dec_put_guid(w->buf + w->len, q) - w->buf);
+        k = 16;
+      } else if (avail >= 16) { /* the writer is in error: as dec_value */
+        k = 16;
       }
-      etw_jw_ch(w, ']');
+      break;
+    case 'C': k = dec_value(w, 1, 0, q, avail, f->fixed, ps, DV_MANIFEST, NULL); break;
+    case 'S': { /* one reservation for the array (≤ 21 bytes per element: comma, quoted hex) */
+      size_t m = avail / (size_t)ps;
+      if (etw_jw_reserve(w, m * 21 + 2)) {
+        k = (long)(m * (size_t)ps); /* the writer is in error: nothing is written any more */
+        break;
+      }
+      char *o = w->buf + w->len;
+      *o++ = '[';
+      for (size_t e = 0; e < m; e++) {
+        if (e) *o++ = ',';
+        o = dec_put_hex(o, ps == 4 ? d_rd32(q + e * 4) : d_rd64(q + e * 8));
+      }
+      *o++ = ']';
+      w->len = (size_t)(o - w->buf);
       k = (long)(m * (size_t)ps);
       break;
     }
@@ -709,6 +730,67 @@ long dec_mof_write(struct etw_jw *w, const struct etw_rec *r, const char **why) 
   long used = write_compiled(w, l, r->user_data, r->user_len, r->ptr_size);
   if (used < 0) *why = "payload shorter than the layout of this event version";
   return used;
+}
+
+unsigned dec_mof_plan_ops(const struct etw_rec *r, int ps, char head[64], uint8_t *hlen, struct dec_kop *ops,
+                          unsigned max, uint32_t *need) {
+  *need = 0;
+  if (ps != 4 && ps != 8) return 0;
+  if ((r->kind == ETW_REC_SYSTEM || r->kind == ETW_REC_PERFINFO) && r->hook_id == 0) return 0; /* header */
+  const struct layout *l = find_layout(r);
+  if (!l) return 0;
+  if (!atomic_load_explicit(&compiled_done, memory_order_acquire)) pthread_once(&compiled_once, compile_all);
+  const struct klayout *c = &COMPILED[l - LAYOUTS];
+  if (!c->ok || !c->n || c->n > max) return 0;
+  uint32_t nb = 0; /* the fixed-size fields' bytes; the last field may be a string or a stack */
+  for (unsigned i = 0; i < c->n; i++) {
+    switch (c->f[i].ty) {
+    case 'u': case 'i': case 'x': nb += 4; break;
+    case 'h': nb += 2; break;
+    case 'b': case 'c': nb += 1; break;
+    case 'q': case 't': case 'j': case 'X': nb += 8; break;
+    case 'p': case 'z': nb += (uint32_t)ps; break;
+    case 'w': case 'S': if (i && i == c->n - 1u) break; return 0;
+    default: return 0;
+    }
+  }
+  if (!nb) return 0;
+  static const char HEAD[] = ",\"EventData\":{";
+  for (unsigned i = 0; i < c->n; i++) {
+    const struct kfield *f = &c->f[i];
+    struct dec_kop *o = &ops[i];
+    memset(o->key, 0, sizeof o->key);
+    if (i) {
+      if (f->klen > sizeof o->key) return 0;
+      memcpy(o->key, f->key, f->klen);
+      o->klen = f->klen;
+    } else {
+      if (sizeof HEAD - 1 + f->klen - 1u > 64) return 0;
+      memset(head, 0, 64);
+      memcpy(head, HEAD, sizeof HEAD - 1);
+      memcpy(head + sizeof HEAD - 1, f->key + 1, f->klen - 1u);
+      *hlen = (uint8_t)(sizeof HEAD - 1 + f->klen - 1u);
+      o->klen = 0;
+    }
+    switch (f->ty) {
+    case 'u': o->ty = DEC_KOP_U32; break;
+    case 'i': o->ty = DEC_KOP_I32; break;
+    case 'x': o->ty = DEC_KOP_X32; break;
+    case 'h': o->ty = DEC_KOP_U16; break;
+    case 'b': o->ty = DEC_KOP_U8; break;
+    case 'c': o->ty = DEC_KOP_I8; break;
+    case 'q': case 't': o->ty = DEC_KOP_U64; break;
+    case 'j': o->ty = DEC_KOP_I64; break;
+    case 'X': o->ty = DEC_KOP_X64; break;
+    case 'p': o->ty = ps == 4 ? DEC_KOP_X32 : DEC_KOP_X64; break;
+    case 'z': o->ty = ps == 4 ? DEC_KOP_U32 : DEC_KOP_U64; break;
+    case 'w': o->ty = DEC_KOP_STR16; break; /* (the last field: checked above) */
+    case 'S': o->ty = DEC_KOP_STACK; break;
+    default: return 0; /* not reached */
+    }
+  }
+  *need = nb;
+  return c->n;
 }
 
 const unsigned char *dec_mof_guid(const struct etw_rec *r) {

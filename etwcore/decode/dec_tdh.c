@@ -182,8 +182,10 @@ void dec_eventinfo(struct etw_decoder *d, const struct etw_rec *r) {
   if (n < TEI_HDR) return;
   uint32_t np = d_rd32(b + 100), ntop = d_rd32(b + 104);
   if (np > DEC_MAX_FIELDS || ntop > np || TEI_HDR + (size_t)np * EPI_SIZE > n) return;
+  uint64_t gen0 = d->reg_gen; /* (a lazy manifest load for b adds schemas too) */
   struct dec_provider *p = dec_provider_get(d, b, 1);
   if (!p) return;
+  const char *name0 = p->name;
   if (!p->name) {
     char *pn = wstr(b, n, d_rd32(b + 52));
     if (pn) p->name = etw_intern(pn);
@@ -244,6 +246,8 @@ void dec_eventinfo(struct etw_decoder *d, const struct etw_rec *r) {
   e->opcode_name = on && *on ? etw_intern(on) : NULL;
   free(tn), free(on), free(en);
   dec_event_add(p, e);
-  /* kernel names may now resolve through this schema: a new generation empties the cache */
-  if (++d->kn_gen == 0) memset(d->kn, 0, sizeof d->kn); /* after 2^32 generations */
+  /* kernel names may now resolve through this schema: a new generation empties the cache (not
+   * when the registry did not change: a repeated schema is rejected by dec_event_add) */
+  if (d->reg_gen != gen0 || p->name != name0)
+    if (++d->kn_gen == 0) memset(d->kn, 0, sizeof d->kn); /* after 2^32 generations */
 }

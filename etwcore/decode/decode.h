@@ -137,6 +137,44 @@ static inline void dec_hex(struct etw_jw *w, uint64_t v) {
   if (etw_jw_reserve(w, 20)) return;
   w->len = (size_t)(dec_put_hex(w->buf + w->len, v) - w->buf);
 }
+/* `"{xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx}"` (etw_jw_guid's text, 40 bytes) of GUID @g at @p. */
+static inline char *dec_put_guid(char *p, const unsigned char g[16]) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  uint64_t a = dec_hex8(d_rd32(g));
+  uint64_t b = dec_hex8((uint32_t)d_rd16(g + 4) << 16 | d_rd16(g + 6));
+  uint64_t c = dec_hex8((uint32_t)g[8] << 24 | (uint32_t)g[9] << 16 | (uint32_t)g[10] << 8 | g[11]);
+  uint64_t e = dec_hex8((uint32_t)g[12] << 24 | (uint32_t)g[13] << 16 | (uint32_t)g[14] << 8 | g[15]);
+  p[0] = '"';
+  p[1] = '{';
+  memcpy(p + 2, &a, 8);
+  p[10] = '-';
+  memcpy(p + 11, &b, 4);
+  p[15] = '-';
+  memcpy(p + 16, (const char *)&b + 4, 4);
+  p[20] = '-';
+  memcpy(p + 21, &c, 4);
+  p[25] = '-';
+  memcpy(p + 26, (const char *)&c + 4, 4);
+  memcpy(p + 30, &e, 8);
+  p[38] = '}';
+  p[39] = '"';
+  return p + 40;
+#else
+  static const int order[16] = {3, 2, 1, 0, 5, 4, 7, 6, 8, 9, 10, 11, 12, 13, 14, 15};
+  static const char X[] = "0123456789abcdef";
+  *p++ = '"';
+  *p++ = '{';
+  for (int i = 0; i < 16; i++) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) *p++ = '-';
+    unsigned char v = g[order[i]];
+    *p++ = X[v >> 4];
+    *p++ = X[v & 15];
+  }
+  *p++ = '}';
+  *p++ = '"';
+  return p;
+#endif
+}
 static inline char *dec_put_i64(char *p, int64_t v) {
   if (v < 0) {
     *p++ = '-';
@@ -230,6 +268,7 @@ struct dec_event {
 
 struct dec_provider {
   unsigned char guid[16];
+  struct etw_decoder *dec; /* the registry's decoder (dec_event_add bumps its reg_gen) */
   const char *name;      /* interned */
   const char *source;    /* "manifest", "eventsource", "tracelogging", "eventinfo", "kernel" */
   struct dec_event **ev; /* open hash by (id, version) */
@@ -269,8 +308,72 @@ struct dec_cname {
 
 struct dec_sysc;
 
+/* A kernel record type's compiled plan (dec_sys.c builds it, dec_core.c dispatches to it): the
+ * System block's constant text for one dec_kname entry (its names, the descriptor bytes and
+ * keywords, the group GUID), and, for layouts whose fields all have a fixed size, the EventData
+ * fields as a list of (key text, value writer) ops, the first key fused with
+ * `,"EventData":{`. Reached from the record with the kn key, no resolve. */
+#define DEC_KOPS 24
+struct dec_kop {
+  char key[32]; /* `,"Name":`, written as 32 bytes (the first op's key is dec_kplan.head) */
+  uint8_t klen, ty; /* ty: DEC_KOP_* */
+};
+enum { DEC_KOP_U32, DEC_KOP_I32, DEC_KOP_X32, DEC_KOP_U16, DEC_KOP_U8, DEC_KOP_I8, DEC_KOP_U64, DEC_KOP_I64,
+       DEC_KOP_X64,
+       /* last op only (not the first): the rest of the payload, absent when nothing is left */
+       DEC_KOP_STR16, /* UTF-16 up to the NUL unit (all of the rest when unterminated) */
+       DEC_KOP_STACK  /* pointer array */ };
+struct dec_kplan {
+  uint64_t key;       /* the dec_kname key it is valid for (0 = none) */
+  uint32_t hv;        /* (hook_id << 8 | version) + 1 it was built for */
+  uint32_t builds;    /* texts built in this slot (no plan after DEC_KPLAN_BUILDS: thrash guard) */
+  uint64_t d8, kw;    /* descriptor bytes and keywords of the text */
+  const char *prov, *name, *task, *opcode; /* names of the text */
+  uint8_t ps;         /* pointer size of the ops (0 = no ops: EventData by dec_mof_write) */
+  uint8_t nops;
+  uint16_t plen, mlen; /* prefix (…"TimeCreated":) and middle (…"ProcessID":) in txt */
+  uint8_t tail;       /* the last op is DEC_KOP_STR16 / DEC_KOP_STACK (variable size) */
+  uint32_t need;      /* payload bytes of the fixed-size ops (> 0 when nops) */
+  uint32_t room;      /* bytes reserved for the whole write */
+  uint8_t hlen;
+  char head[64];      /* `,"EventData":{"Name":` of the first op, written as 64 bytes */
+  struct dec_kop ops[DEC_KOPS];
+  char txt[600];
+};
+#define DEC_KPLAN_BUILDS 256
+
+/* A manifest event type's plan: the System block's constant text for records of provider @guid
+ * with descriptor bytes @d8 and keywords @kw that resolve to schema @e (no TraceLogging or
+ * related-activity extended data, no activity ID, not a classic GUID), valid while the registry
+ * generation is @gen and the provider's name still @pname. EventData: dec_fields_write_d.
+ * Classic records (KernelTraceControl etc.) named by the built-in tables have one too (cls):
+ * EventData by dec_mof_write. */
+struct dec_eplan {
+  unsigned char guid[16];
+  uint64_t d8, kw;
+  uint64_t gen;       /* etw_decoder.reg_gen it was built in (0 = none: the generation starts at 1) */
+  struct dec_provider *p;
+  struct dec_event *e;
+  const char *pname;  /* p->name at build */
+  const char *prov, *name, *task, *opcode; /* the names of the text */
+  uint8_t kind;       /* ETW_REC_EVENT or ETW_REC_CLASSIC */
+  uint8_t cls;        /* a classic record (names from the built-in tables, EventData by
+                         dec_mof_write; p and e NULL) */
+  uint32_t builds;
+  uint16_t plen, mlen;
+  uint32_t room;
+  uint64_t seq;       /* etw_decoder.eplan_seq at build (the older way of a set is rebuilt) */
+  char txt[600];
+};
+#define DEC_EPLAN_N 1024
+
 struct etw_decoder {
   struct dec_kname kn[1024];
+  struct dec_kplan *kplan[1024]; /* per kn slot, allocated on first use (dec_sys.c) */
+  struct dec_eplan *eplan[DEC_EPLAN_N]; /* manifest event / classic record plans: 2-way sets by
+                                           (GUID, descriptor) hash */
+  uint64_t eplan_seq;
+  uint64_t reg_gen; /* bumped by every dec_event_add (a schema may have been replaced) */
   uint32_t kn_gen; /* bumped to invalidate every kn entry (no 40 KB memset per EventInfo event) */
   struct dec_cname cn[DEC_CNAME_N];
   struct dec_sysc *sysc; /* System block cache (dec_sys.c) */
@@ -323,6 +426,68 @@ struct dec_sys_hint {
 int dec_sys_emit_hint(struct etw_decoder *d, struct etw_jw *w, void *hint, uint64_t ft, int64_t pid, int64_t tid,
                       int cpu);
 void dec_sys_free(struct etw_decoder *d);
+/** dec_kplan_update - after the general path wrote kernel record @r (kn slot @slot, key @key,
+ * System fields @s, no activity IDs): make the slot's plan valid for it (revalidated when its
+ * text still applies, else rebuilt; none after DEC_KPLAN_BUILDS builds in the slot). */
+void dec_kplan_update(struct etw_decoder *d, uint32_t slot, uint64_t key, const struct etw_rec *r,
+                      const struct etw_sys *s, uint64_t d8);
+/** dec_eplan_update - after the general path wrote manifest event @r of schema @e (provider @p),
+ * or classic record @r (@cls), with System fields @s (no activity IDs): make plan slot @slot valid
+ * for it (revalidated when its text still applies, else rebuilt). */
+void dec_eplan_update(struct etw_decoder *d, uint32_t slot, const struct etw_rec *r, const struct etw_sys *s,
+                      uint64_t d8, struct dec_provider *p, struct dec_event *e, int cls);
+/** dec_kplan_event - all of kernel record @r through plan @pl (valid for its kn key @kkey in slot
+ * @kslot, descriptor bytes @d8 and keywords; checked by the caller): the System block, then the
+ * fixed layout's fields when the plan has ops for r's pointer size and the payload holds them,
+ * else dec_mof_write; dec_write_general when the time cannot be formatted. Returns as
+ * etw_decoder_write. */
+int dec_kplan_event(struct etw_decoder *d, struct etw_jw *w, const struct dec_kplan *pl, const struct etw_rec *r,
+                    struct etw_evref *ref, uint64_t d8, uint32_t kslot, uint64_t kkey);
+/** dec_eplan_event - all of manifest event @r through plan @pl (checked by the caller): the System
+ * block, then dec_fields_write_d; dec_write_general when the time cannot be formatted. */
+int dec_eplan_event(struct etw_decoder *d, struct etw_jw *w, const struct dec_eplan *pl, const struct etw_rec *r,
+                    struct etw_evref *ref, uint64_t d8);
+
+/* dispatch (dec_core.c) */
+/** dec_write_general - etw_decoder_write without a plan: names resolved, the System block through
+ * the cache, the EventData writer of the record's kind; plans (re)built. @kkey (0 = not a kernel
+ * record without extended data): the kernel type's name cache key, in kn slot @kslot. */
+int dec_write_general(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
+                      uint64_t d8, uint32_t kslot, uint64_t kkey);
+/** dec_finish - the end of every event: EventData closed (@rc = payload bytes consumed; the rest
+ * as the Unparsed member), or, when @rc < 0 or the writer is in error, everything from @mark (the
+ * end of the System block) replaced by the Undecoded member; counters; @ref (may be NULL). */
+int dec_finish(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
+               const char *prov, const char *name, size_t mark, long rc, const char *why);
+static inline void dec_fill_ref(struct etw_evref *ref, const struct etw_rec *r, const char *prov, const char *name) {
+  ref->off = ref->len = 0;
+  ref->provider = prov;
+  ref->name = name;
+  const uint64_t epoch = 116444736000000000ULL; /* 1970-01-01 as FILETIME */
+  uint64_t ft = r->filetime;
+  if (ft <= epoch) ref->ts_ns = 0;
+  else if (ft - epoch > (uint64_t)INT64_MAX / 100) ref->ts_ns = INT64_MAX;
+  else ref->ts_ns = (int64_t)(ft - epoch) * 100;
+  ref->pid = r->pid;
+  ref->tid = r->tid;
+  ref->event_id = r->desc.id;
+  ref->level = r->desc.level;
+  ref->cpu = (uint8_t)r->cpu;
+}
+
+
+/* dec_finish's common case inline: every payload byte consumed, the writer not in error. */
+static inline int dec_finish_fast(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
+                                  struct etw_evref *ref, const char *prov, const char *name, size_t mark, long rc,
+                                  const char *why) {
+  if (__builtin_expect(rc >= 0 && (size_t)rc == r->user_len && !w->err, 1)) {
+    etw_jw_raw(w, "}}", 2);
+    d->decoded++;
+    if (ref) dec_fill_ref(ref, r, prov, name);
+    return 1;
+  }
+  return dec_finish(d, r, w, ref, prov, name, mark, rc, why);
+}
 
 /* TraceLogging (dec_tl.c) */
 int dec_tl_names(const struct etw_rec *r, const char **prov, size_t *prov_len, const char **name,
@@ -337,6 +502,11 @@ int dec_mof_classic_guid(const unsigned char g[16]);
 /** dec_mof_write - the fields of a kernel/classic record: the payload bytes its layout consumed
  * (all of them for the logfile header), or -1 with *@why set (unknown class, payload mismatch). */
 long dec_mof_write(struct etw_jw *w, const struct etw_rec *r, const char **why);
+/** dec_mof_plan_ops - the layout of kernel record @r as plan ops for pointer size @ps when all
+ * its fields have a fixed size but perhaps the last (a UTF-16 string or a stack): the count (0 =
+ * none: no layout, another variable-size field, or no fields), *@need = the fixed ones' bytes. */
+unsigned dec_mof_plan_ops(const struct etw_rec *r, int ps, char head[64], uint8_t *hlen, struct dec_kop *ops,
+                          unsigned max, uint32_t *need);
 /** dec_mof_guid - provider GUID to report (the group GUID for kernel headers) or NULL. */
 const unsigned char *dec_mof_guid(const struct etw_rec *r);
 

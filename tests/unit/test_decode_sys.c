@@ -1,6 +1,11 @@
 /* test_decode_sys.c — the cached System-block writer (dec_sys.c) produces exactly the bytes of
  * the shared etw_event_write_system for every event of the corpus traces (all providers, kernel
- * and 32-bit records, day changes), compared event by event with a decoder that bypasses it. */
+ * and 32-bit records, day changes), compared event by event with a decoder that bypasses it.
+ * That decoder (sys_plain) also bypasses the kernel plans (dec_kplan_*: System text and fixed
+ * EventData ops), so the plans are compared with the general path too, on the corpus records and
+ * on mutated copies of records (short payloads, the other pointer size, other descriptor bytes,
+ * keywords, pids, times, processors, activity IDs, the string-only flag), with the event refs,
+ * return values and counters. The manifest event plans (dec_eplan_*) likewise. */
 #include "decode.h"
 #include "t.h"
 #include "test_etl_util.h"
@@ -21,15 +26,43 @@ static void compare(const char *rel) {
   struct etw_rec rec;
   struct etw_evref ra, rc;
   size_t events = 0, diff = 0;
+  uint64_t rnd = 0x243F6A8885A308D3ull;
   while (etw_etl_reader_next(r, &rec, &st) == 1) {
-    a.len = c.len = 0;
-    etw_decoder_write(fast, &rec, &a, &ra);
-    etw_decoder_write(plain, &rec, &c, &rc);
-    events++;
-    if (a.len != c.len || memcmp(a.buf, c.buf, a.len)) {
-      if (diff++ < 3) fprintf(stderr, "%s #%zu differs:\n %s\n %s\n", rel, events, etw_jw_cstr(&a), etw_jw_cstr(&c));
+    /* the record itself, then (every 5th record) 16 mutated copies, two of each kind (different
+     * random values; the second often goes through a plan the first built) */
+    int nv = events % 5 == 0 ? 17 : 1;
+    for (int v = 0; v < nv; v++) {
+      struct etw_rec m = rec;
+      rnd ^= rnd << 13;
+      rnd ^= rnd >> 7;
+      rnd ^= rnd << 17;
+      switch ((v + 1) / 2) {
+      case 0: break;
+      case 1: m.user_len = rec.user_len ? (uint32_t)(rnd % rec.user_len) : 0; break; /* short payload */
+      case 2: m.ptr_size = rec.ptr_size == 8 ? 4 : 8; break;
+      case 3: m.desc.level = (uint8_t)(rnd >> 8); m.desc.keyword ^= rnd & 3; break;
+      case 4: m.pid = (uint32_t)(rnd >> 16) % 5 == 0 ? 0xFFFFFFFFu : (uint32_t)(rnd >> 20);
+              m.tid = (uint32_t)rnd % 3 == 0 ? 0xFFFFFFFFu : (uint32_t)(rnd >> 40);
+              m.cpu = (uint16_t)(rnd >> 50) % 40; break;
+      case 5: m.filetime = (rnd & 1) ? 0 : (rnd & 2) ? UINT64_MAX - (rnd >> 60) : rec.filetime + (rnd >> 30); break;
+      case 6: m.desc.version = (uint8_t)(rnd >> 24); m.user_len = rec.user_len ? (uint32_t)(rnd % (rec.user_len + 1)) : 0; break;
+      case 7: if (rnd & 1) memcpy(m.activity_id, &rnd, 8); else m.flags ^= ETW_EVH_STRING_ONLY; break;
+      default: m.desc.opcode ^= (uint8_t)(rnd >> 33) & 1; m.desc.task ^= (uint16_t)(rnd >> 34) & 1; break;
+      }
+      a.len = c.len = 0;
+      int ka = etw_decoder_write(fast, &m, &a, &ra);
+      int kc = etw_decoder_write(plain, &m, &c, &rc);
+      events++;
+      if (a.len != c.len || memcmp(a.buf, c.buf, a.len) || ka != kc || ra.provider != rc.provider || ra.name != rc.name ||
+          ra.ts_ns != rc.ts_ns || ra.pid != rc.pid || ra.tid != rc.tid || ra.event_id != rc.event_id ||
+          ra.level != rc.level || ra.cpu != rc.cpu || ra.off != rc.off || ra.len != rc.len) {
+        if (diff++ < 3) fprintf(stderr, "%s #%zu (variant %d) differs:\n %s\n %s\n", rel, events, v, etw_jw_cstr(&a), etw_jw_cstr(&c));
+      }
     }
   }
+  CHECK_EQ(fast->undecoded, plain->undecoded);
+  CHECK_EQ(fast->decoded, plain->decoded);
+  CHECK_EQ(fast->unparsed, plain->unparsed);
   CHECK(events > 0);
   CHECK_EQ(diff, 0);
   etw_jw_free(&a);
@@ -75,6 +108,17 @@ static void numbers_and_strings(void) {
     etw_jw_hex(&c, vals[i]);
     dec_i64(&a, (int64_t)vals[i]);
     etw_jw_i64(&c, (int64_t)vals[i]);
+    CHECK(a.len == c.len && !memcmp(a.buf, c.buf, a.len));
+  }
+  /* GUIDs: dec_put_guid against etw_jw_guid (every byte position with every nibble value) */
+  for (int i = 0; i < 16 * 17; i++) {
+    unsigned char g[16];
+    for (int k = 0; k < 16; k++) g[k] = (unsigned char)(vals[(i + k) % nv] >> (k * 3 % 56));
+    if (i < 16 * 16) g[i / 16] = (unsigned char)((i % 16) * 0x11 ^ 0x0F * (i & 1));
+    a.len = c.len = 0;
+    CHECK(!etw_jw_reserve(&a, 40));
+    a.len = (size_t)(dec_put_guid(a.buf, g) - a.buf);
+    etw_jw_guid(&c, g);
     CHECK(a.len == c.len && !memcmp(a.buf, c.buf, a.len));
   }
   /* UTF-16: every unit class at every position of runs longer than one SIMD block */
