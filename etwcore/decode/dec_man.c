@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "dec_fast.h"
 #include "decode.h"
 
 /* ---- template walker */
@@ -211,6 +212,394 @@ static inline uint64_t rd_width(const unsigned char *q, unsigned wdt) {
   return wdt == 1 ? q[0] : wdt == 2 ? d_rd16(q) : wdt == 4 ? d_rd32(q) : d_rd64(q);
 }
 
+
+/* ---- compiled plans
+ *
+ * A schema whose fields are all at the top level (no structs, no padding) gets a plan on first
+ * use, one per pointer size: an op per field with its key text precomputed together with the
+ * value's opening text (`,"name":"0x` for hex, `,"name":"` for strings, `,"name":[` for
+ * arrays), a run of fixed-size scalars checked against the payload once, and one reservation for
+ * everything from one variable-size op (string, array, other types) to the next. The plan only
+ * takes the ordinary case: where the walker could do something else (the payload ends inside a
+ * run, a count out of range or beyond the payload, the writer in error), it gives up, the output
+ * is cut back and the walker renders the event from its start — the same bytes either way
+ * (unit.test_dec_plan compares both on corpus events and random schemas and payloads).
+ *
+ * decode.h's structs have no slot for it: the plan lives in the allocation of the first field's
+ * cached key, after the key text (dec_event_free frees it with the key), and e->runs == 2 says
+ * it is there. */
+enum {
+  OP_END = 0,
+  OP_U8, OP_U16, OP_U32, OP_U64, /* unsigned decimal */
+  OP_I16, OP_I32, OP_I64,        /* signed decimal */
+  OP_X8, OP_X16, OP_X32, OP_X64, /* "0x…": hex outs and pointers */
+  OP_S16,                        /* UTF-16 up to a NUL unit */
+  OP_AU8, OP_AU16, OP_AU32, OP_AU64, OP_AX8, OP_AX16, OP_AX32, OP_AX64, /* integer arrays */
+  OP_GEN,                        /* any other scalar: dec_value, then its map */
+};
+#define OP_IS_FIXED(o) ((o) >= OP_U8 && (o) <= OP_X64)
+#define PLAN_SLOTS 16 /* values kept for count/length references (slot 0: scratch) */
+#define PMC_N 4       /* rendered map texts cached per op */
+#define PMC_MAX 48
+
+struct pmc {
+  uint64_t v;
+  uint32_t len; /* UINT32_MAX = empty */
+  char t[PMC_MAX];
+};
+
+struct pop {
+  uint8_t op;
+  uint8_t slot;  /* sv[] slot receiving the value (0 = scratch) */
+  uint8_t cslot; /* count from sv[cslot] (0 = f->count) */
+  uint8_t lslot; /* OP_GEN: length from sv[lslot] (0 = f->len) */
+  uint16_t gb;   /* first op of a fixed-size run: the run's payload bytes, else 0 */
+  uint16_t klen;
+  uint32_t room; /* variable-size ops: the output bound of the fixed ops after it and the next
+                    variable op's key (+ slack) */
+  const char *key; /* klen bytes, readable 32 bytes further */
+  const struct dec_field *f;
+  struct pmc *mc; /* OP_GEN with a manifest map on an unsigned integer: texts by value */
+};
+
+struct plan {
+  uint32_t off4;  /* the 4-byte-pointer plan: ops + off4 (the 8-byte one: ops) */
+  uint32_t room0; /* bound of the fixed ops before the first variable op and of its key */
+  /* the plan runs when the writer's maximum is at least this + 32 bytes per payload byte away:
+   * a bound of what the walker writes and reserves at once (output ≤ 8 bytes per payload byte +
+   * the keys + 1,300 per field for texts from nothing (maps, null); one reservation ≤ 24 per
+   * byte + 88 per field + 8 KiB), so that the walker, too, could not have reached it */
+  size_t slack;
+  struct pop ops[];
+};
+
+static int plan_on = 1;
+static uint64_t plan_bails; /* plans given up (tests; not synchronized) */
+int dec_plan_enable(int on) {
+  int was = plan_on;
+  plan_on = on;
+  return was;
+}
+uint64_t dec_plan_bails(void) { return plan_bails; }
+
+/* where a plan lives: after the first field's key text */
+static inline size_t plan_key_area(uint32_t key_len) {
+  size_t a = key_len + 1 > KEY_PAD ? (size_t)key_len + 1 : KEY_PAD;
+  return (a + 15) & ~(size_t)15;
+}
+static inline struct plan *plan_of(const struct dec_event *e) {
+  return (struct plan *)(void *)(e->f[0].key + plan_key_area(e->f[0].key_len));
+}
+
+static inline int hex_out(unsigned out) { return out == 4 || out == 13 || out == 14 || out == 15 || out == 0x25; }
+
+/* The op for field @f alone (pointer size @ps), 0 = none (no plan for this schema). */
+static uint8_t plan_op(const struct dec_field *f, int ps) {
+  unsigned in = f->in, out = f->out;
+  int uns = in == 4 || in == 6 || in == 8 || in == 10;
+  if (in == 24 || in == DEC_IN_ALIGN_PTR || in == DEC_IN_ALIGN_4) return 0;
+  if (f->count_ref < 0 && (f->count < 0 || f->count > DEC_MAX_ARRAY)) return 0; /* always an error */
+  if (f->is_array) {
+    if (f->len != -1 || f->len_ref >= 0) return 0;
+    static const uint8_t AU[11] = {[4] = OP_AU8, [6] = OP_AU16, [8] = OP_AU32, [10] = OP_AU64};
+    static const uint8_t AX[11] = {[4] = OP_AX8, [6] = OP_AX16, [8] = OP_AX32, [10] = OP_AX64};
+    if (uns && (out == 0 || out == 18)) return AU[in];
+    if (uns && hex_out(out)) return AX[in];
+    if (in == 16) return ps == 4 ? OP_AX32 : OP_AX64;
+    return 0;
+  }
+  int plain = f->count == 1 && f->count_ref < 0 && f->len == -1 && f->len_ref < 0 && !f->map && !f->map_name;
+  if (plain) {
+    static const uint8_t U[11] = {[4] = OP_U8, [6] = OP_U16, [8] = OP_U32, [10] = OP_U64};
+    static const uint8_t X[11] = {[4] = OP_X8, [6] = OP_X16, [8] = OP_X32, [10] = OP_X64};
+    if (uns && (out == 0 || out == 18)) return U[in];
+    if (uns && hex_out(out)) return X[in];
+    if ((in == 5 || in == 7 || in == 9) && (out == 0 || out == 17)) return in == 5 ? OP_I16 : in == 7 ? OP_I32 : OP_I64;
+    if (in == 16) return ps == 4 ? OP_X32 : OP_X64; /* dec_value: every out of a pointer is hex */
+    if (in == 20) return OP_X32;
+    if (in == 21) return OP_X64;
+    if (in == 1) return OP_S16;
+  }
+  return OP_GEN; /* a scalar for dec_value */
+}
+
+static const uint8_t OP_BYTES[] = {[OP_U8] = 1, [OP_U16] = 2, [OP_U32] = 4, [OP_U64] = 8, [OP_I16] = 2,
+                                   [OP_I32] = 4, [OP_I64] = 8, [OP_X8] = 1, [OP_X16] = 2, [OP_X32] = 4,
+                                   [OP_X64] = 8, [OP_AU8] = 1, [OP_AU16] = 2, [OP_AU32] = 4, [OP_AU64] = 8,
+                                   [OP_AX8] = 1, [OP_AX16] = 2, [OP_AX32] = 4, [OP_AX64] = 8};
+
+/* Build @e's plan (fields' keys built, e->nf in 1..DEC_MAX_FIELDS); 0 = attached. */
+__attribute__((noinline)) static int plan_build(struct dec_event *e) {
+  uint32_t nf = e->nf;
+  if (!nf || nf > DEC_MAX_FIELDS) return -1;
+  uint8_t *slot = calloc(nf, 1);
+  char **kt = calloc(nf, sizeof *kt);
+  size_t *kl = calloc(nf, sizeof *kl);
+  int ok = slot && kt && kl;
+  unsigned nslots = 1, nmc = 0;
+  /* every field has an op; references point back at integer scalars */
+  for (uint32_t i = 0; ok && i < nf; i++) {
+    const struct dec_field *f = &e->f[i];
+    uint8_t op = plan_op(f, 8);
+    if (!op || !f->key || !f->name) {
+      ok = 0;
+      break;
+    }
+    int32_t refs[2] = {f->count_ref, op == OP_GEN ? f->len_ref : -1};
+    for (int r = 0; r < 2 && ok; r++) {
+      int32_t rf = refs[r];
+      if (rf < 0) continue;
+      if ((uint32_t)rf >= i) {
+        ok = 0;
+        break;
+      }
+      uint8_t rop = plan_op(&e->f[rf], 8);
+      if (!(OP_IS_FIXED(rop) || rop == OP_GEN)) ok = 0;
+      else if (!slot[rf]) {
+        if (nslots >= PLAN_SLOTS) ok = 0;
+        else slot[rf] = (uint8_t)nslots++;
+      }
+    }
+    if (op == OP_GEN && f->map && (f->in == 4 || f->in == 6 || f->in == 8 || f->in == 10)) nmc++;
+  }
+  /* key texts: `,"name":` (no comma for the first) and the value's opening text */
+  size_t ktotal = 0;
+  for (uint32_t i = 0; ok && i < nf; i++) {
+    const struct dec_field *f = &e->f[i];
+    uint8_t op = plan_op(f, 8);
+    const char *pre = (op >= OP_X8 && op <= OP_X64) ? "\"0x" : op == OP_S16 ? "\"" : op >= OP_AU8 && op <= OP_AX64 ? "[" : "";
+    size_t l = f->key_len - (i == 0), pl = strlen(pre);
+    kl[i] = l + pl;
+    if (kl[i] > 0xFFFF) {
+      ok = 0;
+      break;
+    }
+    kt[i] = malloc(kl[i] + 1);
+    if (!kt[i]) {
+      ok = 0;
+      break;
+    }
+    memcpy(kt[i], f->key + (i == 0), l);
+    memcpy(kt[i] + l, pre, pl);
+    ktotal += ((kl[i] + 31) & ~(size_t)31) + 32;
+  }
+  int rc = -1;
+  if (ok) {
+    size_t ka = plan_key_area(e->f[0].key_len);
+    size_t nops = 2 * ((size_t)nf + 1);
+    size_t psz = sizeof(struct plan) + nops * sizeof(struct pop);
+    psz = (psz + 15) & ~(size_t)15;
+    size_t msz = (size_t)nmc * PMC_N * sizeof(struct pmc);
+    char *blk = calloc(1, ka + psz + msz + ktotal);
+    if (blk) {
+      memcpy(blk, e->f[0].key, e->f[0].key_len);
+      struct plan *pl = (struct plan *)(void *)(blk + ka);
+      struct pmc *mc = (struct pmc *)(void *)(blk + ka + psz);
+      char *kp = blk + ka + psz + msz;
+      const char *kpos[DEC_MAX_FIELDS];
+      for (uint32_t i = 0; i < nf; i++) {
+        memcpy(kp, kt[i], kl[i]);
+        kpos[i] = kp;
+        kp += ((kl[i] + 31) & ~(size_t)31) + 32;
+      }
+      for (size_t m = 0; m < (size_t)nmc * PMC_N; m++) mc[m].len = UINT32_MAX;
+      pl->off4 = nf + 1;
+      pl->slack = 8192 + (size_t)nf * 1300;
+      for (uint32_t i = 0; i < nf; i++) pl->slack += kl[i];
+      for (int var = 0; var < 2; var++) {
+        int ps = var ? 4 : 8;
+        struct pop *ops = pl->ops + (var ? pl->off4 : 0);
+        unsigned mci = 0;
+        for (uint32_t i = 0; i < nf; i++) {
+          const struct dec_field *f = &e->f[i];
+          struct pop *o = &ops[i];
+          o->op = plan_op(f, ps);
+          o->slot = slot[i];
+          o->cslot = f->count_ref >= 0 ? slot[f->count_ref] : 0;
+          o->lslot = o->op == OP_GEN && f->len_ref >= 0 ? slot[f->len_ref] : 0;
+          o->klen = (uint16_t)kl[i];
+          o->key = kpos[i];
+          o->f = f;
+          if (o->op == OP_GEN && f->map && (f->in == 4 || f->in == 6 || f->in == 8 || f->in == 10)) {
+            o->mc = mc + (size_t)mci * PMC_N; /* shared by both pointer sizes */
+            mci++;
+          }
+        }
+        ops[nf].op = OP_END;
+        /* runs and rooms, from the end */
+        uint32_t gb = 0, room = 64;
+        for (uint32_t i = nf; i-- > 0;) {
+          struct pop *o = &ops[i];
+          if (OP_IS_FIXED(o->op)) {
+            gb += OP_BYTES[o->op];
+            room += o->klen + 24u;
+            o->gb = (i == 0 || !OP_IS_FIXED(ops[i - 1].op)) ? (uint16_t)gb : 0;
+            if (o->gb) gb = 0;
+          } else {
+            o->room = room;
+            room = o->klen + 64u + 64u;
+          }
+        }
+        pl->room0 = room;
+      }
+      free(e->f[0].key);
+      e->f[0].key = blk;
+      rc = 0;
+    }
+  }
+  if (kt)
+    for (uint32_t i = 0; i < nf; i++) free(kt[i]);
+  free(kt);
+  free(kl);
+  free(slot);
+  return rc;
+}
+
+
+/* Copy an op's key text (klen bytes; 32-byte copies, the source is padded). */
+static inline char *key_put(char *o, const struct pop *op) {
+  memcpy(o, op->key, 32);
+  if (__builtin_expect(op->klen > 32, 0))
+    for (size_t k = 32; k < op->klen; k += 32) memcpy(o + k, op->key + k, 32);
+  return o + op->klen;
+}
+
+static inline unsigned pmc_hash(uint64_t v) { return (unsigned)((uint32_t)(v ^ (v >> 32)) * 2654435761u >> 30); }
+
+#define PLAN_BAIL (-2)
+
+/* Run plan @op (fields of @e) over @p[0..n): the payload bytes consumed, or PLAN_BAIL (the
+ * caller cuts the output back and runs the walker). The writer is not in error. */
+static long plan_run(const struct plan *pl, const struct pop *op, const struct dec_event *e, struct etw_jw *w,
+                     const unsigned char *p, size_t n, int ptr_size) {
+  const unsigned char *q = p, *pe = p + n;
+  uint64_t sv[PLAN_SLOTS];
+  if (etw_jw_reserve(w, pl->room0)) return PLAN_BAIL;
+  char *o = w->buf + w->len;
+  for (;; op++) {
+    uint64_t v;
+    if (op->gb) { /* a fixed-size run: all of it in the payload, or nothing left */
+      if (q >= pe) break;
+      if ((size_t)(pe - q) < op->gb) return PLAN_BAIL;
+    }
+    switch (op->op) {
+    case OP_END: goto done;
+    case OP_U8: v = q[0]; q += 1; goto put_u;
+    case OP_U16: v = d_rd16(q); q += 2; goto put_u;
+    case OP_U32: v = d_rd32(q); q += 4; goto put_u;
+    case OP_U64: v = d_rd64(q); q += 8;
+    put_u:
+      sv[op->slot] = v;
+      o = key_put(o, op);
+      o = dec_put_u64(o, v);
+      break;
+    case OP_I16: v = (uint64_t)(int64_t)(int16_t)d_rd16(q); q += 2; goto put_i;
+    case OP_I32: v = (uint64_t)(int64_t)(int32_t)d_rd32(q); q += 4; goto put_i;
+    case OP_I64: v = d_rd64(q); q += 8;
+    put_i:
+      sv[op->slot] = v;
+      o = key_put(o, op);
+      o = dec_put_i64(o, (int64_t)v);
+      break;
+    case OP_X8: v = q[0]; q += 1; goto put_x;
+    case OP_X16: v = d_rd16(q); q += 2; goto put_x;
+    case OP_X32: v = d_rd32(q); q += 4; goto put_x;
+    case OP_X64: v = d_rd64(q); q += 8;
+    put_x:
+      sv[op->slot] = v;
+      o = key_put(o, op);
+      o = fx_hex_tail(o, v);
+      break;
+    case OP_S16: {
+      if (q >= pe) goto done;
+      o = key_put(o, op);
+      size_t avail = (size_t)(pe - q), units = avail / 2, got;
+      w->len = (size_t)(o - w->buf);
+      if (etw_jw_reserve(w, units * 6 + 1 + op->room)) return PLAN_BAIL;
+      o = etw_jw_put_str16(w->buf + w->len, q, units, &got);
+      q += got < units ? got * 2 + 2 : avail; /* unterminated at the end: the rest */
+      break;
+    }
+    case OP_AU8: case OP_AU16: case OP_AU32: case OP_AU64:
+    case OP_AX8: case OP_AX16: case OP_AX32: case OP_AX64: {
+      if (q >= pe) goto done;
+      long cnt = op->cslot ? (long)sv[op->cslot] : (long)op->f->count;
+      if (cnt < 0 || cnt > DEC_MAX_ARRAY) return PLAN_BAIL;
+      size_t bytes = (size_t)cnt * OP_BYTES[op->op];
+      if (bytes > (size_t)(pe - q)) return PLAN_BAIL;
+      o = key_put(o, op);
+      w->len = (size_t)(o - w->buf);
+      if (etw_jw_reserve(w, (size_t)cnt * 24 + 1 + op->room)) return PLAN_BAIL;
+      o = w->buf + w->len;
+      const unsigned char *qe = q + bytes;
+      switch (op->op) {
+      case OP_AU8: for (; q < qe; q += 1) { o = dec_put_u64(o, q[0]); *o++ = ','; } break;
+      case OP_AU16: for (; q < qe; q += 2) { o = dec_put_u64(o, d_rd16(q)); *o++ = ','; } break;
+      case OP_AU32: for (; q < qe; q += 4) { o = dec_put_u64(o, d_rd32(q)); *o++ = ','; } break;
+      case OP_AU64: for (; q < qe; q += 8) { o = dec_put_u64(o, d_rd64(q)); *o++ = ','; } break;
+      case OP_AX8: for (; q < qe; q += 1) { o = fx_hex(o, q[0]); *o++ = ','; } break;
+      case OP_AX16: for (; q < qe; q += 2) { o = fx_hex(o, d_rd16(q)); *o++ = ','; } break;
+      case OP_AX32: for (; q < qe; q += 4) { o = fx_hex(o, d_rd32(q)); *o++ = ','; } break;
+      default: for (; q < qe; q += 8) { o = fx_hex(o, d_rd64(q)); *o++ = ','; } break;
+      }
+      if (cnt) o[-1] = ']';
+      else *o++ = ']';
+      break;
+    }
+    default: { /* OP_GEN */
+      if (q >= pe) goto done;
+      const struct dec_field *f = op->f;
+      if (op->cslot) {
+        long cnt = (long)sv[op->cslot];
+        if (cnt < 0 || cnt > DEC_MAX_ARRAY) return PLAN_BAIL;
+      }
+      long len = op->lslot ? (long)sv[op->lslot] : f->len;
+      if (len > (long)n) return PLAN_BAIL;
+      o = key_put(o, op);
+      size_t avail = (size_t)(pe - q);
+      struct pmc *c = NULL;
+      if (op->mc) { /* a manifest map on an unsigned integer: its text for this value, if seen */
+        unsigned wd = int_width(f->in);
+        if (avail < wd) return PLAN_BAIL;
+        v = rd_width(q, wd);
+        c = &op->mc[pmc_hash(v)];
+        if (c->v == v && c->len != UINT32_MAX) {
+          memcpy(o, c->t, PMC_MAX);
+          o += c->len;
+          sv[op->slot] = v;
+          q += wd;
+          w->len = (size_t)(o - w->buf);
+          if (etw_jw_reserve(w, op->room)) return PLAN_BAIL;
+          o = w->buf + w->len;
+          break;
+        }
+      }
+      w->len = (size_t)(o - w->buf);
+      size_t mark = w->len;
+      long used = dec_value(w, f->in, f->out, q, avail, len, ptr_size, DV_MANIFEST, &v);
+      if (used < 0) return PLAN_BAIL;
+      const struct dec_map *mp = f->map;
+      if (!mp && f->map_name && e->owner) mp = dec_trace_map(e->owner, f->map_name);
+      if (mp) dec_map_render(w, mp, mark, v);
+      if (w->err) return PLAN_BAIL;
+      if (c && w->len - mark <= PMC_MAX) {
+        c->v = v;
+        c->len = (uint32_t)(w->len - mark);
+        memcpy(c->t, w->buf + mark, c->len);
+      }
+      sv[op->slot] = v;
+      q += used;
+      if (etw_jw_reserve(w, op->room)) return PLAN_BAIL;
+      o = w->buf + w->len;
+      break;
+    }
+    }
+  }
+done:
+  w->len = (size_t)(o - w->buf);
+  return (long)(q - p);
+}
+
 /* Runs of fixed-size scalar fields (plain/hex/signed integers, pointers) with short keys:
  * rendered one after the other after one room check when the payload holds them all. */
 __attribute__((noinline)) static void compute_runs(struct dec_event *e) {
@@ -233,6 +622,10 @@ __attribute__((noinline)) static void compute_runs(struct dec_event *e) {
     f->run_b8 = b8;
   }
   e->runs = 1;
+  if (e->nf && !e->f[0].key) build_key(&e->f[0]);
+  for (uint32_t i = 0; i < e->nf && i < DEC_MAX_FIELDS; i++)
+    if (!e->f[i].key) build_key(&e->f[i]);
+  if (plan_build(e) == 0) e->runs = 2;
 }
 
 /* Render fields [start, end) of the schema as members of an open object. @elem: offset of the
@@ -466,6 +859,17 @@ static int walk_fields(struct walk *k, uint32_t start, uint32_t end, int depth, 
 
 long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct dec_event *e,
                         const unsigned char *p, size_t n, int ptr_size, const char **why) {
+  if (!e->runs) compute_runs((struct dec_event *)e);
+  if (e->runs == 2 && plan_on && !w->err && (ptr_size == 8 || ptr_size == 4)) {
+    const struct plan *pl = plan_of(e);
+    size_t mark = w->len, left = w->max - mark;
+    if (left <= pl->slack || (left - pl->slack) / 32 <= n) goto walk; /* near the writer's maximum */
+    long r = plan_run(pl, ptr_size == 8 ? pl->ops : pl->ops + pl->off4, e, w, p, n, ptr_size);
+    if (r != PLAN_BAIL) return r;
+    plan_bails++;
+    etw_jw_truncate(w, mark);
+  }
+walk:;
   struct walk kw;
   struct walk *k = &kw;
   k->d = d;
@@ -476,8 +880,10 @@ long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct de
   k->pos = 0;
   k->ptr_size = ptr_size;
   k->why = why;
-  if (!e->runs) compute_runs((struct dec_event *)e);
-  if (walk_fields(k, 0, e->nf > DEC_MAX_FIELDS ? DEC_MAX_FIELDS : e->nf, 0, 0) < 0) return -1;
+  uint32_t nf = e->nf > DEC_MAX_FIELDS ? DEC_MAX_FIELDS : e->nf;
+  /* a count/length may name a field not rendered (yet): its value is 0 */
+  memset(k->vals, 0, nf * sizeof k->vals[0]);
+  if (walk_fields(k, 0, nf, 0, 0) < 0) return -1;
   return (long)k->pos;
 }
 
