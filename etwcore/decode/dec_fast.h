@@ -12,6 +12,56 @@
 
 #include "decode.h"
 
+/* Decimal digits, fewest instructions first: the length found by comparisons (no digit count),
+ * then digit pairs from a table (divisions by constants). Same text as dec_put_u64. */
+static const char FX_D2[201] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+                               "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+                               "8081828384858687888990919293949596979899";
+static inline char *fx_put_lt100(char *o, unsigned v) { /* v < 100 */
+  if (v < 10) {
+    *o = (char)('0' + v);
+    return o + 1;
+  }
+  memcpy(o, FX_D2 + 2 * v, 2);
+  return o + 2;
+}
+static inline char *fx_put_lt1e4(char *o, unsigned v) { /* v < 10000 */
+  if (v < 100) return fx_put_lt100(o, v);
+  unsigned h = v / 100;
+  o = fx_put_lt100(o, h);
+  memcpy(o, FX_D2 + 2 * (v - h * 100), 2);
+  return o + 2;
+}
+static inline void fx_put4(char *o, unsigned v) { /* exactly 4 digits of v < 10000 */
+  unsigned h = v / 100;
+  memcpy(o, FX_D2 + 2 * h, 2);
+  memcpy(o + 2, FX_D2 + 2 * (v - h * 100), 2);
+}
+static inline char *fx_put_u32(char *o, uint32_t v) {
+  if (v < 10000) return fx_put_lt1e4(o, v);
+  if (v < 100000000) {
+    unsigned h = v / 10000;
+    o = fx_put_lt1e4(o, h);
+    fx_put4(o, v - h * 10000);
+    return o + 4;
+  }
+  unsigned h = v / 100000000, r = v - h * 100000000, a = r / 10000; /* h < 43 */
+  o = fx_put_lt100(o, h);
+  fx_put4(o, a);
+  fx_put4(o + 4, r - a * 10000);
+  return o + 8;
+}
+static inline char *fx_put_u64(char *o, uint64_t v) {
+  return v <= UINT32_MAX ? fx_put_u32(o, (uint32_t)v) : dec_put_u64(o, v);
+}
+static inline char *fx_put_i64(char *o, int64_t v) {
+  if (v < 0) {
+    *o++ = '-';
+    return fx_put_u64(o, (uint64_t)0 - (uint64_t)v);
+  }
+  return fx_put_u64(o, (uint64_t)v);
+}
+
 /* The hex digits of @v (lower case, no leading zeros, at least one) and a closing quote at @o,
  * which must have 24 bytes of room (16 digits are stored whatever the count); returns the end.
  * The `"0x` before is the caller's. */

@@ -230,6 +230,7 @@ static inline uint64_t rd_width(const unsigned char *q, unsigned wdt) {
  * it is there. */
 enum {
   OP_END = 0,
+  OP_CHK,                        /* a run of fixed-size ops follows: check the payload (gb) */
   OP_U8, OP_U16, OP_U32, OP_U64, /* unsigned decimal */
   OP_I16, OP_I32, OP_I64,        /* signed decimal */
   OP_X8, OP_X16, OP_X32, OP_X64, /* "0x…": hex outs and pointers */
@@ -253,7 +254,7 @@ struct pop {
   uint8_t slot;  /* sv[] slot receiving the value (0 = scratch) */
   uint8_t cslot; /* count from sv[cslot] (0 = f->count) */
   uint8_t lslot; /* OP_GEN: length from sv[lslot] (0 = f->len) */
-  uint16_t gb;   /* first op of a fixed-size run: the run's payload bytes, else 0 */
+  uint16_t gb;   /* OP_CHK: the payload bytes of the fixed-size run after it */
   uint16_t klen;
   uint32_t room; /* variable-size ops: the output bound of the fixed ops after it and the next
                     variable op's key (+ slack) */
@@ -263,7 +264,8 @@ struct pop {
 };
 
 struct plan {
-  uint32_t off4;  /* the 4-byte-pointer plan: ops + off4 (the 8-byte one: ops) */
+  uint32_t off4;  /* the 4-byte-pointer plan: ops + off4 (the 8-byte one: ops); each ends with
+                     OP_END and has an OP_CHK before each run of fixed-size ops */
   uint32_t room0; /* bound of the fixed ops before the first variable op and of its key */
   /* the plan runs when the writer's maximum is at least this + 32 bytes per payload byte away:
    * a bound of what the walker writes and reserves at once (output ≤ 8 bytes per payload byte +
@@ -386,7 +388,7 @@ __attribute__((noinline)) static int plan_build(struct dec_event *e) {
   int rc = -1;
   if (ok) {
     size_t ka = plan_key_area(e->f[0].key_len);
-    size_t nops = 2 * ((size_t)nf + 1);
+    size_t nops = 2 * (2 * (size_t)nf + 1);
     size_t psz = sizeof(struct plan) + nops * sizeof(struct pop);
     psz = (psz + 15) & ~(size_t)15;
     size_t msz = (size_t)nmc * PMC_N * sizeof(struct pmc);
@@ -403,17 +405,26 @@ __attribute__((noinline)) static int plan_build(struct dec_event *e) {
         kp += ((kl[i] + 31) & ~(size_t)31) + 32;
       }
       for (size_t m = 0; m < (size_t)nmc * PMC_N; m++) mc[m].len = UINT32_MAX;
-      pl->off4 = nf + 1;
+      pl->off4 = 2 * nf + 1;
       pl->slack = 8192 + (size_t)nf * 1300;
       for (uint32_t i = 0; i < nf; i++) pl->slack += kl[i];
       for (int var = 0; var < 2; var++) {
         int ps = var ? 4 : 8;
         struct pop *ops = pl->ops + (var ? pl->off4 : 0);
+        uint32_t no = 0;
         unsigned mci = 0;
         for (uint32_t i = 0; i < nf; i++) {
           const struct dec_field *f = &e->f[i];
-          struct pop *o = &ops[i];
-          o->op = plan_op(f, ps);
+          uint8_t op = plan_op(f, ps);
+          if (OP_IS_FIXED(op) && (i == 0 || !OP_IS_FIXED(plan_op(&e->f[i - 1], ps)))) {
+            uint32_t gb = 0;
+            for (uint32_t j = i; j < nf && OP_IS_FIXED(plan_op(&e->f[j], ps)); j++) gb += OP_BYTES[plan_op(&e->f[j], ps)];
+            ops[no].op = OP_CHK;
+            ops[no].gb = (uint16_t)gb;
+            no++;
+          }
+          struct pop *o = &ops[no++];
+          o->op = op;
           o->slot = slot[i];
           o->cslot = f->count_ref >= 0 ? slot[f->count_ref] : 0;
           o->lslot = o->op == OP_GEN && f->len_ref >= 0 ? slot[f->len_ref] : 0;
@@ -425,16 +436,15 @@ __attribute__((noinline)) static int plan_build(struct dec_event *e) {
             mci++;
           }
         }
-        ops[nf].op = OP_END;
-        /* runs and rooms, from the end */
-        uint32_t gb = 0, room = 64;
-        for (uint32_t i = nf; i-- > 0;) {
-          struct pop *o = &ops[i];
+        ops[no].op = OP_END;
+        /* rooms, from the end: a variable op reserves for the fixed ops after it and the next
+         * variable op's key (+ 64 for a cached map text) */
+        uint32_t room = 64;
+        for (uint32_t k = no; k-- > 0;) {
+          struct pop *o = &ops[k];
+          if (o->op == OP_CHK) continue;
           if (OP_IS_FIXED(o->op)) {
-            gb += OP_BYTES[o->op];
             room += o->klen + 24u;
-            o->gb = (i == 0 || !OP_IS_FIXED(ops[i - 1].op)) ? (uint16_t)gb : 0;
-            if (o->gb) gb = 0;
           } else {
             o->room = room;
             room = o->klen + 64u + 64u;
@@ -468,49 +478,102 @@ static inline unsigned pmc_hash(uint64_t v) { return (unsigned)((uint32_t)(v ^ (
 
 #define PLAN_BAIL (-2)
 
+/* Dispatch: threaded (computed goto) where GNU C has it, a switch elsewhere. */
+#if defined(__GNUC__)
+#define PL_START goto *PL_L[op->op];
+#define PL_CASE(x) l_##x:
+#define PL_NEXT                                                                                    \
+  do {                                                                                             \
+    op++;                                                                                          \
+    goto *PL_L[op->op];                                                                            \
+  } while (0)
+#else
+#define PL_START                                                                                   \
+  next:                                                                                            \
+  switch (op->op)
+#define PL_CASE(x) case x:
+#define PL_NEXT                                                                                    \
+  do {                                                                                             \
+    op++;                                                                                          \
+    goto next;                                                                                     \
+  } while (0)
+#endif
+
 /* Run plan @op (fields of @e) over @p[0..n): the payload bytes consumed, or PLAN_BAIL (the
  * caller cuts the output back and runs the walker). The writer is not in error. */
 static long plan_run(const struct plan *pl, const struct pop *op, const struct dec_event *e, struct etw_jw *w,
                      const unsigned char *p, size_t n, int ptr_size) {
+#if defined(__GNUC__)
+  static const void *const PL_L[] = {
+      [OP_END] = &&l_OP_END,   [OP_CHK] = &&l_OP_CHK,   [OP_U8] = &&l_OP_U8,     [OP_U16] = &&l_OP_U16,
+      [OP_U32] = &&l_OP_U32,   [OP_U64] = &&l_OP_U64,   [OP_I16] = &&l_OP_I16,   [OP_I32] = &&l_OP_I32,
+      [OP_I64] = &&l_OP_I64,   [OP_X8] = &&l_OP_X8,     [OP_X16] = &&l_OP_X16,   [OP_X32] = &&l_OP_X32,
+      [OP_X64] = &&l_OP_X64,   [OP_S16] = &&l_OP_S16,   [OP_AU8] = &&l_OP_AU8,   [OP_AU16] = &&l_OP_AU16,
+      [OP_AU32] = &&l_OP_AU32, [OP_AU64] = &&l_OP_AU64, [OP_AX8] = &&l_OP_AX8,   [OP_AX16] = &&l_OP_AX16,
+      [OP_AX32] = &&l_OP_AX32, [OP_AX64] = &&l_OP_AX64, [OP_GEN] = &&l_OP_GEN};
+#endif
   const unsigned char *q = p, *pe = p + n;
   uint64_t sv[PLAN_SLOTS];
+  uint64_t v;
+  uint32_t v32;
+  long cnt;
   if (etw_jw_reserve(w, pl->room0)) return PLAN_BAIL;
   char *o = w->buf + w->len;
-  for (;; op++) {
-    uint64_t v;
-    if (op->gb) { /* a fixed-size run: all of it in the payload, or nothing left */
-      if (q >= pe) break;
-      if ((size_t)(pe - q) < op->gb) return PLAN_BAIL;
-    }
-    switch (op->op) {
-    case OP_END: goto done;
-    case OP_U8: v = q[0]; q += 1; goto put_u;
-    case OP_U16: v = d_rd16(q); q += 2; goto put_u;
-    case OP_U32: v = d_rd32(q); q += 4; goto put_u;
-    case OP_U64: v = d_rd64(q); q += 8;
-    put_u:
-      sv[op->slot] = v;
-      o = key_put(o, op);
-      o = dec_put_u64(o, v);
-      break;
-    case OP_I16: v = (uint64_t)(int64_t)(int16_t)d_rd16(q); q += 2; goto put_i;
-    case OP_I32: v = (uint64_t)(int64_t)(int32_t)d_rd32(q); q += 4; goto put_i;
-    case OP_I64: v = d_rd64(q); q += 8;
-    put_i:
-      sv[op->slot] = v;
-      o = key_put(o, op);
-      o = dec_put_i64(o, (int64_t)v);
-      break;
-    case OP_X8: v = q[0]; q += 1; goto put_x;
-    case OP_X16: v = d_rd16(q); q += 2; goto put_x;
-    case OP_X32: v = d_rd32(q); q += 4; goto put_x;
-    case OP_X64: v = d_rd64(q); q += 8;
-    put_x:
-      sv[op->slot] = v;
-      o = key_put(o, op);
-      o = fx_hex_tail(o, v);
-      break;
-    case OP_S16: {
+  PL_START {
+    PL_CASE(OP_END) goto done;
+    PL_CASE(OP_CHK) /* a fixed-size run: all of it in the payload, or nothing left */
+    if (q >= pe) goto done;
+    if ((size_t)(pe - q) < op->gb) return PLAN_BAIL;
+    PL_NEXT;
+    PL_CASE(OP_U8) v32 = q[0];
+    q += 1;
+    goto put_u32;
+    PL_CASE(OP_U16) v32 = d_rd16(q);
+    q += 2;
+    goto put_u32;
+    PL_CASE(OP_U32) v32 = d_rd32(q);
+    q += 4;
+  put_u32:
+    sv[op->slot] = v32;
+    o = key_put(o, op);
+    o = fx_put_u32(o, v32);
+    PL_NEXT;
+    PL_CASE(OP_U64) v = d_rd64(q);
+    q += 8;
+    sv[op->slot] = v;
+    o = key_put(o, op);
+    o = fx_put_u64(o, v);
+    PL_NEXT;
+    PL_CASE(OP_I16) v = (uint64_t)(int64_t)(int16_t)d_rd16(q);
+    q += 2;
+    goto put_i;
+    PL_CASE(OP_I32) v = (uint64_t)(int64_t)(int32_t)d_rd32(q);
+    q += 4;
+    goto put_i;
+    PL_CASE(OP_I64) v = d_rd64(q);
+    q += 8;
+  put_i:
+    sv[op->slot] = v;
+    o = key_put(o, op);
+    o = fx_put_i64(o, (int64_t)v);
+    PL_NEXT;
+    PL_CASE(OP_X8) v = q[0];
+    q += 1;
+    goto put_x;
+    PL_CASE(OP_X16) v = d_rd16(q);
+    q += 2;
+    goto put_x;
+    PL_CASE(OP_X32) v = d_rd32(q);
+    q += 4;
+    goto put_x;
+    PL_CASE(OP_X64) v = d_rd64(q);
+    q += 8;
+  put_x:
+    sv[op->slot] = v;
+    o = key_put(o, op);
+    o = fx_hex_tail(o, v);
+    PL_NEXT;
+    PL_CASE(OP_S16) {
       if (q >= pe) goto done;
       o = key_put(o, op);
       size_t avail = (size_t)(pe - q), units = avail / 2, got;
@@ -518,39 +581,68 @@ static long plan_run(const struct plan *pl, const struct pop *op, const struct d
       if (etw_jw_reserve(w, units * 6 + 1 + op->room)) return PLAN_BAIL;
       o = etw_jw_put_str16(w->buf + w->len, q, units, &got);
       q += got < units ? got * 2 + 2 : avail; /* unterminated at the end: the rest */
-      break;
+      PL_NEXT;
     }
-    case OP_AU8: case OP_AU16: case OP_AU32: case OP_AU64:
-    case OP_AX8: case OP_AX16: case OP_AX32: case OP_AX64: {
-      if (q >= pe) goto done;
-      long cnt = op->cslot ? (long)sv[op->cslot] : (long)op->f->count;
-      if (cnt < 0 || cnt > DEC_MAX_ARRAY) return PLAN_BAIL;
-      size_t bytes = (size_t)cnt * OP_BYTES[op->op];
-      if (bytes > (size_t)(pe - q)) return PLAN_BAIL;
-      o = key_put(o, op);
-      w->len = (size_t)(o - w->buf);
-      if (etw_jw_reserve(w, (size_t)cnt * 24 + 1 + op->room)) return PLAN_BAIL;
-      o = w->buf + w->len;
-      const unsigned char *qe = q + bytes;
-      switch (op->op) {
-      case OP_AU8: for (; q < qe; q += 1) { o = dec_put_u64(o, q[0]); *o++ = ','; } break;
-      case OP_AU16: for (; q < qe; q += 2) { o = dec_put_u64(o, d_rd16(q)); *o++ = ','; } break;
-      case OP_AU32: for (; q < qe; q += 4) { o = dec_put_u64(o, d_rd32(q)); *o++ = ','; } break;
-      case OP_AU64: for (; q < qe; q += 8) { o = dec_put_u64(o, d_rd64(q)); *o++ = ','; } break;
-      case OP_AX8: for (; q < qe; q += 1) { o = fx_hex(o, q[0]); *o++ = ','; } break;
-      case OP_AX16: for (; q < qe; q += 2) { o = fx_hex(o, d_rd16(q)); *o++ = ','; } break;
-      case OP_AX32: for (; q < qe; q += 4) { o = fx_hex(o, d_rd32(q)); *o++ = ','; } break;
-      default: for (; q < qe; q += 8) { o = fx_hex(o, d_rd64(q)); *o++ = ','; } break;
-      }
-      if (cnt) o[-1] = ']';
-      else *o++ = ']';
-      break;
+    /* arrays: the count, the payload holds them all, room for 24 bytes each */
+#define PL_ARRAY(WD)                                                                               \
+  if (q >= pe) goto done;                                                                          \
+  cnt = op->cslot ? (long)sv[op->cslot] : (long)op->f->count;                                      \
+  if (cnt < 0 || cnt > DEC_MAX_ARRAY || (size_t)cnt * (WD) > (size_t)(pe - q)) return PLAN_BAIL;   \
+  o = key_put(o, op);                                                                              \
+  w->len = (size_t)(o - w->buf);                                                                   \
+  if (etw_jw_reserve(w, (size_t)cnt * 24 + 1 + op->room)) return PLAN_BAIL;                        \
+  o = w->buf + w->len
+#define PL_ARRAY_END                                                                               \
+  if (cnt) o[-1] = ']';                                                                            \
+  else *o++ = ']';                                                                                 \
+  PL_NEXT
+    PL_CASE(OP_AU8) {
+      PL_ARRAY(1);
+      for (const unsigned char *qe = q + cnt; q < qe; q += 1) { o = fx_put_lt1e4(o, q[0]); *o++ = ','; }
+      PL_ARRAY_END;
     }
-    default: { /* OP_GEN */
+    PL_CASE(OP_AU16) {
+      PL_ARRAY(2);
+      for (const unsigned char *qe = q + 2 * cnt; q < qe; q += 2) { o = fx_put_u32(o, d_rd16(q)); *o++ = ','; }
+      PL_ARRAY_END;
+    }
+    PL_CASE(OP_AU32) {
+      PL_ARRAY(4);
+      for (const unsigned char *qe = q + 4 * cnt; q < qe; q += 4) { o = fx_put_u32(o, d_rd32(q)); *o++ = ','; }
+      PL_ARRAY_END;
+    }
+    PL_CASE(OP_AU64) {
+      PL_ARRAY(8);
+      for (const unsigned char *qe = q + 8 * cnt; q < qe; q += 8) { o = fx_put_u64(o, d_rd64(q)); *o++ = ','; }
+      PL_ARRAY_END;
+    }
+    PL_CASE(OP_AX8) {
+      PL_ARRAY(1);
+      for (const unsigned char *qe = q + cnt; q < qe; q += 1) { o = fx_hex(o, q[0]); *o++ = ','; }
+      PL_ARRAY_END;
+    }
+    PL_CASE(OP_AX16) {
+      PL_ARRAY(2);
+      for (const unsigned char *qe = q + 2 * cnt; q < qe; q += 2) { o = fx_hex(o, d_rd16(q)); *o++ = ','; }
+      PL_ARRAY_END;
+    }
+    PL_CASE(OP_AX32) {
+      PL_ARRAY(4);
+      for (const unsigned char *qe = q + 4 * cnt; q < qe; q += 4) { o = fx_hex(o, d_rd32(q)); *o++ = ','; }
+      PL_ARRAY_END;
+    }
+    PL_CASE(OP_AX64) {
+      PL_ARRAY(8);
+      for (const unsigned char *qe = q + 8 * cnt; q < qe; q += 8) { o = fx_hex(o, d_rd64(q)); *o++ = ','; }
+      PL_ARRAY_END;
+    }
+#undef PL_ARRAY
+#undef PL_ARRAY_END
+    PL_CASE(OP_GEN) {
       if (q >= pe) goto done;
       const struct dec_field *f = op->f;
       if (op->cslot) {
-        long cnt = (long)sv[op->cslot];
+        cnt = (long)sv[op->cslot];
         if (cnt < 0 || cnt > DEC_MAX_ARRAY) return PLAN_BAIL;
       }
       long len = op->lslot ? (long)sv[op->lslot] : f->len;
@@ -571,7 +663,7 @@ static long plan_run(const struct plan *pl, const struct pop *op, const struct d
           w->len = (size_t)(o - w->buf);
           if (etw_jw_reserve(w, op->room)) return PLAN_BAIL;
           o = w->buf + w->len;
-          break;
+          PL_NEXT;
         }
       }
       w->len = (size_t)(o - w->buf);
@@ -591,14 +683,16 @@ static long plan_run(const struct plan *pl, const struct pop *op, const struct d
       q += used;
       if (etw_jw_reserve(w, op->room)) return PLAN_BAIL;
       o = w->buf + w->len;
-      break;
-    }
+      PL_NEXT;
     }
   }
 done:
   w->len = (size_t)(o - w->buf);
   return (long)(q - p);
 }
+#undef PL_START
+#undef PL_CASE
+#undef PL_NEXT
 
 /* Runs of fixed-size scalar fields (plain/hex/signed integers, pointers) with short keys:
  * rendered one after the other after one room check when the payload holds them all. */

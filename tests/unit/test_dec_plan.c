@@ -15,6 +15,8 @@
  *    unpaired surrogates, without a NUL), both pointer sizes, writers with a small maximum.
  *    Each payload is rendered with the walker only, then with plans, repeatedly (the plan's
  *    per-op map text cache fills and is hit).
+ * 3. The plan's number writers (dec_fast.h) against decode.h's on every value below 1.2 M, the
+ *    powers of ten and two ±1, the ends of the ranges and random values.
  * ETWD_SEED=N reruns another sequence.
  */
 #include <stdint.h>
@@ -386,9 +388,59 @@ static void randomized(void) {
   CHECK_EQ(bad, 0);
 }
 
+/* ---- 3. the plan's number writers against decode.h's */
+static void writers(void) {
+  size_t bad = 0, cases = 0;
+  char a[64], b[64];
+  for (uint64_t k = 0; k < 4000000; k++) {
+    uint64_t v;
+    if (k < 1200000) v = k; /* every value below 1.2 M */
+    else if (k < 1200000 + 64 * 20) { /* powers of ten and two, ±1 */
+      uint64_t j = k - 1200000, p10 = 1;
+      for (uint64_t t = 0; t < j / 20 % 20; t++) p10 *= 10;
+      uint64_t base = j % 2 ? p10 : 1ull << (j / 20 % 64);
+      v = base + (j % 3) - 1;
+    } else v = rnd() >> below(64);
+    memset(a, 'x', sizeof a);
+    memset(b, 'x', sizeof b);
+    char *ea = dec_put_u64(a, v), *eb = fx_put_u64(b, v);
+    cases++;
+    if (ea - a != eb - b || memcmp(a, b, (size_t)(ea - a))) bad++;
+    if (v <= UINT32_MAX) {
+      eb = fx_put_u32(b, (uint32_t)v);
+      if (ea - a != eb - b || memcmp(a, b, (size_t)(ea - a))) bad++;
+    }
+    if (v < 10000) {
+      eb = fx_put_lt1e4(b, (unsigned)v);
+      if (ea - a != eb - b || memcmp(a, b, (size_t)(ea - a))) bad++;
+    }
+    ea = dec_put_i64(a, (int64_t)v);
+    eb = fx_put_i64(b, (int64_t)v);
+    if (ea - a != eb - b || memcmp(a, b, (size_t)(ea - a))) bad++;
+    ea = dec_put_hex(a, v);
+    eb = fx_hex(b, v);
+    if (ea - a != eb - b || memcmp(a, b, (size_t)(ea - a))) {
+      if (bad++ < 3) fprintf(stderr, "hex %llx: %.*s vs %.*s\n", (unsigned long long)v, (int)(ea - a), a, (int)(eb - b), b);
+    }
+  }
+  int64_t ends[] = {INT64_MIN, INT64_MIN + 1, -1, 0, INT64_MAX, -4294967296, -4294967295, -100, -99};
+  for (size_t i = 0; i < sizeof ends / sizeof ends[0]; i++) {
+    char *ea = dec_put_i64(a, ends[i]), *eb = fx_put_i64(b, ends[i]);
+    if (ea - a != eb - b || memcmp(a, b, (size_t)(ea - a))) bad++;
+  }
+  uint64_t uends[] = {UINT64_MAX, UINT64_MAX - 1, (uint64_t)UINT32_MAX + 1, UINT32_MAX, 99999999, 100000000, 999999999, 1000000000};
+  for (size_t i = 0; i < sizeof uends / sizeof uends[0]; i++) {
+    char *ea = dec_put_u64(a, uends[i]), *eb = fx_put_u64(b, uends[i]);
+    if (ea - a != eb - b || memcmp(a, b, (size_t)(ea - a))) bad++;
+  }
+  fprintf(stderr, "writers: %zu values\n", cases);
+  CHECK_EQ(bad, 0);
+}
+
 int main(void) {
   const char *seed = getenv("ETWD_SEED");
   if (seed && *seed) rs = strtoull(seed, NULL, 10) | 1;
+  writers();
   randomized();
   corpus();
   T_DONE();
