@@ -37,8 +37,34 @@ static inline void fx_put4(char *o, unsigned v) { /* exactly 4 digits of v < 100
   memcpy(o, FX_D2 + 2 * h, 2);
   memcpy(o + 2, FX_D2 + 2 * (v - h * 100), 2);
 }
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+/* The 8 decimal digits of @v < 10^8 (leading zeros included) as values 0–9, the first digit in
+ * the lowest byte: two 4-digit halves in 32-bit lanes, split into 2-digit and then 1-digit lanes
+ * with multiplications by reciprocals (exact in these ranges) in one 64-bit register. */
+static inline uint64_t fx_swar8(uint32_t v) {
+  uint64_t hi = v / 10000, x = hi | (uint64_t)(v - (uint32_t)hi * 10000) << 32;
+  uint64_t h = (x * 10486) >> 20 & 0x0000007F0000007Full; /* /100 for ≤ 9999 */
+  x = h | (x - h * 100) << 16;
+  uint64_t t = (x * 103) >> 10 & 0x000F000F000F000Full; /* /10 for ≤ 99 */
+  return t | (x - t * 10) << 8;
+}
+#endif
 static inline char *fx_put_u32(char *o, uint32_t v) {
   if (v < 10000) return fx_put_lt1e4(o, v);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  if (v < 100000000) { /* 5–8 digits: the leading zeros shifted out (8 bytes stored) */
+    uint64_t d = fx_swar8(v);
+    unsigned lz = (unsigned)__builtin_ctzll(d) >> 3;
+    d = (d + 0x3030303030303030ull) >> (8 * lz);
+    memcpy(o, &d, 8);
+    return o + 8 - lz;
+  }
+  unsigned h = v / 100000000; /* 1–42 */
+  o = fx_put_lt100(o, h);
+  uint64_t d = fx_swar8(v - h * 100000000) + 0x3030303030303030ull;
+  memcpy(o, &d, 8);
+  return o + 8;
+#else
   if (v < 100000000) {
     unsigned h = v / 10000;
     o = fx_put_lt1e4(o, h);
@@ -50,6 +76,7 @@ static inline char *fx_put_u32(char *o, uint32_t v) {
   fx_put4(o, a);
   fx_put4(o + 4, r - a * 10000);
   return o + 8;
+#endif
 }
 static inline char *fx_put_u64(char *o, uint64_t v) {
   return v <= UINT32_MAX ? fx_put_u32(o, (uint32_t)v) : dec_put_u64(o, v);

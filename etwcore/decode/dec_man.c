@@ -226,8 +226,8 @@ static inline uint64_t rd_width(const unsigned char *q, unsigned wdt) {
  * (unit.test_dec_plan compares both on corpus events and random schemas and payloads).
  *
  * decode.h's structs have no slot for it: the plan lives in the allocation of the first field's
- * cached key, after the key text (dec_event_free frees it with the key), and e->runs == 2 says
- * it is there. */
+ * cached key, after the key text (dec_event_free frees it with the key); e->runs > 1 says it is
+ * there and is its offset from the key (1 = no plan). */
 enum {
   OP_END = 0,
   OP_CHK,                        /* a run of fixed-size ops follows: check the payload (gb) */
@@ -288,9 +288,6 @@ uint64_t dec_plan_bails(void) { return plan_bails; }
 static inline size_t plan_key_area(uint32_t key_len) {
   size_t a = key_len + 1 > KEY_PAD ? (size_t)key_len + 1 : KEY_PAD;
   return (a + 15) & ~(size_t)15;
-}
-static inline struct plan *plan_of(const struct dec_event *e) {
-  return (struct plan *)(void *)(e->f[0].key + plan_key_area(e->f[0].key_len));
 }
 
 static inline int hex_out(unsigned out) { return out == 4 || out == 13 || out == 14 || out == 15 || out == 0x25; }
@@ -476,223 +473,7 @@ static inline char *key_put(char *o, const struct pop *op) {
 
 static inline unsigned pmc_hash(uint64_t v) { return (unsigned)((uint32_t)(v ^ (v >> 32)) * 2654435761u >> 30); }
 
-#define PLAN_BAIL (-2)
 
-/* Dispatch: threaded (computed goto) where GNU C has it, a switch elsewhere. */
-#if defined(__GNUC__)
-#define PL_START goto *PL_L[op->op];
-#define PL_CASE(x) l_##x:
-#define PL_NEXT                                                                                    \
-  do {                                                                                             \
-    op++;                                                                                          \
-    goto *PL_L[op->op];                                                                            \
-  } while (0)
-#else
-#define PL_START                                                                                   \
-  next:                                                                                            \
-  switch (op->op)
-#define PL_CASE(x) case x:
-#define PL_NEXT                                                                                    \
-  do {                                                                                             \
-    op++;                                                                                          \
-    goto next;                                                                                     \
-  } while (0)
-#endif
-
-/* Run plan @op (fields of @e) over @p[0..n): the payload bytes consumed, or PLAN_BAIL (the
- * caller cuts the output back and runs the walker). The writer is not in error. */
-static long plan_run(const struct plan *pl, const struct pop *op, const struct dec_event *e, struct etw_jw *w,
-                     const unsigned char *p, size_t n, int ptr_size) {
-#if defined(__GNUC__)
-  static const void *const PL_L[] = {
-      [OP_END] = &&l_OP_END,   [OP_CHK] = &&l_OP_CHK,   [OP_U8] = &&l_OP_U8,     [OP_U16] = &&l_OP_U16,
-      [OP_U32] = &&l_OP_U32,   [OP_U64] = &&l_OP_U64,   [OP_I16] = &&l_OP_I16,   [OP_I32] = &&l_OP_I32,
-      [OP_I64] = &&l_OP_I64,   [OP_X8] = &&l_OP_X8,     [OP_X16] = &&l_OP_X16,   [OP_X32] = &&l_OP_X32,
-      [OP_X64] = &&l_OP_X64,   [OP_S16] = &&l_OP_S16,   [OP_AU8] = &&l_OP_AU8,   [OP_AU16] = &&l_OP_AU16,
-      [OP_AU32] = &&l_OP_AU32, [OP_AU64] = &&l_OP_AU64, [OP_AX8] = &&l_OP_AX8,   [OP_AX16] = &&l_OP_AX16,
-      [OP_AX32] = &&l_OP_AX32, [OP_AX64] = &&l_OP_AX64, [OP_GEN] = &&l_OP_GEN};
-#endif
-  const unsigned char *q = p, *pe = p + n;
-  uint64_t sv[PLAN_SLOTS];
-  uint64_t v;
-  uint32_t v32;
-  long cnt;
-  if (etw_jw_reserve(w, pl->room0)) return PLAN_BAIL;
-  char *o = w->buf + w->len;
-  PL_START {
-    PL_CASE(OP_END) goto done;
-    PL_CASE(OP_CHK) /* a fixed-size run: all of it in the payload, or nothing left */
-    if (q >= pe) goto done;
-    if ((size_t)(pe - q) < op->gb) return PLAN_BAIL;
-    PL_NEXT;
-    PL_CASE(OP_U8) v32 = q[0];
-    q += 1;
-    goto put_u32;
-    PL_CASE(OP_U16) v32 = d_rd16(q);
-    q += 2;
-    goto put_u32;
-    PL_CASE(OP_U32) v32 = d_rd32(q);
-    q += 4;
-  put_u32:
-    sv[op->slot] = v32;
-    o = key_put(o, op);
-    o = fx_put_u32(o, v32);
-    PL_NEXT;
-    PL_CASE(OP_U64) v = d_rd64(q);
-    q += 8;
-    sv[op->slot] = v;
-    o = key_put(o, op);
-    o = fx_put_u64(o, v);
-    PL_NEXT;
-    PL_CASE(OP_I16) v = (uint64_t)(int64_t)(int16_t)d_rd16(q);
-    q += 2;
-    goto put_i;
-    PL_CASE(OP_I32) v = (uint64_t)(int64_t)(int32_t)d_rd32(q);
-    q += 4;
-    goto put_i;
-    PL_CASE(OP_I64) v = d_rd64(q);
-    q += 8;
-  put_i:
-    sv[op->slot] = v;
-    o = key_put(o, op);
-    o = fx_put_i64(o, (int64_t)v);
-    PL_NEXT;
-    PL_CASE(OP_X8) v = q[0];
-    q += 1;
-    goto put_x;
-    PL_CASE(OP_X16) v = d_rd16(q);
-    q += 2;
-    goto put_x;
-    PL_CASE(OP_X32) v = d_rd32(q);
-    q += 4;
-    goto put_x;
-    PL_CASE(OP_X64) v = d_rd64(q);
-    q += 8;
-  put_x:
-    sv[op->slot] = v;
-    o = key_put(o, op);
-    o = fx_hex_tail(o, v);
-    PL_NEXT;
-    PL_CASE(OP_S16) {
-      if (q >= pe) goto done;
-      o = key_put(o, op);
-      size_t avail = (size_t)(pe - q), units = avail / 2, got;
-      w->len = (size_t)(o - w->buf);
-      if (etw_jw_reserve(w, units * 6 + 1 + op->room)) return PLAN_BAIL;
-      o = etw_jw_put_str16(w->buf + w->len, q, units, &got);
-      q += got < units ? got * 2 + 2 : avail; /* unterminated at the end: the rest */
-      PL_NEXT;
-    }
-    /* arrays: the count, the payload holds them all, room for 24 bytes each */
-#define PL_ARRAY(WD)                                                                               \
-  if (q >= pe) goto done;                                                                          \
-  cnt = op->cslot ? (long)sv[op->cslot] : (long)op->f->count;                                      \
-  if (cnt < 0 || cnt > DEC_MAX_ARRAY || (size_t)cnt * (WD) > (size_t)(pe - q)) return PLAN_BAIL;   \
-  o = key_put(o, op);                                                                              \
-  w->len = (size_t)(o - w->buf);                                                                   \
-  if (etw_jw_reserve(w, (size_t)cnt * 24 + 1 + op->room)) return PLAN_BAIL;                        \
-  o = w->buf + w->len
-#define PL_ARRAY_END                                                                               \
-  if (cnt) o[-1] = ']';                                                                            \
-  else *o++ = ']';                                                                                 \
-  PL_NEXT
-    PL_CASE(OP_AU8) {
-      PL_ARRAY(1);
-      for (const unsigned char *qe = q + cnt; q < qe; q += 1) { o = fx_put_lt1e4(o, q[0]); *o++ = ','; }
-      PL_ARRAY_END;
-    }
-    PL_CASE(OP_AU16) {
-      PL_ARRAY(2);
-      for (const unsigned char *qe = q + 2 * cnt; q < qe; q += 2) { o = fx_put_u32(o, d_rd16(q)); *o++ = ','; }
-      PL_ARRAY_END;
-    }
-    PL_CASE(OP_AU32) {
-      PL_ARRAY(4);
-      for (const unsigned char *qe = q + 4 * cnt; q < qe; q += 4) { o = fx_put_u32(o, d_rd32(q)); *o++ = ','; }
-      PL_ARRAY_END;
-    }
-    PL_CASE(OP_AU64) {
-      PL_ARRAY(8);
-      for (const unsigned char *qe = q + 8 * cnt; q < qe; q += 8) { o = fx_put_u64(o, d_rd64(q)); *o++ = ','; }
-      PL_ARRAY_END;
-    }
-    PL_CASE(OP_AX8) {
-      PL_ARRAY(1);
-      for (const unsigned char *qe = q + cnt; q < qe; q += 1) { o = fx_hex(o, q[0]); *o++ = ','; }
-      PL_ARRAY_END;
-    }
-    PL_CASE(OP_AX16) {
-      PL_ARRAY(2);
-      for (const unsigned char *qe = q + 2 * cnt; q < qe; q += 2) { o = fx_hex(o, d_rd16(q)); *o++ = ','; }
-      PL_ARRAY_END;
-    }
-    PL_CASE(OP_AX32) {
-      PL_ARRAY(4);
-      for (const unsigned char *qe = q + 4 * cnt; q < qe; q += 4) { o = fx_hex(o, d_rd32(q)); *o++ = ','; }
-      PL_ARRAY_END;
-    }
-    PL_CASE(OP_AX64) {
-      PL_ARRAY(8);
-      for (const unsigned char *qe = q + 8 * cnt; q < qe; q += 8) { o = fx_hex(o, d_rd64(q)); *o++ = ','; }
-      PL_ARRAY_END;
-    }
-#undef PL_ARRAY
-#undef PL_ARRAY_END
-    PL_CASE(OP_GEN) {
-      if (q >= pe) goto done;
-      const struct dec_field *f = op->f;
-      if (op->cslot) {
-        cnt = (long)sv[op->cslot];
-        if (cnt < 0 || cnt > DEC_MAX_ARRAY) return PLAN_BAIL;
-      }
-      long len = op->lslot ? (long)sv[op->lslot] : f->len;
-      if (len > (long)n) return PLAN_BAIL;
-      o = key_put(o, op);
-      size_t avail = (size_t)(pe - q);
-      struct pmc *c = NULL;
-      if (op->mc) { /* a manifest map on an unsigned integer: its text for this value, if seen */
-        unsigned wd = int_width(f->in);
-        if (avail < wd) return PLAN_BAIL;
-        v = rd_width(q, wd);
-        c = &op->mc[pmc_hash(v)];
-        if (c->v == v && c->len != UINT32_MAX) {
-          memcpy(o, c->t, PMC_MAX);
-          o += c->len;
-          sv[op->slot] = v;
-          q += wd;
-          w->len = (size_t)(o - w->buf);
-          if (etw_jw_reserve(w, op->room)) return PLAN_BAIL;
-          o = w->buf + w->len;
-          PL_NEXT;
-        }
-      }
-      w->len = (size_t)(o - w->buf);
-      size_t mark = w->len;
-      long used = dec_value(w, f->in, f->out, q, avail, len, ptr_size, DV_MANIFEST, &v);
-      if (used < 0) return PLAN_BAIL;
-      const struct dec_map *mp = f->map;
-      if (!mp && f->map_name && e->owner) mp = dec_trace_map(e->owner, f->map_name);
-      if (mp) dec_map_render(w, mp, mark, v);
-      if (w->err) return PLAN_BAIL;
-      if (c && w->len - mark <= PMC_MAX) {
-        c->v = v;
-        c->len = (uint32_t)(w->len - mark);
-        memcpy(c->t, w->buf + mark, c->len);
-      }
-      sv[op->slot] = v;
-      q += used;
-      if (etw_jw_reserve(w, op->room)) return PLAN_BAIL;
-      o = w->buf + w->len;
-      PL_NEXT;
-    }
-  }
-done:
-  w->len = (size_t)(o - w->buf);
-  return (long)(q - p);
-}
-#undef PL_START
-#undef PL_CASE
-#undef PL_NEXT
 
 /* Runs of fixed-size scalar fields (plain/hex/signed integers, pointers) with short keys:
  * rendered one after the other after one room check when the payload holds them all. */
@@ -719,7 +500,7 @@ __attribute__((noinline)) static void compute_runs(struct dec_event *e) {
   if (e->nf && !e->f[0].key) build_key(&e->f[0]);
   for (uint32_t i = 0; i < e->nf && i < DEC_MAX_FIELDS; i++)
     if (!e->f[i].key) build_key(&e->f[i]);
-  if (plan_build(e) == 0) e->runs = 2;
+  if (plan_build(e) == 0) e->runs = (int)plan_key_area(e->f[0].key_len); /* > 1: the plan's offset */
 }
 
 /* Render fields [start, end) of the schema as members of an open object. @elem: offset of the
@@ -951,19 +732,9 @@ static int walk_fields(struct walk *k, uint32_t start, uint32_t end, int depth, 
   return 0;
 }
 
-long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct dec_event *e,
-                        const unsigned char *p, size_t n, int ptr_size, const char **why) {
-  if (!e->runs) compute_runs((struct dec_event *)e);
-  if (e->runs == 2 && plan_on && !w->err && (ptr_size == 8 || ptr_size == 4)) {
-    const struct plan *pl = plan_of(e);
-    size_t mark = w->len, left = w->max - mark;
-    if (left <= pl->slack || (left - pl->slack) / 32 <= n) goto walk; /* near the writer's maximum */
-    long r = plan_run(pl, ptr_size == 8 ? pl->ops : pl->ops + pl->off4, e, w, p, n, ptr_size);
-    if (r != PLAN_BAIL) return r;
-    plan_bails++;
-    etw_jw_truncate(w, mark);
-  }
-walk:;
+/* The walker over every field (kept out of the plan's path: its frame holds the 4 KiB vals). */
+__attribute__((noinline)) static long walk_all(struct etw_decoder *d, struct etw_jw *w, const struct dec_event *e,
+                                               const unsigned char *p, size_t n, int ptr_size, const char **why) {
   struct walk kw;
   struct walk *k = &kw;
   k->d = d;
@@ -980,6 +751,234 @@ walk:;
   if (walk_fields(k, 0, nf, 0, 0) < 0) return -1;
   return (long)k->pos;
 }
+
+/* Dispatch: threaded (computed goto) where GNU C has it, a switch elsewhere. */
+#if defined(__GNUC__)
+#define PL_START goto *PL_L[op->op];
+#define PL_CASE(x) l_##x:
+#define PL_NEXT                                                                                    \
+  do {                                                                                             \
+    op++;                                                                                          \
+    goto *PL_L[op->op];                                                                            \
+  } while (0)
+#else
+#define PL_START                                                                                   \
+  next:                                                                                            \
+  switch (op->op)
+#define PL_CASE(x) case x:
+#define PL_NEXT                                                                                    \
+  do {                                                                                             \
+    op++;                                                                                          \
+    goto next;                                                                                     \
+  } while (0)
+#endif
+
+/* The plan of @e when it has one (and the writer is far from its maximum), else the walker. The
+ * plan gives up with `goto bail`: the output is cut back and the walker renders the event. */
+long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct dec_event *e,
+                        const unsigned char *p, size_t n, int ptr_size, const char **why) {
+#if defined(__GNUC__)
+  static const void *const PL_L[] = {
+      [OP_END] = &&l_OP_END,   [OP_CHK] = &&l_OP_CHK,   [OP_U8] = &&l_OP_U8,     [OP_U16] = &&l_OP_U16,
+      [OP_U32] = &&l_OP_U32,   [OP_U64] = &&l_OP_U64,   [OP_I16] = &&l_OP_I16,   [OP_I32] = &&l_OP_I32,
+      [OP_I64] = &&l_OP_I64,   [OP_X8] = &&l_OP_X8,     [OP_X16] = &&l_OP_X16,   [OP_X32] = &&l_OP_X32,
+      [OP_X64] = &&l_OP_X64,   [OP_S16] = &&l_OP_S16,   [OP_AU8] = &&l_OP_AU8,   [OP_AU16] = &&l_OP_AU16,
+      [OP_AU32] = &&l_OP_AU32, [OP_AU64] = &&l_OP_AU64, [OP_AX8] = &&l_OP_AX8,   [OP_AX16] = &&l_OP_AX16,
+      [OP_AX32] = &&l_OP_AX32, [OP_AX64] = &&l_OP_AX64, [OP_GEN] = &&l_OP_GEN};
+#endif
+  if (__builtin_expect(!e->runs, 0)) compute_runs((struct dec_event *)e);
+  if (e->runs <= 1 || !plan_on || w->err || (ptr_size != 8 && ptr_size != 4))
+    return walk_all(d, w, e, p, n, ptr_size, why);
+  const struct plan *pl = (const struct plan *)(const void *)(e->f[0].key + e->runs);
+  size_t mark = w->len, left = w->max - mark;
+  if (left <= pl->slack || (left - pl->slack) / 32 <= n) /* near the writer's maximum */
+    return walk_all(d, w, e, p, n, ptr_size, why);
+  const struct pop *op = ptr_size == 8 ? pl->ops : pl->ops + pl->off4;
+  const unsigned char *q = p, *pe = p + n;
+  uint64_t sv[PLAN_SLOTS];
+  uint64_t v;
+  uint32_t v32;
+  long cnt;
+  if (etw_jw_reserve(w, pl->room0)) goto bail;
+  char *o = w->buf + w->len;
+  PL_START {
+    PL_CASE(OP_END) goto done;
+    PL_CASE(OP_CHK) /* a fixed-size run: all of it in the payload, or nothing left */
+    if (q >= pe) goto done;
+    if ((size_t)(pe - q) < op->gb) goto bail;
+    PL_NEXT;
+    PL_CASE(OP_U8) v32 = q[0];
+    q += 1;
+    goto put_u32;
+    PL_CASE(OP_U16) v32 = d_rd16(q);
+    q += 2;
+    goto put_u32;
+    PL_CASE(OP_U32) v32 = d_rd32(q);
+    q += 4;
+  put_u32:
+    sv[op->slot] = v32;
+    o = key_put(o, op);
+    o = fx_put_u32(o, v32);
+    PL_NEXT;
+    PL_CASE(OP_U64) v = d_rd64(q);
+    q += 8;
+    sv[op->slot] = v;
+    o = key_put(o, op);
+    o = fx_put_u64(o, v);
+    PL_NEXT;
+    PL_CASE(OP_I16) v = (uint64_t)(int64_t)(int16_t)d_rd16(q);
+    q += 2;
+    goto put_i;
+    PL_CASE(OP_I32) v = (uint64_t)(int64_t)(int32_t)d_rd32(q);
+    q += 4;
+    goto put_i;
+    PL_CASE(OP_I64) v = d_rd64(q);
+    q += 8;
+  put_i:
+    sv[op->slot] = v;
+    o = key_put(o, op);
+    o = fx_put_i64(o, (int64_t)v);
+    PL_NEXT;
+    PL_CASE(OP_X8) v = q[0];
+    q += 1;
+    goto put_x;
+    PL_CASE(OP_X16) v = d_rd16(q);
+    q += 2;
+    goto put_x;
+    PL_CASE(OP_X32) v = d_rd32(q);
+    q += 4;
+    goto put_x;
+    PL_CASE(OP_X64) v = d_rd64(q);
+    q += 8;
+  put_x:
+    sv[op->slot] = v;
+    o = key_put(o, op);
+    o = fx_hex_tail(o, v);
+    PL_NEXT;
+    PL_CASE(OP_S16) {
+      if (q >= pe) goto done;
+      o = key_put(o, op);
+      size_t avail = (size_t)(pe - q), units = avail / 2, got;
+      w->len = (size_t)(o - w->buf);
+      if (etw_jw_reserve(w, units * 6 + 1 + op->room)) goto bail;
+      o = etw_jw_put_str16(w->buf + w->len, q, units, &got);
+      q += got < units ? got * 2 + 2 : avail; /* unterminated at the end: the rest */
+      PL_NEXT;
+    }
+    /* arrays: the count, the payload holds them all, room for 24 bytes each */
+#define PL_ARRAY(WD)                                                                               \
+  if (q >= pe) goto done;                                                                          \
+  cnt = op->cslot ? (long)sv[op->cslot] : (long)op->f->count;                                      \
+  if (cnt < 0 || cnt > DEC_MAX_ARRAY || (size_t)cnt * (WD) > (size_t)(pe - q)) goto bail;   \
+  o = key_put(o, op);                                                                              \
+  w->len = (size_t)(o - w->buf);                                                                   \
+  if (etw_jw_reserve(w, (size_t)cnt * 24 + 1 + op->room)) goto bail;                        \
+  o = w->buf + w->len
+#define PL_ARRAY_END                                                                               \
+  if (cnt) o[-1] = ']';                                                                            \
+  else *o++ = ']';                                                                                 \
+  PL_NEXT
+    PL_CASE(OP_AU8) {
+      PL_ARRAY(1);
+      for (const unsigned char *qe = q + cnt; q < qe; q += 1) { o = fx_put_lt1e4(o, q[0]); *o++ = ','; }
+      PL_ARRAY_END;
+    }
+    PL_CASE(OP_AU16) {
+      PL_ARRAY(2);
+      for (const unsigned char *qe = q + 2 * cnt; q < qe; q += 2) { o = fx_put_u32(o, d_rd16(q)); *o++ = ','; }
+      PL_ARRAY_END;
+    }
+    PL_CASE(OP_AU32) {
+      PL_ARRAY(4);
+      for (const unsigned char *qe = q + 4 * cnt; q < qe; q += 4) { o = fx_put_u32(o, d_rd32(q)); *o++ = ','; }
+      PL_ARRAY_END;
+    }
+    PL_CASE(OP_AU64) {
+      PL_ARRAY(8);
+      for (const unsigned char *qe = q + 8 * cnt; q < qe; q += 8) { o = fx_put_u64(o, d_rd64(q)); *o++ = ','; }
+      PL_ARRAY_END;
+    }
+    PL_CASE(OP_AX8) {
+      PL_ARRAY(1);
+      for (const unsigned char *qe = q + cnt; q < qe; q += 1) { o = fx_hex(o, q[0]); *o++ = ','; }
+      PL_ARRAY_END;
+    }
+    PL_CASE(OP_AX16) {
+      PL_ARRAY(2);
+      for (const unsigned char *qe = q + 2 * cnt; q < qe; q += 2) { o = fx_hex(o, d_rd16(q)); *o++ = ','; }
+      PL_ARRAY_END;
+    }
+    PL_CASE(OP_AX32) {
+      PL_ARRAY(4);
+      for (const unsigned char *qe = q + 4 * cnt; q < qe; q += 4) { o = fx_hex(o, d_rd32(q)); *o++ = ','; }
+      PL_ARRAY_END;
+    }
+    PL_CASE(OP_AX64) {
+      PL_ARRAY(8);
+      for (const unsigned char *qe = q + 8 * cnt; q < qe; q += 8) { o = fx_hex(o, d_rd64(q)); *o++ = ','; }
+      PL_ARRAY_END;
+    }
+#undef PL_ARRAY
+#undef PL_ARRAY_END
+    PL_CASE(OP_GEN) {
+      if (q >= pe) goto done;
+      const struct dec_field *f = op->f;
+      if (op->cslot) {
+        cnt = (long)sv[op->cslot];
+        if (cnt < 0 || cnt > DEC_MAX_ARRAY) goto bail;
+      }
+      long len = op->lslot ? (long)sv[op->lslot] : f->len;
+      if (len > (long)n) goto bail;
+      o = key_put(o, op);
+      size_t avail = (size_t)(pe - q);
+      struct pmc *c = NULL;
+      if (op->mc) { /* a manifest map on an unsigned integer: its text for this value, if seen */
+        unsigned wd = int_width(f->in);
+        if (avail < wd) goto bail;
+        v = rd_width(q, wd);
+        c = &op->mc[pmc_hash(v)];
+        if (c->v == v && c->len != UINT32_MAX) {
+          memcpy(o, c->t, PMC_MAX);
+          o += c->len;
+          sv[op->slot] = v;
+          q += wd;
+          w->len = (size_t)(o - w->buf);
+          if (etw_jw_reserve(w, op->room)) goto bail;
+          o = w->buf + w->len;
+          PL_NEXT;
+        }
+      }
+      w->len = (size_t)(o - w->buf);
+      size_t at = w->len;
+      long used = dec_value(w, f->in, f->out, q, avail, len, ptr_size, DV_MANIFEST, &v);
+      if (used < 0) goto bail;
+      const struct dec_map *mp = f->map;
+      if (!mp && f->map_name && e->owner) mp = dec_trace_map(e->owner, f->map_name);
+      if (mp) dec_map_render(w, mp, at, v);
+      if (w->err) goto bail;
+      if (c && w->len - at <= PMC_MAX) {
+        c->v = v;
+        c->len = (uint32_t)(w->len - at);
+        memcpy(c->t, w->buf + at, c->len);
+      }
+      sv[op->slot] = v;
+      q += used;
+      if (etw_jw_reserve(w, op->room)) goto bail;
+      o = w->buf + w->len;
+      PL_NEXT;
+    }
+  }
+done:
+  w->len = (size_t)(o - w->buf);
+  return (long)(q - p);
+bail:
+  plan_bails++;
+  etw_jw_truncate(w, mark);
+  return walk_all(d, w, e, p, n, ptr_size, why);
+}
+#undef PL_START
+#undef PL_CASE
+#undef PL_NEXT
 
 /* ---- XML tokenizer */
 struct xattr {
