@@ -234,11 +234,13 @@ enum {
   OP_U8, OP_U16, OP_U32, OP_U64, /* unsigned decimal */
   OP_I16, OP_I32, OP_I64,        /* signed decimal */
   OP_X8, OP_X16, OP_X32, OP_X64, /* "0x…": hex outs and pointers */
+  OP_M8, OP_M16, OP_M32, OP_M64, /* unsigned with a manifest map: the texts cached by value */
   OP_S16,                        /* UTF-16 up to a NUL unit */
   OP_AU8, OP_AU16, OP_AU32, OP_AU64, OP_AX8, OP_AX16, OP_AX32, OP_AX64, /* integer arrays */
   OP_GEN,                        /* any other scalar: dec_value, then its map */
 };
-#define OP_IS_FIXED(o) ((o) >= OP_U8 && (o) <= OP_X64)
+#define OP_IS_FIXED(o) ((o) >= OP_U8 && (o) <= OP_M64)
+#define OP_IS_MAP(o) ((o) >= OP_M8 && (o) <= OP_M64)
 #define PLAN_SLOTS 16 /* values kept for count/length references (slot 0: scratch) */
 #define PMC_N 4       /* rendered map texts cached per op */
 #define PMC_MAX 48
@@ -256,11 +258,11 @@ struct pop {
   uint8_t lslot; /* OP_GEN: length from sv[lslot] (0 = f->len) */
   uint16_t gb;   /* OP_CHK: the payload bytes of the fixed-size run after it */
   uint16_t klen;
-  uint32_t room; /* variable-size ops: the output bound of the fixed ops after it and the next
-                    variable op's key (+ slack) */
+  uint32_t room; /* variable-size and map ops: the output bound of the fixed ops after it and the
+                    next variable op's key (+ slack) */
   const char *key; /* klen bytes, readable 32 bytes further */
   const struct dec_field *f;
-  struct pmc *mc; /* OP_GEN with a manifest map on an unsigned integer: texts by value */
+  struct pmc *mc; /* map ops: PMC_N rendered texts by value */
 };
 
 struct plan {
@@ -307,8 +309,12 @@ static uint8_t plan_op(const struct dec_field *f, int ps) {
     if (in == 16) return ps == 4 ? OP_AX32 : OP_AX64;
     return 0;
   }
-  int plain = f->count == 1 && f->count_ref < 0 && f->len == -1 && f->len_ref < 0 && !f->map && !f->map_name;
-  if (plain) {
+  int single = f->count == 1 && f->count_ref < 0 && f->len == -1 && f->len_ref < 0;
+  if (single && f->map && uns) {
+    static const uint8_t M[11] = {[4] = OP_M8, [6] = OP_M16, [8] = OP_M32, [10] = OP_M64};
+    return M[in];
+  }
+  if (single && !f->map && !f->map_name) {
     static const uint8_t U[11] = {[4] = OP_U8, [6] = OP_U16, [8] = OP_U32, [10] = OP_U64};
     static const uint8_t X[11] = {[4] = OP_X8, [6] = OP_X16, [8] = OP_X32, [10] = OP_X64};
     if (uns && (out == 0 || out == 18)) return U[in];
@@ -324,7 +330,7 @@ static uint8_t plan_op(const struct dec_field *f, int ps) {
 
 static const uint8_t OP_BYTES[] = {[OP_U8] = 1, [OP_U16] = 2, [OP_U32] = 4, [OP_U64] = 8, [OP_I16] = 2,
                                    [OP_I32] = 4, [OP_I64] = 8, [OP_X8] = 1, [OP_X16] = 2, [OP_X32] = 4,
-                                   [OP_X64] = 8, [OP_AU8] = 1, [OP_AU16] = 2, [OP_AU32] = 4, [OP_AU64] = 8,
+                                   [OP_X64] = 8, [OP_M8] = 1, [OP_M16] = 2, [OP_M32] = 4, [OP_M64] = 8, [OP_AU8] = 1, [OP_AU16] = 2, [OP_AU32] = 4, [OP_AU64] = 8,
                                    [OP_AX8] = 1, [OP_AX16] = 2, [OP_AX32] = 4, [OP_AX64] = 8};
 
 /* Build @e's plan (fields' keys built, e->nf in 1..DEC_MAX_FIELDS); 0 = attached. */
@@ -359,7 +365,7 @@ __attribute__((noinline)) static int plan_build(struct dec_event *e) {
         else slot[rf] = (uint8_t)nslots++;
       }
     }
-    if (op == OP_GEN && f->map && (f->in == 4 || f->in == 6 || f->in == 8 || f->in == 10)) nmc++;
+    if (OP_IS_MAP(op)) nmc++;
   }
   /* key texts: `,"name":` (no comma for the first) and the value's opening text */
   size_t ktotal = 0;
@@ -428,19 +434,22 @@ __attribute__((noinline)) static int plan_build(struct dec_event *e) {
           o->klen = (uint16_t)kl[i];
           o->key = kpos[i];
           o->f = f;
-          if (o->op == OP_GEN && f->map && (f->in == 4 || f->in == 6 || f->in == 8 || f->in == 10)) {
+          if (OP_IS_MAP(o->op)) {
             o->mc = mc + (size_t)mci * PMC_N; /* shared by both pointer sizes */
             mci++;
           }
         }
         ops[no].op = OP_END;
         /* rooms, from the end: a variable op reserves for the fixed ops after it and the next
-         * variable op's key (+ 64 for a cached map text) */
+         * variable op's key (+ 64); a map op's cached text ≤ PMC_MAX, else it reserves again */
         uint32_t room = 64;
         for (uint32_t k = no; k-- > 0;) {
           struct pop *o = &ops[k];
           if (o->op == OP_CHK) continue;
-          if (OP_IS_FIXED(o->op)) {
+          if (OP_IS_MAP(o->op)) {
+            o->room = room;
+            room += o->klen + 64u;
+          } else if (OP_IS_FIXED(o->op)) {
             room += o->klen + 24u;
           } else {
             o->room = room;
@@ -782,7 +791,8 @@ long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct de
       [OP_END] = &&l_OP_END,   [OP_CHK] = &&l_OP_CHK,   [OP_U8] = &&l_OP_U8,     [OP_U16] = &&l_OP_U16,
       [OP_U32] = &&l_OP_U32,   [OP_U64] = &&l_OP_U64,   [OP_I16] = &&l_OP_I16,   [OP_I32] = &&l_OP_I32,
       [OP_I64] = &&l_OP_I64,   [OP_X8] = &&l_OP_X8,     [OP_X16] = &&l_OP_X16,   [OP_X32] = &&l_OP_X32,
-      [OP_X64] = &&l_OP_X64,   [OP_S16] = &&l_OP_S16,   [OP_AU8] = &&l_OP_AU8,   [OP_AU16] = &&l_OP_AU16,
+      [OP_X64] = &&l_OP_X64,   [OP_M8] = &&l_OP_M8,     [OP_M16] = &&l_OP_M16,   [OP_M32] = &&l_OP_M32,
+      [OP_M64] = &&l_OP_M64,   [OP_S16] = &&l_OP_S16,   [OP_AU8] = &&l_OP_AU8,   [OP_AU16] = &&l_OP_AU16,
       [OP_AU32] = &&l_OP_AU32, [OP_AU64] = &&l_OP_AU64, [OP_AX8] = &&l_OP_AX8,   [OP_AX16] = &&l_OP_AX16,
       [OP_AX32] = &&l_OP_AX32, [OP_AX64] = &&l_OP_AX64, [OP_GEN] = &&l_OP_GEN};
 #endif
@@ -855,13 +865,54 @@ long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct de
     o = key_put(o, op);
     o = fx_hex_tail(o, v);
     PL_NEXT;
+    PL_CASE(OP_M8) v = q[0];
+    q += 1;
+    goto put_m;
+    PL_CASE(OP_M16) v = d_rd16(q);
+    q += 2;
+    goto put_m;
+    PL_CASE(OP_M32) v = d_rd32(q);
+    q += 4;
+    goto put_m;
+    PL_CASE(OP_M64) v = d_rd64(q);
+    q += 8;
+  put_m: {
+    sv[op->slot] = v;
+    o = key_put(o, op);
+    struct pmc *c = &op->mc[pmc_hash(v)];
+    if (c->v == v && c->len != UINT32_MAX) {
+      memcpy(o, c->t, PMC_MAX);
+      o += c->len;
+      PL_NEXT;
+    }
+    /* first time for this slot: the walker's rendering (dec_value, then the map), kept */
+    const struct dec_field *f = op->f;
+    unsigned wd = OP_BYTES[op->op];
+    w->len = (size_t)(o - w->buf);
+    size_t at = w->len;
+    uint64_t iv;
+    if (dec_value(w, f->in, f->out, q - wd, (size_t)(pe - q) + wd, -1, ptr_size, DV_MANIFEST, &iv) < 0) goto bail;
+    dec_map_render(w, f->map, at, v);
+    if (w->err) goto bail;
+    if (w->len - at <= PMC_MAX) {
+      c->v = v;
+      c->len = (uint32_t)(w->len - at);
+      memcpy(c->t, w->buf + at, c->len);
+    }
+    if (etw_jw_reserve(w, op->room)) goto bail;
+    o = w->buf + w->len;
+    PL_NEXT;
+  }
     PL_CASE(OP_S16) {
       if (q >= pe) goto done;
       o = key_put(o, op);
-      size_t avail = (size_t)(pe - q), units = avail / 2, got;
-      w->len = (size_t)(o - w->buf);
-      if (etw_jw_reserve(w, units * 6 + 1 + op->room)) goto bail;
-      o = etw_jw_put_str16(w->buf + w->len, q, units, &got);
+      size_t avail = (size_t)(pe - q), units = avail / 2, got, need = units * 6 + 1 + op->room;
+      if (__builtin_expect((size_t)(w->buf + w->cap - o) <= need, 0)) {
+        w->len = (size_t)(o - w->buf);
+        if (etw_jw_grow(w, need)) goto bail;
+        o = w->buf + w->len;
+      }
+      o = etw_jw_put_str16(o, q, units, &got);
       q += got < units ? got * 2 + 2 : avail; /* unterminated at the end: the rest */
       PL_NEXT;
     }
@@ -871,9 +922,11 @@ long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct de
   cnt = op->cslot ? (long)sv[op->cslot] : (long)op->f->count;                                      \
   if (cnt < 0 || cnt > DEC_MAX_ARRAY || (size_t)cnt * (WD) > (size_t)(pe - q)) goto bail;   \
   o = key_put(o, op);                                                                              \
-  w->len = (size_t)(o - w->buf);                                                                   \
-  if (etw_jw_reserve(w, (size_t)cnt * 24 + 1 + op->room)) goto bail;                        \
-  o = w->buf + w->len
+  if (__builtin_expect((size_t)(w->buf + w->cap - o) <= (size_t)cnt * 24 + 1 + op->room, 0)) {     \
+    w->len = (size_t)(o - w->buf);                                                                 \
+    if (etw_jw_grow(w, (size_t)cnt * 24 + 1 + op->room)) goto bail;                                \
+    o = w->buf + w->len;                                                                           \
+  }
 #define PL_ARRAY_END                                                                               \
   if (cnt) o[-1] = ']';                                                                            \
   else *o++ = ']';                                                                                 \
@@ -931,23 +984,6 @@ long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct de
       if (len > (long)n) goto bail;
       o = key_put(o, op);
       size_t avail = (size_t)(pe - q);
-      struct pmc *c = NULL;
-      if (op->mc) { /* a manifest map on an unsigned integer: its text for this value, if seen */
-        unsigned wd = int_width(f->in);
-        if (avail < wd) goto bail;
-        v = rd_width(q, wd);
-        c = &op->mc[pmc_hash(v)];
-        if (c->v == v && c->len != UINT32_MAX) {
-          memcpy(o, c->t, PMC_MAX);
-          o += c->len;
-          sv[op->slot] = v;
-          q += wd;
-          w->len = (size_t)(o - w->buf);
-          if (etw_jw_reserve(w, op->room)) goto bail;
-          o = w->buf + w->len;
-          PL_NEXT;
-        }
-      }
       w->len = (size_t)(o - w->buf);
       size_t at = w->len;
       long used = dec_value(w, f->in, f->out, q, avail, len, ptr_size, DV_MANIFEST, &v);
@@ -956,11 +992,6 @@ long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct de
       if (!mp && f->map_name && e->owner) mp = dec_trace_map(e->owner, f->map_name);
       if (mp) dec_map_render(w, mp, at, v);
       if (w->err) goto bail;
-      if (c && w->len - at <= PMC_MAX) {
-        c->v = v;
-        c->len = (uint32_t)(w->len - at);
-        memcpy(c->t, w->buf + at, c->len);
-      }
       sv[op->slot] = v;
       q += used;
       if (etw_jw_reserve(w, op->room)) goto bail;

@@ -181,23 +181,24 @@ JW_INLINE char *str16_put(char *p, const unsigned char *s, size_t units, size_t 
   while (i < units) {
 #ifdef JW_SSE2
     if (simd && units - i >= 16) {
-      /* 16 units packed to bytes (units above 0xFF saturate to 0xFF or 0, both "bad");
-       * bad = outside 0x20..0x7E (x + 0x60 above -34 as a signed byte), '"' or '\\' */
+      /* 16 units packed to bytes (units above 0xFF saturate to 0xFF or 0, both not plain);
+       * plain = 0x20..0x7E (x + 0x60 below -33 as a signed byte) and not '"' or '\\' */
       __m128i a = _mm_loadu_si128((const __m128i *)(const void *)(s + 2 * i));
       __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(s + 2 * i + 16));
       __m128i x = _mm_packus_epi16(a, b);
-      __m128i bad = _mm_or_si128(_mm_cmpgt_epi8(_mm_add_epi8(x, _mm_set1_epi8(0x60)), _mm_set1_epi8(-34)),
-                                 _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')), _mm_cmpeq_epi8(x, _mm_set1_epi8('\\'))));
-      unsigned m = (unsigned)_mm_movemask_epi8(bad);
+      __m128i ok = _mm_cmplt_epi8(_mm_add_epi8(x, _mm_set1_epi8(0x60)), _mm_set1_epi8(-33));
+      __m128i qb = _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')), _mm_cmpeq_epi8(x, _mm_set1_epi8('\\')));
+      unsigned m = (unsigned)_mm_movemask_epi8(_mm_andnot_si128(qb, ok));
       _mm_storeu_si128((__m128i *)(void *)p, x);
-      if (m == 0) {
+      if (m == 0xFFFFu) {
         p += 16;
         i += 16;
         continue;
       }
-      unsigned good = (unsigned)__builtin_ctz(m);
+      unsigned good = (unsigned)__builtin_ctz(~m);
       p += good;
       i += good;
+      if (!(s[2 * i] | s[2 * i + 1])) break; /* the terminating NUL */
     } else if (simd && units - i >= 8) {
       __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(s + 2 * i));
       __m128i ok = _mm_and_si128(_mm_cmpgt_epi16(v, _mm_set1_epi16(0x1F)), _mm_cmplt_epi16(v, _mm_set1_epi16(0x7F)));
