@@ -231,6 +231,7 @@ static inline uint64_t rd_width(const unsigned char *q, unsigned wdt) {
 enum {
   OP_END = 0,
   OP_CHK,                        /* a run of fixed-size ops follows: check the payload (gb) */
+  OP_KEY,                        /* a key longer than 32 bytes (the next op's is empty) */
   OP_U8, OP_U16, OP_U32, OP_U64, /* unsigned decimal */
   OP_I16, OP_I32, OP_I64,        /* signed decimal */
   OP_X8, OP_X16, OP_X32, OP_X64, /* "0x…": hex outs and pointers */
@@ -252,6 +253,7 @@ struct pmc {
 };
 
 struct pop {
+  const void *lab; /* the op's code (threaded dispatch), set on the plan's first run */
   uint8_t op;
   uint8_t slot;  /* sv[] slot receiving the value (0 = scratch) */
   uint8_t cslot; /* count from sv[cslot] (0 = f->count) */
@@ -269,6 +271,7 @@ struct plan {
   uint32_t off4;  /* the 4-byte-pointer plan: ops + off4 (the 8-byte one: ops); each ends with
                      OP_END and has an OP_CHK before each run of fixed-size ops */
   uint32_t room0; /* bound of the fixed ops before the first variable op and of its key */
+  uint32_t labs;  /* pop.lab set */
   /* the plan runs when the writer's maximum is at least this + 32 bytes per payload byte away:
    * a bound of what the walker writes and reserves at once (output ≤ 8 bytes per payload byte +
    * the keys + 1,300 per field for texts from nothing (maps, null); one reservation ≤ 24 per
@@ -276,6 +279,8 @@ struct plan {
   size_t slack;
   struct pop ops[];
 };
+
+static const char ZKEY[32]; /* the empty key after an OP_KEY */
 
 static int plan_on = 1;
 static uint64_t plan_bails; /* plans given up (tests; not synchronized) */
@@ -391,7 +396,7 @@ __attribute__((noinline)) static int plan_build(struct dec_event *e) {
   int rc = -1;
   if (ok) {
     size_t ka = plan_key_area(e->f[0].key_len);
-    size_t nops = 2 * (2 * (size_t)nf + 1);
+    size_t nops = 2 * (3 * (size_t)nf + 1);
     size_t psz = sizeof(struct plan) + nops * sizeof(struct pop);
     psz = (psz + 15) & ~(size_t)15;
     size_t msz = (size_t)nmc * PMC_N * sizeof(struct pmc);
@@ -408,7 +413,7 @@ __attribute__((noinline)) static int plan_build(struct dec_event *e) {
         kp += ((kl[i] + 31) & ~(size_t)31) + 32;
       }
       for (size_t m = 0; m < (size_t)nmc * PMC_N; m++) mc[m].len = UINT32_MAX;
-      pl->off4 = 2 * nf + 1;
+      pl->off4 = 3 * nf + 1;
       pl->slack = 8192 + (size_t)nf * 1300;
       for (uint32_t i = 0; i < nf; i++) pl->slack += kl[i];
       for (int var = 0; var < 2; var++) {
@@ -427,12 +432,21 @@ __attribute__((noinline)) static int plan_build(struct dec_event *e) {
             no++;
           }
           struct pop *o = &ops[no++];
+          if (kl[i] > 32) { /* the key (with the value's opening text) by itself */
+            o->op = OP_KEY;
+            o->klen = (uint16_t)kl[i];
+            o->key = kpos[i];
+            o = &ops[no++];
+            o->klen = 0;
+            o->key = ZKEY;
+          } else {
+            o->klen = (uint16_t)kl[i];
+            o->key = kpos[i];
+          }
           o->op = op;
           o->slot = slot[i];
           o->cslot = f->count_ref >= 0 ? slot[f->count_ref] : 0;
           o->lslot = o->op == OP_GEN && f->len_ref >= 0 ? slot[f->len_ref] : 0;
-          o->klen = (uint16_t)kl[i];
-          o->key = kpos[i];
           o->f = f;
           if (OP_IS_MAP(o->op)) {
             o->mc = mc + (size_t)mci * PMC_N; /* shared by both pointer sizes */
@@ -446,7 +460,9 @@ __attribute__((noinline)) static int plan_build(struct dec_event *e) {
         for (uint32_t k = no; k-- > 0;) {
           struct pop *o = &ops[k];
           if (o->op == OP_CHK) continue;
-          if (OP_IS_MAP(o->op)) {
+          if (o->op == OP_KEY) {
+            room += o->klen;
+          } else if (OP_IS_MAP(o->op)) {
             o->room = room;
             room += o->klen + 64u;
           } else if (OP_IS_FIXED(o->op)) {
@@ -473,12 +489,11 @@ __attribute__((noinline)) static int plan_build(struct dec_event *e) {
 
 
 /* Copy an op's key text (klen bytes; 32-byte copies, the source is padded). */
-static inline char *key_put(char *o, const struct pop *op) {
+static inline char *key_put(char *o, const struct pop *op) { /* klen ≤ 32 (else an OP_KEY before) */
   memcpy(o, op->key, 32);
-  if (__builtin_expect(op->klen > 32, 0))
-    for (size_t k = 32; k < op->klen; k += 32) memcpy(o + k, op->key + k, 32);
   return o + op->klen;
 }
+
 
 static inline unsigned pmc_hash(uint64_t v) { return (unsigned)((uint32_t)(v ^ (v >> 32)) * 2654435761u >> 30); }
 
@@ -763,12 +778,12 @@ __attribute__((noinline)) static long walk_all(struct etw_decoder *d, struct etw
 
 /* Dispatch: threaded (computed goto) where GNU C has it, a switch elsewhere. */
 #if defined(__GNUC__)
-#define PL_START goto *PL_L[op->op];
+#define PL_START goto *op->lab;
 #define PL_CASE(x) l_##x:
 #define PL_NEXT                                                                                    \
   do {                                                                                             \
     op++;                                                                                          \
-    goto *PL_L[op->op];                                                                            \
+    goto *op->lab;                                                                                 \
   } while (0)
 #else
 #define PL_START                                                                                   \
@@ -788,7 +803,7 @@ long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct de
                         const unsigned char *p, size_t n, int ptr_size, const char **why) {
 #if defined(__GNUC__)
   static const void *const PL_L[] = {
-      [OP_END] = &&l_OP_END,   [OP_CHK] = &&l_OP_CHK,   [OP_U8] = &&l_OP_U8,     [OP_U16] = &&l_OP_U16,
+      [OP_END] = &&l_OP_END,   [OP_CHK] = &&l_OP_CHK,   [OP_KEY] = &&l_OP_KEY,   [OP_U8] = &&l_OP_U8,     [OP_U16] = &&l_OP_U16,
       [OP_U32] = &&l_OP_U32,   [OP_U64] = &&l_OP_U64,   [OP_I16] = &&l_OP_I16,   [OP_I32] = &&l_OP_I32,
       [OP_I64] = &&l_OP_I64,   [OP_X8] = &&l_OP_X8,     [OP_X16] = &&l_OP_X16,   [OP_X32] = &&l_OP_X32,
       [OP_X64] = &&l_OP_X64,   [OP_M8] = &&l_OP_M8,     [OP_M16] = &&l_OP_M16,   [OP_M32] = &&l_OP_M32,
@@ -803,6 +818,13 @@ long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct de
   size_t mark = w->len, left = w->max - mark;
   if (left <= pl->slack || (left - pl->slack) / 32 <= n) /* near the writer's maximum */
     return walk_all(d, w, e, p, n, ptr_size, why);
+#if defined(__GNUC__)
+  if (__builtin_expect(!pl->labs, 0)) { /* first run: each op's code address */
+    struct plan *m = (struct plan *)(uintptr_t)pl;
+    for (uint32_t k = 0; k < 2 * pl->off4; k++) m->ops[k].lab = PL_L[m->ops[k].op];
+    m->labs = 1;
+  }
+#endif
   const struct pop *op = ptr_size == 8 ? pl->ops : pl->ops + pl->off4;
   const unsigned char *q = p, *pe = p + n;
   uint64_t sv[PLAN_SLOTS];
@@ -816,6 +838,11 @@ long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct de
     PL_CASE(OP_CHK) /* a fixed-size run: all of it in the payload, or nothing left */
     if (q >= pe) goto done;
     if ((size_t)(pe - q) < op->gb) goto bail;
+    PL_NEXT;
+    PL_CASE(OP_KEY) /* before the op of its field: nothing when the payload has ended */
+    if (q >= pe) goto done;
+    for (size_t k = 0; k < op->klen; k += 32) memcpy(o + k, op->key + k, 32);
+    o += op->klen;
     PL_NEXT;
     PL_CASE(OP_U8) v32 = q[0];
     q += 1;
