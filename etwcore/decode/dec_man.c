@@ -960,17 +960,17 @@ long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct de
   PL_NEXT
     PL_CASE(OP_AU8) {
       PL_ARRAY(1);
-      for (const unsigned char *qe = q + cnt; q < qe; q += 1) { o = fx_put_lt1e4(o, q[0]); *o++ = ','; }
+      for (const unsigned char *qe = q + cnt; q < qe; q += 1) o = fx_put_u32c(o, q[0]);
       PL_ARRAY_END;
     }
     PL_CASE(OP_AU16) {
       PL_ARRAY(2);
-      for (const unsigned char *qe = q + 2 * cnt; q < qe; q += 2) { o = fx_put_u32(o, d_rd16(q)); *o++ = ','; }
+      for (const unsigned char *qe = q + 2 * cnt; q < qe; q += 2) o = fx_put_u32c(o, d_rd16(q));
       PL_ARRAY_END;
     }
     PL_CASE(OP_AU32) {
       PL_ARRAY(4);
-      for (const unsigned char *qe = q + 4 * cnt; q < qe; q += 4) { o = fx_put_u32(o, d_rd32(q)); *o++ = ','; }
+      for (const unsigned char *qe = q + 4 * cnt; q < qe; q += 4) o = fx_put_u32c(o, d_rd32(q));
       PL_ARRAY_END;
     }
     PL_CASE(OP_AU64) {

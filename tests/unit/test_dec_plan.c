@@ -411,6 +411,10 @@ static void writers(void) {
       eb = fx_put_u32(b, (uint32_t)v);
       if (ea - a != eb - b || memcmp(a, b, (size_t)(ea - a))) bad++;
     }
+    if (v <= UINT32_MAX) {
+      eb = fx_put_u32c(b, (uint32_t)v);
+      if (ea - a + 1 != eb - b || memcmp(a, b, (size_t)(ea - a)) || eb[-1] != ',') bad++;
+    }
     if (v < 10000) {
       eb = fx_put_lt1e4(b, (unsigned)v);
       if (ea - a != eb - b || memcmp(a, b, (size_t)(ea - a))) bad++;
