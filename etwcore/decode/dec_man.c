@@ -239,6 +239,9 @@ enum {
   OP_S16,                        /* UTF-16 up to a NUL unit */
   OP_AU8, OP_AU16, OP_AU32, OP_AU64, OP_AX8, OP_AX16, OP_AX32, OP_AX64, /* integer arrays */
   OP_GEN,                        /* any other scalar: dec_value, then its map */
+  OP_SARR,                       /* an array of structs of fixed-size scalars: the member ops
+                                    follow, then OP_SEND, once per element */
+  OP_SEND,
 };
 #define OP_IS_FIXED(o) ((o) >= OP_U8 && (o) <= OP_M64)
 #define OP_IS_MAP(o) ((o) >= OP_M8 && (o) <= OP_M64)
@@ -258,7 +261,9 @@ struct pop {
   uint8_t slot;  /* sv[] slot receiving the value (0 = scratch) */
   uint8_t cslot; /* count from sv[cslot] (0 = f->count) */
   uint8_t lslot; /* OP_GEN: length from sv[lslot] (0 = f->len) */
-  uint16_t gb;   /* OP_CHK: the payload bytes of the fixed-size run after it */
+  uint16_t gb;   /* OP_CHK: the payload bytes of the fixed-size run after it; OP_SEND: the ops
+                    back to the first member op; OP_SARR: the ops up to its OP_SEND */
+  uint32_t eb, eout; /* OP_SARR: payload bytes and output bound of one element */
   uint16_t klen;
   uint32_t room; /* variable-size and map ops: the output bound of the fixed ops after it and the
                     next variable op's key (+ slack) */
@@ -277,6 +282,8 @@ struct plan {
    * the keys + 1,300 per field for texts from nothing (maps, null); one reservation ≤ 24 per
    * byte + 88 per field + 8 KiB), so that the walker, too, could not have reached it */
   size_t slack;
+  uint64_t perbyte; /* … and this many bytes per payload byte (32; more with struct arrays,
+                       whose keys repeat per element) */
   struct pop ops[];
 };
 
@@ -298,6 +305,11 @@ static inline size_t plan_key_area(uint32_t key_len) {
 }
 
 static inline int hex_out(unsigned out) { return out == 4 || out == 13 || out == 14 || out == 15 || out == 0x25; }
+
+/* The last member of struct @f. */
+static inline uint32_t sarr_end(const struct dec_event *e, const struct dec_field *f) {
+  return (uint32_t)(f - e->f) + f->members;
+}
 
 /* The op for field @f alone (pointer size @ps), 0 = none (no plan for this schema). */
 static uint8_t plan_op(const struct dec_field *f, int ps) {
@@ -345,12 +357,28 @@ __attribute__((noinline)) static int plan_build(struct dec_event *e) {
   uint8_t *slot = calloc(nf, 1);
   char **kt = calloc(nf, sizeof *kt);
   size_t *kl = calloc(nf, sizeof *kl);
-  int ok = slot && kt && kl;
+  uint8_t *inner = calloc(nf, 1); /* 1 = a struct member, 2 = its first member */
+  int ok = slot && kt && kl && inner;
   unsigned nslots = 1, nmc = 0;
-  /* every field has an op; references point back at integer scalars */
+  /* arrays of structs whose members are plain fixed-size scalars (no nesting, maps, padding) */
   for (uint32_t i = 0; ok && i < nf; i++) {
     const struct dec_field *f = &e->f[i];
-    uint8_t op = plan_op(f, 8);
+    if (f->in != 24) continue;
+    if (!f->is_array || !f->members || f->members > nf - 1 - i || f->len != -1 || f->len_ref >= 0 ||
+        (f->count_ref < 0 && (f->count < 0 || f->count > DEC_MAX_ARRAY)) || inner[i]) {
+      ok = 0;
+      break;
+    }
+    for (uint32_t j = i + 1; j <= i + f->members; j++) {
+      uint8_t mop = plan_op(&e->f[j], 8);
+      if (!OP_IS_FIXED(mop) || OP_IS_MAP(mop)) ok = 0;
+      inner[j] = j == i + 1 ? 2 : 1;
+    }
+  }
+  /* every field has an op; references point back at integer scalars outside structs */
+  for (uint32_t i = 0; ok && i < nf; i++) {
+    const struct dec_field *f = &e->f[i];
+    uint8_t op = f->in == 24 ? OP_SARR : plan_op(f, 8);
     if (!op || !f->key || !f->name) {
       ok = 0;
       break;
@@ -364,7 +392,7 @@ __attribute__((noinline)) static int plan_build(struct dec_event *e) {
         break;
       }
       uint8_t rop = plan_op(&e->f[rf], 8);
-      if (!(OP_IS_FIXED(rop) || rop == OP_GEN)) ok = 0;
+      if (!(OP_IS_FIXED(rop) || rop == OP_GEN) || inner[rf]) ok = 0;
       else if (!slot[rf]) {
         if (nslots >= PLAN_SLOTS) ok = 0;
         else slot[rf] = (uint8_t)nslots++;
@@ -376,9 +404,10 @@ __attribute__((noinline)) static int plan_build(struct dec_event *e) {
   size_t ktotal = 0;
   for (uint32_t i = 0; ok && i < nf; i++) {
     const struct dec_field *f = &e->f[i];
-    uint8_t op = plan_op(f, 8);
-    const char *pre = (op >= OP_X8 && op <= OP_X64) ? "\"0x" : op == OP_S16 ? "\"" : op >= OP_AU8 && op <= OP_AX64 ? "[" : "";
-    size_t l = f->key_len - (i == 0), pl = strlen(pre);
+    uint8_t op = f->in == 24 ? OP_SARR : plan_op(f, 8);
+    const char *pre = (op >= OP_X8 && op <= OP_X64) ? "\"0x" : op == OP_S16 ? "\"" : (op >= OP_AU8 && op <= OP_AX64) || op == OP_SARR ? "[" : "";
+    int first = i == 0 || inner[i] == 2;
+    size_t l = f->key_len - (size_t)first, pl = strlen(pre);
     kl[i] = l + pl;
     if (kl[i] > 0xFFFF) {
       ok = 0;
@@ -389,7 +418,7 @@ __attribute__((noinline)) static int plan_build(struct dec_event *e) {
       ok = 0;
       break;
     }
-    memcpy(kt[i], f->key + (i == 0), l);
+    memcpy(kt[i], f->key + first, l);
     memcpy(kt[i] + l, pre, pl);
     ktotal += ((kl[i] + 31) & ~(size_t)31) + 32;
   }
@@ -414,6 +443,7 @@ __attribute__((noinline)) static int plan_build(struct dec_event *e) {
       }
       for (size_t m = 0; m < (size_t)nmc * PMC_N; m++) mc[m].len = UINT32_MAX;
       pl->off4 = 3 * nf + 1;
+      pl->perbyte = 32;
       pl->slack = 8192 + (size_t)nf * 1300;
       for (uint32_t i = 0; i < nf; i++) pl->slack += kl[i];
       for (int var = 0; var < 2; var++) {
@@ -421,16 +451,20 @@ __attribute__((noinline)) static int plan_build(struct dec_event *e) {
         struct pop *ops = pl->ops + (var ? pl->off4 : 0);
         uint32_t no = 0;
         unsigned mci = 0;
+        int prev_fixed = 0;
+        uint32_t sarr = 0; /* the open OP_SARR (while emitting its members) */
         for (uint32_t i = 0; i < nf; i++) {
           const struct dec_field *f = &e->f[i];
-          uint8_t op = plan_op(f, ps);
-          if (OP_IS_FIXED(op) && (i == 0 || !OP_IS_FIXED(plan_op(&e->f[i - 1], ps)))) {
+          uint8_t op = f->in == 24 ? OP_SARR : plan_op(f, ps);
+          if (!inner[i] && OP_IS_FIXED(op) && !prev_fixed) {
             uint32_t gb = 0;
-            for (uint32_t j = i; j < nf && OP_IS_FIXED(plan_op(&e->f[j], ps)); j++) gb += OP_BYTES[plan_op(&e->f[j], ps)];
+            for (uint32_t j = i; j < nf && e->f[j].in != 24 && OP_IS_FIXED(plan_op(&e->f[j], ps)); j++)
+              gb += OP_BYTES[plan_op(&e->f[j], ps)];
             ops[no].op = OP_CHK;
             ops[no].gb = (uint16_t)gb;
             no++;
           }
+          if (!inner[i]) prev_fixed = OP_IS_FIXED(op);
           struct pop *o = &ops[no++];
           if (kl[i] > 32) { /* the key (with the value's opening text) by itself */
             o->op = OP_KEY;
@@ -452,6 +486,22 @@ __attribute__((noinline)) static int plan_build(struct dec_event *e) {
             o->mc = mc + (size_t)mci * PMC_N; /* shared by both pointer sizes */
             mci++;
           }
+          if (op == OP_SARR) {
+            sarr = (uint32_t)(o - ops);
+            o->eout = 3; /* '{', '}', ',' */
+          } else if (inner[i]) {
+            ops[sarr].eb += OP_BYTES[op];
+            ops[sarr].eout += (uint32_t)kl[i] + 24u;
+            if (i == sarr_end(e, ops[sarr].f)) { /* the last member: close the element */
+              struct pop *z = &ops[no++];
+              z->op = OP_SEND;
+              z->gb = (uint16_t)(no - 1 - (sarr + 1)); /* back to the first member op */
+              ops[sarr].gb = (uint16_t)(no - 1 - sarr);
+              uint64_t pb = 32 + ((uint64_t)ops[sarr].eout + 88u * ops[sarr].f->members) / ops[sarr].eb + 1;
+              if (pb > pl->perbyte) pl->perbyte = pb;
+              prev_fixed = 0;
+            }
+          }
         }
         ops[no].op = OP_END;
         /* rooms, from the end: a variable op reserves for the fixed ops after it and the next
@@ -460,6 +510,10 @@ __attribute__((noinline)) static int plan_build(struct dec_event *e) {
         for (uint32_t k = no; k-- > 0;) {
           struct pop *o = &ops[k];
           if (o->op == OP_CHK) continue;
+          if (o->op == OP_SEND) { /* its struct array reserves for its elements */
+            k -= (uint32_t)o->gb + 1;
+            o = &ops[k];
+          }
           if (o->op == OP_KEY) {
             room += o->klen;
           } else if (OP_IS_MAP(o->op)) {
@@ -484,6 +538,7 @@ __attribute__((noinline)) static int plan_build(struct dec_event *e) {
   free(kt);
   free(kl);
   free(slot);
+  free(inner);
   return rc;
 }
 
@@ -779,6 +834,7 @@ __attribute__((noinline)) static long walk_all(struct etw_decoder *d, struct etw
 /* Dispatch: threaded (computed goto) where GNU C has it, a switch elsewhere. */
 #if defined(__GNUC__)
 #define PL_START goto *op->lab;
+#define PL_GO goto *op->lab
 #define PL_CASE(x) l_##x:
 #define PL_NEXT                                                                                    \
   do {                                                                                             \
@@ -789,6 +845,7 @@ __attribute__((noinline)) static long walk_all(struct etw_decoder *d, struct etw
 #define PL_START                                                                                   \
   next:                                                                                            \
   switch (op->op)
+#define PL_GO goto next
 #define PL_CASE(x) case x:
 #define PL_NEXT                                                                                    \
   do {                                                                                             \
@@ -809,14 +866,15 @@ long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct de
       [OP_X64] = &&l_OP_X64,   [OP_M8] = &&l_OP_M8,     [OP_M16] = &&l_OP_M16,   [OP_M32] = &&l_OP_M32,
       [OP_M64] = &&l_OP_M64,   [OP_S16] = &&l_OP_S16,   [OP_AU8] = &&l_OP_AU8,   [OP_AU16] = &&l_OP_AU16,
       [OP_AU32] = &&l_OP_AU32, [OP_AU64] = &&l_OP_AU64, [OP_AX8] = &&l_OP_AX8,   [OP_AX16] = &&l_OP_AX16,
-      [OP_AX32] = &&l_OP_AX32, [OP_AX64] = &&l_OP_AX64, [OP_GEN] = &&l_OP_GEN};
+      [OP_AX32] = &&l_OP_AX32, [OP_AX64] = &&l_OP_AX64, [OP_GEN] = &&l_OP_GEN,   [OP_SARR] = &&l_OP_SARR,
+      [OP_SEND] = &&l_OP_SEND};
 #endif
   if (__builtin_expect(!e->runs, 0)) compute_runs((struct dec_event *)e);
   if (e->runs <= 1 || !plan_on || w->err || (ptr_size != 8 && ptr_size != 4))
     return walk_all(d, w, e, p, n, ptr_size, why);
   const struct plan *pl = (const struct plan *)(const void *)(e->f[0].key + e->runs);
   size_t mark = w->len, left = w->max - mark;
-  if (left <= pl->slack || (left - pl->slack) / 32 <= n) /* near the writer's maximum */
+  if (left <= pl->slack || (uint64_t)(left - pl->slack) / pl->perbyte <= n) /* near the writer's maximum */
     return walk_all(d, w, e, p, n, ptr_size, why);
 #if defined(__GNUC__)
   if (__builtin_expect(!pl->labs, 0)) { /* first run: each op's code address */
@@ -830,7 +888,7 @@ long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct de
   uint64_t sv[PLAN_SLOTS];
   uint64_t v;
   uint32_t v32;
-  long cnt;
+  long cnt, srem = 0;
   if (etw_jw_reserve(w, pl->room0)) goto bail;
   char *o = w->buf + w->len;
   PL_START {
@@ -1000,6 +1058,37 @@ long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct de
     }
 #undef PL_ARRAY
 #undef PL_ARRAY_END
+    PL_CASE(OP_SARR) { /* '[', then the member ops and OP_SEND once per element */
+      if (q >= pe) goto done;
+      cnt = op->cslot ? (long)sv[op->cslot] : (long)op->f->count;
+      if (cnt < 0 || cnt > DEC_MAX_ARRAY || (uint64_t)cnt * op->eb > (uint64_t)(pe - q)) goto bail;
+      o = key_put(o, op);
+      uint64_t need = (uint64_t)cnt * op->eout + 2 + op->room;
+      if (__builtin_expect((uint64_t)(w->buf + w->cap - o) <= need, 0)) {
+        w->len = (size_t)(o - w->buf);
+        if (need > w->max || etw_jw_grow(w, (size_t)need)) goto bail;
+        o = w->buf + w->len;
+      }
+      if (!cnt) {
+        *o++ = ']';
+        op += op->gb; /* to its OP_SEND, then past it */
+        PL_NEXT;
+      }
+      srem = cnt;
+      *o++ = '{';
+      PL_NEXT;
+    }
+    PL_CASE(OP_SEND) {
+      *o++ = '}';
+      if (--srem) {
+        memcpy(o, ",{", 2);
+        o += 2;
+        op -= op->gb; /* the first member op again */
+        PL_GO;
+      }
+      *o++ = ']';
+      PL_NEXT;
+    }
     PL_CASE(OP_GEN) {
       if (q >= pe) goto done;
       const struct dec_field *f = op->f;
@@ -1035,6 +1124,7 @@ bail:
   return walk_all(d, w, e, p, n, ptr_size, why);
 }
 #undef PL_START
+#undef PL_GO
 #undef PL_CASE
 #undef PL_NEXT
 

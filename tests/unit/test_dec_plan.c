@@ -9,7 +9,8 @@
  * 2. Random schemas (integers of every width and rendering, pointers, hex types, UTF-16 and
  *    ANSI strings with constant or referenced lengths, GUIDs, booleans, times, integer and
  *    pointer arrays with constant or referenced counts — also counts of 0 and beyond the
- *    payload —, value and bit maps in the schema and late-bound ones by name, references to
+ *    payload —, arrays of structs (of plain scalars, or with a member the plan does not take),
+ *    value and bit maps in the schema and late-bound ones by name, references to
  *    later fields, structs) and random payloads (well-formed ones, cut anywhere, odd lengths,
  *    extra bytes; strings with quotes, backslashes, control characters, non-ASCII, paired and
  *    unpaired surrogates, without a NUL), both pointer sizes, writers with a small maximum.
@@ -198,7 +199,52 @@ static struct schema rand_schema(void) {
   s.prov->n_maps = 1;
   s.e->owner = s.prov;
   for (uint32_t i = 0; i < nf; i++) rand_field(&s, i);
-  if (nf >= 3 && below(12) == 0) { /* a struct of the next fields (no plan) */
+  if (nf >= 3 && below(5) == 0) { /* an array of structs of the next fields */
+    uint32_t at = below(nf - 2);
+    struct dec_field *f = &s.e->f[at];
+    f->in = 24;
+    f->is_array = 1;
+    f->count = (int32_t)below(4);
+    f->count_ref = -1;
+    f->len = -1;
+    f->len_ref = -1;
+    f->map = NULL;
+    f->map_name = NULL;
+    if (at && below(2)) { /* the count from an earlier plain integer */
+      uint32_t c = below(at);
+      struct dec_field *g = &s.e->f[c];
+      if (g->in != 24 && !g->is_array) {
+        g->in = 8;
+        g->out = 0;
+        g->map = NULL;
+        g->map_name = NULL;
+        g->count = 1;
+        g->count_ref = -1;
+        f->count_ref = (int32_t)c;
+      }
+    }
+    f->members = (uint16_t)(1 + below(nf - at - 1));
+    static const uint16_t MT[][2] = {{4, 0}, {6, 0}, {8, 0}, {10, 0}, {8, 4}, {10, 4}, {16, 0}, {16, 4}, {7, 0}, {9, 0}, {5, 17}, {20, 0}};
+    for (uint32_t j = at + 1; j <= at + f->members; j++) {
+      struct dec_field *g = &s.e->f[j];
+      if (below(12) == 0) continue; /* sometimes a member the plan does not take */
+      unsigned t = below(sizeof MT / sizeof MT[0]);
+      g->in = MT[t][0];
+      g->out = MT[t][1];
+      g->is_array = 0;
+      g->count = 1;
+      g->count_ref = -1;
+      g->len = -1;
+      g->len_ref = -1;
+      g->map = NULL;
+      g->map_name = NULL;
+    }
+    /* nothing after refers into the struct */
+    for (uint32_t j = at + f->members + 1; j < nf; j++) {
+      if (s.e->f[j].count_ref > (int32_t)at) s.e->f[j].count_ref = -1;
+      if (s.e->f[j].len_ref > (int32_t)at) s.e->f[j].len_ref = -1;
+    }
+  } else if (nf >= 3 && below(12) == 0) { /* a struct of the next fields (no plan) */
     uint32_t at = below(nf - 2);
     s.e->f[at].in = 24;
     s.e->f[at].is_array = 0;
@@ -251,6 +297,24 @@ static size_t rand_payload(const struct dec_event *e, int ps, unsigned char *b, 
   }
   for (uint32_t i = 0; i < e->nf && i < 16 && n + 2000 < cap; i++) {
     const struct dec_field *f = &e->f[i];
+    if (f->in == 24 && f->is_array) { /* an array of structs: the members once per element */
+      size_t reps = f->count >= 0 ? (size_t)f->count : 0;
+      if (f->count_ref >= 0 && f->count_ref < 16 && (uint32_t)f->count_ref < i) reps = (size_t)vals[f->count_ref];
+      if (reps > 40) reps = below(4);
+      if (below(8) == 0) reps += 1;
+      uint32_t last = i + f->members;
+      for (size_t r = 0; r < reps && n + 2000 < cap; r++)
+        for (uint32_t j = i + 1; j <= last && j < e->nf; j++) {
+          const struct dec_field *g = &e->f[j];
+          unsigned w = g->in == 3 || g->in == 4 ? 1 : g->in == 5 || g->in == 6 ? 2
+                     : g->in == 7 || g->in == 8 || g->in == 11 || g->in == 13 || g->in == 20 ? 4
+                     : g->in == 16 || g->in == 308 ? (unsigned)ps : 8;
+          if (g->in == 1) n += put_le(b + n, 'x', 2), n += put_le(b + n, 0, 2);
+          else n += put_le(b + n, rand_int(), w);
+        }
+      i = last;
+      continue;
+    }
     unsigned w = f->in == 3 || f->in == 4 ? 1 : f->in == 5 || f->in == 6 ? 2
                : f->in == 7 || f->in == 8 || f->in == 11 || f->in == 13 || f->in == 20 ? 4
                : f->in == 16 || f->in == 308 ? (unsigned)ps : 8;
@@ -332,7 +396,7 @@ static struct out render(const struct dec_event *e, const unsigned char *p, size
 }
 
 static void randomized(void) {
-  size_t cases = 0, bad = 0, planned = 0, schemas = 0, tried = 0, kept = 0;
+  size_t cases = 0, bad = 0, planned = 0, schemas = 0, tried = 0, kept = 0, sarr_kept = 0;
   unsigned char *pay = malloc(1 << 16);
   for (int sc = 0; sc < 6000; sc++) {
     struct schema s = rand_schema();
@@ -360,6 +424,11 @@ static void randomized(void) {
         if (s.e->runs > 1 && !max) {
           tried++;
           kept += dec_plan_bails() == b0;
+          for (uint32_t i = 0; i < s.e->nf; i++)
+            if (s.e->f[i].in == 24 && dec_plan_bails() == b0 && strstr(b.buf, "[{")) {
+              sarr_kept++;
+              break;
+            }
         }
         int same = a.rc == b.rc && a.err == b.err && a.len == b.len && !memcmp(a.buf, b.buf, a.len) &&
                    ((!a.why && !b.why) || (a.why && b.why && !strcmp(a.why, b.why)));
@@ -384,7 +453,9 @@ static void randomized(void) {
   fprintf(stderr, "random: %zu schemas (%zu with a plan), %zu renderings compared; %zu with a plan, %zu of them by the plan\n",
           schemas, planned, cases, tried, kept);
   CHECK(planned > schemas / 4);
+  fprintf(stderr, "random: %zu renderings with struct array elements by the plan\n", sarr_kept);
   CHECK(kept > tried / 4);
+  CHECK(sarr_kept > 1000);
   CHECK_EQ(bad, 0);
 }
 
