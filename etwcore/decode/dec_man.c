@@ -879,7 +879,14 @@ long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct de
 #if defined(__GNUC__)
   if (__builtin_expect(!pl->labs, 0)) { /* first run: each op's code address */
     struct plan *m = (struct plan *)(uintptr_t)pl;
-    for (uint32_t k = 0; k < 2 * pl->off4; k++) m->ops[k].lab = PL_L[m->ops[k].op];
+    static const void *const PL_N[] = {[OP_U8] = &&n_OP_U8,   [OP_U16] = &&n_OP_U16, [OP_U32] = &&n_OP_U32,
+                                       [OP_U64] = &&n_OP_U64, [OP_I16] = &&n_OP_I16, [OP_I32] = &&n_OP_I32,
+                                       [OP_I64] = &&n_OP_I64, [OP_X8] = &&n_OP_X8,   [OP_X16] = &&n_OP_X16,
+                                       [OP_X32] = &&n_OP_X32, [OP_X64] = &&n_OP_X64};
+    for (uint32_t k = 0; k < 2 * pl->off4; k++) {
+      struct pop *x = &m->ops[k];
+      x->lab = !x->slot && x->op >= OP_U8 && x->op <= OP_X64 ? PL_N[x->op] : PL_L[x->op];
+    }
     m->labs = 1;
   }
 #endif
@@ -904,52 +911,103 @@ long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct de
     PL_NEXT;
     PL_CASE(OP_U8) v32 = q[0];
     q += 1;
-    goto put_u32;
+    goto save_u32;
     PL_CASE(OP_U16) v32 = d_rd16(q);
     q += 2;
-    goto put_u32;
+    goto save_u32;
     PL_CASE(OP_U32) v32 = d_rd32(q);
     q += 4;
-  put_u32:
+  save_u32:
     sv[op->slot] = v32;
+  put_u32:
     o = key_put(o, op);
     o = fx_put_u32(o, v32);
     PL_NEXT;
     PL_CASE(OP_U64) v = d_rd64(q);
     q += 8;
     sv[op->slot] = v;
+  put_u64:
     o = key_put(o, op);
     o = fx_put_u64(o, v);
     PL_NEXT;
     PL_CASE(OP_I16) v = (uint64_t)(int64_t)(int16_t)d_rd16(q);
     q += 2;
-    goto put_i;
+    goto save_i;
     PL_CASE(OP_I32) v = (uint64_t)(int64_t)(int32_t)d_rd32(q);
     q += 4;
-    goto put_i;
+    goto save_i;
     PL_CASE(OP_I64) v = d_rd64(q);
     q += 8;
-  put_i:
+  save_i:
     sv[op->slot] = v;
+  put_i:
     o = key_put(o, op);
     o = fx_put_i64(o, (int64_t)v);
     PL_NEXT;
     PL_CASE(OP_X8) v = q[0];
     q += 1;
-    goto put_x;
+    goto save_x;
     PL_CASE(OP_X16) v = d_rd16(q);
     q += 2;
-    goto put_x;
+    goto save_x;
     PL_CASE(OP_X32) v = d_rd32(q);
     q += 4;
-    goto put_x;
+    goto save_x;
     PL_CASE(OP_X64) v = d_rd64(q);
     q += 8;
-  put_x:
+  save_x:
     sv[op->slot] = v;
+  put_x:
     o = key_put(o, op);
     o = fx_hex_tail(o, v);
     PL_NEXT;
+#if defined(__GNUC__)
+    /* the same for values no count or length refers to (not kept) */
+  n_OP_U8:
+    v32 = q[0];
+    q += 1;
+    goto put_u32;
+  n_OP_U16:
+    v32 = d_rd16(q);
+    q += 2;
+    goto put_u32;
+  n_OP_U32:
+    v32 = d_rd32(q);
+    q += 4;
+    goto put_u32;
+  n_OP_U64:
+    v = d_rd64(q);
+    q += 8;
+    goto put_u64;
+  n_OP_I16:
+    v = (uint64_t)(int64_t)(int16_t)d_rd16(q);
+    q += 2;
+    goto put_i;
+  n_OP_I32:
+    v = (uint64_t)(int64_t)(int32_t)d_rd32(q);
+    q += 4;
+    goto put_i;
+  n_OP_I64:
+    v = d_rd64(q);
+    q += 8;
+    goto put_i;
+  n_OP_X8:
+    v = q[0];
+    q += 1;
+    goto put_x;
+  n_OP_X16:
+    v = d_rd16(q);
+    q += 2;
+    goto put_x;
+  n_OP_X32:
+    v = d_rd32(q);
+    q += 4;
+    goto put_x;
+  n_OP_X64:
+    v = d_rd64(q);
+    q += 8;
+    goto put_x;
+#endif
     PL_CASE(OP_M8) v = q[0];
     q += 1;
     goto put_m;
