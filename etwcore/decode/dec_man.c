@@ -267,7 +267,8 @@ struct pop {
   uint16_t klen;
   uint32_t room; /* variable-size and map ops: the output bound of the fixed ops after it and the
                     next variable op's key (+ slack) */
-  const char *key; /* klen bytes, readable 32 bytes further */
+  char key[32];  /* the key text (klen ≤ 32 bytes, zero-padded) */
+  const char *lkey; /* OP_KEY: klen bytes, readable 32 bytes further */
   const struct dec_field *f;
   struct pmc *mc; /* map ops: PMC_N rendered texts by value */
 };
@@ -287,7 +288,6 @@ struct plan {
   struct pop ops[];
 };
 
-static const char ZKEY[32]; /* the empty key after an OP_KEY */
 
 static int plan_on = 1;
 static uint64_t plan_bails; /* plans given up (tests; not synchronized) */
@@ -469,13 +469,12 @@ __attribute__((noinline)) static int plan_build(struct dec_event *e) {
           if (kl[i] > 32) { /* the key (with the value's opening text) by itself */
             o->op = OP_KEY;
             o->klen = (uint16_t)kl[i];
-            o->key = kpos[i];
+            o->lkey = kpos[i];
             o = &ops[no++];
-            o->klen = 0;
-            o->key = ZKEY;
+            o->klen = 0; /* an empty key (the op's key[] stays zero) */
           } else {
             o->klen = (uint16_t)kl[i];
-            o->key = kpos[i];
+            memcpy(o->key, kpos[i], kl[i]);
           }
           o->op = op;
           o->slot = slot[i];
@@ -906,7 +905,7 @@ long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct de
     PL_NEXT;
     PL_CASE(OP_KEY) /* before the op of its field: nothing when the payload has ended */
     if (q >= pe) goto done;
-    for (size_t k = 0; k < op->klen; k += 32) memcpy(o + k, op->key + k, 32);
+    for (size_t k = 0; k < op->klen; k += 32) memcpy(o + k, op->lkey + k, 32);
     o += op->klen;
     PL_NEXT;
     PL_CASE(OP_U8) v32 = q[0];
