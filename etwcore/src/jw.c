@@ -163,9 +163,9 @@ static char *put_utf8(char *p, uint32_t cp) {
   return p;
 }
 
-/* UTF-16LE → quoted JSON string. Plain ASCII (0x20–0x7E except '"' and '\\') is converted 8
- * units at a time with SSE2 (when @simd; the reservation holds 6 bytes per remaining unit, so the
- * 8-byte store always fits); everything else takes the scalar path: \" \\ \n \r \t, \u00XX for
+/* UTF-16LE → quoted JSON string. Plain ASCII (0x20–0x7E except '"' and '\\') is converted 16
+ * (then 8) units at a time with SSE2 (when @simd; the room holds 6 bytes per remaining unit, so
+ * the 16- or 8-byte store always fits); everything else takes the scalar path: \" \\ \n \r \t, \u00XX for
  * other controls and 0x7F, UTF-8 for the rest, unpaired surrogates → U+FFFD. The first NUL unit
  * ends the string. Returns the units converted. */
 #if defined(__GNUC__)
@@ -173,19 +173,33 @@ static char *put_utf8(char *p, uint32_t cp) {
 #else
 #define JW_INLINE static inline
 #endif
-JW_INLINE size_t str16_body(struct etw_jw *w, const unsigned char *s, size_t units, int simd) {
-  if (etw_jw_reserve(w, units * 6 + 2)) { /* nothing written (w->err is set): just the length */
-    size_t i = 0;
-    while (i < units && (s[2 * i] | s[2 * i + 1])) i++;
-    return i;
-  }
-  char *p = w->buf + w->len;
-  *p++ = '"';
+/* The string's text and the closing quote at @p (room for 6 bytes per unit + 1); *@conv = the
+ * units converted. */
+JW_INLINE char *str16_put(char *p, const unsigned char *s, size_t units, size_t *conv, int simd) {
   size_t i = 0;
   (void)simd;
   while (i < units) {
 #ifdef JW_SSE2
-    if (simd && units - i >= 8) {
+    if (simd && units - i >= 16) {
+      /* 16 units packed to bytes (units above 0xFF saturate to 0xFF or 0, both not plain);
+       * plain = 0x20..0x7E (x + 0x60 below -33 as a signed byte) and not '"' or '\\' */
+      __m128i a = _mm_loadu_si128((const __m128i *)(const void *)(s + 2 * i));
+      __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(s + 2 * i + 16));
+      __m128i x = _mm_packus_epi16(a, b);
+      __m128i ok = _mm_cmplt_epi8(_mm_add_epi8(x, _mm_set1_epi8(0x60)), _mm_set1_epi8(-33));
+      __m128i qb = _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')), _mm_cmpeq_epi8(x, _mm_set1_epi8('\\')));
+      unsigned m = (unsigned)_mm_movemask_epi8(_mm_andnot_si128(qb, ok));
+      _mm_storeu_si128((__m128i *)(void *)p, x);
+      if (m == 0xFFFFu) {
+        p += 16;
+        i += 16;
+        continue;
+      }
+      unsigned good = (unsigned)__builtin_ctz(~m);
+      p += good;
+      i += good;
+      if (!(s[2 * i] | s[2 * i + 1])) break; /* the terminating NUL */
+    } else if (simd && units - i >= 8) {
       __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(s + 2 * i));
       __m128i ok = _mm_and_si128(_mm_cmpgt_epi16(v, _mm_set1_epi16(0x1F)), _mm_cmplt_epi16(v, _mm_set1_epi16(0x7F)));
       __m128i bad = _mm_or_si128(_mm_cmpeq_epi16(v, _mm_set1_epi16('"')), _mm_cmpeq_epi16(v, _mm_set1_epi16('\\')));
@@ -243,8 +257,30 @@ JW_INLINE size_t str16_body(struct etw_jw *w, const unsigned char *s, size_t uni
     i++;
   }
   *p++ = '"';
+  *conv = i;
+  return p;
+}
+
+JW_INLINE size_t str16_body(struct etw_jw *w, const unsigned char *s, size_t units, int simd) {
+  if (etw_jw_reserve(w, units * 6 + 2)) { /* nothing written (w->err is set): just the length */
+    size_t i = 0;
+    while (i < units && (s[2 * i] | s[2 * i + 1])) i++;
+    return i;
+  }
+  char *p = w->buf + w->len;
+  *p++ = '"';
+  size_t i;
+  p = str16_put(p, s, units, &i, simd);
   w->len = (size_t)(p - w->buf);
   return i;
+}
+
+char *etw_jw_put_str16(char *p, const unsigned char *s, size_t units, size_t *conv) {
+#ifdef JW_SSE2
+  return str16_put(p, s, units, conv, 1);
+#else
+  return str16_put(p, s, units, conv, 0);
+#endif
 }
 
 size_t etw_jw_str16n(struct etw_jw *w, const unsigned char *s, size_t units) {

@@ -78,6 +78,10 @@ void etw_jw_str16(struct etw_jw *w, const unsigned char *s, size_t units);
  *  string; also when the writer is in error, which writes nothing). Plain ASCII is converted 8
  *  units at a time where SSE2 is available. */
 size_t etw_jw_str16n(struct etw_jw *w, const unsigned char *s, size_t units);
+/** etw_jw_put_str16 - etw_jw_str16n's text after the opening quote (the string's characters and
+ *  the closing quote) at @p, which must have room for 6 bytes per unit + 1 (no reservation, no
+ *  error state): returns the end, *@conv = the units converted. */
+char *etw_jw_put_str16(char *p, const unsigned char *s, size_t units, size_t *conv);
 /** etw_jw_str16n_scalar - etw_jw_str16n without SIMD (the fallback where SSE2 is missing; kept
  *  callable so the tests compare both on every platform). */
 size_t etw_jw_str16n_scalar(struct etw_jw *w, const unsigned char *s, size_t units);
