@@ -655,6 +655,13 @@ __attribute__((noinline)) int dec_write_general(struct etw_decoder *d, const str
     if (kplan) dec_kplan_update(d, kslot, kkey, r, &s, d8);
     if (eplan) dec_eplan_update(d, eslot, r, &s, d8, n.p, n.e, cls);
   }
+  if (__builtin_expect(w->err, 0)) {
+    /* the System block did not fit the writer's maximum (or a plan's reservation failed before
+     * this): no usable text. The error stays set, so the caller drops and counts the event
+     * (etw_batch_commit) instead of committing an `Undecoded` fragment without its System block. */
+    if (ref) dec_fill_ref(ref, r, n.prov, n.name);
+    return 0;
+  }
   size_t mark = w->len;
   etw_jw_lit(w, ",\"EventData\":{");
   const char *why = "unknown event";

@@ -211,7 +211,49 @@ static void addresses(void) {
   etw_jw_free(&a);
 }
 
+/* A writer whose maximum cannot hold an event's System block: the decoder returns 0 with the
+ * writer error set (the caller drops and counts the event), on the plan paths and on the general
+ * path alike, never a fragment without its System block. */
+static void writer_too_small(const char *rel) {
+  size_t n;
+  unsigned char *b = tu_corpus_file(rel, &n);
+  CHECK(b != NULL);
+  if (!b) return;
+  struct etw_etl_reader *r = etw_etl_reader_new();
+  struct etw_status st;
+  CHECK_EQ(etw_etl_reader_add_mem(r, rel, b, n, &st), ETW_E_OK);
+  struct etw_decoder *fast = etw_decoder_new(tu_manifests()), *plain = etw_decoder_new(tu_manifests());
+  plain->sys_plain = 1;
+  struct etw_jw big, tiny;
+  etw_jw_init(&big, 0);
+  struct etw_rec rec;
+  struct etw_evref ref;
+  size_t events = 0, bad = 0;
+  while (etw_etl_reader_next(r, &rec, &st) == 1 && events < 20000) {
+    struct etw_decoder *ds[2] = {fast, plain};
+    for (int k = 0; k < 2; k++) {
+      big.len = 0;
+      etw_decoder_write(ds[k], &rec, &big, &ref); /* builds the plans */
+      etw_jw_init(&tiny, 96);
+      tiny.len = 0;
+      int ok = etw_decoder_write(ds[k], &rec, &tiny, &ref);
+      /* whatever is left must be empty or the start of a System block */
+      if (ok || !tiny.err || (tiny.len && strncmp(tiny.buf, "\"System\"", tiny.len < 8 ? tiny.len : 8))) bad++;
+      etw_jw_free(&tiny);
+    }
+    events++;
+  }
+  CHECK(events > 0);
+  CHECK_EQ(bad, 0);
+  etw_jw_free(&big);
+  etw_decoder_free(fast);
+  etw_decoder_free(plain);
+  etw_etl_reader_free(r);
+  free(b);
+}
+
 int main(void) {
+  writer_too_small("microsoft+perfview/src/TraceEvent/TraceEvent.Tests/smallEtlFile.etl");
   numbers_and_strings();
   addresses();
   compare("microsoft+perfview/src/TraceEvent/TraceEvent.Tests/inputs/net.4.5.2.x64.etl.zip!*.etl");
