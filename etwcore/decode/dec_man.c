@@ -189,6 +189,13 @@ struct walk {
   uint64_t vals[DEC_MAX_FIELDS];
 };
 
+/* A count or length taken from another field's value (any width, untrusted): values past the
+ * limits map to one past them, so the range checks reject them (a plain cast to long made values
+ * of 2^63 and more, and on Windows (32-bit long) 2^31 and more, negative — "no length" — or cut
+ * them to their low bits). The walker and the plans use the same rule. */
+static inline long ref_count(uint64_t v) { return v > DEC_MAX_ARRAY ? (long)DEC_MAX_ARRAY + 1 : (long)v; }
+static inline long ref_len(uint64_t v, size_t n) { return v > (uint64_t)n ? (long)n + 1 : (long)v; }
+
 /* Field classes with a fast path in walk_fields (cached in dec_field.kind). */
 enum { FK_GENERAL = 1, FK_UINT, FK_HEX, FK_INT, FK_PTR, FK_STR16 };
 
@@ -720,9 +727,9 @@ static int walk_fields(struct walk *k, uint32_t start, uint32_t end, int depth, 
       continue;
     }
     long cnt = f->count;
-    if (f->count_ref >= 0 && (uint32_t)f->count_ref < k->e->nf) cnt = (long)k->vals[f->count_ref];
+    if (f->count_ref >= 0 && (uint32_t)f->count_ref < k->e->nf) cnt = ref_count(k->vals[f->count_ref]);
     long len = f->len;
-    if (f->len_ref >= 0 && (uint32_t)f->len_ref < k->e->nf) len = (long)k->vals[f->len_ref];
+    if (f->len_ref >= 0 && (uint32_t)f->len_ref < k->e->nf) len = ref_len(k->vals[f->len_ref], k->n);
     if (cnt < 0 || cnt > DEC_MAX_ARRAY || len > (long)k->n) {
       *k->why = "array count or length out of range";
       return -1;
@@ -1061,7 +1068,7 @@ long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct de
     /* arrays: the count, the payload holds them all, room for 24 bytes each */
 #define PL_ARRAY(WD)                                                                               \
   if (q >= pe) goto done;                                                                          \
-  cnt = op->cslot ? (long)sv[op->cslot] : (long)op->f->count;                                      \
+  cnt = op->cslot ? ref_count(sv[op->cslot]) : (long)op->f->count;                                 \
   if (cnt < 0 || cnt > DEC_MAX_ARRAY || (size_t)cnt * (WD) > (size_t)(pe - q)) goto bail;   \
   o = key_put(o, op);                                                                              \
   if (__builtin_expect((size_t)(w->buf + w->cap - o) <= (size_t)cnt * 24 + 1 + op->room, 0)) {     \
@@ -1117,7 +1124,7 @@ long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct de
 #undef PL_ARRAY_END
     PL_CASE(OP_SARR) { /* '[', then the member ops and OP_SEND once per element */
       if (q >= pe) goto done;
-      cnt = op->cslot ? (long)sv[op->cslot] : (long)op->f->count;
+      cnt = op->cslot ? ref_count(sv[op->cslot]) : (long)op->f->count;
       if (cnt < 0 || cnt > DEC_MAX_ARRAY || (uint64_t)cnt * op->eb > (uint64_t)(pe - q)) goto bail;
       o = key_put(o, op);
       uint64_t need = (uint64_t)cnt * op->eout + 2 + op->room;
@@ -1150,10 +1157,10 @@ long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct de
       if (q >= pe) goto done;
       const struct dec_field *f = op->f;
       if (op->cslot) {
-        cnt = (long)sv[op->cslot];
+        cnt = ref_count(sv[op->cslot]);
         if (cnt < 0 || cnt > DEC_MAX_ARRAY) goto bail;
       }
-      long len = op->lslot ? (long)sv[op->lslot] : f->len;
+      long len = op->lslot ? ref_len(sv[op->lslot], n) : f->len;
       if (len > (long)n) goto bail;
       o = key_put(o, op);
       size_t avail = (size_t)(pe - q);

@@ -316,9 +316,61 @@ static void test_runs_arrays(void) {
   etw_decoder_free(d);
 }
 
+/* Counts and lengths taken from 64-bit fields: a value past the limits is an error ("array count
+ * or length out of range"), never "no length" (values of 2^63 and more cast to a negative long) nor
+ * its low bits (Windows' 32-bit long); a length of 2^32 + 2 must not read as 2. */
+static const char MANIFEST3[] =
+    "<instrumentationManifest><instrumentation><events>"
+    "<provider name='Test-Refs' guid='{11111111-2222-3333-4444-777777777777}' symbol='P3'>"
+    "<templates><template tid='T3'>"
+    "<data name='Len' inType='win:UInt64'/><data name='S' inType='win:AnsiString' length='Len'/>"
+    "<data name='Cnt' inType='win:UInt64'/><data name='A' inType='win:UInt8' count='Cnt'/>"
+    "</template></templates>"
+    "<events><event value='0x12' template='T3'/></events>"
+    "</provider></events></instrumentation></instrumentationManifest>";
+
+static void test_huge_refs(void) {
+  struct etw_decoder *d = etw_decoder_new(NULL);
+  CHECK_EQ(dec_manifest_load(d, MANIFEST3, sizeof MANIFEST3 - 1, NULL), 0);
+  struct etw_jw w;
+  etw_jw_init(&w, 0);
+  static const struct {
+    uint64_t len, cnt;
+    int ok;
+  } C[] = {{2, 2, 1}, {UINT64_MAX, 2, 0}, {1ull << 63, 2, 0}, {(1ull << 32) + 2, 2, 0}, {2, (1ull << 32) + 2, 0},
+           {2, UINT64_MAX, 0}, {2, 1ull << 63, 0}, {(1ull << 31) + 2, 2, 0}};
+  for (size_t i = 0; i < sizeof C / sizeof C[0]; i++) {
+    for (int twice = 0; twice < 2; twice++) { /* the second time through the compiled plan */
+      struct buf pay = {0};
+      u64(&pay, C[i].len);
+      u8(&pay, 'h'), u8(&pay, 'i');
+      u64(&pay, C[i].cnt);
+      u8(&pay, 7), u8(&pay, 9);
+      struct etw_rec r;
+      init_rec(&r);
+      r.n_ext = 0;
+      r.flags = ETW_EVH_64_BIT_HEADER;
+      r.ptr_size = 8;
+      etw_parse_guid("11111111-2222-3333-4444-777777777777", r.provider_id);
+      r.desc.id = 0x12;
+      r.user_data = pay.b;
+      r.user_len = (uint32_t)pay.n;
+      int ok;
+      const char *j = decode(d, &r, &w, &ok);
+      CHECK_EQ(ok, C[i].ok);
+      if (C[i].ok) CHECK(strstr(j, "\"S\":\"hi\",\"Cnt\":2,\"A\":[7,9]}}") != NULL);
+      else CHECK(strstr(j, "\"Reason\":\"array count or length out of range\"") != NULL);
+      if (ok != C[i].ok) fprintf(stderr, "case %zu: %s\n", i, j);
+    }
+  }
+  etw_jw_free(&w);
+  etw_decoder_free(d);
+}
+
 int main(void) {
   test_tracelogging();
   test_manifest();
   test_runs_arrays();
+  test_huge_refs();
   T_DONE();
 }
