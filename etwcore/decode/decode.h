@@ -323,6 +323,10 @@ enum { DEC_KOP_U32, DEC_KOP_I32, DEC_KOP_X32, DEC_KOP_U16, DEC_KOP_U8, DEC_KOP_I
        /* last op only (not the first): the rest of the payload, absent when nothing is left */
        DEC_KOP_STR16, /* UTF-16 up to the NUL unit (all of the rest when unterminated) */
        DEC_KOP_STACK  /* pointer array */ };
+/* A plan's System text: at most DEC_TXT_MAX bytes used; the rest is room for copy_text's
+ * rounded-up chunks (dec_sys.c). */
+#define DEC_TXT_MAX 608
+#define DEC_TXT_BYTES 640
 struct dec_kplan {
   uint64_t key;       /* the dec_kname key it is valid for (0 = none) */
   uint32_t hv;        /* (hook_id << 8 | version) + 1 it was built for */
@@ -338,7 +342,7 @@ struct dec_kplan {
   uint8_t hlen;
   char head[64];      /* `,"EventData":{"Name":` of the first op, written as 64 bytes */
   struct dec_kop ops[DEC_KOPS];
-  char txt[600];
+  char txt[DEC_TXT_BYTES]; /* System text: prefix, 30-byte time slot, middle */
 };
 #define DEC_KPLAN_BUILDS 256
 
@@ -363,7 +367,7 @@ struct dec_eplan {
   uint16_t plen, mlen;
   uint32_t room;
   uint64_t seq;       /* etw_decoder.eplan_seq at build (the older way of a set is rebuilt) */
-  char txt[600];
+  char txt[DEC_TXT_BYTES]; /* System text: prefix, 30-byte time slot, middle */
 };
 #define DEC_EPLAN_N 1024
 
