@@ -443,6 +443,7 @@ void dec_kplan_update(struct etw_decoder *d, uint32_t slot, uint64_t key, const 
   if (pl->builds >= DEC_KPLAN_BUILDS) return;
   pl->builds++;
   if (sys_text(s, pl->txt, DEC_TXT_MAX, &pl->plen, &pl->mlen, 1)) return;
+  pl->tlen = (uint16_t)(pl->plen + 30 + pl->mlen);
   uint32_t need = 0;
   unsigned n = dec_mof_plan_ops(r, r->ptr_size, pl->head, &pl->hlen, pl->ops, DEC_KOPS, &need);
   pl->ps = n ? r->ptr_size : 0;
@@ -495,6 +496,7 @@ void dec_eplan_update(struct etw_decoder *d, uint32_t slot, const struct etw_rec
     pl->plen = 0;
     return;
   }
+  pl->tlen = (uint16_t)(pl->plen + 30 + pl->mlen);
   memcpy(pl->guid, r->provider_id, 16);
   pl->d8 = d8;
   pl->kw = s->keywords;
@@ -517,9 +519,9 @@ static inline int eplan_write(struct etw_decoder *d, struct etw_jw *w, const str
   if (etw_jw_reserve(w, pl->room)) return -2;
   uint64_t ft = r->filetime ? r->filetime : 1;
   char *p = w->buf + w->len;
-  copy_text(p, pl->txt, (size_t)pl->plen + 30 + pl->mlen);
+  copy_text(p, pl->txt, pl->tlen);
   if (!put_time_p(sc, p + pl->plen, ft)) return -2;
-  p = put_exec(sc, p + pl->plen + 30 + pl->mlen, r->pid, r->tid, r->cpu);
+  p = put_exec(sc, p + pl->tlen, r->pid, r->tid, r->cpu);
   *mark = (size_t)(p - w->buf);
   memcpy(p, ",\"EventData\":{", 14);
   w->len = (size_t)(p + 14 - w->buf);
@@ -535,9 +537,9 @@ static inline long kplan_write(struct etw_decoder *d, struct etw_jw *w, const st
   if (etw_jw_reserve(w, pl->room)) return -2;
   uint64_t ft = r->filetime ? r->filetime : 1;
   char *p = w->buf + w->len;
-  copy_text(p, pl->txt, (size_t)pl->plen + 30 + pl->mlen);
+  copy_text(p, pl->txt, pl->tlen);
   if (!put_time_p(sc, p + pl->plen, ft)) return -2;
-  p = put_exec(sc, p + pl->plen + 30 + pl->mlen, r->pid, r->tid, r->cpu);
+  p = put_exec(sc, p + pl->tlen, r->pid, r->tid, r->cpu);
   *mark = (size_t)(p - w->buf);
   if (pl->ps != r->ptr_size || r->user_len < pl->need) { /* no ops (ps 0), or a short payload */
     w->len = *mark;

@@ -336,6 +336,7 @@ struct dec_kplan {
   uint8_t ps;         /* pointer size of the ops (0 = no ops: EventData by dec_mof_write) */
   uint8_t nops;
   uint16_t plen, mlen; /* prefix (…"TimeCreated":) and middle (…"ProcessID":) in txt */
+  uint16_t tlen;       /* plen + 30 (the time slot) + mlen */
   uint8_t tail;       /* the last op is DEC_KOP_STR16 / DEC_KOP_STACK (variable size) */
   uint32_t need;      /* payload bytes of the fixed-size ops (> 0 when nops) */
   uint32_t room;      /* bytes reserved for the whole write */
@@ -364,7 +365,7 @@ struct dec_eplan {
   uint8_t cls;        /* a classic record (names from the built-in tables, EventData by
                          dec_mof_write; p and e NULL) */
   uint32_t builds;
-  uint16_t plen, mlen;
+  uint16_t plen, mlen, tlen; /* tlen = plen + 30 (the time slot) + mlen */
   uint32_t room;
   uint64_t seq;       /* etw_decoder.eplan_seq at build (the older way of a set is rebuilt) */
   char txt[DEC_TXT_BYTES]; /* System text: prefix, 30-byte time slot, middle */
@@ -469,9 +470,9 @@ static inline void dec_fill_ref(struct etw_evref *ref, const struct etw_rec *r, 
   ref->name = name;
   const uint64_t epoch = 116444736000000000ULL; /* 1970-01-01 as FILETIME */
   uint64_t ft = r->filetime;
-  if (ft <= epoch) ref->ts_ns = 0;
-  else if (ft - epoch > (uint64_t)INT64_MAX / 100) ref->ts_ns = INT64_MAX;
-  else ref->ts_ns = (int64_t)(ft - epoch) * 100;
+  uint64_t dt = ft - epoch; /* wraps when ft < epoch */
+  if (__builtin_expect(dt - 1 < (uint64_t)INT64_MAX / 100, 1)) ref->ts_ns = (int64_t)dt * 100;
+  else ref->ts_ns = ft <= epoch ? 0 : INT64_MAX;
   ref->pid = r->pid;
   ref->tid = r->tid;
   ref->event_id = r->desc.id;
