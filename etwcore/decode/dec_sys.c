@@ -27,12 +27,14 @@ struct sysc {
   char buf[SYSC_BYTES];
 };
 
-/* The text `PID,"ThreadID":TID,"ProcessorID":` of a (pid, tid) pair (≤ 67 bytes). */
+/* The text `PID,"ThreadID":TID,"ProcessorID":` of a (pid, tid) pair (≤ 10 + 12 + 10 + 15 = 47
+ * bytes; copied as EXC_COPY bytes). */
 #define EXC_N 256
+#define EXC_COPY 48
 struct exc {
   uint64_t key; /* pid << 32 | tid as the record has them (0xFFFFFFFF = none) */
   uint32_t len; /* 0 = empty */
-  char txt[76];
+  char txt[52]; /* 64-byte entries */
 };
 
 struct dec_sysc {
@@ -197,8 +199,8 @@ static inline char *put_exec(struct dec_sysc *sc, char *p, uint32_t pid, uint32_
   struct exc *x = &sc->ex[(tid * 2654435761u) >> 24];
   uint64_t key = (uint64_t)pid << 32 | tid;
   if (x->key == key && x->len) {
-    /* fixed-size copy: ≤ 76 bytes fit in the room */
-    memcpy(p, x->txt, sizeof x->txt);
+    /* fixed-size copy: EXC_COPY ≤ 96 bytes fit in the room */
+    memcpy(p, x->txt, EXC_COPY);
     p += x->len;
   } else {
     char *b = p;
