@@ -1061,7 +1061,38 @@ long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct de
         if (etw_jw_grow(w, need)) goto bail;
         o = w->buf + w->len;
       }
-      o = etw_jw_put_str16(o, q, units, &got);
+      got = 0;
+#if defined(__SSE2__)
+      /* plain ASCII 16 units at a time here (as jw.c's converter does), the rest there */
+      while (units - got >= 16) {
+        __m128i a = _mm_loadu_si128((const __m128i *)(const void *)(q + 2 * got));
+        __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(q + 2 * got + 16));
+        __m128i x = _mm_packus_epi16(a, b);
+        __m128i ok = _mm_cmplt_epi8(_mm_add_epi8(x, _mm_set1_epi8(0x60)), _mm_set1_epi8(-33));
+        __m128i qb = _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')), _mm_cmpeq_epi8(x, _mm_set1_epi8('\\')));
+        unsigned m = (unsigned)_mm_movemask_epi8(_mm_andnot_si128(qb, ok));
+        _mm_storeu_si128((__m128i *)(void *)o, x);
+        if (m == 0xFFFFu) {
+          o += 16;
+          got += 16;
+          continue;
+        }
+        unsigned good = (unsigned)__builtin_ctz(~m);
+        o += good;
+        got += good;
+        if (!(q[2 * got] | q[2 * got + 1])) { /* the terminating NUL */
+          *o++ = '"';
+          q += got * 2 + 2;
+          PL_NEXT;
+        }
+        break;
+      }
+#endif
+      {
+        size_t g2;
+        o = etw_jw_put_str16(o, q + 2 * got, units - got, &g2);
+        got += g2;
+      }
       q += got < units ? got * 2 + 2 : avail; /* unterminated at the end: the rest */
       PL_NEXT;
     }
