@@ -1087,6 +1087,34 @@ long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct de
         }
         break;
       }
+      /* fewer than 16 units left (all converted ones plain, 1:1): the payload's last 32 bytes
+       * as one block when it has them (those before the string just not used) */
+      if (units - got < 16 && got < units && (size_t)(pe - p) >= 32 && (size_t)(w->buf + w->cap - o) > 16) {
+        __m128i a = _mm_loadu_si128((const __m128i *)(const void *)(q + 2 * units - 32));
+        __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(q + 2 * units - 16));
+        __m128i x = _mm_packus_epi16(a, b);
+        __m128i ok = _mm_cmplt_epi8(_mm_add_epi8(x, _mm_set1_epi8(0x60)), _mm_set1_epi8(-33));
+        __m128i qb = _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')), _mm_cmpeq_epi8(x, _mm_set1_epi8('\\')));
+        unsigned j = (unsigned)(got + 16 - units); /* this unit's place in the block, 1..15 */
+        unsigned m = (unsigned)_mm_movemask_epi8(_mm_andnot_si128(qb, ok)) >> j;
+        unsigned char t[32];
+        _mm_storeu_si128((__m128i *)(void *)t, x);
+        _mm_storeu_si128((__m128i *)(void *)(t + 16), x);
+        memcpy(o, t + j, 16);
+        unsigned good = (unsigned)__builtin_ctz(~m); /* ≤ units - got */
+        o += good;
+        got += good;
+        if (got == units) { /* no NUL before the payload's end: the rest */
+          *o++ = '"';
+          q += avail;
+          PL_NEXT;
+        }
+        if (!(q[2 * got] | q[2 * got + 1])) {
+          *o++ = '"';
+          q += got * 2 + 2;
+          PL_NEXT;
+        }
+      }
 #endif
       {
         size_t g2;
