@@ -860,6 +860,20 @@ __attribute__((noinline)) static long walk_all(struct etw_decoder *d, struct etw
   } while (0)
 #endif
 
+/* d_rd64, inlined for sure (gcc stopped inlining it in the pointer-array loop) */
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
+static inline uint64_t pl_rd64(const unsigned char *p) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  uint64_t v;
+  memcpy(&v, p, 8);
+  return v;
+#else
+  return d_rd64(p);
+#endif
+}
+
 /* The plan of @e when it has one (and the writer is far from its maximum), else the walker. The
  * plan gives up with `goto bail`: the output is cut back and the walker renders the event. */
 long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct dec_event *e,
@@ -1130,10 +1144,23 @@ long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct de
   cnt = op->cslot ? ref_count(sv[op->cslot]) : (long)op->f->count;                                 \
   if (cnt < 0 || cnt > DEC_MAX_ARRAY || (size_t)cnt * (WD) > (size_t)(pe - q)) goto bail;   \
   o = key_put(o, op);                                                                              \
-  if (__builtin_expect((size_t)(w->buf + w->cap - o) <= (size_t)cnt * 24 + 1 + op->room, 0)) {     \
+  if (__builtin_expect((size_t)(w->buf + w->cap - o) <= (size_t)cnt * 24 + 8 + op->room, 0)) {     \
     w->len = (size_t)(o - w->buf);                                                                 \
-    if (etw_jw_grow(w, (size_t)cnt * 24 + 1 + op->room)) goto bail;                                \
+    if (etw_jw_grow(w, (size_t)cnt * 24 + 8 + op->room)) goto bail;                                \
     o = w->buf + w->len;                                                                           \
+  }
+/* "0x…" elements: each one's `",` with the next one's `"0x` in one 8-byte store, the last 3
+ * bytes taken back */
+#define PL_AX_LOOP(WD, RD)                                                                         \
+  if (cnt) {                                                                                       \
+    memcpy(o, FX_XSEP + 2, 4);                                                                     \
+    o += 3;                                                                                        \
+    for (const unsigned char *qe = q + (WD) * cnt; q < qe; q += (WD)) {                            \
+      o = fx_hex_digits(o, RD);                                                                    \
+      memcpy(o, FX_XSEP, 8);                                                                       \
+      o += 5;                                                                                      \
+    }                                                                                              \
+    o -= 3;                                                                                        \
   }
 #define PL_ARRAY_END                                                                               \
   if (cnt) o[-1] = ']';                                                                            \
@@ -1161,26 +1188,27 @@ long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct de
     }
     PL_CASE(OP_AX8) {
       PL_ARRAY(1);
-      for (const unsigned char *qe = q + cnt; q < qe; q += 1) { o = fx_hex(o, q[0]); *o++ = ','; }
+      PL_AX_LOOP(1, q[0]);
       PL_ARRAY_END;
     }
     PL_CASE(OP_AX16) {
       PL_ARRAY(2);
-      for (const unsigned char *qe = q + 2 * cnt; q < qe; q += 2) { o = fx_hex(o, d_rd16(q)); *o++ = ','; }
+      PL_AX_LOOP(2, d_rd16(q));
       PL_ARRAY_END;
     }
     PL_CASE(OP_AX32) {
       PL_ARRAY(4);
-      for (const unsigned char *qe = q + 4 * cnt; q < qe; q += 4) { o = fx_hex(o, d_rd32(q)); *o++ = ','; }
+      PL_AX_LOOP(4, d_rd32(q));
       PL_ARRAY_END;
     }
     PL_CASE(OP_AX64) {
       PL_ARRAY(8);
-      for (const unsigned char *qe = q + 8 * cnt; q < qe; q += 8) { o = fx_hex(o, d_rd64(q)); *o++ = ','; }
+      PL_AX_LOOP(8, pl_rd64(q));
       PL_ARRAY_END;
     }
 #undef PL_ARRAY
 #undef PL_ARRAY_END
+#undef PL_AX_LOOP
     PL_CASE(OP_SARR) { /* '[', then the member ops and OP_SEND once per element */
       if (q >= pe) goto done;
       cnt = op->cslot ? ref_count(sv[op->cslot]) : (long)op->f->count;
