@@ -943,7 +943,7 @@ long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct de
     o = key_put(o, op);
     o = fx_put_u32(o, v32);
     PL_NEXT;
-    PL_CASE(OP_U64) v = d_rd64(q);
+    PL_CASE(OP_U64) v = pl_rd64(q);
     q += 8;
     sv[op->slot] = v;
   put_u64:
@@ -956,7 +956,7 @@ long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct de
     PL_CASE(OP_I32) v = (uint64_t)(int64_t)(int32_t)d_rd32(q);
     q += 4;
     goto save_i;
-    PL_CASE(OP_I64) v = d_rd64(q);
+    PL_CASE(OP_I64) v = pl_rd64(q);
     q += 8;
   save_i:
     sv[op->slot] = v;
@@ -973,7 +973,7 @@ long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct de
     PL_CASE(OP_X32) v = d_rd32(q);
     q += 4;
     goto save_x;
-    PL_CASE(OP_X64) v = d_rd64(q);
+    PL_CASE(OP_X64) v = pl_rd64(q);
     q += 8;
   save_x:
     sv[op->slot] = v;
@@ -996,7 +996,7 @@ long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct de
     q += 4;
     goto put_u32;
   n_OP_U64:
-    v = d_rd64(q);
+    v = pl_rd64(q);
     q += 8;
     goto put_u64;
   n_OP_I16:
@@ -1008,7 +1008,7 @@ long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct de
     q += 4;
     goto put_i;
   n_OP_I64:
-    v = d_rd64(q);
+    v = pl_rd64(q);
     q += 8;
     goto put_i;
   n_OP_X8:
@@ -1024,7 +1024,7 @@ long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct de
     q += 4;
     goto put_x;
   n_OP_X64:
-    v = d_rd64(q);
+    v = pl_rd64(q);
     q += 8;
     goto put_x;
 #endif
@@ -1037,7 +1037,7 @@ long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct de
     PL_CASE(OP_M32) v = d_rd32(q);
     q += 4;
     goto put_m;
-    PL_CASE(OP_M64) v = d_rd64(q);
+    PL_CASE(OP_M64) v = pl_rd64(q);
     q += 8;
   put_m: {
     sv[op->slot] = v;
@@ -1183,7 +1183,7 @@ long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct de
     }
     PL_CASE(OP_AU64) {
       PL_ARRAY(8);
-      for (const unsigned char *qe = q + 8 * cnt; q < qe; q += 8) { o = fx_put_u64(o, d_rd64(q)); *o++ = ','; }
+      for (const unsigned char *qe = q + 8 * cnt; q < qe; q += 8) { o = fx_put_u64(o, pl_rd64(q)); *o++ = ','; }
       PL_ARRAY_END;
     }
     PL_CASE(OP_AX8) {
