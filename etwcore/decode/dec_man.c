@@ -1101,9 +1101,10 @@ long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct de
         }
         break;
       }
-      /* fewer than 16 units left (all converted ones plain, 1:1): the payload's last 32 bytes
-       * as one block when it has them (those before the string just not used) */
-      if (units - got < 16 && got < units && (size_t)(pe - p) >= 32 && (size_t)(w->buf + w->cap - o) > 16) {
+      /* fewer than 16 units left (all converted ones plain, 1:1): the 32 bytes before the last
+       * whole unit as one block when the payload has them (those before the string not used;
+       * an odd payload's last byte is no unit) */
+      if (units - got < 16 && got < units && (size_t)(q - p) + 2 * units >= 32 && (size_t)(w->buf + w->cap - o) > 16) {
         __m128i a = _mm_loadu_si128((const __m128i *)(const void *)(q + 2 * units - 32));
         __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(q + 2 * units - 16));
         __m128i x = _mm_packus_epi16(a, b);
