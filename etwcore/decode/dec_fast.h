@@ -112,7 +112,15 @@ static inline char *fx_put_i64(char *o, int64_t v) {
 /* The hex digits of @v (lower case, no leading zeros, at least one) and a closing quote at @o,
  * which must have 24 bytes of room (16 digits are stored whatever the count); returns the end.
  * The `"0x` before is the caller's. */
+static inline char *fx_hex_digits(char *o, uint64_t v);
 static inline char *fx_hex_tail(char *o, uint64_t v) {
+  o = fx_hex_digits(o, v);
+  *o = '"';
+  return o + 1;
+}
+
+/* The hex digits alone (16 bytes stored); returns their end. */
+static inline char *fx_hex_digits(char *o, uint64_t v) {
   unsigned c = (unsigned)__builtin_clzll(v | 1) & 60u; /* leading zero digits × 4 */
   unsigned nd = 16u - (c >> 2);
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -134,9 +142,11 @@ static inline char *fx_hex_tail(char *o, uint64_t v) {
   static const char X[] = "0123456789abcdef";
   for (unsigned i = nd; i-- > 0; v >>= 4) o[i] = X[v & 15];
 #endif
-  o[nd] = '"';
-  return o + nd + 1;
+  return o + nd;
 }
+
+/* `","0x` and 3 more bytes: the end of one array element and the start of the next */
+static const char FX_XSEP[8] = {'"', ',', '"', '0', 'x', 0, 0, 0};
 
 /* "0x…" with both quotes at @o (24 bytes of room); returns the end. */
 static inline char *fx_hex(char *o, uint64_t v) {

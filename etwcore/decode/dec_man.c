@@ -860,6 +860,20 @@ __attribute__((noinline)) static long walk_all(struct etw_decoder *d, struct etw
   } while (0)
 #endif
 
+/* d_rd64, inlined for sure (gcc stopped inlining it in the pointer-array loop) */
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
+static inline uint64_t pl_rd64(const unsigned char *p) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  uint64_t v;
+  memcpy(&v, p, 8);
+  return v;
+#else
+  return d_rd64(p);
+#endif
+}
+
 /* The plan of @e when it has one (and the writer is far from its maximum), else the walker. The
  * plan gives up with `goto bail`: the output is cut back and the walker renders the event. */
 long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct dec_event *e,
@@ -929,7 +943,7 @@ long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct de
     o = key_put(o, op);
     o = fx_put_u32(o, v32);
     PL_NEXT;
-    PL_CASE(OP_U64) v = d_rd64(q);
+    PL_CASE(OP_U64) v = pl_rd64(q);
     q += 8;
     sv[op->slot] = v;
   put_u64:
@@ -942,7 +956,7 @@ long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct de
     PL_CASE(OP_I32) v = (uint64_t)(int64_t)(int32_t)d_rd32(q);
     q += 4;
     goto save_i;
-    PL_CASE(OP_I64) v = d_rd64(q);
+    PL_CASE(OP_I64) v = pl_rd64(q);
     q += 8;
   save_i:
     sv[op->slot] = v;
@@ -959,7 +973,7 @@ long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct de
     PL_CASE(OP_X32) v = d_rd32(q);
     q += 4;
     goto save_x;
-    PL_CASE(OP_X64) v = d_rd64(q);
+    PL_CASE(OP_X64) v = pl_rd64(q);
     q += 8;
   save_x:
     sv[op->slot] = v;
@@ -982,7 +996,7 @@ long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct de
     q += 4;
     goto put_u32;
   n_OP_U64:
-    v = d_rd64(q);
+    v = pl_rd64(q);
     q += 8;
     goto put_u64;
   n_OP_I16:
@@ -994,7 +1008,7 @@ long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct de
     q += 4;
     goto put_i;
   n_OP_I64:
-    v = d_rd64(q);
+    v = pl_rd64(q);
     q += 8;
     goto put_i;
   n_OP_X8:
@@ -1010,7 +1024,7 @@ long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct de
     q += 4;
     goto put_x;
   n_OP_X64:
-    v = d_rd64(q);
+    v = pl_rd64(q);
     q += 8;
     goto put_x;
 #endif
@@ -1023,7 +1037,7 @@ long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct de
     PL_CASE(OP_M32) v = d_rd32(q);
     q += 4;
     goto put_m;
-    PL_CASE(OP_M64) v = d_rd64(q);
+    PL_CASE(OP_M64) v = pl_rd64(q);
     q += 8;
   put_m: {
     sv[op->slot] = v;
@@ -1061,7 +1075,67 @@ long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct de
         if (etw_jw_grow(w, need)) goto bail;
         o = w->buf + w->len;
       }
-      o = etw_jw_put_str16(o, q, units, &got);
+      got = 0;
+#if defined(__SSE2__)
+      /* plain ASCII 16 units at a time here (as jw.c's converter does), the rest there */
+      while (units - got >= 16) {
+        __m128i a = _mm_loadu_si128((const __m128i *)(const void *)(q + 2 * got));
+        __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(q + 2 * got + 16));
+        __m128i x = _mm_packus_epi16(a, b);
+        __m128i ok = _mm_cmplt_epi8(_mm_add_epi8(x, _mm_set1_epi8(0x60)), _mm_set1_epi8(-33));
+        __m128i qb = _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')), _mm_cmpeq_epi8(x, _mm_set1_epi8('\\')));
+        unsigned m = (unsigned)_mm_movemask_epi8(_mm_andnot_si128(qb, ok));
+        _mm_storeu_si128((__m128i *)(void *)o, x);
+        if (m == 0xFFFFu) {
+          o += 16;
+          got += 16;
+          continue;
+        }
+        unsigned good = (unsigned)__builtin_ctz(~m);
+        o += good;
+        got += good;
+        if (!(q[2 * got] | q[2 * got + 1])) { /* the terminating NUL */
+          *o++ = '"';
+          q += got * 2 + 2;
+          PL_NEXT;
+        }
+        break;
+      }
+      /* fewer than 16 units left (all converted ones plain, 1:1): the 32 bytes before the last
+       * whole unit as one block when the payload has them (those before the string not used;
+       * an odd payload's last byte is no unit) */
+      if (units - got < 16 && got < units && (size_t)(q - p) + 2 * units >= 32 && (size_t)(w->buf + w->cap - o) > 16) {
+        __m128i a = _mm_loadu_si128((const __m128i *)(const void *)(q + 2 * units - 32));
+        __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(q + 2 * units - 16));
+        __m128i x = _mm_packus_epi16(a, b);
+        __m128i ok = _mm_cmplt_epi8(_mm_add_epi8(x, _mm_set1_epi8(0x60)), _mm_set1_epi8(-33));
+        __m128i qb = _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')), _mm_cmpeq_epi8(x, _mm_set1_epi8('\\')));
+        unsigned j = (unsigned)(got + 16 - units); /* this unit's place in the block, 1..15 */
+        unsigned m = (unsigned)_mm_movemask_epi8(_mm_andnot_si128(qb, ok)) >> j;
+        unsigned char t[32];
+        _mm_storeu_si128((__m128i *)(void *)t, x);
+        _mm_storeu_si128((__m128i *)(void *)(t + 16), x);
+        memcpy(o, t + j, 16);
+        unsigned good = (unsigned)__builtin_ctz(~m); /* ≤ units - got */
+        o += good;
+        got += good;
+        if (got == units) { /* no NUL before the payload's end: the rest */
+          *o++ = '"';
+          q += avail;
+          PL_NEXT;
+        }
+        if (!(q[2 * got] | q[2 * got + 1])) {
+          *o++ = '"';
+          q += got * 2 + 2;
+          PL_NEXT;
+        }
+      }
+#endif
+      {
+        size_t g2;
+        o = etw_jw_put_str16(o, q + 2 * got, units - got, &g2);
+        got += g2;
+      }
       q += got < units ? got * 2 + 2 : avail; /* unterminated at the end: the rest */
       PL_NEXT;
     }
@@ -1071,10 +1145,23 @@ long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct de
   cnt = op->cslot ? ref_count(sv[op->cslot]) : (long)op->f->count;                                 \
   if (cnt < 0 || cnt > DEC_MAX_ARRAY || (size_t)cnt * (WD) > (size_t)(pe - q)) goto bail;   \
   o = key_put(o, op);                                                                              \
-  if (__builtin_expect((size_t)(w->buf + w->cap - o) <= (size_t)cnt * 24 + 1 + op->room, 0)) {     \
+  if (__builtin_expect((size_t)(w->buf + w->cap - o) <= (size_t)cnt * 24 + 8 + op->room, 0)) {     \
     w->len = (size_t)(o - w->buf);                                                                 \
-    if (etw_jw_grow(w, (size_t)cnt * 24 + 1 + op->room)) goto bail;                                \
+    if (etw_jw_grow(w, (size_t)cnt * 24 + 8 + op->room)) goto bail;                                \
     o = w->buf + w->len;                                                                           \
+  }
+/* "0x…" elements: each one's `",` with the next one's `"0x` in one 8-byte store, the last 3
+ * bytes taken back */
+#define PL_AX_LOOP(WD, RD)                                                                         \
+  if (cnt) {                                                                                       \
+    memcpy(o, FX_XSEP + 2, 4);                                                                     \
+    o += 3;                                                                                        \
+    for (const unsigned char *qe = q + (WD) * cnt; q < qe; q += (WD)) {                            \
+      o = fx_hex_digits(o, RD);                                                                    \
+      memcpy(o, FX_XSEP, 8);                                                                       \
+      o += 5;                                                                                      \
+    }                                                                                              \
+    o -= 3;                                                                                        \
   }
 #define PL_ARRAY_END                                                                               \
   if (cnt) o[-1] = ']';                                                                            \
@@ -1097,31 +1184,32 @@ long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct de
     }
     PL_CASE(OP_AU64) {
       PL_ARRAY(8);
-      for (const unsigned char *qe = q + 8 * cnt; q < qe; q += 8) { o = fx_put_u64(o, d_rd64(q)); *o++ = ','; }
+      for (const unsigned char *qe = q + 8 * cnt; q < qe; q += 8) { o = fx_put_u64(o, pl_rd64(q)); *o++ = ','; }
       PL_ARRAY_END;
     }
     PL_CASE(OP_AX8) {
       PL_ARRAY(1);
-      for (const unsigned char *qe = q + cnt; q < qe; q += 1) { o = fx_hex(o, q[0]); *o++ = ','; }
+      PL_AX_LOOP(1, q[0]);
       PL_ARRAY_END;
     }
     PL_CASE(OP_AX16) {
       PL_ARRAY(2);
-      for (const unsigned char *qe = q + 2 * cnt; q < qe; q += 2) { o = fx_hex(o, d_rd16(q)); *o++ = ','; }
+      PL_AX_LOOP(2, d_rd16(q));
       PL_ARRAY_END;
     }
     PL_CASE(OP_AX32) {
       PL_ARRAY(4);
-      for (const unsigned char *qe = q + 4 * cnt; q < qe; q += 4) { o = fx_hex(o, d_rd32(q)); *o++ = ','; }
+      PL_AX_LOOP(4, d_rd32(q));
       PL_ARRAY_END;
     }
     PL_CASE(OP_AX64) {
       PL_ARRAY(8);
-      for (const unsigned char *qe = q + 8 * cnt; q < qe; q += 8) { o = fx_hex(o, d_rd64(q)); *o++ = ','; }
+      PL_AX_LOOP(8, pl_rd64(q));
       PL_ARRAY_END;
     }
 #undef PL_ARRAY
 #undef PL_ARRAY_END
+#undef PL_AX_LOOP
     PL_CASE(OP_SARR) { /* '[', then the member ops and OP_SEND once per element */
       if (q >= pe) goto done;
       cnt = op->cslot ? ref_count(sv[op->cslot]) : (long)op->f->count;
