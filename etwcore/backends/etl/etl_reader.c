@@ -629,6 +629,29 @@ static inline uint64_t ld64(const unsigned char *p) {
 }
 static inline void st64(unsigned char *d, uint64_t v) { memcpy(d, &v, 8); }
 
+/* The EVENT_HEADER's extended data items after the header at @p + *@hdr (record of @size bytes):
+ * each bounded by the record; the first ETW_REC_MAX_EXT kept in @rec. *@hdr moves past them.
+ * -1 on a malformed item. Shared by parse_generic and the fast path in next_ref. */
+static inline int parse_ext(struct etw_rec *rec, const unsigned char *p, uint32_t size, uint32_t *hdr) {
+  uint32_t h = *hdr;
+  for (;;) {
+    if (size - h < 8) return -1;
+    const unsigned char *it = p + h;
+    uint32_t isz = rd16(it), dsz = rd16(it + 6);
+    if (isz < 8 || isz > size - h || dsz > isz - 8) return -1;
+    if (rec->n_ext < ETW_REC_MAX_EXT) {
+      struct etw_ext_item *x = &rec->ext[rec->n_ext++];
+      x->type = rd16(it + 2);
+      x->len = (uint16_t)dsz;
+      x->data = it + 8;
+    }
+    h += isz;
+    if (!(rd16(it + 4) & 1)) break;
+  }
+  *hdr = h;
+  return 0;
+}
+
 /* Every field of the record head, field by field (the other record kinds, and any layout). */
 ETL_NOINLINE int parse_generic(const struct efile *f, struct stream *s, const unsigned char *p,
                                uint32_t n, uint32_t m) {
@@ -731,22 +754,7 @@ ETL_NOINLINE int parse_generic(const struct efile *f, struct stream *s, const un
       rec->kernel_time = rd32(p + 0x38);
       rec->user_time = rd32(p + 0x3C);
       memcpy(rec->activity_id, p + 0x40, 16);
-      if (rec->flags & ETW_EVH_EXTENDED_INFO) {
-        for (;;) {
-          if (size - hdr < 8) return -1;
-          const unsigned char *it = p + hdr;
-          uint32_t isz = rd16(it), dsz = rd16(it + 6);
-          if (isz < 8 || isz > size - hdr || dsz > isz - 8) return -1;
-          if (rec->n_ext < ETW_REC_MAX_EXT) {
-            struct etw_ext_item *x = &rec->ext[rec->n_ext++];
-            x->type = rd16(it + 2);
-            x->len = (uint16_t)dsz;
-            x->data = it + 8;
-          }
-          hdr += isz;
-          if (!(rd16(it + 4) & 1)) break;
-        }
-      }
+      if ((rec->flags & ETW_EVH_EXTENDED_INFO) && parse_ext(rec, p, size, &hdr)) return -1;
       break;
     }
     default:
@@ -854,22 +862,7 @@ ETL_INLINE int parse_record(struct stream *s) {
     rec->n_ext = 0;
     rec->wpp_msg_number = rec->wpp_flags = 0;
     rec->wpp_sequence = 0;
-    if (flags & ETW_EVH_EXTENDED_INFO) {
-      for (;;) {
-        if (size - hdr < 8) return -1;
-        const unsigned char *it = p + hdr;
-        uint32_t isz = rd16(it), dsz = rd16(it + 6);
-        if (isz < 8 || isz > size - hdr || dsz > isz - 8) return -1;
-        if (rec->n_ext < ETW_REC_MAX_EXT) {
-          struct etw_ext_item *x = &rec->ext[rec->n_ext++];
-          x->type = rd16(it + 2);
-          x->len = (uint16_t)dsz;
-          x->data = it + 8;
-        }
-        hdr += isz;
-        if (!(rd16(it + 4) & 1)) break;
-      }
-    }
+    if ((flags & ETW_EVH_EXTENDED_INFO) && parse_ext(rec, p, size, &hdr)) return -1;
   } else {
     s->rec_perf = 0;
     int k = parse_generic(s->f, s, p, n, m);
