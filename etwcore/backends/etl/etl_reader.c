@@ -69,17 +69,24 @@ struct stream {
   uint32_t n_bi, next_bi;
   unsigned char *pay;        /* decompressed / copied record payload (owned) */
   uint32_t pay_len, pay_cap, pos;
-  int has;                   /* rec is valid */
+  int has;                   /* cur is valid */
   uint64_t buf_off;
   int64_t last_ts;
-  struct etw_rec rec;        /* current record (valid when has); file, file_index and cpu are
-                                set once, file_offset per buffer */
+  /* the records parsed ahead: slots[0, lim - slots) of the current buffer, cur the current one
+   * (valid when has); pos is the payload offset of the first record not parsed yet. A slot
+   * whose kind is PERFINFO has the fields that kind leaves zero at zero (only the reader writes
+   * the slots); file, file_index and cpu are set once per slot, file_offset per record. */
+  struct etw_rec *cur, *lim, *slots;
+  uint64_t slots_off;        /* the file_offset the slots hold */
   const unsigned char *data; /* the current buffer's records: pay, or inside a memory image */
   const struct efile *f;     /* its file (r->files no longer moves once streams exist) */
   int ft_unit;               /* the file's clock counts 100 ns: filetime = ft_base + timestamp */
-  int rec_perf;              /* rec holds a PERFINFO record: the fields it leaves zero are zero */
   uint64_t ft_base;          /* start_time - t0 (mod 2^64) */
 };
+
+/* Records parsed per batch (one loop over a buffer's records; the slots of a stream are
+ * allocated on its first batch and freed when it is exhausted). */
+#define ETL_BATCH 32
 
 struct etw_etl_reader {
   struct efile *files;
@@ -98,6 +105,7 @@ struct etw_etl_reader {
   uint64_t *okey;            /* list: their record times ([head] not kept); 0 at head - 1,
                                 UINT64_MAX at end */
   uint32_t head, end, ocap;  /* list: the live part of ord/okey (entries slide towards ocap) */
+  uint64_t lkey;             /* list: okey[head + 1], the runner-up's record time */
   int started;
   struct stream *last_s;     /* stream of the last returned record, or NULL */
   unsigned char *raw;        /* scratch for reading a buffer */
@@ -130,6 +138,7 @@ void etw_etl_reader_free(struct etw_etl_reader *r) {
   for (uint32_t i = 0; i < r->n_st; i++) {
     free(r->st[i].bi);
     free(r->st[i].pay);
+    free(r->st[i].slots);
   }
   free(r->files);
   free(r->st);
@@ -485,9 +494,6 @@ static enum etw_err build_streams(struct etw_etl_reader *r, struct etw_status *s
         s->file = fi;
         s->cpu = cpu;
         s->last_ts = f->info.t0;
-        s->rec.file = &f->info;
-        s->rec.file_index = fi;
-        s->rec.cpu = cpu;
         /* with 10^7 counts per second to_filetime is start_time ± |ts - t0|, which is
          * start_time + (ts - t0) modulo 2^64 either way */
         s->ft_unit = clock_freq(&f->info) == 10000000;
@@ -590,7 +596,6 @@ static int load_buffer(struct etw_etl_reader *r, struct stream *s) {
       s->data = h + BH;
       s->pay_len = used - BH;
     }
-    s->rec.file_offset = s->buf_off;
     return 0;
   }
   return 1;
@@ -653,9 +658,8 @@ static inline int parse_ext(struct etw_rec *rec, const unsigned char *p, uint32_
 }
 
 /* Every field of the record head, field by field (the other record kinds, and any layout). */
-ETL_NOINLINE int parse_generic(const struct efile *f, struct stream *s, const unsigned char *p,
-                               uint32_t n, uint32_t m) {
-  struct etw_rec *rec = &s->rec;
+ETL_NOINLINE int parse_generic(const struct efile *f, const struct stream *s, struct etw_rec *rec,
+                               const unsigned char *p, uint32_t n, uint32_t m, int64_t last_ts) {
   /* the record head up to ext[] zeroed: six 16-byte stores (memset compiles to `rep stos`,
    * slow to start and counted per word by callgrind) */
 #if defined(__SSE2__)
@@ -771,7 +775,7 @@ ETL_NOINLINE int parse_generic(const struct efile *f, struct stream *s, const un
     rec->wpp_flags = of;
     rec->ptr_size = (of & 0x40) ? 4 : (of & 0x80) ? 8 : (uint8_t)(f->info.pointer_size == 4 ? 4 : 8);
     rec->tid = rec->pid = 0xFFFFFFFFu;
-    rec->timestamp = s->last_ts;
+    rec->timestamp = last_ts;
     rec->desc.id = rec->wpp_msg_number;
     if (of & 0x01) {
       if (size - hdr < 4) return -1;
@@ -806,33 +810,29 @@ ETL_NOINLINE int parse_generic(const struct efile *f, struct stream *s, const un
   return (int)size;
 }
 
-/* Parse the record at s->data[s->pos]; 1 = got one, 0 = end of buffer, -1 = damage. */
-ETL_INLINE int parse_record(struct stream *s) {
-  /* pos may lie up to 7 past pay_len (the last record's padding) */
-  int64_t left = (int64_t)s->pay_len - (int64_t)s->pos;
+/* Parse the record at @data[*@pos] (payload of @len bytes) into @rec; 1 = got one (*@pos
+ * moves past it, *@last_ts is its time), 0 = end of buffer, -1 = damage (nothing moves). */
+ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, const unsigned char *data,
+                         uint32_t len, uint32_t *ppos, int64_t *plast, int ft_unit, uint64_t ft_base) {
+  /* pos may lie up to 7 past len (the last record's padding) */
+  int64_t left = (int64_t)len - (int64_t)*ppos;
   if (left < 8) return 0;
   uint32_t n = (uint32_t)left;
-  const unsigned char *p = s->data + s->pos;
+  const unsigned char *p = data + *ppos;
   uint64_t h0 = rd64(p);
   uint32_t m = (uint32_t)h0;
   if (m == 0xFFFFFFFFu) return 0;
-  struct etw_rec *rec = &s->rec;
   unsigned char *rb = (unsigned char *)rec;
-  unsigned type = (m >> 16) & 0xFF;
   uint32_t size, hdr;
-  if (ETL_REC_LAYOUT && (m & 0xC0000000u) == 0xC0000000u && (type | 1) == 0x11) {
+  /* (the header types 0x10/0x11 and 0x12/0x13: 32/64-bit by the type's low bit, bit 16) */
+  if (ETL_REC_LAYOUT && (m & 0xC0FE0000u) == 0xC0100000u) {
     /* PERFINFO: 2 version (high byte: extension bits), 4 size, 6 HookId, 8 timestamp */
     uint32_t ver = m & 0xFFFF;
     size = (uint32_t)(h0 >> 32) & 0xFFFF;
     hdr = 0x10 + ((ver >> 15) + ((ver >> 8) & 7)) * 8;
     if (hdr > size || size > n) return -1; /* (hdr ≥ 0x10) */
     uint64_t hook = h0 >> 48;
-    st64(rb, ETW_REC_PERFINFO | (uint64_t)(type == 0x10 ? 4 : 8) << 8 | hook << 48);
-    st64(rb + 8, UINT64_MAX); /* tid, pid */
-    st64(rb + 16, ld64(p + 8));
-    st64(rb + 48, (uint64_t)(ver & 0xFF) << 16 | hook << 40); /* version; opcode, task */
-    if (!s->rec_perf) { /* (only the reader writes rec) */
-      s->rec_perf = 1;
+    if (rec->kind != ETW_REC_PERFINFO) { /* else the fields kept zero are zero */
       st64(rb + 32, 0);
       st64(rb + 40, 0);
       st64(rb + 56, 0);
@@ -843,17 +843,22 @@ ETL_INLINE int parse_record(struct stream *s) {
       rec->wpp_msg_number = rec->wpp_flags = 0;
       rec->wpp_sequence = 0;
     }
-  } else if (ETL_REC_LAYOUT && (m & 0xC0000000u) == 0xC0000000u && (type | 1) == 0x13) {
+    st64(rb, (ETW_REC_PERFINFO | 4 << 8) + (uint64_t)((m >> 6) & 0x400) + (h0 & 0xFFFF000000000000ull));
+    st64(rb + 8, UINT64_MAX); /* tid, pid */
+    st64(rb + 16, ld64(p + 8));
+    st64(rb + 48, (uint64_t)(ver & 0xFF) << 16 | hook << 40); /* version; opcode, task */
+  } else if (ETL_REC_LAYOUT && (m & 0xC0FE0000u) == 0xC0120000u) {
     /* EVENT_HEADER: 0 size, 4 flags, 6 property, 8 tid, pid, timestamp, provider, descriptor,
      * kernel and user time, activity id: from 8 on the same layout as the record head */
     hdr = 0x50;
     size = m & 0xFFFF;
     if (size < hdr || size > n) return -1;
     uint32_t flags = (uint32_t)(h0 >> 32) & 0xFFFF;
-    s->rec_perf = 0;
-    st64(rb, ETW_REC_EVENT | (uint64_t)(type == 0x12 ? 4 : 8) << 8 |
-                 ((h0 >> 16) & 0xFFFFFFFF0000ull) |
-                 (uint64_t)(type == 0x12 ? ETW_EVH_32_BIT_HEADER : ETW_EVH_64_BIT_HEADER) << 16);
+    /* kind, pointer size 4 or 8, flags | 32/64_BIT_HEADER (0x20 or 0x40), property */
+    uint64_t b64 = (uint64_t)((m >> 16) & 1);
+    st64(rb, ((h0 >> 16) & 0xFFFFFFFF0000ull) |
+                 ((ETW_REC_EVENT | 4 << 8 | (uint64_t)ETW_EVH_32_BIT_HEADER << 16) + (b64 << 10) +
+                  (b64 << 21)));
     memcpy(rb + 8, p + 8, 16);       /* tid, pid, timestamp */
     memcpy(rb + 32, p + 0x18, 16);   /* provider */
     memcpy(rb + 48, p + 0x28, 16);   /* descriptor */
@@ -864,26 +869,70 @@ ETL_INLINE int parse_record(struct stream *s) {
     rec->wpp_sequence = 0;
     if ((flags & ETW_EVH_EXTENDED_INFO) && parse_ext(rec, p, size, &hdr)) return -1;
   } else {
-    s->rec_perf = 0;
-    int k = parse_generic(s->f, s, p, n, m);
+    int k = parse_generic(s->f, s, rec, p, n, m, *plast);
     if (k < 0) return -1;
     size = (uint32_t)k;
     goto done;
   }
   rec->user_data = p + hdr;
   rec->user_len = size - hdr;
-done:
-  rec->filetime = s->ft_unit ? s->ft_base + (uint64_t)rec->timestamp : to_filetime(&s->f->info, rec->timestamp);
-  s->last_ts = rec->timestamp;
-  s->pos += (size + 7) & ~7u; /* ≤ pay_len + 7 (size ≤ n) */
+done:;
+  int64_t ts = rec->timestamp;
+  rec->filetime = ft_unit ? ft_base + (uint64_t)ts : to_filetime(&s->f->info, ts);
+  *plast = ts;
+  *ppos += (size + 7) & ~7u; /* ≤ len + 7 (size ≤ n) */
   return 1;
 }
 
-/* Advance stream @s to its next record after parse_record answered @k (0 = end of buffer,
- * -1 = damage); 1 = has one, 0 = exhausted. */
-ETL_NOINLINE int advance_slow(struct etw_etl_reader *r, struct stream *s, int k) {
+/* Parse the next batch of stream @s's records into its slots, loading its next buffers as
+ * needed; 1 = s->cur is the first of them, 0 = exhausted (its memory given back). A batch ends
+ * at the end of a buffer or before a bad record, which is found again (and reported) by the
+ * next batch, when the records before it were delivered. */
+ETL_NOINLINE int fill(struct etw_etl_reader *r, struct stream *s) {
+  if (!s->slots) {
+    size_t sz = ETL_BATCH * sizeof *s->slots;
+    if (r->mem + sz > ETW_ETL_MAX_MEMORY || !(s->slots = calloc(ETL_BATCH, sizeof *s->slots))) {
+      set_damage(r, s->file, s->buf_off, "records over the memory limit");
+      s->cur = s->lim = NULL;
+      return s->has = 0;
+    }
+    r->mem += sz;
+    for (uint32_t i = 0; i < ETL_BATCH; i++) {
+      s->slots[i].file = &s->f->info;
+      s->slots[i].file_index = s->file;
+      s->slots[i].cpu = s->cpu;
+      s->slots[i].file_offset = s->buf_off;
+    }
+    s->slots_off = s->buf_off;
+  }
   for (;;) {
-    if (k == 1) return s->has = 1;
+    int k = 0;
+    struct etw_rec *rec = s->slots, *end = rec + ETL_BATCH;
+    if (s->pay_len) {
+      const unsigned char *data = s->data;
+      uint32_t len = s->pay_len, pos = s->pos;
+      int64_t last = s->last_ts;
+      uint64_t ft_base = s->ft_base;
+      if (s->slots_off != s->buf_off) { /* a new buffer */
+        s->slots_off = s->buf_off;
+        for (uint32_t i = 0; i < ETL_BATCH; i++) s->slots[i].file_offset = s->buf_off;
+      }
+      /* (one loop per clock kind: the test is out of the loop) */
+      if (s->ft_unit) {
+        while ((k = parse_one(s, rec, data, len, &pos, &last, 1, ft_base)) == 1 && ++rec < end) {
+        }
+      } else {
+        while ((k = parse_one(s, rec, data, len, &pos, &last, 0, ft_base)) == 1 && ++rec < end) {
+        }
+      }
+      s->pos = pos;
+      s->last_ts = last;
+      if (rec > s->slots) {
+        s->cur = s->slots;
+        s->lim = rec;
+        return s->has = 1;
+      }
+    }
     if (k < 0) {
       char msg[96];
       snprintf(msg, sizeof msg, "bad record at payload offset 0x%x of the buffer", (unsigned)s->pos + BH);
@@ -891,25 +940,19 @@ ETL_NOINLINE int advance_slow(struct etw_etl_reader *r, struct stream *s, int k)
     }
     s->pay_len = 0;
     if (load_buffer(r, s)) { /* exhausted: give its memory back */
-      r->mem -= s->pay_cap;
+      r->mem -= s->pay_cap + ETL_BATCH * sizeof *s->slots;
       free(s->pay);
       s->pay = NULL;
       s->pay_cap = 0;
+      free(s->slots);
+      s->slots = s->cur = s->lim = NULL;
       return s->has = 0;
     }
-    k = s->pay_len ? parse_record(s) : 0;
   }
 }
 
-/* Advance stream @s to its next record; 1 = has one, 0 = exhausted. */
-ETL_INLINE int advance(struct etw_etl_reader *r, struct stream *s) {
-  int k = s->pay_len ? parse_record(s) : 0;
-  if (k == 1) return 1; /* s->has is already 1 */
-  return advance_slow(r, s, k);
-}
-
 static int before(const struct etw_etl_reader *r, uint32_t a, uint32_t b) {
-  const struct etw_rec *x = &r->st[a].rec, *y = &r->st[b].rec;
+  const struct etw_rec *x = r->st[a].cur, *y = r->st[b].cur;
   if (x->filetime != y->filetime) return x->filetime < y->filetime;
   if (r->st[a].file == r->st[b].file && x->timestamp != y->timestamp) return x->timestamp < y->timestamp;
   return a < b;
@@ -938,7 +981,7 @@ static void set_runner(struct etw_etl_reader *r) {
 static void replay(struct etw_etl_reader *r, uint32_t w, uint32_t cur) {
   uint32_t *t = r->tree;
   uint64_t *tf = r->tft;
-  uint64_t cf = cur == LT_NONE ? UINT64_MAX : r->st[cur].rec.filetime, m = UINT64_MAX;
+  uint64_t cf = cur == LT_NONE ? UINT64_MAX : r->st[cur].cur->filetime, m = UINT64_MAX;
   for (uint32_t n = r->leaf[w] >> 1; n >= 1; n >>= 1) {
     uint64_t xf = tf[n];
     if (xf < cf || (xf == cf && lt_before(r, t[n], cur))) {
@@ -974,7 +1017,7 @@ static void build_tree(struct etw_etl_reader *r) {
       wn[n] = a;
       t[n] = b;
     }
-    r->tft[n] = t[n] == LT_NONE ? UINT64_MAX : r->st[t[n]].rec.filetime;
+    r->tft[n] = t[n] == LT_NONE ? UINT64_MAX : r->st[t[n]].cur->filetime;
   }
   t[0] = wn[1]; /* P == 1: the only leaf, wn[1] */
   set_runner(r);
@@ -993,12 +1036,13 @@ static void build_list(struct etw_etl_reader *r) {
       r->okey[j] = r->okey[j - 1];
     }
     r->ord[j] = &r->st[i];
-    r->okey[j] = r->st[i].rec.filetime;
+    r->okey[j] = r->st[i].cur->filetime;
   }
   r->ord[c] = NULL;
   r->okey[c] = UINT64_MAX;
   r->head = 1;
   r->end = c;
+  r->lkey = c > 1 ? r->okey[2] : UINT64_MAX; /* ([c] is the end sentinel) */
 }
 
 /* List: the front stream leaves (exhausted, or to be put back by list_sift). The entries slide
@@ -1037,30 +1081,36 @@ static inline void list_sift(struct etw_etl_reader *r, struct stream *w, uint64_
   r->end = end + 1;
 }
 
-int etw_etl_reader_next_ref(struct etw_etl_reader *r, const struct etw_rec **rec, struct etw_status *st) {
+/* next_ref when the last record's stream has no parsed record left or no longer comes first,
+ * and the first and last calls. */
+ETL_NOINLINE int next_slow(struct etw_etl_reader *r, const struct etw_rec **rec, struct etw_status *st) {
   struct stream *s = r->last_s, *top;
   if (s) {
-    int more = advance(r, s);
+    int more = 1;
+    struct etw_rec *c = s->cur + 1;
+    if (c < s->lim) s->cur = c;
+    else more = fill(r, s);
     r->last_s = NULL;
     if (r->list) {
       if (!more) {
         list_pop(r);
-      } else if (s->rec.filetime >= r->okey[r->head + 1]) {
+      } else if (s->cur->filetime >= r->okey[r->head + 1]) {
         list_pop(r);
-        list_sift(r, s, s->rec.filetime);
+        list_sift(r, s, s->cur->filetime);
       }
       top = r->ord[r->head];
+      r->lkey = top ? r->okey[r->head + 1] : UINT64_MAX;
     } else {
       uint32_t w = (uint32_t)(s - r->st);
       if (!more) replay(r, w, LT_NONE);
-      else if (s->rec.filetime >= r->runner_ft) replay(r, w, w);
+      else if (s->cur->filetime >= r->runner_ft) replay(r, w, w);
       top = r->tree[0] == LT_NONE ? NULL : &r->st[r->tree[0]];
     }
   } else {
     if (!r->started) {
       r->started = 1;
       if (build_streams(r, st)) return -1;
-      for (uint32_t i = 0; i < r->n_st; i++) advance(r, &r->st[i]);
+      for (uint32_t i = 0; i < r->n_st; i++) fill(r, &r->st[i]);
       if (r->list) build_list(r);
       else build_tree(r);
     }
@@ -1076,8 +1126,68 @@ int etw_etl_reader_next_ref(struct etw_etl_reader *r, const struct etw_rec **rec
     return 0;
   }
   r->last_s = top;
-  *rec = &top->rec;
+  *rec = top->cur;
   return 1;
+}
+
+/* list_move's general case: ties (the full rule) and the arrays' compaction. */
+ETL_NOINLINE struct stream *list_move_slow(struct etw_etl_reader *r, struct stream *w, uint64_t k) {
+  list_pop(r);
+  list_sift(r, w, k);
+  r->lkey = r->okey[r->head + 1];
+  return r->ord[r->head];
+}
+
+/* List: the front stream @w, whose next record (key @k) is not before the runner-up's, goes
+ * back in its place (list_pop + list_sift); returns the new front stream and sets r->lkey.
+ * A leaf: the place is searched from the back first, and an equal key (or a full array) hands
+ * everything to list_move_slow before anything moved. */
+ETL_NOINLINE struct stream *list_move(struct etw_etl_reader *r, struct stream *w, uint64_t k) {
+  uint32_t head = r->head, end = r->end;
+  if (end + 2 > r->ocap) return list_move_slow(r, w, k);
+  struct stream **o0 = r->ord;
+  uint64_t *k0 = r->okey;
+  o0[head] = NULL; /* the front sentinel (list_pop writes the same) */
+  k0[head] = 0;
+  uint64_t *ok = k0 + end, x;
+  while ((x = ok[-1]) > k) ok--; /* stops at the sentinel at the latest */
+  if (x == k) return list_move_slow(r, w, k);
+  struct stream **o = o0 + (ok - k0);
+  for (uint64_t *q = k0 + end; q > ok; q--) {
+    struct stream **oq = o0 + (q - k0);
+    oq[0] = oq[-1];
+    q[0] = q[-1];
+  }
+  *o = w;
+  *ok = k;
+  o0[end + 1] = NULL;
+  k0[end + 1] = UINT64_MAX;
+  r->end = end + 1;
+  r->head = head + 1;
+  r->lkey = k0[head + 2];
+  return o0[head + 1];
+}
+
+int etw_etl_reader_next_ref(struct etw_etl_reader *r, const struct etw_rec **rec, struct etw_status *st) {
+  struct stream *s = r->last_s;
+  if (s && r->list) {
+    /* the same stream's next parsed record: it stays in front while before the runner-up's
+     * (equal times take the full rule in list_sift) */
+    struct etw_rec *c = s->cur + 1;
+    if (c < s->lim) {
+      uint64_t k = c->filetime;
+      s->cur = c;
+      if (k < r->lkey) {
+        *rec = c;
+        return 1;
+      }
+      s = list_move(r, s, k);
+      r->last_s = s;
+      *rec = s->cur;
+      return 1;
+    }
+  }
+  return next_slow(r, rec, st);
 }
 
 int etw_etl_reader_next(struct etw_etl_reader *r, struct etw_rec *rec, struct etw_status *st) {
