@@ -810,15 +810,15 @@ ETL_NOINLINE int parse_generic(const struct efile *f, const struct stream *s, st
   return (int)size;
 }
 
-/* Parse the record at @data[*@pos] (payload of @len bytes) into @rec; 1 = got one (*@pos
- * moves past it, *@last_ts is its time), 0 = end of buffer, -1 = damage (nothing moves). */
-ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, const unsigned char *data,
-                         uint32_t len, uint32_t *ppos, int64_t *plast, int ft_unit, uint64_t ft_base) {
-  /* pos may lie up to 7 past len (the last record's padding) */
-  int64_t left = (int64_t)len - (int64_t)*ppos;
+/* Parse the record *@pleft bytes before the payload's end @pend into @rec; 1 = got one
+ * (*@pleft drops by its size with padding: the last record's padding may take it to -7;
+ * *@plast is its time), 0 = end of buffer, -1 = damage (nothing moves). */
+ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, int64_t *pleft,
+                         const unsigned char *pend, int64_t *plast, int ft_unit, uint64_t ft_base) {
+  int64_t left = *pleft;
   if (left < 8) return 0;
+  const unsigned char *p = pend - left;
   uint32_t n = (uint32_t)left;
-  const unsigned char *p = data + *ppos;
   uint64_t h0 = rd64(p);
   uint32_t m = (uint32_t)h0;
   if (m == 0xFFFFFFFFu) return 0;
@@ -880,7 +880,7 @@ done:;
   int64_t ts = rec->timestamp;
   rec->filetime = ft_unit ? ft_base + (uint64_t)ts : to_filetime(&s->f->info, ts);
   *plast = ts;
-  *ppos += (size + 7) & ~7u; /* ≤ len + 7 (size ≤ n) */
+  *pleft = left - ((size + 7) & ~7u); /* (size ≤ n) */
   return 1;
 }
 
@@ -909,8 +909,9 @@ ETL_NOINLINE int fill(struct etw_etl_reader *r, struct stream *s) {
     int k = 0;
     struct etw_rec *rec = s->slots, *end = rec + ETL_BATCH;
     if (s->pay_len) {
-      const unsigned char *data = s->data;
-      uint32_t len = s->pay_len, pos = s->pos;
+      /* (pos may lie up to 7 past pay_len) */
+      const unsigned char *pend = s->data + s->pay_len;
+      int64_t left = (int64_t)s->pay_len - (int64_t)s->pos;
       int64_t last = s->last_ts;
       uint64_t ft_base = s->ft_base;
       if (s->slots_off != s->buf_off) { /* a new buffer */
@@ -919,13 +920,13 @@ ETL_NOINLINE int fill(struct etw_etl_reader *r, struct stream *s) {
       }
       /* (one loop per clock kind: the test is out of the loop) */
       if (s->ft_unit) {
-        while ((k = parse_one(s, rec, data, len, &pos, &last, 1, ft_base)) == 1 && ++rec < end) {
+        while ((k = parse_one(s, rec, &left, pend, &last, 1, ft_base)) == 1 && ++rec < end) {
         }
       } else {
-        while ((k = parse_one(s, rec, data, len, &pos, &last, 0, ft_base)) == 1 && ++rec < end) {
+        while ((k = parse_one(s, rec, &left, pend, &last, 0, ft_base)) == 1 && ++rec < end) {
         }
       }
-      s->pos = pos;
+      s->pos = (uint32_t)((int64_t)s->pay_len - left);
       s->last_ts = last;
       if (rec > s->slots) {
         s->cur = s->slots;
