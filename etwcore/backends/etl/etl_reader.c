@@ -105,7 +105,7 @@ struct etw_etl_reader {
   uint64_t *okey;            /* list: their record times ([head] not kept); 0 at head - 1,
                                 UINT64_MAX at end */
   uint32_t head, end, ocap;  /* list: the live part of ord/okey (entries slide towards ocap) */
-  uint64_t lkey;             /* list: okey[head + 1], the runner-up's record time */
+  uint64_t lkey;             /* list: okey[head + 1], the runner-up's record time; tree: 0 */
   int started;
   struct stream *last_s;     /* stream of the last returned record, or NULL */
   unsigned char *raw;        /* scratch for reading a buffer */
@@ -810,26 +810,27 @@ ETL_NOINLINE int parse_generic(const struct efile *f, const struct stream *s, st
   return (int)size;
 }
 
-/* Parse the record *@pleft bytes before the payload's end @pend into @rec; 1 = got one
- * (*@pleft drops by its size with padding: the last record's padding may take it to -7;
- * *@plast is its time), 0 = end of buffer, -1 = damage (nothing moves). */
+/* Parse the record *@pleft bytes before the payload's end @pend into @rec (a slot of @s: the
+ * one before it, or s->last_ts, has the previous record); 1 = got one (*@pleft drops by its
+ * size with padding: the last record's padding may take it to -7), 0 = end of buffer, -1 =
+ * damage (nothing moves). */
 ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, int64_t *pleft,
-                         const unsigned char *pend, int64_t *plast, int ft_unit, uint64_t ft_base) {
+                         const unsigned char *pend, int ft_unit, uint64_t ft_base) {
   int64_t left = *pleft;
   if (left < 8) return 0;
   const unsigned char *p = pend - left;
   uint32_t n = (uint32_t)left;
   uint64_t h0 = rd64(p);
   uint32_t m = (uint32_t)h0;
-  if (m == 0xFFFFFFFFu) return 0;
   unsigned char *rb = (unsigned char *)rec;
   uint32_t size, hdr;
+  int64_t ts;
   /* (the header types 0x10/0x11 and 0x12/0x13: 32/64-bit by the type's low bit, bit 16) */
   if (ETL_REC_LAYOUT && (m & 0xC0FE0000u) == 0xC0100000u) {
     /* PERFINFO: 2 version (high byte: extension bits), 4 size, 6 HookId, 8 timestamp */
     uint32_t ver = m & 0xFFFF;
     size = (uint32_t)(h0 >> 32) & 0xFFFF;
-    hdr = 0x10 + ((ver >> 15) + ((ver >> 8) & 7)) * 8;
+    hdr = 0x10 + ((m >> 12) & 8) + ((m >> 5) & 0x38); /* + 8 × (bit 15 + bits 8..10) */
     if (hdr > size || size > n) return -1; /* (hdr ≥ 0x10) */
     uint64_t hook = h0 >> 48;
     if (rec->kind != ETW_REC_PERFINFO) { /* else the fields kept zero are zero */
@@ -845,7 +846,8 @@ ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, int64_t *p
     }
     st64(rb, (ETW_REC_PERFINFO | 4 << 8) + (uint64_t)((m >> 6) & 0x400) + (h0 & 0xFFFF000000000000ull));
     st64(rb + 8, UINT64_MAX); /* tid, pid */
-    st64(rb + 16, ld64(p + 8));
+    ts = (int64_t)ld64(p + 8);
+    st64(rb + 16, (uint64_t)ts);
     st64(rb + 48, (uint64_t)(ver & 0xFF) << 16 | hook << 40); /* version; opcode, task */
   } else if (ETL_REC_LAYOUT && (m & 0xC0FE0000u) == 0xC0120000u) {
     /* EVENT_HEADER: 0 size, 4 flags, 6 property, 8 tid, pid, timestamp, provider, descriptor,
@@ -854,12 +856,13 @@ ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, int64_t *p
     size = m & 0xFFFF;
     if (size < hdr || size > n) return -1;
     uint32_t flags = (uint32_t)(h0 >> 32) & 0xFFFF;
-    /* kind, pointer size 4 or 8, flags | 32/64_BIT_HEADER (0x20 or 0x40), property */
-    uint64_t b64 = (uint64_t)((m >> 16) & 1);
-    st64(rb, ((h0 >> 16) & 0xFFFFFFFF0000ull) |
-                 ((ETW_REC_EVENT | 4 << 8 | (uint64_t)ETW_EVH_32_BIT_HEADER << 16) + (b64 << 10) +
-                  (b64 << 21)));
+    /* kind, pointer size 4 or 8, flags | 32/64_BIT_HEADER, property */
+    static const uint64_t ev_head[2] = {
+        ETW_REC_EVENT | 4 << 8 | (uint64_t)ETW_EVH_32_BIT_HEADER << 16,
+        ETW_REC_EVENT | 8 << 8 | (uint64_t)ETW_EVH_64_BIT_HEADER << 16};
+    st64(rb, ((h0 >> 16) & 0xFFFFFFFF0000ull) | ev_head[(m >> 16) & 1]);
     memcpy(rb + 8, p + 8, 16);       /* tid, pid, timestamp */
+    ts = (int64_t)ld64(p + 16);
     memcpy(rb + 32, p + 0x18, 16);   /* provider */
     memcpy(rb + 48, p + 0x28, 16);   /* descriptor */
     memcpy(rb + 64, p + 0x38, 16);   /* kernel, user time; activity id [0, 8) */
@@ -869,17 +872,18 @@ ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, int64_t *p
     rec->wpp_sequence = 0;
     if ((flags & ETW_EVH_EXTENDED_INFO) && parse_ext(rec, p, size, &hdr)) return -1;
   } else {
-    int k = parse_generic(s->f, s, rec, p, n, m, *plast);
+    if (m == 0xFFFFFFFFu) return 0; /* no more records */
+    /* (the time of the stream's previous record: a WPP record without its own takes it) */
+    int k = parse_generic(s->f, s, rec, p, n, m, rec > s->slots ? rec[-1].timestamp : s->last_ts);
     if (k < 0) return -1;
     size = (uint32_t)k;
+    ts = rec->timestamp;
     goto done;
   }
   rec->user_data = p + hdr;
   rec->user_len = size - hdr;
-done:;
-  int64_t ts = rec->timestamp;
+done:
   rec->filetime = ft_unit ? ft_base + (uint64_t)ts : to_filetime(&s->f->info, ts);
-  *plast = ts;
   *pleft = left - ((size + 7) & ~7u); /* (size ≤ n) */
   return 1;
 }
@@ -912,7 +916,6 @@ ETL_NOINLINE int fill(struct etw_etl_reader *r, struct stream *s) {
       /* (pos may lie up to 7 past pay_len) */
       const unsigned char *pend = s->data + s->pay_len;
       int64_t left = (int64_t)s->pay_len - (int64_t)s->pos;
-      int64_t last = s->last_ts;
       uint64_t ft_base = s->ft_base;
       if (s->slots_off != s->buf_off) { /* a new buffer */
         s->slots_off = s->buf_off;
@@ -920,15 +923,15 @@ ETL_NOINLINE int fill(struct etw_etl_reader *r, struct stream *s) {
       }
       /* (one loop per clock kind: the test is out of the loop) */
       if (s->ft_unit) {
-        while ((k = parse_one(s, rec, &left, pend, &last, 1, ft_base)) == 1 && ++rec < end) {
+        while ((k = parse_one(s, rec, &left, pend, 1, ft_base)) == 1 && ++rec < end) {
         }
       } else {
-        while ((k = parse_one(s, rec, &left, pend, &last, 0, ft_base)) == 1 && ++rec < end) {
+        while ((k = parse_one(s, rec, &left, pend, 0, ft_base)) == 1 && ++rec < end) {
         }
       }
       s->pos = (uint32_t)((int64_t)s->pay_len - left);
-      s->last_ts = last;
       if (rec > s->slots) {
+        s->last_ts = rec[-1].timestamp;
         s->cur = s->slots;
         s->lim = rec;
         return s->has = 1;
@@ -1132,27 +1135,33 @@ ETL_NOINLINE int next_slow(struct etw_etl_reader *r, const struct etw_rec **rec,
 }
 
 /* list_move's general case: ties (the full rule) and the arrays' compaction. */
-ETL_NOINLINE struct stream *list_move_slow(struct etw_etl_reader *r, struct stream *w, uint64_t k) {
+ETL_NOINLINE int list_move_slow(struct etw_etl_reader *r, struct stream *w, uint64_t k,
+                                const struct etw_rec **rec) {
   list_pop(r);
   list_sift(r, w, k);
   r->lkey = r->okey[r->head + 1];
-  return r->ord[r->head];
+  struct stream *top = r->ord[r->head];
+  r->last_s = top;
+  *rec = top->cur;
+  return 1;
 }
 
 /* List: the front stream @w, whose next record (key @k) is not before the runner-up's, goes
- * back in its place (list_pop + list_sift); returns the new front stream and sets r->lkey.
- * A leaf: the place is searched from the back first, and an equal key (or a full array) hands
- * everything to list_move_slow before anything moved. */
-ETL_NOINLINE struct stream *list_move(struct etw_etl_reader *r, struct stream *w, uint64_t k) {
+ * back in its place (list_pop + list_sift); the new front stream's record is the next one
+ * (*@rec, r->last_s; returns 1) and r->lkey its runner-up's time. A leaf: the place is
+ * searched from the back first, and an equal key (or a full array) hands everything to
+ * list_move_slow before anything moved. */
+ETL_NOINLINE int list_move(struct etw_etl_reader *r, struct stream *w, uint64_t k,
+                           const struct etw_rec **rec) {
   uint32_t head = r->head, end = r->end;
-  if (end + 2 > r->ocap) return list_move_slow(r, w, k);
+  if (end + 2 > r->ocap) return list_move_slow(r, w, k, rec);
   struct stream **o0 = r->ord;
   uint64_t *k0 = r->okey;
   o0[head] = NULL; /* the front sentinel (list_pop writes the same) */
   k0[head] = 0;
   uint64_t *ok = k0 + end, x;
   while ((x = ok[-1]) > k) ok--; /* stops at the sentinel at the latest */
-  if (x == k) return list_move_slow(r, w, k);
+  if (x == k) return list_move_slow(r, w, k, rec);
   struct stream **o = o0 + (ok - k0);
   for (uint64_t *q = k0 + end; q > ok; q--) {
     struct stream **oq = o0 + (q - k0);
@@ -1166,26 +1175,30 @@ ETL_NOINLINE struct stream *list_move(struct etw_etl_reader *r, struct stream *w
   r->end = end + 1;
   r->head = head + 1;
   r->lkey = k0[head + 2];
-  return o0[head + 1];
+  struct stream *top = o0[head + 1];
+  r->last_s = top;
+  *rec = top->cur;
+  return 1;
 }
 
 int etw_etl_reader_next_ref(struct etw_etl_reader *r, const struct etw_rec **rec, struct etw_status *st) {
   struct stream *s = r->last_s;
-  if (s && r->list) {
+  if (s) {
     /* the same stream's next parsed record: it stays in front while before the runner-up's
-     * (equal times take the full rule in list_sift) */
+     * (lkey; 0 with the tree, which next_slow runs); else the list moves it (equal times take
+     * the full rule in list_move) */
     struct etw_rec *c = s->cur + 1;
     if (c < s->lim) {
       uint64_t k = c->filetime;
-      s->cur = c;
       if (k < r->lkey) {
+        s->cur = c;
         *rec = c;
         return 1;
       }
-      s = list_move(r, s, k);
-      r->last_s = s;
-      *rec = s->cur;
-      return 1;
+      if (r->list) {
+        s->cur = c;
+        return list_move(r, s, k, rec);
+      }
     }
   }
   return next_slow(r, rec, st);
