@@ -88,6 +88,11 @@ struct stream {
  * allocated on its first batch and freed when it is exhausted). */
 #define ETL_BATCH 32
 
+struct lent { /* a sorted list entry */
+  uint64_t key;
+  struct stream *s;
+};
+
 struct etw_etl_reader {
   struct efile *files;
   uint32_t n_files;
@@ -100,12 +105,11 @@ struct etw_etl_reader {
   uint32_t lt_p;             /* leaves (a power of two) */
   uint64_t runner_ft;        /* least record time of the losers on the winner's path (UINT64_MAX if none) */
   int list;                  /* merge by the sorted list below instead of the tree (few streams) */
-  struct stream **ord;       /* list: [head, end) the streams with a record, earliest first;
-                                [head - 1] NULL, [end] NULL (sentinels) */
-  uint64_t *okey;            /* list: their record times ([head] not kept); 0 at head - 1,
-                                UINT64_MAX at end */
-  uint32_t head, end, ocap;  /* list: the live part of ord/okey (entries slide towards ocap) */
-  uint64_t lkey;             /* list: okey[head + 1], the runner-up's record time; tree: 0 */
+  struct lent *lst;          /* list: [head, end) the streams with a record, earliest first,
+                                with their record times ([head]'s not kept); sentinels: [head -
+                                1] (NULL, 0) and [end] (NULL, UINT64_MAX) */
+  uint32_t head, end, ocap;  /* list: the live part of lst (entries slide towards ocap) */
+  uint64_t lkey;             /* list: lst[head + 1].key, the runner-up's record time; tree: 0 */
   int started;
   struct stream *last_s;     /* stream of the last returned record, or NULL */
   unsigned char *raw;        /* scratch for reading a buffer */
@@ -145,8 +149,7 @@ void etw_etl_reader_free(struct etw_etl_reader *r) {
   free(r->tree);
   free(r->tft);
   free(r->leaf);
-  free(r->ord);
-  free(r->okey);
+  free(r->lst);
   free(r->raw);
   free(r);
 }
@@ -518,11 +521,10 @@ static enum etw_err build_streams(struct etw_etl_reader *r, struct etw_status *s
   r->tft = malloc((size_t)r->lt_p * sizeof *r->tft);
   r->leaf = malloc((r->n_st ? r->n_st : 1) * sizeof *r->leaf);
   r->ocap = r->n_st + 2 + 1024;
-  r->ord = malloc((size_t)r->ocap * sizeof *r->ord);
-  r->okey = malloc((size_t)r->ocap * sizeof *r->okey);
+  r->lst = malloc((size_t)r->ocap * sizeof *r->lst);
   r->list = r->n_st <= etw_etl_merge_list_max;
   if (r->tree) r->tree[0] = LT_NONE;
-  if (!r->tree || !r->tft || !r->leaf || !r->ord || !r->okey) {
+  if (!r->tree || !r->tft || !r->leaf || !r->lst) {
     free(r->tree);
     r->tree = NULL;
     return etw_fail(st, ETW_E_NOMEM, NULL, NULL);
@@ -1029,59 +1031,54 @@ static void build_tree(struct etw_etl_reader *r) {
 
 /* The sorted list over the streams that have a record (ties by the full rule, stream order). */
 static void build_list(struct etw_etl_reader *r) {
+  struct lent *l = r->lst;
   uint32_t c = 1;
-  r->ord[0] = NULL; /* the sentinels: before and after every record */
-  r->okey[0] = 0;
+  l[0].s = NULL; /* the sentinels: before and after every record */
+  l[0].key = 0;
   for (uint32_t i = 0; i < r->n_st; i++) {
     if (!r->st[i].has) continue;
     uint32_t j = c++;
-    for (; j > 1 && before(r, i, (uint32_t)(r->ord[j - 1] - r->st)); j--) {
-      r->ord[j] = r->ord[j - 1];
-      r->okey[j] = r->okey[j - 1];
-    }
-    r->ord[j] = &r->st[i];
-    r->okey[j] = r->st[i].cur->filetime;
+    for (; j > 1 && before(r, i, (uint32_t)(l[j - 1].s - r->st)); j--) l[j] = l[j - 1];
+    l[j].s = &r->st[i];
+    l[j].key = r->st[i].cur->filetime;
   }
-  r->ord[c] = NULL;
-  r->okey[c] = UINT64_MAX;
+  l[c].s = NULL;
+  l[c].key = UINT64_MAX;
   r->head = 1;
   r->end = c;
-  r->lkey = c > 1 ? r->okey[2] : UINT64_MAX; /* ([c] is the end sentinel) */
+  r->lkey = c > 1 ? l[2].key : UINT64_MAX; /* ([c] is the end sentinel) */
 }
 
 /* List: the front stream leaves (exhausted, or to be put back by list_sift). The entries slide
- * up by one per record that moves; near the end of the arrays they are moved back to 0. */
+ * up by one per record that moves; near the end of the array they are moved back to 0. */
 static inline void list_pop(struct etw_etl_reader *r) {
   uint32_t head = r->head, end = r->end;
   if (end + 2 > r->ocap) {
     uint32_t n = end + 1 - (head - 1);
-    memmove(r->ord, r->ord + head - 1, n * sizeof *r->ord);
-    memmove(r->okey, r->okey + head - 1, n * sizeof *r->okey);
+    memmove(r->lst, r->lst + head - 1, n * sizeof *r->lst);
     r->end = end - (head - 1);
     head = 1;
   }
-  r->ord[head] = NULL; /* the front sentinel */
-  r->okey[head] = 0;
+  r->lst[head].s = NULL; /* the front sentinel */
+  r->lst[head].key = 0;
   r->head = head + 1;
 }
 
 /* List: put stream @w (just popped) back with its next record (key @k), searching from the
  * back (a stream's next record usually comes after most of the others'). */
 static inline void list_sift(struct etw_etl_reader *r, struct stream *w, uint64_t k) {
-  struct stream **o = r->ord;
-  uint64_t *ok = r->okey;
+  struct lent *l = r->lst;
   uint32_t end = r->end, i = end - 1;
   for (;; i--) {
-    uint64_t x = ok[i];
+    uint64_t x = l[i].key;
     if (x < k) break;
-    if (x == k && (!o[i] || before(r, (uint32_t)(o[i] - r->st), (uint32_t)(w - r->st)))) break;
-    o[i + 1] = o[i];
-    ok[i + 1] = x;
+    if (x == k && (!l[i].s || before(r, (uint32_t)(l[i].s - r->st), (uint32_t)(w - r->st)))) break;
+    l[i + 1] = l[i];
   }
-  o[i + 1] = w;
-  ok[i + 1] = k;
-  o[end + 1] = NULL;
-  ok[end + 1] = UINT64_MAX;
+  l[i + 1].s = w;
+  l[i + 1].key = k;
+  l[end + 1].s = NULL;
+  l[end + 1].key = UINT64_MAX;
   r->end = end + 1;
 }
 
@@ -1098,12 +1095,12 @@ ETL_NOINLINE int next_slow(struct etw_etl_reader *r, const struct etw_rec **rec,
     if (r->list) {
       if (!more) {
         list_pop(r);
-      } else if (s->cur->filetime >= r->okey[r->head + 1]) {
+      } else if (s->cur->filetime >= r->lst[r->head + 1].key) {
         list_pop(r);
         list_sift(r, s, s->cur->filetime);
       }
-      top = r->ord[r->head];
-      r->lkey = top ? r->okey[r->head + 1] : UINT64_MAX;
+      top = r->lst[r->head].s;
+      r->lkey = top ? r->lst[r->head + 1].key : UINT64_MAX;
     } else {
       uint32_t w = (uint32_t)(s - r->st);
       if (!more) replay(r, w, LT_NONE);
@@ -1119,7 +1116,7 @@ ETL_NOINLINE int next_slow(struct etw_etl_reader *r, const struct etw_rec **rec,
       else build_tree(r);
     }
     if (!r->tree) top = NULL;
-    else if (r->list) top = r->ord[r->head];
+    else if (r->list) top = r->lst[r->head].s;
     else top = r->tree[0] == LT_NONE ? NULL : &r->st[r->tree[0]];
   }
   if (!top) {
@@ -1139,8 +1136,8 @@ ETL_NOINLINE int list_move_slow(struct etw_etl_reader *r, struct stream *w, uint
                                 const struct etw_rec **rec) {
   list_pop(r);
   list_sift(r, w, k);
-  r->lkey = r->okey[r->head + 1];
-  struct stream *top = r->ord[r->head];
+  r->lkey = r->lst[r->head + 1].key;
+  struct stream *top = r->lst[r->head].s;
   r->last_s = top;
   *rec = top->cur;
   return 1;
@@ -1151,31 +1148,29 @@ ETL_NOINLINE int list_move_slow(struct etw_etl_reader *r, struct stream *w, uint
  * (*@rec, r->last_s; returns 1) and r->lkey its runner-up's time. A leaf: the place is
  * searched from the back first, and an equal key (or a full array) hands everything to
  * list_move_slow before anything moved. */
+#if defined(__GNUC__) && !defined(__clang__)
+/* (the shift loop moves ~1.3 entries: not a memmove call) */
+__attribute__((optimize("no-tree-loop-distribute-patterns")))
+#endif
 ETL_NOINLINE int list_move(struct etw_etl_reader *r, struct stream *w, uint64_t k,
                            const struct etw_rec **rec) {
   uint32_t head = r->head, end = r->end;
   if (end + 2 > r->ocap) return list_move_slow(r, w, k, rec);
-  struct stream **o0 = r->ord;
-  uint64_t *k0 = r->okey;
-  o0[head] = NULL; /* the front sentinel (list_pop writes the same) */
-  k0[head] = 0;
-  uint64_t *ok = k0 + end, x;
-  while ((x = ok[-1]) > k) ok--; /* stops at the sentinel at the latest */
+  struct lent *l = r->lst, *q = l + end, *e = q;
+  l[head].s = NULL; /* the front sentinel (list_pop writes the same) */
+  l[head].key = 0;
+  uint64_t x;
+  while ((x = q[-1].key) > k) q--; /* stops at the sentinel at the latest */
   if (x == k) return list_move_slow(r, w, k, rec);
-  struct stream **o = o0 + (ok - k0);
-  for (uint64_t *q = k0 + end; q > ok; q--) {
-    struct stream **oq = o0 + (q - k0);
-    oq[0] = oq[-1];
-    q[0] = q[-1];
-  }
-  *o = w;
-  *ok = k;
-  o0[end + 1] = NULL;
-  k0[end + 1] = UINT64_MAX;
+  for (; e > q; e--) e[0] = e[-1];
+  q->key = k;
+  q->s = w;
+  l[end + 1].s = NULL;
+  l[end + 1].key = UINT64_MAX;
   r->end = end + 1;
   r->head = head + 1;
-  r->lkey = k0[head + 2];
-  struct stream *top = o0[head + 1];
+  r->lkey = l[head + 2].key;
+  struct stream *top = l[head + 1].s;
   r->last_s = top;
   *rec = top->cur;
   return 1;
