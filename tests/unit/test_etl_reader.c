@@ -505,6 +505,159 @@ static void test_merge_list_tree(void) {
   for (int i = 0; i < 5; i++) free(img[i]);
 }
 
+
+/* The reader parses each stream's records ahead in batches (etw_etl_batch_max per batch, at
+ * most 32) and stores PERFINFO and EVENT_HEADER records by whole words; etw_etl_generic_only
+ * sends every record through the field-by-field parser. Every field of every record (ext items
+ * and user data by content), the record order, the result and the damage message must be the
+ * same with any batch size and either parser: on every corpus file, two files merged (every
+ * time tied), and cut or corrupted copies. */
+extern unsigned etw_etl_batch_max;
+extern int etw_etl_generic_only;
+
+#define MIX(h, v) ((h) = ((h) ^ (uint64_t)(v)) * 1099511628211ull)
+
+static uint64_t rec_digest(const struct etw_rec *r) {
+  uint64_t h = 1469598103934665603ull;
+  MIX(h, r->kind);
+  MIX(h, r->ptr_size);
+  MIX(h, r->flags);
+  MIX(h, r->event_property);
+  MIX(h, r->hook_id);
+  MIX(h, r->tid);
+  MIX(h, r->pid);
+  MIX(h, r->timestamp);
+  MIX(h, r->filetime);
+  for (int i = 0; i < 16; i++) MIX(h, r->provider_id[i]);
+  MIX(h, r->desc.id);
+  MIX(h, r->desc.version);
+  MIX(h, r->desc.channel);
+  MIX(h, r->desc.level);
+  MIX(h, r->desc.opcode);
+  MIX(h, r->desc.task);
+  MIX(h, r->desc.keyword);
+  MIX(h, r->kernel_time);
+  MIX(h, r->user_time);
+  for (int i = 0; i < 16; i++) MIX(h, r->activity_id[i]);
+  MIX(h, r->cpu);
+  MIX(h, r->n_ext);
+  for (unsigned i = 0; i < r->n_ext && i < ETW_REC_MAX_EXT; i++) {
+    MIX(h, r->ext[i].type);
+    MIX(h, r->ext[i].len);
+    for (unsigned j = 0; j < r->ext[i].len; j++) MIX(h, r->ext[i].data[j]);
+  }
+  MIX(h, r->user_len);
+  for (uint32_t j = 0; j < r->user_len; j++) MIX(h, r->user_data[j]);
+  MIX(h, r->wpp_msg_number);
+  MIX(h, r->wpp_flags);
+  MIX(h, r->wpp_sequence);
+  MIX(h, r->file != NULL);
+  MIX(h, r->file_index);
+  MIX(h, r->file_offset);
+  return h;
+}
+
+struct seq {
+  uint64_t h;
+  size_t n;
+  int rc;
+  char msg[256];
+};
+
+static void seq_walk(unsigned char **img, const size_t *len, int nf, struct seq *q) {
+  struct etw_etl_reader *r = etw_etl_reader_new();
+  struct etw_status st;
+  memset(q, 0, sizeof *q);
+  q->h = 1469598103934665603ull;
+  for (int i = 0; i < nf; i++) {
+    if (etw_etl_reader_add_mem(r, "f.etl", img[i], len[i], &st)) {
+      q->rc = -2;
+      snprintf(q->msg, sizeof q->msg, "%s", st.msg);
+      etw_etl_reader_free(r);
+      return;
+    }
+  }
+  const struct etw_rec *rec;
+  while ((q->rc = etw_etl_reader_next_ref(r, &rec, &st)) == 1) {
+    MIX(q->h, rec_digest(rec));
+    q->n++;
+  }
+  if (q->rc < 0) snprintf(q->msg, sizeof q->msg, "%s", st.msg);
+  etw_etl_reader_free(r);
+}
+
+/* One input in every configuration against the default one; returns its record count. */
+static size_t seq_check(unsigned char **img, const size_t *len, int nf, const char *what) {
+  static const struct {
+    unsigned batch;
+    int generic;
+  } cfg[] = {{1, 1}, {1, 0}, {2, 0}, {3, 1}, {7, 0}, {31, 1}, {32, 1}, {1000, 0}};
+  struct seq ref, q;
+  seq_walk(img, len, nf, &ref);
+  for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++) {
+    etw_etl_batch_max = cfg[c].batch;
+    etw_etl_generic_only = cfg[c].generic;
+    seq_walk(img, len, nf, &q);
+    etw_etl_batch_max = 32;
+    etw_etl_generic_only = 0;
+    int same = q.h == ref.h && q.n == ref.n && q.rc == ref.rc && !strcmp(q.msg, ref.msg);
+    if (!same)
+      fprintf(stderr, "%s: batch %u generic %d: %zu records rc %d (%s) vs %zu rc %d (%s)\n", what,
+              cfg[c].batch, cfg[c].generic, q.n, q.rc, q.msg, ref.n, ref.rc, ref.msg);
+    CHECK(same);
+  }
+  return ref.n;
+}
+
+static void test_batch_generic(void) {
+  for (size_t i = 0; i < sizeof FILES / sizeof FILES[0]; i++) {
+    size_t n;
+    unsigned char *b = tu_corpus_file(FILES[i].rel, &n);
+    CHECK(b != NULL);
+    if (!b) continue;
+    CHECK_EQ(seq_check(&b, &n, 1, FILES[i].rel), FILES[i].records);
+    if (i == 2) { /* net.4.5.2.x64: twice (ties), and cut inside buffers */
+      unsigned char *two[2] = {b, b};
+      size_t l2[2] = {n, n};
+      CHECK_EQ(seq_check(two, l2, 2, "net twice"), 2 * FILES[i].records);
+      for (size_t cut = n / 7; cut < n; cut += n / 5 + 4097) {
+        size_t c = cut;
+        (void)seq_check(&b, &c, 1, "net cut");
+      }
+    }
+    free(b);
+  }
+  /* damaged: truncated and corrupted copies of a small compressed file and of one with
+   * uncompressed buffers (records cut mid-batch: the records before the damage, then -1) */
+  const char *dam[] = {PV "inputs/Regression/SelfDescribingSingleEvent.etl",
+                       "airbus-cert+etl-parser/tests/example/ShutdownPerfDiagLogger.etl"};
+  for (int d = 0; d < 2; d++) {
+    size_t n;
+    unsigned char *b = tu_corpus_file(dam[d], &n);
+    CHECK(b != NULL);
+    if (!b) continue;
+    for (size_t cut = n - 1; cut > 0x48 + 0x200; cut -= (cut > 65536 ? 40009 : cut > 4096 ? 997 : 61)) {
+      size_t c = cut;
+      (void)seq_check(&b, &c, 1, "cut");
+    }
+    unsigned char *c = malloc(n);
+    uint32_t seed = 777u + (uint32_t)d;
+    for (int it = 0; it < 40 && c; it++) {
+      memcpy(c, b, n);
+      for (int k = 0; k < 6; k++) {
+        seed = seed * 1103515245u + 12345u;
+        size_t pos = (seed >> 8) % n;
+        seed = seed * 1103515245u + 12345u;
+        c[pos] = (unsigned char)(seed >> 16);
+      }
+      (void)seq_check(&c, &n, 1, "flipped");
+    }
+    free(c);
+    free(b);
+  }
+}
+#undef MIX
+
 int main(void) {
   test_xpress();
   test_xpress_random();
@@ -513,6 +666,7 @@ int main(void) {
   test_corpus();
   test_merge();
   test_merge_list_tree();
+  test_batch_generic();
   test_damage();
   T_DONE();
 }

@@ -88,6 +88,11 @@ struct stream {
  * allocated on its first batch and freed when it is exhausted). */
 #define ETL_BATCH 32
 
+/* Test hooks (not static so that the unit tests can set them): records per batch (1 ..
+ * ETL_BATCH), and every record through parse_generic (no PERFINFO / EVENT_HEADER fast path). */
+unsigned etw_etl_batch_max = ETL_BATCH;
+int etw_etl_generic_only;
+
 struct lent { /* a sorted list entry */
   uint64_t key;
   struct stream *s;
@@ -817,7 +822,7 @@ ETL_NOINLINE int parse_generic(const struct efile *f, const struct stream *s, st
  * size with padding: the last record's padding may take it to -7), 0 = end of buffer, -1 =
  * damage (nothing moves). */
 ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, int64_t *pleft,
-                         const unsigned char *pend, int ft_unit, uint64_t ft_base) {
+                         const unsigned char *pend, int ft_unit, uint64_t ft_base, int generic) {
   int64_t left = *pleft;
   if (left < 8) return 0;
   const unsigned char *p = pend - left;
@@ -828,7 +833,7 @@ ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, int64_t *p
   uint32_t size, hdr;
   int64_t ts;
   /* (the header types 0x10/0x11 and 0x12/0x13: 32/64-bit by the type's low bit, bit 16) */
-  if (ETL_REC_LAYOUT && (m & 0xC0FE0000u) == 0xC0100000u) {
+  if (ETL_REC_LAYOUT && (m & 0xC0FE0000u) == 0xC0100000u && !generic) {
     /* PERFINFO: 2 version (high byte: extension bits), 4 size, 6 HookId, 8 timestamp */
     uint32_t ver = m & 0xFFFF;
     size = (uint32_t)(h0 >> 32) & 0xFFFF;
@@ -851,7 +856,7 @@ ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, int64_t *p
     ts = (int64_t)ld64(p + 8);
     st64(rb + 16, (uint64_t)ts);
     st64(rb + 48, (uint64_t)(ver & 0xFF) << 16 | hook << 40); /* version; opcode, task */
-  } else if (ETL_REC_LAYOUT && (m & 0xC0FE0000u) == 0xC0120000u) {
+  } else if (ETL_REC_LAYOUT && (m & 0xC0FE0000u) == 0xC0120000u && !generic) {
     /* EVENT_HEADER: 0 size, 4 flags, 6 property, 8 tid, pid, timestamp, provider, descriptor,
      * kernel and user time, activity id: from 8 on the same layout as the record head */
     hdr = 0x50;
@@ -913,7 +918,8 @@ ETL_NOINLINE int fill(struct etw_etl_reader *r, struct stream *s) {
   }
   for (;;) {
     int k = 0;
-    struct etw_rec *rec = s->slots, *end = rec + ETL_BATCH;
+    struct etw_rec *rec = s->slots;
+    struct etw_rec *end = rec + (etw_etl_batch_max - 1 < ETL_BATCH ? etw_etl_batch_max : ETL_BATCH);
     if (s->pay_len) {
       /* (pos may lie up to 7 past pay_len) */
       const unsigned char *pend = s->data + s->pay_len;
@@ -924,11 +930,15 @@ ETL_NOINLINE int fill(struct etw_etl_reader *r, struct stream *s) {
         for (uint32_t i = 0; i < ETL_BATCH; i++) s->slots[i].file_offset = s->buf_off;
       }
       /* (one loop per clock kind: the test is out of the loop) */
-      if (s->ft_unit) {
-        while ((k = parse_one(s, rec, &left, pend, 1, ft_base)) == 1 && ++rec < end) {
+      if (etw_etl_generic_only) {
+        int unit = s->ft_unit;
+        while ((k = parse_one(s, rec, &left, pend, unit, ft_base, 1)) == 1 && ++rec < end) {
+        }
+      } else if (s->ft_unit) {
+        while ((k = parse_one(s, rec, &left, pend, 1, ft_base, 0)) == 1 && ++rec < end) {
         }
       } else {
-        while ((k = parse_one(s, rec, &left, pend, 0, ft_base)) == 1 && ++rec < end) {
+        while ((k = parse_one(s, rec, &left, pend, 0, ft_base, 0)) == 1 && ++rec < end) {
         }
       }
       s->pos = (uint32_t)((int64_t)s->pay_len - left);
