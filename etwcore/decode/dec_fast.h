@@ -27,6 +27,29 @@ static const char FX_N4[401] = "0,\000\0001,\000\0002,\000\0003,\000\0004,\000\0
                                "67,\00068,\00069,\00070,\00071,\00072,\00073,\00074,\00075,\00076,\00077,\00078,\000"
                                "79,\00080,\00081,\00082,\00083,\00084,\00085,\00086,\00087,\00088,\00089,\00090,\000"
                                "91,\00092,\00093,\00094,\00095,\00096,\00097,\00098,\00099,\000";
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define FX_T3_OK 1
+/* v < 1000 as one 8-byte store: its digits and a comma in the low bytes (first digit lowest), the
+ * digit count + 1 (with the comma) in the top byte. Built by the preprocessor. */
+#define FX_T3E(v)                                                                                  \
+  ((v) < 10 ? ((uint64_t)('0' + (v)) | (uint64_t)',' << 8 | 2ull << 56)                          \
+   : (v) < 100                                                                                     \
+       ? ((uint64_t)('0' + (v) / 10) | (uint64_t)('0' + (v) % 10) << 8 | (uint64_t)',' << 16 | 3ull << 56) \
+       : ((uint64_t)('0' + (v) / 100) | (uint64_t)('0' + (v) / 10 % 10) << 8 |                   \
+          (uint64_t)('0' + (v) % 10) << 16 | (uint64_t)',' << 24 | 4ull << 56))
+#define FX_T3_10(v) FX_T3E(v), FX_T3E(v + 1), FX_T3E(v + 2), FX_T3E(v + 3), FX_T3E(v + 4), FX_T3E(v + 5), \
+                    FX_T3E(v + 6), FX_T3E(v + 7), FX_T3E(v + 8), FX_T3E(v + 9)
+#define FX_T3_100(v) FX_T3_10(v), FX_T3_10(v + 10), FX_T3_10(v + 20), FX_T3_10(v + 30), FX_T3_10(v + 40), \
+                     FX_T3_10(v + 50), FX_T3_10(v + 60), FX_T3_10(v + 70), FX_T3_10(v + 80), FX_T3_10(v + 90)
+static const uint64_t FX_T3[1000] = {FX_T3_100(0),   FX_T3_100(100), FX_T3_100(200), FX_T3_100(300),
+                                     FX_T3_100(400), FX_T3_100(500), FX_T3_100(600), FX_T3_100(700),
+                                     FX_T3_100(800), FX_T3_100(900)};
+#undef FX_T3E
+#undef FX_T3_10
+#undef FX_T3_100
+#else
+#define FX_T3_OK 0
+#endif
 static inline char *fx_put_lt100(char *o, unsigned v) { /* v < 100 */
   if (v < 10) {
     *o = (char)('0' + v);
@@ -60,6 +83,13 @@ static inline uint64_t fx_swar8(uint32_t v) {
 }
 #endif
 static inline char *fx_put_u32(char *o, uint32_t v) {
+#if FX_T3_OK
+  if (v < 1000) { /* 8 bytes stored */
+    uint64_t t = FX_T3[v];
+    memcpy(o, &t, 8);
+    return o + (t >> 56) - 1;
+  }
+#endif
   if (v < 10000) return fx_put_lt1e4(o, v);
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
   if (v < 100000000) { /* 5–8 digits: the leading zeros shifted out (8 bytes stored) */
@@ -90,10 +120,24 @@ static inline char *fx_put_u32(char *o, uint32_t v) {
 }
 /* the same followed by a comma (array elements) */
 static inline char *fx_put_u32c(char *o, uint32_t v) {
+#if FX_T3_OK
+  if (v < 1000) { /* 8 bytes stored */
+    uint64_t t = FX_T3[v];
+    memcpy(o, &t, 8);
+    return o + (t >> 56);
+  }
+  if (v >= 4294967200u) { /* -96..-1 as UINT32 (IL map's -1/-2/-3): 11 bytes stored */
+    memcpy(o, "42949672", 8);
+    memcpy(o + 8, FX_D2 + 2 * (v - 4294967200u), 2);
+    o[10] = ',';
+    return o + 11;
+  }
+#else
   if (v < 100) {
     memcpy(o, FX_N4 + 4 * v, 4);
     return o + 2 + (v >= 10);
   }
+#endif
   o = fx_put_u32(o, v);
   *o = ',';
   return o + 1;

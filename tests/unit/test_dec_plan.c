@@ -504,6 +504,12 @@ static void writers(void) {
       if (bad++ < 3) fprintf(stderr, "hex %llx: %.*s vs %.*s\n", (unsigned long long)v, (int)(ea - a), a, (int)(eb - b), b);
     }
   }
+  for (uint64_t v = 4294966000u; v <= UINT32_MAX; v++) { /* the top of the range (IL maps' -1, -2, -3) */
+    char *ea = dec_put_u64(a, v), *eb = fx_put_u32c(b, (uint32_t)v);
+    if (ea - a + 1 != eb - b || memcmp(a, b, (size_t)(ea - a)) || eb[-1] != ',') bad++;
+    eb = fx_put_u32(b, (uint32_t)v);
+    if (ea - a != eb - b || memcmp(a, b, (size_t)(ea - a))) bad++;
+  }
   int64_t ends[] = {INT64_MIN, INT64_MIN + 1, -1, 0, INT64_MAX, -4294967296, -4294967295, -100, -99};
   for (size_t i = 0; i < sizeof ends / sizeof ends[0]; i++) {
     char *ea = dec_put_i64(a, ends[i]), *eb = fx_put_i64(b, ends[i]);
