@@ -85,9 +85,8 @@ static inline uint64_t fx_swar8(uint32_t v) {
 static inline char *fx_put_u32(char *o, uint32_t v) {
 #if FX_T3_OK
   if (v < 1000) { /* 8 bytes stored */
-    uint64_t t = FX_T3[v];
-    memcpy(o, &t, 8);
-    return o + (t >> 56) - 1;
+    memcpy(o, &FX_T3[v], 8);
+    return o + ((const unsigned char *)&FX_T3[v])[7] - 1;
   }
 #endif
   if (v < 10000) return fx_put_lt1e4(o, v);
@@ -122,9 +121,8 @@ static inline char *fx_put_u32(char *o, uint32_t v) {
 static inline char *fx_put_u32c(char *o, uint32_t v) {
 #if FX_T3_OK
   if (v < 1000) { /* 8 bytes stored */
-    uint64_t t = FX_T3[v];
-    memcpy(o, &t, 8);
-    return o + (t >> 56);
+    memcpy(o, &FX_T3[v], 8);
+    return o + ((const unsigned char *)&FX_T3[v])[7];
   }
   if (v >= 4294967200u) { /* -96..-1 as UINT32 (IL map's -1/-2/-3): 11 bytes stored */
     memcpy(o, "42949672", 8);
@@ -201,6 +199,10 @@ static inline char *fx_hex(char *o, uint64_t v) {
 /* Test hook (dec_man.c): 0 = the walker only, 1 = compiled plans where a schema has one (the
  * default). Returns the previous setting. */
 int dec_plan_enable(int on);
+/* Test hook: the plans' AVX2 code (hex pointer arrays): 1 = on where the CPU has it, 0 = off (the
+ * SSE2/portable code, as with ETWD_ETL_NO_AVX2=1 in the environment), -1 = unchanged. Returns
+ * the setting (1 only when on and usable). */
+int dec_plan_avx2(int on);
 /* Test hook: how many times a plan gave the event back to the walker (process-wide count). */
 uint64_t dec_plan_bails(void);
 

@@ -560,10 +560,14 @@ static inline unsigned pmc_hash(uint64_t v) { return (unsigned)((uint32_t)(v ^ (
 
 
 
+static signed char pl_avx2; /* below */
+static void pl_avx2_init(void);
+
 /* Runs of fixed-size scalar fields (plain/hex/signed integers, pointers) with short keys:
  * rendered one after the other after one room check when the payload holds them all. */
 __attribute__((noinline)) static void compute_runs(struct dec_event *e) {
   uint16_t n = 0, b4 = 0, b8 = 0;
+  if (__atomic_load_n(&pl_avx2, __ATOMIC_RELAXED) < 0) pl_avx2_init();
   for (uint32_t i = e->nf; i-- > 0;) {
     struct dec_field *f = &e->f[i];
     if (!f->kind) f->kind = classify(f);
@@ -874,6 +878,108 @@ static inline uint64_t pl_rd64(const unsigned char *p) {
 #endif
 }
 
+/* ---- hex pointer arrays (ClrStack frames): each element `DIGITS","0x` (the caller wrote the
+ * first `"0x` and takes the last 3 bytes back); two elements per SIMD step. The AVX2 variant
+ * (lzcnt, shlx, pshufb) is chosen at run time; ETWD_ETL_NO_AVX2=1 forces the SSE2 one. */
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__SSE2__)
+#define PL_AVX2 1
+#include <immintrin.h>
+#else
+#define PL_AVX2 0
+#endif
+/* -1 = not chosen yet, 0 = SSE2 / portable, 1 = AVX2 */
+static signed char pl_avx2 = -1;
+static int avx2_usable(void) {
+#if PL_AVX2
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2") ? 1 : 0;
+#else
+  return 0;
+#endif
+}
+static void pl_avx2_init(void) {
+  const char *no = getenv("ETWD_ETL_NO_AVX2");
+  int v = (no && *no && strcmp(no, "0")) ? 0 : avx2_usable();
+  __atomic_store_n(&pl_avx2, (signed char)v, __ATOMIC_RELAXED);
+}
+int dec_plan_avx2(int on) {
+  if (__atomic_load_n(&pl_avx2, __ATOMIC_RELAXED) < 0) pl_avx2_init();
+  if (on >= 0) __atomic_store_n(&pl_avx2, (signed char)(on && avx2_usable()), __ATOMIC_RELAXED);
+  return __atomic_load_n(&pl_avx2, __ATOMIC_RELAXED);
+}
+
+#if defined(__SSE2__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+/* the 16 hex digit values (0–15, one a byte) of the two 8-byte lanes of @x, most significant
+ * first: lane 0's in *d0, lane 1's in *d1 */
+#define HEX_NIBBLES(x, d0, d1)                                                                     \
+  do {                                                                                             \
+    const __m128i m_ = _mm_set1_epi8(0x0F);                                                        \
+    __m128i hi_ = _mm_and_si128(_mm_srli_epi16(x, 4), m_), lo_ = _mm_and_si128(x, m_);             \
+    d0 = _mm_unpacklo_epi8(hi_, lo_);                                                              \
+    d1 = _mm_unpackhi_epi8(hi_, lo_);                                                              \
+  } while (0)
+static inline __m128i hex_ascii_sse2(__m128i n) {
+  __m128i adj = _mm_and_si128(_mm_cmpgt_epi8(n, _mm_set1_epi8(9)), _mm_set1_epi8('a' - '0' - 10));
+  return _mm_add_epi8(n, _mm_add_epi8(adj, _mm_set1_epi8('0')));
+}
+/* @z: the leading zero digits (0–15) of v; returns v with its significant digits first,
+ * byte-swapped */
+static inline uint64_t hex_lead(uint64_t v, unsigned *z) {
+  unsigned lz = (unsigned)__builtin_clzll(v | 1);
+  *z = lz >> 2;
+  return __builtin_bswap64(v << (lz & 60u));
+}
+#define HEX_ARR_BODY(RD, WD, ASCII)                                                                \
+  for (const unsigned char *qp = q + (size_t)(qe - q) / (2 * (WD)) * (2 * (WD)); q < qp; q += 2 * (WD)) { \
+    unsigned za, zb;                                                                               \
+    uint64_t ta = hex_lead(RD(q), &za), tb = hex_lead(RD(q + (WD)), &zb);                          \
+    __m128i x = _mm_unpacklo_epi64(_mm_cvtsi64_si128((long long)ta), _mm_cvtsi64_si128((long long)tb)), da, db; \
+    HEX_NIBBLES(x, da, db);                                                                        \
+    _mm_storeu_si128((__m128i *)(void *)o, ASCII(da));                                             \
+    o -= za;                                                                                       \
+    memcpy(o + 16, FX_XSEP, 8);                                                                    \
+    _mm_storeu_si128((__m128i *)(void *)(o + 21), ASCII(db));                                      \
+    o -= zb;                                                                                       \
+    memcpy(o + 37, FX_XSEP, 8);                                                                    \
+    o += 42;                                                                                       \
+  }                                                                                                \
+  if (q < qe) {                                                                                    \
+    unsigned za;                                                                                   \
+    uint64_t ta = hex_lead(RD(q), &za);                                                            \
+    __m128i x = _mm_cvtsi64_si128((long long)ta), da, db;                                          \
+    HEX_NIBBLES(x, da, db);                                                                        \
+    (void)db;                                                                                      \
+    _mm_storeu_si128((__m128i *)(void *)o, ASCII(da));                                             \
+    o -= za;                                                                                       \
+    memcpy(o + 16, FX_XSEP, 8);                                                                    \
+    o += 21;                                                                                       \
+  }                                                                                                \
+  return o
+#define HEX_RD64(q) pl_rd64(q)
+#define HEX_RD32(q) ((uint64_t)d_rd32(q))
+static inline char *hex_arr64(char *o, const unsigned char *q, const unsigned char *qe) {
+  HEX_ARR_BODY(HEX_RD64, 8, hex_ascii_sse2);
+}
+static inline char *hex_arr32(char *o, const unsigned char *q, const unsigned char *qe) {
+  HEX_ARR_BODY(HEX_RD32, 4, hex_ascii_sse2);
+}
+#if PL_AVX2
+#define PL_AVX2_FN __attribute__((target("avx2,bmi,bmi2,lzcnt"), noinline))
+__attribute__((target("avx2,bmi,bmi2,lzcnt"))) static inline __m128i hex_ascii_avx2(__m128i n) {
+  return _mm_shuffle_epi8(_mm_setr_epi8('0', '1', '2', '3', '4', '5', '6', '7', '8', '9', 'a', 'b', 'c', 'd', 'e', 'f'), n);
+}
+PL_AVX2_FN static char *hex_arr64_avx2(char *o, const unsigned char *q, const unsigned char *qe) {
+  HEX_ARR_BODY(HEX_RD64, 8, hex_ascii_avx2);
+}
+PL_AVX2_FN static char *hex_arr32_avx2(char *o, const unsigned char *q, const unsigned char *qe) {
+  HEX_ARR_BODY(HEX_RD32, 4, hex_ascii_avx2);
+}
+#endif
+#define PL_HEX_ARR 1
+#else
+#define PL_HEX_ARR 0
+#endif
+
 /* The plan of @e when it has one (and the writer is far from its maximum), else the walker. The
  * plan gives up with `goto bail`: the output is cut back and the walker renders the event. */
 long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct dec_event *e,
@@ -1174,12 +1280,22 @@ long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct de
     }
     PL_CASE(OP_AU16) {
       PL_ARRAY(2);
-      for (const unsigned char *qe = q + 2 * cnt; q < qe; q += 2) o = fx_put_u32c(o, d_rd16(q));
+      const unsigned char *qe = q + 2 * cnt;
+      for (const unsigned char *qp = q + 4 * (cnt >> 1); q < qp; q += 4) { /* two per step */
+        o = fx_put_u32c(o, d_rd16(q));
+        o = fx_put_u32c(o, d_rd16(q + 2));
+      }
+      if (q < qe) o = fx_put_u32c(o, d_rd16(q)), q += 2;
       PL_ARRAY_END;
     }
     PL_CASE(OP_AU32) {
       PL_ARRAY(4);
-      for (const unsigned char *qe = q + 4 * cnt; q < qe; q += 4) o = fx_put_u32c(o, d_rd32(q));
+      const unsigned char *qe = q + 4 * cnt;
+      for (const unsigned char *qp = q + 8 * (cnt >> 1); q < qp; q += 8) { /* two per step */
+        o = fx_put_u32c(o, d_rd32(q));
+        o = fx_put_u32c(o, d_rd32(q + 4));
+      }
+      if (q < qe) o = fx_put_u32c(o, d_rd32(q)), q += 4;
       PL_ARRAY_END;
     }
     PL_CASE(OP_AU64) {
@@ -1197,6 +1313,34 @@ long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct de
       PL_AX_LOOP(2, d_rd16(q));
       PL_ARRAY_END;
     }
+#if PL_HEX_ARR
+#if PL_AVX2
+#define PL_HEX_CALL(W)                                                                             \
+  (pl_avx2 > 0 ? hex_arr##W##_avx2(o, q, q + (W / 8) * cnt) : hex_arr##W(o, q, q + (W / 8) * cnt))
+#else
+#define PL_HEX_CALL(W) hex_arr##W(o, q, q + (W / 8) * cnt)
+#endif
+#define PL_AX_ARR(W)                                                                               \
+  if (cnt) {                                                                                       \
+    memcpy(o, FX_XSEP + 2, 4);                                                                     \
+    o += 3;                                                                                        \
+    o = PL_HEX_CALL(W);                                                                            \
+    q += (W / 8) * cnt;                                                                            \
+    o -= 3;                                                                                        \
+  }
+    PL_CASE(OP_AX32) {
+      PL_ARRAY(4);
+      PL_AX_ARR(32);
+      PL_ARRAY_END;
+    }
+    PL_CASE(OP_AX64) {
+      PL_ARRAY(8);
+      PL_AX_ARR(64);
+      PL_ARRAY_END;
+    }
+#undef PL_AX_ARR
+#undef PL_HEX_CALL
+#else
     PL_CASE(OP_AX32) {
       PL_ARRAY(4);
       PL_AX_LOOP(4, d_rd32(q));
@@ -1207,6 +1351,7 @@ long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct de
       PL_AX_LOOP(8, pl_rd64(q));
       PL_ARRAY_END;
     }
+#endif
 #undef PL_ARRAY
 #undef PL_ARRAY_END
 #undef PL_AX_LOOP
