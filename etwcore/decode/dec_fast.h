@@ -12,6 +12,12 @@
 
 #include "decode.h"
 
+#if defined(__GNUC__)
+#define FX_INLINE static inline __attribute__((always_inline))
+#else
+#define FX_INLINE static inline
+#endif
+
 /* Decimal digits, fewest instructions first: the length found by comparisons (no digit count),
  * then digit pairs from a table (divisions by constants). Same text as dec_put_u64. */
 static const char FX_D2[201] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
@@ -50,7 +56,7 @@ static const uint64_t FX_T3[1000] = {FX_T3_100(0),   FX_T3_100(100), FX_T3_100(2
 #else
 #define FX_T3_OK 0
 #endif
-static inline char *fx_put_lt100(char *o, unsigned v) { /* v < 100 */
+FX_INLINE char *fx_put_lt100(char *o, unsigned v) { /* v < 100 */
   if (v < 10) {
     *o = (char)('0' + v);
     return o + 1;
@@ -58,7 +64,7 @@ static inline char *fx_put_lt100(char *o, unsigned v) { /* v < 100 */
   memcpy(o, FX_D2 + 2 * v, 2);
   return o + 2;
 }
-static inline char *fx_put_lt1e4(char *o, unsigned v) { /* v < 10000 */
+FX_INLINE char *fx_put_lt1e4(char *o, unsigned v) { /* v < 10000 */
   if (v < 100) return fx_put_lt100(o, v);
   unsigned h = v / 100;
   o = fx_put_lt100(o, h);
@@ -74,7 +80,7 @@ static inline void fx_put4(char *o, unsigned v) { /* exactly 4 digits of v < 100
 /* The 8 decimal digits of @v < 10^8 (leading zeros included) as values 0–9, the first digit in
  * the lowest byte: two 4-digit halves in 32-bit lanes, split into 2-digit and then 1-digit lanes
  * with multiplications by reciprocals (exact in these ranges) in one 64-bit register. */
-static inline uint64_t fx_swar8(uint32_t v) {
+FX_INLINE uint64_t fx_swar8(uint32_t v) {
   uint64_t hi = v / 10000, x = hi | (uint64_t)(v - (uint32_t)hi * 10000) << 32;
   uint64_t h = (x * 10486) >> 20 & 0x0000007F0000007Full; /* /100 for ≤ 9999 */
   x = h | (x - h * 100) << 16;
@@ -82,7 +88,7 @@ static inline uint64_t fx_swar8(uint32_t v) {
   return t | (x - t * 10) << 8;
 }
 #endif
-static inline char *fx_put_u32(char *o, uint32_t v) {
+FX_INLINE char *fx_put_u32(char *o, uint32_t v) {
 #if FX_T3_OK
   if (v < 1000) { /* 8 bytes stored */
     memcpy(o, &FX_T3[v], 8);
@@ -118,7 +124,7 @@ static inline char *fx_put_u32(char *o, uint32_t v) {
 #endif
 }
 /* the same followed by a comma (array elements) */
-static inline char *fx_put_u32c(char *o, uint32_t v) {
+FX_INLINE char *fx_put_u32c(char *o, uint32_t v) {
 #if FX_T3_OK
   if (v < 1000) { /* 8 bytes stored */
     memcpy(o, &FX_T3[v], 8);
