@@ -919,10 +919,24 @@ _Alignas(32) static const unsigned char PLK_0F[32] = PLK_R32(0x0F);
 _Alignas(32) static const unsigned char PLK_09[32] = PLK_R32(9);
 _Alignas(32) static const unsigned char PLK_27[32] = PLK_R32('a' - '0' - 10);
 _Alignas(32) static const unsigned char PLK_30[32] = PLK_R32('0');
-_Alignas(32) static const unsigned char PLK_60[32] = PLK_R32(0x60);
-_Alignas(32) static const unsigned char PLK_DF[32] = PLK_R32(0xDF); /* -33 */
-_Alignas(32) static const unsigned char PLK_QT[32] = PLK_R32('"');
-_Alignas(32) static const unsigned char PLK_BS[32] = PLK_R32('\\');
+/* the string blocks' constants: 0x60, -33, '"', '\\' (32 bytes each) */
+_Alignas(32) static const unsigned char PLK_STR[128] = {PLK_R8(0x60), PLK_R8(0x60), PLK_R8(0x60), PLK_R8(0x60),
+                                                        PLK_R8(0xDF), PLK_R8(0xDF), PLK_R8(0xDF), PLK_R8(0xDF),
+                                                        PLK_R8('"'),  PLK_R8('"'),  PLK_R8('"'),  PLK_R8('"'),
+                                                        PLK_R8('\\'), PLK_R8('\\'), PLK_R8('\\'), PLK_R8('\\')};
+#define PLK_60 (plk_s + 0)
+#define PLK_DF (plk_s + 32)
+#define PLK_QT (plk_s + 64)
+#define PLK_BS (plk_s + 96)
+/* plk_s: PLK_STR with its address hidden from the compiler, so that the constants are memory
+ * operands (folded, gcc builds each with a move and a broadcast: 12 instructions a string) */
+#if defined(__GNUC__)
+#define PLK_STR_BASE                                                                               \
+  const unsigned char *plk_s = PLK_STR;                                                            \
+  __asm__("" : "+r"(plk_s))
+#else
+#define PLK_STR_BASE const unsigned char *plk_s = PLK_STR
+#endif
 #if PL_AVX2
 _Alignas(32) static const char PLK_HEX[32] = "0123456789abcdef0123456789abcdef";
 #endif
@@ -949,9 +963,9 @@ static inline __m128i hex_ascii_sse2(__m128i n) {
 /* @z: the leading zero digits (0–15) of v; returns v with its significant digits first,
  * byte-swapped */
 static inline uint64_t hex_lead(uint64_t v, unsigned *z) {
-  unsigned lz = (unsigned)__builtin_clzll(v | 1);
-  *z = lz >> 2;
-  return __builtin_bswap64(v << (lz & 60u));
+  unsigned lz = (unsigned)__builtin_clzll(v | 1) >> 2;
+  *z = lz;
+  return __builtin_bswap64(v << (lz * 4));
 }
 #define HEX_ARR_BODY(RD, WD, ASCII)                                                                \
   for (const unsigned char *qp = q + (size_t)(qe - q) / (2 * (WD)) * (2 * (WD)); q < qp; q += 2 * (WD)) { \
@@ -991,6 +1005,31 @@ static inline char *hex_arr32(char *o, const unsigned char *q, const unsigned ch
 #define PL_AVX2_FN __attribute__((target("avx2,bmi,bmi2,lzcnt")))
 PL_AVX2_FN static inline __m128i hex_ascii_avx2(__m128i n) { return _mm_shuffle_epi8(PLK(PLK_HEX), n); }
 PL_AVX2_FN static inline char *hex_arr64_avx2(char *o, const unsigned char *q, const unsigned char *qe) {
+  /* four per step: values 0 and 2 in one 256-bit register's lanes, 1 and 3 in the other's */
+  for (const unsigned char *qp = q + (size_t)(qe - q) / 32 * 32; q < qp; q += 32) {
+    unsigned z0, z1, z2, z3;
+    uint64_t t0 = hex_lead(pl_rd64(q), &z0), t1 = hex_lead(pl_rd64(q + 8), &z1);
+    uint64_t t2 = hex_lead(pl_rd64(q + 16), &z2), t3 = hex_lead(pl_rd64(q + 24), &z3);
+    __m128i a = _mm_insert_epi64(_mm_cvtsi64_si128((long long)t0), (long long)t1, 1);
+    __m128i b = _mm_insert_epi64(_mm_cvtsi64_si128((long long)t2), (long long)t3, 1);
+    __m256i x = _mm256_inserti128_si256(_mm256_castsi128_si256(a), b, 1), m = PLK256(PLK_0F);
+    __m256i hi = _mm256_and_si256(_mm256_srli_epi16(x, 4), m), lo = _mm256_and_si256(x, m);
+    __m256i d02 = _mm256_shuffle_epi8(PLK256(PLK_HEX), _mm256_unpacklo_epi8(hi, lo));
+    __m256i d13 = _mm256_shuffle_epi8(PLK256(PLK_HEX), _mm256_unpackhi_epi8(hi, lo));
+    _mm_storeu_si128((__m128i *)(void *)o, _mm256_castsi256_si128(d02));
+    o -= z0;
+    memcpy(o + 16, FX_XSEP, 8);
+    _mm_storeu_si128((__m128i *)(void *)(o + 21), _mm256_castsi256_si128(d13));
+    o -= z1;
+    memcpy(o + 37, FX_XSEP, 8);
+    _mm_storeu_si128((__m128i *)(void *)(o + 42), _mm256_extracti128_si256(d02, 1));
+    o -= z2;
+    memcpy(o + 58, FX_XSEP, 8);
+    _mm_storeu_si128((__m128i *)(void *)(o + 63), _mm256_extracti128_si256(d13, 1));
+    o -= z3;
+    memcpy(o + 79, FX_XSEP, 8);
+    o += 84;
+  }
   HEX_ARR_BODY(HEX_RD64, 8, hex_ascii_avx2);
 }
 PL_AVX2_FN static inline char *hex_arr32_avx2(char *o, const unsigned char *q, const unsigned char *qe) {
@@ -2326,9 +2365,11 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
   char *o = w->buf + w->len;
   PL_START {
     PL_CASE(OP_END) goto done;
-    PL_CASE(OP_CHK) /* a fixed-size run: all of it in the payload, or nothing left */
-    if (q >= pe) goto done;
-    if ((size_t)(pe - q) < op->gb) goto bail;
+    PL_CASE(OP_CHK) /* a fixed-size run: all of it in the payload, or nothing left (q ≤ pe) */
+    if (__builtin_expect((size_t)(pe - q) < op->gb, 0)) {
+      if (q == pe) goto done;
+      goto bail;
+    }
     PL_NEXT;
     PL_CASE(OP_KEY) /* before the op of its field: nothing when the payload has ended */
     if (q >= pe) goto done;
@@ -2474,6 +2515,9 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
   }
     PL_CASE(OP_S16) {
       if (q >= pe) goto done;
+#if defined(__SSE2__)
+      PLK_STR_BASE;
+#endif
       o = key_put(o, op);
       size_t avail = (size_t)(pe - q), units = avail / 2, got, need = units * 6 + 1 + op->room;
       if (__builtin_expect((size_t)(w->buf + w->cap - o) <= need, 0)) {
