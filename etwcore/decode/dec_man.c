@@ -915,12 +915,21 @@ int dec_plan_avx2(int on) {
  * and a broadcast each) */
 #define PLK_R8(c) c, c, c, c, c, c, c, c
 #define PLK_R32(c) {PLK_R8(c), PLK_R8(c), PLK_R8(c), PLK_R8(c)}
-_Alignas(32) static const unsigned char PLK_0F[32] = PLK_R32(0x0F);
+/* (0x0F and the hex digits: not const, so that gcc takes them from memory where used instead of
+ * building them at the runner's entry for every event) */
+#if defined(__GNUC__) && !defined(_WIN32)
+__attribute__((visibility("hidden")))
+#endif
+_Alignas(32) unsigned char dec_plk_0f[32] = PLK_R32(0x0F);
+#define PLK_0F dec_plk_0f
 _Alignas(32) static const unsigned char PLK_09[32] = PLK_R32(9);
 _Alignas(32) static const unsigned char PLK_27[32] = PLK_R32('a' - '0' - 10);
 _Alignas(32) static const unsigned char PLK_30[32] = PLK_R32('0');
 /* the string blocks' constants: 0x60, -33, '"', '\\' (32 bytes each) */
-_Alignas(32) static const unsigned char PLK_STR[128] = {PLK_R8(0x60), PLK_R8(0x60), PLK_R8(0x60), PLK_R8(0x60),
+#if defined(__GNUC__) && !defined(_WIN32)
+__attribute__((visibility("hidden")))
+#endif
+_Alignas(32) unsigned char dec_plk_str[128] = {PLK_R8(0x60), PLK_R8(0x60), PLK_R8(0x60), PLK_R8(0x60),
                                                         PLK_R8(0xDF), PLK_R8(0xDF), PLK_R8(0xDF), PLK_R8(0xDF),
                                                         PLK_R8('"'),  PLK_R8('"'),  PLK_R8('"'),  PLK_R8('"'),
                                                         PLK_R8('\\'), PLK_R8('\\'), PLK_R8('\\'), PLK_R8('\\')};
@@ -928,17 +937,15 @@ _Alignas(32) static const unsigned char PLK_STR[128] = {PLK_R8(0x60), PLK_R8(0x6
 #define PLK_DF (plk_s + 32)
 #define PLK_QT (plk_s + 64)
 #define PLK_BS (plk_s + 96)
-/* plk_s: PLK_STR with its address hidden from the compiler, so that the constants are memory
- * operands (folded, gcc builds each with a move and a broadcast: 12 instructions a string) */
-#if defined(__GNUC__)
-#define PLK_STR_BASE                                                                               \
-  const unsigned char *plk_s = PLK_STR;                                                            \
-  __asm__("" : "+r"(plk_s))
-#else
-#define PLK_STR_BASE const unsigned char *plk_s = PLK_STR
-#endif
+/* plk_s: not const (as dec_plk_0f), so that the constants are memory operands where used (gcc
+ * would build each with a move and a broadcast: 12 instructions a string) */
+#define PLK_STR_BASE const unsigned char *plk_s = dec_plk_str
 #if PL_AVX2
-_Alignas(32) static const char PLK_HEX[32] = "0123456789abcdef0123456789abcdef";
+#if defined(__GNUC__)
+__attribute__((visibility("hidden")))
+#endif
+_Alignas(32) char dec_plk_hex[32] = "0123456789abcdef0123456789abcdef";
+#define PLK_HEX dec_plk_hex
 #endif
 #undef PLK_R8
 #undef PLK_R32
@@ -2621,8 +2628,11 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
     /* arrays: the count, the payload holds them all, room for 24 bytes each */
 #define PL_ARRAY(WD)                                                                               \
   if (q >= pe) goto done;                                                                          \
-  cnt = op->cslot ? ref_count(sv[op->cslot]) : (long)op->f->count;                                 \
-  if (cnt < 0 || cnt > DEC_MAX_ARRAY || (size_t)cnt * (WD) > (size_t)(pe - q)) goto bail;   \
+  { /* (a constant count is in range: plan_op) */                                                  \
+    uint64_t c_ = op->cslot ? sv[op->cslot] : (uint64_t)op->f->count;                              \
+    if (c_ > DEC_MAX_ARRAY || c_ * (WD) > (size_t)(pe - q)) goto bail;                             \
+    cnt = (long)c_;                                                                                \
+  }                                                                                                \
   o = key_put(o, op);                                                                              \
   if (__builtin_expect((size_t)(w->buf + w->cap - o) <= (size_t)cnt * 24 + 8 + op->room, 0)) {     \
     w->len = (size_t)(o - w->buf);                                                                 \

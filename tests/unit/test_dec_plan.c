@@ -331,11 +331,11 @@ static size_t rand_payload(const struct dec_event *e, int ps, unsigned char *b, 
     if (f->len_ref >= 0 && f->len_ref < 16 && (uint32_t)f->len_ref < i) len = (long)vals[f->len_ref];
     for (size_t r = 0; r < reps; r++) {
       if (f->in == 1) {
-        size_t nu = len >= 0 && len < 100 ? (size_t)len : below(4) == 0 ? below(3) : below(45);
-        /* a third plain ASCII (the plans' inline 16-unit blocks, the payload's last 32 bytes as
-         * the tail block), at most one other unit anywhere */
+        size_t nu = len >= 0 && len < 100 ? (size_t)len : below(4) == 0 ? below(3) : below(5) == 0 ? below(100) : below(45);
+        /* a third plain ASCII (the plans' inline 16- and 32-unit blocks, the payload's last 32
+         * bytes as the tail block), at most one other unit anywhere */
         int plain = below(3) == 0;
-        size_t odd = plain && below(2) ? below(48) : (size_t)-1;
+        size_t odd = plain && below(2) ? below(104) : (size_t)-1;
         for (size_t k = 0; k < nu; k++) {
           uint16_t u = below(3) ? (uint16_t)('A' + below(26)) : UNITS[below(sizeof UNITS / sizeof UNITS[0])];
           if (below(20) == 0) u = (uint16_t)rnd();
