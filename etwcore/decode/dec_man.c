@@ -891,10 +891,23 @@ static inline uint64_t pl_rd64(const unsigned char *p) {
 #endif
 /* -1 = not chosen yet, 0 = SSE2 / portable, 1 = AVX2 */
 static signed char pl_avx2 = -1;
+#if PL_AVX2
+/* lzcnt executed as such (a CPU without it runs the encoding as bsr: clz(1) would be 0; some
+ * virtual machines do not report the CPUID bit of a CPU that has it) */
+static int lzcnt_works(const volatile uint64_t *one) {
+  uint64_t v = *one, r;
+  __asm__("lzcnt %1, %0" : "=r"(r) : "r"(v) : "cc");
+  return r == 63;
+}
+#endif
 static int avx2_usable(void) {
 #if PL_AVX2
+  static const volatile uint64_t one = 1;
   __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2") ? 1 : 0;
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2") &&
+                 lzcnt_works(&one)
+             ? 1
+             : 0;
 #else
   return 0;
 #endif
