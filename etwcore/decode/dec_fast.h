@@ -12,6 +12,12 @@
 
 #include "decode.h"
 
+#if defined(__GNUC__)
+#define FX_INLINE static inline __attribute__((always_inline))
+#else
+#define FX_INLINE static inline
+#endif
+
 /* Decimal digits, fewest instructions first: the length found by comparisons (no digit count),
  * then digit pairs from a table (divisions by constants). Same text as dec_put_u64. */
 static const char FX_D2[201] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
@@ -27,7 +33,30 @@ static const char FX_N4[401] = "0,\000\0001,\000\0002,\000\0003,\000\0004,\000\0
                                "67,\00068,\00069,\00070,\00071,\00072,\00073,\00074,\00075,\00076,\00077,\00078,\000"
                                "79,\00080,\00081,\00082,\00083,\00084,\00085,\00086,\00087,\00088,\00089,\00090,\000"
                                "91,\00092,\00093,\00094,\00095,\00096,\00097,\00098,\00099,\000";
-static inline char *fx_put_lt100(char *o, unsigned v) { /* v < 100 */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define FX_T3_OK 1
+/* v < 1000 as one 8-byte store: its digits and a comma in the low bytes (first digit lowest), the
+ * digit count + 1 (with the comma) in the top byte. Built by the preprocessor. */
+#define FX_T3E(v)                                                                                  \
+  ((v) < 10 ? ((uint64_t)('0' + (v)) | (uint64_t)',' << 8 | 2ull << 56)                          \
+   : (v) < 100                                                                                     \
+       ? ((uint64_t)('0' + (v) / 10) | (uint64_t)('0' + (v) % 10) << 8 | (uint64_t)',' << 16 | 3ull << 56) \
+       : ((uint64_t)('0' + (v) / 100) | (uint64_t)('0' + (v) / 10 % 10) << 8 |                   \
+          (uint64_t)('0' + (v) % 10) << 16 | (uint64_t)',' << 24 | 4ull << 56))
+#define FX_T3_10(v) FX_T3E(v), FX_T3E(v + 1), FX_T3E(v + 2), FX_T3E(v + 3), FX_T3E(v + 4), FX_T3E(v + 5), \
+                    FX_T3E(v + 6), FX_T3E(v + 7), FX_T3E(v + 8), FX_T3E(v + 9)
+#define FX_T3_100(v) FX_T3_10(v), FX_T3_10(v + 10), FX_T3_10(v + 20), FX_T3_10(v + 30), FX_T3_10(v + 40), \
+                     FX_T3_10(v + 50), FX_T3_10(v + 60), FX_T3_10(v + 70), FX_T3_10(v + 80), FX_T3_10(v + 90)
+static const uint64_t FX_T3[1000] = {FX_T3_100(0),   FX_T3_100(100), FX_T3_100(200), FX_T3_100(300),
+                                     FX_T3_100(400), FX_T3_100(500), FX_T3_100(600), FX_T3_100(700),
+                                     FX_T3_100(800), FX_T3_100(900)};
+#undef FX_T3E
+#undef FX_T3_10
+#undef FX_T3_100
+#else
+#define FX_T3_OK 0
+#endif
+FX_INLINE char *fx_put_lt100(char *o, unsigned v) { /* v < 100 */
   if (v < 10) {
     *o = (char)('0' + v);
     return o + 1;
@@ -35,7 +64,7 @@ static inline char *fx_put_lt100(char *o, unsigned v) { /* v < 100 */
   memcpy(o, FX_D2 + 2 * v, 2);
   return o + 2;
 }
-static inline char *fx_put_lt1e4(char *o, unsigned v) { /* v < 10000 */
+FX_INLINE char *fx_put_lt1e4(char *o, unsigned v) { /* v < 10000 */
   if (v < 100) return fx_put_lt100(o, v);
   unsigned h = v / 100;
   o = fx_put_lt100(o, h);
@@ -51,7 +80,7 @@ static inline void fx_put4(char *o, unsigned v) { /* exactly 4 digits of v < 100
 /* The 8 decimal digits of @v < 10^8 (leading zeros included) as values 0–9, the first digit in
  * the lowest byte: two 4-digit halves in 32-bit lanes, split into 2-digit and then 1-digit lanes
  * with multiplications by reciprocals (exact in these ranges) in one 64-bit register. */
-static inline uint64_t fx_swar8(uint32_t v) {
+FX_INLINE uint64_t fx_swar8(uint32_t v) {
   uint64_t hi = v / 10000, x = hi | (uint64_t)(v - (uint32_t)hi * 10000) << 32;
   uint64_t h = (x * 10486) >> 20 & 0x0000007F0000007Full; /* /100 for ≤ 9999 */
   x = h | (x - h * 100) << 16;
@@ -59,7 +88,13 @@ static inline uint64_t fx_swar8(uint32_t v) {
   return t | (x - t * 10) << 8;
 }
 #endif
-static inline char *fx_put_u32(char *o, uint32_t v) {
+FX_INLINE char *fx_put_u32(char *o, uint32_t v) {
+#if FX_T3_OK
+  if (v < 1000) { /* 8 bytes stored */
+    memcpy(o, &FX_T3[v], 8);
+    return o + ((const unsigned char *)&FX_T3[v])[7] - 1;
+  }
+#endif
   if (v < 10000) return fx_put_lt1e4(o, v);
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
   if (v < 100000000) { /* 5–8 digits: the leading zeros shifted out (8 bytes stored) */
@@ -89,11 +124,24 @@ static inline char *fx_put_u32(char *o, uint32_t v) {
 #endif
 }
 /* the same followed by a comma (array elements) */
-static inline char *fx_put_u32c(char *o, uint32_t v) {
+FX_INLINE char *fx_put_u32c(char *o, uint32_t v) {
+#if FX_T3_OK
+  if (v < 1000) { /* 8 bytes stored */
+    memcpy(o, &FX_T3[v], 8);
+    return o + ((const unsigned char *)&FX_T3[v])[7];
+  }
+  if (v >= 4294967200u) { /* -96..-1 as UINT32 (IL map's -1/-2/-3): 11 bytes stored */
+    memcpy(o, "42949672", 8);
+    memcpy(o + 8, FX_D2 + 2 * (v - 4294967200u), 2);
+    o[10] = ',';
+    return o + 11;
+  }
+#else
   if (v < 100) {
     memcpy(o, FX_N4 + 4 * v, 4);
     return o + 2 + (v >= 10);
   }
+#endif
   o = fx_put_u32(o, v);
   *o = ',';
   return o + 1;
@@ -157,6 +205,10 @@ static inline char *fx_hex(char *o, uint64_t v) {
 /* Test hook (dec_man.c): 0 = the walker only, 1 = compiled plans where a schema has one (the
  * default). Returns the previous setting. */
 int dec_plan_enable(int on);
+/* Test hook: the plans' AVX2 code (hex pointer arrays): 1 = on where the CPU has it, 0 = off (the
+ * SSE2/portable code, as with ETWD_ETL_NO_AVX2=1 in the environment), -1 = unchanged. Returns
+ * the setting (1 only when on and usable). */
+int dec_plan_avx2(int on);
 /* Test hook: how many times a plan gave the event back to the walker (process-wide count). */
 uint64_t dec_plan_bails(void);
 

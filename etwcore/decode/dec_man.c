@@ -7,6 +7,7 @@
  * "<task>/<opcode>" using the task/opcode message strings when present, else their names; the
  * Info opcode is omitted; without a task the event symbol is used.
  */
+#ifndef DEC_MAN_RUNNER /* (the plan runner's body at the end is compiled once per variant) */
 #include <dirent.h>
 #include <limits.h>
 #include <stdio.h>
@@ -263,7 +264,8 @@ struct pmc {
 };
 
 struct pop {
-  const void *lab; /* the op's code (threaded dispatch), set on the plan's first run */
+  const void *lab[2]; /* the op's code (threaded dispatch) in each runner variant (SSE2, AVX2),
+                         set on the variant's first run of the plan */
   uint8_t op;
   uint8_t slot;  /* sv[] slot receiving the value (0 = scratch) */
   uint8_t cslot; /* count from sv[cslot] (0 = f->count) */
@@ -284,7 +286,7 @@ struct plan {
   uint32_t off4;  /* the 4-byte-pointer plan: ops + off4 (the 8-byte one: ops); each ends with
                      OP_END and has an OP_CHK before each run of fixed-size ops */
   uint32_t room0; /* bound of the fixed ops before the first variable op and of its key */
-  uint32_t labs;  /* pop.lab set */
+  uint32_t labs;  /* pop.lab[v] set: bit v */
   /* the plan runs when the writer's maximum is at least this + 32 bytes per payload byte away:
    * a bound of what the walker writes and reserves at once (output ≤ 8 bytes per payload byte +
    * the keys + 1,300 per field for texts from nothing (maps, null); one reservation ≤ 24 per
@@ -560,10 +562,14 @@ static inline unsigned pmc_hash(uint64_t v) { return (unsigned)((uint32_t)(v ^ (
 
 
 
+static signed char pl_avx2; /* below */
+static void pl_avx2_init(void);
+
 /* Runs of fixed-size scalar fields (plain/hex/signed integers, pointers) with short keys:
  * rendered one after the other after one room check when the payload holds them all. */
 __attribute__((noinline)) static void compute_runs(struct dec_event *e) {
   uint16_t n = 0, b4 = 0, b8 = 0;
+  if (__atomic_load_n(&pl_avx2, __ATOMIC_RELAXED) < 0) pl_avx2_init();
   for (uint32_t i = e->nf; i-- > 0;) {
     struct dec_field *f = &e->f[i];
     if (!f->kind) f->kind = classify(f);
@@ -839,13 +845,13 @@ __attribute__((noinline)) static long walk_all(struct etw_decoder *d, struct etw
 
 /* Dispatch: threaded (computed goto) where GNU C has it, a switch elsewhere. */
 #if defined(__GNUC__)
-#define PL_START goto *op->lab;
-#define PL_GO goto *op->lab
+#define PL_START goto *op->lab[PL_V];
+#define PL_GO goto *op->lab[PL_V]
 #define PL_CASE(x) l_##x:
 #define PL_NEXT                                                                                    \
   do {                                                                                             \
     op++;                                                                                          \
-    goto *op->lab;                                                                                 \
+    goto *op->lab[PL_V];                                                                           \
   } while (0)
 #else
 #define PL_START                                                                                   \
@@ -874,411 +880,241 @@ static inline uint64_t pl_rd64(const unsigned char *p) {
 #endif
 }
 
-/* The plan of @e when it has one (and the writer is far from its maximum), else the walker. The
- * plan gives up with `goto bail`: the output is cut back and the walker renders the event. */
-long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct dec_event *e,
-                        const unsigned char *p, size_t n, int ptr_size, const char **why) {
-#if defined(__GNUC__)
-  static const void *const PL_L[] = {
-      [OP_END] = &&l_OP_END,   [OP_CHK] = &&l_OP_CHK,   [OP_KEY] = &&l_OP_KEY,   [OP_U8] = &&l_OP_U8,     [OP_U16] = &&l_OP_U16,
-      [OP_U32] = &&l_OP_U32,   [OP_U64] = &&l_OP_U64,   [OP_I16] = &&l_OP_I16,   [OP_I32] = &&l_OP_I32,
-      [OP_I64] = &&l_OP_I64,   [OP_X8] = &&l_OP_X8,     [OP_X16] = &&l_OP_X16,   [OP_X32] = &&l_OP_X32,
-      [OP_X64] = &&l_OP_X64,   [OP_M8] = &&l_OP_M8,     [OP_M16] = &&l_OP_M16,   [OP_M32] = &&l_OP_M32,
-      [OP_M64] = &&l_OP_M64,   [OP_S16] = &&l_OP_S16,   [OP_AU8] = &&l_OP_AU8,   [OP_AU16] = &&l_OP_AU16,
-      [OP_AU32] = &&l_OP_AU32, [OP_AU64] = &&l_OP_AU64, [OP_AX8] = &&l_OP_AX8,   [OP_AX16] = &&l_OP_AX16,
-      [OP_AX32] = &&l_OP_AX32, [OP_AX64] = &&l_OP_AX64, [OP_GEN] = &&l_OP_GEN,   [OP_SARR] = &&l_OP_SARR,
-      [OP_SEND] = &&l_OP_SEND};
+/* ---- hex pointer arrays (ClrStack frames): each element `DIGITS","0x` (the caller wrote the
+ * first `"0x` and takes the last 3 bytes back); two elements per SIMD step. The AVX2 variant
+ * (lzcnt, shlx, pshufb) is chosen at run time; ETWD_ETL_NO_AVX2=1 forces the SSE2 one. */
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__SSE2__) && !defined(_WIN32)
+#define PL_AVX2 1
+#include <immintrin.h>
+#else
+#define PL_AVX2 0
 #endif
-  if (__builtin_expect(!e->runs, 0)) compute_runs((struct dec_event *)e);
-  if (e->runs <= 1 || !plan_on || w->err || (ptr_size != 8 && ptr_size != 4))
-    return walk_all(d, w, e, p, n, ptr_size, why);
-  const struct plan *pl = (const struct plan *)(const void *)(e->f[0].key + e->runs);
-  size_t mark = w->len, left = w->max - mark;
-  if (left <= pl->slack || (uint64_t)(left - pl->slack) / pl->perbyte <= n) /* near the writer's maximum */
-    return walk_all(d, w, e, p, n, ptr_size, why);
-#if defined(__GNUC__)
-  if (__builtin_expect(!pl->labs, 0)) { /* first run: each op's code address */
-    struct plan *m = (struct plan *)(uintptr_t)pl;
-    static const void *const PL_N[] = {[OP_U8] = &&n_OP_U8,   [OP_U16] = &&n_OP_U16, [OP_U32] = &&n_OP_U32,
-                                       [OP_U64] = &&n_OP_U64, [OP_I16] = &&n_OP_I16, [OP_I32] = &&n_OP_I32,
-                                       [OP_I64] = &&n_OP_I64, [OP_X8] = &&n_OP_X8,   [OP_X16] = &&n_OP_X16,
-                                       [OP_X32] = &&n_OP_X32, [OP_X64] = &&n_OP_X64};
-    for (uint32_t k = 0; k < 2 * pl->off4; k++) {
-      struct pop *x = &m->ops[k];
-      x->lab = !x->slot && x->op >= OP_U8 && x->op <= OP_X64 ? PL_N[x->op] : PL_L[x->op];
-    }
-    m->labs = 1;
-  }
-#endif
-  const struct pop *op = ptr_size == 8 ? pl->ops : pl->ops + pl->off4;
-  const unsigned char *q = p, *pe = p + n;
-  uint64_t sv[PLAN_SLOTS];
-  uint64_t v;
-  uint32_t v32;
-  long cnt, srem = 0;
-  if (etw_jw_reserve(w, pl->room0)) goto bail;
-  char *o = w->buf + w->len;
-  PL_START {
-    PL_CASE(OP_END) goto done;
-    PL_CASE(OP_CHK) /* a fixed-size run: all of it in the payload, or nothing left */
-    if (q >= pe) goto done;
-    if ((size_t)(pe - q) < op->gb) goto bail;
-    PL_NEXT;
-    PL_CASE(OP_KEY) /* before the op of its field: nothing when the payload has ended */
-    if (q >= pe) goto done;
-    for (size_t k = 0; k < op->klen; k += 32) memcpy(o + k, op->lkey + k, 32);
-    o += op->klen;
-    PL_NEXT;
-    PL_CASE(OP_U8) v32 = q[0];
-    q += 1;
-    goto save_u32;
-    PL_CASE(OP_U16) v32 = d_rd16(q);
-    q += 2;
-    goto save_u32;
-    PL_CASE(OP_U32) v32 = d_rd32(q);
-    q += 4;
-  save_u32:
-    sv[op->slot] = v32;
-  put_u32:
-    o = key_put(o, op);
-    o = fx_put_u32(o, v32);
-    PL_NEXT;
-    PL_CASE(OP_U64) v = pl_rd64(q);
-    q += 8;
-    sv[op->slot] = v;
-  put_u64:
-    o = key_put(o, op);
-    o = fx_put_u64(o, v);
-    PL_NEXT;
-    PL_CASE(OP_I16) v = (uint64_t)(int64_t)(int16_t)d_rd16(q);
-    q += 2;
-    goto save_i;
-    PL_CASE(OP_I32) v = (uint64_t)(int64_t)(int32_t)d_rd32(q);
-    q += 4;
-    goto save_i;
-    PL_CASE(OP_I64) v = pl_rd64(q);
-    q += 8;
-  save_i:
-    sv[op->slot] = v;
-  put_i:
-    o = key_put(o, op);
-    o = fx_put_i64(o, (int64_t)v);
-    PL_NEXT;
-    PL_CASE(OP_X8) v = q[0];
-    q += 1;
-    goto save_x;
-    PL_CASE(OP_X16) v = d_rd16(q);
-    q += 2;
-    goto save_x;
-    PL_CASE(OP_X32) v = d_rd32(q);
-    q += 4;
-    goto save_x;
-    PL_CASE(OP_X64) v = pl_rd64(q);
-    q += 8;
-  save_x:
-    sv[op->slot] = v;
-  put_x:
-    o = key_put(o, op);
-    o = fx_hex_tail(o, v);
-    PL_NEXT;
-#if defined(__GNUC__)
-    /* the same for values no count or length refers to (not kept) */
-  n_OP_U8:
-    v32 = q[0];
-    q += 1;
-    goto put_u32;
-  n_OP_U16:
-    v32 = d_rd16(q);
-    q += 2;
-    goto put_u32;
-  n_OP_U32:
-    v32 = d_rd32(q);
-    q += 4;
-    goto put_u32;
-  n_OP_U64:
-    v = pl_rd64(q);
-    q += 8;
-    goto put_u64;
-  n_OP_I16:
-    v = (uint64_t)(int64_t)(int16_t)d_rd16(q);
-    q += 2;
-    goto put_i;
-  n_OP_I32:
-    v = (uint64_t)(int64_t)(int32_t)d_rd32(q);
-    q += 4;
-    goto put_i;
-  n_OP_I64:
-    v = pl_rd64(q);
-    q += 8;
-    goto put_i;
-  n_OP_X8:
-    v = q[0];
-    q += 1;
-    goto put_x;
-  n_OP_X16:
-    v = d_rd16(q);
-    q += 2;
-    goto put_x;
-  n_OP_X32:
-    v = d_rd32(q);
-    q += 4;
-    goto put_x;
-  n_OP_X64:
-    v = pl_rd64(q);
-    q += 8;
-    goto put_x;
-#endif
-    PL_CASE(OP_M8) v = q[0];
-    q += 1;
-    goto put_m;
-    PL_CASE(OP_M16) v = d_rd16(q);
-    q += 2;
-    goto put_m;
-    PL_CASE(OP_M32) v = d_rd32(q);
-    q += 4;
-    goto put_m;
-    PL_CASE(OP_M64) v = pl_rd64(q);
-    q += 8;
-  put_m: {
-    sv[op->slot] = v;
-    o = key_put(o, op);
-    struct pmc *c = &op->mc[pmc_hash(v)];
-    if (c->v == v && c->len != UINT32_MAX) {
-      memcpy(o, c->t, PMC_MAX);
-      o += c->len;
-      PL_NEXT;
-    }
-    /* first time for this slot: the walker's rendering (dec_value, then the map), kept */
-    const struct dec_field *f = op->f;
-    unsigned wd = OP_BYTES[op->op];
-    w->len = (size_t)(o - w->buf);
-    size_t at = w->len;
-    uint64_t iv;
-    if (dec_value(w, f->in, f->out, q - wd, (size_t)(pe - q) + wd, -1, ptr_size, DV_MANIFEST, &iv) < 0) goto bail;
-    dec_map_render(w, f->map, at, v);
-    if (w->err) goto bail;
-    if (w->len - at <= PMC_MAX) {
-      c->v = v;
-      c->len = (uint32_t)(w->len - at);
-      memcpy(c->t, w->buf + at, c->len);
-    }
-    if (etw_jw_reserve(w, op->room)) goto bail;
-    o = w->buf + w->len;
-    PL_NEXT;
-  }
-    PL_CASE(OP_S16) {
-      if (q >= pe) goto done;
-      o = key_put(o, op);
-      size_t avail = (size_t)(pe - q), units = avail / 2, got, need = units * 6 + 1 + op->room;
-      if (__builtin_expect((size_t)(w->buf + w->cap - o) <= need, 0)) {
-        w->len = (size_t)(o - w->buf);
-        if (etw_jw_grow(w, need)) goto bail;
-        o = w->buf + w->len;
-      }
-      got = 0;
-#if defined(__SSE2__)
-      /* plain ASCII 16 units at a time here (as jw.c's converter does), the rest there */
-      while (units - got >= 16) {
-        __m128i a = _mm_loadu_si128((const __m128i *)(const void *)(q + 2 * got));
-        __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(q + 2 * got + 16));
-        __m128i x = _mm_packus_epi16(a, b);
-        __m128i ok = _mm_cmplt_epi8(_mm_add_epi8(x, _mm_set1_epi8(0x60)), _mm_set1_epi8(-33));
-        __m128i qb = _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')), _mm_cmpeq_epi8(x, _mm_set1_epi8('\\')));
-        unsigned m = (unsigned)_mm_movemask_epi8(_mm_andnot_si128(qb, ok));
-        _mm_storeu_si128((__m128i *)(void *)o, x);
-        if (m == 0xFFFFu) {
-          o += 16;
-          got += 16;
-          continue;
-        }
-        unsigned good = (unsigned)__builtin_ctz(~m);
-        o += good;
-        got += good;
-        if (!(q[2 * got] | q[2 * got + 1])) { /* the terminating NUL */
-          *o++ = '"';
-          q += got * 2 + 2;
-          PL_NEXT;
-        }
-        break;
-      }
-      /* fewer than 16 units left (all converted ones plain, 1:1): the 32 bytes before the last
-       * whole unit as one block when the payload has them (those before the string not used;
-       * an odd payload's last byte is no unit) */
-      if (units - got < 16 && got < units && (size_t)(q - p) + 2 * units >= 32 && (size_t)(w->buf + w->cap - o) > 16) {
-        __m128i a = _mm_loadu_si128((const __m128i *)(const void *)(q + 2 * units - 32));
-        __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(q + 2 * units - 16));
-        __m128i x = _mm_packus_epi16(a, b);
-        __m128i ok = _mm_cmplt_epi8(_mm_add_epi8(x, _mm_set1_epi8(0x60)), _mm_set1_epi8(-33));
-        __m128i qb = _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')), _mm_cmpeq_epi8(x, _mm_set1_epi8('\\')));
-        unsigned j = (unsigned)(got + 16 - units); /* this unit's place in the block, 1..15 */
-        unsigned m = (unsigned)_mm_movemask_epi8(_mm_andnot_si128(qb, ok)) >> j;
-        unsigned char t[32];
-        _mm_storeu_si128((__m128i *)(void *)t, x);
-        _mm_storeu_si128((__m128i *)(void *)(t + 16), x);
-        memcpy(o, t + j, 16);
-        unsigned good = (unsigned)__builtin_ctz(~m); /* ≤ units - got */
-        o += good;
-        got += good;
-        if (got == units) { /* no NUL before the payload's end: the rest */
-          *o++ = '"';
-          q += avail;
-          PL_NEXT;
-        }
-        if (!(q[2 * got] | q[2 * got + 1])) {
-          *o++ = '"';
-          q += got * 2 + 2;
-          PL_NEXT;
-        }
-      }
-#endif
-      {
-        size_t g2;
-        o = etw_jw_put_str16(o, q + 2 * got, units - got, &g2);
-        got += g2;
-      }
-      q += got < units ? got * 2 + 2 : avail; /* unterminated at the end: the rest */
-      PL_NEXT;
-    }
-    /* arrays: the count, the payload holds them all, room for 24 bytes each */
-#define PL_ARRAY(WD)                                                                               \
-  if (q >= pe) goto done;                                                                          \
-  cnt = op->cslot ? ref_count(sv[op->cslot]) : (long)op->f->count;                                 \
-  if (cnt < 0 || cnt > DEC_MAX_ARRAY || (size_t)cnt * (WD) > (size_t)(pe - q)) goto bail;   \
-  o = key_put(o, op);                                                                              \
-  if (__builtin_expect((size_t)(w->buf + w->cap - o) <= (size_t)cnt * 24 + 8 + op->room, 0)) {     \
-    w->len = (size_t)(o - w->buf);                                                                 \
-    if (etw_jw_grow(w, (size_t)cnt * 24 + 8 + op->room)) goto bail;                                \
-    o = w->buf + w->len;                                                                           \
-  }
-/* "0x…" elements: each one's `",` with the next one's `"0x` in one 8-byte store, the last 3
- * bytes taken back */
-#define PL_AX_LOOP(WD, RD)                                                                         \
-  if (cnt) {                                                                                       \
-    memcpy(o, FX_XSEP + 2, 4);                                                                     \
-    o += 3;                                                                                        \
-    for (const unsigned char *qe = q + (WD) * cnt; q < qe; q += (WD)) {                            \
-      o = fx_hex_digits(o, RD);                                                                    \
-      memcpy(o, FX_XSEP, 8);                                                                       \
-      o += 5;                                                                                      \
-    }                                                                                              \
-    o -= 3;                                                                                        \
-  }
-#define PL_ARRAY_END                                                                               \
-  if (cnt) o[-1] = ']';                                                                            \
-  else *o++ = ']';                                                                                 \
-  PL_NEXT
-    PL_CASE(OP_AU8) {
-      PL_ARRAY(1);
-      for (const unsigned char *qe = q + cnt; q < qe; q += 1) o = fx_put_u32c(o, q[0]);
-      PL_ARRAY_END;
-    }
-    PL_CASE(OP_AU16) {
-      PL_ARRAY(2);
-      for (const unsigned char *qe = q + 2 * cnt; q < qe; q += 2) o = fx_put_u32c(o, d_rd16(q));
-      PL_ARRAY_END;
-    }
-    PL_CASE(OP_AU32) {
-      PL_ARRAY(4);
-      for (const unsigned char *qe = q + 4 * cnt; q < qe; q += 4) o = fx_put_u32c(o, d_rd32(q));
-      PL_ARRAY_END;
-    }
-    PL_CASE(OP_AU64) {
-      PL_ARRAY(8);
-      for (const unsigned char *qe = q + 8 * cnt; q < qe; q += 8) { o = fx_put_u64(o, pl_rd64(q)); *o++ = ','; }
-      PL_ARRAY_END;
-    }
-    PL_CASE(OP_AX8) {
-      PL_ARRAY(1);
-      PL_AX_LOOP(1, q[0]);
-      PL_ARRAY_END;
-    }
-    PL_CASE(OP_AX16) {
-      PL_ARRAY(2);
-      PL_AX_LOOP(2, d_rd16(q));
-      PL_ARRAY_END;
-    }
-    PL_CASE(OP_AX32) {
-      PL_ARRAY(4);
-      PL_AX_LOOP(4, d_rd32(q));
-      PL_ARRAY_END;
-    }
-    PL_CASE(OP_AX64) {
-      PL_ARRAY(8);
-      PL_AX_LOOP(8, pl_rd64(q));
-      PL_ARRAY_END;
-    }
-#undef PL_ARRAY
-#undef PL_ARRAY_END
-#undef PL_AX_LOOP
-    PL_CASE(OP_SARR) { /* '[', then the member ops and OP_SEND once per element */
-      if (q >= pe) goto done;
-      cnt = op->cslot ? ref_count(sv[op->cslot]) : (long)op->f->count;
-      if (cnt < 0 || cnt > DEC_MAX_ARRAY || (uint64_t)cnt * op->eb > (uint64_t)(pe - q)) goto bail;
-      o = key_put(o, op);
-      uint64_t need = (uint64_t)cnt * op->eout + 2 + op->room;
-      if (__builtin_expect((uint64_t)(w->buf + w->cap - o) <= need, 0)) {
-        w->len = (size_t)(o - w->buf);
-        if (need > w->max || etw_jw_grow(w, (size_t)need)) goto bail;
-        o = w->buf + w->len;
-      }
-      if (!cnt) {
-        *o++ = ']';
-        op += op->gb; /* to its OP_SEND, then past it */
-        PL_NEXT;
-      }
-      srem = cnt;
-      *o++ = '{';
-      PL_NEXT;
-    }
-    PL_CASE(OP_SEND) {
-      *o++ = '}';
-      if (--srem) {
-        memcpy(o, ",{", 2);
-        o += 2;
-        op -= op->gb; /* the first member op again */
-        PL_GO;
-      }
-      *o++ = ']';
-      PL_NEXT;
-    }
-    PL_CASE(OP_GEN) {
-      if (q >= pe) goto done;
-      const struct dec_field *f = op->f;
-      if (op->cslot) {
-        cnt = ref_count(sv[op->cslot]);
-        if (cnt < 0 || cnt > DEC_MAX_ARRAY) goto bail;
-      }
-      long len = op->lslot ? ref_len(sv[op->lslot], n) : f->len;
-      if (len > (long)n) goto bail;
-      o = key_put(o, op);
-      size_t avail = (size_t)(pe - q);
-      w->len = (size_t)(o - w->buf);
-      size_t at = w->len;
-      long used = dec_value(w, f->in, f->out, q, avail, len, ptr_size, DV_MANIFEST, &v);
-      if (used < 0) goto bail;
-      const struct dec_map *mp = f->map;
-      if (!mp && f->map_name && e->owner) mp = dec_trace_map(e->owner, f->map_name);
-      if (mp) dec_map_render(w, mp, at, v);
-      if (w->err) goto bail;
-      sv[op->slot] = v;
-      q += used;
-      if (etw_jw_reserve(w, op->room)) goto bail;
-      o = w->buf + w->len;
-      PL_NEXT;
-    }
-  }
-done:
-  w->len = (size_t)(o - w->buf);
-  return (long)(q - p);
-bail:
-  __atomic_fetch_add(&plan_bails, 1, __ATOMIC_RELAXED);
-  etw_jw_truncate(w, mark);
-  return walk_all(d, w, e, p, n, ptr_size, why);
+/* -1 = not chosen yet, 0 = SSE2 / portable, 1 = AVX2 */
+static signed char pl_avx2 = -1;
+#if PL_AVX2
+/* lzcnt executed as such (a CPU without it runs the encoding as bsr: clz(1) would be 0; some
+ * virtual machines do not report the CPUID bit of a CPU that has it) */
+static int lzcnt_works(const volatile uint64_t *one) {
+  uint64_t v = *one, r;
+  __asm__("lzcnt %1, %0" : "=r"(r) : "r"(v) : "cc");
+  return r == 63;
 }
+#endif
+static int avx2_usable(void) {
+#if PL_AVX2
+  static const volatile uint64_t one = 1;
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2") &&
+                 lzcnt_works(&one)
+             ? 1
+             : 0;
+#else
+  return 0;
+#endif
+}
+static void pl_avx2_init(void) {
+  const char *no = getenv("ETWD_ETL_NO_AVX2");
+  int v = (no && *no && strcmp(no, "0")) ? 0 : avx2_usable();
+  __atomic_store_n(&pl_avx2, (signed char)v, __ATOMIC_RELAXED);
+}
+int dec_plan_avx2(int on) {
+  if (__atomic_load_n(&pl_avx2, __ATOMIC_RELAXED) < 0) pl_avx2_init();
+  if (on >= 0) __atomic_store_n(&pl_avx2, (signed char)(on && avx2_usable()), __ATOMIC_RELAXED);
+  return __atomic_load_n(&pl_avx2, __ATOMIC_RELAXED);
+}
+
+#if defined(__SSE2__)
+/* vector constants as memory operands (AVX2 code would build _mm_set1_epi8 ones with a move
+ * and a broadcast each) */
+#define PLK_R8(c) c, c, c, c, c, c, c, c
+#define PLK_R32(c) {PLK_R8(c), PLK_R8(c), PLK_R8(c), PLK_R8(c)}
+/* (0x0F and the hex digits: not const, so that gcc takes them from memory where used instead of
+ * building them at the runner's entry for every event) */
+#if defined(__GNUC__) && !defined(_WIN32)
+__attribute__((visibility("hidden")))
+#endif
+_Alignas(32) unsigned char dec_plk_0f[32] = PLK_R32(0x0F);
+#define PLK_0F dec_plk_0f
+_Alignas(32) static const unsigned char PLK_09[32] = PLK_R32(9);
+_Alignas(32) static const unsigned char PLK_27[32] = PLK_R32('a' - '0' - 10);
+_Alignas(32) static const unsigned char PLK_30[32] = PLK_R32('0');
+/* the string blocks' constants: 0x60, -33, '"', '\\' (32 bytes each) */
+#if defined(__GNUC__) && !defined(_WIN32)
+__attribute__((visibility("hidden")))
+#endif
+_Alignas(32) unsigned char dec_plk_str[128] = {PLK_R8(0x60), PLK_R8(0x60), PLK_R8(0x60), PLK_R8(0x60),
+                                                        PLK_R8(0xDF), PLK_R8(0xDF), PLK_R8(0xDF), PLK_R8(0xDF),
+                                                        PLK_R8('"'),  PLK_R8('"'),  PLK_R8('"'),  PLK_R8('"'),
+                                                        PLK_R8('\\'), PLK_R8('\\'), PLK_R8('\\'), PLK_R8('\\')};
+#define PLK_60 (plk_s + 0)
+#define PLK_DF (plk_s + 32)
+#define PLK_QT (plk_s + 64)
+#define PLK_BS (plk_s + 96)
+/* plk_s: not const (as dec_plk_0f), so that the constants are memory operands where used (gcc
+ * would build each with a move and a broadcast: 12 instructions a string) */
+#define PLK_STR_BASE const unsigned char *plk_s = dec_plk_str
+#if PL_AVX2
+#if defined(__GNUC__)
+__attribute__((visibility("hidden")))
+#endif
+_Alignas(32) char dec_plk_hex[32] = "0123456789abcdef0123456789abcdef";
+#define PLK_HEX dec_plk_hex
+#endif
+#undef PLK_R8
+#undef PLK_R32
+#define PLK(k) _mm_load_si128((const __m128i *)(const void *)(k))
+#define PLK256(k) _mm256_load_si256((const __m256i *)(const void *)(k))
+#endif
+
+#if defined(__SSE2__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+/* the 16 hex digit values (0–15, one a byte) of the two 8-byte lanes of @x, most significant
+ * first: lane 0's in *d0, lane 1's in *d1 */
+#define HEX_NIBBLES(x, d0, d1)                                                                     \
+  do {                                                                                             \
+    const __m128i m_ = PLK(PLK_0F);                                                                \
+    __m128i hi_ = _mm_and_si128(_mm_srli_epi16(x, 4), m_), lo_ = _mm_and_si128(x, m_);             \
+    d0 = _mm_unpacklo_epi8(hi_, lo_);                                                              \
+    d1 = _mm_unpackhi_epi8(hi_, lo_);                                                              \
+  } while (0)
+static inline __m128i hex_ascii_sse2(__m128i n) {
+  __m128i adj = _mm_and_si128(_mm_cmpgt_epi8(n, PLK(PLK_09)), PLK(PLK_27));
+  return _mm_add_epi8(n, _mm_add_epi8(adj, PLK(PLK_30)));
+}
+/* @z: the leading zero digits (0–15) of v; returns v with its significant digits first,
+ * byte-swapped */
+static inline uint64_t hex_lead(uint64_t v, unsigned *z) {
+  unsigned lz = (unsigned)__builtin_clzll(v | 1) >> 2;
+  *z = lz;
+  return __builtin_bswap64(v << (lz * 4));
+}
+#define HEX_ARR_BODY(RD, WD, ASCII)                                                                \
+  for (const unsigned char *qp = q + (size_t)(qe - q) / (2 * (WD)) * (2 * (WD)); q < qp; q += 2 * (WD)) { \
+    unsigned za, zb;                                                                               \
+    uint64_t ta = hex_lead(RD(q), &za), tb = hex_lead(RD(q + (WD)), &zb);                          \
+    __m128i x = _mm_unpacklo_epi64(_mm_cvtsi64_si128((long long)ta), _mm_cvtsi64_si128((long long)tb)), da, db; \
+    HEX_NIBBLES(x, da, db);                                                                        \
+    _mm_storeu_si128((__m128i *)(void *)o, ASCII(da));                                             \
+    o -= za;                                                                                       \
+    memcpy(o + 16, FX_XSEP, 8);                                                                    \
+    _mm_storeu_si128((__m128i *)(void *)(o + 21), ASCII(db));                                      \
+    o -= zb;                                                                                       \
+    memcpy(o + 37, FX_XSEP, 8);                                                                    \
+    o += 42;                                                                                       \
+  }                                                                                                \
+  if (q < qe) {                                                                                    \
+    unsigned za;                                                                                   \
+    uint64_t ta = hex_lead(RD(q), &za);                                                            \
+    __m128i x = _mm_cvtsi64_si128((long long)ta), da, db;                                          \
+    HEX_NIBBLES(x, da, db);                                                                        \
+    (void)db;                                                                                      \
+    _mm_storeu_si128((__m128i *)(void *)o, ASCII(da));                                             \
+    o -= za;                                                                                       \
+    memcpy(o + 16, FX_XSEP, 8);                                                                    \
+    o += 21;                                                                                       \
+  }                                                                                                \
+  return o
+#define HEX_RD64(q) pl_rd64(q)
+#define HEX_RD32(q) ((uint64_t)d_rd32(q))
+static inline char *hex_arr64(char *o, const unsigned char *q, const unsigned char *qe) {
+  HEX_ARR_BODY(HEX_RD64, 8, hex_ascii_sse2);
+}
+static inline char *hex_arr32(char *o, const unsigned char *q, const unsigned char *qe) {
+  HEX_ARR_BODY(HEX_RD32, 4, hex_ascii_sse2);
+}
+#if PL_AVX2
+#define PL_AVX2_FN __attribute__((target("avx2,bmi,bmi2,lzcnt")))
+PL_AVX2_FN static inline __m128i hex_ascii_avx2(__m128i n) { return _mm_shuffle_epi8(PLK(PLK_HEX), n); }
+PL_AVX2_FN static inline char *hex_arr64_avx2(char *o, const unsigned char *q, const unsigned char *qe) {
+  /* four per step: values 0 and 2 in one 256-bit register's lanes, 1 and 3 in the other's */
+  for (const unsigned char *qp = q + (size_t)(qe - q) / 32 * 32; q < qp; q += 32) {
+    unsigned z0, z1, z2, z3;
+    uint64_t t0 = hex_lead(pl_rd64(q), &z0), t1 = hex_lead(pl_rd64(q + 8), &z1);
+    uint64_t t2 = hex_lead(pl_rd64(q + 16), &z2), t3 = hex_lead(pl_rd64(q + 24), &z3);
+    __m128i a = _mm_insert_epi64(_mm_cvtsi64_si128((long long)t0), (long long)t1, 1);
+    __m128i b = _mm_insert_epi64(_mm_cvtsi64_si128((long long)t2), (long long)t3, 1);
+    __m256i x = _mm256_inserti128_si256(_mm256_castsi128_si256(a), b, 1), m = PLK256(PLK_0F);
+    __m256i hi = _mm256_and_si256(_mm256_srli_epi16(x, 4), m), lo = _mm256_and_si256(x, m);
+    __m256i d02 = _mm256_shuffle_epi8(PLK256(PLK_HEX), _mm256_unpacklo_epi8(hi, lo));
+    __m256i d13 = _mm256_shuffle_epi8(PLK256(PLK_HEX), _mm256_unpackhi_epi8(hi, lo));
+    _mm_storeu_si128((__m128i *)(void *)o, _mm256_castsi256_si128(d02));
+    o -= z0;
+    memcpy(o + 16, FX_XSEP, 8);
+    _mm_storeu_si128((__m128i *)(void *)(o + 21), _mm256_castsi256_si128(d13));
+    o -= z1;
+    memcpy(o + 37, FX_XSEP, 8);
+    _mm_storeu_si128((__m128i *)(void *)(o + 42), _mm256_extracti128_si256(d02, 1));
+    o -= z2;
+    memcpy(o + 58, FX_XSEP, 8);
+    _mm_storeu_si128((__m128i *)(void *)(o + 63), _mm256_extracti128_si256(d13, 1));
+    o -= z3;
+    memcpy(o + 79, FX_XSEP, 8);
+    o += 84;
+  }
+  HEX_ARR_BODY(HEX_RD64, 8, hex_ascii_avx2);
+}
+PL_AVX2_FN static inline char *hex_arr32_avx2(char *o, const unsigned char *q, const unsigned char *qe) {
+  HEX_ARR_BODY(HEX_RD32, 4, hex_ascii_avx2);
+}
+/* "0x…" digits and the closing quote of one value (as fx_hex_tail) */
+PL_AVX2_FN static inline char *hex_tail_avx2(char *o, uint64_t v) {
+  unsigned z;
+  uint64_t t = hex_lead(v, &z);
+  __m128i x = _mm_cvtsi64_si128((long long)t), d, d1;
+  HEX_NIBBLES(x, d, d1);
+  (void)d1;
+  _mm_storeu_si128((__m128i *)(void *)o, hex_ascii_avx2(d));
+  o += 16 - z;
+  *o = '"';
+  return o + 1;
+}
+/* an op's key text: one 32-byte copy */
+PL_AVX2_FN static inline char *key_put_avx2(char *o, const struct pop *op) {
+  _mm256_storeu_si256((__m256i *)(void *)o, _mm256_loadu_si256((const __m256i *)(const void *)op->key));
+  return o + op->klen;
+}
+#endif
+#define PL_HEX_ARR 1
+#else
+#define PL_HEX_ARR 0
+#endif
+
+/* The plan of @e when it has one (and the writer is far from its maximum), else the walker:
+ * the runner below, compiled twice (dec_man.c includes itself) — for SSE2 and, chosen at run
+ * time, for AVX2/BMI2 (its 32-byte copies, lzcnt/shlx/pshufb hex, 32-unit string blocks). */
+#define DEC_MAN_RUNNER 1
+#define PL_FN plan_write_sse2
+#define PL_V 0
+#if defined(__GNUC__)
+#define PL_FNATTR __attribute__((noinline))
+#else
+#define PL_FNATTR
+#endif
+#include "dec_man.c"
+#undef PL_FN
+#undef PL_V
+#undef PL_FNATTR
+#if PL_AVX2
+#define PL_FN plan_write_avx2
+#define PL_V 1
+#define PL_FNATTR __attribute__((noinline, target("avx2,bmi,bmi2,lzcnt")))
+#include "dec_man.c"
+#undef PL_FN
+#undef PL_V
+#undef PL_FNATTR
+#endif
+#undef DEC_MAN_RUNNER
 #undef PL_START
 #undef PL_GO
 #undef PL_CASE
 #undef PL_NEXT
+
+long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct dec_event *e,
+                        const unsigned char *p, size_t n, int ptr_size, const char **why) {
+#if PL_AVX2
+  if (pl_avx2 > 0) return plan_write_avx2(d, w, e, p, n, ptr_size, why);
+#endif
+  return plan_write_sse2(d, w, e, p, n, ptr_size, why);
+}
 
 /* ---- XML tokenizer */
 struct xattr {
@@ -2498,3 +2334,487 @@ void dec_eventsource_chunk(struct etw_decoder *d, const struct etw_rec *r) {
   }
 }
 
+#else /* DEC_MAN_RUNNER */
+/* The plan of @e when it has one (and the writer is far from its maximum), else the walker. The
+ * plan gives up with `goto bail`: the output is cut back and the walker renders the event. */
+#if PL_V
+#define key_put key_put_avx2
+#define fx_hex_tail hex_tail_avx2
+#endif
+PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struct dec_event *e,
+                            const unsigned char *p, size_t n, int ptr_size, const char **why) {
+#if defined(__GNUC__)
+  static const void *const PL_L[] = {
+      [OP_END] = &&l_OP_END,   [OP_CHK] = &&l_OP_CHK,   [OP_KEY] = &&l_OP_KEY,   [OP_U8] = &&l_OP_U8,     [OP_U16] = &&l_OP_U16,
+      [OP_U32] = &&l_OP_U32,   [OP_U64] = &&l_OP_U64,   [OP_I16] = &&l_OP_I16,   [OP_I32] = &&l_OP_I32,
+      [OP_I64] = &&l_OP_I64,   [OP_X8] = &&l_OP_X8,     [OP_X16] = &&l_OP_X16,   [OP_X32] = &&l_OP_X32,
+      [OP_X64] = &&l_OP_X64,   [OP_M8] = &&l_OP_M8,     [OP_M16] = &&l_OP_M16,   [OP_M32] = &&l_OP_M32,
+      [OP_M64] = &&l_OP_M64,   [OP_S16] = &&l_OP_S16,   [OP_AU8] = &&l_OP_AU8,   [OP_AU16] = &&l_OP_AU16,
+      [OP_AU32] = &&l_OP_AU32, [OP_AU64] = &&l_OP_AU64, [OP_AX8] = &&l_OP_AX8,   [OP_AX16] = &&l_OP_AX16,
+      [OP_AX32] = &&l_OP_AX32, [OP_AX64] = &&l_OP_AX64, [OP_GEN] = &&l_OP_GEN,   [OP_SARR] = &&l_OP_SARR,
+      [OP_SEND] = &&l_OP_SEND};
+#endif
+  if (__builtin_expect(!e->runs, 0)) compute_runs((struct dec_event *)e);
+  if (e->runs <= 1 || !plan_on || w->err || (ptr_size != 8 && ptr_size != 4))
+    return walk_all(d, w, e, p, n, ptr_size, why);
+  const struct plan *pl = (const struct plan *)(const void *)(e->f[0].key + e->runs);
+  size_t mark = w->len, left = w->max - mark;
+  if (left <= pl->slack || (uint64_t)(left - pl->slack) / pl->perbyte <= n) /* near the writer's maximum */
+    return walk_all(d, w, e, p, n, ptr_size, why);
+#if defined(__GNUC__)
+  if (__builtin_expect(!(pl->labs & (1u << PL_V)), 0)) { /* first run: each op's code address */
+    struct plan *m = (struct plan *)(uintptr_t)pl;
+    static const void *const PL_N[] = {[OP_U8] = &&n_OP_U8,   [OP_U16] = &&n_OP_U16, [OP_U32] = &&n_OP_U32,
+                                       [OP_U64] = &&n_OP_U64, [OP_I16] = &&n_OP_I16, [OP_I32] = &&n_OP_I32,
+                                       [OP_I64] = &&n_OP_I64, [OP_X8] = &&n_OP_X8,   [OP_X16] = &&n_OP_X16,
+                                       [OP_X32] = &&n_OP_X32, [OP_X64] = &&n_OP_X64};
+    for (uint32_t k = 0; k < 2 * pl->off4; k++) {
+      struct pop *x = &m->ops[k];
+      x->lab[PL_V] = !x->slot && x->op >= OP_U8 && x->op <= OP_X64 ? PL_N[x->op] : PL_L[x->op];
+    }
+    m->labs |= 1u << PL_V;
+  }
+#endif
+  const struct pop *op = ptr_size == 8 ? pl->ops : pl->ops + pl->off4;
+  const unsigned char *q = p, *pe = p + n;
+  uint64_t sv[PLAN_SLOTS];
+  uint64_t v;
+  uint32_t v32;
+  long cnt, srem = 0;
+  if (etw_jw_reserve(w, pl->room0)) goto bail;
+  char *o = w->buf + w->len;
+  PL_START {
+    PL_CASE(OP_END) goto done;
+    PL_CASE(OP_CHK) /* a fixed-size run: all of it in the payload, or nothing left (q ≤ pe) */
+    if (__builtin_expect((size_t)(pe - q) < op->gb, 0)) {
+      if (q == pe) goto done;
+      goto bail;
+    }
+    PL_NEXT;
+    PL_CASE(OP_KEY) /* before the op of its field: nothing when the payload has ended */
+    if (q >= pe) goto done;
+    for (size_t k = 0; k < op->klen; k += 32) memcpy(o + k, op->lkey + k, 32);
+    o += op->klen;
+    PL_NEXT;
+    PL_CASE(OP_U8) v32 = q[0];
+    q += 1;
+    goto save_u32;
+    PL_CASE(OP_U16) v32 = d_rd16(q);
+    q += 2;
+    goto save_u32;
+    PL_CASE(OP_U32) v32 = d_rd32(q);
+    q += 4;
+  save_u32:
+    sv[op->slot] = v32;
+  put_u32:
+    o = key_put(o, op);
+    o = fx_put_u32(o, v32);
+    PL_NEXT;
+    PL_CASE(OP_U64) v = pl_rd64(q);
+    q += 8;
+    sv[op->slot] = v;
+  put_u64:
+    o = key_put(o, op);
+    o = fx_put_u64(o, v);
+    PL_NEXT;
+    PL_CASE(OP_I16) v = (uint64_t)(int64_t)(int16_t)d_rd16(q);
+    q += 2;
+    goto save_i;
+    PL_CASE(OP_I32) v = (uint64_t)(int64_t)(int32_t)d_rd32(q);
+    q += 4;
+    goto save_i;
+    PL_CASE(OP_I64) v = pl_rd64(q);
+    q += 8;
+  save_i:
+    sv[op->slot] = v;
+  put_i:
+    o = key_put(o, op);
+    o = fx_put_i64(o, (int64_t)v);
+    PL_NEXT;
+    PL_CASE(OP_X8) v = q[0];
+    q += 1;
+    goto save_x;
+    PL_CASE(OP_X16) v = d_rd16(q);
+    q += 2;
+    goto save_x;
+    PL_CASE(OP_X32) v = d_rd32(q);
+    q += 4;
+    goto save_x;
+    PL_CASE(OP_X64) v = pl_rd64(q);
+    q += 8;
+  save_x:
+    sv[op->slot] = v;
+  put_x:
+    o = key_put(o, op);
+    o = fx_hex_tail(o, v);
+    PL_NEXT;
+#if defined(__GNUC__)
+    /* the same for values no count or length refers to (not kept) */
+  n_OP_U8:
+    v32 = q[0];
+    q += 1;
+    goto put_u32;
+  n_OP_U16:
+    v32 = d_rd16(q);
+    q += 2;
+    goto put_u32;
+  n_OP_U32:
+    v32 = d_rd32(q);
+    q += 4;
+    goto put_u32;
+  n_OP_U64:
+    v = pl_rd64(q);
+    q += 8;
+    goto put_u64;
+  n_OP_I16:
+    v = (uint64_t)(int64_t)(int16_t)d_rd16(q);
+    q += 2;
+    goto put_i;
+  n_OP_I32:
+    v = (uint64_t)(int64_t)(int32_t)d_rd32(q);
+    q += 4;
+    goto put_i;
+  n_OP_I64:
+    v = pl_rd64(q);
+    q += 8;
+    goto put_i;
+  n_OP_X8:
+    v = q[0];
+    q += 1;
+    goto put_x;
+  n_OP_X16:
+    v = d_rd16(q);
+    q += 2;
+    goto put_x;
+  n_OP_X32:
+    v = d_rd32(q);
+    q += 4;
+    goto put_x;
+  n_OP_X64:
+    v = pl_rd64(q);
+    q += 8;
+    goto put_x;
+#endif
+    PL_CASE(OP_M8) v = q[0];
+    q += 1;
+    goto put_m;
+    PL_CASE(OP_M16) v = d_rd16(q);
+    q += 2;
+    goto put_m;
+    PL_CASE(OP_M32) v = d_rd32(q);
+    q += 4;
+    goto put_m;
+    PL_CASE(OP_M64) v = pl_rd64(q);
+    q += 8;
+  put_m: {
+    sv[op->slot] = v;
+    o = key_put(o, op);
+    struct pmc *c = &op->mc[pmc_hash(v)];
+    if (c->v == v && c->len != UINT32_MAX) {
+      memcpy(o, c->t, PMC_MAX);
+      o += c->len;
+      PL_NEXT;
+    }
+    /* first time for this slot: the walker's rendering (dec_value, then the map), kept */
+    const struct dec_field *f = op->f;
+    unsigned wd = OP_BYTES[op->op];
+    w->len = (size_t)(o - w->buf);
+    size_t at = w->len;
+    uint64_t iv;
+    if (dec_value(w, f->in, f->out, q - wd, (size_t)(pe - q) + wd, -1, ptr_size, DV_MANIFEST, &iv) < 0) goto bail;
+    dec_map_render(w, f->map, at, v);
+    if (w->err) goto bail;
+    if (w->len - at <= PMC_MAX) {
+      c->v = v;
+      c->len = (uint32_t)(w->len - at);
+      memcpy(c->t, w->buf + at, c->len);
+    }
+    if (etw_jw_reserve(w, op->room)) goto bail;
+    o = w->buf + w->len;
+    PL_NEXT;
+  }
+    PL_CASE(OP_S16) {
+      if (q >= pe) goto done;
+#if defined(__SSE2__)
+      PLK_STR_BASE;
+#endif
+      o = key_put(o, op);
+      size_t avail = (size_t)(pe - q), units = avail / 2, got, need = units * 6 + 1 + op->room;
+      if (__builtin_expect((size_t)(w->buf + w->cap - o) <= need, 0)) {
+        w->len = (size_t)(o - w->buf);
+        if (etw_jw_grow(w, need)) goto bail;
+        o = w->buf + w->len;
+      }
+      got = 0;
+#if defined(__SSE2__)
+#if PL_V
+      /* plain ASCII 32 units at a time */
+      while (units - got >= 32) {
+        __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)(q + 2 * got));
+        __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(q + 2 * got + 32));
+        __m256i x = _mm256_permute4x64_epi64(_mm256_packus_epi16(a, b), 0xD8);
+        __m256i ok = _mm256_cmpgt_epi8(PLK256(PLK_DF), _mm256_add_epi8(x, PLK256(PLK_60)));
+        __m256i qb = _mm256_or_si256(_mm256_cmpeq_epi8(x, PLK256(PLK_QT)), _mm256_cmpeq_epi8(x, PLK256(PLK_BS)));
+        unsigned m = (unsigned)_mm256_movemask_epi8(_mm256_andnot_si256(qb, ok));
+        _mm256_storeu_si256((__m256i *)(void *)o, x);
+        if (m == 0xFFFFFFFFu) {
+          o += 32;
+          got += 32;
+          continue;
+        }
+        unsigned good = (unsigned)__builtin_ctz(~m);
+        o += good;
+        got += good;
+        if (!(q[2 * got] | q[2 * got + 1])) { /* the terminating NUL */
+          *o++ = '"';
+          q += got * 2 + 2;
+          PL_NEXT;
+        }
+        goto s16_rest;
+      }
+#endif
+      /* plain ASCII 16 units at a time here (as jw.c's converter does), the rest there */
+      while (units - got >= 16) {
+        __m128i a = _mm_loadu_si128((const __m128i *)(const void *)(q + 2 * got));
+        __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(q + 2 * got + 16));
+        __m128i x = _mm_packus_epi16(a, b);
+        __m128i ok = _mm_cmplt_epi8(_mm_add_epi8(x, PLK(PLK_60)), PLK(PLK_DF));
+        __m128i qb = _mm_or_si128(_mm_cmpeq_epi8(x, PLK(PLK_QT)), _mm_cmpeq_epi8(x, PLK(PLK_BS)));
+        unsigned m = (unsigned)_mm_movemask_epi8(_mm_andnot_si128(qb, ok));
+        _mm_storeu_si128((__m128i *)(void *)o, x);
+        if (m == 0xFFFFu) {
+          o += 16;
+          got += 16;
+          continue;
+        }
+        unsigned good = (unsigned)__builtin_ctz(~m);
+        o += good;
+        got += good;
+        if (!(q[2 * got] | q[2 * got + 1])) { /* the terminating NUL */
+          *o++ = '"';
+          q += got * 2 + 2;
+          PL_NEXT;
+        }
+        break;
+      }
+      /* fewer than 16 units left (all converted ones plain, 1:1): the 32 bytes before the last
+       * whole unit as one block when the payload has them (those before the string not used;
+       * an odd payload's last byte is no unit) */
+      if (units - got < 16 && got < units && (size_t)(q - p) + 2 * units >= 32 && (size_t)(w->buf + w->cap - o) > 16) {
+        __m128i a = _mm_loadu_si128((const __m128i *)(const void *)(q + 2 * units - 32));
+        __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(q + 2 * units - 16));
+        __m128i x = _mm_packus_epi16(a, b);
+        __m128i ok = _mm_cmplt_epi8(_mm_add_epi8(x, PLK(PLK_60)), PLK(PLK_DF));
+        __m128i qb = _mm_or_si128(_mm_cmpeq_epi8(x, PLK(PLK_QT)), _mm_cmpeq_epi8(x, PLK(PLK_BS)));
+        unsigned j = (unsigned)(got + 16 - units); /* this unit's place in the block, 1..15 */
+        unsigned m = (unsigned)_mm_movemask_epi8(_mm_andnot_si128(qb, ok)) >> j;
+        unsigned char t[32];
+        _mm_storeu_si128((__m128i *)(void *)t, x);
+        _mm_storeu_si128((__m128i *)(void *)(t + 16), x);
+        memcpy(o, t + j, 16);
+        unsigned good = (unsigned)__builtin_ctz(~m); /* ≤ units - got */
+        o += good;
+        got += good;
+        if (got == units) { /* no NUL before the payload's end: the rest */
+          *o++ = '"';
+          q += avail;
+          PL_NEXT;
+        }
+        if (!(q[2 * got] | q[2 * got + 1])) {
+          *o++ = '"';
+          q += got * 2 + 2;
+          PL_NEXT;
+        }
+      }
+#if PL_V
+    s16_rest:
+#endif
+#endif
+      {
+        size_t g2;
+        o = etw_jw_put_str16(o, q + 2 * got, units - got, &g2);
+        got += g2;
+      }
+      q += got < units ? got * 2 + 2 : avail; /* unterminated at the end: the rest */
+      PL_NEXT;
+    }
+    /* arrays: the count, the payload holds them all, room for 24 bytes each */
+#define PL_ARRAY(WD)                                                                               \
+  if (q >= pe) goto done;                                                                          \
+  { /* (a constant count is in range: plan_op) */                                                  \
+    uint64_t c_ = op->cslot ? sv[op->cslot] : (uint64_t)op->f->count;                              \
+    if (c_ > DEC_MAX_ARRAY || c_ * (WD) > (size_t)(pe - q)) goto bail;                             \
+    cnt = (long)c_;                                                                                \
+  }                                                                                                \
+  o = key_put(o, op);                                                                              \
+  if (__builtin_expect((size_t)(w->buf + w->cap - o) <= (size_t)cnt * 24 + 8 + op->room, 0)) {     \
+    w->len = (size_t)(o - w->buf);                                                                 \
+    if (etw_jw_grow(w, (size_t)cnt * 24 + 8 + op->room)) goto bail;                                \
+    o = w->buf + w->len;                                                                           \
+  }
+/* "0x…" elements: each one's `",` with the next one's `"0x` in one 8-byte store, the last 3
+ * bytes taken back */
+#define PL_AX_LOOP(WD, RD)                                                                         \
+  if (cnt) {                                                                                       \
+    memcpy(o, FX_XSEP + 2, 4);                                                                     \
+    o += 3;                                                                                        \
+    for (const unsigned char *qe = q + (WD) * cnt; q < qe; q += (WD)) {                            \
+      o = fx_hex_digits(o, RD);                                                                    \
+      memcpy(o, FX_XSEP, 8);                                                                       \
+      o += 5;                                                                                      \
+    }                                                                                              \
+    o -= 3;                                                                                        \
+  }
+#define PL_ARRAY_END                                                                               \
+  if (cnt) o[-1] = ']';                                                                            \
+  else *o++ = ']';                                                                                 \
+  PL_NEXT
+    PL_CASE(OP_AU8) {
+      PL_ARRAY(1);
+      for (const unsigned char *qe = q + cnt; q < qe; q += 1) o = fx_put_u32c(o, q[0]);
+      PL_ARRAY_END;
+    }
+    PL_CASE(OP_AU16) {
+      PL_ARRAY(2);
+      const unsigned char *qe = q + 2 * cnt;
+      for (const unsigned char *qp = q + 4 * (cnt >> 1); q < qp; q += 4) { /* two per step */
+        o = fx_put_u32c(o, d_rd16(q));
+        o = fx_put_u32c(o, d_rd16(q + 2));
+      }
+      if (q < qe) o = fx_put_u32c(o, d_rd16(q)), q += 2;
+      PL_ARRAY_END;
+    }
+    PL_CASE(OP_AU32) {
+      PL_ARRAY(4);
+      const unsigned char *qe = q + 4 * cnt;
+      for (const unsigned char *qp = q + 8 * (cnt >> 1); q < qp; q += 8) { /* two per step */
+        o = fx_put_u32c(o, d_rd32(q));
+        o = fx_put_u32c(o, d_rd32(q + 4));
+      }
+      if (q < qe) o = fx_put_u32c(o, d_rd32(q)), q += 4;
+      PL_ARRAY_END;
+    }
+    PL_CASE(OP_AU64) {
+      PL_ARRAY(8);
+      for (const unsigned char *qe = q + 8 * cnt; q < qe; q += 8) { o = fx_put_u64(o, pl_rd64(q)); *o++ = ','; }
+      PL_ARRAY_END;
+    }
+    PL_CASE(OP_AX8) {
+      PL_ARRAY(1);
+      PL_AX_LOOP(1, q[0]);
+      PL_ARRAY_END;
+    }
+    PL_CASE(OP_AX16) {
+      PL_ARRAY(2);
+      PL_AX_LOOP(2, d_rd16(q));
+      PL_ARRAY_END;
+    }
+#if PL_HEX_ARR
+#if PL_V
+#define PL_HEX_CALL(W) hex_arr##W##_avx2(o, q, q + (W / 8) * cnt)
+#else
+#define PL_HEX_CALL(W) hex_arr##W(o, q, q + (W / 8) * cnt)
+#endif
+#define PL_AX_ARR(W)                                                                               \
+  if (cnt) {                                                                                       \
+    memcpy(o, FX_XSEP + 2, 4);                                                                     \
+    o += 3;                                                                                        \
+    o = PL_HEX_CALL(W);                                                                            \
+    q += (W / 8) * cnt;                                                                            \
+    o -= 3;                                                                                        \
+  }
+    PL_CASE(OP_AX32) {
+      PL_ARRAY(4);
+      PL_AX_ARR(32);
+      PL_ARRAY_END;
+    }
+    PL_CASE(OP_AX64) {
+      PL_ARRAY(8);
+      PL_AX_ARR(64);
+      PL_ARRAY_END;
+    }
+#undef PL_AX_ARR
+#undef PL_HEX_CALL
+#else
+    PL_CASE(OP_AX32) {
+      PL_ARRAY(4);
+      PL_AX_LOOP(4, d_rd32(q));
+      PL_ARRAY_END;
+    }
+    PL_CASE(OP_AX64) {
+      PL_ARRAY(8);
+      PL_AX_LOOP(8, pl_rd64(q));
+      PL_ARRAY_END;
+    }
+#endif
+#undef PL_ARRAY
+#undef PL_ARRAY_END
+#undef PL_AX_LOOP
+    PL_CASE(OP_SARR) { /* '[', then the member ops and OP_SEND once per element */
+      if (q >= pe) goto done;
+      cnt = op->cslot ? ref_count(sv[op->cslot]) : (long)op->f->count;
+      if (cnt < 0 || cnt > DEC_MAX_ARRAY || (uint64_t)cnt * op->eb > (uint64_t)(pe - q)) goto bail;
+      o = key_put(o, op);
+      uint64_t need = (uint64_t)cnt * op->eout + 2 + op->room;
+      if (__builtin_expect((uint64_t)(w->buf + w->cap - o) <= need, 0)) {
+        w->len = (size_t)(o - w->buf);
+        if (need > w->max || etw_jw_grow(w, (size_t)need)) goto bail;
+        o = w->buf + w->len;
+      }
+      if (!cnt) {
+        *o++ = ']';
+        op += op->gb; /* to its OP_SEND, then past it */
+        PL_NEXT;
+      }
+      srem = cnt;
+      *o++ = '{';
+      PL_NEXT;
+    }
+    PL_CASE(OP_SEND) {
+      *o++ = '}';
+      if (--srem) {
+        memcpy(o, ",{", 2);
+        o += 2;
+        op -= op->gb; /* the first member op again */
+        PL_GO;
+      }
+      *o++ = ']';
+      PL_NEXT;
+    }
+    PL_CASE(OP_GEN) {
+      if (q >= pe) goto done;
+      const struct dec_field *f = op->f;
+      if (op->cslot) {
+        cnt = ref_count(sv[op->cslot]);
+        if (cnt < 0 || cnt > DEC_MAX_ARRAY) goto bail;
+      }
+      long len = op->lslot ? ref_len(sv[op->lslot], n) : f->len;
+      if (len > (long)n) goto bail;
+      o = key_put(o, op);
+      size_t avail = (size_t)(pe - q);
+      w->len = (size_t)(o - w->buf);
+      size_t at = w->len;
+      long used = dec_value(w, f->in, f->out, q, avail, len, ptr_size, DV_MANIFEST, &v);
+      if (used < 0) goto bail;
+      const struct dec_map *mp = f->map;
+      if (!mp && f->map_name && e->owner) mp = dec_trace_map(e->owner, f->map_name);
+      if (mp) dec_map_render(w, mp, at, v);
+      if (w->err) goto bail;
+      sv[op->slot] = v;
+      q += used;
+      if (etw_jw_reserve(w, op->room)) goto bail;
+      o = w->buf + w->len;
+      PL_NEXT;
+    }
+  }
+done:
+  w->len = (size_t)(o - w->buf);
+  return (long)(q - p);
+bail:
+  __atomic_fetch_add(&plan_bails, 1, __ATOMIC_RELAXED);
+  etw_jw_truncate(w, mark);
+  return walk_all(d, w, e, p, n, ptr_size, why);
+}
+#undef key_put
+#undef fx_hex_tail
+#endif /* DEC_MAN_RUNNER */

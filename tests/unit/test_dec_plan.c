@@ -62,12 +62,14 @@ static void corpus(void) {
     unsigned char *data = tu_corpus_file(FILES[fi], &len);
     CHECK(data != NULL);
     if (!data) continue;
-    for (int man = 0; man < 2; man++) {
+    for (int man = 0; man < 3; man++) { /* without manifests; with them, plans' AVX2 code on, off */
       struct tu_trace a, b;
       dec_plan_enable(0);
       tu_decode(data, len, "t.etl", man ? tu_manifests() : NULL, &a);
       dec_plan_enable(1);
+      dec_plan_avx2(man != 2);
       tu_decode(data, len, "t.etl", man ? tu_manifests() : NULL, &b);
+      dec_plan_avx2(1);
       CHECK_EQ(a.n, b.n);
       for (size_t i = 0; i < a.n && i < b.n; i++) {
         events++;
@@ -83,7 +85,7 @@ static void corpus(void) {
     free(data);
   }
   fprintf(stderr, "corpus: %zu events compared\n", events);
-  CHECK(events > 300000);
+  CHECK(events > 400000);
   CHECK_EQ(bad, 0);
 }
 
@@ -329,11 +331,11 @@ static size_t rand_payload(const struct dec_event *e, int ps, unsigned char *b, 
     if (f->len_ref >= 0 && f->len_ref < 16 && (uint32_t)f->len_ref < i) len = (long)vals[f->len_ref];
     for (size_t r = 0; r < reps; r++) {
       if (f->in == 1) {
-        size_t nu = len >= 0 && len < 100 ? (size_t)len : below(4) == 0 ? below(3) : below(45);
-        /* a third plain ASCII (the plans' inline 16-unit blocks, the payload's last 32 bytes as
-         * the tail block), at most one other unit anywhere */
+        size_t nu = len >= 0 && len < 100 ? (size_t)len : below(4) == 0 ? below(3) : below(5) == 0 ? below(100) : below(45);
+        /* a third plain ASCII (the plans' inline 16- and 32-unit blocks, the payload's last 32
+         * bytes as the tail block), at most one other unit anywhere */
         int plain = below(3) == 0;
-        size_t odd = plain && below(2) ? below(48) : (size_t)-1;
+        size_t odd = plain && below(2) ? below(104) : (size_t)-1;
         for (size_t k = 0; k < nu; k++) {
           uint16_t u = below(3) ? (uint16_t)('A' + below(26)) : UNITS[below(sizeof UNITS / sizeof UNITS[0])];
           if (below(20) == 0) u = (uint16_t)rnd();
@@ -423,6 +425,7 @@ static void randomized(void) {
       struct out a = render(s.e, pay, n, ps, max, prefix);
       dec_plan_enable(1);
       for (int again = 0; again < 2; again++) {
+        dec_plan_avx2((rep + again) & 1); /* both variants of the plans' AVX2 code (where usable) */
         uint64_t b0 = dec_plan_bails();
         struct out b = render(s.e, pay, n, ps, max, prefix);
         cases++;
@@ -504,6 +507,12 @@ static void writers(void) {
       if (bad++ < 3) fprintf(stderr, "hex %llx: %.*s vs %.*s\n", (unsigned long long)v, (int)(ea - a), a, (int)(eb - b), b);
     }
   }
+  for (uint64_t v = 4294966000u; v <= UINT32_MAX; v++) { /* the top of the range (IL maps' -1, -2, -3) */
+    char *ea = dec_put_u64(a, v), *eb = fx_put_u32c(b, (uint32_t)v);
+    if (ea - a + 1 != eb - b || memcmp(a, b, (size_t)(ea - a)) || eb[-1] != ',') bad++;
+    eb = fx_put_u32(b, (uint32_t)v);
+    if (ea - a != eb - b || memcmp(a, b, (size_t)(ea - a))) bad++;
+  }
   int64_t ends[] = {INT64_MIN, INT64_MIN + 1, -1, 0, INT64_MAX, -4294967296, -4294967295, -100, -99};
   for (size_t i = 0; i < sizeof ends / sizeof ends[0]; i++) {
     char *ea = dec_put_i64(a, ends[i]), *eb = fx_put_i64(b, ends[i]);
@@ -521,6 +530,7 @@ static void writers(void) {
 int main(void) {
   const char *seed = getenv("ETWD_SEED");
   if (seed && *seed) rs = strtoull(seed, NULL, 10) | 1;
+  fprintf(stderr, "plans' AVX2 code: %s\n", dec_plan_avx2(1) ? "usable (both variants tested)" : "not usable (portable code only)");
   writers();
   randomized();
   corpus();
