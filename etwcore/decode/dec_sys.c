@@ -8,10 +8,20 @@
  * with a per-decoder cache of the current day. unit.test_decode_sys compares both writers on
  * every corpus event.
  */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "decode.h"
+
+/* 32-byte template copies (copy_avx2), chosen at run time: GCC or Clang on x86-64, not on Windows
+ * (its ABI does not keep the stack 32-byte aligned for AVX spills) */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(_WIN32)
+#define DEC_HAVE_AVX2 1
+#include <immintrin.h>
+#else
+#define DEC_HAVE_AVX2 0
+#endif
 
 #define SYSC_N 512
 #define SYSC_BYTES 600
@@ -193,37 +203,42 @@ static inline char *put_time_p(struct dec_sysc *sc, char *p, uint64_t ft) {
   return p;
 }
 
-/* `PID,"ThreadID":TID,"ProcessorID":CPU}}` at @p (≤ 96 bytes of room) for the record's @pid and
- * @tid (0xFFFFFFFF = null): the (pid, tid) text from the per-thread-id cache. */
-static inline char *put_exec(struct dec_sysc *sc, char *p, uint32_t pid, uint32_t tid, int cpu) {
+/* `PID,"ThreadID":TID,"ProcessorID":` at @p (room for EXC_COPY bytes) for the record's @pid and
+ * @tid (0xFFFFFFFF = null), from the per-thread-id cache; the end. */
+static inline char *put_pidtid(struct dec_sysc *sc, char *p, uint32_t pid, uint32_t tid) {
   struct exc *x = &sc->ex[(tid * 2654435761u) >> 24];
   uint64_t key = (uint64_t)pid << 32 | tid;
   if (x->key == key && x->len) {
-    /* fixed-size copy: EXC_COPY ≤ 96 bytes fit in the room */
-    memcpy(p, x->txt, EXC_COPY);
-    p += x->len;
-  } else {
-    char *b = p;
-    if (pid == 0xFFFFFFFFu) {
-      memcpy(p, "null", 4);
-      p += 4;
-    } else {
-      p = dec_put_u64(p, pid);
-    }
-    memcpy(p, ",\"ThreadID\":", 12);
-    p += 12;
-    if (tid == 0xFFFFFFFFu) {
-      memcpy(p, "null", 4);
-      p += 4;
-    } else {
-      p = dec_put_u64(p, tid);
-    }
-    memcpy(p, ",\"ProcessorID\":", 15);
-    p += 15;
-    x->key = key;
-    x->len = (uint32_t)(p - b);
-    memcpy(x->txt, b, x->len);
+    memcpy(p, x->txt, EXC_COPY); /* fixed-size copy */
+    return p + x->len;
   }
+  char *b = p;
+  if (pid == 0xFFFFFFFFu) {
+    memcpy(p, "null", 4);
+    p += 4;
+  } else {
+    p = dec_put_u64(p, pid);
+  }
+  memcpy(p, ",\"ThreadID\":", 12);
+  p += 12;
+  if (tid == 0xFFFFFFFFu) {
+    memcpy(p, "null", 4);
+    p += 4;
+  } else {
+    p = dec_put_u64(p, tid);
+  }
+  memcpy(p, ",\"ProcessorID\":", 15);
+  p += 15;
+  x->key = key;
+  x->len = (uint32_t)(p - b);
+  memcpy(x->txt, b, x->len);
+  return p;
+}
+
+/* `PID,"ThreadID":TID,"ProcessorID":CPU}}` at @p (≤ 96 bytes of room) for the record's @pid and
+ * @tid (0xFFFFFFFF = null): the (pid, tid) text from the per-thread-id cache. */
+static inline char *put_exec(struct dec_sysc *sc, char *p, uint32_t pid, uint32_t tid, int cpu) {
+  p = put_pidtid(sc, p, pid, tid);
   if ((uint32_t)cpu < 10) {
     *p++ = (char)('0' + cpu);
   } else if (cpu < 0) {
@@ -360,15 +375,30 @@ static inline int emit(struct dec_sysc *sc, const struct sysc *c, struct etw_jw 
   return 0;
 }
 
-/* Copy a plan's text (prefix, time slot, middle: @n ≤ DEC_TXT_MAX bytes) to @p: with SSE2, in
- * 16-byte chunks rounded up (up to 15 bytes more from @t, which has DEC_TXT_BYTES, and to @p,
- * whose reservation has ≥ 96 bytes past the text), entered through a jump into straight-line
- * code: no call, no loop (one `memcpy` of the ≈ 370 bytes took ≈ 64 instructions). */
+
+/* ---- plan templates (struct dec_tpl)
+ *
+ * Copied to the output by one out-of-line run of straight-line chunk moves entered by a jump on
+ * the chunk count (no loop; one `memcpy` of the ≈ 400 bytes takes glibc's loop path): 32-byte
+ * AVX2 moves when the CPU has them, else 16-byte SSE2 ones, else memcpy. The chunks are rounded
+ * up: up to 31 bytes more are read from the template (DEC_TPL_BYTES has the room) and written to
+ * the output (the plans reserve for it). */
+typedef void (*tpl_copy_fn)(char *p, const char *t, size_t n);
+
 #if defined(__SSE2__)
-#include <emmintrin.h>
 #define C16(i) _mm_storeu_si128((__m128i *)(void *)(p + 16 * (i)), _mm_loadu_si128((const __m128i *)(const void *)(t + 16 * (i))))
-__attribute__((noinline)) static void copy_text(char *p, const char *t, size_t n) {
+__attribute__((noinline)) static void copy_sse2(char *p, const char *t, size_t n) {
   switch ((n + 15) >> 4) {
+  case 48: C16(47); /* fall through */
+  case 47: C16(46); /* fall through */
+  case 46: C16(45); /* fall through */
+  case 45: C16(44); /* fall through */
+  case 44: C16(43); /* fall through */
+  case 43: C16(42); /* fall through */
+  case 42: C16(41); /* fall through */
+  case 41: C16(40); /* fall through */
+  case 40: C16(39); /* fall through */
+  case 39: C16(38); /* fall through */
   case 38: C16(37); /* fall through */
   case 37: C16(36); /* fall through */
   case 36: C16(35); /* fall through */
@@ -411,16 +441,216 @@ __attribute__((noinline)) static void copy_text(char *p, const char *t, size_t n
   }
 }
 #undef C16
-#if DEC_TXT_MAX > 38 * 16 || DEC_TXT_BYTES < DEC_TXT_MAX
-#error "copy_text: DEC_TXT_MAX"
-#endif
 #else
-static inline void copy_text(char *p, const char *t, size_t n) {
+static void copy_sse2(char *p, const char *t, size_t n) {
   memcpy(p, t, n);
 }
 #endif
 
+#if DEC_HAVE_AVX2
+#define C32(i) _mm256_storeu_si256((__m256i *)(void *)(p + 32 * (i)), _mm256_loadu_si256((const __m256i *)(const void *)(t + 32 * (i))))
+__attribute__((noinline, target("avx2"))) static void copy_avx2(char *p, const char *t, size_t n) {
+  switch ((n + 31) >> 5) {
+  case 24: C32(23); /* fall through */
+  case 23: C32(22); /* fall through */
+  case 22: C32(21); /* fall through */
+  case 21: C32(20); /* fall through */
+  case 20: C32(19); /* fall through */
+  case 19: C32(18); /* fall through */
+  case 18: C32(17); /* fall through */
+  case 17: C32(16); /* fall through */
+  case 16: C32(15); /* fall through */
+  case 15: C32(14); /* fall through */
+  case 14: C32(13); /* fall through */
+  case 13: C32(12); /* fall through */
+  case 12: C32(11); /* fall through */
+  case 11: C32(10); /* fall through */
+  case 10: C32(9); /* fall through */
+  case 9: C32(8); /* fall through */
+  case 8: C32(7); /* fall through */
+  case 7: C32(6); /* fall through */
+  case 6: C32(5); /* fall through */
+  case 5: C32(4); /* fall through */
+  case 4: C32(3); /* fall through */
+  case 3: C32(2); /* fall through */
+  case 2: C32(1); /* fall through */
+  case 1: C32(0); /* fall through */
+  default: break;
+  }
+}
+#undef C32
+#endif
+
+#if DEC_TXT_MAX + 47 + 3 + 64 + 31 > DEC_TPL_BYTES || DEC_TPL_BYTES > 48 * 16 || DEC_TPL_BYTES > 24 * 32
+#error "copy: DEC_TPL_BYTES"
+#endif
+
+static atomic_int tpl_avx2 = -1; /* -1 = not chosen yet */
+
+static int avx2_usable(void) {
+#if DEC_HAVE_AVX2
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") ? 1 : 0;
+#else
+  return 0;
+#endif
+}
+
+int dec_tpl_avx2(int on) {
+  if (on >= 0) {
+    atomic_store_explicit(&tpl_avx2, on && avx2_usable(), memory_order_relaxed);
+  } else if (atomic_load_explicit(&tpl_avx2, memory_order_relaxed) < 0) {
+    const char *no = getenv("ETWD_ETL_NO_AVX2");
+    int v = (no && *no && strcmp(no, "0")) ? 0 : avx2_usable();
+    int unset = -1; /* a concurrent first call chose the same */
+    atomic_compare_exchange_strong(&tpl_avx2, &unset, v);
+  }
+  return atomic_load_explicit(&tpl_avx2, memory_order_relaxed);
+}
+
+static tpl_copy_fn copy_choice(void) {
+#if DEC_HAVE_AVX2
+  if (dec_tpl_avx2(-1)) return copy_avx2;
+#endif
+  return copy_sse2;
+}
+
+/* The template's tail from the processor digit on: a '0' placeholder, `}}`, the head. */
+static void tpl_tail(struct dec_tpl *t) {
+  char *p = t->txt + t->cpos;
+  p[0] = '0';
+  p[1] = '}';
+  p[2] = '}';
+  memcpy(p + 3, t->head, t->hlen);
+  t->n = (uint16_t)(t->cpos + 3 + t->hlen);
+}
+
+/* The (pid, tid) text of @key (pid << 32 | tid) into the template, and the tail after it. */
+__attribute__((noinline)) static void tpl_exec(struct dec_sysc *sc, struct dec_tpl *t, uint64_t key) {
+  char *p = put_pidtid(sc, t->txt + t->tlen, (uint32_t)(key >> 32), (uint32_t)key); /* ≤ 47 bytes */
+  t->xkey = key;
+  t->cpos = (uint16_t)(p - t->txt);
+  tpl_tail(t);
+}
+
+/* The second of FILETIME @ft (second @sec) into the template's time slot; -1 when the day
+ * cannot be formatted (nothing changed). */
+__attribute__((noinline)) static int tpl_sec(struct dec_sysc *sc, struct dec_tpl *t, uint64_t ft, uint64_t sec) {
+  char b[48];
+  if (!put_time_p(sc, b, ft)) return -1;
+  memcpy(t->txt + t->plen, b, 21); /* "\"YYYY-MM-DDTHH:MM:SS." */
+  t->sec = sec;
+  return 0;
+}
+
+/* A processor number of two or more digits at @p's processor slot, then the rest of the template
+ * (after the placeholder digit) moved behind it; the end. */
+__attribute__((noinline)) static char *tpl_cpu(const struct dec_tpl *t, char *p, unsigned cpu) {
+  char *q = dec_put_u64(p + t->cpos, cpu);
+  size_t k = (size_t)t->n - t->cpos - 1u;
+  memcpy(q, t->txt + t->cpos + 1, k);
+  return q + k;
+}
+
+/* The head @head (@hlen ≤ 64 bytes) after `}}`. */
+static void tpl_head(struct dec_tpl *t, const char *head, unsigned hlen) {
+  if (head != t->head) memcpy(t->head, head, hlen);
+  t->hlen = (uint8_t)hlen;
+  tpl_tail(t);
+}
+
+/* Template @t from the shared writer's text for @s, the (pid, tid) of @r, and @head; 0 = usable. */
+static int tpl_build(struct dec_sysc *sc, struct dec_tpl *t, const struct etw_sys *s, const struct etw_rec *r,
+                     const char *head, unsigned hlen) {
+  uint16_t plen, mlen;
+  if (sys_text(s, t->txt, DEC_TXT_MAX, &plen, &mlen, 1)) return -1;
+  t->copy = copy_choice();
+  t->plen = plen;
+  t->tlen = (uint16_t)(plen + 30 + mlen);
+  t->sec = UINT64_MAX; /* the slot holds the 1601 text: the first event writes its second */
+  if (head != t->head) memcpy(t->head, head, hlen);
+  t->hlen = (uint8_t)hlen;
+  tpl_exec(sc, t, (uint64_t)r->pid << 32 | r->tid);
+  return 0;
+}
+
+/* The 7 fraction digits of @frac (< 10^7) and 'Z' as one 8-byte store at @p (put_frac's lanes). */
+static inline void put_frac_z(char *p, unsigned frac) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  uint64_t hi = frac / 10000u, lo = frac - hi * 10000u;
+  uint64_t m = hi | lo << 32;
+  uint64_t t = (m * 10486u) >> 20 & 0x0000007F0000007Full;
+  m = t | (m - t * 100u) << 16;
+  t = (m * 103u) >> 10 & 0x000F000F000F000Full;
+  m = t | (m - t * 10u) << 8;
+  m = (m >> 8) + 0x5A30303030303030ull; /* the leading 0 dropped, 'Z' in the top byte */
+  memcpy(p, &m, 8);
+#else
+  put_frac(p, frac);
+  p[7] = 'Z';
+#endif
+}
+
+#if defined(__GNUC__)
+#define TPL_INLINE static inline __attribute__((always_inline))
+#else
+#define TPL_INLINE static inline
+#endif
+
+/* The System block of record @r and the template's head at @p (reserved: the plan's room); the
+ * end (after the head), or NULL (nothing usable written) when the time cannot be formatted. */
+TPL_INLINE char *tpl_emit(struct dec_sysc *sc, struct dec_tpl *t, char *p, const struct etw_rec *r) {
+  uint64_t ft = r->filetime;
+  ft += !ft; /* 0: as the shared writer's caller, 1 */
+  uint64_t sec = ft / 10000000u;
+  unsigned frac = (unsigned)(ft - sec * 10000000u);
+  if (__builtin_expect(sec != t->sec, 0) && tpl_sec(sc, t, ft, sec)) return NULL;
+  uint64_t key = (uint64_t)r->pid << 32 | r->tid;
+  if (__builtin_expect(key != t->xkey, 0)) tpl_exec(sc, t, key);
+  t->copy(p, t->txt, t->n);
+  put_frac_z(p + t->plen + 21, frac);
+  unsigned cpu = r->cpu;
+  if (__builtin_expect(cpu < 10, 1)) {
+    p[t->cpos] = (char)('0' + cpu);
+    return p + t->n;
+  }
+  return tpl_cpu(t, p, cpu);
+}
+
+static const char EVD[] = ",\"EventData\":{";
+
 /* ---- kernel plans */
+static int kplan_sample(struct etw_decoder *d, struct etw_jw *w, struct dec_kplan *pl, const struct etw_rec *r,
+                        struct etw_evref *ref);
+
+/* The writer for @pl's ops. */
+static int (*kplan_run(const struct dec_kplan *pl))(struct etw_decoder *, struct etw_jw *, struct dec_kplan *,
+                                                    const struct etw_rec *, struct etw_evref *) {
+  const struct dec_kop *o = pl->ops;
+  if (pl->nops == 4 && pl->ps == 8 && o[0].ty == DEC_KOP_X64 && o[1].ty == DEC_KOP_U32 && o[2].ty == DEC_KOP_U16 &&
+      o[3].ty == DEC_KOP_U16 && o[1].klen <= 16 && o[2].klen <= 16 && o[3].klen <= 16)
+    return kplan_sample;
+  return dec_kplan_event;
+}
+
+/* The ops of kernel record @r into plan @pl (its head into the template). */
+static void kplan_ops(struct dec_kplan *pl, const struct etw_rec *r) {
+  uint32_t need = 0;
+  uint8_t hlen = 0;
+  char head[64];
+  unsigned n = dec_mof_plan_ops(r, r->ptr_size, head, &hlen, pl->ops, DEC_KOPS, &need);
+  pl->ps = n ? r->ptr_size : 0;
+  pl->nops = (uint8_t)n;
+  pl->need = need;
+  pl->tail = n && pl->ops[n - 1].ty >= DEC_KOP_STR16;
+  if (n) tpl_head(&pl->t, head, hlen);
+  else tpl_head(&pl->t, EVD, sizeof EVD - 1);
+  pl->run = kplan_run(pl);
+  /* the template (≤ tlen + 47 + 5 + 2 + 64, rounded up by 31), then per op a 32-byte key copy
+   * and a value of ≤ 21 bytes, then `}}` */
+  pl->room = (uint32_t)pl->t.tlen + 224 + pl->nops * 64u;
+}
+
 void dec_kplan_update(struct etw_decoder *d, uint32_t slot, uint64_t key, const struct etw_rec *r,
                       const struct etw_sys *s, uint64_t d8) {
   if (!d->sysc || d->sys_plain || s->activity_id || s->related_activity_id) return;
@@ -429,13 +659,7 @@ void dec_kplan_update(struct etw_decoder *d, uint32_t slot, uint64_t key, const 
   if (pl && pl->hv == hv && pl->d8 == d8 && pl->kw == s->keywords && pl->prov == s->provider &&
       pl->name == s->event_name && pl->task == s->task_name && pl->opcode == s->opcode_name) {
     if (pl->key != key || pl->ps != r->ptr_size) { /* a new generation, or the other pointer size */
-      uint32_t need = 0;
-      unsigned n = dec_mof_plan_ops(r, r->ptr_size, pl->head, &pl->hlen, pl->ops, DEC_KOPS, &need);
-      pl->ps = n ? r->ptr_size : 0;
-      pl->nops = (uint8_t)n;
-      pl->need = need;
-      pl->tail = n && pl->ops[n - 1].ty >= DEC_KOP_STR16;
-      pl->room = (uint32_t)pl->plen + pl->mlen + 128 + 64 + pl->nops * 64u;
+      kplan_ops(pl, r);
       pl->key = key;
     }
     return;
@@ -444,15 +668,8 @@ void dec_kplan_update(struct etw_decoder *d, uint32_t slot, uint64_t key, const 
   pl->key = 0;
   if (pl->builds >= DEC_KPLAN_BUILDS) return;
   pl->builds++;
-  if (sys_text(s, pl->txt, DEC_TXT_MAX, &pl->plen, &pl->mlen, 1)) return;
-  pl->tlen = (uint16_t)(pl->plen + 30 + pl->mlen);
-  uint32_t need = 0;
-  unsigned n = dec_mof_plan_ops(r, r->ptr_size, pl->head, &pl->hlen, pl->ops, DEC_KOPS, &need);
-  pl->ps = n ? r->ptr_size : 0;
-  pl->nops = (uint8_t)n;
-  pl->need = need;
-  pl->tail = n && pl->ops[n - 1].ty >= DEC_KOP_STR16;
-  pl->room = (uint32_t)pl->plen + pl->mlen + 128 + 64 + pl->nops * 64u;
+  if (tpl_build(d->sysc, &pl->t, s, r, EVD, sizeof EVD - 1)) return;
+  kplan_ops(pl, r);
   pl->hv = hv;
   pl->d8 = d8;
   pl->kw = s->keywords;
@@ -471,7 +688,7 @@ void dec_eplan_update(struct etw_decoder *d, uint32_t slot, const struct etw_rec
   struct dec_eplan *pl = NULL;
   for (uint32_t k = slot; k < slot + 2 && !pl; k++) {
     struct dec_eplan *c = d->eplan[k];
-    if (c && c->plen && !memcmp(c->guid, r->provider_id, 16) && c->d8 == d8 && c->kw == s->keywords &&
+    if (c && c->ok && !memcmp(c->guid, r->provider_id, 16) && c->d8 == d8 && c->kw == s->keywords &&
         c->kind == r->kind && c->cls == (cls != 0) && c->prov == s->provider && c->name == s->event_name &&
         c->task == s->task_name && c->opcode == s->opcode_name)
       pl = c;
@@ -490,15 +707,12 @@ void dec_eplan_update(struct etw_decoder *d, uint32_t slot, const struct etw_rec
     k++;
   if (!(pl = d->eplan[k]) && !(pl = d->eplan[k] = calloc(1, sizeof *pl))) return;
   pl->gen = 0;
-  pl->plen = 0;
+  pl->ok = 0;
   pl->seq = ++d->eplan_seq;
   if (pl->builds >= DEC_KPLAN_BUILDS) return;
   pl->builds++;
-  if (sys_text(s, pl->txt, DEC_TXT_MAX, &pl->plen, &pl->mlen, 1)) {
-    pl->plen = 0;
-    return;
-  }
-  pl->tlen = (uint16_t)(pl->plen + 30 + pl->mlen);
+  if (tpl_build(d->sysc, &pl->t, s, r, EVD, sizeof EVD - 1)) return;
+  pl->ok = 1;
   memcpy(pl->guid, r->provider_id, 16);
   pl->d8 = d8;
   pl->kw = s->keywords;
@@ -511,52 +725,30 @@ void dec_eplan_update(struct etw_decoder *d, uint32_t slot, const struct etw_rec
   pl->name = s->event_name;
   pl->task = s->task_name;
   pl->opcode = s->opcode_name;
-  pl->room = (uint32_t)pl->plen + pl->mlen + 128 + 16;
+  pl->room = (uint32_t)pl->t.tlen + 128; /* ≤ tlen + 47 + 5 + 2 + 14, rounded up by 31 */
   pl->gen = d->reg_gen;
 }
 
-static inline int eplan_write(struct etw_decoder *d, struct etw_jw *w, const struct dec_eplan *pl,
-                              const struct etw_rec *r, size_t *mark) {
-  struct dec_sysc *sc = d->sysc;
-  if (etw_jw_reserve(w, pl->room)) return -2;
-  uint64_t ft = r->filetime ? r->filetime : 1;
-  char *p = w->buf + w->len;
-  copy_text(p, pl->txt, pl->tlen);
-  if (!put_time_p(sc, p + pl->plen, ft)) return -2;
-  p = put_exec(sc, p + pl->tlen, r->pid, r->tid, r->cpu);
-  *mark = (size_t)(p - w->buf);
-  memcpy(p, ",\"EventData\":{", 14);
-  w->len = (size_t)(p + 14 - w->buf);
-  return 0;
-}
-
-/* Returns the payload bytes consumed (EventData open: payload bytes are left), -3 (every payload
- * byte consumed, the event closed with `}}`), -1 (System written and ended at *@mark: the caller
- * writes EventData), or -2 (nothing written: the general path). */
-static inline long kplan_write(struct etw_decoder *d, struct etw_jw *w, const struct dec_kplan *pl,
-                               const struct etw_rec *r, size_t *mark) {
-  struct dec_sysc *sc = d->sysc;
-  if (etw_jw_reserve(w, pl->room)) return -2;
-  uint64_t ft = r->filetime ? r->filetime : 1;
-  char *p = w->buf + w->len;
-  copy_text(p, pl->txt, pl->tlen);
-  if (!put_time_p(sc, p + pl->plen, ft)) return -2;
-  p = put_exec(sc, p + pl->tlen, r->pid, r->tid, r->cpu);
-  *mark = (size_t)(p - w->buf);
+int dec_kplan_event(struct etw_decoder *d, struct etw_jw *w, struct dec_kplan *pl, const struct etw_rec *r,
+                    struct etw_evref *ref) {
+  if (etw_jw_reserve(w, pl->room)) return dec_kernel_general(d, r, w, ref);
+  char *p = tpl_emit(d->sysc, &pl->t, w->buf + w->len, r);
+  if (!p) return dec_kernel_general(d, r, w, ref);
+  size_t mark = (size_t)(p - pl->t.hlen - w->buf); /* the end of the System block */
   if (pl->ps != r->ptr_size || r->user_len < pl->need) { /* no ops (ps 0), or a short payload */
-    w->len = *mark;
-    return -1;
+    const char *why = "unknown event";
+    w->len = mark + sizeof EVD - 1;
+    long rc = dec_mof_write(w, r, &why);
+    return dec_finish_fast(d, r, w, ref, pl->prov, pl->name, mark, rc, why);
   }
   const unsigned char *q = r->user_data;
-  memcpy(p, pl->head, sizeof pl->head);
-  p += pl->hlen;
   for (const struct dec_kop *o = pl->ops, *e = o + pl->nops - pl->tail;;) {
     switch (o->ty) {
-    case DEC_KOP_U32: p = dec_put_u64(p, d_rd32(q)); q += 4; break;
+    case DEC_KOP_U32: p = dec_put_u32(p, d_rd32(q)); q += 4; break;
     case DEC_KOP_I32: p = dec_put_i64(p, (int32_t)d_rd32(q)); q += 4; break;
     case DEC_KOP_X32: p = dec_put_hex(p, d_rd32(q)); q += 4; break;
-    case DEC_KOP_U16: p = dec_put_u64(p, d_rd16(q)); q += 2; break;
-    case DEC_KOP_U8: p = dec_put_u64(p, q[0]); q += 1; break;
+    case DEC_KOP_U16: p = dec_put_u32(p, d_rd16(q)); q += 2; break;
+    case DEC_KOP_U8: p = dec_put_u32(p, q[0]); q += 1; break;
     case DEC_KOP_I8: p = dec_put_i64(p, (int8_t)q[0]); q += 1; break;
     case DEC_KOP_U64: p = dec_put_u64(p, d_rd64(q)); q += 8; break;
     case DEC_KOP_I64: p = dec_put_i64(p, (int64_t)d_rd64(q)); q += 8; break;
@@ -590,40 +782,27 @@ static inline long kplan_write(struct etw_decoder *d, struct etw_jw *w, const st
         w->len = (size_t)(p - w->buf);
       }
     }
-    return (long)pl->need + k;
+    return dec_finish_fast(d, r, w, ref, pl->prov, pl->name, mark, (long)pl->need + k, "unknown event");
   }
   if (r->user_len == pl->need) { /* every payload byte used: EventData and the event closed */
     *p++ = '}';
     *p++ = '}';
     w->len = (size_t)(p - w->buf);
-    return -3;
-  }
-  w->len = (size_t)(p - w->buf);
-  return (long)pl->need;
-}
-
-int dec_kplan_event(struct etw_decoder *d, struct etw_jw *w, const struct dec_kplan *pl, const struct etw_rec *r,
-                    struct etw_evref *ref, uint64_t d8, uint32_t kslot, uint64_t kkey) {
-  size_t mark;
-  long rc = kplan_write(d, w, pl, r, &mark);
-  if (rc == -3) { /* the whole event written (the reservation succeeded: no writer error) */
     d->decoded++;
     if (ref) dec_fill_ref(ref, r, pl->prov, pl->name);
     return 1;
   }
-  if (rc == -2) return dec_write_general(d, r, w, ref, d8, kslot, kkey);
-  const char *why = "unknown event";
-  if (rc == -1) {
-    etw_jw_lit(w, ",\"EventData\":{");
-    rc = dec_mof_write(w, r, &why);
-  }
-  return dec_finish_fast(d, r, w, ref, pl->prov, pl->name, mark, rc, why);
+  w->len = (size_t)(p - w->buf);
+  return dec_finish(d, r, w, ref, pl->prov, pl->name, mark, (long)pl->need, "unknown event");
 }
 
-int dec_eplan_event(struct etw_decoder *d, struct etw_jw *w, const struct dec_eplan *pl, const struct etw_rec *r,
+int dec_eplan_event(struct etw_decoder *d, struct etw_jw *w, struct dec_eplan *pl, const struct etw_rec *r,
                     struct etw_evref *ref, uint64_t d8) {
-  size_t mark;
-  if (eplan_write(d, w, pl, r, &mark)) return dec_write_general(d, r, w, ref, d8, 0, 0);
+  if (etw_jw_reserve(w, pl->room)) return dec_write_general(d, r, w, ref, d8, 0, 0);
+  char *p = tpl_emit(d->sysc, &pl->t, w->buf + w->len, r);
+  if (!p) return dec_write_general(d, r, w, ref, d8, 0, 0);
+  size_t mark = (size_t)(p - (sizeof EVD - 1) - w->buf);
+  w->len = (size_t)(p - w->buf);
   const char *why = "unknown event";
   long rc;
   if (pl->cls) {
@@ -633,4 +812,30 @@ int dec_eplan_event(struct etw_decoder *d, struct etw_jw *w, const struct dec_ep
     pl->p->seen++;
   }
   return dec_finish_fast(d, r, w, ref, pl->prov, pl->name, mark, rc, why);
+}
+
+/* Plans whose ops are X64 U32 U16 U16 with keys of ≤ 16 bytes (PerfInfo/Sample, 8-byte pointers):
+ * dec_kplan_event's work for them without the op loop, when the payload is exactly the layout. */
+static int kplan_sample(struct etw_decoder *d, struct etw_jw *w, struct dec_kplan *pl, const struct etw_rec *r,
+                        struct etw_evref *ref) {
+  if (__builtin_expect(r->ptr_size != 8 || r->user_len != 16, 0)) return dec_kplan_event(d, w, pl, r, ref);
+  if (etw_jw_reserve(w, pl->room)) return dec_kernel_general(d, r, w, ref);
+  char *p = tpl_emit(d->sysc, &pl->t, w->buf + w->len, r);
+  if (!p) return dec_kernel_general(d, r, w, ref);
+  const unsigned char *q = r->user_data;
+  p = dec_put_hex(p, d_rd64(q));
+  memcpy(p, pl->ops[1].key, 16);
+  p += pl->ops[1].klen;
+  p = dec_put_u32(p, d_rd32(q + 8));
+  memcpy(p, pl->ops[2].key, 16);
+  p += pl->ops[2].klen;
+  p = dec_put_u32(p, d_rd16(q + 12));
+  memcpy(p, pl->ops[3].key, 16);
+  p += pl->ops[3].klen;
+  p = dec_put_u32(p, d_rd16(q + 14));
+  memcpy(p, "}}", 2);
+  w->len = (size_t)(p + 2 - w->buf);
+  d->decoded++;
+  if (ref) dec_fill_ref(ref, r, pl->prov, pl->name);
+  return 1;
 }
