@@ -655,6 +655,11 @@ static long write_compiled(struct etw_jw *w, const struct layout *l, const unsig
       break;
     }
     default: { /* SIDs, addresses, GUIDs, times: the general path for this one field */
+      if (w->err) { /* the writer is full: keep its error (a truncate would clear it and let a
+                     * field without its value through); the event is given up anyway */
+        k = (long)avail;
+        break;
+      }
       etw_jw_truncate(w, save);
       if (i) etw_jw_ch(w, ',');
       /* write_fields writes the key itself (no comma for its first field) */

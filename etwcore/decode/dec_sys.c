@@ -648,7 +648,7 @@ static void kplan_ops(struct dec_kplan *pl, const struct etw_rec *r) {
   pl->run = kplan_run(pl);
   /* the template (≤ tlen + 47 + 5 + 2 + 64, rounded up by 31), then per op a 32-byte key copy
    * and a value of ≤ 21 bytes, then `}}` */
-  pl->room = (uint32_t)pl->t.tlen + 224 + pl->nops * 64u;
+  pl->room = (uint32_t)pl->t.tlen + 224 + pl->nops * 72u; /* (≥ what write_fixed reserves) */
 }
 
 void dec_kplan_update(struct etw_decoder *d, uint32_t slot, uint64_t key, const struct etw_rec *r,
