@@ -575,9 +575,9 @@ __attribute__((noinline)) static int eplan_dispatch(struct etw_decoder *d, const
   memcpy(&d8, &r->desc, 8); /* id, version, channel, level, opcode, task */
   uint32_t slot = eplan_slot(r, d8);
   struct dec_eplan *pl = d->eplan[slot];
-  if (pl && eplan_hit(d, pl, r, d8)) return dec_eplan_event(d, w, pl, r, ref, d8);
+  if (pl && eplan_hit(d, pl, r, d8)) return pl->run(d, w, pl, r, ref, d8);
   pl = d->eplan[slot + 1];
-  if (pl && eplan_hit(d, pl, r, d8)) return dec_eplan_event(d, w, pl, r, ref, d8);
+  if (pl && eplan_hit(d, pl, r, d8)) return pl->run(d, w, pl, r, ref, d8);
   return dec_write_general(d, r, w, ref, d8, 0, 0);
 }
 

@@ -8,6 +8,7 @@
  * with a per-decoder cache of the current day. unit.test_decode_sys compares both writers on
  * every corpus event.
  */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -383,11 +384,62 @@ static inline int emit(struct dec_sysc *sc, const struct sysc *c, struct etw_jw 
  * AVX2 moves when the CPU has them, else 16-byte SSE2 ones, else memcpy. The chunks are rounded
  * up: up to 31 bytes more are read from the template (DEC_TPL_BYTES has the room) and written to
  * the output (the plans reserve for it). */
-typedef void (*tpl_copy_fn)(char *p, const char *t, size_t n);
+#if defined(__GNUC__)
+#define TPL_INLINE static inline __attribute__((always_inline))
+#else
+#define TPL_INLINE static inline
+#endif
 
+/* @n bytes of template @t to @p, rounded up to whole chunks; @avx2 (a constant in each plan
+ * writer variant): 32-byte moves by inline assembly (so that the writer itself needs no AVX2
+ * code generation), else 16-byte SSE2 moves. */
+#if DEC_HAVE_AVX2
+#define A32(i)                                                                                  \
+  __asm__ volatile("vmovdqu %c[o](%[t]), %%ymm0\n\tvmovdqu %%ymm0, %c[o](%[p])"                  \
+                   :                                                                            \
+                   : [p] "r"(p), [t] "r"(t), [o] "i"(32 * (i))                                  \
+                   : "xmm0", "memory")
+#endif
 #if defined(__SSE2__)
 #define C16(i) _mm_storeu_si128((__m128i *)(void *)(p + 16 * (i)), _mm_loadu_si128((const __m128i *)(const void *)(t + 16 * (i))))
-__attribute__((noinline)) static void copy_sse2(char *p, const char *t, size_t n) {
+#endif
+TPL_INLINE void tpl_copy(char *p, const char *t, size_t n, const int avx2) {
+#if DEC_HAVE_AVX2
+  if (avx2) {
+    switch ((n + 31) >> 5) {
+    case 24: A32(23); /* fall through */
+    case 23: A32(22); /* fall through */
+    case 22: A32(21); /* fall through */
+    case 21: A32(20); /* fall through */
+    case 20: A32(19); /* fall through */
+    case 19: A32(18); /* fall through */
+    case 18: A32(17); /* fall through */
+    case 17: A32(16); /* fall through */
+    case 16: A32(15); /* fall through */
+    case 15: A32(14); /* fall through */
+    case 14: A32(13); /* fall through */
+    case 13: A32(12); /* fall through */
+    case 12: A32(11); /* fall through */
+    case 11: A32(10); /* fall through */
+    case 10: A32(9); /* fall through */
+    case 9: A32(8); /* fall through */
+    case 8: A32(7); /* fall through */
+    case 7: A32(6); /* fall through */
+    case 6: A32(5); /* fall through */
+    case 5: A32(4); /* fall through */
+    case 4: A32(3); /* fall through */
+    case 3: A32(2); /* fall through */
+    case 2: A32(1); /* fall through */
+    case 1: A32(0); /* fall through */
+    default: break;
+    }
+    __asm__ volatile("vzeroupper" ::: "memory"); /* (the rest is SSE code) */
+    return;
+  }
+#else
+  (void)avx2;
+#endif
+#if defined(__SSE2__)
   switch ((n + 15) >> 4) {
   case 48: C16(47); /* fall through */
   case 47: C16(46); /* fall through */
@@ -439,47 +491,12 @@ __attribute__((noinline)) static void copy_sse2(char *p, const char *t, size_t n
   case 1: C16(0); /* fall through */
   default: break;
   }
-}
-#undef C16
 #else
-static void copy_sse2(char *p, const char *t, size_t n) {
   memcpy(p, t, n);
-}
 #endif
-
-#if DEC_HAVE_AVX2
-#define C32(i) _mm256_storeu_si256((__m256i *)(void *)(p + 32 * (i)), _mm256_loadu_si256((const __m256i *)(const void *)(t + 32 * (i))))
-__attribute__((noinline, target("avx2"))) static void copy_avx2(char *p, const char *t, size_t n) {
-  switch ((n + 31) >> 5) {
-  case 24: C32(23); /* fall through */
-  case 23: C32(22); /* fall through */
-  case 22: C32(21); /* fall through */
-  case 21: C32(20); /* fall through */
-  case 20: C32(19); /* fall through */
-  case 19: C32(18); /* fall through */
-  case 18: C32(17); /* fall through */
-  case 17: C32(16); /* fall through */
-  case 16: C32(15); /* fall through */
-  case 15: C32(14); /* fall through */
-  case 14: C32(13); /* fall through */
-  case 13: C32(12); /* fall through */
-  case 12: C32(11); /* fall through */
-  case 11: C32(10); /* fall through */
-  case 10: C32(9); /* fall through */
-  case 9: C32(8); /* fall through */
-  case 8: C32(7); /* fall through */
-  case 7: C32(6); /* fall through */
-  case 6: C32(5); /* fall through */
-  case 5: C32(4); /* fall through */
-  case 4: C32(3); /* fall through */
-  case 3: C32(2); /* fall through */
-  case 2: C32(1); /* fall through */
-  case 1: C32(0); /* fall through */
-  default: break;
-  }
 }
-#undef C32
-#endif
+#undef A32
+#undef C16
 
 #if DEC_TXT_MAX + 47 + 3 + 64 + 31 > DEC_TPL_BYTES || DEC_TPL_BYTES > 48 * 16 || DEC_TPL_BYTES > 24 * 32
 #error "copy: DEC_TPL_BYTES"
@@ -508,11 +525,12 @@ int dec_tpl_avx2(int on) {
   return atomic_load_explicit(&tpl_avx2, memory_order_relaxed);
 }
 
-static tpl_copy_fn copy_choice(void) {
-#if DEC_HAVE_AVX2
-  if (dec_tpl_avx2(-1)) return copy_avx2;
-#endif
-  return copy_sse2;
+/* "000" … "999" as the low 3 bytes of 32-bit words (filled by tpl_build, before any template is
+ * written: put_frac_z's table) */
+static uint32_t T3[1000];
+static pthread_once_t t3_once = PTHREAD_ONCE_INIT;
+static void t3_fill(void) {
+  for (uint32_t n = 0; n < 1000; n++) T3[n] = ('0' + n / 100) | ('0' + n / 10 % 10) << 8 | ('0' + n % 10) << 16;
 }
 
 /* The template's tail from the processor digit on: a '0' placeholder, `}}`, the head. */
@@ -563,8 +581,9 @@ static void tpl_head(struct dec_tpl *t, const char *head, unsigned hlen) {
 static int tpl_build(struct dec_sysc *sc, struct dec_tpl *t, const struct etw_sys *s, const struct etw_rec *r,
                      const char *head, unsigned hlen) {
   uint16_t plen, mlen;
+  pthread_once(&t3_once, t3_fill);
   if (sys_text(s, t->txt, DEC_TXT_MAX, &plen, &mlen, 1)) return -1;
-  t->copy = copy_choice();
+  t->avx2 = (uint8_t)dec_tpl_avx2(-1);
   t->plen = plen;
   t->tlen = (uint16_t)(plen + 30 + mlen);
   t->sec = UINT64_MAX; /* the slot holds the 1601 text: the first event writes its second */
@@ -574,16 +593,13 @@ static int tpl_build(struct dec_sysc *sc, struct dec_tpl *t, const struct etw_sy
   return 0;
 }
 
-/* The 7 fraction digits of @frac (< 10^7) and 'Z' as one 8-byte store at @p (put_frac's lanes). */
+/* The 7 fraction digits of @frac (< 10^7) and 'Z' as one 8-byte store at @p: digits 1-3 and 4-6
+ * from T3, the 7th computed. */
 static inline void put_frac_z(char *p, unsigned frac) {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-  uint64_t hi = frac / 10000u, lo = frac - hi * 10000u;
-  uint64_t m = hi | lo << 32;
-  uint64_t t = (m * 10486u) >> 20 & 0x0000007F0000007Full;
-  m = t | (m - t * 100u) << 16;
-  t = (m * 103u) >> 10 & 0x000F000F000F000Full;
-  m = t | (m - t * 10u) << 8;
-  m = (m >> 8) + 0x5A30303030303030ull; /* the leading 0 dropped, 'Z' in the top byte */
+  uint32_t a = frac / 10000u, b = frac - a * 10000u; /* a < 1000, b < 10000 */
+  uint32_t c = (b * 6554u) >> 16, e = b - c * 10u;   /* b / 10 (exact below 16384), the last digit */
+  uint64_t m = T3[a] | (uint64_t)T3[c] << 24 | (uint64_t)(e + '0') << 48 | (uint64_t)'Z' << 56;
   memcpy(p, &m, 8);
 #else
   put_frac(p, frac);
@@ -591,15 +607,9 @@ static inline void put_frac_z(char *p, unsigned frac) {
 #endif
 }
 
-#if defined(__GNUC__)
-#define TPL_INLINE static inline __attribute__((always_inline))
-#else
-#define TPL_INLINE static inline
-#endif
-
 /* The System block of record @r and the template's head at @p (reserved: the plan's room); the
  * end (after the head), or NULL (nothing usable written) when the time cannot be formatted. */
-TPL_INLINE char *tpl_emit(struct dec_sysc *sc, struct dec_tpl *t, char *p, const struct etw_rec *r) {
+TPL_INLINE char *tpl_emit(struct dec_sysc *sc, struct dec_tpl *t, char *p, const struct etw_rec *r, const int avx2) {
   uint64_t ft = r->filetime;
   ft += !ft; /* 0: as the shared writer's caller, 1 */
   uint64_t sec = ft / 10000000u;
@@ -607,7 +617,7 @@ TPL_INLINE char *tpl_emit(struct dec_sysc *sc, struct dec_tpl *t, char *p, const
   if (__builtin_expect(sec != t->sec, 0) && tpl_sec(sc, t, ft, sec)) return NULL;
   uint64_t key = (uint64_t)r->pid << 32 | r->tid;
   if (__builtin_expect(key != t->xkey, 0)) tpl_exec(sc, t, key);
-  t->copy(p, t->txt, t->n);
+  tpl_copy(p, t->txt, t->n, avx2);
   put_frac_z(p + t->plen + 21, frac);
   unsigned cpu = r->cpu;
   if (__builtin_expect(cpu < 10, 1)) {
@@ -620,17 +630,29 @@ TPL_INLINE char *tpl_emit(struct dec_sysc *sc, struct dec_tpl *t, char *p, const
 static const char EVD[] = ",\"EventData\":{";
 
 /* ---- kernel plans */
-static int kplan_sample(struct etw_decoder *d, struct etw_jw *w, struct dec_kplan *pl, const struct etw_rec *r,
-                        struct etw_evref *ref);
+typedef int (*kplan_fn)(struct etw_decoder *, struct etw_jw *, struct dec_kplan *, const struct etw_rec *,
+                        struct etw_evref *);
+static int kplan_gen_s(struct etw_decoder *d, struct etw_jw *w, struct dec_kplan *pl, const struct etw_rec *r,
+                       struct etw_evref *ref);
+static int kplan_sample_s(struct etw_decoder *d, struct etw_jw *w, struct dec_kplan *pl, const struct etw_rec *r,
+                          struct etw_evref *ref);
+#if DEC_HAVE_AVX2
+static int kplan_gen_a(struct etw_decoder *d, struct etw_jw *w, struct dec_kplan *pl, const struct etw_rec *r,
+                       struct etw_evref *ref);
+static int kplan_sample_a(struct etw_decoder *d, struct etw_jw *w, struct dec_kplan *pl, const struct etw_rec *r,
+                          struct etw_evref *ref);
+#endif
 
-/* The writer for @pl's ops. */
-static int (*kplan_run(const struct dec_kplan *pl))(struct etw_decoder *, struct etw_jw *, struct dec_kplan *,
-                                                    const struct etw_rec *, struct etw_evref *) {
+/* The writer for @pl's ops and template copies. */
+static kplan_fn kplan_run(const struct dec_kplan *pl) {
   const struct dec_kop *o = pl->ops;
-  if (pl->nops == 4 && pl->ps == 8 && o[0].ty == DEC_KOP_X64 && o[1].ty == DEC_KOP_U32 && o[2].ty == DEC_KOP_U16 &&
-      o[3].ty == DEC_KOP_U16 && o[1].klen <= 16 && o[2].klen <= 16 && o[3].klen <= 16)
-    return kplan_sample;
-  return dec_kplan_event;
+  int sample = pl->nops == 4 && pl->ps == 8 && o[0].ty == DEC_KOP_X64 && o[1].ty == DEC_KOP_U32 &&
+               o[2].ty == DEC_KOP_U16 && o[3].ty == DEC_KOP_U16 && o[1].klen <= 16 && o[2].klen <= 16 &&
+               o[3].klen <= 16;
+#if DEC_HAVE_AVX2
+  if (pl->t.avx2) return sample ? kplan_sample_a : kplan_gen_a;
+#endif
+  return sample ? kplan_sample_s : kplan_gen_s;
 }
 
 /* The ops of kernel record @r into plan @pl (its head into the template). */
@@ -680,6 +702,13 @@ void dec_kplan_update(struct etw_decoder *d, uint32_t slot, uint64_t key, const 
   pl->key = key;
 }
 
+static int eplan_event_s(struct etw_decoder *d, struct etw_jw *w, struct dec_eplan *pl, const struct etw_rec *r,
+                         struct etw_evref *ref, uint64_t d8);
+#if DEC_HAVE_AVX2
+static int eplan_event_a(struct etw_decoder *d, struct etw_jw *w, struct dec_eplan *pl, const struct etw_rec *r,
+                         struct etw_evref *ref, uint64_t d8);
+#endif
+
 void dec_eplan_update(struct etw_decoder *d, uint32_t slot, const struct etw_rec *r, const struct etw_sys *s,
                       uint64_t d8, struct dec_provider *p, struct dec_event *e, int cls) {
   if (!d->sysc || d->sys_plain || s->activity_id || s->related_activity_id || !d->reg_gen) return;
@@ -726,13 +755,18 @@ void dec_eplan_update(struct etw_decoder *d, uint32_t slot, const struct etw_rec
   pl->task = s->task_name;
   pl->opcode = s->opcode_name;
   pl->room = (uint32_t)pl->t.tlen + 128; /* ≤ tlen + 47 + 5 + 2 + 14, rounded up by 31 */
+#if DEC_HAVE_AVX2
+  pl->run = pl->t.avx2 ? eplan_event_a : eplan_event_s;
+#else
+  pl->run = eplan_event_s;
+#endif
   pl->gen = d->reg_gen;
 }
 
-int dec_kplan_event(struct etw_decoder *d, struct etw_jw *w, struct dec_kplan *pl, const struct etw_rec *r,
-                    struct etw_evref *ref) {
+TPL_INLINE int kplan_gen(struct etw_decoder *d, struct etw_jw *w, struct dec_kplan *pl, const struct etw_rec *r,
+                         struct etw_evref *ref, const int avx2) {
   if (etw_jw_reserve(w, pl->room)) return dec_kernel_general(d, r, w, ref);
-  char *p = tpl_emit(d->sysc, &pl->t, w->buf + w->len, r);
+  char *p = tpl_emit(d->sysc, &pl->t, w->buf + w->len, r, avx2);
   if (!p) return dec_kernel_general(d, r, w, ref);
   size_t mark = (size_t)(p - pl->t.hlen - w->buf); /* the end of the System block */
   if (pl->ps != r->ptr_size || r->user_len < pl->need) { /* no ops (ps 0), or a short payload */
@@ -796,10 +830,10 @@ int dec_kplan_event(struct etw_decoder *d, struct etw_jw *w, struct dec_kplan *p
   return dec_finish(d, r, w, ref, pl->prov, pl->name, mark, (long)pl->need, "unknown event");
 }
 
-int dec_eplan_event(struct etw_decoder *d, struct etw_jw *w, struct dec_eplan *pl, const struct etw_rec *r,
-                    struct etw_evref *ref, uint64_t d8) {
+TPL_INLINE int eplan_event(struct etw_decoder *d, struct etw_jw *w, struct dec_eplan *pl, const struct etw_rec *r,
+                           struct etw_evref *ref, uint64_t d8, const int avx2) {
   if (etw_jw_reserve(w, pl->room)) return dec_write_general(d, r, w, ref, d8, 0, 0);
-  char *p = tpl_emit(d->sysc, &pl->t, w->buf + w->len, r);
+  char *p = tpl_emit(d->sysc, &pl->t, w->buf + w->len, r, avx2);
   if (!p) return dec_write_general(d, r, w, ref, d8, 0, 0);
   size_t mark = (size_t)(p - (sizeof EVD - 1) - w->buf);
   w->len = (size_t)(p - w->buf);
@@ -816,12 +850,30 @@ int dec_eplan_event(struct etw_decoder *d, struct etw_jw *w, struct dec_eplan *p
 
 /* Plans whose ops are X64 U32 U16 U16 with keys of ≤ 16 bytes (PerfInfo/Sample, 8-byte pointers):
  * dec_kplan_event's work for them without the op loop, when the payload is exactly the layout. */
-static int kplan_sample(struct etw_decoder *d, struct etw_jw *w, struct dec_kplan *pl, const struct etw_rec *r,
-                        struct etw_evref *ref) {
-  if (__builtin_expect(r->ptr_size != 8 || r->user_len != 16, 0)) return dec_kplan_event(d, w, pl, r, ref);
-  if (etw_jw_reserve(w, pl->room)) return dec_kernel_general(d, r, w, ref);
-  char *p = tpl_emit(d->sysc, &pl->t, w->buf + w->len, r);
-  if (!p) return dec_kernel_general(d, r, w, ref);
+TPL_INLINE int kplan_sample(struct etw_decoder *d, struct etw_jw *w, struct dec_kplan *pl, const struct etw_rec *r,
+                            struct etw_evref *ref, const int avx2) {
+  /* everything else (a payload of another size, a new second or (pid, tid), a processor ≥ 10, a
+   * reservation to make) by the general op writer: no call here, so no frame */
+  struct dec_tpl *t = &pl->t;
+  uint64_t ft = r->filetime;
+  ft += !ft;
+  uint64_t sec = ft / 10000000u;
+  unsigned frac = (unsigned)(ft - sec * 10000000u);
+  uint64_t key = (uint64_t)r->pid << 32 | r->tid;
+  unsigned cpu = r->cpu;
+  if (__builtin_expect(((r->ptr_size ^ 8u) | (r->user_len ^ 16u) | (uint32_t)w->err | (cpu >= 10)) != 0 ||
+                           ((sec ^ t->sec) | (key ^ t->xkey)) != 0 || w->cap - w->len <= pl->room,
+                       0)) {
+#if DEC_HAVE_AVX2
+    if (avx2) return kplan_gen_a(d, w, pl, r, ref);
+#endif
+    return kplan_gen_s(d, w, pl, r, ref);
+  }
+  char *p = w->buf + w->len;
+  tpl_copy(p, t->txt, t->n, avx2);
+  put_frac_z(p + t->plen + 21, frac);
+  p[t->cpos] = (char)('0' + cpu);
+  p += t->n;
   const unsigned char *q = r->user_data;
   p = dec_put_hex(p, d_rd64(q));
   memcpy(p, pl->ops[1].key, 16);
@@ -838,4 +890,42 @@ static int kplan_sample(struct etw_decoder *d, struct etw_jw *w, struct dec_kpla
   d->decoded++;
   if (ref) dec_fill_ref(ref, r, pl->prov, pl->name);
   return 1;
+}
+
+/* The writers in both copy variants (a: AVX2, s: SSE2); the plans point at one of them. */
+static int kplan_gen_s(struct etw_decoder *d, struct etw_jw *w, struct dec_kplan *pl, const struct etw_rec *r,
+                       struct etw_evref *ref) {
+  return kplan_gen(d, w, pl, r, ref, 0);
+}
+static int kplan_sample_s(struct etw_decoder *d, struct etw_jw *w, struct dec_kplan *pl, const struct etw_rec *r,
+                          struct etw_evref *ref) {
+  return kplan_sample(d, w, pl, r, ref, 0);
+}
+static int eplan_event_s(struct etw_decoder *d, struct etw_jw *w, struct dec_eplan *pl, const struct etw_rec *r,
+                         struct etw_evref *ref, uint64_t d8) {
+  return eplan_event(d, w, pl, r, ref, d8, 0);
+}
+#if DEC_HAVE_AVX2
+static int kplan_gen_a(struct etw_decoder *d, struct etw_jw *w, struct dec_kplan *pl, const struct etw_rec *r,
+                       struct etw_evref *ref) {
+  return kplan_gen(d, w, pl, r, ref, 1);
+}
+static int kplan_sample_a(struct etw_decoder *d, struct etw_jw *w, struct dec_kplan *pl, const struct etw_rec *r,
+                          struct etw_evref *ref) {
+  return kplan_sample(d, w, pl, r, ref, 1);
+}
+static int eplan_event_a(struct etw_decoder *d, struct etw_jw *w, struct dec_eplan *pl, const struct etw_rec *r,
+                         struct etw_evref *ref, uint64_t d8) {
+  return eplan_event(d, w, pl, r, ref, d8, 1);
+}
+#endif
+
+int dec_kplan_event(struct etw_decoder *d, struct etw_jw *w, struct dec_kplan *pl, const struct etw_rec *r,
+                    struct etw_evref *ref) {
+  return pl->run(d, w, pl, r, ref);
+}
+
+int dec_eplan_event(struct etw_decoder *d, struct etw_jw *w, struct dec_eplan *pl, const struct etw_rec *r,
+                    struct etw_evref *ref, uint64_t d8) {
+  return pl->run(d, w, pl, r, ref, d8);
 }

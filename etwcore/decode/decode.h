@@ -74,33 +74,54 @@ static inline char *dec_put_u64(char *p, uint64_t v) {
   }
   return p + nd;
 }
-/* The same text for a 32-bit value, fewer instructions for the short ones (no digit count below
- * 10^4: the length by comparisons, the hundreds by a multiply-shift). */
-static inline char *dec_put_u32(char *p, uint32_t v) {
-  static const char D[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
-                          "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
-                          "8081828384858687888990919293949596979899";
+/* The same text for a 32-bit value, fewer instructions and no call: the length by comparisons (no
+ * digit count), digit pairs from a table, the hundreds by a multiply-shift. */
+static const char DEC_D2[201] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+                                "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+                                "8081828384858687888990919293949596979899";
+static inline char *dec_put_lt1e4(char *p, uint32_t v) { /* v < 10^4, no leading zeros */
   if (v < 100) {
     if (v < 10) {
       *p = (char)('0' + v);
       return p + 1;
     }
-    memcpy(p, D + 2 * v, 2);
+    memcpy(p, DEC_D2 + 2 * v, 2);
     return p + 2;
   }
-  if (v < 10000) {
-    uint32_t h = (v * 5243u) >> 19; /* v / 100 (exact below 43699) */
-    uint32_t l = v - h * 100u;
-    if (h < 10) {
-      *p = (char)('0' + h);
-      memcpy(p + 1, D + 2 * l, 2);
-      return p + 3;
-    }
-    memcpy(p, D + 2 * h, 2);
-    memcpy(p + 2, D + 2 * l, 2);
+  uint32_t h = (v * 5243u) >> 19; /* v / 100 (exact below 43699) */
+  uint32_t l = v - h * 100u;
+  if (h < 10) {
+    *p = (char)('0' + h);
+    memcpy(p + 1, DEC_D2 + 2 * l, 2);
+    return p + 3;
+  }
+  memcpy(p, DEC_D2 + 2 * h, 2);
+  memcpy(p + 2, DEC_D2 + 2 * l, 2);
+  return p + 4;
+}
+static inline void dec_put4(char *p, uint32_t v) { /* exactly 4 digits of v < 10^4 */
+  uint32_t h = (v * 5243u) >> 19;
+  memcpy(p, DEC_D2 + 2 * h, 2);
+  memcpy(p + 2, DEC_D2 + 2 * (v - h * 100u), 2);
+}
+static inline char *dec_put_u32(char *p, uint32_t v) {
+  if (v < 10000) return dec_put_lt1e4(p, v);
+  if (v < 100000000) {
+    uint32_t h = v / 10000u;
+    p = dec_put_lt1e4(p, h);
+    dec_put4(p, v - h * 10000u);
     return p + 4;
   }
-  return dec_put_u64(p, v);
+  uint32_t h = v / 100000000u, r = v - h * 100000000u, a = r / 10000u; /* h < 43 */
+  if (h < 10) {
+    *p++ = (char)('0' + h);
+  } else {
+    memcpy(p, DEC_D2 + 2 * h, 2);
+    p += 2;
+  }
+  dec_put4(p, a);
+  dec_put4(p + 4, r - a * 10000u);
+  return p + 8;
 }
 static inline void dec_u64(struct etw_jw *w, uint64_t v) {
   if (etw_jw_reserve(w, 21)) return;
@@ -362,7 +383,6 @@ enum { DEC_KOP_U32, DEC_KOP_I32, DEC_KOP_X32, DEC_KOP_U16, DEC_KOP_U8, DEC_KOP_I
  * used; the rest is room for the copy's rounded-up chunks (32 bytes). */
 #define DEC_TPL_BYTES 768
 struct dec_tpl {
-  void (*copy)(char *p, const char *t, size_t n); /* copy_avx2 or copy_sse2 (chosen at build) */
   uint64_t sec;       /* FILETIME / 10^7 whose text is in the time slot (UINT64_MAX: none yet) */
   uint64_t xkey;      /* pid << 32 | tid (the record's u32s) whose text follows "ProcessID": */
   uint16_t plen;      /* the time slot's offset (after `"TimeCreated":`) */
@@ -370,6 +390,7 @@ struct dec_tpl {
   uint16_t cpos;      /* the processor digit's offset */
   uint16_t n;         /* bytes to copy: cpos + 3 + hlen */
   uint8_t hlen;       /* head bytes (after `}}`) */
+  uint8_t avx2;       /* copied by 32-byte AVX2 moves (chosen at build: dec_tpl_avx2) */
   char head[64];      /* `,"EventData":{` and the first op's key */
   char txt[DEC_TPL_BYTES];
 };
@@ -400,6 +421,9 @@ struct dec_kplan {
  * Classic records (KernelTraceControl etc.) named by the built-in tables have one too (cls):
  * EventData by dec_mof_write. */
 struct dec_eplan {
+  /* the writer (its template copy variant) */
+  int (*run)(struct etw_decoder *d, struct etw_jw *w, struct dec_eplan *pl, const struct etw_rec *r,
+             struct etw_evref *ref, uint64_t d8);
   unsigned char guid[16];
   uint64_t d8, kw;
   uint64_t gen;       /* etw_decoder.reg_gen it was built in (0 = none: the generation starts at 1) */
