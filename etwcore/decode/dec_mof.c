@@ -755,7 +755,8 @@ unsigned dec_mof_plan_ops(const struct etw_rec *r, int ps, char head[64], uint8_
     case 'b': case 'c': nb += 1; break;
     case 'q': case 't': case 'j': case 'X': nb += 8; break;
     case 'p': case 'z': nb += (uint32_t)ps; break;
-    case 'w': case 'S': if (i && i == c->n - 1u) break; return 0;
+    case 'g': nb += 16; break;
+    case 'w': case 'S': case 'a': if (i && i == c->n - 1u) break; return 0;
     default: return 0;
     }
   }
@@ -789,8 +790,10 @@ unsigned dec_mof_plan_ops(const struct etw_rec *r, int ps, char head[64], uint8_
     case 'X': o->ty = DEC_KOP_X64; break;
     case 'p': o->ty = ps == 4 ? DEC_KOP_X32 : DEC_KOP_X64; break;
     case 'z': o->ty = ps == 4 ? DEC_KOP_U32 : DEC_KOP_U64; break;
+    case 'g': o->ty = DEC_KOP_GUID; break;
     case 'w': o->ty = DEC_KOP_STR16; break; /* (the last field: checked above) */
     case 'S': o->ty = DEC_KOP_STACK; break;
+    case 'a': o->ty = DEC_KOP_ANSI; break;
     default: return 0; /* not reached */
     }
   }

@@ -645,8 +645,8 @@ static int kplan_sample_a(struct etw_decoder *d, struct etw_jw *w, struct dec_kp
 
 /* The writer for @pl's ops and template copies. */
 static kplan_fn kplan_run(const struct dec_kplan *pl) {
-  const struct dec_kop *o = pl->ops;
-  int sample = pl->nops == 4 && pl->ps == 8 && o[0].ty == DEC_KOP_X64 && o[1].ty == DEC_KOP_U32 &&
+  const struct dec_kop *o = pl->k.ops;
+  int sample = pl->k.nops == 4 && pl->k.ps == 8 && o[0].ty == DEC_KOP_X64 && o[1].ty == DEC_KOP_U32 &&
                o[2].ty == DEC_KOP_U16 && o[3].ty == DEC_KOP_U16 && o[1].klen <= 16 && o[2].klen <= 16 &&
                o[3].klen <= 16;
 #if DEC_HAVE_AVX2
@@ -655,22 +655,26 @@ static kplan_fn kplan_run(const struct dec_kplan *pl) {
   return sample ? kplan_sample_s : kplan_gen_s;
 }
 
-/* The ops of kernel record @r into plan @pl (its head into the template). */
-static void kplan_ops(struct dec_kplan *pl, const struct etw_rec *r) {
+/* The layout ops of record @r into @k and its head into template @t; the bytes a plan with them
+ * reserves: the template (≤ tlen + 47 + 5 + 2 + 64, rounded up by 31), then per op a key copy
+ * (32 bytes) and a value (≤ 40 bytes: a GUID), `}}` (≥ what write_fixed reserves). */
+static uint32_t kops_build(struct dec_kops *k, struct dec_tpl *t, const struct etw_rec *r) {
   uint32_t need = 0;
   uint8_t hlen = 0;
   char head[64];
-  unsigned n = dec_mof_plan_ops(r, r->ptr_size, head, &hlen, pl->ops, DEC_KOPS, &need);
-  pl->ps = n ? r->ptr_size : 0;
-  pl->nops = (uint8_t)n;
-  pl->need = need;
-  pl->tail = n && pl->ops[n - 1].ty >= DEC_KOP_STR16;
-  if (n) tpl_head(&pl->t, head, hlen);
-  else tpl_head(&pl->t, EVD, sizeof EVD - 1);
+  unsigned n = dec_mof_plan_ops(r, r->ptr_size, head, &hlen, k->ops, DEC_KOPS, &need);
+  k->ps = n ? r->ptr_size : 0;
+  k->nops = (uint8_t)n;
+  k->need = need;
+  k->tail = n && k->ops[n - 1].ty >= DEC_KOP_STR16;
+  if (n) tpl_head(t, head, hlen);
+  else tpl_head(t, EVD, sizeof EVD - 1);
+  return (uint32_t)t->tlen + 224 + k->nops * 72u;
+}
+
+static void kplan_ops(struct dec_kplan *pl, const struct etw_rec *r) {
+  pl->room = kops_build(&pl->k, &pl->t, r);
   pl->run = kplan_run(pl);
-  /* the template (≤ tlen + 47 + 5 + 2 + 64, rounded up by 31), then per op a 32-byte key copy
-   * and a value of ≤ 21 bytes, then `}}` */
-  pl->room = (uint32_t)pl->t.tlen + 224 + pl->nops * 72u; /* (≥ what write_fixed reserves) */
 }
 
 void dec_kplan_update(struct etw_decoder *d, uint32_t slot, uint64_t key, const struct etw_rec *r,
@@ -680,7 +684,7 @@ void dec_kplan_update(struct etw_decoder *d, uint32_t slot, uint64_t key, const 
   uint32_t hv = ((uint32_t)r->hook_id << 8 | r->desc.version) + 1;
   if (pl && pl->hv == hv && pl->d8 == d8 && pl->kw == s->keywords && pl->prov == s->provider &&
       pl->name == s->event_name && pl->task == s->task_name && pl->opcode == s->opcode_name) {
-    if (pl->key != key || pl->ps != r->ptr_size) { /* a new generation, or the other pointer size */
+    if (pl->key != key || pl->k.ps != r->ptr_size) { /* a new generation, or the other pointer size */
       kplan_ops(pl, r);
       pl->key = key;
     }
@@ -704,9 +708,13 @@ void dec_kplan_update(struct etw_decoder *d, uint32_t slot, uint64_t key, const 
 
 static int eplan_event_s(struct etw_decoder *d, struct etw_jw *w, struct dec_eplan *pl, const struct etw_rec *r,
                          struct etw_evref *ref, uint64_t d8);
+static int eplan_cls_s(struct etw_decoder *d, struct etw_jw *w, struct dec_eplan *pl, const struct etw_rec *r,
+                       struct etw_evref *ref, uint64_t d8);
 #if DEC_HAVE_AVX2
 static int eplan_event_a(struct etw_decoder *d, struct etw_jw *w, struct dec_eplan *pl, const struct etw_rec *r,
                          struct etw_evref *ref, uint64_t d8);
+static int eplan_cls_a(struct etw_decoder *d, struct etw_jw *w, struct dec_eplan *pl, const struct etw_rec *r,
+                       struct etw_evref *ref, uint64_t d8);
 #endif
 
 void dec_eplan_update(struct etw_decoder *d, uint32_t slot, const struct etw_rec *r, const struct etw_sys *s,
@@ -755,28 +763,29 @@ void dec_eplan_update(struct etw_decoder *d, uint32_t slot, const struct etw_rec
   pl->task = s->task_name;
   pl->opcode = s->opcode_name;
   pl->room = (uint32_t)pl->t.tlen + 128; /* ≤ tlen + 47 + 5 + 2 + 14, rounded up by 31 */
+  if (pl->cls) pl->room = kops_build(&pl->k, &pl->t, r); /* the layout's ops and first key */
 #if DEC_HAVE_AVX2
-  pl->run = pl->t.avx2 ? eplan_event_a : eplan_event_s;
-#else
-  pl->run = eplan_event_s;
+  if (pl->t.avx2) pl->run = pl->cls ? eplan_cls_a : eplan_event_a;
+  else
 #endif
+    pl->run = pl->cls ? eplan_cls_s : eplan_event_s;
   pl->gen = d->reg_gen;
 }
 
-TPL_INLINE int kplan_gen(struct etw_decoder *d, struct etw_jw *w, struct dec_kplan *pl, const struct etw_rec *r,
-                         struct etw_evref *ref, const int avx2) {
-  if (etw_jw_reserve(w, pl->room)) return dec_kernel_general(d, r, w, ref);
-  char *p = tpl_emit(d->sysc, &pl->t, w->buf + w->len, r, avx2);
-  if (!p) return dec_kernel_general(d, r, w, ref);
-  size_t mark = (size_t)(p - pl->t.hlen - w->buf); /* the end of the System block */
-  if (pl->ps != r->ptr_size || r->user_len < pl->need) { /* no ops (ps 0), or a short payload */
+/* The EventData of record @r by ops @k after the template's head (ending at @p; the System block
+ * ends at @mark): every fixed-size op when the payload holds them, then the variable last one;
+ * else (no ops for r's pointer size, a short payload) dec_mof_write. Returns as
+ * etw_decoder_write. */
+TPL_INLINE int kops_run(struct etw_decoder *d, struct etw_jw *w, const struct dec_kops *kk, const struct etw_rec *r,
+                        struct etw_evref *ref, char *p, size_t mark, const char *prov, const char *name) {
+  if (kk->ps != r->ptr_size || r->user_len < kk->need) { /* no ops (ps 0), or a short payload */
     const char *why = "unknown event";
     w->len = mark + sizeof EVD - 1;
     long rc = dec_mof_write(w, r, &why);
-    return dec_finish_fast(d, r, w, ref, pl->prov, pl->name, mark, rc, why);
+    return dec_finish_fast(d, r, w, ref, prov, name, mark, rc, why);
   }
   const unsigned char *q = r->user_data;
-  for (const struct dec_kop *o = pl->ops, *e = o + pl->nops - pl->tail;;) {
+  for (const struct dec_kop *o = kk->ops, *e = o + kk->nops - kk->tail;;) {
     switch (o->ty) {
     case DEC_KOP_U32: p = dec_put_u32(p, d_rd32(q)); q += 4; break;
     case DEC_KOP_I32: p = dec_put_i64(p, (int32_t)d_rd32(q)); q += 4; break;
@@ -786,21 +795,27 @@ TPL_INLINE int kplan_gen(struct etw_decoder *d, struct etw_jw *w, struct dec_kpl
     case DEC_KOP_I8: p = dec_put_i64(p, (int8_t)q[0]); q += 1; break;
     case DEC_KOP_U64: p = dec_put_u64(p, d_rd64(q)); q += 8; break;
     case DEC_KOP_I64: p = dec_put_i64(p, (int64_t)d_rd64(q)); q += 8; break;
+    case DEC_KOP_GUID: p = dec_put_guid(p, q); q += 16; break;
     default: p = dec_put_hex(p, d_rd64(q)); q += 8; break; /* DEC_KOP_X64 */
     }
     if (++o == e) break;
     memcpy(p, o->key, sizeof o->key);
     p += o->klen;
   }
-  if (pl->tail && r->user_len > pl->need) { /* the last field: the rest of the payload */
-    const struct dec_kop *o = &pl->ops[pl->nops - 1];
-    size_t avail = r->user_len - pl->need;
+  if (kk->tail && r->user_len > kk->need) { /* the last field: the rest of the payload */
+    const struct dec_kop *o = &kk->ops[kk->nops - 1];
+    size_t avail = r->user_len - kk->need;
     long k;
     memcpy(p, o->key, sizeof o->key);
     w->len = (size_t)(p + o->klen - w->buf);
     if (o->ty == DEC_KOP_STR16) { /* as write_compiled's 'w' */
       size_t units = avail / 2, got = dec_str16(w, q, units);
       k = got < units ? (long)got * 2 + 2 : (long)avail;
+    } else if (o->ty == DEC_KOP_ANSI) { /* as write_compiled's 'a' */
+      const unsigned char *z = memchr(q, 0, avail);
+      size_t sl = z ? (size_t)(z - q) : avail;
+      etw_jw_str(w, (const char *)q, sl);
+      k = z ? (long)sl + 1 : (long)avail;
     } else { /* as write_compiled's 'S' */
       unsigned ps = r->ptr_size;
       size_t m = avail / ps;
@@ -816,18 +831,35 @@ TPL_INLINE int kplan_gen(struct etw_decoder *d, struct etw_jw *w, struct dec_kpl
         w->len = (size_t)(p - w->buf);
       }
     }
-    return dec_finish_fast(d, r, w, ref, pl->prov, pl->name, mark, (long)pl->need + k, "unknown event");
+    return dec_finish_fast(d, r, w, ref, prov, name, mark, (long)kk->need + k, "unknown event");
   }
-  if (r->user_len == pl->need) { /* every payload byte used: EventData and the event closed */
+  if (r->user_len == kk->need) { /* every payload byte used: EventData and the event closed */
     *p++ = '}';
     *p++ = '}';
     w->len = (size_t)(p - w->buf);
     d->decoded++;
-    if (ref) dec_fill_ref(ref, r, pl->prov, pl->name);
+    if (ref) dec_fill_ref(ref, r, prov, name);
     return 1;
   }
   w->len = (size_t)(p - w->buf);
-  return dec_finish(d, r, w, ref, pl->prov, pl->name, mark, (long)pl->need, "unknown event");
+  return dec_finish(d, r, w, ref, prov, name, mark, (long)kk->need, "unknown event");
+}
+
+TPL_INLINE int kplan_gen(struct etw_decoder *d, struct etw_jw *w, struct dec_kplan *pl, const struct etw_rec *r,
+                         struct etw_evref *ref, const int avx2) {
+  if (etw_jw_reserve(w, pl->room)) return dec_kernel_general(d, r, w, ref);
+  char *p = tpl_emit(d->sysc, &pl->t, w->buf + w->len, r, avx2);
+  if (!p) return dec_kernel_general(d, r, w, ref);
+  return kops_run(d, w, &pl->k, r, ref, p, (size_t)(p - pl->t.hlen - w->buf), pl->prov, pl->name);
+}
+
+/* A classic record's plan (names from the built-in tables, EventData by its layout's ops). */
+TPL_INLINE int eplan_cls(struct etw_decoder *d, struct etw_jw *w, struct dec_eplan *pl, const struct etw_rec *r,
+                         struct etw_evref *ref, uint64_t d8, const int avx2) {
+  if (etw_jw_reserve(w, pl->room)) return dec_write_general(d, r, w, ref, d8, 0, 0);
+  char *p = tpl_emit(d->sysc, &pl->t, w->buf + w->len, r, avx2);
+  if (!p) return dec_write_general(d, r, w, ref, d8, 0, 0);
+  return kops_run(d, w, &pl->k, r, ref, p, (size_t)(p - pl->t.hlen - w->buf), pl->prov, pl->name);
 }
 
 TPL_INLINE int eplan_event(struct etw_decoder *d, struct etw_jw *w, struct dec_eplan *pl, const struct etw_rec *r,
@@ -838,13 +870,8 @@ TPL_INLINE int eplan_event(struct etw_decoder *d, struct etw_jw *w, struct dec_e
   size_t mark = (size_t)(p - (sizeof EVD - 1) - w->buf);
   w->len = (size_t)(p - w->buf);
   const char *why = "unknown event";
-  long rc;
-  if (pl->cls) {
-    rc = dec_mof_write(w, r, &why);
-  } else {
-    rc = dec_fields_write_d(d, w, pl->e, r->user_data, r->user_len, r->ptr_size, &why);
-    pl->p->seen++;
-  }
+  long rc = dec_fields_write_d(d, w, pl->e, r->user_data, r->user_len, r->ptr_size, &why);
+  pl->p->seen++;
   return dec_finish_fast(d, r, w, ref, pl->prov, pl->name, mark, rc, why);
 }
 
@@ -876,14 +903,14 @@ TPL_INLINE int kplan_sample(struct etw_decoder *d, struct etw_jw *w, struct dec_
   p += t->n;
   const unsigned char *q = r->user_data;
   p = dec_put_hex(p, d_rd64(q));
-  memcpy(p, pl->ops[1].key, 16);
-  p += pl->ops[1].klen;
+  memcpy(p, pl->k.ops[1].key, 16);
+  p += pl->k.ops[1].klen;
   p = dec_put_u32(p, d_rd32(q + 8));
-  memcpy(p, pl->ops[2].key, 16);
-  p += pl->ops[2].klen;
+  memcpy(p, pl->k.ops[2].key, 16);
+  p += pl->k.ops[2].klen;
   p = dec_put_u32(p, d_rd16(q + 12));
-  memcpy(p, pl->ops[3].key, 16);
-  p += pl->ops[3].klen;
+  memcpy(p, pl->k.ops[3].key, 16);
+  p += pl->k.ops[3].klen;
   p = dec_put_u32(p, d_rd16(q + 14));
   memcpy(p, "}}", 2);
   w->len = (size_t)(p + 2 - w->buf);
@@ -905,6 +932,10 @@ static int eplan_event_s(struct etw_decoder *d, struct etw_jw *w, struct dec_epl
                          struct etw_evref *ref, uint64_t d8) {
   return eplan_event(d, w, pl, r, ref, d8, 0);
 }
+static int eplan_cls_s(struct etw_decoder *d, struct etw_jw *w, struct dec_eplan *pl, const struct etw_rec *r,
+                       struct etw_evref *ref, uint64_t d8) {
+  return eplan_cls(d, w, pl, r, ref, d8, 0);
+}
 #if DEC_HAVE_AVX2
 static int kplan_gen_a(struct etw_decoder *d, struct etw_jw *w, struct dec_kplan *pl, const struct etw_rec *r,
                        struct etw_evref *ref) {
@@ -917,6 +948,10 @@ static int kplan_sample_a(struct etw_decoder *d, struct etw_jw *w, struct dec_kp
 static int eplan_event_a(struct etw_decoder *d, struct etw_jw *w, struct dec_eplan *pl, const struct etw_rec *r,
                          struct etw_evref *ref, uint64_t d8) {
   return eplan_event(d, w, pl, r, ref, d8, 1);
+}
+static int eplan_cls_a(struct etw_decoder *d, struct etw_jw *w, struct dec_eplan *pl, const struct etw_rec *r,
+                       struct etw_evref *ref, uint64_t d8) {
+  return eplan_cls(d, w, pl, r, ref, d8, 1);
 }
 #endif
 

@@ -37,43 +37,6 @@ static inline unsigned dec_digits(uint64_t v) {
   unsigned t = (unsigned)(64 - __builtin_clzll(v | 1)) * 1233u >> 12; /* ≈ log10, low by ≤ 1 */
   return t + ((v | 1) >= P10[t]);
 }
-static inline char *dec_put_u64(char *p, uint64_t v) {
-  static const char D[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
-                          "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
-                          "8081828384858687888990919293949596979899";
-  if (v < 100) { /* frequent (flags, counts, processor numbers): no digit count */
-    if (v < 10) {
-      *p = (char)('0' + v);
-      return p + 1;
-    }
-    memcpy(p, D + 2 * v, 2);
-    return p + 2;
-  }
-  unsigned nd = dec_digits(v);
-  char *e = p + nd;
-  while (v >= 10000) { /* four digits per step: one 64-bit division, two 32-bit ones */
-    unsigned r = (unsigned)(v % 10000);
-    v /= 10000;
-    unsigned hi = r / 100, lo = r - hi * 100;
-    e -= 4;
-    memcpy(e, D + 2 * hi, 2);
-    memcpy(e + 2, D + 2 * lo, 2);
-  }
-  unsigned u = (unsigned)v; /* < 10000 */
-  if (u >= 100) {
-    unsigned hi = u / 100;
-    e -= 2;
-    memcpy(e, D + 2 * (u - hi * 100), 2);
-    u = hi;
-  }
-  if (u >= 10) {
-    e -= 2;
-    memcpy(e, D + 2 * u, 2);
-  } else {
-    *--e = (char)('0' + u);
-  }
-  return p + nd;
-}
 /* The same text for a 32-bit value, fewer instructions and no call: the length by comparisons (no
  * digit count), digit pairs from a table, the hundreds by a multiply-shift. */
 static const char DEC_D2[201] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
@@ -122,6 +85,36 @@ static inline char *dec_put_u32(char *p, uint32_t v) {
   dec_put4(p, a);
   dec_put4(p + 4, r - a * 10000u);
   return p + 8;
+}
+static inline char *dec_put_u64(char *p, uint64_t v) {
+  if (v <= UINT32_MAX) return dec_put_u32(p, (uint32_t)v);
+  static const char D[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+                          "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+                          "8081828384858687888990919293949596979899";
+  unsigned nd = dec_digits(v);
+  char *e = p + nd;
+  while (v >= 10000) { /* four digits per step: one 64-bit division, two 32-bit ones */
+    unsigned r = (unsigned)(v % 10000);
+    v /= 10000;
+    unsigned hi = r / 100, lo = r - hi * 100;
+    e -= 4;
+    memcpy(e, D + 2 * hi, 2);
+    memcpy(e + 2, D + 2 * lo, 2);
+  }
+  unsigned u = (unsigned)v; /* < 10000 */
+  if (u >= 100) {
+    unsigned hi = u / 100;
+    e -= 2;
+    memcpy(e, D + 2 * (u - hi * 100), 2);
+    u = hi;
+  }
+  if (u >= 10) {
+    e -= 2;
+    memcpy(e, D + 2 * u, 2);
+  } else {
+    *--e = (char)('0' + u);
+  }
+  return p + nd;
 }
 static inline void dec_u64(struct etw_jw *w, uint64_t v) {
   if (etw_jw_reserve(w, 21)) return;
@@ -368,10 +361,19 @@ struct dec_kop {
   uint8_t klen, ty; /* ty: DEC_KOP_* */
 };
 enum { DEC_KOP_U32, DEC_KOP_I32, DEC_KOP_X32, DEC_KOP_U16, DEC_KOP_U8, DEC_KOP_I8, DEC_KOP_U64, DEC_KOP_I64,
-       DEC_KOP_X64,
+       DEC_KOP_X64, DEC_KOP_GUID,
        /* last op only (not the first): the rest of the payload, absent when nothing is left */
        DEC_KOP_STR16, /* UTF-16 up to the NUL unit (all of the rest when unterminated) */
-       DEC_KOP_STACK  /* pointer array */ };
+       DEC_KOP_STACK, /* pointer array */
+       DEC_KOP_ANSI   /* 8-bit string up to the NUL (all of the rest when unterminated) */ };
+/* A layout's ops (kernel records, and classic records named by the built-in tables). */
+struct dec_kops {
+  uint8_t ps;         /* pointer size of the ops (0 = no ops: EventData by dec_mof_write) */
+  uint8_t nops;
+  uint8_t tail;       /* the last op is DEC_KOP_STR16 / _STACK / _ANSI (variable size) */
+  uint32_t need;      /* payload bytes of the fixed-size ops (> 0 when nops) */
+  struct dec_kop ops[DEC_KOPS];
+};
 /* A plan's System text: at most DEC_TXT_MAX bytes of prefix, time slot and middle. */
 #define DEC_TXT_MAX 608
 /* A plan's live template (dec_sys.c): the System text of the type with the second of the last
@@ -404,12 +406,8 @@ struct dec_kplan {
   uint32_t hv;        /* (hook_id << 8 | version) + 1 it was built for */
   uint32_t builds;    /* texts built in this slot (no plan after DEC_KPLAN_BUILDS: thrash guard) */
   const char *prov, *name, *task, *opcode; /* names of the text */
-  uint8_t ps;         /* pointer size of the ops (0 = no ops: EventData by dec_mof_write) */
-  uint8_t nops;
-  uint8_t tail;       /* the last op is DEC_KOP_STR16 / DEC_KOP_STACK (variable size) */
-  uint32_t need;      /* payload bytes of the fixed-size ops (> 0 when nops) */
   uint32_t room;      /* bytes reserved for the whole write */
-  struct dec_kop ops[DEC_KOPS];
+  struct dec_kops k;  /* the EventData ops */
   struct dec_tpl t;   /* System text and head */
 };
 #define DEC_KPLAN_BUILDS 256
@@ -438,7 +436,8 @@ struct dec_eplan {
   uint32_t builds;
   uint32_t room;
   uint64_t seq;       /* etw_decoder.eplan_seq at build (the older way of a set is rebuilt) */
-  struct dec_tpl t;   /* System text and `,"EventData":{` */
+  struct dec_kops k;  /* a classic record's layout ops (ps 0: dec_mof_write) */
+  struct dec_tpl t;   /* System text and `,"EventData":{` (and a classic layout's first key) */
 };
 #define DEC_EPLAN_N 1024
 
@@ -584,8 +583,9 @@ int dec_mof_classic_guid(const unsigned char g[16]);
 /** dec_mof_write - the fields of a kernel/classic record: the payload bytes its layout consumed
  * (all of them for the logfile header), or -1 with *@why set (unknown class, payload mismatch). */
 long dec_mof_write(struct etw_jw *w, const struct etw_rec *r, const char **why);
-/** dec_mof_plan_ops - the layout of kernel record @r as plan ops for pointer size @ps when all
- * its fields have a fixed size but perhaps the last (a UTF-16 string or a stack): the count (0 =
+/** dec_mof_plan_ops - the layout of kernel or classic record @r as plan ops for pointer size @ps
+ * when all its fields have a fixed size but perhaps the last (a UTF-16 or 8-bit string, or a
+ * stack): the count (0 =
  * none: no layout, another variable-size field, or no fields), *@need = the fixed ones' bytes. */
 unsigned dec_mof_plan_ops(const struct etw_rec *r, int ps, char head[64], uint8_t *hlen, struct dec_kop *ops,
                           unsigned max, uint32_t *need);
