@@ -560,7 +560,7 @@ __attribute__((noinline)) int dec_kernel_general(struct etw_decoder *d, const st
   return dec_write_general(d, r, w, ref, d8, kslot, kkey);
 }
 
-/* A record without a plan path (neither kernel nor manifest/classic). */
+/* A record without a plan (or a manifest/classic one without a valid plan). */
 __attribute__((noinline)) static int other_general(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
                                                    struct etw_evref *ref) {
   uint64_t d8;
@@ -575,10 +575,10 @@ __attribute__((noinline)) static int eplan_dispatch(struct etw_decoder *d, const
   memcpy(&d8, &r->desc, 8); /* id, version, channel, level, opcode, task */
   uint32_t slot = eplan_slot(r, d8);
   struct dec_eplan *pl = d->eplan[slot];
-  if (pl && eplan_hit(d, pl, r, d8)) return pl->run(d, w, pl, r, ref, d8);
+  if (pl && eplan_hit(d, pl, r, d8)) return pl->run(d, r, w, ref, pl, d8);
   pl = d->eplan[slot + 1];
-  if (pl && eplan_hit(d, pl, r, d8)) return pl->run(d, w, pl, r, ref, d8);
-  return dec_write_general(d, r, w, ref, d8, 0, 0);
+  if (pl && eplan_hit(d, pl, r, d8)) return pl->run(d, r, w, ref, pl, d8);
+  return other_general(d, r, w, ref); /* (a tail call with 4 arguments: no frame here) */
 }
 
 int etw_decoder_write(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
@@ -593,7 +593,7 @@ int etw_decoder_write(struct etw_decoder *d, const struct etw_rec *r, struct etw
     uint32_t kslot;
     uint64_t kkey = kernel_key(d, r, &kslot);
     struct dec_kplan *pl = d->kplan[kslot];
-    if (pl && pl->key == kkey && pl->d8 == d8 && pl->kw == r->desc.keyword) return pl->run(d, w, pl, r, ref);
+    if (pl && pl->key == kkey && pl->d8 == d8 && pl->kw == r->desc.keyword) return pl->run(d, r, w, ref, pl);
     return dec_kernel_general(d, r, w, ref);
   }
   if (r->kind == ETW_REC_EVENT || r->kind == ETW_REC_CLASSIC) return eplan_dispatch(d, r, w, ref);

@@ -630,29 +630,35 @@ TPL_INLINE char *tpl_emit(struct dec_sysc *sc, struct dec_tpl *t, char *p, const
 static const char EVD[] = ",\"EventData\":{";
 
 /* ---- kernel plans */
-typedef int (*kplan_fn)(struct etw_decoder *, struct etw_jw *, struct dec_kplan *, const struct etw_rec *,
-                        struct etw_evref *);
-static int kplan_gen_s(struct etw_decoder *d, struct etw_jw *w, struct dec_kplan *pl, const struct etw_rec *r,
-                       struct etw_evref *ref);
-static int kplan_sample_s(struct etw_decoder *d, struct etw_jw *w, struct dec_kplan *pl, const struct etw_rec *r,
-                          struct etw_evref *ref);
+typedef int (*kplan_fn)(struct etw_decoder *, const struct etw_rec *, struct etw_jw *, struct etw_evref *,
+                        struct dec_kplan *);
+static int kplan_gen_s(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
+                       struct dec_kplan *pl);
+static int kplan_sample_s(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
+                          struct dec_kplan *pl);
+static int kplan_skey_s(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
+                        struct dec_kplan *pl);
 #if DEC_HAVE_AVX2
-static int kplan_gen_a(struct etw_decoder *d, struct etw_jw *w, struct dec_kplan *pl, const struct etw_rec *r,
-                       struct etw_evref *ref);
-static int kplan_sample_a(struct etw_decoder *d, struct etw_jw *w, struct dec_kplan *pl, const struct etw_rec *r,
-                          struct etw_evref *ref);
+static int kplan_gen_a(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
+                       struct dec_kplan *pl);
+static int kplan_sample_a(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
+                          struct dec_kplan *pl);
+static int kplan_skey_a(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
+                        struct dec_kplan *pl);
 #endif
 
 /* The writer for @pl's ops and template copies. */
 static kplan_fn kplan_run(const struct dec_kplan *pl) {
   const struct dec_kop *o = pl->k.ops;
-  int sample = pl->k.nops == 4 && pl->k.ps == 8 && o[0].ty == DEC_KOP_X64 && o[1].ty == DEC_KOP_U32 &&
-               o[2].ty == DEC_KOP_U16 && o[3].ty == DEC_KOP_U16 && o[1].klen <= 16 && o[2].klen <= 16 &&
-               o[3].klen <= 16;
+  int shape = 0; /* 1: X64 U32 U16 U16, 2: U64 U32 U32 X64 (keys ≤ 16 bytes, 8-byte pointers, no tail) */
+  if (pl->k.nops == 4 && pl->k.ps == 8 && !pl->k.tail && o[1].klen <= 16 && o[2].klen <= 16 && o[3].klen <= 16) {
+    if (o[0].ty == DEC_KOP_X64 && o[1].ty == DEC_KOP_U32 && o[2].ty == DEC_KOP_U16 && o[3].ty == DEC_KOP_U16) shape = 1;
+    if (o[0].ty == DEC_KOP_U64 && o[1].ty == DEC_KOP_U32 && o[2].ty == DEC_KOP_U32 && o[3].ty == DEC_KOP_X64) shape = 2;
+  }
 #if DEC_HAVE_AVX2
-  if (pl->t.avx2) return sample ? kplan_sample_a : kplan_gen_a;
+  if (pl->t.avx2) return shape == 1 ? kplan_sample_a : shape == 2 ? kplan_skey_a : kplan_gen_a;
 #endif
-  return sample ? kplan_sample_s : kplan_gen_s;
+  return shape == 1 ? kplan_sample_s : shape == 2 ? kplan_skey_s : kplan_gen_s;
 }
 
 /* The layout ops of record @r into @k and its head into template @t; the bytes a plan with them
@@ -706,15 +712,15 @@ void dec_kplan_update(struct etw_decoder *d, uint32_t slot, uint64_t key, const 
   pl->key = key;
 }
 
-static int eplan_event_s(struct etw_decoder *d, struct etw_jw *w, struct dec_eplan *pl, const struct etw_rec *r,
-                         struct etw_evref *ref, uint64_t d8);
-static int eplan_cls_s(struct etw_decoder *d, struct etw_jw *w, struct dec_eplan *pl, const struct etw_rec *r,
-                       struct etw_evref *ref, uint64_t d8);
+static int eplan_event_s(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
+                         struct dec_eplan *pl, uint64_t d8);
+static int eplan_cls_s(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
+                       struct dec_eplan *pl, uint64_t d8);
 #if DEC_HAVE_AVX2
-static int eplan_event_a(struct etw_decoder *d, struct etw_jw *w, struct dec_eplan *pl, const struct etw_rec *r,
-                         struct etw_evref *ref, uint64_t d8);
-static int eplan_cls_a(struct etw_decoder *d, struct etw_jw *w, struct dec_eplan *pl, const struct etw_rec *r,
-                       struct etw_evref *ref, uint64_t d8);
+static int eplan_event_a(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
+                         struct dec_eplan *pl, uint64_t d8);
+static int eplan_cls_a(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
+                       struct dec_eplan *pl, uint64_t d8);
 #endif
 
 void dec_eplan_update(struct etw_decoder *d, uint32_t slot, const struct etw_rec *r, const struct etw_sys *s,
@@ -877,10 +883,26 @@ TPL_INLINE int eplan_event(struct etw_decoder *d, struct etw_jw *w, struct dec_e
 
 /* Plans whose ops are X64 U32 U16 U16 with keys of ≤ 16 bytes (PerfInfo/Sample, 8-byte pointers):
  * dec_kplan_event's work for them without the op loop, when the payload is exactly the layout. */
-TPL_INLINE int kplan_sample(struct etw_decoder *d, struct etw_jw *w, struct dec_kplan *pl, const struct etw_rec *r,
-                            struct etw_evref *ref, const int avx2) {
-  /* everything else (a payload of another size, a new second or (pid, tid), a processor ≥ 10, a
-   * reservation to make) by the general op writer: no call here, so no frame */
+/* One fixed-size op's value (@ty a constant) at @p from @q. */
+TPL_INLINE char *put_op(char *p, const unsigned char *q, const int ty) {
+  switch (ty) {
+  case DEC_KOP_U32: return dec_put_u32(p, d_rd32(q));
+  case DEC_KOP_U16: return dec_put_u32(p, d_rd16(q));
+  case DEC_KOP_U64: return dec_put_u64(p, d_rd64(q));
+  default: return dec_put_hex(p, d_rd64(q)); /* DEC_KOP_X64 */
+  }
+}
+#define OP_SIZE(ty) ((ty) == DEC_KOP_U16 ? 2 : (ty) == DEC_KOP_U32 ? 4 : 8)
+
+/* Plans of four fixed-size ops of types @t0..@t3 (constants), keys of ≤ 16 bytes, 8-byte
+ * pointers (PerfInfo/Sample: X64 U32 U16 U16; StackWalk/KeyUser, KeyKernel: U64 U32 U32 X64):
+ * kplan_gen's work without the op loop when the payload is exactly the layout and the template
+ * applies as it is; everything else (a payload of another size, a new second or (pid, tid), a
+ * processor ≥ 10, a reservation to make) by kplan_gen. No call here, so no frame. */
+TPL_INLINE int kplan_fix4(struct etw_decoder *d, struct etw_jw *w, struct dec_kplan *pl, const struct etw_rec *r,
+                          struct etw_evref *ref, const int avx2, const int t0, const int t1, const int t2,
+                          const int t3) {
+  const unsigned need = OP_SIZE(t0) + OP_SIZE(t1) + OP_SIZE(t2) + OP_SIZE(t3);
   struct dec_tpl *t = &pl->t;
   uint64_t ft = r->filetime;
   ft += !ft;
@@ -888,13 +910,13 @@ TPL_INLINE int kplan_sample(struct etw_decoder *d, struct etw_jw *w, struct dec_
   unsigned frac = (unsigned)(ft - sec * 10000000u);
   uint64_t key = (uint64_t)r->pid << 32 | r->tid;
   unsigned cpu = r->cpu;
-  if (__builtin_expect(((r->ptr_size ^ 8u) | (r->user_len ^ 16u) | (uint32_t)w->err | (cpu >= 10)) != 0 ||
+  if (__builtin_expect(((r->ptr_size ^ 8u) | (r->user_len ^ need) | (uint32_t)w->err | (cpu >= 10)) != 0 ||
                            ((sec ^ t->sec) | (key ^ t->xkey)) != 0 || w->cap - w->len <= pl->room,
                        0)) {
 #if DEC_HAVE_AVX2
-    if (avx2) return kplan_gen_a(d, w, pl, r, ref);
+    if (avx2) return kplan_gen_a(d, r, w, ref, pl);
 #endif
-    return kplan_gen_s(d, w, pl, r, ref);
+    return kplan_gen_s(d, r, w, ref, pl);
   }
   char *p = w->buf + w->len;
   tpl_copy(p, t->txt, t->n, avx2);
@@ -902,16 +924,19 @@ TPL_INLINE int kplan_sample(struct etw_decoder *d, struct etw_jw *w, struct dec_
   p[t->cpos] = (char)('0' + cpu);
   p += t->n;
   const unsigned char *q = r->user_data;
-  p = dec_put_hex(p, d_rd64(q));
+  p = put_op(p, q, t0);
+  q += OP_SIZE(t0);
   memcpy(p, pl->k.ops[1].key, 16);
   p += pl->k.ops[1].klen;
-  p = dec_put_u32(p, d_rd32(q + 8));
+  p = put_op(p, q, t1);
+  q += OP_SIZE(t1);
   memcpy(p, pl->k.ops[2].key, 16);
   p += pl->k.ops[2].klen;
-  p = dec_put_u32(p, d_rd16(q + 12));
+  p = put_op(p, q, t2);
+  q += OP_SIZE(t2);
   memcpy(p, pl->k.ops[3].key, 16);
   p += pl->k.ops[3].klen;
-  p = dec_put_u32(p, d_rd16(q + 14));
+  p = put_op(p, q, t3);
   memcpy(p, "}}", 2);
   w->len = (size_t)(p + 2 - w->buf);
   d->decoded++;
@@ -920,47 +945,55 @@ TPL_INLINE int kplan_sample(struct etw_decoder *d, struct etw_jw *w, struct dec_
 }
 
 /* The writers in both copy variants (a: AVX2, s: SSE2); the plans point at one of them. */
-static int kplan_gen_s(struct etw_decoder *d, struct etw_jw *w, struct dec_kplan *pl, const struct etw_rec *r,
-                       struct etw_evref *ref) {
+static int kplan_gen_s(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
+                       struct dec_kplan *pl) {
   return kplan_gen(d, w, pl, r, ref, 0);
 }
-static int kplan_sample_s(struct etw_decoder *d, struct etw_jw *w, struct dec_kplan *pl, const struct etw_rec *r,
-                          struct etw_evref *ref) {
-  return kplan_sample(d, w, pl, r, ref, 0);
+static int kplan_sample_s(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
+                          struct dec_kplan *pl) {
+  return kplan_fix4(d, w, pl, r, ref, 0, DEC_KOP_X64, DEC_KOP_U32, DEC_KOP_U16, DEC_KOP_U16);
 }
-static int eplan_event_s(struct etw_decoder *d, struct etw_jw *w, struct dec_eplan *pl, const struct etw_rec *r,
-                         struct etw_evref *ref, uint64_t d8) {
+static int kplan_skey_s(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
+                        struct dec_kplan *pl) {
+  return kplan_fix4(d, w, pl, r, ref, 0, DEC_KOP_U64, DEC_KOP_U32, DEC_KOP_U32, DEC_KOP_X64);
+}
+static int eplan_event_s(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
+                         struct dec_eplan *pl, uint64_t d8) {
   return eplan_event(d, w, pl, r, ref, d8, 0);
 }
-static int eplan_cls_s(struct etw_decoder *d, struct etw_jw *w, struct dec_eplan *pl, const struct etw_rec *r,
-                       struct etw_evref *ref, uint64_t d8) {
+static int eplan_cls_s(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
+                       struct dec_eplan *pl, uint64_t d8) {
   return eplan_cls(d, w, pl, r, ref, d8, 0);
 }
 #if DEC_HAVE_AVX2
-static int kplan_gen_a(struct etw_decoder *d, struct etw_jw *w, struct dec_kplan *pl, const struct etw_rec *r,
-                       struct etw_evref *ref) {
+static int kplan_gen_a(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
+                       struct dec_kplan *pl) {
   return kplan_gen(d, w, pl, r, ref, 1);
 }
-static int kplan_sample_a(struct etw_decoder *d, struct etw_jw *w, struct dec_kplan *pl, const struct etw_rec *r,
-                          struct etw_evref *ref) {
-  return kplan_sample(d, w, pl, r, ref, 1);
+static int kplan_sample_a(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
+                          struct dec_kplan *pl) {
+  return kplan_fix4(d, w, pl, r, ref, 1, DEC_KOP_X64, DEC_KOP_U32, DEC_KOP_U16, DEC_KOP_U16);
 }
-static int eplan_event_a(struct etw_decoder *d, struct etw_jw *w, struct dec_eplan *pl, const struct etw_rec *r,
-                         struct etw_evref *ref, uint64_t d8) {
+static int kplan_skey_a(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
+                        struct dec_kplan *pl) {
+  return kplan_fix4(d, w, pl, r, ref, 1, DEC_KOP_U64, DEC_KOP_U32, DEC_KOP_U32, DEC_KOP_X64);
+}
+static int eplan_event_a(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
+                         struct dec_eplan *pl, uint64_t d8) {
   return eplan_event(d, w, pl, r, ref, d8, 1);
 }
-static int eplan_cls_a(struct etw_decoder *d, struct etw_jw *w, struct dec_eplan *pl, const struct etw_rec *r,
-                       struct etw_evref *ref, uint64_t d8) {
+static int eplan_cls_a(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
+                       struct dec_eplan *pl, uint64_t d8) {
   return eplan_cls(d, w, pl, r, ref, d8, 1);
 }
 #endif
 
 int dec_kplan_event(struct etw_decoder *d, struct etw_jw *w, struct dec_kplan *pl, const struct etw_rec *r,
                     struct etw_evref *ref) {
-  return pl->run(d, w, pl, r, ref);
+  return pl->run(d, r, w, ref, pl);
 }
 
 int dec_eplan_event(struct etw_decoder *d, struct etw_jw *w, struct dec_eplan *pl, const struct etw_rec *r,
                     struct etw_evref *ref, uint64_t d8) {
-  return pl->run(d, w, pl, r, ref, d8);
+  return pl->run(d, r, w, ref, pl, d8);
 }

@@ -399,8 +399,8 @@ struct dec_tpl {
 
 struct dec_kplan {
   /* the writer for the plan's ops: dec_kplan_event, or one specialized for their types */
-  int (*run)(struct etw_decoder *d, struct etw_jw *w, struct dec_kplan *pl, const struct etw_rec *r,
-             struct etw_evref *ref);
+  int (*run)(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
+             struct dec_kplan *pl); /* (etw_decoder_write's argument order: no moves before the jump) */
   uint64_t key;       /* the dec_kname key it is valid for (0 = none) */
   uint64_t d8, kw;    /* descriptor bytes and keywords of the text */
   uint32_t hv;        /* (hook_id << 8 | version) + 1 it was built for */
@@ -420,8 +420,8 @@ struct dec_kplan {
  * EventData by dec_mof_write. */
 struct dec_eplan {
   /* the writer (its template copy variant) */
-  int (*run)(struct etw_decoder *d, struct etw_jw *w, struct dec_eplan *pl, const struct etw_rec *r,
-             struct etw_evref *ref, uint64_t d8);
+  int (*run)(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
+             struct dec_eplan *pl, uint64_t d8);
   unsigned char guid[16];
   uint64_t d8, kw;
   uint64_t gen;       /* etw_decoder.reg_gen it was built in (0 = none: the generation starts at 1) */

@@ -2,6 +2,7 @@
 #include "etwcore/jw.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -486,12 +487,38 @@ void etw_jw_unix_ns(struct etw_jw *w, int64_t ns) {
   put_time(w, t);
 }
 
+/* Two base64 characters per 12 bits (filled once: etw_jw_base64's table). */
+static uint16_t B64P[4096];
+static pthread_once_t b64_once = PTHREAD_ONCE_INIT;
+static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+static void b64_fill(void) {
+  for (unsigned v = 0; v < 4096; v++) {
+    unsigned char c[2] = {(unsigned char)b64[v >> 6], (unsigned char)b64[v & 63]};
+    memcpy(&B64P[v], c, 2);
+  }
+}
+
 void etw_jw_base64(struct etw_jw *w, const unsigned char *s, size_t n) {
-  static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   if (etw_jw_reserve(w, (n + 2) / 3 * 4 + 2)) return;
   char *p = w->buf + w->len;
   *p++ = '"';
   size_t i = 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && defined(__GNUC__)
+  if (n >= 8) {
+    /* 6 bytes to 8 characters per step: one 8-byte read (2 bytes past the group: i + 8 <= n),
+     * four 12-bit table entries, one 8-byte store (within the reservation: 8 ≤ the 8 + 2 left) */
+    pthread_once(&b64_once, b64_fill);
+    for (; i + 8 <= n; i += 6) {
+      uint64_t v;
+      memcpy(&v, s + i, 8);
+      v = __builtin_bswap64(v) >> 16; /* the 6 bytes, the first one highest */
+      uint64_t o = (uint64_t)B64P[v >> 36] | (uint64_t)B64P[(v >> 24) & 4095] << 16 |
+                   (uint64_t)B64P[(v >> 12) & 4095] << 32 | (uint64_t)B64P[v & 4095] << 48;
+      memcpy(p, &o, 8);
+      p += 8;
+    }
+  }
+#endif
   for (; i + 3 <= n; i += 3) {
     uint32_t v = ((uint32_t)s[i] << 16) | ((uint32_t)s[i + 1] << 8) | s[i + 2];
     *p++ = b64[v >> 18];

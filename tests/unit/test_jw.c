@@ -110,6 +110,38 @@ static void str16_all(void) {
   etw_jw_free(&c);
 }
 
+/* base64 of every length 0..200 (the 6-byte steps and each tail) against a plain encoder, into a
+ * writer exactly as large as the text: no byte past it */
+static void base64_all(void) {
+  static const char A[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  unsigned char in[200];
+  uint32_t x = 12345;
+  for (size_t i = 0; i < sizeof in; i++) {
+    x = x * 1103515245u + 12345u;
+    in[i] = (unsigned char)(x >> 16);
+  }
+  for (size_t n = 0; n <= sizeof in; n++) {
+    char want[300];
+    size_t k = 0;
+    want[k++] = '"';
+    for (size_t i = 0; i < n; i += 3) {
+      uint32_t v = (uint32_t)in[i] << 16 | (i + 1 < n ? (uint32_t)in[i + 1] << 8 : 0) | (i + 2 < n ? in[i + 2] : 0);
+      want[k++] = A[v >> 18];
+      want[k++] = A[v >> 12 & 63];
+      want[k++] = i + 1 < n ? A[v >> 6 & 63] : '=';
+      want[k++] = i + 2 < n ? A[v & 63] : '=';
+    }
+    want[k++] = '"';
+    want[k] = 0;
+    struct etw_jw w;
+    etw_jw_init(&w, k + 1);
+    etw_jw_base64(&w, in, n);
+    CHECK(!w.err);
+    CHECK_STR(etw_jw_cstr(&w), want);
+    etw_jw_free(&w);
+  }
+}
+
 int main(void) {
   CHECK_STR(w1(f_str, "a\"b\\c\n\t\x01"), "\"a\\\"b\\\\c\\n\\t\\u0001\"");
   CHECK_STR(w1(f_str, "caf\xc3\xa9 \xff x"), "\"caf\xc3\xa9 \xef\xbf\xbd x\""); /* invalid byte → U+FFFD */
@@ -137,6 +169,7 @@ int main(void) {
   etw_jw_truncate(&w, 0);
   etw_jw_base64(&w, (const unsigned char *)"foob", 4);
   CHECK_STR(etw_jw_cstr(&w), "\"Zm9vYg==\"");
+  base64_all();
   etw_jw_truncate(&w, 0);
   etw_jw_hexw(&w, 0x10, 16);
   etw_jw_ch(&w, ',');
