@@ -552,9 +552,11 @@ __attribute__((noinline)) static void tpl_exec(struct dec_sysc *sc, struct dec_t
 }
 
 /* The second of FILETIME @ft (second @sec) into the template's time slot; -1 when the day
- * cannot be formatted (nothing changed). */
+ * cannot be formatted or @sec is 0 (nothing changed: t->sec is never 0, so the hot path need not
+ * turn FILETIME 0 into 1 as the general path does). */
 __attribute__((noinline)) static int tpl_sec(struct dec_sysc *sc, struct dec_tpl *t, uint64_t ft, uint64_t sec) {
   char b[48];
+  if (!sec) return -1; /* 1601-01-01T00:00:00 (and FILETIME 0, written as 1): the general path */
   if (!put_time_p(sc, b, ft)) return -1;
   memcpy(t->txt + t->plen, b, 21); /* "\"YYYY-MM-DDTHH:MM:SS." */
   t->sec = sec;
@@ -610,8 +612,7 @@ static inline void put_frac_z(char *p, unsigned frac) {
 /* The System block of record @r and the template's head at @p (reserved: the plan's room); the
  * end (after the head), or NULL (nothing usable written) when the time cannot be formatted. */
 TPL_INLINE char *tpl_emit(struct dec_sysc *sc, struct dec_tpl *t, char *p, const struct etw_rec *r, const int avx2) {
-  uint64_t ft = r->filetime;
-  ft += !ft; /* 0: as the shared writer's caller, 1 */
+  uint64_t ft = r->filetime; /* (0, written as 1 by the general path: second 0 is never cached) */
   uint64_t sec = ft / 10000000u;
   unsigned frac = (unsigned)(ft - sec * 10000000u);
   if (__builtin_expect(sec != t->sec, 0) && tpl_sec(sc, t, ft, sec)) return NULL;
@@ -673,8 +674,11 @@ static uint32_t kops_build(struct dec_kops *k, struct dec_tpl *t, const struct e
   k->nops = (uint8_t)n;
   k->need = need;
   k->tail = n && k->ops[n - 1].ty >= DEC_KOP_STR16;
+  memset(&k->ops[n], 0, sizeof k->ops[n]);
+  k->ops[n].ty = DEC_KOP_END;
   if (n) tpl_head(t, head, hlen);
   else tpl_head(t, EVD, sizeof EVD - 1);
+  k->hlen = t->hlen;
   return (uint32_t)t->tlen + 224 + k->nops * 72u;
 }
 
@@ -709,6 +713,8 @@ void dec_kplan_update(struct etw_decoder *d, uint32_t slot, uint64_t key, const 
   pl->name = s->event_name;
   pl->task = s->task_name;
   pl->opcode = s->opcode_name;
+  pl->k.prov = pl->prov;
+  pl->k.name = pl->name;
   pl->key = key;
 }
 
@@ -768,6 +774,8 @@ void dec_eplan_update(struct etw_decoder *d, uint32_t slot, const struct etw_rec
   pl->name = s->event_name;
   pl->task = s->task_name;
   pl->opcode = s->opcode_name;
+  pl->k.prov = pl->prov;
+  pl->k.name = pl->name;
   pl->room = (uint32_t)pl->t.tlen + 128; /* ≤ tlen + 47 + 5 + 2 + 14, rounded up by 31 */
   if (pl->cls) pl->room = kops_build(&pl->k, &pl->t, r); /* the layout's ops and first key */
 #if DEC_HAVE_AVX2
@@ -782,8 +790,11 @@ void dec_eplan_update(struct etw_decoder *d, uint32_t slot, const struct etw_rec
  * ends at @mark): every fixed-size op when the payload holds them, then the variable last one;
  * else (no ops for r's pointer size, a short payload) dec_mof_write. Returns as
  * etw_decoder_write. */
-TPL_INLINE int kops_run(struct etw_decoder *d, struct etw_jw *w, const struct dec_kops *kk, const struct etw_rec *r,
-                        struct etw_evref *ref, char *p, size_t mark, const char *prov, const char *name) {
+__attribute__((noinline)) static int kops_run(struct etw_decoder *d, struct etw_jw *w, const struct etw_rec *r,
+                                              struct etw_evref *ref, const struct dec_kops *kk, char *p) {
+  /* (out of line, 6 arguments: its callers jump here; the names and head length from @kk) */
+  const char *prov = kk->prov, *name = kk->name;
+  size_t mark = (size_t)(p - w->buf) - kk->hlen; /* the end of the System block */
   if (kk->ps != r->ptr_size || r->user_len < kk->need) { /* no ops (ps 0), or a short payload */
     const char *why = "unknown event";
     w->len = mark + sizeof EVD - 1;
@@ -791,6 +802,38 @@ TPL_INLINE int kops_run(struct etw_decoder *d, struct etw_jw *w, const struct de
     return dec_finish_fast(d, r, w, ref, prov, name, mark, rc, why);
   }
   const unsigned char *q = r->user_data;
+#if defined(__GNUC__)
+  /* threaded: each op's code writes its value, then the next op's key (32 bytes copied, klen
+   * kept) and jumps to the next op's code; the variable last op or DEC_KOP_END ends the run
+   * (with its key written: taken back below when it is not there) */
+  static const void *const L[] = {[DEC_KOP_U32] = &&op_u32, [DEC_KOP_I32] = &&op_i32, [DEC_KOP_X32] = &&op_x32,
+                                  [DEC_KOP_U16] = &&op_u16, [DEC_KOP_U8] = &&op_u8,   [DEC_KOP_I8] = &&op_i8,
+                                  [DEC_KOP_U64] = &&op_u64, [DEC_KOP_I64] = &&op_i64, [DEC_KOP_X64] = &&op_x64,
+                                  [DEC_KOP_GUID] = &&op_guid, [DEC_KOP_STR16] = &&op_end,
+                                  [DEC_KOP_STACK] = &&op_end, [DEC_KOP_ANSI] = &&op_end, [DEC_KOP_END] = &&op_end};
+  const struct dec_kop *o = kk->ops;
+#define KOP_NEXT                        \
+  do {                                  \
+    o++;                                \
+    memcpy(p, o->key, sizeof o->key);   \
+    p += o->klen;                       \
+    goto *L[o->ty];                     \
+  } while (0)
+  goto *L[o->ty];
+op_u32: p = dec_put_u32(p, d_rd32(q)); q += 4; KOP_NEXT;
+op_i32: p = dec_put_i64(p, (int32_t)d_rd32(q)); q += 4; KOP_NEXT;
+op_x32: p = dec_put_hex(p, d_rd32(q)); q += 4; KOP_NEXT;
+op_u16: p = dec_put_u32(p, d_rd16(q)); q += 2; KOP_NEXT;
+op_u8: p = dec_put_u32(p, q[0]); q += 1; KOP_NEXT;
+op_i8: p = dec_put_i64(p, (int8_t)q[0]); q += 1; KOP_NEXT;
+op_u64: p = dec_put_u64(p, d_rd64(q)); q += 8; KOP_NEXT;
+op_i64: p = dec_put_i64(p, (int64_t)d_rd64(q)); q += 8; KOP_NEXT;
+op_x64: p = dec_put_hex(p, d_rd64(q)); q += 8; KOP_NEXT;
+op_guid: p = dec_put_guid(p, q); q += 16; KOP_NEXT;
+#undef KOP_NEXT
+op_end:
+  if (!(kk->tail && r->user_len > kk->need)) p -= o->klen; /* no variable last field: no key */
+#else
   for (const struct dec_kop *o = kk->ops, *e = o + kk->nops - kk->tail;;) {
     switch (o->ty) {
     case DEC_KOP_U32: p = dec_put_u32(p, d_rd32(q)); q += 4; break;
@@ -808,16 +851,20 @@ TPL_INLINE int kops_run(struct etw_decoder *d, struct etw_jw *w, const struct de
     memcpy(p, o->key, sizeof o->key);
     p += o->klen;
   }
+  if (kk->tail && r->user_len > kk->need) { /* the variable last op's key */
+    memcpy(p, kk->ops[kk->nops - 1].key, sizeof kk->ops[0].key);
+    p += kk->ops[kk->nops - 1].klen;
+  }
+#endif
   if (kk->tail && r->user_len > kk->need) { /* the last field: the rest of the payload */
-    const struct dec_kop *o = &kk->ops[kk->nops - 1];
+    const struct dec_kop *t = &kk->ops[kk->nops - 1];
     size_t avail = r->user_len - kk->need;
     long k;
-    memcpy(p, o->key, sizeof o->key);
-    w->len = (size_t)(p + o->klen - w->buf);
-    if (o->ty == DEC_KOP_STR16) { /* as write_compiled's 'w' */
+    w->len = (size_t)(p - w->buf); /* (its key written) */
+    if (t->ty == DEC_KOP_STR16) { /* as write_compiled's 'w' */
       size_t units = avail / 2, got = dec_str16(w, q, units);
       k = got < units ? (long)got * 2 + 2 : (long)avail;
-    } else if (o->ty == DEC_KOP_ANSI) { /* as write_compiled's 'a' */
+    } else if (t->ty == DEC_KOP_ANSI) { /* as write_compiled's 'a' */
       const unsigned char *z = memchr(q, 0, avail);
       size_t sl = z ? (size_t)(z - q) : avail;
       etw_jw_str(w, (const char *)q, sl);
@@ -829,9 +876,21 @@ TPL_INLINE int kops_run(struct etw_decoder *d, struct etw_jw *w, const struct de
       if (!etw_jw_reserve(w, m * 21 + 2)) {
         p = w->buf + w->len;
         *p++ = '[';
-        for (size_t i = 0; i < m; i++) {
-          if (i) *p++ = ',';
-          p = dec_put_hex(p, ps == 4 ? d_rd32(q + i * 4) : d_rd64(q + i * 8));
+        if (m) { /* the first element, then a comma before each (no test per element) */
+          const unsigned char *qe = q + m * ps;
+          if (ps == 8) {
+            p = dec_put_hex(p, d_rd64(q));
+            for (q += 8; q < qe; q += 8) {
+              *p++ = ',';
+              p = dec_put_hex(p, d_rd64(q));
+            }
+          } else {
+            p = dec_put_hex(p, d_rd32(q));
+            for (q += 4; q < qe; q += 4) {
+              *p++ = ',';
+              p = dec_put_hex(p, d_rd32(q));
+            }
+          }
         }
         *p++ = ']';
         w->len = (size_t)(p - w->buf);
@@ -856,7 +915,7 @@ TPL_INLINE int kplan_gen(struct etw_decoder *d, struct etw_jw *w, struct dec_kpl
   if (etw_jw_reserve(w, pl->room)) return dec_kernel_general(d, r, w, ref);
   char *p = tpl_emit(d->sysc, &pl->t, w->buf + w->len, r, avx2);
   if (!p) return dec_kernel_general(d, r, w, ref);
-  return kops_run(d, w, &pl->k, r, ref, p, (size_t)(p - pl->t.hlen - w->buf), pl->prov, pl->name);
+  return kops_run(d, w, r, ref, &pl->k, p);
 }
 
 /* A classic record's plan (names from the built-in tables, EventData by its layout's ops). */
@@ -865,7 +924,7 @@ TPL_INLINE int eplan_cls(struct etw_decoder *d, struct etw_jw *w, struct dec_epl
   if (etw_jw_reserve(w, pl->room)) return dec_write_general(d, r, w, ref, d8, 0, 0);
   char *p = tpl_emit(d->sysc, &pl->t, w->buf + w->len, r, avx2);
   if (!p) return dec_write_general(d, r, w, ref, d8, 0, 0);
-  return kops_run(d, w, &pl->k, r, ref, p, (size_t)(p - pl->t.hlen - w->buf), pl->prov, pl->name);
+  return kops_run(d, w, r, ref, &pl->k, p);
 }
 
 TPL_INLINE int eplan_event(struct etw_decoder *d, struct etw_jw *w, struct dec_eplan *pl, const struct etw_rec *r,
@@ -904,8 +963,7 @@ TPL_INLINE int kplan_fix4(struct etw_decoder *d, struct etw_jw *w, struct dec_kp
                           const int t3) {
   const unsigned need = OP_SIZE(t0) + OP_SIZE(t1) + OP_SIZE(t2) + OP_SIZE(t3);
   struct dec_tpl *t = &pl->t;
-  uint64_t ft = r->filetime;
-  ft += !ft;
+  uint64_t ft = r->filetime; /* (second 0 is never cached: tpl_sec) */
   uint64_t sec = ft / 10000000u;
   unsigned frac = (unsigned)(ft - sec * 10000000u);
   uint64_t key = (uint64_t)r->pid << 32 | r->tid;

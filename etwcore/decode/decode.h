@@ -365,14 +365,17 @@ enum { DEC_KOP_U32, DEC_KOP_I32, DEC_KOP_X32, DEC_KOP_U16, DEC_KOP_U8, DEC_KOP_I
        /* last op only (not the first): the rest of the payload, absent when nothing is left */
        DEC_KOP_STR16, /* UTF-16 up to the NUL unit (all of the rest when unterminated) */
        DEC_KOP_STACK, /* pointer array */
-       DEC_KOP_ANSI   /* 8-bit string up to the NUL (all of the rest when unterminated) */ };
+       DEC_KOP_ANSI,  /* 8-bit string up to the NUL (all of the rest when unterminated) */
+       DEC_KOP_END    /* after the last fixed-size op of a layout without a variable one (key empty) */ };
 /* A layout's ops (kernel records, and classic records named by the built-in tables). */
 struct dec_kops {
+  const char *prov, *name; /* the plan's names (for the event reference) */
+  uint8_t hlen;       /* the plan template's head bytes (after the System block) */
   uint8_t ps;         /* pointer size of the ops (0 = no ops: EventData by dec_mof_write) */
   uint8_t nops;
   uint8_t tail;       /* the last op is DEC_KOP_STR16 / _STACK / _ANSI (variable size) */
   uint32_t need;      /* payload bytes of the fixed-size ops (> 0 when nops) */
-  struct dec_kop ops[DEC_KOPS];
+  struct dec_kop ops[DEC_KOPS + 1]; /* and a DEC_KOP_END after the last when it is not variable */
 };
 /* A plan's System text: at most DEC_TXT_MAX bytes of prefix, time slot and middle. */
 #define DEC_TXT_MAX 608
@@ -549,8 +552,18 @@ static inline void dec_fill_ref(struct etw_evref *ref, const struct etw_rec *r, 
   uint64_t dt = ft - epoch; /* wraps when ft < epoch */
   if (__builtin_expect(dt - 1 < (uint64_t)INT64_MAX / 100, 1)) ref->ts_ns = (int64_t)dt * 100;
   else ref->ts_ns = ft <= epoch ? 0 : INT64_MAX;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  _Static_assert(offsetof(struct etw_rec, pid) == offsetof(struct etw_rec, tid) + 4 &&
+                     offsetof(struct etw_evref, tid) == offsetof(struct etw_evref, pid) + 4,
+                 "tid, pid / pid, tid adjacent");
+  uint64_t pt; /* the record's tid, pid as one word, swapped into the ref's pid, tid */
+  memcpy(&pt, (const char *)r + offsetof(struct etw_rec, tid), 8);
+  pt = pt >> 32 | pt << 32;
+  memcpy((char *)ref + offsetof(struct etw_evref, pid), &pt, 8);
+#else
   ref->pid = r->pid;
   ref->tid = r->tid;
+#endif
   ref->event_id = r->desc.id;
   ref->level = r->desc.level;
   ref->cpu = (uint8_t)r->cpu;
