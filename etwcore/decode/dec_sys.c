@@ -670,7 +670,7 @@ static uint32_t kops_build(struct dec_kops *k, struct dec_tpl *t, const struct e
   uint8_t hlen = 0;
   char head[64];
   unsigned n = dec_mof_plan_ops(r, r->ptr_size, head, &hlen, k->ops, DEC_KOPS, &need);
-  k->ps = n ? r->ptr_size : 0;
+  k->ps = n ? r->ptr_size : 0xFF; /* (no ops: never a record's pointer size, not even 0) */
   k->nops = (uint8_t)n;
   k->need = need;
   k->tail = n && k->ops[n - 1].ty >= DEC_KOP_STR16;

@@ -371,7 +371,7 @@ enum { DEC_KOP_U32, DEC_KOP_I32, DEC_KOP_X32, DEC_KOP_U16, DEC_KOP_U8, DEC_KOP_I
 struct dec_kops {
   const char *prov, *name; /* the plan's names (for the event reference) */
   uint8_t hlen;       /* the plan template's head bytes (after the System block) */
-  uint8_t ps;         /* pointer size of the ops (0 = no ops: EventData by dec_mof_write) */
+  uint8_t ps;         /* pointer size of the ops (0xFF = no ops: EventData by dec_mof_write) */
   uint8_t nops;
   uint8_t tail;       /* the last op is DEC_KOP_STR16 / _STACK / _ANSI (variable size) */
   uint32_t need;      /* payload bytes of the fixed-size ops (> 0 when nops) */
