@@ -544,32 +544,60 @@ static inline int eplan_hit(const struct etw_decoder *d, const struct dec_eplan 
   return 1;
 }
 
+/* The kernel type's name cache key of kernel record @r (no extended data) and its kn slot. */
+static inline uint64_t kernel_key(const struct etw_decoder *d, const struct etw_rec *r, uint32_t *kslot) {
+  uint32_t key32 = ((uint32_t)r->hook_id << 8 | r->desc.version) + 1;
+  *kslot = (key32 * 2654435761u) >> 22;
+  return (uint64_t)d->kn_gen << 32 | key32;
+}
+
+__attribute__((noinline)) int dec_kernel_general(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
+                                                 struct etw_evref *ref) {
+  uint64_t d8;
+  memcpy(&d8, &r->desc, 8);
+  uint32_t kslot;
+  uint64_t kkey = kernel_key(d, r, &kslot);
+  return dec_write_general(d, r, w, ref, d8, kslot, kkey);
+}
+
+/* A record without a plan (or a manifest/classic one without a valid plan). */
+__attribute__((noinline)) static int other_general(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
+                                                   struct etw_evref *ref) {
+  uint64_t d8;
+  memcpy(&d8, &r->desc, 8);
+  return dec_write_general(d, r, w, ref, d8, 0, 0);
+}
+
+/* Manifest events and classic records: the type's plan by (GUID, id, version) (no resolve). */
+__attribute__((noinline)) static int eplan_dispatch(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
+                                                    struct etw_evref *ref) {
+  uint64_t d8;
+  memcpy(&d8, &r->desc, 8); /* id, version, channel, level, opcode, task */
+  uint32_t slot = eplan_slot(r, d8);
+  struct dec_eplan *pl = d->eplan[slot];
+  if (pl && eplan_hit(d, pl, r, d8)) return pl->run(d, r, w, ref, pl, d8);
+  pl = d->eplan[slot + 1];
+  if (pl && eplan_hit(d, pl, r, d8)) return pl->run(d, r, w, ref, pl, d8);
+  return other_general(d, r, w, ref); /* (a tail call with 4 arguments: no frame here) */
+}
+
 int etw_decoder_write(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
                       struct etw_evref *ref) {
   _Static_assert(offsetof(struct etw_rec, desc.keyword) - offsetof(struct etw_rec, desc) == 8,
                  "the descriptor's first 8 bytes are id, version, channel, level, opcode, task");
-  uint64_t d8;
-  memcpy(&d8, &r->desc, 8); /* id, version, channel, level, opcode, task */
-  /* (tail calls only: no frame here) */
+  /* (tail calls with at most 6 arguments only: no frame here) */
   if ((r->kind == ETW_REC_SYSTEM || r->kind == ETW_REC_PERFINFO) && !r->n_ext) {
     /* kernel records: the type's plan, reached with the name cache's key (no resolve) */
-    uint32_t key32 = ((uint32_t)r->hook_id << 8 | r->desc.version) + 1;
-    uint32_t kslot = (key32 * 2654435761u) >> 22;
-    uint64_t kkey = (uint64_t)d->kn_gen << 32 | key32;
-    const struct dec_kplan *pl = d->kplan[kslot];
-    if (pl && pl->key == kkey && pl->d8 == d8 && pl->kw == r->desc.keyword)
-      return dec_kplan_event(d, w, pl, r, ref, d8, kslot, kkey);
-    return dec_write_general(d, r, w, ref, d8, kslot, kkey);
+    uint64_t d8;
+    memcpy(&d8, &r->desc, 8);
+    uint32_t kslot;
+    uint64_t kkey = kernel_key(d, r, &kslot);
+    struct dec_kplan *pl = d->kplan[kslot];
+    if (pl && pl->key == kkey && pl->d8 == d8 && pl->kw == r->desc.keyword) return pl->run(d, r, w, ref, pl);
+    return dec_kernel_general(d, r, w, ref);
   }
-  if (r->kind == ETW_REC_EVENT || r->kind == ETW_REC_CLASSIC) {
-    /* manifest events and classic records: the type's plan by (GUID, id, version) (no resolve) */
-    uint32_t slot = eplan_slot(r, d8);
-    const struct dec_eplan *pl = d->eplan[slot];
-    if (pl && eplan_hit(d, pl, r, d8)) return dec_eplan_event(d, w, pl, r, ref, d8);
-    pl = d->eplan[slot + 1];
-    if (pl && eplan_hit(d, pl, r, d8)) return dec_eplan_event(d, w, pl, r, ref, d8);
-  }
-  return dec_write_general(d, r, w, ref, d8, 0, 0);
+  if (r->kind == ETW_REC_EVENT || r->kind == ETW_REC_CLASSIC) return eplan_dispatch(d, r, w, ref);
+  return other_general(d, r, w, ref);
 }
 
 /* Every record without a valid plan: names resolved, the System block (cached per schema), the

@@ -655,6 +655,11 @@ static long write_compiled(struct etw_jw *w, const struct layout *l, const unsig
       break;
     }
     default: { /* SIDs, addresses, GUIDs, times: the general path for this one field */
+      if (w->err) { /* the writer is full: keep its error (a truncate would clear it and let a
+                     * field without its value through); the event is given up anyway */
+        k = (long)avail;
+        break;
+      }
       etw_jw_truncate(w, save);
       if (i) etw_jw_ch(w, ',');
       /* write_fields writes the key itself (no comma for its first field) */
@@ -750,7 +755,8 @@ unsigned dec_mof_plan_ops(const struct etw_rec *r, int ps, char head[64], uint8_
     case 'b': case 'c': nb += 1; break;
     case 'q': case 't': case 'j': case 'X': nb += 8; break;
     case 'p': case 'z': nb += (uint32_t)ps; break;
-    case 'w': case 'S': if (i && i == c->n - 1u) break; return 0;
+    case 'g': nb += 16; break;
+    case 'w': case 'S': case 'a': if (i && i == c->n - 1u) break; return 0;
     default: return 0;
     }
   }
@@ -784,8 +790,10 @@ unsigned dec_mof_plan_ops(const struct etw_rec *r, int ps, char head[64], uint8_
     case 'X': o->ty = DEC_KOP_X64; break;
     case 'p': o->ty = ps == 4 ? DEC_KOP_X32 : DEC_KOP_X64; break;
     case 'z': o->ty = ps == 4 ? DEC_KOP_U32 : DEC_KOP_U64; break;
+    case 'g': o->ty = DEC_KOP_GUID; break;
     case 'w': o->ty = DEC_KOP_STR16; break; /* (the last field: checked above) */
     case 'S': o->ty = DEC_KOP_STACK; break;
+    case 'a': o->ty = DEC_KOP_ANSI; break;
     default: return 0; /* not reached */
     }
   }

@@ -8,10 +8,21 @@
  * with a per-decoder cache of the current day. unit.test_decode_sys compares both writers on
  * every corpus event.
  */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "decode.h"
+
+/* 32-byte template copies (copy_avx2), chosen at run time: GCC or Clang on x86-64, not on Windows
+ * (its ABI does not keep the stack 32-byte aligned for AVX spills) */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(_WIN32)
+#define DEC_HAVE_AVX2 1
+#include <immintrin.h>
+#else
+#define DEC_HAVE_AVX2 0
+#endif
 
 #define SYSC_N 512
 #define SYSC_BYTES 600
@@ -193,37 +204,42 @@ static inline char *put_time_p(struct dec_sysc *sc, char *p, uint64_t ft) {
   return p;
 }
 
-/* `PID,"ThreadID":TID,"ProcessorID":CPU}}` at @p (≤ 96 bytes of room) for the record's @pid and
- * @tid (0xFFFFFFFF = null): the (pid, tid) text from the per-thread-id cache. */
-static inline char *put_exec(struct dec_sysc *sc, char *p, uint32_t pid, uint32_t tid, int cpu) {
+/* `PID,"ThreadID":TID,"ProcessorID":` at @p (room for EXC_COPY bytes) for the record's @pid and
+ * @tid (0xFFFFFFFF = null), from the per-thread-id cache; the end. */
+static inline char *put_pidtid(struct dec_sysc *sc, char *p, uint32_t pid, uint32_t tid) {
   struct exc *x = &sc->ex[(tid * 2654435761u) >> 24];
   uint64_t key = (uint64_t)pid << 32 | tid;
   if (x->key == key && x->len) {
-    /* fixed-size copy: EXC_COPY ≤ 96 bytes fit in the room */
-    memcpy(p, x->txt, EXC_COPY);
-    p += x->len;
-  } else {
-    char *b = p;
-    if (pid == 0xFFFFFFFFu) {
-      memcpy(p, "null", 4);
-      p += 4;
-    } else {
-      p = dec_put_u64(p, pid);
-    }
-    memcpy(p, ",\"ThreadID\":", 12);
-    p += 12;
-    if (tid == 0xFFFFFFFFu) {
-      memcpy(p, "null", 4);
-      p += 4;
-    } else {
-      p = dec_put_u64(p, tid);
-    }
-    memcpy(p, ",\"ProcessorID\":", 15);
-    p += 15;
-    x->key = key;
-    x->len = (uint32_t)(p - b);
-    memcpy(x->txt, b, x->len);
+    memcpy(p, x->txt, EXC_COPY); /* fixed-size copy */
+    return p + x->len;
   }
+  char *b = p;
+  if (pid == 0xFFFFFFFFu) {
+    memcpy(p, "null", 4);
+    p += 4;
+  } else {
+    p = dec_put_u64(p, pid);
+  }
+  memcpy(p, ",\"ThreadID\":", 12);
+  p += 12;
+  if (tid == 0xFFFFFFFFu) {
+    memcpy(p, "null", 4);
+    p += 4;
+  } else {
+    p = dec_put_u64(p, tid);
+  }
+  memcpy(p, ",\"ProcessorID\":", 15);
+  p += 15;
+  x->key = key;
+  x->len = (uint32_t)(p - b);
+  memcpy(x->txt, b, x->len);
+  return p;
+}
+
+/* `PID,"ThreadID":TID,"ProcessorID":CPU}}` at @p (≤ 96 bytes of room) for the record's @pid and
+ * @tid (0xFFFFFFFF = null): the (pid, tid) text from the per-thread-id cache. */
+static inline char *put_exec(struct dec_sysc *sc, char *p, uint32_t pid, uint32_t tid, int cpu) {
+  p = put_pidtid(sc, p, pid, tid);
   if ((uint32_t)cpu < 10) {
     *p++ = (char)('0' + cpu);
   } else if (cpu < 0) {
@@ -360,15 +376,81 @@ static inline int emit(struct dec_sysc *sc, const struct sysc *c, struct etw_jw 
   return 0;
 }
 
-/* Copy a plan's text (prefix, time slot, middle: @n ≤ DEC_TXT_MAX bytes) to @p: with SSE2, in
- * 16-byte chunks rounded up (up to 15 bytes more from @t, which has DEC_TXT_BYTES, and to @p,
- * whose reservation has ≥ 96 bytes past the text), entered through a jump into straight-line
- * code: no call, no loop (one `memcpy` of the ≈ 370 bytes took ≈ 64 instructions). */
+
+/* ---- plan templates (struct dec_tpl)
+ *
+ * Copied to the output by one out-of-line run of straight-line chunk moves entered by a jump on
+ * the chunk count (no loop; one `memcpy` of the ≈ 400 bytes takes glibc's loop path): 32-byte
+ * AVX2 moves when the CPU has them, else 16-byte SSE2 ones, else memcpy. The chunks are rounded
+ * up: up to 31 bytes more are read from the template (DEC_TPL_BYTES has the room) and written to
+ * the output (the plans reserve for it). */
+#if defined(__GNUC__)
+#define TPL_INLINE static inline __attribute__((always_inline))
+#else
+#define TPL_INLINE static inline
+#endif
+
+/* @n bytes of template @t to @p, rounded up to whole chunks; @avx2 (a constant in each plan
+ * writer variant): 32-byte moves by inline assembly (so that the writer itself needs no AVX2
+ * code generation), else 16-byte SSE2 moves. */
+#if DEC_HAVE_AVX2
+#define A32(i)                                                                                  \
+  __asm__ volatile("vmovdqu %c[o](%[t]), %%ymm0\n\tvmovdqu %%ymm0, %c[o](%[p])"                  \
+                   :                                                                            \
+                   : [p] "r"(p), [t] "r"(t), [o] "i"(32 * (i))                                  \
+                   : "xmm0", "memory")
+#endif
 #if defined(__SSE2__)
-#include <emmintrin.h>
 #define C16(i) _mm_storeu_si128((__m128i *)(void *)(p + 16 * (i)), _mm_loadu_si128((const __m128i *)(const void *)(t + 16 * (i))))
-__attribute__((noinline)) static void copy_text(char *p, const char *t, size_t n) {
+#endif
+TPL_INLINE void tpl_copy(char *p, const char *t, size_t n, const int avx2) {
+#if DEC_HAVE_AVX2
+  if (avx2) {
+    switch ((n + 31) >> 5) {
+    case 24: A32(23); /* fall through */
+    case 23: A32(22); /* fall through */
+    case 22: A32(21); /* fall through */
+    case 21: A32(20); /* fall through */
+    case 20: A32(19); /* fall through */
+    case 19: A32(18); /* fall through */
+    case 18: A32(17); /* fall through */
+    case 17: A32(16); /* fall through */
+    case 16: A32(15); /* fall through */
+    case 15: A32(14); /* fall through */
+    case 14: A32(13); /* fall through */
+    case 13: A32(12); /* fall through */
+    case 12: A32(11); /* fall through */
+    case 11: A32(10); /* fall through */
+    case 10: A32(9); /* fall through */
+    case 9: A32(8); /* fall through */
+    case 8: A32(7); /* fall through */
+    case 7: A32(6); /* fall through */
+    case 6: A32(5); /* fall through */
+    case 5: A32(4); /* fall through */
+    case 4: A32(3); /* fall through */
+    case 3: A32(2); /* fall through */
+    case 2: A32(1); /* fall through */
+    case 1: A32(0); /* fall through */
+    default: break;
+    }
+    __asm__ volatile("vzeroupper" ::: "memory"); /* (the rest is SSE code) */
+    return;
+  }
+#else
+  (void)avx2;
+#endif
+#if defined(__SSE2__)
   switch ((n + 15) >> 4) {
+  case 48: C16(47); /* fall through */
+  case 47: C16(46); /* fall through */
+  case 46: C16(45); /* fall through */
+  case 45: C16(44); /* fall through */
+  case 44: C16(43); /* fall through */
+  case 43: C16(42); /* fall through */
+  case 42: C16(41); /* fall through */
+  case 41: C16(40); /* fall through */
+  case 40: C16(39); /* fall through */
+  case 39: C16(38); /* fall through */
   case 38: C16(37); /* fall through */
   case 37: C16(36); /* fall through */
   case 36: C16(35); /* fall through */
@@ -409,18 +491,202 @@ __attribute__((noinline)) static void copy_text(char *p, const char *t, size_t n
   case 1: C16(0); /* fall through */
   default: break;
   }
-}
-#undef C16
-#if DEC_TXT_MAX > 38 * 16 || DEC_TXT_BYTES < DEC_TXT_MAX
-#error "copy_text: DEC_TXT_MAX"
-#endif
 #else
-static inline void copy_text(char *p, const char *t, size_t n) {
   memcpy(p, t, n);
+#endif
 }
+#undef A32
+#undef C16
+
+#if DEC_TXT_MAX + 47 + 3 + 64 + 31 > DEC_TPL_BYTES || DEC_TPL_BYTES > 48 * 16 || DEC_TPL_BYTES > 24 * 32
+#error "copy: DEC_TPL_BYTES"
 #endif
 
+static atomic_int tpl_avx2 = -1; /* -1 = not chosen yet */
+
+static int avx2_usable(void) {
+#if DEC_HAVE_AVX2
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") ? 1 : 0;
+#else
+  return 0;
+#endif
+}
+
+int dec_tpl_avx2(int on) {
+  if (on >= 0) {
+    atomic_store_explicit(&tpl_avx2, on && avx2_usable(), memory_order_relaxed);
+  } else if (atomic_load_explicit(&tpl_avx2, memory_order_relaxed) < 0) {
+    const char *no = getenv("ETWD_ETL_NO_AVX2");
+    int v = (no && *no && strcmp(no, "0")) ? 0 : avx2_usable();
+    int unset = -1; /* a concurrent first call chose the same */
+    atomic_compare_exchange_strong(&tpl_avx2, &unset, v);
+  }
+  return atomic_load_explicit(&tpl_avx2, memory_order_relaxed);
+}
+
+/* "000" … "999" as the low 3 bytes of 32-bit words (filled by tpl_build, before any template is
+ * written: put_frac_z's table) */
+static uint32_t T3[1000];
+static pthread_once_t t3_once = PTHREAD_ONCE_INIT;
+static void t3_fill(void) {
+  for (uint32_t n = 0; n < 1000; n++) T3[n] = ('0' + n / 100) | ('0' + n / 10 % 10) << 8 | ('0' + n % 10) << 16;
+}
+
+/* The template's tail from the processor digit on: a '0' placeholder, `}}`, the head. */
+static void tpl_tail(struct dec_tpl *t) {
+  char *p = t->txt + t->cpos;
+  p[0] = '0';
+  p[1] = '}';
+  p[2] = '}';
+  memcpy(p + 3, t->head, t->hlen);
+  t->n = (uint16_t)(t->cpos + 3 + t->hlen);
+}
+
+/* The (pid, tid) text of @key (pid << 32 | tid) into the template, and the tail after it. */
+__attribute__((noinline)) static void tpl_exec(struct dec_sysc *sc, struct dec_tpl *t, uint64_t key) {
+  char *p = put_pidtid(sc, t->txt + t->tlen, (uint32_t)(key >> 32), (uint32_t)key); /* ≤ 47 bytes */
+  t->xkey = key;
+  t->cpos = (uint16_t)(p - t->txt);
+  tpl_tail(t);
+}
+
+/* The second of FILETIME @ft (second @sec) into the template's time slot; -1 when the day
+ * cannot be formatted or @sec is 0 (nothing changed: t->sec is never 0, so the hot path need not
+ * turn FILETIME 0 into 1 as the general path does). */
+__attribute__((noinline)) static int tpl_sec(struct dec_sysc *sc, struct dec_tpl *t, uint64_t ft, uint64_t sec) {
+  char b[48];
+  if (!sec) return -1; /* 1601-01-01T00:00:00 (and FILETIME 0, written as 1): the general path */
+  if (!put_time_p(sc, b, ft)) return -1;
+  memcpy(t->txt + t->plen, b, 21); /* "\"YYYY-MM-DDTHH:MM:SS." */
+  t->sec = sec;
+  return 0;
+}
+
+/* A processor number of two or more digits at @p's processor slot, then the rest of the template
+ * (after the placeholder digit) moved behind it; the end. */
+__attribute__((noinline)) static char *tpl_cpu(const struct dec_tpl *t, char *p, unsigned cpu) {
+  char *q = dec_put_u64(p + t->cpos, cpu);
+  size_t k = (size_t)t->n - t->cpos - 1u;
+  memcpy(q, t->txt + t->cpos + 1, k);
+  return q + k;
+}
+
+/* The head @head (@hlen ≤ 64 bytes) after `}}`. */
+static void tpl_head(struct dec_tpl *t, const char *head, unsigned hlen) {
+  if (head != t->head) memcpy(t->head, head, hlen);
+  t->hlen = (uint8_t)hlen;
+  tpl_tail(t);
+}
+
+/* Template @t from the shared writer's text for @s, the (pid, tid) of @r, and @head; 0 = usable. */
+static int tpl_build(struct dec_sysc *sc, struct dec_tpl *t, const struct etw_sys *s, const struct etw_rec *r,
+                     const char *head, unsigned hlen) {
+  uint16_t plen, mlen;
+  pthread_once(&t3_once, t3_fill);
+  if (sys_text(s, t->txt, DEC_TXT_MAX, &plen, &mlen, 1)) return -1;
+  t->avx2 = (uint8_t)dec_tpl_avx2(-1);
+  t->plen = plen;
+  t->tlen = (uint16_t)(plen + 30 + mlen);
+  t->sec = UINT64_MAX; /* the slot holds the 1601 text: the first event writes its second */
+  if (head != t->head) memcpy(t->head, head, hlen);
+  t->hlen = (uint8_t)hlen;
+  tpl_exec(sc, t, (uint64_t)r->pid << 32 | r->tid);
+  return 0;
+}
+
+/* The 7 fraction digits of @frac (< 10^7) and 'Z' as one 8-byte store at @p: digits 1-3 and 4-6
+ * from T3, the 7th computed. */
+static inline void put_frac_z(char *p, unsigned frac) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  uint32_t a = frac / 10000u, b = frac - a * 10000u; /* a < 1000, b < 10000 */
+  uint32_t c = (b * 6554u) >> 16, e = b - c * 10u;   /* b / 10 (exact below 16384), the last digit */
+  uint64_t m = T3[a] | (uint64_t)T3[c] << 24 | (uint64_t)(e + '0') << 48 | (uint64_t)'Z' << 56;
+  memcpy(p, &m, 8);
+#else
+  put_frac(p, frac);
+  p[7] = 'Z';
+#endif
+}
+
+/* The System block of record @r and the template's head at @p (reserved: the plan's room); the
+ * end (after the head), or NULL (nothing usable written) when the time cannot be formatted. */
+TPL_INLINE char *tpl_emit(struct dec_sysc *sc, struct dec_tpl *t, char *p, const struct etw_rec *r, const int avx2) {
+  uint64_t ft = r->filetime; /* (0, written as 1 by the general path: second 0 is never cached) */
+  uint64_t sec = ft / 10000000u;
+  unsigned frac = (unsigned)(ft - sec * 10000000u);
+  if (__builtin_expect(sec != t->sec, 0) && tpl_sec(sc, t, ft, sec)) return NULL;
+  uint64_t key = (uint64_t)r->pid << 32 | r->tid;
+  if (__builtin_expect(key != t->xkey, 0)) tpl_exec(sc, t, key);
+  tpl_copy(p, t->txt, t->n, avx2);
+  put_frac_z(p + t->plen + 21, frac);
+  unsigned cpu = r->cpu;
+  if (__builtin_expect(cpu < 10, 1)) {
+    p[t->cpos] = (char)('0' + cpu);
+    return p + t->n;
+  }
+  return tpl_cpu(t, p, cpu);
+}
+
+static const char EVD[] = ",\"EventData\":{";
+
 /* ---- kernel plans */
+typedef int (*kplan_fn)(struct etw_decoder *, const struct etw_rec *, struct etw_jw *, struct etw_evref *,
+                        struct dec_kplan *);
+static int kplan_gen_s(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
+                       struct dec_kplan *pl);
+static int kplan_sample_s(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
+                          struct dec_kplan *pl);
+static int kplan_skey_s(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
+                        struct dec_kplan *pl);
+#if DEC_HAVE_AVX2
+static int kplan_gen_a(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
+                       struct dec_kplan *pl);
+static int kplan_sample_a(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
+                          struct dec_kplan *pl);
+static int kplan_skey_a(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
+                        struct dec_kplan *pl);
+#endif
+
+/* The writer for @pl's ops and template copies. */
+static kplan_fn kplan_run(const struct dec_kplan *pl) {
+  const struct dec_kop *o = pl->k.ops;
+  int shape = 0; /* 1: X64 U32 U16 U16, 2: U64 U32 U32 X64 (keys ≤ 16 bytes, 8-byte pointers, no tail) */
+  if (pl->k.nops == 4 && pl->k.ps == 8 && !pl->k.tail && o[1].klen <= 16 && o[2].klen <= 16 && o[3].klen <= 16) {
+    if (o[0].ty == DEC_KOP_X64 && o[1].ty == DEC_KOP_U32 && o[2].ty == DEC_KOP_U16 && o[3].ty == DEC_KOP_U16) shape = 1;
+    if (o[0].ty == DEC_KOP_U64 && o[1].ty == DEC_KOP_U32 && o[2].ty == DEC_KOP_U32 && o[3].ty == DEC_KOP_X64) shape = 2;
+  }
+#if DEC_HAVE_AVX2
+  if (pl->t.avx2) return shape == 1 ? kplan_sample_a : shape == 2 ? kplan_skey_a : kplan_gen_a;
+#endif
+  return shape == 1 ? kplan_sample_s : shape == 2 ? kplan_skey_s : kplan_gen_s;
+}
+
+/* The layout ops of record @r into @k and its head into template @t; the bytes a plan with them
+ * reserves: the template (≤ tlen + 47 + 5 + 2 + 64, rounded up by 31), then per op a key copy
+ * (32 bytes) and a value (≤ 40 bytes: a GUID), `}}` (≥ what write_fixed reserves). */
+static uint32_t kops_build(struct dec_kops *k, struct dec_tpl *t, const struct etw_rec *r) {
+  uint32_t need = 0;
+  uint8_t hlen = 0;
+  char head[64];
+  unsigned n = dec_mof_plan_ops(r, r->ptr_size, head, &hlen, k->ops, DEC_KOPS, &need);
+  k->ps = n ? r->ptr_size : 0xFF; /* (no ops: never a record's pointer size, not even 0) */
+  k->nops = (uint8_t)n;
+  k->need = need;
+  k->tail = n && k->ops[n - 1].ty >= DEC_KOP_STR16;
+  memset(&k->ops[n], 0, sizeof k->ops[n]);
+  k->ops[n].ty = DEC_KOP_END;
+  if (n) tpl_head(t, head, hlen);
+  else tpl_head(t, EVD, sizeof EVD - 1);
+  k->hlen = t->hlen;
+  return (uint32_t)t->tlen + 224 + k->nops * 72u;
+}
+
+static void kplan_ops(struct dec_kplan *pl, const struct etw_rec *r) {
+  pl->room = kops_build(&pl->k, &pl->t, r);
+  pl->run = kplan_run(pl);
+}
+
 void dec_kplan_update(struct etw_decoder *d, uint32_t slot, uint64_t key, const struct etw_rec *r,
                       const struct etw_sys *s, uint64_t d8) {
   if (!d->sysc || d->sys_plain || s->activity_id || s->related_activity_id) return;
@@ -428,14 +694,8 @@ void dec_kplan_update(struct etw_decoder *d, uint32_t slot, uint64_t key, const 
   uint32_t hv = ((uint32_t)r->hook_id << 8 | r->desc.version) + 1;
   if (pl && pl->hv == hv && pl->d8 == d8 && pl->kw == s->keywords && pl->prov == s->provider &&
       pl->name == s->event_name && pl->task == s->task_name && pl->opcode == s->opcode_name) {
-    if (pl->key != key || pl->ps != r->ptr_size) { /* a new generation, or the other pointer size */
-      uint32_t need = 0;
-      unsigned n = dec_mof_plan_ops(r, r->ptr_size, pl->head, &pl->hlen, pl->ops, DEC_KOPS, &need);
-      pl->ps = n ? r->ptr_size : 0;
-      pl->nops = (uint8_t)n;
-      pl->need = need;
-      pl->tail = n && pl->ops[n - 1].ty >= DEC_KOP_STR16;
-      pl->room = (uint32_t)pl->plen + pl->mlen + 128 + 64 + pl->nops * 64u;
+    if (pl->key != key || pl->k.ps != r->ptr_size) { /* a new generation, or the other pointer size */
+      kplan_ops(pl, r);
       pl->key = key;
     }
     return;
@@ -444,15 +704,8 @@ void dec_kplan_update(struct etw_decoder *d, uint32_t slot, uint64_t key, const 
   pl->key = 0;
   if (pl->builds >= DEC_KPLAN_BUILDS) return;
   pl->builds++;
-  if (sys_text(s, pl->txt, DEC_TXT_MAX, &pl->plen, &pl->mlen, 1)) return;
-  pl->tlen = (uint16_t)(pl->plen + 30 + pl->mlen);
-  uint32_t need = 0;
-  unsigned n = dec_mof_plan_ops(r, r->ptr_size, pl->head, &pl->hlen, pl->ops, DEC_KOPS, &need);
-  pl->ps = n ? r->ptr_size : 0;
-  pl->nops = (uint8_t)n;
-  pl->need = need;
-  pl->tail = n && pl->ops[n - 1].ty >= DEC_KOP_STR16;
-  pl->room = (uint32_t)pl->plen + pl->mlen + 128 + 64 + pl->nops * 64u;
+  if (tpl_build(d->sysc, &pl->t, s, r, EVD, sizeof EVD - 1)) return;
+  kplan_ops(pl, r);
   pl->hv = hv;
   pl->d8 = d8;
   pl->kw = s->keywords;
@@ -460,8 +713,21 @@ void dec_kplan_update(struct etw_decoder *d, uint32_t slot, uint64_t key, const 
   pl->name = s->event_name;
   pl->task = s->task_name;
   pl->opcode = s->opcode_name;
+  pl->k.prov = pl->prov;
+  pl->k.name = pl->name;
   pl->key = key;
 }
+
+static int eplan_event_s(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
+                         struct dec_eplan *pl, uint64_t d8);
+static int eplan_cls_s(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
+                       struct dec_eplan *pl, uint64_t d8);
+#if DEC_HAVE_AVX2
+static int eplan_event_a(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
+                         struct dec_eplan *pl, uint64_t d8);
+static int eplan_cls_a(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
+                       struct dec_eplan *pl, uint64_t d8);
+#endif
 
 void dec_eplan_update(struct etw_decoder *d, uint32_t slot, const struct etw_rec *r, const struct etw_sys *s,
                       uint64_t d8, struct dec_provider *p, struct dec_event *e, int cls) {
@@ -471,7 +737,7 @@ void dec_eplan_update(struct etw_decoder *d, uint32_t slot, const struct etw_rec
   struct dec_eplan *pl = NULL;
   for (uint32_t k = slot; k < slot + 2 && !pl; k++) {
     struct dec_eplan *c = d->eplan[k];
-    if (c && c->plen && !memcmp(c->guid, r->provider_id, 16) && c->d8 == d8 && c->kw == s->keywords &&
+    if (c && c->ok && !memcmp(c->guid, r->provider_id, 16) && c->d8 == d8 && c->kw == s->keywords &&
         c->kind == r->kind && c->cls == (cls != 0) && c->prov == s->provider && c->name == s->event_name &&
         c->task == s->task_name && c->opcode == s->opcode_name)
       pl = c;
@@ -490,15 +756,12 @@ void dec_eplan_update(struct etw_decoder *d, uint32_t slot, const struct etw_rec
     k++;
   if (!(pl = d->eplan[k]) && !(pl = d->eplan[k] = calloc(1, sizeof *pl))) return;
   pl->gen = 0;
-  pl->plen = 0;
+  pl->ok = 0;
   pl->seq = ++d->eplan_seq;
   if (pl->builds >= DEC_KPLAN_BUILDS) return;
   pl->builds++;
-  if (sys_text(s, pl->txt, DEC_TXT_MAX, &pl->plen, &pl->mlen, 1)) {
-    pl->plen = 0;
-    return;
-  }
-  pl->tlen = (uint16_t)(pl->plen + 30 + pl->mlen);
+  if (tpl_build(d->sysc, &pl->t, s, r, EVD, sizeof EVD - 1)) return;
+  pl->ok = 1;
   memcpy(pl->guid, r->provider_id, 16);
   pl->d8 = d8;
   pl->kw = s->keywords;
@@ -511,70 +774,101 @@ void dec_eplan_update(struct etw_decoder *d, uint32_t slot, const struct etw_rec
   pl->name = s->event_name;
   pl->task = s->task_name;
   pl->opcode = s->opcode_name;
-  pl->room = (uint32_t)pl->plen + pl->mlen + 128 + 16;
+  pl->k.prov = pl->prov;
+  pl->k.name = pl->name;
+  pl->room = (uint32_t)pl->t.tlen + 128; /* ≤ tlen + 47 + 5 + 2 + 14, rounded up by 31 */
+  if (pl->cls) pl->room = kops_build(&pl->k, &pl->t, r); /* the layout's ops and first key */
+#if DEC_HAVE_AVX2
+  if (pl->t.avx2) pl->run = pl->cls ? eplan_cls_a : eplan_event_a;
+  else
+#endif
+    pl->run = pl->cls ? eplan_cls_s : eplan_event_s;
   pl->gen = d->reg_gen;
 }
 
-static inline int eplan_write(struct etw_decoder *d, struct etw_jw *w, const struct dec_eplan *pl,
-                              const struct etw_rec *r, size_t *mark) {
-  struct dec_sysc *sc = d->sysc;
-  if (etw_jw_reserve(w, pl->room)) return -2;
-  uint64_t ft = r->filetime ? r->filetime : 1;
-  char *p = w->buf + w->len;
-  copy_text(p, pl->txt, pl->tlen);
-  if (!put_time_p(sc, p + pl->plen, ft)) return -2;
-  p = put_exec(sc, p + pl->tlen, r->pid, r->tid, r->cpu);
-  *mark = (size_t)(p - w->buf);
-  memcpy(p, ",\"EventData\":{", 14);
-  w->len = (size_t)(p + 14 - w->buf);
-  return 0;
-}
-
-/* Returns the payload bytes consumed (EventData open: payload bytes are left), -3 (every payload
- * byte consumed, the event closed with `}}`), -1 (System written and ended at *@mark: the caller
- * writes EventData), or -2 (nothing written: the general path). */
-static inline long kplan_write(struct etw_decoder *d, struct etw_jw *w, const struct dec_kplan *pl,
-                               const struct etw_rec *r, size_t *mark) {
-  struct dec_sysc *sc = d->sysc;
-  if (etw_jw_reserve(w, pl->room)) return -2;
-  uint64_t ft = r->filetime ? r->filetime : 1;
-  char *p = w->buf + w->len;
-  copy_text(p, pl->txt, pl->tlen);
-  if (!put_time_p(sc, p + pl->plen, ft)) return -2;
-  p = put_exec(sc, p + pl->tlen, r->pid, r->tid, r->cpu);
-  *mark = (size_t)(p - w->buf);
-  if (pl->ps != r->ptr_size || r->user_len < pl->need) { /* no ops (ps 0), or a short payload */
-    w->len = *mark;
-    return -1;
+/* The EventData of record @r by ops @k after the template's head (ending at @p; the System block
+ * ends at @mark): every fixed-size op when the payload holds them, then the variable last one;
+ * else (no ops for r's pointer size, a short payload) dec_mof_write. Returns as
+ * etw_decoder_write. */
+__attribute__((noinline)) static int kops_run(struct etw_decoder *d, struct etw_jw *w, const struct etw_rec *r,
+                                              struct etw_evref *ref, const struct dec_kops *kk, char *p) {
+  /* (out of line, 6 arguments: its callers jump here; the names and head length from @kk) */
+  const char *prov = kk->prov, *name = kk->name;
+  size_t mark = (size_t)(p - w->buf) - kk->hlen; /* the end of the System block */
+  if (kk->ps != r->ptr_size || r->user_len < kk->need) { /* no ops (ps 0), or a short payload */
+    const char *why = "unknown event";
+    w->len = mark + sizeof EVD - 1;
+    long rc = dec_mof_write(w, r, &why);
+    return dec_finish_fast(d, r, w, ref, prov, name, mark, rc, why);
   }
   const unsigned char *q = r->user_data;
-  memcpy(p, pl->head, sizeof pl->head);
-  p += pl->hlen;
-  for (const struct dec_kop *o = pl->ops, *e = o + pl->nops - pl->tail;;) {
+#if defined(__GNUC__)
+  /* threaded: each op's code writes its value, then the next op's key (32 bytes copied, klen
+   * kept) and jumps to the next op's code; the variable last op or DEC_KOP_END ends the run
+   * (with its key written: taken back below when it is not there) */
+  static const void *const L[] = {[DEC_KOP_U32] = &&op_u32, [DEC_KOP_I32] = &&op_i32, [DEC_KOP_X32] = &&op_x32,
+                                  [DEC_KOP_U16] = &&op_u16, [DEC_KOP_U8] = &&op_u8,   [DEC_KOP_I8] = &&op_i8,
+                                  [DEC_KOP_U64] = &&op_u64, [DEC_KOP_I64] = &&op_i64, [DEC_KOP_X64] = &&op_x64,
+                                  [DEC_KOP_GUID] = &&op_guid, [DEC_KOP_STR16] = &&op_end,
+                                  [DEC_KOP_STACK] = &&op_end, [DEC_KOP_ANSI] = &&op_end, [DEC_KOP_END] = &&op_end};
+  const struct dec_kop *o = kk->ops;
+#define KOP_NEXT                        \
+  do {                                  \
+    o++;                                \
+    memcpy(p, o->key, sizeof o->key);   \
+    p += o->klen;                       \
+    goto *L[o->ty];                     \
+  } while (0)
+  goto *L[o->ty];
+op_u32: p = dec_put_u32(p, d_rd32(q)); q += 4; KOP_NEXT;
+op_i32: p = dec_put_i64(p, (int32_t)d_rd32(q)); q += 4; KOP_NEXT;
+op_x32: p = dec_put_hex(p, d_rd32(q)); q += 4; KOP_NEXT;
+op_u16: p = dec_put_u32(p, d_rd16(q)); q += 2; KOP_NEXT;
+op_u8: p = dec_put_u32(p, q[0]); q += 1; KOP_NEXT;
+op_i8: p = dec_put_i64(p, (int8_t)q[0]); q += 1; KOP_NEXT;
+op_u64: p = dec_put_u64(p, d_rd64(q)); q += 8; KOP_NEXT;
+op_i64: p = dec_put_i64(p, (int64_t)d_rd64(q)); q += 8; KOP_NEXT;
+op_x64: p = dec_put_hex(p, d_rd64(q)); q += 8; KOP_NEXT;
+op_guid: p = dec_put_guid(p, q); q += 16; KOP_NEXT;
+#undef KOP_NEXT
+op_end:
+  if (!(kk->tail && r->user_len > kk->need)) p -= o->klen; /* no variable last field: no key */
+#else
+  for (const struct dec_kop *o = kk->ops, *e = o + kk->nops - kk->tail;;) {
     switch (o->ty) {
-    case DEC_KOP_U32: p = dec_put_u64(p, d_rd32(q)); q += 4; break;
+    case DEC_KOP_U32: p = dec_put_u32(p, d_rd32(q)); q += 4; break;
     case DEC_KOP_I32: p = dec_put_i64(p, (int32_t)d_rd32(q)); q += 4; break;
     case DEC_KOP_X32: p = dec_put_hex(p, d_rd32(q)); q += 4; break;
-    case DEC_KOP_U16: p = dec_put_u64(p, d_rd16(q)); q += 2; break;
-    case DEC_KOP_U8: p = dec_put_u64(p, q[0]); q += 1; break;
+    case DEC_KOP_U16: p = dec_put_u32(p, d_rd16(q)); q += 2; break;
+    case DEC_KOP_U8: p = dec_put_u32(p, q[0]); q += 1; break;
     case DEC_KOP_I8: p = dec_put_i64(p, (int8_t)q[0]); q += 1; break;
     case DEC_KOP_U64: p = dec_put_u64(p, d_rd64(q)); q += 8; break;
     case DEC_KOP_I64: p = dec_put_i64(p, (int64_t)d_rd64(q)); q += 8; break;
+    case DEC_KOP_GUID: p = dec_put_guid(p, q); q += 16; break;
     default: p = dec_put_hex(p, d_rd64(q)); q += 8; break; /* DEC_KOP_X64 */
     }
     if (++o == e) break;
     memcpy(p, o->key, sizeof o->key);
     p += o->klen;
   }
-  if (pl->tail && r->user_len > pl->need) { /* the last field: the rest of the payload */
-    const struct dec_kop *o = &pl->ops[pl->nops - 1];
-    size_t avail = r->user_len - pl->need;
+  if (kk->tail && r->user_len > kk->need) { /* the variable last op's key */
+    memcpy(p, kk->ops[kk->nops - 1].key, sizeof kk->ops[0].key);
+    p += kk->ops[kk->nops - 1].klen;
+  }
+#endif
+  if (kk->tail && r->user_len > kk->need) { /* the last field: the rest of the payload */
+    const struct dec_kop *t = &kk->ops[kk->nops - 1];
+    size_t avail = r->user_len - kk->need;
     long k;
-    memcpy(p, o->key, sizeof o->key);
-    w->len = (size_t)(p + o->klen - w->buf);
-    if (o->ty == DEC_KOP_STR16) { /* as write_compiled's 'w' */
+    w->len = (size_t)(p - w->buf); /* (its key written) */
+    if (t->ty == DEC_KOP_STR16) { /* as write_compiled's 'w' */
       size_t units = avail / 2, got = dec_str16(w, q, units);
       k = got < units ? (long)got * 2 + 2 : (long)avail;
+    } else if (t->ty == DEC_KOP_ANSI) { /* as write_compiled's 'a' */
+      const unsigned char *z = memchr(q, 0, avail);
+      size_t sl = z ? (size_t)(z - q) : avail;
+      etw_jw_str(w, (const char *)q, sl);
+      k = z ? (long)sl + 1 : (long)avail;
     } else { /* as write_compiled's 'S' */
       unsigned ps = r->ptr_size;
       size_t m = avail / ps;
@@ -582,55 +876,182 @@ static inline long kplan_write(struct etw_decoder *d, struct etw_jw *w, const st
       if (!etw_jw_reserve(w, m * 21 + 2)) {
         p = w->buf + w->len;
         *p++ = '[';
-        for (size_t i = 0; i < m; i++) {
-          if (i) *p++ = ',';
-          p = dec_put_hex(p, ps == 4 ? d_rd32(q + i * 4) : d_rd64(q + i * 8));
+        if (m) { /* the first element, then a comma before each (no test per element) */
+          const unsigned char *qe = q + m * ps;
+          if (ps == 8) {
+            p = dec_put_hex(p, d_rd64(q));
+            for (q += 8; q < qe; q += 8) {
+              *p++ = ',';
+              p = dec_put_hex(p, d_rd64(q));
+            }
+          } else {
+            p = dec_put_hex(p, d_rd32(q));
+            for (q += 4; q < qe; q += 4) {
+              *p++ = ',';
+              p = dec_put_hex(p, d_rd32(q));
+            }
+          }
         }
         *p++ = ']';
         w->len = (size_t)(p - w->buf);
       }
     }
-    return (long)pl->need + k;
+    return dec_finish_fast(d, r, w, ref, prov, name, mark, (long)kk->need + k, "unknown event");
   }
-  if (r->user_len == pl->need) { /* every payload byte used: EventData and the event closed */
+  if (r->user_len == kk->need) { /* every payload byte used: EventData and the event closed */
     *p++ = '}';
     *p++ = '}';
     w->len = (size_t)(p - w->buf);
-    return -3;
-  }
-  w->len = (size_t)(p - w->buf);
-  return (long)pl->need;
-}
-
-int dec_kplan_event(struct etw_decoder *d, struct etw_jw *w, const struct dec_kplan *pl, const struct etw_rec *r,
-                    struct etw_evref *ref, uint64_t d8, uint32_t kslot, uint64_t kkey) {
-  size_t mark;
-  long rc = kplan_write(d, w, pl, r, &mark);
-  if (rc == -3) { /* the whole event written (the reservation succeeded: no writer error) */
     d->decoded++;
-    if (ref) dec_fill_ref(ref, r, pl->prov, pl->name);
+    if (ref) dec_fill_ref(ref, r, prov, name);
     return 1;
   }
-  if (rc == -2) return dec_write_general(d, r, w, ref, d8, kslot, kkey);
+  w->len = (size_t)(p - w->buf);
+  return dec_finish(d, r, w, ref, prov, name, mark, (long)kk->need, "unknown event");
+}
+
+TPL_INLINE int kplan_gen(struct etw_decoder *d, struct etw_jw *w, struct dec_kplan *pl, const struct etw_rec *r,
+                         struct etw_evref *ref, const int avx2) {
+  if (etw_jw_reserve(w, pl->room)) return dec_kernel_general(d, r, w, ref);
+  char *p = tpl_emit(d->sysc, &pl->t, w->buf + w->len, r, avx2);
+  if (!p) return dec_kernel_general(d, r, w, ref);
+  return kops_run(d, w, r, ref, &pl->k, p);
+}
+
+/* A classic record's plan (names from the built-in tables, EventData by its layout's ops). */
+TPL_INLINE int eplan_cls(struct etw_decoder *d, struct etw_jw *w, struct dec_eplan *pl, const struct etw_rec *r,
+                         struct etw_evref *ref, uint64_t d8, const int avx2) {
+  if (etw_jw_reserve(w, pl->room)) return dec_write_general(d, r, w, ref, d8, 0, 0);
+  char *p = tpl_emit(d->sysc, &pl->t, w->buf + w->len, r, avx2);
+  if (!p) return dec_write_general(d, r, w, ref, d8, 0, 0);
+  return kops_run(d, w, r, ref, &pl->k, p);
+}
+
+TPL_INLINE int eplan_event(struct etw_decoder *d, struct etw_jw *w, struct dec_eplan *pl, const struct etw_rec *r,
+                           struct etw_evref *ref, uint64_t d8, const int avx2) {
+  if (etw_jw_reserve(w, pl->room)) return dec_write_general(d, r, w, ref, d8, 0, 0);
+  char *p = tpl_emit(d->sysc, &pl->t, w->buf + w->len, r, avx2);
+  if (!p) return dec_write_general(d, r, w, ref, d8, 0, 0);
+  size_t mark = (size_t)(p - (sizeof EVD - 1) - w->buf);
+  w->len = (size_t)(p - w->buf);
   const char *why = "unknown event";
-  if (rc == -1) {
-    etw_jw_lit(w, ",\"EventData\":{");
-    rc = dec_mof_write(w, r, &why);
-  }
+  long rc = dec_fields_write_d(d, w, pl->e, r->user_data, r->user_len, r->ptr_size, &why);
+  pl->p->seen++;
   return dec_finish_fast(d, r, w, ref, pl->prov, pl->name, mark, rc, why);
 }
 
-int dec_eplan_event(struct etw_decoder *d, struct etw_jw *w, const struct dec_eplan *pl, const struct etw_rec *r,
-                    struct etw_evref *ref, uint64_t d8) {
-  size_t mark;
-  if (eplan_write(d, w, pl, r, &mark)) return dec_write_general(d, r, w, ref, d8, 0, 0);
-  const char *why = "unknown event";
-  long rc;
-  if (pl->cls) {
-    rc = dec_mof_write(w, r, &why);
-  } else {
-    rc = dec_fields_write_d(d, w, pl->e, r->user_data, r->user_len, r->ptr_size, &why);
-    pl->p->seen++;
+/* Plans whose ops are X64 U32 U16 U16 with keys of ≤ 16 bytes (PerfInfo/Sample, 8-byte pointers):
+ * dec_kplan_event's work for them without the op loop, when the payload is exactly the layout. */
+/* One fixed-size op's value (@ty a constant) at @p from @q. */
+TPL_INLINE char *put_op(char *p, const unsigned char *q, const int ty) {
+  switch (ty) {
+  case DEC_KOP_U32: return dec_put_u32(p, d_rd32(q));
+  case DEC_KOP_U16: return dec_put_u32(p, d_rd16(q));
+  case DEC_KOP_U64: return dec_put_u64(p, d_rd64(q));
+  default: return dec_put_hex(p, d_rd64(q)); /* DEC_KOP_X64 */
   }
-  return dec_finish_fast(d, r, w, ref, pl->prov, pl->name, mark, rc, why);
+}
+#define OP_SIZE(ty) ((ty) == DEC_KOP_U16 ? 2 : (ty) == DEC_KOP_U32 ? 4 : 8)
+
+/* Plans of four fixed-size ops of types @t0..@t3 (constants), keys of ≤ 16 bytes, 8-byte
+ * pointers (PerfInfo/Sample: X64 U32 U16 U16; StackWalk/KeyUser, KeyKernel: U64 U32 U32 X64):
+ * kplan_gen's work without the op loop when the payload is exactly the layout and the template
+ * applies as it is; everything else (a payload of another size, a new second or (pid, tid), a
+ * processor ≥ 10, a reservation to make) by kplan_gen. No call here, so no frame. */
+TPL_INLINE int kplan_fix4(struct etw_decoder *d, struct etw_jw *w, struct dec_kplan *pl, const struct etw_rec *r,
+                          struct etw_evref *ref, const int avx2, const int t0, const int t1, const int t2,
+                          const int t3) {
+  const unsigned need = OP_SIZE(t0) + OP_SIZE(t1) + OP_SIZE(t2) + OP_SIZE(t3);
+  struct dec_tpl *t = &pl->t;
+  uint64_t ft = r->filetime; /* (second 0 is never cached: tpl_sec) */
+  uint64_t sec = ft / 10000000u;
+  unsigned frac = (unsigned)(ft - sec * 10000000u);
+  uint64_t key = (uint64_t)r->pid << 32 | r->tid;
+  unsigned cpu = r->cpu;
+  if (__builtin_expect(((r->ptr_size ^ 8u) | (r->user_len ^ need) | (uint32_t)w->err | (cpu >= 10)) != 0 ||
+                           ((sec ^ t->sec) | (key ^ t->xkey)) != 0 || w->cap - w->len <= pl->room,
+                       0)) {
+#if DEC_HAVE_AVX2
+    if (avx2) return kplan_gen_a(d, r, w, ref, pl);
+#endif
+    return kplan_gen_s(d, r, w, ref, pl);
+  }
+  char *p = w->buf + w->len;
+  tpl_copy(p, t->txt, t->n, avx2);
+  put_frac_z(p + t->plen + 21, frac);
+  p[t->cpos] = (char)('0' + cpu);
+  p += t->n;
+  const unsigned char *q = r->user_data;
+  p = put_op(p, q, t0);
+  q += OP_SIZE(t0);
+  memcpy(p, pl->k.ops[1].key, 16);
+  p += pl->k.ops[1].klen;
+  p = put_op(p, q, t1);
+  q += OP_SIZE(t1);
+  memcpy(p, pl->k.ops[2].key, 16);
+  p += pl->k.ops[2].klen;
+  p = put_op(p, q, t2);
+  q += OP_SIZE(t2);
+  memcpy(p, pl->k.ops[3].key, 16);
+  p += pl->k.ops[3].klen;
+  p = put_op(p, q, t3);
+  memcpy(p, "}}", 2);
+  w->len = (size_t)(p + 2 - w->buf);
+  d->decoded++;
+  if (ref) dec_fill_ref(ref, r, pl->prov, pl->name);
+  return 1;
+}
+
+/* The writers in both copy variants (a: AVX2, s: SSE2); the plans point at one of them. */
+static int kplan_gen_s(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
+                       struct dec_kplan *pl) {
+  return kplan_gen(d, w, pl, r, ref, 0);
+}
+static int kplan_sample_s(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
+                          struct dec_kplan *pl) {
+  return kplan_fix4(d, w, pl, r, ref, 0, DEC_KOP_X64, DEC_KOP_U32, DEC_KOP_U16, DEC_KOP_U16);
+}
+static int kplan_skey_s(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
+                        struct dec_kplan *pl) {
+  return kplan_fix4(d, w, pl, r, ref, 0, DEC_KOP_U64, DEC_KOP_U32, DEC_KOP_U32, DEC_KOP_X64);
+}
+static int eplan_event_s(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
+                         struct dec_eplan *pl, uint64_t d8) {
+  return eplan_event(d, w, pl, r, ref, d8, 0);
+}
+static int eplan_cls_s(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
+                       struct dec_eplan *pl, uint64_t d8) {
+  return eplan_cls(d, w, pl, r, ref, d8, 0);
+}
+#if DEC_HAVE_AVX2
+static int kplan_gen_a(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
+                       struct dec_kplan *pl) {
+  return kplan_gen(d, w, pl, r, ref, 1);
+}
+static int kplan_sample_a(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
+                          struct dec_kplan *pl) {
+  return kplan_fix4(d, w, pl, r, ref, 1, DEC_KOP_X64, DEC_KOP_U32, DEC_KOP_U16, DEC_KOP_U16);
+}
+static int kplan_skey_a(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
+                        struct dec_kplan *pl) {
+  return kplan_fix4(d, w, pl, r, ref, 1, DEC_KOP_U64, DEC_KOP_U32, DEC_KOP_U32, DEC_KOP_X64);
+}
+static int eplan_event_a(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
+                         struct dec_eplan *pl, uint64_t d8) {
+  return eplan_event(d, w, pl, r, ref, d8, 1);
+}
+static int eplan_cls_a(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
+                       struct dec_eplan *pl, uint64_t d8) {
+  return eplan_cls(d, w, pl, r, ref, d8, 1);
+}
+#endif
+
+int dec_kplan_event(struct etw_decoder *d, struct etw_jw *w, struct dec_kplan *pl, const struct etw_rec *r,
+                    struct etw_evref *ref) {
+  return pl->run(d, r, w, ref, pl);
+}
+
+int dec_eplan_event(struct etw_decoder *d, struct etw_jw *w, struct dec_eplan *pl, const struct etw_rec *r,
+                    struct etw_evref *ref, uint64_t d8) {
+  return pl->run(d, r, w, ref, pl, d8);
 }

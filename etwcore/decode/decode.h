@@ -37,18 +37,60 @@ static inline unsigned dec_digits(uint64_t v) {
   unsigned t = (unsigned)(64 - __builtin_clzll(v | 1)) * 1233u >> 12; /* ≈ log10, low by ≤ 1 */
   return t + ((v | 1) >= P10[t]);
 }
-static inline char *dec_put_u64(char *p, uint64_t v) {
-  static const char D[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
-                          "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
-                          "8081828384858687888990919293949596979899";
-  if (v < 100) { /* frequent (flags, counts, processor numbers): no digit count */
+/* The same text for a 32-bit value, fewer instructions and no call: the length by comparisons (no
+ * digit count), digit pairs from a table, the hundreds by a multiply-shift. */
+static const char DEC_D2[201] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+                                "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+                                "8081828384858687888990919293949596979899";
+static inline char *dec_put_lt1e4(char *p, uint32_t v) { /* v < 10^4, no leading zeros */
+  if (v < 100) {
     if (v < 10) {
       *p = (char)('0' + v);
       return p + 1;
     }
-    memcpy(p, D + 2 * v, 2);
+    memcpy(p, DEC_D2 + 2 * v, 2);
     return p + 2;
   }
+  uint32_t h = (v * 5243u) >> 19; /* v / 100 (exact below 43699) */
+  uint32_t l = v - h * 100u;
+  if (h < 10) {
+    *p = (char)('0' + h);
+    memcpy(p + 1, DEC_D2 + 2 * l, 2);
+    return p + 3;
+  }
+  memcpy(p, DEC_D2 + 2 * h, 2);
+  memcpy(p + 2, DEC_D2 + 2 * l, 2);
+  return p + 4;
+}
+static inline void dec_put4(char *p, uint32_t v) { /* exactly 4 digits of v < 10^4 */
+  uint32_t h = (v * 5243u) >> 19;
+  memcpy(p, DEC_D2 + 2 * h, 2);
+  memcpy(p + 2, DEC_D2 + 2 * (v - h * 100u), 2);
+}
+static inline char *dec_put_u32(char *p, uint32_t v) {
+  if (v < 10000) return dec_put_lt1e4(p, v);
+  if (v < 100000000) {
+    uint32_t h = v / 10000u;
+    p = dec_put_lt1e4(p, h);
+    dec_put4(p, v - h * 10000u);
+    return p + 4;
+  }
+  uint32_t h = v / 100000000u, r = v - h * 100000000u, a = r / 10000u; /* h < 43 */
+  if (h < 10) {
+    *p++ = (char)('0' + h);
+  } else {
+    memcpy(p, DEC_D2 + 2 * h, 2);
+    p += 2;
+  }
+  dec_put4(p, a);
+  dec_put4(p + 4, r - a * 10000u);
+  return p + 8;
+}
+static inline char *dec_put_u64(char *p, uint64_t v) {
+  if (v <= UINT32_MAX) return dec_put_u32(p, (uint32_t)v);
+  static const char D[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+                          "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+                          "8081828384858687888990919293949596979899";
   unsigned nd = dec_digits(v);
   char *e = p + nd;
   while (v >= 10000) { /* four digits per step: one 64-bit division, two 32-bit ones */
@@ -319,31 +361,57 @@ struct dec_kop {
   uint8_t klen, ty; /* ty: DEC_KOP_* */
 };
 enum { DEC_KOP_U32, DEC_KOP_I32, DEC_KOP_X32, DEC_KOP_U16, DEC_KOP_U8, DEC_KOP_I8, DEC_KOP_U64, DEC_KOP_I64,
-       DEC_KOP_X64,
+       DEC_KOP_X64, DEC_KOP_GUID,
        /* last op only (not the first): the rest of the payload, absent when nothing is left */
        DEC_KOP_STR16, /* UTF-16 up to the NUL unit (all of the rest when unterminated) */
-       DEC_KOP_STACK  /* pointer array */ };
-/* A plan's System text: at most DEC_TXT_MAX bytes used; the rest is room for copy_text's
- * rounded-up chunks (dec_sys.c). */
+       DEC_KOP_STACK, /* pointer array */
+       DEC_KOP_ANSI,  /* 8-bit string up to the NUL (all of the rest when unterminated) */
+       DEC_KOP_END    /* after the last fixed-size op of a layout without a variable one (key empty) */ };
+/* A layout's ops (kernel records, and classic records named by the built-in tables). */
+struct dec_kops {
+  const char *prov, *name; /* the plan's names (for the event reference) */
+  uint8_t hlen;       /* the plan template's head bytes (after the System block) */
+  uint8_t ps;         /* pointer size of the ops (0xFF = no ops: EventData by dec_mof_write) */
+  uint8_t nops;
+  uint8_t tail;       /* the last op is DEC_KOP_STR16 / _STACK / _ANSI (variable size) */
+  uint32_t need;      /* payload bytes of the fixed-size ops (> 0 when nops) */
+  struct dec_kop ops[DEC_KOPS + 1]; /* and a DEC_KOP_END after the last when it is not variable */
+};
+/* A plan's System text: at most DEC_TXT_MAX bytes of prefix, time slot and middle. */
 #define DEC_TXT_MAX 608
-#define DEC_TXT_BYTES 640
+/* A plan's live template (dec_sys.c): the System text of the type with the second of the last
+ * event in its time slot and the last (pid, tid) text after `"ProcessID":`, then a processor
+ * digit, `}}` and the head (`,"EventData":{` and, for kernel ops, the first key): one copy writes
+ * everything up to the first variable value; the time's 7 fraction digits and the processor digit
+ * are stored over it. @sec and @xkey say which second and (pid, tid) the text holds; a record with
+ * others rewrites those parts of the template first. At most DEC_TXT_MAX + 47 + 3 + 64 bytes are
+ * used; the rest is room for the copy's rounded-up chunks (32 bytes). */
+#define DEC_TPL_BYTES 768
+struct dec_tpl {
+  uint64_t sec;       /* FILETIME / 10^7 whose text is in the time slot (UINT64_MAX: none yet) */
+  uint64_t xkey;      /* pid << 32 | tid (the record's u32s) whose text follows "ProcessID": */
+  uint16_t plen;      /* the time slot's offset (after `"TimeCreated":`) */
+  uint16_t tlen;      /* the (pid, tid) text's offset (after `"ProcessID":`) */
+  uint16_t cpos;      /* the processor digit's offset */
+  uint16_t n;         /* bytes to copy: cpos + 3 + hlen */
+  uint8_t hlen;       /* head bytes (after `}}`) */
+  uint8_t avx2;       /* copied by 32-byte AVX2 moves (chosen at build: dec_tpl_avx2) */
+  char head[64];      /* `,"EventData":{` and the first op's key */
+  char txt[DEC_TPL_BYTES];
+};
+
 struct dec_kplan {
+  /* the writer for the plan's ops: dec_kplan_event, or one specialized for their types */
+  int (*run)(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
+             struct dec_kplan *pl); /* (etw_decoder_write's argument order: no moves before the jump) */
   uint64_t key;       /* the dec_kname key it is valid for (0 = none) */
+  uint64_t d8, kw;    /* descriptor bytes and keywords of the text */
   uint32_t hv;        /* (hook_id << 8 | version) + 1 it was built for */
   uint32_t builds;    /* texts built in this slot (no plan after DEC_KPLAN_BUILDS: thrash guard) */
-  uint64_t d8, kw;    /* descriptor bytes and keywords of the text */
   const char *prov, *name, *task, *opcode; /* names of the text */
-  uint8_t ps;         /* pointer size of the ops (0 = no ops: EventData by dec_mof_write) */
-  uint8_t nops;
-  uint16_t plen, mlen; /* prefix (…"TimeCreated":) and middle (…"ProcessID":) in txt */
-  uint16_t tlen;       /* plen + 30 (the time slot) + mlen */
-  uint8_t tail;       /* the last op is DEC_KOP_STR16 / DEC_KOP_STACK (variable size) */
-  uint32_t need;      /* payload bytes of the fixed-size ops (> 0 when nops) */
   uint32_t room;      /* bytes reserved for the whole write */
-  uint8_t hlen;
-  char head[64];      /* `,"EventData":{"Name":` of the first op, written as 64 bytes */
-  struct dec_kop ops[DEC_KOPS];
-  char txt[DEC_TXT_BYTES]; /* System text: prefix, 30-byte time slot, middle */
+  struct dec_kops k;  /* the EventData ops */
+  struct dec_tpl t;   /* System text and head */
 };
 #define DEC_KPLAN_BUILDS 256
 
@@ -354,6 +422,9 @@ struct dec_kplan {
  * Classic records (KernelTraceControl etc.) named by the built-in tables have one too (cls):
  * EventData by dec_mof_write. */
 struct dec_eplan {
+  /* the writer (its template copy variant) */
+  int (*run)(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
+             struct dec_eplan *pl, uint64_t d8);
   unsigned char guid[16];
   uint64_t d8, kw;
   uint64_t gen;       /* etw_decoder.reg_gen it was built in (0 = none: the generation starts at 1) */
@@ -364,11 +435,12 @@ struct dec_eplan {
   uint8_t kind;       /* ETW_REC_EVENT or ETW_REC_CLASSIC */
   uint8_t cls;        /* a classic record (names from the built-in tables, EventData by
                          dec_mof_write; p and e NULL) */
+  uint8_t ok;         /* the template is built */
   uint32_t builds;
-  uint16_t plen, mlen, tlen; /* tlen = plen + 30 (the time slot) + mlen */
   uint32_t room;
   uint64_t seq;       /* etw_decoder.eplan_seq at build (the older way of a set is rebuilt) */
-  char txt[DEC_TXT_BYTES]; /* System text: prefix, 30-byte time slot, middle */
+  struct dec_kops k;  /* a classic record's layout ops (ps 0: dec_mof_write) */
+  struct dec_tpl t;   /* System text and `,"EventData":{` (and a classic layout's first key) */
 };
 #define DEC_EPLAN_N 1024
 
@@ -441,17 +513,24 @@ void dec_kplan_update(struct etw_decoder *d, uint32_t slot, uint64_t key, const 
  * for it (revalidated when its text still applies, else rebuilt). */
 void dec_eplan_update(struct etw_decoder *d, uint32_t slot, const struct etw_rec *r, const struct etw_sys *s,
                       uint64_t d8, struct dec_provider *p, struct dec_event *e, int cls);
-/** dec_kplan_event - all of kernel record @r through plan @pl (valid for its kn key @kkey in slot
- * @kslot, descriptor bytes @d8 and keywords; checked by the caller): the System block, then the
+/** dec_kplan_event - all of kernel record @r through plan @pl (valid for its kn key, descriptor
+ * bytes and keywords; checked by the caller): the System block from the plan's template, then the
  * fixed layout's fields when the plan has ops for r's pointer size and the payload holds them,
- * else dec_mof_write; dec_write_general when the time cannot be formatted. Returns as
- * etw_decoder_write. */
-int dec_kplan_event(struct etw_decoder *d, struct etw_jw *w, const struct dec_kplan *pl, const struct etw_rec *r,
-                    struct etw_evref *ref, uint64_t d8, uint32_t kslot, uint64_t kkey);
+ * else dec_mof_write; dec_write_general when the time cannot be formatted or the reservation
+ * fails. Returns as etw_decoder_write. (The plan's template is updated: not const.) */
+int dec_kplan_event(struct etw_decoder *d, struct etw_jw *w, struct dec_kplan *pl, const struct etw_rec *r,
+                    struct etw_evref *ref);
 /** dec_eplan_event - all of manifest event @r through plan @pl (checked by the caller): the System
  * block, then dec_fields_write_d; dec_write_general when the time cannot be formatted. */
-int dec_eplan_event(struct etw_decoder *d, struct etw_jw *w, const struct dec_eplan *pl, const struct etw_rec *r,
+int dec_eplan_event(struct etw_decoder *d, struct etw_jw *w, struct dec_eplan *pl, const struct etw_rec *r,
                     struct etw_evref *ref, uint64_t d8);
+/** dec_tpl_avx2 - the plans' copy routine for plans built from now on: -1 = ask, 0 = the SSE2 (or
+ * plain) one, 1 = the 32-byte one when the CPU has AVX2. The default is 1 unless the environment
+ * has ETWD_ETL_NO_AVX2 (not "0"). Returns the choice in effect (tests). */
+int dec_tpl_avx2(int on);
+/** dec_kernel_general - dec_write_general for a kernel record without extended data (its name
+ * cache key recomputed). */
+int dec_kernel_general(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref);
 
 /* dispatch (dec_core.c) */
 /** dec_write_general - etw_decoder_write without a plan: names resolved, the System block through
@@ -473,8 +552,18 @@ static inline void dec_fill_ref(struct etw_evref *ref, const struct etw_rec *r, 
   uint64_t dt = ft - epoch; /* wraps when ft < epoch */
   if (__builtin_expect(dt - 1 < (uint64_t)INT64_MAX / 100, 1)) ref->ts_ns = (int64_t)dt * 100;
   else ref->ts_ns = ft <= epoch ? 0 : INT64_MAX;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  _Static_assert(offsetof(struct etw_rec, pid) == offsetof(struct etw_rec, tid) + 4 &&
+                     offsetof(struct etw_evref, tid) == offsetof(struct etw_evref, pid) + 4,
+                 "tid, pid / pid, tid adjacent");
+  uint64_t pt; /* the record's tid, pid as one word, swapped into the ref's pid, tid */
+  memcpy(&pt, (const char *)r + offsetof(struct etw_rec, tid), 8);
+  pt = pt >> 32 | pt << 32;
+  memcpy((char *)ref + offsetof(struct etw_evref, pid), &pt, 8);
+#else
   ref->pid = r->pid;
   ref->tid = r->tid;
+#endif
   ref->event_id = r->desc.id;
   ref->level = r->desc.level;
   ref->cpu = (uint8_t)r->cpu;
@@ -507,8 +596,9 @@ int dec_mof_classic_guid(const unsigned char g[16]);
 /** dec_mof_write - the fields of a kernel/classic record: the payload bytes its layout consumed
  * (all of them for the logfile header), or -1 with *@why set (unknown class, payload mismatch). */
 long dec_mof_write(struct etw_jw *w, const struct etw_rec *r, const char **why);
-/** dec_mof_plan_ops - the layout of kernel record @r as plan ops for pointer size @ps when all
- * its fields have a fixed size but perhaps the last (a UTF-16 string or a stack): the count (0 =
+/** dec_mof_plan_ops - the layout of kernel or classic record @r as plan ops for pointer size @ps
+ * when all its fields have a fixed size but perhaps the last (a UTF-16 or 8-bit string, or a
+ * stack): the count (0 =
  * none: no layout, another variable-size field, or no fields), *@need = the fixed ones' bytes. */
 unsigned dec_mof_plan_ops(const struct etw_rec *r, int ps, char head[64], uint8_t *hlen, struct dec_kop *ops,
                           unsigned max, uint32_t *need);

@@ -73,13 +73,91 @@ static void compare(const char *rel) {
   free(b);
 }
 
+/* Writers whose maximum is about the size of the event (every 7th record: maxima of its size - 64
+ * … size + 40, and 8 × size + 4096), for the plan decoder and the plain one: an event that does not
+ * fit is dropped (0 with the writer error set: the batch truncates and counts it) or, when its
+ * System block fits, written with the `Undecoded` member ("event too large"); never cut, never
+ * partly written without the error. An event with room to spare is written whole, the same text
+ * from both. */
+static int edge_ok(struct etw_jw *x, int k, size_t max, const char *full, size_t len) {
+  if (x->len > max) return 0;
+  if (x->err) return 1; /* dropped by the caller (the general path may return 1 when only its closing
+                          * `}}` did not fit) */
+  if (x->len == len && !memcmp(x->buf, full, len)) return 1; /* whole (or Undecoded anyway) */
+  if (k) return 0;
+  const char *t = etw_jw_cstr(x), *u = strstr(t, ",\"Undecoded\":{\"Reason\":"), *e = strstr(full, ",\"EventData\":{");
+  return u && e && u - t == e - full && !memcmp(t, full, (size_t)(u - t)) && x->len >= 2 && !memcmp(t + x->len - 2, "}}", 2);
+}
+
+static void writer_edges(const char *rel) {
+  size_t n;
+  unsigned char *b = tu_corpus_file(rel, &n);
+  CHECK(b != NULL);
+  if (!b) return;
+  struct etw_etl_reader *r = etw_etl_reader_new();
+  struct etw_status st;
+  CHECK_EQ(etw_etl_reader_add_mem(r, rel, b, n, &st), ETW_E_OK);
+  struct etw_decoder *fast = etw_decoder_new(tu_manifests()), *plain = etw_decoder_new(tu_manifests());
+  plain->sys_plain = 1;
+  struct etw_jw big, big2;
+  etw_jw_init(&big, 0);
+  etw_jw_init(&big2, 0);
+  struct etw_rec rec;
+  struct etw_evref ra, rc;
+  size_t events = 0, bad = 0, tried = 0, whole = 0, dropped = 0;
+  while (etw_etl_reader_next(r, &rec, &st) == 1 && events < 60000) {
+    big.len = big2.len = 0;
+    int ka = etw_decoder_write(fast, &rec, &big, &ra); /* builds the plans */
+    int kc = etw_decoder_write(plain, &rec, &big2, &rc);
+    if (events++ % 7) continue;
+    if (ka != kc || big.len != big2.len || memcmp(big.buf, big2.buf, big.len)) {
+      bad++;
+      continue;
+    }
+    size_t len = big.len;
+    const char *full = etw_jw_cstr(&big);
+    static const int delta[] = {-64, -20, -1, 0, 1, 2, 8, 31, 32, 40, 4096};
+    for (size_t k = 0; k < sizeof delta / sizeof delta[0]; k++) {
+      if (delta[k] < 0 && len <= (size_t)-delta[k]) continue;
+      /* (4096: room to spare, also for the general path's worst-case string reservations) */
+      size_t max = delta[k] == 4096 ? 8 * len + 4096 : len + (size_t)(long)delta[k];
+      struct etw_decoder *ds[2] = {fast, plain};
+      for (int j = 0; j < 2; j++) {
+        struct etw_jw x;
+        etw_jw_init(&x, max);
+        int kx = etw_decoder_write(ds[j], &rec, &x, &ra);
+        tried++;
+        whole += kx == 1;
+        dropped += x.err != 0;
+        int ok = edge_ok(&x, kx, max, full, len);
+        if (delta[k] < 0 && kx && !x.err) ok = 0;            /* it cannot fit */
+        if (delta[k] == 4096 && (kx != ka || x.err)) ok = 0; /* it must */
+        if (!ok && bad++ < 3)
+          fprintf(stderr, "%s #%zu %s max %zu%+d: %d err %d len %zu\n %s\n %s\n", rel, events, j ? "plain" : "plans", len,
+                  delta[k], kx, x.err, x.len, etw_jw_cstr(&x), full);
+        etw_jw_free(&x);
+      }
+    }
+  }
+  CHECK(tried > 0);
+  if (!(whole > tried / 16 && dropped > tried / 8)) fprintf(stderr, "%s: tried %zu whole %zu dropped %zu\n", rel, tried, whole, dropped);
+  CHECK(whole > tried / 16 && dropped > tried / 8); /* both sides of the edge were met */
+  CHECK_EQ(bad, 0);
+  etw_jw_free(&big);
+  etw_jw_free(&big2);
+  etw_decoder_free(fast);
+  etw_decoder_free(plain);
+  etw_etl_reader_free(r);
+  free(b);
+}
+
 /* The decoder's number writers against the shared jw.c ones; its UTF-16 converter (jw.c's, SIMD
  * where available) against the scalar fallback. */
 static void numbers_and_strings(void) {
   struct etw_jw a, c;
   etw_jw_init(&a, 0);
   etw_jw_init(&c, 0);
-  uint64_t vals[400];
+  uint64_t vals[900];
   size_t nv = 0;
   vals[nv++] = 0;
   vals[nv++] = UINT64_MAX;
@@ -88,6 +166,7 @@ static void numbers_and_strings(void) {
     vals[nv++] = p;
     vals[nv++] = p + 1;
   }
+  for (uint64_t v = 0; v < 10100; v += v < 200 ? 1 : 37) vals[nv++] = v; /* every short length */
   for (int b = 0; b < 64; b++) {
     vals[nv++] = (uint64_t)1 << b;
     vals[nv++] = ((uint64_t)1 << b) - 1;
@@ -108,6 +187,9 @@ static void numbers_and_strings(void) {
     etw_jw_hex(&c, vals[i]);
     dec_i64(&a, (int64_t)vals[i]);
     etw_jw_i64(&c, (int64_t)vals[i]);
+    CHECK(!etw_jw_reserve(&a, 16));
+    a.len = (size_t)(dec_put_u32(a.buf + a.len, (uint32_t)vals[i]) - a.buf);
+    etw_jw_u64(&c, (uint32_t)vals[i]);
     CHECK(a.len == c.len && !memcmp(a.buf, c.buf, a.len));
   }
   /* GUIDs: dec_put_guid against etw_jw_guid (every byte position with every nibble value) */
@@ -252,13 +334,34 @@ static void writer_too_small(const char *rel) {
   free(b);
 }
 
-int main(void) {
-  writer_too_small("microsoft+perfview/src/TraceEvent/TraceEvent.Tests/smallEtlFile.etl");
-  numbers_and_strings();
-  addresses();
+static void corpus(void) {
   compare("microsoft+perfview/src/TraceEvent/TraceEvent.Tests/inputs/net.4.5.2.x64.etl.zip!*.etl");
   compare("microsoft+perfview/src/TraceEvent/TraceEvent.Tests/smallEtlFile.etl");
   compare("airbus-cert+etl-parser/tests/example/ShutdownPerfDiagLogger.etl");
   compare("jtmoon79+super-speedy-syslog-searcher/logs/Windows11Pro/Logs/SIH/SIH.20230422.034724.362.1.etl");
+  writer_edges("microsoft+perfview/src/TraceEvent/TraceEvent.Tests/inputs/net.4.5.2.x64.etl.zip!*.etl");
+  writer_edges("microsoft+perfview/src/TraceEvent/TraceEvent.Tests/smallEtlFile.etl");
+}
+
+int main(void) {
+  writer_too_small("microsoft+perfview/src/TraceEvent/TraceEvent.Tests/smallEtlFile.etl");
+  numbers_and_strings();
+  addresses();
+  /* the plans' template copies: the default (32-byte AVX2 moves where the CPU has them and the
+   * environment has no ETWD_ETL_NO_AVX2=1), then the other variant forced (for plans built
+   * afterwards: new decoders) */
+  const char *no = getenv("ETWD_ETL_NO_AVX2");
+  int def = dec_tpl_avx2(-1);
+  if (no && *no && strcmp(no, "0")) CHECK_EQ(def, 0);
+  fprintf(stderr, "-- default template copies (%s)\n", def ? "AVX2" : "SSE2");
+  corpus();
+  if (def) {
+    CHECK_EQ(dec_tpl_avx2(0), 0);
+    fprintf(stderr, "-- SSE2 template copies\n");
+    corpus();
+  } else if (dec_tpl_avx2(1)) {
+    fprintf(stderr, "-- AVX2 template copies\n");
+    corpus();
+  }
   T_DONE();
 }

@@ -110,6 +110,78 @@ static void str16_all(void) {
   etw_jw_free(&c);
 }
 
+/* etw_jw_str (16-byte blocks) against etw_jw_str_scalar: every byte class at every position of
+ * strings up to 41 bytes, a second special byte after it, invalid UTF-8, into exact writers too */
+static void str_all(void) {
+  static const unsigned char cls[] = {'a', 'Z', ' ', '~', 0x7F, '"', '\\', '\n', '\r', '\t', '\b', '\f', 1, 0x1F,
+                                      0x80, 0xC3, 0xE2, 0xF0, 0xFF, 0xC0, 0xED};
+  static const unsigned char follow[] = {0xA9, 0x82, 0xAC, 0x9F, 0x98, 0x80};
+  const size_t nc = sizeof cls;
+  char b[64];
+  struct etw_jw a, c;
+  etw_jw_init(&a, 0);
+  etw_jw_init(&c, 0);
+  size_t bad = 0, cases = 0;
+  for (size_t len = 0; len <= 41; len++) {
+    for (size_t pos = 0; pos < len || (len == 0 && pos == 0); pos++) {
+      for (size_t k = 0; k < nc; k++) {
+        for (size_t i = 0; i < len; i++) b[i] = (char)('A' + i % 26);
+        if (len) b[pos] = (char)cls[k];
+        for (size_t j = 1; j <= 3 && pos + j < len && cls[k] >= 0xC0; j++) b[pos + j] = (char)follow[(k + j) % 6];
+        if (pos + 5 < len && k % 2) b[pos + 5] = (char)cls[(k * 7) % nc];
+        a.len = c.len = 0;
+        etw_jw_str(&a, b, len);
+        etw_jw_str_scalar(&c, b, len);
+        cases++;
+        if (a.len != c.len || memcmp(a.buf, c.buf, a.len)) {
+          if (bad++ < 3) fprintf(stderr, "str len %zu pos %zu byte %02x: %s\n", len, pos, cls[k], etw_jw_cstr(&a));
+        }
+        struct etw_jw x; /* a writer just large enough for the worst case */
+        etw_jw_init(&x, len * 6 + 2);
+        etw_jw_str(&x, b, len);
+        if (x.err || x.len != c.len || memcmp(x.buf, c.buf, x.len)) bad++;
+        etw_jw_free(&x);
+      }
+    }
+  }
+  CHECK(cases > 1000);
+  CHECK_EQ(bad, 0);
+  etw_jw_free(&a);
+  etw_jw_free(&c);
+}
+
+/* base64 of every length 0..200 (the 6-byte steps and each tail) against a plain encoder, into a
+ * writer exactly as large as the text: no byte past it */
+static void base64_all(void) {
+  static const char A[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  unsigned char in[200];
+  uint32_t x = 12345;
+  for (size_t i = 0; i < sizeof in; i++) {
+    x = x * 1103515245u + 12345u;
+    in[i] = (unsigned char)(x >> 16);
+  }
+  for (size_t n = 0; n <= sizeof in; n++) {
+    char want[300];
+    size_t k = 0;
+    want[k++] = '"';
+    for (size_t i = 0; i < n; i += 3) {
+      uint32_t v = (uint32_t)in[i] << 16 | (i + 1 < n ? (uint32_t)in[i + 1] << 8 : 0) | (i + 2 < n ? in[i + 2] : 0);
+      want[k++] = A[v >> 18];
+      want[k++] = A[v >> 12 & 63];
+      want[k++] = i + 1 < n ? A[v >> 6 & 63] : '=';
+      want[k++] = i + 2 < n ? A[v & 63] : '=';
+    }
+    want[k++] = '"';
+    want[k] = 0;
+    struct etw_jw w;
+    etw_jw_init(&w, k + 1);
+    etw_jw_base64(&w, in, n);
+    CHECK(!w.err);
+    CHECK_STR(etw_jw_cstr(&w), want);
+    etw_jw_free(&w);
+  }
+}
+
 int main(void) {
   CHECK_STR(w1(f_str, "a\"b\\c\n\t\x01"), "\"a\\\"b\\\\c\\n\\t\\u0001\"");
   CHECK_STR(w1(f_str, "caf\xc3\xa9 \xff x"), "\"caf\xc3\xa9 \xef\xbf\xbd x\""); /* invalid byte → U+FFFD */
@@ -137,6 +209,8 @@ int main(void) {
   etw_jw_truncate(&w, 0);
   etw_jw_base64(&w, (const unsigned char *)"foob", 4);
   CHECK_STR(etw_jw_cstr(&w), "\"Zm9vYg==\"");
+  base64_all();
+  str_all();
   etw_jw_truncate(&w, 0);
   etw_jw_hexw(&w, 0x10, 16);
   etw_jw_ch(&w, ',');

@@ -56,8 +56,11 @@ static inline void etw_jw_ch(struct etw_jw *w, char c) {
 /** etw_jw_cstr - the NUL-terminated content (always valid after any append; "" when empty). */
 const char *etw_jw_cstr(struct etw_jw *w);
 
-/** etw_jw_str - append @s[0..n) as a quoted, escaped JSON string. */
+/** etw_jw_str - append @s[0..n) as a quoted, escaped JSON string (plain ASCII runs 16 bytes at a
+ *  time where SSE2 is available). */
 void etw_jw_str(struct etw_jw *w, const char *s, size_t n);
+/** etw_jw_str_scalar - etw_jw_str without SIMD (kept callable so the tests compare both). */
+void etw_jw_str_scalar(struct etw_jw *w, const char *s, size_t n);
 static inline void etw_jw_cs(struct etw_jw *w, const char *s) { etw_jw_str(w, s, s ? strlen(s) : 0); }
 /** etw_jw_key - append `"key":` (key must not need escaping: it is copied verbatim). */
 static inline void etw_jw_key(struct etw_jw *w, const char *k) {
