@@ -1003,47 +1003,30 @@ TPL_INLINE int kplan_fix4(struct etw_decoder *d, struct etw_jw *w, struct dec_kp
 }
 
 /* The writers in both copy variants (a: AVX2, s: SSE2); the plans point at one of them. */
-static int kplan_gen_s(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
-                       struct dec_kplan *pl) {
-  return kplan_gen(d, w, pl, r, ref, 0);
-}
-static int kplan_sample_s(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
-                          struct dec_kplan *pl) {
-  return kplan_fix4(d, w, pl, r, ref, 0, DEC_KOP_X64, DEC_KOP_U32, DEC_KOP_U16, DEC_KOP_U16);
-}
-static int kplan_skey_s(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
-                        struct dec_kplan *pl) {
-  return kplan_fix4(d, w, pl, r, ref, 0, DEC_KOP_U64, DEC_KOP_U32, DEC_KOP_U32, DEC_KOP_X64);
-}
-static int eplan_event_s(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
-                         struct dec_eplan *pl, uint64_t d8) {
-  return eplan_event(d, w, pl, r, ref, d8, 0);
-}
-static int eplan_cls_s(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
-                       struct dec_eplan *pl, uint64_t d8) {
-  return eplan_cls(d, w, pl, r, ref, d8, 0);
-}
+#define DEC_WRITERS(sfx, av)                                                                              \
+  static int kplan_gen_##sfx(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,             \
+                             struct etw_evref *ref, struct dec_kplan *pl) {                                \
+    return kplan_gen(d, w, pl, r, ref, av);                                                                \
+  }                                                                                                        \
+  static int kplan_sample_##sfx(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,          \
+                                struct etw_evref *ref, struct dec_kplan *pl) {                             \
+    return kplan_fix4(d, w, pl, r, ref, av, DEC_KOP_X64, DEC_KOP_U32, DEC_KOP_U16, DEC_KOP_U16);           \
+  }                                                                                                        \
+  static int kplan_skey_##sfx(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,            \
+                              struct etw_evref *ref, struct dec_kplan *pl) {                               \
+    return kplan_fix4(d, w, pl, r, ref, av, DEC_KOP_U64, DEC_KOP_U32, DEC_KOP_U32, DEC_KOP_X64);           \
+  }                                                                                                        \
+  static int eplan_event_##sfx(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,           \
+                               struct etw_evref *ref, struct dec_eplan *pl, uint64_t d8) {                 \
+    return eplan_event(d, w, pl, r, ref, d8, av);                                                          \
+  }                                                                                                        \
+  static int eplan_cls_##sfx(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,             \
+                             struct etw_evref *ref, struct dec_eplan *pl, uint64_t d8) {                   \
+    return eplan_cls(d, w, pl, r, ref, d8, av);                                                            \
+  }
+DEC_WRITERS(s, 0)
 #if DEC_HAVE_AVX2
-static int kplan_gen_a(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
-                       struct dec_kplan *pl) {
-  return kplan_gen(d, w, pl, r, ref, 1);
-}
-static int kplan_sample_a(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
-                          struct dec_kplan *pl) {
-  return kplan_fix4(d, w, pl, r, ref, 1, DEC_KOP_X64, DEC_KOP_U32, DEC_KOP_U16, DEC_KOP_U16);
-}
-static int kplan_skey_a(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
-                        struct dec_kplan *pl) {
-  return kplan_fix4(d, w, pl, r, ref, 1, DEC_KOP_U64, DEC_KOP_U32, DEC_KOP_U32, DEC_KOP_X64);
-}
-static int eplan_event_a(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
-                         struct dec_eplan *pl, uint64_t d8) {
-  return eplan_event(d, w, pl, r, ref, d8, 1);
-}
-static int eplan_cls_a(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
-                       struct dec_eplan *pl, uint64_t d8) {
-  return eplan_cls(d, w, pl, r, ref, d8, 1);
-}
+DEC_WRITERS(a, 1)
 #endif
 
 int dec_kplan_event(struct etw_decoder *d, struct etw_jw *w, struct dec_kplan *pl, const struct etw_rec *r,

@@ -101,6 +101,16 @@ static size_t utf8_valid(const unsigned char *s, size_t n) {
 #else
 #define JW_STR_INLINE static inline
 #endif
+
+#ifdef JW_SSE2
+/* Bit i set when byte i of @x is plain JSON string text: 0x20..0x7E (x + 0x60 below -33 as a
+ * signed byte) and not '"' or '\\'. */
+JW_STR_INLINE unsigned plain_mask(__m128i x) {
+  __m128i ok = _mm_cmplt_epi8(_mm_add_epi8(x, _mm_set1_epi8(0x60)), _mm_set1_epi8(-33));
+  __m128i qb = _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')), _mm_cmpeq_epi8(x, _mm_set1_epi8('\\')));
+  return (unsigned)_mm_movemask_epi8(_mm_andnot_si128(qb, ok));
+}
+#endif
 /* @simd: plain runs (0x20..0x7E but '"' and '\\') copied 16 bytes at a time (SSE2) */
 JW_STR_INLINE void str_body(struct etw_jw *w, const char *str, size_t n, int simd) {
   const unsigned char *s = (const unsigned char *)str;
@@ -114,9 +124,7 @@ JW_STR_INLINE void str_body(struct etw_jw *w, const char *str, size_t n, int sim
 #ifdef JW_SSE2
     if (simd && n - i >= 16) { /* (the reservation holds the 16-byte store: ≥ 6 bytes per byte left) */
       __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
-      __m128i ok = _mm_cmplt_epi8(_mm_add_epi8(x, _mm_set1_epi8(0x60)), _mm_set1_epi8(-33));
-      __m128i qb = _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')), _mm_cmpeq_epi8(x, _mm_set1_epi8('\\')));
-      unsigned m = (unsigned)_mm_movemask_epi8(_mm_andnot_si128(qb, ok));
+      unsigned m = plain_mask(x);
       _mm_storeu_si128((__m128i *)(void *)p, x);
       if (m == 0xFFFFu) {
         p += 16;
@@ -221,9 +229,7 @@ JW_INLINE char *str16_put(char *p, const unsigned char *s, size_t units, size_t 
       __m128i a = _mm_loadu_si128((const __m128i *)(const void *)(s + 2 * i));
       __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(s + 2 * i + 16));
       __m128i x = _mm_packus_epi16(a, b);
-      __m128i ok = _mm_cmplt_epi8(_mm_add_epi8(x, _mm_set1_epi8(0x60)), _mm_set1_epi8(-33));
-      __m128i qb = _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')), _mm_cmpeq_epi8(x, _mm_set1_epi8('\\')));
-      unsigned m = (unsigned)_mm_movemask_epi8(_mm_andnot_si128(qb, ok));
+      unsigned m = plain_mask(x);
       _mm_storeu_si128((__m128i *)(void *)p, x);
       if (m == 0xFFFFu) {
         p += 16;

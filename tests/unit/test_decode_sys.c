@@ -10,16 +10,40 @@
 #include "t.h"
 #include "test_etl_util.h"
 
-static void compare(const char *rel) {
+/* A corpus file's reader and two decoders: plans (fast) and the general path only (plain). */
+struct pair {
+  unsigned char *b;
+  struct etw_etl_reader *r;
+  struct etw_decoder *fast, *plain;
+};
+
+static int pair_open(struct pair *p, const char *rel) {
   size_t n;
-  unsigned char *b = tu_corpus_file(rel, &n);
-  CHECK(b != NULL);
-  if (!b) return;
-  struct etw_etl_reader *r = etw_etl_reader_new();
+  p->b = tu_corpus_file(rel, &n);
+  CHECK(p->b != NULL);
+  if (!p->b) return 0;
+  p->r = etw_etl_reader_new();
   struct etw_status st;
-  CHECK_EQ(etw_etl_reader_add_mem(r, rel, b, n, &st), ETW_E_OK);
-  struct etw_decoder *fast = etw_decoder_new(tu_manifests()), *plain = etw_decoder_new(tu_manifests());
-  plain->sys_plain = 1;
+  CHECK_EQ(etw_etl_reader_add_mem(p->r, rel, p->b, n, &st), ETW_E_OK);
+  p->fast = etw_decoder_new(tu_manifests());
+  p->plain = etw_decoder_new(tu_manifests());
+  p->plain->sys_plain = 1;
+  return 1;
+}
+
+static void pair_close(struct pair *p) {
+  etw_decoder_free(p->fast);
+  etw_decoder_free(p->plain);
+  etw_etl_reader_free(p->r);
+  free(p->b);
+}
+
+static void compare(const char *rel) {
+  struct pair P;
+  if (!pair_open(&P, rel)) return;
+  struct etw_etl_reader *r = P.r;
+  struct etw_decoder *fast = P.fast, *plain = P.plain;
+  struct etw_status st;
   struct etw_jw a, c;
   etw_jw_init(&a, 0);
   etw_jw_init(&c, 0);
@@ -67,10 +91,7 @@ static void compare(const char *rel) {
   CHECK_EQ(diff, 0);
   etw_jw_free(&a);
   etw_jw_free(&c);
-  etw_decoder_free(fast);
-  etw_decoder_free(plain);
-  etw_etl_reader_free(r);
-  free(b);
+  pair_close(&P);
 }
 
 /* Writers whose maximum is about the size of the event (every 7th record: maxima of its size - 64
@@ -90,15 +111,11 @@ static int edge_ok(struct etw_jw *x, int k, size_t max, const char *full, size_t
 }
 
 static void writer_edges(const char *rel) {
-  size_t n;
-  unsigned char *b = tu_corpus_file(rel, &n);
-  CHECK(b != NULL);
-  if (!b) return;
-  struct etw_etl_reader *r = etw_etl_reader_new();
+  struct pair P;
+  if (!pair_open(&P, rel)) return;
+  struct etw_etl_reader *r = P.r;
+  struct etw_decoder *fast = P.fast, *plain = P.plain;
   struct etw_status st;
-  CHECK_EQ(etw_etl_reader_add_mem(r, rel, b, n, &st), ETW_E_OK);
-  struct etw_decoder *fast = etw_decoder_new(tu_manifests()), *plain = etw_decoder_new(tu_manifests());
-  plain->sys_plain = 1;
   struct etw_jw big, big2;
   etw_jw_init(&big, 0);
   etw_jw_init(&big2, 0);
@@ -145,10 +162,7 @@ static void writer_edges(const char *rel) {
   CHECK_EQ(bad, 0);
   etw_jw_free(&big);
   etw_jw_free(&big2);
-  etw_decoder_free(fast);
-  etw_decoder_free(plain);
-  etw_etl_reader_free(r);
-  free(b);
+  pair_close(&P);
 }
 
 /* The decoder's number writers against the shared jw.c ones; its UTF-16 converter (jw.c's, SIMD
@@ -297,15 +311,11 @@ static void addresses(void) {
  * writer error set (the caller drops and counts the event), on the plan paths and on the general
  * path alike, never a fragment without its System block. */
 static void writer_too_small(const char *rel) {
-  size_t n;
-  unsigned char *b = tu_corpus_file(rel, &n);
-  CHECK(b != NULL);
-  if (!b) return;
-  struct etw_etl_reader *r = etw_etl_reader_new();
+  struct pair P;
+  if (!pair_open(&P, rel)) return;
+  struct etw_etl_reader *r = P.r;
+  struct etw_decoder *fast = P.fast, *plain = P.plain;
   struct etw_status st;
-  CHECK_EQ(etw_etl_reader_add_mem(r, rel, b, n, &st), ETW_E_OK);
-  struct etw_decoder *fast = etw_decoder_new(tu_manifests()), *plain = etw_decoder_new(tu_manifests());
-  plain->sys_plain = 1;
   struct etw_jw big, tiny;
   etw_jw_init(&big, 0);
   struct etw_rec rec;
@@ -328,10 +338,7 @@ static void writer_too_small(const char *rel) {
   CHECK(events > 0);
   CHECK_EQ(bad, 0);
   etw_jw_free(&big);
-  etw_decoder_free(fast);
-  etw_decoder_free(plain);
-  etw_etl_reader_free(r);
-  free(b);
+  pair_close(&P);
 }
 
 static void corpus(void) {

@@ -15,6 +15,16 @@ struct expect {
   uint32_t ptr, clock;
 };
 
+/* @k random bytes of @c (n bytes) set to random values (a linear congruential sequence) */
+static void flip_bytes(unsigned char *c, size_t n, int k, uint32_t *seed) {
+  for (int i = 0; i < k; i++) {
+    *seed = *seed * 1103515245u + 12345u;
+    size_t pos = (*seed >> 8) % n;
+    *seed = *seed * 1103515245u + 12345u;
+    c[pos] = (unsigned char)(*seed >> 16);
+  }
+}
+
 static const struct expect FILES[] = {
     {PV "inputs/primitive-types.etl.zip!*.etl", 7, 8, 1},
     {PV "inputs/gcevents.etl.zip!*.etl", 71, 8, 1},
@@ -182,12 +192,7 @@ static void test_damage(void) {
   uint32_t seed = 12345;
   for (int it = 0; it < 300 && c; it++) {
     memcpy(c, b, n);
-    for (int k = 0; k < 8; k++) {
-      seed = seed * 1103515245u + 12345u;
-      size_t pos = (seed >> 8) % n;
-      seed = seed * 1103515245u + 12345u;
-      c[pos] = (unsigned char)(seed >> 16);
-    }
+    flip_bytes(c, n, 8, &seed);
     (void)walk(c, n, &rc, &st, &ordered);
     CHECK(rc == 0 || rc == -1 || rc == -2);
   }
@@ -644,12 +649,7 @@ static void test_batch_generic(void) {
     uint32_t seed = 777u + (uint32_t)d;
     for (int it = 0; it < 40 && c; it++) {
       memcpy(c, b, n);
-      for (int k = 0; k < 6; k++) {
-        seed = seed * 1103515245u + 12345u;
-        size_t pos = (seed >> 8) % n;
-        seed = seed * 1103515245u + 12345u;
-        c[pos] = (unsigned char)(seed >> 16);
-      }
+      flip_bytes(c, n, 6, &seed);
       (void)seq_check(&c, &n, 1, "flipped");
     }
     free(c);
