@@ -497,9 +497,10 @@ int dec_finish(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
     }
     d->decoded++;
   } else {
+    int big = w->err != 0; /* (etw_jw_truncate clears it) */
     etw_jw_truncate(w, mark);
     etw_jw_lit(w, ",\"Undecoded\":{\"Reason\":");
-    etw_jw_cs(w, w->err ? "event too large" : why);
+    etw_jw_cs(w, big ? "event too large" : why);
     etw_jw_lit(w, ",\"Payload\":");
     etw_jw_base64(w, r->user_data, r->user_len);
     etw_jw_lit(w, "}}");

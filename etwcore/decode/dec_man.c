@@ -1111,7 +1111,7 @@ PL_AVX2_FN static inline char *key_put_avx2(char *o, const struct pop *op) {
 long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct dec_event *e,
                         const unsigned char *p, size_t n, int ptr_size, const char **why) {
 #if PL_AVX2
-  if (pl_avx2 > 0) return plan_write_avx2(d, w, e, p, n, ptr_size, why);
+  if (__atomic_load_n(&pl_avx2, __ATOMIC_RELAXED) > 0) return plan_write_avx2(d, w, e, p, n, ptr_size, why);
 #endif
   return plan_write_sse2(d, w, e, p, n, ptr_size, why);
 }

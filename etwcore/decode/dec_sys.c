@@ -433,7 +433,10 @@ TPL_INLINE void tpl_copy(char *p, const char *t, size_t n, const int avx2) {
     case 1: A32(0); /* fall through */
     default: break;
     }
-    __asm__ volatile("vzeroupper" ::: "memory"); /* (the rest is SSE code) */
+#if !defined(__AVX__) /* (the rest is SSE code; a -mavx build encodes it with VEX and keeps ymm
+                       * values gcc knows of: no vzeroupper behind its back) */
+    __asm__ volatile("vzeroupper" ::: "memory");
+#endif
     return;
   }
 #else

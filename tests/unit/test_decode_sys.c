@@ -107,7 +107,9 @@ static int edge_ok(struct etw_jw *x, int k, size_t max, const char *full, size_t
   if (x->len == len && !memcmp(x->buf, full, len)) return 1; /* whole (or Undecoded anyway) */
   if (k) return 0;
   const char *t = etw_jw_cstr(x), *u = strstr(t, ",\"Undecoded\":{\"Reason\":"), *e = strstr(full, ",\"EventData\":{");
-  return u && e && u - t == e - full && !memcmp(t, full, (size_t)(u - t)) && x->len >= 2 && !memcmp(t + x->len - 2, "}}", 2);
+  /* the System block as in the full text, then the reason: the event was decoded with room */
+  return u && e && u - t == e - full && !memcmp(t, full, (size_t)(u - t)) && x->len >= 2 && !memcmp(t + x->len - 2, "}}", 2) &&
+         !strncmp(u + 23, "\"event too large\"", 17);
 }
 
 static void writer_edges(const char *rel) {

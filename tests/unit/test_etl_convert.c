@@ -81,6 +81,48 @@ int main(void) {
   CHECK(got >= 2 && got < 12); /* everything before the damage */
   free(text);
 
+  /* events whose text does not fit the writer's maximum: dropped and counted (exit 1), every
+   * other event still written — the same lines as with room or, when the fields' worst case
+   * does not fit, with the payload as `Undecoded` "event too large" (SIH + AMSI: 33 events of
+   * 348 to 13,500 bytes; a 4 KiB maximum drops the three largest, never one below 1 KiB) */
+  const char *a3[] = {"convert", f1, f2, "-o", out, "--quiet"};
+  CHECK_EQ(run(6, a3), 0);
+  char *full = NULL;
+  CHECK_EQ(lines(out, &full), 33);
+  size_t saved = etw_convert_writer_max;
+  etw_convert_writer_max = 4096;
+  CHECK_EQ(run(6, a3), 1);
+  etw_convert_writer_max = saved;
+  text = NULL;
+  got = lines(out, &text);
+  CHECK(got >= 26 && got <= 30);
+  if (full && text) {
+    size_t small_missing = 0, big_written = 0, same = 0;
+    for (char *l = full; *l;) {
+      char *nl = strchr(l, '\n');
+      size_t ll = (size_t)(nl - l) + 1;
+      char *hit = NULL;
+      for (char *m = text; *m;) { /* the same line in the small run */
+        char *mn = strchr(m, '\n');
+        if ((size_t)(mn - m) + 1 == ll && !memcmp(m, l, ll)) hit = m;
+        m = mn + 1;
+      }
+      if (hit) same++;
+      if (!hit && ll < 1024) small_missing++;
+      if (hit && ll > 10000) big_written++;
+      l = nl + 1;
+    }
+    size_t too_large = 0; /* the others: `Undecoded` with the payload (the decoder reserves for
+                           * its worst case before writing an event's fields) */
+    for (char *m = text; (m = strstr(m, "\"Reason\":\"event too large\"")) != NULL; m++) too_large++;
+    CHECK_EQ(same + too_large, got);
+    CHECK_EQ(small_missing, 0);
+    CHECK_EQ(big_written, 0);
+    CHECK(strstr(text, "{\"seq\":33,") != NULL); /* went on after the drops (33 is small) */
+  }
+  free(full);
+  free(text);
+
   free(b);
   remove(out);
   remove(bad);

@@ -16,6 +16,8 @@
 #include "etwcore/etl.h"
 #include "decode.h" /* the decoder's counts (unparsed) */
 
+size_t etw_convert_writer_max = (size_t)64 << 20;
+
 static void usage(FILE *f) {
   fputs("usage: etwd convert FILE... [--format ndjson|csv] [-o OUT] [--manifests DIR] [--quiet]\n"
         "  Decodes Windows .etl files (several files are merged in time order).\n"
@@ -169,11 +171,11 @@ int etw_convert_main(int argc, char **argv) {
     fputs("seq,TimeCreated,Provider,EventName,EventID,Version,Level,Task,Opcode,Keywords,"
           "ProcessID,ThreadID,ProcessorID,EventData\n", out);
   struct etw_jw w, t;
-  etw_jw_init(&w, 64u << 20);
+  etw_jw_init(&w, etw_convert_writer_max);
   etw_jw_init(&t, 4096);
   const struct etw_rec *rec;
   struct etw_evref ref;
-  uint64_t seq = 0, undecoded = 0, done = 0, total = 0;
+  uint64_t seq = 0, undecoded = 0, done = 0, total = 0, dropped = 0;
   etw_etl_reader_progress(r, &done, &total);
   int progress = !quiet && total >= (32u << 20);
   time_t last = time(NULL);
@@ -181,6 +183,7 @@ int etw_convert_main(int argc, char **argv) {
   /* ndjson: the lines are collected in w (`{"seq":N,` appended before each event, N kept as
    * text and incremented in place) and written in blocks of about BATCH bytes */
   enum { BATCH = 256 << 10 };
+  size_t batch = etw_convert_writer_max / 4 < BATCH ? etw_convert_writer_max / 4 : BATCH;
   char sq[24] = "0";
   size_t sqn = 1;
   while ((k = etw_etl_reader_next_ref(r, &rec, &st)) == 1) {
@@ -196,7 +199,7 @@ int etw_convert_main(int argc, char **argv) {
     if (csv) {
       w.len = 0;
     } else {
-      if (w.len >= BATCH) {
+      if (w.len >= batch) {
         fwrite(w.buf, 1, w.len, out);
         w.len = 0;
       }
@@ -217,10 +220,9 @@ int etw_convert_main(int argc, char **argv) {
     }
     if (!etw_decoder_write(d, rec, &w, &ref)) undecoded++;
     seq++;
-    if (w.err) { /* this event is not written (and the writer stays in error, as before) */
-      int e = w.err;
+    if (w.err) { /* this event is not written: dropped and counted (the writer's error cleared) */
       etw_jw_truncate(&w, start);
-      w.err = e;
+      dropped++;
       continue;
     }
     if (!csv) {
@@ -262,9 +264,16 @@ int etw_convert_main(int argc, char **argv) {
     fprintf(stderr, "etwd convert: write error\n");
     rc = 1;
   }
+  if (dropped) {
+    fprintf(stderr,
+            "etwd convert: %llu events dropped: their text did not fit %llu bytes or found no memory "
+            "(the other events were written)\n",
+            (unsigned long long)dropped, (unsigned long long)etw_convert_writer_max);
+    rc = 1;
+  }
   if (k < 0) {
     fprintf(stderr, "etwd convert: %s (%llu events written before the damage)\n", st.msg,
-            (unsigned long long)seq);
+            (unsigned long long)(seq - dropped));
     rc = 1;
   } else if (!quiet && d->unparsed) {
     fprintf(stderr,

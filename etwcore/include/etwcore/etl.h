@@ -198,5 +198,9 @@ char *etw_etl_manifest_dir(void);
  * writing every event before the damage), 2 usage error.
  */
 int etw_convert_main(int argc, char **argv);
+/** The maximum of the writer one event's text goes into (64 MiB; tests lower it). An event whose
+ *  text does not fit (or finds no memory) is dropped and counted: the conversion goes on, the
+ *  count is reported on stderr and the exit code is 1. */
+extern size_t etw_convert_writer_max;
 
 #endif
