@@ -505,6 +505,7 @@ int dec_finish(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
     etw_jw_base64(w, r->user_data, r->user_len);
     etw_jw_lit(w, "}}");
     d->undecoded++;
+    if (big && !w->err) d->too_large++;
     rc = -1;
   }
   if (ref) dec_fill_ref(ref, r, prov, name);

@@ -462,6 +462,7 @@ struct etw_decoder {
   uint32_t prov_cap, n_prov;
   uint64_t decoded, undecoded;
   uint64_t unparsed; /* decoded events whose schema left payload bytes ("Unparsed" member) */
+  uint64_t too_large; /* of the undecoded: "event too large" (fields did not fit the writer) */
 };
 
 /* registry (dec_core.c) */

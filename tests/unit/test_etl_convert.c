@@ -91,8 +91,23 @@ int main(void) {
   CHECK_EQ(lines(out, &full), 33);
   size_t saved = etw_convert_writer_max;
   etw_convert_writer_max = 4096;
-  CHECK_EQ(run(6, a3), 1);
+  char errf[256];
+  snprintf(errf, sizeof errf, "%s/stderr", dir);
+  const char *a4[] = {"convert", f1, f2, "-o", out}; /* (not quiet: the summary) */
+  fflush(stderr);
+  int saved_fd = dup(2);
+  FILE *ef = fopen(errf, "w");
+  if (ef && saved_fd >= 0) dup2(fileno(ef), 2);
+  int rc4 = run(5, a4);
+  fflush(stderr);
+  if (ef && saved_fd >= 0) dup2(saved_fd, 2);
+  if (saved_fd >= 0) close(saved_fd);
+  if (ef) fclose(ef);
+  CHECK_EQ(rc4, 1);
   etw_convert_writer_max = saved;
+  char *err = NULL;
+  (void)lines(errf, &err);
+  remove(errf);
   text = NULL;
   got = lines(out, &text);
   CHECK(got >= 26 && got <= 30);
@@ -116,12 +131,20 @@ int main(void) {
                            * its worst case before writing an event's fields) */
     for (char *m = text; (m = strstr(m, "\"Reason\":\"event too large\"")) != NULL; m++) too_large++;
     CHECK_EQ(same + too_large, got);
+    /* stderr: the dropped count (33 - lines) and the `Undecoded` ones too large for the writer */
+    char want[160];
+    snprintf(want, sizeof want, "etwd convert: %zu events dropped: their text did not fit 4096 bytes", 33 - got);
+    CHECK(err && strstr(err, want) != NULL);
+    snprintf(want, sizeof want, ", %zu too large for the writer's maximum (written with \"Undecoded\"", too_large);
+    CHECK(err && (too_large == 0 || strstr(err, want) != NULL));
+    if (err && !strstr(err, want)) fprintf(stderr, "stderr was: %s\n", err);
     CHECK_EQ(small_missing, 0);
     CHECK_EQ(big_written, 0);
     CHECK(strstr(text, "{\"seq\":33,") != NULL); /* went on after the drops (33 is small) */
   }
   free(full);
   free(text);
+  free(err);
 
   free(b);
   remove(out);

@@ -218,13 +218,14 @@ int etw_convert_main(int argc, char **argv) {
         w.len += 8 + sqn;
       }
     }
-    if (!etw_decoder_write(d, rec, &w, &ref)) undecoded++;
+    int ok = etw_decoder_write(d, rec, &w, &ref);
     seq++;
     if (w.err) { /* this event is not written: dropped and counted (the writer's error cleared) */
       etw_jw_truncate(&w, start);
       dropped++;
       continue;
     }
+    if (!ok) undecoded++;
     if (!csv) {
       w.buf[w.len++] = '\n'; /* the writer keeps a byte past its length */
     } else {
@@ -275,14 +276,18 @@ int etw_convert_main(int argc, char **argv) {
     fprintf(stderr, "etwd convert: %s (%llu events written before the damage)\n", st.msg,
             (unsigned long long)(seq - dropped));
     rc = 1;
-  } else if (!quiet && d->unparsed) {
-    fprintf(stderr,
-            "etwd convert: %llu events, %llu without a schema (written with \"Undecoded\"), %llu with payload "
-            "bytes after their schema's fields (written with \"Unparsed\")\n",
-            (unsigned long long)seq, (unsigned long long)undecoded, (unsigned long long)d->unparsed);
-  } else if (!quiet && undecoded) {
-    fprintf(stderr, "etwd convert: %llu events, %llu without a schema (written with \"Undecoded\")\n",
-            (unsigned long long)seq, (unsigned long long)undecoded);
+  } else if (!quiet && (undecoded || d->unparsed)) {
+    uint64_t big = d->too_large < undecoded ? d->too_large : undecoded;
+    fprintf(stderr, "etwd convert: %llu events", (unsigned long long)seq);
+    if (undecoded > big)
+      fprintf(stderr, ", %llu without a schema (written with \"Undecoded\")", (unsigned long long)(undecoded - big));
+    if (big)
+      fprintf(stderr, ", %llu too large for the writer's maximum (written with \"Undecoded\", \"event too large\")",
+              (unsigned long long)big);
+    if (d->unparsed)
+      fprintf(stderr, ", %llu with payload bytes after their schema's fields (written with \"Unparsed\")",
+              (unsigned long long)d->unparsed);
+    fputc('\n', stderr);
   }
 done:
   etw_etl_reader_free(r);
