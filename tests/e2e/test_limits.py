@@ -1,5 +1,6 @@
 """Limits answer 429 (sessions, streaming clients, concurrent requests) with problem+json and the
-server keeps serving; a config file is honoured; uploads above --max-upload get 413."""
+server keeps serving; a config file is honoured; uploads above --max-upload get 413; a client's
+WebSocket frame above 64 KiB gets close 1009."""
 import os
 import socket
 import tempfile
@@ -136,6 +137,58 @@ def main():
             x.join()
         check(not errs, "no client errors during create/delete races: %r" % errs[:3])
         e.json("GET", "/api/v1/health", token=None, expect=200)
+
+    # a client's WebSocket frame is bounded (64 KiB): civetweb would otherwise read a frame of up
+    # to 2 GiB into memory before our handler sees it. Below the bound the connection stays; above
+    # it the client gets close 1009 "message too big", and the server goes on serving.
+    with Etwd() as e:
+        import websocket
+        st, h, j = e.json("POST", "/api/v1/sessions", expect=201,
+                          body={"providers": [{"name": "sched", "events": ["sched_process_exec"]}]})
+        sid = j["id"]
+        path = "/api/v1/sessions/%d/events?pid=1234567" % sid  # no events: only control frames
+
+        def close_frame(ws, timeout=60):
+            """The next close frame from the server, skipping data frames: (code, reason)."""
+            deadline = time.time() + timeout
+            while time.time() < deadline:
+                ws.settimeout(max(0.1, deadline - time.time()))
+                try:
+                    fr = ws.recv_frame()  # raw frames: no automatic close echo
+                except websocket.WebSocketTimeoutException:
+                    break
+                except (websocket.WebSocketConnectionClosedException, OSError) as ex:
+                    return (None, repr(ex))
+                op, data = fr.opcode, fr.data
+                if op == websocket.ABNF.OPCODE_CLOSE:
+                    return (int.from_bytes(data[:2], "big") if len(data) >= 2 else None, data[2:])
+            return (None, "no close frame within %ds" % timeout)
+
+        ws = e.ws(path)
+        wait_subscribers(e, sid, 1)
+        ws.send("x" * 65535)  # the largest 16-bit-length frame: accepted (and ignored)
+        ws.send_close(1000, b"bye")
+        code, reason = close_frame(ws)
+        check(code == 1000, "a 65,535-byte client message keeps the connection: close echoed %r %r" % (code, reason))
+        ws.close()
+
+        ws = e.ws(path)
+        ws.send("y" * 70000)
+        code, reason = close_frame(ws)
+        check(code == 1009 and reason == b"message too big",
+              "a 70,000-byte client message → close 1009 message too big: %r %r" % (code, reason))
+        ws.close()
+        e.json("GET", "/api/v1/health", token=None, expect=200)
+        deadline = time.time() + 120
+        while True:
+            st, h, m = e.request("GET", "/metrics", token="reader")
+            if (st == 200 and "\netwd_streams 0\n" in m.decode()) or time.time() > deadline:
+                break
+            time.sleep(0.05)
+        check(st == 200 and "\netwd_streams 0\n" in m.decode(), "the refused WebSocket frees its stream slot")
+        ws = e.ws(path)  # and a new client is served
+        wait_subscribers(e, sid, 1)
+        ws.close()
     done()
 
 
