@@ -256,6 +256,7 @@ enum {
 #define PLAN_SLOTS 16 /* values kept for count/length references (slot 0: scratch) */
 #define PMC_N 4       /* rendered map texts cached per op */
 #define PMC_MAX 48
+#define PL_OBYTE 8 /* output bound per payload byte of strings (3) and integer arrays (7: AX8) */
 
 struct pmc {
   uint64_t v;
@@ -274,8 +275,8 @@ struct pop {
                     back to the first member op; OP_SARR: the ops up to its OP_SEND */
   uint32_t eb, eout; /* OP_SARR: payload bytes and output bound of one element */
   uint16_t klen;
-  uint32_t room; /* variable-size and map ops: the output bound of the fixed ops after it and the
-                    next variable op's key (+ slack) */
+  uint32_t room; /* the output bound of the ops after it besides PL_OBYTE per payload byte
+                    (plan_build) */
   char key[32];  /* the key text (klen ≤ 32 bytes, zero-padded) */
   const char *lkey; /* OP_KEY: klen bytes, readable 32 bytes further */
   const struct dec_field *f;
@@ -285,7 +286,7 @@ struct pop {
 struct plan {
   uint32_t off4;  /* the 4-byte-pointer plan: ops + off4 (the 8-byte one: ops); each ends with
                      OP_END and has an OP_CHK before each run of fixed-size ops */
-  uint32_t room0; /* bound of the fixed ops before the first variable op and of its key */
+  uint32_t room0; /* the same for all ops: reserved with PL_OBYTE × the payload at the start */
   uint32_t labs;  /* pop.lab[v] set: bit v */
   /* the plan runs when the writer's maximum is at least this + 32 bytes per payload byte away:
    * a bound of what the walker writes and reserves at once (output ≤ 8 bytes per payload byte +
@@ -512,27 +513,18 @@ __attribute__((noinline)) static int plan_build(struct dec_event *e) {
           }
         }
         ops[no].op = OP_END;
-        /* rooms, from the end: a variable op reserves for the fixed ops after it and the next
-         * variable op's key (+ 64); a map op's cached text ≤ PMC_MAX, else it reserves again */
+        /* rooms, from the end: each op's room is the bound of what the ops after it write
+         * besides PL_OBYTE bytes per payload byte (their keys and 48 bytes each: fixed-size
+         * values ≤ 24, a map's cached text ≤ PMC_MAX, an array's or a string's closing text)
+         * and 64 bytes for the SIMD stores past the end; the runner reserves that and
+         * PL_OBYTE × the payload left once at its entry and again after each op that wrote
+         * through the writer (map texts not cached yet, OP_GEN, struct arrays) */
         uint32_t room = 64;
         for (uint32_t k = no; k-- > 0;) {
           struct pop *o = &ops[k];
-          if (o->op == OP_CHK) continue;
-          if (o->op == OP_SEND) { /* its struct array reserves for its elements */
-            k -= (uint32_t)o->gb + 1;
-            o = &ops[k];
-          }
-          if (o->op == OP_KEY) {
-            room += o->klen;
-          } else if (OP_IS_MAP(o->op)) {
-            o->room = room;
-            room += o->klen + 64u;
-          } else if (OP_IS_FIXED(o->op)) {
-            room += o->klen + 24u;
-          } else {
-            o->room = room;
-            room = o->klen + 64u + 64u;
-          }
+          o->room = room;
+          if (o->op == OP_KEY) room += o->klen;
+          else if (o->op != OP_CHK && o->op != OP_SEND && o->op != OP_END) room += o->klen + 48u;
         }
         pl->room0 = room;
       }
@@ -2359,7 +2351,9 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
     return walk_all(d, w, e, p, n, ptr_size, why);
   const struct plan *pl = (const struct plan *)(const void *)(e->f[0].key + e->runs);
   size_t mark = w->len, left = w->max - mark;
-  if (left <= pl->slack || (uint64_t)(left - pl->slack) / pl->perbyte <= n) /* near the writer's maximum */
+  /* near the writer's maximum: left < slack + (n + 1) × perbyte (no overflow: n < 2^24,
+   * perbyte < 2^32) */
+  if (n >= ((size_t)1 << 24) || (uint64_t)(n + 1) * pl->perbyte + pl->slack > left)
     return walk_all(d, w, e, p, n, ptr_size, why);
 #if defined(__GNUC__)
   if (__builtin_expect(!(pl->labs & (1u << PL_V)), 0)) { /* first run: each op's code address */
@@ -2381,7 +2375,10 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
   uint64_t v;
   uint32_t v32;
   long cnt, srem = 0;
-  if (etw_jw_reserve(w, pl->room0)) goto bail;
+  { /* everything the plan writes (see plan_build) */
+    size_t need = n * PL_OBYTE + pl->room0;
+    if (__builtin_expect(w->cap - mark <= need, 0) && etw_jw_grow(w, need)) goto bail;
+  }
   char *o = w->buf + w->len;
   PL_START {
     PL_CASE(OP_END) goto done;
@@ -2529,7 +2526,7 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
       c->len = (uint32_t)(w->len - at);
       memcpy(c->t, w->buf + at, c->len);
     }
-    if (etw_jw_reserve(w, op->room)) goto bail;
+    if (etw_jw_reserve(w, (size_t)(pe - q) * PL_OBYTE + op->room)) goto bail;
     o = w->buf + w->len;
     PL_NEXT;
   }
@@ -2539,13 +2536,7 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
       PLK_STR_BASE;
 #endif
       o = key_put(o, op);
-      size_t avail = (size_t)(pe - q), units = avail / 2, got, need = units * 6 + 1 + op->room;
-      if (__builtin_expect((size_t)(w->buf + w->cap - o) <= need, 0)) {
-        w->len = (size_t)(o - w->buf);
-        if (etw_jw_grow(w, need)) goto bail;
-        o = w->buf + w->len;
-      }
-      got = 0;
+      size_t avail = (size_t)(pe - q), units = avail / 2, got = 0; /* room: reserved at the start */
 #if defined(__SSE2__)
 #if PL_V
       /* plain ASCII 32 units at a time */
@@ -2600,7 +2591,7 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
       /* fewer than 16 units left (all converted ones plain, 1:1): the 32 bytes before the last
        * whole unit as one block when the payload has them (those before the string not used;
        * an odd payload's last byte is no unit) */
-      if (units - got < 16 && got < units && (size_t)(q - p) + 2 * units >= 32 && (size_t)(w->buf + w->cap - o) > 16) {
+      if (units - got < 16 && got < units && (size_t)(q - p) + 2 * units >= 32) {
         __m128i a = _mm_loadu_si128((const __m128i *)(const void *)(q + 2 * units - 32));
         __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(q + 2 * units - 16));
         __m128i x = _mm_packus_epi16(a, b);
@@ -2638,7 +2629,7 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
       q += got < units ? got * 2 + 2 : avail; /* unterminated at the end: the rest */
       PL_NEXT;
     }
-    /* arrays: the count, the payload holds them all, room for 24 bytes each */
+    /* arrays: the count, the payload holds them all (room: reserved at the start) */
 #define PL_ARRAY(WD)                                                                               \
   if (q >= pe) goto done;                                                                          \
   { /* (a constant count is in range: plan_op) */                                                  \
@@ -2646,12 +2637,7 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
     if (c_ > DEC_MAX_ARRAY || c_ * (WD) > (size_t)(pe - q)) goto bail;                             \
     cnt = (long)c_;                                                                                \
   }                                                                                                \
-  o = key_put(o, op);                                                                              \
-  if (__builtin_expect((size_t)(w->buf + w->cap - o) <= (size_t)cnt * 24 + 8 + op->room, 0)) {     \
-    w->len = (size_t)(o - w->buf);                                                                 \
-    if (etw_jw_grow(w, (size_t)cnt * 24 + 8 + op->room)) goto bail;                                \
-    o = w->buf + w->len;                                                                           \
-  }
+  o = key_put(o, op);
 /* "0x…" elements: each one's `",` with the next one's `"0x` in one 8-byte store, the last 3
  * bytes taken back */
 #define PL_AX_LOOP(WD, RD)                                                                         \
@@ -2755,7 +2741,7 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
       cnt = op->cslot ? ref_count(sv[op->cslot]) : (long)op->f->count;
       if (cnt < 0 || cnt > DEC_MAX_ARRAY || (uint64_t)cnt * op->eb > (uint64_t)(pe - q)) goto bail;
       o = key_put(o, op);
-      uint64_t need = (uint64_t)cnt * op->eout + 2 + op->room;
+      uint64_t need = (uint64_t)cnt * op->eout + 2 + op->room + (uint64_t)(pe - q) * PL_OBYTE;
       if (__builtin_expect((uint64_t)(w->buf + w->cap - o) <= need, 0)) {
         w->len = (size_t)(o - w->buf);
         if (need > w->max || etw_jw_grow(w, (size_t)need)) goto bail;
@@ -2802,7 +2788,7 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
       if (w->err) goto bail;
       sv[op->slot] = v;
       q += used;
-      if (etw_jw_reserve(w, op->room)) goto bail;
+      if (etw_jw_reserve(w, (size_t)(pe - q) * PL_OBYTE + op->room)) goto bail;
       o = w->buf + w->len;
       PL_NEXT;
     }
