@@ -951,6 +951,24 @@ __attribute__((visibility("hidden")))
 #endif
 _Alignas(32) char dec_plk_hex[32] = "0123456789abcdef0123456789abcdef";
 #define PLK_HEX dec_plk_hex
+/* hex_arr64_avx2's constants (not const either): per 64-bit lane 0x4340000000000001 (| v: the
+ * double 2^53 + 2 (v | 1)), 2^53, the top 12 bits; per 16-byte lane 0–15, all 0, all 8 */
+#if defined(__GNUC__)
+__attribute__((visibility("hidden")))
+#endif
+_Alignas(32) uint64_t dec_plk_hx[12] = {0x4340000000000001ull, 0x4340000000000001ull, 0x4340000000000001ull,
+                                        0x4340000000000001ull, 0x4340000000000000ull, 0x4340000000000000ull,
+                                        0x4340000000000000ull, 0x4340000000000000ull, 0xFFF0000000000000ull,
+                                        0xFFF0000000000000ull, 0xFFF0000000000000ull, 0xFFF0000000000000ull};
+#if defined(__GNUC__)
+__attribute__((visibility("hidden")))
+#endif
+_Alignas(32) unsigned char dec_plk_hi[96] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
+                                             0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
+                                             0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                             0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                             8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8,
+                                             8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8};
 #endif
 #undef PLK_R8
 #undef PLK_R32
@@ -1017,8 +1035,44 @@ static inline char *hex_arr32(char *o, const unsigned char *q, const unsigned ch
 #define PL_AVX2_FN __attribute__((target("avx2,bmi,bmi2,lzcnt")))
 PL_AVX2_FN static inline __m128i hex_ascii_avx2(__m128i n) { return _mm_shuffle_epi8(PLK(PLK_HEX), n); }
 PL_AVX2_FN static inline char *hex_arr64_avx2(char *o, const unsigned char *q, const unsigned char *qe) {
-  /* four per step: values 0 and 2 in one 256-bit register's lanes, 1 and 3 in the other's */
-  for (const unsigned char *qp = q + (size_t)(qe - q) / 32 * 32; q < qp; q += 32) {
+  /* four per step, all in vectors while the values are below 2^52: the digit count of each from
+   * the exponent of a double (2^53 + 2 (v | 1) as bits, minus 2^53: exactly 2 (v | 1), exponent
+   * 1024 + floor(log2 (v | 1)), so bits >> 54 = 256 + k with k + 1 digits); the nibbles in
+   * natural order (least significant first: unpack lo, hi), then one byte shuffle per two values
+   * takes nibble k - j to place j (past the digits: index < 0, a zero byte) and one makes them
+   * hex digits. Values 0 and 2 in one register's lanes, 1 and 3 in the other's. */
+  const unsigned char *q4 = q + (size_t)(qe - q) / 32 * 32;
+  while (q < q4) {
+    __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)q);
+    if (!_mm256_testz_si256(x, PLK256(dec_plk_hx + 8))) break; /* a value ≥ 2^52: below */
+    __m256d dv = _mm256_sub_pd(_mm256_castsi256_pd(_mm256_or_si256(x, PLK256(dec_plk_hx))),
+                               _mm256_castsi256_pd(PLK256(dec_plk_hx + 4)));
+    __m256i k = _mm256_srli_epi64(_mm256_castpd_si256(dv), 54); /* 256 + k */
+    __m256i i02 = _mm256_sub_epi8(_mm256_shuffle_epi8(k, PLK256(dec_plk_hi + 32)), PLK256(dec_plk_hi));
+    __m256i i13 = _mm256_sub_epi8(_mm256_shuffle_epi8(k, PLK256(dec_plk_hi + 64)), PLK256(dec_plk_hi));
+    __m256i m = PLK256(PLK_0F);
+    __m256i hi = _mm256_and_si256(_mm256_srli_epi16(x, 4), m), lo = _mm256_and_si256(x, m);
+    __m256i d02 = _mm256_shuffle_epi8(PLK256(PLK_HEX), _mm256_shuffle_epi8(_mm256_unpacklo_epi8(lo, hi), i02));
+    __m256i d13 = _mm256_shuffle_epi8(PLK256(PLK_HEX), _mm256_shuffle_epi8(_mm256_unpackhi_epi8(lo, hi), i13));
+    __m128i klo = _mm256_castsi256_si128(k), khi = _mm256_extracti128_si256(k, 1);
+    uint64_t k0 = (uint64_t)_mm_cvtsi128_si64(klo), k1 = (uint64_t)_mm_extract_epi64(klo, 1);
+    uint64_t k2 = (uint64_t)_mm_cvtsi128_si64(khi), k3 = (uint64_t)_mm_extract_epi64(khi, 1);
+    /* each: 16 bytes stored, `","0x` after its k + 1 digits (256 + k - 255), the next 5 on */
+    _mm_storeu_si128((__m128i *)(void *)o, _mm256_castsi256_si128(d02));
+    memcpy(o + k0 - 255, FX_XSEP, 8);
+    o += k0 - 250;
+    _mm_storeu_si128((__m128i *)(void *)o, _mm256_castsi256_si128(d13));
+    memcpy(o + k1 - 255, FX_XSEP, 8);
+    o += k1 - 250;
+    _mm_storeu_si128((__m128i *)(void *)o, _mm256_extracti128_si256(d02, 1));
+    memcpy(o + k2 - 255, FX_XSEP, 8);
+    o += k2 - 250;
+    _mm_storeu_si128((__m128i *)(void *)o, _mm256_extracti128_si256(d13, 1));
+    memcpy(o + k3 - 255, FX_XSEP, 8);
+    o += k3 - 250;
+    q += 32;
+  }
+  for (q4 = q + (size_t)(qe - q) / 32 * 32; q < q4; q += 32) { /* (values ≥ 2^52) */
     unsigned z0, z1, z2, z3;
     uint64_t t0 = hex_lead(pl_rd64(q), &z0), t1 = hex_lead(pl_rd64(q + 8), &z1);
     uint64_t t2 = hex_lead(pl_rd64(q + 16), &z2), t3 = hex_lead(pl_rd64(q + 24), &z3);
