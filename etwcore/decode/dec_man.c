@@ -998,7 +998,13 @@ static inline uint64_t hex_lead(uint64_t v, unsigned *z) {
   return __builtin_bswap64(v << (lz * 4));
 }
 #define HEX_ARR_BODY(RD, WD, ASCII)                                                                \
-  for (const unsigned char *qp = q + (size_t)(qe - q) / (2 * (WD)) * (2 * (WD)); q < qp; q += 2 * (WD)) { \
+  for (const unsigned char *qp = q + (size_t)(qe - q) / (2 * (WD)) * (2 * (WD)); q < qp; q += 2 * (WD)) \
+    HEX_ARR_PAIR(RD, WD, ASCII);                                                                   \
+  HEX_ARR_ONE(RD, WD, ASCII);                                                                      \
+  return o
+/* two elements (q += 2 WD) */
+#define HEX_ARR_PAIR(RD, WD, ASCII)                                                                \
+  do {                                                                                             \
     unsigned za, zb;                                                                               \
     uint64_t ta = hex_lead(RD(q), &za), tb = hex_lead(RD(q + (WD)), &zb);                          \
     __m128i x = _mm_unpacklo_epi64(_mm_cvtsi64_si128((long long)ta), _mm_cvtsi64_si128((long long)tb)), da, db; \
@@ -1010,7 +1016,9 @@ static inline uint64_t hex_lead(uint64_t v, unsigned *z) {
     o -= zb;                                                                                       \
     memcpy(o + 37, FX_XSEP, 8);                                                                    \
     o += 42;                                                                                       \
-  }                                                                                                \
+  } while (0)
+/* the last element if there is one */
+#define HEX_ARR_ONE(RD, WD, ASCII)                                                                 \
   if (q < qe) {                                                                                    \
     unsigned za;                                                                                   \
     uint64_t ta = hex_lead(RD(q), &za);                                                            \
@@ -1021,8 +1029,7 @@ static inline uint64_t hex_lead(uint64_t v, unsigned *z) {
     o -= za;                                                                                       \
     memcpy(o + 16, FX_XSEP, 8);                                                                    \
     o += 21;                                                                                       \
-  }                                                                                                \
-  return o
+  }
 #define HEX_RD64(q) pl_rd64(q)
 #define HEX_RD32(q) ((uint64_t)d_rd32(q))
 static inline char *hex_arr64(char *o, const unsigned char *q, const unsigned char *qe) {
@@ -1072,7 +1079,7 @@ PL_AVX2_FN static inline char *hex_arr64_avx2(char *o, const unsigned char *q, c
     o += k3 - 250;
     q += 32;
   }
-  for (q4 = q + (size_t)(qe - q) / 32 * 32; q < q4; q += 32) { /* (values ≥ 2^52) */
+  for (; q < q4; q += 32) { /* (a value ≥ 2^52 in each step left) */
     unsigned z0, z1, z2, z3;
     uint64_t t0 = hex_lead(pl_rd64(q), &z0), t1 = hex_lead(pl_rd64(q + 8), &z1);
     uint64_t t2 = hex_lead(pl_rd64(q + 16), &z2), t3 = hex_lead(pl_rd64(q + 24), &z3);
@@ -1096,7 +1103,12 @@ PL_AVX2_FN static inline char *hex_arr64_avx2(char *o, const unsigned char *q, c
     memcpy(o + 79, FX_XSEP, 8);
     o += 84;
   }
-  HEX_ARR_BODY(HEX_RD64, 8, hex_ascii_avx2);
+  if ((size_t)(qe - q) >= 16) { /* fewer than 4 left */
+    HEX_ARR_PAIR(HEX_RD64, 8, hex_ascii_avx2);
+    q += 16;
+  }
+  HEX_ARR_ONE(HEX_RD64, 8, hex_ascii_avx2);
+  return o;
 }
 PL_AVX2_FN static inline char *hex_arr32_avx2(char *o, const unsigned char *q, const unsigned char *qe) {
   HEX_ARR_BODY(HEX_RD32, 4, hex_ascii_avx2);
