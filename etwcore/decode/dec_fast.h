@@ -47,12 +47,26 @@ static const char FX_N4[401] = "0,\000\0001,\000\0002,\000\0003,\000\0004,\000\0
                     FX_T3E(v + 6), FX_T3E(v + 7), FX_T3E(v + 8), FX_T3E(v + 9)
 #define FX_T3_100(v) FX_T3_10(v), FX_T3_10(v + 10), FX_T3_10(v + 20), FX_T3_10(v + 30), FX_T3_10(v + 40), \
                      FX_T3_10(v + 50), FX_T3_10(v + 60), FX_T3_10(v + 70), FX_T3_10(v + 80), FX_T3_10(v + 90)
-static const uint64_t FX_T3[1000] = {FX_T3_100(0),   FX_T3_100(100), FX_T3_100(200), FX_T3_100(300),
-                                     FX_T3_100(400), FX_T3_100(500), FX_T3_100(600), FX_T3_100(700),
-                                     FX_T3_100(800), FX_T3_100(900)};
+/* … and the same count (with the comma) as a whole word, 8000 bytes after its text: an array
+ * element's end is one `add` from memory (one base register for both) */
+#define FX_L3E(v) ((v) < 10 ? 2u : (v) < 100 ? 3u : 4u)
+#define FX_L3_10(v) FX_L3E(v), FX_L3E(v + 1), FX_L3E(v + 2), FX_L3E(v + 3), FX_L3E(v + 4), FX_L3E(v + 5), \
+                    FX_L3E(v + 6), FX_L3E(v + 7), FX_L3E(v + 8), FX_L3E(v + 9)
+#define FX_L3_100(v) FX_L3_10(v), FX_L3_10(v + 10), FX_L3_10(v + 20), FX_L3_10(v + 30), FX_L3_10(v + 40), \
+                     FX_L3_10(v + 50), FX_L3_10(v + 60), FX_L3_10(v + 70), FX_L3_10(v + 80), FX_L3_10(v + 90)
+static const struct {
+  uint64_t t[1000], l[1000];
+} FX_TL3 = {{FX_T3_100(0), FX_T3_100(100), FX_T3_100(200), FX_T3_100(300), FX_T3_100(400), FX_T3_100(500),
+             FX_T3_100(600), FX_T3_100(700), FX_T3_100(800), FX_T3_100(900)},
+            {FX_L3_100(0), FX_L3_100(100), FX_L3_100(200), FX_L3_100(300), FX_L3_100(400), FX_L3_100(500),
+             FX_L3_100(600), FX_L3_100(700), FX_L3_100(800), FX_L3_100(900)}};
+#define FX_T3 FX_TL3.t
 #undef FX_T3E
 #undef FX_T3_10
 #undef FX_T3_100
+#undef FX_L3E
+#undef FX_L3_10
+#undef FX_L3_100
 #else
 #define FX_T3_OK 0
 #endif
@@ -128,7 +142,7 @@ FX_INLINE char *fx_put_u32c(char *o, uint32_t v) {
 #if FX_T3_OK
   if (v < 1000) { /* 8 bytes stored */
     memcpy(o, &FX_T3[v], 8);
-    return o + ((const unsigned char *)&FX_T3[v])[7];
+    return o + FX_TL3.l[v];
   }
   if (v >= 4294967200u) { /* -96..-1 as UINT32 (IL map's -1/-2/-3): 11 bytes stored */
     memcpy(o, "42949672", 8);
