@@ -250,6 +250,9 @@ enum {
   OP_SARR,                       /* an array of structs of fixed-size scalars: the member ops
                                     follow, then OP_SEND, once per element */
   OP_SEND,
+  OP_XX44, OP_XX48, OP_XX84, OP_XX88, /* two "0x…" fields in a row (4 or 8 bytes each, values not
+                                         kept): this op's key, the value, the next op's key, the
+                                         value (that op is skipped) */
 };
 #define OP_IS_FIXED(o) ((o) >= OP_U8 && (o) <= OP_M64)
 #define OP_IS_MAP(o) ((o) >= OP_M8 && (o) <= OP_M64)
@@ -288,6 +291,7 @@ struct plan {
                      OP_END and has an OP_CHK before each run of fixed-size ops */
   uint32_t room0; /* the same for all ops: reserved with PL_OBYTE × the payload at the start */
   uint32_t labs;  /* pop.lab[v] set: bit v */
+  uint32_t opoff[2]; /* byte offset of the op list for 4-byte pointers ([0]: off4 ops), 8 ([1]: 0) */
   /* the plan runs when the writer's maximum is at least this + 32 bytes per payload byte away:
    * a bound of what the walker writes and reserves at once (output ≤ 8 bytes per payload byte +
    * the keys + 1,300 per field for texts from nothing (maps, null); one reservation ≤ 24 per
@@ -301,9 +305,14 @@ struct plan {
 
 static int plan_on = 1;
 static uint64_t plan_bails; /* plans given up (tests; decoders in other threads count too) */
+/* the runner dec_fields_write_d calls: 0 = SSE2, 1 = AVX2, 2 = none (the walker: plans off);
+ * from plan_on and pl_avx2 (pl_sel_set, after each change of either) */
+static signed char pl_sel;
+static void pl_sel_set(void);
 int dec_plan_enable(int on) {
   int was = plan_on;
   plan_on = on;
+  pl_sel_set();
   return was;
 }
 uint64_t dec_plan_bails(void) { return __atomic_load_n(&plan_bails, __ATOMIC_RELAXED); }
@@ -453,6 +462,8 @@ __attribute__((noinline)) static int plan_build(struct dec_event *e) {
       }
       for (size_t m = 0; m < (size_t)nmc * PMC_N; m++) mc[m].len = UINT32_MAX;
       pl->off4 = 3 * nf + 1;
+      pl->opoff[0] = pl->off4 * (uint32_t)sizeof(struct pop);
+      pl->opoff[1] = 0;
       pl->perbyte = 32;
       pl->slack = 8192 + (size_t)nf * 1300;
       for (uint32_t i = 0; i < nf; i++) pl->slack += kl[i];
@@ -513,6 +524,14 @@ __attribute__((noinline)) static int plan_build(struct dec_event *e) {
           }
         }
         ops[no].op = OP_END;
+        /* two hex fields in a row (the second op only lends its key) */
+        for (uint32_t k = 0; k + 1 < no; k++) {
+          struct pop *a = &ops[k], *b = &ops[k + 1];
+          if ((a->op == OP_X32 || a->op == OP_X64) && (b->op == OP_X32 || b->op == OP_X64) && !a->slot && !b->slot) {
+            a->op = a->op == OP_X32 ? (b->op == OP_X32 ? OP_XX44 : OP_XX48) : (b->op == OP_X32 ? OP_XX84 : OP_XX88);
+            k++;
+          }
+        }
         /* rooms, from the end: each op's room is the bound of what the ops after it write
          * besides PL_OBYTE bytes per payload byte (their keys and 48 bytes each: fixed-size
          * values ≤ 24, a map's cached text ≤ PMC_MAX, an array's or a string's closing text)
@@ -904,14 +923,20 @@ static int avx2_usable(void) {
   return 0;
 #endif
 }
+static void pl_sel_set(void) {
+  int a = __atomic_load_n(&pl_avx2, __ATOMIC_RELAXED);
+  __atomic_store_n(&pl_sel, (signed char)(!plan_on ? 2 : a > 0 ? 1 : 0), __ATOMIC_RELAXED);
+}
 static void pl_avx2_init(void) {
   const char *no = getenv("ETWD_ETL_NO_AVX2");
   int v = (no && *no && strcmp(no, "0")) ? 0 : avx2_usable();
   __atomic_store_n(&pl_avx2, (signed char)v, __ATOMIC_RELAXED);
+  pl_sel_set();
 }
 int dec_plan_avx2(int on) {
   if (__atomic_load_n(&pl_avx2, __ATOMIC_RELAXED) < 0) pl_avx2_init();
   if (on >= 0) __atomic_store_n(&pl_avx2, (signed char)(on && avx2_usable()), __ATOMIC_RELAXED);
+  pl_sel_set();
   return __atomic_load_n(&pl_avx2, __ATOMIC_RELAXED);
 }
 
@@ -1130,6 +1155,27 @@ PL_AVX2_FN static inline char *key_put_avx2(char *o, const struct pop *op) {
   _mm256_storeu_si256((__m256i *)(void *)o, _mm256_loadu_si256((const __m256i *)(const void *)op->key));
   return o + op->klen;
 }
+/* two "0x…" values below 2^52 (@x's 64-bit lanes), each after its key (ops @a and @a + 1) and
+ * with its closing quote: hex_arr64_avx2's step for two */
+PL_AVX2_FN static inline char *hex_pair_avx2(char *o, __m128i x, const struct pop *a) {
+  __m128d dv = _mm_sub_pd(_mm_castsi128_pd(_mm_or_si128(x, PLK(dec_plk_hx))), _mm_castsi128_pd(PLK(dec_plk_hx + 4)));
+  __m128i k = _mm_srli_epi64(_mm_castpd_si128(dv), 54); /* 256 + k: k + 1 digits */
+  __m128i i0 = _mm_sub_epi8(_mm_shuffle_epi8(k, PLK(dec_plk_hi + 32)), PLK(dec_plk_hi));
+  __m128i i1 = _mm_sub_epi8(_mm_shuffle_epi8(k, PLK(dec_plk_hi + 64)), PLK(dec_plk_hi));
+  __m128i m = PLK(PLK_0F);
+  __m128i hi = _mm_and_si128(_mm_srli_epi16(x, 4), m), lo = _mm_and_si128(x, m);
+  __m128i d0 = _mm_shuffle_epi8(PLK(PLK_HEX), _mm_shuffle_epi8(_mm_unpacklo_epi8(lo, hi), i0));
+  __m128i d1 = _mm_shuffle_epi8(PLK(PLK_HEX), _mm_shuffle_epi8(_mm_unpackhi_epi8(lo, hi), i1));
+  uint64_t k0 = (uint64_t)_mm_cvtsi128_si64(k), k1 = (uint64_t)_mm_extract_epi64(k, 1);
+  o = key_put_avx2(o, a);
+  _mm_storeu_si128((__m128i *)(void *)o, d0);
+  o[k0 - 255] = '"';
+  o += k0 - 254;
+  o = key_put_avx2(o, a + 1);
+  _mm_storeu_si128((__m128i *)(void *)o, d1);
+  o[k1 - 255] = '"';
+  return o + (k1 - 254);
+}
 #endif
 #define PL_HEX_ARR 1
 #else
@@ -1166,12 +1212,21 @@ PL_AVX2_FN static inline char *key_put_avx2(char *o, const struct pop *op) {
 #undef PL_CASE
 #undef PL_NEXT
 
+/* plans off (test hook): the walker */
+__attribute__((noinline)) static long plans_off(struct etw_decoder *d, struct etw_jw *w, const struct dec_event *e,
+                                                const unsigned char *p, size_t n, int ptr_size, const char **why) {
+  if (!e->runs) compute_runs((struct dec_event *)e);
+  return walk_all(d, w, e, p, n, ptr_size, why);
+}
+
 long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct dec_event *e,
                         const unsigned char *p, size_t n, int ptr_size, const char **why) {
+  int m = __atomic_load_n(&pl_sel, __ATOMIC_RELAXED);
 #if PL_AVX2
-  if (__atomic_load_n(&pl_avx2, __ATOMIC_RELAXED) > 0) return plan_write_avx2(d, w, e, p, n, ptr_size, why);
+  if (m == 1) return plan_write_avx2(d, w, e, p, n, ptr_size, why);
 #endif
-  return plan_write_sse2(d, w, e, p, n, ptr_size, why);
+  if (__builtin_expect(m == 0, 1)) return plan_write_sse2(d, w, e, p, n, ptr_size, why);
+  return plans_off(d, w, e, p, n, ptr_size, why);
 }
 
 /* ---- XML tokenizer */
@@ -2410,12 +2465,19 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
       [OP_M64] = &&l_OP_M64,   [OP_S16] = &&l_OP_S16,   [OP_AU8] = &&l_OP_AU8,   [OP_AU16] = &&l_OP_AU16,
       [OP_AU32] = &&l_OP_AU32, [OP_AU64] = &&l_OP_AU64, [OP_AX8] = &&l_OP_AX8,   [OP_AX16] = &&l_OP_AX16,
       [OP_AX32] = &&l_OP_AX32, [OP_AX64] = &&l_OP_AX64, [OP_GEN] = &&l_OP_GEN,   [OP_SARR] = &&l_OP_SARR,
-      [OP_SEND] = &&l_OP_SEND};
+      [OP_SEND] = &&l_OP_SEND, [OP_XX44] = &&l_OP_XX44, [OP_XX48] = &&l_OP_XX48, [OP_XX84] = &&l_OP_XX84,
+      [OP_XX88] = &&l_OP_XX88};
 #endif
-  if (__builtin_expect(!e->runs, 0)) compute_runs((struct dec_event *)e);
-  if (e->runs <= 1 || !plan_on || w->err || (ptr_size != 8 && ptr_size != 4))
-    return walk_all(d, w, e, p, n, ptr_size, why);
-  const struct plan *pl = (const struct plan *)(const void *)(e->f[0].key + e->runs);
+  int runs = e->runs;
+  if (__builtin_expect(runs <= 1, 0)) {
+    if (!runs) {
+      compute_runs((struct dec_event *)e);
+      runs = e->runs;
+    }
+    if (runs <= 1) return walk_all(d, w, e, p, n, ptr_size, why);
+  }
+  if (w->err || (ptr_size != 8 && ptr_size != 4)) return walk_all(d, w, e, p, n, ptr_size, why);
+  const struct plan *pl = (const struct plan *)(const void *)(e->f[0].key + runs);
   size_t mark = w->len, left = w->max - mark;
   /* near the writer's maximum: left < slack + (n + 1) × perbyte (no overflow: n < 2^24,
    * perbyte < 2^32) */
@@ -2435,10 +2497,10 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
     m->labs |= 1u << PL_V;
   }
 #endif
-  const struct pop *op = ptr_size == 8 ? pl->ops : pl->ops + pl->off4;
+  const struct pop *op = (const struct pop *)(const void *)((const char *)pl->ops + pl->opoff[(unsigned)ptr_size >> 3]);
   const unsigned char *q = p, *pe = p + n;
   uint64_t sv[PLAN_SLOTS];
-  uint64_t v;
+  uint64_t v, v2;
   uint32_t v32;
   long cnt, srem = 0;
   { /* everything the plan writes (see plan_build) */
@@ -2558,6 +2620,51 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
     q += 8;
     goto put_x;
 #endif
+    PL_CASE(OP_XX88) {
+#if PL_V
+      __m128i x = _mm_loadu_si128((const __m128i *)(const void *)q);
+      q += 16;
+      if (__builtin_expect(_mm_testz_si128(x, PLK(dec_plk_hx + 8)), 1)) {
+        o = hex_pair_avx2(o, x, op);
+        op += 2;
+        PL_GO;
+      }
+      v = (uint64_t)_mm_cvtsi128_si64(x);
+      v2 = (uint64_t)_mm_extract_epi64(x, 1);
+      goto put_xx2;
+#else
+      v = pl_rd64(q);
+      v2 = pl_rd64(q + 8);
+      q += 16;
+      goto put_xx;
+#endif
+    }
+    PL_CASE(OP_XX84) v = pl_rd64(q);
+    v2 = d_rd32(q + 8);
+    q += 12;
+    goto put_xx;
+    PL_CASE(OP_XX48) v = d_rd32(q);
+    v2 = pl_rd64(q + 4);
+    q += 12;
+    goto put_xx;
+    PL_CASE(OP_XX44) v = d_rd32(q);
+    v2 = d_rd32(q + 4);
+    q += 8;
+  put_xx:
+#if PL_V
+    if (__builtin_expect(!((v | v2) >> 52), 1)) {
+      o = hex_pair_avx2(o, _mm_insert_epi64(_mm_cvtsi64_si128((long long)v), (long long)v2, 1), op);
+      op += 2;
+      PL_GO;
+    }
+  put_xx2:
+#endif
+    o = key_put(o, op);
+    o = fx_hex_tail(o, v);
+    op++;
+    o = key_put(o, op);
+    o = fx_hex_tail(o, v2);
+    PL_NEXT;
     PL_CASE(OP_M8) v = q[0];
     q += 1;
     goto put_m;

@@ -10,6 +10,9 @@
  *    every place of strings of 0–100 units, so at every position of the 16- and 32-unit blocks
  *    and the tail block; odd payload lengths, strings ending at the payload's end with and
  *    without a NUL, payloads cut inside a string.
+ * 3. Hex fields in a row (DCStopVerbose's MethodID, ModuleID, MethodStartAddress, MethodSize,
+ *    MethodToken): runs of 1–5 of 4- and 8-byte hex integers and pointers in every order, every
+ *    digit count, values ≥ 2^52, a referenced one (a count) among them, payloads cut inside.
  * Each case must render the same bytes, length and consumed count with the plan as with the
  * walker, and the plan must have rendered the well-formed ones itself (no bail).
  */
@@ -211,10 +214,61 @@ static void strings(void) {
   dec_event_free(e2);
 }
 
+/* ---- 3. hex fields in a row */
+static void hex_runs(void) {
+  static const char *const NM[] = {"MethodID", "ModuleID", "MethodStartAddress", "MethodSize", "MethodToken", "Tail"};
+  static const uint16_t W[][2] = {{10, 4}, {8, 4}, {16, 0}, {10, 4}, {8, 4}}; /* 8, 4, ptr, 8, 4 bytes */
+  uint64_t vals[64 * 3 + 2];
+  size_t nv = 0;
+  vals[nv++] = 0;
+  for (int k = 1; k < 64; k++) {
+    vals[nv++] = (1ull << k) - 1;
+    vals[nv++] = 1ull << k;
+    vals[nv++] = (1ull << k) + 1;
+  }
+  vals[nv++] = ~0ull;
+  unsigned char pay[128];
+  size_t c0 = cases;
+  for (int sc = 0; sc < 400; sc++) {
+    uint32_t nf = 1 + (uint32_t)(rnd() % 5);
+    uint16_t ty[6][2];
+    unsigned wd[6];
+    for (uint32_t i = 0; i < nf; i++) {
+      unsigned t = (unsigned)(rnd() % 5);
+      ty[i][0] = W[t][0];
+      ty[i][1] = W[t][1];
+    }
+    ty[nf][0] = 6; /* a UINT16 after them */
+    ty[nf][1] = 0;
+    struct dec_event *e = schema(NM + (5 - nf), ty, nf + 1, -1);
+    if (nf >= 2 && rnd() % 4 == 0) { /* one of them a count of the last (kept by the plan) */
+      e->f[nf].is_array = 1;
+      e->f[nf].count_ref = (int32_t)(rnd() % nf);
+      e->f[nf].count = 1;
+    }
+    for (int ps = 8; ps >= 4; ps -= 4) {
+      for (uint32_t i = 0; i < nf; i++) wd[i] = ty[i][0] == 16 ? (unsigned)ps : ty[i][0] == 10 ? 8u : 4u;
+      for (int rep = 0; rep < 60; rep++) {
+        size_t n = 0;
+        for (uint32_t i = 0; i < nf; i++) {
+          uint64_t v = rep % 3 == 0 ? vals[rnd() % nv] : rep % 3 == 1 ? rnd() >> (rnd() % 64) : rnd() % 3;
+          n += put_le(pay + n, v, wd[i]);
+        }
+        for (int k = 0; k < 8; k++) n += put_le(pay + n, 2, 2);
+        compare(e, pay, n, ps, 0);
+        compare(e, pay, (size_t)(rnd() % (n + 1)), ps, 0); /* cut anywhere */
+      }
+    }
+    dec_event_free(e);
+  }
+  fprintf(stderr, "hex runs: %zu renderings compared\n", cases - c0);
+}
+
 int main(void) {
   fprintf(stderr, "plans' AVX2 code: %s\n", dec_plan_avx2(1) ? "usable (both variants tested)" : "not usable (portable code only)");
   hex_arrays();
   strings();
+  hex_runs();
   fprintf(stderr, "%zu compared, %zu by the plan, %zu different\n", cases, planned, bad);
   CHECK(planned > cases / 2);
   CHECK_EQ(bad, 0);
