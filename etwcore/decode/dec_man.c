@@ -2478,11 +2478,16 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
   }
   if (w->err || (ptr_size != 8 && ptr_size != 4)) return walk_all(d, w, e, p, n, ptr_size, why);
   const struct plan *pl = (const struct plan *)(const void *)(e->f[0].key + runs);
-  size_t mark = w->len, left = w->max - mark;
-  /* near the writer's maximum: left < slack + (n + 1) × perbyte (no overflow: n < 2^24,
-   * perbyte < 2^32) */
-  if (n >= ((size_t)1 << 24) || (uint64_t)(n + 1) * pl->perbyte + pl->slack > left)
-    return walk_all(d, w, e, p, n, ptr_size, why);
+  size_t mark = w->len;
+  /* the writer's maximum must be at least slack + (n + 1) × perbyte away (no overflow: n < 2^24,
+   * perbyte < 2^32); that much room in the buffer already (the usual case) is enough for that
+   * and for the reservation below (8 n + room0 ≤ it) */
+  if (n >= ((size_t)1 << 24)) return walk_all(d, w, e, p, n, ptr_size, why);
+  uint64_t far = (uint64_t)(n + 1) * pl->perbyte + pl->slack;
+  if (__builtin_expect(w->cap - mark <= far, 0)) {
+    if (far > w->max - mark) return walk_all(d, w, e, p, n, ptr_size, why); /* near the maximum */
+    if (etw_jw_grow(w, (size_t)far)) goto bail;
+  }
 #if defined(__GNUC__)
   if (__builtin_expect(!(pl->labs & (1u << PL_V)), 0)) { /* first run: each op's code address */
     struct plan *m = (struct plan *)(uintptr_t)pl;
@@ -2503,11 +2508,7 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
   uint64_t v, v2;
   uint32_t v32;
   long cnt, srem = 0;
-  { /* everything the plan writes (see plan_build) */
-    size_t need = n * PL_OBYTE + pl->room0;
-    if (__builtin_expect(w->cap - mark <= need, 0) && etw_jw_grow(w, need)) goto bail;
-  }
-  char *o = w->buf + w->len;
+  char *o = w->buf + w->len; /* room: n × PL_OBYTE + room0 (see plan_build) ≤ far */
   PL_START {
     PL_CASE(OP_END) goto done;
     PL_CASE(OP_CHK) /* a fixed-size run: all of it in the payload, or nothing left (q ≤ pe) */
@@ -2712,29 +2713,35 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
       size_t avail = (size_t)(pe - q), units = avail / 2, got = 0; /* room: reserved at the start */
 #if defined(__SSE2__)
 #if PL_V
-      /* plain ASCII 32 units at a time */
-      while (units - got >= 32) {
-        __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)(q + 2 * got));
-        __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(q + 2 * got + 32));
-        __m256i x = _mm256_permute4x64_epi64(_mm256_packus_epi16(a, b), 0xD8);
-        __m256i ok = _mm256_cmpgt_epi8(PLK256(PLK_DF), _mm256_add_epi8(x, PLK256(PLK_60)));
-        __m256i qb = _mm256_or_si256(_mm256_cmpeq_epi8(x, PLK256(PLK_QT)), _mm256_cmpeq_epi8(x, PLK256(PLK_BS)));
-        unsigned m = (unsigned)_mm256_movemask_epi8(_mm256_andnot_si256(qb, ok));
-        _mm256_storeu_si256((__m256i *)(void *)o, x);
-        if (m == 0xFFFFFFFFu) {
-          o += 32;
-          got += 32;
-          continue;
-        }
-        unsigned good = (unsigned)__builtin_ctz(~m);
-        o += good;
-        got += good;
-        if (!(q[2 * got] | q[2 * got + 1])) { /* the terminating NUL */
-          *o++ = '"';
-          q += got * 2 + 2;
-          PL_NEXT;
-        }
-        goto s16_rest;
+      /* plain ASCII 32 units at a time (by pointer: while 64 bytes are left) */
+      if (units >= 32) {
+        const unsigned char *qs = q;
+        uintptr_t ql = (uintptr_t)pe - 64;
+        do {
+          __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)qs);
+          __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(qs + 32));
+          __m256i x = _mm256_permute4x64_epi64(_mm256_packus_epi16(a, b), 0xD8);
+          __m256i ok = _mm256_cmpgt_epi8(PLK256(PLK_DF), _mm256_add_epi8(x, PLK256(PLK_60)));
+          __m256i qb = _mm256_or_si256(_mm256_cmpeq_epi8(x, PLK256(PLK_QT)), _mm256_cmpeq_epi8(x, PLK256(PLK_BS)));
+          unsigned m = (unsigned)_mm256_movemask_epi8(_mm256_andnot_si256(qb, ok));
+          _mm256_storeu_si256((__m256i *)(void *)o, x);
+          if (m == 0xFFFFFFFFu) {
+            o += 32;
+            qs += 64;
+            continue;
+          }
+          unsigned good = (unsigned)__builtin_ctz(~m);
+          o += good;
+          qs += 2 * good;
+          if (!(qs[0] | qs[1])) { /* the terminating NUL */
+            *o++ = '"';
+            q = qs + 2;
+            PL_NEXT;
+          }
+          got = (size_t)(qs - q) / 2;
+          goto s16_rest;
+        } while ((uintptr_t)qs <= ql);
+        got = (size_t)(qs - q) / 2;
       }
 #endif
       /* plain ASCII 16 units at a time here (as jw.c's converter does), the rest there */
