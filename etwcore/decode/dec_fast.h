@@ -70,6 +70,13 @@ static const struct {
 #else
 #define FX_T3_OK 0
 #endif
+/* UINT32 −96…−1 (4294967200 + i) with a comma, 16 bytes each (one 16-byte copy) */
+#define FX_TNE(i) {'4', '2', '9', '4', '9', '6', '7', '2', (char)('0' + (i) / 10), (char)('0' + (i) % 10), ',', 0, 0, 0, 0, 0}
+#define FX_TN_8(i) FX_TNE(i), FX_TNE(i + 1), FX_TNE(i + 2), FX_TNE(i + 3), FX_TNE(i + 4), FX_TNE(i + 5), FX_TNE(i + 6), FX_TNE(i + 7)
+static const char FX_TN[96][16] = {FX_TN_8(0),  FX_TN_8(8),  FX_TN_8(16), FX_TN_8(24), FX_TN_8(32), FX_TN_8(40),
+                                   FX_TN_8(48), FX_TN_8(56), FX_TN_8(64), FX_TN_8(72), FX_TN_8(80), FX_TN_8(88)};
+#undef FX_TNE
+#undef FX_TN_8
 FX_INLINE char *fx_put_lt100(char *o, unsigned v) { /* v < 100 */
   if (v < 10) {
     *o = (char)('0' + v);
@@ -144,10 +151,15 @@ FX_INLINE char *fx_put_u32c(char *o, uint32_t v) {
     memcpy(o, &FX_T3[v], 8);
     return o + FX_TL3.l[v];
   }
-  if (v >= 4294967200u) { /* -96..-1 as UINT32 (IL map's -1/-2/-3): 11 bytes stored */
-    memcpy(o, "42949672", 8);
-    memcpy(o + 8, FX_D2 + 2 * (v - 4294967200u), 2);
-    o[10] = ',';
+  if (v < 10000) { /* 4 digits */
+    unsigned h = v / 100;
+    memcpy(o, FX_D2 + 2 * h, 2);
+    memcpy(o + 2, FX_D2 + 2 * (v - h * 100), 2);
+    o[4] = ',';
+    return o + 5;
+  }
+  if (v >= 4294967200u) { /* -96..-1 as UINT32 (IL map's -1/-2/-3): 16 bytes stored */
+    memcpy(o, FX_TN[v - 4294967200u], 16);
     return o + 11;
   }
 #else
