@@ -291,7 +291,10 @@ struct plan {
                      OP_END and has an OP_CHK before each run of fixed-size ops */
   uint32_t room0; /* the same for all ops: reserved with PL_OBYTE × the payload at the start */
   uint32_t labs;  /* pop.lab[v] set: bit v */
-  uint32_t opoff[2]; /* byte offset of the op list for 4-byte pointers ([0]: off4 ops), 8 ([1]: 0) */
+  uint32_t opoff[2]; /* byte offset of the op list for 4-byte pointers ([0]: off4 ops), 8 ([1]: 0),
+                        past its first op when that is an OP_CHK */
+  uint32_t gb0[2];   /* that OP_CHK's gb (0: none): the runner starts at it only when the payload
+                        is shorter */
   /* the plan runs when the writer's maximum is at least this + 32 bytes per payload byte away:
    * a bound of what the walker writes and reserves at once (output ≤ 8 bytes per payload byte +
    * the keys + 1,300 per field for texts from nothing (maps, null); one reservation ≤ 24 per
@@ -524,6 +527,10 @@ __attribute__((noinline)) static int plan_build(struct dec_event *e) {
           }
         }
         ops[no].op = OP_END;
+        if (ops[0].op == OP_CHK) { /* (var 0: 8-byte pointers, [1]) */
+          pl->opoff[!var] += (uint32_t)sizeof(struct pop);
+          pl->gb0[!var] = ops[0].gb;
+        }
         /* two hex fields in a row (the second op only lends its key) */
         for (uint32_t k = 0; k + 1 < no; k++) {
           struct pop *a = &ops[k], *b = &ops[k + 1];
@@ -2503,6 +2510,7 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
   }
 #endif
   const struct pop *op = (const struct pop *)(const void *)((const char *)pl->ops + pl->opoff[(unsigned)ptr_size >> 3]);
+  if (__builtin_expect(n < pl->gb0[(unsigned)ptr_size >> 3], 0)) op--; /* the payload ends in the first run: its OP_CHK */
   const unsigned char *q = p, *pe = p + n;
   uint64_t sv[PLAN_SLOTS];
   uint64_t v, v2;
