@@ -2501,10 +2501,11 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
     static const void *const PL_N[] = {[OP_U8] = &&n_OP_U8,   [OP_U16] = &&n_OP_U16, [OP_U32] = &&n_OP_U32,
                                        [OP_U64] = &&n_OP_U64, [OP_I16] = &&n_OP_I16, [OP_I32] = &&n_OP_I32,
                                        [OP_I64] = &&n_OP_I64, [OP_X8] = &&n_OP_X8,   [OP_X16] = &&n_OP_X16,
-                                       [OP_X32] = &&n_OP_X32, [OP_X64] = &&n_OP_X64};
+                                       [OP_X32] = &&n_OP_X32, [OP_X64] = &&n_OP_X64, [OP_M8] = &&n_OP_M8,
+                                       [OP_M16] = &&n_OP_M16, [OP_M32] = &&n_OP_M32, [OP_M64] = &&n_OP_M64};
     for (uint32_t k = 0; k < 2 * pl->off4; k++) {
       struct pop *x = &m->ops[k];
-      x->lab[PL_V] = !x->slot && x->op >= OP_U8 && x->op <= OP_X64 ? PL_N[x->op] : PL_L[x->op];
+      x->lab[PL_V] = !x->slot && x->op >= OP_U8 && x->op <= OP_M64 ? PL_N[x->op] : PL_L[x->op];
     }
     m->labs |= 1u << PL_V;
   }
@@ -2628,6 +2629,22 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
     v = pl_rd64(q);
     q += 8;
     goto put_x;
+  n_OP_M8:
+    v = q[0];
+    q += 1;
+    goto put_m2;
+  n_OP_M16:
+    v = d_rd16(q);
+    q += 2;
+    goto put_m2;
+  n_OP_M32:
+    v = d_rd32(q);
+    q += 4;
+    goto put_m2;
+  n_OP_M64:
+    v = pl_rd64(q);
+    q += 8;
+    goto put_m2;
 #endif
     PL_CASE(OP_XX88) {
 #if PL_V
@@ -2687,10 +2704,18 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
     q += 8;
   put_m: {
     sv[op->slot] = v;
+#if defined(__GNUC__)
+  put_m2: /* (values not kept) */
+#endif
     o = key_put(o, op);
     struct pmc *c = &op->mc[pmc_hash(v)];
     if (c->v == v && c->len != UINT32_MAX) {
+#if PL_V
+      _mm256_storeu_si256((__m256i *)(void *)o, _mm256_loadu_si256((const __m256i *)(const void *)c->t));
+      _mm_storeu_si128((__m128i *)(void *)(o + 32), _mm_loadu_si128((const __m128i *)(const void *)(c->t + 32)));
+#else
       memcpy(o, c->t, PMC_MAX);
+#endif
       o += c->len;
       PL_NEXT;
     }
