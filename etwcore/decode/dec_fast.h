@@ -47,15 +47,36 @@ static const char FX_N4[401] = "0,\000\0001,\000\0002,\000\0003,\000\0004,\000\0
                     FX_T3E(v + 6), FX_T3E(v + 7), FX_T3E(v + 8), FX_T3E(v + 9)
 #define FX_T3_100(v) FX_T3_10(v), FX_T3_10(v + 10), FX_T3_10(v + 20), FX_T3_10(v + 30), FX_T3_10(v + 40), \
                      FX_T3_10(v + 50), FX_T3_10(v + 60), FX_T3_10(v + 70), FX_T3_10(v + 80), FX_T3_10(v + 90)
-static const uint64_t FX_T3[1000] = {FX_T3_100(0),   FX_T3_100(100), FX_T3_100(200), FX_T3_100(300),
-                                     FX_T3_100(400), FX_T3_100(500), FX_T3_100(600), FX_T3_100(700),
-                                     FX_T3_100(800), FX_T3_100(900)};
+/* … and the same count (with the comma) as a whole word, 8000 bytes after its text: an array
+ * element's end is one `add` from memory (one base register for both) */
+#define FX_L3E(v) ((v) < 10 ? 2u : (v) < 100 ? 3u : 4u)
+#define FX_L3_10(v) FX_L3E(v), FX_L3E(v + 1), FX_L3E(v + 2), FX_L3E(v + 3), FX_L3E(v + 4), FX_L3E(v + 5), \
+                    FX_L3E(v + 6), FX_L3E(v + 7), FX_L3E(v + 8), FX_L3E(v + 9)
+#define FX_L3_100(v) FX_L3_10(v), FX_L3_10(v + 10), FX_L3_10(v + 20), FX_L3_10(v + 30), FX_L3_10(v + 40), \
+                     FX_L3_10(v + 50), FX_L3_10(v + 60), FX_L3_10(v + 70), FX_L3_10(v + 80), FX_L3_10(v + 90)
+static const struct {
+  uint64_t t[1000], l[1000];
+} FX_TL3 = {{FX_T3_100(0), FX_T3_100(100), FX_T3_100(200), FX_T3_100(300), FX_T3_100(400), FX_T3_100(500),
+             FX_T3_100(600), FX_T3_100(700), FX_T3_100(800), FX_T3_100(900)},
+            {FX_L3_100(0), FX_L3_100(100), FX_L3_100(200), FX_L3_100(300), FX_L3_100(400), FX_L3_100(500),
+             FX_L3_100(600), FX_L3_100(700), FX_L3_100(800), FX_L3_100(900)}};
+#define FX_T3 FX_TL3.t
 #undef FX_T3E
 #undef FX_T3_10
 #undef FX_T3_100
+#undef FX_L3E
+#undef FX_L3_10
+#undef FX_L3_100
 #else
 #define FX_T3_OK 0
 #endif
+/* UINT32 −96…−1 (4294967200 + i) with a comma, 16 bytes each (one 16-byte copy) */
+#define FX_TNE(i) {'4', '2', '9', '4', '9', '6', '7', '2', (char)('0' + (i) / 10), (char)('0' + (i) % 10), ',', 0, 0, 0, 0, 0}
+#define FX_TN_8(i) FX_TNE(i), FX_TNE(i + 1), FX_TNE(i + 2), FX_TNE(i + 3), FX_TNE(i + 4), FX_TNE(i + 5), FX_TNE(i + 6), FX_TNE(i + 7)
+static const char FX_TN[96][16] = {FX_TN_8(0),  FX_TN_8(8),  FX_TN_8(16), FX_TN_8(24), FX_TN_8(32), FX_TN_8(40),
+                                   FX_TN_8(48), FX_TN_8(56), FX_TN_8(64), FX_TN_8(72), FX_TN_8(80), FX_TN_8(88)};
+#undef FX_TNE
+#undef FX_TN_8
 FX_INLINE char *fx_put_lt100(char *o, unsigned v) { /* v < 100 */
   if (v < 10) {
     *o = (char)('0' + v);
@@ -128,12 +149,17 @@ FX_INLINE char *fx_put_u32c(char *o, uint32_t v) {
 #if FX_T3_OK
   if (v < 1000) { /* 8 bytes stored */
     memcpy(o, &FX_T3[v], 8);
-    return o + ((const unsigned char *)&FX_T3[v])[7];
+    return o + FX_TL3.l[v];
   }
-  if (v >= 4294967200u) { /* -96..-1 as UINT32 (IL map's -1/-2/-3): 11 bytes stored */
-    memcpy(o, "42949672", 8);
-    memcpy(o + 8, FX_D2 + 2 * (v - 4294967200u), 2);
-    o[10] = ',';
+  if (v < 10000) { /* 4 digits */
+    unsigned h = v / 100;
+    memcpy(o, FX_D2 + 2 * h, 2);
+    memcpy(o + 2, FX_D2 + 2 * (v - h * 100), 2);
+    o[4] = ',';
+    return o + 5;
+  }
+  if (v >= 4294967200u) { /* -96..-1 as UINT32 (IL map's -1/-2/-3): 16 bytes stored */
+    memcpy(o, FX_TN[v - 4294967200u], 16);
     return o + 11;
   }
 #else

@@ -250,12 +250,16 @@ enum {
   OP_SARR,                       /* an array of structs of fixed-size scalars: the member ops
                                     follow, then OP_SEND, once per element */
   OP_SEND,
+  OP_XX44, OP_XX48, OP_XX84, OP_XX88, /* two "0x…" fields in a row (4 or 8 bytes each, values not
+                                         kept): this op's key, the value, the next op's key, the
+                                         value (that op is skipped) */
 };
 #define OP_IS_FIXED(o) ((o) >= OP_U8 && (o) <= OP_M64)
 #define OP_IS_MAP(o) ((o) >= OP_M8 && (o) <= OP_M64)
 #define PLAN_SLOTS 16 /* values kept for count/length references (slot 0: scratch) */
 #define PMC_N 4       /* rendered map texts cached per op */
 #define PMC_MAX 48
+#define PL_OBYTE 8 /* output bound per payload byte of strings (3) and integer arrays (7: AX8) */
 
 struct pmc {
   uint64_t v;
@@ -274,8 +278,8 @@ struct pop {
                     back to the first member op; OP_SARR: the ops up to its OP_SEND */
   uint32_t eb, eout; /* OP_SARR: payload bytes and output bound of one element */
   uint16_t klen;
-  uint32_t room; /* variable-size and map ops: the output bound of the fixed ops after it and the
-                    next variable op's key (+ slack) */
+  uint32_t room; /* the output bound of the ops after it besides PL_OBYTE per payload byte
+                    (plan_build) */
   char key[32];  /* the key text (klen ≤ 32 bytes, zero-padded) */
   const char *lkey; /* OP_KEY: klen bytes, readable 32 bytes further */
   const struct dec_field *f;
@@ -285,8 +289,12 @@ struct pop {
 struct plan {
   uint32_t off4;  /* the 4-byte-pointer plan: ops + off4 (the 8-byte one: ops); each ends with
                      OP_END and has an OP_CHK before each run of fixed-size ops */
-  uint32_t room0; /* bound of the fixed ops before the first variable op and of its key */
+  uint32_t room0; /* the same for all ops: reserved with PL_OBYTE × the payload at the start */
   uint32_t labs;  /* pop.lab[v] set: bit v */
+  uint32_t opoff[2]; /* byte offset of the op list for 4-byte pointers ([0]: off4 ops), 8 ([1]: 0),
+                        past its first op when that is an OP_CHK */
+  uint32_t gb0[2];   /* that OP_CHK's gb (0: none): the runner starts at it only when the payload
+                        is shorter */
   /* the plan runs when the writer's maximum is at least this + 32 bytes per payload byte away:
    * a bound of what the walker writes and reserves at once (output ≤ 8 bytes per payload byte +
    * the keys + 1,300 per field for texts from nothing (maps, null); one reservation ≤ 24 per
@@ -300,9 +308,14 @@ struct plan {
 
 static int plan_on = 1;
 static uint64_t plan_bails; /* plans given up (tests; decoders in other threads count too) */
+/* the runner dec_fields_write_d calls: 0 = SSE2, 1 = AVX2, 2 = none (the walker: plans off);
+ * from plan_on and pl_avx2 (pl_sel_set, after each change of either) */
+static signed char pl_sel;
+static void pl_sel_set(void);
 int dec_plan_enable(int on) {
   int was = plan_on;
   plan_on = on;
+  pl_sel_set();
   return was;
 }
 uint64_t dec_plan_bails(void) { return __atomic_load_n(&plan_bails, __ATOMIC_RELAXED); }
@@ -452,6 +465,8 @@ __attribute__((noinline)) static int plan_build(struct dec_event *e) {
       }
       for (size_t m = 0; m < (size_t)nmc * PMC_N; m++) mc[m].len = UINT32_MAX;
       pl->off4 = 3 * nf + 1;
+      pl->opoff[0] = pl->off4 * (uint32_t)sizeof(struct pop);
+      pl->opoff[1] = 0;
       pl->perbyte = 32;
       pl->slack = 8192 + (size_t)nf * 1300;
       for (uint32_t i = 0; i < nf; i++) pl->slack += kl[i];
@@ -512,27 +527,30 @@ __attribute__((noinline)) static int plan_build(struct dec_event *e) {
           }
         }
         ops[no].op = OP_END;
-        /* rooms, from the end: a variable op reserves for the fixed ops after it and the next
-         * variable op's key (+ 64); a map op's cached text ≤ PMC_MAX, else it reserves again */
+        if (ops[0].op == OP_CHK) { /* (var 0: 8-byte pointers, [1]) */
+          pl->opoff[!var] += (uint32_t)sizeof(struct pop);
+          pl->gb0[!var] = ops[0].gb;
+        }
+        /* two hex fields in a row (the second op only lends its key) */
+        for (uint32_t k = 0; k + 1 < no; k++) {
+          struct pop *a = &ops[k], *b = &ops[k + 1];
+          if ((a->op == OP_X32 || a->op == OP_X64) && (b->op == OP_X32 || b->op == OP_X64) && !a->slot && !b->slot) {
+            a->op = a->op == OP_X32 ? (b->op == OP_X32 ? OP_XX44 : OP_XX48) : (b->op == OP_X32 ? OP_XX84 : OP_XX88);
+            k++;
+          }
+        }
+        /* rooms, from the end: each op's room is the bound of what the ops after it write
+         * besides PL_OBYTE bytes per payload byte (their keys and 48 bytes each: fixed-size
+         * values ≤ 24, a map's cached text ≤ PMC_MAX, an array's or a string's closing text)
+         * and 64 bytes for the SIMD stores past the end; the runner reserves that and
+         * PL_OBYTE × the payload left once at its entry and again after each op that wrote
+         * through the writer (map texts not cached yet, OP_GEN, struct arrays) */
         uint32_t room = 64;
         for (uint32_t k = no; k-- > 0;) {
           struct pop *o = &ops[k];
-          if (o->op == OP_CHK) continue;
-          if (o->op == OP_SEND) { /* its struct array reserves for its elements */
-            k -= (uint32_t)o->gb + 1;
-            o = &ops[k];
-          }
-          if (o->op == OP_KEY) {
-            room += o->klen;
-          } else if (OP_IS_MAP(o->op)) {
-            o->room = room;
-            room += o->klen + 64u;
-          } else if (OP_IS_FIXED(o->op)) {
-            room += o->klen + 24u;
-          } else {
-            o->room = room;
-            room = o->klen + 64u + 64u;
-          }
+          o->room = room;
+          if (o->op == OP_KEY) room += o->klen;
+          else if (o->op != OP_CHK && o->op != OP_SEND && o->op != OP_END) room += o->klen + 48u;
         }
         pl->room0 = room;
       }
@@ -912,14 +930,20 @@ static int avx2_usable(void) {
   return 0;
 #endif
 }
+static void pl_sel_set(void) {
+  int a = __atomic_load_n(&pl_avx2, __ATOMIC_RELAXED);
+  __atomic_store_n(&pl_sel, (signed char)(!plan_on ? 2 : a > 0 ? 1 : 0), __ATOMIC_RELAXED);
+}
 static void pl_avx2_init(void) {
   const char *no = getenv("ETWD_ETL_NO_AVX2");
   int v = (no && *no && strcmp(no, "0")) ? 0 : avx2_usable();
   __atomic_store_n(&pl_avx2, (signed char)v, __ATOMIC_RELAXED);
+  pl_sel_set();
 }
 int dec_plan_avx2(int on) {
   if (__atomic_load_n(&pl_avx2, __ATOMIC_RELAXED) < 0) pl_avx2_init();
   if (on >= 0) __atomic_store_n(&pl_avx2, (signed char)(on && avx2_usable()), __ATOMIC_RELAXED);
+  pl_sel_set();
   return __atomic_load_n(&pl_avx2, __ATOMIC_RELAXED);
 }
 
@@ -959,6 +983,24 @@ __attribute__((visibility("hidden")))
 #endif
 _Alignas(32) char dec_plk_hex[32] = "0123456789abcdef0123456789abcdef";
 #define PLK_HEX dec_plk_hex
+/* hex_arr64_avx2's constants (not const either): per 64-bit lane 0x4340000000000001 (| v: the
+ * double 2^53 + 2 (v | 1)), 2^53, the top 12 bits; per 16-byte lane 0–15, all 0, all 8 */
+#if defined(__GNUC__)
+__attribute__((visibility("hidden")))
+#endif
+_Alignas(32) uint64_t dec_plk_hx[12] = {0x4340000000000001ull, 0x4340000000000001ull, 0x4340000000000001ull,
+                                        0x4340000000000001ull, 0x4340000000000000ull, 0x4340000000000000ull,
+                                        0x4340000000000000ull, 0x4340000000000000ull, 0xFFF0000000000000ull,
+                                        0xFFF0000000000000ull, 0xFFF0000000000000ull, 0xFFF0000000000000ull};
+#if defined(__GNUC__)
+__attribute__((visibility("hidden")))
+#endif
+_Alignas(32) unsigned char dec_plk_hi[96] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
+                                             0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
+                                             0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                             0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                             8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8,
+                                             8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8};
 #endif
 #undef PLK_R8
 #undef PLK_R32
@@ -988,7 +1030,13 @@ static inline uint64_t hex_lead(uint64_t v, unsigned *z) {
   return __builtin_bswap64(v << (lz * 4));
 }
 #define HEX_ARR_BODY(RD, WD, ASCII)                                                                \
-  for (const unsigned char *qp = q + (size_t)(qe - q) / (2 * (WD)) * (2 * (WD)); q < qp; q += 2 * (WD)) { \
+  for (const unsigned char *qp = q + (size_t)(qe - q) / (2 * (WD)) * (2 * (WD)); q < qp; q += 2 * (WD)) \
+    HEX_ARR_PAIR(RD, WD, ASCII);                                                                   \
+  HEX_ARR_ONE(RD, WD, ASCII);                                                                      \
+  return o
+/* two elements (q += 2 WD) */
+#define HEX_ARR_PAIR(RD, WD, ASCII)                                                                \
+  do {                                                                                             \
     unsigned za, zb;                                                                               \
     uint64_t ta = hex_lead(RD(q), &za), tb = hex_lead(RD(q + (WD)), &zb);                          \
     __m128i x = _mm_unpacklo_epi64(_mm_cvtsi64_si128((long long)ta), _mm_cvtsi64_si128((long long)tb)), da, db; \
@@ -1000,7 +1048,9 @@ static inline uint64_t hex_lead(uint64_t v, unsigned *z) {
     o -= zb;                                                                                       \
     memcpy(o + 37, FX_XSEP, 8);                                                                    \
     o += 42;                                                                                       \
-  }                                                                                                \
+  } while (0)
+/* the last element if there is one */
+#define HEX_ARR_ONE(RD, WD, ASCII)                                                                 \
   if (q < qe) {                                                                                    \
     unsigned za;                                                                                   \
     uint64_t ta = hex_lead(RD(q), &za);                                                            \
@@ -1011,8 +1061,7 @@ static inline uint64_t hex_lead(uint64_t v, unsigned *z) {
     o -= za;                                                                                       \
     memcpy(o + 16, FX_XSEP, 8);                                                                    \
     o += 21;                                                                                       \
-  }                                                                                                \
-  return o
+  }
 #define HEX_RD64(q) pl_rd64(q)
 #define HEX_RD32(q) ((uint64_t)d_rd32(q))
 static inline char *hex_arr64(char *o, const unsigned char *q, const unsigned char *qe) {
@@ -1025,8 +1074,44 @@ static inline char *hex_arr32(char *o, const unsigned char *q, const unsigned ch
 #define PL_AVX2_FN __attribute__((target("avx2,bmi,bmi2,lzcnt")))
 PL_AVX2_FN static inline __m128i hex_ascii_avx2(__m128i n) { return _mm_shuffle_epi8(PLK(PLK_HEX), n); }
 PL_AVX2_FN static inline char *hex_arr64_avx2(char *o, const unsigned char *q, const unsigned char *qe) {
-  /* four per step: values 0 and 2 in one 256-bit register's lanes, 1 and 3 in the other's */
-  for (const unsigned char *qp = q + (size_t)(qe - q) / 32 * 32; q < qp; q += 32) {
+  /* four per step, all in vectors while the values are below 2^52: the digit count of each from
+   * the exponent of a double (2^53 + 2 (v | 1) as bits, minus 2^53: exactly 2 (v | 1), exponent
+   * 1024 + floor(log2 (v | 1)), so bits >> 54 = 256 + k with k + 1 digits); the nibbles in
+   * natural order (least significant first: unpack lo, hi), then one byte shuffle per two values
+   * takes nibble k - j to place j (past the digits: index < 0, a zero byte) and one makes them
+   * hex digits. Values 0 and 2 in one register's lanes, 1 and 3 in the other's. */
+  const unsigned char *q4 = q + (size_t)(qe - q) / 32 * 32;
+  while (q < q4) {
+    __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)q);
+    if (!_mm256_testz_si256(x, PLK256(dec_plk_hx + 8))) break; /* a value ≥ 2^52: below */
+    __m256d dv = _mm256_sub_pd(_mm256_castsi256_pd(_mm256_or_si256(x, PLK256(dec_plk_hx))),
+                               _mm256_castsi256_pd(PLK256(dec_plk_hx + 4)));
+    __m256i k = _mm256_srli_epi64(_mm256_castpd_si256(dv), 54); /* 256 + k */
+    __m256i i02 = _mm256_sub_epi8(_mm256_shuffle_epi8(k, PLK256(dec_plk_hi + 32)), PLK256(dec_plk_hi));
+    __m256i i13 = _mm256_sub_epi8(_mm256_shuffle_epi8(k, PLK256(dec_plk_hi + 64)), PLK256(dec_plk_hi));
+    __m256i m = PLK256(PLK_0F);
+    __m256i hi = _mm256_and_si256(_mm256_srli_epi16(x, 4), m), lo = _mm256_and_si256(x, m);
+    __m256i d02 = _mm256_shuffle_epi8(PLK256(PLK_HEX), _mm256_shuffle_epi8(_mm256_unpacklo_epi8(lo, hi), i02));
+    __m256i d13 = _mm256_shuffle_epi8(PLK256(PLK_HEX), _mm256_shuffle_epi8(_mm256_unpackhi_epi8(lo, hi), i13));
+    __m128i klo = _mm256_castsi256_si128(k), khi = _mm256_extracti128_si256(k, 1);
+    uint64_t k0 = (uint64_t)_mm_cvtsi128_si64(klo), k1 = (uint64_t)_mm_extract_epi64(klo, 1);
+    uint64_t k2 = (uint64_t)_mm_cvtsi128_si64(khi), k3 = (uint64_t)_mm_extract_epi64(khi, 1);
+    /* each: 16 bytes stored, `","0x` after its k + 1 digits (256 + k - 255), the next 5 on */
+    _mm_storeu_si128((__m128i *)(void *)o, _mm256_castsi256_si128(d02));
+    memcpy(o + k0 - 255, FX_XSEP, 8);
+    o += k0 - 250;
+    _mm_storeu_si128((__m128i *)(void *)o, _mm256_castsi256_si128(d13));
+    memcpy(o + k1 - 255, FX_XSEP, 8);
+    o += k1 - 250;
+    _mm_storeu_si128((__m128i *)(void *)o, _mm256_extracti128_si256(d02, 1));
+    memcpy(o + k2 - 255, FX_XSEP, 8);
+    o += k2 - 250;
+    _mm_storeu_si128((__m128i *)(void *)o, _mm256_extracti128_si256(d13, 1));
+    memcpy(o + k3 - 255, FX_XSEP, 8);
+    o += k3 - 250;
+    q += 32;
+  }
+  for (; q < q4; q += 32) { /* (a value ≥ 2^52 in each step left) */
     unsigned z0, z1, z2, z3;
     uint64_t t0 = hex_lead(pl_rd64(q), &z0), t1 = hex_lead(pl_rd64(q + 8), &z1);
     uint64_t t2 = hex_lead(pl_rd64(q + 16), &z2), t3 = hex_lead(pl_rd64(q + 24), &z3);
@@ -1050,7 +1135,12 @@ PL_AVX2_FN static inline char *hex_arr64_avx2(char *o, const unsigned char *q, c
     memcpy(o + 79, FX_XSEP, 8);
     o += 84;
   }
-  HEX_ARR_BODY(HEX_RD64, 8, hex_ascii_avx2);
+  if ((size_t)(qe - q) >= 16) { /* fewer than 4 left */
+    HEX_ARR_PAIR(HEX_RD64, 8, hex_ascii_avx2);
+    q += 16;
+  }
+  HEX_ARR_ONE(HEX_RD64, 8, hex_ascii_avx2);
+  return o;
 }
 PL_AVX2_FN static inline char *hex_arr32_avx2(char *o, const unsigned char *q, const unsigned char *qe) {
   HEX_ARR_BODY(HEX_RD32, 4, hex_ascii_avx2);
@@ -1071,6 +1161,27 @@ PL_AVX2_FN static inline char *hex_tail_avx2(char *o, uint64_t v) {
 PL_AVX2_FN static inline char *key_put_avx2(char *o, const struct pop *op) {
   _mm256_storeu_si256((__m256i *)(void *)o, _mm256_loadu_si256((const __m256i *)(const void *)op->key));
   return o + op->klen;
+}
+/* two "0x…" values below 2^52 (@x's 64-bit lanes), each after its key (ops @a and @a + 1) and
+ * with its closing quote: hex_arr64_avx2's step for two */
+PL_AVX2_FN static inline char *hex_pair_avx2(char *o, __m128i x, const struct pop *a) {
+  __m128d dv = _mm_sub_pd(_mm_castsi128_pd(_mm_or_si128(x, PLK(dec_plk_hx))), _mm_castsi128_pd(PLK(dec_plk_hx + 4)));
+  __m128i k = _mm_srli_epi64(_mm_castpd_si128(dv), 54); /* 256 + k: k + 1 digits */
+  __m128i i0 = _mm_sub_epi8(_mm_shuffle_epi8(k, PLK(dec_plk_hi + 32)), PLK(dec_plk_hi));
+  __m128i i1 = _mm_sub_epi8(_mm_shuffle_epi8(k, PLK(dec_plk_hi + 64)), PLK(dec_plk_hi));
+  __m128i m = PLK(PLK_0F);
+  __m128i hi = _mm_and_si128(_mm_srli_epi16(x, 4), m), lo = _mm_and_si128(x, m);
+  __m128i d0 = _mm_shuffle_epi8(PLK(PLK_HEX), _mm_shuffle_epi8(_mm_unpacklo_epi8(lo, hi), i0));
+  __m128i d1 = _mm_shuffle_epi8(PLK(PLK_HEX), _mm_shuffle_epi8(_mm_unpackhi_epi8(lo, hi), i1));
+  uint64_t k0 = (uint64_t)_mm_cvtsi128_si64(k), k1 = (uint64_t)_mm_extract_epi64(k, 1);
+  o = key_put_avx2(o, a);
+  _mm_storeu_si128((__m128i *)(void *)o, d0);
+  o[k0 - 255] = '"';
+  o += k0 - 254;
+  o = key_put_avx2(o, a + 1);
+  _mm_storeu_si128((__m128i *)(void *)o, d1);
+  o[k1 - 255] = '"';
+  return o + (k1 - 254);
 }
 #endif
 #define PL_HEX_ARR 1
@@ -1108,12 +1219,21 @@ PL_AVX2_FN static inline char *key_put_avx2(char *o, const struct pop *op) {
 #undef PL_CASE
 #undef PL_NEXT
 
+/* plans off (test hook): the walker */
+__attribute__((noinline)) static long plans_off(struct etw_decoder *d, struct etw_jw *w, const struct dec_event *e,
+                                                const unsigned char *p, size_t n, int ptr_size, const char **why) {
+  if (!e->runs) compute_runs((struct dec_event *)e);
+  return walk_all(d, w, e, p, n, ptr_size, why);
+}
+
 long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct dec_event *e,
                         const unsigned char *p, size_t n, int ptr_size, const char **why) {
+  int m = __atomic_load_n(&pl_sel, __ATOMIC_RELAXED);
 #if PL_AVX2
-  if (__atomic_load_n(&pl_avx2, __ATOMIC_RELAXED) > 0) return plan_write_avx2(d, w, e, p, n, ptr_size, why);
+  if (m == 1) return plan_write_avx2(d, w, e, p, n, ptr_size, why);
 #endif
-  return plan_write_sse2(d, w, e, p, n, ptr_size, why);
+  if (__builtin_expect(m == 0, 1)) return plan_write_sse2(d, w, e, p, n, ptr_size, why);
+  return plans_off(d, w, e, p, n, ptr_size, why);
 }
 
 /* ---- XML tokenizer */
@@ -2352,37 +2472,52 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
       [OP_M64] = &&l_OP_M64,   [OP_S16] = &&l_OP_S16,   [OP_AU8] = &&l_OP_AU8,   [OP_AU16] = &&l_OP_AU16,
       [OP_AU32] = &&l_OP_AU32, [OP_AU64] = &&l_OP_AU64, [OP_AX8] = &&l_OP_AX8,   [OP_AX16] = &&l_OP_AX16,
       [OP_AX32] = &&l_OP_AX32, [OP_AX64] = &&l_OP_AX64, [OP_GEN] = &&l_OP_GEN,   [OP_SARR] = &&l_OP_SARR,
-      [OP_SEND] = &&l_OP_SEND};
+      [OP_SEND] = &&l_OP_SEND, [OP_XX44] = &&l_OP_XX44, [OP_XX48] = &&l_OP_XX48, [OP_XX84] = &&l_OP_XX84,
+      [OP_XX88] = &&l_OP_XX88};
 #endif
-  if (__builtin_expect(!e->runs, 0)) compute_runs((struct dec_event *)e);
-  if (e->runs <= 1 || !plan_on || w->err || (ptr_size != 8 && ptr_size != 4))
-    return walk_all(d, w, e, p, n, ptr_size, why);
-  const struct plan *pl = (const struct plan *)(const void *)(e->f[0].key + e->runs);
-  size_t mark = w->len, left = w->max - mark;
-  if (left <= pl->slack || (uint64_t)(left - pl->slack) / pl->perbyte <= n) /* near the writer's maximum */
-    return walk_all(d, w, e, p, n, ptr_size, why);
+  int runs = e->runs;
+  if (__builtin_expect(runs <= 1, 0)) {
+    if (!runs) {
+      compute_runs((struct dec_event *)e);
+      runs = e->runs;
+    }
+    if (runs <= 1) return walk_all(d, w, e, p, n, ptr_size, why);
+  }
+  if (w->err || (ptr_size != 8 && ptr_size != 4)) return walk_all(d, w, e, p, n, ptr_size, why);
+  const struct plan *pl = (const struct plan *)(const void *)(e->f[0].key + runs);
+  size_t mark = w->len;
+  /* the writer's maximum must be at least slack + (n + 1) × perbyte away (no overflow: n < 2^24,
+   * perbyte < 2^32); that much room in the buffer already (the usual case) is enough for that
+   * and for the reservation below (8 n + room0 ≤ it) */
+  if (n >= ((size_t)1 << 24)) return walk_all(d, w, e, p, n, ptr_size, why);
+  uint64_t far = (uint64_t)(n + 1) * pl->perbyte + pl->slack;
+  if (__builtin_expect(w->cap - mark <= far, 0)) {
+    if (far > w->max - mark) return walk_all(d, w, e, p, n, ptr_size, why); /* near the maximum */
+    if (etw_jw_grow(w, (size_t)far)) goto bail;
+  }
 #if defined(__GNUC__)
   if (__builtin_expect(!(pl->labs & (1u << PL_V)), 0)) { /* first run: each op's code address */
     struct plan *m = (struct plan *)(uintptr_t)pl;
     static const void *const PL_N[] = {[OP_U8] = &&n_OP_U8,   [OP_U16] = &&n_OP_U16, [OP_U32] = &&n_OP_U32,
                                        [OP_U64] = &&n_OP_U64, [OP_I16] = &&n_OP_I16, [OP_I32] = &&n_OP_I32,
                                        [OP_I64] = &&n_OP_I64, [OP_X8] = &&n_OP_X8,   [OP_X16] = &&n_OP_X16,
-                                       [OP_X32] = &&n_OP_X32, [OP_X64] = &&n_OP_X64};
+                                       [OP_X32] = &&n_OP_X32, [OP_X64] = &&n_OP_X64, [OP_M8] = &&n_OP_M8,
+                                       [OP_M16] = &&n_OP_M16, [OP_M32] = &&n_OP_M32, [OP_M64] = &&n_OP_M64};
     for (uint32_t k = 0; k < 2 * pl->off4; k++) {
       struct pop *x = &m->ops[k];
-      x->lab[PL_V] = !x->slot && x->op >= OP_U8 && x->op <= OP_X64 ? PL_N[x->op] : PL_L[x->op];
+      x->lab[PL_V] = !x->slot && x->op >= OP_U8 && x->op <= OP_M64 ? PL_N[x->op] : PL_L[x->op];
     }
     m->labs |= 1u << PL_V;
   }
 #endif
-  const struct pop *op = ptr_size == 8 ? pl->ops : pl->ops + pl->off4;
+  const struct pop *op = (const struct pop *)(const void *)((const char *)pl->ops + pl->opoff[(unsigned)ptr_size >> 3]);
+  if (__builtin_expect(n < pl->gb0[(unsigned)ptr_size >> 3], 0)) op--; /* the payload ends in the first run: its OP_CHK */
   const unsigned char *q = p, *pe = p + n;
   uint64_t sv[PLAN_SLOTS];
-  uint64_t v;
+  uint64_t v, v2;
   uint32_t v32;
   long cnt, srem = 0;
-  if (etw_jw_reserve(w, pl->room0)) goto bail;
-  char *o = w->buf + w->len;
+  char *o = w->buf + w->len; /* room: n × PL_OBYTE + room0 (see plan_build) ≤ far */
   PL_START {
     PL_CASE(OP_END) goto done;
     PL_CASE(OP_CHK) /* a fixed-size run: all of it in the payload, or nothing left (q ≤ pe) */
@@ -2494,7 +2629,68 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
     v = pl_rd64(q);
     q += 8;
     goto put_x;
+  n_OP_M8:
+    v = q[0];
+    q += 1;
+    goto put_m2;
+  n_OP_M16:
+    v = d_rd16(q);
+    q += 2;
+    goto put_m2;
+  n_OP_M32:
+    v = d_rd32(q);
+    q += 4;
+    goto put_m2;
+  n_OP_M64:
+    v = pl_rd64(q);
+    q += 8;
+    goto put_m2;
 #endif
+    PL_CASE(OP_XX88) {
+#if PL_V
+      __m128i x = _mm_loadu_si128((const __m128i *)(const void *)q);
+      q += 16;
+      if (__builtin_expect(_mm_testz_si128(x, PLK(dec_plk_hx + 8)), 1)) {
+        o = hex_pair_avx2(o, x, op);
+        op += 2;
+        PL_GO;
+      }
+      v = (uint64_t)_mm_cvtsi128_si64(x);
+      v2 = (uint64_t)_mm_extract_epi64(x, 1);
+      goto put_xx2;
+#else
+      v = pl_rd64(q);
+      v2 = pl_rd64(q + 8);
+      q += 16;
+      goto put_xx;
+#endif
+    }
+    PL_CASE(OP_XX84) v = pl_rd64(q);
+    v2 = d_rd32(q + 8);
+    q += 12;
+    goto put_xx;
+    PL_CASE(OP_XX48) v = d_rd32(q);
+    v2 = pl_rd64(q + 4);
+    q += 12;
+    goto put_xx;
+    PL_CASE(OP_XX44) v = d_rd32(q);
+    v2 = d_rd32(q + 4);
+    q += 8;
+  put_xx:
+#if PL_V
+    if (__builtin_expect(!((v | v2) >> 52), 1)) {
+      o = hex_pair_avx2(o, _mm_insert_epi64(_mm_cvtsi64_si128((long long)v), (long long)v2, 1), op);
+      op += 2;
+      PL_GO;
+    }
+  put_xx2:
+#endif
+    o = key_put(o, op);
+    o = fx_hex_tail(o, v);
+    op++;
+    o = key_put(o, op);
+    o = fx_hex_tail(o, v2);
+    PL_NEXT;
     PL_CASE(OP_M8) v = q[0];
     q += 1;
     goto put_m;
@@ -2508,10 +2704,18 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
     q += 8;
   put_m: {
     sv[op->slot] = v;
+#if defined(__GNUC__)
+  put_m2: /* (values not kept) */
+#endif
     o = key_put(o, op);
     struct pmc *c = &op->mc[pmc_hash(v)];
     if (c->v == v && c->len != UINT32_MAX) {
+#if PL_V
+      _mm256_storeu_si256((__m256i *)(void *)o, _mm256_loadu_si256((const __m256i *)(const void *)c->t));
+      _mm_storeu_si128((__m128i *)(void *)(o + 32), _mm_loadu_si128((const __m128i *)(const void *)(c->t + 32)));
+#else
       memcpy(o, c->t, PMC_MAX);
+#endif
       o += c->len;
       PL_NEXT;
     }
@@ -2529,7 +2733,7 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
       c->len = (uint32_t)(w->len - at);
       memcpy(c->t, w->buf + at, c->len);
     }
-    if (etw_jw_reserve(w, op->room)) goto bail;
+    if (etw_jw_reserve(w, (size_t)(pe - q) * PL_OBYTE + op->room)) goto bail;
     o = w->buf + w->len;
     PL_NEXT;
   }
@@ -2539,38 +2743,38 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
       PLK_STR_BASE;
 #endif
       o = key_put(o, op);
-      size_t avail = (size_t)(pe - q), units = avail / 2, got, need = units * 6 + 1 + op->room;
-      if (__builtin_expect((size_t)(w->buf + w->cap - o) <= need, 0)) {
-        w->len = (size_t)(o - w->buf);
-        if (etw_jw_grow(w, need)) goto bail;
-        o = w->buf + w->len;
-      }
-      got = 0;
+      size_t avail = (size_t)(pe - q), units = avail / 2, got = 0; /* room: reserved at the start */
 #if defined(__SSE2__)
 #if PL_V
-      /* plain ASCII 32 units at a time */
-      while (units - got >= 32) {
-        __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)(q + 2 * got));
-        __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(q + 2 * got + 32));
-        __m256i x = _mm256_permute4x64_epi64(_mm256_packus_epi16(a, b), 0xD8);
-        __m256i ok = _mm256_cmpgt_epi8(PLK256(PLK_DF), _mm256_add_epi8(x, PLK256(PLK_60)));
-        __m256i qb = _mm256_or_si256(_mm256_cmpeq_epi8(x, PLK256(PLK_QT)), _mm256_cmpeq_epi8(x, PLK256(PLK_BS)));
-        unsigned m = (unsigned)_mm256_movemask_epi8(_mm256_andnot_si256(qb, ok));
-        _mm256_storeu_si256((__m256i *)(void *)o, x);
-        if (m == 0xFFFFFFFFu) {
-          o += 32;
-          got += 32;
-          continue;
-        }
-        unsigned good = (unsigned)__builtin_ctz(~m);
-        o += good;
-        got += good;
-        if (!(q[2 * got] | q[2 * got + 1])) { /* the terminating NUL */
-          *o++ = '"';
-          q += got * 2 + 2;
-          PL_NEXT;
-        }
-        goto s16_rest;
+      /* plain ASCII 32 units at a time (by pointer: while 64 bytes are left) */
+      if (units >= 32) {
+        const unsigned char *qs = q;
+        uintptr_t ql = (uintptr_t)pe - 64;
+        do {
+          __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)qs);
+          __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(qs + 32));
+          __m256i x = _mm256_permute4x64_epi64(_mm256_packus_epi16(a, b), 0xD8);
+          __m256i ok = _mm256_cmpgt_epi8(PLK256(PLK_DF), _mm256_add_epi8(x, PLK256(PLK_60)));
+          __m256i qb = _mm256_or_si256(_mm256_cmpeq_epi8(x, PLK256(PLK_QT)), _mm256_cmpeq_epi8(x, PLK256(PLK_BS)));
+          unsigned m = (unsigned)_mm256_movemask_epi8(_mm256_andnot_si256(qb, ok));
+          _mm256_storeu_si256((__m256i *)(void *)o, x);
+          if (m == 0xFFFFFFFFu) {
+            o += 32;
+            qs += 64;
+            continue;
+          }
+          unsigned good = (unsigned)__builtin_ctz(~m);
+          o += good;
+          qs += 2 * good;
+          if (!(qs[0] | qs[1])) { /* the terminating NUL */
+            *o++ = '"';
+            q = qs + 2;
+            PL_NEXT;
+          }
+          got = (size_t)(qs - q) / 2;
+          goto s16_rest;
+        } while ((uintptr_t)qs <= ql);
+        got = (size_t)(qs - q) / 2;
       }
 #endif
       /* plain ASCII 16 units at a time here (as jw.c's converter does), the rest there */
@@ -2600,7 +2804,7 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
       /* fewer than 16 units left (all converted ones plain, 1:1): the 32 bytes before the last
        * whole unit as one block when the payload has them (those before the string not used;
        * an odd payload's last byte is no unit) */
-      if (units - got < 16 && got < units && (size_t)(q - p) + 2 * units >= 32 && (size_t)(w->buf + w->cap - o) > 16) {
+      if (units - got < 16 && got < units && (size_t)(q - p) + 2 * units >= 32) {
         __m128i a = _mm_loadu_si128((const __m128i *)(const void *)(q + 2 * units - 32));
         __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(q + 2 * units - 16));
         __m128i x = _mm_packus_epi16(a, b);
@@ -2638,7 +2842,7 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
       q += got < units ? got * 2 + 2 : avail; /* unterminated at the end: the rest */
       PL_NEXT;
     }
-    /* arrays: the count, the payload holds them all, room for 24 bytes each */
+    /* arrays: the count, the payload holds them all (room: reserved at the start) */
 #define PL_ARRAY(WD)                                                                               \
   if (q >= pe) goto done;                                                                          \
   { /* (a constant count is in range: plan_op) */                                                  \
@@ -2646,12 +2850,7 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
     if (c_ > DEC_MAX_ARRAY || c_ * (WD) > (size_t)(pe - q)) goto bail;                             \
     cnt = (long)c_;                                                                                \
   }                                                                                                \
-  o = key_put(o, op);                                                                              \
-  if (__builtin_expect((size_t)(w->buf + w->cap - o) <= (size_t)cnt * 24 + 8 + op->room, 0)) {     \
-    w->len = (size_t)(o - w->buf);                                                                 \
-    if (etw_jw_grow(w, (size_t)cnt * 24 + 8 + op->room)) goto bail;                                \
-    o = w->buf + w->len;                                                                           \
-  }
+  o = key_put(o, op);
 /* "0x…" elements: each one's `",` with the next one's `"0x` in one 8-byte store, the last 3
  * bytes taken back */
 #define PL_AX_LOOP(WD, RD)                                                                         \
@@ -2755,7 +2954,7 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
       cnt = op->cslot ? ref_count(sv[op->cslot]) : (long)op->f->count;
       if (cnt < 0 || cnt > DEC_MAX_ARRAY || (uint64_t)cnt * op->eb > (uint64_t)(pe - q)) goto bail;
       o = key_put(o, op);
-      uint64_t need = (uint64_t)cnt * op->eout + 2 + op->room;
+      uint64_t need = (uint64_t)cnt * op->eout + 2 + op->room + (uint64_t)(pe - q) * PL_OBYTE;
       if (__builtin_expect((uint64_t)(w->buf + w->cap - o) <= need, 0)) {
         w->len = (size_t)(o - w->buf);
         if (need > w->max || etw_jw_grow(w, (size_t)need)) goto bail;
@@ -2802,7 +3001,7 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
       if (w->err) goto bail;
       sv[op->slot] = v;
       q += used;
-      if (etw_jw_reserve(w, op->room)) goto bail;
+      if (etw_jw_reserve(w, (size_t)(pe - q) * PL_OBYTE + op->room)) goto bail;
       o = w->buf + w->len;
       PL_NEXT;
     }

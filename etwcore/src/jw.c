@@ -134,6 +134,13 @@ JW_STR_INLINE void str_body(struct etw_jw *w, const char *str, size_t n, int sim
       unsigned good = (unsigned)__builtin_ctz(~m);
       p += good;
       i += good; /* s[i] is not plain: below */
+      if (s[i] == '\\' || s[i] == '"') { /* (paths: escaped here, then the next block) */
+        p[0] = '\\';
+        p[1] = (char)s[i];
+        p += 2;
+        i++;
+        continue;
+      }
     }
 #endif
     unsigned char c = s[i];
@@ -239,7 +246,15 @@ JW_INLINE char *str16_put(char *p, const unsigned char *s, size_t units, size_t 
       unsigned good = (unsigned)__builtin_ctz(~m);
       p += good;
       i += good;
-      if (!(s[2 * i] | s[2 * i + 1])) break; /* the terminating NUL */
+      uint32_t u = (uint32_t)s[2 * i] | ((uint32_t)s[2 * i + 1] << 8);
+      if (!u) break; /* the terminating NUL */
+      if (u == '\\' || u == '"') { /* (paths: escaped here, then the next block) */
+        p[0] = '\\';
+        p[1] = (char)u;
+        p += 2;
+        i++;
+        continue;
+      }
     } else if (simd && units - i >= 8) {
       __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(s + 2 * i));
       __m128i ok = _mm_and_si128(_mm_cmpgt_epi16(v, _mm_set1_epi16(0x1F)), _mm_cmplt_epi16(v, _mm_set1_epi16(0x7F)));

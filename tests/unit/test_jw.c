@@ -110,6 +110,67 @@ static void str16_all(void) {
   etw_jw_free(&c);
 }
 
+/* Paths: backslashes and quotes (escaped inside the SIMD loop, which then goes on with the next
+ * block) anywhere, in runs, at block ends, with other specials and a NUL after; UTF-16 (SIMD vs
+ * scalar vs the reference) and 8-bit (SIMD vs scalar), strings up to 100 units, into writers
+ * just large enough too. */
+static void paths_all(void) {
+  static const uint16_t sp[] = {'\\', '"', '\\', '\\', '"', '\n', 0xE9, 0x20AC, 0xD83D, 0x7F, 0};
+  uint64_t r = 88172645463325252ull;
+  uint16_t u[128];
+  unsigned char b[256];
+  char want[128 * 6 + 8];
+  struct etw_jw a, c;
+  etw_jw_init(&a, 0);
+  etw_jw_init(&c, 0);
+  size_t cases = 0, bad = 0;
+  for (int rep = 0; rep < 20000; rep++) {
+    size_t len = (size_t)(rep % 101);
+    unsigned dens = 1 + (unsigned)(rep / 101 % 8); /* one special in 2..16 */
+    for (size_t i = 0; i < len; i++) {
+      r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+      unsigned k = (unsigned)(r % (2 * dens));
+      u[i] = k < 2 ? sp[(r >> 8) % (rep & 1 ? 5 : 11)] : (uint16_t)('A' + (r >> 16) % 26);
+      if (u[i] == 0 && i + 1 < len) u[i] = '\\';
+    }
+    for (size_t i = 0; i < len; i++) {
+      b[2 * i] = (unsigned char)u[i];
+      b[2 * i + 1] = (unsigned char)(u[i] >> 8);
+    }
+    size_t units = len + (rep & 2 ? 1 : 0); /* a NUL after, or the string ends the data */
+    b[2 * len] = b[2 * len + 1] = 0;
+    u[len] = 0;
+    size_t used, wl = ref16(want, u, units, &used);
+    a.len = c.len = 0;
+    size_t ga = etw_jw_str16n(&a, b, units), gc = etw_jw_str16n_scalar(&c, b, units);
+    struct etw_jw x;
+    etw_jw_init(&x, units * 6 + 2);
+    size_t gx = etw_jw_str16n(&x, b, units);
+    cases++;
+    if (ga != used || gc != used || gx != used || a.len != wl || c.len != wl || x.len != wl || x.err ||
+        memcmp(a.buf, want, wl) || memcmp(c.buf, want, wl) || memcmp(x.buf, want, wl)) {
+      if (bad++ < 3) fprintf(stderr, "paths16 rep %d len %zu: %s\nwant %.*s\n", rep, len, etw_jw_cstr(&a), (int)wl, want);
+    }
+    etw_jw_free(&x);
+    /* the same as bytes (8-bit strings) */
+    char s8[128];
+    for (size_t i = 0; i < len; i++) s8[i] = u[i] < 0x80 && u[i] ? (char)u[i] : (char)(u[i] ? 0xE9 : '\\');
+    a.len = c.len = 0;
+    etw_jw_str(&a, s8, len);
+    etw_jw_str_scalar(&c, s8, len);
+    etw_jw_init(&x, len * 6 + 2);
+    etw_jw_str(&x, s8, len);
+    if (a.len != c.len || memcmp(a.buf, c.buf, a.len) || x.err || x.len != c.len || memcmp(x.buf, c.buf, c.len)) {
+      if (bad++ < 3) fprintf(stderr, "paths8 rep %d len %zu: %s\n", rep, len, etw_jw_cstr(&a));
+    }
+    etw_jw_free(&x);
+  }
+  CHECK(cases == 20000);
+  CHECK_EQ(bad, 0);
+  etw_jw_free(&a);
+  etw_jw_free(&c);
+}
+
 /* etw_jw_str (16-byte blocks) against etw_jw_str_scalar: every byte class at every position of
  * strings up to 41 bytes, a second special byte after it, invalid UTF-8, into exact writers too */
 static void str_all(void) {
@@ -198,6 +259,7 @@ int main(void) {
   etw_jw_str16(&w, u16, 7); /* A, U+1F600, lone low surrogate, quote, then NUL stops */
   CHECK_STR(etw_jw_cstr(&w), "\"A\xf0\x9f\x98\x80\xef\xbf\xbd\\\"\"");
   str16_all();
+  paths_all();
   etw_jw_truncate(&w, 0);
   unsigned char g[16], g2[16];
   CHECK_EQ(etw_parse_guid("{22fb2cd6-0e7b-422b-a0c7-2fad1fd0e716}", g), 0);

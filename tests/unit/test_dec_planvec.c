@@ -1,0 +1,276 @@
+/* test_dec_planvec.c — the compiled plans' vector paths (dec_man.c) at their block boundaries,
+ * against the walker (plans off), in both runner variants (AVX2 where usable, and SSE2):
+ *
+ * 1. Hex pointer arrays (ClrStack/Walk's Stack: a FrameCount, then that many pointers): 0–13
+ *    elements of 8 and of 4 bytes, every digit count (0, 2^k − 1, 2^k, 2^k + 1 for every k), a
+ *    value ≥ 2^52 (the AVX2 four-value step's limit) at every place of a four-value block, runs
+ *    of equal digit counts, random values.
+ * 2. UTF-16 strings followed by other fields (DCStopVerbose's three strings, then a UINT16): a
+ *    special unit (quote, backslash, control, DEL, non-ASCII, surrogates paired and not, NUL) at
+ *    every place of strings of 0–100 units, so at every position of the 16- and 32-unit blocks
+ *    and the tail block; odd payload lengths, strings ending at the payload's end with and
+ *    without a NUL, payloads cut inside a string.
+ * 3. Hex fields in a row (DCStopVerbose's MethodID, ModuleID, MethodStartAddress, MethodSize,
+ *    MethodToken): runs of 1–5 of 4- and 8-byte hex integers and pointers in every order, every
+ *    digit count, values ≥ 2^52, a referenced one (a count) among them, payloads cut inside.
+ * Each case must render the same bytes, length and consumed count with the plan as with the
+ * walker, and the plan must have rendered the well-formed ones itself (no bail).
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dec_fast.h"
+#include "decode.h"
+#include "etwcore/jw.h"
+#include "t.h"
+
+static uint64_t rs = 0x9E3779B97F4A7C15ull;
+static uint64_t rnd(void) {
+  rs ^= rs >> 12;
+  rs ^= rs << 25;
+  rs ^= rs >> 27;
+  return rs * 2685821657736338717ull;
+}
+
+static char *xstrdup(const char *s) {
+  size_t n = strlen(s) + 1;
+  char *c = malloc(n);
+  memcpy(c, s, n);
+  return c;
+}
+
+static struct dec_event *schema(const char *const *names, const uint16_t (*types)[2], uint32_t nf, int32_t cref_field) {
+  struct dec_event *e = calloc(1, sizeof *e);
+  e->nf = nf;
+  e->f = calloc(nf + 1, sizeof *e->f);
+  e->has_template = 1;
+  for (uint32_t i = 0; i < nf; i++) {
+    struct dec_field *f = &e->f[i];
+    f->name = xstrdup(names[i]);
+    f->in = types[i][0];
+    f->out = types[i][1];
+    f->len = -1;
+    f->count = 1;
+    f->len_ref = -1;
+    f->count_ref = -1;
+    if ((int32_t)i == cref_field) {
+      f->is_array = 1;
+      f->count_ref = (int32_t)i - 1;
+    }
+  }
+  return e;
+}
+
+struct out {
+  char *buf;
+  size_t len;
+  long rc;
+};
+static struct out render(const struct dec_event *e, const unsigned char *p, size_t n, int ps) {
+  struct etw_jw w;
+  etw_jw_init(&w, 0);
+  etw_jw_raw(&w, "{", 1);
+  struct out o;
+  const char *why = NULL;
+  o.rc = dec_fields_write_d(NULL, &w, e, p, n, ps, &why);
+  o.len = w.len;
+  o.buf = malloc(w.len + 1);
+  memcpy(o.buf, w.buf ? w.buf : "", w.len);
+  o.buf[w.len] = 0;
+  etw_jw_free(&w);
+  return o;
+}
+
+static size_t cases, bad, planned;
+/* walker vs plan (both variants); @must_plan: the plan may not give up */
+static void compare(const struct dec_event *e, const unsigned char *p, size_t n, int ps, int must_plan) {
+  dec_plan_enable(0);
+  struct out a = render(e, p, n, ps);
+  dec_plan_enable(1);
+  for (int v = 0; v < 2; v++) {
+    dec_plan_avx2(v);
+    uint64_t b0 = dec_plan_bails();
+    struct out b = render(e, p, n, ps);
+    int kept = dec_plan_bails() == b0;
+    cases++;
+    planned += kept;
+    int same = a.rc == b.rc && a.len == b.len && !memcmp(a.buf, b.buf, a.len);
+    if ((!same || (must_plan && !kept)) && bad++ < 5)
+      fprintf(stderr, "variant %d ps %d n %zu kept %d:\n walker %ld %s\n plan   %ld %s\n", v, ps, n, kept, a.rc, a.buf, b.rc,
+              b.buf);
+    free(b.buf);
+  }
+  dec_plan_avx2(1);
+  free(a.buf);
+}
+
+static size_t put_le(unsigned char *b, uint64_t v, unsigned n) {
+  for (unsigned i = 0; i < n; i++) b[i] = (unsigned char)(v >> (8 * i));
+  return n;
+}
+
+/* ---- 1. hex pointer arrays */
+static void hex_arrays(void) {
+  static const char *const NM[] = {"ClrInstanceID", "FrameCount", "Stack"};
+  static const uint16_t TY[][2] = {{6, 0}, {8, 0}, {16, 0}};
+  struct dec_event *e = schema(NM, TY, 3, 2);
+  uint64_t vals[64 * 3 + 8];
+  size_t nv = 0;
+  vals[nv++] = 0;
+  for (int k = 1; k < 64; k++) {
+    vals[nv++] = (1ull << k) - 1;
+    vals[nv++] = 1ull << k;
+    vals[nv++] = (1ull << k) + 1;
+  }
+  vals[nv++] = ~0ull;
+  unsigned char pay[8 + 8 * 16];
+  size_t c0 = cases;
+  for (int ps = 8; ps >= 4; ps -= 4) {
+    for (uint32_t cnt = 0; cnt <= 13; cnt++) {
+      for (int rep = 0; rep < 400; rep++) {
+        size_t n = put_le(pay, 11, 2);
+        n += put_le(pay + n, cnt, 4);
+        int mode = rep % 5;
+        uint64_t run = vals[rnd() % nv];
+        unsigned big_at = (unsigned)(rep / 5) % 16;
+        for (uint32_t i = 0; i < cnt; i++) {
+          uint64_t v = mode == 0 ? vals[rnd() % nv]                               /* any digit count */
+                       : mode == 1 ? run                                          /* all the same */
+                       : mode == 2 ? rnd() >> (12 + rnd() % 52)                   /* below 2^52 */
+                       : mode == 3 ? (i == big_at ? (1ull << 52) + rnd() % 4096 : rnd() >> (12 + rnd() % 52))
+                                   : (i == big_at ? (1ull << 52) - 1 : (uint64_t)(rnd() % 16)); /* one ≥ or at 2^52 − 1 */
+          n += put_le(pay + n, v, (unsigned)ps);
+        }
+        compare(e, pay, n, ps, 1);
+      }
+      /* every value of the list at every place of a block of 4 (the others small) */
+      if (cnt >= 4 && cnt <= 8)
+        for (size_t j = 0; j < nv; j++)
+          for (uint32_t at = 0; at < cnt; at++) {
+            size_t n = put_le(pay, 11, 2);
+            n += put_le(pay + n, cnt, 4);
+            for (uint32_t i = 0; i < cnt; i++) n += put_le(pay + n, i == at ? vals[j] : (uint64_t)i * 0x1111, (unsigned)ps);
+            compare(e, pay, n, ps, 1);
+          }
+    }
+  }
+  fprintf(stderr, "hex arrays: %zu renderings compared\n", cases - c0);
+  dec_event_free(e);
+}
+
+/* ---- 2. UTF-16 strings */
+static const uint16_t SPECIAL[] = {'"', '\\', '\n', '\t', 1, 0x1F, 0x7F, 0x80, 0xE9, 0x100, 0x20AC, 0xD83D, 0xDE00, 0xDC00, 0xFFFF, 0};
+
+static void strings(void) {
+  static const char *const NM[] = {"MethodID", "MethodNamespace", "MethodName", "MethodSignature", "ClrInstanceID"};
+  static const uint16_t TY[][2] = {{10, 4}, {1, 0}, {1, 0}, {1, 0}, {6, 0}};
+  struct dec_event *e = schema(NM, TY, 5, -1);
+  unsigned char *pay = malloc(4096);
+  size_t c0 = cases;
+  for (size_t len = 0; len <= 100; len++) {
+    for (size_t at = 0; at <= len; at++) { /* at == len: none */
+      for (size_t s = 0; s < sizeof SPECIAL / sizeof SPECIAL[0]; s++) {
+        if (at == len && s) break;
+        int which = (int)((len + at + s) % 3); /* the string that holds it */
+        size_t n = put_le(pay, 0x7ff812345678ull, 8);
+        for (int k = 0; k < 3; k++) {
+          size_t l = k == which ? len : (len * 7 + at + (size_t)k) % 40;
+          for (size_t u = 0; u < l; u++) {
+            uint16_t c = (uint16_t)('A' + (u + (size_t)k) % 58);
+            if (c == '\\' || c == '`') c = 'x';
+            if (k == which && u == at) c = SPECIAL[s];
+            if (k == which && u == at + 1 && SPECIAL[s] == 0xD83D && (len & 1)) c = 0xDE00; /* a pair */
+            n += put_le(pay + n, c, 2);
+          }
+          n += put_le(pay + n, 0, 2);
+        }
+        n += put_le(pay + n, 9, 2);
+        compare(e, pay, n, 8, 1);
+        /* the payload cut inside the strings, and odd */
+        compare(e, pay, n - 1, 8, 0);
+        compare(e, pay, n - 2 - 2 * (at % 5), 8, 0);
+      }
+    }
+  }
+  /* the last string ending at the payload's end: with its NUL, without it, odd */
+  static const char *const NM2[] = {"A", "TypeName"};
+  static const uint16_t TY2[][2] = {{8, 0}, {1, 0}};
+  struct dec_event *e2 = schema(NM2, TY2, 2, -1);
+  for (size_t len = 0; len <= 100; len++)
+    for (size_t at = 0; at <= len; at++)
+      for (size_t s = 0; s < sizeof SPECIAL / sizeof SPECIAL[0]; s += (at == len ? 99 : 1)) {
+        size_t n = put_le(pay, 5, 4);
+        for (size_t u = 0; u < len; u++) n += put_le(pay + n, u == at ? SPECIAL[s] : (uint16_t)('a' + u % 26), 2);
+        compare(e2, pay, n, 8, 1);                /* no NUL */
+        compare(e2, pay, n + put_le(pay + n, 0, 2), 8, 1); /* a NUL */
+        pay[n] = 'z';
+        compare(e2, pay, n + 1, 8, 0); /* odd */
+      }
+  fprintf(stderr, "strings: %zu renderings compared\n", cases - c0);
+  free(pay);
+  dec_event_free(e);
+  dec_event_free(e2);
+}
+
+/* ---- 3. hex fields in a row */
+static void hex_runs(void) {
+  static const char *const NM[] = {"MethodID", "ModuleID", "MethodStartAddress", "MethodSize", "MethodToken", "Tail"};
+  static const uint16_t W[][2] = {{10, 4}, {8, 4}, {16, 0}, {10, 4}, {8, 4}}; /* 8, 4, ptr, 8, 4 bytes */
+  uint64_t vals[64 * 3 + 2];
+  size_t nv = 0;
+  vals[nv++] = 0;
+  for (int k = 1; k < 64; k++) {
+    vals[nv++] = (1ull << k) - 1;
+    vals[nv++] = 1ull << k;
+    vals[nv++] = (1ull << k) + 1;
+  }
+  vals[nv++] = ~0ull;
+  unsigned char pay[128];
+  size_t c0 = cases;
+  for (int sc = 0; sc < 400; sc++) {
+    uint32_t nf = 1 + (uint32_t)(rnd() % 5);
+    uint16_t ty[6][2];
+    unsigned wd[6];
+    for (uint32_t i = 0; i < nf; i++) {
+      unsigned t = (unsigned)(rnd() % 5);
+      ty[i][0] = W[t][0];
+      ty[i][1] = W[t][1];
+    }
+    ty[nf][0] = 6; /* a UINT16 after them */
+    ty[nf][1] = 0;
+    struct dec_event *e = schema(NM + (5 - nf), ty, nf + 1, -1);
+    if (nf >= 2 && rnd() % 4 == 0) { /* one of them a count of the last (kept by the plan) */
+      e->f[nf].is_array = 1;
+      e->f[nf].count_ref = (int32_t)(rnd() % nf);
+      e->f[nf].count = 1;
+    }
+    for (int ps = 8; ps >= 4; ps -= 4) {
+      for (uint32_t i = 0; i < nf; i++) wd[i] = ty[i][0] == 16 ? (unsigned)ps : ty[i][0] == 10 ? 8u : 4u;
+      for (int rep = 0; rep < 60; rep++) {
+        size_t n = 0;
+        for (uint32_t i = 0; i < nf; i++) {
+          uint64_t v = rep % 3 == 0 ? vals[rnd() % nv] : rep % 3 == 1 ? rnd() >> (rnd() % 64) : rnd() % 3;
+          n += put_le(pay + n, v, wd[i]);
+        }
+        for (int k = 0; k < 8; k++) n += put_le(pay + n, 2, 2);
+        compare(e, pay, n, ps, 0);
+        compare(e, pay, (size_t)(rnd() % (n + 1)), ps, 0); /* cut anywhere */
+      }
+    }
+    dec_event_free(e);
+  }
+  fprintf(stderr, "hex runs: %zu renderings compared\n", cases - c0);
+}
+
+int main(void) {
+  fprintf(stderr, "plans' AVX2 code: %s\n", dec_plan_avx2(1) ? "usable (both variants tested)" : "not usable (portable code only)");
+  hex_arrays();
+  strings();
+  hex_runs();
+  fprintf(stderr, "%zu compared, %zu by the plan, %zu different\n", cases, planned, bad);
+  CHECK(planned > cases / 2);
+  CHECK_EQ(bad, 0);
+  T_DONE();
+}
