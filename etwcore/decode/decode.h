@@ -389,6 +389,8 @@ struct dec_kops {
 #define DEC_TPL_BYTES 768
 struct dec_tpl {
   uint64_t sec;       /* FILETIME / 10^7 whose text is in the time slot (UINT64_MAX: none yet) */
+  uint64_t ft1;       /* sec * 10^7 + 1 (1 before the first: the slot holds second 0's text); a
+                       * FILETIME ft with ft - ft1 < 10^7 - 1 is in that second, fraction ≥ 1 */
   uint64_t xkey;      /* pid << 32 | tid (the record's u32s) whose text follows "ProcessID": */
   uint16_t plen;      /* the time slot's offset (after `"TimeCreated":`) */
   uint16_t tlen;      /* the (pid, tid) text's offset (after `"ProcessID":`) */
@@ -396,6 +398,7 @@ struct dec_tpl {
   uint16_t n;         /* bytes to copy: cpos + 3 + hlen */
   uint8_t hlen;       /* head bytes (after `}}`) */
   uint8_t avx2;       /* copied by 32-byte AVX2 moves (chosen at build: dec_tpl_avx2) */
+  uint8_t n32, n16;   /* n in 32-byte and 16-byte chunks, rounded up (the copies' entry) */
   char head[64];      /* `,"EventData":{` and the first op's key */
   char txt[DEC_TPL_BYTES];
 };
