@@ -142,13 +142,15 @@ static inline uint64_t dec_hex8(uint32_t x32) {
 #endif
 /* "0x…" (quoted) at @p, which must have 20 bytes of room; returns the end. */
 static inline char *dec_put_hex(char *p, uint64_t v) {
-  unsigned nd = (unsigned)(64 - __builtin_clzll(v | 1) + 3) / 4;
+  unsigned lz = (unsigned)__builtin_clzll(v | 1);
+  unsigned nd = 16 - (lz >> 2); /* (64 - lz + 3) / 4 */
   p[0] = '"';
   p[1] = '0';
   p[2] = 'x';
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-  /* all 16 digits of v shifted so the significant ones come first; the quote overwrites the rest */
-  uint64_t t = nd == 16 ? v : v << (4 * (16 - nd));
+  /* all 16 digits of v shifted so the significant ones come first (by 4 * (16 - nd) = lz & 60
+   * bits); the quote overwrites the rest */
+  uint64_t t = v << (lz & 60);
 #if defined(__SSE2__)
   /* SSE2: the 8 bytes most significant first, split into high/low nibbles, interleaved */
   uint64_t be = __builtin_bswap64(t);
@@ -554,7 +556,12 @@ static inline void dec_fill_ref(struct etw_evref *ref, const struct etw_rec *r, 
   const uint64_t epoch = 116444736000000000ULL; /* 1970-01-01 as FILETIME */
   uint64_t ft = r->filetime;
   uint64_t dt = ft - epoch; /* wraps when ft < epoch */
-  if (__builtin_expect(dt - 1 < (uint64_t)INT64_MAX / 100, 1)) ref->ts_ns = (int64_t)dt * 100;
+#if defined(__GNUC__)
+  int64_t ns; /* dt * 100 when 1 ≤ dt and it fits (as dt - 1 < INT64_MAX / 100) */
+  if (__builtin_expect((int64_t)dt > 0 && !__builtin_mul_overflow((int64_t)dt, (int64_t)100, &ns), 1)) ref->ts_ns = ns;
+#else
+  if (dt - 1 < (uint64_t)INT64_MAX / 100) ref->ts_ns = (int64_t)dt * 100;
+#endif
   else ref->ts_ns = ft <= epoch ? 0 : INT64_MAX;
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
   _Static_assert(offsetof(struct etw_rec, pid) == offsetof(struct etw_rec, tid) + 4 &&

@@ -395,7 +395,31 @@ static void corpus(void) {
   writer_edges("microsoft+perfview/src/TraceEvent/TraceEvent.Tests/smallEtlFile.etl");
 }
 
+/* dec_fill_ref's ts_ns against its definition (ns since 1970 for times after 1970 that fit, 0
+ * before, INT64_MAX after) at the edges. */
+static void ref_times(void) {
+  const uint64_t epoch = 116444736000000000ULL, lim = (uint64_t)INT64_MAX / 100;
+  const uint64_t T[] = {0, 1, epoch - 1, epoch, epoch + 1, epoch + 2, epoch + lim - 1, epoch + lim, epoch + lim + 1,
+                        epoch + lim + 2, epoch + (1ull << 62), epoch + (1ull << 63) - 1, epoch + (1ull << 63),
+                        epoch + (1ull << 63) + 1, UINT64_MAX - 1, UINT64_MAX, 132404488206530625ull,
+                        (uint64_t)INT64_MAX, (uint64_t)INT64_MAX + 1};
+  struct etw_rec r;
+  memset(&r, 0, sizeof r);
+  for (size_t i = 0; i < sizeof T / sizeof T[0]; i++) {
+    struct etw_evref ref;
+    r.filetime = T[i];
+    dec_fill_ref(&ref, &r, "p", "n");
+    int64_t want;
+    if (T[i] <= epoch) want = 0;
+    else if (T[i] - epoch <= lim) want = (int64_t)(T[i] - epoch) * 100;
+    else want = INT64_MAX;
+    if (ref.ts_ns != want) fprintf(stderr, "ts_ns of %llu: %lld\n", (unsigned long long)T[i], (long long)ref.ts_ns);
+    CHECK(ref.ts_ns == want);
+  }
+}
+
 int main(void) {
+  ref_times();
   writer_too_small("microsoft+perfview/src/TraceEvent/TraceEvent.Tests/smallEtlFile.etl");
   numbers_and_strings();
   addresses();
