@@ -535,10 +535,11 @@ int dec_tpl_avx2(int on) {
 
 /* "000" … "999" as the low 3 bytes of 32-bit words (filled by tpl_build, before any template is
  * written: put_frac_z's table) */
-static uint32_t T3[1000];
+static uint32_t T3[1000], T4[10000]; /* T4: "0000" … "9999" */
 static pthread_once_t t3_once = PTHREAD_ONCE_INIT;
 static void t3_fill(void) {
   for (uint32_t n = 0; n < 1000; n++) T3[n] = ('0' + n / 100) | ('0' + n / 10 % 10) << 8 | ('0' + n % 10) << 16;
+  for (uint32_t n = 0; n < 10000; n++) T4[n] = T3[n / 10] | ('0' + n % 10) << 24;
 }
 
 /* The template's tail from the processor digit on: a '0' placeholder, `}}`, the head. */
@@ -612,8 +613,7 @@ static int tpl_build(struct dec_sysc *sc, struct dec_tpl *t, const struct etw_sy
 static inline void put_frac_z(char *p, unsigned frac) {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
   uint32_t a = frac / 10000u, b = frac - a * 10000u; /* a < 1000, b < 10000 */
-  uint32_t c = (b * 6554u) >> 16, e = b - c * 10u;   /* b / 10 (exact below 16384), the last digit */
-  uint64_t m = T3[a] | (uint64_t)T3[c] << 24 | (uint64_t)(e + '0') << 48 | (uint64_t)'Z' << 56;
+  uint64_t m = T3[a] | (uint64_t)T4[b] << 24 | (uint64_t)'Z' << 56;
   memcpy(p, &m, 8);
 #else
   put_frac(p, frac);
