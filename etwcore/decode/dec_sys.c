@@ -990,13 +990,38 @@ TPL_INLINE int eplan_event(struct etw_decoder *d, struct etw_jw *w, struct dec_e
 
 /* Plans whose ops are X64 U32 U16 U16 with keys of ≤ 16 bytes (PerfInfo/Sample, 8-byte pointers):
  * dec_kplan_event's work for them without the op loop, when the payload is exactly the layout. */
+/* dec_put_hex's text of @v at @p (20 bytes of room); @avx2 (a constant): the digits by one SSSE3
+ * byte shuffle from a nibble table (inline assembly: the writer needs no SSSE3 code generation; the
+ * AVX2 writers run only where the CPU has AVX2, hence SSSE3). */
+TPL_INLINE char *put_hex_v(char *p, uint64_t v, const int avx2) {
+#if DEC_HAVE_AVX2 && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  if (avx2) {
+    unsigned lz = (unsigned)__builtin_clzll(v | 1);
+    unsigned nd = 16 - (lz >> 2);
+    memcpy(p, "\"0x0", 4);
+    uint64_t be = __builtin_bswap64(v << (lz & 60)); /* the significant digits first */
+    __m128i x = _mm_loadl_epi64((const __m128i *)(const void *)&be);
+    const __m128i m = _mm_set1_epi8(0x0F);
+    __m128i nib = _mm_unpacklo_epi8(_mm_and_si128(_mm_srli_epi16(x, 4), m), _mm_and_si128(x, m));
+    __m128i h = _mm_setr_epi8('0', '1', '2', '3', '4', '5', '6', '7', '8', '9', 'a', 'b', 'c', 'd', 'e', 'f');
+    __asm__("pshufb %1, %0" : "+x"(h) : "x"(nib));
+    _mm_storeu_si128((__m128i *)(void *)(p + 3), h);
+    p[3 + nd] = '"';
+    return p + 4 + nd;
+  }
+#else
+  (void)avx2;
+#endif
+  return dec_put_hex(p, v);
+}
+
 /* One fixed-size op's value (@ty a constant) at @p from @q. */
-TPL_INLINE char *put_op(char *p, const unsigned char *q, const int ty) {
+TPL_INLINE char *put_op(char *p, const unsigned char *q, const int ty, const int avx2) {
   switch (ty) {
   case DEC_KOP_U32: return put_u32t(p, d_rd32(q));
   case DEC_KOP_U16: return put_u32t(p, d_rd16(q));
   case DEC_KOP_U64: return dec_put_u64(p, d_rd64(q));
-  default: return dec_put_hex(p, d_rd64(q)); /* DEC_KOP_X64 */
+  default: return put_hex_v(p, d_rd64(q), avx2); /* DEC_KOP_X64 */
   }
 }
 #define OP_SIZE(ty) ((ty) == DEC_KOP_U16 ? 2 : (ty) == DEC_KOP_U32 ? 4 : 8)
@@ -1028,19 +1053,19 @@ TPL_INLINE int kplan_fix4(struct etw_decoder *d, struct etw_jw *w, struct dec_kp
   p[t->cpos] = (char)('0' + cpu);
   p += t->n;
   const unsigned char *q = r->user_data;
-  p = put_op(p, q, t0);
+  p = put_op(p, q, t0, avx2);
   q += OP_SIZE(t0);
   memcpy(p, pl->k.ops[1].key, 16);
   p += pl->k.ops[1].klen;
-  p = put_op(p, q, t1);
+  p = put_op(p, q, t1, avx2);
   q += OP_SIZE(t1);
   memcpy(p, pl->k.ops[2].key, 16);
   p += pl->k.ops[2].klen;
-  p = put_op(p, q, t2);
+  p = put_op(p, q, t2, avx2);
   q += OP_SIZE(t2);
   memcpy(p, pl->k.ops[3].key, 16);
   p += pl->k.ops[3].klen;
-  p = put_op(p, q, t3);
+  p = put_op(p, q, t3, avx2);
   memcpy(p, "}}", 2);
   w->len = (size_t)(p + 2 - w->buf);
   d->decoded++;

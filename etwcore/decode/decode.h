@@ -144,10 +144,8 @@ static inline uint64_t dec_hex8(uint32_t x32) {
 static inline char *dec_put_hex(char *p, uint64_t v) {
   unsigned lz = (unsigned)__builtin_clzll(v | 1);
   unsigned nd = 16 - (lz >> 2); /* (64 - lz + 3) / 4 */
-  p[0] = '"';
-  p[1] = '0';
-  p[2] = 'x';
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  memcpy(p, "\"0x0", 4); /* one store (the 4th byte is overwritten by the digits) */
   /* all 16 digits of v shifted so the significant ones come first (by 4 * (16 - nd) = lz & 60
    * bits); the quote overwrites the rest */
   uint64_t t = v << (lz & 60);
@@ -168,6 +166,9 @@ static inline char *dec_put_hex(char *p, uint64_t v) {
   p[3 + nd] = '"';
 #else
   static const char X[] = "0123456789abcdef";
+  p[0] = '"';
+  p[1] = '0';
+  p[2] = 'x';
   char *e = p + 3 + nd;
   *e = '"';
   do {
