@@ -678,6 +678,42 @@ TPL_INLINE char *put_u32t(char *p, uint32_t v) {
   return dec_put_u32(p, v);
 }
 
+/* dec_put_hex's text of @v at @p (20 bytes of room); @avx2 (a constant): the digits by one SSSE3
+ * byte shuffle from a nibble table (inline assembly: the writer needs no SSSE3 code generation; the
+ * AVX2 writers run only where the CPU has AVX2, hence SSSE3). */
+TPL_INLINE char *put_hex_v(char *p, uint64_t v, const int avx2) {
+#if DEC_HAVE_AVX2 && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  if (avx2) {
+    unsigned lz = (unsigned)__builtin_clzll(v | 1);
+    unsigned nd = 16 - (lz >> 2);
+    memcpy(p, "\"0x0", 4);
+    uint64_t be = __builtin_bswap64(v << (lz & 60)); /* the significant digits first */
+    __m128i x = _mm_loadl_epi64((const __m128i *)(const void *)&be);
+    const __m128i m = _mm_set1_epi8(0x0F);
+    __m128i nib = _mm_unpacklo_epi8(_mm_and_si128(_mm_srli_epi16(x, 4), m), _mm_and_si128(x, m));
+    __m128i h = _mm_setr_epi8('0', '1', '2', '3', '4', '5', '6', '7', '8', '9', 'a', 'b', 'c', 'd', 'e', 'f');
+    __asm__("pshufb %1, %0" : "+x"(h) : "x"(nib));
+    _mm_storeu_si128((__m128i *)(void *)(p + 3), h);
+    p[3 + nd] = '"';
+    return p + 4 + nd;
+  }
+#else
+  (void)avx2;
+#endif
+  return dec_put_hex(p, v);
+}
+
+/* The addresses @q … @qe (8 bytes each, at least one) as dec_put_hex's texts with a comma between
+ * them at @p (21 bytes of room each); the end. */
+TPL_INLINE char *put_stack64(char *p, const unsigned char *q, const unsigned char *qe, const int avx2) {
+  p = put_hex_v(p, d_rd64(q), avx2); /* the first, then a comma before each (no test per element) */
+  for (q += 8; q < qe; q += 8) {
+    *p++ = ',';
+    p = put_hex_v(p, d_rd64(q), avx2);
+  }
+  return p;
+}
+
 /* ---- kernel plans */
 typedef int (*kplan_fn)(struct etw_decoder *, const struct etw_rec *, struct etw_jw *, struct etw_evref *,
                         struct dec_kplan *);
@@ -722,6 +758,7 @@ static uint32_t kops_build(struct dec_kops *k, struct dec_tpl *t, const struct e
   k->nops = (uint8_t)n;
   k->need = need;
   k->tail = n && k->ops[n - 1].ty >= DEC_KOP_STR16;
+  k->avx2 = t->avx2;
   memset(&k->ops[n], 0, sizeof k->ops[n]);
   k->ops[n].ty = DEC_KOP_END;
   if (n) tpl_head(t, head, hlen);
@@ -927,11 +964,7 @@ op_end:
         if (m) { /* the first element, then a comma before each (no test per element) */
           const unsigned char *qe = q + m * ps;
           if (ps == 8) {
-            p = dec_put_hex(p, d_rd64(q));
-            for (q += 8; q < qe; q += 8) {
-              *p++ = ',';
-              p = dec_put_hex(p, d_rd64(q));
-            }
+            p = kk->avx2 ? put_stack64(p, q, qe, 1) : put_stack64(p, q, qe, 0);
           } else {
             p = dec_put_hex(p, d_rd32(q));
             for (q += 4; q < qe; q += 4) {
@@ -990,31 +1023,6 @@ TPL_INLINE int eplan_event(struct etw_decoder *d, struct etw_jw *w, struct dec_e
 
 /* Plans whose ops are X64 U32 U16 U16 with keys of ≤ 16 bytes (PerfInfo/Sample, 8-byte pointers):
  * dec_kplan_event's work for them without the op loop, when the payload is exactly the layout. */
-/* dec_put_hex's text of @v at @p (20 bytes of room); @avx2 (a constant): the digits by one SSSE3
- * byte shuffle from a nibble table (inline assembly: the writer needs no SSSE3 code generation; the
- * AVX2 writers run only where the CPU has AVX2, hence SSSE3). */
-TPL_INLINE char *put_hex_v(char *p, uint64_t v, const int avx2) {
-#if DEC_HAVE_AVX2 && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-  if (avx2) {
-    unsigned lz = (unsigned)__builtin_clzll(v | 1);
-    unsigned nd = 16 - (lz >> 2);
-    memcpy(p, "\"0x0", 4);
-    uint64_t be = __builtin_bswap64(v << (lz & 60)); /* the significant digits first */
-    __m128i x = _mm_loadl_epi64((const __m128i *)(const void *)&be);
-    const __m128i m = _mm_set1_epi8(0x0F);
-    __m128i nib = _mm_unpacklo_epi8(_mm_and_si128(_mm_srli_epi16(x, 4), m), _mm_and_si128(x, m));
-    __m128i h = _mm_setr_epi8('0', '1', '2', '3', '4', '5', '6', '7', '8', '9', 'a', 'b', 'c', 'd', 'e', 'f');
-    __asm__("pshufb %1, %0" : "+x"(h) : "x"(nib));
-    _mm_storeu_si128((__m128i *)(void *)(p + 3), h);
-    p[3 + nd] = '"';
-    return p + 4 + nd;
-  }
-#else
-  (void)avx2;
-#endif
-  return dec_put_hex(p, v);
-}
-
 /* One fixed-size op's value (@ty a constant) at @p from @q. */
 TPL_INLINE char *put_op(char *p, const unsigned char *q, const int ty, const int avx2) {
   switch (ty) {

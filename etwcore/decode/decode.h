@@ -377,6 +377,7 @@ struct dec_kops {
   uint8_t ps;         /* pointer size of the ops (0xFF = no ops: EventData by dec_mof_write) */
   uint8_t nops;
   uint8_t tail;       /* the last op is DEC_KOP_STR16 / _STACK / _ANSI (variable size) */
+  uint8_t avx2;       /* the plan's template variant (a stack's addresses by the AVX2 machines' pshufb) */
   uint32_t need;      /* payload bytes of the fixed-size ops (> 0 when nops) */
   struct dec_kop ops[DEC_KOPS + 1]; /* and a DEC_KOP_END after the last when it is not variable */
 };
