@@ -608,13 +608,14 @@ static int tpl_build(struct dec_sysc *sc, struct dec_tpl *t, const struct etw_sy
   return 0;
 }
 
-/* The 7 fraction digits of @frac (< 10^7) and 'Z' as one 8-byte store at @p: digits 1-3 and 4-6
- * from T3, the 7th computed. */
+/* The 7 fraction digits of @frac (< 10^7) at @p, a template copy's time slot (its 'Z' follows):
+ * digits 1-3 from T3 and 4-7 from T4, two 4-byte stores (the second overwrites the first's 4th
+ * byte). */
 static inline void put_frac_z(char *p, unsigned frac) {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
   uint32_t a = frac / 10000u, b = frac - a * 10000u; /* a < 1000, b < 10000 */
-  uint64_t m = T3[a] | (uint64_t)T4[b] << 24 | (uint64_t)'Z' << 56;
-  memcpy(p, &m, 8);
+  memcpy(p, &T3[a], 4);
+  memcpy(p + 3, &T4[b], 4);
 #else
   put_frac(p, frac);
   p[7] = 'Z';
@@ -1055,12 +1056,15 @@ TPL_INLINE int kplan_fix4(struct etw_decoder *d, struct etw_jw *w, struct dec_kp
 #endif
     return kplan_gen_s(d, r, w, ref, pl);
   }
+  /* nothing fails from here: the counter and the reference first (fewer values live below) */
+  d->decoded++;
+  if (ref) dec_fill_ref(ref, r, pl->prov, pl->name);
+  const unsigned char *q = r->user_data;
   char *p = w->buf + w->len;
   tpl_copy(p, t, avx2);
   put_frac_z(p + t->plen + 21, (unsigned)f1 + 1u);
   p[t->cpos] = (char)('0' + cpu);
   p += t->n;
-  const unsigned char *q = r->user_data;
   p = put_op(p, q, t0, avx2);
   q += OP_SIZE(t0);
   memcpy(p, pl->k.ops[1].key, 16);
@@ -1076,8 +1080,6 @@ TPL_INLINE int kplan_fix4(struct etw_decoder *d, struct etw_jw *w, struct dec_kp
   p = put_op(p, q, t3, avx2);
   memcpy(p, "}}", 2);
   w->len = (size_t)(p + 2 - w->buf);
-  d->decoded++;
-  if (ref) dec_fill_ref(ref, r, pl->prov, pl->name);
   return 1;
 }
 
