@@ -60,12 +60,18 @@ struct dec_sysc {
   char sectext[24];     /* "\"YYYY-MM-DDTHH:MM:SS." (21 bytes) */
 };
 
+struct dec_kplan dec_kplan_none; /* (key 0: a record's key is never 0) */
+
+void dec_plans_init(struct etw_decoder *d) {
+  for (size_t i = 0; i < sizeof d->kplan / sizeof d->kplan[0]; i++) d->kplan[i] = &dec_kplan_none;
+}
+
 void dec_sys_free(struct etw_decoder *d) {
   free(d->sysc);
   d->sysc = NULL;
   for (size_t i = 0; i < sizeof d->kplan / sizeof d->kplan[0]; i++) {
-    free(d->kplan[i]);
-    d->kplan[i] = NULL;
+    if (d->kplan[i] != &dec_kplan_none) free(d->kplan[i]);
+    d->kplan[i] = &dec_kplan_none;
   }
   for (size_t i = 0; i < DEC_EPLAN_N; i++) {
     free(d->eplan[i]);
@@ -776,7 +782,7 @@ static void kplan_ops(struct dec_kplan *pl, const struct etw_rec *r) {
 void dec_kplan_update(struct etw_decoder *d, uint32_t slot, uint64_t key, const struct etw_rec *r,
                       const struct etw_sys *s, uint64_t d8) {
   if (!d->sysc || d->sys_plain || s->activity_id || s->related_activity_id) return;
-  struct dec_kplan *pl = d->kplan[slot];
+  struct dec_kplan *pl = d->kplan[slot] == &dec_kplan_none ? NULL : d->kplan[slot];
   uint32_t hv = ((uint32_t)r->hook_id << 8 | r->desc.version) + 1;
   if (pl && pl->hv == hv && pl->d8 == d8 && pl->kw == s->keywords && pl->prov == s->provider &&
       pl->name == s->event_name && pl->task == s->task_name && pl->opcode == s->opcode_name) {
@@ -786,7 +792,10 @@ void dec_kplan_update(struct etw_decoder *d, uint32_t slot, uint64_t key, const 
     }
     return;
   }
-  if (!pl && !(pl = d->kplan[slot] = calloc(1, sizeof *pl))) return;
+  if (!pl) {
+    if (!(pl = calloc(1, sizeof *pl))) return; /* (the slot keeps dec_kplan_none) */
+    d->kplan[slot] = pl;
+  }
   pl->key = 0;
   if (pl->builds >= DEC_KPLAN_BUILDS) return;
   pl->builds++;

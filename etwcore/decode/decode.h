@@ -421,6 +421,9 @@ struct dec_kplan {
   struct dec_tpl t;   /* System text and head */
 };
 #define DEC_KPLAN_BUILDS 256
+/* The entry of every empty kernel plan slot (etw_decoder_new; never matches a key, never run or
+ * written: dec_kplan_update treats it as none), so the dispatch needs no NULL test. */
+extern struct dec_kplan dec_kplan_none;
 
 /* A manifest event type's plan: the System block's constant text for records of provider @guid
  * with descriptor bytes @d8 and keywords @kw that resolve to schema @e (no TraceLogging or
@@ -450,6 +453,8 @@ struct dec_eplan {
   struct dec_tpl t;   /* System text and `,"EventData":{` (and a classic layout's first key) */
 };
 #define DEC_EPLAN_N 1024
+/** dec_plans_init - every kernel plan slot of new decoder @d empty (dec_kplan_none). */
+void dec_plans_init(struct etw_decoder *d);
 
 struct etw_decoder {
   struct dec_kname kn[1024];
