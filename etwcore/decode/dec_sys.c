@@ -689,7 +689,7 @@ TPL_INLINE char *put_u32t(char *p, uint32_t v) {
  * byte shuffle from a nibble table (inline assembly: the writer needs no SSSE3 code generation; the
  * AVX2 writers run only where the CPU has AVX2, hence SSSE3). */
 TPL_INLINE char *put_hex_v(char *p, uint64_t v, const int avx2) {
-#if DEC_HAVE_AVX2 && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#if DEC_HAVE_AVX2 && defined(__SSE2__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
   if (avx2) {
     unsigned lz = (unsigned)__builtin_clzll(v | 1);
     unsigned nd = 16 - (lz >> 2);
