@@ -596,7 +596,7 @@ int etw_decoder_write(struct etw_decoder *d, const struct etw_rec *r, struct etw
     uint32_t kslot;
     uint64_t kkey = kernel_key(d, r, &kslot);
     struct dec_kplan *pl = d->kplan[kslot]; /* (never NULL: dec_kplan_none's key is 0) */
-    if (pl->key == kkey && pl->d8 == d8 && pl->kw == r->desc.keyword) return pl->run(d, r, w, ref, pl);
+    if (((pl->key ^ kkey) | (pl->d8 ^ d8) | (pl->kw ^ r->desc.keyword)) == 0) return pl->run(d, r, w, ref, pl);
     return dec_kernel_general(d, r, w, ref);
   }
   if (r->kind == ETW_REC_EVENT || r->kind == ETW_REC_CLASSIC) return eplan_dispatch(d, r, w, ref);
