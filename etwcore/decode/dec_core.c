@@ -157,6 +157,7 @@ struct etw_decoder *etw_decoder_new(const char *manifest_dir) {
   struct etw_decoder *d = calloc(1, sizeof *d);
   if (!d) return NULL;
   d->reg_gen = 1;
+  dec_plans_init(d);
   if (manifest_dir && *manifest_dir) {
     d->manifest_dir = strdup(manifest_dir);
     if (!d->manifest_dir) {
@@ -594,8 +595,8 @@ int etw_decoder_write(struct etw_decoder *d, const struct etw_rec *r, struct etw
     memcpy(&d8, &r->desc, 8);
     uint32_t kslot;
     uint64_t kkey = kernel_key(d, r, &kslot);
-    struct dec_kplan *pl = d->kplan[kslot];
-    if (pl && pl->key == kkey && pl->d8 == d8 && pl->kw == r->desc.keyword) return pl->run(d, r, w, ref, pl);
+    struct dec_kplan *pl = d->kplan[kslot]; /* (never NULL: dec_kplan_none's key is 0) */
+    if (((pl->key ^ kkey) | (pl->d8 ^ d8) | (pl->kw ^ r->desc.keyword)) == 0) return pl->run(d, r, w, ref, pl);
     return dec_kernel_general(d, r, w, ref);
   }
   if (r->kind == ETW_REC_EVENT || r->kind == ETW_REC_CLASSIC) return eplan_dispatch(d, r, w, ref);

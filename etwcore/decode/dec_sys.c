@@ -60,12 +60,18 @@ struct dec_sysc {
   char sectext[24];     /* "\"YYYY-MM-DDTHH:MM:SS." (21 bytes) */
 };
 
+struct dec_kplan dec_kplan_none; /* (key 0: a record's key is never 0) */
+
+void dec_plans_init(struct etw_decoder *d) {
+  for (size_t i = 0; i < sizeof d->kplan / sizeof d->kplan[0]; i++) d->kplan[i] = &dec_kplan_none;
+}
+
 void dec_sys_free(struct etw_decoder *d) {
   free(d->sysc);
   d->sysc = NULL;
   for (size_t i = 0; i < sizeof d->kplan / sizeof d->kplan[0]; i++) {
-    free(d->kplan[i]);
-    d->kplan[i] = NULL;
+    if (d->kplan[i] != &dec_kplan_none) free(d->kplan[i]);
+    d->kplan[i] = &dec_kplan_none;
   }
   for (size_t i = 0; i < DEC_EPLAN_N; i++) {
     free(d->eplan[i]);
@@ -386,8 +392,10 @@ static inline int emit(struct dec_sysc *sc, const struct sysc *c, struct etw_jw 
  * the output (the plans reserve for it). */
 #if defined(__GNUC__)
 #define TPL_INLINE static inline __attribute__((always_inline))
+#define DEC_UNREACHABLE() __builtin_unreachable()
 #else
 #define TPL_INLINE static inline
+#define DEC_UNREACHABLE() ((void)0)
 #endif
 
 /* @n bytes of template @t to @p, rounded up to whole chunks; @avx2 (a constant in each plan
@@ -403,10 +411,11 @@ static inline int emit(struct dec_sysc *sc, const struct sysc *c, struct etw_jw 
 #if defined(__SSE2__)
 #define C16(i) _mm_storeu_si128((__m128i *)(void *)(p + 16 * (i)), _mm_loadu_si128((const __m128i *)(const void *)(t + 16 * (i))))
 #endif
-TPL_INLINE void tpl_copy(char *p, const char *t, size_t n, const int avx2) {
+TPL_INLINE void tpl_copy(char *p, const struct dec_tpl *tp, const int avx2) {
+  const char *t = tp->txt;
 #if DEC_HAVE_AVX2
   if (avx2) {
-    switch ((n + 31) >> 5) {
+    switch (tp->n32) { /* (≤ 24: tpl_tail) */
     case 24: A32(23); /* fall through */
     case 23: A32(22); /* fall through */
     case 22: A32(21); /* fall through */
@@ -431,7 +440,8 @@ TPL_INLINE void tpl_copy(char *p, const char *t, size_t n, const int avx2) {
     case 3: A32(2); /* fall through */
     case 2: A32(1); /* fall through */
     case 1: A32(0); /* fall through */
-    default: break;
+    case 0: break;
+    default: DEC_UNREACHABLE();
     }
 #if !defined(__AVX__) /* (the rest is SSE code; a -mavx build encodes it with VEX and keeps ymm
                        * values gcc knows of: no vzeroupper behind its back) */
@@ -443,7 +453,7 @@ TPL_INLINE void tpl_copy(char *p, const char *t, size_t n, const int avx2) {
   (void)avx2;
 #endif
 #if defined(__SSE2__)
-  switch ((n + 15) >> 4) {
+  switch (tp->n16) { /* (≤ 48: tpl_tail) */
   case 48: C16(47); /* fall through */
   case 47: C16(46); /* fall through */
   case 46: C16(45); /* fall through */
@@ -492,10 +502,11 @@ TPL_INLINE void tpl_copy(char *p, const char *t, size_t n, const int avx2) {
   case 3: C16(2); /* fall through */
   case 2: C16(1); /* fall through */
   case 1: C16(0); /* fall through */
-  default: break;
+  case 0: break;
+  default: DEC_UNREACHABLE();
   }
 #else
-  memcpy(p, t, n);
+  memcpy(p, t, tp->n);
 #endif
 }
 #undef A32
@@ -530,10 +541,11 @@ int dec_tpl_avx2(int on) {
 
 /* "000" … "999" as the low 3 bytes of 32-bit words (filled by tpl_build, before any template is
  * written: put_frac_z's table) */
-static uint32_t T3[1000];
+static uint32_t T3[1000], T4[10000]; /* T4: "0000" … "9999" */
 static pthread_once_t t3_once = PTHREAD_ONCE_INIT;
 static void t3_fill(void) {
   for (uint32_t n = 0; n < 1000; n++) T3[n] = ('0' + n / 100) | ('0' + n / 10 % 10) << 8 | ('0' + n % 10) << 16;
+  for (uint32_t n = 0; n < 10000; n++) T4[n] = T3[n / 10] | ('0' + n % 10) << 24;
 }
 
 /* The template's tail from the processor digit on: a '0' placeholder, `}}`, the head. */
@@ -544,6 +556,8 @@ static void tpl_tail(struct dec_tpl *t) {
   p[2] = '}';
   memcpy(p + 3, t->head, t->hlen);
   t->n = (uint16_t)(t->cpos + 3 + t->hlen);
+  t->n32 = (uint8_t)((t->n + 31u) >> 5);
+  t->n16 = (uint8_t)((t->n + 15u) >> 4);
 }
 
 /* The (pid, tid) text of @key (pid << 32 | tid) into the template, and the tail after it. */
@@ -563,6 +577,7 @@ __attribute__((noinline)) static int tpl_sec(struct dec_sysc *sc, struct dec_tpl
   if (!put_time_p(sc, b, ft)) return -1;
   memcpy(t->txt + t->plen, b, 21); /* "\"YYYY-MM-DDTHH:MM:SS." */
   t->sec = sec;
+  t->ft1 = sec * 10000000u + 1u;
   return 0;
 }
 
@@ -592,20 +607,21 @@ static int tpl_build(struct dec_sysc *sc, struct dec_tpl *t, const struct etw_sy
   t->plen = plen;
   t->tlen = (uint16_t)(plen + 30 + mlen);
   t->sec = UINT64_MAX; /* the slot holds the 1601 text: the first event writes its second */
+  t->ft1 = 1;          /* (FILETIMEs 1 … 10^7 - 1 have that text: no rewrite for them) */
   if (head != t->head) memcpy(t->head, head, hlen);
   t->hlen = (uint8_t)hlen;
   tpl_exec(sc, t, (uint64_t)r->pid << 32 | r->tid);
   return 0;
 }
 
-/* The 7 fraction digits of @frac (< 10^7) and 'Z' as one 8-byte store at @p: digits 1-3 and 4-6
- * from T3, the 7th computed. */
+/* The 7 fraction digits of @frac (< 10^7) at @p, a template copy's time slot (its 'Z' follows):
+ * digits 1-3 from T3 and 4-7 from T4, two 4-byte stores (the second overwrites the first's 4th
+ * byte). */
 static inline void put_frac_z(char *p, unsigned frac) {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
   uint32_t a = frac / 10000u, b = frac - a * 10000u; /* a < 1000, b < 10000 */
-  uint32_t c = (b * 6554u) >> 16, e = b - c * 10u;   /* b / 10 (exact below 16384), the last digit */
-  uint64_t m = T3[a] | (uint64_t)T3[c] << 24 | (uint64_t)(e + '0') << 48 | (uint64_t)'Z' << 56;
-  memcpy(p, &m, 8);
+  memcpy(p, &T3[a], 4);
+  memcpy(p + 3, &T4[b], 4);
 #else
   put_frac(p, frac);
   p[7] = 'Z';
@@ -616,12 +632,16 @@ static inline void put_frac_z(char *p, unsigned frac) {
  * end (after the head), or NULL (nothing usable written) when the time cannot be formatted. */
 TPL_INLINE char *tpl_emit(struct dec_sysc *sc, struct dec_tpl *t, char *p, const struct etw_rec *r, const int avx2) {
   uint64_t ft = r->filetime; /* (0, written as 1 by the general path: second 0 is never cached) */
-  uint64_t sec = ft / 10000000u;
-  unsigned frac = (unsigned)(ft - sec * 10000000u);
-  if (__builtin_expect(sec != t->sec, 0) && tpl_sec(sc, t, ft, sec)) return NULL;
+  uint64_t f1 = ft - t->ft1; /* the fraction - 1 when ft is in the slot's second */
+  if (__builtin_expect(f1 >= 9999999u, 0)) { /* another second, or a fraction of 0 */
+    uint64_t sec = ft / 10000000u;
+    if (sec != t->sec && tpl_sec(sc, t, ft, sec)) return NULL;
+    f1 = ft - t->ft1; /* (a fraction of 0: wraps to UINT64_MAX, + 1 below) */
+  }
+  unsigned frac = (unsigned)f1 + 1u;
   uint64_t key = (uint64_t)r->pid << 32 | r->tid;
   if (__builtin_expect(key != t->xkey, 0)) tpl_exec(sc, t, key);
-  tpl_copy(p, t->txt, t->n, avx2);
+  tpl_copy(p, t, avx2);
   put_frac_z(p + t->plen + 21, frac);
   unsigned cpu = r->cpu;
   if (__builtin_expect(cpu < 10, 1)) {
@@ -632,6 +652,74 @@ TPL_INLINE char *tpl_emit(struct dec_sysc *sc, struct dec_tpl *t, char *p, const
 }
 
 static const char EVD[] = ",\"EventData\":{";
+
+/* 0 … 999 as their digits (no leading zeros) in the low bytes of 32-bit words and the digit count
+ * in the top byte (little-endian): one 4-byte store writes a small value (put_u32t). */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define S3E(n)                                                                                          \
+  ((n) < 10    ? (uint32_t)('0' + (n)) | 1u << 24                                                       \
+   : (n) < 100 ? (uint32_t)('0' + (n) / 10) | (uint32_t)('0' + (n) % 10) << 8 | 2u << 24                \
+               : (uint32_t)('0' + (n) / 100) | (uint32_t)('0' + (n) / 10 % 10) << 8 |                   \
+                     (uint32_t)('0' + (n) % 10) << 16 | 3u << 24)
+#define S3_10(b) S3E(b), S3E(b + 1), S3E(b + 2), S3E(b + 3), S3E(b + 4), S3E(b + 5), S3E(b + 6), S3E(b + 7), \
+                 S3E(b + 8), S3E(b + 9)
+#define S3_100(b) S3_10(b), S3_10(b + 10), S3_10(b + 20), S3_10(b + 30), S3_10(b + 40), S3_10(b + 50), \
+                  S3_10(b + 60), S3_10(b + 70), S3_10(b + 80), S3_10(b + 90)
+static const uint32_t S3[1000] = {S3_100(0),   S3_100(100), S3_100(200), S3_100(300), S3_100(400),
+                                  S3_100(500), S3_100(600), S3_100(700), S3_100(800), S3_100(900)};
+#undef S3_100
+#undef S3_10
+#undef S3E
+#endif
+
+/* dec_put_u32's text of @v at @p, which has room for 4 bytes more than that text needs (< 1000:
+ * from S3, 4 bytes written). */
+TPL_INLINE char *put_u32t(char *p, uint32_t v) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  if (__builtin_expect(v < 1000, 1)) {
+    uint32_t e = S3[v];
+    memcpy(p, &e, 4);
+    return p + (e >> 24);
+  }
+#endif
+  return dec_put_u32(p, v);
+}
+
+/* dec_put_hex's text of @v at @p (20 bytes of room); @avx2 (a constant): the digits by one SSSE3
+ * byte shuffle from a nibble table (inline assembly: the writer needs no SSSE3 code generation; the
+ * AVX2 writers run only where the CPU has AVX2, hence SSSE3). */
+TPL_INLINE char *put_hex_v(char *p, uint64_t v, const int avx2) {
+#if DEC_HAVE_AVX2 && defined(__SSE2__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  if (avx2) {
+    unsigned lz = (unsigned)__builtin_clzll(v | 1);
+    unsigned nd = 16 - (lz >> 2);
+    memcpy(p, "\"0x0", 4);
+    uint64_t be = __builtin_bswap64(v << (lz & 60)); /* the significant digits first */
+    __m128i x = _mm_loadl_epi64((const __m128i *)(const void *)&be);
+    const __m128i m = _mm_set1_epi8(0x0F);
+    __m128i nib = _mm_unpacklo_epi8(_mm_and_si128(_mm_srli_epi16(x, 4), m), _mm_and_si128(x, m));
+    __m128i h = _mm_setr_epi8('0', '1', '2', '3', '4', '5', '6', '7', '8', '9', 'a', 'b', 'c', 'd', 'e', 'f');
+    __asm__("pshufb %1, %0" : "+x"(h) : "x"(nib));
+    _mm_storeu_si128((__m128i *)(void *)(p + 3), h);
+    p[3 + nd] = '"';
+    return p + 4 + nd;
+  }
+#else
+  (void)avx2;
+#endif
+  return dec_put_hex(p, v);
+}
+
+/* The addresses @q … @qe (8 bytes each, at least one) as dec_put_hex's texts with a comma between
+ * them at @p (21 bytes of room each); the end. */
+TPL_INLINE char *put_stack64(char *p, const unsigned char *q, const unsigned char *qe, const int avx2) {
+  p = put_hex_v(p, d_rd64(q), avx2); /* the first, then a comma before each (no test per element) */
+  for (q += 8; q < qe; q += 8) {
+    *p++ = ',';
+    p = put_hex_v(p, d_rd64(q), avx2);
+  }
+  return p;
+}
 
 /* ---- kernel plans */
 typedef int (*kplan_fn)(struct etw_decoder *, const struct etw_rec *, struct etw_jw *, struct etw_evref *,
@@ -677,6 +765,7 @@ static uint32_t kops_build(struct dec_kops *k, struct dec_tpl *t, const struct e
   k->nops = (uint8_t)n;
   k->need = need;
   k->tail = n && k->ops[n - 1].ty >= DEC_KOP_STR16;
+  k->avx2 = t->avx2;
   memset(&k->ops[n], 0, sizeof k->ops[n]);
   k->ops[n].ty = DEC_KOP_END;
   if (n) tpl_head(t, head, hlen);
@@ -693,7 +782,7 @@ static void kplan_ops(struct dec_kplan *pl, const struct etw_rec *r) {
 void dec_kplan_update(struct etw_decoder *d, uint32_t slot, uint64_t key, const struct etw_rec *r,
                       const struct etw_sys *s, uint64_t d8) {
   if (!d->sysc || d->sys_plain || s->activity_id || s->related_activity_id) return;
-  struct dec_kplan *pl = d->kplan[slot];
+  struct dec_kplan *pl = d->kplan[slot] == &dec_kplan_none ? NULL : d->kplan[slot];
   uint32_t hv = ((uint32_t)r->hook_id << 8 | r->desc.version) + 1;
   if (pl && pl->hv == hv && pl->d8 == d8 && pl->kw == s->keywords && pl->prov == s->provider &&
       pl->name == s->event_name && pl->task == s->task_name && pl->opcode == s->opcode_name) {
@@ -703,7 +792,10 @@ void dec_kplan_update(struct etw_decoder *d, uint32_t slot, uint64_t key, const 
     }
     return;
   }
-  if (!pl && !(pl = d->kplan[slot] = calloc(1, sizeof *pl))) return;
+  if (!pl) {
+    if (!(pl = calloc(1, sizeof *pl))) return; /* (the slot keeps dec_kplan_none) */
+    d->kplan[slot] = pl;
+  }
   pl->key = 0;
   if (pl->builds >= DEC_KPLAN_BUILDS) return;
   pl->builds++;
@@ -823,11 +915,11 @@ __attribute__((noinline)) static int kops_run(struct etw_decoder *d, struct etw_
     goto *L[o->ty];                     \
   } while (0)
   goto *L[o->ty];
-op_u32: p = dec_put_u32(p, d_rd32(q)); q += 4; KOP_NEXT;
+op_u32: p = put_u32t(p, d_rd32(q)); q += 4; KOP_NEXT;
 op_i32: p = dec_put_i64(p, (int32_t)d_rd32(q)); q += 4; KOP_NEXT;
 op_x32: p = dec_put_hex(p, d_rd32(q)); q += 4; KOP_NEXT;
-op_u16: p = dec_put_u32(p, d_rd16(q)); q += 2; KOP_NEXT;
-op_u8: p = dec_put_u32(p, q[0]); q += 1; KOP_NEXT;
+op_u16: p = put_u32t(p, d_rd16(q)); q += 2; KOP_NEXT;
+op_u8: p = put_u32t(p, q[0]); q += 1; KOP_NEXT;
 op_i8: p = dec_put_i64(p, (int8_t)q[0]); q += 1; KOP_NEXT;
 op_u64: p = dec_put_u64(p, d_rd64(q)); q += 8; KOP_NEXT;
 op_i64: p = dec_put_i64(p, (int64_t)d_rd64(q)); q += 8; KOP_NEXT;
@@ -839,11 +931,11 @@ op_end:
 #else
   for (const struct dec_kop *o = kk->ops, *e = o + kk->nops - kk->tail;;) {
     switch (o->ty) {
-    case DEC_KOP_U32: p = dec_put_u32(p, d_rd32(q)); q += 4; break;
+    case DEC_KOP_U32: p = put_u32t(p, d_rd32(q)); q += 4; break;
     case DEC_KOP_I32: p = dec_put_i64(p, (int32_t)d_rd32(q)); q += 4; break;
     case DEC_KOP_X32: p = dec_put_hex(p, d_rd32(q)); q += 4; break;
-    case DEC_KOP_U16: p = dec_put_u32(p, d_rd16(q)); q += 2; break;
-    case DEC_KOP_U8: p = dec_put_u32(p, q[0]); q += 1; break;
+    case DEC_KOP_U16: p = put_u32t(p, d_rd16(q)); q += 2; break;
+    case DEC_KOP_U8: p = put_u32t(p, q[0]); q += 1; break;
     case DEC_KOP_I8: p = dec_put_i64(p, (int8_t)q[0]); q += 1; break;
     case DEC_KOP_U64: p = dec_put_u64(p, d_rd64(q)); q += 8; break;
     case DEC_KOP_I64: p = dec_put_i64(p, (int64_t)d_rd64(q)); q += 8; break;
@@ -882,11 +974,7 @@ op_end:
         if (m) { /* the first element, then a comma before each (no test per element) */
           const unsigned char *qe = q + m * ps;
           if (ps == 8) {
-            p = dec_put_hex(p, d_rd64(q));
-            for (q += 8; q < qe; q += 8) {
-              *p++ = ',';
-              p = dec_put_hex(p, d_rd64(q));
-            }
+            p = kk->avx2 ? put_stack64(p, q, qe, 1) : put_stack64(p, q, qe, 0);
           } else {
             p = dec_put_hex(p, d_rd32(q));
             for (q += 4; q < qe; q += 4) {
@@ -946,12 +1034,12 @@ TPL_INLINE int eplan_event(struct etw_decoder *d, struct etw_jw *w, struct dec_e
 /* Plans whose ops are X64 U32 U16 U16 with keys of ≤ 16 bytes (PerfInfo/Sample, 8-byte pointers):
  * dec_kplan_event's work for them without the op loop, when the payload is exactly the layout. */
 /* One fixed-size op's value (@ty a constant) at @p from @q. */
-TPL_INLINE char *put_op(char *p, const unsigned char *q, const int ty) {
+TPL_INLINE char *put_op(char *p, const unsigned char *q, const int ty, const int avx2) {
   switch (ty) {
-  case DEC_KOP_U32: return dec_put_u32(p, d_rd32(q));
-  case DEC_KOP_U16: return dec_put_u32(p, d_rd16(q));
+  case DEC_KOP_U32: return put_u32t(p, d_rd32(q));
+  case DEC_KOP_U16: return put_u32t(p, d_rd16(q));
   case DEC_KOP_U64: return dec_put_u64(p, d_rd64(q));
-  default: return dec_put_hex(p, d_rd64(q)); /* DEC_KOP_X64 */
+  default: return put_hex_v(p, d_rd64(q), avx2); /* DEC_KOP_X64 */
   }
 }
 #define OP_SIZE(ty) ((ty) == DEC_KOP_U16 ? 2 : (ty) == DEC_KOP_U32 ? 4 : 8)
@@ -966,42 +1054,41 @@ TPL_INLINE int kplan_fix4(struct etw_decoder *d, struct etw_jw *w, struct dec_kp
                           const int t3) {
   const unsigned need = OP_SIZE(t0) + OP_SIZE(t1) + OP_SIZE(t2) + OP_SIZE(t3);
   struct dec_tpl *t = &pl->t;
-  uint64_t ft = r->filetime; /* (second 0 is never cached: tpl_sec) */
-  uint64_t sec = ft / 10000000u;
-  unsigned frac = (unsigned)(ft - sec * 10000000u);
+  uint64_t f1 = r->filetime - t->ft1; /* the fraction - 1 when in the slot's second (tpl_emit) */
   uint64_t key = (uint64_t)r->pid << 32 | r->tid;
   unsigned cpu = r->cpu;
   if (__builtin_expect(((r->ptr_size ^ 8u) | (r->user_len ^ need) | (uint32_t)w->err | (cpu >= 10)) != 0 ||
-                           ((sec ^ t->sec) | (key ^ t->xkey)) != 0 || w->cap - w->len <= pl->room,
+                           (key ^ t->xkey) != 0 || f1 >= 9999999u || w->cap - w->len <= pl->room,
                        0)) {
 #if DEC_HAVE_AVX2
     if (avx2) return kplan_gen_a(d, r, w, ref, pl);
 #endif
     return kplan_gen_s(d, r, w, ref, pl);
   }
+  /* nothing fails from here: the counter and the reference first (fewer values live below) */
+  d->decoded++;
+  if (ref) dec_fill_ref(ref, r, pl->prov, pl->name);
+  const unsigned char *q = r->user_data;
   char *p = w->buf + w->len;
-  tpl_copy(p, t->txt, t->n, avx2);
-  put_frac_z(p + t->plen + 21, frac);
+  tpl_copy(p, t, avx2);
+  put_frac_z(p + t->plen + 21, (unsigned)f1 + 1u);
   p[t->cpos] = (char)('0' + cpu);
   p += t->n;
-  const unsigned char *q = r->user_data;
-  p = put_op(p, q, t0);
+  p = put_op(p, q, t0, avx2);
   q += OP_SIZE(t0);
   memcpy(p, pl->k.ops[1].key, 16);
   p += pl->k.ops[1].klen;
-  p = put_op(p, q, t1);
+  p = put_op(p, q, t1, avx2);
   q += OP_SIZE(t1);
   memcpy(p, pl->k.ops[2].key, 16);
   p += pl->k.ops[2].klen;
-  p = put_op(p, q, t2);
+  p = put_op(p, q, t2, avx2);
   q += OP_SIZE(t2);
   memcpy(p, pl->k.ops[3].key, 16);
   p += pl->k.ops[3].klen;
-  p = put_op(p, q, t3);
+  p = put_op(p, q, t3, avx2);
   memcpy(p, "}}", 2);
   w->len = (size_t)(p + 2 - w->buf);
-  d->decoded++;
-  if (ref) dec_fill_ref(ref, r, pl->prov, pl->name);
   return 1;
 }
 

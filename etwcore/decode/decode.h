@@ -142,13 +142,13 @@ static inline uint64_t dec_hex8(uint32_t x32) {
 #endif
 /* "0x…" (quoted) at @p, which must have 20 bytes of room; returns the end. */
 static inline char *dec_put_hex(char *p, uint64_t v) {
-  unsigned nd = (unsigned)(64 - __builtin_clzll(v | 1) + 3) / 4;
-  p[0] = '"';
-  p[1] = '0';
-  p[2] = 'x';
+  unsigned lz = (unsigned)__builtin_clzll(v | 1);
+  unsigned nd = 16 - (lz >> 2); /* (64 - lz + 3) / 4 */
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-  /* all 16 digits of v shifted so the significant ones come first; the quote overwrites the rest */
-  uint64_t t = nd == 16 ? v : v << (4 * (16 - nd));
+  memcpy(p, "\"0x0", 4); /* one store (the 4th byte is overwritten by the digits) */
+  /* all 16 digits of v shifted so the significant ones come first (by 4 * (16 - nd) = lz & 60
+   * bits); the quote overwrites the rest */
+  uint64_t t = v << (lz & 60);
 #if defined(__SSE2__)
   /* SSE2: the 8 bytes most significant first, split into high/low nibbles, interleaved */
   uint64_t be = __builtin_bswap64(t);
@@ -166,6 +166,9 @@ static inline char *dec_put_hex(char *p, uint64_t v) {
   p[3 + nd] = '"';
 #else
   static const char X[] = "0123456789abcdef";
+  p[0] = '"';
+  p[1] = '0';
+  p[2] = 'x';
   char *e = p + 3 + nd;
   *e = '"';
   do {
@@ -374,6 +377,7 @@ struct dec_kops {
   uint8_t ps;         /* pointer size of the ops (0xFF = no ops: EventData by dec_mof_write) */
   uint8_t nops;
   uint8_t tail;       /* the last op is DEC_KOP_STR16 / _STACK / _ANSI (variable size) */
+  uint8_t avx2;       /* the plan's template variant (a stack's addresses by the AVX2 machines' pshufb) */
   uint32_t need;      /* payload bytes of the fixed-size ops (> 0 when nops) */
   struct dec_kop ops[DEC_KOPS + 1]; /* and a DEC_KOP_END after the last when it is not variable */
 };
@@ -389,6 +393,8 @@ struct dec_kops {
 #define DEC_TPL_BYTES 768
 struct dec_tpl {
   uint64_t sec;       /* FILETIME / 10^7 whose text is in the time slot (UINT64_MAX: none yet) */
+  uint64_t ft1;       /* sec * 10^7 + 1 (1 before the first: the slot holds second 0's text); a
+                       * FILETIME ft with ft - ft1 < 10^7 - 1 is in that second, fraction ≥ 1 */
   uint64_t xkey;      /* pid << 32 | tid (the record's u32s) whose text follows "ProcessID": */
   uint16_t plen;      /* the time slot's offset (after `"TimeCreated":`) */
   uint16_t tlen;      /* the (pid, tid) text's offset (after `"ProcessID":`) */
@@ -396,6 +402,7 @@ struct dec_tpl {
   uint16_t n;         /* bytes to copy: cpos + 3 + hlen */
   uint8_t hlen;       /* head bytes (after `}}`) */
   uint8_t avx2;       /* copied by 32-byte AVX2 moves (chosen at build: dec_tpl_avx2) */
+  uint8_t n32, n16;   /* n in 32-byte and 16-byte chunks, rounded up (the copies' entry) */
   char head[64];      /* `,"EventData":{` and the first op's key */
   char txt[DEC_TPL_BYTES];
 };
@@ -414,6 +421,9 @@ struct dec_kplan {
   struct dec_tpl t;   /* System text and head */
 };
 #define DEC_KPLAN_BUILDS 256
+/* The entry of every empty kernel plan slot (etw_decoder_new; never matches a key, never run or
+ * written: dec_kplan_update treats it as none), so the dispatch needs no NULL test. */
+extern struct dec_kplan dec_kplan_none;
 
 /* A manifest event type's plan: the System block's constant text for records of provider @guid
  * with descriptor bytes @d8 and keywords @kw that resolve to schema @e (no TraceLogging or
@@ -443,6 +453,8 @@ struct dec_eplan {
   struct dec_tpl t;   /* System text and `,"EventData":{` (and a classic layout's first key) */
 };
 #define DEC_EPLAN_N 1024
+/** dec_plans_init - every kernel plan slot of new decoder @d empty (dec_kplan_none). */
+void dec_plans_init(struct etw_decoder *d);
 
 struct etw_decoder {
   struct dec_kname kn[1024];
@@ -551,7 +563,12 @@ static inline void dec_fill_ref(struct etw_evref *ref, const struct etw_rec *r, 
   const uint64_t epoch = 116444736000000000ULL; /* 1970-01-01 as FILETIME */
   uint64_t ft = r->filetime;
   uint64_t dt = ft - epoch; /* wraps when ft < epoch */
-  if (__builtin_expect(dt - 1 < (uint64_t)INT64_MAX / 100, 1)) ref->ts_ns = (int64_t)dt * 100;
+#if defined(__GNUC__)
+  int64_t ns; /* dt * 100 when 1 ≤ dt and it fits (as dt - 1 < INT64_MAX / 100) */
+  if (__builtin_expect((int64_t)dt > 0 && !__builtin_mul_overflow((int64_t)dt, (int64_t)100, &ns), 1)) ref->ts_ns = ns;
+#else
+  if (dt - 1 < (uint64_t)INT64_MAX / 100) ref->ts_ns = (int64_t)dt * 100;
+#endif
   else ref->ts_ns = ft <= epoch ? 0 : INT64_MAX;
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
   _Static_assert(offsetof(struct etw_rec, pid) == offsetof(struct etw_rec, tid) + 4 &&

@@ -343,7 +343,50 @@ static void writer_too_small(const char *rel) {
   pair_close(&P);
 }
 
+/* Times at the edges of a template's second (dec_tpl ft1: fraction 0, the first and last 100 ns of
+ * a second, second 0 and FILETIME 0 — second 0's text is in a new template's slot): for every record
+ * type of the first 3000 records, a new decoder pair; the record (builds the plan), then copies at
+ * these times, each compared with the general path (text, return value, ref). */
+static void time_edges(const char *rel) {
+  struct pair P;
+  if (!pair_open(&P, rel)) return;
+  struct etw_status st;
+  struct etw_jw a, c;
+  etw_jw_init(&a, 0);
+  etw_jw_init(&c, 0);
+  struct etw_rec rec;
+  struct etw_evref ra, rc;
+  size_t n = 0, diff = 0, tried = 0;
+  static const uint64_t T[] = {1, 2, 9999999, 0, 5, 10000000, 10000001, 19999999, 20000000, 9999999, 0, 1,
+                               132404488206530625ull, 132404488200000000ull, 132404488209999999ull,
+                               132404488210000000ull, 132404488200000001ull, 3, 0};
+  while (etw_etl_reader_next(P.r, &rec, &st) == 1 && n++ < 3000) {
+    if (n % 3) continue;
+    struct etw_decoder *fast = etw_decoder_new(tu_manifests()), *plain = etw_decoder_new(tu_manifests());
+    plain->sys_plain = 1;
+    for (size_t k = 0; k <= sizeof T / sizeof T[0]; k++) {
+      struct etw_rec m = rec;
+      if (k) m.filetime = T[k - 1];
+      a.len = c.len = 0;
+      int ka = etw_decoder_write(fast, &m, &a, &ra);
+      int kc = etw_decoder_write(plain, &m, &c, &rc);
+      tried++;
+      if (a.len != c.len || memcmp(a.buf, c.buf, a.len) || ka != kc || ra.ts_ns != rc.ts_ns || ra.name != rc.name) {
+        if (diff++ < 3) fprintf(stderr, "%s #%zu time %zu differs:\n %s\n %s\n", rel, n, k, etw_jw_cstr(&a), etw_jw_cstr(&c));
+      }
+    }
+    etw_decoder_free(fast);
+    etw_decoder_free(plain);
+  }
+  CHECK(tried > 1000);
+  CHECK_EQ(diff, 0);
+  etw_jw_free(&a);
+  etw_jw_free(&c);
+  pair_close(&P);
+}
+
 static void corpus(void) {
+  time_edges("microsoft+perfview/src/TraceEvent/TraceEvent.Tests/inputs/net.4.5.2.x64.etl.zip!*.etl");
   compare("microsoft+perfview/src/TraceEvent/TraceEvent.Tests/inputs/net.4.5.2.x64.etl.zip!*.etl");
   compare("microsoft+perfview/src/TraceEvent/TraceEvent.Tests/smallEtlFile.etl");
   compare("airbus-cert+etl-parser/tests/example/ShutdownPerfDiagLogger.etl");
@@ -352,7 +395,31 @@ static void corpus(void) {
   writer_edges("microsoft+perfview/src/TraceEvent/TraceEvent.Tests/smallEtlFile.etl");
 }
 
+/* dec_fill_ref's ts_ns against its definition (ns since 1970 for times after 1970 that fit, 0
+ * before, INT64_MAX after) at the edges. */
+static void ref_times(void) {
+  const uint64_t epoch = 116444736000000000ULL, lim = (uint64_t)INT64_MAX / 100;
+  const uint64_t T[] = {0, 1, epoch - 1, epoch, epoch + 1, epoch + 2, epoch + lim - 1, epoch + lim, epoch + lim + 1,
+                        epoch + lim + 2, epoch + (1ull << 62), epoch + (1ull << 63) - 1, epoch + (1ull << 63),
+                        epoch + (1ull << 63) + 1, UINT64_MAX - 1, UINT64_MAX, 132404488206530625ull,
+                        (uint64_t)INT64_MAX, (uint64_t)INT64_MAX + 1};
+  struct etw_rec r;
+  memset(&r, 0, sizeof r);
+  for (size_t i = 0; i < sizeof T / sizeof T[0]; i++) {
+    struct etw_evref ref;
+    r.filetime = T[i];
+    dec_fill_ref(&ref, &r, "p", "n");
+    int64_t want;
+    if (T[i] <= epoch) want = 0;
+    else if (T[i] - epoch <= lim) want = (int64_t)(T[i] - epoch) * 100;
+    else want = INT64_MAX;
+    if (ref.ts_ns != want) fprintf(stderr, "ts_ns of %llu: %lld\n", (unsigned long long)T[i], (long long)ref.ts_ns);
+    CHECK(ref.ts_ns == want);
+  }
+}
+
 int main(void) {
+  ref_times();
   writer_too_small("microsoft+perfview/src/TraceEvent/TraceEvent.Tests/smallEtlFile.etl");
   numbers_and_strings();
   addresses();
