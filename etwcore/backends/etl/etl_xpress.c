@@ -75,8 +75,10 @@ static inline void copy_match_fast(unsigned char *d, size_t off, size_t len) {
 
 #if defined(__GNUC__)
 #define XP_INLINE static inline __attribute__((always_inline))
+#define XP_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #else
 #define XP_INLINE static inline
+#define XP_UNLIKELY(x) (x)
 #endif
 
 /* Input bytes one flag word can consume at most: 4 (flags) + 32 items × 10 (token, nibble,
@@ -111,23 +113,18 @@ XP_INLINE int xp_fast(const unsigned char **pip, unsigned char **pop, const unsi
     uint64_t f = (uint64_t)rd32le(ip) << 32 | 0x80000000u;
     ip += 4;
     for (;;) {
-      if ((int64_t)f >= 0) { /* a run of literals up to the next match or the sentinel */
-        if ((int64_t)(f << 1) < 0) { /* one (the most frequent run) */
-          *op++ = *ip++;
-          f <<= 1;
-        } else {
-          size_t run = (size_t)(unsigned)__builtin_clzll(f);
-          memcpy(op, ip, 16);
-          memcpy(op + 16, ip + 16, 16);
-          op += run;
-          ip += run;
-          f <<= run;
-        }
-      }
+      /* one step: the run of literals before the next match (often none), then that match.
+       * sh = run + 1 (1..33) from the leading zeros of f; the literals are copied as 16 bytes
+       * whatever their number (32 above 16); shifting by sh drops the match's bit too, so f
+       * is 0 when the run reached the sentinel (the end of the word). */
+      size_t run = (size_t)(unsigned)__builtin_clzll(f);
+      memcpy(op, ip, 16);
+      if (XP_UNLIKELY(run > 16)) memcpy(op + 16, ip + 16, 16);
+      op += run;
+      ip += run;
+      f <<= run;
       f <<= 1;
       if (!f) break;
-      /* (byte loads: with rd16le's 16-bit load gcc keeps the token in 16-bit registers and
-       * adds zero-extensions) */
       uint32_t tok = (uint32_t)ip[0] | (uint32_t)ip[1] << 8;
       ip += 2;
       size_t len = tok & 7;
@@ -191,6 +188,288 @@ XP_INLINE int xp_fast(const unsigned char **pip, unsigned char **pop, const unsi
   return 0;
 }
 
+/* Test hook (not static so that the unit tests can set it): the C loops only (no effect where
+ * there is no assembly loop). */
+int etw_xpress_c_only;
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(ETWD_XP_NO_ASM)
+#define XP_ASM 1
+
+/* Output room kept at the start of a flag word by the "medium" assembly loop, which checks the
+ * 1-, 2- and 4-byte length forms against the output end but not matches of ≤ 24 bytes: 32 items
+ * of ≤ 24 bytes plus a 32-byte store. */
+#define XP_MED_MARGIN (32 * 24 + 32)
+
+/* The fast loop (xp_fast) written out in x86-64 assembly (SSE2 only). Same bounds as the C:
+ * whole flag words while ip < in_lim and op < out_lim at the start of each. One step is a run
+ * of literals (copied as 16 bytes, or 32 above 16) and the match after it, so there is no
+ * branch on literal vs. match: f holds the flags as in xp_fast (the current item in bit 63, a
+ * sentinel below them); bsr gives b = 63 - run, and a shift by -b & 63 = run + 1 drops the run
+ * and the match's bit at once (0: the sentinel went, the word ended in literals).
+ * Registers: rcx the shift count / scratch, eax the token, edx the length.
+ * Variants (text pasted into the loop): @DCHK the distance checked against out0 (the first
+ * 8 KiB: a distance is at most 8192), at the token before anything else; @BCHK the 1-byte
+ * length form (25..279 bytes) checked against the output end like the 2- and 4-byte forms
+ * (which always are), with [margin] the room that must stay after the match.
+ * Ends: 0 at a word boundary past a limit; -1 malformed (a distance before the output, a 2/4-
+ * byte length below 22); 2 a checked length did not leave the margin: its fields are read (ip,
+ * half after them; f without its bit), edx the length and eax the distance for the C to copy
+ * the checked way. */
+#define XP_ASM_DCHK                                                                            \
+  "mov %%eax, %%ecx\n\t"                                                                       \
+  "shr $3, %%ecx\n\t"                                                                          \
+  "mov %[op], %%rdx\n\t"                                                                       \
+  "sub %[out0], %%rdx\n\t"                                                                     \
+  "cmp %%rdx, %%rcx\n\t"                                                                       \
+  "jae .Lxp_bad%=\n\t"
+#define XP_ASM_BCHK                                                                            \
+  "mov %[out_end], %%rcx\n\t"                                                                  \
+  "sub %[op], %%rcx\n\t"                                                                       \
+  "sub %[margin], %%rcx\n\t"                                                                   \
+  "cmp %%rdx, %%rcx\n\t"                                                                       \
+  "jl .Lxp_near%=\n\t"
+#define XP_ASM_LOOP(DCHK, BCHK, MARGIN)                                                        \
+  __asm__ volatile(                                                                            \
+      "jmp .Lxp_word%=\n\t"                                                                      \
+      /* 3..9 bytes from distance >= 16: one 16-byte copy (the common step's end) */           \
+      ".Lxp_s16%=:\n\t"                                                                          \
+      "shr $3, %%eax\n\t"                                                                      \
+      "not %%rax\n\t"                                                                          \
+      "movdqu (%[op],%%rax), %%xmm0\n\t"                                                       \
+      "movdqu %%xmm0, (%[op])\n\t"                                                             \
+      "lea 3(%[op],%%rdx), %[op]\n\t"                                                          \
+      /* a step: the literals before the next match (run = 63 - b), then the match */          \
+      ".Lxp_step%=:\n\t"                                                                         \
+      "bsr %[f], %%rcx\n\t"                                                                    \
+      "movdqu (%[ip]), %%xmm0\n\t"                                                             \
+      "movdqu %%xmm0, (%[op])\n\t"                                                             \
+      "cmp $47, %%ecx\n\t"                                                                     \
+      "jb .Lxp_lit32%=\n\t"                                                                      \
+      ".Lxp_lit%=:\n\t"                                                                          \
+      "neg %%rcx\n\t"                                                                          \
+      "lea 65(%[ip],%%rcx), %[ip]\n\t" /* past the run and the token */                        \
+      "lea 63(%[op],%%rcx), %[op]\n\t" /* past the run */                                      \
+      "shl %%cl, %[f]\n\t"             /* by run + 1 (1..33): 0 = the sentinel went */         \
+      "jz .Lxp_wend%=\n\t"                                                                       \
+      "movzwl -2(%[ip]), %%eax\n\t"                                                            \
+      DCHK                                                                                     \
+      "mov %%eax, %%edx\n\t"                                                                   \
+      "and $7, %%edx\n\t"                                                                      \
+      "cmp $7, %%edx\n\t"                                                                      \
+      "je .Lxp_nib%=\n\t"                                                                        \
+      "cmp $0x78, %%eax\n\t"                                                                   \
+      "jae .Lxp_s16%=\n\t"                                                                       \
+      /* 3..9 bytes from distance 1..15 */                                                     \
+      "shr $3, %%eax\n\t"                                                                      \
+      "cmp $3, %%eax\n\t"                                                                      \
+      "jne .Lxp_sdx%=\n\t"                                                                       \
+      /* distance 4: the 4 bytes repeated over 16 */                                           \
+      "movd -4(%[op]), %%xmm0\n\t"                                                             \
+      "pshufd $0, %%xmm0, %%xmm0\n\t"                                                          \
+      "movdqu %%xmm0, (%[op])\n\t"                                                             \
+      "lea 3(%[op],%%rdx), %[op]\n\t"                                                          \
+      "jmp .Lxp_step%=\n\t"                                                                      \
+      ".Lxp_sdx%=:\n\t"                                                                          \
+      "inc %%eax\n\t"                                                                          \
+      "mov %[op], %%rcx\n\t"                                                                   \
+      "sub %%rax, %%rcx\n\t"                                                                   \
+      "movq (%%rcx), %%xmm0\n\t"                                                               \
+      "movq %%xmm0, (%[op])\n\t"                                                               \
+      "cmp $8, %%eax\n\t"                                                                      \
+      "jb .Lxp_sd8%=\n\t"                                                                        \
+      /* 8..15: two 8-byte copies (the second reads bytes the first wrote) */                  \
+      "movq 8(%%rcx), %%xmm0\n\t"                                                              \
+      "movq %%xmm0, 8(%[op])\n\t"                                                              \
+      "lea 3(%[op],%%rdx), %[op]\n\t"                                                          \
+      "jmp .Lxp_step%=\n\t"                                                                      \
+      /* 1..7: the period doubled in place (p = distance × 2^k) until p >= 8; a 9-byte match   \
+       * with p = 8 takes one more 8-byte copy */                                              \
+      ".Lxp_sd8%=:\n\t"                                                                          \
+      "mov %%eax, %%ecx\n\t"                                                                   \
+      ".Lxp_sd8d%=:\n\t"                                                                         \
+      "movq (%[op]), %%xmm0\n\t"                                                               \
+      "movq %%xmm0, (%[op],%%rcx)\n\t"                                                         \
+      "add %%ecx, %%ecx\n\t"                                                                   \
+      "cmp $8, %%ecx\n\t"                                                                      \
+      "jb .Lxp_sd8d%=\n\t"                                                                       \
+      "lea 3(%%rdx), %%eax\n\t"                                                                \
+      "cmp %%ecx, %%eax\n\t"                                                                   \
+      "jbe .Lxp_sd8e%=\n\t"                                                                      \
+      "movq (%[op]), %%xmm0\n\t"                                                               \
+      "movq %%xmm0, 8(%[op])\n\t"                                                              \
+      ".Lxp_sd8e%=:\n\t"                                                                         \
+      "lea 3(%[op],%%rdx), %[op]\n\t"                                                          \
+      "jmp .Lxp_step%=\n\t"                                                                      \
+      /* 17..32 literals: 16 more bytes */                                                     \
+      ".Lxp_lit32%=:\n\t"                                                                        \
+      "movdqu 16(%[ip]), %%xmm0\n\t"                                                           \
+      "movdqu %%xmm0, 16(%[op])\n\t"                                                           \
+      "jmp .Lxp_lit%=\n\t"                                                                       \
+      /* the run reached the sentinel: there was no token after it */                          \
+      ".Lxp_wend%=:\n\t"                                                                         \
+      "sub $2, %[ip]\n\t"                                                                      \
+      /* a flag word, while the limits hold */                                                 \
+      ".Lxp_word%=:\n\t"                                                                         \
+      "cmp %[in_lim], %[ip]\n\t"                                                               \
+      "jae .Lxp_done%=\n\t"                                                                      \
+      "cmp %[out_lim], %[op]\n\t"                                                              \
+      "jae .Lxp_done%=\n\t"                                                                      \
+      "movl (%[ip]), %k[f]\n\t"                                                                \
+      "add $4, %[ip]\n\t"                                                                      \
+      "shl $32, %[f]\n\t"                                                                      \
+      "bts $31, %[f]\n\t"                                                                      \
+      "jmp .Lxp_step%=\n\t"                                                                      \
+      /* the length continues in a nibble: the low half of a new byte, or the high half of the \
+       * last one */                                                                           \
+      ".Lxp_nib%=:\n\t"                                                                          \
+      "test %[half], %[half]\n\t"                                                              \
+      "jz .Lxp_nibnew%=\n\t"                                                                     \
+      "movzbl (%[half]), %%edx\n\t"                                                            \
+      "shr $4, %%edx\n\t"                                                                      \
+      "xor %k[half], %k[half]\n\t"                                                             \
+      "jmp .Lxp_nibgot%=\n\t"                                                                    \
+      ".Lxp_nibnew%=:\n\t"                                                                       \
+      "movzbl (%[ip]), %%edx\n\t"                                                              \
+      "mov %[ip], %[half]\n\t"                                                                 \
+      "inc %[ip]\n\t"                                                                          \
+      "and $15, %%edx\n\t"                                                                     \
+      ".Lxp_nibgot%=:\n\t"                                                                       \
+      "cmp $15, %%edx\n\t"                                                                     \
+      "je .Lxp_byte%=\n\t"                                                                       \
+      "add $10, %%edx\n\t" /* 10..24 bytes */                                                  \
+      "cmp $0x78, %%eax\n\t"                                                                   \
+      "jb .Lxp_gent%=\n\t"                                                                       \
+      "shr $3, %%eax\n\t"                                                                      \
+      "not %%rax\n\t"                                                                          \
+      "movdqu (%[op],%%rax), %%xmm0\n\t"                                                       \
+      "movdqu %%xmm0, (%[op])\n\t"                                                             \
+      "movdqu 16(%[op],%%rax), %%xmm0\n\t"                                                     \
+      "movdqu %%xmm0, 16(%[op])\n\t"                                                           \
+      "add %%rdx, %[op]\n\t"                                                                   \
+      "jmp .Lxp_step%=\n\t"                                                                      \
+      /* a length byte: 25..279 bytes, or 255 and a 2-byte length (0: a 4-byte one) */         \
+      ".Lxp_byte%=:\n\t"                                                                         \
+      "movzbl (%[ip]), %%edx\n\t"                                                              \
+      "inc %[ip]\n\t"                                                                          \
+      "cmp $255, %%edx\n\t"                                                                    \
+      "je .Lxp_word2%=\n\t"                                                                      \
+      "add $25, %%edx\n\t"                                                                     \
+      BCHK                                                                                     \
+      ".Lxp_long%=:\n\t" /* rdx bytes, the room checked */                                       \
+      "cmp $0x78, %%eax\n\t"                                                                   \
+      "jb .Lxp_gent%=\n\t"                                                                       \
+      "shr $3, %%eax\n\t"                                                                      \
+      "not %%rax\n\t"                                                                          \
+      "lea (%[op],%%rdx), %%rcx\n\t"                                                           \
+      ".Lxp_long32%=:\n\t" /* 32 bytes a turn in 16-byte copies (distance >= 16) */              \
+      "movdqu (%[op],%%rax), %%xmm0\n\t"                                                       \
+      "movdqu %%xmm0, (%[op])\n\t"                                                             \
+      "movdqu 16(%[op],%%rax), %%xmm0\n\t"                                                     \
+      "movdqu %%xmm0, 16(%[op])\n\t"                                                           \
+      "add $32, %[op]\n\t"                                                                     \
+      "cmp %%rcx, %[op]\n\t"                                                                   \
+      "jb .Lxp_long32%=\n\t"                                                                     \
+      "mov %%rcx, %[op]\n\t"                                                                   \
+      "jmp .Lxp_step%=\n\t"                                                                      \
+      ".Lxp_word2%=:\n\t"                                                                        \
+      "movzwl (%[ip]), %%edx\n\t"                                                              \
+      "add $2, %[ip]\n\t"                                                                      \
+      "test %%edx, %%edx\n\t"                                                                  \
+      "jnz .Lxp_w2got%=\n\t"                                                                     \
+      "movl (%[ip]), %%edx\n\t"                                                                \
+      "add $4, %[ip]\n\t"                                                                      \
+      ".Lxp_w2got%=:\n\t"                                                                        \
+      "cmp $22, %%edx\n\t"                                                                     \
+      "jb .Lxp_bad%=\n\t"                                                                        \
+      "add $3, %%rdx\n\t" /* (64-bit: up to 2^32 + 2) */                                       \
+      XP_ASM_BCHK                                                                              \
+      "jmp .Lxp_long%=\n\t"                                                                      \
+      ".Lxp_near%=:\n\t" /* near the end: the C copies it, checked */                            \
+      "shr $3, %%eax\n\t"                                                                      \
+      "inc %%eax\n\t"                                                                          \
+      "mov $2, %k[rc]\n\t"                                                                     \
+      "jmp .Lxp_out%=\n\t"                                                                       \
+      /* distance 1..15 (eax = token), rdx bytes: d[0..8) from the distance back; below 8 the  \
+       * period doubled in place (p = distance × 2^k) until p >= 8, then 8-byte copies from p  \
+       * on; from 8..15, 8-byte copies from 8 on; each from p back (finished bytes) */         \
+      ".Lxp_gent%=:\n\t"                                                                         \
+      "shr $3, %%eax\n\t"                                                                      \
+      "inc %%eax\n\t"                                                                          \
+      "mov %[op], %%rcx\n\t"                                                                   \
+      "sub %%rax, %%rcx\n\t"                                                                   \
+      "movq (%%rcx), %%xmm0\n\t"                                                               \
+      "movq %%xmm0, (%[op])\n\t"                                                               \
+      "mov %%rax, %%rcx\n\t"                                                                   \
+      "cmp $8, %%rcx\n\t"                                                                      \
+      "jae .Lxp_gen8s%=\n\t"                                                                     \
+      ".Lxp_gen2%=:\n\t"                                                                         \
+      "movq (%[op]), %%xmm0\n\t"                                                               \
+      "movq %%xmm0, (%[op],%%rcx)\n\t"                                                         \
+      "add %%rcx, %%rcx\n\t"                                                                   \
+      "cmp $8, %%rcx\n\t"                                                                      \
+      "jb .Lxp_gen2%=\n\t"                                                                       \
+      "lea (%[op],%%rcx), %%rax\n\t" /* from p */                                              \
+      "jmp .Lxp_gen8p%=\n\t"                                                                     \
+      ".Lxp_gen8s%=:\n\t"                                                                        \
+      "lea 8(%[op]), %%rax\n\t" /* distance 8..15: from 8 */                                   \
+      ".Lxp_gen8p%=:\n\t"                                                                        \
+      "add %%rdx, %[op]\n\t"                                                                   \
+      "neg %%rcx\n\t"                                                                          \
+      ".Lxp_gen8%=:\n\t"                                                                         \
+      "cmp %[op], %%rax\n\t"                                                                   \
+      "jae .Lxp_step%=\n\t"                                                                      \
+      "movq (%%rax,%%rcx), %%xmm0\n\t"                                                         \
+      "movq %%xmm0, (%%rax)\n\t"                                                               \
+      "add $8, %%rax\n\t"                                                                      \
+      "jmp .Lxp_gen8%=\n\t"                                                                      \
+      ".Lxp_bad%=:\n\t"                                                                          \
+      "mov $-1, %k[rc]\n\t"                                                                    \
+      "jmp .Lxp_out%=\n\t"                                                                       \
+      ".Lxp_done%=:\n\t"                                                                         \
+      "xor %k[rc], %k[rc]\n\t"                                                                 \
+      ".Lxp_out%=:\n\t"                                                                          \
+      : [ip] "+r"(ip), [op] "+r"(op), [f] "+r"(f), [half] "+r"(half), [rc] "=r"(rc),         \
+        "=&a"(a), "=&c"(c), "=&d"(d)                                                           \
+      : [in_lim] "m"(in_lim), [out_lim] "m"(out_lim), [out_end] "m"(out_end),                 \
+        [out0] "m"(out0), [margin] "i"(MARGIN)                                                 \
+      : "xmm0", "cc", "memory")
+
+/* The assembly loop from *pip, *pop, *phalf at a word boundary (as xp_fast): @near = the
+ * distance checked (out_lim at most out0 + 8192); @med = the medium variant (1-byte lengths
+ * checked, XP_MED_MARGIN), else the roomy one (XP_ROOMY_MARGIN). Returns as xp_fast: 0, -1,
+ * or 1 when a length came near the output end (copied here the checked way, as xp_fast does;
+ * *pf the rest of its word). */
+static int xp_asm(const unsigned char **pip, unsigned char **pop, const unsigned char **phalf,
+                  uint64_t *pf, const unsigned char *in_lim, const unsigned char *out0,
+                  unsigned char *out_lim, unsigned char *out_end, int near, int med) {
+  const unsigned char *ip = *pip, *half = *phalf;
+  unsigned char *op = *pop;
+  uint64_t f = 0, a, c, d;
+  long rc;
+  if (near && med)
+    XP_ASM_LOOP(XP_ASM_DCHK, XP_ASM_BCHK, XP_MED_MARGIN);
+  else if (near)
+    XP_ASM_LOOP(XP_ASM_DCHK, "", XP_ROOMY_MARGIN);
+  else if (med)
+    XP_ASM_LOOP("", XP_ASM_BCHK, XP_MED_MARGIN);
+  else
+    XP_ASM_LOOP("", "", XP_ROOMY_MARGIN);
+  (void)c;
+  *pip = ip;
+  *phalf = half;
+  *pf = f;
+  if (rc == 2) {
+    size_t len = (size_t)d, off = (size_t)a, room = (size_t)(out_end - op);
+    if (len > room) len = room;
+    copy_match(op, off, len, room);
+    op += len;
+    rc = 1;
+  }
+  *pop = op;
+  return (int)rc;
+}
+#endif
+
 long etw_xpress_decompress(const unsigned char *in, size_t n_in, unsigned char *out, size_t n_out) {
   uint32_t flags = 0;
   int nflags = 0;
@@ -202,6 +481,26 @@ long etw_xpress_decompress(const unsigned char *in, size_t n_in, unsigned char *
     unsigned char *out_lim = out + (n_out - XP_OUT_MARGIN) + 1;
     uint64_t f = 0;
     int rc = 0;
+#ifdef XP_ASM
+    if (!etw_xpress_c_only) {
+      /* the first 8 KiB and then the rest up to XP_ROOMY_MARGIN; up to XP_MED_MARGIN the same
+       * (both only as far as they reach) */
+      unsigned char *near_lim = out + (n_out < 8192 ? n_out : 8192);
+      if (n_out >= XP_ROOMY_MARGIN) {
+        unsigned char *roomy_lim = out + (n_out - XP_ROOMY_MARGIN) + 1;
+        rc = xp_asm(&fip, &fop, &fhalf, &f, in_lim, out, near_lim < roomy_lim ? near_lim : roomy_lim, out + n_out, 1, 0);
+        if (rc == 0 && fop - out >= 8192)
+          rc = xp_asm(&fip, &fop, &fhalf, &f, in_lim, out, roomy_lim, out + n_out, 0, 0);
+      }
+      if (rc == 0 && n_out >= XP_MED_MARGIN) {
+        unsigned char *med_lim = out + (n_out - XP_MED_MARGIN) + 1;
+        if (fop - out < 8192)
+          rc = xp_asm(&fip, &fop, &fhalf, &f, in_lim, out, near_lim < med_lim ? near_lim : med_lim, out + n_out, 1, 1);
+        if (rc == 0 && fop - out >= 8192)
+          rc = xp_asm(&fip, &fop, &fhalf, &f, in_lim, out, med_lim, out + n_out, 0, 1);
+      }
+    } else
+#endif
     if (n_out >= XP_ROOMY_MARGIN) { /* the first 8 KiB, then the rest up to XP_ROOMY_MARGIN */
       unsigned char *roomy_lim = out + (n_out - XP_ROOMY_MARGIN) + 1;
       rc = xp_fast(&fip, &fop, &fhalf, &f, in_lim, out, roomy_lim, out + n_out, 0, 1);
