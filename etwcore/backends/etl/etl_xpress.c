@@ -199,6 +199,13 @@ int etw_xpress_c_only;
  * 1-, 2- and 4-byte length forms against the output end but not matches of ≤ 24 bytes: 32 items
  * of ≤ 24 bytes plus a 32-byte store. */
 #define XP_MED_MARGIN (32 * 24 + 32)
+/* The tail variant checks the input and the output before every step (it may stop mid-word):
+ * a step reads at most 42 bytes (a 32-byte literal copy from its start, or up to 32 literals,
+ * a token and 8 bytes of length) after a 4-byte flag word, and writes at most 64 bytes (a
+ * 32-byte literal copy; up to 32 literals, then a 32-byte match copy) unless its length is
+ * checked (1-, 2- and 4-byte forms: the room must keep 32 past the match). */
+#define XP_TAIL_IN 52
+#define XP_TAIL_MARGIN 64
 
 /* The fast loop (xp_fast) written out in x86-64 assembly (SSE2 only). Same bounds as the C:
  * whole flag words while ip < in_lim and op < out_lim at the start of each. One step is a run
@@ -228,7 +235,12 @@ int etw_xpress_c_only;
   "sub %[margin], %%rcx\n\t"                                                                   \
   "cmp %%rdx, %%rcx\n\t"                                                                       \
   "jl .Lxp_near%=\n\t"
-#define XP_ASM_LOOP(DCHK, BCHK, MARGIN)                                                        \
+#define XP_ASM_SCHK                                                                            \
+  "cmp %[in_lim], %[ip]\n\t"                                                                   \
+  "jae .Lxp_mid%=\n\t"                                                                         \
+  "cmp %[out_lim], %[op]\n\t"                                                                  \
+  "jae .Lxp_mid%=\n\t"
+#define XP_ASM_LOOP(DCHK, BCHK, SCHK, MARGIN)                                                        \
   __asm__ volatile(                                                                            \
       "jmp .Lxp_word%=\n\t"                                                                      \
       /* 3..9 bytes from distance >= 16: one 16-byte copy (the common step's end) */           \
@@ -240,6 +252,7 @@ int etw_xpress_c_only;
       "lea 3(%[op],%%rdx), %[op]\n\t"                                                          \
       /* a step: the literals before the next match (run = 63 - b), then the match */          \
       ".Lxp_step%=:\n\t"                                                                         \
+      SCHK                                                                                     \
       "bsr %[f], %%rcx\n\t"                                                                    \
       "movdqu (%[ip]), %%xmm0\n\t"                                                             \
       "movdqu %%xmm0, (%[op])\n\t"                                                             \
@@ -425,6 +438,9 @@ int etw_xpress_c_only;
       ".Lxp_bad%=:\n\t"                                                                          \
       "mov $-1, %k[rc]\n\t"                                                                    \
       "jmp .Lxp_out%=\n\t"                                                                       \
+      ".Lxp_mid%=:\n\t"                                                                          \
+      "mov $3, %k[rc]\n\t"                                                                     \
+      "jmp .Lxp_out%=\n\t"                                                                       \
       ".Lxp_done%=:\n\t"                                                                         \
       "xor %k[rc], %k[rc]\n\t"                                                                 \
       ".Lxp_out%=:\n\t"                                                                          \
@@ -446,14 +462,16 @@ static int xp_asm(const unsigned char **pip, unsigned char **pop, const unsigned
   unsigned char *op = *pop;
   uint64_t f = 0, a, c, d;
   long rc;
-  if (near && med)
-    XP_ASM_LOOP(XP_ASM_DCHK, XP_ASM_BCHK, XP_MED_MARGIN);
+  if (med == 2)
+    XP_ASM_LOOP(XP_ASM_DCHK, XP_ASM_BCHK, XP_ASM_SCHK, XP_TAIL_MARGIN);
+  else if (near && med)
+    XP_ASM_LOOP(XP_ASM_DCHK, XP_ASM_BCHK, "", XP_MED_MARGIN);
   else if (near)
-    XP_ASM_LOOP(XP_ASM_DCHK, "", XP_ROOMY_MARGIN);
+    XP_ASM_LOOP(XP_ASM_DCHK, "", "", XP_ROOMY_MARGIN);
   else if (med)
-    XP_ASM_LOOP("", XP_ASM_BCHK, XP_MED_MARGIN);
+    XP_ASM_LOOP("", XP_ASM_BCHK, "", XP_MED_MARGIN);
   else
-    XP_ASM_LOOP("", "", XP_ROOMY_MARGIN);
+    XP_ASM_LOOP("", "", "", XP_ROOMY_MARGIN);
   (void)c;
   *pip = ip;
   *phalf = half;
@@ -464,6 +482,8 @@ static int xp_asm(const unsigned char **pip, unsigned char **pop, const unsigned
     copy_match(op, off, len, room);
     op += len;
     rc = 1;
+  } else if (rc == 3) {
+    rc = 1; /* stopped before a step: *pf holds the rest of the word */
   }
   *pop = op;
   return (int)rc;
@@ -499,6 +519,10 @@ long etw_xpress_decompress(const unsigned char *in, size_t n_in, unsigned char *
         if (rc == 0 && fop - out >= 8192)
           rc = xp_asm(&fip, &fop, &fhalf, &f, in_lim, out, med_lim, out + n_out, 0, 1);
       }
+      /* then step by step up to XP_TAIL_IN / XP_TAIL_MARGIN (the distance always checked) */
+      if (rc == 0)
+        rc = xp_asm(&fip, &fop, &fhalf, &f, in + (n_in - XP_TAIL_IN) + 1, out,
+                    out + (n_out - XP_TAIL_MARGIN) + 1, out + n_out, 1, 2);
     } else
 #endif
     if (n_out >= XP_ROOMY_MARGIN) { /* the first 8 KiB, then the rest up to XP_ROOMY_MARGIN */
