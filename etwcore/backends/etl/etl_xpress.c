@@ -225,9 +225,8 @@ int etw_xpress_c_only;
 #define XP_ASM_DCHK                                                                            \
   "mov %%eax, %%ecx\n\t"                                                                       \
   "shr $3, %%ecx\n\t"                                                                          \
-  "mov %[op], %%rdx\n\t"                                                                       \
-  "sub %[out0], %%rdx\n\t"                                                                     \
-  "cmp %%rdx, %%rcx\n\t"                                                                       \
+  "add %[out0], %%rcx\n\t"                                                                     \
+  "cmp %[op], %%rcx\n\t"                                                                       \
   "jae .Lxp_bad%=\n\t"
 #define XP_ASM_BCHK                                                                            \
   "mov %[out_end], %%rcx\n\t"                                                                  \
@@ -249,27 +248,24 @@ int etw_xpress_c_only;
       "not %%rax\n\t"                                                                          \
       "movdqu (%[op],%%rax), %%xmm0\n\t"                                                       \
       "movdqu %%xmm0, (%[op])\n\t"                                                             \
-      "lea 3(%[op],%%rdx), %[op]\n\t"                                                          \
+      "lea 2(%[op],%%rdx), %[op]\n\t"                                                          \
       /* a step: the literals before the next match (run = 63 - b), then the match */          \
       ".Lxp_step%=:\n\t"                                                                         \
       SCHK                                                                                     \
       "bsr %[f], %%rcx\n\t"                                                                    \
       "movdqu (%[ip]), %%xmm0\n\t"                                                             \
       "movdqu %%xmm0, (%[op])\n\t"                                                             \
-      "cmp $47, %%ecx\n\t"                                                                     \
-      "jb .Lxp_lit32%=\n\t"                                                                      \
-      ".Lxp_lit%=:\n\t"                                                                          \
       "neg %%rcx\n\t"                                                                          \
       "lea 65(%[ip],%%rcx), %[ip]\n\t" /* past the run and the token */                        \
       "lea 63(%[op],%%rcx), %[op]\n\t" /* past the run */                                      \
-      "shl %%cl, %[f]\n\t"             /* by run + 1 (1..33): 0 = the sentinel went */         \
+      "shl %%cl, %[f]\n\t"             /* by run + 1 (1..17): 0 = the sentinel went */         \
       "jz .Lxp_wend%=\n\t"                                                                       \
       "movzwl -2(%[ip]), %%eax\n\t"                                                            \
       DCHK                                                                                     \
-      "mov %%eax, %%edx\n\t"                                                                   \
-      "and $7, %%edx\n\t"                                                                      \
-      "cmp $7, %%edx\n\t"                                                                      \
-      "je .Lxp_nib%=\n\t"                                                                        \
+      "lea 1(%%rax), %%edx\n\t"  /* length 3 + 7 (low bits 7): the nibble follows */       \
+      "test $7, %%dl\n\t"                                                                      \
+      "jz .Lxp_nib%=\n\t"                                                                        \
+      "and $7, %%edx\n\t"        /* length - 2 */                                            \
       "cmp $0x78, %%eax\n\t"                                                                   \
       "jae .Lxp_s16%=\n\t"                                                                       \
       /* 3..9 bytes from distance 1..15 */                                                     \
@@ -280,7 +276,7 @@ int etw_xpress_c_only;
       "movd -4(%[op]), %%xmm0\n\t"                                                             \
       "pshufd $0, %%xmm0, %%xmm0\n\t"                                                          \
       "movdqu %%xmm0, (%[op])\n\t"                                                             \
-      "lea 3(%[op],%%rdx), %[op]\n\t"                                                          \
+      "lea 2(%[op],%%rdx), %[op]\n\t"                                                          \
       "jmp .Lxp_step%=\n\t"                                                                      \
       ".Lxp_sdx%=:\n\t"                                                                          \
       "inc %%eax\n\t"                                                                          \
@@ -293,7 +289,7 @@ int etw_xpress_c_only;
       /* 8..15: two 8-byte copies (the second reads bytes the first wrote) */                  \
       "movq 8(%%rcx), %%xmm0\n\t"                                                              \
       "movq %%xmm0, 8(%[op])\n\t"                                                              \
-      "lea 3(%[op],%%rdx), %[op]\n\t"                                                          \
+      "lea 2(%[op],%%rdx), %[op]\n\t"                                                          \
       "jmp .Lxp_step%=\n\t"                                                                      \
       /* 1..7: the period doubled in place (p = distance × 2^k) until p >= 8; a 9-byte match   \
        * with p = 8 takes one more 8-byte copy */                                              \
@@ -305,32 +301,37 @@ int etw_xpress_c_only;
       "add %%ecx, %%ecx\n\t"                                                                   \
       "cmp $8, %%ecx\n\t"                                                                      \
       "jb .Lxp_sd8d%=\n\t"                                                                       \
-      "lea 3(%%rdx), %%eax\n\t"                                                                \
+      "lea 2(%%rdx), %%eax\n\t"                                                                \
       "cmp %%ecx, %%eax\n\t"                                                                   \
       "jbe .Lxp_sd8e%=\n\t"                                                                      \
       "movq (%[op]), %%xmm0\n\t"                                                               \
       "movq %%xmm0, 8(%[op])\n\t"                                                              \
       ".Lxp_sd8e%=:\n\t"                                                                         \
-      "lea 3(%[op],%%rdx), %[op]\n\t"                                                          \
+      "lea 2(%[op],%%rdx), %[op]\n\t"                                                          \
       "jmp .Lxp_step%=\n\t"                                                                      \
-      /* 17..32 literals: 16 more bytes */                                                     \
-      ".Lxp_lit32%=:\n\t"                                                                        \
-      "movdqu 16(%[ip]), %%xmm0\n\t"                                                           \
-      "movdqu %%xmm0, 16(%[op])\n\t"                                                           \
-      "jmp .Lxp_lit%=\n\t"                                                                       \
-      /* the run reached the sentinel: there was no token after it */                          \
+      /* the run reached the sentinel: there was no token after it; the word's second half     \
+       * (g bit 32 set: still to do) or the next word */                                       \
       ".Lxp_wend%=:\n\t"                                                                         \
       "sub $2, %[ip]\n\t"                                                                      \
+      "btr $32, %[g]\n\t"                                                                      \
+      "jnc .Lxp_word%=\n\t"                                                                      \
+      "mov %[g], %[f]\n\t"                                                                     \
+      "shl $48, %[f]\n\t"                                                                      \
+      "bts $47, %[f]\n\t"                                                                      \
+      "jmp .Lxp_step%=\n\t"                                                                      \
       /* a flag word, while the limits hold */                                                 \
       ".Lxp_word%=:\n\t"                                                                         \
       "cmp %[in_lim], %[ip]\n\t"                                                               \
       "jae .Lxp_done%=\n\t"                                                                      \
       "cmp %[out_lim], %[op]\n\t"                                                              \
       "jae .Lxp_done%=\n\t"                                                                      \
-      "movl (%[ip]), %k[f]\n\t"                                                                \
+      "movl (%[ip]), %k[g]\n\t"                                                                \
       "add $4, %[ip]\n\t"                                                                      \
-      "shl $32, %[f]\n\t"                                                                      \
-      "bts $31, %[f]\n\t"                                                                      \
+      "mov %[g], %[f]\n\t"                                                                     \
+      "bts $32, %[g]\n\t"                                                                      \
+      "shr $16, %[f]\n\t"                                                                      \
+      "shl $48, %[f]\n\t"                                                                      \
+      "bts $47, %[f]\n\t"                                                                      \
       "jmp .Lxp_step%=\n\t"                                                                      \
       /* the length continues in a nibble: the low half of a new byte, or the high half of the \
        * last one */                                                                           \
@@ -444,10 +445,11 @@ int etw_xpress_c_only;
       ".Lxp_done%=:\n\t"                                                                         \
       "xor %k[rc], %k[rc]\n\t"                                                                 \
       ".Lxp_out%=:\n\t"                                                                          \
-      : [ip] "+r"(ip), [op] "+r"(op), [f] "+r"(f), [half] "+r"(half), [rc] "=r"(rc),         \
+      : [ip] "+r"(ip), [op] "+r"(op), [f] "+r"(f), [g] "+r"(g), [half] "+r"(half),            \
+        [rc] "=r"(rc),                                                                         \
         "=&a"(a), "=&c"(c), "=&d"(d)                                                           \
       : [in_lim] "m"(in_lim), [out_lim] "m"(out_lim), [out_end] "m"(out_end),                 \
-        [out0] "m"(out0), [margin] "i"(MARGIN)                                                 \
+        [out0] "r"(out0), [margin] "i"(MARGIN)                                                 \
       : "xmm0", "cc", "memory")
 
 /* The assembly loop from *pip, *pop, *phalf at a word boundary (as xp_fast): @near = the
@@ -460,7 +462,7 @@ static int xp_asm(const unsigned char **pip, unsigned char **pop, const unsigned
                   unsigned char *out_lim, unsigned char *out_end, int near, int med) {
   const unsigned char *ip = *pip, *half = *phalf;
   unsigned char *op = *pop;
-  uint64_t f = 0, a, c, d;
+  uint64_t f = 0, g = 0, a, c, d;
   long rc;
   if (med == 2)
     XP_ASM_LOOP(XP_ASM_DCHK, XP_ASM_BCHK, XP_ASM_SCHK, XP_TAIL_MARGIN);
@@ -473,6 +475,12 @@ static int xp_asm(const unsigned char **pip, unsigned char **pop, const unsigned
   else
     XP_ASM_LOOP("", "", "", XP_ROOMY_MARGIN);
   (void)c;
+  if ((rc == 2 || rc == 3) && (g >> 32 & 1)) {
+    /* stopped in a word's first half: its second half after the items left, then the
+     * sentinel (f's lowest set bit, at 47 or above) */
+    int p = __builtin_ctzll(f);
+    f = (f & ~(1ull << p)) | (g & 0xFFFF) << (p - 15) | 1ull << (p - 16);
+  }
   *pip = ip;
   *phalf = half;
   *pf = f;
