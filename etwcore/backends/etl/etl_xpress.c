@@ -209,245 +209,262 @@ int etw_xpress_c_only;
 
 /* The fast loop (xp_fast) written out in x86-64 assembly (SSE2 only). Same bounds as the C:
  * whole flag words while ip < in_lim and op < out_lim at the start of each. One step is a run
- * of literals (copied as 16 bytes, or 32 above 16) and the match after it, so there is no
- * branch on literal vs. match: f holds the flags as in xp_fast (the current item in bit 63, a
- * sentinel below them); bsr gives b = 63 - run, and a shift by -b & 63 = run + 1 drops the run
- * and the match's bit at once (0: the sentinel went, the word ended in literals).
+ * of literals (copied as 16 bytes) and the match after it, so there is no branch on literal
+ * vs. match. A flag word is taken in two halves of 16 items, each followed by a sentinel bit,
+ * so a run is at most 16: f holds a half's flags from bit 63 down (the current item first),
+ * then the sentinel; g the word, its bit 32 set while the second half is still to do. bsr
+ * gives b = 63 - run, and a shift by -b & 63 = run + 1 drops the run and the match's bit at
+ * once (0: the sentinel went, the half ended in literals).
+ * The loop is written twice: part "a" without a pending length nibble, part "b" with one (the
+ * high half of the byte at half): a match with a nibble continues in the other part, so the
+ * state needs no test. In part "a" the half register is stale (set to NULL on the way out).
  * Registers: rcx the shift count / scratch, eax the token, edx the length.
- * Variants (text pasted into the loop): @DCHK the distance checked against out0 (the first
- * 8 KiB: a distance is at most 8192), at the token before anything else; @BCHK the 1-byte
- * length form (25..279 bytes) checked against the output end like the 2- and 4-byte forms
- * (which always are), with [margin] the room that must stay after the match.
+ * Variants (macros pasted into the loop, given the label suffix of the state): @DCHK the
+ * distance checked against out0 (the first 8 KiB: a distance is at most 8192), at the token
+ * before anything else; @BCHK the 1-byte length form (25..279 bytes) checked against the
+ * output end like the 2- and 4-byte forms (which always are), with [margin] the room that must
+ * stay after the match; @SCHK the input and output limits checked before every step (the tail
+ * variant; it may stop mid-word).
  * Ends: 0 at a word boundary past a limit; -1 malformed (a distance before the output, a 2/4-
  * byte length below 22); 2 a checked length did not leave the margin: its fields are read (ip,
  * half after them; f without its bit), edx the length and eax the distance for the C to copy
- * the checked way. */
-#define XP_ASM_DCHK                                                                            \
+ * the checked way; 3 stopped before a step (SCHK). */
+#define XP_ASM_NONE(S) ""
+#define XP_ASM_DCHK(S)                                                                         \
   "mov %%eax, %%ecx\n\t"                                                                       \
   "shr $3, %%ecx\n\t"                                                                          \
   "add %[out0], %%rcx\n\t"                                                                     \
   "cmp %[op], %%rcx\n\t"                                                                       \
   "jae .Lxp_bad%=\n\t"
-#define XP_ASM_BCHK                                                                            \
+#define XP_ASM_BCHK(S)                                                                         \
   "mov %[out_end], %%rcx\n\t"                                                                  \
   "sub %[op], %%rcx\n\t"                                                                       \
   "sub %[margin], %%rcx\n\t"                                                                   \
   "cmp %%rdx, %%rcx\n\t"                                                                       \
-  "jl .Lxp_near%=\n\t"
-#define XP_ASM_SCHK                                                                            \
+  "jl .Lxp_near" S "%=\n\t"
+#define XP_ASM_SCHK(S)                                                                         \
   "cmp %[in_lim], %[ip]\n\t"                                                                   \
-  "jae .Lxp_mid%=\n\t"                                                                         \
+  "jae .Lxp_mid" S "%=\n\t"                                                                    \
   "cmp %[out_lim], %[op]\n\t"                                                                  \
-  "jae .Lxp_mid%=\n\t"
-#define XP_ASM_LOOP(DCHK, BCHK, SCHK, MARGIN)                                                        \
+  "jae .Lxp_mid" S "%=\n\t"
+/* the nibble: part "a" the low half of a new byte, part "b" the high half of the last one */
+#define XP_ASM_NIB_a                                                                           \
+  "movzbl (%[ip]), %%edx\n\t"                                                                  \
+  "mov %[ip], %[half]\n\t"                                                                     \
+  "inc %[ip]\n\t"                                                                              \
+  "and $15, %%edx\n\t"
+#define XP_ASM_NIB_b                                                                           \
+  "movzbl (%[half]), %%edx\n\t"                                                                \
+  "shr $4, %%edx\n\t"
+/* One part: S its label suffix, O the other part's, NIB its nibble fetch. */
+#define XP_ASM_PART(S, O, NIB, DCHK, BCHK, SCHK)                                               \
+  /* 3..9 bytes from distance >= 16: one 16-byte copy (the common step's end) */               \
+  ".Lxp_s16" S "%=:\n\t"                                                                       \
+  "shr $3, %%eax\n\t"                                                                          \
+  "not %%rax\n\t"                                                                              \
+  "movdqu (%[op],%%rax), %%xmm0\n\t"                                                           \
+  "movdqu %%xmm0, (%[op])\n\t"                                                                 \
+  "lea 2(%[op],%%rdx), %[op]\n\t"                                                              \
+  /* a step: the literals before the next match (run = 63 - b), then the match */              \
+  ".Lxp_step" S "%=:\n\t"                                                                      \
+  SCHK(S)                                                                                      \
+  "bsr %[f], %%rcx\n\t"                                                                        \
+  "movdqu (%[ip]), %%xmm0\n\t"                                                                 \
+  "movdqu %%xmm0, (%[op])\n\t"                                                                 \
+  "neg %%rcx\n\t"                                                                              \
+  "lea 65(%[ip],%%rcx), %[ip]\n\t" /* past the run and the token */                            \
+  "lea 63(%[op],%%rcx), %[op]\n\t" /* past the run */                                          \
+  "shl %%cl, %[f]\n\t"             /* by run + 1 (1..17): 0 = the sentinel went */             \
+  "jz .Lxp_wend" S "%=\n\t"                                                                    \
+  "movzwl -2(%[ip]), %%eax\n\t"                                                                \
+  DCHK(S)                                                                                      \
+  "lea 1(%%rax), %%edx\n\t" /* length 3 + 7 (low bits 7): a nibble follows */                  \
+  "test $7, %%dl\n\t"                                                                          \
+  "jz .Lxp_nib" S "%=\n\t"                                                                     \
+  "and $7, %%edx\n\t" /* length - 2 */                                                         \
+  "cmp $0x78, %%eax\n\t"                                                                       \
+  "jae .Lxp_s16" S "%=\n\t"                                                                    \
+  /* 3..9 bytes from distance 1..15 */                                                         \
+  "shr $3, %%eax\n\t"                                                                          \
+  "cmp $3, %%eax\n\t"                                                                          \
+  "jne .Lxp_sdx" S "%=\n\t"                                                                    \
+  /* distance 4: the 4 bytes repeated over 16 */                                               \
+  "movd -4(%[op]), %%xmm0\n\t"                                                                 \
+  "pshufd $0, %%xmm0, %%xmm0\n\t"                                                              \
+  "movdqu %%xmm0, (%[op])\n\t"                                                                 \
+  "lea 2(%[op],%%rdx), %[op]\n\t"                                                              \
+  "jmp .Lxp_step" S "%=\n\t"                                                                   \
+  ".Lxp_sdx" S "%=:\n\t"                                                                       \
+  "inc %%eax\n\t"                                                                              \
+  "mov %[op], %%rcx\n\t"                                                                       \
+  "sub %%rax, %%rcx\n\t"                                                                       \
+  "movq (%%rcx), %%xmm0\n\t"                                                                   \
+  "movq %%xmm0, (%[op])\n\t"                                                                   \
+  "cmp $8, %%eax\n\t"                                                                          \
+  "jb .Lxp_sd8" S "%=\n\t"                                                                     \
+  /* 8..15: two 8-byte copies (the second reads bytes the first wrote) */                      \
+  "movq 8(%%rcx), %%xmm0\n\t"                                                                  \
+  "movq %%xmm0, 8(%[op])\n\t"                                                                  \
+  "lea 2(%[op],%%rdx), %[op]\n\t"                                                              \
+  "jmp .Lxp_step" S "%=\n\t"                                                                   \
+  /* 1..7: the period doubled in place (p = distance × 2^k) until p >= 8; a 9-byte match       \
+   * with p = 8 takes one more 8-byte copy */                                                  \
+  ".Lxp_sd8" S "%=:\n\t"                                                                       \
+  "mov %%eax, %%ecx\n\t"                                                                       \
+  ".Lxp_sd8d" S "%=:\n\t"                                                                      \
+  "movq (%[op]), %%xmm0\n\t"                                                                   \
+  "movq %%xmm0, (%[op],%%rcx)\n\t"                                                             \
+  "add %%ecx, %%ecx\n\t"                                                                       \
+  "cmp $8, %%ecx\n\t"                                                                          \
+  "jb .Lxp_sd8d" S "%=\n\t"                                                                    \
+  "lea 2(%%rdx), %%eax\n\t"                                                                    \
+  "cmp %%ecx, %%eax\n\t"                                                                       \
+  "jbe .Lxp_sd8e" S "%=\n\t"                                                                   \
+  "movq (%[op]), %%xmm0\n\t"                                                                   \
+  "movq %%xmm0, 8(%[op])\n\t"                                                                  \
+  ".Lxp_sd8e" S "%=:\n\t"                                                                      \
+  "lea 2(%[op],%%rdx), %[op]\n\t"                                                              \
+  "jmp .Lxp_step" S "%=\n\t"                                                                   \
+  /* the half ended in literals (there was no token after them): the word's second half, or   \
+   * the next word */                                                                          \
+  ".Lxp_wend" S "%=:\n\t"                                                                      \
+  "sub $2, %[ip]\n\t"                                                                          \
+  "btr $32, %[g]\n\t"                                                                          \
+  "jnc .Lxp_word" S "%=\n\t"                                                                   \
+  "mov %[g], %[f]\n\t"                                                                         \
+  "shl $48, %[f]\n\t"                                                                          \
+  "bts $47, %[f]\n\t"                                                                          \
+  "jmp .Lxp_step" S "%=\n\t"                                                                   \
+  /* a flag word, while the limits hold */                                                     \
+  ".Lxp_word" S "%=:\n\t"                                                                      \
+  "cmp %[in_lim], %[ip]\n\t"                                                                   \
+  "jae .Lxp_done" S "%=\n\t"                                                                   \
+  "cmp %[out_lim], %[op]\n\t"                                                                  \
+  "jae .Lxp_done" S "%=\n\t"                                                                   \
+  "movl (%[ip]), %k[g]\n\t"                                                                    \
+  "add $4, %[ip]\n\t"                                                                          \
+  "mov %[g], %[f]\n\t"                                                                         \
+  "bts $32, %[g]\n\t"                                                                          \
+  "shr $16, %[f]\n\t"                                                                          \
+  "shl $48, %[f]\n\t"                                                                          \
+  "bts $47, %[f]\n\t"                                                                          \
+  "jmp .Lxp_step" S "%=\n\t"                                                                   \
+  /* the length continues in a nibble (from here on the other part's state) */                 \
+  ".Lxp_nib" S "%=:\n\t"                                                                       \
+  NIB                                                                                          \
+  "cmp $15, %%edx\n\t"                                                                         \
+  "je .Lxp_byte" S "%=\n\t"                                                                    \
+  "add $10, %%edx\n\t" /* 10..24 bytes */                                                      \
+  "cmp $0x78, %%eax\n\t"                                                                       \
+  "jb .Lxp_gent" S "%=\n\t"                                                                    \
+  "shr $3, %%eax\n\t"                                                                          \
+  "not %%rax\n\t"                                                                              \
+  "movdqu (%[op],%%rax), %%xmm0\n\t"                                                           \
+  "movdqu %%xmm0, (%[op])\n\t"                                                                 \
+  "movdqu 16(%[op],%%rax), %%xmm0\n\t"                                                         \
+  "movdqu %%xmm0, 16(%[op])\n\t"                                                               \
+  "add %%rdx, %[op]\n\t"                                                                       \
+  "jmp .Lxp_step" O "%=\n\t"                                                                   \
+  /* a length byte: 25..279 bytes, or 255 and a 2-byte length (0: a 4-byte one) */             \
+  ".Lxp_byte" S "%=:\n\t"                                                                      \
+  "movzbl (%[ip]), %%edx\n\t"                                                                  \
+  "inc %[ip]\n\t"                                                                              \
+  "cmp $255, %%edx\n\t"                                                                        \
+  "je .Lxp_word2" S "%=\n\t"                                                                   \
+  "add $25, %%edx\n\t"                                                                         \
+  BCHK(O)                                                                                      \
+  ".Lxp_long" S "%=:\n\t" /* rdx bytes, the room checked */                                    \
+  "cmp $0x78, %%eax\n\t"                                                                       \
+  "jb .Lxp_gent" S "%=\n\t"                                                                    \
+  "shr $3, %%eax\n\t"                                                                          \
+  "not %%rax\n\t"                                                                              \
+  "lea (%[op],%%rdx), %%rcx\n\t"                                                               \
+  ".Lxp_long32" S "%=:\n\t" /* 32 bytes a turn in 16-byte copies (distance >= 16) */           \
+  "movdqu (%[op],%%rax), %%xmm0\n\t"                                                           \
+  "movdqu %%xmm0, (%[op])\n\t"                                                                 \
+  "movdqu 16(%[op],%%rax), %%xmm0\n\t"                                                         \
+  "movdqu %%xmm0, 16(%[op])\n\t"                                                               \
+  "add $32, %[op]\n\t"                                                                         \
+  "cmp %%rcx, %[op]\n\t"                                                                       \
+  "jb .Lxp_long32" S "%=\n\t"                                                                  \
+  "mov %%rcx, %[op]\n\t"                                                                       \
+  "jmp .Lxp_step" O "%=\n\t"                                                                   \
+  ".Lxp_word2" S "%=:\n\t"                                                                     \
+  "movzwl (%[ip]), %%edx\n\t"                                                                  \
+  "add $2, %[ip]\n\t"                                                                          \
+  "test %%edx, %%edx\n\t"                                                                      \
+  "jnz .Lxp_w2got" S "%=\n\t"                                                                  \
+  "movl (%[ip]), %%edx\n\t"                                                                    \
+  "add $4, %[ip]\n\t"                                                                          \
+  ".Lxp_w2got" S "%=:\n\t"                                                                     \
+  "cmp $22, %%edx\n\t"                                                                         \
+  "jb .Lxp_bad%=\n\t"                                                                          \
+  "add $3, %%rdx\n\t" /* (64-bit: up to 2^32 + 2) */                                           \
+  XP_ASM_BCHK(O)                                                                               \
+  "jmp .Lxp_long" S "%=\n\t"                                                                   \
+  /* distance 1..15 (eax = token), rdx bytes: d[0..8) from the distance back; below 8 the      \
+   * period doubled in place (p = distance × 2^k) until p >= 8, then 8-byte copies from p      \
+   * on; from 8..15, 8-byte copies from 8 on; each from p back (finished bytes) */             \
+  ".Lxp_gent" S "%=:\n\t"                                                                      \
+  "shr $3, %%eax\n\t"                                                                          \
+  "inc %%eax\n\t"                                                                              \
+  "mov %[op], %%rcx\n\t"                                                                       \
+  "sub %%rax, %%rcx\n\t"                                                                       \
+  "movq (%%rcx), %%xmm0\n\t"                                                                   \
+  "movq %%xmm0, (%[op])\n\t"                                                                   \
+  "mov %%rax, %%rcx\n\t"                                                                       \
+  "cmp $8, %%rcx\n\t"                                                                          \
+  "jae .Lxp_gen8s" S "%=\n\t"                                                                  \
+  ".Lxp_gen2" S "%=:\n\t"                                                                      \
+  "movq (%[op]), %%xmm0\n\t"                                                                   \
+  "movq %%xmm0, (%[op],%%rcx)\n\t"                                                             \
+  "add %%rcx, %%rcx\n\t"                                                                       \
+  "cmp $8, %%rcx\n\t"                                                                          \
+  "jb .Lxp_gen2" S "%=\n\t"                                                                    \
+  "lea (%[op],%%rcx), %%rax\n\t" /* from p */                                                  \
+  "jmp .Lxp_gen8p" S "%=\n\t"                                                                  \
+  ".Lxp_gen8s" S "%=:\n\t"                                                                     \
+  "lea 8(%[op]), %%rax\n\t" /* distance 8..15: from 8 */                                       \
+  ".Lxp_gen8p" S "%=:\n\t"                                                                     \
+  "add %%rdx, %[op]\n\t"                                                                       \
+  "neg %%rcx\n\t"                                                                              \
+  ".Lxp_gen8" S "%=:\n\t"                                                                      \
+  "cmp %[op], %%rax\n\t"                                                                       \
+  "jae .Lxp_step" O "%=\n\t"                                                                   \
+  "movq (%%rax,%%rcx), %%xmm0\n\t"                                                             \
+  "movq %%xmm0, (%%rax)\n\t"                                                                   \
+  "add $8, %%rax\n\t"                                                                          \
+  "jmp .Lxp_gen8" S "%=\n\t"
+#define XP_ASM_LOOP(DCHK, BCHK, SCHK, MARGIN)                                                  \
   __asm__ volatile(                                                                            \
-      "jmp .Lxp_word%=\n\t"                                                                      \
-      /* 3..9 bytes from distance >= 16: one 16-byte copy (the common step's end) */           \
-      ".Lxp_s16%=:\n\t"                                                                          \
-      "shr $3, %%eax\n\t"                                                                      \
-      "not %%rax\n\t"                                                                          \
-      "movdqu (%[op],%%rax), %%xmm0\n\t"                                                       \
-      "movdqu %%xmm0, (%[op])\n\t"                                                             \
-      "lea 2(%[op],%%rdx), %[op]\n\t"                                                          \
-      /* a step: the literals before the next match (run = 63 - b), then the match */          \
-      ".Lxp_step%=:\n\t"                                                                         \
-      SCHK                                                                                     \
-      "bsr %[f], %%rcx\n\t"                                                                    \
-      "movdqu (%[ip]), %%xmm0\n\t"                                                             \
-      "movdqu %%xmm0, (%[op])\n\t"                                                             \
-      "neg %%rcx\n\t"                                                                          \
-      "lea 65(%[ip],%%rcx), %[ip]\n\t" /* past the run and the token */                        \
-      "lea 63(%[op],%%rcx), %[op]\n\t" /* past the run */                                      \
-      "shl %%cl, %[f]\n\t"             /* by run + 1 (1..17): 0 = the sentinel went */         \
-      "jz .Lxp_wend%=\n\t"                                                                       \
-      "movzwl -2(%[ip]), %%eax\n\t"                                                            \
-      DCHK                                                                                     \
-      "lea 1(%%rax), %%edx\n\t"  /* length 3 + 7 (low bits 7): the nibble follows */       \
-      "test $7, %%dl\n\t"                                                                      \
-      "jz .Lxp_nib%=\n\t"                                                                        \
-      "and $7, %%edx\n\t"        /* length - 2 */                                            \
-      "cmp $0x78, %%eax\n\t"                                                                   \
-      "jae .Lxp_s16%=\n\t"                                                                       \
-      /* 3..9 bytes from distance 1..15 */                                                     \
-      "shr $3, %%eax\n\t"                                                                      \
-      "cmp $3, %%eax\n\t"                                                                      \
-      "jne .Lxp_sdx%=\n\t"                                                                       \
-      /* distance 4: the 4 bytes repeated over 16 */                                           \
-      "movd -4(%[op]), %%xmm0\n\t"                                                             \
-      "pshufd $0, %%xmm0, %%xmm0\n\t"                                                          \
-      "movdqu %%xmm0, (%[op])\n\t"                                                             \
-      "lea 2(%[op],%%rdx), %[op]\n\t"                                                          \
-      "jmp .Lxp_step%=\n\t"                                                                      \
-      ".Lxp_sdx%=:\n\t"                                                                          \
-      "inc %%eax\n\t"                                                                          \
-      "mov %[op], %%rcx\n\t"                                                                   \
-      "sub %%rax, %%rcx\n\t"                                                                   \
-      "movq (%%rcx), %%xmm0\n\t"                                                               \
-      "movq %%xmm0, (%[op])\n\t"                                                               \
-      "cmp $8, %%eax\n\t"                                                                      \
-      "jb .Lxp_sd8%=\n\t"                                                                        \
-      /* 8..15: two 8-byte copies (the second reads bytes the first wrote) */                  \
-      "movq 8(%%rcx), %%xmm0\n\t"                                                              \
-      "movq %%xmm0, 8(%[op])\n\t"                                                              \
-      "lea 2(%[op],%%rdx), %[op]\n\t"                                                          \
-      "jmp .Lxp_step%=\n\t"                                                                      \
-      /* 1..7: the period doubled in place (p = distance × 2^k) until p >= 8; a 9-byte match   \
-       * with p = 8 takes one more 8-byte copy */                                              \
-      ".Lxp_sd8%=:\n\t"                                                                          \
-      "mov %%eax, %%ecx\n\t"                                                                   \
-      ".Lxp_sd8d%=:\n\t"                                                                         \
-      "movq (%[op]), %%xmm0\n\t"                                                               \
-      "movq %%xmm0, (%[op],%%rcx)\n\t"                                                         \
-      "add %%ecx, %%ecx\n\t"                                                                   \
-      "cmp $8, %%ecx\n\t"                                                                      \
-      "jb .Lxp_sd8d%=\n\t"                                                                       \
-      "lea 2(%%rdx), %%eax\n\t"                                                                \
-      "cmp %%ecx, %%eax\n\t"                                                                   \
-      "jbe .Lxp_sd8e%=\n\t"                                                                      \
-      "movq (%[op]), %%xmm0\n\t"                                                               \
-      "movq %%xmm0, 8(%[op])\n\t"                                                              \
-      ".Lxp_sd8e%=:\n\t"                                                                         \
-      "lea 2(%[op],%%rdx), %[op]\n\t"                                                          \
-      "jmp .Lxp_step%=\n\t"                                                                      \
-      /* the run reached the sentinel: there was no token after it; the word's second half     \
-       * (g bit 32 set: still to do) or the next word */                                       \
-      ".Lxp_wend%=:\n\t"                                                                         \
-      "sub $2, %[ip]\n\t"                                                                      \
-      "btr $32, %[g]\n\t"                                                                      \
-      "jnc .Lxp_word%=\n\t"                                                                      \
-      "mov %[g], %[f]\n\t"                                                                     \
-      "shl $48, %[f]\n\t"                                                                      \
-      "bts $47, %[f]\n\t"                                                                      \
-      "jmp .Lxp_step%=\n\t"                                                                      \
-      /* a flag word, while the limits hold */                                                 \
-      ".Lxp_word%=:\n\t"                                                                         \
-      "cmp %[in_lim], %[ip]\n\t"                                                               \
-      "jae .Lxp_done%=\n\t"                                                                      \
-      "cmp %[out_lim], %[op]\n\t"                                                              \
-      "jae .Lxp_done%=\n\t"                                                                      \
-      "movl (%[ip]), %k[g]\n\t"                                                                \
-      "add $4, %[ip]\n\t"                                                                      \
-      "mov %[g], %[f]\n\t"                                                                     \
-      "bts $32, %[g]\n\t"                                                                      \
-      "shr $16, %[f]\n\t"                                                                      \
-      "shl $48, %[f]\n\t"                                                                      \
-      "bts $47, %[f]\n\t"                                                                      \
-      "jmp .Lxp_step%=\n\t"                                                                      \
-      /* the length continues in a nibble: the low half of a new byte, or the high half of the \
-       * last one */                                                                           \
-      ".Lxp_nib%=:\n\t"                                                                          \
       "test %[half], %[half]\n\t"                                                              \
-      "jz .Lxp_nibnew%=\n\t"                                                                     \
-      "movzbl (%[half]), %%edx\n\t"                                                            \
-      "shr $4, %%edx\n\t"                                                                      \
+      "jnz .Lxp_wordb%=\n\t"                                                                   \
+      "jmp .Lxp_worda%=\n\t"                                                                   \
+      XP_ASM_PART("a", "b", XP_ASM_NIB_a, DCHK, BCHK, SCHK)                                    \
+      XP_ASM_PART("b", "a", XP_ASM_NIB_b, DCHK, BCHK, SCHK)                                    \
+      /* the ends; in state "a" the half register is set to NULL first */                       \
+      ".Lxp_neara%=:\n\t"                                                                      \
       "xor %k[half], %k[half]\n\t"                                                             \
-      "jmp .Lxp_nibgot%=\n\t"                                                                    \
-      ".Lxp_nibnew%=:\n\t"                                                                       \
-      "movzbl (%[ip]), %%edx\n\t"                                                              \
-      "mov %[ip], %[half]\n\t"                                                                 \
-      "inc %[ip]\n\t"                                                                          \
-      "and $15, %%edx\n\t"                                                                     \
-      ".Lxp_nibgot%=:\n\t"                                                                       \
-      "cmp $15, %%edx\n\t"                                                                     \
-      "je .Lxp_byte%=\n\t"                                                                       \
-      "add $10, %%edx\n\t" /* 10..24 bytes */                                                  \
-      "cmp $0x78, %%eax\n\t"                                                                   \
-      "jb .Lxp_gent%=\n\t"                                                                       \
-      "shr $3, %%eax\n\t"                                                                      \
-      "not %%rax\n\t"                                                                          \
-      "movdqu (%[op],%%rax), %%xmm0\n\t"                                                       \
-      "movdqu %%xmm0, (%[op])\n\t"                                                             \
-      "movdqu 16(%[op],%%rax), %%xmm0\n\t"                                                     \
-      "movdqu %%xmm0, 16(%[op])\n\t"                                                           \
-      "add %%rdx, %[op]\n\t"                                                                   \
-      "jmp .Lxp_step%=\n\t"                                                                      \
-      /* a length byte: 25..279 bytes, or 255 and a 2-byte length (0: a 4-byte one) */         \
-      ".Lxp_byte%=:\n\t"                                                                         \
-      "movzbl (%[ip]), %%edx\n\t"                                                              \
-      "inc %[ip]\n\t"                                                                          \
-      "cmp $255, %%edx\n\t"                                                                    \
-      "je .Lxp_word2%=\n\t"                                                                      \
-      "add $25, %%edx\n\t"                                                                     \
-      BCHK                                                                                     \
-      ".Lxp_long%=:\n\t" /* rdx bytes, the room checked */                                       \
-      "cmp $0x78, %%eax\n\t"                                                                   \
-      "jb .Lxp_gent%=\n\t"                                                                       \
-      "shr $3, %%eax\n\t"                                                                      \
-      "not %%rax\n\t"                                                                          \
-      "lea (%[op],%%rdx), %%rcx\n\t"                                                           \
-      ".Lxp_long32%=:\n\t" /* 32 bytes a turn in 16-byte copies (distance >= 16) */              \
-      "movdqu (%[op],%%rax), %%xmm0\n\t"                                                       \
-      "movdqu %%xmm0, (%[op])\n\t"                                                             \
-      "movdqu 16(%[op],%%rax), %%xmm0\n\t"                                                     \
-      "movdqu %%xmm0, 16(%[op])\n\t"                                                           \
-      "add $32, %[op]\n\t"                                                                     \
-      "cmp %%rcx, %[op]\n\t"                                                                   \
-      "jb .Lxp_long32%=\n\t"                                                                     \
-      "mov %%rcx, %[op]\n\t"                                                                   \
-      "jmp .Lxp_step%=\n\t"                                                                      \
-      ".Lxp_word2%=:\n\t"                                                                        \
-      "movzwl (%[ip]), %%edx\n\t"                                                              \
-      "add $2, %[ip]\n\t"                                                                      \
-      "test %%edx, %%edx\n\t"                                                                  \
-      "jnz .Lxp_w2got%=\n\t"                                                                     \
-      "movl (%[ip]), %%edx\n\t"                                                                \
-      "add $4, %[ip]\n\t"                                                                      \
-      ".Lxp_w2got%=:\n\t"                                                                        \
-      "cmp $22, %%edx\n\t"                                                                     \
-      "jb .Lxp_bad%=\n\t"                                                                        \
-      "add $3, %%rdx\n\t" /* (64-bit: up to 2^32 + 2) */                                       \
-      XP_ASM_BCHK                                                                              \
-      "jmp .Lxp_long%=\n\t"                                                                      \
-      ".Lxp_near%=:\n\t" /* near the end: the C copies it, checked */                            \
+      ".Lxp_nearb%=:\n\t" /* near the end: the C copies it, checked */                         \
       "shr $3, %%eax\n\t"                                                                      \
       "inc %%eax\n\t"                                                                          \
       "mov $2, %k[rc]\n\t"                                                                     \
-      "jmp .Lxp_out%=\n\t"                                                                       \
-      /* distance 1..15 (eax = token), rdx bytes: d[0..8) from the distance back; below 8 the  \
-       * period doubled in place (p = distance × 2^k) until p >= 8, then 8-byte copies from p  \
-       * on; from 8..15, 8-byte copies from 8 on; each from p back (finished bytes) */         \
-      ".Lxp_gent%=:\n\t"                                                                         \
-      "shr $3, %%eax\n\t"                                                                      \
-      "inc %%eax\n\t"                                                                          \
-      "mov %[op], %%rcx\n\t"                                                                   \
-      "sub %%rax, %%rcx\n\t"                                                                   \
-      "movq (%%rcx), %%xmm0\n\t"                                                               \
-      "movq %%xmm0, (%[op])\n\t"                                                               \
-      "mov %%rax, %%rcx\n\t"                                                                   \
-      "cmp $8, %%rcx\n\t"                                                                      \
-      "jae .Lxp_gen8s%=\n\t"                                                                     \
-      ".Lxp_gen2%=:\n\t"                                                                         \
-      "movq (%[op]), %%xmm0\n\t"                                                               \
-      "movq %%xmm0, (%[op],%%rcx)\n\t"                                                         \
-      "add %%rcx, %%rcx\n\t"                                                                   \
-      "cmp $8, %%rcx\n\t"                                                                      \
-      "jb .Lxp_gen2%=\n\t"                                                                       \
-      "lea (%[op],%%rcx), %%rax\n\t" /* from p */                                              \
-      "jmp .Lxp_gen8p%=\n\t"                                                                     \
-      ".Lxp_gen8s%=:\n\t"                                                                        \
-      "lea 8(%[op]), %%rax\n\t" /* distance 8..15: from 8 */                                   \
-      ".Lxp_gen8p%=:\n\t"                                                                        \
-      "add %%rdx, %[op]\n\t"                                                                   \
-      "neg %%rcx\n\t"                                                                          \
-      ".Lxp_gen8%=:\n\t"                                                                         \
-      "cmp %[op], %%rax\n\t"                                                                   \
-      "jae .Lxp_step%=\n\t"                                                                      \
-      "movq (%%rax,%%rcx), %%xmm0\n\t"                                                         \
-      "movq %%xmm0, (%%rax)\n\t"                                                               \
-      "add $8, %%rax\n\t"                                                                      \
-      "jmp .Lxp_gen8%=\n\t"                                                                      \
-      ".Lxp_bad%=:\n\t"                                                                          \
-      "mov $-1, %k[rc]\n\t"                                                                    \
-      "jmp .Lxp_out%=\n\t"                                                                       \
-      ".Lxp_mid%=:\n\t"                                                                          \
+      "jmp .Lxp_out%=\n\t"                                                                     \
+      ".Lxp_mida%=:\n\t"                                                                       \
+      "xor %k[half], %k[half]\n\t"                                                             \
+      ".Lxp_midb%=:\n\t"                                                                       \
       "mov $3, %k[rc]\n\t"                                                                     \
-      "jmp .Lxp_out%=\n\t"                                                                       \
-      ".Lxp_done%=:\n\t"                                                                         \
+      "jmp .Lxp_out%=\n\t"                                                                     \
+      ".Lxp_bad%=:\n\t"                                                                        \
+      "mov $-1, %k[rc]\n\t"                                                                    \
+      "jmp .Lxp_out%=\n\t"                                                                     \
+      ".Lxp_donea%=:\n\t"                                                                      \
+      "xor %k[half], %k[half]\n\t"                                                             \
+      ".Lxp_doneb%=:\n\t"                                                                      \
       "xor %k[rc], %k[rc]\n\t"                                                                 \
-      ".Lxp_out%=:\n\t"                                                                          \
+      ".Lxp_out%=:\n\t"                                                                        \
       : [ip] "+r"(ip), [op] "+r"(op), [f] "+r"(f), [g] "+r"(g), [half] "+r"(half),            \
-        [rc] "=r"(rc),                                                                         \
-        "=&a"(a), "=&c"(c), "=&d"(d)                                                           \
+        [rc] "=r"(rc), "=&a"(a), "=&c"(c), "=&d"(d)                                            \
       : [in_lim] "m"(in_lim), [out_lim] "m"(out_lim), [out_end] "m"(out_end),                 \
         [out0] "r"(out0), [margin] "i"(MARGIN)                                                 \
       : "xmm0", "cc", "memory")
@@ -467,13 +484,13 @@ static int xp_asm(const unsigned char **pip, unsigned char **pop, const unsigned
   if (med == 2)
     XP_ASM_LOOP(XP_ASM_DCHK, XP_ASM_BCHK, XP_ASM_SCHK, XP_TAIL_MARGIN);
   else if (near && med)
-    XP_ASM_LOOP(XP_ASM_DCHK, XP_ASM_BCHK, "", XP_MED_MARGIN);
+    XP_ASM_LOOP(XP_ASM_DCHK, XP_ASM_BCHK, XP_ASM_NONE, XP_MED_MARGIN);
   else if (near)
-    XP_ASM_LOOP(XP_ASM_DCHK, "", "", XP_ROOMY_MARGIN);
+    XP_ASM_LOOP(XP_ASM_DCHK, XP_ASM_NONE, XP_ASM_NONE, XP_ROOMY_MARGIN);
   else if (med)
-    XP_ASM_LOOP("", XP_ASM_BCHK, "", XP_MED_MARGIN);
+    XP_ASM_LOOP(XP_ASM_NONE, XP_ASM_BCHK, XP_ASM_NONE, XP_MED_MARGIN);
   else
-    XP_ASM_LOOP("", "", "", XP_ROOMY_MARGIN);
+    XP_ASM_LOOP(XP_ASM_NONE, XP_ASM_NONE, XP_ASM_NONE, XP_ROOMY_MARGIN);
   (void)c;
   if ((rc == 2 || rc == 3) && (g >> 32 & 1)) {
     /* stopped in a word's first half: its second half after the items left, then the
