@@ -1153,25 +1153,12 @@ ETL_NOINLINE int list_move_slow(struct etw_etl_reader *r, struct stream *w, uint
   return 1;
 }
 
-/* List: the front stream @w, whose next record (key @k) is not before the runner-up's, goes
- * back in its place (list_pop + list_sift); the new front stream's record is the next one
- * (*@rec, r->last_s; returns 1) and r->lkey its runner-up's time. A leaf: the place is
- * searched from the back first, and an equal key (or a full array) hands everything to
- * list_move_slow before anything moved. */
-#if defined(__GNUC__) && !defined(__clang__)
-/* (the shift loop moves ~1.3 entries: not a memmove call) */
-__attribute__((optimize("no-tree-loop-distribute-patterns")))
-#endif
-ETL_NOINLINE int list_move(struct etw_etl_reader *r, struct stream *w, uint64_t k,
-                           const struct etw_rec **rec) {
+/* list_move's end: the entries from @q up slide one up, @w (key @k) goes to @q; the front
+ * stream (the one after the sentinel at head) gives the next record. */
+static inline int list_insert(struct etw_etl_reader *r, struct stream *w, uint64_t k,
+                              const struct etw_rec **rec, struct lent *q) {
   uint32_t head = r->head, end = r->end;
-  if (end + 2 > r->ocap) return list_move_slow(r, w, k, rec);
-  struct lent *l = r->lst, *q = l + end, *e = q;
-  l[head].s = NULL; /* the front sentinel (list_pop writes the same) */
-  l[head].key = 0;
-  uint64_t x;
-  while ((x = q[-1].key) > k) q--; /* stops at the sentinel at the latest */
-  if (x == k) return list_move_slow(r, w, k, rec);
+  struct lent *l = r->lst, *e = l + end;
   for (; e > q; e--) e[0] = e[-1];
   q->key = k;
   q->s = w;
@@ -1184,6 +1171,40 @@ ETL_NOINLINE int list_move(struct etw_etl_reader *r, struct stream *w, uint64_t 
   r->last_s = top;
   *rec = top->cur;
   return 1;
+}
+
+/* list_move when @w's key @k equals the key before @q: the search goes on by the full rule
+ * (as list_sift: past the entries of that key that @w comes before). */
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("no-tree-loop-distribute-patterns")))
+#endif
+ETL_NOINLINE int list_move_tie(struct etw_etl_reader *r, struct stream *w, uint64_t k,
+                               const struct etw_rec **rec, struct lent *q) {
+  uint32_t wi = (uint32_t)(w - r->st);
+  while (q[-1].key == k && q[-1].s && !before(r, (uint32_t)(q[-1].s - r->st), wi)) q--;
+  return list_insert(r, w, k, rec, q);
+}
+
+/* List: the front stream @w, whose next record (key @k) is not before the runner-up's, goes
+ * back in its place (list_pop + list_sift); the new front stream's record is the next one
+ * (*@rec, r->last_s; returns 1) and r->lkey its runner-up's time. A leaf: the place is
+ * searched from the back first; an equal key goes on in list_move_tie, a full array to
+ * list_move_slow, both before anything moved but the front sentinel. */
+#if defined(__GNUC__) && !defined(__clang__)
+/* (the shift loop moves ~1.3 entries: not a memmove call) */
+__attribute__((optimize("no-tree-loop-distribute-patterns")))
+#endif
+ETL_NOINLINE int list_move(struct etw_etl_reader *r, struct stream *w, uint64_t k,
+                           const struct etw_rec **rec) {
+  uint32_t head = r->head, end = r->end;
+  if (end + 2 > r->ocap) return list_move_slow(r, w, k, rec);
+  struct lent *l = r->lst, *q = l + end;
+  l[head].s = NULL; /* the front sentinel (list_pop writes the same) */
+  l[head].key = 0;
+  uint64_t x;
+  while ((x = q[-1].key) > k) q--; /* stops at the sentinel at the latest */
+  if (x == k) return list_move_tie(r, w, k, rec, q);
+  return list_insert(r, w, k, rec, q);
 }
 
 int etw_etl_reader_next_ref(struct etw_etl_reader *r, const struct etw_rec **rec, struct etw_status *st) {
