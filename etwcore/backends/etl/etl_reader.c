@@ -113,8 +113,10 @@ struct etw_etl_reader {
   struct lent *lst;          /* list: [head, end) the streams with a record, earliest first,
                                 with their record times ([head]'s not kept); sentinels: [head -
                                 1] (NULL, 0) and [end] (NULL, UINT64_MAX) */
-  uint32_t head, end, ocap;  /* list: the live part of lst (entries slide towards ocap) */
-  uint64_t lkey;             /* list: lst[head + 1].key, the runner-up's record time; tree: 0 */
+  struct lent *lh, *le;      /* list: head and end: the live part of lst (entries slide up) */
+  struct lent *llast;        /* list: &lst[ocap - 1], the last entry */
+  uint32_t ocap;
+  uint64_t lkey;             /* list: lh[1].key, the runner-up's record time; tree: 0 */
   int started;
   struct stream *last_s;     /* stream of the last returned record, or NULL */
   unsigned char *raw;        /* scratch for reading a buffer */
@@ -1054,31 +1056,32 @@ static void build_list(struct etw_etl_reader *r) {
   }
   l[c].s = NULL;
   l[c].key = UINT64_MAX;
-  r->head = 1;
-  r->end = c;
+  r->lh = l + 1;
+  r->le = l + c;
+  r->llast = l + r->ocap - 1;
   r->lkey = c > 1 ? l[2].key : UINT64_MAX; /* ([c] is the end sentinel) */
 }
 
 /* List: the front stream leaves (exhausted, or to be put back by list_sift). The entries slide
  * up by one per record that moves; near the end of the array they are moved back to 0. */
 static inline void list_pop(struct etw_etl_reader *r) {
-  uint32_t head = r->head, end = r->end;
-  if (end + 2 > r->ocap) {
-    uint32_t n = end + 1 - (head - 1);
-    memmove(r->lst, r->lst + head - 1, n * sizeof *r->lst);
-    r->end = end - (head - 1);
-    head = 1;
+  struct lent *head = r->lh, *end = r->le;
+  if (end >= r->llast) { /* (end + 2 > ocap) */
+    size_t n = (size_t)(end + 1 - (head - 1));
+    memmove(r->lst, head - 1, n * sizeof *r->lst);
+    r->le = end - (head - 1 - r->lst);
+    head = r->lst + 1;
   }
-  r->lst[head].s = NULL; /* the front sentinel */
-  r->lst[head].key = 0;
-  r->head = head + 1;
+  head->s = NULL; /* the front sentinel */
+  head->key = 0;
+  r->lh = head + 1;
 }
 
 /* List: put stream @w (just popped) back with its next record (key @k), searching from the
  * back (a stream's next record usually comes after most of the others'). */
 static inline void list_sift(struct etw_etl_reader *r, struct stream *w, uint64_t k) {
   struct lent *l = r->lst;
-  uint32_t end = r->end, i = end - 1;
+  uint32_t end = (uint32_t)(r->le - l), i = end - 1;
   for (;; i--) {
     uint64_t x = l[i].key;
     if (x < k) break;
@@ -1089,7 +1092,7 @@ static inline void list_sift(struct etw_etl_reader *r, struct stream *w, uint64_
   l[i + 1].key = k;
   l[end + 1].s = NULL;
   l[end + 1].key = UINT64_MAX;
-  r->end = end + 1;
+  r->le = l + end + 1;
 }
 
 /* next_ref when the last record's stream has no parsed record left or no longer comes first,
@@ -1105,12 +1108,12 @@ ETL_NOINLINE int next_slow(struct etw_etl_reader *r, const struct etw_rec **rec,
     if (r->list) {
       if (!more) {
         list_pop(r);
-      } else if (s->cur->filetime >= r->lst[r->head + 1].key) {
+      } else if (s->cur->filetime >= r->lh[1].key) {
         list_pop(r);
         list_sift(r, s, s->cur->filetime);
       }
-      top = r->lst[r->head].s;
-      r->lkey = top ? r->lst[r->head + 1].key : UINT64_MAX;
+      top = r->lh->s;
+      r->lkey = top ? r->lh[1].key : UINT64_MAX;
     } else {
       uint32_t w = (uint32_t)(s - r->st);
       if (!more) replay(r, w, LT_NONE);
@@ -1126,7 +1129,7 @@ ETL_NOINLINE int next_slow(struct etw_etl_reader *r, const struct etw_rec **rec,
       else build_tree(r);
     }
     if (!r->tree) top = NULL;
-    else if (r->list) top = r->lst[r->head].s;
+    else if (r->list) top = r->lh->s;
     else top = r->tree[0] == LT_NONE ? NULL : &r->st[r->tree[0]];
   }
   if (!top) {
@@ -1146,8 +1149,8 @@ ETL_NOINLINE int list_move_slow(struct etw_etl_reader *r, struct stream *w, uint
                                 const struct etw_rec **rec) {
   list_pop(r);
   list_sift(r, w, k);
-  r->lkey = r->lst[r->head + 1].key;
-  struct stream *top = r->lst[r->head].s;
+  r->lkey = r->lh[1].key;
+  struct stream *top = r->lh->s;
   r->last_s = top;
   *rec = top->cur;
   return 1;
@@ -1157,17 +1160,16 @@ ETL_NOINLINE int list_move_slow(struct etw_etl_reader *r, struct stream *w, uint
  * stream (the one after the sentinel at head) gives the next record. */
 static inline int list_insert(struct etw_etl_reader *r, struct stream *w, uint64_t k,
                               const struct etw_rec **rec, struct lent *q) {
-  uint32_t head = r->head, end = r->end;
-  struct lent *l = r->lst, *e = l + end;
+  struct lent *head = r->lh, *end = r->le, *e = end;
   for (; e > q; e--) e[0] = e[-1];
   q->key = k;
   q->s = w;
-  l[end + 1].s = NULL;
-  l[end + 1].key = UINT64_MAX;
-  r->end = end + 1;
-  r->head = head + 1;
-  r->lkey = l[head + 2].key;
-  struct stream *top = l[head + 1].s;
+  end[1].s = NULL;
+  end[1].key = UINT64_MAX;
+  r->le = end + 1;
+  r->lh = head + 1;
+  r->lkey = head[2].key;
+  struct stream *top = head[1].s;
   r->last_s = top;
   *rec = top->cur;
   return 1;
@@ -1196,11 +1198,10 @@ __attribute__((optimize("no-tree-loop-distribute-patterns")))
 #endif
 ETL_NOINLINE int list_move(struct etw_etl_reader *r, struct stream *w, uint64_t k,
                            const struct etw_rec **rec) {
-  uint32_t head = r->head, end = r->end;
-  if (end + 2 > r->ocap) return list_move_slow(r, w, k, rec);
-  struct lent *l = r->lst, *q = l + end;
-  l[head].s = NULL; /* the front sentinel (list_pop writes the same) */
-  l[head].key = 0;
+  struct lent *head = r->lh, *q = r->le;
+  if (q >= r->llast) return list_move_slow(r, w, k, rec); /* (end + 2 > ocap) */
+  head->s = NULL; /* the front sentinel (list_pop writes the same) */
+  head->key = 0;
   uint64_t x;
   while ((x = q[-1].key) > k) q--; /* stops at the sentinel at the latest */
   if (x == k) return list_move_tie(r, w, k, rec, q);
