@@ -819,6 +819,19 @@ ETL_NOINLINE int parse_generic(const struct efile *f, const struct stream *s, st
   return (int)size;
 }
 
+/* A PERFINFO header's size by its version's high byte (bits 8..15 of the first word): 0x10,
+ * plus 8 for bit 15 and 8 for each count in bits 8..10 (the extension items). */
+#define PH4(b) 0x10 + 8 * (((b) >> 7) & 1) + 8 * ((b) & 7)
+#define PH16(b) PH4(b), PH4(b + 1), PH4(b + 2), PH4(b + 3), PH4(b + 4), PH4(b + 5), PH4(b + 6), \
+                PH4(b + 7), PH4(b + 8), PH4(b + 9), PH4(b + 10), PH4(b + 11), PH4(b + 12),   \
+                PH4(b + 13), PH4(b + 14), PH4(b + 15)
+static const uint8_t perf_hdr[256] = {PH16(0),   PH16(16),  PH16(32),  PH16(48),
+                                      PH16(64),  PH16(80),  PH16(96),  PH16(112),
+                                      PH16(128), PH16(144), PH16(160), PH16(176),
+                                      PH16(192), PH16(208), PH16(224), PH16(240)};
+#undef PH16
+#undef PH4
+
 /* Parse the record *@pleft bytes before the payload's end @pend into @rec (a slot of @s: the
  * one before it, or s->last_ts, has the previous record); 1 = got one (*@pleft drops by its
  * size with padding: the last record's padding may take it to -7), 0 = end of buffer, -1 =
@@ -839,7 +852,7 @@ ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, int64_t *p
     /* PERFINFO: 2 version (high byte: extension bits), 4 size, 6 HookId, 8 timestamp */
     uint32_t ver = m & 0xFFFF;
     size = (uint32_t)(h0 >> 32) & 0xFFFF;
-    hdr = 0x10 + ((m >> 12) & 8) + ((m >> 5) & 0x38); /* + 8 × (bit 15 + bits 8..10) */
+    hdr = perf_hdr[(m >> 8) & 0xFF]; /* 0x10 + 8 × (bit 15 + bits 8..10) */
     if (hdr > size || size > n) return -1; /* (hdr ≥ 0x10) */
     uint64_t hook = h0 >> 48;
     if (rec->kind != ETW_REC_PERFINFO) { /* else the fields kept zero are zero */
