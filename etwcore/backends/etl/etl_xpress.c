@@ -199,13 +199,14 @@ int etw_xpress_c_only;
  * 1-, 2- and 4-byte length forms against the output end but not matches of ≤ 24 bytes: 32 items
  * of ≤ 24 bytes plus a 32-byte store. */
 #define XP_MED_MARGIN (32 * 24 + 32)
-/* The tail variant checks the input and the output before every step (it may stop mid-word):
- * a step reads at most 42 bytes (a 32-byte literal copy from its start, or up to 32 literals,
- * a token and 8 bytes of length) after a 4-byte flag word, and writes at most 64 bytes (a
- * 32-byte literal copy; up to 32 literals, then a 32-byte match copy) unless its length is
- * checked (1-, 2- and 4-byte forms: the room must keep 32 past the match). */
-#define XP_TAIL_IN 52
-#define XP_TAIL_MARGIN 64
+/* The tail variant checks the input and the output before every step (it may stop mid-word;
+ * the flag word itself is checked before it is read): a step reads at most 26 bytes from its
+ * start (a 16-byte literal copy; up to 16 literals, a 2-byte token and up to 8 bytes of length)
+ * and writes at most 48 (a 16-byte literal copy; up to 16 literals, then a match copy of at most
+ * 32 bytes) unless its length is checked (1-, 2- and 4-byte forms: the room must keep
+ * XP_TAIL_MARGIN past the match). Both with some slack. */
+#define XP_TAIL_IN 32
+#define XP_TAIL_MARGIN 48
 
 /* The fast loop (xp_fast) written out in x86-64 assembly (SSE2 only). Same bounds as the C:
  * whole flag words while ip < in_lim and op < out_lim at the start of each. One step is a run
@@ -437,6 +438,13 @@ int etw_xpress_c_only;
   "jmp .Lxp_gen8" S "%=\n\t"
 #define XP_ASM_LOOP(DCHK, BCHK, SCHK, MARGIN)                                                  \
   __asm__ volatile(                                                                            \
+      /* f = 0: at a word boundary; else mid-word (f, g as left by an earlier call) */          \
+      "test %[f], %[f]\n\t"                                                                    \
+      "jz .Lxp_entw%=\n\t"                                                                     \
+      "test %[half], %[half]\n\t"                                                              \
+      "jnz .Lxp_stepb%=\n\t"                                                                   \
+      "jmp .Lxp_stepa%=\n\t"                                                                   \
+      ".Lxp_entw%=:\n\t"                                                                       \
       "test %[half], %[half]\n\t"                                                              \
       "jnz .Lxp_wordb%=\n\t"                                                                   \
       "jmp .Lxp_worda%=\n\t"                                                                   \
@@ -469,17 +477,19 @@ int etw_xpress_c_only;
         [out0] "r"(out0), [margin] "i"(MARGIN)                                                 \
       : "xmm0", "cc", "memory")
 
-/* The assembly loop from *pip, *pop, *phalf at a word boundary (as xp_fast): @near = the
- * distance checked (out_lim at most out0 + 8192); @med = the medium variant (1-byte lengths
- * checked, XP_MED_MARGIN), else the roomy one (XP_ROOMY_MARGIN). Returns as xp_fast: 0, -1,
- * or 1 when a length came near the output end (copied here the checked way, as xp_fast does;
- * *pf the rest of its word). */
+/* The assembly loop from *pip, *pop, *phalf at a word boundary (*pf = 0), or for the tail
+ * variant also mid-word (*pf, *pg as an earlier call left them): @near = the distance checked
+ * (out_lim at most out0 + 8192); @med = 1 the medium variant (1-byte lengths checked,
+ * XP_MED_MARGIN), 2 the tail variant (every step checked, XP_TAIL_MARGIN), else the roomy one
+ * (XP_ROOMY_MARGIN). Returns as xp_fast: 0 (*pf = 0), -1, or 1 when a length came near the
+ * output end (copied here the checked way, as xp_fast does) or the tail variant stopped before
+ * a step; then *pf, *pg hold the rest of the word (xp_flags_left). */
 static int xp_asm(const unsigned char **pip, unsigned char **pop, const unsigned char **phalf,
-                  uint64_t *pf, const unsigned char *in_lim, const unsigned char *out0,
+                  uint64_t *pf, uint64_t *pg, const unsigned char *in_lim, const unsigned char *out0,
                   unsigned char *out_lim, unsigned char *out_end, int near, int med) {
   const unsigned char *ip = *pip, *half = *phalf;
   unsigned char *op = *pop;
-  uint64_t f = 0, g = 0, a, c, d;
+  uint64_t f = *pf, g = *pg, a, c, d;
   long rc;
   if (med == 2)
     XP_ASM_LOOP(XP_ASM_DCHK, XP_ASM_BCHK, XP_ASM_SCHK, XP_TAIL_MARGIN);
@@ -492,15 +502,11 @@ static int xp_asm(const unsigned char **pip, unsigned char **pop, const unsigned
   else
     XP_ASM_LOOP(XP_ASM_NONE, XP_ASM_NONE, XP_ASM_NONE, XP_ROOMY_MARGIN);
   (void)c;
-  if ((rc == 2 || rc == 3) && (g >> 32 & 1)) {
-    /* stopped in a word's first half: its second half after the items left, then the
-     * sentinel (f's lowest set bit, at 47 or above) */
-    int p = __builtin_ctzll(f);
-    f = (f & ~(1ull << p)) | (g & 0xFFFF) << (p - 15) | 1ull << (p - 16);
-  }
+  if (rc <= 0) f = 0;
   *pip = ip;
   *phalf = half;
   *pf = f;
+  *pg = g;
   if (rc == 2) {
     size_t len = (size_t)d, off = (size_t)a, room = (size_t)(out_end - op);
     if (len > room) len = room;
@@ -524,7 +530,7 @@ long etw_xpress_decompress(const unsigned char *in, size_t n_in, unsigned char *
     unsigned char *fop = out;
     const unsigned char *in_lim = in + (n_in - XP_FAST_MARGIN) + 1;
     unsigned char *out_lim = out + (n_out - XP_OUT_MARGIN) + 1;
-    uint64_t f = 0;
+    uint64_t f = 0, g = 0; /* (g: the assembly loop's second half of a word) */
     int rc = 0;
 #ifdef XP_ASM
     if (!etw_xpress_c_only) {
@@ -533,20 +539,21 @@ long etw_xpress_decompress(const unsigned char *in, size_t n_in, unsigned char *
       unsigned char *near_lim = out + (n_out < 8192 ? n_out : 8192);
       if (n_out >= XP_ROOMY_MARGIN) {
         unsigned char *roomy_lim = out + (n_out - XP_ROOMY_MARGIN) + 1;
-        rc = xp_asm(&fip, &fop, &fhalf, &f, in_lim, out, near_lim < roomy_lim ? near_lim : roomy_lim, out + n_out, 1, 0);
+        rc = xp_asm(&fip, &fop, &fhalf, &f, &g, in_lim, out, near_lim < roomy_lim ? near_lim : roomy_lim, out + n_out, 1, 0);
         if (rc == 0 && fop - out >= 8192)
-          rc = xp_asm(&fip, &fop, &fhalf, &f, in_lim, out, roomy_lim, out + n_out, 0, 0);
+          rc = xp_asm(&fip, &fop, &fhalf, &f, &g, in_lim, out, roomy_lim, out + n_out, 0, 0);
       }
       if (rc == 0 && n_out >= XP_MED_MARGIN) {
         unsigned char *med_lim = out + (n_out - XP_MED_MARGIN) + 1;
         if (fop - out < 8192)
-          rc = xp_asm(&fip, &fop, &fhalf, &f, in_lim, out, near_lim < med_lim ? near_lim : med_lim, out + n_out, 1, 1);
+          rc = xp_asm(&fip, &fop, &fhalf, &f, &g, in_lim, out, near_lim < med_lim ? near_lim : med_lim, out + n_out, 1, 1);
         if (rc == 0 && fop - out >= 8192)
-          rc = xp_asm(&fip, &fop, &fhalf, &f, in_lim, out, med_lim, out + n_out, 0, 1);
+          rc = xp_asm(&fip, &fop, &fhalf, &f, &g, in_lim, out, med_lim, out + n_out, 0, 1);
       }
-      /* then step by step up to XP_TAIL_IN / XP_TAIL_MARGIN (the distance always checked) */
-      if (rc == 0)
-        rc = xp_asm(&fip, &fop, &fhalf, &f, in + (n_in - XP_TAIL_IN) + 1, out,
+      /* then step by step up to XP_TAIL_IN / XP_TAIL_MARGIN (the distance always checked), also
+       * after a long match near the end (mid-word) */
+      if (rc >= 0)
+        rc = xp_asm(&fip, &fop, &fhalf, &f, &g, in + (n_in - XP_TAIL_IN) + 1, out,
                     out + (n_out - XP_TAIL_MARGIN) + 1, out + n_out, 1, 2);
     } else
 #endif
@@ -566,6 +573,12 @@ long etw_xpress_decompress(const unsigned char *in, size_t n_in, unsigned char *
     op = (size_t)(fop - out);
     half = fhalf ? (size_t)(fhalf - in) : (size_t)-1;
     if (rc > 0) {
+      if (g >> 32 & 1) {
+        /* the assembly loop stopped in a word's first half: its second half after the items
+         * left, then the sentinel (f's lowest set bit, at 47 or above) */
+        int p = __builtin_ctzll(f);
+        f = (f & ~(1ull << p)) | (g & 0xFFFF) << (p - 15) | 1ull << (p - 16);
+      }
       /* the rest of that word goes the checked way: the sentinel is the lowest set bit, below
        * the flags not yet used */
       nflags = 63 - __builtin_ctzll(f);
