@@ -841,7 +841,6 @@ ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, int64_t *p
   int64_t left = *pleft;
   if (left < 8) return 0;
   const unsigned char *p = pend - left;
-  uint32_t n = (uint32_t)left;
   uint64_t h0 = rd64(p);
   uint32_t m = (uint32_t)h0;
   unsigned char *rb = (unsigned char *)rec;
@@ -853,7 +852,7 @@ ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, int64_t *p
     uint32_t ver = m & 0xFFFF;
     size = (uint32_t)(h0 >> 32) & 0xFFFF;
     hdr = perf_hdr[(m >> 8) & 0xFF]; /* 0x10 + 8 × (bit 15 + bits 8..10) */
-    if (hdr > size || size > n) return -1; /* (hdr ≥ 0x10) */
+    if (hdr > size || (int64_t)size > left) return -1; /* (hdr ≥ 0x10) */
     uint64_t hook = h0 >> 48;
     if (rec->kind != ETW_REC_PERFINFO) { /* else the fields kept zero are zero */
       st64(rb + 32, 0);
@@ -876,7 +875,7 @@ ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, int64_t *p
      * kernel and user time, activity id: from 8 on the same layout as the record head */
     hdr = 0x50;
     size = m & 0xFFFF;
-    if (size < hdr || size > n) return -1;
+    if (size < hdr || (int64_t)size > left) return -1;
     uint32_t flags = (uint32_t)(h0 >> 32) & 0xFFFF;
     /* kind, pointer size 4 or 8, flags | 32/64_BIT_HEADER, property */
     static const uint64_t ev_head[2] = {
@@ -896,7 +895,7 @@ ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, int64_t *p
   } else {
     if (m == 0xFFFFFFFFu) return 0; /* no more records */
     /* (the time of the stream's previous record: a WPP record without its own takes it) */
-    int k = parse_generic(s->f, s, rec, p, n, m, rec > s->slots ? rec[-1].timestamp : s->last_ts);
+    int k = parse_generic(s->f, s, rec, p, (uint32_t)left, m, rec > s->slots ? rec[-1].timestamp : s->last_ts);
     if (k < 0) return -1;
     size = (uint32_t)k;
     ts = rec->timestamp;
