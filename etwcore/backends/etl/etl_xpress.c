@@ -2,6 +2,9 @@
  *
  * Written from the prose description of the format (docs/etl.md, etl-format.md §3.3). Both
  * functions are bounded by their input and output sizes and never read or write outside them.
+ * On x86-64 with GCC or Clang the bulk of a plain XPRESS buffer goes through a loop in inline
+ * assembly (xp_asm, SSE2); the C loops stay the portable path (and the test reference:
+ * etw_xpress_c_only, tests/unit/test_etl_xpress.c).
  */
 #include <stdint.h>
 #include <string.h>
@@ -113,10 +116,10 @@ XP_INLINE int xp_fast(const unsigned char **pip, unsigned char **pop, const unsi
     uint64_t f = (uint64_t)rd32le(ip) << 32 | 0x80000000u;
     ip += 4;
     for (;;) {
-      /* one step: the run of literals before the next match (often none), then that match.
-       * sh = run + 1 (1..33) from the leading zeros of f; the literals are copied as 16 bytes
-       * whatever their number (32 above 16); shifting by sh drops the match's bit too, so f
-       * is 0 when the run reached the sentinel (the end of the word). */
+      /* one step: the run of literals before the next match (often none; 0..32, the leading
+       * zeros of f), then that match. The literals are copied as 16 bytes whatever their
+       * number (32 above 16: no branch on literal vs. match); shifting out the run and the
+       * match's bit leaves 0 when the run reached the sentinel (the end of the word). */
       size_t run = (size_t)(unsigned)__builtin_clzll(f);
       memcpy(op, ip, 16);
       if (XP_UNLIKELY(run > 16)) memcpy(op + 16, ip + 16, 16);
