@@ -301,6 +301,67 @@ static void test_random_streams(void) {
   free(in);
 }
 
+/* Item writer for hand-made streams: literal bytes and matches, 32 flags a word. */
+struct xw {
+  unsigned char *b;
+  size_t k, fpos;
+  uint32_t flags;
+  int items;
+};
+static void xw_item(struct xw *w, int match) {
+  if (w->items == 32) {
+    for (int i = 0; i < 4; i++) w->b[w->fpos + (size_t)i] = (unsigned char)(w->flags >> (8 * i));
+    w->fpos = w->k;
+    w->k += 4;
+    w->flags = 0;
+    w->items = 0;
+  }
+  if (match) w->flags |= 1u << (31 - w->items);
+  w->items++;
+}
+static void xw_lit(struct xw *w, unsigned char c) {
+  xw_item(w, 0);
+  w->b[w->k++] = c;
+}
+static void xw_match(struct xw *w, size_t dist, size_t len) { /* len 3..9 or 10..24 */
+  xw_item(w, 1);
+  size_t tok = (dist - 1) << 3 | (len - 3 < 7 ? len - 3 : 7);
+  w->b[w->k++] = (unsigned char)tok;
+  w->b[w->k++] = (unsigned char)(tok >> 8);
+  if (len - 3 >= 7) w->b[w->k++] = (unsigned char)(len - 10);
+}
+static size_t xw_end(struct xw *w) {
+  for (int i = 0; i < 4; i++) w->b[w->fpos + (size_t)i] = (unsigned char)(w->flags >> (8 * i));
+  return w->k;
+}
+
+/* Distances exactly reaching the output's start (valid) and one past it (malformed, -1) after
+ * every number of literals near the start and up to 8 KiB (the distance-checked loops), every
+ * length class and distance class, in outputs that take the roomy, medium and tail loops. */
+static void test_distance_edge(void) {
+  static const size_t POS[] = {1, 2, 3, 4, 7, 8, 9, 15, 16, 17, 31, 32, 33, 100, 1000, 4095, 4096, 8000, 8190, 8191, 8192, 8193};
+  static const size_t LEN[] = {3, 9, 10, 24};
+  static const size_t OUT[] = {600, 3000, 20000};
+  size_t cap = 40000;
+  unsigned char *in = malloc(cap);
+  CHECK(in != NULL);
+  if (!in) return;
+  for (size_t oi = 0; oi < sizeof OUT / sizeof OUT[0]; oi++)
+    for (size_t pi = 0; pi < sizeof POS / sizeof POS[0]; pi++)
+      for (size_t li = 0; li < sizeof LEN / sizeof LEN[0]; li++)
+        for (int over = 0; over < 2; over++) {
+          size_t pos = POS[pi], no = OUT[oi];
+          if (pos + 100 > no) continue;
+          struct xw w = {in, 0, 0, 0, 32};
+          for (size_t i = 0; i < pos; i++) xw_lit(&w, (unsigned char)(i * 37 + 11));
+          xw_match(&w, pos + (size_t)over, LEN[li]);
+          while (w.k + 16 < cap && w.k < no + 400) xw_lit(&w, (unsigned char)(w.k * 13));
+          size_t n = xw_end(&w);
+          xt_one(in, n, no, over ? "distance past the start" : "distance to the start", pos);
+        }
+  free(in);
+}
+
 /* A deliberately wrong output must be noticed (the comparison can fail). */
 static void test_self(void) {
   unsigned char in[8] = {0, 0, 0, 0, 'a', 'b', 'c', 'd'}, out[4];
@@ -310,6 +371,7 @@ static void test_self(void) {
 
 int main(void) {
   test_self();
+  test_distance_edge();
   test_corpus_buffers();
   test_random_streams();
   fprintf(stderr, "xpress cases: %zu\n", cases);

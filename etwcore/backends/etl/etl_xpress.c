@@ -234,11 +234,10 @@ int etw_xpress_c_only;
  * half after them; f without its bit), edx the length and eax the distance for the C to copy
  * the checked way; 3 stopped before a step (SCHK). */
 #define XP_ASM_NONE(S) ""
-#define XP_ASM_DCHK(S)                                                                         \
-  "mov %%eax, %%ecx\n\t"                                                                       \
-  "shr $3, %%ecx\n\t"                                                                          \
-  "add %[out0], %%rcx\n\t"                                                                     \
-  "cmp %[op], %%rcx\n\t"                                                                       \
+#define XP_ASM_DCHK(S) /* token >> 3 >= op - out0 <=> token >= 8 op - 8 out0 */               \
+  "lea 0(,%[op],8), %%rcx\n\t"                                                                 \
+  "sub %[out08], %%rcx\n\t"                                                                    \
+  "cmp %%rcx, %%rax\n\t"                                                                       \
   "jae .Lxp_bad%=\n\t"
 #define XP_ASM_BCHK(S)                                                                         \
   "mov %[out_end], %%rcx\n\t"                                                                  \
@@ -477,7 +476,7 @@ int etw_xpress_c_only;
       : [ip] "+r"(ip), [op] "+r"(op), [f] "+r"(f), [g] "+r"(g), [half] "+r"(half),            \
         [rc] "=r"(rc), "=&a"(a), "=&c"(c), "=&d"(d)                                            \
       : [in_lim] "m"(in_lim), [out_lim] "m"(out_lim), [out_end] "m"(out_end),                 \
-        [out0] "r"(out0), [margin] "i"(MARGIN)                                                 \
+        [out08] "r"(out08), [margin] "i"(MARGIN)                                                 \
       : "xmm0", "cc", "memory")
 
 /* The assembly loop from *pip, *pop, *phalf at a word boundary (*pf = 0), or for the tail
@@ -493,6 +492,7 @@ static int xp_asm(const unsigned char **pip, unsigned char **pop, const unsigned
   const unsigned char *ip = *pip, *half = *phalf;
   unsigned char *op = *pop;
   uint64_t f = *pf, g = *pg, a, c, d;
+  uintptr_t out08 = (uintptr_t)out0 * 8; /* (mod 2^64, as the assembly's 8 op) */
   long rc;
   if (med == 2)
     XP_ASM_LOOP(XP_ASM_DCHK, XP_ASM_BCHK, XP_ASM_SCHK, XP_TAIL_MARGIN);
