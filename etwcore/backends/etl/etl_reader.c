@@ -113,8 +113,10 @@ struct etw_etl_reader {
   struct lent *lst;          /* list: [head, end) the streams with a record, earliest first,
                                 with their record times ([head]'s not kept); sentinels: [head -
                                 1] (NULL, 0) and [end] (NULL, UINT64_MAX) */
-  uint32_t head, end, ocap;  /* list: the live part of lst (entries slide towards ocap) */
-  uint64_t lkey;             /* list: lst[head + 1].key, the runner-up's record time; tree: 0 */
+  struct lent *lh, *le;      /* list: head and end: the live part of lst (entries slide up) */
+  struct lent *llast;        /* list: &lst[ocap - 1], the last entry */
+  uint32_t ocap;
+  uint64_t lkey;             /* list: lh[1].key, the runner-up's record time; tree: 0 */
   int started;
   struct stream *last_s;     /* stream of the last returned record, or NULL */
   unsigned char *raw;        /* scratch for reading a buffer */
@@ -817,6 +819,19 @@ ETL_NOINLINE int parse_generic(const struct efile *f, const struct stream *s, st
   return (int)size;
 }
 
+/* A PERFINFO header's size by its version's high byte (bits 8..15 of the first word): 0x10,
+ * plus 8 for bit 15 and 8 for each count in bits 8..10 (the extension items). */
+#define PH4(b) 0x10 + 8 * (((b) >> 7) & 1) + 8 * ((b) & 7)
+#define PH16(b) PH4(b), PH4(b + 1), PH4(b + 2), PH4(b + 3), PH4(b + 4), PH4(b + 5), PH4(b + 6), \
+                PH4(b + 7), PH4(b + 8), PH4(b + 9), PH4(b + 10), PH4(b + 11), PH4(b + 12),   \
+                PH4(b + 13), PH4(b + 14), PH4(b + 15)
+static const uint8_t perf_hdr[256] = {PH16(0),   PH16(16),  PH16(32),  PH16(48),
+                                      PH16(64),  PH16(80),  PH16(96),  PH16(112),
+                                      PH16(128), PH16(144), PH16(160), PH16(176),
+                                      PH16(192), PH16(208), PH16(224), PH16(240)};
+#undef PH16
+#undef PH4
+
 /* Parse the record *@pleft bytes before the payload's end @pend into @rec (a slot of @s: the
  * one before it, or s->last_ts, has the previous record); 1 = got one (*@pleft drops by its
  * size with padding: the last record's padding may take it to -7), 0 = end of buffer, -1 =
@@ -826,7 +841,6 @@ ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, int64_t *p
   int64_t left = *pleft;
   if (left < 8) return 0;
   const unsigned char *p = pend - left;
-  uint32_t n = (uint32_t)left;
   uint64_t h0 = rd64(p);
   uint32_t m = (uint32_t)h0;
   unsigned char *rb = (unsigned char *)rec;
@@ -837,8 +851,8 @@ ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, int64_t *p
     /* PERFINFO: 2 version (high byte: extension bits), 4 size, 6 HookId, 8 timestamp */
     uint32_t ver = m & 0xFFFF;
     size = (uint32_t)(h0 >> 32) & 0xFFFF;
-    hdr = 0x10 + ((m >> 12) & 8) + ((m >> 5) & 0x38); /* + 8 × (bit 15 + bits 8..10) */
-    if (hdr > size || size > n) return -1; /* (hdr ≥ 0x10) */
+    hdr = perf_hdr[(m >> 8) & 0xFF]; /* 0x10 + 8 × (bit 15 + bits 8..10) */
+    if (hdr > size || (int64_t)size > left) return -1; /* (hdr ≥ 0x10) */
     uint64_t hook = h0 >> 48;
     if (rec->kind != ETW_REC_PERFINFO) { /* else the fields kept zero are zero */
       st64(rb + 32, 0);
@@ -861,7 +875,7 @@ ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, int64_t *p
      * kernel and user time, activity id: from 8 on the same layout as the record head */
     hdr = 0x50;
     size = m & 0xFFFF;
-    if (size < hdr || size > n) return -1;
+    if (size < hdr || (int64_t)size > left) return -1;
     uint32_t flags = (uint32_t)(h0 >> 32) & 0xFFFF;
     /* kind, pointer size 4 or 8, flags | 32/64_BIT_HEADER, property */
     static const uint64_t ev_head[2] = {
@@ -881,7 +895,7 @@ ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, int64_t *p
   } else {
     if (m == 0xFFFFFFFFu) return 0; /* no more records */
     /* (the time of the stream's previous record: a WPP record without its own takes it) */
-    int k = parse_generic(s->f, s, rec, p, n, m, rec > s->slots ? rec[-1].timestamp : s->last_ts);
+    int k = parse_generic(s->f, s, rec, p, (uint32_t)left, m, rec > s->slots ? rec[-1].timestamp : s->last_ts);
     if (k < 0) return -1;
     size = (uint32_t)k;
     ts = rec->timestamp;
@@ -1054,31 +1068,32 @@ static void build_list(struct etw_etl_reader *r) {
   }
   l[c].s = NULL;
   l[c].key = UINT64_MAX;
-  r->head = 1;
-  r->end = c;
+  r->lh = l + 1;
+  r->le = l + c;
+  r->llast = l + r->ocap - 1;
   r->lkey = c > 1 ? l[2].key : UINT64_MAX; /* ([c] is the end sentinel) */
 }
 
 /* List: the front stream leaves (exhausted, or to be put back by list_sift). The entries slide
  * up by one per record that moves; near the end of the array they are moved back to 0. */
 static inline void list_pop(struct etw_etl_reader *r) {
-  uint32_t head = r->head, end = r->end;
-  if (end + 2 > r->ocap) {
-    uint32_t n = end + 1 - (head - 1);
-    memmove(r->lst, r->lst + head - 1, n * sizeof *r->lst);
-    r->end = end - (head - 1);
-    head = 1;
+  struct lent *head = r->lh, *end = r->le;
+  if (end >= r->llast) { /* (end + 2 > ocap) */
+    size_t n = (size_t)(end + 1 - (head - 1));
+    memmove(r->lst, head - 1, n * sizeof *r->lst);
+    r->le = end - (head - 1 - r->lst);
+    head = r->lst + 1;
   }
-  r->lst[head].s = NULL; /* the front sentinel */
-  r->lst[head].key = 0;
-  r->head = head + 1;
+  head->s = NULL; /* the front sentinel */
+  head->key = 0;
+  r->lh = head + 1;
 }
 
 /* List: put stream @w (just popped) back with its next record (key @k), searching from the
  * back (a stream's next record usually comes after most of the others'). */
 static inline void list_sift(struct etw_etl_reader *r, struct stream *w, uint64_t k) {
   struct lent *l = r->lst;
-  uint32_t end = r->end, i = end - 1;
+  uint32_t end = (uint32_t)(r->le - l), i = end - 1;
   for (;; i--) {
     uint64_t x = l[i].key;
     if (x < k) break;
@@ -1089,7 +1104,7 @@ static inline void list_sift(struct etw_etl_reader *r, struct stream *w, uint64_
   l[i + 1].key = k;
   l[end + 1].s = NULL;
   l[end + 1].key = UINT64_MAX;
-  r->end = end + 1;
+  r->le = l + end + 1;
 }
 
 /* next_ref when the last record's stream has no parsed record left or no longer comes first,
@@ -1105,12 +1120,12 @@ ETL_NOINLINE int next_slow(struct etw_etl_reader *r, const struct etw_rec **rec,
     if (r->list) {
       if (!more) {
         list_pop(r);
-      } else if (s->cur->filetime >= r->lst[r->head + 1].key) {
+      } else if (s->cur->filetime >= r->lh[1].key) {
         list_pop(r);
         list_sift(r, s, s->cur->filetime);
       }
-      top = r->lst[r->head].s;
-      r->lkey = top ? r->lst[r->head + 1].key : UINT64_MAX;
+      top = r->lh->s;
+      r->lkey = top ? r->lh[1].key : UINT64_MAX;
     } else {
       uint32_t w = (uint32_t)(s - r->st);
       if (!more) replay(r, w, LT_NONE);
@@ -1126,7 +1141,7 @@ ETL_NOINLINE int next_slow(struct etw_etl_reader *r, const struct etw_rec **rec,
       else build_tree(r);
     }
     if (!r->tree) top = NULL;
-    else if (r->list) top = r->lst[r->head].s;
+    else if (r->list) top = r->lh->s;
     else top = r->tree[0] == LT_NONE ? NULL : &r->st[r->tree[0]];
   }
   if (!top) {
@@ -1146,44 +1161,63 @@ ETL_NOINLINE int list_move_slow(struct etw_etl_reader *r, struct stream *w, uint
                                 const struct etw_rec **rec) {
   list_pop(r);
   list_sift(r, w, k);
-  r->lkey = r->lst[r->head + 1].key;
-  struct stream *top = r->lst[r->head].s;
+  r->lkey = r->lh[1].key;
+  struct stream *top = r->lh->s;
   r->last_s = top;
   *rec = top->cur;
   return 1;
 }
 
+/* list_move's end: the entries from @q up slide one up, @w (key @k) goes to @q; the front
+ * stream (the one after the sentinel at head) gives the next record. */
+static inline int list_insert(struct etw_etl_reader *r, struct stream *w, uint64_t k,
+                              const struct etw_rec **rec, struct lent *q) {
+  struct lent *head = r->lh, *end = r->le, *e = end;
+  for (; e > q; e--) e[0] = e[-1];
+  q->key = k;
+  q->s = w;
+  end[1].s = NULL;
+  end[1].key = UINT64_MAX;
+  r->le = end + 1;
+  r->lh = head + 1;
+  r->lkey = head[2].key;
+  struct stream *top = head[1].s;
+  r->last_s = top;
+  *rec = top->cur;
+  return 1;
+}
+
+/* list_move when @w's key @k equals the key before @q: the search goes on by the full rule
+ * (as list_sift: past the entries of that key that @w comes before). */
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("no-tree-loop-distribute-patterns")))
+#endif
+ETL_NOINLINE int list_move_tie(struct etw_etl_reader *r, struct stream *w, uint64_t k,
+                               const struct etw_rec **rec, struct lent *q) {
+  uint32_t wi = (uint32_t)(w - r->st);
+  while (q[-1].key == k && q[-1].s && !before(r, (uint32_t)(q[-1].s - r->st), wi)) q--;
+  return list_insert(r, w, k, rec, q);
+}
+
 /* List: the front stream @w, whose next record (key @k) is not before the runner-up's, goes
  * back in its place (list_pop + list_sift); the new front stream's record is the next one
  * (*@rec, r->last_s; returns 1) and r->lkey its runner-up's time. A leaf: the place is
- * searched from the back first, and an equal key (or a full array) hands everything to
- * list_move_slow before anything moved. */
+ * searched from the back first; an equal key goes on in list_move_tie, a full array to
+ * list_move_slow, both before anything moved but the front sentinel. */
 #if defined(__GNUC__) && !defined(__clang__)
 /* (the shift loop moves ~1.3 entries: not a memmove call) */
 __attribute__((optimize("no-tree-loop-distribute-patterns")))
 #endif
 ETL_NOINLINE int list_move(struct etw_etl_reader *r, struct stream *w, uint64_t k,
                            const struct etw_rec **rec) {
-  uint32_t head = r->head, end = r->end;
-  if (end + 2 > r->ocap) return list_move_slow(r, w, k, rec);
-  struct lent *l = r->lst, *q = l + end, *e = q;
-  l[head].s = NULL; /* the front sentinel (list_pop writes the same) */
-  l[head].key = 0;
+  struct lent *head = r->lh, *q = r->le;
+  if (q >= r->llast) return list_move_slow(r, w, k, rec); /* (end + 2 > ocap) */
+  head->s = NULL; /* the front sentinel (list_pop writes the same) */
+  head->key = 0;
   uint64_t x;
   while ((x = q[-1].key) > k) q--; /* stops at the sentinel at the latest */
-  if (x == k) return list_move_slow(r, w, k, rec);
-  for (; e > q; e--) e[0] = e[-1];
-  q->key = k;
-  q->s = w;
-  l[end + 1].s = NULL;
-  l[end + 1].key = UINT64_MAX;
-  r->end = end + 1;
-  r->head = head + 1;
-  r->lkey = l[head + 2].key;
-  struct stream *top = l[head + 1].s;
-  r->last_s = top;
-  *rec = top->cur;
-  return 1;
+  if (x == k) return list_move_tie(r, w, k, rec, q);
+  return list_insert(r, w, k, rec, q);
 }
 
 int etw_etl_reader_next_ref(struct etw_etl_reader *r, const struct etw_rec **rec, struct etw_status *st) {

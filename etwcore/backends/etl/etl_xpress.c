@@ -2,6 +2,9 @@
  *
  * Written from the prose description of the format (docs/etl.md, etl-format.md §3.3). Both
  * functions are bounded by their input and output sizes and never read or write outside them.
+ * On x86-64 with GCC or Clang the bulk of a plain XPRESS buffer goes through a loop in inline
+ * assembly (xp_asm, SSE2); the C loops stay the portable path (and the test reference:
+ * etw_xpress_c_only, tests/unit/test_etl_xpress.c).
  */
 #include <stdint.h>
 #include <string.h>
@@ -75,8 +78,10 @@ static inline void copy_match_fast(unsigned char *d, size_t off, size_t len) {
 
 #if defined(__GNUC__)
 #define XP_INLINE static inline __attribute__((always_inline))
+#define XP_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #else
 #define XP_INLINE static inline
+#define XP_UNLIKELY(x) (x)
 #endif
 
 /* Input bytes one flag word can consume at most: 4 (flags) + 32 items × 10 (token, nibble,
@@ -111,23 +116,18 @@ XP_INLINE int xp_fast(const unsigned char **pip, unsigned char **pop, const unsi
     uint64_t f = (uint64_t)rd32le(ip) << 32 | 0x80000000u;
     ip += 4;
     for (;;) {
-      if ((int64_t)f >= 0) { /* a run of literals up to the next match or the sentinel */
-        if ((int64_t)(f << 1) < 0) { /* one (the most frequent run) */
-          *op++ = *ip++;
-          f <<= 1;
-        } else {
-          size_t run = (size_t)(unsigned)__builtin_clzll(f);
-          memcpy(op, ip, 16);
-          memcpy(op + 16, ip + 16, 16);
-          op += run;
-          ip += run;
-          f <<= run;
-        }
-      }
+      /* one step: the run of literals before the next match (often none; 0..32, the leading
+       * zeros of f), then that match. The literals are copied as 16 bytes whatever their
+       * number (32 above 16: no branch on literal vs. match); shifting out the run and the
+       * match's bit leaves 0 when the run reached the sentinel (the end of the word). */
+      size_t run = (size_t)(unsigned)__builtin_clzll(f);
+      memcpy(op, ip, 16);
+      if (XP_UNLIKELY(run > 16)) memcpy(op + 16, ip + 16, 16);
+      op += run;
+      ip += run;
+      f <<= run;
       f <<= 1;
       if (!f) break;
-      /* (byte loads: with rd16le's 16-bit load gcc keeps the token in 16-bit registers and
-       * adds zero-extensions) */
       uint32_t tok = (uint32_t)ip[0] | (uint32_t)ip[1] << 8;
       ip += 2;
       size_t len = tok & 7;
@@ -191,6 +191,339 @@ XP_INLINE int xp_fast(const unsigned char **pip, unsigned char **pop, const unsi
   return 0;
 }
 
+/* Test hook (not static so that the unit tests can set it): the C loops only (no effect where
+ * there is no assembly loop). */
+int etw_xpress_c_only;
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(ETWD_XP_NO_ASM)
+#define XP_ASM 1
+
+/* Output room kept at the start of a flag word by the "medium" assembly loop, which checks the
+ * 1-, 2- and 4-byte length forms against the output end but not matches of ≤ 24 bytes: 32 items
+ * of ≤ 24 bytes plus a 32-byte store. */
+#define XP_MED_MARGIN (32 * 24 + 32)
+/* The tail variant checks the input and the output before every step (it may stop mid-word;
+ * the flag word itself is checked before it is read): a step reads at most 26 bytes from its
+ * start (a 16-byte literal copy; up to 16 literals, a 2-byte token and up to 8 bytes of length)
+ * and writes at most 48 (a 16-byte literal copy; up to 16 literals, then a match copy of at most
+ * 32 bytes) unless its length is checked (1-, 2- and 4-byte forms: the room must keep
+ * XP_TAIL_MARGIN past the match). Both with some slack. */
+#define XP_TAIL_IN 32
+#define XP_TAIL_MARGIN 48
+
+/* The fast loop (xp_fast) written out in x86-64 assembly (SSE2 only). Same bounds as the C:
+ * whole flag words while ip < in_lim and op < out_lim at the start of each. One step is a run
+ * of literals (copied as 16 bytes) and the match after it, so there is no branch on literal
+ * vs. match. A flag word is taken in two halves of 16 items, each followed by a sentinel bit,
+ * so a run is at most 16: f holds a half's flags from bit 63 down (the current item first),
+ * then the sentinel; g the word, its bit 32 set while the second half is still to do. bsr
+ * gives b = 63 - run, and a shift by -b & 63 = run + 1 drops the run and the match's bit at
+ * once (0: the sentinel went, the half ended in literals).
+ * The loop is written twice: part "a" without a pending length nibble, part "b" with one (the
+ * high half of the byte at half): a match with a nibble continues in the other part, so the
+ * state needs no test. In part "a" the half register is stale (set to NULL on the way out).
+ * Registers: rcx the shift count / scratch, eax the token, edx the length.
+ * Variants (macros pasted into the loop, given the label suffix of the state): @DCHK the
+ * distance checked against out0 (the first 8 KiB: a distance is at most 8192), at the token
+ * before anything else; @BCHK the 1-byte length form (25..279 bytes) checked against the
+ * output end like the 2- and 4-byte forms (which always are), with [margin] the room that must
+ * stay after the match; @SCHK the input and output limits checked before every step (the tail
+ * variant; it may stop mid-word).
+ * Ends: 0 at a word boundary past a limit; -1 malformed (a distance before the output, a 2/4-
+ * byte length below 22); 2 a checked length did not leave the margin: its fields are read (ip,
+ * half after them; f without its bit), edx the length and eax the distance for the C to copy
+ * the checked way; 3 stopped before a step (SCHK). */
+#define XP_ASM_NONE(S) ""
+#define XP_ASM_DCHK(S) /* token >> 3 >= op - out0 <=> token >= 8 op - 8 out0 */               \
+  "lea 0(,%[op],8), %%rcx\n\t"                                                                 \
+  "sub %[out08], %%rcx\n\t"                                                                    \
+  "cmp %%rcx, %%rax\n\t"                                                                       \
+  "jae .Lxp_bad%=\n\t"
+#define XP_ASM_BCHK(S)                                                                         \
+  "mov %[out_end], %%rcx\n\t"                                                                  \
+  "sub %[op], %%rcx\n\t"                                                                       \
+  "sub %[margin], %%rcx\n\t"                                                                   \
+  "cmp %%rdx, %%rcx\n\t"                                                                       \
+  "jl .Lxp_near" S "%=\n\t"
+#define XP_ASM_SCHK(S)                                                                         \
+  "cmp %[in_lim], %[ip]\n\t"                                                                   \
+  "jae .Lxp_mid" S "%=\n\t"                                                                    \
+  "cmp %[out_lim], %[op]\n\t"                                                                  \
+  "jae .Lxp_mid" S "%=\n\t"
+/* the nibble: part "a" the low half of a new byte, part "b" the high half of the last one */
+#define XP_ASM_NIB_a                                                                           \
+  "movzbl (%[ip]), %%edx\n\t"                                                                  \
+  "mov %[ip], %[half]\n\t"                                                                     \
+  "inc %[ip]\n\t"                                                                              \
+  "and $15, %%edx\n\t"
+#define XP_ASM_NIB_b                                                                           \
+  "movzbl (%[half]), %%edx\n\t"                                                                \
+  "shr $4, %%edx\n\t"
+/* One part: S its label suffix, O the other part's, NIB its nibble fetch. */
+#define XP_ASM_PART(S, O, NIB, DCHK, BCHK, SCHK)                                               \
+  /* 3..9 bytes from distance >= 16: one 16-byte copy (the common step's end) */               \
+  ".Lxp_s16" S "%=:\n\t"                                                                       \
+  "shr $3, %%eax\n\t"                                                                          \
+  "not %%rax\n\t"                                                                              \
+  "movdqu (%[op],%%rax), %%xmm0\n\t"                                                           \
+  "movdqu %%xmm0, (%[op])\n\t"                                                                 \
+  "lea 2(%[op],%%rdx), %[op]\n\t"                                                              \
+  /* a step: the literals before the next match (run = 63 - b), then the match */              \
+  ".Lxp_step" S "%=:\n\t"                                                                      \
+  SCHK(S)                                                                                      \
+  "bsr %[f], %%rcx\n\t"                                                                        \
+  "movdqu (%[ip]), %%xmm0\n\t"                                                                 \
+  "movdqu %%xmm0, (%[op])\n\t"                                                                 \
+  "neg %%rcx\n\t"                                                                              \
+  "lea 65(%[ip],%%rcx), %[ip]\n\t" /* past the run and the token */                            \
+  "lea 63(%[op],%%rcx), %[op]\n\t" /* past the run */                                          \
+  "shl %%cl, %[f]\n\t"             /* by run + 1 (1..17): 0 = the sentinel went */             \
+  "jz .Lxp_wend" S "%=\n\t"                                                                    \
+  "movzwl -2(%[ip]), %%eax\n\t"                                                                \
+  DCHK(S)                                                                                      \
+  "lea 1(%%rax), %%edx\n\t" /* length 3 + 7 (low bits 7): a nibble follows */                  \
+  "test $7, %%dl\n\t"                                                                          \
+  "jz .Lxp_nib" S "%=\n\t"                                                                     \
+  "and $7, %%edx\n\t" /* length - 2 */                                                         \
+  "cmp $0x78, %%eax\n\t"                                                                       \
+  "jae .Lxp_s16" S "%=\n\t"                                                                    \
+  /* 3..9 bytes from distance 1..15 */                                                         \
+  "shr $3, %%eax\n\t"                                                                          \
+  "cmp $3, %%eax\n\t"                                                                          \
+  "jne .Lxp_sdx" S "%=\n\t"                                                                    \
+  /* distance 4: the 4 bytes repeated over 16 */                                               \
+  "movd -4(%[op]), %%xmm0\n\t"                                                                 \
+  "pshufd $0, %%xmm0, %%xmm0\n\t"                                                              \
+  "movdqu %%xmm0, (%[op])\n\t"                                                                 \
+  "lea 2(%[op],%%rdx), %[op]\n\t"                                                              \
+  "jmp .Lxp_step" S "%=\n\t"                                                                   \
+  ".Lxp_sdx" S "%=:\n\t"                                                                       \
+  "inc %%eax\n\t"                                                                              \
+  "mov %[op], %%rcx\n\t"                                                                       \
+  "sub %%rax, %%rcx\n\t"                                                                       \
+  "movq (%%rcx), %%xmm0\n\t"                                                                   \
+  "movq %%xmm0, (%[op])\n\t"                                                                   \
+  "cmp $8, %%eax\n\t"                                                                          \
+  "jb .Lxp_sd8" S "%=\n\t"                                                                     \
+  /* 8..15: two 8-byte copies (the second reads bytes the first wrote) */                      \
+  "movq 8(%%rcx), %%xmm0\n\t"                                                                  \
+  "movq %%xmm0, 8(%[op])\n\t"                                                                  \
+  "lea 2(%[op],%%rdx), %[op]\n\t"                                                              \
+  "jmp .Lxp_step" S "%=\n\t"                                                                   \
+  /* 1..7: the period doubled in place (p = distance × 2^k) until p >= 8; a 9-byte match       \
+   * with p = 8 takes one more 8-byte copy */                                                  \
+  ".Lxp_sd8" S "%=:\n\t"                                                                       \
+  "mov %%eax, %%ecx\n\t"                                                                       \
+  ".Lxp_sd8d" S "%=:\n\t"                                                                      \
+  "movq (%[op]), %%xmm0\n\t"                                                                   \
+  "movq %%xmm0, (%[op],%%rcx)\n\t"                                                             \
+  "add %%ecx, %%ecx\n\t"                                                                       \
+  "cmp $8, %%ecx\n\t"                                                                          \
+  "jb .Lxp_sd8d" S "%=\n\t"                                                                    \
+  "lea 2(%%rdx), %%eax\n\t"                                                                    \
+  "cmp %%ecx, %%eax\n\t"                                                                       \
+  "jbe .Lxp_sd8e" S "%=\n\t"                                                                   \
+  "movq (%[op]), %%xmm0\n\t"                                                                   \
+  "movq %%xmm0, 8(%[op])\n\t"                                                                  \
+  ".Lxp_sd8e" S "%=:\n\t"                                                                      \
+  "lea 2(%[op],%%rdx), %[op]\n\t"                                                              \
+  "jmp .Lxp_step" S "%=\n\t"                                                                   \
+  /* the half ended in literals (there was no token after them): the word's second half, or   \
+   * the next word */                                                                          \
+  ".Lxp_wend" S "%=:\n\t"                                                                      \
+  "sub $2, %[ip]\n\t"                                                                          \
+  "btr $32, %[g]\n\t"                                                                          \
+  "jnc .Lxp_word" S "%=\n\t"                                                                   \
+  "mov %[g], %[f]\n\t"                                                                         \
+  "shl $48, %[f]\n\t"                                                                          \
+  "bts $47, %[f]\n\t"                                                                          \
+  "jmp .Lxp_step" S "%=\n\t"                                                                   \
+  /* a flag word, while the limits hold */                                                     \
+  ".Lxp_word" S "%=:\n\t"                                                                      \
+  "cmp %[in_lim], %[ip]\n\t"                                                                   \
+  "jae .Lxp_done" S "%=\n\t"                                                                   \
+  "cmp %[out_lim], %[op]\n\t"                                                                  \
+  "jae .Lxp_done" S "%=\n\t"                                                                   \
+  "movl (%[ip]), %k[g]\n\t"                                                                    \
+  "add $4, %[ip]\n\t"                                                                          \
+  "mov %[g], %[f]\n\t"                                                                         \
+  "bts $32, %[g]\n\t"                                                                          \
+  "shr $16, %[f]\n\t"                                                                          \
+  "shl $48, %[f]\n\t"                                                                          \
+  "bts $47, %[f]\n\t"                                                                          \
+  "jmp .Lxp_step" S "%=\n\t"                                                                   \
+  /* the length continues in a nibble (from here on the other part's state) */                 \
+  ".Lxp_nib" S "%=:\n\t"                                                                       \
+  NIB                                                                                          \
+  "cmp $15, %%edx\n\t"                                                                         \
+  "je .Lxp_byte" S "%=\n\t"                                                                    \
+  "add $10, %%edx\n\t" /* 10..24 bytes */                                                      \
+  "cmp $0x78, %%eax\n\t"                                                                       \
+  "jb .Lxp_gent" S "%=\n\t"                                                                    \
+  "shr $3, %%eax\n\t"                                                                          \
+  "not %%rax\n\t"                                                                              \
+  "movdqu (%[op],%%rax), %%xmm0\n\t"                                                           \
+  "movdqu %%xmm0, (%[op])\n\t"                                                                 \
+  "movdqu 16(%[op],%%rax), %%xmm0\n\t"                                                         \
+  "movdqu %%xmm0, 16(%[op])\n\t"                                                               \
+  "add %%rdx, %[op]\n\t"                                                                       \
+  "jmp .Lxp_step" O "%=\n\t"                                                                   \
+  /* a length byte: 25..279 bytes, or 255 and a 2-byte length (0: a 4-byte one) */             \
+  ".Lxp_byte" S "%=:\n\t"                                                                      \
+  "movzbl (%[ip]), %%edx\n\t"                                                                  \
+  "inc %[ip]\n\t"                                                                              \
+  "cmp $255, %%edx\n\t"                                                                        \
+  "je .Lxp_word2" S "%=\n\t"                                                                   \
+  "add $25, %%edx\n\t"                                                                         \
+  BCHK(O)                                                                                      \
+  ".Lxp_long" S "%=:\n\t" /* rdx bytes, the room checked */                                    \
+  "cmp $0x78, %%eax\n\t"                                                                       \
+  "jb .Lxp_gent" S "%=\n\t"                                                                    \
+  "shr $3, %%eax\n\t"                                                                          \
+  "not %%rax\n\t"                                                                              \
+  "lea (%[op],%%rdx), %%rcx\n\t"                                                               \
+  ".Lxp_long32" S "%=:\n\t" /* 32 bytes a turn in 16-byte copies (distance >= 16) */           \
+  "movdqu (%[op],%%rax), %%xmm0\n\t"                                                           \
+  "movdqu %%xmm0, (%[op])\n\t"                                                                 \
+  "movdqu 16(%[op],%%rax), %%xmm0\n\t"                                                         \
+  "movdqu %%xmm0, 16(%[op])\n\t"                                                               \
+  "add $32, %[op]\n\t"                                                                         \
+  "cmp %%rcx, %[op]\n\t"                                                                       \
+  "jb .Lxp_long32" S "%=\n\t"                                                                  \
+  "mov %%rcx, %[op]\n\t"                                                                       \
+  "jmp .Lxp_step" O "%=\n\t"                                                                   \
+  ".Lxp_word2" S "%=:\n\t"                                                                     \
+  "movzwl (%[ip]), %%edx\n\t"                                                                  \
+  "add $2, %[ip]\n\t"                                                                          \
+  "test %%edx, %%edx\n\t"                                                                      \
+  "jnz .Lxp_w2got" S "%=\n\t"                                                                  \
+  "movl (%[ip]), %%edx\n\t"                                                                    \
+  "add $4, %[ip]\n\t"                                                                          \
+  ".Lxp_w2got" S "%=:\n\t"                                                                     \
+  "cmp $22, %%edx\n\t"                                                                         \
+  "jb .Lxp_bad%=\n\t"                                                                          \
+  "add $3, %%rdx\n\t" /* (64-bit: up to 2^32 + 2) */                                           \
+  XP_ASM_BCHK(O)                                                                               \
+  "jmp .Lxp_long" S "%=\n\t"                                                                   \
+  /* distance 1..15 (eax = token), rdx bytes: d[0..8) from the distance back; below 8 the      \
+   * period doubled in place (p = distance × 2^k) until p >= 8, then 8-byte copies from p      \
+   * on; from 8..15, 8-byte copies from 8 on; each from p back (finished bytes) */             \
+  ".Lxp_gent" S "%=:\n\t"                                                                      \
+  "shr $3, %%eax\n\t"                                                                          \
+  "inc %%eax\n\t"                                                                              \
+  "mov %[op], %%rcx\n\t"                                                                       \
+  "sub %%rax, %%rcx\n\t"                                                                       \
+  "movq (%%rcx), %%xmm0\n\t"                                                                   \
+  "movq %%xmm0, (%[op])\n\t"                                                                   \
+  "mov %%rax, %%rcx\n\t"                                                                       \
+  "cmp $8, %%rcx\n\t"                                                                          \
+  "jae .Lxp_gen8s" S "%=\n\t"                                                                  \
+  ".Lxp_gen2" S "%=:\n\t"                                                                      \
+  "movq (%[op]), %%xmm0\n\t"                                                                   \
+  "movq %%xmm0, (%[op],%%rcx)\n\t"                                                             \
+  "add %%rcx, %%rcx\n\t"                                                                       \
+  "cmp $8, %%rcx\n\t"                                                                          \
+  "jb .Lxp_gen2" S "%=\n\t"                                                                    \
+  "lea (%[op],%%rcx), %%rax\n\t" /* from p */                                                  \
+  "jmp .Lxp_gen8p" S "%=\n\t"                                                                  \
+  ".Lxp_gen8s" S "%=:\n\t"                                                                     \
+  "lea 8(%[op]), %%rax\n\t" /* distance 8..15: from 8 */                                       \
+  ".Lxp_gen8p" S "%=:\n\t"                                                                     \
+  "add %%rdx, %[op]\n\t"                                                                       \
+  "neg %%rcx\n\t"                                                                              \
+  ".Lxp_gen8" S "%=:\n\t"                                                                      \
+  "cmp %[op], %%rax\n\t"                                                                       \
+  "jae .Lxp_step" O "%=\n\t"                                                                   \
+  "movq (%%rax,%%rcx), %%xmm0\n\t"                                                             \
+  "movq %%xmm0, (%%rax)\n\t"                                                                   \
+  "add $8, %%rax\n\t"                                                                          \
+  "jmp .Lxp_gen8" S "%=\n\t"
+#define XP_ASM_LOOP(DCHK, BCHK, SCHK, MARGIN)                                                  \
+  __asm__ volatile(                                                                            \
+      /* f = 0: at a word boundary; else mid-word (f, g as left by an earlier call) */          \
+      "test %[f], %[f]\n\t"                                                                    \
+      "jz .Lxp_entw%=\n\t"                                                                     \
+      "test %[half], %[half]\n\t"                                                              \
+      "jnz .Lxp_stepb%=\n\t"                                                                   \
+      "jmp .Lxp_stepa%=\n\t"                                                                   \
+      ".Lxp_entw%=:\n\t"                                                                       \
+      "test %[half], %[half]\n\t"                                                              \
+      "jnz .Lxp_wordb%=\n\t"                                                                   \
+      "jmp .Lxp_worda%=\n\t"                                                                   \
+      XP_ASM_PART("a", "b", XP_ASM_NIB_a, DCHK, BCHK, SCHK)                                    \
+      XP_ASM_PART("b", "a", XP_ASM_NIB_b, DCHK, BCHK, SCHK)                                    \
+      /* the ends; in state "a" the half register is set to NULL first */                       \
+      ".Lxp_neara%=:\n\t"                                                                      \
+      "xor %k[half], %k[half]\n\t"                                                             \
+      ".Lxp_nearb%=:\n\t" /* near the end: the C copies it, checked */                         \
+      "shr $3, %%eax\n\t"                                                                      \
+      "inc %%eax\n\t"                                                                          \
+      "mov $2, %k[rc]\n\t"                                                                     \
+      "jmp .Lxp_out%=\n\t"                                                                     \
+      ".Lxp_mida%=:\n\t"                                                                       \
+      "xor %k[half], %k[half]\n\t"                                                             \
+      ".Lxp_midb%=:\n\t"                                                                       \
+      "mov $3, %k[rc]\n\t"                                                                     \
+      "jmp .Lxp_out%=\n\t"                                                                     \
+      ".Lxp_bad%=:\n\t"                                                                        \
+      "mov $-1, %k[rc]\n\t"                                                                    \
+      "jmp .Lxp_out%=\n\t"                                                                     \
+      ".Lxp_donea%=:\n\t"                                                                      \
+      "xor %k[half], %k[half]\n\t"                                                             \
+      ".Lxp_doneb%=:\n\t"                                                                      \
+      "xor %k[rc], %k[rc]\n\t"                                                                 \
+      ".Lxp_out%=:\n\t"                                                                        \
+      : [ip] "+r"(ip), [op] "+r"(op), [f] "+r"(f), [g] "+r"(g), [half] "+r"(half),            \
+        [rc] "=r"(rc), "=&a"(a), "=&c"(c), "=&d"(d)                                            \
+      : [in_lim] "m"(in_lim), [out_lim] "m"(out_lim), [out_end] "m"(out_end),                 \
+        [out08] "r"(out08), [margin] "i"(MARGIN)                                                 \
+      : "xmm0", "cc", "memory")
+
+/* The assembly loop from *pip, *pop, *phalf at a word boundary (*pf = 0), or for the tail
+ * variant also mid-word (*pf, *pg as an earlier call left them): @near = the distance checked
+ * (out_lim at most out0 + 8192); @med = 1 the medium variant (1-byte lengths checked,
+ * XP_MED_MARGIN), 2 the tail variant (every step checked, XP_TAIL_MARGIN), else the roomy one
+ * (XP_ROOMY_MARGIN). Returns as xp_fast: 0 (*pf = 0), -1, or 1 when a length came near the
+ * output end (copied here the checked way, as xp_fast does) or the tail variant stopped before
+ * a step; then *pf, *pg hold the rest of the word (xp_flags_left). */
+static int xp_asm(const unsigned char **pip, unsigned char **pop, const unsigned char **phalf,
+                  uint64_t *pf, uint64_t *pg, const unsigned char *in_lim, const unsigned char *out0,
+                  unsigned char *out_lim, unsigned char *out_end, int near, int med) {
+  const unsigned char *ip = *pip, *half = *phalf;
+  unsigned char *op = *pop;
+  uint64_t f = *pf, g = *pg, a, c, d;
+  uintptr_t out08 = (uintptr_t)out0 * 8; /* (mod 2^64, as the assembly's 8 op) */
+  long rc;
+  if (med == 2)
+    XP_ASM_LOOP(XP_ASM_DCHK, XP_ASM_BCHK, XP_ASM_SCHK, XP_TAIL_MARGIN);
+  else if (near && med)
+    XP_ASM_LOOP(XP_ASM_DCHK, XP_ASM_BCHK, XP_ASM_NONE, XP_MED_MARGIN);
+  else if (near)
+    XP_ASM_LOOP(XP_ASM_DCHK, XP_ASM_NONE, XP_ASM_NONE, XP_ROOMY_MARGIN);
+  else if (med)
+    XP_ASM_LOOP(XP_ASM_NONE, XP_ASM_BCHK, XP_ASM_NONE, XP_MED_MARGIN);
+  else
+    XP_ASM_LOOP(XP_ASM_NONE, XP_ASM_NONE, XP_ASM_NONE, XP_ROOMY_MARGIN);
+  (void)c;
+  if (rc <= 0) f = 0;
+  *pip = ip;
+  *phalf = half;
+  *pf = f;
+  *pg = g;
+  if (rc == 2) {
+    size_t len = (size_t)d, off = (size_t)a, room = (size_t)(out_end - op);
+    if (len > room) len = room;
+    copy_match(op, off, len, room);
+    op += len;
+    rc = 1;
+  } else if (rc == 3) {
+    rc = 1; /* stopped before a step: *pf holds the rest of the word */
+  }
+  *pop = op;
+  return (int)rc;
+}
+#endif
+
 long etw_xpress_decompress(const unsigned char *in, size_t n_in, unsigned char *out, size_t n_out) {
   uint32_t flags = 0;
   int nflags = 0;
@@ -200,8 +533,33 @@ long etw_xpress_decompress(const unsigned char *in, size_t n_in, unsigned char *
     unsigned char *fop = out;
     const unsigned char *in_lim = in + (n_in - XP_FAST_MARGIN) + 1;
     unsigned char *out_lim = out + (n_out - XP_OUT_MARGIN) + 1;
-    uint64_t f = 0;
+    uint64_t f = 0, g = 0; /* (g: the assembly loop's second half of a word) */
     int rc = 0;
+#ifdef XP_ASM
+    if (!etw_xpress_c_only) {
+      /* the first 8 KiB and then the rest up to XP_ROOMY_MARGIN; up to XP_MED_MARGIN the same
+       * (both only as far as they reach) */
+      unsigned char *near_lim = out + (n_out < 8192 ? n_out : 8192);
+      if (n_out >= XP_ROOMY_MARGIN) {
+        unsigned char *roomy_lim = out + (n_out - XP_ROOMY_MARGIN) + 1;
+        rc = xp_asm(&fip, &fop, &fhalf, &f, &g, in_lim, out, near_lim < roomy_lim ? near_lim : roomy_lim, out + n_out, 1, 0);
+        if (rc == 0 && fop - out >= 8192)
+          rc = xp_asm(&fip, &fop, &fhalf, &f, &g, in_lim, out, roomy_lim, out + n_out, 0, 0);
+      }
+      if (rc == 0 && n_out >= XP_MED_MARGIN) {
+        unsigned char *med_lim = out + (n_out - XP_MED_MARGIN) + 1;
+        if (fop - out < 8192)
+          rc = xp_asm(&fip, &fop, &fhalf, &f, &g, in_lim, out, near_lim < med_lim ? near_lim : med_lim, out + n_out, 1, 1);
+        if (rc == 0 && fop - out >= 8192)
+          rc = xp_asm(&fip, &fop, &fhalf, &f, &g, in_lim, out, med_lim, out + n_out, 0, 1);
+      }
+      /* then step by step up to XP_TAIL_IN / XP_TAIL_MARGIN (the distance always checked), also
+       * after a long match near the end (mid-word) */
+      if (rc >= 0)
+        rc = xp_asm(&fip, &fop, &fhalf, &f, &g, in + (n_in - XP_TAIL_IN) + 1, out,
+                    out + (n_out - XP_TAIL_MARGIN) + 1, out + n_out, 1, 2);
+    } else
+#endif
     if (n_out >= XP_ROOMY_MARGIN) { /* the first 8 KiB, then the rest up to XP_ROOMY_MARGIN */
       unsigned char *roomy_lim = out + (n_out - XP_ROOMY_MARGIN) + 1;
       rc = xp_fast(&fip, &fop, &fhalf, &f, in_lim, out, roomy_lim, out + n_out, 0, 1);
@@ -218,6 +576,12 @@ long etw_xpress_decompress(const unsigned char *in, size_t n_in, unsigned char *
     op = (size_t)(fop - out);
     half = fhalf ? (size_t)(fhalf - in) : (size_t)-1;
     if (rc > 0) {
+      if (g >> 32 & 1) {
+        /* the assembly loop stopped in a word's first half: its second half after the items
+         * left, then the sentinel (f's lowest set bit, at 47 or above) */
+        int p = __builtin_ctzll(f);
+        f = (f & ~(1ull << p)) | (g & 0xFFFF) << (p - 15) | 1ull << (p - 16);
+      }
       /* the rest of that word goes the checked way: the sentinel is the lowest set bit, below
        * the flags not yet used */
       nflags = 63 - __builtin_ctzll(f);
