@@ -10,6 +10,17 @@ from etwd_harness import Etwd, check, done, wait_subscribers
 import etwd_harness as H
 
 
+def wait_no_streams(e, what, timeout=120):
+    """Wait until /metrics shows no open stream (a closed client's slot is freed asynchronously)."""
+    deadline = time.time() + timeout
+    while True:
+        st, h, m = e.request("GET", "/metrics", token="reader")
+        if (st == 200 and "\netwd_streams 0\n" in m.decode()) or time.time() > deadline:
+            break
+        time.sleep(0.05)
+    check(st == 200 and "\netwd_streams 0\n" in m.decode(), what)
+
+
 def main():
     cfg = tempfile.NamedTemporaryFile("w", suffix=".conf", delete=False)
     cfg.write("# etwd test config\nmax-sessions = 1\nmax-streams = 1\nmax-requests = 1\n"
@@ -36,13 +47,7 @@ def main():
             check(ex.status_code == 429, "second WebSocket → 429: %d" % ex.status_code)
         ws.close()
         # its stream slot comes back once the server has handled the close (asynchronously)
-        deadline = time.time() + 120
-        while True:
-            st, h, m = e.request("GET", "/metrics", token="reader")
-            if (st == 200 and "\netwd_streams 0\n" in m.decode()) or time.time() > deadline:
-                break
-            time.sleep(0.05)
-        check(st == 200 and "\netwd_streams 0\n" in m.decode(), "a closed WebSocket frees its stream slot")
+        wait_no_streams(e, "a closed WebSocket frees its stream slot")
         # one concurrent request: hold one open (a slow upload), the next gets 429. The upload
         # takes its slot once the server has read its headers: until then a request may still
         # get 200, so ask until the 429 comes (it must come, and while the upload is held open)
@@ -179,13 +184,7 @@ def main():
               "a 70,000-byte client message → close 1009 message too big: %r %r" % (code, reason))
         ws.close()
         e.json("GET", "/api/v1/health", token=None, expect=200)
-        deadline = time.time() + 120
-        while True:
-            st, h, m = e.request("GET", "/metrics", token="reader")
-            if (st == 200 and "\netwd_streams 0\n" in m.decode()) or time.time() > deadline:
-                break
-            time.sleep(0.05)
-        check(st == 200 and "\netwd_streams 0\n" in m.decode(), "the refused WebSocket frees its stream slot")
+        wait_no_streams(e, "the refused WebSocket frees its stream slot")
         ws = e.ws(path)  # and a new client is served
         wait_subscribers(e, sid, 1)
         ws.close()
