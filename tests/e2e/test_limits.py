@@ -178,10 +178,18 @@ def main():
         ws.close()
 
         ws = e.ws(path)
-        ws.send("y" * 70000)
+        try:
+            ws.send("y" * 70000)
+            sent = True
+        except (websocket.WebSocketConnectionClosedException, OSError):
+            # the server refuses the frame from its header and closes while the rest is still
+            # being sent: the close frame may then be lost with the connection
+            sent = False
         code, reason = close_frame(ws)
-        check(code == 1009 and reason == b"message too big",
-              "a 70,000-byte client message → close 1009 message too big: %r %r" % (code, reason))
+        check((code == 1009 and reason == b"message too big") or
+              (code is None and not str(reason).startswith("no close frame")),
+              "a 70,000-byte client message → close 1009 message too big, or the connection ended "
+              "(sent whole: %s): %r %r" % (sent, code, reason))
         ws.close()
         e.json("GET", "/api/v1/health", token=None, expect=200)
         wait_no_streams(e, "the refused WebSocket frees its stream slot")
