@@ -251,63 +251,6 @@ static void test_xpress(void) {
   (void)etw_xpress_huff_decompress(hb, sizeof hb, out, sizeof out);
 }
 
-/* XPRESS reference decoder, one item and one byte at a time (MS-XCA §2.4 as read). */
-static long xp_ref(const unsigned char *in, size_t n_in, unsigned char *out, size_t n_out) {
-  size_t ip = 0, op = 0, half = (size_t)-1;
-  uint32_t flags = 0;
-  int nflags = 0;
-  while (op < n_out) {
-    if (nflags == 0) {
-      if (n_in - ip < 4) break;
-      flags = (uint32_t)in[ip] | (uint32_t)in[ip + 1] << 8 | (uint32_t)in[ip + 2] << 16 | (uint32_t)in[ip + 3] << 24;
-      ip += 4;
-      nflags = 32;
-    }
-    nflags--;
-    if (!(flags >> nflags & 1)) {
-      if (ip >= n_in) break;
-      out[op++] = in[ip++];
-      continue;
-    }
-    if (n_in - ip < 2) break;
-    size_t tok = (size_t)in[ip] | (size_t)in[ip + 1] << 8;
-    ip += 2;
-    size_t off = (tok >> 3) + 1, len = tok & 7;
-    if (len == 7) {
-      size_t nib;
-      if (half == (size_t)-1) {
-        if (ip >= n_in) return -1;
-        half = ip++;
-        nib = in[half] & 15;
-      } else {
-        nib = in[half] >> 4;
-        half = (size_t)-1;
-      }
-      len = 7 + nib;
-      if (nib == 15) {
-        if (ip >= n_in) return -1;
-        size_t b = in[ip++];
-        len = 22 + b;
-        if (b == 255) {
-          if (n_in - ip < 2) return -1;
-          len = (size_t)in[ip] | (size_t)in[ip + 1] << 8;
-          ip += 2;
-          if (len == 0) {
-            if (n_in - ip < 4) return -1;
-            len = (size_t)in[ip] | (size_t)in[ip + 1] << 8 | (size_t)in[ip + 2] << 16 | (size_t)in[ip + 3] << 24;
-            ip += 4;
-          }
-          if (len < 22) return -1;
-        }
-      }
-    }
-    len += 3;
-    if (off > op) return -1;
-    for (size_t i = 0; i < len && op < n_out; i++, op++) out[op] = out[op - off];
-  }
-  return (long)op;
-}
-
 static uint64_t xp_rnd = 0x2545F4914F6CDD1Dull;
 static uint32_t xp_next(uint32_t n) {
   xp_rnd ^= xp_rnd << 13;
@@ -390,7 +333,7 @@ static void test_xpress_random(void) {
     for (int o = 0; o < 4; o++) {
       size_t no = outs[o] > cap_out ? cap_out : outs[o];
       size_t ni = o == 2 ? n - xp_next((uint32_t)(n > 400 ? 400 : n)) : n;
-      long ga = etw_xpress_decompress(in, ni, a, no), gb = xp_ref(in, ni, b, no);
+      long ga = etw_xpress_decompress(in, ni, a, no), gb = tu_xpress_ref(in, ni, b, no);
       cases++;
       if (ga != gb || (ga > 0 && memcmp(a, b, (size_t)ga))) {
         if (bad++ < 3) fprintf(stderr, "xpress round %d case %d: %ld vs %ld\n", round, o, ga, gb);
@@ -399,7 +342,7 @@ static void test_xpress_random(void) {
     if (round % 3 == 0) { /* garbage: the same answer, no access outside (ASan) */
       for (size_t i = 0; i < n; i++) in[i] = (unsigned char)xp_next(256);
       size_t no = 1 + xp_next(100000);
-      long ga = etw_xpress_decompress(in, n, a, no), gb = xp_ref(in, n, b, no);
+      long ga = etw_xpress_decompress(in, n, a, no), gb = tu_xpress_ref(in, n, b, no);
       cases++;
       if (ga != gb || (ga > 0 && memcmp(a, b, (size_t)ga))) {
         if (bad++ < 3) fprintf(stderr, "xpress garbage round %d: %ld vs %ld\n", round, ga, gb);
@@ -435,7 +378,7 @@ static void test_xpress_corpus(void) {
         size_t no = k == 0 ? full : k < 4 ? full - (size_t)k * 97 : k < 8 ? 1 + xp_next((uint32_t)full) : 600 + (size_t)k;
         size_t nii = k == 8 ? ni - xp_next(ni < 500 ? (uint32_t)ni : 500) : k == 9 ? xp_next((uint32_t)ni) : ni;
         unsigned char *a = malloc(no), *b = malloc(no);
-        long ga = etw_xpress_decompress(h + 0x48, nii, a, no), gb = xp_ref(h + 0x48, nii, b, no);
+        long ga = etw_xpress_decompress(h + 0x48, nii, a, no), gb = tu_xpress_ref(h + 0x48, nii, b, no);
         cases++;
         if (ga != gb || (ga > 0 && memcmp(a, b, (size_t)ga))) {
           if (bad++ < 3) fprintf(stderr, "xpress corpus buffer at %zu case %d: %ld vs %ld\n", off, k, ga, gb);

@@ -22,65 +22,6 @@
 
 extern int etw_xpress_c_only;
 
-/* Reference decoder, one item and one byte at a time (MS-XCA §2.4 as read). */
-static long xref(const unsigned char *in, size_t n_in, unsigned char *out, size_t n_out) {
-  size_t ip = 0, op = 0, half = (size_t)-1;
-  uint32_t flags = 0;
-  int nflags = 0;
-  while (op < n_out) {
-    if (nflags == 0) {
-      if (n_in - ip < 4) break;
-      flags = (uint32_t)in[ip] | (uint32_t)in[ip + 1] << 8 | (uint32_t)in[ip + 2] << 16 |
-              (uint32_t)in[ip + 3] << 24;
-      ip += 4;
-      nflags = 32;
-    }
-    nflags--;
-    if (!(flags >> nflags & 1)) {
-      if (ip >= n_in) break;
-      out[op++] = in[ip++];
-      continue;
-    }
-    if (n_in - ip < 2) break;
-    size_t tok = (size_t)in[ip] | (size_t)in[ip + 1] << 8;
-    ip += 2;
-    size_t off = (tok >> 3) + 1, len = tok & 7;
-    if (len == 7) {
-      size_t nib;
-      if (half == (size_t)-1) {
-        if (ip >= n_in) return -1;
-        half = ip++;
-        nib = in[half] & 15;
-      } else {
-        nib = in[half] >> 4;
-        half = (size_t)-1;
-      }
-      len = 7 + nib;
-      if (nib == 15) {
-        if (ip >= n_in) return -1;
-        size_t b = in[ip++];
-        len = 22 + b;
-        if (b == 255) {
-          if (n_in - ip < 2) return -1;
-          len = (size_t)in[ip] | (size_t)in[ip + 1] << 8;
-          ip += 2;
-          if (len == 0) {
-            if (n_in - ip < 4) return -1;
-            len = (size_t)in[ip] | (size_t)in[ip + 1] << 8 | (size_t)in[ip + 2] << 16 |
-                  (size_t)in[ip + 3] << 24;
-            ip += 4;
-          }
-          if (len < 22) return -1;
-        }
-      }
-    }
-    len += 3;
-    if (off > op) return -1;
-    for (size_t i = 0; i < len && op < n_out; i++, op++) out[op] = out[op - off];
-  }
-  return (long)op;
-}
-
 static uint64_t rnd = 0x9E3779B97F4A7C15ull;
 static uint32_t rnext(uint32_t n) {
   rnd ^= rnd << 13;
@@ -118,7 +59,7 @@ static void xt_one(const unsigned char *in, size_t ni, size_t no, const char *wh
     return;
   }
   memcpy(ic, in, ni);
-  long gr = xref(ic, ni, r, no);
+  long gr = tu_xpress_ref(ic, ni, r, no);
   etw_xpress_c_only = 0;
   long ga = etw_xpress_decompress(ic, ni, a, no);
   etw_xpress_c_only = 1;
@@ -365,7 +306,7 @@ static void test_distance_edge(void) {
 /* A deliberately wrong output must be noticed (the comparison can fail). */
 static void test_self(void) {
   unsigned char in[8] = {0, 0, 0, 0, 'a', 'b', 'c', 'd'}, out[4];
-  CHECK_EQ(xref(in, sizeof in, out, 4), 4);
+  CHECK_EQ(tu_xpress_ref(in, sizeof in, out, 4), 4);
   CHECK(!memcmp(out, "abcd", 4));
 }
 
