@@ -284,34 +284,7 @@ static size_t xp_gen(unsigned char *in, size_t cap, size_t *plain) {
       uint32_t lk = xp_next(100);
       size_t m = lk < 60 ? xp_next(7) : lk < 80 ? 7 + xp_next(15) : lk < 95 ? 22 + xp_next(255) :
                  lk < 99 || xp_next(10) ? 277 + xp_next(3000) : 65500 + xp_next(10000);
-      size_t tok = (off - 1) << 3 | (m < 7 ? m : 7);
-      in[k++] = (unsigned char)tok;
-      in[k++] = (unsigned char)(tok >> 8);
-      if (m >= 7) {
-        size_t nib = m - 7 < 15 ? m - 7 : 15;
-        if (half == (size_t)-1) {
-          half = k;
-          in[k++] = (unsigned char)nib;
-        } else {
-          in[half] |= (unsigned char)(nib << 4);
-          half = (size_t)-1;
-        }
-        if (nib == 15) {
-          if (m - 22 < 255) {
-            in[k++] = (unsigned char)(m - 22);
-          } else {
-            in[k++] = 255;
-            if (m < 65536) {
-              in[k++] = (unsigned char)m;
-              in[k++] = (unsigned char)(m >> 8);
-            } else {
-              memset(in + k, 0, 2);
-              k += 2;
-              for (int i = 0; i < 4; i++) in[k++] = (unsigned char)(m >> (8 * i));
-            }
-          }
-        }
-      }
+      tu_xpress_put_match(in, &k, &half, off, m);
       op += m + 3;
     }
     items++;

@@ -409,4 +409,36 @@ static inline long tu_xpress_ref(const unsigned char *in, size_t n_in, unsigned 
   return (long)op;
 }
 
+/* Appends one XPRESS match item (distance @off ≥ 1, length @m + 3) at in[*k]: the token, then the
+ * nibble (shared by two items: *half is the byte holding the first one, or (size_t)-1), the
+ * length byte, and the 16- or 32-bit length — the forms of MS-XCA §2.4, for random test streams. */
+static inline void tu_xpress_put_match(unsigned char *in, size_t *k, size_t *half, size_t off, size_t m) {
+  size_t tok = (off - 1) << 3 | (m < 7 ? m : 7);
+  in[(*k)++] = (unsigned char)tok;
+  in[(*k)++] = (unsigned char)(tok >> 8);
+  if (m < 7) return;
+  size_t nib = m - 7 < 15 ? m - 7 : 15;
+  if (*half == (size_t)-1) {
+    *half = *k;
+    in[(*k)++] = (unsigned char)nib;
+  } else {
+    in[*half] |= (unsigned char)(nib << 4);
+    *half = (size_t)-1;
+  }
+  if (nib != 15) return;
+  if (m - 22 < 255) {
+    in[(*k)++] = (unsigned char)(m - 22);
+    return;
+  }
+  in[(*k)++] = 255;
+  if (m < 65536) {
+    in[(*k)++] = (unsigned char)m;
+    in[(*k)++] = (unsigned char)(m >> 8);
+  } else {
+    in[(*k)++] = 0;
+    in[(*k)++] = 0;
+    for (int i = 0; i < 4; i++) in[(*k)++] = (unsigned char)(m >> (8 * i));
+  }
+}
+
 #endif

@@ -186,34 +186,7 @@ static size_t xt_gen(unsigned char *in, size_t cap, size_t *plain, int bad_dist)
       uint32_t lk = rnext(100);
       size_t m = lk < 50 ? rnext(7) : lk < 75 ? 7 + rnext(15) : lk < 95 ? 22 + rnext(255) :
                  lk < 99 ? 277 + rnext(3000) : 65500 + rnext(3000);
-      size_t tok = (off - 1) << 3 | (m < 7 ? m : 7);
-      in[k++] = (unsigned char)tok;
-      in[k++] = (unsigned char)(tok >> 8);
-      if (m >= 7) {
-        size_t nib = m - 7 < 15 ? m - 7 : 15;
-        if (half == (size_t)-1) {
-          half = k;
-          in[k++] = (unsigned char)nib;
-        } else {
-          in[half] |= (unsigned char)(nib << 4);
-          half = (size_t)-1;
-        }
-        if (nib == 15) {
-          if (m - 22 < 255) {
-            in[k++] = (unsigned char)(m - 22);
-          } else {
-            in[k++] = 255;
-            if (m < 65536) {
-              in[k++] = (unsigned char)m;
-              in[k++] = (unsigned char)(m >> 8);
-            } else {
-              in[k++] = 0;
-              in[k++] = 0;
-              for (int i = 0; i < 4; i++) in[k++] = (unsigned char)(m >> (8 * i));
-            }
-          }
-        }
-      }
+      tu_xpress_put_match(in, &k, &half, off, m);
       op += m + 3;
     }
     items++;
