@@ -281,10 +281,9 @@ int etw_xpress_c_only;
   "jz .Lxp_wend" S "%=\n\t"                                                                    \
   "movzwl -2(%[ip]), %%eax\n\t"                                                                \
   DCHK(S)                                                                                      \
-  "lea 1(%%rax), %%edx\n\t" /* length 3 + 7 (low bits 7): a nibble follows */                  \
-  "test $7, %%dl\n\t"                                                                          \
+  "lea 1(%%rax), %%edx\n\t"                                                                    \
+  "and $7, %%edx\n\t" /* length - 2; 0 = length 3 + 7 (low bits 7): a nibble follows */        \
   "jz .Lxp_nib" S "%=\n\t"                                                                     \
-  "and $7, %%edx\n\t" /* length - 2 */                                                         \
   "cmp $0x78, %%eax\n\t"                                                                       \
   "jae .Lxp_s16" S "%=\n\t"                                                                    \
   /* 3..9 bytes from distance 1..15 */                                                         \
