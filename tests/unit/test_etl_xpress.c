@@ -1,5 +1,6 @@
-/* test_etl_xpress.c — etw_xpress_decompress's two fast paths (the x86-64 assembly loop and the
- * portable C loop, etw_xpress_c_only) against a byte-at-a-time reference: every compressed
+/* test_etl_xpress.c — etw_xpress_decompress's fast paths (the x86-64 assembly loops, AVX2 where
+ * the CPU has it and SSE2 (etw_xpress_sse2_only), and the portable C loop, etw_xpress_c_only)
+ * against a byte-at-a-time reference: every compressed
  * buffer of the compressed corpus files, whole and cut at every length near the fast paths'
  * margins (input and output), with random bytes changed, and random item streams. Same return
  * value and the same output bytes every time. On POSIX systems each call also runs with its
@@ -20,7 +21,7 @@
 #define PV "microsoft+perfview/src/TraceEvent/TraceEvent.Tests/"
 #define S4 "jtmoon79+super-speedy-syslog-searcher/logs/"
 
-extern int etw_xpress_c_only;
+extern int etw_xpress_c_only, etw_xpress_sse2_only;
 
 static uint64_t rnd = 0x9E3779B97F4A7C15ull;
 static uint32_t rnext(uint32_t n) {
@@ -48,14 +49,15 @@ static unsigned char *xt_map(size_t n, int at_end, void **base, size_t *len) {
 
 static size_t cases, bad;
 
-/* The assembly path, the C path and the reference on @in[0..ni) into @no bytes: the same
- * result and bytes; with guard pages around input and output (both placements). */
+/* The assembly paths (AVX2 where usable, SSE2), the C path and the reference on @in[0..ni) into
+ * @no bytes: the same result and bytes; with guard pages around input and output (both
+ * placements). */
 static void xt_one(const unsigned char *in, size_t ni, size_t no, const char *what, size_t at) {
   unsigned char *r = malloc(no ? no : 1), *a = malloc(no ? no : 1), *c = malloc(no ? no : 1);
-  unsigned char *ic = malloc(ni ? ni : 1);
-  if (!r || !a || !c || !ic) {
+  unsigned char *s = malloc(no ? no : 1), *ic = malloc(ni ? ni : 1);
+  if (!r || !a || !c || !s || !ic) {
     CHECK(0);
-    free(r), free(a), free(c), free(ic);
+    free(r), free(a), free(c), free(s), free(ic);
     return;
   }
   memcpy(ic, in, ni);
@@ -65,8 +67,12 @@ static void xt_one(const unsigned char *in, size_t ni, size_t no, const char *wh
   etw_xpress_c_only = 1;
   long gc = etw_xpress_decompress(ic, ni, c, no);
   etw_xpress_c_only = 0;
+  etw_xpress_sse2_only = 1;
+  long gs = etw_xpress_decompress(ic, ni, s, no);
+  etw_xpress_sse2_only = 0;
   cases++;
-  int ok = ga == gr && gc == gr && (gr <= 0 || (!memcmp(a, r, (size_t)gr) && !memcmp(c, r, (size_t)gr)));
+  int ok = ga == gr && gc == gr && gs == gr &&
+           (gr <= 0 || (!memcmp(a, r, (size_t)gr) && !memcmp(c, r, (size_t)gr) && !memcmp(s, r, (size_t)gr)));
 #ifdef XT_GUARD
   for (int place = 0; place < 2 && ok; place++) {
     void *bi, *bo;
@@ -74,21 +80,23 @@ static void xt_one(const unsigned char *in, size_t ni, size_t no, const char *wh
     unsigned char *gi = xt_map(ni, place, &bi, &li), *go = xt_map(no, !place, &bo, &lo);
     if (gi && go) {
       memcpy(gi, in, ni);
-      for (int path = 0; path < 2; path++) {
-        etw_xpress_c_only = path;
+      for (int path = 0; path < 3; path++) { /* asm (AVX2 where usable), C, SSE2 asm */
+        etw_xpress_c_only = path == 1;
+        etw_xpress_sse2_only = path == 2;
         long g = etw_xpress_decompress(gi, ni, go, no);
         if (g != gr || (gr > 0 && memcmp(go, r, (size_t)gr))) ok = 0;
       }
       etw_xpress_c_only = 0;
+      etw_xpress_sse2_only = 0;
     }
     if (gi) munmap(bi, li);
     if (go) munmap(bo, lo);
   }
 #endif
   if (!ok && bad++ < 5)
-    fprintf(stderr, "xpress %s (%zu): in %zu out %zu: asm %ld, C %ld, reference %ld\n", what, at, ni,
-            no, ga, gc, gr);
-  free(r), free(a), free(c), free(ic);
+    fprintf(stderr, "xpress %s (%zu): in %zu out %zu: asm %ld, SSE2 asm %ld, C %ld, reference %ld\n", what,
+            at, ni, no, ga, gs, gc, gr);
+  free(r), free(a), free(c), free(s), free(ic);
 }
 
 static const char *const FILES[] = {
@@ -156,7 +164,8 @@ static void test_corpus_buffers(void) {
 }
 
 /* Random item streams: literal runs of every length up to 40 (the 16- and 32-byte literal
- * copies), matches of every distance class (1..15 one by one, 16..8192) and length form
+ * copies), matches of every distance class (1..15 one by one, 16..79 (the 16- and 32-byte
+ * copies, the 64-byte turns), 16..8192) and length form
  * (3..9, nibbles, a byte, 2 and 4 bytes), also distances past the output written so far. */
 static size_t xt_gen(unsigned char *in, size_t cap, size_t *plain, int bad_dist) {
   size_t k = 0, op = 0, fpos = 0, half = (size_t)-1;
@@ -181,7 +190,7 @@ static size_t xt_gen(unsigned char *in, size_t cap, size_t *plain, int bad_dist)
     } else {
       flags |= 1u << (31 - items);
       uint32_t dk = rnext(100);
-      size_t off = dk < 30 ? 1 + rnext(15) : dk < 40 ? 16 + rnext(32) : 1 + rnext(8192);
+      size_t off = dk < 30 ? 1 + rnext(15) : dk < 40 ? 16 + rnext(64) : 1 + rnext(8192);
       if (off > op && !(bad_dist && rnext(50) == 0)) off = op;
       uint32_t lk = rnext(100);
       size_t m = lk < 50 ? rnext(7) : lk < 75 ? 7 + rnext(15) : lk < 95 ? 22 + rnext(255) :

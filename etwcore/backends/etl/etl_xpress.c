@@ -7,6 +7,7 @@
  * etw_xpress_c_only, tests/unit/test_etl_xpress.c).
  */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "etwcore/etl.h"
@@ -191,9 +192,10 @@ XP_INLINE int xp_fast(const unsigned char **pip, unsigned char **pop, const unsi
   return 0;
 }
 
-/* Test hook (not static so that the unit tests can set it): the C loops only (no effect where
- * there is no assembly loop). */
+/* Test hooks (not static so that the unit tests can set them): the C loops only; the SSE2
+ * assembly even where the AVX2 one would run (no effect where there is no assembly loop). */
 int etw_xpress_c_only;
+int etw_xpress_sse2_only;
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(ETWD_XP_NO_ASM)
 #define XP_ASM 1
@@ -210,6 +212,16 @@ int etw_xpress_c_only;
  * XP_TAIL_MARGIN past the match). Both with some slack. */
 #define XP_TAIL_IN 32
 #define XP_TAIL_MARGIN 48
+/* The same for the AVX2 family (whole words, 32-byte literal stores, match copies writing up to
+ * 32 bytes past a match of at most 24 bytes and up to 63 past a longer one, in 64-byte turns):
+ * roomy 32 items of ≤ 279 bytes plus 64; medium 32 items of ≤ 24 bytes plus 64; a tail step
+ * reads at most 42 bytes (a 32-byte literal copy; up to 32 literals, the token and up to 8
+ * bytes of length) and writes at most 64 (up to 32 literals, then a copy of at most 32 bytes)
+ * unless its length is checked (the room must keep XP_TAIL_MARGIN_W past the match). */
+#define XP_ROOMY_MARGIN_W (32 * 279 + 64)
+#define XP_MED_MARGIN_W (32 * 24 + 64)
+#define XP_TAIL_IN_W 48
+#define XP_TAIL_MARGIN_W 64
 
 /* The fast loop (xp_fast) written out in x86-64 assembly (SSE2 only). Same bounds as the C:
  * whole flag words while ip < in_lim and op < out_lim at the start of each. One step is a run
@@ -259,76 +271,35 @@ int etw_xpress_c_only;
 #define XP_ASM_NIB_b                                                                           \
   "movzbl (%[half]), %%edx\n\t"                                                                \
   "shr $4, %%edx\n\t"
-/* One part: S its label suffix, O the other part's, NIB its nibble fetch. */
-#define XP_ASM_PART(S, O, NIB, DCHK, BCHK, SCHK)                                               \
-  /* 3..9 bytes from distance >= 16: one 16-byte copy (the common step's end) */               \
-  ".Lxp_s16" S "%=:\n\t"                                                                       \
-  "shr $3, %%eax\n\t"                                                                          \
-  "not %%rax\n\t"                                                                              \
-  "movdqu (%[op],%%rax), %%xmm0\n\t"                                                           \
-  "movdqu %%xmm0, (%[op])\n\t"                                                                 \
-  "lea 2(%[op],%%rdx), %[op]\n\t"                                                              \
-  /* a step: the literals before the next match (run = 63 - b), then the match */              \
-  ".Lxp_step" S "%=:\n\t"                                                                      \
-  SCHK(S)                                                                                      \
-  "bsr %[f], %%rcx\n\t"                                                                        \
+/* The two families (F): XS, SSE2 (halves of 16 items, 16-byte literal stores, the pieces above
+ * as round 8 wrote them), and XA, AVX2 (whole words of 32 items and one sentinel, 32-byte
+ * literal stores, 32-byte match copies from distance >= 32, VEX encodings only so that no
+ * legacy-SSE instruction meets a dirty upper half; vzeroupper on the way out). */
+#define XP_F(F, N) XP_F_(F, N)
+#define XP_F_(F, N) XP_##F##_##N
+#define XP_XS_V "" /* the mnemonics' prefix */
+#define XP_XA_V "v"
+#define XP_XS_EXIT ""
+#define XP_XA_EXIT "vzeroupper\n\t"
+/* the literals: 16 (XS) or 32 (XA) bytes from ip whatever their number */
+#define XP_XS_LIT                                                                              \
   "movdqu (%[ip]), %%xmm0\n\t"                                                                 \
-  "movdqu %%xmm0, (%[op])\n\t"                                                                 \
-  "neg %%rcx\n\t"                                                                              \
-  "lea 65(%[ip],%%rcx), %[ip]\n\t" /* past the run and the token */                            \
-  "lea 63(%[op],%%rcx), %[op]\n\t" /* past the run */                                          \
-  "shl %%cl, %[f]\n\t"             /* by run + 1 (1..17): 0 = the sentinel went */             \
-  "jz .Lxp_wend" S "%=\n\t"                                                                    \
-  "movzwl -2(%[ip]), %%eax\n\t"                                                                \
-  DCHK(S)                                                                                      \
-  "lea 1(%%rax), %%edx\n\t"                                                                    \
-  "and $7, %%edx\n\t" /* length - 2; 0 = length 3 + 7 (low bits 7): a nibble follows */        \
-  "jz .Lxp_nib" S "%=\n\t"                                                                     \
-  "cmp $0x78, %%eax\n\t"                                                                       \
-  "jae .Lxp_s16" S "%=\n\t"                                                                    \
-  /* 3..9 bytes from distance 1..15 */                                                         \
-  "shr $3, %%eax\n\t"                                                                          \
-  "cmp $3, %%eax\n\t"                                                                          \
-  "jne .Lxp_sdx" S "%=\n\t"                                                                    \
-  /* distance 4: the 4 bytes repeated over 16 */                                               \
+  "movdqu %%xmm0, (%[op])\n\t"
+#define XP_XA_LIT                                                                              \
+  "vmovdqu (%[ip]), %%ymm0\n\t"                                                                \
+  "vmovdqu %%ymm0, (%[op])\n\t"
+/* distance 4: the 4 bytes before op repeated over 16 */
+#define XP_XS_D4                                                                               \
   "movd -4(%[op]), %%xmm0\n\t"                                                                 \
   "pshufd $0, %%xmm0, %%xmm0\n\t"                                                              \
-  "movdqu %%xmm0, (%[op])\n\t"                                                                 \
-  "lea 2(%[op],%%rdx), %[op]\n\t"                                                              \
-  "jmp .Lxp_step" S "%=\n\t"                                                                   \
-  ".Lxp_sdx" S "%=:\n\t"                                                                       \
-  "inc %%eax\n\t"                                                                              \
-  "mov %[op], %%rcx\n\t"                                                                       \
-  "sub %%rax, %%rcx\n\t"                                                                       \
-  "movq (%%rcx), %%xmm0\n\t"                                                                   \
-  "movq %%xmm0, (%[op])\n\t"                                                                   \
-  "cmp $8, %%eax\n\t"                                                                          \
-  "jb .Lxp_sd8" S "%=\n\t"                                                                     \
-  /* 8..15: two 8-byte copies (the second reads bytes the first wrote) */                      \
-  "movq 8(%%rcx), %%xmm0\n\t"                                                                  \
-  "movq %%xmm0, 8(%[op])\n\t"                                                                  \
-  "lea 2(%[op],%%rdx), %[op]\n\t"                                                              \
-  "jmp .Lxp_step" S "%=\n\t"                                                                   \
-  /* 1..7: the period doubled in place (p = distance × 2^k) until p >= 8; a 9-byte match       \
-   * with p = 8 takes one more 8-byte copy */                                                  \
-  ".Lxp_sd8" S "%=:\n\t"                                                                       \
-  "mov %%eax, %%ecx\n\t"                                                                       \
-  ".Lxp_sd8d" S "%=:\n\t"                                                                      \
-  "movq (%[op]), %%xmm0\n\t"                                                                   \
-  "movq %%xmm0, (%[op],%%rcx)\n\t"                                                             \
-  "add %%ecx, %%ecx\n\t"                                                                       \
-  "cmp $8, %%ecx\n\t"                                                                          \
-  "jb .Lxp_sd8d" S "%=\n\t"                                                                    \
-  "lea 2(%%rdx), %%eax\n\t"                                                                    \
-  "cmp %%ecx, %%eax\n\t"                                                                       \
-  "jbe .Lxp_sd8e" S "%=\n\t"                                                                   \
-  "movq (%[op]), %%xmm0\n\t"                                                                   \
-  "movq %%xmm0, 8(%[op])\n\t"                                                                  \
-  ".Lxp_sd8e" S "%=:\n\t"                                                                      \
-  "lea 2(%[op],%%rdx), %[op]\n\t"                                                              \
-  "jmp .Lxp_step" S "%=\n\t"                                                                   \
-  /* the half ended in literals (there was no token after them): the word's second half, or   \
-   * the next word */                                                                          \
+  "movdqu %%xmm0, (%[op])\n\t"
+#define XP_XA_D4                                                                               \
+  "vpbroadcastd -4(%[op]), %%xmm0\n\t"                                                         \
+  "vmovdqu %%xmm0, (%[op])\n\t"
+/* the end of a half (XS) or word (XA) in literals (there was no token after them), then a flag
+ * word while the limits hold: XS the word's second half (g's bit 32) or the next word; XA the
+ * next word, its 32 flags in bits 63..32 and the sentinel at 31 */
+#define XP_XS_WORD(S)                                                                          \
   ".Lxp_wend" S "%=:\n\t"                                                                      \
   "sub $2, %[ip]\n\t"                                                                          \
   "btr $32, %[g]\n\t"                                                                          \
@@ -337,7 +308,6 @@ int etw_xpress_c_only;
   "shl $48, %[f]\n\t"                                                                          \
   "bts $47, %[f]\n\t"                                                                          \
   "jmp .Lxp_step" S "%=\n\t"                                                                   \
-  /* a flag word, while the limits hold */                                                     \
   ".Lxp_word" S "%=:\n\t"                                                                      \
   "cmp %[in_lim], %[ip]\n\t"                                                                   \
   "jae .Lxp_done" S "%=\n\t"                                                                   \
@@ -350,23 +320,179 @@ int etw_xpress_c_only;
   "shr $16, %[f]\n\t"                                                                          \
   "shl $48, %[f]\n\t"                                                                          \
   "bts $47, %[f]\n\t"                                                                          \
+  "jmp .Lxp_step" S "%=\n\t"
+#define XP_XA_WORD(S)                                                                          \
+  ".Lxp_wend" S "%=:\n\t"                                                                      \
+  "sub $2, %[ip]\n\t"                                                                          \
+  ".Lxp_word" S "%=:\n\t"                                                                      \
+  "cmp %[in_lim], %[ip]\n\t"                                                                   \
+  "jae .Lxp_done" S "%=\n\t"                                                                   \
+  "cmp %[out_lim], %[op]\n\t"                                                                  \
+  "jae .Lxp_done" S "%=\n\t"                                                                   \
+  "movl (%[ip]), %k[f]\n\t"                                                                    \
+  "add $4, %[ip]\n\t"                                                                          \
+  "shl $32, %[f]\n\t"                                                                          \
+  "bts $31, %[f]\n\t"                                                                          \
+  "jmp .Lxp_step" S "%=\n\t"
+/* a nibble length (rdx = 10..24 bytes, eax the token): XS two 16-byte copies from distance
+ * >= 16; XA one 32-byte copy from distance >= 32, two 16-byte ones from 16..31; below 16 the
+ * general copy */
+#define XP_XS_NIBCOPY(S, O)                                                                    \
+  "cmp $0x78, %%eax\n\t"                                                                       \
+  "jb .Lxp_gent" S "%=\n\t"                                                                    \
+  XP_ASM_C32(S, O, "")
+#define XP_XA_NIBCOPY(S, O)                                                                    \
+  "cmp $0xf8, %%eax\n\t"                                                                       \
+  "jb .Lxp_nibs" S "%=\n\t"                                                                    \
+  "shr $3, %%eax\n\t"                                                                          \
+  "not %%rax\n\t"                                                                              \
+  "vmovdqu (%[op],%%rax), %%ymm0\n\t"                                                          \
+  "vmovdqu %%ymm0, (%[op])\n\t"                                                                \
+  "add %%rdx, %[op]\n\t"                                                                       \
+  "jmp .Lxp_step" O "%=\n\t"                                                                   \
+  ".Lxp_nibs" S "%=:\n\t"                                                                      \
+  "cmp $0x78, %%eax\n\t"                                                                       \
+  "jb .Lxp_gent" S "%=\n\t"                                                                    \
+  XP_ASM_C32(S, O, "v")
+/* 32 bytes in two 16-byte copies from distance >= 16 (eax the token), then op += rdx */
+#define XP_ASM_C32(S, O, V)                                                                    \
+  "shr $3, %%eax\n\t"                                                                          \
+  "not %%rax\n\t"                                                                              \
+  V "movdqu (%[op],%%rax), %%xmm0\n\t"                                                         \
+  V "movdqu %%xmm0, (%[op])\n\t"                                                               \
+  V "movdqu 16(%[op],%%rax), %%xmm0\n\t"                                                       \
+  V "movdqu %%xmm0, 16(%[op])\n\t"                                                             \
+  "add %%rdx, %[op]\n\t"                                                                       \
+  "jmp .Lxp_step" O "%=\n\t"
+/* a long match (rdx bytes, 25 or more, the room checked where needed; eax the token): XS 32
+ * bytes a turn in 16-byte copies from distance >= 16; XA 64 bytes a turn in 32-byte copies
+ * from distance >= 32 (the first turn before any test: most are 25..64 bytes), 32 in 16-byte
+ * ones from 16..31; below 16 the general copy */
+#define XP_ASM_L32(S, O, V)                                                                    \
+  "shr $3, %%eax\n\t"                                                                          \
+  "not %%rax\n\t"                                                                              \
+  "lea (%[op],%%rdx), %%rcx\n\t"                                                               \
+  ".Lxp_long32" S "%=:\n\t"                                                                    \
+  V "movdqu (%[op],%%rax), %%xmm0\n\t"                                                         \
+  V "movdqu %%xmm0, (%[op])\n\t"                                                               \
+  V "movdqu 16(%[op],%%rax), %%xmm0\n\t"                                                       \
+  V "movdqu %%xmm0, 16(%[op])\n\t"                                                             \
+  "add $32, %[op]\n\t"                                                                         \
+  "cmp %%rcx, %[op]\n\t"                                                                       \
+  "jb .Lxp_long32" S "%=\n\t"                                                                  \
+  "mov %%rcx, %[op]\n\t"                                                                       \
+  "jmp .Lxp_step" O "%=\n\t"
+#define XP_XS_LONG(S, O)                                                                       \
+  ".Lxp_long" S "%=:\n\t"                                                                      \
+  "cmp $0x78, %%eax\n\t"                                                                       \
+  "jb .Lxp_gent" S "%=\n\t"                                                                    \
+  XP_ASM_L32(S, O, "")
+#define XP_XA_LONG(S, O)                                                                       \
+  ".Lxp_long" S "%=:\n\t"                                                                      \
+  "cmp $0xf8, %%eax\n\t"                                                                       \
+  "jb .Lxp_longs" S "%=\n\t"                                                                   \
+  "shr $3, %%eax\n\t"                                                                          \
+  "not %%rax\n\t"                                                                              \
+  "vmovdqu (%[op],%%rax), %%ymm0\n\t"                                                          \
+  "vmovdqu %%ymm0, (%[op])\n\t"                                                                \
+  "vmovdqu 32(%[op],%%rax), %%ymm0\n\t"                                                        \
+  "vmovdqu %%ymm0, 32(%[op])\n\t"                                                              \
+  "cmp $64, %%rdx\n\t"                                                                         \
+  "ja .Lxp_long64" S "%=\n\t"                                                                  \
+  "add %%rdx, %[op]\n\t"                                                                       \
+  "jmp .Lxp_step" O "%=\n\t"                                                                   \
+  ".Lxp_long64" S "%=:\n\t"                                                                    \
+  "lea (%[op],%%rdx), %%rcx\n\t"                                                               \
+  "add $64, %[op]\n\t"                                                                         \
+  ".Lxp_l64" S "%=:\n\t"                                                                       \
+  "vmovdqu (%[op],%%rax), %%ymm0\n\t"                                                          \
+  "vmovdqu %%ymm0, (%[op])\n\t"                                                                \
+  "vmovdqu 32(%[op],%%rax), %%ymm0\n\t"                                                        \
+  "vmovdqu %%ymm0, 32(%[op])\n\t"                                                              \
+  "add $64, %[op]\n\t"                                                                         \
+  "cmp %%rcx, %[op]\n\t"                                                                       \
+  "jb .Lxp_l64" S "%=\n\t"                                                                     \
+  "mov %%rcx, %[op]\n\t"                                                                       \
+  "jmp .Lxp_step" O "%=\n\t"                                                                   \
+  ".Lxp_longs" S "%=:\n\t"                                                                     \
+  "cmp $0x78, %%eax\n\t"                                                                       \
+  "jb .Lxp_gent" S "%=\n\t"                                                                    \
+  XP_ASM_L32(S, O, "v")
+/* One part: S its label suffix, O the other part's, NIB its nibble fetch, F the family. */
+#define XP_ASM_PART(S, O, NIB, DCHK, BCHK, SCHK, F)                                            \
+  /* 3..9 bytes from distance >= 16: one 16-byte copy (the common step's end) */               \
+  ".Lxp_s16" S "%=:\n\t"                                                                       \
+  "shr $3, %%eax\n\t"                                                                          \
+  "not %%rax\n\t"                                                                              \
+  XP_F(F, V) "movdqu (%[op],%%rax), %%xmm0\n\t"                                                \
+  XP_F(F, V) "movdqu %%xmm0, (%[op])\n\t"                                                      \
+  "lea 2(%[op],%%rdx), %[op]\n\t"                                                              \
+  /* a step: the literals before the next match (run = 63 - b), then the match */              \
+  ".Lxp_step" S "%=:\n\t"                                                                      \
+  SCHK(S)                                                                                      \
+  "bsr %[f], %%rcx\n\t"                                                                        \
+  XP_F(F, LIT)                                                                                 \
+  "neg %%rcx\n\t"                                                                              \
+  "lea 65(%[ip],%%rcx), %[ip]\n\t" /* past the run and the token */                            \
+  "lea 63(%[op],%%rcx), %[op]\n\t" /* past the run */                                          \
+  "shl %%cl, %[f]\n\t"             /* by run + 1 (1..17 / 1..33): 0 = the sentinel went */     \
+  "jz .Lxp_wend" S "%=\n\t"                                                                    \
+  "movzwl -2(%[ip]), %%eax\n\t"                                                                \
+  DCHK(S)                                                                                      \
+  "lea 1(%%rax), %%edx\n\t"                                                                    \
+  "and $7, %%edx\n\t" /* length - 2; 0 = length 3 + 7 (low bits 7): a nibble follows */        \
+  "jz .Lxp_nib" S "%=\n\t"                                                                     \
+  "cmp $0x78, %%eax\n\t"                                                                       \
+  "jae .Lxp_s16" S "%=\n\t"                                                                    \
+  /* 3..9 bytes from distance 1..15 */                                                         \
+  "shr $3, %%eax\n\t"                                                                          \
+  "cmp $3, %%eax\n\t"                                                                          \
+  "jne .Lxp_sdx" S "%=\n\t"                                                                    \
+  XP_F(F, D4)                                                                                  \
+  "lea 2(%[op],%%rdx), %[op]\n\t"                                                              \
   "jmp .Lxp_step" S "%=\n\t"                                                                   \
+  ".Lxp_sdx" S "%=:\n\t"                                                                       \
+  "cmp $7, %%eax\n\t"                                                                          \
+  "jb .Lxp_sd1" S "%=\n\t"                                                                     \
+  /* 8..15: two 8-byte copies (the second reads bytes the first wrote) */                      \
+  "not %%rax\n\t"                                                                              \
+  XP_F(F, V) "movq (%[op],%%rax), %%xmm0\n\t"                                                  \
+  XP_F(F, V) "movq %%xmm0, (%[op])\n\t"                                                        \
+  XP_F(F, V) "movq 8(%[op],%%rax), %%xmm0\n\t"                                                 \
+  XP_F(F, V) "movq %%xmm0, 8(%[op])\n\t"                                                       \
+  "lea 2(%[op],%%rdx), %[op]\n\t"                                                              \
+  "jmp .Lxp_step" S "%=\n\t"                                                                   \
+  /* 1..7 (but 4): d[0..8) from the distance back, then the period doubled in place (p =       \
+   * distance × 2^k) until p >= 8; a 9-byte match with p = 8 takes one more 8-byte copy */     \
+  ".Lxp_sd1" S "%=:\n\t"                                                                       \
+  "inc %%eax\n\t"                                                                              \
+  "mov %[op], %%rcx\n\t"                                                                       \
+  "sub %%rax, %%rcx\n\t"                                                                       \
+  XP_F(F, V) "movq (%%rcx), %%xmm0\n\t"                                                        \
+  XP_F(F, V) "movq %%xmm0, (%[op])\n\t"                                                        \
+  "mov %%eax, %%ecx\n\t"                                                                       \
+  ".Lxp_sd8d" S "%=:\n\t"                                                                      \
+  XP_F(F, V) "movq (%[op]), %%xmm0\n\t"                                                        \
+  XP_F(F, V) "movq %%xmm0, (%[op],%%rcx)\n\t"                                                  \
+  "add %%ecx, %%ecx\n\t"                                                                       \
+  "cmp $8, %%ecx\n\t"                                                                          \
+  "jb .Lxp_sd8d" S "%=\n\t"                                                                    \
+  "lea 2(%%rdx), %%eax\n\t"                                                                    \
+  "cmp %%ecx, %%eax\n\t"                                                                       \
+  "jbe .Lxp_sd8e" S "%=\n\t"                                                                   \
+  XP_F(F, V) "movq (%[op]), %%xmm0\n\t"                                                        \
+  XP_F(F, V) "movq %%xmm0, 8(%[op])\n\t"                                                       \
+  ".Lxp_sd8e" S "%=:\n\t"                                                                      \
+  "lea 2(%[op],%%rdx), %[op]\n\t"                                                              \
+  "jmp .Lxp_step" S "%=\n\t"                                                                   \
+  XP_F(F, WORD)(S)                                                                             \
   /* the length continues in a nibble (from here on the other part's state) */                 \
   ".Lxp_nib" S "%=:\n\t"                                                                       \
   NIB                                                                                          \
   "cmp $15, %%edx\n\t"                                                                         \
   "je .Lxp_byte" S "%=\n\t"                                                                    \
   "add $10, %%edx\n\t" /* 10..24 bytes */                                                      \
-  "cmp $0x78, %%eax\n\t"                                                                       \
-  "jb .Lxp_gent" S "%=\n\t"                                                                    \
-  "shr $3, %%eax\n\t"                                                                          \
-  "not %%rax\n\t"                                                                              \
-  "movdqu (%[op],%%rax), %%xmm0\n\t"                                                           \
-  "movdqu %%xmm0, (%[op])\n\t"                                                                 \
-  "movdqu 16(%[op],%%rax), %%xmm0\n\t"                                                         \
-  "movdqu %%xmm0, 16(%[op])\n\t"                                                               \
-  "add %%rdx, %[op]\n\t"                                                                       \
-  "jmp .Lxp_step" O "%=\n\t"                                                                   \
+  XP_F(F, NIBCOPY)(S, O)                                                                       \
   /* a length byte: 25..279 bytes, or 255 and a 2-byte length (0: a 4-byte one) */             \
   ".Lxp_byte" S "%=:\n\t"                                                                      \
   "movzbl (%[ip]), %%edx\n\t"                                                                  \
@@ -375,22 +501,7 @@ int etw_xpress_c_only;
   "je .Lxp_word2" S "%=\n\t"                                                                   \
   "add $25, %%edx\n\t"                                                                         \
   BCHK(O)                                                                                      \
-  ".Lxp_long" S "%=:\n\t" /* rdx bytes, the room checked */                                    \
-  "cmp $0x78, %%eax\n\t"                                                                       \
-  "jb .Lxp_gent" S "%=\n\t"                                                                    \
-  "shr $3, %%eax\n\t"                                                                          \
-  "not %%rax\n\t"                                                                              \
-  "lea (%[op],%%rdx), %%rcx\n\t"                                                               \
-  ".Lxp_long32" S "%=:\n\t" /* 32 bytes a turn in 16-byte copies (distance >= 16) */           \
-  "movdqu (%[op],%%rax), %%xmm0\n\t"                                                           \
-  "movdqu %%xmm0, (%[op])\n\t"                                                                 \
-  "movdqu 16(%[op],%%rax), %%xmm0\n\t"                                                         \
-  "movdqu %%xmm0, 16(%[op])\n\t"                                                               \
-  "add $32, %[op]\n\t"                                                                         \
-  "cmp %%rcx, %[op]\n\t"                                                                       \
-  "jb .Lxp_long32" S "%=\n\t"                                                                  \
-  "mov %%rcx, %[op]\n\t"                                                                       \
-  "jmp .Lxp_step" O "%=\n\t"                                                                   \
+  XP_F(F, LONG)(S, O)                                                                          \
   ".Lxp_word2" S "%=:\n\t"                                                                     \
   "movzwl (%[ip]), %%edx\n\t"                                                                  \
   "add $2, %[ip]\n\t"                                                                          \
@@ -412,14 +523,14 @@ int etw_xpress_c_only;
   "inc %%eax\n\t"                                                                              \
   "mov %[op], %%rcx\n\t"                                                                       \
   "sub %%rax, %%rcx\n\t"                                                                       \
-  "movq (%%rcx), %%xmm0\n\t"                                                                   \
-  "movq %%xmm0, (%[op])\n\t"                                                                   \
+  XP_F(F, V) "movq (%%rcx), %%xmm0\n\t"                                                        \
+  XP_F(F, V) "movq %%xmm0, (%[op])\n\t"                                                        \
   "mov %%rax, %%rcx\n\t"                                                                       \
   "cmp $8, %%rcx\n\t"                                                                          \
   "jae .Lxp_gen8s" S "%=\n\t"                                                                  \
   ".Lxp_gen2" S "%=:\n\t"                                                                      \
-  "movq (%[op]), %%xmm0\n\t"                                                                   \
-  "movq %%xmm0, (%[op],%%rcx)\n\t"                                                             \
+  XP_F(F, V) "movq (%[op]), %%xmm0\n\t"                                                        \
+  XP_F(F, V) "movq %%xmm0, (%[op],%%rcx)\n\t"                                                  \
   "add %%rcx, %%rcx\n\t"                                                                       \
   "cmp $8, %%rcx\n\t"                                                                          \
   "jb .Lxp_gen2" S "%=\n\t"                                                                    \
@@ -433,11 +544,11 @@ int etw_xpress_c_only;
   ".Lxp_gen8" S "%=:\n\t"                                                                      \
   "cmp %[op], %%rax\n\t"                                                                       \
   "jae .Lxp_step" O "%=\n\t"                                                                   \
-  "movq (%%rax,%%rcx), %%xmm0\n\t"                                                             \
-  "movq %%xmm0, (%%rax)\n\t"                                                                   \
+  XP_F(F, V) "movq (%%rax,%%rcx), %%xmm0\n\t"                                                  \
+  XP_F(F, V) "movq %%xmm0, (%%rax)\n\t"                                                        \
   "add $8, %%rax\n\t"                                                                          \
   "jmp .Lxp_gen8" S "%=\n\t"
-#define XP_ASM_LOOP(DCHK, BCHK, SCHK, MARGIN)                                                  \
+#define XP_ASM_LOOP(F, DCHK, BCHK, SCHK, MARGIN)                                               \
   __asm__ volatile(                                                                            \
       /* f = 0: at a word boundary; else mid-word (f, g as left by an earlier call) */          \
       "test %[f], %[f]\n\t"                                                                    \
@@ -449,8 +560,8 @@ int etw_xpress_c_only;
       "test %[half], %[half]\n\t"                                                              \
       "jnz .Lxp_wordb%=\n\t"                                                                   \
       "jmp .Lxp_worda%=\n\t"                                                                   \
-      XP_ASM_PART("a", "b", XP_ASM_NIB_a, DCHK, BCHK, SCHK)                                    \
-      XP_ASM_PART("b", "a", XP_ASM_NIB_b, DCHK, BCHK, SCHK)                                    \
+      XP_ASM_PART("a", "b", XP_ASM_NIB_a, DCHK, BCHK, SCHK, F)                                 \
+      XP_ASM_PART("b", "a", XP_ASM_NIB_b, DCHK, BCHK, SCHK, F)                                 \
       /* the ends; in state "a" the half register is set to NULL first */                       \
       ".Lxp_neara%=:\n\t"                                                                      \
       "xor %k[half], %k[half]\n\t"                                                             \
@@ -472,6 +583,7 @@ int etw_xpress_c_only;
       ".Lxp_doneb%=:\n\t"                                                                      \
       "xor %k[rc], %k[rc]\n\t"                                                                 \
       ".Lxp_out%=:\n\t"                                                                        \
+      XP_F(F, EXIT)                                                                            \
       : [ip] "+r"(ip), [op] "+r"(op), [f] "+r"(f), [g] "+r"(g), [half] "+r"(half),            \
         [rc] "=r"(rc), "=&a"(a), "=&c"(c), "=&d"(d)                                            \
       : [in_lim] "m"(in_lim), [out_lim] "m"(out_lim), [out_end] "m"(out_end),                 \
@@ -482,27 +594,59 @@ int etw_xpress_c_only;
  * variant also mid-word (*pf, *pg as an earlier call left them): @near = the distance checked
  * (out_lim at most out0 + 8192); @med = 1 the medium variant (1-byte lengths checked,
  * XP_MED_MARGIN), 2 the tail variant (every step checked, XP_TAIL_MARGIN), else the roomy one
- * (XP_ROOMY_MARGIN). Returns as xp_fast: 0 (*pf = 0), -1, or 1 when a length came near the
- * output end (copied here the checked way, as xp_fast does) or the tail variant stopped before
- * a step; then *pf, *pg hold the rest of the word (xp_flags_left). */
+ * (XP_ROOMY_MARGIN); @wide the AVX2 family (the _W margins; *pg stays 0). Returns as xp_fast:
+ * 0 (*pf = 0), -1, or 1 when a length came near the output end (copied here the checked way,
+ * as xp_fast does) or the tail variant stopped before a step; then *pf, *pg hold the rest of
+ * the word (xp_flags_left). */
+/* The AVX2 family where the CPU (and the OS) has AVX2 and the environment has no
+ * ETWD_ETL_NO_AVX2 (not "0"); chosen once. Not on Windows (as the decoders' AVX2 paths). */
+#if !defined(_WIN32)
+static signed char xp_avx2_sel = -1;
+static int xp_wide(void) {
+  int v = __atomic_load_n(&xp_avx2_sel, __ATOMIC_RELAXED);
+  if (v < 0) {
+    const char *no = getenv("ETWD_ETL_NO_AVX2");
+    __builtin_cpu_init();
+    v = (no && *no && strcmp(no, "0")) ? 0 : __builtin_cpu_supports("avx2") ? 1 : 0;
+    __atomic_store_n(&xp_avx2_sel, (signed char)v, __ATOMIC_RELAXED);
+  }
+  return v && !etw_xpress_sse2_only;
+}
+#else
+static int xp_wide(void) { return 0; }
+#endif
+
 static int xp_asm(const unsigned char **pip, unsigned char **pop, const unsigned char **phalf,
                   uint64_t *pf, uint64_t *pg, const unsigned char *in_lim, const unsigned char *out0,
-                  unsigned char *out_lim, unsigned char *out_end, int near, int med) {
+                  unsigned char *out_lim, unsigned char *out_end, int near, int med, int wide) {
   const unsigned char *ip = *pip, *half = *phalf;
   unsigned char *op = *pop;
   uint64_t f = *pf, g = *pg, a, c, d;
   uintptr_t out08 = (uintptr_t)out0 * 8; /* (mod 2^64, as the assembly's 8 op) */
   long rc;
-  if (med == 2)
-    XP_ASM_LOOP(XP_ASM_DCHK, XP_ASM_BCHK, XP_ASM_SCHK, XP_TAIL_MARGIN);
-  else if (near && med)
-    XP_ASM_LOOP(XP_ASM_DCHK, XP_ASM_BCHK, XP_ASM_NONE, XP_MED_MARGIN);
-  else if (near)
-    XP_ASM_LOOP(XP_ASM_DCHK, XP_ASM_NONE, XP_ASM_NONE, XP_ROOMY_MARGIN);
-  else if (med)
-    XP_ASM_LOOP(XP_ASM_NONE, XP_ASM_BCHK, XP_ASM_NONE, XP_MED_MARGIN);
-  else
-    XP_ASM_LOOP(XP_ASM_NONE, XP_ASM_NONE, XP_ASM_NONE, XP_ROOMY_MARGIN);
+  if (wide) {
+    if (med == 2)
+      XP_ASM_LOOP(XA, XP_ASM_DCHK, XP_ASM_BCHK, XP_ASM_SCHK, XP_TAIL_MARGIN_W);
+    else if (near && med)
+      XP_ASM_LOOP(XA, XP_ASM_DCHK, XP_ASM_BCHK, XP_ASM_NONE, XP_MED_MARGIN_W);
+    else if (near)
+      XP_ASM_LOOP(XA, XP_ASM_DCHK, XP_ASM_NONE, XP_ASM_NONE, XP_ROOMY_MARGIN_W);
+    else if (med)
+      XP_ASM_LOOP(XA, XP_ASM_NONE, XP_ASM_BCHK, XP_ASM_NONE, XP_MED_MARGIN_W);
+    else
+      XP_ASM_LOOP(XA, XP_ASM_NONE, XP_ASM_NONE, XP_ASM_NONE, XP_ROOMY_MARGIN_W);
+  } else {
+    if (med == 2)
+      XP_ASM_LOOP(XS, XP_ASM_DCHK, XP_ASM_BCHK, XP_ASM_SCHK, XP_TAIL_MARGIN);
+    else if (near && med)
+      XP_ASM_LOOP(XS, XP_ASM_DCHK, XP_ASM_BCHK, XP_ASM_NONE, XP_MED_MARGIN);
+    else if (near)
+      XP_ASM_LOOP(XS, XP_ASM_DCHK, XP_ASM_NONE, XP_ASM_NONE, XP_ROOMY_MARGIN);
+    else if (med)
+      XP_ASM_LOOP(XS, XP_ASM_NONE, XP_ASM_BCHK, XP_ASM_NONE, XP_MED_MARGIN);
+    else
+      XP_ASM_LOOP(XS, XP_ASM_NONE, XP_ASM_NONE, XP_ASM_NONE, XP_ROOMY_MARGIN);
+  }
   (void)c;
   if (rc <= 0) f = 0;
   *pip = ip;
@@ -537,26 +681,30 @@ long etw_xpress_decompress(const unsigned char *in, size_t n_in, unsigned char *
 #ifdef XP_ASM
     if (!etw_xpress_c_only) {
       /* the first 8 KiB and then the rest up to XP_ROOMY_MARGIN; up to XP_MED_MARGIN the same
-       * (both only as far as they reach) */
+       * (both only as far as they reach); the _W margins for the AVX2 family (both ≤ 360 input
+       * and 512 output bytes) */
+      int w = xp_wide();
+      size_t roomy_m = w ? XP_ROOMY_MARGIN_W : XP_ROOMY_MARGIN, med_m = w ? XP_MED_MARGIN_W : XP_MED_MARGIN;
+      size_t tail_in = w ? XP_TAIL_IN_W : XP_TAIL_IN, tail_m = w ? XP_TAIL_MARGIN_W : XP_TAIL_MARGIN;
       unsigned char *near_lim = out + (n_out < 8192 ? n_out : 8192);
-      if (n_out >= XP_ROOMY_MARGIN) {
-        unsigned char *roomy_lim = out + (n_out - XP_ROOMY_MARGIN) + 1;
-        rc = xp_asm(&fip, &fop, &fhalf, &f, &g, in_lim, out, near_lim < roomy_lim ? near_lim : roomy_lim, out + n_out, 1, 0);
+      if (n_out >= roomy_m) {
+        unsigned char *roomy_lim = out + (n_out - roomy_m) + 1;
+        rc = xp_asm(&fip, &fop, &fhalf, &f, &g, in_lim, out, near_lim < roomy_lim ? near_lim : roomy_lim, out + n_out, 1, 0, w);
         if (rc == 0 && fop - out >= 8192)
-          rc = xp_asm(&fip, &fop, &fhalf, &f, &g, in_lim, out, roomy_lim, out + n_out, 0, 0);
+          rc = xp_asm(&fip, &fop, &fhalf, &f, &g, in_lim, out, roomy_lim, out + n_out, 0, 0, w);
       }
-      if (rc == 0 && n_out >= XP_MED_MARGIN) {
-        unsigned char *med_lim = out + (n_out - XP_MED_MARGIN) + 1;
+      if (rc == 0 && n_out >= med_m) {
+        unsigned char *med_lim = out + (n_out - med_m) + 1;
         if (fop - out < 8192)
-          rc = xp_asm(&fip, &fop, &fhalf, &f, &g, in_lim, out, near_lim < med_lim ? near_lim : med_lim, out + n_out, 1, 1);
+          rc = xp_asm(&fip, &fop, &fhalf, &f, &g, in_lim, out, near_lim < med_lim ? near_lim : med_lim, out + n_out, 1, 1, w);
         if (rc == 0 && fop - out >= 8192)
-          rc = xp_asm(&fip, &fop, &fhalf, &f, &g, in_lim, out, med_lim, out + n_out, 0, 1);
+          rc = xp_asm(&fip, &fop, &fhalf, &f, &g, in_lim, out, med_lim, out + n_out, 0, 1, w);
       }
-      /* then step by step up to XP_TAIL_IN / XP_TAIL_MARGIN (the distance always checked), also
-       * after a long match near the end (mid-word) */
+      /* then step by step up to the tail margins (the distance always checked), also after a
+       * long match near the end (mid-word) */
       if (rc >= 0)
-        rc = xp_asm(&fip, &fop, &fhalf, &f, &g, in + (n_in - XP_TAIL_IN) + 1, out,
-                    out + (n_out - XP_TAIL_MARGIN) + 1, out + n_out, 1, 2);
+        rc = xp_asm(&fip, &fop, &fhalf, &f, &g, in + (n_in - tail_in) + 1, out, out + (n_out - tail_m) + 1,
+                    out + n_out, 1, 2, w);
     } else
 #endif
     if (n_out >= XP_ROOMY_MARGIN) { /* the first 8 KiB, then the rest up to XP_ROOMY_MARGIN */
