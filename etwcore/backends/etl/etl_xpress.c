@@ -299,7 +299,7 @@ int etw_xpress_sse2_only;
 /* the end of a half (XS) or word (XA) in literals (there was no token after them), then a flag
  * word while the limits hold: XS the word's second half (g's bit 32) or the next word; XA the
  * next word, its 32 flags in bits 63..32 and the sentinel at 31 */
-#define XP_XS_WORD(S)                                                                          \
+#define XP_XS_WORD(S, NX)                                                                      \
   ".Lxp_wend" S "%=:\n\t"                                                                      \
   "sub $2, %[ip]\n\t"                                                                          \
   "btr $32, %[g]\n\t"                                                                          \
@@ -307,7 +307,7 @@ int etw_xpress_sse2_only;
   "mov %[g], %[f]\n\t"                                                                         \
   "shl $48, %[f]\n\t"                                                                          \
   "bts $47, %[f]\n\t"                                                                          \
-  "jmp .Lxp_step" S "%=\n\t"                                                                   \
+  NX                                                                                           \
   ".Lxp_word" S "%=:\n\t"                                                                      \
   "cmp %[in_lim], %[ip]\n\t"                                                                   \
   "jae .Lxp_done" S "%=\n\t"                                                                   \
@@ -320,8 +320,8 @@ int etw_xpress_sse2_only;
   "shr $16, %[f]\n\t"                                                                          \
   "shl $48, %[f]\n\t"                                                                          \
   "bts $47, %[f]\n\t"                                                                          \
-  "jmp .Lxp_step" S "%=\n\t"
-#define XP_XA_WORD(S)                                                                          \
+  NX
+#define XP_XA_WORD(S, NX)                                                                      \
   ".Lxp_wend" S "%=:\n\t"                                                                      \
   "sub $2, %[ip]\n\t"                                                                          \
   ".Lxp_word" S "%=:\n\t"                                                                      \
@@ -333,42 +333,48 @@ int etw_xpress_sse2_only;
   "add $4, %[ip]\n\t"                                                                          \
   "shl $32, %[f]\n\t"                                                                          \
   "bts $31, %[f]\n\t"                                                                          \
-  "jmp .Lxp_step" S "%=\n\t"
-/* a nibble length (rdx = 10..24 bytes, eax the token): XS two 16-byte copies from distance
+  NX
+/* a nibble length (rdx = 0..14 (+ 10 bytes), eax the token): XS two 16-byte copies from distance
  * >= 16; XA one 32-byte copy from distance >= 32, two 16-byte ones from 16..31; below 16 the
  * general copy */
-#define XP_XS_NIBCOPY(S, O)                                                                    \
+#define XP_XS_NIBCOPY(S, O, NX)                                                                \
   "cmp $0x78, %%eax\n\t"                                                                       \
-  "jb .Lxp_gent" S "%=\n\t"                                                                    \
-  XP_ASM_C32(S, O, "")
-#define XP_XA_NIBCOPY(S, O)                                                                    \
+  "jb .Lxp_nibg" S "%=\n\t"                                                                    \
+  XP_ASM_C32(S, O, "", NX)                                                                     \
+  ".Lxp_nibg" S "%=:\n\t"                                                                      \
+  "add $10, %%edx\n\t"                                                                         \
+  "jmp .Lxp_gent" S "%=\n\t"
+#define XP_XA_NIBCOPY(S, O, NX)                                                                \
   "cmp $0xf8, %%eax\n\t"                                                                       \
   "jb .Lxp_nibs" S "%=\n\t"                                                                    \
   "shr $3, %%eax\n\t"                                                                          \
   "not %%rax\n\t"                                                                              \
   "vmovdqu (%[op],%%rax), %%ymm0\n\t"                                                          \
   "vmovdqu %%ymm0, (%[op])\n\t"                                                                \
-  "add %%rdx, %[op]\n\t"                                                                       \
-  "jmp .Lxp_step" O "%=\n\t"                                                                   \
+  "lea 10(%[op],%%rdx), %[op]\n\t"                                                             \
+  NX                                                                                           \
   ".Lxp_nibs" S "%=:\n\t"                                                                      \
   "cmp $0x78, %%eax\n\t"                                                                       \
-  "jb .Lxp_gent" S "%=\n\t"                                                                    \
-  XP_ASM_C32(S, O, "v")
-/* 32 bytes in two 16-byte copies from distance >= 16 (eax the token), then op += rdx */
-#define XP_ASM_C32(S, O, V)                                                                    \
+  "jb .Lxp_nibg" S "%=\n\t"                                                                    \
+  XP_ASM_C32(S, O, "v", "jmp .Lxp_step" O "%=\n\t")                                          \
+  ".Lxp_nibg" S "%=:\n\t"                                                                      \
+  "add $10, %%edx\n\t"                                                                         \
+  "jmp .Lxp_gent" S "%=\n\t"
+/* 32 bytes in two 16-byte copies from distance >= 16 (eax the token), then op += rdx + 10 */
+#define XP_ASM_C32(S, O, V, NX)                                                                \
   "shr $3, %%eax\n\t"                                                                          \
   "not %%rax\n\t"                                                                              \
   V "movdqu (%[op],%%rax), %%xmm0\n\t"                                                         \
   V "movdqu %%xmm0, (%[op])\n\t"                                                               \
   V "movdqu 16(%[op],%%rax), %%xmm0\n\t"                                                       \
   V "movdqu %%xmm0, 16(%[op])\n\t"                                                             \
-  "add %%rdx, %[op]\n\t"                                                                       \
-  "jmp .Lxp_step" O "%=\n\t"
+  "lea 10(%[op],%%rdx), %[op]\n\t"                                                             \
+  NX
 /* a long match (rdx bytes, 25 or more, the room checked where needed; eax the token): XS 32
  * bytes a turn in 16-byte copies from distance >= 16; XA 64 bytes a turn in 32-byte copies
  * from distance >= 32 (the first turn before any test: most are 25..64 bytes), 32 in 16-byte
  * ones from 16..31; below 16 the general copy */
-#define XP_ASM_L32(S, O, V)                                                                    \
+#define XP_ASM_L32(S, O, V, NX)                                                                \
   "shr $3, %%eax\n\t"                                                                          \
   "not %%rax\n\t"                                                                              \
   "lea (%[op],%%rdx), %%rcx\n\t"                                                               \
@@ -381,13 +387,13 @@ int etw_xpress_sse2_only;
   "cmp %%rcx, %[op]\n\t"                                                                       \
   "jb .Lxp_long32" S "%=\n\t"                                                                  \
   "mov %%rcx, %[op]\n\t"                                                                       \
-  "jmp .Lxp_step" O "%=\n\t"
-#define XP_XS_LONG(S, O)                                                                       \
+  NX
+#define XP_XS_LONG(S, O, NX)                                                                   \
   ".Lxp_long" S "%=:\n\t"                                                                      \
   "cmp $0x78, %%eax\n\t"                                                                       \
   "jb .Lxp_gent" S "%=\n\t"                                                                    \
-  XP_ASM_L32(S, O, "")
-#define XP_XA_LONG(S, O)                                                                       \
+  XP_ASM_L32(S, O, "", NX)
+#define XP_XA_LONG(S, O, NX)                                                                   \
   ".Lxp_long" S "%=:\n\t"                                                                      \
   "cmp $0xf8, %%eax\n\t"                                                                       \
   "jb .Lxp_longs" S "%=\n\t"                                                                   \
@@ -400,7 +406,7 @@ int etw_xpress_sse2_only;
   "cmp $64, %%rdx\n\t"                                                                         \
   "ja .Lxp_long64" S "%=\n\t"                                                                  \
   "add %%rdx, %[op]\n\t"                                                                       \
-  "jmp .Lxp_step" O "%=\n\t"                                                                   \
+  NX                                                                                           \
   ".Lxp_long64" S "%=:\n\t"                                                                    \
   "lea (%[op],%%rdx), %%rcx\n\t"                                                               \
   "add $64, %[op]\n\t"                                                                         \
@@ -417,18 +423,12 @@ int etw_xpress_sse2_only;
   ".Lxp_longs" S "%=:\n\t"                                                                     \
   "cmp $0x78, %%eax\n\t"                                                                       \
   "jb .Lxp_gent" S "%=\n\t"                                                                    \
-  XP_ASM_L32(S, O, "v")
-/* One part: S its label suffix, O the other part's, NIB its nibble fetch, F the family. */
-#define XP_ASM_PART(S, O, NIB, DCHK, BCHK, SCHK, F)                                            \
-  /* 3..9 bytes from distance >= 16: one 16-byte copy (the common step's end) */               \
-  ".Lxp_s16" S "%=:\n\t"                                                                       \
-  "shr $3, %%eax\n\t"                                                                          \
-  "not %%rax\n\t"                                                                              \
-  XP_F(F, V) "movdqu (%[op],%%rax), %%xmm0\n\t"                                                \
-  XP_F(F, V) "movdqu %%xmm0, (%[op])\n\t"                                                      \
-  "lea 2(%[op],%%rdx), %[op]\n\t"                                                              \
-  /* a step: the literals before the next match (run = 63 - b), then the match */              \
-  ".Lxp_step" S "%=:\n\t"                                                                      \
+  XP_ASM_L32(S, O, "v", "jmp .Lxp_step" O "%=\n\t")
+/* A step's head: the literals before the next match (run = 63 - b), the match's token and its
+ * length class; on to the 16-byte copy (distance >= 16) or past the end of the head (distance
+ * 1..15, the fall-through of the loop's own head). The paths that end a step paste it (NEXT:
+ * the head, then a jump to the small distances) instead of jumping back to the loop's. */
+#define XP_ASM_HEAD(S, DCHK, SCHK, F)                                                          \
   SCHK(S)                                                                                      \
   "bsr %[f], %%rcx\n\t"                                                                        \
   XP_F(F, LIT)                                                                                 \
@@ -443,14 +443,28 @@ int etw_xpress_sse2_only;
   "and $7, %%edx\n\t" /* length - 2; 0 = length 3 + 7 (low bits 7): a nibble follows */        \
   "jz .Lxp_nib" S "%=\n\t"                                                                     \
   "cmp $0x78, %%eax\n\t"                                                                       \
-  "jae .Lxp_s16" S "%=\n\t"                                                                    \
+  "jae .Lxp_s16" S "%=\n\t"
+#define XP_ASM_NEXT(S, DCHK, SCHK, F) XP_ASM_HEAD(S, DCHK, SCHK, F) "jmp .Lxp_small" S "%=\n\t"
+/* One part: S its label suffix, O the other part's, NIB its nibble fetch, F the family. */
+#define XP_ASM_PART(S, O, NIB, DCHK, BCHK, SCHK, F)                                            \
+  /* 3..9 bytes from distance >= 16: one 16-byte copy (the common step's end) */               \
+  ".Lxp_s16" S "%=:\n\t"                                                                       \
+  "shr $3, %%eax\n\t"                                                                          \
+  "not %%rax\n\t"                                                                              \
+  XP_F(F, V) "movdqu (%[op],%%rax), %%xmm0\n\t"                                                \
+  XP_F(F, V) "movdqu %%xmm0, (%[op])\n\t"                                                      \
+  "lea 2(%[op],%%rdx), %[op]\n\t"                                                              \
+  /* a step */                                                                                 \
+  ".Lxp_step" S "%=:\n\t"                                                                      \
+  XP_ASM_HEAD(S, DCHK, SCHK, F)                                                                \
   /* 3..9 bytes from distance 1..15 */                                                         \
+  ".Lxp_small" S "%=:\n\t"                                                                     \
   "shr $3, %%eax\n\t"                                                                          \
   "cmp $3, %%eax\n\t"                                                                          \
   "jne .Lxp_sdx" S "%=\n\t"                                                                    \
   XP_F(F, D4)                                                                                  \
   "lea 2(%[op],%%rdx), %[op]\n\t"                                                              \
-  "jmp .Lxp_step" S "%=\n\t"                                                                   \
+  XP_ASM_NEXT(S, DCHK, SCHK, F)                                                                \
   ".Lxp_sdx" S "%=:\n\t"                                                                       \
   "cmp $7, %%eax\n\t"                                                                          \
   "jb .Lxp_sd1" S "%=\n\t"                                                                     \
@@ -461,7 +475,7 @@ int etw_xpress_sse2_only;
   XP_F(F, V) "movq 8(%[op],%%rax), %%xmm0\n\t"                                                 \
   XP_F(F, V) "movq %%xmm0, 8(%[op])\n\t"                                                       \
   "lea 2(%[op],%%rdx), %[op]\n\t"                                                              \
-  "jmp .Lxp_step" S "%=\n\t"                                                                   \
+  XP_ASM_NEXT(S, DCHK, SCHK, F)                                                                \
   /* 1..7 (but 4): d[0..8) from the distance back, then the period doubled in place (p =       \
    * distance × 2^k) until p >= 8; a 9-byte match with p = 8 takes one more 8-byte copy */     \
   ".Lxp_sd1" S "%=:\n\t"                                                                       \
@@ -485,14 +499,13 @@ int etw_xpress_sse2_only;
   ".Lxp_sd8e" S "%=:\n\t"                                                                      \
   "lea 2(%[op],%%rdx), %[op]\n\t"                                                              \
   "jmp .Lxp_step" S "%=\n\t"                                                                   \
-  XP_F(F, WORD)(S)                                                                             \
+  XP_F(F, WORD)(S, XP_ASM_NEXT(S, DCHK, SCHK, F))                                              \
   /* the length continues in a nibble (from here on the other part's state) */                 \
   ".Lxp_nib" S "%=:\n\t"                                                                       \
   NIB                                                                                          \
   "cmp $15, %%edx\n\t"                                                                         \
   "je .Lxp_byte" S "%=\n\t"                                                                    \
-  "add $10, %%edx\n\t" /* 10..24 bytes */                                                      \
-  XP_F(F, NIBCOPY)(S, O)                                                                       \
+  XP_F(F, NIBCOPY)(S, O, XP_ASM_NEXT(O, DCHK, SCHK, F)) /* 10..24 bytes */                     \
   /* a length byte: 25..279 bytes, or 255 and a 2-byte length (0: a 4-byte one) */             \
   ".Lxp_byte" S "%=:\n\t"                                                                      \
   "movzbl (%[ip]), %%edx\n\t"                                                                  \
@@ -501,7 +514,7 @@ int etw_xpress_sse2_only;
   "je .Lxp_word2" S "%=\n\t"                                                                   \
   "add $25, %%edx\n\t"                                                                         \
   BCHK(O)                                                                                      \
-  XP_F(F, LONG)(S, O)                                                                          \
+  XP_F(F, LONG)(S, O, XP_ASM_NEXT(O, DCHK, SCHK, F))                                           \
   ".Lxp_word2" S "%=:\n\t"                                                                     \
   "movzwl (%[ip]), %%edx\n\t"                                                                  \
   "add $2, %[ip]\n\t"                                                                          \
@@ -625,8 +638,10 @@ static int xp_asm(const unsigned char **pip, unsigned char **pop, const unsigned
   uintptr_t out08 = (uintptr_t)out0 * 8; /* (mod 2^64, as the assembly's 8 op) */
   long rc;
   if (wide) {
-    if (med == 2)
+    if (med == 2 && near)
       XP_ASM_LOOP(XA, XP_ASM_DCHK, XP_ASM_BCHK, XP_ASM_SCHK, XP_TAIL_MARGIN_W);
+    else if (med == 2)
+      XP_ASM_LOOP(XA, XP_ASM_NONE, XP_ASM_BCHK, XP_ASM_SCHK, XP_TAIL_MARGIN_W);
     else if (near && med)
       XP_ASM_LOOP(XA, XP_ASM_DCHK, XP_ASM_BCHK, XP_ASM_NONE, XP_MED_MARGIN_W);
     else if (near)
@@ -636,8 +651,10 @@ static int xp_asm(const unsigned char **pip, unsigned char **pop, const unsigned
     else
       XP_ASM_LOOP(XA, XP_ASM_NONE, XP_ASM_NONE, XP_ASM_NONE, XP_ROOMY_MARGIN_W);
   } else {
-    if (med == 2)
+    if (med == 2 && near)
       XP_ASM_LOOP(XS, XP_ASM_DCHK, XP_ASM_BCHK, XP_ASM_SCHK, XP_TAIL_MARGIN);
+    else if (med == 2)
+      XP_ASM_LOOP(XS, XP_ASM_NONE, XP_ASM_BCHK, XP_ASM_SCHK, XP_TAIL_MARGIN);
     else if (near && med)
       XP_ASM_LOOP(XS, XP_ASM_DCHK, XP_ASM_BCHK, XP_ASM_NONE, XP_MED_MARGIN);
     else if (near)
@@ -700,11 +717,11 @@ long etw_xpress_decompress(const unsigned char *in, size_t n_in, unsigned char *
         if (rc == 0 && fop - out >= 8192)
           rc = xp_asm(&fip, &fop, &fhalf, &f, &g, in_lim, out, med_lim, out + n_out, 0, 1, w);
       }
-      /* then step by step up to the tail margins (the distance always checked), also after a
-       * long match near the end (mid-word) */
+      /* then step by step up to the tail margins (the distance checked unless 8 KiB are
+       * written), also after a long match near the end (mid-word) */
       if (rc >= 0)
         rc = xp_asm(&fip, &fop, &fhalf, &f, &g, in + (n_in - tail_in) + 1, out, out + (n_out - tail_m) + 1,
-                    out + n_out, 1, 2, w);
+                    out + n_out, fop - out < 8192, 2, w);
     } else
 #endif
     if (n_out >= XP_ROOMY_MARGIN) { /* the first 8 KiB, then the rest up to XP_ROOMY_MARGIN */
