@@ -285,6 +285,66 @@ static void test_distance_edge(void) {
   free(in);
 }
 
+/* Item writer with shared length nibbles (tu_xpress_put_match), for the end-of-buffer cases. */
+struct xg {
+  unsigned char *b;
+  size_t k, fpos, half, op;
+  uint32_t flags;
+  int items;
+};
+static void xg_item(struct xg *g, int match) {
+  if (g->items == 32) {
+    for (int i = 0; i < 4; i++) g->b[g->fpos + (size_t)i] = (unsigned char)(g->flags >> (8 * i));
+    g->fpos = g->k;
+    g->k += 4;
+    g->flags = 0;
+    g->items = 0;
+  }
+  if (match) g->flags |= 1u << (31 - g->items);
+  g->items++;
+}
+static void xg_lit(struct xg *g) {
+  xg_item(g, 0);
+  g->b[g->k++] = (unsigned char)("abcab\0\0xyz"[rnext(10)] + rnext(4));
+  g->op++;
+}
+static void xg_match(struct xg *g, size_t off, size_t len) {
+  xg_item(g, 1);
+  tu_xpress_put_match(g->b, &g->k, &g->half, off, len - 3);
+  g->op += len;
+}
+
+/* The ends of the input and the output: after ~1,500 items (the fast loops), a run of 0..40
+ * literals (the 16- and 32-byte literal copies) and one match of each length form as the last
+ * items, with the input and the output cut at every length near them: the tail loops' limits per
+ * step (input and output), their hand-over to the C loop, the long matches checked near the end
+ * (guard pages around both). */
+static void test_tail_edge(void) {
+  static const size_t RUN[] = {0, 1, 15, 16, 17, 31, 32, 33, 40};
+  static const size_t LEN[] = {3, 10, 25, 65, 280, 70000};
+  size_t cap = 16000;
+  unsigned char *in = malloc(cap);
+  CHECK(in != NULL);
+  if (!in) return;
+  for (size_t ri = 0; ri < sizeof RUN / sizeof RUN[0]; ri++)
+    for (size_t li = 0; li < sizeof LEN / sizeof LEN[0]; li++) {
+      struct xg g = {in, 4, 0, (size_t)-1, 0, 0, 0};
+      for (int i = 0; i < 1500; i++) {
+        if (g.op < 300 || rnext(3) == 0)
+          xg_lit(&g);
+        else
+          xg_match(&g, 32 + rnext(150), 3 + rnext(30));
+      }
+      for (size_t i = 0; i < RUN[ri]; i++) xg_lit(&g);
+      xg_match(&g, 40, LEN[li]);
+      for (int i = 0; i < 4; i++) in[g.fpos + (size_t)i] = (unsigned char)(g.flags >> (8 * i));
+      size_t n = g.k, plain = g.op, at = ri * 100 + li;
+      for (size_t cut = 0; cut < 50 && cut < n; cut++) xt_one(in, n - cut, plain, "tail edge, input cut", at);
+      for (size_t c = 1; c < 70; c += 4) xt_one(in, n, plain - c, "tail edge, output cut", at);
+    }
+  free(in);
+}
+
 /* A deliberately wrong output must be noticed (the comparison can fail). */
 static void test_self(void) {
   unsigned char in[8] = {0, 0, 0, 0, 'a', 'b', 'c', 'd'}, out[4];
@@ -295,6 +355,7 @@ static void test_self(void) {
 int main(void) {
   test_self();
   test_distance_edge();
+  test_tail_edge();
   test_corpus_buffers();
   test_random_streams();
   fprintf(stderr, "xpress cases: %zu\n", cases);

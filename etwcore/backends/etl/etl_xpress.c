@@ -238,17 +238,16 @@ int etw_xpress_sse2_only;
  * Variants (macros pasted into the loop, given the label suffix of the state): @DCHK the
  * distance checked against out0 (the first 8 KiB: a distance is at most 8192), at the token
  * before anything else; @BCHK the 1-byte length form (25..279 bytes) checked against the
- * output end like the 2- and 4-byte forms (which always are), with [margin] the room that must
- * stay after the match; @SCHK the input and output limits checked before every step (the tail
+ * output end like the 2- and 4-byte forms (which always are), with [margin] - 25 the room that
+ * must stay after the match (rdx: the length - 25); @SCHK the input and output limits checked before every step (the tail
  * variant; it may stop mid-word).
  * Ends: 0 at a word boundary past a limit; -1 malformed (a distance before the output, a 2/4-
  * byte length below 22); 2 a checked length did not leave the margin: its fields are read (ip,
- * half after them; f without its bit), edx the length and eax the distance for the C to copy
+ * half after them; f without its bit), rdx the length - 25 and eax the distance for the C to copy
  * the checked way; 3 stopped before a step (SCHK). */
 #define XP_ASM_NONE(S) ""
 #define XP_ASM_DCHK(S) /* token >> 3 >= op - out0 <=> token >= 8 op - 8 out0 */               \
-  "lea 0(,%[op],8), %%rcx\n\t"                                                                 \
-  "sub %[out08], %%rcx\n\t"                                                                    \
+  "lea (%[nout08],%[op],8), %%rcx\n\t"                                                         \
   "cmp %%rcx, %%rax\n\t"                                                                       \
   "jae .Lxp_bad%=\n\t"
 #define XP_ASM_BCHK(S)                                                                         \
@@ -281,6 +280,8 @@ int etw_xpress_sse2_only;
 #define XP_XA_V "v"
 #define XP_XS_EXIT ""
 #define XP_XA_EXIT "vzeroupper\n\t"
+#define XP_XS_DONE ""
+#define XP_XA_DONE "sub $2, %[ip]\n\t" /* (see XP_XA_WORD) */
 /* the literals: 16 (XS) or 32 (XA) bytes from ip whatever their number */
 #define XP_XS_LIT                                                                              \
   "movdqu (%[ip]), %%xmm0\n\t"                                                                 \
@@ -321,16 +322,16 @@ int etw_xpress_sse2_only;
   "shl $48, %[f]\n\t"                                                                          \
   "bts $47, %[f]\n\t"                                                                          \
   NX
-#define XP_XA_WORD(S, NX)                                                                      \
-  ".Lxp_wend" S "%=:\n\t"                                                                      \
-  "sub $2, %[ip]\n\t"                                                                          \
+#define XP_XA_WORD(S, NX) /* (ip 2 past the word from wend on: the limits hold 2 bytes early) */ \
   ".Lxp_word" S "%=:\n\t"                                                                      \
+  "add $2, %[ip]\n\t"                                                                          \
+  ".Lxp_wend" S "%=:\n\t"                                                                      \
   "cmp %[in_lim], %[ip]\n\t"                                                                   \
   "jae .Lxp_done" S "%=\n\t"                                                                   \
   "cmp %[out_lim], %[op]\n\t"                                                                  \
   "jae .Lxp_done" S "%=\n\t"                                                                   \
-  "movl (%[ip]), %k[f]\n\t"                                                                    \
-  "add $4, %[ip]\n\t"                                                                          \
+  "movl -2(%[ip]), %k[f]\n\t"                                                                  \
+  "add $2, %[ip]\n\t"                                                                          \
   "shl $32, %[f]\n\t"                                                                          \
   "bts $31, %[f]\n\t"                                                                          \
   NX
@@ -370,14 +371,14 @@ int etw_xpress_sse2_only;
   V "movdqu %%xmm0, 16(%[op])\n\t"                                                             \
   "lea 10(%[op],%%rdx), %[op]\n\t"                                                             \
   NX
-/* a long match (rdx bytes, 25 or more, the room checked where needed; eax the token): XS 32
+/* a long match (rdx = its length - 25, the length 25 or more, the room checked where needed; eax the token): XS 32
  * bytes a turn in 16-byte copies from distance >= 16; XA 64 bytes a turn in 32-byte copies
  * from distance >= 32 (the first turn before any test: most are 25..64 bytes), 32 in 16-byte
  * ones from 16..31; below 16 the general copy */
 #define XP_ASM_L32(S, O, V, NX)                                                                \
   "shr $3, %%eax\n\t"                                                                          \
   "not %%rax\n\t"                                                                              \
-  "lea (%[op],%%rdx), %%rcx\n\t"                                                               \
+  "lea 25(%[op],%%rdx), %%rcx\n\t"                                                             \
   ".Lxp_long32" S "%=:\n\t"                                                                    \
   V "movdqu (%[op],%%rax), %%xmm0\n\t"                                                         \
   V "movdqu %%xmm0, (%[op])\n\t"                                                               \
@@ -391,8 +392,11 @@ int etw_xpress_sse2_only;
 #define XP_XS_LONG(S, O, NX)                                                                   \
   ".Lxp_long" S "%=:\n\t"                                                                      \
   "cmp $0x78, %%eax\n\t"                                                                       \
-  "jb .Lxp_gent" S "%=\n\t"                                                                    \
-  XP_ASM_L32(S, O, "", NX)
+  "jb .Lxp_longg" S "%=\n\t"                                                                   \
+  XP_ASM_L32(S, O, "", NX)                                                                     \
+  ".Lxp_longg" S "%=:\n\t"                                                                     \
+  "add $25, %%rdx\n\t"                                                                         \
+  "jmp .Lxp_gent" S "%=\n\t"
 #define XP_XA_LONG(S, O, NX)                                                                   \
   ".Lxp_long" S "%=:\n\t"                                                                      \
   "cmp $0xf8, %%eax\n\t"                                                                       \
@@ -403,12 +407,12 @@ int etw_xpress_sse2_only;
   "vmovdqu %%ymm0, (%[op])\n\t"                                                                \
   "vmovdqu 32(%[op],%%rax), %%ymm0\n\t"                                                        \
   "vmovdqu %%ymm0, 32(%[op])\n\t"                                                              \
-  "cmp $64, %%rdx\n\t"                                                                         \
+  "cmp $64 - 25, %%rdx\n\t"                                                                    \
   "ja .Lxp_long64" S "%=\n\t"                                                                  \
-  "add %%rdx, %[op]\n\t"                                                                       \
+  "lea 25(%[op],%%rdx), %[op]\n\t"                                                             \
   NX                                                                                           \
   ".Lxp_long64" S "%=:\n\t"                                                                    \
-  "lea (%[op],%%rdx), %%rcx\n\t"                                                               \
+  "lea 25(%[op],%%rdx), %%rcx\n\t"                                                             \
   "add $64, %[op]\n\t"                                                                         \
   ".Lxp_l64" S "%=:\n\t"                                                                       \
   "vmovdqu (%[op],%%rax), %%ymm0\n\t"                                                          \
@@ -422,8 +426,11 @@ int etw_xpress_sse2_only;
   "jmp .Lxp_step" O "%=\n\t"                                                                   \
   ".Lxp_longs" S "%=:\n\t"                                                                     \
   "cmp $0x78, %%eax\n\t"                                                                       \
-  "jb .Lxp_gent" S "%=\n\t"                                                                    \
-  XP_ASM_L32(S, O, "v", "jmp .Lxp_step" O "%=\n\t")
+  "jb .Lxp_longg" S "%=\n\t"                                                                   \
+  XP_ASM_L32(S, O, "v", "jmp .Lxp_step" O "%=\n\t")                                          \
+  ".Lxp_longg" S "%=:\n\t"                                                                     \
+  "add $25, %%rdx\n\t"                                                                         \
+  "jmp .Lxp_gent" S "%=\n\t"
 /* A step's head: the literals before the next match (run = 63 - b), the match's token and its
  * length class; on to the 16-byte copy (distance >= 16) or past the end of the head (distance
  * 1..15, the fall-through of the loop's own head). The paths that end a step paste it (NEXT:
@@ -442,12 +449,13 @@ int etw_xpress_sse2_only;
   "lea 1(%%rax), %%edx\n\t"                                                                    \
   "and $7, %%edx\n\t" /* length - 2; 0 = length 3 + 7 (low bits 7): a nibble follows */        \
   "jz .Lxp_nib" S "%=\n\t"                                                                     \
-  "cmp $0x78, %%eax\n\t"                                                                       \
+  "cmp $0x40, %%eax\n\t" /* distance >= 9 >= the length: one 16-byte copy reads done bytes */ \
   "jae .Lxp_s16" S "%=\n\t"
 #define XP_ASM_NEXT(S, DCHK, SCHK, F) XP_ASM_HEAD(S, DCHK, SCHK, F) "jmp .Lxp_small" S "%=\n\t"
 /* One part: S its label suffix, O the other part's, NIB its nibble fetch, F the family. */
 #define XP_ASM_PART(S, O, NIB, DCHK, BCHK, SCHK, F)                                            \
-  /* 3..9 bytes from distance >= 16: one 16-byte copy (the common step's end) */               \
+  /* 3..9 bytes from distance >= 9: one 16-byte copy (the common step's end; the bytes past the \
+   * length are rewritten later or lie past the output) */                                     \
   ".Lxp_s16" S "%=:\n\t"                                                                       \
   "shr $3, %%eax\n\t"                                                                          \
   "not %%rax\n\t"                                                                              \
@@ -457,7 +465,7 @@ int etw_xpress_sse2_only;
   /* a step */                                                                                 \
   ".Lxp_step" S "%=:\n\t"                                                                      \
   XP_ASM_HEAD(S, DCHK, SCHK, F)                                                                \
-  /* 3..9 bytes from distance 1..15 */                                                         \
+  /* 3..9 bytes from distance 1..8 */                                                          \
   ".Lxp_small" S "%=:\n\t"                                                                     \
   "shr $3, %%eax\n\t"                                                                          \
   "cmp $3, %%eax\n\t"                                                                          \
@@ -468,7 +476,7 @@ int etw_xpress_sse2_only;
   ".Lxp_sdx" S "%=:\n\t"                                                                       \
   "cmp $7, %%eax\n\t"                                                                          \
   "jb .Lxp_sd1" S "%=\n\t"                                                                     \
-  /* 8..15: two 8-byte copies (the second reads bytes the first wrote) */                      \
+  /* 8: two 8-byte copies (the second reads bytes the first wrote) */                          \
   "not %%rax\n\t"                                                                              \
   XP_F(F, V) "movq (%[op],%%rax), %%xmm0\n\t"                                                  \
   XP_F(F, V) "movq %%xmm0, (%[op])\n\t"                                                        \
@@ -512,8 +520,7 @@ int etw_xpress_sse2_only;
   "inc %[ip]\n\t"                                                                              \
   "cmp $255, %%edx\n\t"                                                                        \
   "je .Lxp_word2" S "%=\n\t"                                                                   \
-  "add $25, %%edx\n\t"                                                                         \
-  BCHK(O)                                                                                      \
+  BCHK(O) /* (rdx = the length - 25 from here on) */                                          \
   XP_F(F, LONG)(S, O, XP_ASM_NEXT(O, DCHK, SCHK, F))                                           \
   ".Lxp_word2" S "%=:\n\t"                                                                     \
   "movzwl (%[ip]), %%edx\n\t"                                                                  \
@@ -523,9 +530,8 @@ int etw_xpress_sse2_only;
   "movl (%[ip]), %%edx\n\t"                                                                    \
   "add $4, %[ip]\n\t"                                                                          \
   ".Lxp_w2got" S "%=:\n\t"                                                                     \
-  "cmp $22, %%edx\n\t"                                                                         \
+  "sub $22, %%rdx\n\t" /* (64-bit: the length - 25 = this - 22, up to 2^32 - 23) */            \
   "jb .Lxp_bad%=\n\t"                                                                          \
-  "add $3, %%rdx\n\t" /* (64-bit: up to 2^32 + 2) */                                           \
   XP_ASM_BCHK(O)                                                                               \
   "jmp .Lxp_long" S "%=\n\t"                                                                   \
   /* distance 1..15 (eax = token), rdx bytes: d[0..8) from the distance back; below 8 the      \
@@ -594,13 +600,14 @@ int etw_xpress_sse2_only;
       ".Lxp_donea%=:\n\t"                                                                      \
       "xor %k[half], %k[half]\n\t"                                                             \
       ".Lxp_doneb%=:\n\t"                                                                      \
+      XP_F(F, DONE)                                                                            \
       "xor %k[rc], %k[rc]\n\t"                                                                 \
       ".Lxp_out%=:\n\t"                                                                        \
       XP_F(F, EXIT)                                                                            \
       : [ip] "+r"(ip), [op] "+r"(op), [f] "+r"(f), [g] "+r"(g), [half] "+r"(half),            \
         [rc] "=r"(rc), "=&a"(a), "=&c"(c), "=&d"(d)                                            \
       : [in_lim] "m"(in_lim), [out_lim] "m"(out_lim), [out_end] "m"(out_end),                 \
-        [out08] "r"(out08), [margin] "i"(MARGIN)                                                 \
+        [nout08] "r"(nout08), [margin] "i"((MARGIN) + 25)                                         \
       : "xmm0", "cc", "memory")
 
 /* The assembly loop from *pip, *pop, *phalf at a word boundary (*pf = 0), or for the tail
@@ -635,7 +642,7 @@ static int xp_asm(const unsigned char **pip, unsigned char **pop, const unsigned
   const unsigned char *ip = *pip, *half = *phalf;
   unsigned char *op = *pop;
   uint64_t f = *pf, g = *pg, a, c, d;
-  uintptr_t out08 = (uintptr_t)out0 * 8; /* (mod 2^64, as the assembly's 8 op) */
+  uintptr_t nout08 = -((uintptr_t)out0 * 8); /* (mod 2^64, as the assembly's 8 op) */
   long rc;
   if (wide) {
     if (med == 2 && near)
@@ -671,7 +678,7 @@ static int xp_asm(const unsigned char **pip, unsigned char **pop, const unsigned
   *pf = f;
   *pg = g;
   if (rc == 2) {
-    size_t len = (size_t)d, off = (size_t)a, room = (size_t)(out_end - op);
+    size_t len = (size_t)d + 25, off = (size_t)a, room = (size_t)(out_end - op);
     if (len > room) len = room;
     copy_match(op, off, len, room);
     op += len;
