@@ -297,6 +297,14 @@ int etw_xpress_sse2_only;
 #define XP_XA_D4                                                                               \
   "vpbroadcastd -4(%[op]), %%xmm0\n\t"                                                         \
   "vmovdqu %%xmm0, (%[op])\n\t"
+/* distance 8: the 8 bytes before op repeated over 16 */
+#define XP_XS_D8                                                                               \
+  "movq -8(%[op]), %%xmm0\n\t"                                                                 \
+  "punpcklqdq %%xmm0, %%xmm0\n\t"                                                              \
+  "movdqu %%xmm0, (%[op])\n\t"
+#define XP_XA_D8                                                                               \
+  "vpbroadcastq -8(%[op]), %%xmm0\n\t"                                                         \
+  "vmovdqu %%xmm0, (%[op])\n\t"
 /* the end of a half (XS) or word (XA) in literals (there was no token after them), then a flag
  * word while the limits hold: XS the word's second half (g's bit 32) or the next word; XA the
  * next word, its 32 flags in bits 63..32 and the sentinel at 31 */
@@ -475,16 +483,11 @@ int etw_xpress_sse2_only;
   XP_ASM_NEXT(S, DCHK, SCHK, F)                                                                \
   ".Lxp_sdx" S "%=:\n\t"                                                                       \
   "cmp $7, %%eax\n\t"                                                                          \
-  "jb .Lxp_sd1" S "%=\n\t"                                                                     \
-  /* 8: two 8-byte copies (the second reads bytes the first wrote) */                          \
-  "not %%rax\n\t"                                                                              \
-  XP_F(F, V) "movq (%[op],%%rax), %%xmm0\n\t"                                                  \
-  XP_F(F, V) "movq %%xmm0, (%[op])\n\t"                                                        \
-  XP_F(F, V) "movq 8(%[op],%%rax), %%xmm0\n\t"                                                 \
-  XP_F(F, V) "movq %%xmm0, 8(%[op])\n\t"                                                       \
+  "jne .Lxp_sd1" S "%=\n\t"                                                                    \
+  XP_F(F, D8)                                                                                  \
   "lea 2(%[op],%%rdx), %[op]\n\t"                                                              \
   XP_ASM_NEXT(S, DCHK, SCHK, F)                                                                \
-  /* 1..7 (but 4): d[0..8) from the distance back, then the period doubled in place (p =       \
+  /* 1..7 but 4: d[0..8) from the distance back, then the period doubled in place (p =       \
    * distance × 2^k) until p >= 8; a 9-byte match with p = 8 takes one more 8-byte copy */     \
   ".Lxp_sd1" S "%=:\n\t"                                                                       \
   "inc %%eax\n\t"                                                                              \
