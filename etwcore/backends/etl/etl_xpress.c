@@ -3,8 +3,9 @@
  * Written from the prose description of the format (docs/etl.md, etl-format.md §3.3). Both
  * functions are bounded by their input and output sizes and never read or write outside them.
  * On x86-64 with GCC or Clang the bulk of a plain XPRESS buffer goes through a loop in inline
- * assembly (xp_asm, SSE2); the C loops stay the portable path (and the test reference:
- * etw_xpress_c_only, tests/unit/test_etl_xpress.c).
+ * assembly (xp_asm: AVX2 where the CPU has it and not on Windows, else SSE2); the C loops stay the
+ * portable path (and the test reference: etw_xpress_c_only, etw_xpress_sse2_only,
+ * tests/unit/test_etl_xpress.c).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -223,7 +224,8 @@ int etw_xpress_sse2_only;
 #define XP_TAIL_IN_W 48
 #define XP_TAIL_MARGIN_W 64
 
-/* The fast loop (xp_fast) written out in x86-64 assembly (SSE2 only). Same bounds as the C:
+/* The fast loop (xp_fast) written out in x86-64 assembly (the SSE2 family XS as described here;
+ * the AVX2 family XA below takes whole words and 32-byte copies). Same bounds as the C:
  * whole flag words while ip < in_lim and op < out_lim at the start of each. One step is a run
  * of literals (copied as 16 bytes) and the match after it, so there is no branch on literal
  * vs. match. A flag word is taken in two halves of 16 items, each followed by a sentinel bit,
@@ -239,8 +241,8 @@ int etw_xpress_sse2_only;
  * distance checked against out0 (the first 8 KiB: a distance is at most 8192), at the token
  * before anything else; @BCHK the 1-byte length form (25..279 bytes) checked against the
  * output end like the 2- and 4-byte forms (which always are), with [margin] - 25 the room that
- * must stay after the match (rdx: the length - 25); @SCHK the input and output limits checked before every step (the tail
- * variant; it may stop mid-word).
+ * must stay after the match (rdx: the length - 25); @SCHK the input and output limits checked
+ * before every step (the tail variant; it may stop mid-word).
  * Ends: 0 at a word boundary past a limit; -1 malformed (a distance before the output, a 2/4-
  * byte length below 22); 2 a checked length did not leave the margin: its fields are read (ip,
  * half after them; f without its bit), rdx the length - 25 and eax the distance for the C to copy
@@ -379,10 +381,10 @@ int etw_xpress_sse2_only;
   V "movdqu %%xmm0, 16(%[op])\n\t"                                                             \
   "lea 10(%[op],%%rdx), %[op]\n\t"                                                             \
   NX
-/* a long match (rdx = its length - 25, the length 25 or more, the room checked where needed; eax the token): XS 32
- * bytes a turn in 16-byte copies from distance >= 16; XA 64 bytes a turn in 32-byte copies
- * from distance >= 32 (the first turn before any test: most are 25..64 bytes), 32 in 16-byte
- * ones from 16..31; below 16 the general copy */
+/* a long match (rdx = its length - 25, the length 25 or more, the room checked where needed; eax
+ * the token): XS 32 bytes a turn in 16-byte copies from distance >= 16; XA 64 bytes a turn in
+ * 32-byte copies from distance >= 32 (the first turn before any test: most are 25..64 bytes),
+ * 32 in 16-byte ones from 16..31; below 16 the general copy */
 #define XP_ASM_L32(S, O, V, NX)                                                                \
   "shr $3, %%eax\n\t"                                                                          \
   "not %%rax\n\t"                                                                              \
@@ -439,6 +441,48 @@ int etw_xpress_sse2_only;
   ".Lxp_longg" S "%=:\n\t"                                                                     \
   "add $25, %%rdx\n\t"                                                                         \
   "jmp .Lxp_gent" S "%=\n\t"
+/* A length byte's copy before its 255 test (BYTE; the AVX2 roomy variants, where the length
+ * byte is not checked against the output end: 64 bytes are within the margin): from distance
+ * >= 32 the first 64-byte turn as XP_XA_LONG's, then the 255 test only for longer ones; 255 reads
+ * the 2- or 4-byte length (checked, as always; its first 64 bytes are copied, rax = -distance:
+ * the "nearx" exit) and goes on in XP_XA_LONG's 64-byte turns. Below distance 32 the checked
+ * order (the 255 test, then XP_XA_LONG from its start). BYTE0: nothing (the 255 test first). */
+#define XP_ASM_BYTE0(S, O, NX) ""
+#define XP_ASM_BYTE64(S, O, NX)                                                                \
+  "cmp $0xf8, %%eax\n\t"                                                                       \
+  "jb .Lxp_byts" S "%=\n\t"                                                                    \
+  "shr $3, %%eax\n\t"                                                                          \
+  "not %%rax\n\t"                                                                              \
+  "vmovdqu (%[op],%%rax), %%ymm0\n\t"                                                          \
+  "vmovdqu %%ymm0, (%[op])\n\t"                                                                \
+  "vmovdqu 32(%[op],%%rax), %%ymm0\n\t"                                                        \
+  "vmovdqu %%ymm0, 32(%[op])\n\t"                                                              \
+  "cmp $64 - 25, %%edx\n\t"                                                                    \
+  "ja .Lxp_byt64" S "%=\n\t"                                                                   \
+  "lea 25(%[op],%%rdx), %[op]\n\t"                                                             \
+  NX                                                                                           \
+  ".Lxp_byt64" S "%=:\n\t"                                                                     \
+  "cmp $255, %%edx\n\t"                                                                        \
+  "jne .Lxp_long64" S "%=\n\t"                                                                 \
+  "movzwl (%[ip]), %%edx\n\t"                                                                  \
+  "add $2, %[ip]\n\t"                                                                          \
+  "test %%edx, %%edx\n\t"                                                                      \
+  "jnz .Lxp_bw2got" S "%=\n\t"                                                                 \
+  "movl (%[ip]), %%edx\n\t"                                                                    \
+  "add $4, %[ip]\n\t"                                                                          \
+  ".Lxp_bw2got" S "%=:\n\t"                                                                    \
+  "sub $22, %%rdx\n\t"                                                                         \
+  "jb .Lxp_bad%=\n\t"                                                                          \
+  "mov %[out_end], %%rcx\n\t" /* XP_ASM_BCHK to the nearx exit */                             \
+  "sub %[op], %%rcx\n\t"                                                                       \
+  "sub %[margin], %%rcx\n\t"                                                                   \
+  "cmp %%rdx, %%rcx\n\t"                                                                       \
+  "jl .Lxp_nearx" O "%=\n\t"                                                                   \
+  "cmp $64 - 25, %%rdx\n\t"                                                                    \
+  "ja .Lxp_long64" S "%=\n\t"                                                                  \
+  "lea 25(%[op],%%rdx), %[op]\n\t"                                                             \
+  "jmp .Lxp_step" O "%=\n\t"                                                                   \
+  ".Lxp_byts" S "%=:\n\t"
 /* A step's head: the literals before the next match (run = 63 - b), the match's token and its
  * length class; on to the 16-byte copy (distance >= 16) or past the end of the head (distance
  * 1..15, the fall-through of the loop's own head). The paths that end a step paste it (NEXT:
@@ -461,7 +505,7 @@ int etw_xpress_sse2_only;
   "jae .Lxp_s16" S "%=\n\t"
 #define XP_ASM_NEXT(S, DCHK, SCHK, F) XP_ASM_HEAD(S, DCHK, SCHK, F) "jmp .Lxp_small" S "%=\n\t"
 /* One part: S its label suffix, O the other part's, NIB its nibble fetch, F the family. */
-#define XP_ASM_PART(S, O, NIB, DCHK, BCHK, SCHK, F)                                            \
+#define XP_ASM_PART(S, O, NIB, DCHK, BCHK, SCHK, F, BYTE)                                      \
   /* 3..9 bytes from distance >= 9: one 16-byte copy (the common step's end; the bytes past the \
    * length are rewritten later or lie past the output) */                                     \
   ".Lxp_s16" S "%=:\n\t"                                                                       \
@@ -521,6 +565,7 @@ int etw_xpress_sse2_only;
   ".Lxp_byte" S "%=:\n\t"                                                                      \
   "movzbl (%[ip]), %%edx\n\t"                                                                  \
   "inc %[ip]\n\t"                                                                              \
+  BYTE(S, O, XP_ASM_NEXT(O, DCHK, SCHK, F))                                                    \
   "cmp $255, %%edx\n\t"                                                                        \
   "je .Lxp_word2" S "%=\n\t"                                                                   \
   BCHK(O) /* (rdx = the length - 25 from here on) */                                          \
@@ -570,7 +615,7 @@ int etw_xpress_sse2_only;
   XP_F(F, V) "movq %%xmm0, (%%rax)\n\t"                                                        \
   "add $8, %%rax\n\t"                                                                          \
   "jmp .Lxp_gen8" S "%=\n\t"
-#define XP_ASM_LOOP(F, DCHK, BCHK, SCHK, MARGIN)                                               \
+#define XP_ASM_LOOP(F, DCHK, BCHK, SCHK, MARGIN, BYTE)                                         \
   __asm__ volatile(                                                                            \
       /* f = 0: at a word boundary; else mid-word (f, g as left by an earlier call) */          \
       "test %[f], %[f]\n\t"                                                                    \
@@ -582,9 +627,16 @@ int etw_xpress_sse2_only;
       "test %[half], %[half]\n\t"                                                              \
       "jnz .Lxp_wordb%=\n\t"                                                                   \
       "jmp .Lxp_worda%=\n\t"                                                                   \
-      XP_ASM_PART("a", "b", XP_ASM_NIB_a, DCHK, BCHK, SCHK, F)                                 \
-      XP_ASM_PART("b", "a", XP_ASM_NIB_b, DCHK, BCHK, SCHK, F)                                 \
+      XP_ASM_PART("a", "b", XP_ASM_NIB_a, DCHK, BCHK, SCHK, F, BYTE)                           \
+      XP_ASM_PART("b", "a", XP_ASM_NIB_b, DCHK, BCHK, SCHK, F, BYTE)                           \
       /* the ends; in state "a" the half register is set to NULL first */                       \
+      ".Lxp_nearxa%=:\n\t" /* (as near, the distance's complement in rax: XP_ASM_BYTE64) */     \
+      "xor %k[half], %k[half]\n\t"                                                             \
+      ".Lxp_nearxb%=:\n\t"                                                                     \
+      "not %%rax\n\t"                                                                          \
+      "inc %%eax\n\t"                                                                          \
+      "mov $2, %k[rc]\n\t"                                                                     \
+      "jmp .Lxp_out%=\n\t"                                                                     \
       ".Lxp_neara%=:\n\t"                                                                      \
       "xor %k[half], %k[half]\n\t"                                                             \
       ".Lxp_nearb%=:\n\t" /* near the end: the C copies it, checked */                         \
@@ -649,30 +701,30 @@ static int xp_asm(const unsigned char **pip, unsigned char **pop, const unsigned
   long rc;
   if (wide) {
     if (med == 2 && near)
-      XP_ASM_LOOP(XA, XP_ASM_DCHK, XP_ASM_BCHK, XP_ASM_SCHK, XP_TAIL_MARGIN_W);
+      XP_ASM_LOOP(XA, XP_ASM_DCHK, XP_ASM_BCHK, XP_ASM_SCHK, XP_TAIL_MARGIN_W, XP_ASM_BYTE0);
     else if (med == 2)
-      XP_ASM_LOOP(XA, XP_ASM_NONE, XP_ASM_BCHK, XP_ASM_SCHK, XP_TAIL_MARGIN_W);
+      XP_ASM_LOOP(XA, XP_ASM_NONE, XP_ASM_BCHK, XP_ASM_SCHK, XP_TAIL_MARGIN_W, XP_ASM_BYTE0);
     else if (near && med)
-      XP_ASM_LOOP(XA, XP_ASM_DCHK, XP_ASM_BCHK, XP_ASM_NONE, XP_MED_MARGIN_W);
+      XP_ASM_LOOP(XA, XP_ASM_DCHK, XP_ASM_BCHK, XP_ASM_NONE, XP_MED_MARGIN_W, XP_ASM_BYTE0);
     else if (near)
-      XP_ASM_LOOP(XA, XP_ASM_DCHK, XP_ASM_NONE, XP_ASM_NONE, XP_ROOMY_MARGIN_W);
+      XP_ASM_LOOP(XA, XP_ASM_DCHK, XP_ASM_NONE, XP_ASM_NONE, XP_ROOMY_MARGIN_W, XP_ASM_BYTE64);
     else if (med)
-      XP_ASM_LOOP(XA, XP_ASM_NONE, XP_ASM_BCHK, XP_ASM_NONE, XP_MED_MARGIN_W);
+      XP_ASM_LOOP(XA, XP_ASM_NONE, XP_ASM_BCHK, XP_ASM_NONE, XP_MED_MARGIN_W, XP_ASM_BYTE0);
     else
-      XP_ASM_LOOP(XA, XP_ASM_NONE, XP_ASM_NONE, XP_ASM_NONE, XP_ROOMY_MARGIN_W);
+      XP_ASM_LOOP(XA, XP_ASM_NONE, XP_ASM_NONE, XP_ASM_NONE, XP_ROOMY_MARGIN_W, XP_ASM_BYTE64);
   } else {
     if (med == 2 && near)
-      XP_ASM_LOOP(XS, XP_ASM_DCHK, XP_ASM_BCHK, XP_ASM_SCHK, XP_TAIL_MARGIN);
+      XP_ASM_LOOP(XS, XP_ASM_DCHK, XP_ASM_BCHK, XP_ASM_SCHK, XP_TAIL_MARGIN, XP_ASM_BYTE0);
     else if (med == 2)
-      XP_ASM_LOOP(XS, XP_ASM_NONE, XP_ASM_BCHK, XP_ASM_SCHK, XP_TAIL_MARGIN);
+      XP_ASM_LOOP(XS, XP_ASM_NONE, XP_ASM_BCHK, XP_ASM_SCHK, XP_TAIL_MARGIN, XP_ASM_BYTE0);
     else if (near && med)
-      XP_ASM_LOOP(XS, XP_ASM_DCHK, XP_ASM_BCHK, XP_ASM_NONE, XP_MED_MARGIN);
+      XP_ASM_LOOP(XS, XP_ASM_DCHK, XP_ASM_BCHK, XP_ASM_NONE, XP_MED_MARGIN, XP_ASM_BYTE0);
     else if (near)
-      XP_ASM_LOOP(XS, XP_ASM_DCHK, XP_ASM_NONE, XP_ASM_NONE, XP_ROOMY_MARGIN);
+      XP_ASM_LOOP(XS, XP_ASM_DCHK, XP_ASM_NONE, XP_ASM_NONE, XP_ROOMY_MARGIN, XP_ASM_BYTE0);
     else if (med)
-      XP_ASM_LOOP(XS, XP_ASM_NONE, XP_ASM_BCHK, XP_ASM_NONE, XP_MED_MARGIN);
+      XP_ASM_LOOP(XS, XP_ASM_NONE, XP_ASM_BCHK, XP_ASM_NONE, XP_MED_MARGIN, XP_ASM_BYTE0);
     else
-      XP_ASM_LOOP(XS, XP_ASM_NONE, XP_ASM_NONE, XP_ASM_NONE, XP_ROOMY_MARGIN);
+      XP_ASM_LOOP(XS, XP_ASM_NONE, XP_ASM_NONE, XP_ASM_NONE, XP_ROOMY_MARGIN, XP_ASM_BYTE0);
   }
   (void)c;
   if (rc <= 0) f = 0;
