@@ -282,6 +282,12 @@ int etw_xpress_sse2_only;
 #define XP_XA_V "v"
 #define XP_XS_EXIT ""
 #define XP_XA_EXIT "vzeroupper\n\t"
+/* the clobbers: xmm0; for XA all 16 (vzeroupper clears every upper half, which matters should
+ * the file be compiled for AVX) */
+#define XP_XS_CLOB "xmm0"
+#define XP_XA_CLOB                                                                             \
+  "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10",      \
+      "xmm11", "xmm12", "xmm13", "xmm14", "xmm15"
 #define XP_XS_DONE ""
 #define XP_XA_DONE "sub $2, %[ip]\n\t" /* (see XP_XA_WORD) */
 /* the literals: 16 (XS) or 32 (XA) bytes from ip whatever their number */
@@ -663,7 +669,7 @@ int etw_xpress_sse2_only;
         [rc] "=r"(rc), "=&a"(a), "=&c"(c), "=&d"(d)                                            \
       : [in_lim] "m"(in_lim), [out_lim] "m"(out_lim), [out_end] "m"(out_end),                 \
         [nout08] "r"(nout08), [margin] "i"((MARGIN) + 25)                                         \
-      : "xmm0", "cc", "memory")
+      : XP_F(F, CLOB), "cc", "memory")
 
 /* The assembly loop from *pip, *pop, *phalf at a word boundary (*pf = 0), or for the tail
  * variant also mid-word (*pf, *pg as an earlier call left them): @near = the distance checked
