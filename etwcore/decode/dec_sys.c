@@ -564,21 +564,59 @@ static void tpl_tail(struct dec_tpl *t) {
 __attribute__((noinline)) static void tpl_exec(struct dec_sysc *sc, struct dec_tpl *t, uint64_t key) {
   char *p = put_pidtid(sc, t->txt + t->tlen, (uint32_t)(key >> 32), (uint32_t)key); /* ≤ 47 bytes */
   t->xkey = key;
+  t->rimg.pid = (uint32_t)(key >> 32);
+  t->rimg.tid = (uint32_t)key;
   t->cpos = (uint16_t)(p - t->txt);
   tpl_tail(t);
 }
 
 /* The second of FILETIME @ft (second @sec) into the template's time slot; -1 when the day
  * cannot be formatted or @sec is 0 (nothing changed: t->sec is never 0, so the hot path need not
- * turn FILETIME 0 into 1 as the general path does). */
+ * turn FILETIME 0 into 1 as the general path does), or when dec_fill_ref's ts_ns is neither
+ * linear in the FILETIME nor constant over the second (the one holding 1970 + INT64_MAX / 100
+ * 100-ns units, in 2262). */
 __attribute__((noinline)) static int tpl_sec(struct dec_sysc *sc, struct dec_tpl *t, uint64_t ft, uint64_t sec) {
   char b[48];
   if (!sec) return -1; /* 1601-01-01T00:00:00 (and FILETIME 0, written as 1): the general path */
+  /* dec_fill_ref's ts_ns over the second [s0, s0 + 10^7): (ft - epoch) * 100 while that fits
+   * (1 ≤ ft - epoch ≤ INT64_MAX / 100; 0 at the epoch, which is a second's start), 0 before,
+   * INT64_MAX after */
+  const uint64_t epoch = 116444736000000000ULL, lim = (uint64_t)INT64_MAX / 100;
+  uint64_t s0 = sec * 10000000u, base, mul;
+  if (s0 < epoch) { /* (then the whole second is before it: 10^7 divides the epoch) */
+    base = 0;
+    mul = 0;
+  } else if (s0 - epoch + 9999999u <= lim) {
+    base = (s0 + 1u - epoch) * 100u; /* at ft1 */
+    mul = 100;
+  } else if (s0 - epoch > lim) {
+    base = (uint64_t)INT64_MAX;
+    mul = 0;
+  } else {
+    return -1;
+  }
   if (!put_time_p(sc, b, ft)) return -1;
   memcpy(t->txt + t->plen, b, 21); /* "\"YYYY-MM-DDTHH:MM:SS." */
   t->sec = sec;
-  t->ft1 = sec * 10000000u + 1u;
+  t->ft1 = s0 + 1u;
+  t->ts_base = base;
+  t->ts_mul = mul;
   return 0;
+}
+
+/* The event reference of record @r written through template @t (its FILETIME in the slot's
+ * second: @f1 = FILETIME - ft1, wrapping; its (pid, tid) the slot's; its descriptor the plan's):
+ * what dec_fill_ref(@ref, @r, the plan's names) stores, from the image. */
+TPL_INLINE void tpl_ref(struct etw_evref *ref, const struct dec_tpl *t, uint64_t f1, unsigned cpu) {
+  memcpy(ref, &t->rimg, sizeof *ref);
+  ref->ts_ns = (int64_t)(t->ts_base + f1 * t->ts_mul);
+  ref->cpu = (uint8_t)cpu;
+}
+
+/* The names of @t's event reference image. */
+static void tpl_names(struct dec_tpl *t, const char *prov, const char *name) {
+  t->rimg.provider = prov;
+  t->rimg.name = name;
 }
 
 /* A processor number of two or more digits at @p's processor slot, then the rest of the template
@@ -608,6 +646,11 @@ static int tpl_build(struct dec_sysc *sc, struct dec_tpl *t, const struct etw_sy
   t->tlen = (uint16_t)(plen + 30 + mlen);
   t->sec = UINT64_MAX; /* the slot holds the 1601 text: the first event writes its second */
   t->ft1 = 1;          /* (FILETIMEs 1 … 10^7 - 1 have that text: no rewrite for them) */
+  t->ts_base = 0;      /* (and ts_ns 0: before 1970) */
+  t->ts_mul = 0;
+  memset(&t->rimg, 0, sizeof t->rimg);
+  t->rimg.event_id = r->desc.id;
+  t->rimg.level = r->desc.level;
   if (head != t->head) memcpy(t->head, head, hlen);
   t->hlen = (uint8_t)hlen;
   tpl_exec(sc, t, (uint64_t)r->pid << 32 | r->tid);
@@ -766,6 +809,7 @@ static uint32_t kops_build(struct dec_kops *k, struct dec_tpl *t, const struct e
   k->need = need;
   k->tail = n && k->ops[n - 1].ty >= DEC_KOP_STR16;
   k->avx2 = t->avx2;
+  k->t = t;
   memset(&k->ops[n], 0, sizeof k->ops[n]);
   k->ops[n].ty = DEC_KOP_END;
   if (n) tpl_head(t, head, hlen);
@@ -810,6 +854,7 @@ void dec_kplan_update(struct etw_decoder *d, uint32_t slot, uint64_t key, const 
   pl->opcode = s->opcode_name;
   pl->k.prov = pl->prov;
   pl->k.name = pl->name;
+  tpl_names(&pl->t, pl->prov, pl->name);
   pl->key = key;
 }
 
@@ -871,6 +916,7 @@ void dec_eplan_update(struct etw_decoder *d, uint32_t slot, const struct etw_rec
   pl->opcode = s->opcode_name;
   pl->k.prov = pl->prov;
   pl->k.name = pl->name;
+  tpl_names(&pl->t, pl->prov, pl->name);
   pl->room = (uint32_t)pl->t.tlen + 128; /* ≤ tlen + 47 + 5 + 2 + 14, rounded up by 31 */
   if (pl->cls) pl->room = kops_build(&pl->k, &pl->t, r); /* the layout's ops and first key */
 #if DEC_HAVE_AVX2
@@ -879,6 +925,20 @@ void dec_eplan_update(struct etw_decoder *d, uint32_t slot, const struct etw_rec
 #endif
     pl->run = pl->cls ? eplan_cls_s : eplan_event_s;
   pl->gen = d->reg_gen;
+}
+
+/* dec_finish_fast for record @r written through template @t (tpl_emit): the reference from the
+ * template's image. */
+TPL_INLINE int finish_t(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
+                        const struct dec_tpl *t, const char *prov, const char *name, size_t mark, long rc,
+                        const char *why) {
+  if (__builtin_expect(rc >= 0 && (size_t)rc == r->user_len && !w->err, 1)) {
+    etw_jw_raw(w, "}}", 2);
+    d->decoded++;
+    if (ref) tpl_ref(ref, t, r->filetime - t->ft1, r->cpu);
+    return 1;
+  }
+  return dec_finish(d, r, w, ref, prov, name, mark, rc, why);
 }
 
 /* The EventData of record @r by ops @k after the template's head (ending at @p; the System block
@@ -894,7 +954,7 @@ __attribute__((noinline)) static int kops_run(struct etw_decoder *d, struct etw_
     const char *why = "unknown event";
     w->len = mark + sizeof EVD - 1;
     long rc = dec_mof_write(w, r, &why);
-    return dec_finish_fast(d, r, w, ref, prov, name, mark, rc, why);
+    return finish_t(d, r, w, ref, kk->t, prov, name, mark, rc, why);
   }
   const unsigned char *q = r->user_data;
 #if defined(__GNUC__)
@@ -987,14 +1047,14 @@ op_end:
         w->len = (size_t)(p - w->buf);
       }
     }
-    return dec_finish_fast(d, r, w, ref, prov, name, mark, (long)kk->need + k, "unknown event");
+    return finish_t(d, r, w, ref, kk->t, prov, name, mark, (long)kk->need + k, "unknown event");
   }
   if (r->user_len == kk->need) { /* every payload byte used: EventData and the event closed */
     *p++ = '}';
     *p++ = '}';
     w->len = (size_t)(p - w->buf);
     d->decoded++;
-    if (ref) dec_fill_ref(ref, r, prov, name);
+    if (ref) tpl_ref(ref, kk->t, r->filetime - kk->t->ft1, r->cpu);
     return 1;
   }
   w->len = (size_t)(p - w->buf);
@@ -1028,7 +1088,7 @@ TPL_INLINE int eplan_event(struct etw_decoder *d, struct etw_jw *w, struct dec_e
   const char *why = "unknown event";
   long rc = dec_fields_write_d(d, w, pl->e, r->user_data, r->user_len, r->ptr_size, &why);
   pl->p->seen++;
-  return dec_finish_fast(d, r, w, ref, pl->prov, pl->name, mark, rc, why);
+  return finish_t(d, r, w, ref, &pl->t, pl->prov, pl->name, mark, rc, why);
 }
 
 /* Plans whose ops are X64 U32 U16 U16 with keys of ≤ 16 bytes (PerfInfo/Sample, 8-byte pointers):
@@ -1067,7 +1127,7 @@ TPL_INLINE int kplan_fix4(struct etw_decoder *d, struct etw_jw *w, struct dec_kp
   }
   /* nothing fails from here: the counter and the reference first (fewer values live below) */
   d->decoded++;
-  if (ref) dec_fill_ref(ref, r, pl->prov, pl->name);
+  if (ref) tpl_ref(ref, t, f1, cpu);
   const unsigned char *q = r->user_data;
   char *p = w->buf + w->len;
   tpl_copy(p, t, avx2);

@@ -379,6 +379,7 @@ struct dec_kops {
   uint8_t tail;       /* the last op is DEC_KOP_STR16 / _STACK / _ANSI (variable size) */
   uint8_t avx2;       /* the plan's template variant (a stack's addresses by the AVX2 machines' pshufb) */
   uint32_t need;      /* payload bytes of the fixed-size ops (> 0 when nops) */
+  const struct dec_tpl *t; /* the plan's template (its event reference image) */
   struct dec_kop ops[DEC_KOPS + 1]; /* and a DEC_KOP_END after the last when it is not variable */
 };
 /* A plan's System text: at most DEC_TXT_MAX bytes of prefix, time slot and middle. */
@@ -403,6 +404,11 @@ struct dec_tpl {
   uint8_t hlen;       /* head bytes (after `}}`) */
   uint8_t avx2;       /* copied by 32-byte AVX2 moves (chosen at build: dec_tpl_avx2) */
   uint8_t n32, n16;   /* n in 32-byte and 16-byte chunks, rounded up (the copies' entry) */
+  /* the event reference of a record in the slot's second with the slot's (pid, tid): rimg with
+   * ts_ns = ts_base + (FILETIME - ft1) * ts_mul (wrapping) and the processor number stored over
+   * it (tpl_ref; ts_mul 0: a second before 1970 or after 2262, ts_ns constant) */
+  uint64_t ts_base, ts_mul;
+  struct etw_evref rimg; /* off, len 0; names; pid, tid of xkey; event ID and level of the plan */
   char head[64];      /* `,"EventData":{` and the first op's key */
   char txt[DEC_TPL_BYTES];
 };

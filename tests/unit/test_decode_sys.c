@@ -343,10 +343,19 @@ static void writer_too_small(const char *rel) {
   pair_close(&P);
 }
 
+static int ref_eq(const struct etw_evref *a, const struct etw_evref *b) {
+  return a->provider == b->provider && a->name == b->name && a->ts_ns == b->ts_ns && a->pid == b->pid &&
+         a->tid == b->tid && a->event_id == b->event_id && a->level == b->level && a->cpu == b->cpu &&
+         a->off == b->off && a->len == b->len;
+}
+
 /* Times at the edges of a template's second (dec_tpl ft1: fraction 0, the first and last 100 ns of
- * a second, second 0 and FILETIME 0 — second 0's text is in a new template's slot): for every record
- * type of the first 3000 records, a new decoder pair; the record (builds the plan), then copies at
- * these times, each compared with the general path (text, return value, ref). */
+ * a second, second 0 and FILETIME 0 — second 0's text is in a new template's slot) and of the
+ * reference's ts_ns (dec_tpl ts_base / ts_mul: before, at and after 1970, the second holding the
+ * INT64_MAX / 100 limit, the seconds around it, 2^63 100-ns units after 1970, the largest
+ * FILETIMEs; each met twice, so that the second copy takes the template's second): for every
+ * record type of the first 3000 records, a new decoder pair; the record (builds the plan), then
+ * copies at these times, each compared with the general path (text, return value, ref). */
 static void time_edges(const char *rel) {
   struct pair P;
   if (!pair_open(&P, rel)) return;
@@ -359,7 +368,18 @@ static void time_edges(const char *rel) {
   size_t n = 0, diff = 0, tried = 0;
   static const uint64_t T[] = {1, 2, 9999999, 0, 5, 10000000, 10000001, 19999999, 20000000, 9999999, 0, 1,
                                132404488206530625ull, 132404488200000000ull, 132404488209999999ull,
-                               132404488210000000ull, 132404488200000001ull, 3, 0};
+                               132404488210000000ull, 132404488200000001ull, 3, 0,
+#define EP 116444736000000000ull
+#define LIM 92233720368547758ull /* INT64_MAX / 100 */
+                               EP - 10000000, EP - 1, EP - 2, EP, EP, EP + 1, EP + 2, EP + 9999999, EP + 10000000,
+                               EP + 10000001, EP + LIM / 10000000 * 10000000 - 1, EP + LIM / 10000000 * 10000000 - 2,
+                               EP + LIM / 10000000 * 10000000, EP + LIM - 1, EP + LIM, EP + LIM + 1, EP + LIM + 2,
+                               EP + LIM / 10000000 * 10000000 + 9999999, EP + LIM / 10000000 * 10000000 + 10000000,
+                               EP + LIM / 10000000 * 10000000 + 10000001, EP + (1ull << 63) - 1, EP + (1ull << 63),
+                               EP + (1ull << 63) + 1, UINT64_MAX - 1, UINT64_MAX, UINT64_MAX - 10000000,
+                               132404488206530625ull, 132404488206530626ull, EP + 5, EP + 6, 1, 2};
+#undef EP
+#undef LIM
   while (etw_etl_reader_next(P.r, &rec, &st) == 1 && n++ < 3000) {
     if (n % 3) continue;
     struct etw_decoder *fast = etw_decoder_new(tu_manifests()), *plain = etw_decoder_new(tu_manifests());
@@ -371,7 +391,7 @@ static void time_edges(const char *rel) {
       int ka = etw_decoder_write(fast, &m, &a, &ra);
       int kc = etw_decoder_write(plain, &m, &c, &rc);
       tried++;
-      if (a.len != c.len || memcmp(a.buf, c.buf, a.len) || ka != kc || ra.ts_ns != rc.ts_ns || ra.name != rc.name) {
+      if (a.len != c.len || memcmp(a.buf, c.buf, a.len) || ka != kc || !ref_eq(&ra, &rc)) {
         if (diff++ < 3) fprintf(stderr, "%s #%zu time %zu differs:\n %s\n %s\n", rel, n, k, etw_jw_cstr(&a), etw_jw_cstr(&c));
       }
     }
