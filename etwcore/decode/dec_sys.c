@@ -509,6 +509,36 @@ TPL_INLINE void tpl_copy(char *p, const struct dec_tpl *tp, const int avx2) {
   memcpy(p, t, tp->n);
 #endif
 }
+
+/* DEC_MEMO_COPY bytes of @t to @p (a kernel plan's memo, either way). */
+TPL_INLINE void memo_copy(char *p, const char *t, const int avx2) {
+#if DEC_HAVE_AVX2
+  if (avx2) {
+    A32(0);
+    A32(1);
+    A32(2);
+#if !defined(__AVX__)
+    __asm__ volatile("vzeroupper" ::: "memory");
+#endif
+    return;
+  }
+#else
+  (void)avx2;
+#endif
+#if defined(__SSE2__)
+  C16(0);
+  C16(1);
+  C16(2);
+  C16(3);
+  C16(4);
+  C16(5);
+#else
+  memcpy(p, t, DEC_MEMO_COPY);
+#endif
+}
+#if DEC_MEMO_COPY != 96 || DEC_MEMO_MAX > DEC_MEMO_COPY
+#error "memo_copy: DEC_MEMO_COPY"
+#endif
 #undef A32
 #undef C16
 
@@ -782,14 +812,31 @@ static int kplan_skey_a(struct etw_decoder *d, const struct etw_rec *r, struct e
                         struct dec_kplan *pl);
 #endif
 
+/* The memo of a Sample-shaped plan (X64 U32 U16 U16, keys ≤ 16 bytes): the text of a payload of
+ * zeros (what kplan_fix4 writes after the head for it). */
+static void memo_init(struct dec_kplan *pl) {
+  char b[128], *p = dec_put_hex(b, 0);
+  for (int i = 1; i < 4; i++) {
+    memcpy(p, pl->k.ops[i].key, pl->k.ops[i].klen);
+    p = dec_put_u32(p + pl->k.ops[i].klen, 0);
+  }
+  memcpy(p, "}}", 2);
+  p += 2;
+  memset(pl->memo, 0, sizeof pl->memo);
+  memcpy(pl->memo, b, (size_t)(p - b)); /* (≤ 4 + 3 × (16 + 1) + 2) */
+  pl->memo_len = (uint32_t)(p - b);
+  pl->memo_q[0] = pl->memo_q[1] = 0;
+}
+
 /* The writer for @pl's ops and template copies. */
-static kplan_fn kplan_run(const struct dec_kplan *pl) {
+static kplan_fn kplan_run(struct dec_kplan *pl) {
   const struct dec_kop *o = pl->k.ops;
   int shape = 0; /* 1: X64 U32 U16 U16, 2: U64 U32 U32 X64 (keys ≤ 16 bytes, 8-byte pointers, no tail) */
   if (pl->k.nops == 4 && pl->k.ps == 8 && !pl->k.tail && o[1].klen <= 16 && o[2].klen <= 16 && o[3].klen <= 16) {
     if (o[0].ty == DEC_KOP_X64 && o[1].ty == DEC_KOP_U32 && o[2].ty == DEC_KOP_U16 && o[3].ty == DEC_KOP_U16) shape = 1;
     if (o[0].ty == DEC_KOP_U64 && o[1].ty == DEC_KOP_U32 && o[2].ty == DEC_KOP_U32 && o[3].ty == DEC_KOP_X64) shape = 2;
   }
+  if (shape == 1) memo_init(pl);
 #if DEC_HAVE_AVX2
   if (pl->t.avx2) return shape == 1 ? kplan_sample_a : shape == 2 ? kplan_skey_a : kplan_gen_a;
 #endif
@@ -1111,7 +1158,7 @@ TPL_INLINE char *put_op(char *p, const unsigned char *q, const int ty, const int
  * processor ≥ 10, a reservation to make) by kplan_gen. No call here, so no frame. */
 TPL_INLINE int kplan_fix4(struct etw_decoder *d, struct etw_jw *w, struct dec_kplan *pl, const struct etw_rec *r,
                           struct etw_evref *ref, const int avx2, const int t0, const int t1, const int t2,
-                          const int t3) {
+                          const int t3, const int memo) {
   const unsigned need = OP_SIZE(t0) + OP_SIZE(t1) + OP_SIZE(t2) + OP_SIZE(t3);
   struct dec_tpl *t = &pl->t;
   uint64_t f1 = r->filetime - t->ft1; /* the fraction - 1 when in the slot's second (tpl_emit) */
@@ -1134,6 +1181,17 @@ TPL_INLINE int kplan_fix4(struct etw_decoder *d, struct etw_jw *w, struct dec_kp
   put_frac_z(p + t->plen + 21, (unsigned)f1 + 1u);
   p[t->cpos] = (char)('0' + cpu);
   p += t->n;
+  char *s = p;
+  uint64_t q0 = 0, q1 = 0;
+  if (memo) { /* (need 16) the text of the last payload rendered when this one is the same */
+    memcpy(&q0, q, 8);
+    memcpy(&q1, q + 8, 8);
+    if (__builtin_expect(((q0 ^ pl->memo_q[0]) | (q1 ^ pl->memo_q[1])) == 0, 1)) {
+      memo_copy(p, pl->memo, avx2);
+      w->len = (size_t)(p + pl->memo_len - w->buf);
+      return 1;
+    }
+  }
   p = put_op(p, q, t0, avx2);
   q += OP_SIZE(t0);
   memcpy(p, pl->k.ops[1].key, 16);
@@ -1148,7 +1206,14 @@ TPL_INLINE int kplan_fix4(struct etw_decoder *d, struct etw_jw *w, struct dec_kp
   p += pl->k.ops[3].klen;
   p = put_op(p, q, t3, avx2);
   memcpy(p, "}}", 2);
-  w->len = (size_t)(p + 2 - w->buf);
+  p += 2;
+  if (memo) { /* (≤ DEC_MEMO_MAX bytes from s; the copy's rest is inside the reservation) */
+    memo_copy(pl->memo, s, avx2);
+    pl->memo_q[0] = q0;
+    pl->memo_q[1] = q1;
+    pl->memo_len = (uint32_t)(p - s);
+  }
+  w->len = (size_t)(p - w->buf);
   return 1;
 }
 
@@ -1160,11 +1225,11 @@ TPL_INLINE int kplan_fix4(struct etw_decoder *d, struct etw_jw *w, struct dec_kp
   }                                                                                                        \
   static int kplan_sample_##sfx(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,          \
                                 struct etw_evref *ref, struct dec_kplan *pl) {                             \
-    return kplan_fix4(d, w, pl, r, ref, av, DEC_KOP_X64, DEC_KOP_U32, DEC_KOP_U16, DEC_KOP_U16);           \
+    return kplan_fix4(d, w, pl, r, ref, av, DEC_KOP_X64, DEC_KOP_U32, DEC_KOP_U16, DEC_KOP_U16, 1);        \
   }                                                                                                        \
   static int kplan_skey_##sfx(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,            \
                               struct etw_evref *ref, struct dec_kplan *pl) {                               \
-    return kplan_fix4(d, w, pl, r, ref, av, DEC_KOP_U64, DEC_KOP_U32, DEC_KOP_U32, DEC_KOP_X64);           \
+    return kplan_fix4(d, w, pl, r, ref, av, DEC_KOP_U64, DEC_KOP_U32, DEC_KOP_U32, DEC_KOP_X64, 0);        \
   }                                                                                                        \
   static int eplan_event_##sfx(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,           \
                                struct etw_evref *ref, struct dec_eplan *pl, uint64_t d8) {                 \

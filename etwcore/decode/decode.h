@@ -423,9 +423,17 @@ struct dec_kplan {
   uint32_t builds;    /* texts built in this slot (no plan after DEC_KPLAN_BUILDS: thrash guard) */
   const char *prov, *name, *task, *opcode; /* names of the text */
   uint32_t room;      /* bytes reserved for the whole write */
+  /* the PerfInfo/Sample writer (kplan_sample_*): the EventData text after the head (values, keys,
+   * `}}`) of the last payload it rendered (16 bytes: memo_q), reused when the next one is the same
+   * (an idle processor's samples repeat); memo_len ≤ DEC_MEMO_MAX, written as DEC_MEMO_COPY bytes */
+  uint64_t memo_q[2];
+  uint32_t memo_len;
+  char memo[96];
   struct dec_kops k;  /* the EventData ops */
   struct dec_tpl t;   /* System text and head */
 };
+#define DEC_MEMO_MAX 90
+#define DEC_MEMO_COPY 96
 #define DEC_KPLAN_BUILDS 256
 /* The entry of every empty kernel plan slot (etw_decoder_new; never matches a key, never run or
  * written: dec_kplan_update treats it as none), so the dispatch needs no NULL test. */

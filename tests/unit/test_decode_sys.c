@@ -405,7 +405,61 @@ static void time_edges(const char *rel) {
   pair_close(&P);
 }
 
+/* The Sample writer's memo (dec_kplan.memo: the EventData text of the last payload, reused for the
+ * same 16 bytes): PerfInfo/Sample records of the trace replayed with payloads that differ from the
+ * previous one in one byte (every position, values that change a number's length), the same
+ * payload again, and back; each compared with the general path (text, return value, ref). */
+static void memo_edges(const char *rel) {
+  struct pair P;
+  if (!pair_open(&P, rel)) return;
+  struct etw_status st;
+  struct etw_jw a, c;
+  etw_jw_init(&a, 0);
+  etw_jw_init(&c, 0);
+  struct etw_rec rec;
+  struct etw_evref ra, rc;
+  size_t n = 0, diff = 0, tried = 0, samples = 0;
+  uint64_t rnd = 0x9E3779B97F4A7C15ull;
+  while (etw_etl_reader_next(P.r, &rec, &st) == 1 && n++ < 40000) {
+    int sample = rec.hook_id == 0x0F2E && rec.user_len == 16 && rec.ptr_size == 8;
+    unsigned char pay[16];
+    if (sample) memcpy(pay, rec.user_data, 16);
+    int nv = sample && samples++ % 50 == 0 ? 16 * 6 + 3 : 1;
+    for (int v = 0; v < nv; v++) {
+      struct etw_rec m = rec;
+      unsigned char buf[16];
+      if (v) {
+        rnd ^= rnd << 13;
+        rnd ^= rnd >> 7;
+        rnd ^= rnd << 17;
+        int i = (v - 1) / 6 % 16, k = (v - 1) % 6;
+        memcpy(buf, pay, 16);
+        if (v <= 96) {
+          static const unsigned char B[] = {0, 1, 0x7F, 0xFF, 0x10};
+          buf[i] = k < 5 ? B[k] : (unsigned char)rnd;
+          if (k == 5) memcpy(pay, buf, 16); /* the next ones differ from this one */
+        }
+        m.user_data = buf;
+      }
+      a.len = c.len = 0;
+      int ka = etw_decoder_write(P.fast, &m, &a, &ra);
+      int kc = etw_decoder_write(P.plain, &m, &c, &rc);
+      tried++;
+      if (a.len != c.len || memcmp(a.buf, c.buf, a.len) || ka != kc || !ref_eq(&ra, &rc)) {
+        if (diff++ < 3) fprintf(stderr, "%s #%zu payload %d differs:\n %s\n %s\n", rel, n, v, etw_jw_cstr(&a), etw_jw_cstr(&c));
+      }
+    }
+  }
+  CHECK(samples > 1000);
+  CHECK(tried > samples + 10000);
+  CHECK_EQ(diff, 0);
+  etw_jw_free(&a);
+  etw_jw_free(&c);
+  pair_close(&P);
+}
+
 static void corpus(void) {
+  memo_edges("microsoft+perfview/src/TraceEvent/TraceEvent.Tests/inputs/net.4.5.2.x64.etl.zip!*.etl");
   time_edges("microsoft+perfview/src/TraceEvent/TraceEvent.Tests/inputs/net.4.5.2.x64.etl.zip!*.etl");
   compare("microsoft+perfview/src/TraceEvent/TraceEvent.Tests/inputs/net.4.5.2.x64.etl.zip!*.etl");
   compare("microsoft+perfview/src/TraceEvent/TraceEvent.Tests/smallEtlFile.etl");
