@@ -635,11 +635,11 @@ __attribute__((noinline)) static int tpl_sec(struct dec_sysc *sc, struct dec_tpl
 }
 
 /* The event reference of record @r written through template @t (its FILETIME in the slot's
- * second: @f1 = FILETIME - ft1, wrapping; its (pid, tid) the slot's; its descriptor the plan's):
- * what dec_fill_ref(@ref, @r, the plan's names) stores, from the image. */
-TPL_INLINE void tpl_ref(struct etw_evref *ref, const struct dec_tpl *t, uint64_t f1, unsigned cpu) {
+ * block: @g = FILETIME - fb; its (pid, tid) the slot's; its descriptor the plan's): what
+ * dec_fill_ref(@ref, @r, the plan's names) stores, from the image. */
+TPL_INLINE void tpl_ref(struct etw_evref *ref, const struct dec_tpl *t, uint64_t g, unsigned cpu) {
   memcpy(ref, &t->rimg, sizeof *ref);
-  ref->ts_ns = (int64_t)(t->ts_base + f1 * t->ts_mul);
+  ref->ts_ns = (int64_t)(t->ts_fb + g * t->ts_mul);
   ref->cpu = (uint8_t)cpu;
 }
 
@@ -678,6 +678,8 @@ static int tpl_build(struct dec_sysc *sc, struct dec_tpl *t, const struct etw_sy
   t->ft1 = 1;          /* (FILETIMEs 1 … 10^7 - 1 have that text: no rewrite for them) */
   t->ts_base = 0;      /* (and ts_ns 0: before 1970) */
   t->ts_mul = 0;
+  t->fb = 0;           /* (its digits 1-3 are 000; FILETIME 0 is not in the block: fb + 1 …) */
+  t->ts_fb = 0;
   memset(&t->rimg, 0, sizeof t->rimg);
   t->rimg.event_id = r->desc.id;
   t->rimg.level = r->desc.level;
@@ -687,35 +689,50 @@ static int tpl_build(struct dec_sysc *sc, struct dec_tpl *t, const struct etw_sy
   return 0;
 }
 
-/* The 7 fraction digits of @frac (< 10^7) at @p, a template copy's time slot (its 'Z' follows):
- * digits 1-3 from T3 and 4-7 from T4, two 4-byte stores (the second overwrites the first's 4th
- * byte). */
-static inline void put_frac_z(char *p, unsigned frac) {
+/* The fraction's digits 4-7 (@lo < 10^4) at @p: one 4-byte store from T4. */
+static inline void put_lo4(char *p, unsigned lo) {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-  uint32_t a = frac / 10000u, b = frac - a * 10000u; /* a < 1000, b < 10000 */
-  memcpy(p, &T3[a], 4);
-  memcpy(p + 3, &T4[b], 4);
+  memcpy(p, &T4[lo], 4);
 #else
-  put_frac(p, frac);
-  p[7] = 'Z';
+  dec_put4(p, lo);
 #endif
+}
+
+/* The slot's fraction digits 1-3 of fraction @frac (< 10^7) of the slot's second, and the block of
+ * FILETIMEs with them (fb, ts_fb). */
+TPL_INLINE void tpl_block(struct dec_tpl *t, unsigned frac) {
+  unsigned hi = frac / 10000u;
+  char *d = t->txt + t->plen + 21;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  memcpy(d, &T3[hi], 3);
+#else
+  d[0] = (char)('0' + hi / 100);
+  d[1] = (char)('0' + hi / 10 % 10);
+  d[2] = (char)('0' + hi % 10);
+#endif
+  t->fb = t->ft1 - 1u + hi * 10000u;
+  t->ts_fb = t->ts_base + (t->fb - t->ft1) * t->ts_mul; /* (wrapping: fb - ft1 may be -1) */
 }
 
 /* The System block of record @r and the template's head at @p (reserved: the plan's room); the
  * end (after the head), or NULL (nothing usable written) when the time cannot be formatted. */
 TPL_INLINE char *tpl_emit(struct dec_sysc *sc, struct dec_tpl *t, char *p, const struct etw_rec *r, const int avx2) {
   uint64_t ft = r->filetime; /* (0, written as 1 by the general path: second 0 is never cached) */
-  uint64_t f1 = ft - t->ft1; /* the fraction - 1 when ft is in the slot's second */
-  if (__builtin_expect(f1 >= 9999999u, 0)) { /* another second, or a fraction of 0 */
-    uint64_t sec = ft / 10000000u;
-    if (sec != t->sec && tpl_sec(sc, t, ft, sec)) return NULL;
-    f1 = ft - t->ft1; /* (a fraction of 0: wraps to UINT64_MAX, + 1 below) */
+  uint64_t g = ft - t->fb;   /* digits 4-7 when ft is in the slot's block, not its first */
+  if (__builtin_expect(g - 1u >= 9999u, 0)) { /* another block (or its first 100 ns) */
+    uint64_t f1 = ft - t->ft1; /* the fraction - 1 when ft is in the slot's second */
+    if (f1 >= 9999999u) { /* another second, or a fraction of 0 */
+      uint64_t sec = ft / 10000000u;
+      if (sec != t->sec && tpl_sec(sc, t, ft, sec)) return NULL;
+      f1 = ft - t->ft1; /* (a fraction of 0: wraps to UINT64_MAX, + 1 below) */
+    }
+    tpl_block(t, (unsigned)f1 + 1u);
+    g = ft - t->fb;
   }
-  unsigned frac = (unsigned)f1 + 1u;
   uint64_t key = (uint64_t)r->pid << 32 | r->tid;
   if (__builtin_expect(key != t->xkey, 0)) tpl_exec(sc, t, key);
   tpl_copy(p, t, avx2);
-  put_frac_z(p + t->plen + 21, frac);
+  put_lo4(p + t->plen + 24, (unsigned)g);
   unsigned cpu = r->cpu;
   if (__builtin_expect(cpu < 10, 1)) {
     p[t->cpos] = (char)('0' + cpu);
@@ -982,7 +999,7 @@ TPL_INLINE int finish_t(struct etw_decoder *d, const struct etw_rec *r, struct e
   if (__builtin_expect(rc >= 0 && (size_t)rc == r->user_len && !w->err, 1)) {
     etw_jw_raw(w, "}}", 2);
     d->decoded++;
-    if (ref) tpl_ref(ref, t, r->filetime - t->ft1, r->cpu);
+    if (ref) tpl_ref(ref, t, r->filetime - t->fb, r->cpu);
     return 1;
   }
   return dec_finish(d, r, w, ref, prov, name, mark, rc, why);
@@ -1101,7 +1118,7 @@ op_end:
     *p++ = '}';
     w->len = (size_t)(p - w->buf);
     d->decoded++;
-    if (ref) tpl_ref(ref, kk->t, r->filetime - kk->t->ft1, r->cpu);
+    if (ref) tpl_ref(ref, kk->t, r->filetime - kk->t->fb, r->cpu);
     return 1;
   }
   w->len = (size_t)(p - w->buf);
@@ -1161,11 +1178,13 @@ TPL_INLINE int kplan_fix4(struct etw_decoder *d, struct etw_jw *w, struct dec_kp
                           const int t3, const int memo) {
   const unsigned need = OP_SIZE(t0) + OP_SIZE(t1) + OP_SIZE(t2) + OP_SIZE(t3);
   struct dec_tpl *t = &pl->t;
-  uint64_t f1 = r->filetime - t->ft1; /* the fraction - 1 when in the slot's second (tpl_emit) */
+  uint64_t ft = r->filetime;
+  uint64_t g = ft - t->fb; /* digits 4-7 when in the slot's block, not its first 100 ns (tpl_emit) */
   uint64_t key = (uint64_t)r->pid << 32 | r->tid;
   unsigned cpu = r->cpu;
+  int gm = g - 1u >= 9999u; /* another block of the second: its digits 1-3 first */
   if (__builtin_expect(((r->ptr_size ^ 8u) | (r->user_len ^ need) | (uint32_t)w->err | (cpu >= 10)) != 0 ||
-                           (key ^ t->xkey) != 0 || f1 >= 9999999u || w->cap - w->len <= pl->room,
+                           (key ^ t->xkey) != 0 || (gm && ft - t->ft1 >= 9999999u) || w->cap - w->len <= pl->room,
                        0)) {
 #if DEC_HAVE_AVX2
     if (avx2) return kplan_gen_a(d, r, w, ref, pl);
@@ -1173,12 +1192,16 @@ TPL_INLINE int kplan_fix4(struct etw_decoder *d, struct etw_jw *w, struct dec_kp
     return kplan_gen_s(d, r, w, ref, pl);
   }
   /* nothing fails from here: the counter and the reference first (fewer values live below) */
+  if (__builtin_expect(gm, 0)) {
+    tpl_block(t, (unsigned)(ft - t->ft1) + 1u);
+    g = ft - t->fb;
+  }
   d->decoded++;
-  if (ref) tpl_ref(ref, t, f1, cpu);
+  if (ref) tpl_ref(ref, t, g, cpu);
   const unsigned char *q = r->user_data;
   char *p = w->buf + w->len;
   tpl_copy(p, t, avx2);
-  put_frac_z(p + t->plen + 21, (unsigned)f1 + 1u);
+  put_lo4(p + t->plen + 24, (unsigned)g);
   p[t->cpos] = (char)('0' + cpu);
   p += t->n;
   char *s = p;

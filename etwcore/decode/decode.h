@@ -408,6 +408,10 @@ struct dec_tpl {
    * ts_ns = ts_base + (FILETIME - ft1) * ts_mul (wrapping) and the processor number stored over
    * it (tpl_ref; ts_mul 0: a second before 1970 or after 2262, ts_ns constant) */
   uint64_t ts_base, ts_mul;
+  /* the slot's fraction digits 1-3 are those of FILETIMEs fb … fb + 9999 (a 10^4 block of the
+   * slot's second): a FILETIME ft with ft - fb - 1 < 9999 needs digits 4-7 only (T4[ft - fb]);
+   * ts_fb: the reference's ts_ns at fb */
+  uint64_t fb, ts_fb;
   struct etw_evref rimg; /* off, len 0; names; pid, tid of xkey; event ID and level of the plan */
   char head[64];      /* `,"EventData":{` and the first op's key */
   char txt[DEC_TPL_BYTES];

@@ -366,7 +366,7 @@ static void time_edges(const char *rel) {
   struct etw_rec rec;
   struct etw_evref ra, rc;
   size_t n = 0, diff = 0, tried = 0;
-  static const uint64_t T[] = {1, 2, 9999999, 0, 5, 10000000, 10000001, 19999999, 20000000, 9999999, 0, 1,
+  static const uint64_t T[] = {0, 1, 2, 9999999, 0, 5, 10000000, 10000001, 19999999, 20000000, 9999999, 0, 1,
                                132404488206530625ull, 132404488200000000ull, 132404488209999999ull,
                                132404488210000000ull, 132404488200000001ull, 3, 0,
 #define EP 116444736000000000ull
