@@ -481,6 +481,7 @@ struct etw_decoder {
                                            (GUID, descriptor) hash */
   uint64_t eplan_seq;
   uint64_t reg_gen; /* bumped by every dec_event_add (a schema may have been replaced) */
+  uint32_t kn_zero; /* always 0: with kn_gen, one 64-bit word kn_gen << 32 (kernel_key, little-endian) */
   uint32_t kn_gen; /* bumped to invalidate every kn entry (no 40 KB memset per EventInfo event) */
   struct dec_cname cn[DEC_CNAME_N];
   struct dec_sysc *sysc; /* System block cache (dec_sys.c) */
