@@ -714,16 +714,17 @@ TPL_INLINE void tpl_block(struct dec_tpl *t, unsigned frac) {
   t->ts_fb = t->ts_base + (t->fb - t->ft1) * t->ts_mul; /* (wrapping: fb - ft1 may be -1) */
 }
 
-/* The System block of record @r and the template's head at @p (reserved: the plan's room); the
- * end (after the head), or NULL (nothing usable written) when the time cannot be formatted. */
-TPL_INLINE char *tpl_emit(struct dec_sysc *sc, struct dec_tpl *t, char *p, const struct etw_rec *r, const int avx2) {
+/* The System block of record @r and the template's head at @p (reserved: the plan's room), its end
+ * (after the head) in *@end: 0, or -1 (nothing usable written) when the time cannot be formatted. */
+TPL_INLINE int tpl_emit(struct dec_sysc *sc, struct dec_tpl *t, char *p, const struct etw_rec *r, const int avx2,
+                        char **end) {
   uint64_t ft = r->filetime; /* (0, written as 1 by the general path: second 0 is never cached) */
   uint64_t g = ft - t->fb;   /* digits 4-7 when ft is in the slot's block, not its first */
   if (__builtin_expect(g - 1u >= 9999u, 0)) { /* another block (or its first 100 ns) */
     uint64_t f1 = ft - t->ft1; /* the fraction - 1 when ft is in the slot's second */
     if (f1 >= 9999999u) { /* another second, or a fraction of 0 */
       uint64_t sec = ft / 10000000u;
-      if (sec != t->sec && tpl_sec(sc, t, ft, sec)) return NULL;
+      if (sec != t->sec && tpl_sec(sc, t, ft, sec)) return -1;
       f1 = ft - t->ft1; /* (a fraction of 0: wraps to UINT64_MAX, + 1 below) */
     }
     tpl_block(t, (unsigned)f1 + 1u);
@@ -736,9 +737,11 @@ TPL_INLINE char *tpl_emit(struct dec_sysc *sc, struct dec_tpl *t, char *p, const
   unsigned cpu = r->cpu;
   if (__builtin_expect(cpu < 10, 1)) {
     p[t->cpos] = (char)('0' + cpu);
-    return p + t->n;
+    *end = p + t->n;
+  } else {
+    *end = tpl_cpu(t, p, cpu);
   }
-  return tpl_cpu(t, p, cpu);
+  return 0;
 }
 
 static const char EVD[] = ",\"EventData\":{";
@@ -1128,8 +1131,8 @@ op_end:
 TPL_INLINE int kplan_gen(struct etw_decoder *d, struct etw_jw *w, struct dec_kplan *pl, const struct etw_rec *r,
                          struct etw_evref *ref, const int avx2) {
   if (etw_jw_reserve(w, pl->room)) return dec_kernel_general(d, r, w, ref);
-  char *p = tpl_emit(d->sysc, &pl->t, w->buf + w->len, r, avx2);
-  if (!p) return dec_kernel_general(d, r, w, ref);
+  char *p;
+  if (tpl_emit(d->sysc, &pl->t, w->buf + w->len, r, avx2, &p)) return dec_kernel_general(d, r, w, ref);
   return kops_run(d, w, r, ref, &pl->k, p);
 }
 
@@ -1137,16 +1140,16 @@ TPL_INLINE int kplan_gen(struct etw_decoder *d, struct etw_jw *w, struct dec_kpl
 TPL_INLINE int eplan_cls(struct etw_decoder *d, struct etw_jw *w, struct dec_eplan *pl, const struct etw_rec *r,
                          struct etw_evref *ref, uint64_t d8, const int avx2) {
   if (etw_jw_reserve(w, pl->room)) return dec_write_general(d, r, w, ref, d8, 0, 0);
-  char *p = tpl_emit(d->sysc, &pl->t, w->buf + w->len, r, avx2);
-  if (!p) return dec_write_general(d, r, w, ref, d8, 0, 0);
+  char *p;
+  if (tpl_emit(d->sysc, &pl->t, w->buf + w->len, r, avx2, &p)) return dec_write_general(d, r, w, ref, d8, 0, 0);
   return kops_run(d, w, r, ref, &pl->k, p);
 }
 
 TPL_INLINE int eplan_event(struct etw_decoder *d, struct etw_jw *w, struct dec_eplan *pl, const struct etw_rec *r,
                            struct etw_evref *ref, uint64_t d8, const int avx2) {
   if (etw_jw_reserve(w, pl->room)) return dec_write_general(d, r, w, ref, d8, 0, 0);
-  char *p = tpl_emit(d->sysc, &pl->t, w->buf + w->len, r, avx2);
-  if (!p) return dec_write_general(d, r, w, ref, d8, 0, 0);
+  char *p;
+  if (tpl_emit(d->sysc, &pl->t, w->buf + w->len, r, avx2, &p)) return dec_write_general(d, r, w, ref, d8, 0, 0);
   size_t mark = (size_t)(p - (sizeof EVD - 1) - w->buf);
   w->len = (size_t)(p - w->buf);
   const char *why = "unknown event";
