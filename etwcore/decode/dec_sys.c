@@ -778,39 +778,40 @@ TPL_INLINE char *put_u32t(char *p, uint32_t v) {
   return dec_put_u32(p, v);
 }
 
-/* dec_put_hex's text of @v at @p (20 bytes of room); @avx2 (a constant): the digits by one SSSE3
- * byte shuffle from a nibble table (inline assembly: the writer needs no SSSE3 code generation; the
- * AVX2 writers run only where the CPU has AVX2, hence SSSE3). */
-TPL_INLINE char *put_hex_v(char *p, uint64_t v, const int avx2) {
+/* dec_put_hex's text of @v at @p (20 bytes of room), after a comma when @comma (a constant; 21
+ * bytes of room); @avx2 (a constant): the digits by one SSSE3 byte shuffle from a nibble table
+ * (inline assembly: the writer needs no SSSE3 code generation; the AVX2 writers run only where the
+ * CPU has AVX2, hence SSSE3). */
+TPL_INLINE char *put_hex_vc(char *p, uint64_t v, const int avx2, const int comma) {
 #if DEC_HAVE_AVX2 && defined(__SSE2__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
   if (avx2) {
     unsigned lz = (unsigned)__builtin_clzll(v | 1);
     unsigned nd = 16 - (lz >> 2);
-    memcpy(p, "\"0x0", 4);
+    const int o = comma ? 4 : 3; /* the digits' offset */
+    memcpy(p, comma ? ",\"0x" : "\"0x0", 4); /* (one store; the digits overwrite a 4th '0') */
     uint64_t be = __builtin_bswap64(v << (lz & 60)); /* the significant digits first */
     __m128i x = _mm_loadl_epi64((const __m128i *)(const void *)&be);
     const __m128i m = _mm_set1_epi8(0x0F);
     __m128i nib = _mm_unpacklo_epi8(_mm_and_si128(_mm_srli_epi16(x, 4), m), _mm_and_si128(x, m));
     __m128i h = _mm_setr_epi8('0', '1', '2', '3', '4', '5', '6', '7', '8', '9', 'a', 'b', 'c', 'd', 'e', 'f');
     __asm__("pshufb %1, %0" : "+x"(h) : "x"(nib));
-    _mm_storeu_si128((__m128i *)(void *)(p + 3), h);
-    p[3 + nd] = '"';
-    return p + 4 + nd;
+    _mm_storeu_si128((__m128i *)(void *)(p + o), h);
+    p[o + nd] = '"';
+    return p + o + 1 + nd;
   }
 #else
   (void)avx2;
 #endif
+  if (comma) *p++ = ',';
   return dec_put_hex(p, v);
 }
+TPL_INLINE char *put_hex_v(char *p, uint64_t v, const int avx2) { return put_hex_vc(p, v, avx2, 0); }
 
 /* The addresses @q … @qe (8 bytes each, at least one) as dec_put_hex's texts with a comma between
  * them at @p (21 bytes of room each); the end. */
 TPL_INLINE char *put_stack64(char *p, const unsigned char *q, const unsigned char *qe, const int avx2) {
   p = put_hex_v(p, d_rd64(q), avx2); /* the first, then a comma before each (no test per element) */
-  for (q += 8; q < qe; q += 8) {
-    *p++ = ',';
-    p = put_hex_v(p, d_rd64(q), avx2);
-  }
+  for (q += 8; q < qe; q += 8) p = put_hex_vc(p, d_rd64(q), avx2, 1);
   return p;
 }
 
