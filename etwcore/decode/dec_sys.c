@@ -74,6 +74,7 @@ void dec_sys_free(struct etw_decoder *d) {
     d->kplan[i] = &dec_kplan_none;
   }
   for (size_t i = 0; i < DEC_EPLAN_N; i++) {
+    if (d->eplan[i]) free(d->eplan[i]->memo);
     free(d->eplan[i]);
     d->eplan[i] = NULL;
   }
@@ -937,6 +938,18 @@ static int eplan_cls_a(struct etw_decoder *d, const struct etw_rec *r, struct et
                        struct dec_eplan *pl, uint64_t d8);
 #endif
 
+/* A plan's memo emptied (its schema @e may have changed) and allowed when @e has no maps. */
+static void ememo_reset(struct dec_eplan *pl, const struct dec_event *e, int cls) {
+  if (pl->memo) {
+    pl->memo->valid = 0;
+    pl->memo->tries = pl->memo->hits = 0;
+    pl->memo->back = 512;
+  }
+  pl->memo_skip = cls || !e ? UINT32_MAX : 0;
+  for (uint32_t i = 0; e && i < e->nf; i++)
+    if (e->f[i].map || e->f[i].map_name) pl->memo_skip = UINT32_MAX;
+}
+
 void dec_eplan_update(struct etw_decoder *d, uint32_t slot, const struct etw_rec *r, const struct etw_sys *s,
                       uint64_t d8, struct dec_provider *p, struct dec_event *e, int cls) {
   if (!d->sysc || d->sys_plain || s->activity_id || s->related_activity_id || !d->reg_gen) return;
@@ -956,6 +969,7 @@ void dec_eplan_update(struct etw_decoder *d, uint32_t slot, const struct etw_rec
     pl->e = e;
     pl->pname = p ? p->name : NULL;
     pl->gen = d->reg_gen;
+    ememo_reset(pl, e, cls);
     return;
   }
   uint32_t k = slot;
@@ -966,6 +980,7 @@ void dec_eplan_update(struct etw_decoder *d, uint32_t slot, const struct etw_rec
   pl->gen = 0;
   pl->ok = 0;
   pl->seq = ++d->eplan_seq;
+  ememo_reset(pl, e, cls);
   if (pl->builds >= DEC_KPLAN_BUILDS) return;
   pl->builds++;
   if (tpl_build(d->sysc, &pl->t, s, r, EVD, sizeof EVD - 1)) return;
@@ -1146,6 +1161,41 @@ TPL_INLINE int eplan_cls(struct etw_decoder *d, struct etw_jw *w, struct dec_epl
   return kops_run(d, w, r, ref, &pl->k, p);
 }
 
+/* The memo of plan @pl after a miss: the record's payload and the text written for it at @txt
+ * (@tlen bytes, `}}` included) kept, when they fit; the memo skipped for a while when it hits
+ * fewer than 1 in 4 of 64 or more lookups. */
+__attribute__((noinline)) static void ememo_keep(struct dec_eplan *pl, const struct etw_rec *r, const char *txt,
+                                                 size_t tlen) {
+  struct dec_ememo *m = pl->memo;
+  if (!m) {
+    if (!(m = pl->memo = malloc(sizeof *m))) {
+      pl->memo_skip = UINT32_MAX;
+      return;
+    }
+    m->tries = m->hits = 0;
+    m->back = 512;
+  }
+  m->valid = 0;
+  if (++m->tries >= 64 && m->hits < m->tries / 4) {
+    pl->memo_skip = m->back;
+    if (m->back < 65536) m->back *= 2;
+    m->tries = m->hits = 0;
+    return;
+  }
+  if (m->tries >= 1024) { /* (the recent rate) */
+    m->tries /= 2;
+    m->hits /= 2;
+  }
+  if (r->user_len > DEC_EMEMO_PAY || tlen > DEC_EMEMO_TXT) return;
+  memcpy(m->pay, r->user_data, r->user_len);
+  memcpy(m->txt, txt, tlen);
+  m->plen = r->user_len;
+  m->tlen = (uint32_t)tlen;
+  m->need = tlen + 32u * (size_t)r->user_len + 1400u * (size_t)pl->e->nf + 8192u;
+  m->ps = r->ptr_size;
+  m->valid = 1;
+}
+
 TPL_INLINE int eplan_event(struct etw_decoder *d, struct etw_jw *w, struct dec_eplan *pl, const struct etw_rec *r,
                            struct etw_evref *ref, uint64_t d8, const int avx2) {
   if (etw_jw_reserve(w, pl->room)) return dec_write_general(d, r, w, ref, d8, 0, 0);
@@ -1153,6 +1203,34 @@ TPL_INLINE int eplan_event(struct etw_decoder *d, struct etw_jw *w, struct dec_e
   if (tpl_emit(d->sysc, &pl->t, w->buf + w->len, r, avx2, &p)) return dec_write_general(d, r, w, ref, d8, 0, 0);
   size_t mark = (size_t)(p - (sizeof EVD - 1) - w->buf);
   w->len = (size_t)(p - w->buf);
+  if (__builtin_expect(pl->memo_skip != 0, 1)) {
+    if (pl->memo_skip != UINT32_MAX) pl->memo_skip--;
+  } else {
+    const struct dec_ememo *m = pl->memo;
+    /* the same payload as the memo's: its text, when the buffer has room for it and the writer's
+     * maximum is far enough for the renderer not to have failed either (as the general path) */
+    if (m && m->valid && m->plen == r->user_len && m->ps == r->ptr_size && w->cap - w->len > m->tlen &&
+        w->max - w->len >= m->need &&
+        !memcmp(m->pay, r->user_data, m->plen)) {
+      pl->memo->tries++;
+      pl->memo->hits++;
+      memcpy(p, m->txt, m->tlen);
+      w->len += m->tlen;
+      pl->p->seen++;
+      d->decoded++;
+      if (ref) tpl_ref(ref, &pl->t, r->filetime - pl->t.fb, r->cpu);
+      return 1;
+    }
+    const char *why = "unknown event";
+    long rc = dec_fields_write_d(d, w, pl->e, r->user_data, r->user_len, r->ptr_size, &why);
+    pl->p->seen++;
+    if (rc >= 0 && (size_t)rc == r->user_len && !w->err) { /* (finish_t's common case) */
+      int k = finish_t(d, r, w, ref, &pl->t, pl->prov, pl->name, mark, rc, why);
+      if (!w->err) ememo_keep(pl, r, w->buf + mark + sizeof EVD - 1, w->len - mark - (sizeof EVD - 1));
+      return k;
+    }
+    return finish_t(d, r, w, ref, &pl->t, pl->prov, pl->name, mark, rc, why);
+  }
   const char *why = "unknown event";
   long rc = dec_fields_write_d(d, w, pl->e, r->user_data, r->user_len, r->ptr_size, &why);
   pl->p->seen++;

@@ -467,8 +467,29 @@ struct dec_eplan {
   uint32_t builds;
   uint32_t room;
   uint64_t seq;       /* etw_decoder.eplan_seq at build (the older way of a set is rebuilt) */
+  /* a manifest event's EventData memo (dec_sys.c eplan_event): the text after the head of the last
+   * payload rendered, reused for the same payload bytes and pointer size (e.g. a thread's repeated
+   * ClrStack/Walk stacks); memo_skip: the plan's events to render without it (UINT32_MAX: always,
+   * for schemas with maps, whose text may change with the trace's map definitions, and classic
+   * records; else set when the memo hit fewer than 1 in 4 of 64 or more lookups, 512 doubling to
+   * 65536 each time) */
+  struct dec_ememo *memo; /* NULL until the first payload is kept */
+  uint32_t memo_skip;
   struct dec_kops k;  /* a classic record's layout ops (ps 0: dec_mof_write) */
   struct dec_tpl t;   /* System text and `,"EventData":{` (and a classic layout's first key) */
+};
+#define DEC_EMEMO_PAY 2048 /* payload bytes a memo keeps */
+#define DEC_EMEMO_TXT 8192 /* text bytes a memo keeps */
+struct dec_ememo {
+  uint32_t plen, tlen;     /* payload and text bytes (text: EventData's members and `}}`) */
+  uint32_t tries, hits;    /* recent lookups (halved at 1024) */
+  uint32_t back;           /* the next memo_skip */
+  size_t need;             /* used only when the writer's maximum is this far: tlen + what the
+                              renderer could have reserved beyond it (dec_man.c plan.slack's bound:
+                              32 per payload byte, 1,400 per field, 8 KiB), so it would not fail */
+  uint8_t ps, valid;       /* the payload's pointer size; 1 = pay/txt hold a rendering */
+  unsigned char pay[DEC_EMEMO_PAY];
+  char txt[DEC_EMEMO_TXT];
 };
 #define DEC_EPLAN_N 1024
 /** dec_plans_init - every kernel plan slot of new decoder @d empty (dec_kplan_none). */

@@ -458,7 +458,56 @@ static void memo_edges(const char *rel) {
   pair_close(&P);
 }
 
+/* The manifest plans' EventData memo (dec_eplan.memo: the text of the last payload, reused for the
+ * same bytes and pointer size): every 7th manifest event of the trace replayed at once (a memo hit),
+ * with one byte changed at its start, middle and end, the original again, the other pointer size,
+ * one byte less; each compared with the general path (text, return value, ref). */
+static void ememo_edges(const char *rel) {
+  struct pair P;
+  if (!pair_open(&P, rel)) return;
+  struct etw_status st;
+  struct etw_jw a, c;
+  etw_jw_init(&a, 0);
+  etw_jw_init(&c, 0);
+  struct etw_rec rec;
+  struct etw_evref ra, rc;
+  size_t n = 0, diff = 0, tried = 0, replayed = 0;
+  unsigned char *buf = malloc(65536);
+  CHECK(buf != NULL);
+  while (buf && etw_etl_reader_next(P.r, &rec, &st) == 1) {
+    int rp = rec.kind == ETW_REC_EVENT && rec.user_len > 0 && rec.user_len <= 65536 && n++ % 7 == 0;
+    replayed += rp;
+    for (int v = 0; v < (rp ? 9 : 1); v++) {
+      struct etw_rec m = rec;
+      if (v >= 2 && v <= 4) { /* one byte changed */
+        memcpy(buf, rec.user_data, rec.user_len);
+        size_t i = v == 2 ? 0 : v == 3 ? rec.user_len / 2 : rec.user_len - 1;
+        buf[i] ^= (unsigned char)(1u << (n % 8));
+        m.user_data = buf;
+      }
+      if (v == 6) m.ptr_size = rec.ptr_size == 8 ? 4 : 8;
+      if (v == 7) m.user_len = rec.user_len - 1;
+      a.len = c.len = 0;
+      int ka = etw_decoder_write(P.fast, &m, &a, &ra);
+      int kc = etw_decoder_write(P.plain, &m, &c, &rc);
+      tried++;
+      if (a.len != c.len || memcmp(a.buf, c.buf, a.len) || ka != kc || !ref_eq(&ra, &rc)) {
+        if (diff++ < 3) fprintf(stderr, "%s #%zu variant %d differs:\n %s\n %s\n", rel, n, v, etw_jw_cstr(&a), etw_jw_cstr(&c));
+      }
+    }
+  }
+  CHECK(replayed > 1000);
+  CHECK_EQ(diff, 0);
+  CHECK_EQ(P.fast->decoded, P.plain->decoded);
+  CHECK_EQ(P.fast->undecoded, P.plain->undecoded);
+  free(buf);
+  etw_jw_free(&a);
+  etw_jw_free(&c);
+  pair_close(&P);
+}
+
 static void corpus(void) {
+  ememo_edges("microsoft+perfview/src/TraceEvent/TraceEvent.Tests/inputs/net.4.5.2.x64.etl.zip!*.etl");
   memo_edges("microsoft+perfview/src/TraceEvent/TraceEvent.Tests/inputs/net.4.5.2.x64.etl.zip!*.etl");
   time_edges("microsoft+perfview/src/TraceEvent/TraceEvent.Tests/inputs/net.4.5.2.x64.etl.zip!*.etl");
   compare("microsoft+perfview/src/TraceEvent/TraceEvent.Tests/inputs/net.4.5.2.x64.etl.zip!*.etl");
