@@ -551,7 +551,16 @@ static inline int eplan_hit(const struct etw_decoder *d, const struct dec_eplan 
 static inline uint64_t kernel_key(const struct etw_decoder *d, const struct etw_rec *r, uint32_t *kslot) {
   uint32_t key32 = ((uint32_t)r->hook_id << 8 | r->desc.version) + 1;
   *kslot = (key32 * 2654435761u) >> 22;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  _Static_assert(offsetof(struct etw_decoder, kn_gen) == offsetof(struct etw_decoder, kn_zero) + 4 &&
+                     offsetof(struct etw_decoder, kn_zero) % 8 == 0,
+                 "kn_zero, kn_gen: one aligned word");
+  uint64_t g; /* kn_gen << 32 in one load */
+  memcpy(&g, &d->kn_zero, 8);
+  return g | key32;
+#else
   return (uint64_t)d->kn_gen << 32 | key32;
+#endif
 }
 
 __attribute__((noinline)) int dec_kernel_general(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,

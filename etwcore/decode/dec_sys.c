@@ -74,6 +74,7 @@ void dec_sys_free(struct etw_decoder *d) {
     d->kplan[i] = &dec_kplan_none;
   }
   for (size_t i = 0; i < DEC_EPLAN_N; i++) {
+    if (d->eplan[i]) free(d->eplan[i]->memo);
     free(d->eplan[i]);
     d->eplan[i] = NULL;
   }
@@ -509,6 +510,36 @@ TPL_INLINE void tpl_copy(char *p, const struct dec_tpl *tp, const int avx2) {
   memcpy(p, t, tp->n);
 #endif
 }
+
+/* DEC_MEMO_COPY bytes of @t to @p (a kernel plan's memo, either way). */
+TPL_INLINE void memo_copy(char *p, const char *t, const int avx2) {
+#if DEC_HAVE_AVX2
+  if (avx2) {
+    A32(0);
+    A32(1);
+    A32(2);
+#if !defined(__AVX__)
+    __asm__ volatile("vzeroupper" ::: "memory");
+#endif
+    return;
+  }
+#else
+  (void)avx2;
+#endif
+#if defined(__SSE2__)
+  C16(0);
+  C16(1);
+  C16(2);
+  C16(3);
+  C16(4);
+  C16(5);
+#else
+  memcpy(p, t, DEC_MEMO_COPY);
+#endif
+}
+#if DEC_MEMO_COPY != 96 || DEC_MEMO_MAX > DEC_MEMO_COPY
+#error "memo_copy: DEC_MEMO_COPY"
+#endif
 #undef A32
 #undef C16
 
@@ -564,21 +595,59 @@ static void tpl_tail(struct dec_tpl *t) {
 __attribute__((noinline)) static void tpl_exec(struct dec_sysc *sc, struct dec_tpl *t, uint64_t key) {
   char *p = put_pidtid(sc, t->txt + t->tlen, (uint32_t)(key >> 32), (uint32_t)key); /* ≤ 47 bytes */
   t->xkey = key;
+  t->rimg.pid = (uint32_t)(key >> 32);
+  t->rimg.tid = (uint32_t)key;
   t->cpos = (uint16_t)(p - t->txt);
   tpl_tail(t);
 }
 
 /* The second of FILETIME @ft (second @sec) into the template's time slot; -1 when the day
  * cannot be formatted or @sec is 0 (nothing changed: t->sec is never 0, so the hot path need not
- * turn FILETIME 0 into 1 as the general path does). */
+ * turn FILETIME 0 into 1 as the general path does), or when dec_fill_ref's ts_ns is neither
+ * linear in the FILETIME nor constant over the second (the one holding 1970 + INT64_MAX / 100
+ * 100-ns units, in 2262). */
 __attribute__((noinline)) static int tpl_sec(struct dec_sysc *sc, struct dec_tpl *t, uint64_t ft, uint64_t sec) {
   char b[48];
   if (!sec) return -1; /* 1601-01-01T00:00:00 (and FILETIME 0, written as 1): the general path */
+  /* dec_fill_ref's ts_ns over the second [s0, s0 + 10^7): (ft - epoch) * 100 while that fits
+   * (1 ≤ ft - epoch ≤ INT64_MAX / 100; 0 at the epoch, which is a second's start), 0 before,
+   * INT64_MAX after */
+  const uint64_t epoch = 116444736000000000ULL, lim = (uint64_t)INT64_MAX / 100;
+  uint64_t s0 = sec * 10000000u, base, mul;
+  if (s0 < epoch) { /* (then the whole second is before it: 10^7 divides the epoch) */
+    base = 0;
+    mul = 0;
+  } else if (s0 - epoch + 9999999u <= lim) {
+    base = (s0 + 1u - epoch) * 100u; /* at ft1 */
+    mul = 100;
+  } else if (s0 - epoch > lim) {
+    base = (uint64_t)INT64_MAX;
+    mul = 0;
+  } else {
+    return -1;
+  }
   if (!put_time_p(sc, b, ft)) return -1;
   memcpy(t->txt + t->plen, b, 21); /* "\"YYYY-MM-DDTHH:MM:SS." */
   t->sec = sec;
-  t->ft1 = sec * 10000000u + 1u;
+  t->ft1 = s0 + 1u;
+  t->ts_base = base;
+  t->ts_mul = mul;
   return 0;
+}
+
+/* The event reference of record @r written through template @t (its FILETIME in the slot's
+ * block: @g = FILETIME - fb; its (pid, tid) the slot's; its descriptor the plan's): what
+ * dec_fill_ref(@ref, @r, the plan's names) stores, from the image. */
+TPL_INLINE void tpl_ref(struct etw_evref *ref, const struct dec_tpl *t, uint64_t g, unsigned cpu) {
+  memcpy(ref, &t->rimg, sizeof *ref);
+  ref->ts_ns = (int64_t)(t->ts_fb + g * t->ts_mul);
+  ref->cpu = (uint8_t)cpu;
+}
+
+/* The names of @t's event reference image. */
+static void tpl_names(struct dec_tpl *t, const char *prov, const char *name) {
+  t->rimg.provider = prov;
+  t->rimg.name = name;
 }
 
 /* A processor number of two or more digits at @p's processor slot, then the rest of the template
@@ -608,47 +677,72 @@ static int tpl_build(struct dec_sysc *sc, struct dec_tpl *t, const struct etw_sy
   t->tlen = (uint16_t)(plen + 30 + mlen);
   t->sec = UINT64_MAX; /* the slot holds the 1601 text: the first event writes its second */
   t->ft1 = 1;          /* (FILETIMEs 1 … 10^7 - 1 have that text: no rewrite for them) */
+  t->ts_base = 0;      /* (and ts_ns 0: before 1970) */
+  t->ts_mul = 0;
+  t->fb = 0;           /* (its digits 1-3 are 000; FILETIME 0 is not in the block: fb + 1 …) */
+  t->ts_fb = 0;
+  memset(&t->rimg, 0, sizeof t->rimg);
+  t->rimg.event_id = r->desc.id;
+  t->rimg.level = r->desc.level;
   if (head != t->head) memcpy(t->head, head, hlen);
   t->hlen = (uint8_t)hlen;
   tpl_exec(sc, t, (uint64_t)r->pid << 32 | r->tid);
   return 0;
 }
 
-/* The 7 fraction digits of @frac (< 10^7) at @p, a template copy's time slot (its 'Z' follows):
- * digits 1-3 from T3 and 4-7 from T4, two 4-byte stores (the second overwrites the first's 4th
- * byte). */
-static inline void put_frac_z(char *p, unsigned frac) {
+/* The fraction's digits 4-7 (@lo < 10^4) at @p: one 4-byte store from T4. */
+static inline void put_lo4(char *p, unsigned lo) {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-  uint32_t a = frac / 10000u, b = frac - a * 10000u; /* a < 1000, b < 10000 */
-  memcpy(p, &T3[a], 4);
-  memcpy(p + 3, &T4[b], 4);
+  memcpy(p, &T4[lo], 4);
 #else
-  put_frac(p, frac);
-  p[7] = 'Z';
+  dec_put4(p, lo);
 #endif
 }
 
-/* The System block of record @r and the template's head at @p (reserved: the plan's room); the
- * end (after the head), or NULL (nothing usable written) when the time cannot be formatted. */
-TPL_INLINE char *tpl_emit(struct dec_sysc *sc, struct dec_tpl *t, char *p, const struct etw_rec *r, const int avx2) {
+/* The slot's fraction digits 1-3 of fraction @frac (< 10^7) of the slot's second, and the block of
+ * FILETIMEs with them (fb, ts_fb). */
+TPL_INLINE void tpl_block(struct dec_tpl *t, unsigned frac) {
+  unsigned hi = frac / 10000u;
+  char *d = t->txt + t->plen + 21;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  memcpy(d, &T3[hi], 3);
+#else
+  d[0] = (char)('0' + hi / 100);
+  d[1] = (char)('0' + hi / 10 % 10);
+  d[2] = (char)('0' + hi % 10);
+#endif
+  t->fb = t->ft1 - 1u + hi * 10000u;
+  t->ts_fb = t->ts_base + (t->fb - t->ft1) * t->ts_mul; /* (wrapping: fb - ft1 may be -1) */
+}
+
+/* The System block of record @r and the template's head at @p (reserved: the plan's room), its end
+ * (after the head) in *@end: 0, or -1 (nothing usable written) when the time cannot be formatted. */
+TPL_INLINE int tpl_emit(struct dec_sysc *sc, struct dec_tpl *t, char *p, const struct etw_rec *r, const int avx2,
+                        char **end) {
   uint64_t ft = r->filetime; /* (0, written as 1 by the general path: second 0 is never cached) */
-  uint64_t f1 = ft - t->ft1; /* the fraction - 1 when ft is in the slot's second */
-  if (__builtin_expect(f1 >= 9999999u, 0)) { /* another second, or a fraction of 0 */
-    uint64_t sec = ft / 10000000u;
-    if (sec != t->sec && tpl_sec(sc, t, ft, sec)) return NULL;
-    f1 = ft - t->ft1; /* (a fraction of 0: wraps to UINT64_MAX, + 1 below) */
+  uint64_t g = ft - t->fb;   /* digits 4-7 when ft is in the slot's block, not its first */
+  if (__builtin_expect(g - 1u >= 9999u, 0)) { /* another block (or its first 100 ns) */
+    uint64_t f1 = ft - t->ft1; /* the fraction - 1 when ft is in the slot's second */
+    if (f1 >= 9999999u) { /* another second, or a fraction of 0 */
+      uint64_t sec = ft / 10000000u;
+      if (sec != t->sec && tpl_sec(sc, t, ft, sec)) return -1;
+      f1 = ft - t->ft1; /* (a fraction of 0: wraps to UINT64_MAX, + 1 below) */
+    }
+    tpl_block(t, (unsigned)f1 + 1u);
+    g = ft - t->fb;
   }
-  unsigned frac = (unsigned)f1 + 1u;
   uint64_t key = (uint64_t)r->pid << 32 | r->tid;
   if (__builtin_expect(key != t->xkey, 0)) tpl_exec(sc, t, key);
   tpl_copy(p, t, avx2);
-  put_frac_z(p + t->plen + 21, frac);
+  put_lo4(p + t->plen + 24, (unsigned)g);
   unsigned cpu = r->cpu;
   if (__builtin_expect(cpu < 10, 1)) {
     p[t->cpos] = (char)('0' + cpu);
-    return p + t->n;
+    *end = p + t->n;
+  } else {
+    *end = tpl_cpu(t, p, cpu);
   }
-  return tpl_cpu(t, p, cpu);
+  return 0;
 }
 
 static const char EVD[] = ",\"EventData\":{";
@@ -685,39 +779,40 @@ TPL_INLINE char *put_u32t(char *p, uint32_t v) {
   return dec_put_u32(p, v);
 }
 
-/* dec_put_hex's text of @v at @p (20 bytes of room); @avx2 (a constant): the digits by one SSSE3
- * byte shuffle from a nibble table (inline assembly: the writer needs no SSSE3 code generation; the
- * AVX2 writers run only where the CPU has AVX2, hence SSSE3). */
-TPL_INLINE char *put_hex_v(char *p, uint64_t v, const int avx2) {
+/* dec_put_hex's text of @v at @p (20 bytes of room), after a comma when @comma (a constant; 21
+ * bytes of room); @avx2 (a constant): the digits by one SSSE3 byte shuffle from a nibble table
+ * (inline assembly: the writer needs no SSSE3 code generation; the AVX2 writers run only where the
+ * CPU has AVX2, hence SSSE3). */
+TPL_INLINE char *put_hex_vc(char *p, uint64_t v, const int avx2, const int comma) {
 #if DEC_HAVE_AVX2 && defined(__SSE2__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
   if (avx2) {
     unsigned lz = (unsigned)__builtin_clzll(v | 1);
     unsigned nd = 16 - (lz >> 2);
-    memcpy(p, "\"0x0", 4);
+    const int o = comma ? 4 : 3; /* the digits' offset */
+    memcpy(p, comma ? ",\"0x" : "\"0x0", 4); /* (one store; the digits overwrite a 4th '0') */
     uint64_t be = __builtin_bswap64(v << (lz & 60)); /* the significant digits first */
     __m128i x = _mm_loadl_epi64((const __m128i *)(const void *)&be);
     const __m128i m = _mm_set1_epi8(0x0F);
     __m128i nib = _mm_unpacklo_epi8(_mm_and_si128(_mm_srli_epi16(x, 4), m), _mm_and_si128(x, m));
     __m128i h = _mm_setr_epi8('0', '1', '2', '3', '4', '5', '6', '7', '8', '9', 'a', 'b', 'c', 'd', 'e', 'f');
     __asm__("pshufb %1, %0" : "+x"(h) : "x"(nib));
-    _mm_storeu_si128((__m128i *)(void *)(p + 3), h);
-    p[3 + nd] = '"';
-    return p + 4 + nd;
+    _mm_storeu_si128((__m128i *)(void *)(p + o), h);
+    p[o + nd] = '"';
+    return p + o + 1 + nd;
   }
 #else
   (void)avx2;
 #endif
+  if (comma) *p++ = ',';
   return dec_put_hex(p, v);
 }
+TPL_INLINE char *put_hex_v(char *p, uint64_t v, const int avx2) { return put_hex_vc(p, v, avx2, 0); }
 
 /* The addresses @q … @qe (8 bytes each, at least one) as dec_put_hex's texts with a comma between
  * them at @p (21 bytes of room each); the end. */
 TPL_INLINE char *put_stack64(char *p, const unsigned char *q, const unsigned char *qe, const int avx2) {
   p = put_hex_v(p, d_rd64(q), avx2); /* the first, then a comma before each (no test per element) */
-  for (q += 8; q < qe; q += 8) {
-    *p++ = ',';
-    p = put_hex_v(p, d_rd64(q), avx2);
-  }
+  for (q += 8; q < qe; q += 8) p = put_hex_vc(p, d_rd64(q), avx2, 1);
   return p;
 }
 
@@ -739,14 +834,31 @@ static int kplan_skey_a(struct etw_decoder *d, const struct etw_rec *r, struct e
                         struct dec_kplan *pl);
 #endif
 
+/* The memo of a Sample-shaped plan (X64 U32 U16 U16, keys ≤ 16 bytes): the text of a payload of
+ * zeros (what kplan_fix4 writes after the head for it). */
+static void memo_init(struct dec_kplan *pl) {
+  char b[128], *p = dec_put_hex(b, 0);
+  for (int i = 1; i < 4; i++) {
+    memcpy(p, pl->k.ops[i].key, pl->k.ops[i].klen);
+    p = dec_put_u32(p + pl->k.ops[i].klen, 0);
+  }
+  memcpy(p, "}}", 2);
+  p += 2;
+  memset(pl->memo, 0, sizeof pl->memo);
+  memcpy(pl->memo, b, (size_t)(p - b)); /* (≤ 4 + 3 × (16 + 1) + 2) */
+  pl->memo_len = (uint32_t)(p - b);
+  pl->memo_q[0] = pl->memo_q[1] = 0;
+}
+
 /* The writer for @pl's ops and template copies. */
-static kplan_fn kplan_run(const struct dec_kplan *pl) {
+static kplan_fn kplan_run(struct dec_kplan *pl) {
   const struct dec_kop *o = pl->k.ops;
   int shape = 0; /* 1: X64 U32 U16 U16, 2: U64 U32 U32 X64 (keys ≤ 16 bytes, 8-byte pointers, no tail) */
   if (pl->k.nops == 4 && pl->k.ps == 8 && !pl->k.tail && o[1].klen <= 16 && o[2].klen <= 16 && o[3].klen <= 16) {
     if (o[0].ty == DEC_KOP_X64 && o[1].ty == DEC_KOP_U32 && o[2].ty == DEC_KOP_U16 && o[3].ty == DEC_KOP_U16) shape = 1;
     if (o[0].ty == DEC_KOP_U64 && o[1].ty == DEC_KOP_U32 && o[2].ty == DEC_KOP_U32 && o[3].ty == DEC_KOP_X64) shape = 2;
   }
+  if (shape == 1) memo_init(pl);
 #if DEC_HAVE_AVX2
   if (pl->t.avx2) return shape == 1 ? kplan_sample_a : shape == 2 ? kplan_skey_a : kplan_gen_a;
 #endif
@@ -766,6 +878,7 @@ static uint32_t kops_build(struct dec_kops *k, struct dec_tpl *t, const struct e
   k->need = need;
   k->tail = n && k->ops[n - 1].ty >= DEC_KOP_STR16;
   k->avx2 = t->avx2;
+  k->t = t;
   memset(&k->ops[n], 0, sizeof k->ops[n]);
   k->ops[n].ty = DEC_KOP_END;
   if (n) tpl_head(t, head, hlen);
@@ -810,6 +923,7 @@ void dec_kplan_update(struct etw_decoder *d, uint32_t slot, uint64_t key, const 
   pl->opcode = s->opcode_name;
   pl->k.prov = pl->prov;
   pl->k.name = pl->name;
+  tpl_names(&pl->t, pl->prov, pl->name);
   pl->key = key;
 }
 
@@ -823,6 +937,18 @@ static int eplan_event_a(struct etw_decoder *d, const struct etw_rec *r, struct 
 static int eplan_cls_a(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
                        struct dec_eplan *pl, uint64_t d8);
 #endif
+
+/* A plan's memo emptied (its schema @e may have changed) and allowed when @e has no maps. */
+static void ememo_reset(struct dec_eplan *pl, const struct dec_event *e, int cls) {
+  if (pl->memo) {
+    pl->memo->valid = 0;
+    pl->memo->tries = pl->memo->hits = 0;
+    pl->memo->back = 512;
+  }
+  pl->memo_skip = cls || !e ? UINT32_MAX : 0;
+  for (uint32_t i = 0; e && i < e->nf; i++)
+    if (e->f[i].map || e->f[i].map_name) pl->memo_skip = UINT32_MAX;
+}
 
 void dec_eplan_update(struct etw_decoder *d, uint32_t slot, const struct etw_rec *r, const struct etw_sys *s,
                       uint64_t d8, struct dec_provider *p, struct dec_event *e, int cls) {
@@ -843,6 +969,7 @@ void dec_eplan_update(struct etw_decoder *d, uint32_t slot, const struct etw_rec
     pl->e = e;
     pl->pname = p ? p->name : NULL;
     pl->gen = d->reg_gen;
+    ememo_reset(pl, e, cls);
     return;
   }
   uint32_t k = slot;
@@ -853,6 +980,7 @@ void dec_eplan_update(struct etw_decoder *d, uint32_t slot, const struct etw_rec
   pl->gen = 0;
   pl->ok = 0;
   pl->seq = ++d->eplan_seq;
+  ememo_reset(pl, e, cls);
   if (pl->builds >= DEC_KPLAN_BUILDS) return;
   pl->builds++;
   if (tpl_build(d->sysc, &pl->t, s, r, EVD, sizeof EVD - 1)) return;
@@ -871,6 +999,7 @@ void dec_eplan_update(struct etw_decoder *d, uint32_t slot, const struct etw_rec
   pl->opcode = s->opcode_name;
   pl->k.prov = pl->prov;
   pl->k.name = pl->name;
+  tpl_names(&pl->t, pl->prov, pl->name);
   pl->room = (uint32_t)pl->t.tlen + 128; /* ≤ tlen + 47 + 5 + 2 + 14, rounded up by 31 */
   if (pl->cls) pl->room = kops_build(&pl->k, &pl->t, r); /* the layout's ops and first key */
 #if DEC_HAVE_AVX2
@@ -879,6 +1008,20 @@ void dec_eplan_update(struct etw_decoder *d, uint32_t slot, const struct etw_rec
 #endif
     pl->run = pl->cls ? eplan_cls_s : eplan_event_s;
   pl->gen = d->reg_gen;
+}
+
+/* dec_finish_fast for record @r written through template @t (tpl_emit): the reference from the
+ * template's image. */
+TPL_INLINE int finish_t(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
+                        const struct dec_tpl *t, const char *prov, const char *name, size_t mark, long rc,
+                        const char *why) {
+  if (__builtin_expect(rc >= 0 && (size_t)rc == r->user_len && !w->err, 1)) {
+    etw_jw_raw(w, "}}", 2);
+    d->decoded++;
+    if (ref) tpl_ref(ref, t, r->filetime - t->fb, r->cpu);
+    return 1;
+  }
+  return dec_finish(d, r, w, ref, prov, name, mark, rc, why);
 }
 
 /* The EventData of record @r by ops @k after the template's head (ending at @p; the System block
@@ -894,7 +1037,7 @@ __attribute__((noinline)) static int kops_run(struct etw_decoder *d, struct etw_
     const char *why = "unknown event";
     w->len = mark + sizeof EVD - 1;
     long rc = dec_mof_write(w, r, &why);
-    return dec_finish_fast(d, r, w, ref, prov, name, mark, rc, why);
+    return finish_t(d, r, w, ref, kk->t, prov, name, mark, rc, why);
   }
   const unsigned char *q = r->user_data;
 #if defined(__GNUC__)
@@ -987,14 +1130,14 @@ op_end:
         w->len = (size_t)(p - w->buf);
       }
     }
-    return dec_finish_fast(d, r, w, ref, prov, name, mark, (long)kk->need + k, "unknown event");
+    return finish_t(d, r, w, ref, kk->t, prov, name, mark, (long)kk->need + k, "unknown event");
   }
   if (r->user_len == kk->need) { /* every payload byte used: EventData and the event closed */
     *p++ = '}';
     *p++ = '}';
     w->len = (size_t)(p - w->buf);
     d->decoded++;
-    if (ref) dec_fill_ref(ref, r, prov, name);
+    if (ref) tpl_ref(ref, kk->t, r->filetime - kk->t->fb, r->cpu);
     return 1;
   }
   w->len = (size_t)(p - w->buf);
@@ -1004,8 +1147,8 @@ op_end:
 TPL_INLINE int kplan_gen(struct etw_decoder *d, struct etw_jw *w, struct dec_kplan *pl, const struct etw_rec *r,
                          struct etw_evref *ref, const int avx2) {
   if (etw_jw_reserve(w, pl->room)) return dec_kernel_general(d, r, w, ref);
-  char *p = tpl_emit(d->sysc, &pl->t, w->buf + w->len, r, avx2);
-  if (!p) return dec_kernel_general(d, r, w, ref);
+  char *p;
+  if (tpl_emit(d->sysc, &pl->t, w->buf + w->len, r, avx2, &p)) return dec_kernel_general(d, r, w, ref);
   return kops_run(d, w, r, ref, &pl->k, p);
 }
 
@@ -1013,22 +1156,85 @@ TPL_INLINE int kplan_gen(struct etw_decoder *d, struct etw_jw *w, struct dec_kpl
 TPL_INLINE int eplan_cls(struct etw_decoder *d, struct etw_jw *w, struct dec_eplan *pl, const struct etw_rec *r,
                          struct etw_evref *ref, uint64_t d8, const int avx2) {
   if (etw_jw_reserve(w, pl->room)) return dec_write_general(d, r, w, ref, d8, 0, 0);
-  char *p = tpl_emit(d->sysc, &pl->t, w->buf + w->len, r, avx2);
-  if (!p) return dec_write_general(d, r, w, ref, d8, 0, 0);
+  char *p;
+  if (tpl_emit(d->sysc, &pl->t, w->buf + w->len, r, avx2, &p)) return dec_write_general(d, r, w, ref, d8, 0, 0);
   return kops_run(d, w, r, ref, &pl->k, p);
+}
+
+/* The memo of plan @pl after a miss: the record's payload and the text written for it at @txt
+ * (@tlen bytes, `}}` included) kept, when they fit; the memo skipped for a while when it hits
+ * fewer than 1 in 4 of 64 or more lookups. */
+__attribute__((noinline)) static void ememo_keep(struct dec_eplan *pl, const struct etw_rec *r, const char *txt,
+                                                 size_t tlen) {
+  struct dec_ememo *m = pl->memo;
+  if (!m) {
+    if (!(m = pl->memo = malloc(sizeof *m))) {
+      pl->memo_skip = UINT32_MAX;
+      return;
+    }
+    m->tries = m->hits = 0;
+    m->back = 512;
+  }
+  m->valid = 0;
+  if (++m->tries >= 64 && m->hits < m->tries / 4) {
+    pl->memo_skip = m->back;
+    if (m->back < 65536) m->back *= 2;
+    m->tries = m->hits = 0;
+    return;
+  }
+  if (m->tries >= 1024) { /* (the recent rate) */
+    m->tries /= 2;
+    m->hits /= 2;
+  }
+  if (r->user_len > DEC_EMEMO_PAY || tlen > DEC_EMEMO_TXT) return;
+  memcpy(m->pay, r->user_data, r->user_len);
+  memcpy(m->txt, txt, tlen);
+  m->plen = r->user_len;
+  m->tlen = (uint32_t)tlen;
+  m->need = tlen + 32u * (size_t)r->user_len + 1400u * (size_t)pl->e->nf + 8192u;
+  m->ps = r->ptr_size;
+  m->valid = 1;
 }
 
 TPL_INLINE int eplan_event(struct etw_decoder *d, struct etw_jw *w, struct dec_eplan *pl, const struct etw_rec *r,
                            struct etw_evref *ref, uint64_t d8, const int avx2) {
   if (etw_jw_reserve(w, pl->room)) return dec_write_general(d, r, w, ref, d8, 0, 0);
-  char *p = tpl_emit(d->sysc, &pl->t, w->buf + w->len, r, avx2);
-  if (!p) return dec_write_general(d, r, w, ref, d8, 0, 0);
+  char *p;
+  if (tpl_emit(d->sysc, &pl->t, w->buf + w->len, r, avx2, &p)) return dec_write_general(d, r, w, ref, d8, 0, 0);
   size_t mark = (size_t)(p - (sizeof EVD - 1) - w->buf);
   w->len = (size_t)(p - w->buf);
+  if (__builtin_expect(pl->memo_skip != 0, 1)) {
+    if (pl->memo_skip != UINT32_MAX) pl->memo_skip--;
+  } else {
+    const struct dec_ememo *m = pl->memo;
+    /* the same payload as the memo's: its text, when the buffer has room for it and the writer's
+     * maximum is far enough for the renderer not to have failed either (as the general path) */
+    if (m && m->valid && m->plen == r->user_len && m->ps == r->ptr_size && w->cap - w->len > m->tlen &&
+        w->max - w->len >= m->need &&
+        !memcmp(m->pay, r->user_data, m->plen)) {
+      pl->memo->tries++;
+      pl->memo->hits++;
+      memcpy(p, m->txt, m->tlen);
+      w->len += m->tlen;
+      pl->p->seen++;
+      d->decoded++;
+      if (ref) tpl_ref(ref, &pl->t, r->filetime - pl->t.fb, r->cpu);
+      return 1;
+    }
+    const char *why = "unknown event";
+    long rc = dec_fields_write_d(d, w, pl->e, r->user_data, r->user_len, r->ptr_size, &why);
+    pl->p->seen++;
+    if (rc >= 0 && (size_t)rc == r->user_len && !w->err) { /* (finish_t's common case) */
+      int k = finish_t(d, r, w, ref, &pl->t, pl->prov, pl->name, mark, rc, why);
+      if (!w->err) ememo_keep(pl, r, w->buf + mark + sizeof EVD - 1, w->len - mark - (sizeof EVD - 1));
+      return k;
+    }
+    return finish_t(d, r, w, ref, &pl->t, pl->prov, pl->name, mark, rc, why);
+  }
   const char *why = "unknown event";
   long rc = dec_fields_write_d(d, w, pl->e, r->user_data, r->user_len, r->ptr_size, &why);
   pl->p->seen++;
-  return dec_finish_fast(d, r, w, ref, pl->prov, pl->name, mark, rc, why);
+  return finish_t(d, r, w, ref, &pl->t, pl->prov, pl->name, mark, rc, why);
 }
 
 /* Plans whose ops are X64 U32 U16 U16 with keys of ≤ 16 bytes (PerfInfo/Sample, 8-byte pointers):
@@ -1051,14 +1257,16 @@ TPL_INLINE char *put_op(char *p, const unsigned char *q, const int ty, const int
  * processor ≥ 10, a reservation to make) by kplan_gen. No call here, so no frame. */
 TPL_INLINE int kplan_fix4(struct etw_decoder *d, struct etw_jw *w, struct dec_kplan *pl, const struct etw_rec *r,
                           struct etw_evref *ref, const int avx2, const int t0, const int t1, const int t2,
-                          const int t3) {
+                          const int t3, const int memo) {
   const unsigned need = OP_SIZE(t0) + OP_SIZE(t1) + OP_SIZE(t2) + OP_SIZE(t3);
   struct dec_tpl *t = &pl->t;
-  uint64_t f1 = r->filetime - t->ft1; /* the fraction - 1 when in the slot's second (tpl_emit) */
+  uint64_t ft = r->filetime;
+  uint64_t g = ft - t->fb; /* digits 4-7 when in the slot's block, not its first 100 ns (tpl_emit) */
   uint64_t key = (uint64_t)r->pid << 32 | r->tid;
   unsigned cpu = r->cpu;
+  int gm = g - 1u >= 9999u; /* another block of the second: its digits 1-3 first */
   if (__builtin_expect(((r->ptr_size ^ 8u) | (r->user_len ^ need) | (uint32_t)w->err | (cpu >= 10)) != 0 ||
-                           (key ^ t->xkey) != 0 || f1 >= 9999999u || w->cap - w->len <= pl->room,
+                           (key ^ t->xkey) != 0 || (gm && ft - t->ft1 >= 9999999u) || w->cap - w->len <= pl->room,
                        0)) {
 #if DEC_HAVE_AVX2
     if (avx2) return kplan_gen_a(d, r, w, ref, pl);
@@ -1066,14 +1274,29 @@ TPL_INLINE int kplan_fix4(struct etw_decoder *d, struct etw_jw *w, struct dec_kp
     return kplan_gen_s(d, r, w, ref, pl);
   }
   /* nothing fails from here: the counter and the reference first (fewer values live below) */
+  if (__builtin_expect(gm, 0)) {
+    tpl_block(t, (unsigned)(ft - t->ft1) + 1u);
+    g = ft - t->fb;
+  }
   d->decoded++;
-  if (ref) dec_fill_ref(ref, r, pl->prov, pl->name);
+  if (ref) tpl_ref(ref, t, g, cpu);
   const unsigned char *q = r->user_data;
   char *p = w->buf + w->len;
   tpl_copy(p, t, avx2);
-  put_frac_z(p + t->plen + 21, (unsigned)f1 + 1u);
+  put_lo4(p + t->plen + 24, (unsigned)g);
   p[t->cpos] = (char)('0' + cpu);
   p += t->n;
+  char *s = p;
+  uint64_t q0 = 0, q1 = 0;
+  if (memo) { /* (need 16) the text of the last payload rendered when this one is the same */
+    memcpy(&q0, q, 8);
+    memcpy(&q1, q + 8, 8);
+    if (__builtin_expect(((q0 ^ pl->memo_q[0]) | (q1 ^ pl->memo_q[1])) == 0, 1)) {
+      memo_copy(p, pl->memo, avx2);
+      w->len = (size_t)(p + pl->memo_len - w->buf);
+      return 1;
+    }
+  }
   p = put_op(p, q, t0, avx2);
   q += OP_SIZE(t0);
   memcpy(p, pl->k.ops[1].key, 16);
@@ -1088,7 +1311,14 @@ TPL_INLINE int kplan_fix4(struct etw_decoder *d, struct etw_jw *w, struct dec_kp
   p += pl->k.ops[3].klen;
   p = put_op(p, q, t3, avx2);
   memcpy(p, "}}", 2);
-  w->len = (size_t)(p + 2 - w->buf);
+  p += 2;
+  if (memo) { /* (≤ DEC_MEMO_MAX bytes from s; the copy's rest is inside the reservation) */
+    memo_copy(pl->memo, s, avx2);
+    pl->memo_q[0] = q0;
+    pl->memo_q[1] = q1;
+    pl->memo_len = (uint32_t)(p - s);
+  }
+  w->len = (size_t)(p - w->buf);
   return 1;
 }
 
@@ -1100,11 +1330,11 @@ TPL_INLINE int kplan_fix4(struct etw_decoder *d, struct etw_jw *w, struct dec_kp
   }                                                                                                        \
   static int kplan_sample_##sfx(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,          \
                                 struct etw_evref *ref, struct dec_kplan *pl) {                             \
-    return kplan_fix4(d, w, pl, r, ref, av, DEC_KOP_X64, DEC_KOP_U32, DEC_KOP_U16, DEC_KOP_U16);           \
+    return kplan_fix4(d, w, pl, r, ref, av, DEC_KOP_X64, DEC_KOP_U32, DEC_KOP_U16, DEC_KOP_U16, 1);        \
   }                                                                                                        \
   static int kplan_skey_##sfx(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,            \
                               struct etw_evref *ref, struct dec_kplan *pl) {                               \
-    return kplan_fix4(d, w, pl, r, ref, av, DEC_KOP_U64, DEC_KOP_U32, DEC_KOP_U32, DEC_KOP_X64);           \
+    return kplan_fix4(d, w, pl, r, ref, av, DEC_KOP_U64, DEC_KOP_U32, DEC_KOP_U32, DEC_KOP_X64, 0);        \
   }                                                                                                        \
   static int eplan_event_##sfx(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,           \
                                struct etw_evref *ref, struct dec_eplan *pl, uint64_t d8) {                 \

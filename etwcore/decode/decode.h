@@ -379,6 +379,7 @@ struct dec_kops {
   uint8_t tail;       /* the last op is DEC_KOP_STR16 / _STACK / _ANSI (variable size) */
   uint8_t avx2;       /* the plan's template variant (a stack's addresses by the AVX2 machines' pshufb) */
   uint32_t need;      /* payload bytes of the fixed-size ops (> 0 when nops) */
+  const struct dec_tpl *t; /* the plan's template (its event reference image) */
   struct dec_kop ops[DEC_KOPS + 1]; /* and a DEC_KOP_END after the last when it is not variable */
 };
 /* A plan's System text: at most DEC_TXT_MAX bytes of prefix, time slot and middle. */
@@ -403,6 +404,15 @@ struct dec_tpl {
   uint8_t hlen;       /* head bytes (after `}}`) */
   uint8_t avx2;       /* copied by 32-byte AVX2 moves (chosen at build: dec_tpl_avx2) */
   uint8_t n32, n16;   /* n in 32-byte and 16-byte chunks, rounded up (the copies' entry) */
+  /* the event reference of a record in the slot's second with the slot's (pid, tid): rimg with
+   * ts_ns = ts_base + (FILETIME - ft1) * ts_mul (wrapping) and the processor number stored over
+   * it (tpl_ref; ts_mul 0: a second before 1970 or after 2262, ts_ns constant) */
+  uint64_t ts_base, ts_mul;
+  /* the slot's fraction digits 1-3 are those of FILETIMEs fb … fb + 9999 (a 10^4 block of the
+   * slot's second): a FILETIME ft with ft - fb - 1 < 9999 needs digits 4-7 only (T4[ft - fb]);
+   * ts_fb: the reference's ts_ns at fb */
+  uint64_t fb, ts_fb;
+  struct etw_evref rimg; /* off, len 0; names; pid, tid of xkey; event ID and level of the plan */
   char head[64];      /* `,"EventData":{` and the first op's key */
   char txt[DEC_TPL_BYTES];
 };
@@ -417,9 +427,17 @@ struct dec_kplan {
   uint32_t builds;    /* texts built in this slot (no plan after DEC_KPLAN_BUILDS: thrash guard) */
   const char *prov, *name, *task, *opcode; /* names of the text */
   uint32_t room;      /* bytes reserved for the whole write */
+  /* the PerfInfo/Sample writer (kplan_sample_*): the EventData text after the head (values, keys,
+   * `}}`) of the last payload it rendered (16 bytes: memo_q), reused when the next one is the same
+   * (an idle processor's samples repeat); memo_len ≤ DEC_MEMO_MAX, written as DEC_MEMO_COPY bytes */
+  uint64_t memo_q[2];
+  uint32_t memo_len;
+  char memo[96];
   struct dec_kops k;  /* the EventData ops */
   struct dec_tpl t;   /* System text and head */
 };
+#define DEC_MEMO_MAX 90
+#define DEC_MEMO_COPY 96
 #define DEC_KPLAN_BUILDS 256
 /* The entry of every empty kernel plan slot (etw_decoder_new; never matches a key, never run or
  * written: dec_kplan_update treats it as none), so the dispatch needs no NULL test. */
@@ -449,8 +467,29 @@ struct dec_eplan {
   uint32_t builds;
   uint32_t room;
   uint64_t seq;       /* etw_decoder.eplan_seq at build (the older way of a set is rebuilt) */
+  /* a manifest event's EventData memo (dec_sys.c eplan_event): the text after the head of the last
+   * payload rendered, reused for the same payload bytes and pointer size (e.g. a thread's repeated
+   * ClrStack/Walk stacks); memo_skip: the plan's events to render without it (UINT32_MAX: always,
+   * for schemas with maps, whose text may change with the trace's map definitions, and classic
+   * records; else set when the memo hit fewer than 1 in 4 of 64 or more lookups, 512 doubling to
+   * 65536 each time) */
+  struct dec_ememo *memo; /* NULL until the first payload is kept */
+  uint32_t memo_skip;
   struct dec_kops k;  /* a classic record's layout ops (ps 0: dec_mof_write) */
   struct dec_tpl t;   /* System text and `,"EventData":{` (and a classic layout's first key) */
+};
+#define DEC_EMEMO_PAY 2048 /* payload bytes a memo keeps */
+#define DEC_EMEMO_TXT 8192 /* text bytes a memo keeps */
+struct dec_ememo {
+  uint32_t plen, tlen;     /* payload and text bytes (text: EventData's members and `}}`) */
+  uint32_t tries, hits;    /* recent lookups (halved at 1024) */
+  uint32_t back;           /* the next memo_skip */
+  size_t need;             /* used only when the writer's maximum is this far: tlen + what the
+                              renderer could have reserved beyond it (dec_man.c plan.slack's bound:
+                              32 per payload byte, 1,400 per field, 8 KiB), so it would not fail */
+  uint8_t ps, valid;       /* the payload's pointer size; 1 = pay/txt hold a rendering */
+  unsigned char pay[DEC_EMEMO_PAY];
+  char txt[DEC_EMEMO_TXT];
 };
 #define DEC_EPLAN_N 1024
 /** dec_plans_init - every kernel plan slot of new decoder @d empty (dec_kplan_none). */
@@ -463,6 +502,7 @@ struct etw_decoder {
                                            (GUID, descriptor) hash */
   uint64_t eplan_seq;
   uint64_t reg_gen; /* bumped by every dec_event_add (a schema may have been replaced) */
+  uint32_t kn_zero; /* always 0: with kn_gen, one 64-bit word kn_gen << 32 (kernel_key, little-endian) */
   uint32_t kn_gen; /* bumped to invalidate every kn entry (no 40 KB memset per EventInfo event) */
   struct dec_cname cn[DEC_CNAME_N];
   struct dec_sysc *sysc; /* System block cache (dec_sys.c) */

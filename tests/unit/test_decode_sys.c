@@ -343,10 +343,19 @@ static void writer_too_small(const char *rel) {
   pair_close(&P);
 }
 
+static int ref_eq(const struct etw_evref *a, const struct etw_evref *b) {
+  return a->provider == b->provider && a->name == b->name && a->ts_ns == b->ts_ns && a->pid == b->pid &&
+         a->tid == b->tid && a->event_id == b->event_id && a->level == b->level && a->cpu == b->cpu &&
+         a->off == b->off && a->len == b->len;
+}
+
 /* Times at the edges of a template's second (dec_tpl ft1: fraction 0, the first and last 100 ns of
- * a second, second 0 and FILETIME 0 — second 0's text is in a new template's slot): for every record
- * type of the first 3000 records, a new decoder pair; the record (builds the plan), then copies at
- * these times, each compared with the general path (text, return value, ref). */
+ * a second, second 0 and FILETIME 0 — second 0's text is in a new template's slot) and of the
+ * reference's ts_ns (dec_tpl ts_base / ts_mul: before, at and after 1970, the second holding the
+ * INT64_MAX / 100 limit, the seconds around it, 2^63 100-ns units after 1970, the largest
+ * FILETIMEs; each met twice, so that the second copy takes the template's second): for every
+ * record type of the first 3000 records, a new decoder pair; the record (builds the plan), then
+ * copies at these times, each compared with the general path (text, return value, ref). */
 static void time_edges(const char *rel) {
   struct pair P;
   if (!pair_open(&P, rel)) return;
@@ -357,9 +366,20 @@ static void time_edges(const char *rel) {
   struct etw_rec rec;
   struct etw_evref ra, rc;
   size_t n = 0, diff = 0, tried = 0;
-  static const uint64_t T[] = {1, 2, 9999999, 0, 5, 10000000, 10000001, 19999999, 20000000, 9999999, 0, 1,
+  static const uint64_t T[] = {0, 1, 2, 9999999, 0, 5, 10000000, 10000001, 19999999, 20000000, 9999999, 0, 1,
                                132404488206530625ull, 132404488200000000ull, 132404488209999999ull,
-                               132404488210000000ull, 132404488200000001ull, 3, 0};
+                               132404488210000000ull, 132404488200000001ull, 3, 0,
+#define EP 116444736000000000ull
+#define LIM 92233720368547758ull /* INT64_MAX / 100 */
+                               EP - 10000000, EP - 1, EP - 2, EP, EP, EP + 1, EP + 2, EP + 9999999, EP + 10000000,
+                               EP + 10000001, EP + LIM / 10000000 * 10000000 - 1, EP + LIM / 10000000 * 10000000 - 2,
+                               EP + LIM / 10000000 * 10000000, EP + LIM - 1, EP + LIM, EP + LIM + 1, EP + LIM + 2,
+                               EP + LIM / 10000000 * 10000000 + 9999999, EP + LIM / 10000000 * 10000000 + 10000000,
+                               EP + LIM / 10000000 * 10000000 + 10000001, EP + (1ull << 63) - 1, EP + (1ull << 63),
+                               EP + (1ull << 63) + 1, UINT64_MAX - 1, UINT64_MAX, UINT64_MAX - 10000000,
+                               132404488206530625ull, 132404488206530626ull, EP + 5, EP + 6, 1, 2};
+#undef EP
+#undef LIM
   while (etw_etl_reader_next(P.r, &rec, &st) == 1 && n++ < 3000) {
     if (n % 3) continue;
     struct etw_decoder *fast = etw_decoder_new(tu_manifests()), *plain = etw_decoder_new(tu_manifests());
@@ -371,7 +391,7 @@ static void time_edges(const char *rel) {
       int ka = etw_decoder_write(fast, &m, &a, &ra);
       int kc = etw_decoder_write(plain, &m, &c, &rc);
       tried++;
-      if (a.len != c.len || memcmp(a.buf, c.buf, a.len) || ka != kc || ra.ts_ns != rc.ts_ns || ra.name != rc.name) {
+      if (a.len != c.len || memcmp(a.buf, c.buf, a.len) || ka != kc || !ref_eq(&ra, &rc)) {
         if (diff++ < 3) fprintf(stderr, "%s #%zu time %zu differs:\n %s\n %s\n", rel, n, k, etw_jw_cstr(&a), etw_jw_cstr(&c));
       }
     }
@@ -385,7 +405,110 @@ static void time_edges(const char *rel) {
   pair_close(&P);
 }
 
+/* The Sample writer's memo (dec_kplan.memo: the EventData text of the last payload, reused for the
+ * same 16 bytes): PerfInfo/Sample records of the trace replayed with payloads that differ from the
+ * previous one in one byte (every position, values that change a number's length), the same
+ * payload again, and back; each compared with the general path (text, return value, ref). */
+static void memo_edges(const char *rel) {
+  struct pair P;
+  if (!pair_open(&P, rel)) return;
+  struct etw_status st;
+  struct etw_jw a, c;
+  etw_jw_init(&a, 0);
+  etw_jw_init(&c, 0);
+  struct etw_rec rec;
+  struct etw_evref ra, rc;
+  size_t n = 0, diff = 0, tried = 0, samples = 0;
+  uint64_t rnd = 0x9E3779B97F4A7C15ull;
+  while (etw_etl_reader_next(P.r, &rec, &st) == 1 && n++ < 40000) {
+    int sample = rec.hook_id == 0x0F2E && rec.user_len == 16 && rec.ptr_size == 8;
+    unsigned char pay[16];
+    if (sample) memcpy(pay, rec.user_data, 16);
+    int nv = sample && samples++ % 50 == 0 ? 16 * 6 + 3 : 1;
+    for (int v = 0; v < nv; v++) {
+      struct etw_rec m = rec;
+      unsigned char buf[16];
+      if (v) {
+        rnd ^= rnd << 13;
+        rnd ^= rnd >> 7;
+        rnd ^= rnd << 17;
+        int i = (v - 1) / 6 % 16, k = (v - 1) % 6;
+        memcpy(buf, pay, 16);
+        if (v <= 96) {
+          static const unsigned char B[] = {0, 1, 0x7F, 0xFF, 0x10};
+          buf[i] = k < 5 ? B[k] : (unsigned char)rnd;
+          if (k == 5) memcpy(pay, buf, 16); /* the next ones differ from this one */
+        }
+        m.user_data = buf;
+      }
+      a.len = c.len = 0;
+      int ka = etw_decoder_write(P.fast, &m, &a, &ra);
+      int kc = etw_decoder_write(P.plain, &m, &c, &rc);
+      tried++;
+      if (a.len != c.len || memcmp(a.buf, c.buf, a.len) || ka != kc || !ref_eq(&ra, &rc)) {
+        if (diff++ < 3) fprintf(stderr, "%s #%zu payload %d differs:\n %s\n %s\n", rel, n, v, etw_jw_cstr(&a), etw_jw_cstr(&c));
+      }
+    }
+  }
+  CHECK(samples > 1000);
+  CHECK(tried > samples + 10000);
+  CHECK_EQ(diff, 0);
+  etw_jw_free(&a);
+  etw_jw_free(&c);
+  pair_close(&P);
+}
+
+/* The manifest plans' EventData memo (dec_eplan.memo: the text of the last payload, reused for the
+ * same bytes and pointer size): every 7th manifest event of the trace replayed at once (a memo hit),
+ * with one byte changed at its start, middle and end, the original again, the other pointer size,
+ * one byte less; each compared with the general path (text, return value, ref). */
+static void ememo_edges(const char *rel) {
+  struct pair P;
+  if (!pair_open(&P, rel)) return;
+  struct etw_status st;
+  struct etw_jw a, c;
+  etw_jw_init(&a, 0);
+  etw_jw_init(&c, 0);
+  struct etw_rec rec;
+  struct etw_evref ra, rc;
+  size_t n = 0, diff = 0, tried = 0, replayed = 0;
+  unsigned char *buf = malloc(65536);
+  CHECK(buf != NULL);
+  while (buf && etw_etl_reader_next(P.r, &rec, &st) == 1) {
+    int rp = rec.kind == ETW_REC_EVENT && rec.user_len > 0 && rec.user_len <= 65536 && n++ % 7 == 0;
+    replayed += rp;
+    for (int v = 0; v < (rp ? 9 : 1); v++) {
+      struct etw_rec m = rec;
+      if (v >= 2 && v <= 4) { /* one byte changed */
+        memcpy(buf, rec.user_data, rec.user_len);
+        size_t i = v == 2 ? 0 : v == 3 ? rec.user_len / 2 : rec.user_len - 1;
+        buf[i] ^= (unsigned char)(1u << (n % 8));
+        m.user_data = buf;
+      }
+      if (v == 6) m.ptr_size = rec.ptr_size == 8 ? 4 : 8;
+      if (v == 7) m.user_len = rec.user_len - 1;
+      a.len = c.len = 0;
+      int ka = etw_decoder_write(P.fast, &m, &a, &ra);
+      int kc = etw_decoder_write(P.plain, &m, &c, &rc);
+      tried++;
+      if (a.len != c.len || memcmp(a.buf, c.buf, a.len) || ka != kc || !ref_eq(&ra, &rc)) {
+        if (diff++ < 3) fprintf(stderr, "%s #%zu variant %d differs:\n %s\n %s\n", rel, n, v, etw_jw_cstr(&a), etw_jw_cstr(&c));
+      }
+    }
+  }
+  CHECK(replayed > 1000);
+  CHECK_EQ(diff, 0);
+  CHECK_EQ(P.fast->decoded, P.plain->decoded);
+  CHECK_EQ(P.fast->undecoded, P.plain->undecoded);
+  free(buf);
+  etw_jw_free(&a);
+  etw_jw_free(&c);
+  pair_close(&P);
+}
+
 static void corpus(void) {
+  ememo_edges("microsoft+perfview/src/TraceEvent/TraceEvent.Tests/inputs/net.4.5.2.x64.etl.zip!*.etl");
+  memo_edges("microsoft+perfview/src/TraceEvent/TraceEvent.Tests/inputs/net.4.5.2.x64.etl.zip!*.etl");
   time_edges("microsoft+perfview/src/TraceEvent/TraceEvent.Tests/inputs/net.4.5.2.x64.etl.zip!*.etl");
   compare("microsoft+perfview/src/TraceEvent/TraceEvent.Tests/inputs/net.4.5.2.x64.etl.zip!*.etl");
   compare("microsoft+perfview/src/TraceEvent/TraceEvent.Tests/smallEtlFile.etl");
