@@ -1189,6 +1189,36 @@ PL_AVX2_FN static inline char *hex_pair_avx2(char *o, __m128i x, const struct po
 #define PL_HEX_ARR 0
 #endif
 
+/* an array element ≥ 10,000 (not −96…−1): out of line, so that the element loops keep no
+ * constants of its digit code in registers */
+__attribute__((noinline)) static char *fx_put_u32c_big(char *o, uint32_t v) { return fx_put_u32c(o, v); }
+/* an array element with its comma (fx_put_u32c), the values below 10,000 and −96…−1 inline */
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
+static inline char *fx_put_u32e(char *o, uint32_t v) {
+#if FX_T3_OK
+  if (__builtin_expect(v < 1000, 1)) { /* 8 bytes stored */
+    memcpy(o, &FX_T3[v], 8);
+    return o + FX_TL3.l[v];
+  }
+  if (v < 10000) { /* 4 digits */
+    unsigned h = v / 100;
+    memcpy(o, FX_D2 + 2 * h, 2);
+    memcpy(o + 2, FX_D2 + 2 * (v - h * 100), 2);
+    o[4] = ',';
+    return o + 5;
+  }
+  if (v >= 4294967200u) { /* -96..-1 as UINT32 (IL map's -1/-2/-3): 16 bytes stored */
+    memcpy(o, FX_TN[v - 4294967200u], 16);
+    return o + 11;
+  }
+  return fx_put_u32c_big(o, v);
+#else
+  return fx_put_u32c(o, v);
+#endif
+}
+
 /* The plan of @e when it has one (and the writer is far from its maximum), else the walker:
  * the runner below, compiled twice (dec_man.c includes itself) — for SSE2 and, chosen at run
  * time, for AVX2/BMI2 (its 32-byte copies, lzcnt/shlx/pshufb hex, 32-unit string blocks). */
@@ -2887,10 +2917,10 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
       PL_ARRAY(4);
       const unsigned char *qe = q + 4 * cnt;
       for (const unsigned char *qp = q + 8 * (cnt >> 1); q < qp; q += 8) { /* two per step */
-        o = fx_put_u32c(o, d_rd32(q));
-        o = fx_put_u32c(o, d_rd32(q + 4));
+        o = fx_put_u32e(o, d_rd32(q));
+        o = fx_put_u32e(o, d_rd32(q + 4));
       }
-      if (q < qe) o = fx_put_u32c(o, d_rd32(q)), q += 4;
+      if (q < qe) o = fx_put_u32e(o, d_rd32(q)), q += 4;
       PL_ARRAY_END;
     }
     PL_CASE(OP_AU64) {
