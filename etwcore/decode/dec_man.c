@@ -1072,6 +1072,27 @@ static inline char *hex_arr32(char *o, const unsigned char *q, const unsigned ch
 }
 #if PL_AVX2
 #define PL_AVX2_FN __attribute__((target("avx2,bmi,bmi2,lzcnt")))
+/* hex_arr64_avx2's assembly step's constants, 32 bytes each: the three of dec_plk_hx, 0x0F,
+ * the three of dec_plk_hi, the hex digits (one base register) */
+#define PLK_H4_R8(c) c, c, c, c, c, c, c, c
+_Alignas(32) static const unsigned char PLK_H4[256] = {
+    0x01, 0, 0, 0, 0, 0, 0x40, 0x43, 0x01, 0, 0, 0, 0, 0, 0x40, 0x43, 0x01, 0, 0, 0, 0, 0, 0x40, 0x43, 0x01, 0, 0, 0, 0, 0, 0x40, 0x43,
+    0, 0, 0, 0, 0, 0, 0x40, 0x43, 0, 0, 0, 0, 0, 0, 0x40, 0x43, 0, 0, 0, 0, 0, 0, 0x40, 0x43, 0, 0, 0, 0, 0, 0, 0x40, 0x43,
+    0, 0, 0, 0, 0, 0, 0xF0, 0xFF, 0, 0, 0, 0, 0, 0, 0xF0, 0xFF, 0, 0, 0, 0, 0, 0, 0xF0, 0xFF, 0, 0, 0, 0, 0, 0, 0xF0, 0xFF,
+    PLK_H4_R8(0x0F), PLK_H4_R8(0x0F), PLK_H4_R8(0x0F), PLK_H4_R8(0x0F),
+    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
+    PLK_H4_R8(0), PLK_H4_R8(0), PLK_H4_R8(0), PLK_H4_R8(0),
+    PLK_H4_R8(8), PLK_H4_R8(8), PLK_H4_R8(8), PLK_H4_R8(8),
+    '0', '1', '2', '3', '4', '5', '6', '7', '8', '9', 'a', 'b', 'c', 'd', 'e', 'f',
+    '0', '1', '2', '3', '4', '5', '6', '7', '8', '9', 'a', 'b', 'c', 'd', 'e', 'f'};
+#undef PLK_H4_R8
+/* 32 and 64 bytes as inline assembly operands */
+typedef struct {
+  char b[32];
+} pl_b32;
+typedef struct {
+  unsigned char b[64];
+} pl_b64;
 PL_AVX2_FN static inline __m128i hex_ascii_avx2(__m128i n) { return _mm_shuffle_epi8(PLK(PLK_HEX), n); }
 PL_AVX2_FN static inline char *hex_arr64_avx2(char *o, const unsigned char *q, const unsigned char *qe) {
   /* four per step, all in vectors while the values are below 2^52: the digit count of each from
@@ -1079,63 +1100,60 @@ PL_AVX2_FN static inline char *hex_arr64_avx2(char *o, const unsigned char *q, c
    * 1024 + floor(log2 (v | 1)), so bits >> 54 = 256 + k with k + 1 digits); the nibbles in
    * natural order (least significant first: unpack lo, hi), then one byte shuffle per two values
    * takes nibble k - j to place j (past the digits: index < 0, a zero byte) and one makes them
-   * hex digits. Values 0 and 2 in one register's lanes, 1 and 3 in the other's. */
+   * hex digits. Values 0 and 2 in one register's lanes, 1 and 3 in the other's. Each value: 16
+   * bytes stored, `","0x` after its k + 1 digits (at 256 + k - 255), the next 5 bytes on.
+   * (Inline assembly: the runner keeps no 256-bit value in C; ZF = all four below 2^52.) */
   const unsigned char *q4 = q + (size_t)(qe - q) / 32 * 32;
+  uint64_t sep;
+  memcpy(&sep, FX_XSEP, 8);
   while (q < q4) {
-    __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)q);
-    if (!_mm256_testz_si256(x, PLK256(dec_plk_hx + 8))) break; /* a value ≥ 2^52: below */
-    __m256d dv = _mm256_sub_pd(_mm256_castsi256_pd(_mm256_or_si256(x, PLK256(dec_plk_hx))),
-                               _mm256_castsi256_pd(PLK256(dec_plk_hx + 4)));
-    __m256i k = _mm256_srli_epi64(_mm256_castpd_si256(dv), 54); /* 256 + k */
-    __m256i i02 = _mm256_sub_epi8(_mm256_shuffle_epi8(k, PLK256(dec_plk_hi + 32)), PLK256(dec_plk_hi));
-    __m256i i13 = _mm256_sub_epi8(_mm256_shuffle_epi8(k, PLK256(dec_plk_hi + 64)), PLK256(dec_plk_hi));
-    __m256i m = PLK256(PLK_0F);
-    __m256i hi = _mm256_and_si256(_mm256_srli_epi16(x, 4), m), lo = _mm256_and_si256(x, m);
-    __m256i d02 = _mm256_shuffle_epi8(PLK256(PLK_HEX), _mm256_shuffle_epi8(_mm256_unpacklo_epi8(lo, hi), i02));
-    __m256i d13 = _mm256_shuffle_epi8(PLK256(PLK_HEX), _mm256_shuffle_epi8(_mm256_unpackhi_epi8(lo, hi), i13));
-    __m128i klo = _mm256_castsi256_si128(k), khi = _mm256_extracti128_si256(k, 1);
-    uint64_t k0 = (uint64_t)_mm_cvtsi128_si64(klo), k1 = (uint64_t)_mm_extract_epi64(klo, 1);
-    uint64_t k2 = (uint64_t)_mm_cvtsi128_si64(khi), k3 = (uint64_t)_mm_extract_epi64(khi, 1);
-    /* each: 16 bytes stored, `","0x` after its k + 1 digits (256 + k - 255), the next 5 on */
-    _mm_storeu_si128((__m128i *)(void *)o, _mm256_castsi256_si128(d02));
-    memcpy(o + k0 - 255, FX_XSEP, 8);
-    o += k0 - 250;
-    _mm_storeu_si128((__m128i *)(void *)o, _mm256_castsi256_si128(d13));
-    memcpy(o + k1 - 255, FX_XSEP, 8);
-    o += k1 - 250;
-    _mm_storeu_si128((__m128i *)(void *)o, _mm256_extracti128_si256(d02, 1));
-    memcpy(o + k2 - 255, FX_XSEP, 8);
-    o += k2 - 250;
-    _mm_storeu_si128((__m128i *)(void *)o, _mm256_extracti128_si256(d13, 1));
-    memcpy(o + k3 - 255, FX_XSEP, 8);
-    o += k3 - 250;
+    int ok;
+    uint64_t k0, k1, k2, k3;
+    __asm__("vmovdqu (%[q]), %%ymm13\n\t"
+            "vptest 64(%[c]), %%ymm13\n\t"
+            "jnz 1f\n\t"
+            "vpor (%[c]), %%ymm13, %%ymm14\n\t"
+            "vsubpd 32(%[c]), %%ymm14, %%ymm14\n\t"
+            "vpsrlq $54, %%ymm14, %%ymm14\n\t"
+            "vpsrlw $4, %%ymm13, %%ymm15\n\t"
+            "vpand 96(%[c]), %%ymm13, %%ymm13\n\t"
+            "vpand 96(%[c]), %%ymm15, %%ymm15\n\t"
+            "vpunpcklbw %%ymm15, %%ymm13, %%ymm12\n\t"
+            "vpunpckhbw %%ymm15, %%ymm13, %%ymm13\n\t"
+            "vpshufb 160(%[c]), %%ymm14, %%ymm15\n\t"
+            "vpsubb 128(%[c]), %%ymm15, %%ymm15\n\t"
+            "vpshufb %%ymm15, %%ymm12, %%ymm12\n\t"
+            "vpshufb 192(%[c]), %%ymm14, %%ymm15\n\t"
+            "vpsubb 128(%[c]), %%ymm15, %%ymm15\n\t"
+            "vpshufb %%ymm15, %%ymm13, %%ymm13\n\t"
+            "vmovdqa 224(%[c]), %%ymm15\n\t"
+            "vpshufb %%ymm12, %%ymm15, %%ymm12\n\t"
+            "vpshufb %%ymm13, %%ymm15, %%ymm13\n\t"
+            "vmovq %%xmm14, %[k0]\n\t"
+            "vpextrq $1, %%xmm14, %[k1]\n\t"
+            "vextracti128 $1, %%ymm14, %%xmm14\n\t"
+            "vmovq %%xmm14, %[k2]\n\t"
+            "vpextrq $1, %%xmm14, %[k3]\n\t"
+            "vmovdqu %%xmm12, (%[o])\n\t"
+            "mov %[sep], -255(%[o],%[k0])\n\t"
+            "lea -250(%[o],%[k0]), %[o]\n\t"
+            "vmovdqu %%xmm13, (%[o])\n\t"
+            "mov %[sep], -255(%[o],%[k1])\n\t"
+            "lea -250(%[o],%[k1]), %[o]\n\t"
+            "vextracti128 $1, %%ymm12, (%[o])\n\t"
+            "mov %[sep], -255(%[o],%[k2])\n\t"
+            "lea -250(%[o],%[k2]), %[o]\n\t"
+            "vextracti128 $1, %%ymm13, (%[o])\n\t"
+            "mov %[sep], -255(%[o],%[k3])\n\t"
+            "lea -250(%[o],%[k3]), %[o]\n"
+            "1:"
+            : "=@ccz"(ok), [o] "+r"(o), [k0] "=&r"(k0), [k1] "=&r"(k1), [k2] "=&r"(k2), [k3] "=&r"(k3)
+            : [q] "r"(q), [sep] "r"(sep), [c] "r"(PLK_H4)
+            : "xmm12", "xmm13", "xmm14", "xmm15", "cc", "memory");
+    if (!ok) break; /* a value ≥ 2^52: below */
     q += 32;
   }
-  for (; q < q4; q += 32) { /* (a value ≥ 2^52 in each step left) */
-    unsigned z0, z1, z2, z3;
-    uint64_t t0 = hex_lead(pl_rd64(q), &z0), t1 = hex_lead(pl_rd64(q + 8), &z1);
-    uint64_t t2 = hex_lead(pl_rd64(q + 16), &z2), t3 = hex_lead(pl_rd64(q + 24), &z3);
-    __m128i a = _mm_insert_epi64(_mm_cvtsi64_si128((long long)t0), (long long)t1, 1);
-    __m128i b = _mm_insert_epi64(_mm_cvtsi64_si128((long long)t2), (long long)t3, 1);
-    __m256i x = _mm256_inserti128_si256(_mm256_castsi128_si256(a), b, 1), m = PLK256(PLK_0F);
-    __m256i hi = _mm256_and_si256(_mm256_srli_epi16(x, 4), m), lo = _mm256_and_si256(x, m);
-    __m256i d02 = _mm256_shuffle_epi8(PLK256(PLK_HEX), _mm256_unpacklo_epi8(hi, lo));
-    __m256i d13 = _mm256_shuffle_epi8(PLK256(PLK_HEX), _mm256_unpackhi_epi8(hi, lo));
-    _mm_storeu_si128((__m128i *)(void *)o, _mm256_castsi256_si128(d02));
-    o -= z0;
-    memcpy(o + 16, FX_XSEP, 8);
-    _mm_storeu_si128((__m128i *)(void *)(o + 21), _mm256_castsi256_si128(d13));
-    o -= z1;
-    memcpy(o + 37, FX_XSEP, 8);
-    _mm_storeu_si128((__m128i *)(void *)(o + 42), _mm256_extracti128_si256(d02, 1));
-    o -= z2;
-    memcpy(o + 58, FX_XSEP, 8);
-    _mm_storeu_si128((__m128i *)(void *)(o + 63), _mm256_extracti128_si256(d13, 1));
-    o -= z3;
-    memcpy(o + 79, FX_XSEP, 8);
-    o += 84;
-  }
-  if ((size_t)(qe - q) >= 16) { /* fewer than 4 left */
+  while ((size_t)(qe - q) >= 16) { /* (after a value ≥ 2^52) and fewer than 4 left */
     HEX_ARR_PAIR(HEX_RD64, 8, hex_ascii_avx2);
     q += 16;
   }
@@ -1157,9 +1175,44 @@ PL_AVX2_FN static inline char *hex_tail_avx2(char *o, uint64_t v) {
   *o = '"';
   return o + 1;
 }
+/* The AVX2 runner keeps no 256-bit value in C (so gcc neither realigns its stack to 32 bytes
+ * nor spills ymm registers): its 32-byte moves and the strings' 32-unit step are inline
+ * assembly through ymm13–15 (declared clobbered; the runner's exits and calls clear the upper
+ * halves with vzeroupper), the hex pointer arrays' 4-value step a leaf function. */
+/* 32 bytes from @s to @o */
+PL_AVX2_FN static inline void copy32_avx2(void *o, const void *s) {
+  __asm__("vmovdqu %1, %%ymm15\n\tvmovdqu %%ymm15, %0"
+          : "=m"(*(pl_b32 *)o)
+          : "m"(*(const pl_b32 *)s)
+          : "xmm15");
+}
+/* the UTF-16 units at @q (64 bytes) packed to 32 bytes at @o (units above 255 saturated);
+ * returns one bit per unit: set for a plain one (0x20–0x7E, not '"' nor '\\') */
+PL_AVX2_FN static inline unsigned str32_avx2(char *o, const unsigned char *q) {
+  unsigned m;
+  const pl_b32 *k = (const pl_b32 *)(const void *)dec_plk_str, *u = (const pl_b32 *)(const void *)q;
+  __asm__("vmovdqu %2, %%ymm13\n\t"
+          "vpackuswb %3, %%ymm13, %%ymm13\n\t"
+          "vpermq $0xd8, %%ymm13, %%ymm13\n\t"
+          "vpcmpeqb %7, %%ymm13, %%ymm14\n\t"
+          "vpcmpeqb %6, %%ymm13, %%ymm15\n\t"
+          "vpor %%ymm14, %%ymm15, %%ymm15\n\t"
+          "vpaddb %4, %%ymm13, %%ymm14\n\t"
+          "vmovdqu %%ymm13, %1\n\t"
+          "vmovdqa %5, %%ymm13\n\t"
+          "vpcmpgtb %%ymm14, %%ymm13, %%ymm14\n\t"
+          "vpandn %%ymm14, %%ymm15, %%ymm15\n\t"
+          "vpmovmskb %%ymm15, %0"
+          : "=r"(m), "=m"(*(pl_b32 *)(void *)o)
+          : "m"(u[0]), "m"(u[1]), "m"(k[0]), "m"(k[1]), "m"(k[2]), "m"(k[3])
+          : "xmm13", "xmm14", "xmm15");
+  return m;
+}
+/* (vzeroupper keeps the low 128 bits: the runner's C code holds nothing wider) */
+#define PL_VZU() __asm__ volatile("vzeroupper")
 /* an op's key text: one 32-byte copy */
 PL_AVX2_FN static inline char *key_put_avx2(char *o, const struct pop *op) {
-  _mm256_storeu_si256((__m256i *)(void *)o, _mm256_loadu_si256((const __m256i *)(const void *)op->key));
+  copy32_avx2(o, op->key);
   return o + op->klen;
 }
 /* two "0x…" values below 2^52 (@x's 64-bit lanes), each after its key (ops @a and @a + 1) and
@@ -2490,6 +2543,9 @@ void dec_eventsource_chunk(struct etw_decoder *d, const struct etw_rec *r) {
 #if PL_V
 #define key_put key_put_avx2
 #define fx_hex_tail hex_tail_avx2
+#define PL_VZ() PL_VZU() /* before calls and returns: the upper halves of ymm13–15 */
+#else
+#define PL_VZ() ((void)0)
 #endif
 PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struct dec_event *e,
                             const unsigned char *p, size_t n, int ptr_size, const char **why) {
@@ -2558,7 +2614,11 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
     PL_NEXT;
     PL_CASE(OP_KEY) /* before the op of its field: nothing when the payload has ended */
     if (q >= pe) goto done;
+#if PL_V
+    for (size_t k = 0; k < op->klen; k += 32) copy32_avx2(o + k, op->lkey + k);
+#else
     for (size_t k = 0; k < op->klen; k += 32) memcpy(o + k, op->lkey + k, 32);
+#endif
     o += op->klen;
     PL_NEXT;
     PL_CASE(OP_U8) v32 = q[0];
@@ -2741,7 +2801,7 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
     struct pmc *c = &op->mc[pmc_hash(v)];
     if (c->v == v && c->len != UINT32_MAX) {
 #if PL_V
-      _mm256_storeu_si256((__m256i *)(void *)o, _mm256_loadu_si256((const __m256i *)(const void *)c->t));
+      copy32_avx2(o, c->t);
       _mm_storeu_si128((__m128i *)(void *)(o + 32), _mm_loadu_si128((const __m128i *)(const void *)(c->t + 32)));
 #else
       memcpy(o, c->t, PMC_MAX);
@@ -2755,6 +2815,7 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
     w->len = (size_t)(o - w->buf);
     size_t at = w->len;
     uint64_t iv;
+    PL_VZ();
     if (dec_value(w, f->in, f->out, q - wd, (size_t)(pe - q) + wd, -1, ptr_size, DV_MANIFEST, &iv) < 0) goto bail;
     dec_map_render(w, f->map, at, v);
     if (w->err) goto bail;
@@ -2781,13 +2842,7 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
         const unsigned char *qs = q;
         uintptr_t ql = (uintptr_t)pe - 64;
         do {
-          __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)qs);
-          __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(qs + 32));
-          __m256i x = _mm256_permute4x64_epi64(_mm256_packus_epi16(a, b), 0xD8);
-          __m256i ok = _mm256_cmpgt_epi8(PLK256(PLK_DF), _mm256_add_epi8(x, PLK256(PLK_60)));
-          __m256i qb = _mm256_or_si256(_mm256_cmpeq_epi8(x, PLK256(PLK_QT)), _mm256_cmpeq_epi8(x, PLK256(PLK_BS)));
-          unsigned m = (unsigned)_mm256_movemask_epi8(_mm256_andnot_si256(qb, ok));
-          _mm256_storeu_si256((__m256i *)(void *)o, x);
+          unsigned m = str32_avx2(o, qs);
           if (m == 0xFFFFFFFFu) {
             o += 32;
             qs += 64;
@@ -2866,6 +2921,7 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
 #endif
       {
         size_t g2;
+        PL_VZ();
         o = etw_jw_put_str16(o, q + 2 * got, units - got, &g2);
         got += g2;
       }
@@ -2987,6 +3043,7 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
       uint64_t need = (uint64_t)cnt * op->eout + 2 + op->room + (uint64_t)(pe - q) * PL_OBYTE;
       if (__builtin_expect((uint64_t)(w->buf + w->cap - o) <= need, 0)) {
         w->len = (size_t)(o - w->buf);
+        PL_VZ();
         if (need > w->max || etw_jw_grow(w, (size_t)need)) goto bail;
         o = w->buf + w->len;
       }
@@ -3023,6 +3080,7 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
       size_t avail = (size_t)(pe - q);
       w->len = (size_t)(o - w->buf);
       size_t at = w->len;
+      PL_VZ();
       long used = dec_value(w, f->in, f->out, q, avail, len, ptr_size, DV_MANIFEST, &v);
       if (used < 0) goto bail;
       const struct dec_map *mp = f->map;
@@ -3036,14 +3094,16 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
       PL_NEXT;
     }
   }
-done:
+done: /* (gcc puts a vzeroupper before the return itself: the asm clobbers ymm registers) */
   w->len = (size_t)(o - w->buf);
   return (long)(q - p);
 bail:
+  PL_VZ();
   __atomic_fetch_add(&plan_bails, 1, __ATOMIC_RELAXED);
   etw_jw_truncate(w, mark);
   return walk_all(d, w, e, p, n, ptr_size, why);
 }
 #undef key_put
 #undef fx_hex_tail
+#undef PL_VZ
 #endif /* DEC_MAN_RUNNER */
