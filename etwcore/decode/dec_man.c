@@ -269,7 +269,7 @@ struct pmc {
 
 struct pop {
   const void *lab[2]; /* the op's code (threaded dispatch) in each runner variant (SSE2, AVX2),
-                         set on the variant's first run of the plan */
+                         set when the plan is built (plan_labels) */
   uint8_t op;
   uint8_t slot;  /* sv[] slot receiving the value (0 = scratch) */
   uint8_t cslot; /* count from sv[cslot] (0 = f->count) */
@@ -290,7 +290,6 @@ struct plan {
   uint32_t off4;  /* the 4-byte-pointer plan: ops + off4 (the 8-byte one: ops); each ends with
                      OP_END and has an OP_CHK before each run of fixed-size ops */
   uint32_t room0; /* the same for all ops: reserved with PL_OBYTE × the payload at the start */
-  uint32_t labs;  /* pop.lab[v] set: bit v */
   uint32_t opoff[2]; /* byte offset of the op list for 4-byte pointers ([0]: off4 ops), 8 ([1]: 0),
                         past its first op when that is an OP_CHK */
   uint32_t gb0[2];   /* that OP_CHK's gb (0: none): the runner starts at it only when the payload
@@ -583,6 +582,9 @@ static inline unsigned pmc_hash(uint64_t v) { return (unsigned)((uint32_t)(v ^ (
 static signed char pl_avx2; /* below */
 static void pl_avx2_init(void);
 
+/* each op's code address in the runners (threaded dispatch), set when the plan is built */
+static void plan_labels(struct plan *pl);
+
 /* Runs of fixed-size scalar fields (plain/hex/signed integers, pointers) with short keys:
  * rendered one after the other after one room check when the payload holds them all. */
 __attribute__((noinline)) static void compute_runs(struct dec_event *e) {
@@ -609,7 +611,11 @@ __attribute__((noinline)) static void compute_runs(struct dec_event *e) {
   if (e->nf && !e->f[0].key) build_key(&e->f[0]);
   for (uint32_t i = 0; i < e->nf && i < DEC_MAX_FIELDS; i++)
     if (!e->f[i].key) build_key(&e->f[i]);
-  if (plan_build(e) == 0) e->runs = (int)plan_key_area(e->f[0].key_len); /* > 1: the plan's offset */
+  if (plan_build(e) == 0) {
+    size_t ka = plan_key_area(e->f[0].key_len);
+    plan_labels((struct plan *)(void *)(e->f[0].key + ka));
+    e->runs = (int)ka; /* > 1: the plan's offset */
+  }
 }
 
 /* Render fields [start, end) of the schema as members of an open object. @elem: offset of the
@@ -860,6 +866,9 @@ __attribute__((noinline)) static long walk_all(struct etw_decoder *d, struct etw
   if (walk_fields(k, 0, nf, 0, 0) < 0) return -1;
   return (long)k->pos;
 }
+
+/* the runners' sentinel event: fill the plan's code addresses (plan_labels) */
+static struct dec_event pl_label_ev;
 
 /* Dispatch: threaded (computed goto) where GNU C has it, a switch elsewhere. */
 #if defined(__GNUC__)
@@ -1301,6 +1310,19 @@ static inline char *fx_put_u32e(char *o, uint32_t v) {
 #undef PL_GO
 #undef PL_CASE
 #undef PL_NEXT
+
+/* Each op's code address in both runners (the AVX2 one where the CPU can run it): each called
+ * once with the sentinel event (no payload; p: the plan). Without labels as values: nothing. */
+static void plan_labels(struct plan *pl) {
+#if defined(__GNUC__)
+  plan_write_sse2(NULL, NULL, &pl_label_ev, (const unsigned char *)pl, 0, 8, NULL);
+#if PL_AVX2
+  if (avx2_usable()) plan_write_avx2(NULL, NULL, &pl_label_ev, (const unsigned char *)pl, 0, 8, NULL);
+#endif
+#else
+  (void)pl;
+#endif
+}
 
 /* plans off (test hook): the walker */
 __attribute__((noinline)) static long plans_off(struct etw_decoder *d, struct etw_jw *w, const struct dec_event *e,
@@ -2563,6 +2585,21 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
 #endif
   int runs = e->runs;
   if (__builtin_expect(runs <= 1, 0)) {
+#if defined(__GNUC__)
+    if (e == &pl_label_ev) { /* plan_labels: each op's code address in this variant (p: the plan) */
+      struct plan *m = (struct plan *)(uintptr_t)p;
+      static const void *const PL_N[] = {[OP_U8] = &&n_OP_U8,   [OP_U16] = &&n_OP_U16, [OP_U32] = &&n_OP_U32,
+                                         [OP_U64] = &&n_OP_U64, [OP_I16] = &&n_OP_I16, [OP_I32] = &&n_OP_I32,
+                                         [OP_I64] = &&n_OP_I64, [OP_X8] = &&n_OP_X8,   [OP_X16] = &&n_OP_X16,
+                                         [OP_X32] = &&n_OP_X32, [OP_X64] = &&n_OP_X64, [OP_M8] = &&n_OP_M8,
+                                         [OP_M16] = &&n_OP_M16, [OP_M32] = &&n_OP_M32, [OP_M64] = &&n_OP_M64};
+      for (uint32_t k = 0; k < 2 * m->off4; k++) {
+        struct pop *x = &m->ops[k];
+        x->lab[PL_V] = !x->slot && x->op >= OP_U8 && x->op <= OP_M64 ? PL_N[x->op] : PL_L[x->op];
+      }
+      return 0;
+    }
+#endif
     if (!runs) {
       compute_runs((struct dec_event *)e);
       runs = e->runs;
@@ -2581,21 +2618,6 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
     if (far > w->max - mark) return walk_all(d, w, e, p, n, ptr_size, why); /* near the maximum */
     if (etw_jw_grow(w, (size_t)far)) goto bail;
   }
-#if defined(__GNUC__)
-  if (__builtin_expect(!(pl->labs & (1u << PL_V)), 0)) { /* first run: each op's code address */
-    struct plan *m = (struct plan *)(uintptr_t)pl;
-    static const void *const PL_N[] = {[OP_U8] = &&n_OP_U8,   [OP_U16] = &&n_OP_U16, [OP_U32] = &&n_OP_U32,
-                                       [OP_U64] = &&n_OP_U64, [OP_I16] = &&n_OP_I16, [OP_I32] = &&n_OP_I32,
-                                       [OP_I64] = &&n_OP_I64, [OP_X8] = &&n_OP_X8,   [OP_X16] = &&n_OP_X16,
-                                       [OP_X32] = &&n_OP_X32, [OP_X64] = &&n_OP_X64, [OP_M8] = &&n_OP_M8,
-                                       [OP_M16] = &&n_OP_M16, [OP_M32] = &&n_OP_M32, [OP_M64] = &&n_OP_M64};
-    for (uint32_t k = 0; k < 2 * pl->off4; k++) {
-      struct pop *x = &m->ops[k];
-      x->lab[PL_V] = !x->slot && x->op >= OP_U8 && x->op <= OP_M64 ? PL_N[x->op] : PL_L[x->op];
-    }
-    m->labs |= 1u << PL_V;
-  }
-#endif
   const struct pop *op = (const struct pop *)(const void *)((const char *)pl->ops + pl->opoff[(unsigned)ptr_size >> 3]);
   if (__builtin_expect(n < pl->gb0[(unsigned)ptr_size >> 3], 0)) op--; /* the payload ends in the first run: its OP_CHK */
   const unsigned char *q = p, *pe = p + n;
