@@ -2573,7 +2573,7 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
                             const unsigned char *p, size_t n, int ptr_size, const char **why) {
 #if defined(__GNUC__)
   static const void *const PL_L[] = {
-      [OP_END] = &&l_OP_END,   [OP_CHK] = &&l_OP_CHK,   [OP_KEY] = &&l_OP_KEY,   [OP_U8] = &&l_OP_U8,     [OP_U16] = &&l_OP_U16,
+      [OP_END] = &&done,   [OP_CHK] = &&l_OP_CHK,   [OP_KEY] = &&l_OP_KEY,   [OP_U8] = &&l_OP_U8,     [OP_U16] = &&l_OP_U16,
       [OP_U32] = &&l_OP_U32,   [OP_U64] = &&l_OP_U64,   [OP_I16] = &&l_OP_I16,   [OP_I32] = &&l_OP_I32,
       [OP_I64] = &&l_OP_I64,   [OP_X8] = &&l_OP_X8,     [OP_X16] = &&l_OP_X16,   [OP_X32] = &&l_OP_X32,
       [OP_X64] = &&l_OP_X64,   [OP_M8] = &&l_OP_M8,     [OP_M16] = &&l_OP_M16,   [OP_M32] = &&l_OP_M32,
@@ -2606,7 +2606,8 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
     }
     if (runs <= 1) return walk_all(d, w, e, p, n, ptr_size, why);
   }
-  if (w->err || (ptr_size != 8 && ptr_size != 4)) return walk_all(d, w, e, p, n, ptr_size, why);
+  if (__builtin_expect(w->err | (((unsigned)ptr_size - 4u) & ~4u), 0)) /* an error, or not 4 nor 8 */
+    return walk_all(d, w, e, p, n, ptr_size, why);
   const struct plan *pl = (const struct plan *)(const void *)(e->f[0].key + runs);
   size_t mark = w->len;
   /* the writer's maximum must be at least slack + (n + 1) × perbyte away (no overflow: n < 2^24,
@@ -2627,7 +2628,9 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
   long cnt, srem = 0;
   char *o = w->buf + w->len; /* room: n × PL_OBYTE + room0 (see plan_build) ≤ far */
   PL_START {
-    PL_CASE(OP_END) goto done;
+#if !defined(__GNUC__)
+    PL_CASE(OP_END) goto done; /* (threaded: OP_END's code address is done's) */
+#endif
     PL_CASE(OP_CHK) /* a fixed-size run: all of it in the payload, or nothing left (q ≤ pe) */
     if (__builtin_expect((size_t)(pe - q) < op->gb, 0)) {
       if (q == pe) goto done;
