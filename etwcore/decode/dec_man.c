@@ -2859,11 +2859,11 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
       PLK_STR_BASE;
 #endif
       o = key_put(o, op);
-      size_t avail = (size_t)(pe - q), units = avail / 2, got = 0; /* room: reserved at the start */
+      size_t avail, units, got = 0; /* room: reserved at the start */
 #if defined(__SSE2__)
 #if PL_V
       /* plain ASCII 32 units at a time (by pointer: while 64 bytes are left) */
-      if (units >= 32) {
+      if ((size_t)(pe - q) >= 64) {
         const unsigned char *qs = q;
         uintptr_t ql = (uintptr_t)pe - 64;
         do {
@@ -2887,6 +2887,8 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
         got = (size_t)(qs - q) / 2;
       }
 #endif
+      avail = (size_t)(pe - q);
+      units = avail / 2;
       /* plain ASCII 16 units at a time here (as jw.c's converter does), the rest there */
       while (units - got >= 16) {
         __m128i a = _mm_loadu_si128((const __m128i *)(const void *)(q + 2 * got));
@@ -2941,8 +2943,15 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
         }
       }
 #if PL_V
-    s16_rest:
+      if (0) {
+      s16_rest: /* (from the 32-unit step: a special unit) */
+        avail = (size_t)(pe - q);
+        units = avail / 2;
+      }
 #endif
+#else
+      avail = (size_t)(pe - q);
+      units = avail / 2;
 #endif
       {
         size_t g2;
