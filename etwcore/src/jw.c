@@ -255,6 +255,31 @@ JW_INLINE char *str16_put(char *p, const unsigned char *s, size_t units, size_t 
         i++;
         continue;
       }
+    } else if (simd && units >= 16 && units - i >= 3) {
+      /* the last 3–15 units: the string's last 16 units as one block, the 16 - (units - i)
+       * before i (done) shifted out through a copy; 16 bytes stored (room: 6 per unit left + 1) */
+      unsigned sh = (unsigned)(16 - (units - i));
+      __m128i a = _mm_loadu_si128((const __m128i *)(const void *)(s + 2 * units - 32));
+      __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(s + 2 * units - 16));
+      __m128i x = _mm_packus_epi16(a, b);
+      unsigned m = plain_mask(x) >> sh; /* (bits from 16 - sh on: 0) */
+      unsigned char t[32];
+      _mm_storeu_si128((__m128i *)(void *)t, x);
+      _mm_storeu_si128((__m128i *)(void *)(t + 16), x);
+      memcpy(p, t + sh, 16);
+      unsigned good = (unsigned)__builtin_ctz(~m); /* ≤ units - i */
+      p += good;
+      i += good;
+      if (i == units) break;
+      uint32_t u = (uint32_t)s[2 * i] | ((uint32_t)s[2 * i + 1] << 8);
+      if (!u) break; /* the terminating NUL */
+      if (u == '\\' || u == '"') {
+        p[0] = '\\';
+        p[1] = (char)u;
+        p += 2;
+        i++;
+        continue;
+      }
     } else if (simd && units - i >= 8) {
       __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(s + 2 * i));
       __m128i ok = _mm_and_si128(_mm_cmpgt_epi16(v, _mm_set1_epi16(0x1F)), _mm_cmplt_epi16(v, _mm_set1_epi16(0x7F)));

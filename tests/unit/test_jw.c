@@ -243,6 +243,46 @@ static void base64_all(void) {
   }
 }
 
+/* etw_jw_put_str16's last 3–15 units (one block of the string's last 16 units, those already
+ * converted shifted out): strings of 16–48 units with one or two special units (escapes, controls,
+ * non-ASCII, surrogates, NUL) at every position, the input and the output in buffers of exactly
+ * their size (6 bytes per unit + 1 out; ASan builds catch a byte past either), against the
+ * reference. */
+static void str16_tail(void) {
+  static const uint16_t sp[] = {'"', '\\', '\n', 1, 0x7F, 0xE9, 0x20AC, 0xD83D, 0xDC00, 0xFFFF, 0x100, 0};
+  const size_t ns = sizeof sp / sizeof sp[0];
+  size_t cases = 0, bad = 0;
+  for (size_t len = 16; len <= 48; len++)
+    for (size_t pos = 0; pos <= len; pos++) /* pos == len: none */
+      for (size_t k = 0; k < ns; k += (pos == len ? ns : 1)) {
+        uint16_t u[49];
+        for (size_t i = 0; i < len; i++) {
+          u[i] = (uint16_t)('a' + (i * 7 + k) % 26);
+          if (i == pos) u[i] = sp[k];
+          if (k % 3 == 1 && i + 2 == pos) u[i] = '\\'; /* a second one before it */
+        }
+        u[len] = 0;
+        unsigned char *b = malloc(2 * len);
+        for (size_t i = 0; i < len; i++) {
+          b[2 * i] = (unsigned char)u[i];
+          b[2 * i + 1] = (unsigned char)(u[i] >> 8);
+        }
+        char want[48 * 6 + 8];
+        size_t used, wl = ref16(want, u, len, &used);
+        char *o = malloc(6 * len + 1), *e;
+        size_t conv = 0;
+        e = etw_jw_put_str16(o, b, len, &conv);
+        cases++;
+        if (conv != used || (size_t)(e - o) != wl - 1 || memcmp(o, want + 1, wl - 1)) {
+          if (bad++ < 3) fprintf(stderr, "str16 tail len %zu pos %zu unit %04x: %.*s\n", len, pos, sp[k], (int)(e - o), o);
+        }
+        free(o);
+        free(b);
+      }
+  CHECK(cases > 5000);
+  CHECK_EQ(bad, 0);
+}
+
 int main(void) {
   CHECK_STR(w1(f_str, "a\"b\\c\n\t\x01"), "\"a\\\"b\\\\c\\n\\t\\u0001\"");
   CHECK_STR(w1(f_str, "caf\xc3\xa9 \xff x"), "\"caf\xc3\xa9 \xef\xbf\xbd x\""); /* invalid byte → U+FFFD */
@@ -259,6 +299,7 @@ int main(void) {
   etw_jw_str16(&w, u16, 7); /* A, U+1F600, lone low surrogate, quote, then NUL stops */
   CHECK_STR(etw_jw_cstr(&w), "\"A\xf0\x9f\x98\x80\xef\xbf\xbd\\\"\"");
   str16_all();
+  str16_tail();
   paths_all();
   etw_jw_truncate(&w, 0);
   unsigned char g[16], g2[16];
