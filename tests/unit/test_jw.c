@@ -283,6 +283,45 @@ static void str16_tail(void) {
   CHECK_EQ(bad, 0);
 }
 
+/* etw_jw_str's last 3–15 bytes (the same block from the string's end): strings of 16–48 bytes
+ * with one or two special bytes (escapes, controls, DEL, UTF-8 leads, continuations, invalid) at
+ * every position, into a writer whose buffer holds exactly the reservation (ASan builds catch a
+ * byte past it), against the scalar code. */
+static void str8_tail(void) {
+  static const unsigned char sp[] = {'"', '\\', '\n', 1, 0x7F, 0xC3, 0xA9, 0xE2, 0x82, 0xAC, 0xFF, 0x80, 0};
+  const size_t ns = sizeof sp / sizeof sp[0];
+  size_t cases = 0, bad = 0;
+  for (size_t len = 16; len <= 48; len++)
+    for (size_t pos = 0; pos <= len; pos++)
+      for (size_t k = 0; k < ns; k += (pos == len ? ns : 1)) {
+        char *b = malloc(len);
+        for (size_t i = 0; i < len; i++) {
+          b[i] = (char)('a' + (i * 5 + k) % 26);
+          if (i == pos) b[i] = (char)sp[k];
+          if (k % 3 == 1 && i + 2 == pos) b[i] = '"';
+          if (k == 5 && i == pos + 1) b[i] = (char)0xA9; /* a valid 2-byte sequence */
+        }
+        struct etw_jw x, c;
+        x.cap = 6 * len + 3;
+        x.buf = malloc(x.cap);
+        x.len = 0;
+        x.max = x.cap;
+        x.err = 0;
+        etw_jw_init(&c, 0);
+        etw_jw_str(&x, b, len);
+        etw_jw_str_scalar(&c, b, len);
+        cases++;
+        if (x.err || c.err || x.len != c.len || memcmp(x.buf, c.buf, c.len)) {
+          if (bad++ < 3) fprintf(stderr, "str8 tail len %zu pos %zu byte %02x\n", len, pos, sp[k]);
+        }
+        free(x.buf);
+        etw_jw_free(&c);
+        free(b);
+      }
+  CHECK(cases > 5000);
+  CHECK_EQ(bad, 0);
+}
+
 int main(void) {
   CHECK_STR(w1(f_str, "a\"b\\c\n\t\x01"), "\"a\\\"b\\\\c\\n\\t\\u0001\"");
   CHECK_STR(w1(f_str, "caf\xc3\xa9 \xff x"), "\"caf\xc3\xa9 \xef\xbf\xbd x\""); /* invalid byte → U+FFFD */
@@ -300,6 +339,7 @@ int main(void) {
   CHECK_STR(etw_jw_cstr(&w), "\"A\xf0\x9f\x98\x80\xef\xbf\xbd\\\"\"");
   str16_all();
   str16_tail();
+  str8_tail();
   paths_all();
   etw_jw_truncate(&w, 0);
   unsigned char g[16], g2[16];
