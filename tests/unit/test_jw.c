@@ -3,6 +3,8 @@
  * ends), base64, and the hard maximum. */
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "etwcore/jw.h"
 #include "t.h"
@@ -211,35 +213,50 @@ static void str_all(void) {
   etw_jw_free(&c);
 }
 
-/* base64 of every length 0..200 (the 6-byte steps and each tail) against a plain encoder, into a
- * writer exactly as large as the text: no byte past it */
+/* base64 of every length 0..300 and every 7th to 800 (etw_jw_base64: the AVX2 24-byte steps where
+ * the CPU has them; etw_jw_base64_scalar: the 6-byte steps; and each tail) of random bytes, every byte value and two other cycles, against a plain encoder,
+ * into a writer exactly as large as the text and from an input at the end of its block */
 static void base64_all(void) {
   static const char A[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  unsigned char in[200];
-  uint32_t x = 12345;
-  for (size_t i = 0; i < sizeof in; i++) {
-    x = x * 1103515245u + 12345u;
-    in[i] = (unsigned char)(x >> 16);
-  }
-  for (size_t n = 0; n <= sizeof in; n++) {
-    char want[300];
-    size_t k = 0;
-    want[k++] = '"';
-    for (size_t i = 0; i < n; i += 3) {
-      uint32_t v = (uint32_t)in[i] << 16 | (i + 1 < n ? (uint32_t)in[i + 1] << 8 : 0) | (i + 2 < n ? in[i + 2] : 0);
-      want[k++] = A[v >> 18];
-      want[k++] = A[v >> 12 & 63];
-      want[k++] = i + 1 < n ? A[v >> 6 & 63] : '=';
-      want[k++] = i + 2 < n ? A[v & 63] : '=';
+  enum { N = 800 };
+  static char want[N / 3 * 4 + 16];
+  for (int round = 0; round < 4; round++) { /* random, every byte value, two more cycles */
+    unsigned char *in = malloc(N);
+    uint32_t x = 12345;
+    for (size_t i = 0; i < N; i++) {
+      x = x * 1103515245u + 12345u;
+      in[i] = round == 0 ? (unsigned char)(x >> 16)
+              : round == 1 ? (unsigned char)i
+              : round == 2 ? (unsigned char)(255 - (i * 7 & 255))
+                           : (unsigned char)(i * 37 + (i >> 8));
     }
-    want[k++] = '"';
-    want[k] = 0;
-    struct etw_jw w;
-    etw_jw_init(&w, k + 1);
-    etw_jw_base64(&w, in, n);
-    CHECK(!w.err);
-    CHECK_STR(etw_jw_cstr(&w), want);
-    etw_jw_free(&w);
+    for (size_t n = 0; n <= N; n += (n < 300 ? 1 : 7)) {
+      /* the input at the end of its block (a read past it: ASan builds catch it) */
+      unsigned char *b = malloc(n ? n : 1);
+      memcpy(b, in, n);
+      size_t k = 0;
+      want[k++] = '"';
+      for (size_t i = 0; i < n; i += 3) {
+        uint32_t v = (uint32_t)b[i] << 16 | (i + 1 < n ? (uint32_t)b[i + 1] << 8 : 0) | (i + 2 < n ? b[i + 2] : 0);
+        want[k++] = A[v >> 18];
+        want[k++] = A[v >> 12 & 63];
+        want[k++] = i + 1 < n ? A[v >> 6 & 63] : '=';
+        want[k++] = i + 2 < n ? A[v & 63] : '=';
+      }
+      want[k++] = '"';
+      want[k] = 0;
+      struct etw_jw w;
+      for (int v = 0; v < 2; v++) {
+        etw_jw_init(&w, k + 1);
+        if (v) etw_jw_base64_scalar(&w, b, n);
+        else etw_jw_base64(&w, b, n);
+        CHECK(!w.err);
+        CHECK_STR(etw_jw_cstr(&w), want);
+        etw_jw_free(&w);
+      }
+      free(b);
+    }
+    free(in);
   }
 }
 
