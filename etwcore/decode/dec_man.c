@@ -253,6 +253,9 @@ enum {
   OP_XX44, OP_XX48, OP_XX84, OP_XX88, /* two "0x…" fields in a row (4 or 8 bytes each, values not
                                          kept): this op's key, the value, the next op's key, the
                                          value (that op is skipped) */
+  OP_AU32P,                      /* two UINT32 arrays in a row counted by the same field
+                                    (ILToNativeMap's ILOffsets, NativeOffsets): one check for
+                                    both, the next op lends its key (and is skipped) */
 };
 #define OP_IS_FIXED(o) ((o) >= OP_U8 && (o) <= OP_M64)
 #define OP_IS_MAP(o) ((o) >= OP_M8 && (o) <= OP_M64)
@@ -530,9 +533,15 @@ __attribute__((noinline)) static int plan_build(struct dec_event *e) {
           pl->opoff[!var] += (uint32_t)sizeof(struct pop);
           pl->gb0[!var] = ops[0].gb;
         }
-        /* two hex fields in a row (the second op only lends its key) */
+        /* two hex fields in a row (the second op only lends its key); two UINT32 arrays of the
+         * same count in a row (the same) */
         for (uint32_t k = 0; k + 1 < no; k++) {
           struct pop *a = &ops[k], *b = &ops[k + 1];
+          if (a->op == OP_AU32 && b->op == OP_AU32 && a->cslot && a->cslot == b->cslot) {
+            a->op = OP_AU32P;
+            k++;
+            continue;
+          }
           if ((a->op == OP_X32 || a->op == OP_X64) && (b->op == OP_X32 || b->op == OP_X64) && !a->slot && !b->slot) {
             a->op = a->op == OP_X32 ? (b->op == OP_X32 ? OP_XX44 : OP_XX48) : (b->op == OP_X32 ? OP_XX84 : OP_XX88);
             k++;
@@ -2581,7 +2590,7 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
       [OP_AU32] = &&l_OP_AU32, [OP_AU64] = &&l_OP_AU64, [OP_AX8] = &&l_OP_AX8,   [OP_AX16] = &&l_OP_AX16,
       [OP_AX32] = &&l_OP_AX32, [OP_AX64] = &&l_OP_AX64, [OP_GEN] = &&l_OP_GEN,   [OP_SARR] = &&l_OP_SARR,
       [OP_SEND] = &&l_OP_SEND, [OP_XX44] = &&l_OP_XX44, [OP_XX48] = &&l_OP_XX48, [OP_XX84] = &&l_OP_XX84,
-      [OP_XX88] = &&l_OP_XX88};
+      [OP_XX88] = &&l_OP_XX88, [OP_AU32P] = &&l_OP_AU32P};
 #endif
   int runs = e->runs;
   if (__builtin_expect(runs <= 1, 0)) {
@@ -3003,16 +3012,31 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
       if (q < qe) o = fx_put_u32c(o, d_rd16(q)), q += 2;
       PL_ARRAY_END;
     }
+#define PL_AU32_LOOP                                                                               \
+  {                                                                                                \
+    const unsigned char *qe = q + 4 * cnt;                                                         \
+    for (const unsigned char *qp = q + 8 * (cnt >> 1); q < qp; q += 8) { /* two per step */       \
+      o = fx_put_u32e(o, d_rd32(q));                                                               \
+      o = fx_put_u32e(o, d_rd32(q + 4));                                                           \
+    }                                                                                              \
+    if (q < qe) o = fx_put_u32e(o, d_rd32(q)), q += 4;                                             \
+  }
     PL_CASE(OP_AU32) {
       PL_ARRAY(4);
-      const unsigned char *qe = q + 4 * cnt;
-      for (const unsigned char *qp = q + 8 * (cnt >> 1); q < qp; q += 8) { /* two per step */
-        o = fx_put_u32e(o, d_rd32(q));
-        o = fx_put_u32e(o, d_rd32(q + 4));
-      }
-      if (q < qe) o = fx_put_u32e(o, d_rd32(q)), q += 4;
+      PL_AU32_LOOP;
       PL_ARRAY_END;
     }
+    PL_CASE(OP_AU32P) { /* both arrays in the payload (else the walker) */
+      PL_ARRAY(8);
+      PL_AU32_LOOP;
+      if (cnt) o[-1] = ']';
+      else *o++ = ']';
+      op++;
+      o = key_put(o, op);
+      PL_AU32_LOOP;
+      PL_ARRAY_END;
+    }
+#undef PL_AU32_LOOP
     PL_CASE(OP_AU64) {
       PL_ARRAY(8);
       for (const unsigned char *qe = q + 8 * cnt; q < qe; q += 8) { o = fx_put_u64(o, pl_rd64(q)); *o++ = ','; }
