@@ -111,9 +111,10 @@ FX_INLINE uint64_t fx_swar8(uint32_t v) {
 #endif
 FX_INLINE char *fx_put_u32(char *o, uint32_t v) {
 #if FX_T3_OK
-  if (v < 1000) { /* 8 bytes stored */
-    memcpy(o, &FX_T3[v], 8);
-    return o + ((const unsigned char *)&FX_T3[v])[7] - 1;
+  if (v < 1000) { /* 8 bytes stored (the count from the same load: one copy of v) */
+    uint64_t t = FX_T3[v];
+    memcpy(o, &t, 8);
+    return o + (t >> 56) - 1;
   }
 #endif
   if (v < 10000) return fx_put_lt1e4(o, v);

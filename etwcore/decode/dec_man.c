@@ -253,6 +253,9 @@ enum {
   OP_XX44, OP_XX48, OP_XX84, OP_XX88, /* two "0x…" fields in a row (4 or 8 bytes each, values not
                                          kept): this op's key, the value, the next op's key, the
                                          value (that op is skipped) */
+  OP_AU32P,                      /* two UINT32 arrays in a row counted by the same field
+                                    (ILToNativeMap's ILOffsets, NativeOffsets): one check for
+                                    both, the next op lends its key (and is skipped) */
 };
 #define OP_IS_FIXED(o) ((o) >= OP_U8 && (o) <= OP_M64)
 #define OP_IS_MAP(o) ((o) >= OP_M8 && (o) <= OP_M64)
@@ -269,7 +272,7 @@ struct pmc {
 
 struct pop {
   const void *lab[2]; /* the op's code (threaded dispatch) in each runner variant (SSE2, AVX2),
-                         set on the variant's first run of the plan */
+                         set when the plan is built (plan_labels) */
   uint8_t op;
   uint8_t slot;  /* sv[] slot receiving the value (0 = scratch) */
   uint8_t cslot; /* count from sv[cslot] (0 = f->count) */
@@ -290,7 +293,6 @@ struct plan {
   uint32_t off4;  /* the 4-byte-pointer plan: ops + off4 (the 8-byte one: ops); each ends with
                      OP_END and has an OP_CHK before each run of fixed-size ops */
   uint32_t room0; /* the same for all ops: reserved with PL_OBYTE × the payload at the start */
-  uint32_t labs;  /* pop.lab[v] set: bit v */
   uint32_t opoff[2]; /* byte offset of the op list for 4-byte pointers ([0]: off4 ops), 8 ([1]: 0),
                         past its first op when that is an OP_CHK */
   uint32_t gb0[2];   /* that OP_CHK's gb (0: none): the runner starts at it only when the payload
@@ -531,9 +533,15 @@ __attribute__((noinline)) static int plan_build(struct dec_event *e) {
           pl->opoff[!var] += (uint32_t)sizeof(struct pop);
           pl->gb0[!var] = ops[0].gb;
         }
-        /* two hex fields in a row (the second op only lends its key) */
+        /* two hex fields in a row (the second op only lends its key); two UINT32 arrays of the
+         * same count in a row (the same) */
         for (uint32_t k = 0; k + 1 < no; k++) {
           struct pop *a = &ops[k], *b = &ops[k + 1];
+          if (a->op == OP_AU32 && b->op == OP_AU32 && a->cslot && a->cslot == b->cslot) {
+            a->op = OP_AU32P;
+            k++;
+            continue;
+          }
           if ((a->op == OP_X32 || a->op == OP_X64) && (b->op == OP_X32 || b->op == OP_X64) && !a->slot && !b->slot) {
             a->op = a->op == OP_X32 ? (b->op == OP_X32 ? OP_XX44 : OP_XX48) : (b->op == OP_X32 ? OP_XX84 : OP_XX88);
             k++;
@@ -583,6 +591,9 @@ static inline unsigned pmc_hash(uint64_t v) { return (unsigned)((uint32_t)(v ^ (
 static signed char pl_avx2; /* below */
 static void pl_avx2_init(void);
 
+/* each op's code address in the runners (threaded dispatch), set when the plan is built */
+static void plan_labels(struct plan *pl);
+
 /* Runs of fixed-size scalar fields (plain/hex/signed integers, pointers) with short keys:
  * rendered one after the other after one room check when the payload holds them all. */
 __attribute__((noinline)) static void compute_runs(struct dec_event *e) {
@@ -609,7 +620,11 @@ __attribute__((noinline)) static void compute_runs(struct dec_event *e) {
   if (e->nf && !e->f[0].key) build_key(&e->f[0]);
   for (uint32_t i = 0; i < e->nf && i < DEC_MAX_FIELDS; i++)
     if (!e->f[i].key) build_key(&e->f[i]);
-  if (plan_build(e) == 0) e->runs = (int)plan_key_area(e->f[0].key_len); /* > 1: the plan's offset */
+  if (plan_build(e) == 0) {
+    size_t ka = plan_key_area(e->f[0].key_len);
+    plan_labels((struct plan *)(void *)(e->f[0].key + ka));
+    e->runs = (int)ka; /* > 1: the plan's offset */
+  }
 }
 
 /* Render fields [start, end) of the schema as members of an open object. @elem: offset of the
@@ -861,6 +876,9 @@ __attribute__((noinline)) static long walk_all(struct etw_decoder *d, struct etw
   return (long)k->pos;
 }
 
+/* the runners' sentinel event: fill the plan's code addresses (plan_labels) */
+static struct dec_event pl_label_ev;
+
 /* Dispatch: threaded (computed goto) where GNU C has it, a switch elsewhere. */
 #if defined(__GNUC__)
 #define PL_START goto *op->lab[PL_V];
@@ -1072,6 +1090,27 @@ static inline char *hex_arr32(char *o, const unsigned char *q, const unsigned ch
 }
 #if PL_AVX2
 #define PL_AVX2_FN __attribute__((target("avx2,bmi,bmi2,lzcnt")))
+/* hex_arr64_avx2's assembly step's constants, 32 bytes each: the three of dec_plk_hx, 0x0F,
+ * the three of dec_plk_hi, the hex digits (one base register) */
+#define PLK_H4_R8(c) c, c, c, c, c, c, c, c
+_Alignas(32) static const unsigned char PLK_H4[256] = {
+    0x01, 0, 0, 0, 0, 0, 0x40, 0x43, 0x01, 0, 0, 0, 0, 0, 0x40, 0x43, 0x01, 0, 0, 0, 0, 0, 0x40, 0x43, 0x01, 0, 0, 0, 0, 0, 0x40, 0x43,
+    0, 0, 0, 0, 0, 0, 0x40, 0x43, 0, 0, 0, 0, 0, 0, 0x40, 0x43, 0, 0, 0, 0, 0, 0, 0x40, 0x43, 0, 0, 0, 0, 0, 0, 0x40, 0x43,
+    0, 0, 0, 0, 0, 0, 0xF0, 0xFF, 0, 0, 0, 0, 0, 0, 0xF0, 0xFF, 0, 0, 0, 0, 0, 0, 0xF0, 0xFF, 0, 0, 0, 0, 0, 0, 0xF0, 0xFF,
+    PLK_H4_R8(0x0F), PLK_H4_R8(0x0F), PLK_H4_R8(0x0F), PLK_H4_R8(0x0F),
+    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
+    PLK_H4_R8(0), PLK_H4_R8(0), PLK_H4_R8(0), PLK_H4_R8(0),
+    PLK_H4_R8(8), PLK_H4_R8(8), PLK_H4_R8(8), PLK_H4_R8(8),
+    '0', '1', '2', '3', '4', '5', '6', '7', '8', '9', 'a', 'b', 'c', 'd', 'e', 'f',
+    '0', '1', '2', '3', '4', '5', '6', '7', '8', '9', 'a', 'b', 'c', 'd', 'e', 'f'};
+#undef PLK_H4_R8
+/* 32 and 64 bytes as inline assembly operands */
+typedef struct {
+  char b[32];
+} pl_b32;
+typedef struct {
+  unsigned char b[64];
+} pl_b64;
 PL_AVX2_FN static inline __m128i hex_ascii_avx2(__m128i n) { return _mm_shuffle_epi8(PLK(PLK_HEX), n); }
 PL_AVX2_FN static inline char *hex_arr64_avx2(char *o, const unsigned char *q, const unsigned char *qe) {
   /* four per step, all in vectors while the values are below 2^52: the digit count of each from
@@ -1079,63 +1118,60 @@ PL_AVX2_FN static inline char *hex_arr64_avx2(char *o, const unsigned char *q, c
    * 1024 + floor(log2 (v | 1)), so bits >> 54 = 256 + k with k + 1 digits); the nibbles in
    * natural order (least significant first: unpack lo, hi), then one byte shuffle per two values
    * takes nibble k - j to place j (past the digits: index < 0, a zero byte) and one makes them
-   * hex digits. Values 0 and 2 in one register's lanes, 1 and 3 in the other's. */
+   * hex digits. Values 0 and 2 in one register's lanes, 1 and 3 in the other's. Each value: 16
+   * bytes stored, `","0x` after its k + 1 digits (at 256 + k - 255), the next 5 bytes on.
+   * (Inline assembly: the runner keeps no 256-bit value in C; ZF = all four below 2^52.) */
   const unsigned char *q4 = q + (size_t)(qe - q) / 32 * 32;
+  uint64_t sep;
+  memcpy(&sep, FX_XSEP, 8);
   while (q < q4) {
-    __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)q);
-    if (!_mm256_testz_si256(x, PLK256(dec_plk_hx + 8))) break; /* a value ≥ 2^52: below */
-    __m256d dv = _mm256_sub_pd(_mm256_castsi256_pd(_mm256_or_si256(x, PLK256(dec_plk_hx))),
-                               _mm256_castsi256_pd(PLK256(dec_plk_hx + 4)));
-    __m256i k = _mm256_srli_epi64(_mm256_castpd_si256(dv), 54); /* 256 + k */
-    __m256i i02 = _mm256_sub_epi8(_mm256_shuffle_epi8(k, PLK256(dec_plk_hi + 32)), PLK256(dec_plk_hi));
-    __m256i i13 = _mm256_sub_epi8(_mm256_shuffle_epi8(k, PLK256(dec_plk_hi + 64)), PLK256(dec_plk_hi));
-    __m256i m = PLK256(PLK_0F);
-    __m256i hi = _mm256_and_si256(_mm256_srli_epi16(x, 4), m), lo = _mm256_and_si256(x, m);
-    __m256i d02 = _mm256_shuffle_epi8(PLK256(PLK_HEX), _mm256_shuffle_epi8(_mm256_unpacklo_epi8(lo, hi), i02));
-    __m256i d13 = _mm256_shuffle_epi8(PLK256(PLK_HEX), _mm256_shuffle_epi8(_mm256_unpackhi_epi8(lo, hi), i13));
-    __m128i klo = _mm256_castsi256_si128(k), khi = _mm256_extracti128_si256(k, 1);
-    uint64_t k0 = (uint64_t)_mm_cvtsi128_si64(klo), k1 = (uint64_t)_mm_extract_epi64(klo, 1);
-    uint64_t k2 = (uint64_t)_mm_cvtsi128_si64(khi), k3 = (uint64_t)_mm_extract_epi64(khi, 1);
-    /* each: 16 bytes stored, `","0x` after its k + 1 digits (256 + k - 255), the next 5 on */
-    _mm_storeu_si128((__m128i *)(void *)o, _mm256_castsi256_si128(d02));
-    memcpy(o + k0 - 255, FX_XSEP, 8);
-    o += k0 - 250;
-    _mm_storeu_si128((__m128i *)(void *)o, _mm256_castsi256_si128(d13));
-    memcpy(o + k1 - 255, FX_XSEP, 8);
-    o += k1 - 250;
-    _mm_storeu_si128((__m128i *)(void *)o, _mm256_extracti128_si256(d02, 1));
-    memcpy(o + k2 - 255, FX_XSEP, 8);
-    o += k2 - 250;
-    _mm_storeu_si128((__m128i *)(void *)o, _mm256_extracti128_si256(d13, 1));
-    memcpy(o + k3 - 255, FX_XSEP, 8);
-    o += k3 - 250;
+    int ok;
+    uint64_t k0, k1, k2, k3;
+    __asm__("vmovdqu (%[q]), %%ymm13\n\t"
+            "vptest 64(%[c]), %%ymm13\n\t"
+            "jnz 1f\n\t"
+            "vpor (%[c]), %%ymm13, %%ymm14\n\t"
+            "vsubpd 32(%[c]), %%ymm14, %%ymm14\n\t"
+            "vpsrlq $54, %%ymm14, %%ymm14\n\t"
+            "vpsrlw $4, %%ymm13, %%ymm15\n\t"
+            "vpand 96(%[c]), %%ymm13, %%ymm13\n\t"
+            "vpand 96(%[c]), %%ymm15, %%ymm15\n\t"
+            "vpunpcklbw %%ymm15, %%ymm13, %%ymm12\n\t"
+            "vpunpckhbw %%ymm15, %%ymm13, %%ymm13\n\t"
+            "vpshufb 160(%[c]), %%ymm14, %%ymm15\n\t"
+            "vpsubb 128(%[c]), %%ymm15, %%ymm15\n\t"
+            "vpshufb %%ymm15, %%ymm12, %%ymm12\n\t"
+            "vpshufb 192(%[c]), %%ymm14, %%ymm15\n\t"
+            "vpsubb 128(%[c]), %%ymm15, %%ymm15\n\t"
+            "vpshufb %%ymm15, %%ymm13, %%ymm13\n\t"
+            "vmovdqa 224(%[c]), %%ymm15\n\t"
+            "vpshufb %%ymm12, %%ymm15, %%ymm12\n\t"
+            "vpshufb %%ymm13, %%ymm15, %%ymm13\n\t"
+            "vmovq %%xmm14, %[k0]\n\t"
+            "vpextrq $1, %%xmm14, %[k1]\n\t"
+            "vextracti128 $1, %%ymm14, %%xmm14\n\t"
+            "vmovq %%xmm14, %[k2]\n\t"
+            "vpextrq $1, %%xmm14, %[k3]\n\t"
+            "vmovdqu %%xmm12, (%[o])\n\t"
+            "mov %[sep], -255(%[o],%[k0])\n\t"
+            "lea -250(%[o],%[k0]), %[o]\n\t"
+            "vmovdqu %%xmm13, (%[o])\n\t"
+            "mov %[sep], -255(%[o],%[k1])\n\t"
+            "lea -250(%[o],%[k1]), %[o]\n\t"
+            "vextracti128 $1, %%ymm12, (%[o])\n\t"
+            "mov %[sep], -255(%[o],%[k2])\n\t"
+            "lea -250(%[o],%[k2]), %[o]\n\t"
+            "vextracti128 $1, %%ymm13, (%[o])\n\t"
+            "mov %[sep], -255(%[o],%[k3])\n\t"
+            "lea -250(%[o],%[k3]), %[o]\n"
+            "1:"
+            : "=@ccz"(ok), [o] "+r"(o), [k0] "=&r"(k0), [k1] "=&r"(k1), [k2] "=&r"(k2), [k3] "=&r"(k3)
+            : [q] "r"(q), [sep] "r"(sep), [c] "r"(PLK_H4)
+            : "xmm12", "xmm13", "xmm14", "xmm15", "cc", "memory");
+    if (!ok) break; /* a value ≥ 2^52: below */
     q += 32;
   }
-  for (; q < q4; q += 32) { /* (a value ≥ 2^52 in each step left) */
-    unsigned z0, z1, z2, z3;
-    uint64_t t0 = hex_lead(pl_rd64(q), &z0), t1 = hex_lead(pl_rd64(q + 8), &z1);
-    uint64_t t2 = hex_lead(pl_rd64(q + 16), &z2), t3 = hex_lead(pl_rd64(q + 24), &z3);
-    __m128i a = _mm_insert_epi64(_mm_cvtsi64_si128((long long)t0), (long long)t1, 1);
-    __m128i b = _mm_insert_epi64(_mm_cvtsi64_si128((long long)t2), (long long)t3, 1);
-    __m256i x = _mm256_inserti128_si256(_mm256_castsi128_si256(a), b, 1), m = PLK256(PLK_0F);
-    __m256i hi = _mm256_and_si256(_mm256_srli_epi16(x, 4), m), lo = _mm256_and_si256(x, m);
-    __m256i d02 = _mm256_shuffle_epi8(PLK256(PLK_HEX), _mm256_unpacklo_epi8(hi, lo));
-    __m256i d13 = _mm256_shuffle_epi8(PLK256(PLK_HEX), _mm256_unpackhi_epi8(hi, lo));
-    _mm_storeu_si128((__m128i *)(void *)o, _mm256_castsi256_si128(d02));
-    o -= z0;
-    memcpy(o + 16, FX_XSEP, 8);
-    _mm_storeu_si128((__m128i *)(void *)(o + 21), _mm256_castsi256_si128(d13));
-    o -= z1;
-    memcpy(o + 37, FX_XSEP, 8);
-    _mm_storeu_si128((__m128i *)(void *)(o + 42), _mm256_extracti128_si256(d02, 1));
-    o -= z2;
-    memcpy(o + 58, FX_XSEP, 8);
-    _mm_storeu_si128((__m128i *)(void *)(o + 63), _mm256_extracti128_si256(d13, 1));
-    o -= z3;
-    memcpy(o + 79, FX_XSEP, 8);
-    o += 84;
-  }
-  if ((size_t)(qe - q) >= 16) { /* fewer than 4 left */
+  while ((size_t)(qe - q) >= 16) { /* (after a value ≥ 2^52) and fewer than 4 left */
     HEX_ARR_PAIR(HEX_RD64, 8, hex_ascii_avx2);
     q += 16;
   }
@@ -1157,9 +1193,44 @@ PL_AVX2_FN static inline char *hex_tail_avx2(char *o, uint64_t v) {
   *o = '"';
   return o + 1;
 }
+/* The AVX2 runner keeps no 256-bit value in C (so gcc neither realigns its stack to 32 bytes
+ * nor spills ymm registers): its 32-byte moves and the strings' 32-unit step are inline
+ * assembly through ymm13–15 (declared clobbered; the runner's exits and calls clear the upper
+ * halves with vzeroupper), the hex pointer arrays' 4-value step a leaf function. */
+/* 32 bytes from @s to @o */
+PL_AVX2_FN static inline void copy32_avx2(void *o, const void *s) {
+  __asm__("vmovdqu %1, %%ymm15\n\tvmovdqu %%ymm15, %0"
+          : "=m"(*(pl_b32 *)o)
+          : "m"(*(const pl_b32 *)s)
+          : "xmm15");
+}
+/* the UTF-16 units at @q (64 bytes) packed to 32 bytes at @o (units above 255 saturated);
+ * returns one bit per unit: set for a plain one (0x20–0x7E, not '"' nor '\\') */
+PL_AVX2_FN static inline unsigned str32_avx2(char *o, const unsigned char *q) {
+  unsigned m;
+  const pl_b32 *k = (const pl_b32 *)(const void *)dec_plk_str, *u = (const pl_b32 *)(const void *)q;
+  __asm__("vmovdqu %2, %%ymm13\n\t"
+          "vpackuswb %3, %%ymm13, %%ymm13\n\t"
+          "vpermq $0xd8, %%ymm13, %%ymm13\n\t"
+          "vpcmpeqb %7, %%ymm13, %%ymm14\n\t"
+          "vpcmpeqb %6, %%ymm13, %%ymm15\n\t"
+          "vpor %%ymm14, %%ymm15, %%ymm15\n\t"
+          "vpaddb %4, %%ymm13, %%ymm14\n\t"
+          "vmovdqu %%ymm13, %1\n\t"
+          "vmovdqa %5, %%ymm13\n\t"
+          "vpcmpgtb %%ymm14, %%ymm13, %%ymm14\n\t"
+          "vpandn %%ymm14, %%ymm15, %%ymm15\n\t"
+          "vpmovmskb %%ymm15, %0"
+          : "=r"(m), "=m"(*(pl_b32 *)(void *)o)
+          : "m"(u[0]), "m"(u[1]), "m"(k[0]), "m"(k[1]), "m"(k[2]), "m"(k[3])
+          : "xmm13", "xmm14", "xmm15");
+  return m;
+}
+/* (vzeroupper keeps the low 128 bits: the runner's C code holds nothing wider) */
+#define PL_VZU() __asm__ volatile("vzeroupper")
 /* an op's key text: one 32-byte copy */
 PL_AVX2_FN static inline char *key_put_avx2(char *o, const struct pop *op) {
-  _mm256_storeu_si256((__m256i *)(void *)o, _mm256_loadu_si256((const __m256i *)(const void *)op->key));
+  copy32_avx2(o, op->key);
   return o + op->klen;
 }
 /* two "0x…" values below 2^52 (@x's 64-bit lanes), each after its key (ops @a and @a + 1) and
@@ -1188,6 +1259,36 @@ PL_AVX2_FN static inline char *hex_pair_avx2(char *o, __m128i x, const struct po
 #else
 #define PL_HEX_ARR 0
 #endif
+
+/* an array element ≥ 10,000 (not −96…−1): out of line, so that the element loops keep no
+ * constants of its digit code in registers */
+__attribute__((noinline)) static char *fx_put_u32c_big(char *o, uint32_t v) { return fx_put_u32c(o, v); }
+/* an array element with its comma (fx_put_u32c), the values below 10,000 and −96…−1 inline */
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
+static inline char *fx_put_u32e(char *o, uint32_t v) {
+#if FX_T3_OK
+  if (__builtin_expect(v < 1000, 1)) { /* 8 bytes stored */
+    memcpy(o, &FX_T3[v], 8);
+    return o + FX_TL3.l[v];
+  }
+  if (v < 10000) { /* 4 digits */
+    unsigned h = v / 100;
+    memcpy(o, FX_D2 + 2 * h, 2);
+    memcpy(o + 2, FX_D2 + 2 * (v - h * 100), 2);
+    o[4] = ',';
+    return o + 5;
+  }
+  if (v >= 4294967200u) { /* -96..-1 as UINT32 (IL map's -1/-2/-3): 16 bytes stored */
+    memcpy(o, FX_TN[v - 4294967200u], 16);
+    return o + 11;
+  }
+  return fx_put_u32c_big(o, v);
+#else
+  return fx_put_u32c(o, v);
+#endif
+}
 
 /* The plan of @e when it has one (and the writer is far from its maximum), else the walker:
  * the runner below, compiled twice (dec_man.c includes itself) — for SSE2 and, chosen at run
@@ -1218,6 +1319,19 @@ PL_AVX2_FN static inline char *hex_pair_avx2(char *o, __m128i x, const struct po
 #undef PL_GO
 #undef PL_CASE
 #undef PL_NEXT
+
+/* Each op's code address in both runners (the AVX2 one where the CPU can run it): each called
+ * once with the sentinel event (no payload; p: the plan). Without labels as values: nothing. */
+static void plan_labels(struct plan *pl) {
+#if defined(__GNUC__)
+  plan_write_sse2(NULL, NULL, &pl_label_ev, (const unsigned char *)pl, 0, 8, NULL);
+#if PL_AVX2
+  if (avx2_usable()) plan_write_avx2(NULL, NULL, &pl_label_ev, (const unsigned char *)pl, 0, 8, NULL);
+#endif
+#else
+  (void)pl;
+#endif
+}
 
 /* plans off (test hook): the walker */
 __attribute__((noinline)) static long plans_off(struct etw_decoder *d, struct etw_jw *w, const struct dec_event *e,
@@ -2460,12 +2574,15 @@ void dec_eventsource_chunk(struct etw_decoder *d, const struct etw_rec *r) {
 #if PL_V
 #define key_put key_put_avx2
 #define fx_hex_tail hex_tail_avx2
+#define PL_VZ() PL_VZU() /* before calls and returns: the upper halves of ymm13–15 */
+#else
+#define PL_VZ() ((void)0)
 #endif
 PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struct dec_event *e,
                             const unsigned char *p, size_t n, int ptr_size, const char **why) {
 #if defined(__GNUC__)
   static const void *const PL_L[] = {
-      [OP_END] = &&l_OP_END,   [OP_CHK] = &&l_OP_CHK,   [OP_KEY] = &&l_OP_KEY,   [OP_U8] = &&l_OP_U8,     [OP_U16] = &&l_OP_U16,
+      [OP_END] = &&done,   [OP_CHK] = &&l_OP_CHK,   [OP_KEY] = &&l_OP_KEY,   [OP_U8] = &&l_OP_U8,     [OP_U16] = &&l_OP_U16,
       [OP_U32] = &&l_OP_U32,   [OP_U64] = &&l_OP_U64,   [OP_I16] = &&l_OP_I16,   [OP_I32] = &&l_OP_I32,
       [OP_I64] = &&l_OP_I64,   [OP_X8] = &&l_OP_X8,     [OP_X16] = &&l_OP_X16,   [OP_X32] = &&l_OP_X32,
       [OP_X64] = &&l_OP_X64,   [OP_M8] = &&l_OP_M8,     [OP_M16] = &&l_OP_M16,   [OP_M32] = &&l_OP_M32,
@@ -2473,17 +2590,33 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
       [OP_AU32] = &&l_OP_AU32, [OP_AU64] = &&l_OP_AU64, [OP_AX8] = &&l_OP_AX8,   [OP_AX16] = &&l_OP_AX16,
       [OP_AX32] = &&l_OP_AX32, [OP_AX64] = &&l_OP_AX64, [OP_GEN] = &&l_OP_GEN,   [OP_SARR] = &&l_OP_SARR,
       [OP_SEND] = &&l_OP_SEND, [OP_XX44] = &&l_OP_XX44, [OP_XX48] = &&l_OP_XX48, [OP_XX84] = &&l_OP_XX84,
-      [OP_XX88] = &&l_OP_XX88};
+      [OP_XX88] = &&l_OP_XX88, [OP_AU32P] = &&l_OP_AU32P};
 #endif
   int runs = e->runs;
   if (__builtin_expect(runs <= 1, 0)) {
+#if defined(__GNUC__)
+    if (e == &pl_label_ev) { /* plan_labels: each op's code address in this variant (p: the plan) */
+      struct plan *m = (struct plan *)(uintptr_t)p;
+      static const void *const PL_N[] = {[OP_U8] = &&n_OP_U8,   [OP_U16] = &&n_OP_U16, [OP_U32] = &&n_OP_U32,
+                                         [OP_U64] = &&n_OP_U64, [OP_I16] = &&n_OP_I16, [OP_I32] = &&n_OP_I32,
+                                         [OP_I64] = &&n_OP_I64, [OP_X8] = &&n_OP_X8,   [OP_X16] = &&n_OP_X16,
+                                         [OP_X32] = &&n_OP_X32, [OP_X64] = &&n_OP_X64, [OP_M8] = &&n_OP_M8,
+                                         [OP_M16] = &&n_OP_M16, [OP_M32] = &&n_OP_M32, [OP_M64] = &&n_OP_M64};
+      for (uint32_t k = 0; k < 2 * m->off4; k++) {
+        struct pop *x = &m->ops[k];
+        x->lab[PL_V] = !x->slot && x->op >= OP_U8 && x->op <= OP_M64 ? PL_N[x->op] : PL_L[x->op];
+      }
+      return 0;
+    }
+#endif
     if (!runs) {
       compute_runs((struct dec_event *)e);
       runs = e->runs;
     }
     if (runs <= 1) return walk_all(d, w, e, p, n, ptr_size, why);
   }
-  if (w->err || (ptr_size != 8 && ptr_size != 4)) return walk_all(d, w, e, p, n, ptr_size, why);
+  if (__builtin_expect(w->err | (((unsigned)ptr_size - 4u) & ~4u), 0)) /* an error, or not 4 nor 8 */
+    return walk_all(d, w, e, p, n, ptr_size, why);
   const struct plan *pl = (const struct plan *)(const void *)(e->f[0].key + runs);
   size_t mark = w->len;
   /* the writer's maximum must be at least slack + (n + 1) × perbyte away (no overflow: n < 2^24,
@@ -2495,21 +2628,6 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
     if (far > w->max - mark) return walk_all(d, w, e, p, n, ptr_size, why); /* near the maximum */
     if (etw_jw_grow(w, (size_t)far)) goto bail;
   }
-#if defined(__GNUC__)
-  if (__builtin_expect(!(pl->labs & (1u << PL_V)), 0)) { /* first run: each op's code address */
-    struct plan *m = (struct plan *)(uintptr_t)pl;
-    static const void *const PL_N[] = {[OP_U8] = &&n_OP_U8,   [OP_U16] = &&n_OP_U16, [OP_U32] = &&n_OP_U32,
-                                       [OP_U64] = &&n_OP_U64, [OP_I16] = &&n_OP_I16, [OP_I32] = &&n_OP_I32,
-                                       [OP_I64] = &&n_OP_I64, [OP_X8] = &&n_OP_X8,   [OP_X16] = &&n_OP_X16,
-                                       [OP_X32] = &&n_OP_X32, [OP_X64] = &&n_OP_X64, [OP_M8] = &&n_OP_M8,
-                                       [OP_M16] = &&n_OP_M16, [OP_M32] = &&n_OP_M32, [OP_M64] = &&n_OP_M64};
-    for (uint32_t k = 0; k < 2 * pl->off4; k++) {
-      struct pop *x = &m->ops[k];
-      x->lab[PL_V] = !x->slot && x->op >= OP_U8 && x->op <= OP_M64 ? PL_N[x->op] : PL_L[x->op];
-    }
-    m->labs |= 1u << PL_V;
-  }
-#endif
   const struct pop *op = (const struct pop *)(const void *)((const char *)pl->ops + pl->opoff[(unsigned)ptr_size >> 3]);
   if (__builtin_expect(n < pl->gb0[(unsigned)ptr_size >> 3], 0)) op--; /* the payload ends in the first run: its OP_CHK */
   const unsigned char *q = p, *pe = p + n;
@@ -2519,7 +2637,9 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
   long cnt, srem = 0;
   char *o = w->buf + w->len; /* room: n × PL_OBYTE + room0 (see plan_build) ≤ far */
   PL_START {
-    PL_CASE(OP_END) goto done;
+#if !defined(__GNUC__)
+    PL_CASE(OP_END) goto done; /* (threaded: OP_END's code address is done's) */
+#endif
     PL_CASE(OP_CHK) /* a fixed-size run: all of it in the payload, or nothing left (q ≤ pe) */
     if (__builtin_expect((size_t)(pe - q) < op->gb, 0)) {
       if (q == pe) goto done;
@@ -2528,7 +2648,11 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
     PL_NEXT;
     PL_CASE(OP_KEY) /* before the op of its field: nothing when the payload has ended */
     if (q >= pe) goto done;
+#if PL_V
+    for (size_t k = 0; k < op->klen; k += 32) copy32_avx2(o + k, op->lkey + k);
+#else
     for (size_t k = 0; k < op->klen; k += 32) memcpy(o + k, op->lkey + k, 32);
+#endif
     o += op->klen;
     PL_NEXT;
     PL_CASE(OP_U8) v32 = q[0];
@@ -2711,7 +2835,7 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
     struct pmc *c = &op->mc[pmc_hash(v)];
     if (c->v == v && c->len != UINT32_MAX) {
 #if PL_V
-      _mm256_storeu_si256((__m256i *)(void *)o, _mm256_loadu_si256((const __m256i *)(const void *)c->t));
+      copy32_avx2(o, c->t);
       _mm_storeu_si128((__m128i *)(void *)(o + 32), _mm_loadu_si128((const __m128i *)(const void *)(c->t + 32)));
 #else
       memcpy(o, c->t, PMC_MAX);
@@ -2725,6 +2849,7 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
     w->len = (size_t)(o - w->buf);
     size_t at = w->len;
     uint64_t iv;
+    PL_VZ();
     if (dec_value(w, f->in, f->out, q - wd, (size_t)(pe - q) + wd, -1, ptr_size, DV_MANIFEST, &iv) < 0) goto bail;
     dec_map_render(w, f->map, at, v);
     if (w->err) goto bail;
@@ -2743,21 +2868,15 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
       PLK_STR_BASE;
 #endif
       o = key_put(o, op);
-      size_t avail = (size_t)(pe - q), units = avail / 2, got = 0; /* room: reserved at the start */
+      size_t avail, units, got = 0; /* room: reserved at the start */
 #if defined(__SSE2__)
 #if PL_V
       /* plain ASCII 32 units at a time (by pointer: while 64 bytes are left) */
-      if (units >= 32) {
+      if ((size_t)(pe - q) >= 64) {
         const unsigned char *qs = q;
         uintptr_t ql = (uintptr_t)pe - 64;
         do {
-          __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)qs);
-          __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(qs + 32));
-          __m256i x = _mm256_permute4x64_epi64(_mm256_packus_epi16(a, b), 0xD8);
-          __m256i ok = _mm256_cmpgt_epi8(PLK256(PLK_DF), _mm256_add_epi8(x, PLK256(PLK_60)));
-          __m256i qb = _mm256_or_si256(_mm256_cmpeq_epi8(x, PLK256(PLK_QT)), _mm256_cmpeq_epi8(x, PLK256(PLK_BS)));
-          unsigned m = (unsigned)_mm256_movemask_epi8(_mm256_andnot_si256(qb, ok));
-          _mm256_storeu_si256((__m256i *)(void *)o, x);
+          unsigned m = str32_avx2(o, qs);
           if (m == 0xFFFFFFFFu) {
             o += 32;
             qs += 64;
@@ -2777,6 +2896,8 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
         got = (size_t)(qs - q) / 2;
       }
 #endif
+      avail = (size_t)(pe - q);
+      units = avail / 2;
       /* plain ASCII 16 units at a time here (as jw.c's converter does), the rest there */
       while (units - got >= 16) {
         __m128i a = _mm_loadu_si128((const __m128i *)(const void *)(q + 2 * got));
@@ -2831,11 +2952,19 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
         }
       }
 #if PL_V
-    s16_rest:
+      if (0) {
+      s16_rest: /* (from the 32-unit step: a special unit) */
+        avail = (size_t)(pe - q);
+        units = avail / 2;
+      }
 #endif
+#else
+      avail = (size_t)(pe - q);
+      units = avail / 2;
 #endif
       {
         size_t g2;
+        PL_VZ();
         o = etw_jw_put_str16(o, q + 2 * got, units - got, &g2);
         got += g2;
       }
@@ -2883,16 +3012,31 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
       if (q < qe) o = fx_put_u32c(o, d_rd16(q)), q += 2;
       PL_ARRAY_END;
     }
+#define PL_AU32_LOOP                                                                               \
+  {                                                                                                \
+    const unsigned char *qe = q + 4 * cnt;                                                         \
+    for (const unsigned char *qp = q + 8 * (cnt >> 1); q < qp; q += 8) { /* two per step */       \
+      o = fx_put_u32e(o, d_rd32(q));                                                               \
+      o = fx_put_u32e(o, d_rd32(q + 4));                                                           \
+    }                                                                                              \
+    if (q < qe) o = fx_put_u32e(o, d_rd32(q)), q += 4;                                             \
+  }
     PL_CASE(OP_AU32) {
       PL_ARRAY(4);
-      const unsigned char *qe = q + 4 * cnt;
-      for (const unsigned char *qp = q + 8 * (cnt >> 1); q < qp; q += 8) { /* two per step */
-        o = fx_put_u32c(o, d_rd32(q));
-        o = fx_put_u32c(o, d_rd32(q + 4));
-      }
-      if (q < qe) o = fx_put_u32c(o, d_rd32(q)), q += 4;
+      PL_AU32_LOOP;
       PL_ARRAY_END;
     }
+    PL_CASE(OP_AU32P) { /* both arrays in the payload (else the walker) */
+      PL_ARRAY(8);
+      PL_AU32_LOOP;
+      if (cnt) o[-1] = ']';
+      else *o++ = ']';
+      op++;
+      o = key_put(o, op);
+      PL_AU32_LOOP;
+      PL_ARRAY_END;
+    }
+#undef PL_AU32_LOOP
     PL_CASE(OP_AU64) {
       PL_ARRAY(8);
       for (const unsigned char *qe = q + 8 * cnt; q < qe; q += 8) { o = fx_put_u64(o, pl_rd64(q)); *o++ = ','; }
@@ -2957,6 +3101,7 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
       uint64_t need = (uint64_t)cnt * op->eout + 2 + op->room + (uint64_t)(pe - q) * PL_OBYTE;
       if (__builtin_expect((uint64_t)(w->buf + w->cap - o) <= need, 0)) {
         w->len = (size_t)(o - w->buf);
+        PL_VZ();
         if (need > w->max || etw_jw_grow(w, (size_t)need)) goto bail;
         o = w->buf + w->len;
       }
@@ -2993,6 +3138,7 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
       size_t avail = (size_t)(pe - q);
       w->len = (size_t)(o - w->buf);
       size_t at = w->len;
+      PL_VZ();
       long used = dec_value(w, f->in, f->out, q, avail, len, ptr_size, DV_MANIFEST, &v);
       if (used < 0) goto bail;
       const struct dec_map *mp = f->map;
@@ -3006,14 +3152,16 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
       PL_NEXT;
     }
   }
-done:
+done: /* (gcc puts a vzeroupper before the return itself: the asm clobbers ymm registers) */
   w->len = (size_t)(o - w->buf);
   return (long)(q - p);
 bail:
+  PL_VZ();
   __atomic_fetch_add(&plan_bails, 1, __ATOMIC_RELAXED);
   etw_jw_truncate(w, mark);
   return walk_all(d, w, e, p, n, ptr_size, why);
 }
 #undef key_put
 #undef fx_hex_tail
+#undef PL_VZ
 #endif /* DEC_MAN_RUNNER */

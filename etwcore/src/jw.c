@@ -255,6 +255,31 @@ JW_INLINE char *str16_put(char *p, const unsigned char *s, size_t units, size_t 
         i++;
         continue;
       }
+    } else if (simd && units >= 16 && units - i >= 3) {
+      /* the last 3–15 units: the string's last 16 units as one block, the 16 - (units - i)
+       * before i (done) shifted out through a copy; 16 bytes stored (room: 6 per unit left + 1) */
+      unsigned sh = (unsigned)(16 - (units - i));
+      __m128i a = _mm_loadu_si128((const __m128i *)(const void *)(s + 2 * units - 32));
+      __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(s + 2 * units - 16));
+      __m128i x = _mm_packus_epi16(a, b);
+      unsigned m = plain_mask(x) >> sh; /* (bits from 16 - sh on: 0) */
+      unsigned char t[32];
+      _mm_storeu_si128((__m128i *)(void *)t, x);
+      _mm_storeu_si128((__m128i *)(void *)(t + 16), x);
+      memcpy(p, t + sh, 16);
+      unsigned good = (unsigned)__builtin_ctz(~m); /* ≤ units - i */
+      p += good;
+      i += good;
+      if (i == units) break;
+      uint32_t u = (uint32_t)s[2 * i] | ((uint32_t)s[2 * i + 1] << 8);
+      if (!u) break; /* the terminating NUL */
+      if (u == '\\' || u == '"') {
+        p[0] = '\\';
+        p[1] = (char)u;
+        p += 2;
+        i++;
+        continue;
+      }
     } else if (simd && units - i >= 8) {
       __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(s + 2 * i));
       __m128i ok = _mm_and_si128(_mm_cmpgt_epi16(v, _mm_set1_epi16(0x1F)), _mm_cmplt_epi16(v, _mm_set1_epi16(0x7F)));
@@ -553,11 +578,68 @@ static void b64_fill(void) {
   }
 }
 
-void etw_jw_base64(struct etw_jw *w, const unsigned char *s, size_t n) {
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(_WIN32)
+#define JW_B64_AVX2 1
+#include <immintrin.h>
+/* AVX2 base64 (chosen at run time: the CPU has it and ETWD_ETL_NO_AVX2 is not set): -1 = not
+ * chosen yet */
+static signed char b64_avx2 = -1;
+static int b64_avx2_init(void) {
+  const char *no = getenv("ETWD_ETL_NO_AVX2");
+  int v = 0;
+  if (!(no && *no && strcmp(no, "0"))) {
+    __builtin_cpu_init();
+    v = __builtin_cpu_supports("avx2") ? 1 : 0;
+  }
+  __atomic_store_n(&b64_avx2, (signed char)v, __ATOMIC_RELAXED);
+  return v;
+}
+/* 24 bytes to 32 characters per step while 28 bytes can be read (the two 16-byte loads of a
+ * step: bytes 0–15 and 12–27); returns the bytes done. Per 128-bit lane, 12 bytes: each group of
+ * three (a, b, c) as the 32-bit word b a c b; a & 0xFC (bits 10–15) and b & 0x0F, c & 0xC0 (bits
+ * 22–27) to bytes 0 and 2 by one high 16-bit multiplication, b & 0xF0, a & 3 (bits 4–9) and
+ * c & 0x3F (bits 16–21) to bytes 1 and 3 by one low one: the four 6-bit values in order. Then
+ * each value v plus an offset: 'A' for v < 26, 'a' - 26 to 51, '0' - 52 to 61, then '+' - 62 and
+ * '/' - 63; the offset picked by a byte shuffle on (v saturating-minus 51, or 13 below 26). */
+__attribute__((target("avx2"))) static size_t b64_run_avx2(char *p, const unsigned char *s, size_t n) {
+  const __m256i shuf = _mm256_setr_epi8(1, 0, 2, 1, 4, 3, 5, 4, 7, 6, 8, 7, 10, 9, 11, 10, 1, 0, 2, 1, 4, 3, 5, 4, 7,
+                                        6, 8, 7, 10, 9, 11, 10);
+  const __m256i lut = _mm256_setr_epi8('a' - 26, '0' - 52, '0' - 52, '0' - 52, '0' - 52, '0' - 52, '0' - 52, '0' - 52,
+                                       '0' - 52, '0' - 52, '0' - 52, '+' - 62, '/' - 63, 'A', 0, 0, 'a' - 26, '0' - 52,
+                                       '0' - 52, '0' - 52, '0' - 52, '0' - 52, '0' - 52, '0' - 52, '0' - 52, '0' - 52,
+                                       '0' - 52, '+' - 62, '/' - 63, 'A', 0, 0);
+  size_t i = 0;
+  for (; i + 28 <= n; i += 24) {
+    __m128i lo = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+    __m128i hi = _mm_loadu_si128((const __m128i *)(const void *)(s + i + 12));
+    __m256i in = _mm256_shuffle_epi8(_mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1), shuf);
+    __m256i t0 = _mm256_mulhi_epu16(_mm256_and_si256(in, _mm256_set1_epi32(0x0FC0FC00)), _mm256_set1_epi32(0x04000040));
+    __m256i t1 = _mm256_mullo_epi16(_mm256_and_si256(in, _mm256_set1_epi32(0x003F03F0)), _mm256_set1_epi32(0x01000010));
+    __m256i v = _mm256_or_si256(t0, t1);
+    __m256i r = _mm256_subs_epu8(v, _mm256_set1_epi8(51));
+    r = _mm256_or_si256(r, _mm256_and_si256(_mm256_cmpgt_epi8(_mm256_set1_epi8(26), v), _mm256_set1_epi8(13)));
+    _mm256_storeu_si256((__m256i *)(void *)(p + i / 3 * 4), _mm256_add_epi8(v, _mm256_shuffle_epi8(lut, r)));
+  }
+  return i;
+}
+#endif
+
+static void base64_body(struct etw_jw *w, const unsigned char *s, size_t n, int vec) {
   if (etw_jw_reserve(w, (n + 2) / 3 * 4 + 2)) return;
   char *p = w->buf + w->len;
   *p++ = '"';
   size_t i = 0;
+  (void)vec;
+#ifdef JW_B64_AVX2
+  if (vec && n >= 28) { /* (32 bytes stored per 24 read: within the reservation, ≥ 38 left) */
+    int a = __atomic_load_n(&b64_avx2, __ATOMIC_RELAXED);
+    if (a < 0) a = b64_avx2_init();
+    if (a) {
+      i = b64_run_avx2(p, s, n);
+      p += i / 3 * 4;
+    }
+  }
+#endif
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && defined(__GNUC__)
   if (n >= 8) {
     /* 6 bytes to 8 characters per step: one 8-byte read (2 bytes past the group: i + 8 <= n),
@@ -597,3 +679,7 @@ void etw_jw_base64(struct etw_jw *w, const unsigned char *s, size_t n) {
   *p++ = '"';
   w->len = (size_t)(p - w->buf);
 }
+
+void etw_jw_base64(struct etw_jw *w, const unsigned char *s, size_t n) { base64_body(w, s, n, 1); }
+
+void etw_jw_base64_scalar(struct etw_jw *w, const unsigned char *s, size_t n) { base64_body(w, s, n, 0); }

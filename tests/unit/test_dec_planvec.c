@@ -13,6 +13,10 @@
  * 3. Hex fields in a row (DCStopVerbose's MethodID, ModuleID, MethodStartAddress, MethodSize,
  *    MethodToken): runs of 1–5 of 4- and 8-byte hex integers and pointers in every order, every
  *    digit count, values ≥ 2^52, a referenced one (a count) among them, payloads cut inside.
+ * 4. Decimal integer arrays (MethodILToNativeMap's ILOffsets/NativeOffsets: a count, then two
+ *    arrays of UINT32, and of UINT16/UINT8/UINT64): 0–13 elements, every value at a digit-count
+ *    or path edge (999/1000, 9999/10000, 10^k ± 1, −97…−1 and the rest as UINT32) at every place,
+ *    random values of every size, payloads cut inside.
  * Each case must render the same bytes, length and consumed count with the plan as with the
  * walker, and the plan must have rendered the well-formed ones itself (no bail).
  */
@@ -264,11 +268,57 @@ static void hex_runs(void) {
   fprintf(stderr, "hex runs: %zu renderings compared\n", cases - c0);
 }
 
+/* ---- 4. decimal integer arrays */
+static void dec_arrays(void) {
+  static const char *const NM[] = {"MethodExtent", "CountOfMapEntries", "ILOffsets", "NativeOffsets", "ClrInstanceID"};
+  static const unsigned IN[] = {4, 6, 8, 10}; /* UINT8, 16, 32, 64 */
+  uint64_t vals[128];
+  size_t nv = 0;
+  static const uint64_t E[] = {0, 1, 9, 10, 99, 100, 998, 999, 1000, 1001, 9999, 10000, 10001, 99999, 100000,
+                               999999, 1000000, 9999999, 10000000, 99999999, 100000000, 100000001, 999999999,
+                               1000000000, 4294967199u, 4294967200u, 4294967201u, 4294967293u, 4294967294u,
+                               4294967295u, 4294967296ull, ~0ull};
+  for (size_t i = 0; i < sizeof E / sizeof E[0]; i++) vals[nv++] = E[i];
+  unsigned char pay[16 + 2 * 8 * 16];
+  size_t c0 = cases;
+  for (unsigned t = 0; t < 4; t++) {
+    unsigned wd = t == 0 ? 1u : t == 1 ? 2u : t == 2 ? 4u : 8u;
+    uint64_t lim = wd == 8 ? ~0ull : (1ull << (8 * wd)) - 1;
+    const uint16_t TY[][2] = {{4, 0}, {6, 0}, {(uint16_t)IN[t], 0}, {(uint16_t)IN[t], 0}, {6, 0}};
+    struct dec_event *e = schema(NM, TY, 5, -1);
+    for (int k = 2; k <= 3; k++) {
+      e->f[k].is_array = 1;
+      e->f[k].count_ref = 1;
+    }
+    for (uint32_t cnt = 0; cnt <= 13; cnt++) {
+      for (int rep = 0; rep < 60 + (int)(cnt * nv); rep++) {
+        size_t n = put_le(pay, 0, 1);
+        n += put_le(pay + n, cnt, 2);
+        for (int a = 0; a < 2; a++)
+          for (uint32_t i = 0; i < cnt; i++) {
+            uint64_t v;
+            if (rep < (int)(cnt * nv)) /* every listed value at every place, the others small */
+              v = (uint32_t)rep % cnt == i && a == (rep & 1) ? vals[(size_t)rep / cnt] : (uint64_t)(i * 37 + (unsigned)a);
+            else
+              v = rep % 3 == 0 ? vals[rnd() % nv] : rep % 3 == 1 ? rnd() >> (rnd() % 64) : rnd() % 1200;
+            n += put_le(pay + n, v & lim, wd);
+          }
+        n += put_le(pay + n, 11, 2);
+        compare(e, pay, n, 8, 1);
+        if (rep % 4 == 0) compare(e, pay, (size_t)(rnd() % (n + 1)), 8, 0); /* cut anywhere */
+      }
+    }
+    dec_event_free(e);
+  }
+  fprintf(stderr, "decimal arrays: %zu renderings compared\n", cases - c0);
+}
+
 int main(void) {
   fprintf(stderr, "plans' AVX2 code: %s\n", dec_plan_avx2(1) ? "usable (both variants tested)" : "not usable (portable code only)");
   hex_arrays();
   strings();
   hex_runs();
+  dec_arrays();
   fprintf(stderr, "%zu compared, %zu by the plan, %zu different\n", cases, planned, bad);
   CHECK(planned > cases / 2);
   CHECK_EQ(bad, 0);

@@ -3,6 +3,8 @@
  * ends), base64, and the hard maximum. */
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "etwcore/jw.h"
 #include "t.h"
@@ -211,36 +213,130 @@ static void str_all(void) {
   etw_jw_free(&c);
 }
 
-/* base64 of every length 0..200 (the 6-byte steps and each tail) against a plain encoder, into a
- * writer exactly as large as the text: no byte past it */
+/* base64 of every length 0..300 and every 7th to 800 (etw_jw_base64: the AVX2 24-byte steps where
+ * the CPU has them; etw_jw_base64_scalar: the 6-byte steps; and each tail) of random bytes, every byte value and two other cycles, against a plain encoder,
+ * into a writer exactly as large as the text and from an input at the end of its block */
 static void base64_all(void) {
   static const char A[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  unsigned char in[200];
-  uint32_t x = 12345;
-  for (size_t i = 0; i < sizeof in; i++) {
-    x = x * 1103515245u + 12345u;
-    in[i] = (unsigned char)(x >> 16);
-  }
-  for (size_t n = 0; n <= sizeof in; n++) {
-    char want[300];
-    size_t k = 0;
-    want[k++] = '"';
-    for (size_t i = 0; i < n; i += 3) {
-      uint32_t v = (uint32_t)in[i] << 16 | (i + 1 < n ? (uint32_t)in[i + 1] << 8 : 0) | (i + 2 < n ? in[i + 2] : 0);
-      want[k++] = A[v >> 18];
-      want[k++] = A[v >> 12 & 63];
-      want[k++] = i + 1 < n ? A[v >> 6 & 63] : '=';
-      want[k++] = i + 2 < n ? A[v & 63] : '=';
+  enum { N = 800 };
+  static char want[N / 3 * 4 + 16];
+  for (int round = 0; round < 4; round++) { /* random, every byte value, two more cycles */
+    unsigned char *in = malloc(N);
+    uint32_t x = 12345;
+    for (size_t i = 0; i < N; i++) {
+      x = x * 1103515245u + 12345u;
+      in[i] = round == 0 ? (unsigned char)(x >> 16)
+              : round == 1 ? (unsigned char)i
+              : round == 2 ? (unsigned char)(255 - (i * 7 & 255))
+                           : (unsigned char)(i * 37 + (i >> 8));
     }
-    want[k++] = '"';
-    want[k] = 0;
-    struct etw_jw w;
-    etw_jw_init(&w, k + 1);
-    etw_jw_base64(&w, in, n);
-    CHECK(!w.err);
-    CHECK_STR(etw_jw_cstr(&w), want);
-    etw_jw_free(&w);
+    for (size_t n = 0; n <= N; n += (n < 300 ? 1 : 7)) {
+      /* the input at the end of its block (a read past it: ASan builds catch it) */
+      unsigned char *b = malloc(n ? n : 1);
+      memcpy(b, in, n);
+      size_t k = 0;
+      want[k++] = '"';
+      for (size_t i = 0; i < n; i += 3) {
+        uint32_t v = (uint32_t)b[i] << 16 | (i + 1 < n ? (uint32_t)b[i + 1] << 8 : 0) | (i + 2 < n ? b[i + 2] : 0);
+        want[k++] = A[v >> 18];
+        want[k++] = A[v >> 12 & 63];
+        want[k++] = i + 1 < n ? A[v >> 6 & 63] : '=';
+        want[k++] = i + 2 < n ? A[v & 63] : '=';
+      }
+      want[k++] = '"';
+      want[k] = 0;
+      struct etw_jw w;
+      for (int v = 0; v < 2; v++) {
+        etw_jw_init(&w, k + 1);
+        if (v) etw_jw_base64_scalar(&w, b, n);
+        else etw_jw_base64(&w, b, n);
+        CHECK(!w.err);
+        CHECK_STR(etw_jw_cstr(&w), want);
+        etw_jw_free(&w);
+      }
+      free(b);
+    }
+    free(in);
   }
+}
+
+/* etw_jw_put_str16's last 3–15 units (one block of the string's last 16 units, those already
+ * converted shifted out): strings of 16–48 units with one or two special units (escapes, controls,
+ * non-ASCII, surrogates, NUL) at every position, the input and the output in buffers of exactly
+ * their size (6 bytes per unit + 1 out; ASan builds catch a byte past either), against the
+ * reference. */
+static void str16_tail(void) {
+  static const uint16_t sp[] = {'"', '\\', '\n', 1, 0x7F, 0xE9, 0x20AC, 0xD83D, 0xDC00, 0xFFFF, 0x100, 0};
+  const size_t ns = sizeof sp / sizeof sp[0];
+  size_t cases = 0, bad = 0;
+  for (size_t len = 16; len <= 48; len++)
+    for (size_t pos = 0; pos <= len; pos++) /* pos == len: none */
+      for (size_t k = 0; k < ns; k += (pos == len ? ns : 1)) {
+        uint16_t u[49];
+        for (size_t i = 0; i < len; i++) {
+          u[i] = (uint16_t)('a' + (i * 7 + k) % 26);
+          if (i == pos) u[i] = sp[k];
+          if (k % 3 == 1 && i + 2 == pos) u[i] = '\\'; /* a second one before it */
+        }
+        u[len] = 0;
+        unsigned char *b = malloc(2 * len);
+        for (size_t i = 0; i < len; i++) {
+          b[2 * i] = (unsigned char)u[i];
+          b[2 * i + 1] = (unsigned char)(u[i] >> 8);
+        }
+        char want[48 * 6 + 8];
+        size_t used, wl = ref16(want, u, len, &used);
+        char *o = malloc(6 * len + 1), *e;
+        size_t conv = 0;
+        e = etw_jw_put_str16(o, b, len, &conv);
+        cases++;
+        if (conv != used || (size_t)(e - o) != wl - 1 || memcmp(o, want + 1, wl - 1)) {
+          if (bad++ < 3) fprintf(stderr, "str16 tail len %zu pos %zu unit %04x: %.*s\n", len, pos, sp[k], (int)(e - o), o);
+        }
+        free(o);
+        free(b);
+      }
+  CHECK(cases > 5000);
+  CHECK_EQ(bad, 0);
+}
+
+/* etw_jw_str's last 3–15 bytes (the same block from the string's end): strings of 16–48 bytes
+ * with one or two special bytes (escapes, controls, DEL, UTF-8 leads, continuations, invalid) at
+ * every position, into a writer whose buffer holds exactly the reservation (ASan builds catch a
+ * byte past it), against the scalar code. */
+static void str8_tail(void) {
+  static const unsigned char sp[] = {'"', '\\', '\n', 1, 0x7F, 0xC3, 0xA9, 0xE2, 0x82, 0xAC, 0xFF, 0x80, 0};
+  const size_t ns = sizeof sp / sizeof sp[0];
+  size_t cases = 0, bad = 0;
+  for (size_t len = 16; len <= 48; len++)
+    for (size_t pos = 0; pos <= len; pos++)
+      for (size_t k = 0; k < ns; k += (pos == len ? ns : 1)) {
+        char *b = malloc(len);
+        for (size_t i = 0; i < len; i++) {
+          b[i] = (char)('a' + (i * 5 + k) % 26);
+          if (i == pos) b[i] = (char)sp[k];
+          if (k % 3 == 1 && i + 2 == pos) b[i] = '"';
+          if (k == 5 && i == pos + 1) b[i] = (char)0xA9; /* a valid 2-byte sequence */
+        }
+        struct etw_jw x, c;
+        x.cap = 6 * len + 3;
+        x.buf = malloc(x.cap);
+        x.len = 0;
+        x.max = x.cap;
+        x.err = 0;
+        etw_jw_init(&c, 0);
+        etw_jw_str(&x, b, len);
+        etw_jw_str_scalar(&c, b, len);
+        cases++;
+        if (x.err || c.err || x.len != c.len || memcmp(x.buf, c.buf, c.len)) {
+          if (bad++ < 3) fprintf(stderr, "str8 tail len %zu pos %zu byte %02x\n", len, pos, sp[k]);
+        }
+        free(x.buf);
+        etw_jw_free(&c);
+        free(b);
+      }
+  CHECK(cases > 5000);
+  CHECK_EQ(bad, 0);
 }
 
 int main(void) {
@@ -259,6 +355,8 @@ int main(void) {
   etw_jw_str16(&w, u16, 7); /* A, U+1F600, lone low surrogate, quote, then NUL stops */
   CHECK_STR(etw_jw_cstr(&w), "\"A\xf0\x9f\x98\x80\xef\xbf\xbd\\\"\"");
   str16_all();
+  str16_tail();
+  str8_tail();
   paths_all();
   etw_jw_truncate(&w, 0);
   unsigned char g[16], g2[16];
