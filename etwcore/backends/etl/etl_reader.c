@@ -915,8 +915,8 @@ done:
  * next batch, when the records before it were delivered. */
 ETL_NOINLINE int fill(struct etw_etl_reader *r, struct stream *s) {
   if (!s->slots) {
-    size_t sz = ETL_BATCH * sizeof *s->slots;
-    if (r->mem + sz > ETW_ETL_MAX_MEMORY || !(s->slots = calloc(ETL_BATCH, sizeof *s->slots))) {
+    size_t sz = (ETL_BATCH + 1) * sizeof *s->slots;
+    if (r->mem + sz > ETW_ETL_MAX_MEMORY || !(s->slots = calloc(ETL_BATCH + 1, sizeof *s->slots))) {
       set_damage(r, s->file, s->buf_off, "records over the memory limit");
       s->cur = s->lim = NULL;
       return s->has = 0;
@@ -960,6 +960,7 @@ ETL_NOINLINE int fill(struct etw_etl_reader *r, struct stream *s) {
         s->last_ts = rec[-1].timestamp;
         s->cur = s->slots;
         s->lim = rec;
+        rec->filetime = UINT64_MAX; /* the slot after the last: ends a run in next_batch */
         return s->has = 1;
       }
     }
@@ -970,7 +971,7 @@ ETL_NOINLINE int fill(struct etw_etl_reader *r, struct stream *s) {
     }
     s->pay_len = 0;
     if (load_buffer(r, s)) { /* exhausted: give its memory back */
-      r->mem -= s->pay_cap + ETL_BATCH * sizeof *s->slots;
+      r->mem -= s->pay_cap + (ETL_BATCH + 1) * sizeof *s->slots;
       free(s->pay);
       s->pay = NULL;
       s->pay_cap = 0;
@@ -1241,6 +1242,97 @@ int etw_etl_reader_next_ref(struct etw_etl_reader *r, const struct etw_rec **rec
     }
   }
   return next_slow(r, rec, st);
+}
+
+/* Up to @max records: the first as next_ref gives it (that call may parse, load, report the
+ * end or the damage), then, while the front stream has parsed records left, its run of records
+ * before the runner-up's time (lk: one compare each; the slot after a batch's last record holds
+ * UINT64_MAX, which ends the run), a switch of streams as list_move does it (the list's head,
+ * end and lk in registers; ties and the compaction through list_move_tie / list_move_slow with
+ * the state written back), and the next run; the tree takes a record at a time as next_slow
+ * does. It stops where next_ref would parse or load a buffer (that would overwrite records
+ * already handed out), so the records handed out are exactly next_ref's, in the same order,
+ * and the end or the damage comes in a later call. */
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("no-tree-loop-distribute-patterns")))
+#endif
+int etw_etl_reader_next_batch(struct etw_etl_reader *r, const struct etw_rec **recs, size_t max,
+                              struct etw_status *st) {
+  int k = etw_etl_reader_next_ref(r, recs, st);
+  if (k != 1) return k;
+  const struct etw_rec **o = recs + 1, **oe = recs + (max < 2 ? 1 : max < (1u << 30) ? max : 1u << 30);
+  if (o == oe) return 1;
+  struct stream *s = r->last_s;
+  struct etw_rec *c = s->cur + 1;
+  if (!r->list) {
+    while (c < s->lim) {
+      s->cur = c;
+      if (c->filetime >= r->runner_ft) {
+        uint32_t w = (uint32_t)(s - r->st);
+        replay(r, w, w);
+        s = &r->st[r->tree[0]]; /* (w has a record: not LT_NONE) */
+        r->last_s = s;
+      }
+      *o++ = s->cur;
+      if (o == oe) break;
+      c = s->cur + 1;
+    }
+    return (int)(o - recs);
+  }
+  struct lent *head = r->lh, *end = r->le;
+  uint64_t lk = r->lkey, kk;
+  for (;;) {
+    while ((kk = c->filetime) < lk) { /* the run */
+      *o++ = c++;
+      if (o == oe) goto out;
+    }
+    if (c == s->lim) goto out;
+    /* the switch: list_move with head, end and lk in registers */
+    s->cur = c;
+    struct lent *q = end;
+    uint64_t x;
+    if (end >= r->llast) goto slow; /* (end + 2 > ocap) */
+    head->s = NULL; /* the front sentinel */
+    head->key = 0;
+    while ((x = q[-1].key) > kk) q--; /* stops at the sentinel at the latest */
+    if (x == kk) goto tie;
+    for (struct lent *e = end; e > q; e--) e[0] = e[-1];
+    q->key = kk;
+    q->s = s;
+    end[1].s = NULL;
+    end[1].key = UINT64_MAX;
+    end++;
+    head++;
+    lk = head[1].key;
+    s = head->s;
+    c = s->cur;
+    *o++ = c++;
+    if (o == oe) goto out;
+    continue;
+  slow:
+    r->lh = head;
+    r->le = end;
+    list_move_slow(r, s, kk, o);
+    goto reload;
+  tie:
+    r->lh = head;
+    r->le = end;
+    list_move_tie(r, s, kk, o, q);
+  reload:
+    head = r->lh;
+    end = r->le;
+    lk = r->lkey;
+    s = r->last_s;
+    c = s->cur + 1;
+    if (++o == oe) goto out;
+  }
+out:
+  s->cur = c - 1;
+  r->last_s = s;
+  r->lh = head;
+  r->le = end;
+  r->lkey = lk;
+  return (int)(o - recs);
 }
 
 int etw_etl_reader_next(struct etw_etl_reader *r, struct etw_rec *rec, struct etw_status *st) {
