@@ -486,7 +486,7 @@ static void test_merge_list_tree(void) {
 
 
 /* The reader parses each stream's records ahead in batches (etw_etl_batch_max per batch, at
- * most 32) and stores PERFINFO and EVENT_HEADER records by whole words; etw_etl_generic_only
+ * most ETL_BATCH = 64) and stores PERFINFO and EVENT_HEADER records by whole words; etw_etl_generic_only
  * sends every record through the field-by-field parser. Every field of every record (ext items
  * and user data by content), the record order, the result and the damage message must be the
  * same with any batch size and either parser: on every corpus file, two files merged (every
@@ -583,14 +583,15 @@ static size_t seq_check(unsigned char **img, const size_t *len, int nf, const ch
   static const struct {
     unsigned batch;
     int generic;
-  } cfg[] = {{1, 1}, {1, 0}, {2, 0}, {3, 1}, {7, 0}, {31, 1}, {32, 1}, {1000, 0}};
+  } cfg[] = {{1, 1}, {1, 0}, {2, 0}, {3, 1}, {7, 0}, {31, 1}, {32, 1}, {63, 0}, {1000, 0}};
   struct seq ref, q;
+  unsigned dflt = etw_etl_batch_max;
   seq_walk(img, len, nf, &ref);
   for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++) {
     etw_etl_batch_max = cfg[c].batch;
     etw_etl_generic_only = cfg[c].generic;
     seq_walk(img, len, nf, &q);
-    etw_etl_batch_max = 32;
+    etw_etl_batch_max = dflt;
     etw_etl_generic_only = 0;
     int same = q.h == ref.h && q.n == ref.n && q.rc == ref.rc && !strcmp(q.msg, ref.msg);
     if (!same)
@@ -605,15 +606,15 @@ static size_t seq_check(unsigned char **img, const size_t *len, int nf, const ch
     int max;
     unsigned batch;
     int generic;
-  } bcfg[] = {{1, 32, 0}, {2, 32, 0}, {7, 32, 0}, {64, 32, 0}, {1000, 32, 0}, {-1, 32, 0},
-              {64, 3, 0}, {-1, 1, 1}, {5, 2, 0}};
+  } bcfg[] = {{1, 64, 0}, {2, 64, 0}, {7, 64, 0}, {64, 64, 0}, {1000, 64, 0}, {-1, 64, 0},
+              {64, 3, 0}, {-1, 1, 1}, {5, 2, 0}, {-1, 32, 0}};
   for (size_t c = 0; c < sizeof bcfg / sizeof bcfg[0]; c++) {
     walk_batch = bcfg[c].max;
     etw_etl_batch_max = bcfg[c].batch;
     etw_etl_generic_only = bcfg[c].generic;
     seq_walk(img, len, nf, &q);
     walk_batch = 0;
-    etw_etl_batch_max = 32;
+    etw_etl_batch_max = dflt;
     etw_etl_generic_only = 0;
     int same = q.h == ref.h && q.n == ref.n && q.rc == ref.rc && !strcmp(q.msg, ref.msg);
     if (!same)

@@ -86,7 +86,7 @@ struct stream {
 
 /* Records parsed per batch (one loop over a buffer's records; the slots of a stream are
  * allocated on its first batch and freed when it is exhausted). */
-#define ETL_BATCH 32
+#define ETL_BATCH 64
 
 /* Test hooks (not static so that the unit tests can set them): records per batch (1 ..
  * ETL_BATCH), and every record through parse_generic (no PERFINFO / EVENT_HEADER fast path). */
@@ -112,7 +112,8 @@ struct etw_etl_reader {
   int list;                  /* merge by the sorted list below instead of the tree (few streams) */
   struct lent *lst;          /* list: [head, end) the streams with a record, earliest first,
                                 with their record times ([head]'s not kept); sentinels: [head -
-                                1] (NULL, 0) and [end] (NULL, UINT64_MAX) */
+                                1] (NULL, 0) where a search needs it (written then) and [end]
+                                (NULL, UINT64_MAX) */
   struct lent *lh, *le;      /* list: head and end: the live part of lst (entries slide up) */
   struct lent *llast;        /* list: &lst[ocap - 1], the last entry */
   uint32_t ocap;
@@ -1244,6 +1245,22 @@ int etw_etl_reader_next_ref(struct etw_etl_reader *r, const struct etw_rec **rec
   return next_slow(r, rec, st);
 }
 
+/* next_batch's switch when @w's key @k equals the key before the hole @q (the entries after it
+ * moved up): the search goes on by the full rule as in list_move_tie, moving the entries @w
+ * comes before; returns @w's place. */
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("no-tree-loop-distribute-patterns")))
+#endif
+ETL_NOINLINE struct lent *list_tie_hole(struct etw_etl_reader *r, struct stream *w, uint64_t k,
+                                        struct lent *q) {
+  uint32_t wi = (uint32_t)(w - r->st);
+  while (q[-1].key == k && q[-1].s && !before(r, (uint32_t)(q[-1].s - r->st), wi)) {
+    q[0] = q[-1];
+    q--;
+  }
+  return q;
+}
+
 /* Up to @max records: the first as next_ref gives it (that call may parse, load, report the
  * end or the damage), then, while the front stream has parsed records left, its run of records
  * before the runner-up's time (lk: one compare each; the slot after a batch's last record holds
@@ -1280,6 +1297,10 @@ int etw_etl_reader_next_batch(struct etw_etl_reader *r, const struct etw_rec **r
     return (int)(o - recs);
   }
   struct lent *head = r->lh, *end = r->le;
+  /* (a switch moves end up by one; each needs end < llast, as list_move checks: the batch
+   * ends before that, and next_ref's list_move_slow moves the entries back) */
+  if (oe - o > r->llast - end) oe = o + (r->llast - end);
+  if (o == oe) return 1;
   uint64_t lk = r->lkey, kk;
   for (;;) {
     while ((kk = c->filetime) < lk) { /* the run */
@@ -1287,16 +1308,22 @@ int etw_etl_reader_next_batch(struct etw_etl_reader *r, const struct etw_rec **r
       if (o == oe) goto out;
     }
     if (c == s->lim) goto out;
-    /* the switch: list_move with head, end and lk in registers */
+    /* the switch: list_move with head, end and lk in registers, the entries after the new
+     * place moved up while it is searched. It stops at head + 1 at the latest (its key is lk,
+     * ≤ kk), or at end when that is head + 1 (lk = kk = UINT64_MAX), so the front sentinel is
+     * written only for the tie rule's search. */
     s->cur = c;
     struct lent *q = end;
     uint64_t x;
-    if (end >= r->llast) goto slow; /* (end + 2 > ocap) */
-    head->s = NULL; /* the front sentinel */
-    head->key = 0;
-    while ((x = q[-1].key) > kk) q--; /* stops at the sentinel at the latest */
-    if (x == kk) goto tie;
-    for (struct lent *e = end; e > q; e--) e[0] = e[-1];
+    while ((x = q[-1].key) > kk) {
+      q[0] = q[-1];
+      q--;
+    }
+    if (x == kk) {
+      head->s = NULL; /* the front sentinel */
+      head->key = 0;
+      q = list_tie_hole(r, s, kk, q);
+    }
     q->key = kk;
     q->s = s;
     end[1].s = NULL;
@@ -1308,23 +1335,6 @@ int etw_etl_reader_next_batch(struct etw_etl_reader *r, const struct etw_rec **r
     c = s->cur;
     *o++ = c++;
     if (o == oe) goto out;
-    continue;
-  slow:
-    r->lh = head;
-    r->le = end;
-    list_move_slow(r, s, kk, o);
-    goto reload;
-  tie:
-    r->lh = head;
-    r->le = end;
-    list_move_tie(r, s, kk, o, q);
-  reload:
-    head = r->lh;
-    end = r->le;
-    lk = r->lkey;
-    s = r->last_s;
-    c = s->cur + 1;
-    if (++o == oe) goto out;
   }
 out:
   s->cur = c - 1;
