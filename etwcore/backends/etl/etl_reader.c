@@ -850,12 +850,12 @@ ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, int64_t *p
   /* (the header types 0x10/0x11 and 0x12/0x13: 32/64-bit by the type's low bit, bit 16) */
   if (ETL_REC_LAYOUT && (m & 0xC0FE0000u) == 0xC0100000u && !generic) {
     /* PERFINFO: 2 version (high byte: extension bits), 4 size, 6 HookId, 8 timestamp */
-    uint32_t ver = m & 0xFFFF;
     size = (uint32_t)(h0 >> 32) & 0xFFFF;
     hdr = perf_hdr[(m >> 8) & 0xFF]; /* 0x10 + 8 × (bit 15 + bits 8..10) */
     if (hdr > size || (int64_t)size > left) return -1; /* (hdr ≥ 0x10) */
-    uint64_t hook = h0 >> 48;
-    if (rec->kind != ETW_REC_PERFINFO) { /* else the fields kept zero are zero */
+    uint64_t hk = h0 & 0xFFFF000000000000ull; /* HookId << 48 */
+    if (rec->kind != ETW_REC_PERFINFO) { /* else these are as a PERFINFO record leaves them */
+      st64(rb + 8, UINT64_MAX); /* tid, pid */
       st64(rb + 32, 0);
       st64(rb + 40, 0);
       st64(rb + 56, 0);
@@ -866,11 +866,11 @@ ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, int64_t *p
       rec->wpp_msg_number = rec->wpp_flags = 0;
       rec->wpp_sequence = 0;
     }
-    st64(rb, (ETW_REC_PERFINFO | 4 << 8) + (uint64_t)((m >> 6) & 0x400) + (h0 & 0xFFFF000000000000ull));
-    st64(rb + 8, UINT64_MAX); /* tid, pid */
+    static const uint64_t pi_head[2] = {ETW_REC_PERFINFO | 4 << 8, ETW_REC_PERFINFO | 8 << 8};
+    st64(rb, hk | pi_head[(m >> 16) & 1]); /* kind, pointer size, HookId */
     ts = (int64_t)ld64(p + 8);
     st64(rb + 16, (uint64_t)ts);
-    st64(rb + 48, (uint64_t)(ver & 0xFF) << 16 | hook << 40); /* version; opcode, task */
+    st64(rb + 48, (h0 & 0xFF) << 16 | hk >> 8); /* version (low byte); opcode, task = HookId */
   } else if (ETL_REC_LAYOUT && (m & 0xC0FE0000u) == 0xC0120000u && !generic) {
     /* EVENT_HEADER: 0 size, 4 flags, 6 property, 8 tid, pid, timestamp, provider, descriptor,
      * kernel and user time, activity id: from 8 on the same layout as the record head */
@@ -893,6 +893,44 @@ ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, int64_t *p
     rec->wpp_msg_number = rec->wpp_flags = 0;
     rec->wpp_sequence = 0;
     if ((flags & ETW_EVH_EXTENDED_INFO) && parse_ext(rec, p, size, &hdr)) return -1;
+  } else if (ETL_REC_LAYOUT && (m & 0xC0000000u) == 0xC0000000u && ((m >> 16) & 0xFF) < 0x16 &&
+             ((0x300C1Eu >> ((m >> 16) & 0xFF)) & 1) && !generic) {
+    /* SYSTEM / COMPACT (types 1..4) and FULL / INSTANCE (0x0A, 0x0B, 0x14, 0x15): every field as
+     * parse_generic sets it, the others zero */
+    unsigned type = (m >> 16) & 0xFF;
+    if (type <= 4) {
+      /* 2 version (high byte: extension bits), 4 size, 6 HookId, 8 tid, pid, 0x10 timestamp,
+       * SYSTEM (1, 2): 0x18 kernel and user time */
+      size = (uint32_t)(h0 >> 32) & 0xFFFF;
+      hdr = perf_hdr[(m >> 8) & 0xFF] + (type <= 2 ? 0x10 : 0x08); /* 0x20 / 0x18 + extensions */
+      if (hdr > size || (int64_t)size > left) return -1;
+      uint64_t hk = h0 & 0xFFFF000000000000ull; /* HookId << 48 */
+      st64(rb, hk | ETW_REC_SYSTEM | (uint64_t)((type & 1) ? 4 : 8) << 8);
+      memcpy(rb + 8, p + 8, 16); /* tid, pid, timestamp */
+      st64(rb + 32, 0);
+      st64(rb + 40, 0);
+      st64(rb + 48, (h0 & 0xFF) << 16 | hk >> 8); /* version (low byte); opcode, task = HookId */
+      st64(rb + 64, type <= 2 ? ld64(p + 0x18) : 0); /* (hdr ≥ 0x20) */
+    } else {
+      /* 0 size, 4 class type, 5 level, 6 version, 8 tid, pid, 0x10 timestamp, 0x18 class GUID,
+       * 0x28 kernel and user time */
+      hdr = (type & 1) ? 0x48 : 0x30;
+      size = m & 0xFFFF;
+      if (size < hdr || (int64_t)size > left) return -1;
+      st64(rb, ETW_REC_CLASSIC | (uint64_t)(type < 0x10 ? 4 : 8) << 8 | (uint64_t)ETW_EVH_CLASSIC_HEADER << 16);
+      memcpy(rb + 8, p + 8, 16);     /* tid, pid, timestamp */
+      memcpy(rb + 32, p + 0x18, 16); /* class GUID */
+      /* version (low byte), level, opcode = class type */
+      st64(rb + 48, (h0 >> 48 & 0xFF) << 16 | (h0 >> 40 & 0xFF) << 32 | (h0 >> 32 & 0xFF) << 40);
+      st64(rb + 64, ld64(p + 0x28));
+    }
+    ts = (int64_t)ld64(p + 16);
+    st64(rb + 56, 0);
+    st64(rb + 72, 0);
+    st64(rb + 80, 0);
+    rec->n_ext = 0;
+    rec->wpp_msg_number = rec->wpp_flags = 0;
+    rec->wpp_sequence = 0;
   } else {
     if (m == 0xFFFFFFFFu) return 0; /* no more records */
     /* (the time of the stream's previous record: a WPP record without its own takes it) */
