@@ -833,15 +833,16 @@ static const uint8_t perf_hdr[256] = {PH16(0),   PH16(16),  PH16(32),  PH16(48),
 #undef PH16
 #undef PH4
 
-/* Parse the record *@pleft bytes before the payload's end @pend into @rec (a slot of @s: the
- * one before it, or s->last_ts, has the previous record); 1 = got one (*@pleft drops by its
- * size with padding: the last record's padding may take it to -7), 0 = end of buffer, -1 =
- * damage (nothing moves). */
-ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, int64_t *pleft,
-                         const unsigned char *pend, int ft_unit, uint64_t ft_base, int generic) {
-  int64_t left = *pleft;
-  if (left < 8) return 0;
-  const unsigned char *p = pend - left;
+/* Parse the record at the address *@pa (an integer: the last record's padding may take it up to
+ * 7 past the payload's end @pe, which a pointer may not) into @rec (a slot of @s: the one before
+ * it, or s->last_ts, has the previous record); 1 = got one (*@pa moves past it and its
+ * padding), 0 = end of buffer, -1 = damage (nothing moves). @pe8 is @pe - 8. A record fits
+ * when a + size ≤ pe (no wrap: a and size are small next to the address space's end). */
+ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, uintptr_t *pa, uintptr_t pe,
+                         uintptr_t pe8, int ft_unit, uint64_t ft_base, int generic) {
+  uintptr_t a = *pa;
+  if (a > pe8) return 0; /* (fewer than 8 bytes left) */
+  const unsigned char *p = (const unsigned char *)a;
   uint64_t h0 = rd64(p);
   uint32_t m = (uint32_t)h0;
   unsigned char *rb = (unsigned char *)rec;
@@ -852,7 +853,7 @@ ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, int64_t *p
     /* PERFINFO: 2 version (high byte: extension bits), 4 size, 6 HookId, 8 timestamp */
     size = (uint32_t)(h0 >> 32) & 0xFFFF;
     hdr = perf_hdr[(m >> 8) & 0xFF]; /* 0x10 + 8 × (bit 15 + bits 8..10) */
-    if (hdr > size || (int64_t)size > left) return -1; /* (hdr ≥ 0x10) */
+    if (hdr > size || a + size > pe) return -1; /* (hdr ≥ 0x10) */
     uint64_t hk = h0 & 0xFFFF000000000000ull; /* HookId << 48 */
     if (rec->kind != ETW_REC_PERFINFO) { /* else these are as a PERFINFO record leaves them */
       st64(rb + 8, UINT64_MAX); /* tid, pid */
@@ -866,17 +867,20 @@ ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, int64_t *p
       rec->wpp_msg_number = rec->wpp_flags = 0;
       rec->wpp_sequence = 0;
     }
-    static const uint64_t pi_head[2] = {ETW_REC_PERFINFO | 4 << 8, ETW_REC_PERFINFO | 8 << 8};
-    st64(rb, hk | pi_head[(m >> 16) & 1]); /* kind, pointer size, HookId */
+    /* kind, pointer size 4 or 8 (by bit 16), HookId */
+    st64(rb, hk + ((m >> 6) & 0x400) + (ETW_REC_PERFINFO | 4 << 8));
     ts = (int64_t)ld64(p + 8);
     st64(rb + 16, (uint64_t)ts);
     st64(rb + 48, (h0 & 0xFF) << 16 | hk >> 8); /* version (low byte); opcode, task = HookId */
+    rec->user_data = p + hdr;
+    rec->user_len = size - hdr;
+    goto done;
   } else if (ETL_REC_LAYOUT && (m & 0xC0FE0000u) == 0xC0120000u && !generic) {
     /* EVENT_HEADER: 0 size, 4 flags, 6 property, 8 tid, pid, timestamp, provider, descriptor,
      * kernel and user time, activity id: from 8 on the same layout as the record head */
     hdr = 0x50;
     size = m & 0xFFFF;
-    if (size < hdr || (int64_t)size > left) return -1;
+    if (size < hdr || a + size > pe) return -1;
     uint32_t flags = (uint32_t)(h0 >> 32) & 0xFFFF;
     /* kind, pointer size 4 or 8, flags | 32/64_BIT_HEADER, property */
     static const uint64_t ev_head[2] = {
@@ -903,7 +907,7 @@ ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, int64_t *p
        * SYSTEM (1, 2): 0x18 kernel and user time */
       size = (uint32_t)(h0 >> 32) & 0xFFFF;
       hdr = perf_hdr[(m >> 8) & 0xFF] + (type <= 2 ? 0x10 : 0x08); /* 0x20 / 0x18 + extensions */
-      if (hdr > size || (int64_t)size > left) return -1;
+      if (hdr > size || a + size > pe) return -1;
       uint64_t hk = h0 & 0xFFFF000000000000ull; /* HookId << 48 */
       st64(rb, hk | ETW_REC_SYSTEM | (uint64_t)((type & 1) ? 4 : 8) << 8);
       memcpy(rb + 8, p + 8, 16); /* tid, pid, timestamp */
@@ -916,7 +920,7 @@ ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, int64_t *p
        * 0x28 kernel and user time */
       hdr = (type & 1) ? 0x48 : 0x30;
       size = m & 0xFFFF;
-      if (size < hdr || (int64_t)size > left) return -1;
+      if (size < hdr || a + size > pe) return -1;
       st64(rb, ETW_REC_CLASSIC | (uint64_t)(type < 0x10 ? 4 : 8) << 8 | (uint64_t)ETW_EVH_CLASSIC_HEADER << 16);
       memcpy(rb + 8, p + 8, 16);     /* tid, pid, timestamp */
       memcpy(rb + 32, p + 0x18, 16); /* class GUID */
@@ -934,7 +938,7 @@ ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, int64_t *p
   } else {
     if (m == 0xFFFFFFFFu) return 0; /* no more records */
     /* (the time of the stream's previous record: a WPP record without its own takes it) */
-    int k = parse_generic(s->f, s, rec, p, (uint32_t)left, m, rec > s->slots ? rec[-1].timestamp : s->last_ts);
+    int k = parse_generic(s->f, s, rec, p, (uint32_t)(pe - a), m, rec > s->slots ? rec[-1].timestamp : s->last_ts);
     if (k < 0) return -1;
     size = (uint32_t)k;
     ts = rec->timestamp;
@@ -944,7 +948,7 @@ ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, int64_t *p
   rec->user_len = size - hdr;
 done:
   rec->filetime = ft_unit ? ft_base + (uint64_t)ts : to_filetime(&s->f->info, ts);
-  *pleft = left - ((size + 7) & ~7u); /* (size ≤ n) */
+  *pa = a + ((size + 7) & ~7u); /* (a + size ≤ pe) */
   return 1;
 }
 
@@ -975,8 +979,7 @@ ETL_NOINLINE int fill(struct etw_etl_reader *r, struct stream *s) {
     struct etw_rec *end = rec + (etw_etl_batch_max - 1 < ETL_BATCH ? etw_etl_batch_max : ETL_BATCH);
     if (s->pay_len) {
       /* (pos may lie up to 7 past pay_len) */
-      const unsigned char *pend = s->data + s->pay_len;
-      int64_t left = (int64_t)s->pay_len - (int64_t)s->pos;
+      uintptr_t a = (uintptr_t)s->data + s->pos, pe = (uintptr_t)s->data + s->pay_len, pe8 = pe - 8;
       uint64_t ft_base = s->ft_base;
       if (s->slots_off != s->buf_off) { /* a new buffer */
         s->slots_off = s->buf_off;
@@ -985,16 +988,16 @@ ETL_NOINLINE int fill(struct etw_etl_reader *r, struct stream *s) {
       /* (one loop per clock kind: the test is out of the loop) */
       if (etw_etl_generic_only) {
         int unit = s->ft_unit;
-        while ((k = parse_one(s, rec, &left, pend, unit, ft_base, 1)) == 1 && ++rec < end) {
+        while ((k = parse_one(s, rec, &a, pe, pe8, unit, ft_base, 1)) == 1 && ++rec < end) {
         }
       } else if (s->ft_unit) {
-        while ((k = parse_one(s, rec, &left, pend, 1, ft_base, 0)) == 1 && ++rec < end) {
+        while ((k = parse_one(s, rec, &a, pe, pe8, 1, ft_base, 0)) == 1 && ++rec < end) {
         }
       } else {
-        while ((k = parse_one(s, rec, &left, pend, 0, ft_base, 0)) == 1 && ++rec < end) {
+        while ((k = parse_one(s, rec, &a, pe, pe8, 0, ft_base, 0)) == 1 && ++rec < end) {
         }
       }
-      s->pos = (uint32_t)((int64_t)s->pay_len - left);
+      s->pos = (uint32_t)(a - (uintptr_t)s->data);
       if (rec > s->slots) {
         s->last_ts = rec[-1].timestamp;
         s->cur = s->slots;
