@@ -173,7 +173,7 @@ int etw_convert_main(int argc, char **argv) {
   struct etw_jw w, t;
   etw_jw_init(&w, etw_convert_writer_max);
   etw_jw_init(&t, 4096);
-  const struct etw_rec *recs[64];
+  const struct etw_rec *recs[256];
   struct etw_evref ref;
   uint64_t seq = 0, undecoded = 0, done = 0, total = 0, dropped = 0;
   etw_etl_reader_progress(r, &done, &total);
