@@ -1292,12 +1292,14 @@ int etw_etl_reader_next_ref(struct etw_etl_reader *r, const struct etw_rec **rec
 #if defined(__GNUC__) && !defined(__clang__)
 __attribute__((optimize("no-tree-loop-distribute-patterns")))
 #endif
-ETL_NOINLINE struct lent *list_tie_hole(struct etw_etl_reader *r, struct stream *w, uint64_t k,
-                                        struct lent *q) {
-  uint32_t wi = (uint32_t)(w - r->st);
-  while (q[-1].key == k && q[-1].s && !before(r, (uint32_t)(q[-1].s - r->st), wi)) {
+ETL_NOINLINE struct lent *list_tie_hole(struct stream *w, uint64_t k, struct lent *q) {
+  const struct etw_rec *wc = w->cur;
+  for (struct stream *x; q[-1].key == k && (x = q[-1].s) != NULL; q--) {
+    /* before(x, w) with equal times (the keys are the records' times): the same file's
+     * timestamps if they differ, else the stream order (= the order of the pointers) */
+    const struct etw_rec *xc = x->cur;
+    if (x->file == w->file && xc->timestamp != wc->timestamp ? xc->timestamp < wc->timestamp : x < w) break;
     q[0] = q[-1];
-    q--;
   }
   return q;
 }
@@ -1363,7 +1365,7 @@ int etw_etl_reader_next_batch(struct etw_etl_reader *r, const struct etw_rec **r
     if (x == kk) {
       head->s = NULL; /* the front sentinel */
       head->key = 0;
-      q = list_tie_hole(r, s, kk, q);
+      q = list_tie_hole(s, kk, q);
     }
     q->key = kk;
     q->s = s;
