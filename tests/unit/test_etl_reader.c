@@ -601,14 +601,15 @@ static size_t seq_check(unsigned char **img, const size_t *len, int nf, const ch
   }
   /* etw_etl_reader_next_batch: the same records, order, result and damage as next_ref, with
    * any max, mixed with next_ref / next, and with short parse batches (the stops at a stream's
-   * last parsed record) */
+   * last parsed record); the large inputs (net.4.5.2.x64) with the ones marked big */
   static const struct {
     int max;
     unsigned batch;
-    int generic;
-  } bcfg[] = {{1, 64, 0}, {2, 64, 0}, {7, 64, 0}, {64, 64, 0}, {1000, 64, 0}, {-1, 64, 0},
-              {64, 3, 0}, {-1, 1, 1}, {5, 2, 0}, {-1, 32, 0}};
+    int generic, big;
+  } bcfg[] = {{1, 64, 0, 0}, {2, 64, 0, 0}, {7, 64, 0, 1}, {64, 64, 0, 0}, {1000, 64, 0, 1}, {-1, 64, 0, 1},
+              {64, 3, 0, 0}, {-1, 1, 1, 0}, {5, 2, 0, 1}, {-1, 32, 0, 0}};
   for (size_t c = 0; c < sizeof bcfg / sizeof bcfg[0]; c++) {
+    if (ref.n > 50000 && !bcfg[c].big) continue;
     walk_batch = bcfg[c].max;
     etw_etl_batch_max = bcfg[c].batch;
     etw_etl_generic_only = bcfg[c].generic;
