@@ -1152,6 +1152,8 @@ static inline void list_sift(struct etw_etl_reader *r, struct stream *w, uint64_
 
 /* next_ref when the last record's stream has no parsed record left or no longer comes first,
  * and the first and last calls. */
+static int list_move(struct etw_etl_reader *r, struct stream *w, uint64_t k, const struct etw_rec **rec);
+
 ETL_NOINLINE int next_slow(struct etw_etl_reader *r, const struct etw_rec **rec, struct etw_status *st) {
   struct stream *s = r->last_s, *top;
   if (s) {
@@ -1164,8 +1166,7 @@ ETL_NOINLINE int next_slow(struct etw_etl_reader *r, const struct etw_rec **rec,
       if (!more) {
         list_pop(r);
       } else if (s->cur->filetime >= r->lh[1].key) {
-        list_pop(r);
-        list_sift(r, s, s->cur->filetime);
+        return list_move(r, s, s->cur->filetime, rec); /* (= list_pop + list_sift) */
       }
       top = r->lh->s;
       r->lkey = top ? r->lh[1].key : UINT64_MAX;
