@@ -630,7 +630,9 @@ static int load_buffer(struct etw_etl_reader *r, struct stream *s) {
    REC_OFF(desc.version) == 50 && REC_OFF(desc.channel) == 51 && REC_OFF(desc.level) == 52 &&       \
    REC_OFF(desc.opcode) == 53 && REC_OFF(desc.task) == 54 && REC_OFF(desc.keyword) == 56 &&         \
    REC_OFF(kernel_time) == 64 && REC_OFF(user_time) == 68 && REC_OFF(activity_id) == 72 &&          \
-   REC_OFF(cpu) == 88 && REC_OFF(n_ext) == 90 && ETL_LITTLE_ENDIAN)
+   REC_OFF(cpu) == 88 && REC_OFF(n_ext) == 90 && REC_OFF(ext) == 96 &&                              \
+   REC_OFF(wpp_flags) == REC_OFF(wpp_msg_number) + 2 &&                                             \
+   REC_OFF(wpp_sequence) == REC_OFF(wpp_msg_number) + 4 && ETL_LITTLE_ENDIAN)
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 #define ETL_LITTLE_ENDIAN 1
 #else
@@ -837,9 +839,10 @@ static const uint8_t perf_hdr[256] = {PH16(0),   PH16(16),  PH16(32),  PH16(48),
  * 7 past the payload's end @pe, which a pointer may not) into @rec (a slot of @s: the one before
  * it, or s->last_ts, has the previous record); 1 = got one (*@pa moves past it and its
  * padding), 0 = end of buffer, -1 = damage (nothing moves). @pe8 is @pe - 8. A record fits
- * when a + size ≤ pe (no wrap: a and size are small next to the address space's end). */
+ * when a + size ≤ pe (no wrap: a and size are small next to the address space's end). @cpu is
+ * s->cpu (stored with n_ext). */
 ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, uintptr_t *pa, uintptr_t pe,
-                         uintptr_t pe8, int ft_unit, uint64_t ft_base, int generic) {
+                         uintptr_t pe8, int ft_unit, uint64_t ft_base, int generic, uint64_t cpu) {
   uintptr_t a = *pa;
   if (a > pe8) return 0; /* (fewer than 8 bytes left) */
   const unsigned char *p = (const unsigned char *)a;
@@ -863,9 +866,8 @@ ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, uintptr_t 
       st64(rb + 64, 0);
       st64(rb + 72, 0);
       st64(rb + 80, 0);
-      rec->n_ext = 0;
-      rec->wpp_msg_number = rec->wpp_flags = 0;
-      rec->wpp_sequence = 0;
+      st64(rb + 88, cpu); /* cpu; n_ext = 0 (and the padding before ext) */
+      st64(rb + REC_OFF(wpp_msg_number), 0); /* WPP message number, flags, sequence */
     }
     /* kind, pointer size 4 or 8 (by bit 16), HookId */
     st64(rb, hk + ((m >> 6) & 0x400) + (ETW_REC_PERFINFO | 4 << 8));
@@ -893,9 +895,8 @@ ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, uintptr_t 
     memcpy(rb + 48, p + 0x28, 16);   /* descriptor */
     memcpy(rb + 64, p + 0x38, 16);   /* kernel, user time; activity id [0, 8) */
     st64(rb + 80, ld64(p + 0x48));   /* activity id [8, 16) */
-    rec->n_ext = 0;
-    rec->wpp_msg_number = rec->wpp_flags = 0;
-    rec->wpp_sequence = 0;
+    st64(rb + 88, cpu); /* cpu; n_ext = 0 (and the padding before ext) */
+    st64(rb + REC_OFF(wpp_msg_number), 0); /* WPP message number, flags, sequence */
     if ((flags & ETW_EVH_EXTENDED_INFO) && parse_ext(rec, p, size, &hdr)) return -1;
   } else if (ETL_REC_LAYOUT && (m & 0xC0000000u) == 0xC0000000u && ((m >> 16) & 0xFF) < 0x16 &&
              ((0x300C1Eu >> ((m >> 16) & 0xFF)) & 1) && !generic) {
@@ -932,9 +933,8 @@ ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, uintptr_t 
     st64(rb + 56, 0);
     st64(rb + 72, 0);
     st64(rb + 80, 0);
-    rec->n_ext = 0;
-    rec->wpp_msg_number = rec->wpp_flags = 0;
-    rec->wpp_sequence = 0;
+    st64(rb + 88, cpu); /* cpu; n_ext = 0 (and the padding before ext) */
+    st64(rb + REC_OFF(wpp_msg_number), 0); /* WPP message number, flags, sequence */
   } else {
     if (m == 0xFFFFFFFFu) return 0; /* no more records */
     /* (the time of the stream's previous record: a WPP record without its own takes it) */
@@ -980,7 +980,7 @@ ETL_NOINLINE int fill(struct etw_etl_reader *r, struct stream *s) {
     if (s->pay_len) {
       /* (pos may lie up to 7 past pay_len) */
       uintptr_t a = (uintptr_t)s->data + s->pos, pe = (uintptr_t)s->data + s->pay_len, pe8 = pe - 8;
-      uint64_t ft_base = s->ft_base;
+      uint64_t ft_base = s->ft_base, cpu = s->cpu;
       if (s->slots_off != s->buf_off) { /* a new buffer */
         s->slots_off = s->buf_off;
         for (uint32_t i = 0; i < ETL_BATCH; i++) s->slots[i].file_offset = s->buf_off;
@@ -988,13 +988,13 @@ ETL_NOINLINE int fill(struct etw_etl_reader *r, struct stream *s) {
       /* (one loop per clock kind: the test is out of the loop) */
       if (etw_etl_generic_only) {
         int unit = s->ft_unit;
-        while ((k = parse_one(s, rec, &a, pe, pe8, unit, ft_base, 1)) == 1 && ++rec < end) {
+        while ((k = parse_one(s, rec, &a, pe, pe8, unit, ft_base, 1, cpu)) == 1 && ++rec < end) {
         }
       } else if (s->ft_unit) {
-        while ((k = parse_one(s, rec, &a, pe, pe8, 1, ft_base, 0)) == 1 && ++rec < end) {
+        while ((k = parse_one(s, rec, &a, pe, pe8, 1, ft_base, 0, cpu)) == 1 && ++rec < end) {
         }
       } else {
-        while ((k = parse_one(s, rec, &a, pe, pe8, 0, ft_base, 0)) == 1 && ++rec < end) {
+        while ((k = parse_one(s, rec, &a, pe, pe8, 0, ft_base, 0, cpu)) == 1 && ++rec < end) {
         }
       }
       s->pos = (uint32_t)(a - (uintptr_t)s->data);
