@@ -73,9 +73,10 @@ struct stream {
   uint64_t buf_off;
   int64_t last_ts;
   /* the records parsed ahead: slots[0, lim - slots) of the current buffer, cur the current one
-   * (valid when has); pos is the payload offset of the first record not parsed yet. A slot
-   * whose kind is PERFINFO has the fields that kind leaves zero at zero (only the reader writes
-   * the slots); file, file_index and cpu are set once per slot, file_offset per record. */
+   * (valid when has); pos is the payload offset of the first record not parsed yet; *lim (a
+   * slot too) has filetime UINT64_MAX. A slot whose kind is PERFINFO has the fields that kind
+   * leaves zero at zero and tid/pid at UINT64_MAX (only the reader writes the slots); file,
+   * file_index and cpu are set once per slot, file_offset per buffer. */
   struct etw_rec *cur, *lim, *slots;
   uint64_t slots_off;        /* the file_offset the slots hold */
   const unsigned char *data; /* the current buffer's records: pay, or inside a memory image */
@@ -84,8 +85,9 @@ struct stream {
   uint64_t ft_base;          /* start_time - t0 (mod 2^64) */
 };
 
-/* Records parsed per batch (one loop over a buffer's records; the slots of a stream are
- * allocated on its first batch and freed when it is exhausted). */
+/* Records parsed per batch (one loop over a buffer's records; the slots of a stream, one more
+ * than this: the slot after a batch's last record holds time UINT64_MAX for next_batch's runs,
+ * are allocated on its first batch and freed when it is exhausted). */
 #define ETL_BATCH 64
 
 /* Test hooks (not static so that the unit tests can set them): records per batch (1 ..
