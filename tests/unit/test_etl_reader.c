@@ -374,14 +374,59 @@ static void test_xpress_corpus(void) {
  * several files merged (net.4.5.2.x64 twice: every record time tied), also truncated. */
 extern unsigned etw_etl_merge_list_max;
 
+/* How seq_walk and merge_walk take the records: 0 one etw_etl_reader_next_ref call each, n > 0
+ * etw_etl_reader_next_batch with max n (each batch digested after the call: every pointer of
+ * it must still be valid), -1 mixed: batches of a pseudo-random max (1..100, sometimes 0 = 1)
+ * between next_ref and next calls. */
+static int walk_batch;
+
+/* The next record by walk_batch's way; *@buf / *@nb / *@ib hold the batch being walked. */
+static int walk_next(struct etw_etl_reader *r, const struct etw_rec **rec, struct etw_status *st,
+                     const struct etw_rec **buf, int *nb, int *ib, uint32_t *seed, struct etw_rec *copy) {
+  if (*ib < *nb) {
+    *rec = buf[(*ib)++];
+    return 1;
+  }
+  int max = walk_batch;
+  if (max < 0) {
+    *seed = *seed * 1103515245u + 12345u;
+    unsigned v = (*seed >> 16) % 112;
+    if (v >= 106) { /* etw_etl_reader_next (a copy) */
+      int k = etw_etl_reader_next(r, copy, st);
+      *rec = copy;
+      return k;
+    }
+    if (v >= 100) return etw_etl_reader_next_ref(r, rec, st);
+    max = (int)v + 1;
+    if (v == 99) max = 0;
+  }
+  if (max == 0 && walk_batch >= 0) return etw_etl_reader_next_ref(r, rec, st);
+  /* (a canary after max: next_batch must not write past it) */
+  const struct etw_rec *canary = (const struct etw_rec *)(uintptr_t)0x5a5a;
+  size_t m = max ? (size_t)max : 1;
+  buf[m] = canary;
+  int k = etw_etl_reader_next_batch(r, buf, (size_t)max, st);
+  CHECK(buf[m] == canary);
+  if (k > (int)m) CHECK(k <= (int)m);
+  if (k <= 0) return k;
+  *nb = k;
+  *ib = 1;
+  *rec = buf[0];
+  return 1;
+}
+
+
 static uint64_t merge_walk(unsigned char **img, const size_t *len, int nf, size_t *cnt, int *rc) {
   struct etw_etl_reader *r = etw_etl_reader_new();
   struct etw_status st;
   for (int i = 0; i < nf; i++) CHECK_EQ(etw_etl_reader_add_mem(r, "f", img[i], len[i], &st), ETW_E_OK);
-  const struct etw_rec *rec;
+  const struct etw_rec *rec, *buf[1001];
+  struct etw_rec copy;
+  int nb = 0, ib = 0;
+  uint32_t seed = 7u;
   uint64_t h = 1469598103934665603ull;
   *cnt = 0;
-  while ((*rc = etw_etl_reader_next_ref(r, &rec, &st)) == 1) {
+  while ((*rc = walk_next(r, &rec, &st, buf, &nb, &ib, &seed, &copy)) == 1) {
     uint64_t v[4] = {rec->file_index, rec->file_offset, (uint64_t)rec->cpu << 32 | rec->user_len,
                      (uint64_t)rec->timestamp};
     for (int i = 0; i < 4; i++) h = (h ^ v[i]) * 1099511628211ull;
@@ -415,6 +460,19 @@ static void test_merge_list_tree(void) {
     uint64_t h2 = merge_walk(img, len, nf, &n2, &rc2);
     etw_etl_merge_list_max = saved;
     uint64_t h3 = merge_walk(img, len, nf, &n3, &rc3);
+    /* next_batch over the tree and the list (mixed sizes, and 64 a call) */
+    for (int b = 0; b < 4; b++) {
+      size_t n4;
+      int rc4;
+      walk_batch = b & 1 ? 64 : -1;
+      etw_etl_merge_list_max = b & 2 ? 1000 : 0;
+      uint64_t h4 = merge_walk(img, len, nf, &n4, &rc4);
+      walk_batch = 0;
+      etw_etl_merge_list_max = saved;
+      CHECK_EQ(n4, n3);
+      CHECK_EQ(rc4, rc3);
+      CHECK(h4 == h3);
+    }
     CHECK(n1 > 1000);
     CHECK_EQ(n1, n2);
     CHECK_EQ(n1, n3);
@@ -428,7 +486,7 @@ static void test_merge_list_tree(void) {
 
 
 /* The reader parses each stream's records ahead in batches (etw_etl_batch_max per batch, at
- * most 32) and stores PERFINFO and EVENT_HEADER records by whole words; etw_etl_generic_only
+ * most ETL_BATCH = 64) and stores PERFINFO and EVENT_HEADER records by whole words; etw_etl_generic_only
  * sends every record through the field-by-field parser. Every field of every record (ext items
  * and user data by content), the record order, the result and the damage message must be the
  * same with any batch size and either parser: on every corpus file, two files merged (every
@@ -498,10 +556,23 @@ static void seq_walk(unsigned char **img, const size_t *len, int nf, struct seq 
       return;
     }
   }
-  const struct etw_rec *rec;
-  while ((q->rc = etw_etl_reader_next_ref(r, &rec, &st)) == 1) {
-    MIX(q->h, rec_digest(rec));
-    q->n++;
+  const struct etw_rec *rec, *buf[1001];
+  struct etw_rec copy;
+  int nb = 0, ib = 0;
+  uint32_t seed = 99u + (uint32_t)len[0];
+  if (walk_batch > 0) { /* each batch digested after the call (its records all still valid) */
+    int k;
+    while ((k = etw_etl_reader_next_batch(r, buf, (size_t)walk_batch, &st)) > 0) {
+      CHECK(k <= walk_batch);
+      for (int i = 0; i < k; i++) MIX(q->h, rec_digest(buf[i]));
+      q->n += (size_t)k;
+    }
+    q->rc = k;
+  } else {
+    while ((q->rc = walk_next(r, &rec, &st, buf, &nb, &ib, &seed, &copy)) == 1) {
+      MIX(q->h, rec_digest(rec));
+      q->n++;
+    }
   }
   if (q->rc < 0) snprintf(q->msg, sizeof q->msg, "%s", st.msg);
   etw_etl_reader_free(r);
@@ -512,19 +583,44 @@ static size_t seq_check(unsigned char **img, const size_t *len, int nf, const ch
   static const struct {
     unsigned batch;
     int generic;
-  } cfg[] = {{1, 1}, {1, 0}, {2, 0}, {3, 1}, {7, 0}, {31, 1}, {32, 1}, {1000, 0}};
+  } cfg[] = {{1, 1}, {1, 0}, {2, 0}, {3, 1}, {7, 0}, {31, 1}, {32, 1}, {63, 0}, {1000, 0}};
   struct seq ref, q;
+  unsigned dflt = etw_etl_batch_max;
   seq_walk(img, len, nf, &ref);
   for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++) {
     etw_etl_batch_max = cfg[c].batch;
     etw_etl_generic_only = cfg[c].generic;
     seq_walk(img, len, nf, &q);
-    etw_etl_batch_max = 32;
+    etw_etl_batch_max = dflt;
     etw_etl_generic_only = 0;
     int same = q.h == ref.h && q.n == ref.n && q.rc == ref.rc && !strcmp(q.msg, ref.msg);
     if (!same)
       fprintf(stderr, "%s: batch %u generic %d: %zu records rc %d (%s) vs %zu rc %d (%s)\n", what,
               cfg[c].batch, cfg[c].generic, q.n, q.rc, q.msg, ref.n, ref.rc, ref.msg);
+    CHECK(same);
+  }
+  /* etw_etl_reader_next_batch: the same records, order, result and damage as next_ref, with
+   * any max, mixed with next_ref / next, and with short parse batches (the stops at a stream's
+   * last parsed record); the large inputs (net.4.5.2.x64) with the ones marked big */
+  static const struct {
+    int max;
+    unsigned batch;
+    int generic, big;
+  } bcfg[] = {{1, 64, 0, 0}, {2, 64, 0, 0}, {7, 64, 0, 1}, {64, 64, 0, 0}, {1000, 64, 0, 1}, {-1, 64, 0, 1},
+              {64, 3, 0, 0}, {-1, 1, 1, 0}, {5, 2, 0, 1}, {-1, 32, 0, 0}};
+  for (size_t c = 0; c < sizeof bcfg / sizeof bcfg[0]; c++) {
+    if (ref.n > 50000 && !bcfg[c].big) continue;
+    walk_batch = bcfg[c].max;
+    etw_etl_batch_max = bcfg[c].batch;
+    etw_etl_generic_only = bcfg[c].generic;
+    seq_walk(img, len, nf, &q);
+    walk_batch = 0;
+    etw_etl_batch_max = dflt;
+    etw_etl_generic_only = 0;
+    int same = q.h == ref.h && q.n == ref.n && q.rc == ref.rc && !strcmp(q.msg, ref.msg);
+    if (!same)
+      fprintf(stderr, "%s: next_batch %d (parse batch %u generic %d): %zu records rc %d (%s) vs %zu rc %d (%s)\n",
+              what, bcfg[c].max, bcfg[c].batch, bcfg[c].generic, q.n, q.rc, q.msg, ref.n, ref.rc, ref.msg);
     CHECK(same);
   }
   return ref.n;

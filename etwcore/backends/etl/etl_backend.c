@@ -106,19 +106,26 @@ static void *reader_main(void *arg) {
   struct etl_sess *s = arg;
   struct etw_hub *hub = s->args.hub;
   struct etw_batch *b = NULL;
-  const struct etw_rec *rp;
+  const struct etw_rec *recs[64];
   struct etw_status st;
   etw_status_clear(&st);
   int64_t last_pub = now_ns(), wall0 = 0;
   uint64_t ft0 = 0;
   uint64_t done0 = 0;
-  int rc;
-  while (!atomic_load(&s->stop) && (rc = etw_etl_reader_next_ref(s->rd, &rp, &st)) == 1) {
-    const struct etw_rec *rec = rp;
-    uint64_t done, total;
-    etw_etl_reader_progress(s->rd, &done, &total);
-    atomic_fetch_add(&s->bytes, done - done0);
-    done0 = done;
+  int rc = 0, n = 0, ri = 0;
+  /* the records come in batches (pointers into the reader, valid until the next call); the
+   * reader only reads buffers inside that call, so its progress is taken once per batch */
+  while (!atomic_load(&s->stop)) {
+    if (ri == n) {
+      if ((rc = etw_etl_reader_next_batch(s->rd, recs, sizeof recs / sizeof recs[0], &st)) <= 0) break;
+      n = rc;
+      ri = 0;
+      uint64_t done, total;
+      etw_etl_reader_progress(s->rd, &done, &total);
+      atomic_fetch_add(&s->bytes, done - done0);
+      done0 = done;
+    }
+    const struct etw_rec *rec = recs[ri++];
     atomic_fetch_add(&s->events, 1);
     if (s->args.spec->replay_realtime) {
       if (!wall0) {

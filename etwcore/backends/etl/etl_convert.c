@@ -173,7 +173,7 @@ int etw_convert_main(int argc, char **argv) {
   struct etw_jw w, t;
   etw_jw_init(&w, etw_convert_writer_max);
   etw_jw_init(&t, 4096);
-  const struct etw_rec *rec;
+  const struct etw_rec *recs[256];
   struct etw_evref ref;
   uint64_t seq = 0, undecoded = 0, done = 0, total = 0, dropped = 0;
   etw_etl_reader_progress(r, &done, &total);
@@ -186,75 +186,79 @@ int etw_convert_main(int argc, char **argv) {
   size_t batch = etw_convert_writer_max / 4 < BATCH ? etw_convert_writer_max / 4 : BATCH;
   char sq[24] = "0";
   size_t sqn = 1;
-  while ((k = etw_etl_reader_next_ref(r, &rec, &st)) == 1) {
-    size_t i = sqn; /* sq = seq + 1 */
-    while (i > 0 && sq[i - 1] == '9') sq[--i] = '0';
-    if (i > 0) {
-      sq[i - 1]++;
-    } else {
-      memmove(sq + 1, sq, sqn++);
-      sq[0] = '1';
-    }
-    size_t start = 0;
-    if (csv) {
-      w.len = 0;
-    } else {
-      if (w.len >= batch) {
-        fwrite(w.buf, 1, w.len, out);
+  /* the records come in batches (pointers into the reader, valid until the next call) */
+  while ((k = etw_etl_reader_next_batch(r, recs, sizeof recs / sizeof recs[0], &st)) > 0) {
+    for (int ri = 0; ri < k; ri++) {
+      const struct etw_rec *rec = recs[ri];
+      size_t i = sqn; /* sq = seq + 1 */
+      while (i > 0 && sq[i - 1] == '9') sq[--i] = '0';
+      if (i > 0) {
+        sq[i - 1]++;
+      } else {
+        memmove(sq + 1, sq, sqn++);
+        sq[0] = '1';
+      }
+      size_t start = 0;
+      if (csv) {
         w.len = 0;
+      } else {
+        if (w.len >= batch) {
+          fwrite(w.buf, 1, w.len, out);
+          w.len = 0;
+        }
+        start = w.len;
+        if (!w.err && w.cap - w.len > 7 + sizeof sq) { /* room for fixed-size copies */
+          char *o = w.buf + w.len;
+          memcpy(o, "{\"seq\":", 7);
+          memcpy(o + 7, sq, sizeof sq); /* the digits and what follows them (overwritten) */
+          o[7 + sqn] = ',';
+          w.len += 8 + sqn;
+        } else if (!etw_jw_reserve(&w, 8 + sqn)) {
+          char *o = w.buf + w.len;
+          memcpy(o, "{\"seq\":", 7);
+          memcpy(o + 7, sq, sqn);
+          o[7 + sqn] = ',';
+          w.len += 8 + sqn;
+        }
       }
-      start = w.len;
-      if (!w.err && w.cap - w.len > 7 + sizeof sq) { /* room for fixed-size copies */
-        char *o = w.buf + w.len;
-        memcpy(o, "{\"seq\":", 7);
-        memcpy(o + 7, sq, sizeof sq); /* the digits and what follows them (overwritten) */
-        o[7 + sqn] = ',';
-        w.len += 8 + sqn;
-      } else if (!etw_jw_reserve(&w, 8 + sqn)) {
-        char *o = w.buf + w.len;
-        memcpy(o, "{\"seq\":", 7);
-        memcpy(o + 7, sq, sqn);
-        o[7 + sqn] = ',';
-        w.len += 8 + sqn;
+      int ok = etw_decoder_write(d, rec, &w, &ref);
+      seq++;
+      if (w.err) { /* this event is not written: dropped and counted (the writer's error cleared) */
+        etw_jw_truncate(&w, start);
+        dropped++;
+        continue;
       }
-    }
-    int ok = etw_decoder_write(d, rec, &w, &ref);
-    seq++;
-    if (w.err) { /* this event is not written: dropped and counted (the writer's error cleared) */
-      etw_jw_truncate(&w, start);
-      dropped++;
-      continue;
-    }
-    if (!ok) undecoded++;
-    if (!csv) {
-      w.buf[w.len++] = '\n'; /* the writer keeps a byte past its length */
-    } else {
-      const char *j = etw_jw_cstr(&w);
-      size_t sys = json_span(j + 9, w.len - 9); /* after "System": */
-      const char *data = j + 9 + sys;         /* ,"EventData":{…}} or ,"Undecoded":… */
-      const char *colon = strchr(data, ':');
-      size_t dl = colon ? w.len - (size_t)(colon + 1 - j) - 1 : 0;
-      t.len = 0;
-      etw_jw_filetime(&t, rec->filetime);
-      const char *ts = etw_jw_cstr(&t);
-      fprintf(out, "%llu,%.*s,", (unsigned long long)seq, (int)(t.len - 2), ts + 1);
-      csv_field(out, ref.provider, strlen(ref.provider));
-      fputc(',', out);
-      csv_field(out, ref.name ? ref.name : "", ref.name ? strlen(ref.name) : 0);
-      fprintf(out, ",%u,%u,%u,%u,%u,0x%016llx,", rec->desc.id, rec->desc.version, rec->desc.level,
-              rec->desc.task, rec->desc.opcode, (unsigned long long)rec->desc.keyword);
-      if (rec->pid != 0xFFFFFFFFu) fprintf(out, "%u", rec->pid);
-      fputc(',', out);
-      if (rec->tid != 0xFFFFFFFFu) fprintf(out, "%u", rec->tid);
-      fprintf(out, ",%u,", rec->cpu);
-      if (colon) csv_data(out, colon + 1, dl);
-      fputc('\n', out);
-    }
-    if (progress && (seq & 4095) == 0 && time(NULL) != last) {
-      last = time(NULL);
-      etw_etl_reader_progress(r, &done, &total);
-      fprintf(stderr, "\retwd convert: %3d%%  %llu events", (int)(total ? done * 100 / total : 0),
-              (unsigned long long)seq);
+      if (!ok) undecoded++;
+      if (!csv) {
+        w.buf[w.len++] = '\n'; /* the writer keeps a byte past its length */
+      } else {
+        const char *j = etw_jw_cstr(&w);
+        size_t sys = json_span(j + 9, w.len - 9); /* after "System": */
+        const char *data = j + 9 + sys;         /* ,"EventData":{…}} or ,"Undecoded":… */
+        const char *colon = strchr(data, ':');
+        size_t dl = colon ? w.len - (size_t)(colon + 1 - j) - 1 : 0;
+        t.len = 0;
+        etw_jw_filetime(&t, rec->filetime);
+        const char *ts = etw_jw_cstr(&t);
+        fprintf(out, "%llu,%.*s,", (unsigned long long)seq, (int)(t.len - 2), ts + 1);
+        csv_field(out, ref.provider, strlen(ref.provider));
+        fputc(',', out);
+        csv_field(out, ref.name ? ref.name : "", ref.name ? strlen(ref.name) : 0);
+        fprintf(out, ",%u,%u,%u,%u,%u,0x%016llx,", rec->desc.id, rec->desc.version, rec->desc.level,
+                rec->desc.task, rec->desc.opcode, (unsigned long long)rec->desc.keyword);
+        if (rec->pid != 0xFFFFFFFFu) fprintf(out, "%u", rec->pid);
+        fputc(',', out);
+        if (rec->tid != 0xFFFFFFFFu) fprintf(out, "%u", rec->tid);
+        fprintf(out, ",%u,", rec->cpu);
+        if (colon) csv_data(out, colon + 1, dl);
+        fputc('\n', out);
+      }
+      if (progress && (seq & 4095) == 0 && time(NULL) != last) {
+        last = time(NULL);
+        etw_etl_reader_progress(r, &done, &total);
+        fprintf(stderr, "\retwd convert: %3d%%  %llu events", (int)(total ? done * 100 / total : 0),
+                (unsigned long long)seq);
+      }
     }
   }
   if (!csv && w.len) fwrite(w.buf, 1, w.len, out);

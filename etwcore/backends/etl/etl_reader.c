@@ -73,9 +73,10 @@ struct stream {
   uint64_t buf_off;
   int64_t last_ts;
   /* the records parsed ahead: slots[0, lim - slots) of the current buffer, cur the current one
-   * (valid when has); pos is the payload offset of the first record not parsed yet. A slot
-   * whose kind is PERFINFO has the fields that kind leaves zero at zero (only the reader writes
-   * the slots); file, file_index and cpu are set once per slot, file_offset per record. */
+   * (valid when has); pos is the payload offset of the first record not parsed yet; *lim (a
+   * slot too) has filetime UINT64_MAX. A slot whose kind is PERFINFO has the fields that kind
+   * leaves zero at zero and tid/pid at UINT64_MAX (only the reader writes the slots); file,
+   * file_index and cpu are set once per slot, file_offset per buffer. */
   struct etw_rec *cur, *lim, *slots;
   uint64_t slots_off;        /* the file_offset the slots hold */
   const unsigned char *data; /* the current buffer's records: pay, or inside a memory image */
@@ -84,9 +85,10 @@ struct stream {
   uint64_t ft_base;          /* start_time - t0 (mod 2^64) */
 };
 
-/* Records parsed per batch (one loop over a buffer's records; the slots of a stream are
- * allocated on its first batch and freed when it is exhausted). */
-#define ETL_BATCH 32
+/* Records parsed per batch (one loop over a buffer's records; the slots of a stream, one more
+ * than this: the slot after a batch's last record holds time UINT64_MAX for next_batch's runs,
+ * are allocated on its first batch and freed when it is exhausted). */
+#define ETL_BATCH 64
 
 /* Test hooks (not static so that the unit tests can set them): records per batch (1 ..
  * ETL_BATCH), and every record through parse_generic (no PERFINFO / EVENT_HEADER fast path). */
@@ -112,7 +114,8 @@ struct etw_etl_reader {
   int list;                  /* merge by the sorted list below instead of the tree (few streams) */
   struct lent *lst;          /* list: [head, end) the streams with a record, earliest first,
                                 with their record times ([head]'s not kept); sentinels: [head -
-                                1] (NULL, 0) and [end] (NULL, UINT64_MAX) */
+                                1] (NULL, 0) where a search needs it (written then) and [end]
+                                (NULL, UINT64_MAX) */
   struct lent *lh, *le;      /* list: head and end: the live part of lst (entries slide up) */
   struct lent *llast;        /* list: &lst[ocap - 1], the last entry */
   uint32_t ocap;
@@ -629,7 +632,9 @@ static int load_buffer(struct etw_etl_reader *r, struct stream *s) {
    REC_OFF(desc.version) == 50 && REC_OFF(desc.channel) == 51 && REC_OFF(desc.level) == 52 &&       \
    REC_OFF(desc.opcode) == 53 && REC_OFF(desc.task) == 54 && REC_OFF(desc.keyword) == 56 &&         \
    REC_OFF(kernel_time) == 64 && REC_OFF(user_time) == 68 && REC_OFF(activity_id) == 72 &&          \
-   REC_OFF(cpu) == 88 && REC_OFF(n_ext) == 90 && ETL_LITTLE_ENDIAN)
+   REC_OFF(cpu) == 88 && REC_OFF(n_ext) == 90 && REC_OFF(ext) == 96 &&                              \
+   REC_OFF(wpp_flags) == REC_OFF(wpp_msg_number) + 2 &&                                             \
+   REC_OFF(wpp_sequence) == REC_OFF(wpp_msg_number) + 4 && ETL_LITTLE_ENDIAN)
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 #define ETL_LITTLE_ENDIAN 1
 #else
@@ -832,15 +837,17 @@ static const uint8_t perf_hdr[256] = {PH16(0),   PH16(16),  PH16(32),  PH16(48),
 #undef PH16
 #undef PH4
 
-/* Parse the record *@pleft bytes before the payload's end @pend into @rec (a slot of @s: the
- * one before it, or s->last_ts, has the previous record); 1 = got one (*@pleft drops by its
- * size with padding: the last record's padding may take it to -7), 0 = end of buffer, -1 =
- * damage (nothing moves). */
-ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, int64_t *pleft,
-                         const unsigned char *pend, int ft_unit, uint64_t ft_base, int generic) {
-  int64_t left = *pleft;
-  if (left < 8) return 0;
-  const unsigned char *p = pend - left;
+/* Parse the record at the address *@pa (an integer: the last record's padding may take it up to
+ * 7 past the payload's end @pe, which a pointer may not) into @rec (a slot of @s: the one before
+ * it, or s->last_ts, has the previous record); 1 = got one (*@pa moves past it and its
+ * padding), 0 = end of buffer, -1 = damage (nothing moves). @pe8 is @pe - 8. A record fits
+ * when a + size ≤ pe (no wrap: a and size are small next to the address space's end). @cpu is
+ * s->cpu (stored with n_ext). */
+ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, uintptr_t *pa, uintptr_t pe,
+                         uintptr_t pe8, int ft_unit, uint64_t ft_base, int generic, uint64_t cpu) {
+  uintptr_t a = *pa;
+  if (a > pe8) return 0; /* (fewer than 8 bytes left) */
+  const unsigned char *p = (const unsigned char *)a;
   uint64_t h0 = rd64(p);
   uint32_t m = (uint32_t)h0;
   unsigned char *rb = (unsigned char *)rec;
@@ -849,33 +856,35 @@ ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, int64_t *p
   /* (the header types 0x10/0x11 and 0x12/0x13: 32/64-bit by the type's low bit, bit 16) */
   if (ETL_REC_LAYOUT && (m & 0xC0FE0000u) == 0xC0100000u && !generic) {
     /* PERFINFO: 2 version (high byte: extension bits), 4 size, 6 HookId, 8 timestamp */
-    uint32_t ver = m & 0xFFFF;
     size = (uint32_t)(h0 >> 32) & 0xFFFF;
     hdr = perf_hdr[(m >> 8) & 0xFF]; /* 0x10 + 8 × (bit 15 + bits 8..10) */
-    if (hdr > size || (int64_t)size > left) return -1; /* (hdr ≥ 0x10) */
-    uint64_t hook = h0 >> 48;
-    if (rec->kind != ETW_REC_PERFINFO) { /* else the fields kept zero are zero */
+    if (hdr > size || a + size > pe) return -1; /* (hdr ≥ 0x10) */
+    uint64_t hk = h0 & 0xFFFF000000000000ull; /* HookId << 48 */
+    if (rec->kind != ETW_REC_PERFINFO) { /* else these are as a PERFINFO record leaves them */
+      st64(rb + 8, UINT64_MAX); /* tid, pid */
       st64(rb + 32, 0);
       st64(rb + 40, 0);
       st64(rb + 56, 0);
       st64(rb + 64, 0);
       st64(rb + 72, 0);
       st64(rb + 80, 0);
-      rec->n_ext = 0;
-      rec->wpp_msg_number = rec->wpp_flags = 0;
-      rec->wpp_sequence = 0;
+      st64(rb + 88, cpu); /* cpu; n_ext = 0 (and the padding before ext) */
+      st64(rb + REC_OFF(wpp_msg_number), 0); /* WPP message number, flags, sequence */
     }
-    st64(rb, (ETW_REC_PERFINFO | 4 << 8) + (uint64_t)((m >> 6) & 0x400) + (h0 & 0xFFFF000000000000ull));
-    st64(rb + 8, UINT64_MAX); /* tid, pid */
+    /* kind, pointer size 4 or 8 (by bit 16), HookId */
+    st64(rb, hk + ((m >> 6) & 0x400) + (ETW_REC_PERFINFO | 4 << 8));
     ts = (int64_t)ld64(p + 8);
     st64(rb + 16, (uint64_t)ts);
-    st64(rb + 48, (uint64_t)(ver & 0xFF) << 16 | hook << 40); /* version; opcode, task */
+    st64(rb + 48, (h0 & 0xFF) << 16 | hk >> 8); /* version (low byte); opcode, task = HookId */
+    rec->user_data = p + hdr;
+    rec->user_len = size - hdr;
+    goto done;
   } else if (ETL_REC_LAYOUT && (m & 0xC0FE0000u) == 0xC0120000u && !generic) {
     /* EVENT_HEADER: 0 size, 4 flags, 6 property, 8 tid, pid, timestamp, provider, descriptor,
      * kernel and user time, activity id: from 8 on the same layout as the record head */
     hdr = 0x50;
     size = m & 0xFFFF;
-    if (size < hdr || (int64_t)size > left) return -1;
+    if (size < hdr || a + size > pe) return -1;
     uint32_t flags = (uint32_t)(h0 >> 32) & 0xFFFF;
     /* kind, pointer size 4 or 8, flags | 32/64_BIT_HEADER, property */
     static const uint64_t ev_head[2] = {
@@ -888,14 +897,50 @@ ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, int64_t *p
     memcpy(rb + 48, p + 0x28, 16);   /* descriptor */
     memcpy(rb + 64, p + 0x38, 16);   /* kernel, user time; activity id [0, 8) */
     st64(rb + 80, ld64(p + 0x48));   /* activity id [8, 16) */
-    rec->n_ext = 0;
-    rec->wpp_msg_number = rec->wpp_flags = 0;
-    rec->wpp_sequence = 0;
+    st64(rb + 88, cpu); /* cpu; n_ext = 0 (and the padding before ext) */
+    st64(rb + REC_OFF(wpp_msg_number), 0); /* WPP message number, flags, sequence */
     if ((flags & ETW_EVH_EXTENDED_INFO) && parse_ext(rec, p, size, &hdr)) return -1;
+  } else if (ETL_REC_LAYOUT && (m & 0xC0000000u) == 0xC0000000u && ((m >> 16) & 0xFF) < 0x16 &&
+             ((0x300C1Eu >> ((m >> 16) & 0xFF)) & 1) && !generic) {
+    /* SYSTEM / COMPACT (types 1..4) and FULL / INSTANCE (0x0A, 0x0B, 0x14, 0x15): every field as
+     * parse_generic sets it, the others zero */
+    unsigned type = (m >> 16) & 0xFF;
+    if (type <= 4) {
+      /* 2 version (high byte: extension bits), 4 size, 6 HookId, 8 tid, pid, 0x10 timestamp,
+       * SYSTEM (1, 2): 0x18 kernel and user time */
+      size = (uint32_t)(h0 >> 32) & 0xFFFF;
+      hdr = perf_hdr[(m >> 8) & 0xFF] + (type <= 2 ? 0x10 : 0x08); /* 0x20 / 0x18 + extensions */
+      if (hdr > size || a + size > pe) return -1;
+      uint64_t hk = h0 & 0xFFFF000000000000ull; /* HookId << 48 */
+      st64(rb, hk | ETW_REC_SYSTEM | (uint64_t)((type & 1) ? 4 : 8) << 8);
+      memcpy(rb + 8, p + 8, 16); /* tid, pid, timestamp */
+      st64(rb + 32, 0);
+      st64(rb + 40, 0);
+      st64(rb + 48, (h0 & 0xFF) << 16 | hk >> 8); /* version (low byte); opcode, task = HookId */
+      st64(rb + 64, type <= 2 ? ld64(p + 0x18) : 0); /* (hdr ≥ 0x20) */
+    } else {
+      /* 0 size, 4 class type, 5 level, 6 version, 8 tid, pid, 0x10 timestamp, 0x18 class GUID,
+       * 0x28 kernel and user time */
+      hdr = (type & 1) ? 0x48 : 0x30;
+      size = m & 0xFFFF;
+      if (size < hdr || a + size > pe) return -1;
+      st64(rb, ETW_REC_CLASSIC | (uint64_t)(type < 0x10 ? 4 : 8) << 8 | (uint64_t)ETW_EVH_CLASSIC_HEADER << 16);
+      memcpy(rb + 8, p + 8, 16);     /* tid, pid, timestamp */
+      memcpy(rb + 32, p + 0x18, 16); /* class GUID */
+      /* version (low byte), level, opcode = class type */
+      st64(rb + 48, (h0 >> 48 & 0xFF) << 16 | (h0 >> 40 & 0xFF) << 32 | (h0 >> 32 & 0xFF) << 40);
+      st64(rb + 64, ld64(p + 0x28));
+    }
+    ts = (int64_t)ld64(p + 16);
+    st64(rb + 56, 0);
+    st64(rb + 72, 0);
+    st64(rb + 80, 0);
+    st64(rb + 88, cpu); /* cpu; n_ext = 0 (and the padding before ext) */
+    st64(rb + REC_OFF(wpp_msg_number), 0); /* WPP message number, flags, sequence */
   } else {
     if (m == 0xFFFFFFFFu) return 0; /* no more records */
     /* (the time of the stream's previous record: a WPP record without its own takes it) */
-    int k = parse_generic(s->f, s, rec, p, (uint32_t)left, m, rec > s->slots ? rec[-1].timestamp : s->last_ts);
+    int k = parse_generic(s->f, s, rec, p, (uint32_t)(pe - a), m, rec > s->slots ? rec[-1].timestamp : s->last_ts);
     if (k < 0) return -1;
     size = (uint32_t)k;
     ts = rec->timestamp;
@@ -905,7 +950,7 @@ ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, int64_t *p
   rec->user_len = size - hdr;
 done:
   rec->filetime = ft_unit ? ft_base + (uint64_t)ts : to_filetime(&s->f->info, ts);
-  *pleft = left - ((size + 7) & ~7u); /* (size ≤ n) */
+  *pa = a + ((size + 7) & ~7u); /* (a + size ≤ pe) */
   return 1;
 }
 
@@ -915,8 +960,8 @@ done:
  * next batch, when the records before it were delivered. */
 ETL_NOINLINE int fill(struct etw_etl_reader *r, struct stream *s) {
   if (!s->slots) {
-    size_t sz = ETL_BATCH * sizeof *s->slots;
-    if (r->mem + sz > ETW_ETL_MAX_MEMORY || !(s->slots = calloc(ETL_BATCH, sizeof *s->slots))) {
+    size_t sz = (ETL_BATCH + 1) * sizeof *s->slots;
+    if (r->mem + sz > ETW_ETL_MAX_MEMORY || !(s->slots = calloc(ETL_BATCH + 1, sizeof *s->slots))) {
       set_damage(r, s->file, s->buf_off, "records over the memory limit");
       s->cur = s->lim = NULL;
       return s->has = 0;
@@ -936,9 +981,8 @@ ETL_NOINLINE int fill(struct etw_etl_reader *r, struct stream *s) {
     struct etw_rec *end = rec + (etw_etl_batch_max - 1 < ETL_BATCH ? etw_etl_batch_max : ETL_BATCH);
     if (s->pay_len) {
       /* (pos may lie up to 7 past pay_len) */
-      const unsigned char *pend = s->data + s->pay_len;
-      int64_t left = (int64_t)s->pay_len - (int64_t)s->pos;
-      uint64_t ft_base = s->ft_base;
+      uintptr_t a = (uintptr_t)s->data + s->pos, pe = (uintptr_t)s->data + s->pay_len, pe8 = pe - 8;
+      uint64_t ft_base = s->ft_base, cpu = s->cpu;
       if (s->slots_off != s->buf_off) { /* a new buffer */
         s->slots_off = s->buf_off;
         for (uint32_t i = 0; i < ETL_BATCH; i++) s->slots[i].file_offset = s->buf_off;
@@ -946,20 +990,21 @@ ETL_NOINLINE int fill(struct etw_etl_reader *r, struct stream *s) {
       /* (one loop per clock kind: the test is out of the loop) */
       if (etw_etl_generic_only) {
         int unit = s->ft_unit;
-        while ((k = parse_one(s, rec, &left, pend, unit, ft_base, 1)) == 1 && ++rec < end) {
+        while ((k = parse_one(s, rec, &a, pe, pe8, unit, ft_base, 1, cpu)) == 1 && ++rec < end) {
         }
       } else if (s->ft_unit) {
-        while ((k = parse_one(s, rec, &left, pend, 1, ft_base, 0)) == 1 && ++rec < end) {
+        while ((k = parse_one(s, rec, &a, pe, pe8, 1, ft_base, 0, cpu)) == 1 && ++rec < end) {
         }
       } else {
-        while ((k = parse_one(s, rec, &left, pend, 0, ft_base, 0)) == 1 && ++rec < end) {
+        while ((k = parse_one(s, rec, &a, pe, pe8, 0, ft_base, 0, cpu)) == 1 && ++rec < end) {
         }
       }
-      s->pos = (uint32_t)((int64_t)s->pay_len - left);
+      s->pos = (uint32_t)(a - (uintptr_t)s->data);
       if (rec > s->slots) {
         s->last_ts = rec[-1].timestamp;
         s->cur = s->slots;
         s->lim = rec;
+        rec->filetime = UINT64_MAX; /* the slot after the last: ends a run in next_batch */
         return s->has = 1;
       }
     }
@@ -970,7 +1015,7 @@ ETL_NOINLINE int fill(struct etw_etl_reader *r, struct stream *s) {
     }
     s->pay_len = 0;
     if (load_buffer(r, s)) { /* exhausted: give its memory back */
-      r->mem -= s->pay_cap + ETL_BATCH * sizeof *s->slots;
+      r->mem -= s->pay_cap + (ETL_BATCH + 1) * sizeof *s->slots;
       free(s->pay);
       s->pay = NULL;
       s->pay_cap = 0;
@@ -1109,6 +1154,8 @@ static inline void list_sift(struct etw_etl_reader *r, struct stream *w, uint64_
 
 /* next_ref when the last record's stream has no parsed record left or no longer comes first,
  * and the first and last calls. */
+static int list_move(struct etw_etl_reader *r, struct stream *w, uint64_t k, const struct etw_rec **rec);
+
 ETL_NOINLINE int next_slow(struct etw_etl_reader *r, const struct etw_rec **rec, struct etw_status *st) {
   struct stream *s = r->last_s, *top;
   if (s) {
@@ -1121,8 +1168,7 @@ ETL_NOINLINE int next_slow(struct etw_etl_reader *r, const struct etw_rec **rec,
       if (!more) {
         list_pop(r);
       } else if (s->cur->filetime >= r->lh[1].key) {
-        list_pop(r);
-        list_sift(r, s, s->cur->filetime);
+        return list_move(r, s, s->cur->filetime, rec); /* (= list_pop + list_sift) */
       }
       top = r->lh->s;
       r->lkey = top ? r->lh[1].key : UINT64_MAX;
@@ -1241,6 +1287,108 @@ int etw_etl_reader_next_ref(struct etw_etl_reader *r, const struct etw_rec **rec
     }
   }
   return next_slow(r, rec, st);
+}
+
+/* next_batch's switch when @w's key @k equals the key before the hole @q (the entries after it
+ * moved up): the search goes on by the full rule as in list_move_tie, moving the entries @w
+ * comes before; returns @w's place. */
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("no-tree-loop-distribute-patterns")))
+#endif
+ETL_NOINLINE struct lent *list_tie_hole(struct stream *w, uint64_t k, struct lent *q) {
+  const struct etw_rec *wc = w->cur;
+  for (struct stream *x; q[-1].key == k && (x = q[-1].s) != NULL; q--) {
+    /* before(x, w) with equal times (the keys are the records' times): the same file's
+     * timestamps if they differ, else the stream order (= the order of the pointers) */
+    const struct etw_rec *xc = x->cur;
+    if (x->file == w->file && xc->timestamp != wc->timestamp ? xc->timestamp < wc->timestamp : x < w) break;
+    q[0] = q[-1];
+  }
+  return q;
+}
+
+/* Up to @max records: the first as next_ref gives it (that call may parse, load, report the
+ * end or the damage), then, while the front stream has parsed records left, its run of records
+ * before the runner-up's time (lk: one compare each; the slot after a batch's last record holds
+ * UINT64_MAX, which ends the run), a switch of streams as list_move does it (the list's head,
+ * end and lk in registers; ties and the compaction through list_move_tie / list_move_slow with
+ * the state written back), and the next run; the tree takes a record at a time as next_slow
+ * does. It stops where next_ref would parse or load a buffer (that would overwrite records
+ * already handed out), so the records handed out are exactly next_ref's, in the same order,
+ * and the end or the damage comes in a later call. */
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("no-tree-loop-distribute-patterns")))
+#endif
+int etw_etl_reader_next_batch(struct etw_etl_reader *r, const struct etw_rec **recs, size_t max,
+                              struct etw_status *st) {
+  int k = etw_etl_reader_next_ref(r, recs, st);
+  if (k != 1) return k;
+  const struct etw_rec **o = recs + 1, **oe = recs + (max < 2 ? 1 : max < (1u << 30) ? max : 1u << 30);
+  if (o == oe) return 1;
+  struct stream *s = r->last_s;
+  struct etw_rec *c = s->cur + 1;
+  if (!r->list) {
+    while (c < s->lim) {
+      s->cur = c;
+      if (c->filetime >= r->runner_ft) {
+        uint32_t w = (uint32_t)(s - r->st);
+        replay(r, w, w);
+        s = &r->st[r->tree[0]]; /* (w has a record: not LT_NONE) */
+        r->last_s = s;
+      }
+      *o++ = s->cur;
+      if (o == oe) break;
+      c = s->cur + 1;
+    }
+    return (int)(o - recs);
+  }
+  struct lent *head = r->lh, *end = r->le;
+  /* (a switch moves end up by one; each needs end < llast, as list_move checks: the batch
+   * ends before that, and next_ref's list_move_slow moves the entries back) */
+  if (oe - o > r->llast - end) oe = o + (r->llast - end);
+  if (o == oe) return 1;
+  uint64_t lk = r->lkey, kk;
+  for (;;) {
+    while ((kk = c->filetime) < lk) { /* the run */
+      *o++ = c++;
+      if (o == oe) goto out;
+    }
+    if (c == s->lim) goto out;
+    /* the switch: list_move with head, end and lk in registers, the entries after the new
+     * place moved up while it is searched. It stops at head + 1 at the latest (its key is lk,
+     * ≤ kk), or at end when that is head + 1 (lk = kk = UINT64_MAX), so the front sentinel is
+     * written only for the tie rule's search. */
+    s->cur = c;
+    struct lent *q = end;
+    uint64_t x;
+    while ((x = q[-1].key) > kk) {
+      q[0] = q[-1];
+      q--;
+    }
+    if (x == kk) {
+      head->s = NULL; /* the front sentinel */
+      head->key = 0;
+      q = list_tie_hole(s, kk, q);
+    }
+    q->key = kk;
+    q->s = s;
+    end[1].s = NULL;
+    end[1].key = UINT64_MAX;
+    end++;
+    head++;
+    lk = head[1].key;
+    s = head->s;
+    c = s->cur;
+    *o++ = c++;
+    if (o == oe) goto out;
+  }
+out:
+  s->cur = c - 1;
+  r->last_s = s;
+  r->lh = head;
+  r->le = end;
+  r->lkey = lk;
+  return (int)(o - recs);
 }
 
 int etw_etl_reader_next(struct etw_etl_reader *r, struct etw_rec *rec, struct etw_status *st) {

@@ -146,6 +146,16 @@ int etw_etl_reader_next(struct etw_etl_reader *r, struct etw_rec *rec, struct et
  *  valid until the next call. */
 int etw_etl_reader_next_ref(struct etw_etl_reader *r, const struct etw_rec **rec,
                             struct etw_status *st);
+/**
+ * etw_etl_reader_next_batch - the next records in time order, up to @max (≥ 1; 0 is taken as 1):
+ * the same records in the same order as that many etw_etl_reader_next_ref calls, pointers into
+ * the reader in @recs[0..n) valid until the next call of any etw_etl_reader_next* function.
+ * Returns n ≥ 1 (it may be less than @max before the end: the caller simply calls again), 0 at
+ * the clean end, -1 at the end when some file was damaged (@st names the first damage; every
+ * readable record came in the earlier calls). Calls may be mixed with next_ref and next.
+ */
+int etw_etl_reader_next_batch(struct etw_etl_reader *r, const struct etw_rec **recs, size_t max,
+                              struct etw_status *st);
 /** etw_etl_reader_info - logfile header of file @i (0-based), or NULL. */
 const struct etw_etl_info *etw_etl_reader_info(const struct etw_etl_reader *r, uint32_t i);
 /** etw_etl_reader_progress - bytes of buffers consumed so far / total bytes of all files. */

@@ -1,0 +1,278 @@
+/* test_etl_rectypes.c — the reader's record parsers on hand-built traces with random records of
+ * every header type (SYSTEM / COMPACT 1..4, PERFINFO 0x10/0x11, FULL / INSTANCE 0x0A, 0x0B, 0x14,
+ * 0x15, EVENT_HEADER 0x12/0x13 with and without extended items, WPP, garbage): random versions
+ * (extension bits), sizes right, short or too long, random fields. The whole-word fast paths
+ * (etl_reader.c parse_one) must give exactly what the field-by-field parse_generic gives
+ * (etw_etl_generic_only): every field, the order, the result and the damage message; and
+ * etw_etl_reader_next_batch the same as next_ref. Both clock kinds (10 MHz: filetime by
+ * addition; 3.3 MHz: to_filetime).
+ */
+#include "t.h"
+#include "test_etl_util.h"
+
+extern unsigned etw_etl_batch_max;
+extern int etw_etl_generic_only;
+
+#define NBUF 5
+#define BSZ 8192
+
+static uint32_t rnd(uint32_t *s) {
+  *s = *s * 1103515245u + 12345u;
+  return *s >> 8;
+}
+static void w16(unsigned char *p, unsigned v) {
+  p[0] = (unsigned char)v;
+  p[1] = (unsigned char)(v >> 8);
+}
+static void w32(unsigned char *p, uint32_t v) {
+  w16(p, v & 0xFFFF);
+  w16(p + 2, v >> 16);
+}
+static void w64(unsigned char *p, uint64_t v) {
+  w32(p, (uint32_t)v);
+  w32(p + 4, (uint32_t)(v >> 32));
+}
+
+/* Logfile header record (SYSTEM64) at @p: clock type @clock, QPC frequency @freq. */
+static size_t logfile_header(unsigned char *p, uint32_t clock, uint64_t freq) {
+  size_t hl = 0x118, size = 0x20 + hl + 4;
+  memset(p, 0, size);
+  w16(p, 2);
+  p[2] = 2;
+  p[3] = 0xC0;
+  w16(p + 4, (unsigned)size);
+  w64(p + 0x10, 1000000);
+  unsigned char *h = p + 0x20;
+  w32(h, BSZ);
+  w32(h + 0x24, NBUF);
+  w32(h + 0x2C, 8);
+  w32(h + 0x34, 3000);
+  size_t b = 0x48 + 176;
+  w64(h + b + 8, freq);
+  w64(h + b + 16, 132754283728578510ULL);
+  w32(h + b + 24, clock);
+  return (size + 7) & ~(size_t)7;
+}
+
+/* One random record at @p (at most @room bytes); returns its length with padding, 0 if none
+ * fits. The time grows by a random step (sometimes 0: ties across processors). With @bad, some
+ * records are malformed (sizes, extension bits, extended items, garbage). */
+static size_t record(unsigned char *p, size_t room, uint32_t *s, uint64_t *ts, int bad) {
+  static const unsigned types[] = {1, 2, 3, 4, 0x10, 0x11, 0x0A, 0x0B, 0x14, 0x15, 0x12, 0x13, 0x10, 0x11, 0x12, 0x13};
+  unsigned kind = rnd(s) % (bad ? 20 : 19);
+  size_t len = 0x18 + rnd(s) % 0x90;
+  if (len + 8 > room) return 0;
+  for (size_t i = 0; i < len; i++) p[i] = (unsigned char)rnd(s);
+  *ts += rnd(s) % 3 ? rnd(s) % 5000 : 0;
+  if (kind < 16) {
+    unsigned type = types[kind];
+    p[2] = (unsigned char)type;
+    p[3] = (unsigned char)(0xC0 | (rnd(s) & 0x3F));
+    int evh = type == 0x12 || type == 0x13, classic = type >= 0x0A && type <= 0x15 && !evh && type != 0x10 && type != 0x11;
+    if (evh || classic) {
+      size_t need = evh ? 0x50 : (type & 1) ? 0x48 : 0x30;
+      if (len < need && (!bad || rnd(s) % 8)) len = need + rnd(s) % 0x20;
+      if (len + 8 > room) return 0;
+      for (size_t i = 0x18; i < len; i++) p[i] = (unsigned char)rnd(s);
+      w16(p, (unsigned)len);
+      if (evh) {
+        /* flags: sometimes extended items (then well-formed ones, mostly) */
+        unsigned fl = rnd(s) & 0xFFFE;
+        if (rnd(s) % 3 == 0 && len >= 0x50 + 8) {
+          fl |= 1;
+          size_t h = 0x50;
+          for (;;) {
+            size_t isz = 8 + (rnd(s) % 4) * 8;
+            if (h + isz > len) isz = len - h;
+            if (isz < 8) break;
+            w16(p + h, (unsigned)isz);
+            w16(p + h + 2, rnd(s) % 16);
+            int more = h + isz + 8 <= len && rnd(s) % 2;
+            w16(p + h + 4, more ? 1 : 0);
+            w16(p + h + 6, (unsigned)(isz - 8 - (rnd(s) % 2 && isz > 8 ? 1 : 0) + (bad && rnd(s) % 16 == 0)));
+            h += isz;
+            if (!more) break;
+          }
+        }
+        w16(p + 4, fl);
+      }
+      w64(p + 0x10, *ts);
+    } else {
+      /* SYSTEM / COMPACT / PERFINFO: version with random extension bits (mostly few) */
+      unsigned ver = rnd(s) & 0xFF;
+      if (rnd(s) % 4 == 0) ver |= (rnd(s) & 0x87) << 8;
+      size_t need = (type >= 0x10 ? 0x10 : type <= 2 ? 0x20 : 0x18) + 8 * ((ver >> 15) + ((ver >> 8) & 7));
+      if (len < need && !bad) len = need + rnd(s) % 0x20;
+      if (len + 8 > room) return 0;
+      for (size_t i = 0x18; i < len; i++) p[i] = (unsigned char)rnd(s);
+      w16(p, ver);
+      w16(p + 4, (unsigned)len);
+      if (bad && rnd(s) % 16 == 0) w16(p + 4, rnd(s) % 0x100); /* a wrong size */
+      w64(p + (type >= 0x10 ? 8 : 0x10), *ts);
+    }
+    if (bad && rnd(s) % 64 == 0)
+      w16(p + ((type >= 1 && type <= 4) || type == 0x10 || type == 0x11 ? 4 : 0), rnd(s) % 0x60);
+  } else if (kind < 19) { /* WPP: MESSAGE_TRACE_HEADER */
+    if (len < 0x30 && !bad) len = 0x30;
+    if (len + 8 > room) return 0;
+    w16(p, (unsigned)len);
+    w16(p + 2, 0x9000 | (rnd(s) & 0x0FFF));
+    p[3] = (unsigned char)(0x90 | (rnd(s) & 0x2F));
+    unsigned of = rnd(s) & 0xFF;
+    w16(p + 6, of);
+    if ((of & 0x18) && len >= 8 + 4 + 16 + 8) w64(p + 8 + ((of & 1) ? 4 : 0) + ((of & 2) ? 16 : (of & 4) ? 4 : 0), *ts);
+  } /* else garbage */
+  return (len + 7) & ~(size_t)7;
+}
+
+/* A trace: buffer 0 (processor 0) with the logfile header, then NBUF - 1 buffers on processors
+ * 0..2, each filled with random records (sometimes the rest of the buffer garbage). */
+static unsigned char *image(uint32_t seed, size_t *n, uint32_t clock, uint64_t freq, int bad) {
+  unsigned char *b = calloc(NBUF, BSZ);
+  if (!b) return NULL;
+  uint32_t s = seed;
+  uint64_t ts[3] = {1000000, 1000000, 1000000};
+  for (int i = 0; i < NBUF; i++) {
+    unsigned char *h = b + (size_t)i * BSZ;
+    unsigned cpu = i == 0 ? 0 : rnd(&s) % 3;
+    size_t off = 0x48;
+    if (i == 0) off += logfile_header(h + off, clock, freq);
+    for (;;) {
+      size_t k = record(h + off, BSZ - off, &s, &ts[cpu], bad);
+      if (!k) break;
+      off += k;
+      if (rnd(&s) % 400 == 0) break;
+    }
+    if (off + 4 <= BSZ && rnd(&s) % 2) w32(h + off, 0xFFFFFFFFu); /* the end marker */
+    w32(h, BSZ);
+    w32(h + 4, (uint32_t)off);
+    w64(h + 0x18, (uint64_t)i);
+    w16(h + 0x28, cpu);
+    w32(h + 0x30, (uint32_t)(!bad || rnd(&s) % 8 ? off : BSZ));
+  }
+  *n = (size_t)NBUF * BSZ;
+  return b;
+}
+
+#define MIX(h, v) ((h) = ((h) ^ (uint64_t)(v)) * 1099511628211ull)
+
+static uint64_t rec_digest(const struct etw_rec *r) {
+  uint64_t h = 1469598103934665603ull;
+  MIX(h, r->kind);
+  MIX(h, r->ptr_size);
+  MIX(h, r->flags);
+  MIX(h, r->event_property);
+  MIX(h, r->hook_id);
+  MIX(h, r->tid);
+  MIX(h, r->pid);
+  MIX(h, r->timestamp);
+  MIX(h, r->filetime);
+  for (int i = 0; i < 16; i++) MIX(h, r->provider_id[i]);
+  MIX(h, r->desc.id);
+  MIX(h, r->desc.version);
+  MIX(h, r->desc.channel);
+  MIX(h, r->desc.level);
+  MIX(h, r->desc.opcode);
+  MIX(h, r->desc.task);
+  MIX(h, r->desc.keyword);
+  MIX(h, r->kernel_time);
+  MIX(h, r->user_time);
+  for (int i = 0; i < 16; i++) MIX(h, r->activity_id[i]);
+  MIX(h, r->cpu);
+  MIX(h, r->n_ext);
+  for (unsigned i = 0; i < r->n_ext && i < ETW_REC_MAX_EXT; i++) {
+    MIX(h, r->ext[i].type);
+    MIX(h, r->ext[i].len);
+    for (unsigned j = 0; j < r->ext[i].len; j++) MIX(h, r->ext[i].data[j]);
+  }
+  MIX(h, r->user_len);
+  for (uint32_t j = 0; j < r->user_len; j++) MIX(h, r->user_data[j]);
+  MIX(h, r->wpp_msg_number);
+  MIX(h, r->wpp_flags);
+  MIX(h, r->wpp_sequence);
+  MIX(h, r->file != NULL);
+  MIX(h, r->file_index);
+  MIX(h, r->file_offset);
+  return h;
+}
+
+struct res {
+  uint64_t h;
+  size_t n;
+  int rc;
+  unsigned kinds; /* bit per record kind seen */
+  char msg[256];
+};
+
+/* @batch 0: next_ref; else next_batch with that max */
+static void run(const unsigned char *b, size_t n, int batch, struct res *q) {
+  struct etw_etl_reader *r = etw_etl_reader_new();
+  struct etw_status st;
+  memset(q, 0, sizeof *q);
+  q->h = 1469598103934665603ull;
+  if (etw_etl_reader_add_mem(r, "t.etl", b, n, &st)) {
+    q->rc = -2;
+    etw_etl_reader_free(r);
+    return;
+  }
+  const struct etw_rec *recs[64];
+  for (;;) {
+    int k = batch ? etw_etl_reader_next_batch(r, recs, (size_t)batch, &st) : etw_etl_reader_next_ref(r, recs, &st);
+    if (k <= 0) {
+      q->rc = k;
+      break;
+    }
+    for (int i = 0; i < k; i++) {
+      MIX(q->h, rec_digest(recs[i]));
+      q->kinds |= 1u << (recs[i]->kind & 31);
+    }
+    q->n += (size_t)k;
+  }
+  if (q->rc < 0) snprintf(q->msg, sizeof q->msg, "%s", st.msg);
+  etw_etl_reader_free(r);
+}
+
+static void test_random_records(void) {
+  unsigned dflt = etw_etl_batch_max, kinds = 0;
+  size_t total = 0, damaged = 0;
+  for (uint32_t seed = 1; seed <= 1500; seed++) {
+    size_t n;
+    int qpc = seed % 3 == 0;
+    unsigned char *b = image(seed, &n, qpc ? 1 : 2, qpc ? 3300000 : 10000000, seed % 4 == 0);
+    CHECK(b != NULL);
+    if (!b) return;
+    struct res ref, q;
+    etw_etl_generic_only = 1;
+    run(b, n, 0, &ref);
+    etw_etl_generic_only = 0;
+    static const struct {
+      unsigned pb;
+      int batch;
+    } cfg[] = {{64, 0}, {64, 64}, {3, 0}, {7, 5}, {1, 1}};
+    for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++) {
+      etw_etl_batch_max = cfg[c].pb;
+      run(b, n, cfg[c].batch, &q);
+      etw_etl_batch_max = dflt;
+      int same = q.h == ref.h && q.n == ref.n && q.rc == ref.rc && !strcmp(q.msg, ref.msg);
+      if (!same)
+        fprintf(stderr, "seed %u cfg %zu: %zu records rc %d (%s) vs generic %zu rc %d (%s)\n", seed, c, q.n, q.rc,
+                q.msg, ref.n, ref.rc, ref.msg);
+      CHECK(same);
+    }
+    total += ref.n;
+    damaged += ref.rc < 0;
+    kinds |= ref.kinds;
+    free(b);
+  }
+  if (getenv("T_VERBOSE")) fprintf(stderr, "%zu records, %zu damaged, kinds 0x%x\n", total, damaged, kinds);
+  /* the inputs reach every kind, and both good and damaged ends */
+  CHECK(total > 100000);
+  CHECK(damaged >= 300);
+  CHECK(damaged <= 375);
+  CHECK_EQ(kinds & 0x3E, 0x3E);
+}
+
+int main(void) {
+  test_random_records();
+  T_DONE();
+}
