@@ -5,7 +5,8 @@
 set -eu
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SECS=${FUZZ_SECONDS:-60}
-CC=clang cmake -S "$ROOT" -B "$ROOT/build/fuzz" -DETWD_SANITIZE=ON -DETWD_FUZZ=ON >/dev/null
+# (ETWD_THIRD_PARTY in the environment: the civetweb/cJSON sources elsewhere, e.g. in a worktree)
+CC=clang cmake -S "$ROOT" -B "$ROOT/build/fuzz" -DETWD_SANITIZE=ON -DETWD_FUZZ=ON ${ETWD_THIRD_PARTY:+-DETWD_THIRD_PARTY="$ETWD_THIRD_PARTY"} >/dev/null
 targets=$(cd "$ROOT/tests/fuzz" && ls fuzz_*.c | sed 's/\.c$//')
 # shellcheck disable=SC2086
 cmake --build "$ROOT/build/fuzz" -j"$(nproc)" --target $targets >/dev/null
