@@ -585,10 +585,16 @@ __attribute__((noinline)) static int eplan_dispatch(struct etw_decoder *d, const
                                                     struct etw_evref *ref) {
   uint64_t d8;
   memcpy(&d8, &r->desc, 8); /* id, version, channel, level, opcode, task */
-  uint32_t slot = eplan_slot(r, d8);
-  struct dec_eplan *pl = d->eplan[slot];
+  struct dec_eplan *const *pp = &d->eplan[eplan_slot(r, d8)];
+#if defined(__GNUC__)
+  /* the record's words read again by the hit tests (not kept in registers from the hash: no
+   * callee-saved registers, no frame) */
+  __asm__("" : "+r"(r));
+  memcpy(&d8, &r->desc, 8);
+#endif
+  struct dec_eplan *pl = pp[0];
   if (pl && eplan_hit(d, pl, r, d8)) return pl->run(d, r, w, ref, pl, d8);
-  pl = d->eplan[slot + 1];
+  pl = pp[1];
   if (pl && eplan_hit(d, pl, r, d8)) return pl->run(d, r, w, ref, pl, d8);
   return other_general(d, r, w, ref); /* (a tail call with 4 arguments: no frame here) */
 }
