@@ -581,7 +581,7 @@ __attribute__((noinline)) static int other_general(struct etw_decoder *d, const 
 }
 
 /* Manifest events and classic records: the type's plan by (GUID, id, version) (no resolve). */
-__attribute__((noinline)) static int eplan_dispatch(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
+static inline __attribute__((always_inline)) int eplan_dispatch(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
                                                     struct etw_evref *ref) {
   uint64_t d8;
   memcpy(&d8, &r->desc, 8); /* id, version, channel, level, opcode, task */
