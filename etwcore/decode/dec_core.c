@@ -537,9 +537,17 @@ static inline int eplan_hit(const struct etw_decoder *d, const struct dec_eplan 
   memcpy(&p1, pl->guid + 8, 8);
   memcpy(&a0, r->activity_id, 8);
   memcpy(&a1, r->activity_id + 8, 8);
-  if (((g0 ^ p0) | (g1 ^ p1) | (pl->d8 ^ d8) | (pl->kw ^ r->desc.keyword) | a0 | a1) || pl->gen != d->reg_gen ||
-      pl->kind != r->kind || (r->flags & ETW_EVH_STRING_ONLY))
+  if (((g0 ^ p0) | (g1 ^ p1) | (pl->d8 ^ d8) | (pl->kw ^ r->desc.keyword) | a0 | a1) || pl->gen != d->reg_gen)
     return 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  _Static_assert(offsetof(struct etw_rec, kind) == 0 && offsetof(struct etw_rec, flags) == 2,
+                 "kind, ptr_size, flags: the record's first word");
+  uint32_t k4; /* the kind and the string-only flag in one test */
+  memcpy(&k4, r, 4);
+  if ((k4 ^ pl->kindw) & (0xFFu | (uint32_t)ETW_EVH_STRING_ONLY << 16)) return 0;
+#else
+  if (pl->kind != r->kind || (r->flags & ETW_EVH_STRING_ONLY)) return 0;
+#endif
   if (pl->cls) return r->n_ext == 0; /* (a classic GUID with extended data is a manifest event) */
   if (pl->p->name != pl->pname) return 0;
   for (uint16_t i = 0; i < r->n_ext; i++)

@@ -989,6 +989,7 @@ void dec_eplan_update(struct etw_decoder *d, uint32_t slot, const struct etw_rec
   pl->d8 = d8;
   pl->kw = s->keywords;
   pl->kind = r->kind;
+  pl->kindw = r->kind;
   pl->cls = cls != 0;
   pl->p = p;
   pl->e = e;
