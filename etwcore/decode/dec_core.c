@@ -593,16 +593,16 @@ static inline __attribute__((always_inline)) int eplan_dispatch(struct etw_decod
                                                     struct etw_evref *ref) {
   uint64_t d8;
   memcpy(&d8, &r->desc, 8); /* id, version, channel, level, opcode, task */
-  struct dec_eplan *const *pp = &d->eplan[eplan_slot(r, d8)];
+  uint32_t slot = eplan_slot(r, d8);
 #if defined(__GNUC__)
   /* the record's words read again by the hit tests (not kept in registers from the hash: no
    * callee-saved registers, no frame) */
   __asm__("" : "+r"(r));
   memcpy(&d8, &r->desc, 8);
 #endif
-  struct dec_eplan *pl = pp[0];
+  struct dec_eplan *pl = d->eplan[slot];
   if (pl && eplan_hit(d, pl, r, d8)) return pl->run(d, r, w, ref, pl, d8);
-  pl = pp[1];
+  pl = d->eplan[slot + 1];
   if (pl && eplan_hit(d, pl, r, d8)) return pl->run(d, r, w, ref, pl, d8);
   return other_general(d, r, w, ref); /* (a tail call with 4 arguments: no frame here) */
 }
@@ -612,7 +612,12 @@ int etw_decoder_write(struct etw_decoder *d, const struct etw_rec *r, struct etw
   _Static_assert(offsetof(struct etw_rec, desc.keyword) - offsetof(struct etw_rec, desc) == 8,
                  "the descriptor's first 8 bytes are id, version, channel, level, opcode, task");
   /* (tail calls with at most 6 arguments only: no frame here) */
-  if ((r->kind == ETW_REC_SYSTEM || r->kind == ETW_REC_PERFINFO) && !r->n_ext) {
+  _Static_assert(ETW_REC_EVENT == 1 && ETW_REC_CLASSIC == 2 && ETW_REC_SYSTEM == 3 && ETW_REC_PERFINFO == 4,
+                 "kinds: one compare for manifest and classic records, one more for kernel ones");
+  /* manifest events and classic records (a kind 0 record finds no plan: every plan's kind is 1
+   * or 2) */
+  if (r->kind <= ETW_REC_CLASSIC) return eplan_dispatch(d, r, w, ref);
+  if (r->kind <= ETW_REC_PERFINFO && !r->n_ext) {
     /* kernel records: the type's plan, reached with the name cache's key (no resolve) */
     uint64_t d8;
     memcpy(&d8, &r->desc, 8);
@@ -622,7 +627,6 @@ int etw_decoder_write(struct etw_decoder *d, const struct etw_rec *r, struct etw
     if (((pl->key ^ kkey) | (pl->d8 ^ d8) | (pl->kw ^ r->desc.keyword)) == 0) return pl->run(d, r, w, ref, pl);
     return dec_kernel_general(d, r, w, ref);
   }
-  if (r->kind == ETW_REC_EVENT || r->kind == ETW_REC_CLASSIC) return eplan_dispatch(d, r, w, ref);
   return other_general(d, r, w, ref);
 }
 
