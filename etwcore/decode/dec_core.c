@@ -548,8 +548,9 @@ static inline int eplan_hit(const struct etw_decoder *d, const struct dec_eplan 
 #else
   if (pl->kind != r->kind || (r->flags & ETW_EVH_STRING_ONLY)) return 0;
 #endif
-  if (pl->cls) return r->n_ext == 0; /* (a classic GUID with extended data is a manifest event) */
-  if (pl->p->name != pl->pname) return 0;
+  if (*pl->pnamep != pl->pname) return 0; /* (a classic plan's: its own pname, always equal) */
+  if (!r->n_ext) return 1;
+  if (pl->cls) return 0; /* (a classic GUID with extended data is a manifest event) */
   for (uint16_t i = 0; i < r->n_ext; i++)
     if (r->ext[i].type == ETW_EXT_EVENT_SCHEMA_TL || r->ext[i].type == ETW_EXT_RELATED_ACTIVITYID) return 0;
   return 1;

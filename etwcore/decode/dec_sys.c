@@ -968,6 +968,7 @@ void dec_eplan_update(struct etw_decoder *d, uint32_t slot, const struct etw_rec
     pl->p = p;
     pl->e = e;
     pl->pname = p ? p->name : NULL;
+  pl->pnamep = p ? (const char *const *)&p->name : &pl->pname;
     pl->gen = d->reg_gen;
     ememo_reset(pl, e, cls);
     return;
@@ -994,6 +995,7 @@ void dec_eplan_update(struct etw_decoder *d, uint32_t slot, const struct etw_rec
   pl->p = p;
   pl->e = e;
   pl->pname = p ? p->name : NULL;
+  pl->pnamep = p ? (const char *const *)&p->name : &pl->pname;
   pl->prov = s->provider;
   pl->name = s->event_name;
   pl->task = s->task_name;

@@ -459,6 +459,7 @@ struct dec_eplan {
   struct dec_provider *p;
   struct dec_event *e;
   const char *pname;  /* p->name at build */
+  const char *const *pnamep; /* &p->name; a classic record's (p NULL): &pname (eplan_hit: no kind test) */
   const char *prov, *name, *task, *opcode; /* the names of the text */
   uint8_t kind;       /* ETW_REC_EVENT or ETW_REC_CLASSIC */
   uint8_t cls;        /* a classic record (names from the built-in tables, EventData by
