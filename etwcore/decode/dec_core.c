@@ -537,11 +537,20 @@ static inline int eplan_hit(const struct etw_decoder *d, const struct dec_eplan 
   memcpy(&p1, pl->guid + 8, 8);
   memcpy(&a0, r->activity_id, 8);
   memcpy(&a1, r->activity_id + 8, 8);
-  if (((g0 ^ p0) | (g1 ^ p1) | (pl->d8 ^ d8) | (pl->kw ^ r->desc.keyword) | a0 | a1) || pl->gen != d->reg_gen ||
-      pl->kind != r->kind || (r->flags & ETW_EVH_STRING_ONLY))
+  if (((g0 ^ p0) | (g1 ^ p1) | (pl->d8 ^ d8) | (pl->kw ^ r->desc.keyword) | a0 | a1) || pl->gen != d->reg_gen)
     return 0;
-  if (pl->cls) return r->n_ext == 0; /* (a classic GUID with extended data is a manifest event) */
-  if (pl->p->name != pl->pname) return 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  _Static_assert(offsetof(struct etw_rec, kind) == 0 && offsetof(struct etw_rec, flags) == 2,
+                 "kind, ptr_size, flags: the record's first word");
+  uint32_t k4; /* the kind and the string-only flag in one test */
+  memcpy(&k4, r, 4);
+  if ((k4 ^ pl->kindw) & (0xFFu | (uint32_t)ETW_EVH_STRING_ONLY << 16)) return 0;
+#else
+  if (pl->kind != r->kind || (r->flags & ETW_EVH_STRING_ONLY)) return 0;
+#endif
+  if (*pl->pnamep != pl->pname) return 0; /* (a classic plan's: its own pname, always equal) */
+  if (!r->n_ext) return 1;
+  if (pl->cls) return 0; /* (a classic GUID with extended data is a manifest event) */
   for (uint16_t i = 0; i < r->n_ext; i++)
     if (r->ext[i].type == ETW_EXT_EVENT_SCHEMA_TL || r->ext[i].type == ETW_EXT_RELATED_ACTIVITYID) return 0;
   return 1;
@@ -581,11 +590,17 @@ __attribute__((noinline)) static int other_general(struct etw_decoder *d, const 
 }
 
 /* Manifest events and classic records: the type's plan by (GUID, id, version) (no resolve). */
-__attribute__((noinline)) static int eplan_dispatch(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
+static inline __attribute__((always_inline)) int eplan_dispatch(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
                                                     struct etw_evref *ref) {
   uint64_t d8;
   memcpy(&d8, &r->desc, 8); /* id, version, channel, level, opcode, task */
   uint32_t slot = eplan_slot(r, d8);
+#if defined(__GNUC__)
+  /* the record's words read again by the hit tests (not kept in registers from the hash: no
+   * callee-saved registers, no frame) */
+  __asm__("" : "+r"(r));
+  memcpy(&d8, &r->desc, 8);
+#endif
   struct dec_eplan *pl = d->eplan[slot];
   if (pl && eplan_hit(d, pl, r, d8)) return pl->run(d, r, w, ref, pl, d8);
   pl = d->eplan[slot + 1];
@@ -598,7 +613,12 @@ int etw_decoder_write(struct etw_decoder *d, const struct etw_rec *r, struct etw
   _Static_assert(offsetof(struct etw_rec, desc.keyword) - offsetof(struct etw_rec, desc) == 8,
                  "the descriptor's first 8 bytes are id, version, channel, level, opcode, task");
   /* (tail calls with at most 6 arguments only: no frame here) */
-  if ((r->kind == ETW_REC_SYSTEM || r->kind == ETW_REC_PERFINFO) && !r->n_ext) {
+  _Static_assert(ETW_REC_EVENT == 1 && ETW_REC_CLASSIC == 2 && ETW_REC_SYSTEM == 3 && ETW_REC_PERFINFO == 4,
+                 "kinds: one compare for manifest and classic records, one more for kernel ones");
+  /* manifest events and classic records (a kind 0 record finds no plan: every plan's kind is 1
+   * or 2) */
+  if (r->kind <= ETW_REC_CLASSIC) return eplan_dispatch(d, r, w, ref);
+  if (r->kind <= ETW_REC_PERFINFO && !r->n_ext) {
     /* kernel records: the type's plan, reached with the name cache's key (no resolve) */
     uint64_t d8;
     memcpy(&d8, &r->desc, 8);
@@ -608,7 +628,6 @@ int etw_decoder_write(struct etw_decoder *d, const struct etw_rec *r, struct etw
     if (((pl->key ^ kkey) | (pl->d8 ^ d8) | (pl->kw ^ r->desc.keyword)) == 0) return pl->run(d, r, w, ref, pl);
     return dec_kernel_general(d, r, w, ref);
   }
-  if (r->kind == ETW_REC_EVENT || r->kind == ETW_REC_CLASSIC) return eplan_dispatch(d, r, w, ref);
   return other_general(d, r, w, ref);
 }
 

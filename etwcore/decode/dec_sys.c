@@ -968,6 +968,7 @@ void dec_eplan_update(struct etw_decoder *d, uint32_t slot, const struct etw_rec
     pl->p = p;
     pl->e = e;
     pl->pname = p ? p->name : NULL;
+  pl->pnamep = p ? (const char *const *)&p->name : &pl->pname;
     pl->gen = d->reg_gen;
     ememo_reset(pl, e, cls);
     return;
@@ -989,10 +990,12 @@ void dec_eplan_update(struct etw_decoder *d, uint32_t slot, const struct etw_rec
   pl->d8 = d8;
   pl->kw = s->keywords;
   pl->kind = r->kind;
+  pl->kindw = r->kind;
   pl->cls = cls != 0;
   pl->p = p;
   pl->e = e;
   pl->pname = p ? p->name : NULL;
+  pl->pnamep = p ? (const char *const *)&p->name : &pl->pname;
   pl->prov = s->provider;
   pl->name = s->event_name;
   pl->task = s->task_name;
@@ -1030,14 +1033,14 @@ TPL_INLINE int finish_t(struct etw_decoder *d, const struct etw_rec *r, struct e
  * etw_decoder_write. */
 __attribute__((noinline)) static int kops_run(struct etw_decoder *d, struct etw_jw *w, const struct etw_rec *r,
                                               struct etw_evref *ref, const struct dec_kops *kk, char *p) {
-  /* (out of line, 6 arguments: its callers jump here; the names and head length from @kk) */
-  const char *prov = kk->prov, *name = kk->name;
+  /* (out of line, 6 arguments: its callers jump here; the names and head length from @kk, the
+   * names read where they are used: not kept in the frame) */
   size_t mark = (size_t)(p - w->buf) - kk->hlen; /* the end of the System block */
   if (kk->ps != r->ptr_size || r->user_len < kk->need) { /* no ops (ps 0), or a short payload */
     const char *why = "unknown event";
     w->len = mark + sizeof EVD - 1;
     long rc = dec_mof_write(w, r, &why);
-    return finish_t(d, r, w, ref, kk->t, prov, name, mark, rc, why);
+    return finish_t(d, r, w, ref, kk->t, kk->prov, kk->name, mark, rc, why);
   }
   const unsigned char *q = r->user_data;
 #if defined(__GNUC__)
@@ -1130,7 +1133,7 @@ op_end:
         w->len = (size_t)(p - w->buf);
       }
     }
-    return finish_t(d, r, w, ref, kk->t, prov, name, mark, (long)kk->need + k, "unknown event");
+    return finish_t(d, r, w, ref, kk->t, kk->prov, kk->name, mark, (long)kk->need + k, "unknown event");
   }
   if (r->user_len == kk->need) { /* every payload byte used: EventData and the event closed */
     *p++ = '}';
@@ -1141,7 +1144,7 @@ op_end:
     return 1;
   }
   w->len = (size_t)(p - w->buf);
-  return dec_finish(d, r, w, ref, prov, name, mark, (long)kk->need, "unknown event");
+  return dec_finish(d, r, w, ref, kk->prov, kk->name, mark, (long)kk->need, "unknown event");
 }
 
 TPL_INLINE int kplan_gen(struct etw_decoder *d, struct etw_jw *w, struct dec_kplan *pl, const struct etw_rec *r,

@@ -459,6 +459,7 @@ struct dec_eplan {
   struct dec_provider *p;
   struct dec_event *e;
   const char *pname;  /* p->name at build */
+  const char *const *pnamep; /* &p->name; a classic record's (p NULL): &pname (eplan_hit: no kind test) */
   const char *prov, *name, *task, *opcode; /* the names of the text */
   uint8_t kind;       /* ETW_REC_EVENT or ETW_REC_CLASSIC */
   uint8_t cls;        /* a classic record (names from the built-in tables, EventData by
@@ -466,6 +467,7 @@ struct dec_eplan {
   uint8_t ok;         /* the template is built */
   uint32_t builds;
   uint32_t room;
+  uint32_t kindw;     /* kind as the record's first 4 bytes would hold it (eplan_hit: one word) */
   uint64_t seq;       /* etw_decoder.eplan_seq at build (the older way of a set is rebuilt) */
   /* a manifest event's EventData memo (dec_sys.c eplan_event): the text after the head of the last
    * payload rendered, reused for the same payload bytes and pointer size (e.g. a thread's repeated
