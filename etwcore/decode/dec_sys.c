@@ -1190,7 +1190,7 @@ __attribute__((noinline)) static void ememo_keep(struct dec_eplan *pl, const str
     m->hits /= 2;
   }
   if (r->user_len > DEC_EMEMO_PAY || tlen > DEC_EMEMO_TXT) return;
-  memcpy(m->pay, r->user_data, r->user_len);
+  if (r->user_len) memcpy(m->pay, r->user_data, r->user_len); /* (a record may carry no payload pointer) */
   memcpy(m->txt, txt, tlen);
   m->plen = r->user_len;
   m->tlen = (uint32_t)tlen;
@@ -1214,7 +1214,7 @@ TPL_INLINE int eplan_event(struct etw_decoder *d, struct etw_jw *w, struct dec_e
      * maximum is far enough for the renderer not to have failed either (as the general path) */
     if (m && m->valid && m->plen == r->user_len && m->ps == r->ptr_size && w->cap - w->len > m->tlen &&
         w->max - w->len >= m->need &&
-        !memcmp(m->pay, r->user_data, m->plen)) {
+        (!m->plen || !memcmp(m->pay, r->user_data, m->plen))) {
       pl->memo->tries++;
       pl->memo->hits++;
       memcpy(p, m->txt, m->tlen);
