@@ -494,47 +494,6 @@ static void test_merge_list_tree(void) {
 extern unsigned etw_etl_batch_max;
 extern int etw_etl_generic_only;
 
-#define MIX(h, v) ((h) = ((h) ^ (uint64_t)(v)) * 1099511628211ull)
-
-static uint64_t rec_digest(const struct etw_rec *r) {
-  uint64_t h = 1469598103934665603ull;
-  MIX(h, r->kind);
-  MIX(h, r->ptr_size);
-  MIX(h, r->flags);
-  MIX(h, r->event_property);
-  MIX(h, r->hook_id);
-  MIX(h, r->tid);
-  MIX(h, r->pid);
-  MIX(h, r->timestamp);
-  MIX(h, r->filetime);
-  for (int i = 0; i < 16; i++) MIX(h, r->provider_id[i]);
-  MIX(h, r->desc.id);
-  MIX(h, r->desc.version);
-  MIX(h, r->desc.channel);
-  MIX(h, r->desc.level);
-  MIX(h, r->desc.opcode);
-  MIX(h, r->desc.task);
-  MIX(h, r->desc.keyword);
-  MIX(h, r->kernel_time);
-  MIX(h, r->user_time);
-  for (int i = 0; i < 16; i++) MIX(h, r->activity_id[i]);
-  MIX(h, r->cpu);
-  MIX(h, r->n_ext);
-  for (unsigned i = 0; i < r->n_ext && i < ETW_REC_MAX_EXT; i++) {
-    MIX(h, r->ext[i].type);
-    MIX(h, r->ext[i].len);
-    for (unsigned j = 0; j < r->ext[i].len; j++) MIX(h, r->ext[i].data[j]);
-  }
-  MIX(h, r->user_len);
-  for (uint32_t j = 0; j < r->user_len; j++) MIX(h, r->user_data[j]);
-  MIX(h, r->wpp_msg_number);
-  MIX(h, r->wpp_flags);
-  MIX(h, r->wpp_sequence);
-  MIX(h, r->file != NULL);
-  MIX(h, r->file_index);
-  MIX(h, r->file_offset);
-  return h;
-}
 
 struct seq {
   uint64_t h;
@@ -564,13 +523,13 @@ static void seq_walk(unsigned char **img, const size_t *len, int nf, struct seq 
     int k;
     while ((k = etw_etl_reader_next_batch(r, buf, (size_t)walk_batch, &st)) > 0) {
       CHECK(k <= walk_batch);
-      for (int i = 0; i < k; i++) MIX(q->h, rec_digest(buf[i]));
+      for (int i = 0; i < k; i++) TU_MIX(q->h, tu_rec_digest(buf[i]));
       q->n += (size_t)k;
     }
     q->rc = k;
   } else {
     while ((q->rc = walk_next(r, &rec, &st, buf, &nb, &ib, &seed, &copy)) == 1) {
-      MIX(q->h, rec_digest(rec));
+      TU_MIX(q->h, tu_rec_digest(rec));
       q->n++;
     }
   }

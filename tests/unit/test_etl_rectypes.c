@@ -20,37 +20,25 @@ static uint32_t rnd(uint32_t *s) {
   *s = *s * 1103515245u + 12345u;
   return *s >> 8;
 }
-static void w16(unsigned char *p, unsigned v) {
-  p[0] = (unsigned char)v;
-  p[1] = (unsigned char)(v >> 8);
-}
-static void w32(unsigned char *p, uint32_t v) {
-  w16(p, v & 0xFFFF);
-  w16(p + 2, v >> 16);
-}
-static void w64(unsigned char *p, uint64_t v) {
-  w32(p, (uint32_t)v);
-  w32(p + 4, (uint32_t)(v >> 32));
-}
 
 /* Logfile header record (SYSTEM64) at @p: clock type @clock, QPC frequency @freq. */
 static size_t logfile_header(unsigned char *p, uint32_t clock, uint64_t freq) {
   size_t hl = 0x118, size = 0x20 + hl + 4;
   memset(p, 0, size);
-  w16(p, 2);
+  tu_w16(p, 2);
   p[2] = 2;
   p[3] = 0xC0;
-  w16(p + 4, (unsigned)size);
-  w64(p + 0x10, 1000000);
+  tu_w16(p + 4, (unsigned)size);
+  tu_w64(p + 0x10, 1000000);
   unsigned char *h = p + 0x20;
-  w32(h, BSZ);
-  w32(h + 0x24, NBUF);
-  w32(h + 0x2C, 8);
-  w32(h + 0x34, 3000);
+  tu_w32(h, BSZ);
+  tu_w32(h + 0x24, NBUF);
+  tu_w32(h + 0x2C, 8);
+  tu_w32(h + 0x34, 3000);
   size_t b = 0x48 + 176;
-  w64(h + b + 8, freq);
-  w64(h + b + 16, 132754283728578510ULL);
-  w32(h + b + 24, clock);
+  tu_w64(h + b + 8, freq);
+  tu_w64(h + b + 16, 132754283728578510ULL);
+  tu_w32(h + b + 24, clock);
   return (size + 7) & ~(size_t)7;
 }
 
@@ -74,7 +62,7 @@ static size_t record(unsigned char *p, size_t room, uint32_t *s, uint64_t *ts, i
       if (len < need && (!bad || rnd(s) % 8)) len = need + rnd(s) % 0x20;
       if (len + 8 > room) return 0;
       for (size_t i = 0x18; i < len; i++) p[i] = (unsigned char)rnd(s);
-      w16(p, (unsigned)len);
+      tu_w16(p, (unsigned)len);
       if (evh) {
         /* flags: sometimes extended items (then well-formed ones, mostly) */
         unsigned fl = rnd(s) & 0xFFFE;
@@ -85,18 +73,18 @@ static size_t record(unsigned char *p, size_t room, uint32_t *s, uint64_t *ts, i
             size_t isz = 8 + (rnd(s) % 4) * 8;
             if (h + isz > len) isz = len - h;
             if (isz < 8) break;
-            w16(p + h, (unsigned)isz);
-            w16(p + h + 2, rnd(s) % 16);
+            tu_w16(p + h, (unsigned)isz);
+            tu_w16(p + h + 2, rnd(s) % 16);
             int more = h + isz + 8 <= len && rnd(s) % 2;
-            w16(p + h + 4, more ? 1 : 0);
-            w16(p + h + 6, (unsigned)(isz - 8 - (rnd(s) % 2 && isz > 8 ? 1 : 0) + (bad && rnd(s) % 16 == 0)));
+            tu_w16(p + h + 4, more ? 1 : 0);
+            tu_w16(p + h + 6, (unsigned)(isz - 8 - (rnd(s) % 2 && isz > 8 ? 1 : 0) + (bad && rnd(s) % 16 == 0)));
             h += isz;
             if (!more) break;
           }
         }
-        w16(p + 4, fl);
+        tu_w16(p + 4, fl);
       }
-      w64(p + 0x10, *ts);
+      tu_w64(p + 0x10, *ts);
     } else {
       /* SYSTEM / COMPACT / PERFINFO: version with random extension bits (mostly few) */
       unsigned ver = rnd(s) & 0xFF;
@@ -105,22 +93,22 @@ static size_t record(unsigned char *p, size_t room, uint32_t *s, uint64_t *ts, i
       if (len < need && !bad) len = need + rnd(s) % 0x20;
       if (len + 8 > room) return 0;
       for (size_t i = 0x18; i < len; i++) p[i] = (unsigned char)rnd(s);
-      w16(p, ver);
-      w16(p + 4, (unsigned)len);
-      if (bad && rnd(s) % 16 == 0) w16(p + 4, rnd(s) % 0x100); /* a wrong size */
-      w64(p + (type >= 0x10 ? 8 : 0x10), *ts);
+      tu_w16(p, ver);
+      tu_w16(p + 4, (unsigned)len);
+      if (bad && rnd(s) % 16 == 0) tu_w16(p + 4, rnd(s) % 0x100); /* a wrong size */
+      tu_w64(p + (type >= 0x10 ? 8 : 0x10), *ts);
     }
     if (bad && rnd(s) % 64 == 0)
-      w16(p + ((type >= 1 && type <= 4) || type == 0x10 || type == 0x11 ? 4 : 0), rnd(s) % 0x60);
+      tu_w16(p + ((type >= 1 && type <= 4) || type == 0x10 || type == 0x11 ? 4 : 0), rnd(s) % 0x60);
   } else if (kind < 19) { /* WPP: MESSAGE_TRACE_HEADER */
     if (len < 0x30 && !bad) len = 0x30;
     if (len + 8 > room) return 0;
-    w16(p, (unsigned)len);
-    w16(p + 2, 0x9000 | (rnd(s) & 0x0FFF));
+    tu_w16(p, (unsigned)len);
+    tu_w16(p + 2, 0x9000 | (rnd(s) & 0x0FFF));
     p[3] = (unsigned char)(0x90 | (rnd(s) & 0x2F));
     unsigned of = rnd(s) & 0xFF;
-    w16(p + 6, of);
-    if ((of & 0x18) && len >= 8 + 4 + 16 + 8) w64(p + 8 + ((of & 1) ? 4 : 0) + ((of & 2) ? 16 : (of & 4) ? 4 : 0), *ts);
+    tu_w16(p + 6, of);
+    if ((of & 0x18) && len >= 8 + 4 + 16 + 8) tu_w64(p + 8 + ((of & 1) ? 4 : 0) + ((of & 2) ? 16 : (of & 4) ? 4 : 0), *ts);
   } /* else garbage */
   return (len + 7) & ~(size_t)7;
 }
@@ -143,58 +131,17 @@ static unsigned char *image(uint32_t seed, size_t *n, uint32_t clock, uint64_t f
       off += k;
       if (rnd(&s) % 400 == 0) break;
     }
-    if (off + 4 <= BSZ && rnd(&s) % 2) w32(h + off, 0xFFFFFFFFu); /* the end marker */
-    w32(h, BSZ);
-    w32(h + 4, (uint32_t)off);
-    w64(h + 0x18, (uint64_t)i);
-    w16(h + 0x28, cpu);
-    w32(h + 0x30, (uint32_t)(!bad || rnd(&s) % 8 ? off : BSZ));
+    if (off + 4 <= BSZ && rnd(&s) % 2) tu_w32(h + off, 0xFFFFFFFFu); /* the end marker */
+    tu_w32(h, BSZ);
+    tu_w32(h + 4, (uint32_t)off);
+    tu_w64(h + 0x18, (uint64_t)i);
+    tu_w16(h + 0x28, cpu);
+    tu_w32(h + 0x30, (uint32_t)(!bad || rnd(&s) % 8 ? off : BSZ));
   }
   *n = (size_t)NBUF * BSZ;
   return b;
 }
 
-#define MIX(h, v) ((h) = ((h) ^ (uint64_t)(v)) * 1099511628211ull)
-
-static uint64_t rec_digest(const struct etw_rec *r) {
-  uint64_t h = 1469598103934665603ull;
-  MIX(h, r->kind);
-  MIX(h, r->ptr_size);
-  MIX(h, r->flags);
-  MIX(h, r->event_property);
-  MIX(h, r->hook_id);
-  MIX(h, r->tid);
-  MIX(h, r->pid);
-  MIX(h, r->timestamp);
-  MIX(h, r->filetime);
-  for (int i = 0; i < 16; i++) MIX(h, r->provider_id[i]);
-  MIX(h, r->desc.id);
-  MIX(h, r->desc.version);
-  MIX(h, r->desc.channel);
-  MIX(h, r->desc.level);
-  MIX(h, r->desc.opcode);
-  MIX(h, r->desc.task);
-  MIX(h, r->desc.keyword);
-  MIX(h, r->kernel_time);
-  MIX(h, r->user_time);
-  for (int i = 0; i < 16; i++) MIX(h, r->activity_id[i]);
-  MIX(h, r->cpu);
-  MIX(h, r->n_ext);
-  for (unsigned i = 0; i < r->n_ext && i < ETW_REC_MAX_EXT; i++) {
-    MIX(h, r->ext[i].type);
-    MIX(h, r->ext[i].len);
-    for (unsigned j = 0; j < r->ext[i].len; j++) MIX(h, r->ext[i].data[j]);
-  }
-  MIX(h, r->user_len);
-  for (uint32_t j = 0; j < r->user_len; j++) MIX(h, r->user_data[j]);
-  MIX(h, r->wpp_msg_number);
-  MIX(h, r->wpp_flags);
-  MIX(h, r->wpp_sequence);
-  MIX(h, r->file != NULL);
-  MIX(h, r->file_index);
-  MIX(h, r->file_offset);
-  return h;
-}
 
 struct res {
   uint64_t h;
@@ -223,7 +170,7 @@ static void run(const unsigned char *b, size_t n, int batch, struct res *q) {
       break;
     }
     for (int i = 0; i < k; i++) {
-      MIX(q->h, rec_digest(recs[i]));
+      TU_MIX(q->h, tu_rec_digest(recs[i]));
       q->kinds |= 1u << (recs[i]->kind & 31);
     }
     q->n += (size_t)k;

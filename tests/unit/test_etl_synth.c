@@ -12,18 +12,6 @@ struct img {
   size_t n;
 };
 
-static void w16(unsigned char *p, unsigned v) {
-  p[0] = (unsigned char)v;
-  p[1] = (unsigned char)(v >> 8);
-}
-static void w32(unsigned char *p, uint32_t v) {
-  w16(p, v & 0xFFFF);
-  w16(p + 2, v >> 16);
-}
-static void w64(unsigned char *p, uint64_t v) {
-  w32(p, (uint32_t)v);
-  w32(p + 4, (uint32_t)(v >> 32));
-}
 
 #define START_FT 132754283728578510ULL
 #define T0 1000000ULL
@@ -34,13 +22,13 @@ static size_t buffer(struct img *im, size_t off, uint32_t size, uint64_t seq, un
   unsigned char *h = im->b + off;
   memset(h, 0xFF, size);
   memset(h, 0, 0x48);
-  w32(h, size);
-  w32(h + 4, used);
-  w64(h + 0x18, seq);
-  w16(h + 0x28, cpu);
-  w32(h + 0x2C, state);
-  w32(h + 0x30, used);
-  w16(h + 0x34, flag);
+  tu_w32(h, size);
+  tu_w32(h + 4, used);
+  tu_w64(h + 0x18, seq);
+  tu_w16(h + 0x28, cpu);
+  tu_w32(h + 0x2C, state);
+  tu_w32(h + 0x30, used);
+  tu_w16(h + 0x34, flag);
   if (off + size > im->n) im->n = off + size;
   return off + 0x48;
 }
@@ -50,53 +38,53 @@ static size_t logfile_header(unsigned char *p, int is64, uint32_t clock, uint32_
                              uint32_t buffers_written) {
   size_t hl = is64 ? 0x118 : 0x110, size = 0x20 + hl + 4; /* two empty strings */
   memset(p, 0, size);
-  w32(p, 0xC0000002u | (is64 ? 0x00020000u : 0x00010000u));
-  w16(p, 2);
+  tu_w32(p, 0xC0000002u | (is64 ? 0x00020000u : 0x00010000u));
+  tu_w16(p, 2);
   p[2] = is64 ? 2 : 1;
   p[3] = 0xC0;
-  w16(p + 4, (unsigned)size);
-  w16(p + 6, 0);
-  w32(p + 8, 11);
-  w32(p + 12, 22);
-  w64(p + 0x10, T0);
+  tu_w16(p + 4, (unsigned)size);
+  tu_w16(p + 6, 0);
+  tu_w32(p + 8, 11);
+  tu_w32(p + 12, 22);
+  tu_w64(p + 0x10, T0);
   unsigned char *h = p + 0x20;
-  w32(h, 65536);
-  w32(h + 0x24, buffers_written);
-  w32(h + 0x2C, is64 ? 8 : 4);
-  w32(h + 0x34, mhz);
+  tu_w32(h, 65536);
+  tu_w32(h + 0x24, buffers_written);
+  tu_w32(h + 0x2C, is64 ? 8 : 4);
+  tu_w32(h + 0x34, mhz);
   size_t b = (is64 ? 0x48 : 0x40) + 176;
-  w64(h + b + 8, freq);
-  w64(h + b + 16, START_FT);
-  w32(h + b + 24, clock);
+  tu_w64(h + b + 8, freq);
+  tu_w64(h + b + 16, START_FT);
+  tu_w32(h + b + 24, clock);
   return (size + 7) & ~(size_t)7;
 }
 
 /* PERFINFO record (32 or 64) with a u32 payload. */
 static size_t perfinfo(unsigned char *p, int is64, unsigned hook, uint64_t ts, uint32_t val) {
   memset(p, 0, 0x18);
-  w16(p, 2);
+  tu_w16(p, 2);
   p[2] = is64 ? 0x11 : 0x10;
   p[3] = 0xC0;
-  w16(p + 4, 0x14);
-  w16(p + 6, hook);
-  w64(p + 8, ts);
-  w32(p + 0x10, val);
+  tu_w16(p + 4, 0x14);
+  tu_w16(p + 6, hook);
+  tu_w64(p + 8, ts);
+  tu_w32(p + 0x10, val);
   return 0x18;
 }
 
 /* EVENT_HEADER record (32 or 64) without extended items, payload = one u32. */
 static size_t evh(unsigned char *p, int is64, uint64_t ts, uint16_t id) {
   memset(p, 0, 0x58);
-  w16(p, 0x54);
+  tu_w16(p, 0x54);
   p[2] = is64 ? 0x13 : 0x12;
   p[3] = 0xC0;
-  w32(p + 8, 7);
-  w32(p + 12, 8);
-  w64(p + 0x10, ts);
+  tu_w32(p + 8, 7);
+  tu_w32(p + 12, 8);
+  tu_w64(p + 0x10, ts);
   for (int i = 0; i < 16; i++) p[0x18 + i] = (unsigned char)(0x40 + i);
-  w16(p + 0x28, id);
+  tu_w16(p + 0x28, id);
   p[0x2C] = 4;
-  w32(p + 0x50, 0xABCD);
+  tu_w32(p + 0x50, 0xABCD);
   return 0x58;
 }
 
@@ -129,8 +117,8 @@ static void test_cpu_clock_32(void) {
   size_t p = buffer(&im, 0, 1024, 0, 0, 0, 0x21, 0);
   p += logfile_header(im.b + p, 0, 3, 1000, 0, 0 /* never finalised */);
   p += perfinfo(im.b + p, 0, 0x0F2E, T0 + 2000000, 1);
-  w32(im.b + 0x30, (uint32_t)p);
-  w32(im.b + 4, (uint32_t)p);
+  tu_w32(im.b + 0x30, (uint32_t)p);
+  tu_w32(im.b + 4, (uint32_t)p);
   im.n = 1024 + 4096; /* preallocated zero tail */
   uint64_t ft[8];
   uint16_t cpu[8];
@@ -152,17 +140,17 @@ static void test_merge_compressed(void) {
   memset(&im, 0, sizeof im);
   size_t p = buffer(&im, 0, 1024, 0, 0, 0, 0x21, 3 /* XPRESS */);
   p += logfile_header(im.b + p, 1, 1, 0, 10000000, 4);
-  w32(im.b + 0x30, (uint32_t)p);
-  w32(im.b + 4, (uint32_t)p);
+  tu_w32(im.b + 0x30, (uint32_t)p);
+  tu_w32(im.b + 4, (uint32_t)p);
   /* CPU 1, sequence 5 stored first (times 40, 50), sequence 2 second (times 10, 30) */
   size_t q = buffer(&im, 1024, 512, 5, 1, 0, 0x20, 0);
   q += evh(im.b + q, 0, T0 + 40, 1);
   q += evh(im.b + q, 1, T0 + 50, 2);
-  w32(im.b + 1024 + 0x30, (uint32_t)(q - 1024));
+  tu_w32(im.b + 1024 + 0x30, (uint32_t)(q - 1024));
   q = buffer(&im, 1536, 512, 2, 1, 0, 0x20, 0);
   q += evh(im.b + q, 0, T0 + 10, 3);
   q += evh(im.b + q, 1, T0 + 30, 4);
-  w32(im.b + 1536 + 0x30, (uint32_t)(q - 1536));
+  tu_w32(im.b + 1536 + 0x30, (uint32_t)(q - 1536));
   /* CPU 0, compressed: payload = two records (times 20, 60) as literal-only XPRESS */
   unsigned char pay[256];
   size_t pl = 0;
@@ -171,7 +159,7 @@ static void test_merge_compressed(void) {
   unsigned char comp[400];
   size_t cl = 0;
   for (size_t i = 0; i < pl; i += 32) {
-    w32(comp + cl, 0); /* 32 literals follow */
+    tu_w32(comp + cl, 0); /* 32 literals follow */
     cl += 4;
     size_t k = pl - i < 32 ? pl - i : 32;
     memcpy(comp + cl, pay + i, k);
@@ -211,10 +199,10 @@ static void test_system_clock(void) {
   size_t p = buffer(&im, 0, 1024, 0, 0, 0, 0x21, 0);
   size_t hs = p;
   p += logfile_header(im.b + p, 1, 2, 0, 0, 1);
-  w64(im.b + hs + 0x10, START_FT); /* T0 == StartTime */
+  tu_w64(im.b + hs + 0x10, START_FT); /* T0 == StartTime */
   p += perfinfo(im.b + p, 1, 0x0F2E, START_FT + 12345, 1);
-  w32(im.b + 0x30, (uint32_t)p);
-  w32(im.b + 4, (uint32_t)p);
+  tu_w32(im.b + 0x30, (uint32_t)p);
+  tu_w32(im.b + 4, (uint32_t)p);
   uint64_t ft[4];
   uint16_t cpu[4];
   uint8_t ps[4];

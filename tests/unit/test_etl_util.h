@@ -441,4 +441,61 @@ static inline void tu_xpress_put_match(unsigned char *in, size_t *k, size_t *hal
   }
 }
 
+/* Little-endian stores for synthetic trace images. */
+static inline void tu_w16(unsigned char *p, unsigned v) {
+  p[0] = (unsigned char)v;
+  p[1] = (unsigned char)(v >> 8);
+}
+static inline void tu_w32(unsigned char *p, uint32_t v) {
+  tu_w16(p, v & 0xFFFF);
+  tu_w16(p + 2, v >> 16);
+}
+static inline void tu_w64(unsigned char *p, uint64_t v) {
+  tu_w32(p, (uint32_t)v);
+  tu_w32(p + 4, (uint32_t)(v >> 32));
+}
+
+#define TU_MIX(h, v) ((h) = ((h) ^ (uint64_t)(v)) * 1099511628211ull)
+
+/* A digest (FNV-1a style) of every field of record @r: ext items and user data by content. */
+static inline uint64_t tu_rec_digest(const struct etw_rec *r) {
+  uint64_t h = 1469598103934665603ull;
+  TU_MIX(h, r->kind);
+  TU_MIX(h, r->ptr_size);
+  TU_MIX(h, r->flags);
+  TU_MIX(h, r->event_property);
+  TU_MIX(h, r->hook_id);
+  TU_MIX(h, r->tid);
+  TU_MIX(h, r->pid);
+  TU_MIX(h, r->timestamp);
+  TU_MIX(h, r->filetime);
+  for (int i = 0; i < 16; i++) TU_MIX(h, r->provider_id[i]);
+  TU_MIX(h, r->desc.id);
+  TU_MIX(h, r->desc.version);
+  TU_MIX(h, r->desc.channel);
+  TU_MIX(h, r->desc.level);
+  TU_MIX(h, r->desc.opcode);
+  TU_MIX(h, r->desc.task);
+  TU_MIX(h, r->desc.keyword);
+  TU_MIX(h, r->kernel_time);
+  TU_MIX(h, r->user_time);
+  for (int i = 0; i < 16; i++) TU_MIX(h, r->activity_id[i]);
+  TU_MIX(h, r->cpu);
+  TU_MIX(h, r->n_ext);
+  for (unsigned i = 0; i < r->n_ext && i < ETW_REC_MAX_EXT; i++) {
+    TU_MIX(h, r->ext[i].type);
+    TU_MIX(h, r->ext[i].len);
+    for (unsigned j = 0; j < r->ext[i].len; j++) TU_MIX(h, r->ext[i].data[j]);
+  }
+  TU_MIX(h, r->user_len);
+  for (uint32_t j = 0; j < r->user_len; j++) TU_MIX(h, r->user_data[j]);
+  TU_MIX(h, r->wpp_msg_number);
+  TU_MIX(h, r->wpp_flags);
+  TU_MIX(h, r->wpp_sequence);
+  TU_MIX(h, r->file != NULL);
+  TU_MIX(h, r->file_index);
+  TU_MIX(h, r->file_offset);
+  return h;
+}
+
 #endif
