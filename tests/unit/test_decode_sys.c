@@ -349,6 +349,17 @@ static int ref_eq(const struct etw_evref *a, const struct etw_evref *b) {
          a->off == b->off && a->len == b->len;
 }
 
+/* Record @m written by decoder @fast into @a and by @plain (the general path) into @c: 1 when the
+ * text, the return value or the event reference differ. */
+static int plan_differs(struct etw_decoder *fast, struct etw_decoder *plain, const struct etw_rec *m,
+                        struct etw_jw *a, struct etw_jw *c) {
+  struct etw_evref ra, rc;
+  a->len = c->len = 0;
+  int ka = etw_decoder_write(fast, m, a, &ra);
+  int kc = etw_decoder_write(plain, m, c, &rc);
+  return a->len != c->len || memcmp(a->buf, c->buf, a->len) || ka != kc || !ref_eq(&ra, &rc);
+}
+
 /* Times at the edges of a template's second (dec_tpl ft1: fraction 0, the first and last 100 ns of
  * a second, second 0 and FILETIME 0 — second 0's text is in a new template's slot) and of the
  * reference's ts_ns (dec_tpl ts_base / ts_mul: before, at and after 1970, the second holding the
@@ -364,7 +375,6 @@ static void time_edges(const char *rel) {
   etw_jw_init(&a, 0);
   etw_jw_init(&c, 0);
   struct etw_rec rec;
-  struct etw_evref ra, rc;
   size_t n = 0, diff = 0, tried = 0;
   static const uint64_t T[] = {0, 1, 2, 9999999, 0, 5, 10000000, 10000001, 19999999, 20000000, 9999999, 0, 1,
                                132404488206530625ull, 132404488200000000ull, 132404488209999999ull,
@@ -387,11 +397,8 @@ static void time_edges(const char *rel) {
     for (size_t k = 0; k <= sizeof T / sizeof T[0]; k++) {
       struct etw_rec m = rec;
       if (k) m.filetime = T[k - 1];
-      a.len = c.len = 0;
-      int ka = etw_decoder_write(fast, &m, &a, &ra);
-      int kc = etw_decoder_write(plain, &m, &c, &rc);
       tried++;
-      if (a.len != c.len || memcmp(a.buf, c.buf, a.len) || ka != kc || !ref_eq(&ra, &rc)) {
+      if (plan_differs(fast, plain, &m, &a, &c)) {
         if (diff++ < 3) fprintf(stderr, "%s #%zu time %zu differs:\n %s\n %s\n", rel, n, k, etw_jw_cstr(&a), etw_jw_cstr(&c));
       }
     }
@@ -417,7 +424,6 @@ static void memo_edges(const char *rel) {
   etw_jw_init(&a, 0);
   etw_jw_init(&c, 0);
   struct etw_rec rec;
-  struct etw_evref ra, rc;
   size_t n = 0, diff = 0, tried = 0, samples = 0;
   uint64_t rnd = 0x9E3779B97F4A7C15ull;
   while (etw_etl_reader_next(P.r, &rec, &st) == 1 && n++ < 40000) {
@@ -441,11 +447,8 @@ static void memo_edges(const char *rel) {
         }
         m.user_data = buf;
       }
-      a.len = c.len = 0;
-      int ka = etw_decoder_write(P.fast, &m, &a, &ra);
-      int kc = etw_decoder_write(P.plain, &m, &c, &rc);
       tried++;
-      if (a.len != c.len || memcmp(a.buf, c.buf, a.len) || ka != kc || !ref_eq(&ra, &rc)) {
+      if (plan_differs(P.fast, P.plain, &m, &a, &c)) {
         if (diff++ < 3) fprintf(stderr, "%s #%zu payload %d differs:\n %s\n %s\n", rel, n, v, etw_jw_cstr(&a), etw_jw_cstr(&c));
       }
     }
@@ -470,7 +473,6 @@ static void ememo_edges(const char *rel) {
   etw_jw_init(&a, 0);
   etw_jw_init(&c, 0);
   struct etw_rec rec;
-  struct etw_evref ra, rc;
   size_t n = 0, diff = 0, tried = 0, replayed = 0;
   unsigned char *buf = malloc(65536);
   CHECK(buf != NULL);
@@ -487,11 +489,8 @@ static void ememo_edges(const char *rel) {
       }
       if (v == 6) m.ptr_size = rec.ptr_size == 8 ? 4 : 8;
       if (v == 7) m.user_len = rec.user_len - 1;
-      a.len = c.len = 0;
-      int ka = etw_decoder_write(P.fast, &m, &a, &ra);
-      int kc = etw_decoder_write(P.plain, &m, &c, &rc);
       tried++;
-      if (a.len != c.len || memcmp(a.buf, c.buf, a.len) || ka != kc || !ref_eq(&ra, &rc)) {
+      if (plan_differs(P.fast, P.plain, &m, &a, &c)) {
         if (diff++ < 3) fprintf(stderr, "%s #%zu variant %d differs:\n %s\n %s\n", rel, n, v, etw_jw_cstr(&a), etw_jw_cstr(&c));
       }
     }
