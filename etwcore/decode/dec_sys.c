@@ -639,7 +639,20 @@ __attribute__((noinline)) static int tpl_sec(struct dec_sysc *sc, struct dec_tpl
  * block: @g = FILETIME - fb; its (pid, tid) the slot's; its descriptor the plan's): what
  * dec_fill_ref(@ref, @r, the plan's names) stores, from the image. */
 TPL_INLINE void tpl_ref(struct etw_evref *ref, const struct dec_tpl *t, uint64_t g, unsigned cpu) {
+#if defined(__SSE2__)
+  /* three 16-byte moves (gcc chose `rep movsl`, 13 instructions, where registers were short) */
+  _Static_assert(sizeof *ref == 48, "etw_evref: three 16-byte moves");
+  const char *s = (const char *)&t->rimg;
+  char *o = (char *)ref;
+  __m128i a = _mm_loadu_si128((const __m128i *)(const void *)s);
+  __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(s + 16));
+  __m128i c = _mm_loadu_si128((const __m128i *)(const void *)(s + 32));
+  _mm_storeu_si128((__m128i *)(void *)o, a);
+  _mm_storeu_si128((__m128i *)(void *)(o + 16), b);
+  _mm_storeu_si128((__m128i *)(void *)(o + 32), c);
+#else
   memcpy(ref, &t->rimg, sizeof *ref);
+#endif
   ref->ts_ns = (int64_t)(t->ts_fb + g * t->ts_mul);
   ref->cpu = (uint8_t)cpu;
 }
