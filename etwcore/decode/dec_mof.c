@@ -637,6 +637,11 @@ static long write_compiled(struct etw_jw *w, const struct layout *l, const unsig
       }
       break;
     case 'C': k = dec_value(w, 1, 0, q, avail, f->fixed, ps, DV_MANIFEST, NULL); break;
+    /* write_fields_n's cases (its key is the same text): no truncation and spec walk per field */
+    case 'n': k = dec_value(w, 6, 7, q, avail, -1, ps, DV_MANIFEST, NULL); break;
+    case '4': k = dec_value(w, 8, 8, q, avail, -1, ps, DV_MANIFEST, NULL); break;
+    case '6': k = dec_value(w, 14, 9, q, avail, 16, ps, DV_MANIFEST, NULL); break;
+    case 'f': k = dec_value(w, 17, 0, q, avail, -1, ps, DV_MANIFEST, NULL); break;
     case 'S': { /* one reservation for the array (≤ 21 bytes per element: comma, quoted hex) */
       size_t m = avail / (size_t)ps;
       if (etw_jw_reserve(w, m * 21 + 2)) {
@@ -756,6 +761,11 @@ unsigned dec_mof_plan_ops(const struct etw_rec *r, int ps, char head[64], uint8_
     case 'q': case 't': case 'j': case 'X': nb += 8; break;
     case 'p': case 'z': nb += (uint32_t)ps; break;
     case 'g': nb += 16; break;
+    case 'n': nb += 2; break;
+    case '6': /* (≤ 42 bytes written: with the key ≤ 72, as every op's room) */
+      if (c->f[i].klen > 30) return 0;
+      nb += 16;
+      break;
     case 'w': case 'S': case 'a': if (i && i == c->n - 1u) break; return 0;
     default: return 0;
     }
@@ -791,6 +801,8 @@ unsigned dec_mof_plan_ops(const struct etw_rec *r, int ps, char head[64], uint8_
     case 'p': o->ty = ps == 4 ? DEC_KOP_X32 : DEC_KOP_X64; break;
     case 'z': o->ty = ps == 4 ? DEC_KOP_U32 : DEC_KOP_U64; break;
     case 'g': o->ty = DEC_KOP_GUID; break;
+    case 'n': o->ty = DEC_KOP_PORT; break;
+    case '6': o->ty = DEC_KOP_IPV6; break;
     case 'w': o->ty = DEC_KOP_STR16; break; /* (the last field: checked above) */
     case 'S': o->ty = DEC_KOP_STACK; break;
     case 'a': o->ty = DEC_KOP_ANSI; break;

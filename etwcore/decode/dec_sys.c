@@ -829,6 +829,14 @@ TPL_INLINE char *put_stack64(char *p, const unsigned char *q, const unsigned cha
   return p;
 }
 
+/* The quoted text of IPv6 address @q at @p (≤ 42 bytes written); the end. */
+static inline char *put_ipv6(char *p, const unsigned char *q) {
+  *p = '"';
+  p += 1 + dec_fmt_ipv6(p + 1, q);
+  *p++ = '"';
+  return p;
+}
+
 /* ---- kernel plans */
 typedef int (*kplan_fn)(struct etw_decoder *, const struct etw_rec *, struct etw_jw *, struct etw_evref *,
                         struct dec_kplan *);
@@ -1063,7 +1071,8 @@ __attribute__((noinline)) static int kops_run(struct etw_decoder *d, struct etw_
   static const void *const L[] = {[DEC_KOP_U32] = &&op_u32, [DEC_KOP_I32] = &&op_i32, [DEC_KOP_X32] = &&op_x32,
                                   [DEC_KOP_U16] = &&op_u16, [DEC_KOP_U8] = &&op_u8,   [DEC_KOP_I8] = &&op_i8,
                                   [DEC_KOP_U64] = &&op_u64, [DEC_KOP_I64] = &&op_i64, [DEC_KOP_X64] = &&op_x64,
-                                  [DEC_KOP_GUID] = &&op_guid, [DEC_KOP_STR16] = &&op_end,
+                                  [DEC_KOP_GUID] = &&op_guid, [DEC_KOP_PORT] = &&op_port,
+                                  [DEC_KOP_IPV6] = &&op_ipv6, [DEC_KOP_STR16] = &&op_end,
                                   [DEC_KOP_STACK] = &&op_end, [DEC_KOP_ANSI] = &&op_end, [DEC_KOP_END] = &&op_end};
   const struct dec_kop *o = kk->ops;
 #define KOP_NEXT                        \
@@ -1084,6 +1093,8 @@ op_u64: p = dec_put_u64(p, d_rd64(q)); q += 8; KOP_NEXT;
 op_i64: p = dec_put_i64(p, (int64_t)d_rd64(q)); q += 8; KOP_NEXT;
 op_x64: p = dec_put_hex(p, d_rd64(q)); q += 8; KOP_NEXT;
 op_guid: p = dec_put_guid(p, q); q += 16; KOP_NEXT;
+op_port: p = put_u32t(p, (uint32_t)q[0] << 8 | q[1]); q += 2; KOP_NEXT;
+op_ipv6: p = put_ipv6(p, q); q += 16; KOP_NEXT;
 #undef KOP_NEXT
 op_end:
   if (!(kk->tail && r->user_len > kk->need)) p -= o->klen; /* no variable last field: no key */
@@ -1099,6 +1110,8 @@ op_end:
     case DEC_KOP_U64: p = dec_put_u64(p, d_rd64(q)); q += 8; break;
     case DEC_KOP_I64: p = dec_put_i64(p, (int64_t)d_rd64(q)); q += 8; break;
     case DEC_KOP_GUID: p = dec_put_guid(p, q); q += 16; break;
+    case DEC_KOP_PORT: p = put_u32t(p, (uint32_t)q[0] << 8 | q[1]); q += 2; break;
+    case DEC_KOP_IPV6: p = put_ipv6(p, q); q += 16; break;
     default: p = dec_put_hex(p, d_rd64(q)); q += 8; break; /* DEC_KOP_X64 */
     }
     if (++o == e) break;

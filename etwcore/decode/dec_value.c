@@ -79,6 +79,9 @@ static int fmt_ipv6(char *buf, size_t cap, const unsigned char *p) {
   return k;
 }
 
+/* (fmt_ipv6 stops below cap - 6: 48, as w_ipv6, never stops it; it writes ≤ 39 bytes and a NUL) */
+int dec_fmt_ipv6(char *buf, const unsigned char *p) { return fmt_ipv6(buf, 48, p); }
+
 /* "%u" of a small number at buf; returns the length. */
 static int put_small(char *buf, unsigned v) {
   char *e = dec_put_u64(buf, v);

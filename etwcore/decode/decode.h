@@ -365,6 +365,8 @@ struct dec_kop {
 };
 enum { DEC_KOP_U32, DEC_KOP_I32, DEC_KOP_X32, DEC_KOP_U16, DEC_KOP_U8, DEC_KOP_I8, DEC_KOP_U64, DEC_KOP_I64,
        DEC_KOP_X64, DEC_KOP_GUID,
+       DEC_KOP_PORT, /* u16 in network byte order, as a number (write_fields_n's 'n') */
+       DEC_KOP_IPV6, /* 16 bytes as the quoted RFC 5952 text (its '6'; ≤ 42 bytes written) */
        /* last op only (not the first): the rest of the payload, absent when nothing is left */
        DEC_KOP_STR16, /* UTF-16 up to the NUL unit (all of the rest when unterminated) */
        DEC_KOP_STACK, /* pointer array */
@@ -656,6 +658,9 @@ int dec_mof_classic_guid(const unsigned char g[16]);
 /** dec_mof_write - the fields of a kernel/classic record: the payload bytes its layout consumed
  * (all of them for the logfile header), or -1 with *@why set (unknown class, payload mismatch). */
 long dec_mof_write(struct etw_jw *w, const struct etw_rec *r, const char **why);
+/** dec_fmt_ipv6 - the RFC 5952 text of the IPv6 address @p (16 bytes) at @buf (≤ 39 bytes and a
+ *  NUL: 40 bytes of room), as dec_value writes it inside its quotes; returns its length. */
+int dec_fmt_ipv6(char *buf, const unsigned char *p);
 /** dec_mof_plan_ops - the layout of kernel or classic record @r as plan ops for pointer size @ps
  * when all its fields have a fixed size but perhaps the last (a UTF-16 or 8-bit string, or a
  * stack): the count (0 =

@@ -505,7 +505,83 @@ static void ememo_edges(const char *rel) {
   pair_close(&P);
 }
 
+/* The kernel plans' network ops (DEC_KOP_PORT, DEC_KOP_IPV6: TcpIp and UdpIp IPv6 records): each
+ * such record of the trace replayed with its payload's bytes from offset 8 on (the addresses and
+ * ports of the TCP6 layouts) set to patterns — zeros, one or two zero runs at every position (the
+ * RFC 5952 "::" rule and its leftmost tie), groups of 1 to 4 digits, all groups ≥ 0x1000 (the
+ * longest text), ports 0, 1, 0x1234, 0xFFFF —, random bytes, and one byte less, one more (a
+ * payload the ops do not fit exactly); each compared with the general path (text, return value,
+ * ref). */
+static void net_edges(const char *rel) {
+  struct pair P;
+  if (!pair_open(&P, rel)) return;
+  struct etw_status st;
+  struct etw_jw a, c;
+  etw_jw_init(&a, 0);
+  etw_jw_init(&c, 0);
+  struct etw_rec rec;
+  size_t diff = 0, tried = 0, seen = 0;
+  uint64_t rnd = 0x2545F4914F6CDD1Dull;
+  unsigned char buf[512];
+  memset(buf, 0, sizeof buf);
+  while (etw_etl_reader_next(P.r, &rec, &st) == 1) {
+    unsigned g = rec.hook_id >> 8;
+    if ((rec.kind != ETW_REC_SYSTEM && rec.kind != ETW_REC_PERFINFO) || (g != 0x06 && g != 0x08) ||
+        rec.user_len < 48 || rec.user_len > sizeof buf - 1)
+      continue;
+    if (seen++ % 3) continue; /* (a third of them: the plan is built by then) */
+    for (int v = 0; v < 64; v++) {
+      struct etw_rec m = rec;
+      memcpy(buf, rec.user_data, rec.user_len);
+      unsigned char *x = buf + 8; /* daddr, saddr (16 bytes each), dport, sport */
+      if (v < 16) { /* zero runs: groups v/2 … of daddr zero, and of saddr from group v % 8 */
+        for (int i = 0; i < 8; i++) {
+          x[2 * i] = (unsigned char)(i + 1);
+          x[2 * i + 1] = (unsigned char)(0x10 * i);
+          x[16 + 2 * i] = 0x20;
+          x[16 + 2 * i + 1] = (unsigned char)i;
+        }
+        for (int i = v / 2; i < 8 && i < v / 2 + 1 + v % 3; i++) x[2 * i] = x[2 * i + 1] = 0;
+        for (int i = v % 8; i < 8 && i < v % 8 + 2; i++) x[16 + 2 * i] = x[16 + 2 * i + 1] = 0;
+        if (v == 5) { /* two runs of two: the first is "::" */
+          memset(x, 0xAB, 16);
+          x[2] = x[3] = x[4] = x[5] = 0;
+          x[10] = x[11] = x[12] = x[13] = 0;
+        }
+      } else if (v < 24) { /* all zero, all 0xFF, one-digit groups, four-digit groups */
+        static const unsigned char F[] = {0, 0xFF, 0x01, 0x10};
+        for (int i = 0; i < 32; i++) x[i] = (unsigned char)(i % 2 ? F[v % 4] : v < 20 ? F[v % 4] : 0x10 + i);
+      } else if (v < 28) { /* ports */
+        static const unsigned char PT[][2] = {{0, 0}, {0, 1}, {0x12, 0x34}, {0xFF, 0xFF}};
+        memcpy(x + 32, PT[v - 24], 2);
+        memcpy(x + 34, PT[(v + 1) % 4], 2);
+      } else { /* random */
+        for (unsigned i = 8; i < rec.user_len; i++) {
+          rnd ^= rnd << 13;
+          rnd ^= rnd >> 7;
+          rnd ^= rnd << 17;
+          buf[i] = (unsigned char)(v % 4 == 0 && (rnd >> 20) % 3 ? 0 : rnd);
+        }
+      }
+      if (v == 62) m.user_len = rec.user_len - 1;
+      if (v == 63) m.user_len = rec.user_len + 1; /* (buf holds one byte more) */
+      m.user_data = buf;
+      tried++;
+      if (plan_differs(P.fast, P.plain, &m, &a, &c)) {
+        if (diff++ < 3) fprintf(stderr, "%s net #%zu variant %d differs:\n %s\n %s\n", rel, seen, v, etw_jw_cstr(&a), etw_jw_cstr(&c));
+      }
+    }
+  }
+  CHECK(seen > 300);
+  CHECK(tried > 6000);
+  CHECK_EQ(diff, 0);
+  etw_jw_free(&a);
+  etw_jw_free(&c);
+  pair_close(&P);
+}
+
 static void corpus(void) {
+  net_edges("microsoft+perfview/src/TraceEvent/TraceEvent.Tests/inputs/net.4.5.2.x64.etl.zip!*.etl");
   ememo_edges("microsoft+perfview/src/TraceEvent/TraceEvent.Tests/inputs/net.4.5.2.x64.etl.zip!*.etl");
   memo_edges("microsoft+perfview/src/TraceEvent/TraceEvent.Tests/inputs/net.4.5.2.x64.etl.zip!*.etl");
   time_edges("microsoft+perfview/src/TraceEvent/TraceEvent.Tests/inputs/net.4.5.2.x64.etl.zip!*.etl");
