@@ -635,13 +635,28 @@ __attribute__((noinline)) static int tpl_sec(struct dec_sysc *sc, struct dec_tpl
   return 0;
 }
 
-/* The event reference of record @r written through template @t (its FILETIME in the slot's
- * block: @g = FILETIME - fb; its (pid, tid) the slot's; its descriptor the plan's): what
- * dec_fill_ref(@ref, @r, the plan's names) stores, from the image. */
-TPL_INLINE void tpl_ref(struct etw_evref *ref, const struct dec_tpl *t, uint64_t g, unsigned cpu) {
+/* The reference image of template @t to @ref: one 32-byte and one 16-byte AVX move when @avx2 (a
+ * constant; in a writer's AVX2 window: before tpl_copy's moves and its vzeroupper), else three
+ * 16-byte SSE2 moves (gcc chose `rep movsl`, 13 instructions, where registers were short). */
+TPL_INLINE void tpl_img(struct etw_evref *ref, const struct dec_tpl *t, const int avx2) {
+  _Static_assert(sizeof *ref == 48, "etw_evref: 48 bytes");
+#if DEC_HAVE_AVX2
+  if (avx2) {
+    typedef char b32[32];
+    typedef char b16[16];
+    char *o = (char *)ref;
+    const char *s = (const char *)&t->rimg;
+    __asm__ volatile("vmovdqu %[s0], %%ymm0\n\tvmovdqu %%ymm0, %[d0]\n\t"
+                     "vmovdqu %[s1], %%xmm0\n\tvmovdqu %%xmm0, %[d1]"
+                     : [d0] "=m"(*(b32 *)(void *)o), [d1] "=m"(*(b16 *)(void *)(o + 32))
+                     : [s0] "m"(*(const b32 *)(const void *)s), [s1] "m"(*(const b16 *)(const void *)(s + 32))
+                     : "xmm0", "memory");
+    return;
+  }
+#else
+  (void)avx2;
+#endif
 #if defined(__SSE2__)
-  /* three 16-byte moves (gcc chose `rep movsl`, 13 instructions, where registers were short) */
-  _Static_assert(sizeof *ref == 48, "etw_evref: three 16-byte moves");
   const char *s = (const char *)&t->rimg;
   char *o = (char *)ref;
   __m128i a = _mm_loadu_si128((const __m128i *)(const void *)s);
@@ -653,8 +668,29 @@ TPL_INLINE void tpl_ref(struct etw_evref *ref, const struct dec_tpl *t, uint64_t
 #else
   memcpy(ref, &t->rimg, sizeof *ref);
 #endif
+}
+
+/* The event reference of record @r written through template @t (its FILETIME in the slot's
+ * block: @g = FILETIME - fb; its (pid, tid) the slot's; its descriptor the plan's): what
+ * dec_fill_ref(@ref, @r, the plan's names) stores, from the image. */
+TPL_INLINE void tpl_ref(struct etw_evref *ref, const struct dec_tpl *t, uint64_t g, unsigned cpu) {
+  tpl_img(ref, t, 0);
   ref->ts_ns = (int64_t)(t->ts_fb + g * t->ts_mul);
   ref->cpu = (uint8_t)cpu;
+}
+
+/* tpl_copy of template @t to @p, and with @ref (not NULL) tpl_ref's work, its image copied in the
+ * same AVX2 window. */
+TPL_INLINE void tpl_copy_ref(char *p, const struct dec_tpl *t, struct etw_evref *ref, uint64_t g, unsigned cpu,
+                             const int avx2) {
+  if (ref) {
+    tpl_img(ref, t, avx2);
+    tpl_copy(p, t, avx2);
+    ref->ts_ns = (int64_t)(t->ts_fb + g * t->ts_mul);
+    ref->cpu = (uint8_t)cpu;
+  } else {
+    tpl_copy(p, t, avx2);
+  }
 }
 
 /* The names of @t's event reference image. */
@@ -729,9 +765,11 @@ TPL_INLINE void tpl_block(struct dec_tpl *t, unsigned frac) {
 }
 
 /* The System block of record @r and the template's head at @p (reserved: the plan's room), its end
- * (after the head) in *@end: 0, or -1 (nothing usable written) when the time cannot be formatted. */
+ * (after the head) in *@end, and the event reference in @ref (unless NULL; the plan's, as
+ * dec_fill_ref's: a writer that gives up later calls dec_finish, which writes it again): 0, or -1
+ * (nothing usable written, @ref untouched) when the time cannot be formatted. */
 TPL_INLINE int tpl_emit(struct dec_sysc *sc, struct dec_tpl *t, char *p, const struct etw_rec *r, const int avx2,
-                        char **end) {
+                        char **end, struct etw_evref *ref) {
   uint64_t ft = r->filetime; /* (0, written as 1 by the general path: second 0 is never cached) */
   uint64_t g = ft - t->fb;   /* digits 4-7 when ft is in the slot's block, not its first */
   if (__builtin_expect(g - 1u >= 9999u, 0)) { /* another block (or its first 100 ns) */
@@ -746,9 +784,9 @@ TPL_INLINE int tpl_emit(struct dec_sysc *sc, struct dec_tpl *t, char *p, const s
   }
   uint64_t key = (uint64_t)r->pid << 32 | r->tid;
   if (__builtin_expect(key != t->xkey, 0)) tpl_exec(sc, t, key);
-  tpl_copy(p, t, avx2);
-  put_lo4(p + t->plen + 24, (unsigned)g);
   unsigned cpu = r->cpu;
+  tpl_copy_ref(p, t, ref, g, cpu, avx2);
+  put_lo4(p + t->plen + 24, (unsigned)g);
   if (__builtin_expect(cpu < 10, 1)) {
     p[t->cpos] = (char)('0' + cpu);
     *end = p + t->n;
@@ -1034,15 +1072,14 @@ void dec_eplan_update(struct etw_decoder *d, uint32_t slot, const struct etw_rec
   pl->gen = d->reg_gen;
 }
 
-/* dec_finish_fast for record @r written through template @t (tpl_emit): the reference from the
- * template's image. */
+/* dec_finish_fast for record @r written through a template (tpl_emit: the reference is written
+ * already; dec_finish writes it again when the event is given up). */
 TPL_INLINE int finish_t(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
-                        const struct dec_tpl *t, const char *prov, const char *name, size_t mark, long rc,
-                        const char *why) {
-  if (__builtin_expect(rc >= 0 && (size_t)rc == r->user_len && !w->err, 1)) {
+                        const char *prov, const char *name, size_t mark, long rc, const char *why) {
+  /* (rc -1 is SIZE_MAX as a size: never a payload length) */
+  if (__builtin_expect((size_t)rc == r->user_len && !w->err, 1)) {
     etw_jw_raw(w, "}}", 2);
-    d->decoded++;
-    if (ref) tpl_ref(ref, t, r->filetime - t->fb, r->cpu);
+    d->decoded++; /* (the reference: tpl_emit's) */
     return 1;
   }
   return dec_finish(d, r, w, ref, prov, name, mark, rc, why);
@@ -1061,7 +1098,7 @@ __attribute__((noinline)) static int kops_run(struct etw_decoder *d, struct etw_
     const char *why = "unknown event";
     w->len = mark + sizeof EVD - 1;
     long rc = dec_mof_write(w, r, &why);
-    return finish_t(d, r, w, ref, kk->t, kk->prov, kk->name, mark, rc, why);
+    return finish_t(d, r, w, ref, kk->prov, kk->name, mark, rc, why);
   }
   const unsigned char *q = r->user_data;
 #if defined(__GNUC__)
@@ -1159,14 +1196,13 @@ op_end:
         w->len = (size_t)(p - w->buf);
       }
     }
-    return finish_t(d, r, w, ref, kk->t, kk->prov, kk->name, mark, (long)kk->need + k, "unknown event");
+    return finish_t(d, r, w, ref, kk->prov, kk->name, mark, (long)kk->need + k, "unknown event");
   }
   if (r->user_len == kk->need) { /* every payload byte used: EventData and the event closed */
     *p++ = '}';
     *p++ = '}';
     w->len = (size_t)(p - w->buf);
-    d->decoded++;
-    if (ref) tpl_ref(ref, kk->t, r->filetime - kk->t->fb, r->cpu);
+    d->decoded++; /* (the reference: tpl_emit's) */
     return 1;
   }
   w->len = (size_t)(p - w->buf);
@@ -1177,7 +1213,7 @@ TPL_INLINE int kplan_gen(struct etw_decoder *d, struct etw_jw *w, struct dec_kpl
                          struct etw_evref *ref, const int avx2) {
   if (etw_jw_reserve(w, pl->room)) return dec_kernel_general(d, r, w, ref);
   char *p;
-  if (tpl_emit(d->sysc, &pl->t, w->buf + w->len, r, avx2, &p)) return dec_kernel_general(d, r, w, ref);
+  if (tpl_emit(d->sysc, &pl->t, w->buf + w->len, r, avx2, &p, ref)) return dec_kernel_general(d, r, w, ref);
   return kops_run(d, w, r, ref, &pl->k, p);
 }
 
@@ -1186,7 +1222,7 @@ TPL_INLINE int eplan_cls(struct etw_decoder *d, struct etw_jw *w, struct dec_epl
                          struct etw_evref *ref, uint64_t d8, const int avx2) {
   if (etw_jw_reserve(w, pl->room)) return dec_write_general(d, r, w, ref, d8, 0, 0);
   char *p;
-  if (tpl_emit(d->sysc, &pl->t, w->buf + w->len, r, avx2, &p)) return dec_write_general(d, r, w, ref, d8, 0, 0);
+  if (tpl_emit(d->sysc, &pl->t, w->buf + w->len, r, avx2, &p, ref)) return dec_write_general(d, r, w, ref, d8, 0, 0);
   return kops_run(d, w, r, ref, &pl->k, p);
 }
 
@@ -1225,11 +1261,20 @@ __attribute__((noinline)) static void ememo_keep(struct dec_eplan *pl, const str
   m->valid = 1;
 }
 
+/* finish_t's other case for a manifest plan's event (out of line: its names and reason are not
+ * loaded on the common path). */
+__attribute__((noinline, cold)) static int eplan_fail(struct etw_decoder *d, const struct etw_rec *r,
+                                                      struct etw_jw *w, struct etw_evref *ref,
+                                                      const struct dec_eplan *pl, size_t mark, long rc,
+                                                      const char *const *why) {
+  return dec_finish(d, r, w, ref, pl->prov, pl->name, mark, rc, *why);
+}
+
 TPL_INLINE int eplan_event(struct etw_decoder *d, struct etw_jw *w, struct dec_eplan *pl, const struct etw_rec *r,
                            struct etw_evref *ref, uint64_t d8, const int avx2) {
   if (etw_jw_reserve(w, pl->room)) return dec_write_general(d, r, w, ref, d8, 0, 0);
   char *p;
-  if (tpl_emit(d->sysc, &pl->t, w->buf + w->len, r, avx2, &p)) return dec_write_general(d, r, w, ref, d8, 0, 0);
+  if (tpl_emit(d->sysc, &pl->t, w->buf + w->len, r, avx2, &p, ref)) return dec_write_general(d, r, w, ref, d8, 0, 0);
   size_t mark = (size_t)(p - (sizeof EVD - 1) - w->buf);
   w->len = (size_t)(p - w->buf);
   if (__builtin_expect(pl->memo_skip != 0, 1)) {
@@ -1246,24 +1291,29 @@ TPL_INLINE int eplan_event(struct etw_decoder *d, struct etw_jw *w, struct dec_e
       memcpy(p, m->txt, m->tlen);
       w->len += m->tlen;
       pl->p->seen++;
-      d->decoded++;
-      if (ref) tpl_ref(ref, &pl->t, r->filetime - pl->t.fb, r->cpu);
+      d->decoded++; /* (the reference: tpl_emit's) */
       return 1;
     }
     const char *why = "unknown event";
     long rc = dec_fields_write_d(d, w, pl->e, r->user_data, r->user_len, r->ptr_size, &why);
     pl->p->seen++;
-    if (rc >= 0 && (size_t)rc == r->user_len && !w->err) { /* (finish_t's common case) */
-      int k = finish_t(d, r, w, ref, &pl->t, pl->prov, pl->name, mark, rc, why);
+    if (__builtin_expect((size_t)rc == r->user_len && !w->err, 1)) { /* (finish_t's common case) */
+      etw_jw_raw(w, "}}", 2);
+      d->decoded++; /* (the reference: tpl_emit's) */
       if (!w->err) ememo_keep(pl, r, w->buf + mark + sizeof EVD - 1, w->len - mark - (sizeof EVD - 1));
-      return k;
+      return 1;
     }
-    return finish_t(d, r, w, ref, &pl->t, pl->prov, pl->name, mark, rc, why);
+    return eplan_fail(d, r, w, ref, pl, mark, rc, &why);
   }
   const char *why = "unknown event";
   long rc = dec_fields_write_d(d, w, pl->e, r->user_data, r->user_len, r->ptr_size, &why);
   pl->p->seen++;
-  return finish_t(d, r, w, ref, &pl->t, pl->prov, pl->name, mark, rc, why);
+  if (__builtin_expect((size_t)rc == r->user_len && !w->err, 1)) { /* (finish_t's common case) */
+    etw_jw_raw(w, "}}", 2);
+    d->decoded++; /* (the reference: tpl_emit's) */
+    return 1;
+  }
+  return eplan_fail(d, r, w, ref, pl, mark, rc, &why);
 }
 
 /* Plans whose ops are X64 U32 U16 U16 with keys of ≤ 16 bytes (PerfInfo/Sample, 8-byte pointers):
@@ -1302,16 +1352,15 @@ TPL_INLINE int kplan_fix4(struct etw_decoder *d, struct etw_jw *w, struct dec_kp
 #endif
     return kplan_gen_s(d, r, w, ref, pl);
   }
-  /* nothing fails from here: the counter and the reference first (fewer values live below) */
+  /* nothing fails from here */
   if (__builtin_expect(gm, 0)) {
     tpl_block(t, (unsigned)(ft - t->ft1) + 1u);
     g = ft - t->fb;
   }
   d->decoded++;
-  if (ref) tpl_ref(ref, t, g, cpu);
   const unsigned char *q = r->user_data;
   char *p = w->buf + w->len;
-  tpl_copy(p, t, avx2);
+  tpl_copy_ref(p, t, ref, g, cpu, avx2);
   put_lo4(p + t->plen + 24, (unsigned)g);
   p[t->cpos] = (char)('0' + cpu);
   p += t->n;
