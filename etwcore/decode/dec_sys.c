@@ -914,8 +914,9 @@ static kplan_fn kplan_run(struct dec_kplan *pl) {
   const struct dec_kop *o = pl->k.ops;
   int shape = 0; /* 1: X64 U32 U16 U16, 2: U64 U32 U32 X64 (keys ≤ 16 bytes, 8-byte pointers, no tail) */
   if (pl->k.nops == 4 && pl->k.ps == 8 && !pl->k.tail && o[1].klen <= 16 && o[2].klen <= 16 && o[3].klen <= 16) {
-    if (o[0].ty == DEC_KOP_X64 && o[1].ty == DEC_KOP_U32 && o[2].ty == DEC_KOP_U16 && o[3].ty == DEC_KOP_U16) shape = 1;
-    if (o[0].ty == DEC_KOP_U64 && o[1].ty == DEC_KOP_U32 && o[2].ty == DEC_KOP_U32 && o[3].ty == DEC_KOP_X64) shape = 2;
+    int x0 = o[0].ty == DEC_KOP_X64 || o[0].ty == DEC_KOP_X64H, x3 = o[3].ty == DEC_KOP_X64 || o[3].ty == DEC_KOP_X64H;
+    if (x0 && o[1].ty == DEC_KOP_U32 && o[2].ty == DEC_KOP_U16 && o[3].ty == DEC_KOP_U16) shape = 1;
+    if (o[0].ty == DEC_KOP_U64 && o[1].ty == DEC_KOP_U32 && o[2].ty == DEC_KOP_U32 && x3) shape = 2;
   }
   if (shape == 1) memo_init(pl);
 #if DEC_HAVE_AVX2
@@ -938,6 +939,8 @@ static uint32_t kops_build(struct dec_kops *k, struct dec_tpl *t, const struct e
   k->tail = n && k->ops[n - 1].ty >= DEC_KOP_STR16;
   k->avx2 = t->avx2;
   k->t = t;
+  for (unsigned i = 0; i < n && k->avx2; i++) /* (the AVX2 writers run where the CPU has SSSE3) */
+    if (k->ops[i].ty == DEC_KOP_X64) k->ops[i].ty = DEC_KOP_X64H;
   memset(&k->ops[n], 0, sizeof k->ops[n]);
   k->ops[n].ty = DEC_KOP_END;
   if (n) tpl_head(t, head, hlen);
@@ -1109,7 +1112,8 @@ __attribute__((noinline)) static int kops_run(struct etw_decoder *d, struct etw_
                                   [DEC_KOP_U16] = &&op_u16, [DEC_KOP_U8] = &&op_u8,   [DEC_KOP_I8] = &&op_i8,
                                   [DEC_KOP_U64] = &&op_u64, [DEC_KOP_I64] = &&op_i64, [DEC_KOP_X64] = &&op_x64,
                                   [DEC_KOP_GUID] = &&op_guid, [DEC_KOP_PORT] = &&op_port,
-                                  [DEC_KOP_IPV6] = &&op_ipv6, [DEC_KOP_STR16] = &&op_end,
+                                  [DEC_KOP_IPV6] = &&op_ipv6, [DEC_KOP_X64H] = &&op_x64h,
+                                  [DEC_KOP_STR16] = &&op_end,
                                   [DEC_KOP_STACK] = &&op_end, [DEC_KOP_ANSI] = &&op_end, [DEC_KOP_END] = &&op_end};
   const struct dec_kop *o = kk->ops;
 #define KOP_NEXT                        \
@@ -1132,6 +1136,7 @@ op_x64: p = dec_put_hex(p, d_rd64(q)); q += 8; KOP_NEXT;
 op_guid: p = dec_put_guid(p, q); q += 16; KOP_NEXT;
 op_port: p = put_u32t(p, (uint32_t)q[0] << 8 | q[1]); q += 2; KOP_NEXT;
 op_ipv6: p = put_ipv6(p, q); q += 16; KOP_NEXT;
+op_x64h: p = put_hex_v(p, d_rd64(q), 1); q += 8; KOP_NEXT;
 #undef KOP_NEXT
 op_end:
   if (!(kk->tail && r->user_len > kk->need)) p -= o->klen; /* no variable last field: no key */
@@ -1149,6 +1154,7 @@ op_end:
     case DEC_KOP_GUID: p = dec_put_guid(p, q); q += 16; break;
     case DEC_KOP_PORT: p = put_u32t(p, (uint32_t)q[0] << 8 | q[1]); q += 2; break;
     case DEC_KOP_IPV6: p = put_ipv6(p, q); q += 16; break;
+    case DEC_KOP_X64H: p = put_hex_v(p, d_rd64(q), 1); q += 8; break;
     default: p = dec_put_hex(p, d_rd64(q)); q += 8; break; /* DEC_KOP_X64 */
     }
     if (++o == e) break;

@@ -367,6 +367,7 @@ enum { DEC_KOP_U32, DEC_KOP_I32, DEC_KOP_X32, DEC_KOP_U16, DEC_KOP_U8, DEC_KOP_I
        DEC_KOP_X64, DEC_KOP_GUID,
        DEC_KOP_PORT, /* u16 in network byte order, as a number (write_fields_n's 'n') */
        DEC_KOP_IPV6, /* 16 bytes as the quoted RFC 5952 text (its '6'; ≤ 42 bytes written) */
+       DEC_KOP_X64H, /* DEC_KOP_X64 by an SSSE3 byte shuffle (kops_build: the AVX2 writers' ops) */
        /* last op only (not the first): the rest of the payload, absent when nothing is left */
        DEC_KOP_STR16, /* UTF-16 up to the NUL unit (all of the rest when unterminated) */
        DEC_KOP_STACK, /* pointer array */
