@@ -11,7 +11,6 @@
 
 #include "decode.h"
 
-static const char HEXD[] = "0123456789abcdef";
 
 static void w_hexbytes(struct etw_jw *w, const unsigned char *p, size_t n) {
   static const char hx[] = "0123456789ABCDEF";
@@ -43,26 +42,49 @@ static void w_sid(struct etw_jw *w, const unsigned char *p, unsigned subs) {
   etw_jw_str(w, buf, k < CAP ? (size_t)k : CAP - 1);
 }
 
-/* RFC 5952 text of an IPv6 address (longest run of ≥ 2 zero groups as "::"). */
-static int fmt_ipv6(char *buf, size_t cap, const unsigned char *p) {
-  unsigned g[8];
-  for (int i = 0; i < 8; i++) g[i] = (unsigned)(p[2 * i] << 8 | p[2 * i + 1]);
-  int best = -1, bl = 0;
-  for (int i = 0; i < 8;) {
-    if (g[i]) {
-      i++;
-      continue;
+/* "00" … "ff" as 16-bit little-endian words: the hex digits of a byte, the high one first. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define HX4(n) HX(n), HX(n + 1), HX(n + 2), HX(n + 3)
+#define HX16(n) HX4(n), HX4(n + 4), HX4(n + 8), HX4(n + 12)
+#define HEXC(n) ((n) < 10 ? '0' + (n) : 'a' + (n) - 10)
+#undef HX
+#define HX(n) (uint16_t)(HEXC((n) >> 4) | HEXC((n) & 15) << 8)
+static const uint16_t HEX2[256] = {HX16(0),   HX16(16),  HX16(32),  HX16(48),  HX16(64),  HX16(80),
+                                   HX16(96),  HX16(112), HX16(128), HX16(144), HX16(160), HX16(176),
+                                   HX16(192), HX16(208), HX16(224), HX16(240)};
+#undef HX16
+#undef HX4
+#undef HX
+#undef HEXC
+#endif
+
+/* RFC 5952 text of an IPv6 address (longest run of ≥ 2 zero groups as "::", the first of equal
+ * ones) at @buf, NUL-terminated; its length (≤ 39). @buf: 40 bytes (a group's digits are written
+ * as 4 bytes and the length advanced by their count: never past the NUL's byte). */
+static int fmt_ipv6(char *buf, const unsigned char *p) {
+  unsigned g[8], zm = 0; /* zm: bit i set when group i is 0 */
+  for (int i = 0; i < 8; i++) {
+    g[i] = (unsigned)(p[2 * i] << 8 | p[2 * i + 1]);
+    zm |= (unsigned)(g[i] == 0) << i;
+  }
+  int best = 8, bl = 0; /* (best 8: no run; never equals a group index) */
+  if (zm & zm >> 1) { /* two adjacent zero groups at least */
+    for (int i = 0; i < 8;) {
+      if (!(zm >> i & 1)) {
+        i++;
+        continue;
+      }
+      int j = i;
+      while (j < 8 && (zm >> j & 1)) j++;
+      if (j - i > bl) {
+        best = i;
+        bl = j - i;
+      }
+      i = j;
     }
-    int j = i;
-    while (j < 8 && !g[j]) j++;
-    if (j - i > bl && j - i >= 2) {
-      best = i;
-      bl = j - i;
-    }
-    i = j;
   }
   int k = 0;
-  for (int i = 0; i < 8 && k < (int)cap - 6; i++) {
+  for (int i = 0; i < 8; i++) {
     if (i == best) {
       buf[k++] = ':';
       buf[k++] = ':';
@@ -71,16 +93,21 @@ static int fmt_ipv6(char *buf, size_t cap, const unsigned char *p) {
     }
     if (i && i != best + bl) buf[k++] = ':';
     unsigned v = g[i];
-    int nd = v >= 0x1000 ? 4 : v >= 0x100 ? 3 : v >= 0x10 ? 2 : 1;
-    for (int d = nd - 1; d >= 0; d--, v >>= 4) buf[k + d] = HEXD[v & 15];
-    k += nd;
+    unsigned nd = 1u + (v >= 0x10) + (v >= 0x100) + (v >= 0x1000);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    uint32_t four = (uint32_t)HEX2[v >> 8] | (uint32_t)HEX2[v & 255] << 16; /* 4 digits, the first first */
+    four >>= 8 * (4 - nd);
+    memcpy(buf + k, &four, 4);
+#else
+    for (int d = (int)nd - 1; d >= 0; d--, v >>= 4) buf[k + d] = "0123456789abcdef"[v & 15];
+#endif
+    k += (int)nd;
   }
   buf[k] = 0;
   return k;
 }
 
-/* (fmt_ipv6 stops below cap - 6: 48, as w_ipv6, never stops it; it writes ≤ 39 bytes and a NUL) */
-int dec_fmt_ipv6(char *buf, const unsigned char *p) { return fmt_ipv6(buf, 48, p); }
+int dec_fmt_ipv6(char *buf, const unsigned char *p) { return fmt_ipv6(buf, p); }
 
 /* "%u" of a small number at buf; returns the length. */
 static int put_small(char *buf, unsigned v) {
@@ -90,7 +117,7 @@ static int put_small(char *buf, unsigned v) {
 
 static void w_ipv6(struct etw_jw *w, const unsigned char *p) {
   char buf[48];
-  int k = fmt_ipv6(buf, sizeof buf, p);
+  int k = fmt_ipv6(buf, p);
   etw_jw_str(w, buf, (size_t)k);
 }
 
@@ -112,7 +139,7 @@ static int w_sockaddr(struct etw_jw *w, const unsigned char *p, size_t n) {
     k += put_small(buf + k, port);
   } else if (fam == 23 && n >= 24) {
     buf[0] = '[';
-    k = 1 + fmt_ipv6(buf + 1, sizeof buf - 1, p + 8);
+    k = 1 + fmt_ipv6(buf + 1, p + 8); /* (79 bytes of room) */
     buf[k++] = ']';
     buf[k++] = ':';
     k += put_small(buf + k, port);
