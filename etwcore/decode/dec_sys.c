@@ -754,7 +754,7 @@ TPL_INLINE void tpl_block(struct dec_tpl *t, unsigned frac) {
   unsigned hi = frac / 10000u;
   char *d = t->txt + t->plen + 21;
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-  memcpy(d, &T3[hi], 3);
+  memcpy(d, &T3[hi], 4); /* (its 4th byte over digit 4's place: every copy of the template rewrites it) */
 #else
   d[0] = (char)('0' + hi / 100);
   d[1] = (char)('0' + hi / 10 % 10);
@@ -1007,9 +1007,9 @@ static void ememo_reset(struct dec_eplan *pl, const struct dec_event *e, int cls
     pl->memo->tries = pl->memo->hits = 0;
     pl->memo->back = 512;
   }
-  pl->memo_skip = cls || !e ? UINT32_MAX : 0;
+  pl->memo_skip = cls || !e ? UINT64_MAX : 0;
   for (uint32_t i = 0; e && i < e->nf; i++)
-    if (e->f[i].map || e->f[i].map_name) pl->memo_skip = UINT32_MAX;
+    if (e->f[i].map || e->f[i].map_name) pl->memo_skip = UINT64_MAX;
 }
 
 void dec_eplan_update(struct etw_decoder *d, uint32_t slot, const struct etw_rec *r, const struct etw_sys *s,
@@ -1240,7 +1240,7 @@ __attribute__((noinline)) static void ememo_keep(struct dec_eplan *pl, const str
   struct dec_ememo *m = pl->memo;
   if (!m) {
     if (!(m = pl->memo = malloc(sizeof *m))) {
-      pl->memo_skip = UINT32_MAX;
+      pl->memo_skip = UINT64_MAX;
       return;
     }
     m->tries = m->hits = 0;
@@ -1284,7 +1284,7 @@ TPL_INLINE int eplan_event(struct etw_decoder *d, struct etw_jw *w, struct dec_e
   size_t mark = (size_t)(p - (sizeof EVD - 1) - w->buf);
   w->len = (size_t)(p - w->buf);
   if (__builtin_expect(pl->memo_skip != 0, 1)) {
-    if (pl->memo_skip != UINT32_MAX) pl->memo_skip--;
+    pl->memo_skip--; /* (UINT64_MAX, "always", never gets to 0) */
   } else {
     const struct dec_ememo *m = pl->memo;
     /* the same payload as the memo's: its text, when the buffer has room for it and the writer's

@@ -474,12 +474,12 @@ struct dec_eplan {
   uint64_t seq;       /* etw_decoder.eplan_seq at build (the older way of a set is rebuilt) */
   /* a manifest event's EventData memo (dec_sys.c eplan_event): the text after the head of the last
    * payload rendered, reused for the same payload bytes and pointer size (e.g. a thread's repeated
-   * ClrStack/Walk stacks); memo_skip: the plan's events to render without it (UINT32_MAX: always,
-   * for schemas with maps, whose text may change with the trace's map definitions, and classic
-   * records; else set when the memo hit fewer than 1 in 4 of 64 or more lookups, 512 doubling to
-   * 65536 each time) */
+   * ClrStack/Walk stacks); memo_skip: the plan's events to render without it (UINT64_MAX: always —
+   * counted down like the others, it would take 2^64 events to reach 0 —, for schemas with maps,
+   * whose text may change with the trace's map definitions, and classic records; else set when the
+   * memo hit fewer than 1 in 4 of 64 or more lookups, 512 doubling to 65536 each time) */
   struct dec_ememo *memo; /* NULL until the first payload is kept */
-  uint32_t memo_skip;
+  uint64_t memo_skip;
   struct dec_kops k;  /* a classic record's layout ops (ps 0: dec_mof_write) */
   struct dec_tpl t;   /* System text and `,"EventData":{` (and a classic layout's first key) */
 };
