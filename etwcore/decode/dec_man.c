@@ -1226,6 +1226,36 @@ PL_AVX2_FN static inline unsigned str32_avx2(char *o, const unsigned char *q) {
           : "xmm13", "xmm14", "xmm15");
   return m;
 }
+/* masks for str32m_avx2: 16 dwords all ones, then 16 zero (the 16 from [16 - nd] take nd) */
+_Alignas(32) static const int32_t PLK_M32[32] = {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1};
+/* str32_avx2 for the last @r (4–63) bytes of a payload: only the whole dwords among them at @q
+ * (nd = r / 4 of them: 2 nd units) are read (masked loads: the dwords after them are neither read nor can fault, and
+ * count as zero units, not plain); 32 bytes stored at @o */
+PL_AVX2_FN static inline unsigned str32m_avx2(char *o, const unsigned char *q, size_t r) {
+  unsigned m;
+  const pl_b32 *k = (const pl_b32 *)(const void *)dec_plk_str;
+  const int32_t *mk = (const int32_t *)(const void *)((const char *)PLK_M32 + 64 - (r & ~(size_t)3));
+  __asm__("vmovdqu (%[mk]), %%ymm14\n\t"
+          "vpmaskmovd (%[q]), %%ymm14, %%ymm13\n\t"
+          "vmovdqu 32(%[mk]), %%ymm14\n\t"
+          "vpmaskmovd 32(%[q]), %%ymm14, %%ymm14\n\t"
+          "vpackuswb %%ymm14, %%ymm13, %%ymm13\n\t"
+          "vpermq $0xd8, %%ymm13, %%ymm13\n\t"
+          "vpcmpeqb %[bs], %%ymm13, %%ymm14\n\t"
+          "vpcmpeqb %[qt], %%ymm13, %%ymm15\n\t"
+          "vpor %%ymm14, %%ymm15, %%ymm15\n\t"
+          "vpaddb %[k60], %%ymm13, %%ymm14\n\t"
+          "vmovdqu %%ymm13, %[out]\n\t"
+          "vmovdqa %[kdf], %%ymm13\n\t"
+          "vpcmpgtb %%ymm14, %%ymm13, %%ymm14\n\t"
+          "vpandn %%ymm14, %%ymm15, %%ymm15\n\t"
+          "vpmovmskb %%ymm15, %[m]"
+          : [m] "=r"(m), [out] "=m"(*(pl_b32 *)(void *)o)
+          : [q] "r"(q), [mk] "r"(mk), "m"(*q), "m"(*(const int32_t(*)[32])PLK_M32), [k60] "m"(k[0]),
+            [kdf] "m"(k[1]), [qt] "m"(k[2]), [bs] "m"(k[3])
+          : "xmm13", "xmm14", "xmm15");
+  return m;
+}
 /* (vzeroupper keeps the low 128 bits: the runner's C code holds nothing wider) */
 #define PL_VZU() __asm__ volatile("vzeroupper")
 /* an op's key text: one 32-byte copy */
@@ -2871,31 +2901,47 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
       size_t avail, units, got = 0; /* room: reserved at the start */
 #if defined(__SSE2__)
 #if PL_V
-      /* plain ASCII 32 units at a time (by pointer: while 64 bytes are left) */
-      if ((size_t)(pe - q) >= 64) {
+      /* plain ASCII 32 units at a time (by pointer), while 64 bytes are left; the last 4–63
+       * bytes by masked loads (whole dwords only: 2 units each; what they leave, a special unit
+       * and the payload's end go to the converter below) */
+      {
         const unsigned char *qs = q;
-        uintptr_t ql = (uintptr_t)pe - 64;
-        do {
-          unsigned m = str32_avx2(o, qs);
-          if (m == 0xFFFFFFFFu) {
-            o += 32;
-            qs += 64;
-            continue;
-          }
+        unsigned m;
+        while ((size_t)(pe - qs) >= 64) {
+          m = str32_avx2(o, qs);
+          if (m != 0xFFFFFFFFu) goto s16_part;
+          o += 32;
+          qs += 64;
+        }
+        if ((size_t)(pe - qs) >= 32) { /* 16 units (cheaper than the masked step for short strings) */
+          __m128i a = _mm_loadu_si128((const __m128i *)(const void *)qs);
+          __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(qs + 16));
+          __m128i x = _mm_packus_epi16(a, b);
+          __m128i ok = _mm_cmplt_epi8(_mm_add_epi8(x, PLK(PLK_60)), PLK(PLK_DF));
+          __m128i qb = _mm_or_si128(_mm_cmpeq_epi8(x, PLK(PLK_QT)), _mm_cmpeq_epi8(x, PLK(PLK_BS)));
+          m = (unsigned)_mm_movemask_epi8(_mm_andnot_si128(qb, ok));
+          _mm_storeu_si128((__m128i *)(void *)o, x);
+          if (m != 0xFFFFu) goto s16_part;
+          o += 16;
+          qs += 32;
+        }
+        if ((size_t)(pe - qs) >= 4) {
+          m = str32m_avx2(o, qs, (size_t)(pe - qs)); /* (never all plain) */
+        s16_part:;
           unsigned good = (unsigned)__builtin_ctz(~m);
           o += good;
           qs += 2 * good;
-          if (!(qs[0] | qs[1])) { /* the terminating NUL */
+          if ((size_t)(pe - qs) >= 2 && !(qs[0] | qs[1])) { /* the terminating NUL */
             *o++ = '"';
             q = qs + 2;
             PL_NEXT;
           }
-          got = (size_t)(qs - q) / 2;
-          goto s16_rest;
-        } while ((uintptr_t)qs <= ql);
+        }
         got = (size_t)(qs - q) / 2;
+        avail = (size_t)(pe - q);
+        units = avail / 2;
       }
-#endif
+#else
       avail = (size_t)(pe - q);
       units = avail / 2;
       /* plain ASCII 16 units at a time here (as jw.c's converter does), the rest there */
@@ -2951,13 +2997,7 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
           PL_NEXT;
         }
       }
-#if PL_V
-      if (0) {
-      s16_rest: /* (from the 32-unit step: a special unit) */
-        avail = (size_t)(pe - q);
-        units = avail / 2;
-      }
-#endif
+#endif /* PL_V */
 #else
       avail = (size_t)(pe - q);
       units = avail / 2;
