@@ -2909,7 +2909,17 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
         unsigned m;
         while ((size_t)(pe - qs) >= 64) {
           m = str32_avx2(o, qs);
-          if (m != 0xFFFFFFFFu) goto s16_part;
+          if (m != 0xFFFFFFFFu) { /* (the unit at the first non-plain place is in the payload) */
+            unsigned good = (unsigned)__builtin_ctz(~m);
+            o += good;
+            qs += 2 * good;
+            if (!(qs[0] | qs[1])) { /* the terminating NUL */
+              *o++ = '"';
+              q = qs + 2;
+              PL_NEXT;
+            }
+            goto s16_conv;
+          }
           o += 32;
           qs += 64;
         }
@@ -2937,6 +2947,7 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
             PL_NEXT;
           }
         }
+      s16_conv:
         got = (size_t)(qs - q) / 2;
         avail = (size_t)(pe - q);
         units = avail / 2;
