@@ -2608,6 +2608,10 @@ void dec_eventsource_chunk(struct etw_decoder *d, const struct etw_rec *r) {
 #else
 #define PL_VZ() ((void)0)
 #endif
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push /* (srem) */
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struct dec_event *e,
                             const unsigned char *p, size_t n, int ptr_size, const char **why) {
 #if defined(__GNUC__)
@@ -2664,7 +2668,7 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
   uint64_t sv[PLAN_SLOTS];
   uint64_t v, v2;
   uint32_t v32;
-  long cnt, srem = 0;
+  long cnt, srem; /* (srem: set by OP_SARR before its OP_SEND) */
   char *o = w->buf + w->len; /* room: n × PL_OBYTE + room0 (see plan_build) ≤ far */
   PL_START {
 #if !defined(__GNUC__)
@@ -3212,6 +3216,9 @@ bail:
   etw_jw_truncate(w, mark);
   return walk_all(d, w, e, p, n, ptr_size, why);
 }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 #undef key_put
 #undef fx_hex_tail
 #undef PL_VZ
