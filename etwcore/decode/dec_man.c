@@ -277,12 +277,13 @@ struct pop {
   uint8_t slot;  /* sv[] slot receiving the value (0 = scratch) */
   uint8_t cslot; /* count from sv[cslot] (0 = f->count) */
   uint8_t lslot; /* OP_GEN: length from sv[lslot] (0 = f->len) */
-  uint16_t gb;   /* OP_CHK: the payload bytes of the fixed-size run after it; OP_SEND: the ops
-                    back to the first member op; OP_SARR: the ops up to its OP_SEND */
-  uint32_t eb, eout; /* OP_SARR: payload bytes and output bound of one element */
-  uint16_t klen;
   uint32_t room; /* the output bound of the ops after it besides PL_OBYTE per payload byte
                     (plan_build) */
+  uint32_t eb, eout; /* OP_SARR: payload bytes and output bound of one element */
+  /* (gb and klen 64 bits: the runners compare and add them from memory) */
+  uint64_t gb;   /* OP_CHK: the payload bytes of the fixed-size run after it; OP_SEND: the ops
+                    back to the first member op; OP_SARR: the ops up to its OP_SEND (< 2^16) */
+  uint64_t klen;
   char key[32];  /* the key text (klen ≤ 32 bytes, zero-padded) */
   const char *lkey; /* OP_KEY: klen bytes, readable 32 bytes further */
   const struct dec_field *f;
