@@ -2692,53 +2692,67 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
     PL_NEXT;
     PL_CASE(OP_U8) v32 = q[0];
     q += 1;
-    goto save_u32;
+    sv[op->slot] = v32;
+    o = key_put(o, op);
+    o = fx_put_u32(o, v32);
+    PL_NEXT;
     PL_CASE(OP_U16) v32 = d_rd16(q);
     q += 2;
-    goto save_u32;
+    sv[op->slot] = v32;
+    o = key_put(o, op);
+    o = fx_put_u32(o, v32);
+    PL_NEXT;
     PL_CASE(OP_U32) v32 = d_rd32(q);
     q += 4;
-  save_u32:
     sv[op->slot] = v32;
-  put_u32:
     o = key_put(o, op);
     o = fx_put_u32(o, v32);
     PL_NEXT;
     PL_CASE(OP_U64) v = pl_rd64(q);
     q += 8;
     sv[op->slot] = v;
-  put_u64:
     o = key_put(o, op);
     o = fx_put_u64(o, v);
     PL_NEXT;
     PL_CASE(OP_I16) v = (uint64_t)(int64_t)(int16_t)d_rd16(q);
     q += 2;
-    goto save_i;
+    sv[op->slot] = v;
+    o = key_put(o, op);
+    o = fx_put_i64(o, (int64_t)v);
+    PL_NEXT;
     PL_CASE(OP_I32) v = (uint64_t)(int64_t)(int32_t)d_rd32(q);
     q += 4;
-    goto save_i;
+    sv[op->slot] = v;
+    o = key_put(o, op);
+    o = fx_put_i64(o, (int64_t)v);
+    PL_NEXT;
     PL_CASE(OP_I64) v = pl_rd64(q);
     q += 8;
-  save_i:
     sv[op->slot] = v;
-  put_i:
     o = key_put(o, op);
     o = fx_put_i64(o, (int64_t)v);
     PL_NEXT;
     PL_CASE(OP_X8) v = q[0];
     q += 1;
-    goto save_x;
+    sv[op->slot] = v;
+    o = key_put(o, op);
+    o = fx_hex_tail(o, v);
+    PL_NEXT;
     PL_CASE(OP_X16) v = d_rd16(q);
     q += 2;
-    goto save_x;
+    sv[op->slot] = v;
+    o = key_put(o, op);
+    o = fx_hex_tail(o, v);
+    PL_NEXT;
     PL_CASE(OP_X32) v = d_rd32(q);
     q += 4;
-    goto save_x;
+    sv[op->slot] = v;
+    o = key_put(o, op);
+    o = fx_hex_tail(o, v);
+    PL_NEXT;
     PL_CASE(OP_X64) v = pl_rd64(q);
     q += 8;
-  save_x:
     sv[op->slot] = v;
-  put_x:
     o = key_put(o, op);
     o = fx_hex_tail(o, v);
     PL_NEXT;
@@ -2747,47 +2761,69 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
   n_OP_U8:
     v32 = q[0];
     q += 1;
-    goto put_u32;
+    o = key_put(o, op);
+    o = fx_put_u32(o, v32);
+    PL_NEXT;
   n_OP_U16:
     v32 = d_rd16(q);
     q += 2;
-    goto put_u32;
+    o = key_put(o, op);
+    o = fx_put_u32(o, v32);
+    PL_NEXT;
   n_OP_U32:
     v32 = d_rd32(q);
     q += 4;
-    goto put_u32;
+    o = key_put(o, op);
+    o = fx_put_u32(o, v32);
+    PL_NEXT;
   n_OP_U64:
     v = pl_rd64(q);
     q += 8;
-    goto put_u64;
+    o = key_put(o, op);
+    o = fx_put_u64(o, v);
+    PL_NEXT;
   n_OP_I16:
     v = (uint64_t)(int64_t)(int16_t)d_rd16(q);
     q += 2;
-    goto put_i;
+    o = key_put(o, op);
+    o = fx_put_i64(o, (int64_t)v);
+    PL_NEXT;
   n_OP_I32:
     v = (uint64_t)(int64_t)(int32_t)d_rd32(q);
     q += 4;
-    goto put_i;
+    o = key_put(o, op);
+    o = fx_put_i64(o, (int64_t)v);
+    PL_NEXT;
   n_OP_I64:
     v = pl_rd64(q);
     q += 8;
-    goto put_i;
+    o = key_put(o, op);
+    o = fx_put_i64(o, (int64_t)v);
+    PL_NEXT;
   n_OP_X8:
     v = q[0];
     q += 1;
-    goto put_x;
+    o = key_put(o, op);
+    o = fx_hex_tail(o, v);
+    PL_NEXT;
   n_OP_X16:
     v = d_rd16(q);
     q += 2;
-    goto put_x;
+    o = key_put(o, op);
+    o = fx_hex_tail(o, v);
+    PL_NEXT;
   n_OP_X32:
     v = d_rd32(q);
     q += 4;
-    goto put_x;
+    o = key_put(o, op);
+    o = fx_hex_tail(o, v);
+    PL_NEXT;
   n_OP_X64:
     v = pl_rd64(q);
     q += 8;
-    goto put_x;
+    o = key_put(o, op);
+    o = fx_hex_tail(o, v);
+    PL_NEXT;
   n_OP_M8:
     v = q[0];
     q += 1;
