@@ -2668,7 +2668,6 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
   const unsigned char *q = p, *pe = p + n;
   uint64_t sv[PLAN_SLOTS];
   uint64_t v, v2;
-  uint32_t v32;
   long cnt, srem; /* (srem: set by OP_SARR before its OP_SEND) */
   char *o = w->buf + w->len; /* room: n × PL_OBYTE + room0 (see plan_build) ≤ far */
   PL_START {
@@ -2690,140 +2689,184 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
 #endif
     o += op->klen;
     PL_NEXT;
-    PL_CASE(OP_U8) v32 = q[0];
-    q += 1;
-    sv[op->slot] = v32;
-    o = key_put(o, op);
-    o = fx_put_u32(o, v32);
-    PL_NEXT;
-    PL_CASE(OP_U16) v32 = d_rd16(q);
-    q += 2;
-    sv[op->slot] = v32;
-    o = key_put(o, op);
-    o = fx_put_u32(o, v32);
-    PL_NEXT;
-    PL_CASE(OP_U32) v32 = d_rd32(q);
-    q += 4;
-    sv[op->slot] = v32;
-    o = key_put(o, op);
-    o = fx_put_u32(o, v32);
-    PL_NEXT;
-    PL_CASE(OP_U64) v = pl_rd64(q);
-    q += 8;
-    sv[op->slot] = v;
-    o = key_put(o, op);
-    o = fx_put_u64(o, v);
-    PL_NEXT;
-    PL_CASE(OP_I16) v = (uint64_t)(int64_t)(int16_t)d_rd16(q);
-    q += 2;
-    sv[op->slot] = v;
-    o = key_put(o, op);
-    o = fx_put_i64(o, (int64_t)v);
-    PL_NEXT;
-    PL_CASE(OP_I32) v = (uint64_t)(int64_t)(int32_t)d_rd32(q);
-    q += 4;
-    sv[op->slot] = v;
-    o = key_put(o, op);
-    o = fx_put_i64(o, (int64_t)v);
-    PL_NEXT;
-    PL_CASE(OP_I64) v = pl_rd64(q);
-    q += 8;
-    sv[op->slot] = v;
-    o = key_put(o, op);
-    o = fx_put_i64(o, (int64_t)v);
-    PL_NEXT;
-    PL_CASE(OP_X8) v = q[0];
-    q += 1;
-    sv[op->slot] = v;
-    o = key_put(o, op);
-    o = fx_hex_tail(o, v);
-    PL_NEXT;
-    PL_CASE(OP_X16) v = d_rd16(q);
-    q += 2;
-    sv[op->slot] = v;
-    o = key_put(o, op);
-    o = fx_hex_tail(o, v);
-    PL_NEXT;
-    PL_CASE(OP_X32) v = d_rd32(q);
-    q += 4;
-    sv[op->slot] = v;
-    o = key_put(o, op);
-    o = fx_hex_tail(o, v);
-    PL_NEXT;
-    PL_CASE(OP_X64) v = pl_rd64(q);
-    q += 8;
-    sv[op->slot] = v;
-    o = key_put(o, op);
-    o = fx_hex_tail(o, v);
-    PL_NEXT;
+    PL_CASE(OP_U8) {
+      uint32_t x32_ = q[0];
+      q += 1;
+      sv[op->slot] = x32_;
+      o = key_put(o, op);
+      o = fx_put_u32(o, x32_);
+      PL_NEXT;
+    }
+    PL_CASE(OP_U16) {
+      uint32_t x32_ = d_rd16(q);
+      q += 2;
+      sv[op->slot] = x32_;
+      o = key_put(o, op);
+      o = fx_put_u32(o, x32_);
+      PL_NEXT;
+    }
+    PL_CASE(OP_U32) {
+      uint32_t x32_ = d_rd32(q);
+      q += 4;
+      sv[op->slot] = x32_;
+      o = key_put(o, op);
+      o = fx_put_u32(o, x32_);
+      PL_NEXT;
+    }
+    PL_CASE(OP_U64) {
+      uint64_t x_ = pl_rd64(q);
+      q += 8;
+      sv[op->slot] = x_;
+      o = key_put(o, op);
+      o = fx_put_u64(o, x_);
+      PL_NEXT;
+    }
+    PL_CASE(OP_I16) {
+      uint64_t x_ = (uint64_t)(int64_t)(int16_t)d_rd16(q);
+      q += 2;
+      sv[op->slot] = x_;
+      o = key_put(o, op);
+      o = fx_put_i64(o, (int64_t)x_);
+      PL_NEXT;
+    }
+    PL_CASE(OP_I32) {
+      uint64_t x_ = (uint64_t)(int64_t)(int32_t)d_rd32(q);
+      q += 4;
+      sv[op->slot] = x_;
+      o = key_put(o, op);
+      o = fx_put_i64(o, (int64_t)x_);
+      PL_NEXT;
+    }
+    PL_CASE(OP_I64) {
+      uint64_t x_ = pl_rd64(q);
+      q += 8;
+      sv[op->slot] = x_;
+      o = key_put(o, op);
+      o = fx_put_i64(o, (int64_t)x_);
+      PL_NEXT;
+    }
+    PL_CASE(OP_X8) {
+      uint64_t x_ = q[0];
+      q += 1;
+      sv[op->slot] = x_;
+      o = key_put(o, op);
+      o = fx_hex_tail(o, x_);
+      PL_NEXT;
+    }
+    PL_CASE(OP_X16) {
+      uint64_t x_ = d_rd16(q);
+      q += 2;
+      sv[op->slot] = x_;
+      o = key_put(o, op);
+      o = fx_hex_tail(o, x_);
+      PL_NEXT;
+    }
+    PL_CASE(OP_X32) {
+      uint64_t x_ = d_rd32(q);
+      q += 4;
+      sv[op->slot] = x_;
+      o = key_put(o, op);
+      o = fx_hex_tail(o, x_);
+      PL_NEXT;
+    }
+    PL_CASE(OP_X64) {
+      uint64_t x_ = pl_rd64(q);
+      q += 8;
+      sv[op->slot] = x_;
+      o = key_put(o, op);
+      o = fx_hex_tail(o, x_);
+      PL_NEXT;
+    }
 #if defined(__GNUC__)
     /* the same for values no count or length refers to (not kept) */
   n_OP_U8:
-    v32 = q[0];
-    q += 1;
-    o = key_put(o, op);
-    o = fx_put_u32(o, v32);
-    PL_NEXT;
+    {
+      uint32_t x32_ = q[0];
+      q += 1;
+      o = key_put(o, op);
+      o = fx_put_u32(o, x32_);
+      PL_NEXT;
+    }
   n_OP_U16:
-    v32 = d_rd16(q);
-    q += 2;
-    o = key_put(o, op);
-    o = fx_put_u32(o, v32);
-    PL_NEXT;
+    {
+      uint32_t x32_ = d_rd16(q);
+      q += 2;
+      o = key_put(o, op);
+      o = fx_put_u32(o, x32_);
+      PL_NEXT;
+    }
   n_OP_U32:
-    v32 = d_rd32(q);
-    q += 4;
-    o = key_put(o, op);
-    o = fx_put_u32(o, v32);
-    PL_NEXT;
+    {
+      uint32_t x32_ = d_rd32(q);
+      q += 4;
+      o = key_put(o, op);
+      o = fx_put_u32(o, x32_);
+      PL_NEXT;
+    }
   n_OP_U64:
-    v = pl_rd64(q);
-    q += 8;
-    o = key_put(o, op);
-    o = fx_put_u64(o, v);
-    PL_NEXT;
+    {
+      uint64_t x_ = pl_rd64(q);
+      q += 8;
+      o = key_put(o, op);
+      o = fx_put_u64(o, x_);
+      PL_NEXT;
+    }
   n_OP_I16:
-    v = (uint64_t)(int64_t)(int16_t)d_rd16(q);
-    q += 2;
-    o = key_put(o, op);
-    o = fx_put_i64(o, (int64_t)v);
-    PL_NEXT;
+    {
+      uint64_t x_ = (uint64_t)(int64_t)(int16_t)d_rd16(q);
+      q += 2;
+      o = key_put(o, op);
+      o = fx_put_i64(o, (int64_t)x_);
+      PL_NEXT;
+    }
   n_OP_I32:
-    v = (uint64_t)(int64_t)(int32_t)d_rd32(q);
-    q += 4;
-    o = key_put(o, op);
-    o = fx_put_i64(o, (int64_t)v);
-    PL_NEXT;
+    {
+      uint64_t x_ = (uint64_t)(int64_t)(int32_t)d_rd32(q);
+      q += 4;
+      o = key_put(o, op);
+      o = fx_put_i64(o, (int64_t)x_);
+      PL_NEXT;
+    }
   n_OP_I64:
-    v = pl_rd64(q);
-    q += 8;
-    o = key_put(o, op);
-    o = fx_put_i64(o, (int64_t)v);
-    PL_NEXT;
+    {
+      uint64_t x_ = pl_rd64(q);
+      q += 8;
+      o = key_put(o, op);
+      o = fx_put_i64(o, (int64_t)x_);
+      PL_NEXT;
+    }
   n_OP_X8:
-    v = q[0];
-    q += 1;
-    o = key_put(o, op);
-    o = fx_hex_tail(o, v);
-    PL_NEXT;
+    {
+      uint64_t x_ = q[0];
+      q += 1;
+      o = key_put(o, op);
+      o = fx_hex_tail(o, x_);
+      PL_NEXT;
+    }
   n_OP_X16:
-    v = d_rd16(q);
-    q += 2;
-    o = key_put(o, op);
-    o = fx_hex_tail(o, v);
-    PL_NEXT;
+    {
+      uint64_t x_ = d_rd16(q);
+      q += 2;
+      o = key_put(o, op);
+      o = fx_hex_tail(o, x_);
+      PL_NEXT;
+    }
   n_OP_X32:
-    v = d_rd32(q);
-    q += 4;
-    o = key_put(o, op);
-    o = fx_hex_tail(o, v);
-    PL_NEXT;
+    {
+      uint64_t x_ = d_rd32(q);
+      q += 4;
+      o = key_put(o, op);
+      o = fx_hex_tail(o, x_);
+      PL_NEXT;
+    }
   n_OP_X64:
-    v = pl_rd64(q);
-    q += 8;
-    o = key_put(o, op);
-    o = fx_hex_tail(o, v);
-    PL_NEXT;
+    {
+      uint64_t x_ = pl_rd64(q);
+      q += 8;
+      o = key_put(o, op);
+      o = fx_hex_tail(o, x_);
+      PL_NEXT;
+    }
   n_OP_M8:
     v = q[0];
     q += 1;
