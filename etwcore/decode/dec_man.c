@@ -2609,6 +2609,49 @@ void dec_eventsource_chunk(struct etw_decoder *d, const struct etw_rec *r) {
 #else
 #define PL_VZ() ((void)0)
 #endif
+/* two "0x…" values (ops op and op + 1): below 2^52 both at once (AVX2), else one by one */
+#define PL_XX_TAIL(A, B)                                                                           \
+  do {                                                                                             \
+    o = key_put(o, op);                                                                            \
+    o = fx_hex_tail(o, (A));                                                                       \
+    op++;                                                                                          \
+    o = key_put(o, op);                                                                            \
+    o = fx_hex_tail(o, (B));                                                                       \
+    PL_NEXT;                                                                                       \
+  } while (0)
+#if PL_V
+#define PL_XX(A, B)                                                                                \
+  do {                                                                                             \
+    if (__builtin_expect(!(((A) | (B)) >> 52), 1)) {                                               \
+      o = hex_pair_avx2(o, _mm_insert_epi64(_mm_cvtsi64_si128((long long)(A)), (long long)(B), 1), op); \
+      op += 2;                                                                                     \
+      PL_GO;                                                                                       \
+    }                                                                                              \
+    PL_XX_TAIL(A, B);                                                                              \
+  } while (0)
+#else
+#define PL_XX(A, B) PL_XX_TAIL(A, B)
+#endif
+/* a map op's value @X: its key, then its cached text (else map_miss renders and keeps it) */
+#if PL_V
+#define PL_MAP_COPY(c)                                                                             \
+  copy32_avx2(o, (c)->t);                                                                          \
+  _mm_storeu_si128((__m128i *)(void *)(o + 32), _mm_loadu_si128((const __m128i *)(const void *)((c)->t + 32)))
+#else
+#define PL_MAP_COPY(c) memcpy(o, (c)->t, PMC_MAX)
+#endif
+#define PL_MAP(X)                                                                                  \
+  do {                                                                                             \
+    o = key_put(o, op);                                                                            \
+    const struct pmc *c_ = &op->mc[pmc_hash(X)];                                                   \
+    if (c_->v == (X) && c_->len != UINT32_MAX) {                                                   \
+      PL_MAP_COPY(c_);                                                                             \
+      o += c_->len;                                                                                \
+      PL_NEXT;                                                                                     \
+    }                                                                                              \
+    v = (X);                                                                                       \
+    goto map_miss;                                                                                 \
+  } while (0)
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push /* (srem) */
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -2667,7 +2710,7 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
   if (__builtin_expect(n < pl->gb0[(unsigned)ptr_size >> 3], 0)) op--; /* the payload ends in the first run: its OP_CHK */
   const unsigned char *q = p, *pe = p + n;
   uint64_t sv[PLAN_SLOTS];
-  uint64_t v, v2;
+  uint64_t v;
   long cnt, srem; /* (srem: set by OP_SARR before its OP_SEND) */
   char *o = w->buf + w->len; /* room: n × PL_OBYTE + room0 (see plan_build) ≤ far */
   PL_START {
@@ -2867,22 +2910,26 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
       o = fx_hex_tail(o, x_);
       PL_NEXT;
     }
-  n_OP_M8:
-    v = q[0];
+  n_OP_M8: {
+    uint64_t x_ = q[0];
     q += 1;
-    goto put_m2;
-  n_OP_M16:
-    v = d_rd16(q);
+    PL_MAP(x_);
+  }
+  n_OP_M16: {
+    uint64_t x_ = d_rd16(q);
     q += 2;
-    goto put_m2;
-  n_OP_M32:
-    v = d_rd32(q);
+    PL_MAP(x_);
+  }
+  n_OP_M32: {
+    uint64_t x_ = d_rd32(q);
     q += 4;
-    goto put_m2;
-  n_OP_M64:
-    v = pl_rd64(q);
+    PL_MAP(x_);
+  }
+  n_OP_M64: {
+    uint64_t x_ = pl_rd64(q);
     q += 8;
-    goto put_m2;
+    PL_MAP(x_);
+  }
 #endif
     PL_CASE(OP_XX88) {
 #if PL_V
@@ -2893,70 +2940,54 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
         op += 2;
         PL_GO;
       }
-      v = (uint64_t)_mm_cvtsi128_si64(x);
-      v2 = (uint64_t)_mm_extract_epi64(x, 1);
-      goto put_xx2;
+      PL_XX_TAIL((uint64_t)_mm_cvtsi128_si64(x), (uint64_t)_mm_extract_epi64(x, 1));
 #else
-      v = pl_rd64(q);
-      v2 = pl_rd64(q + 8);
+      uint64_t a_ = pl_rd64(q), b_ = pl_rd64(q + 8);
       q += 16;
-      goto put_xx;
+      PL_XX(a_, b_);
 #endif
     }
-    PL_CASE(OP_XX84) v = pl_rd64(q);
-    v2 = d_rd32(q + 8);
-    q += 12;
-    goto put_xx;
-    PL_CASE(OP_XX48) v = d_rd32(q);
-    v2 = pl_rd64(q + 4);
-    q += 12;
-    goto put_xx;
-    PL_CASE(OP_XX44) v = d_rd32(q);
-    v2 = d_rd32(q + 4);
-    q += 8;
-  put_xx:
-#if PL_V
-    if (__builtin_expect(!((v | v2) >> 52), 1)) {
-      o = hex_pair_avx2(o, _mm_insert_epi64(_mm_cvtsi64_si128((long long)v), (long long)v2, 1), op);
-      op += 2;
-      PL_GO;
+    PL_CASE(OP_XX84) {
+      uint64_t a_ = pl_rd64(q), b_ = d_rd32(q + 8);
+      q += 12;
+      PL_XX(a_, b_);
     }
-  put_xx2:
-#endif
-    o = key_put(o, op);
-    o = fx_hex_tail(o, v);
-    op++;
-    o = key_put(o, op);
-    o = fx_hex_tail(o, v2);
-    PL_NEXT;
-    PL_CASE(OP_M8) v = q[0];
-    q += 1;
-    goto put_m;
-    PL_CASE(OP_M16) v = d_rd16(q);
-    q += 2;
-    goto put_m;
-    PL_CASE(OP_M32) v = d_rd32(q);
-    q += 4;
-    goto put_m;
-    PL_CASE(OP_M64) v = pl_rd64(q);
-    q += 8;
-  put_m: {
-    sv[op->slot] = v;
-#if defined(__GNUC__)
-  put_m2: /* (values not kept) */
-#endif
-    o = key_put(o, op);
+    PL_CASE(OP_XX48) {
+      uint64_t a_ = d_rd32(q), b_ = pl_rd64(q + 4);
+      q += 12;
+      PL_XX(a_, b_);
+    }
+    PL_CASE(OP_XX44) {
+      uint64_t a_ = d_rd32(q), b_ = d_rd32(q + 4);
+      q += 8;
+      PL_XX(a_, b_);
+    }
+    PL_CASE(OP_M8) {
+      uint64_t x_ = q[0];
+      q += 1;
+      sv[op->slot] = x_;
+      PL_MAP(x_);
+    }
+    PL_CASE(OP_M16) {
+      uint64_t x_ = d_rd16(q);
+      q += 2;
+      sv[op->slot] = x_;
+      PL_MAP(x_);
+    }
+    PL_CASE(OP_M32) {
+      uint64_t x_ = d_rd32(q);
+      q += 4;
+      sv[op->slot] = x_;
+      PL_MAP(x_);
+    }
+    PL_CASE(OP_M64) {
+      uint64_t x_ = pl_rd64(q);
+      q += 8;
+      sv[op->slot] = x_;
+      PL_MAP(x_);
+    }
+  map_miss: { /* (v: the value; its key written) */
     struct pmc *c = &op->mc[pmc_hash(v)];
-    if (c->v == v && c->len != UINT32_MAX) {
-#if PL_V
-      copy32_avx2(o, c->t);
-      _mm_storeu_si128((__m128i *)(void *)(o + 32), _mm_loadu_si128((const __m128i *)(const void *)(c->t + 32)));
-#else
-      memcpy(o, c->t, PMC_MAX);
-#endif
-      o += c->len;
-      PL_NEXT;
-    }
     /* first time for this slot: the walker's rendering (dec_value, then the map), kept */
     const struct dec_field *f = op->f;
     unsigned wd = OP_BYTES[op->op];
@@ -3299,6 +3330,10 @@ bail:
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
+#undef PL_XX
+#undef PL_XX_TAIL
+#undef PL_MAP
+#undef PL_MAP_COPY
 #undef key_put
 #undef fx_hex_tail
 #undef PL_VZ
