@@ -1315,6 +1315,14 @@ static inline char *fx_put_u32e(char *o, uint32_t v) {
     memcpy(o, FX_TN[v - 4294967200u], 16);
     return o + 11;
   }
+  if (v < 100000) { /* 5 digits (native offsets of large methods) */
+    unsigned t = v / 10000, r = v - t * 10000, h = r / 100;
+    o[0] = (char)('0' + t);
+    memcpy(o + 1, FX_D2 + 2 * h, 2);
+    memcpy(o + 3, FX_D2 + 2 * (r - h * 100), 2);
+    o[5] = ',';
+    return o + 6;
+  }
   return fx_put_u32c_big(o, v);
 #else
   return fx_put_u32c(o, v);
