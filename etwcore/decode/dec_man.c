@@ -1230,8 +1230,9 @@ PL_AVX2_FN static inline unsigned str32_avx2(char *o, const unsigned char *q) {
 /* masks for str32m_avx2: 16 dwords all ones, then 16 zero (the 16 from [16 - nd] take nd) */
 _Alignas(32) static const int32_t PLK_M32[32] = {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1};
 /* str32_avx2 for the last @r (4–63) bytes of a payload: only the whole dwords among them at @q
- * (nd = r / 4 of them: 2 nd units) are read (masked loads: the dwords after them are neither read nor can fault, and
- * count as zero units, not plain); 32 bytes stored at @o */
+ * (nd = r / 4 of them: 2 nd units) are read (masked loads: the dwords after them are not read
+ * and count as zero units, not plain; the caller keeps all 64 bytes on one page, so that no
+ * implementation can fault on them); 32 bytes stored at @o */
 PL_AVX2_FN static inline unsigned str32m_avx2(char *o, const unsigned char *q, size_t r) {
   unsigned m;
   const pl_b32 *k = (const pl_b32 *)(const void *)dec_plk_str;
@@ -3058,7 +3059,9 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
           o += 16;
           qs += 32;
         }
-        if ((size_t)(pe - qs) >= 4) {
+        /* (the masked step only where its 64 bytes are on qs's page: Intel's masked-out
+         * elements never fault, AMD leaves that to the implementation) */
+        if ((size_t)(pe - qs) >= 4 && ((((uintptr_t)qs + 63) ^ (uintptr_t)qs) >> 12) == 0) {
           m = str32m_avx2(o, qs, (size_t)(pe - qs)); /* (never all plain) */
         s16_part:;
           unsigned good = (unsigned)__builtin_ctz(~m);

@@ -18,9 +18,10 @@
  *    or path edge (999/1000, 9999/10000, 10^k ± 1, −97…−1 and the rest as UINT32) at every place,
  *    random values of every size, payloads cut inside.
  * 5. UTF-16 strings in the last 0–70 bytes of a payload that ends at a page the process may not
- *    read (the AVX2 runner's masked loads of the last 4–63 bytes, its 16-unit step at 32–63):
- *    strings of 0–40 units with a special unit at every place or none, with and without their
- *    NUL, an odd byte after them, after 0–9 other units' worth of fixed fields.
+ *    read, or 1–63 bytes before it (the AVX2 runner's masked loads of the last 4–63 bytes, which
+ *    it makes only when their 64 bytes are on one page, its 16-unit step at 32–63): strings of
+ *    0–40 units with a special unit at every place or none, with and without their NUL, an odd
+ *    byte after them, after 6- and 9-byte headers.
  * Each case must render the same bytes, length and consumed count with the plan as with the
  * walker, and the plan must have rendered the well-formed ones itself (no bail).
  */
@@ -348,8 +349,14 @@ static void strings_guard(void) {
             for (size_t u = 0; u < len; u++) n += put_le(b + n, u == at ? SPECIAL[s] : (uint16_t)('a' + (u * 7) % 26), 2);
             if (tail == 1) n += put_le(b + n, 0, 2);
             if (tail == 2) b[n++] = 'q';
-            memcpy(end - n, b, n);
-            compare(e, end - n, n, 8, tail < 2);
+            /* right at the guard page, and 1–63 bytes before it (plain units after the
+             * payload there: a read past it would show) */
+            static const size_t GAP[] = {0, 1, 3, 17, 40, 63};
+            for (size_t g = 0; g < sizeof GAP / sizeof GAP[0]; g++) {
+              memset(end - 64, 'x', 64);
+              memcpy(end - GAP[g] - n, b, n);
+              compare(e, end - GAP[g] - n, n, 8, tail < 2);
+            }
             /* and every shorter payload (cut inside the string) */
             if (at == len && s == 0)
               for (size_t k = h; k < n; k++) {
