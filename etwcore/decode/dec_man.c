@@ -3061,7 +3061,7 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
         }
         /* (the masked step only where its 64 bytes are on qs's page: Intel's masked-out
          * elements never fault, AMD leaves that to the implementation) */
-        if ((size_t)(pe - qs) >= 4 && ((((uintptr_t)qs + 63) ^ (uintptr_t)qs) >> 12) == 0) {
+        if ((size_t)(pe - qs) >= 4 && __builtin_expect(((((uintptr_t)qs + 63) ^ (uintptr_t)qs) >> 12) == 0, 1)) {
           m = str32m_avx2(o, qs, (size_t)(pe - qs)); /* (never all plain) */
         s16_part:;
           unsigned good = (unsigned)__builtin_ctz(~m);
