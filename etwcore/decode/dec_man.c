@@ -277,12 +277,13 @@ struct pop {
   uint8_t slot;  /* sv[] slot receiving the value (0 = scratch) */
   uint8_t cslot; /* count from sv[cslot] (0 = f->count) */
   uint8_t lslot; /* OP_GEN: length from sv[lslot] (0 = f->len) */
-  uint16_t gb;   /* OP_CHK: the payload bytes of the fixed-size run after it; OP_SEND: the ops
-                    back to the first member op; OP_SARR: the ops up to its OP_SEND */
-  uint32_t eb, eout; /* OP_SARR: payload bytes and output bound of one element */
-  uint16_t klen;
   uint32_t room; /* the output bound of the ops after it besides PL_OBYTE per payload byte
                     (plan_build) */
+  uint32_t eb, eout; /* OP_SARR: payload bytes and output bound of one element */
+  /* (gb and klen 64 bits: the runners compare and add them from memory) */
+  uint64_t gb;   /* OP_CHK: the payload bytes of the fixed-size run after it; OP_SEND: the ops
+                    back to the first member op; OP_SARR: the ops up to its OP_SEND (< 2^16) */
+  uint64_t klen;
   char key[32];  /* the key text (klen ≤ 32 bytes, zero-padded) */
   const char *lkey; /* OP_KEY: klen bytes, readable 32 bytes further */
   const struct dec_field *f;
@@ -1226,6 +1227,37 @@ PL_AVX2_FN static inline unsigned str32_avx2(char *o, const unsigned char *q) {
           : "xmm13", "xmm14", "xmm15");
   return m;
 }
+/* masks for str32m_avx2: 16 dwords all ones, then 16 zero (the 16 from [16 - nd] take nd) */
+_Alignas(32) static const int32_t PLK_M32[32] = {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1};
+/* str32_avx2 for the last @r (4–63) bytes of a payload: only the whole dwords among them at @q
+ * (nd = r / 4 of them: 2 nd units) are read (masked loads: the dwords after them are not read
+ * and count as zero units, not plain; the caller keeps all 64 bytes on one page, so that no
+ * implementation can fault on them); 32 bytes stored at @o */
+PL_AVX2_FN static inline unsigned str32m_avx2(char *o, const unsigned char *q, size_t r) {
+  unsigned m;
+  const pl_b32 *k = (const pl_b32 *)(const void *)dec_plk_str;
+  const int32_t *mk = (const int32_t *)(const void *)((const char *)PLK_M32 + 64 - (r & ~(size_t)3));
+  __asm__("vmovdqu (%[mk]), %%ymm14\n\t"
+          "vpmaskmovd (%[q]), %%ymm14, %%ymm13\n\t"
+          "vmovdqu 32(%[mk]), %%ymm14\n\t"
+          "vpmaskmovd 32(%[q]), %%ymm14, %%ymm14\n\t"
+          "vpackuswb %%ymm14, %%ymm13, %%ymm13\n\t"
+          "vpermq $0xd8, %%ymm13, %%ymm13\n\t"
+          "vpcmpeqb %[bs], %%ymm13, %%ymm14\n\t"
+          "vpcmpeqb %[qt], %%ymm13, %%ymm15\n\t"
+          "vpor %%ymm14, %%ymm15, %%ymm15\n\t"
+          "vpaddb %[k60], %%ymm13, %%ymm14\n\t"
+          "vmovdqu %%ymm13, %[out]\n\t"
+          "vmovdqa %[kdf], %%ymm13\n\t"
+          "vpcmpgtb %%ymm14, %%ymm13, %%ymm14\n\t"
+          "vpandn %%ymm14, %%ymm15, %%ymm15\n\t"
+          "vpmovmskb %%ymm15, %[m]"
+          : [m] "=r"(m), [out] "=m"(*(pl_b32 *)(void *)o)
+          : [q] "r"(q), [mk] "r"(mk), "m"(*q), "m"(*(const int32_t(*)[32])PLK_M32), [k60] "m"(k[0]),
+            [kdf] "m"(k[1]), [qt] "m"(k[2]), [bs] "m"(k[3])
+          : "xmm13", "xmm14", "xmm15");
+  return m;
+}
 /* (vzeroupper keeps the low 128 bits: the runner's C code holds nothing wider) */
 #define PL_VZU() __asm__ volatile("vzeroupper")
 /* an op's key text: one 32-byte copy */
@@ -1283,6 +1315,14 @@ static inline char *fx_put_u32e(char *o, uint32_t v) {
   if (v >= 4294967200u) { /* -96..-1 as UINT32 (IL map's -1/-2/-3): 16 bytes stored */
     memcpy(o, FX_TN[v - 4294967200u], 16);
     return o + 11;
+  }
+  if (v < 100000) { /* 5 digits (native offsets of large methods) */
+    unsigned t = v / 10000, r = v - t * 10000, h = r / 100;
+    o[0] = (char)('0' + t);
+    memcpy(o + 1, FX_D2 + 2 * h, 2);
+    memcpy(o + 3, FX_D2 + 2 * (r - h * 100), 2);
+    o[5] = ',';
+    return o + 6;
   }
   return fx_put_u32c_big(o, v);
 #else
@@ -2578,6 +2618,53 @@ void dec_eventsource_chunk(struct etw_decoder *d, const struct etw_rec *r) {
 #else
 #define PL_VZ() ((void)0)
 #endif
+/* two "0x…" values (ops op and op + 1): below 2^52 both at once (AVX2), else one by one */
+#define PL_XX_TAIL(A, B)                                                                           \
+  do {                                                                                             \
+    o = key_put(o, op);                                                                            \
+    o = fx_hex_tail(o, (A));                                                                       \
+    op++;                                                                                          \
+    o = key_put(o, op);                                                                            \
+    o = fx_hex_tail(o, (B));                                                                       \
+    PL_NEXT;                                                                                       \
+  } while (0)
+#if PL_V
+#define PL_XX(A, B)                                                                                \
+  do {                                                                                             \
+    if (__builtin_expect(!(((A) | (B)) >> 52), 1)) {                                               \
+      o = hex_pair_avx2(o, _mm_insert_epi64(_mm_cvtsi64_si128((long long)(A)), (long long)(B), 1), op); \
+      op += 2;                                                                                     \
+      PL_GO;                                                                                       \
+    }                                                                                              \
+    PL_XX_TAIL(A, B);                                                                              \
+  } while (0)
+#else
+#define PL_XX(A, B) PL_XX_TAIL(A, B)
+#endif
+/* a map op's value @X: its key, then its cached text (else map_miss renders and keeps it) */
+#if PL_V
+#define PL_MAP_COPY(c)                                                                             \
+  copy32_avx2(o, (c)->t);                                                                          \
+  _mm_storeu_si128((__m128i *)(void *)(o + 32), _mm_loadu_si128((const __m128i *)(const void *)((c)->t + 32)))
+#else
+#define PL_MAP_COPY(c) memcpy(o, (c)->t, PMC_MAX)
+#endif
+#define PL_MAP(X)                                                                                  \
+  do {                                                                                             \
+    o = key_put(o, op);                                                                            \
+    const struct pmc *c_ = &op->mc[pmc_hash(X)];                                                   \
+    if (c_->v == (X) && c_->len != UINT32_MAX) {                                                   \
+      PL_MAP_COPY(c_);                                                                             \
+      o += c_->len;                                                                                \
+      PL_NEXT;                                                                                     \
+    }                                                                                              \
+    v = (X);                                                                                       \
+    goto map_miss;                                                                                 \
+  } while (0)
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push /* (srem) */
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struct dec_event *e,
                             const unsigned char *p, size_t n, int ptr_size, const char **why) {
 #if defined(__GNUC__)
@@ -2632,9 +2719,8 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
   if (__builtin_expect(n < pl->gb0[(unsigned)ptr_size >> 3], 0)) op--; /* the payload ends in the first run: its OP_CHK */
   const unsigned char *q = p, *pe = p + n;
   uint64_t sv[PLAN_SLOTS];
-  uint64_t v, v2;
-  uint32_t v32;
-  long cnt, srem = 0;
+  uint64_t v;
+  long cnt, srem; /* (srem: set by OP_SARR before its OP_SEND) */
   char *o = w->buf + w->len; /* room: n × PL_OBYTE + room0 (see plan_build) ≤ far */
   PL_START {
 #if !defined(__GNUC__)
@@ -2655,120 +2741,204 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
 #endif
     o += op->klen;
     PL_NEXT;
-    PL_CASE(OP_U8) v32 = q[0];
-    q += 1;
-    goto save_u32;
-    PL_CASE(OP_U16) v32 = d_rd16(q);
-    q += 2;
-    goto save_u32;
-    PL_CASE(OP_U32) v32 = d_rd32(q);
-    q += 4;
-  save_u32:
-    sv[op->slot] = v32;
-  put_u32:
-    o = key_put(o, op);
-    o = fx_put_u32(o, v32);
-    PL_NEXT;
-    PL_CASE(OP_U64) v = pl_rd64(q);
-    q += 8;
-    sv[op->slot] = v;
-  put_u64:
-    o = key_put(o, op);
-    o = fx_put_u64(o, v);
-    PL_NEXT;
-    PL_CASE(OP_I16) v = (uint64_t)(int64_t)(int16_t)d_rd16(q);
-    q += 2;
-    goto save_i;
-    PL_CASE(OP_I32) v = (uint64_t)(int64_t)(int32_t)d_rd32(q);
-    q += 4;
-    goto save_i;
-    PL_CASE(OP_I64) v = pl_rd64(q);
-    q += 8;
-  save_i:
-    sv[op->slot] = v;
-  put_i:
-    o = key_put(o, op);
-    o = fx_put_i64(o, (int64_t)v);
-    PL_NEXT;
-    PL_CASE(OP_X8) v = q[0];
-    q += 1;
-    goto save_x;
-    PL_CASE(OP_X16) v = d_rd16(q);
-    q += 2;
-    goto save_x;
-    PL_CASE(OP_X32) v = d_rd32(q);
-    q += 4;
-    goto save_x;
-    PL_CASE(OP_X64) v = pl_rd64(q);
-    q += 8;
-  save_x:
-    sv[op->slot] = v;
-  put_x:
-    o = key_put(o, op);
-    o = fx_hex_tail(o, v);
-    PL_NEXT;
+    PL_CASE(OP_U8) {
+      uint32_t x32_ = q[0];
+      q += 1;
+      sv[op->slot] = x32_;
+      o = key_put(o, op);
+      o = fx_put_u32(o, x32_);
+      PL_NEXT;
+    }
+    PL_CASE(OP_U16) {
+      uint32_t x32_ = d_rd16(q);
+      q += 2;
+      sv[op->slot] = x32_;
+      o = key_put(o, op);
+      o = fx_put_u32(o, x32_);
+      PL_NEXT;
+    }
+    PL_CASE(OP_U32) {
+      uint32_t x32_ = d_rd32(q);
+      q += 4;
+      sv[op->slot] = x32_;
+      o = key_put(o, op);
+      o = fx_put_u32(o, x32_);
+      PL_NEXT;
+    }
+    PL_CASE(OP_U64) {
+      uint64_t x_ = pl_rd64(q);
+      q += 8;
+      sv[op->slot] = x_;
+      o = key_put(o, op);
+      o = fx_put_u64(o, x_);
+      PL_NEXT;
+    }
+    PL_CASE(OP_I16) {
+      uint64_t x_ = (uint64_t)(int64_t)(int16_t)d_rd16(q);
+      q += 2;
+      sv[op->slot] = x_;
+      o = key_put(o, op);
+      o = fx_put_i64(o, (int64_t)x_);
+      PL_NEXT;
+    }
+    PL_CASE(OP_I32) {
+      uint64_t x_ = (uint64_t)(int64_t)(int32_t)d_rd32(q);
+      q += 4;
+      sv[op->slot] = x_;
+      o = key_put(o, op);
+      o = fx_put_i64(o, (int64_t)x_);
+      PL_NEXT;
+    }
+    PL_CASE(OP_I64) {
+      uint64_t x_ = pl_rd64(q);
+      q += 8;
+      sv[op->slot] = x_;
+      o = key_put(o, op);
+      o = fx_put_i64(o, (int64_t)x_);
+      PL_NEXT;
+    }
+    PL_CASE(OP_X8) {
+      uint64_t x_ = q[0];
+      q += 1;
+      sv[op->slot] = x_;
+      o = key_put(o, op);
+      o = fx_hex_tail(o, x_);
+      PL_NEXT;
+    }
+    PL_CASE(OP_X16) {
+      uint64_t x_ = d_rd16(q);
+      q += 2;
+      sv[op->slot] = x_;
+      o = key_put(o, op);
+      o = fx_hex_tail(o, x_);
+      PL_NEXT;
+    }
+    PL_CASE(OP_X32) {
+      uint64_t x_ = d_rd32(q);
+      q += 4;
+      sv[op->slot] = x_;
+      o = key_put(o, op);
+      o = fx_hex_tail(o, x_);
+      PL_NEXT;
+    }
+    PL_CASE(OP_X64) {
+      uint64_t x_ = pl_rd64(q);
+      q += 8;
+      sv[op->slot] = x_;
+      o = key_put(o, op);
+      o = fx_hex_tail(o, x_);
+      PL_NEXT;
+    }
 #if defined(__GNUC__)
     /* the same for values no count or length refers to (not kept) */
   n_OP_U8:
-    v32 = q[0];
-    q += 1;
-    goto put_u32;
+    {
+      uint32_t x32_ = q[0];
+      q += 1;
+      o = key_put(o, op);
+      o = fx_put_u32(o, x32_);
+      PL_NEXT;
+    }
   n_OP_U16:
-    v32 = d_rd16(q);
-    q += 2;
-    goto put_u32;
+    {
+      uint32_t x32_ = d_rd16(q);
+      q += 2;
+      o = key_put(o, op);
+      o = fx_put_u32(o, x32_);
+      PL_NEXT;
+    }
   n_OP_U32:
-    v32 = d_rd32(q);
-    q += 4;
-    goto put_u32;
+    {
+      uint32_t x32_ = d_rd32(q);
+      q += 4;
+      o = key_put(o, op);
+      o = fx_put_u32(o, x32_);
+      PL_NEXT;
+    }
   n_OP_U64:
-    v = pl_rd64(q);
-    q += 8;
-    goto put_u64;
+    {
+      uint64_t x_ = pl_rd64(q);
+      q += 8;
+      o = key_put(o, op);
+      o = fx_put_u64(o, x_);
+      PL_NEXT;
+    }
   n_OP_I16:
-    v = (uint64_t)(int64_t)(int16_t)d_rd16(q);
-    q += 2;
-    goto put_i;
+    {
+      uint64_t x_ = (uint64_t)(int64_t)(int16_t)d_rd16(q);
+      q += 2;
+      o = key_put(o, op);
+      o = fx_put_i64(o, (int64_t)x_);
+      PL_NEXT;
+    }
   n_OP_I32:
-    v = (uint64_t)(int64_t)(int32_t)d_rd32(q);
-    q += 4;
-    goto put_i;
+    {
+      uint64_t x_ = (uint64_t)(int64_t)(int32_t)d_rd32(q);
+      q += 4;
+      o = key_put(o, op);
+      o = fx_put_i64(o, (int64_t)x_);
+      PL_NEXT;
+    }
   n_OP_I64:
-    v = pl_rd64(q);
-    q += 8;
-    goto put_i;
+    {
+      uint64_t x_ = pl_rd64(q);
+      q += 8;
+      o = key_put(o, op);
+      o = fx_put_i64(o, (int64_t)x_);
+      PL_NEXT;
+    }
   n_OP_X8:
-    v = q[0];
-    q += 1;
-    goto put_x;
+    {
+      uint64_t x_ = q[0];
+      q += 1;
+      o = key_put(o, op);
+      o = fx_hex_tail(o, x_);
+      PL_NEXT;
+    }
   n_OP_X16:
-    v = d_rd16(q);
-    q += 2;
-    goto put_x;
+    {
+      uint64_t x_ = d_rd16(q);
+      q += 2;
+      o = key_put(o, op);
+      o = fx_hex_tail(o, x_);
+      PL_NEXT;
+    }
   n_OP_X32:
-    v = d_rd32(q);
-    q += 4;
-    goto put_x;
+    {
+      uint64_t x_ = d_rd32(q);
+      q += 4;
+      o = key_put(o, op);
+      o = fx_hex_tail(o, x_);
+      PL_NEXT;
+    }
   n_OP_X64:
-    v = pl_rd64(q);
-    q += 8;
-    goto put_x;
-  n_OP_M8:
-    v = q[0];
+    {
+      uint64_t x_ = pl_rd64(q);
+      q += 8;
+      o = key_put(o, op);
+      o = fx_hex_tail(o, x_);
+      PL_NEXT;
+    }
+  n_OP_M8: {
+    uint64_t x_ = q[0];
     q += 1;
-    goto put_m2;
-  n_OP_M16:
-    v = d_rd16(q);
+    PL_MAP(x_);
+  }
+  n_OP_M16: {
+    uint64_t x_ = d_rd16(q);
     q += 2;
-    goto put_m2;
-  n_OP_M32:
-    v = d_rd32(q);
+    PL_MAP(x_);
+  }
+  n_OP_M32: {
+    uint64_t x_ = d_rd32(q);
     q += 4;
-    goto put_m2;
-  n_OP_M64:
-    v = pl_rd64(q);
+    PL_MAP(x_);
+  }
+  n_OP_M64: {
+    uint64_t x_ = pl_rd64(q);
     q += 8;
-    goto put_m2;
+    PL_MAP(x_);
+  }
 #endif
     PL_CASE(OP_XX88) {
 #if PL_V
@@ -2779,70 +2949,54 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
         op += 2;
         PL_GO;
       }
-      v = (uint64_t)_mm_cvtsi128_si64(x);
-      v2 = (uint64_t)_mm_extract_epi64(x, 1);
-      goto put_xx2;
+      PL_XX_TAIL((uint64_t)_mm_cvtsi128_si64(x), (uint64_t)_mm_extract_epi64(x, 1));
 #else
-      v = pl_rd64(q);
-      v2 = pl_rd64(q + 8);
+      uint64_t a_ = pl_rd64(q), b_ = pl_rd64(q + 8);
       q += 16;
-      goto put_xx;
+      PL_XX(a_, b_);
 #endif
     }
-    PL_CASE(OP_XX84) v = pl_rd64(q);
-    v2 = d_rd32(q + 8);
-    q += 12;
-    goto put_xx;
-    PL_CASE(OP_XX48) v = d_rd32(q);
-    v2 = pl_rd64(q + 4);
-    q += 12;
-    goto put_xx;
-    PL_CASE(OP_XX44) v = d_rd32(q);
-    v2 = d_rd32(q + 4);
-    q += 8;
-  put_xx:
-#if PL_V
-    if (__builtin_expect(!((v | v2) >> 52), 1)) {
-      o = hex_pair_avx2(o, _mm_insert_epi64(_mm_cvtsi64_si128((long long)v), (long long)v2, 1), op);
-      op += 2;
-      PL_GO;
+    PL_CASE(OP_XX84) {
+      uint64_t a_ = pl_rd64(q), b_ = d_rd32(q + 8);
+      q += 12;
+      PL_XX(a_, b_);
     }
-  put_xx2:
-#endif
-    o = key_put(o, op);
-    o = fx_hex_tail(o, v);
-    op++;
-    o = key_put(o, op);
-    o = fx_hex_tail(o, v2);
-    PL_NEXT;
-    PL_CASE(OP_M8) v = q[0];
-    q += 1;
-    goto put_m;
-    PL_CASE(OP_M16) v = d_rd16(q);
-    q += 2;
-    goto put_m;
-    PL_CASE(OP_M32) v = d_rd32(q);
-    q += 4;
-    goto put_m;
-    PL_CASE(OP_M64) v = pl_rd64(q);
-    q += 8;
-  put_m: {
-    sv[op->slot] = v;
-#if defined(__GNUC__)
-  put_m2: /* (values not kept) */
-#endif
-    o = key_put(o, op);
+    PL_CASE(OP_XX48) {
+      uint64_t a_ = d_rd32(q), b_ = pl_rd64(q + 4);
+      q += 12;
+      PL_XX(a_, b_);
+    }
+    PL_CASE(OP_XX44) {
+      uint64_t a_ = d_rd32(q), b_ = d_rd32(q + 4);
+      q += 8;
+      PL_XX(a_, b_);
+    }
+    PL_CASE(OP_M8) {
+      uint64_t x_ = q[0];
+      q += 1;
+      sv[op->slot] = x_;
+      PL_MAP(x_);
+    }
+    PL_CASE(OP_M16) {
+      uint64_t x_ = d_rd16(q);
+      q += 2;
+      sv[op->slot] = x_;
+      PL_MAP(x_);
+    }
+    PL_CASE(OP_M32) {
+      uint64_t x_ = d_rd32(q);
+      q += 4;
+      sv[op->slot] = x_;
+      PL_MAP(x_);
+    }
+    PL_CASE(OP_M64) {
+      uint64_t x_ = pl_rd64(q);
+      q += 8;
+      sv[op->slot] = x_;
+      PL_MAP(x_);
+    }
+  map_miss: { /* (v: the value; its key written) */
     struct pmc *c = &op->mc[pmc_hash(v)];
-    if (c->v == v && c->len != UINT32_MAX) {
-#if PL_V
-      copy32_avx2(o, c->t);
-      _mm_storeu_si128((__m128i *)(void *)(o + 32), _mm_loadu_si128((const __m128i *)(const void *)(c->t + 32)));
-#else
-      memcpy(o, c->t, PMC_MAX);
-#endif
-      o += c->len;
-      PL_NEXT;
-    }
     /* first time for this slot: the walker's rendering (dec_value, then the map), kept */
     const struct dec_field *f = op->f;
     unsigned wd = OP_BYTES[op->op];
@@ -2871,31 +3025,60 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
       size_t avail, units, got = 0; /* room: reserved at the start */
 #if defined(__SSE2__)
 #if PL_V
-      /* plain ASCII 32 units at a time (by pointer: while 64 bytes are left) */
-      if ((size_t)(pe - q) >= 64) {
+      /* plain ASCII 32 units at a time (by pointer), while 64 bytes are left; the last 4–63
+       * bytes by masked loads (whole dwords only: 2 units each; what they leave, a special unit
+       * and the payload's end go to the converter below) */
+      {
         const unsigned char *qs = q;
-        uintptr_t ql = (uintptr_t)pe - 64;
-        do {
-          unsigned m = str32_avx2(o, qs);
-          if (m == 0xFFFFFFFFu) {
-            o += 32;
-            qs += 64;
-            continue;
+        unsigned m;
+        while ((size_t)(pe - qs) >= 64) {
+          m = str32_avx2(o, qs);
+          if (m != 0xFFFFFFFFu) { /* (the unit at the first non-plain place is in the payload) */
+            unsigned good = (unsigned)__builtin_ctz(~m);
+            o += good;
+            qs += 2 * good;
+            if (!(qs[0] | qs[1])) { /* the terminating NUL */
+              *o++ = '"';
+              q = qs + 2;
+              PL_NEXT;
+            }
+            goto s16_conv;
           }
+          o += 32;
+          qs += 64;
+        }
+        if ((size_t)(pe - qs) >= 32) { /* 16 units (cheaper than the masked step for short strings) */
+          __m128i a = _mm_loadu_si128((const __m128i *)(const void *)qs);
+          __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(qs + 16));
+          __m128i x = _mm_packus_epi16(a, b);
+          __m128i ok = _mm_cmplt_epi8(_mm_add_epi8(x, PLK(PLK_60)), PLK(PLK_DF));
+          __m128i qb = _mm_or_si128(_mm_cmpeq_epi8(x, PLK(PLK_QT)), _mm_cmpeq_epi8(x, PLK(PLK_BS)));
+          m = (unsigned)_mm_movemask_epi8(_mm_andnot_si128(qb, ok));
+          _mm_storeu_si128((__m128i *)(void *)o, x);
+          if (m != 0xFFFFu) goto s16_part;
+          o += 16;
+          qs += 32;
+        }
+        /* (the masked step only where its 64 bytes are on qs's page: Intel's masked-out
+         * elements never fault, AMD leaves that to the implementation) */
+        if ((size_t)(pe - qs) >= 4 && __builtin_expect(((((uintptr_t)qs + 63) ^ (uintptr_t)qs) >> 12) == 0, 1)) {
+          m = str32m_avx2(o, qs, (size_t)(pe - qs)); /* (never all plain) */
+        s16_part:;
           unsigned good = (unsigned)__builtin_ctz(~m);
           o += good;
           qs += 2 * good;
-          if (!(qs[0] | qs[1])) { /* the terminating NUL */
+          if ((size_t)(pe - qs) >= 2 && !(qs[0] | qs[1])) { /* the terminating NUL */
             *o++ = '"';
             q = qs + 2;
             PL_NEXT;
           }
-          got = (size_t)(qs - q) / 2;
-          goto s16_rest;
-        } while ((uintptr_t)qs <= ql);
+        }
+      s16_conv:
         got = (size_t)(qs - q) / 2;
+        avail = (size_t)(pe - q);
+        units = avail / 2;
       }
-#endif
+#else
       avail = (size_t)(pe - q);
       units = avail / 2;
       /* plain ASCII 16 units at a time here (as jw.c's converter does), the rest there */
@@ -2951,13 +3134,7 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
           PL_NEXT;
         }
       }
-#if PL_V
-      if (0) {
-      s16_rest: /* (from the 32-unit step: a special unit) */
-        avail = (size_t)(pe - q);
-        units = avail / 2;
-      }
-#endif
+#endif /* PL_V */
 #else
       avail = (size_t)(pe - q);
       units = avail / 2;
@@ -3161,6 +3338,13 @@ bail:
   etw_jw_truncate(w, mark);
   return walk_all(d, w, e, p, n, ptr_size, why);
 }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+#undef PL_XX
+#undef PL_XX_TAIL
+#undef PL_MAP
+#undef PL_MAP_COPY
 #undef key_put
 #undef fx_hex_tail
 #undef PL_VZ

@@ -120,6 +120,34 @@ JW_STR_INLINE void str_body(struct etw_jw *w, const char *str, size_t n, int sim
   *p++ = '"';
   size_t i = 0;
   (void)simd;
+#ifdef JW_SSE2
+  /* 4–15 bytes, all plain (file and PDB names, addresses): two overlapping loads of 8 (or 4)
+   * bytes, the first and the last ones, and two stores */
+  if (simd && n - 4 < 12) {
+    uint64_t a, b;
+    size_t h = n >= 8 ? 8 : 4;
+    if (h == 8) {
+      memcpy(&a, s, 8);
+      memcpy(&b, s + n - 8, 8);
+    } else {
+      uint32_t a4, b4;
+      memcpy(&a4, s, 4);
+      memcpy(&b4, s + n - 4, 4);
+      a = b = (uint64_t)a4 | (uint64_t)b4 << 32;
+    }
+    if (plain_mask(_mm_set_epi64x((long long)b, (long long)a)) == 0xFFFFu) {
+      if (h == 8) {
+        memcpy(p, &a, 8);
+        memcpy(p + n - 8, &b, 8);
+      } else {
+        memcpy(p, &a, 4);
+        memcpy(p + n - 4, (const char *)&a + 4, 4);
+      }
+      p += n;
+      i = n;
+    }
+  }
+#endif
   while (i < n) {
 #ifdef JW_SSE2
     if (simd && n - i >= 16) { /* (the reservation holds the 16-byte store: ≥ 6 bytes per byte left) */
@@ -228,6 +256,22 @@ static char *put_utf8(char *p, uint32_t cp) {
 JW_INLINE char *str16_put(char *p, const unsigned char *s, size_t units, size_t *conv, int simd) {
   size_t i = 0;
   (void)simd;
+#ifdef JW_SSE2
+  if (simd && units - 8 < 8) {
+    /* 8–15 units (short names, versions): the first 8 and the last 8 as one block (units 0–7
+     * in bytes 0–7, units − 8 … units − 1 in bytes 8–15), both halves stored where they belong;
+     * the plain units before the first other one taken (the rest below) */
+    __m128i a = _mm_loadu_si128((const __m128i *)(const void *)s);
+    __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(s + 2 * units - 16));
+    __m128i x = _mm_packus_epi16(a, b);
+    unsigned m = plain_mask(x);
+    unsigned mu = (m & 0xFFu) | (m >> 8) << (units - 8); /* by unit: bits from units on 0 */
+    _mm_storel_epi64((__m128i *)(void *)p, x);
+    _mm_storel_epi64((__m128i *)(void *)(p + units - 8), _mm_unpackhi_epi64(x, x));
+    i = (unsigned)__builtin_ctz(~mu); /* ≤ units */
+    p += i;
+  }
+#endif
   while (i < units) {
 #ifdef JW_SSE2
     if (simd && units - i >= 16) {

@@ -17,6 +17,11 @@
  *    arrays of UINT32, and of UINT16/UINT8/UINT64): 0–13 elements, every value at a digit-count
  *    or path edge (999/1000, 9999/10000, 10^k ± 1, −97…−1 and the rest as UINT32) at every place,
  *    random values of every size, payloads cut inside.
+ * 5. UTF-16 strings in the last 0–70 bytes of a payload that ends at a page the process may not
+ *    read, or 1–63 bytes before it (the AVX2 runner's masked loads of the last 4–63 bytes, which
+ *    it makes only when their 64 bytes are on one page, its 16-unit step at 32–63): strings of
+ *    0–40 units with a special unit at every place or none, with and without their NUL, an odd
+ *    byte after them, after 6- and 9-byte headers.
  * Each case must render the same bytes, length and consumed count with the plan as with the
  * walker, and the plan must have rendered the well-formed ones itself (no bail).
  */
@@ -29,6 +34,12 @@
 #include "decode.h"
 #include "etwcore/jw.h"
 #include "t.h"
+
+#if defined(__unix__) || defined(__APPLE__)
+#include <sys/mman.h>
+#include <unistd.h>
+#define PV_GUARD 1
+#endif
 
 static uint64_t rs = 0x9E3779B97F4A7C15ull;
 static uint64_t rnd(void) {
@@ -313,12 +324,60 @@ static void dec_arrays(void) {
   fprintf(stderr, "decimal arrays: %zu renderings compared\n", cases - c0);
 }
 
+/* ---- 5. strings at the end of a payload before an unreadable page */
+static void strings_guard(void) {
+#ifdef PV_GUARD
+  size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+  unsigned char *m = mmap(NULL, 2 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  CHECK(m != MAP_FAILED);
+  if (m == MAP_FAILED) return;
+  CHECK_EQ(mprotect(m + pg, pg, PROT_NONE), 0);
+  unsigned char *end = m + pg, b[256];
+  static const char *const NM[] = {"A", "B", "TypeName"};
+  size_t c0 = cases;
+  for (unsigned pre = 0; pre < 2; pre++) {
+    /* a UINT32 and a UINT16 before the string (6 bytes: the string's units not 4-aligned), or a
+     * UINT64 (8) */
+    static const uint16_t TYA[][2] = {{8, 0}, {6, 0}, {1, 0}}, TYB[][2] = {{10, 0}, {4, 0}, {1, 0}};
+    struct dec_event *e = schema(NM, pre ? TYB : TYA, 3, -1);
+    size_t h = pre ? 9 : 6;
+    for (size_t len = 0; len <= 40; len++)
+      for (size_t at = 0; at <= len; at++)
+        for (size_t s = 0; s < sizeof SPECIAL / sizeof SPECIAL[0]; s += (at == len ? 99 : 1))
+          for (int tail = 0; tail < 3; tail++) { /* none, the NUL, an odd byte */
+            size_t n = pre ? put_le(b, 0x123456789ull, 8) + put_le(b + 8, 7, 1) : put_le(b, 70000, 4) + put_le(b + 4, 3, 2);
+            for (size_t u = 0; u < len; u++) n += put_le(b + n, u == at ? SPECIAL[s] : (uint16_t)('a' + (u * 7) % 26), 2);
+            if (tail == 1) n += put_le(b + n, 0, 2);
+            if (tail == 2) b[n++] = 'q';
+            /* right at the guard page, and 1–63 bytes before it (plain units after the
+             * payload there: a read past it would show) */
+            static const size_t GAP[] = {0, 1, 3, 17, 40, 63};
+            for (size_t g = 0; g < sizeof GAP / sizeof GAP[0]; g++) {
+              memset(end - 64, 'x', 64);
+              memcpy(end - GAP[g] - n, b, n);
+              compare(e, end - GAP[g] - n, n, 8, tail < 2);
+            }
+            /* and every shorter payload (cut inside the string) */
+            if (at == len && s == 0)
+              for (size_t k = h; k < n; k++) {
+                memcpy(end - k, b, k);
+                compare(e, end - k, k, 8, 0);
+              }
+          }
+    dec_event_free(e);
+  }
+  fprintf(stderr, "strings before a guard page: %zu renderings compared\n", cases - c0);
+  munmap(m, 2 * pg);
+#endif
+}
+
 int main(void) {
   fprintf(stderr, "plans' AVX2 code: %s\n", dec_plan_avx2(1) ? "usable (both variants tested)" : "not usable (portable code only)");
   hex_arrays();
   strings();
   hex_runs();
   dec_arrays();
+  strings_guard();
   fprintf(stderr, "%zu compared, %zu by the plan, %zu different\n", cases, planned, bad);
   CHECK(planned > cases / 2);
   CHECK_EQ(bad, 0);

@@ -260,16 +260,17 @@ static void base64_all(void) {
   }
 }
 
-/* etw_jw_put_str16's last 3–15 units (one block of the string's last 16 units, those already
- * converted shifted out): strings of 16–48 units with one or two special units (escapes, controls,
- * non-ASCII, surrogates, NUL) at every position, the input and the output in buffers of exactly
+/* etw_jw_put_str16's short strings (8–15 units: the first and the last 8 as one block) and its
+ * last 3–15 units (one block of the string's last 16 units, those already converted shifted
+ * out): strings of 0–48 units with one or two special units (escapes, controls, non-ASCII,
+ * surrogates, NUL) at every position or none, the input and the output in buffers of exactly
  * their size (6 bytes per unit + 1 out; ASan builds catch a byte past either), against the
  * reference. */
 static void str16_tail(void) {
   static const uint16_t sp[] = {'"', '\\', '\n', 1, 0x7F, 0xE9, 0x20AC, 0xD83D, 0xDC00, 0xFFFF, 0x100, 0};
   const size_t ns = sizeof sp / sizeof sp[0];
   size_t cases = 0, bad = 0;
-  for (size_t len = 16; len <= 48; len++)
+  for (size_t len = 0; len <= 48; len++)
     for (size_t pos = 0; pos <= len; pos++) /* pos == len: none */
       for (size_t k = 0; k < ns; k += (pos == len ? ns : 1)) {
         uint16_t u[49];
@@ -279,7 +280,7 @@ static void str16_tail(void) {
           if (k % 3 == 1 && i + 2 == pos) u[i] = '\\'; /* a second one before it */
         }
         u[len] = 0;
-        unsigned char *b = malloc(2 * len);
+        unsigned char *b = malloc(len ? 2 * len : 1);
         for (size_t i = 0; i < len; i++) {
           b[2 * i] = (unsigned char)u[i];
           b[2 * i + 1] = (unsigned char)(u[i] >> 8);
@@ -300,18 +301,19 @@ static void str16_tail(void) {
   CHECK_EQ(bad, 0);
 }
 
-/* etw_jw_str's last 3–15 bytes (the same block from the string's end): strings of 16–48 bytes
- * with one or two special bytes (escapes, controls, DEL, UTF-8 leads, continuations, invalid) at
- * every position, into a writer whose buffer holds exactly the reservation (ASan builds catch a
- * byte past it), against the scalar code. */
+/* etw_jw_str's short strings (4–15 bytes: two overlapping loads) and 16-byte blocks: strings of
+ * 0–48 bytes with one or two special bytes (escapes, controls, DEL, UTF-8 leads, continuations,
+ * invalid) at every position or none, each in a heap block of exactly its size, into a writer
+ * whose buffer holds exactly the reservation (ASan builds catch a byte read or written past
+ * either), against the scalar code. */
 static void str8_tail(void) {
   static const unsigned char sp[] = {'"', '\\', '\n', 1, 0x7F, 0xC3, 0xA9, 0xE2, 0x82, 0xAC, 0xFF, 0x80, 0};
   const size_t ns = sizeof sp / sizeof sp[0];
   size_t cases = 0, bad = 0;
-  for (size_t len = 16; len <= 48; len++)
+  for (size_t len = 0; len <= 48; len++)
     for (size_t pos = 0; pos <= len; pos++)
       for (size_t k = 0; k < ns; k += (pos == len ? ns : 1)) {
-        char *b = malloc(len);
+        char *b = malloc(len ? len : 1);
         for (size_t i = 0; i < len; i++) {
           b[i] = (char)('a' + (i * 5 + k) % 26);
           if (i == pos) b[i] = (char)sp[k];
