@@ -843,8 +843,23 @@ static const uint8_t perf_hdr[256] = {PH16(0),   PH16(16),  PH16(32),  PH16(48),
  * padding), 0 = end of buffer, -1 = damage (nothing moves). @pe8 is @pe - 8. A record fits
  * when a + size ≤ pe (no wrap: a and size are small next to the address space's end). @cpu is
  * s->cpu (stored with n_ext). */
+/* The PERFINFO memo of fill's loop: what parse_one derives from a PERFINFO record's first 8
+ * bytes (@h0: marker, size, HookId), all a function of h0 alone, so a record with the same 8
+ * bytes (consecutive samples of a stream usually have them) takes them from here. Starts as the
+ * values of a real header (h0 below: type 0x10, size and header 0x10, HookId 0), so it is right
+ * for every input. */
+struct pmemo {
+  uint64_t h0;
+  uint64_t head;  /* the record's first 8 bytes: kind, pointer size, HookId */
+  uint64_t desc;  /* bytes 48..56: version, opcode, task */
+  uintptr_t hdr;  /* header size */
+  uint32_t size, len; /* record size, user data size */
+};
+#define PMEMO_INIT {0xC0100000u | (uint64_t)0x10 << 32, ETW_REC_PERFINFO | 4 << 8, 0, 0x10, 0x10, 0}
+
 ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, uintptr_t *pa, uintptr_t pe,
-                         uintptr_t pe8, int ft_unit, uint64_t ft_base, int generic, uint64_t cpu) {
+                         uintptr_t pe8, int ft_unit, uint64_t ft_base, int generic, uint64_t cpu,
+                         struct pmemo *pm) {
   uintptr_t a = *pa;
   if (a > pe8) return 0; /* (fewer than 8 bytes left) */
   const unsigned char *p = (const unsigned char *)a;
@@ -854,12 +869,11 @@ ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, uintptr_t 
   uint32_t size, hdr;
   int64_t ts;
   /* (the header types 0x10/0x11 and 0x12/0x13: 32/64-bit by the type's low bit, bit 16) */
-  if (ETL_REC_LAYOUT && (m & 0xC0FE0000u) == 0xC0100000u && !generic) {
-    /* PERFINFO: 2 version (high byte: extension bits), 4 size, 6 HookId, 8 timestamp */
-    size = (uint32_t)(h0 >> 32) & 0xFFFF;
-    hdr = perf_hdr[(m >> 8) & 0xFF]; /* 0x10 + 8 × (bit 15 + bits 8..10) */
-    if (hdr > size || a + size > pe) return -1; /* (hdr ≥ 0x10) */
-    uint64_t hk = h0 & 0xFFFF000000000000ull; /* HookId << 48 */
+  if (ETL_REC_LAYOUT && h0 == pm->h0 && !generic) {
+    /* a PERFINFO record with the memo's first 8 bytes: its header checks passed already */
+    size = pm->size;
+    if (a + size > pe) return -1;
+  perf_memo:
     if (rec->kind != ETW_REC_PERFINFO) { /* else these are as a PERFINFO record leaves them */
       st64(rb + 8, UINT64_MAX); /* tid, pid */
       st64(rb + 32, 0);
@@ -871,14 +885,27 @@ ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, uintptr_t 
       st64(rb + 88, cpu); /* cpu; n_ext = 0 (and the padding before ext) */
       st64(rb + REC_OFF(wpp_msg_number), 0); /* WPP message number, flags, sequence */
     }
-    /* kind, pointer size 4 or 8 (by bit 16), HookId */
-    st64(rb, hk + ((m >> 6) & 0x400) + (ETW_REC_PERFINFO | 4 << 8));
+    st64(rb, pm->head);
     ts = (int64_t)ld64(p + 8);
     st64(rb + 16, (uint64_t)ts);
-    st64(rb + 48, (h0 & 0xFF) << 16 | hk >> 8); /* version (low byte); opcode, task = HookId */
-    rec->user_data = p + hdr;
-    rec->user_len = size - hdr;
+    st64(rb + 48, pm->desc);
+    rec->user_data = p + pm->hdr;
+    rec->user_len = pm->len;
     goto done;
+  } else if (ETL_REC_LAYOUT && (m & 0xC0FE0000u) == 0xC0100000u && !generic) {
+    /* PERFINFO: 2 version (high byte: extension bits), 4 size, 6 HookId, 8 timestamp */
+    size = (uint32_t)(h0 >> 32) & 0xFFFF;
+    hdr = perf_hdr[(m >> 8) & 0xFF]; /* 0x10 + 8 × (bit 15 + bits 8..10) */
+    if (hdr > size || a + size > pe) return -1; /* (hdr ≥ 0x10) */
+    uint64_t hk = h0 & 0xFFFF000000000000ull; /* HookId << 48 */
+    pm->h0 = h0;
+    pm->size = size;
+    pm->hdr = hdr;
+    /* kind, pointer size 4 or 8 (by bit 16), HookId */
+    pm->head = hk + ((m >> 6) & 0x400) + (ETW_REC_PERFINFO | 4 << 8);
+    pm->desc = (h0 & 0xFF) << 16 | hk >> 8; /* version (low byte); opcode, task = HookId */
+    pm->len = size - hdr;
+    goto perf_memo;
   } else if (ETL_REC_LAYOUT && (m & 0xC0FE0000u) == 0xC0120000u && !generic) {
     /* EVENT_HEADER: 0 size, 4 flags, 6 property, 8 tid, pid, timestamp, provider, descriptor,
      * kernel and user time, activity id: from 8 on the same layout as the record head */
@@ -899,7 +926,14 @@ ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, uintptr_t 
     st64(rb + 80, ld64(p + 0x48));   /* activity id [8, 16) */
     st64(rb + 88, cpu); /* cpu; n_ext = 0 (and the padding before ext) */
     st64(rb + REC_OFF(wpp_msg_number), 0); /* WPP message number, flags, sequence */
-    if ((flags & ETW_EVH_EXTENDED_INFO) && parse_ext(rec, p, size, &hdr)) return -1;
+    if (flags & ETW_EVH_EXTENDED_INFO) {
+      if (parse_ext(rec, p, size, &hdr)) return -1;
+    } else {
+      /* (the header's size a constant: gcc keeps no register for it) */
+      rec->user_data = p + 0x50;
+      rec->user_len = size - 0x50;
+      goto done;
+    }
   } else if (ETL_REC_LAYOUT && (m & 0xC0000000u) == 0xC0000000u && ((m >> 16) & 0xFF) < 0x16 &&
              ((0x300C1Eu >> ((m >> 16) & 0xFF)) & 1) && !generic) {
     /* SYSTEM / COMPACT (types 1..4) and FULL / INSTANCE (0x0A, 0x0B, 0x14, 0x15): every field as
@@ -983,6 +1017,7 @@ ETL_NOINLINE int fill(struct etw_etl_reader *r, struct stream *s) {
       /* (pos may lie up to 7 past pay_len) */
       uintptr_t a = (uintptr_t)s->data + s->pos, pe = (uintptr_t)s->data + s->pay_len, pe8 = pe - 8;
       uint64_t ft_base = s->ft_base, cpu = s->cpu;
+      struct pmemo pm = PMEMO_INIT;
       if (s->slots_off != s->buf_off) { /* a new buffer */
         s->slots_off = s->buf_off;
         for (uint32_t i = 0; i < ETL_BATCH; i++) s->slots[i].file_offset = s->buf_off;
@@ -990,13 +1025,13 @@ ETL_NOINLINE int fill(struct etw_etl_reader *r, struct stream *s) {
       /* (one loop per clock kind: the test is out of the loop) */
       if (etw_etl_generic_only) {
         int unit = s->ft_unit;
-        while ((k = parse_one(s, rec, &a, pe, pe8, unit, ft_base, 1, cpu)) == 1 && ++rec < end) {
+        while ((k = parse_one(s, rec, &a, pe, pe8, unit, ft_base, 1, cpu, &pm)) == 1 && ++rec < end) {
         }
       } else if (s->ft_unit) {
-        while ((k = parse_one(s, rec, &a, pe, pe8, 1, ft_base, 0, cpu)) == 1 && ++rec < end) {
+        while ((k = parse_one(s, rec, &a, pe, pe8, 1, ft_base, 0, cpu, &pm)) == 1 && ++rec < end) {
         }
       } else {
-        while ((k = parse_one(s, rec, &a, pe, pe8, 0, ft_base, 0, cpu)) == 1 && ++rec < end) {
+        while ((k = parse_one(s, rec, &a, pe, pe8, 0, ft_base, 0, cpu, &pm)) == 1 && ++rec < end) {
         }
       }
       s->pos = (uint32_t)(a - (uintptr_t)s->data);
