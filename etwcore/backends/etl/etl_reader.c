@@ -917,7 +917,8 @@ ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, uintptr_t 
     static const uint64_t ev_head[2] = {
         ETW_REC_EVENT | 4 << 8 | (uint64_t)ETW_EVH_32_BIT_HEADER << 16,
         ETW_REC_EVENT | 8 << 8 | (uint64_t)ETW_EVH_64_BIT_HEADER << 16};
-    st64(rb, ((h0 >> 16) & 0xFFFFFFFF0000ull) | ev_head[(m >> 16) & 1]);
+    uint64_t h16 = h0 >> 16; /* type, marker, flags, property */
+    st64(rb, (h16 & ~(uint64_t)0xFFFF) | ev_head[h16 & 1]);
     memcpy(rb + 8, p + 8, 16);       /* tid, pid, timestamp */
     ts = (int64_t)ld64(p + 16);
     memcpy(rb + 32, p + 0x18, 16);   /* provider */
@@ -1383,40 +1384,56 @@ int etw_etl_reader_next_batch(struct etw_etl_reader *r, const struct etw_rec **r
   if (oe - o > r->llast - end) oe = o + (r->llast - end);
   if (o == oe) return 1;
   uint64_t lk = r->lkey, kk;
+  /* the switch: list_move with head, end and lk in registers, the entries after the new place
+   * moved up while it is searched. It stops at head + 1 at the latest (its key is lk, ≤ kk), or
+   * at end when that is head + 1 (lk = kk = UINT64_MAX), so the front sentinel is written only
+   * for the tie rule's search. Then the new front stream's record is handed out. */
+#define ETL_SWITCH()                         \
+  do {                                       \
+    s->cur = c;                              \
+    struct lent *q = end;                    \
+    uint64_t x;                              \
+    while ((x = q[-1].key) > kk) {           \
+      q[0] = q[-1];                          \
+      q--;                                   \
+    }                                        \
+    if (x == kk) {                           \
+      head->s = NULL; /* the front sentinel */ \
+      head->key = 0;                         \
+      q = list_tie_hole(s, kk, q);           \
+    }                                        \
+    q->key = kk;                             \
+    q->s = s;                                \
+    end[1].s = NULL;                         \
+    end[1].key = UINT64_MAX;                 \
+    end++;                                   \
+    head++;                                  \
+    lk = head[1].key;                        \
+    s = head->s;                             \
+    c = s->cur;                              \
+    *o++ = c++;                              \
+  } while (0)
+  /* While more than ETL_BATCH + 1 entries are left, a run and the switch's record need no
+   * bound: a run ends at s->lim at the latest (its time is UINT64_MAX), at most ETL_BATCH
+   * records on. */
+  if (oe - o > ETL_BATCH + 1) {
+    const struct etw_rec **of = oe - (ETL_BATCH + 1);
+    do {
+      while ((kk = c->filetime) < lk) *o++ = c++; /* the run */
+      if (c == s->lim) goto out;
+      ETL_SWITCH();
+    } while (o < of);
+  }
   for (;;) {
-    while ((kk = c->filetime) < lk) { /* the run */
+    while ((kk = c->filetime) < lk) { /* the run, bounded */
       *o++ = c++;
       if (o == oe) goto out;
     }
     if (c == s->lim) goto out;
-    /* the switch: list_move with head, end and lk in registers, the entries after the new
-     * place moved up while it is searched. It stops at head + 1 at the latest (its key is lk,
-     * ≤ kk), or at end when that is head + 1 (lk = kk = UINT64_MAX), so the front sentinel is
-     * written only for the tie rule's search. */
-    s->cur = c;
-    struct lent *q = end;
-    uint64_t x;
-    while ((x = q[-1].key) > kk) {
-      q[0] = q[-1];
-      q--;
-    }
-    if (x == kk) {
-      head->s = NULL; /* the front sentinel */
-      head->key = 0;
-      q = list_tie_hole(s, kk, q);
-    }
-    q->key = kk;
-    q->s = s;
-    end[1].s = NULL;
-    end[1].key = UINT64_MAX;
-    end++;
-    head++;
-    lk = head[1].key;
-    s = head->s;
-    c = s->cur;
-    *o++ = c++;
+    ETL_SWITCH();
     if (o == oe) goto out;
   }
+#undef ETL_SWITCH
 out:
   s->cur = c - 1;
   r->last_s = s;
