@@ -62,6 +62,20 @@ struct efile {
   char damage_msg[160];
 };
 
+/* The PERFINFO memo of a stream's record loop (fill): what parse_one derives from a PERFINFO record's first 8
+ * bytes (@h0: marker, size, HookId), all a function of h0 alone, so a record with the same 8
+ * bytes (consecutive samples of a stream usually have them) takes them from here. Starts as the
+ * values of a real header (h0 below: type 0x10, size and header 0x10, HookId 0), so it is right
+ * for every input. */
+struct pmemo {
+  uint64_t h0;
+  uint64_t head;  /* the record's first 8 bytes: kind, pointer size, HookId */
+  uint64_t desc;  /* bytes 48..56: version, opcode, task */
+  uintptr_t hdr;  /* header size */
+  uint32_t size, len; /* record size, user data size */
+};
+#define PMEMO_INIT {0xC0100000u | (uint64_t)0x10 << 32, ETW_REC_PERFINFO | 4 << 8, 0, 0x10, 0x10, 0}
+
 struct stream {
   uint32_t file;
   uint16_t cpu;
@@ -83,6 +97,7 @@ struct stream {
   const struct efile *f;     /* its file (r->files no longer moves once streams exist) */
   int ft_unit;               /* the file's clock counts 100 ns: filetime = ft_base + timestamp */
   uint64_t ft_base;          /* start_time - t0 (mod 2^64) */
+  struct pmemo pm;           /* the last PERFINFO header parsed, kept across batches */
 };
 
 /* Records parsed per batch (one loop over a buffer's records; the slots of a stream, one more
@@ -511,6 +526,7 @@ static enum etw_err build_streams(struct etw_etl_reader *r, struct etw_status *s
          * start_time + (ts - t0) modulo 2^64 either way */
         s->ft_unit = clock_freq(&f->info) == 10000000;
         s->ft_base = f->info.start_time - (uint64_t)f->info.t0;
+        s->pm = (struct pmemo)PMEMO_INIT;
       }
       if ((s->n_bi & (s->n_bi - 1)) == 0 || s->n_bi == 0) {
         uint32_t nc = s->n_bi ? s->n_bi * 2 : 8;
@@ -843,19 +859,6 @@ static const uint8_t perf_hdr[256] = {PH16(0),   PH16(16),  PH16(32),  PH16(48),
  * padding), 0 = end of buffer, -1 = damage (nothing moves). @pe8 is @pe - 8. A record fits
  * when a + size ≤ pe (no wrap: a and size are small next to the address space's end). @cpu is
  * s->cpu (stored with n_ext). */
-/* The PERFINFO memo of fill's loop: what parse_one derives from a PERFINFO record's first 8
- * bytes (@h0: marker, size, HookId), all a function of h0 alone, so a record with the same 8
- * bytes (consecutive samples of a stream usually have them) takes them from here. Starts as the
- * values of a real header (h0 below: type 0x10, size and header 0x10, HookId 0), so it is right
- * for every input. */
-struct pmemo {
-  uint64_t h0;
-  uint64_t head;  /* the record's first 8 bytes: kind, pointer size, HookId */
-  uint64_t desc;  /* bytes 48..56: version, opcode, task */
-  uintptr_t hdr;  /* header size */
-  uint32_t size, len; /* record size, user data size */
-};
-#define PMEMO_INIT {0xC0100000u | (uint64_t)0x10 << 32, ETW_REC_PERFINFO | 4 << 8, 0, 0x10, 0x10, 0}
 
 ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, uintptr_t *pa, uintptr_t pe,
                          uintptr_t pe8, int ft_unit, uint64_t ft_base, int generic, uint64_t cpu,
@@ -1018,7 +1021,6 @@ ETL_NOINLINE int fill(struct etw_etl_reader *r, struct stream *s) {
       /* (pos may lie up to 7 past pay_len) */
       uintptr_t a = (uintptr_t)s->data + s->pos, pe = (uintptr_t)s->data + s->pay_len, pe8 = pe - 8;
       uint64_t ft_base = s->ft_base, cpu = s->cpu;
-      struct pmemo pm = PMEMO_INIT;
       if (s->slots_off != s->buf_off) { /* a new buffer */
         s->slots_off = s->buf_off;
         for (uint32_t i = 0; i < ETL_BATCH; i++) s->slots[i].file_offset = s->buf_off;
@@ -1026,13 +1028,13 @@ ETL_NOINLINE int fill(struct etw_etl_reader *r, struct stream *s) {
       /* (one loop per clock kind: the test is out of the loop) */
       if (etw_etl_generic_only) {
         int unit = s->ft_unit;
-        while ((k = parse_one(s, rec, &a, pe, pe8, unit, ft_base, 1, cpu, &pm)) == 1 && ++rec < end) {
+        while ((k = parse_one(s, rec, &a, pe, pe8, unit, ft_base, 1, cpu, &s->pm)) == 1 && ++rec < end) {
         }
       } else if (s->ft_unit) {
-        while ((k = parse_one(s, rec, &a, pe, pe8, 1, ft_base, 0, cpu, &pm)) == 1 && ++rec < end) {
+        while ((k = parse_one(s, rec, &a, pe, pe8, 1, ft_base, 0, cpu, &s->pm)) == 1 && ++rec < end) {
         }
       } else {
-        while ((k = parse_one(s, rec, &a, pe, pe8, 0, ft_base, 0, cpu, &pm)) == 1 && ++rec < end) {
+        while ((k = parse_one(s, rec, &a, pe, pe8, 0, ft_base, 0, cpu, &s->pm)) == 1 && ++rec < end) {
         }
       }
       s->pos = (uint32_t)(a - (uintptr_t)s->data);
