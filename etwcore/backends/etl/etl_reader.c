@@ -130,7 +130,8 @@ struct etw_etl_reader {
   struct lent *lst;          /* list: [head, end) the streams with a record, earliest first,
                                 with their record times ([head]'s not kept); sentinels: [head -
                                 1] (NULL, 0) where a search needs it (written then) and [end]
-                                (NULL, UINT64_MAX) */
+                                (UINT64_MAX; its stream not kept: the list is empty when head
+                                == end) */
   struct lent *lh, *le;      /* list: head and end: the live part of lst (entries slide up) */
   struct lent *llast;        /* list: &lst[ocap - 1], the last entry */
   uint32_t ocap;
@@ -1208,7 +1209,7 @@ ETL_NOINLINE int next_slow(struct etw_etl_reader *r, const struct etw_rec **rec,
       } else if (s->cur->filetime >= r->lh[1].key) {
         return list_move(r, s, s->cur->filetime, rec); /* (= list_pop + list_sift) */
       }
-      top = r->lh->s;
+      top = r->lh < r->le ? r->lh->s : NULL; /* (the end sentinel's s is not kept) */
       r->lkey = top ? r->lh[1].key : UINT64_MAX;
     } else {
       uint32_t w = (uint32_t)(s - r->st);
@@ -1225,7 +1226,7 @@ ETL_NOINLINE int next_slow(struct etw_etl_reader *r, const struct etw_rec **rec,
       else build_tree(r);
     }
     if (!r->tree) top = NULL;
-    else if (r->list) top = r->lh->s;
+    else if (r->list) top = r->lh < r->le ? r->lh->s : NULL;
     else top = r->tree[0] == LT_NONE ? NULL : &r->st[r->tree[0]];
   }
   if (!top) {
@@ -1260,8 +1261,7 @@ static inline int list_insert(struct etw_etl_reader *r, struct stream *w, uint64
   for (; e > q; e--) e[0] = e[-1];
   q->key = k;
   q->s = w;
-  end[1].s = NULL;
-  end[1].key = UINT64_MAX;
+  end[1].key = UINT64_MAX; /* (its s is not kept: next_slow tests lh < le) */
   r->le = end + 1;
   r->lh = head + 1;
   r->lkey = head[2].key;
@@ -1406,8 +1406,7 @@ int etw_etl_reader_next_batch(struct etw_etl_reader *r, const struct etw_rec **r
     }                                        \
     q->key = kk;                             \
     q->s = s;                                \
-    end[1].s = NULL;                         \
-    end[1].key = UINT64_MAX;                 \
+    end[1].key = UINT64_MAX; /* (s not kept) */ \
     end++;                                   \
     head++;                                  \
     lk = head[1].key;                        \
@@ -1421,7 +1420,10 @@ int etw_etl_reader_next_batch(struct etw_etl_reader *r, const struct etw_rec **r
   if (oe - o > ETL_BATCH + 1) {
     const struct etw_rec **of = oe - (ETL_BATCH + 1);
     do {
-      while ((kk = c->filetime) < lk) *o++ = c++; /* the run */
+      if ((kk = c->filetime) < lk) /* the run */
+        do
+          *o++ = c++;
+        while ((kk = c->filetime) < lk);
       if (c == s->lim) goto out;
       ETL_SWITCH();
     } while (o < of);
