@@ -72,9 +72,10 @@ struct pmemo {
   uint64_t head;  /* the record's first 8 bytes: kind, pointer size, HookId */
   uint64_t desc;  /* bytes 48..56: version, opcode, task */
   uintptr_t hdr;  /* header size */
+  uintptr_t adv;  /* record size rounded up to 8 */
   uint32_t size, len; /* record size, user data size */
 };
-#define PMEMO_INIT {0xC0100000u | (uint64_t)0x10 << 32, ETW_REC_PERFINFO | 4 << 8, 0, 0x10, 0x10, 0}
+#define PMEMO_INIT {0xC0100000u | (uint64_t)0x10 << 32, ETW_REC_PERFINFO | 4 << 8, 0, 0x10, 0x10, 0x10, 0}
 
 struct stream {
   uint32_t file;
@@ -895,7 +896,9 @@ ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, uintptr_t 
     st64(rb + 48, pm->desc);
     rec->user_data = p + pm->hdr;
     rec->user_len = pm->len;
-    goto done;
+    rec->filetime = ft_unit ? ft_base + (uint64_t)ts : to_filetime(&s->f->info, ts);
+    *pa = a + pm->adv;
+    return 1;
   } else if (ETL_REC_LAYOUT && (m & 0xC0FE0000u) == 0xC0100000u && !generic) {
     /* PERFINFO: 2 version (high byte: extension bits), 4 size, 6 HookId, 8 timestamp */
     size = (uint32_t)(h0 >> 32) & 0xFFFF;
@@ -909,6 +912,7 @@ ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, uintptr_t 
     pm->head = hk + ((m >> 6) & 0x400) + (ETW_REC_PERFINFO | 4 << 8);
     pm->desc = (h0 & 0xFF) << 16 | hk >> 8; /* version (low byte); opcode, task = HookId */
     pm->len = size - hdr;
+    pm->adv = (size + 7) & ~7u;
     goto perf_memo;
   } else if (ETL_REC_LAYOUT && (m & 0xC0FE0000u) == 0xC0120000u && !generic) {
     /* EVENT_HEADER: 0 size, 4 flags, 6 property, 8 tid, pid, timestamp, provider, descriptor,
