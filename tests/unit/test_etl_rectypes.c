@@ -49,6 +49,7 @@ static size_t logfile_header(unsigned char *p, uint32_t clock, uint64_t freq) {
  * or none (prev_perf[2] = 0). */
 static int repeats;
 static unsigned char prev_perf[8];
+static unsigned char prev_evh[8]; /* (likewise the last EVENT_HEADER's first 8 bytes) */
 static int cut_here; /* the record just written ends the buffer's payload early */
 
 static size_t record(unsigned char *p, size_t room, uint32_t *s, uint64_t *ts, int bad) {
@@ -125,6 +126,19 @@ static size_t record(unsigned char *p, size_t room, uint32_t *s, uint64_t *ts, i
           }
         }
         tu_w16(p + 4, fl);
+        if (repeats) {
+          /* mostly the last EVENT_HEADER's type, marker, flags and property (the reader's memo
+           * of its head word), the extended-items bit as generated */
+          if (prev_evh[2] && rnd(s) % 4) {
+            p[2] = prev_evh[2];
+            p[3] = prev_evh[3];
+            tu_w16(p + 4, ((unsigned)prev_evh[4] | (unsigned)prev_evh[5] << 8 | 0u) & ~1u & 0xFFFF);
+            p[4] |= (unsigned char)(fl & 1);
+            p[6] = prev_evh[6];
+            p[7] = prev_evh[7];
+          }
+          memcpy(prev_evh, p, 8);
+        }
       }
       tu_w64(p + 0x10, *ts);
     } else {
@@ -164,6 +178,7 @@ static unsigned char *image(uint32_t seed, size_t *n, uint32_t clock, uint64_t f
   uint32_t s = seed;
   uint64_t ts[3] = {1000000, 1000000, 1000000};
   memset(prev_perf, 0, sizeof prev_perf);
+  memset(prev_evh, 0, sizeof prev_evh);
   for (int i = 0; i < NBUF; i++) {
     unsigned char *h = b + (size_t)i * BSZ;
     unsigned cpu = i == 0 ? 0 : rnd(&s) % 3;
@@ -269,7 +284,8 @@ static void test_random_records(void) {
   CHECK_EQ(kinds & 0x3E, 0x3E);
 }
 
-/* PERFINFO records repeating the last one's first 8 bytes (fill's memo), with every other kind
+/* PERFINFO records repeating the last one's first 8 bytes (fill's memo), EVENT_HEADER records
+ * repeating the last one's type, flags and property (its head-word memo), with every other kind
  * in between (the slots' previous kinds), sizes that do not fit, the memo's starting header:
  * the fast paths equal parse_generic. */
 static void test_repeated_perfinfo(void) {

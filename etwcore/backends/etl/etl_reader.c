@@ -74,8 +74,13 @@ struct pmemo {
   uintptr_t hdr;  /* header size */
   uintptr_t adv;  /* record size rounded up to 8 */
   uint32_t size, len; /* record size, user data size */
+  /* and the last EVENT_HEADER's bytes 2..8 (h0 >> 16: type, marker, flags, property) with the
+   * head word they give (starting as the one of 0) */
+  uint64_t ekey, ehead;
 };
-#define PMEMO_INIT {0xC0100000u | (uint64_t)0x10 << 32, ETW_REC_PERFINFO | 4 << 8, 0, 0x10, 0x10, 0x10, 0}
+#define PMEMO_INIT                                                                              \
+  {0xC0100000u | (uint64_t)0x10 << 32, ETW_REC_PERFINFO | 4 << 8, 0, 0x10, 0x10, 0x10, 0, 0,    \
+   ETW_REC_EVENT | 4 << 8 | (uint64_t)ETW_EVH_32_BIT_HEADER << 16}
 
 struct stream {
   uint32_t file;
@@ -926,7 +931,11 @@ ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, uintptr_t 
         ETW_REC_EVENT | 4 << 8 | (uint64_t)ETW_EVH_32_BIT_HEADER << 16,
         ETW_REC_EVENT | 8 << 8 | (uint64_t)ETW_EVH_64_BIT_HEADER << 16};
     uint64_t h16 = h0 >> 16; /* type, marker, flags, property */
-    st64(rb, (h16 & ~(uint64_t)0xFFFF) | ev_head[h16 & 1]);
+    if (h16 != pm->ekey) { /* (a stream's EVENT_HEADER records mostly share them) */
+      pm->ekey = h16;
+      pm->ehead = (h16 & ~(uint64_t)0xFFFF) | ev_head[h16 & 1];
+    }
+    st64(rb, pm->ehead);
     memcpy(rb + 8, p + 8, 16);       /* tid, pid, timestamp */
     ts = (int64_t)ld64(p + 16);
     memcpy(rb + 32, p + 0x18, 16);   /* provider */
