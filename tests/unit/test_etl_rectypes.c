@@ -325,8 +325,92 @@ static void test_repeated_perfinfo(void) {
   CHECK(damaged >= 100);
 }
 
+/* A buffer whose records end 0..7 bytes before the end of the image (the reader reads a
+ * record's first 8 bytes without a bound test: load_buffer copies such a buffer's records so
+ * that ETL_SLACK bytes follow them; ASan catches a read past the image), the last record a
+ * PERFINFO (after others of the same header: the memo), an EVENT_HEADER or a SYSTEM one, with
+ * both clocks: the fast paths equal parse_generic. */
+static void test_image_end(void) {
+  unsigned dflt = etw_etl_batch_max;
+  for (unsigned d = 0; d < 9; d++) /* (d 8: the records end 8 bytes before; the buffer's
+                                      * payload 4 bytes later, with a PERFINFO marker there) */
+    for (unsigned kind = 0; kind < 3; kind++)
+      for (int qpc = 0; qpc < 2; qpc++) {
+        unsigned char *b = calloc(2, BSZ); /* (the image ends at the allocation's end) */
+        CHECK(b != NULL);
+        if (!b) return;
+        size_t off = 0x48 + logfile_header(b + 0x48, qpc ? 1 : 2, qpc ? 3300000 : 10000000);
+        tu_w32(b, BSZ);
+        tu_w32(b + 4, (uint32_t)off);
+        tu_w32(b + 0x30, (uint32_t)off);
+        unsigned char *h = b + BSZ;
+        uint64_t ts = 2000000;
+        off = 0x48;
+        for (; BSZ - d - off > 0x80; off += 0x40) { /* PERFINFO records of one header */
+          unsigned char *p = h + off;
+          tu_w16(p, 2);
+          p[2] = 0x11;
+          p[3] = 0xC0;
+          tu_w16(p + 4, 0x40);
+          tu_w16(p + 6, 0x0F2E);
+          tu_w64(p + 8, ts += 10);
+          for (unsigned i = 0x10; i < 0x40; i++) p[i] = (unsigned char)(i * 7 + off);
+        }
+        unsigned char *p = h + off;
+        size_t len = BSZ - d - off; /* (0x41 .. 0x80) */
+        for (size_t i = 0; i < len; i++) p[i] = (unsigned char)(i * 13 + d);
+        p[3] = 0xC0;
+        if (kind == 0) {
+          tu_w16(p, 2);
+          p[2] = 0x11;
+          tu_w16(p + 4, (unsigned)len);
+          tu_w16(p + 6, 0x0F2E);
+          tu_w64(p + 8, ts += 10);
+        } else if (kind == 1) {
+          tu_w16(p, (unsigned)(len < 0x50 ? 0x50 : len));
+          if (len < 0x50) tu_w16(p, (unsigned)len); /* (too short: damage, as generic says) */
+          p[2] = 0x13;
+          tu_w16(p + 4, 0); /* no extended items */
+          tu_w64(p + 0x10, ts += 10);
+        } else {
+          tu_w16(p, 2);
+          p[2] = 0x02;
+          tu_w16(p + 4, (unsigned)len);
+          tu_w64(p + 0x10, ts += 10);
+        }
+        tu_w32(h, BSZ);
+        tu_w32(h + 4, BSZ);
+        tu_w64(h + 0x18, 1);
+        tu_w32(h + 0x30, BSZ); /* the records fill the buffer */
+        if (d == 8) { /* fewer than 8 bytes after the last record: the end, not damage */
+          h[BSZ - 8] = h[BSZ - 7] = 0;
+          h[BSZ - 6] = 0x11;
+          h[BSZ - 5] = 0xC0;
+          tu_w32(h + 0x30, BSZ - 4);
+        }
+        struct res ref, q;
+        etw_etl_generic_only = 1;
+        run(b, 2 * BSZ, 0, &ref);
+        etw_etl_generic_only = 0;
+        static const unsigned pbs[] = {64, 3, 1};
+        for (size_t c = 0; c < 3; c++) {
+          etw_etl_batch_max = pbs[c];
+          run(b, 2 * BSZ, c == 1 ? 0 : 64, &q);
+          etw_etl_batch_max = dflt;
+          int same = q.h == ref.h && q.n == ref.n && q.rc == ref.rc && !strcmp(q.msg, ref.msg);
+          if (!same)
+            fprintf(stderr, "image end d %u kind %u qpc %d cfg %zu: %zu records rc %d (%s) vs generic %zu rc %d (%s)\n",
+                    d, kind, qpc, c, q.n, q.rc, q.msg, ref.n, ref.rc, ref.msg);
+          CHECK(same);
+        }
+        CHECK(ref.n > 100);
+        free(b);
+      }
+}
+
 int main(void) {
   test_random_records();
+  test_image_end();
   test_repeated_perfinfo();
   T_DONE();
 }

@@ -197,10 +197,15 @@ static int fread_at(struct efile *f, uint64_t off, void *dst, size_t n) {
   return fread(dst, 1, n, f->fp) == n ? 0 : -1;
 }
 
+/* Bytes a stream's payload buffer keeps readable (zeroed) after the records, so that the record
+ * loop may read a record's first 8 bytes without testing for them (fill, parse_one). */
+#define ETL_SLACK 16
+
 static int ensure(unsigned char **p, uint32_t *cap, uint32_t need) {
   if (need <= *cap) return 0;
+  if (need > ETW_ETL_MAX_BUFFER + ETL_SLACK) return -1;
   uint32_t nc = *cap ? *cap : 65536;
-  while (nc < need) nc = nc > ETW_ETL_MAX_BUFFER / 2 ? ETW_ETL_MAX_BUFFER : nc * 2;
+  while (nc < need) nc = nc > ETW_ETL_MAX_BUFFER / 2 ? ETW_ETL_MAX_BUFFER + ETL_SLACK : nc * 2;
   unsigned char *np = realloc(*p, nc);
   if (!np) return -1;
   *p = np;
@@ -579,7 +584,7 @@ static int load_buffer(struct etw_etl_reader *r, struct stream *s) {
       }
       h = f->mem + b->off;
     } else if (!(b->flag & 0x40)) { /* not compressed: read straight into the payload buffer */
-      if (ensure_pay(r, s, b->size)) {
+      if (ensure_pay(r, s, b->size + ETL_SLACK)) {
         set_damage(r, s->file, b->off, "buffer over the memory limit");
         continue;
       }
@@ -604,7 +609,7 @@ static int load_buffer(struct etw_etl_reader *r, struct stream *s) {
         continue;
       }
       uint32_t outn = saved - BH;
-      if (ensure_pay(r, s, outn ? outn : 1)) {
+      if (ensure_pay(r, s, outn + ETL_SLACK)) {
         set_damage(r, s->file, b->off, "decompressed size over the memory limit");
         continue;
       }
@@ -623,6 +628,7 @@ static int load_buffer(struct etw_etl_reader *r, struct stream *s) {
       }
       s->data = s->pay;
       s->pay_len = (uint32_t)got; /* a short result still holds the records before the damage */
+      memset(s->pay + got, 0, ETL_SLACK);
       if ((uint32_t)got < outn) set_damage(r, s->file, b->off, "compressed buffer ends early");
     } else {
       if (used < BH || used > b->size) used = b->size; /* Offset is garbage: use everything */
@@ -630,6 +636,18 @@ static int load_buffer(struct etw_etl_reader *r, struct stream *s) {
        * buffer the file's buffer was read into */
       s->data = h + BH;
       s->pay_len = used - BH;
+      if (h == s->pay) { /* (read from the file into the payload buffer) */
+        memset(s->pay + b->size, 0, ETL_SLACK);
+      } else if (f->size - b->off - used < ETL_SLACK) {
+        /* the image ends within ETL_SLACK bytes after the records: they are copied */
+        if (ensure_pay(r, s, used - BH + ETL_SLACK)) {
+          set_damage(r, s->file, b->off, "buffer over the memory limit");
+          continue;
+        }
+        memcpy(s->pay, h + BH, used - BH);
+        memset(s->pay + used - BH, 0, ETL_SLACK);
+        s->data = s->pay;
+      }
     }
     return 0;
   }
@@ -869,9 +887,13 @@ static const uint8_t perf_hdr[256] = {PH16(0),   PH16(16),  PH16(32),  PH16(48),
 
 ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, uintptr_t *pa, uintptr_t pe,
                          uintptr_t pe8, int ft_unit, uint64_t ft_base, int generic, uint64_t cpu,
-                         struct pmemo *pm) {
+                         struct pmemo *pm, int slack) {
   uintptr_t a = *pa;
-  if (a > pe8) return 0; /* (fewer than 8 bytes left) */
+  /* (fewer than 8 bytes left: the end. With @slack the 8 bytes are read anyway — a ≤ pe + 7, the
+   * slack covers them — and the test waits for a failed path: every fast path needs at least 16
+   * bytes, so it fails there, and PFAIL returns 0 instead of -1) */
+  if (!slack && a > pe8) return 0;
+#define PFAIL return slack && a + 8 > pe ? 0 : -1 /* (pe8 in no register) */
   const unsigned char *p = (const unsigned char *)a;
   uint64_t h0 = rd64(p);
   uint32_t m = (uint32_t)h0;
@@ -882,7 +904,7 @@ ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, uintptr_t 
   if (ETL_REC_LAYOUT && h0 == pm->h0 && !generic) {
     /* a PERFINFO record with the memo's first 8 bytes: its header checks passed already */
     size = pm->size;
-    if (a + size > pe) return -1;
+    if (a + size > pe) PFAIL;
   perf_memo:
     if (rec->kind != ETW_REC_PERFINFO) { /* else these are as a PERFINFO record leaves them */
       st64(rb + 8, UINT64_MAX); /* tid, pid */
@@ -908,7 +930,7 @@ ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, uintptr_t 
     /* PERFINFO: 2 version (high byte: extension bits), 4 size, 6 HookId, 8 timestamp */
     size = (uint32_t)(h0 >> 32) & 0xFFFF;
     hdr = perf_hdr[(m >> 8) & 0xFF]; /* 0x10 + 8 × (bit 15 + bits 8..10) */
-    if (hdr > size || a + size > pe) return -1; /* (hdr ≥ 0x10) */
+    if (hdr > size || a + size > pe) PFAIL; /* (hdr ≥ 0x10) */
     uint64_t hk = h0 & 0xFFFF000000000000ull; /* HookId << 48 */
     pm->h0 = h0;
     pm->size = size;
@@ -924,7 +946,7 @@ ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, uintptr_t 
      * kernel and user time, activity id: from 8 on the same layout as the record head */
     hdr = 0x50;
     size = m & 0xFFFF;
-    if (size < hdr || a + size > pe) return -1;
+    if (size < hdr || a + size > pe) PFAIL;
     uint32_t flags = (uint32_t)(h0 >> 32) & 0xFFFF;
     /* kind, pointer size 4 or 8, flags | 32/64_BIT_HEADER, property */
     static const uint64_t ev_head[2] = {
@@ -945,7 +967,7 @@ ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, uintptr_t 
     st64(rb + 88, cpu); /* cpu; n_ext = 0 (and the padding before ext) */
     st64(rb + REC_OFF(wpp_msg_number), 0); /* WPP message number, flags, sequence */
     if (flags & ETW_EVH_EXTENDED_INFO) {
-      if (parse_ext(rec, p, size, &hdr)) return -1;
+      if (parse_ext(rec, p, size, &hdr)) PFAIL;
     } else {
       /* (the header's size a constant: gcc keeps no register for it) */
       rec->user_data = p + 0x50;
@@ -962,7 +984,7 @@ ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, uintptr_t 
        * SYSTEM (1, 2): 0x18 kernel and user time */
       size = (uint32_t)(h0 >> 32) & 0xFFFF;
       hdr = perf_hdr[(m >> 8) & 0xFF] + (type <= 2 ? 0x10 : 0x08); /* 0x20 / 0x18 + extensions */
-      if (hdr > size || a + size > pe) return -1;
+      if (hdr > size || a + size > pe) PFAIL;
       uint64_t hk = h0 & 0xFFFF000000000000ull; /* HookId << 48 */
       st64(rb, hk | ETW_REC_SYSTEM | (uint64_t)((type & 1) ? 4 : 8) << 8);
       memcpy(rb + 8, p + 8, 16); /* tid, pid, timestamp */
@@ -975,7 +997,7 @@ ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, uintptr_t 
        * 0x28 kernel and user time */
       hdr = (type & 1) ? 0x48 : 0x30;
       size = m & 0xFFFF;
-      if (size < hdr || a + size > pe) return -1;
+      if (size < hdr || a + size > pe) PFAIL;
       st64(rb, ETW_REC_CLASSIC | (uint64_t)(type < 0x10 ? 4 : 8) << 8 | (uint64_t)ETW_EVH_CLASSIC_HEADER << 16);
       memcpy(rb + 8, p + 8, 16);     /* tid, pid, timestamp */
       memcpy(rb + 32, p + 0x18, 16); /* class GUID */
@@ -990,6 +1012,7 @@ ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, uintptr_t 
     st64(rb + 88, cpu); /* cpu; n_ext = 0 (and the padding before ext) */
     st64(rb + REC_OFF(wpp_msg_number), 0); /* WPP message number, flags, sequence */
   } else {
+    if (slack && a + 8 > pe) return 0;
     if (m == 0xFFFFFFFFu) return 0; /* no more records */
     /* (the time of the stream's previous record: a WPP record without its own takes it) */
     int k = parse_generic(s->f, s, rec, p, (uint32_t)(pe - a), m, rec > s->slots ? rec[-1].timestamp : s->last_ts);
@@ -1004,6 +1027,7 @@ done:
   rec->filetime = ft_unit ? ft_base + (uint64_t)ts : to_filetime(&s->f->info, ts);
   *pa = a + ((size + 7) & ~7u); /* (a + size ≤ pe) */
   return 1;
+#undef PFAIL
 }
 
 /* Parse the next batch of stream @s's records into its slots, loading its next buffers as
@@ -1042,13 +1066,13 @@ ETL_NOINLINE int fill(struct etw_etl_reader *r, struct stream *s) {
       /* (one loop per clock kind: the test is out of the loop) */
       if (etw_etl_generic_only) {
         int unit = s->ft_unit;
-        while ((k = parse_one(s, rec, &a, pe, pe8, unit, ft_base, 1, cpu, &s->pm)) == 1 && ++rec < end) {
+        while ((k = parse_one(s, rec, &a, pe, pe8, unit, ft_base, 1, cpu, &s->pm, 0)) == 1 && ++rec < end) {
         }
-      } else if (s->ft_unit) {
-        while ((k = parse_one(s, rec, &a, pe, pe8, 1, ft_base, 0, cpu, &s->pm)) == 1 && ++rec < end) {
+      } else if (s->ft_unit) { /* (ETL_SLACK bytes after every buffer's records: load_buffer) */
+        while ((k = parse_one(s, rec, &a, pe, pe8, 1, ft_base, 0, cpu, &s->pm, 1)) == 1 && ++rec < end) {
         }
       } else {
-        while ((k = parse_one(s, rec, &a, pe, pe8, 0, ft_base, 0, cpu, &s->pm)) == 1 && ++rec < end) {
+        while ((k = parse_one(s, rec, &a, pe, pe8, 0, ft_base, 0, cpu, &s->pm, 1)) == 1 && ++rec < end) {
         }
       }
       s->pos = (uint32_t)(a - (uintptr_t)s->data);
