@@ -657,9 +657,11 @@ static int load_buffer(struct etw_etl_reader *r, struct stream *s) {
 #if defined(__GNUC__)
 #define ETL_INLINE static inline __attribute__((always_inline))
 #define ETL_NOINLINE static __attribute__((noinline))
+#define ETL_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #else
 #define ETL_INLINE static inline
 #define ETL_NOINLINE static
+#define ETL_UNLIKELY(x) (x)
 #endif
 
 /* The head of struct etw_rec as the fast record paths below store it: whole 8- and 16-byte
@@ -953,11 +955,13 @@ ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, uintptr_t 
         ETW_REC_EVENT | 4 << 8 | (uint64_t)ETW_EVH_32_BIT_HEADER << 16,
         ETW_REC_EVENT | 8 << 8 | (uint64_t)ETW_EVH_64_BIT_HEADER << 16};
     uint64_t h16 = h0 >> 16; /* type, marker, flags, property */
-    if (h16 != pm->ekey) { /* (a stream's EVENT_HEADER records mostly share them) */
+    uint64_t head = pm->ehead;
+    if (ETL_UNLIKELY(h16 != pm->ekey)) { /* (a stream's EVENT_HEADER records mostly share them) */
+      head = (h16 & ~(uint64_t)0xFFFF) | ev_head[h16 & 1];
       pm->ekey = h16;
-      pm->ehead = (h16 & ~(uint64_t)0xFFFF) | ev_head[h16 & 1];
+      pm->ehead = head;
     }
-    st64(rb, pm->ehead);
+    st64(rb, head);
     memcpy(rb + 8, p + 8, 16);       /* tid, pid, timestamp */
     ts = (int64_t)ld64(p + 16);
     memcpy(rb + 32, p + 0x18, 16);   /* provider */
