@@ -62,11 +62,12 @@ struct efile {
   char damage_msg[160];
 };
 
-/* The PERFINFO memo of a stream's record loop (fill): what parse_one derives from a PERFINFO record's first 8
- * bytes (@h0: marker, size, HookId), all a function of h0 alone, so a record with the same 8
- * bytes (consecutive samples of a stream usually have them) takes them from here. Starts as the
- * values of a real header (h0 below: type 0x10, size and header 0x10, HookId 0), so it is right
- * for every input. */
+/* A stream's memos for its record loop (fill, parse_one). PERFINFO: what the fast path derives
+ * from a record's first 8 bytes (@h0: marker, size, HookId), all a function of h0 alone, so a
+ * record with the same 8 bytes (consecutive samples of a processor usually have them) takes them
+ * from here; written only for a header that passed its checks, and starting as the values of a
+ * real header (type 0x10, version 0, size and header 0x10, HookId 0), so it is right for every
+ * input. EVENT_HEADER: the head word by the header's bytes 2..8. */
 struct pmemo {
   uint64_t h0;
   uint64_t head;  /* the record's first 8 bytes: kind, pointer size, HookId */
@@ -103,7 +104,7 @@ struct stream {
   const struct efile *f;     /* its file (r->files no longer moves once streams exist) */
   int ft_unit;               /* the file's clock counts 100 ns: filetime = ft_base + timestamp */
   uint64_t ft_base;          /* start_time - t0 (mod 2^64) */
-  struct pmemo pm;           /* the last PERFINFO header parsed, kept across batches */
+  struct pmemo pm;           /* its memos (the last PERFINFO and EVENT_HEADER headers) */
 };
 
 /* Records parsed per batch (one loop over a buffer's records; the slots of a stream, one more
@@ -1431,29 +1432,29 @@ int etw_etl_reader_next_batch(struct etw_etl_reader *r, const struct etw_rec **r
    * moved up while it is searched. It stops at head + 1 at the latest (its key is lk, ≤ kk), or
    * at end when that is head + 1 (lk = kk = UINT64_MAX), so the front sentinel is written only
    * for the tie rule's search. Then the new front stream's record is handed out. */
-#define ETL_SWITCH()                         \
-  do {                                       \
-    s->cur = c;                              \
-    struct lent *q = end;                    \
-    uint64_t x;                              \
-    while ((x = q[-1].key) > kk) {           \
-      q[0] = q[-1];                          \
-      q--;                                   \
-    }                                        \
-    if (x == kk) {                           \
-      head->s = NULL; /* the front sentinel */ \
-      head->key = 0;                         \
-      q = list_tie_hole(s, kk, q);           \
-    }                                        \
-    q->key = kk;                             \
-    q->s = s;                                \
-    end[1].key = UINT64_MAX; /* (s not kept) */ \
-    end++;                                   \
-    head++;                                  \
-    lk = head[1].key;                        \
-    s = head->s;                             \
-    c = s->cur;                              \
-    *o++ = c++;                              \
+#define ETL_SWITCH()                                         \
+  do {                                                       \
+    s->cur = c;                                              \
+    struct lent *q = end;                                    \
+    uint64_t x;                                              \
+    while ((x = q[-1].key) > kk) {                           \
+      q[0] = q[-1];                                          \
+      q--;                                                   \
+    }                                                        \
+    if (x == kk) {                                           \
+      head->s = NULL; /* the front sentinel */               \
+      head->key = 0;                                         \
+      q = list_tie_hole(s, kk, q);                           \
+    }                                                        \
+    q->key = kk;                                             \
+    q->s = s;                                                \
+    end[1].key = UINT64_MAX; /* (s not kept) */              \
+    end++;                                                   \
+    head++;                                                  \
+    lk = head[1].key;                                        \
+    s = head->s;                                             \
+    c = s->cur;                                              \
+    *o++ = c++;                                              \
   } while (0)
   /* While more than ETL_BATCH + 1 entries are left, a run and the switch's record need no
    * bound: a run ends at s->lim at the latest (its time is UINT64_MAX), at most ETL_BATCH
