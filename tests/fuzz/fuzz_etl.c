@@ -4,8 +4,9 @@
  * with whatever schemas the trace itself carries (TraceLogging, EventSource manifests,
  * EventInfo blobs, kernel layouts, WPP). Each call is bounded: at most 100,000 records.
  * A second reader over the same image hands out the records through etw_etl_reader_next_batch
- * (batch sizes 1..64 taken from the input, mixed with next_ref calls): every record, the end
- * and its status must equal the first reader's (a mismatch aborts: a finding). */
+ * (batch sizes 2..256 taken from the input — above 66 next_batch's unbounded loop runs — mixed
+ * with next_ref calls): every record, the end and its status must equal the first reader's (a
+ * mismatch aborts: a finding). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,7 +36,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       etw_etl_reader_free(b);
       b = NULL;
     }
-    const struct etw_rec *batch[64];
+    const struct etw_rec *batch[256];
     int bn = 0, bi = 0, brc = 1, n = 0, rc;
     while (n < 100000 && (rc = etw_etl_reader_next(r, &rec, &st)) == 1) {
       w.len = 0;
@@ -49,7 +50,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             brc = etw_etl_reader_next_ref(b, &batch[0], &bst);
             bn = brc == 1;
           } else {
-            brc = etw_etl_reader_next_batch(b, batch, 1 + k % 64, &bst);
+            brc = etw_etl_reader_next_batch(b, batch, 1 + (size_t)k, &bst);
             bn = brc > 0 ? brc : 0;
             if (brc > 0) brc = 1;
           }

@@ -62,6 +62,27 @@ struct efile {
   char damage_msg[160];
 };
 
+/* A stream's memos for its record loop (fill, parse_one). PERFINFO: what the fast path derives
+ * from a record's first 8 bytes (@h0: marker, size, HookId), all a function of h0 alone, so a
+ * record with the same 8 bytes (consecutive samples of a processor usually have them) takes them
+ * from here; written only for a header that passed its checks, and starting as the values of a
+ * real header (type 0x10, version 0, size and header 0x10, HookId 0), so it is right for every
+ * input. EVENT_HEADER: the head word by the header's bytes 2..8. */
+struct pmemo {
+  uint64_t h0;
+  uint64_t head;  /* the record's first 8 bytes: kind, pointer size, HookId */
+  uint64_t desc;  /* bytes 48..56: version, opcode, task */
+  uintptr_t hdr;  /* header size */
+  uintptr_t adv;  /* record size rounded up to 8 */
+  uint32_t size, len; /* record size, user data size */
+  /* and the last EVENT_HEADER's bytes 2..8 (h0 >> 16: type, marker, flags, property) with the
+   * head word they give (starting as the one of 0) */
+  uint64_t ekey, ehead;
+};
+#define PMEMO_INIT                                                                              \
+  {0xC0100000u | (uint64_t)0x10 << 32, ETW_REC_PERFINFO | 4 << 8, 0, 0x10, 0x10, 0x10, 0, 0,    \
+   ETW_REC_EVENT | 4 << 8 | (uint64_t)ETW_EVH_32_BIT_HEADER << 16}
+
 struct stream {
   uint32_t file;
   uint16_t cpu;
@@ -83,6 +104,7 @@ struct stream {
   const struct efile *f;     /* its file (r->files no longer moves once streams exist) */
   int ft_unit;               /* the file's clock counts 100 ns: filetime = ft_base + timestamp */
   uint64_t ft_base;          /* start_time - t0 (mod 2^64) */
+  struct pmemo pm;           /* its memos (the last PERFINFO and EVENT_HEADER headers) */
 };
 
 /* Records parsed per batch (one loop over a buffer's records; the slots of a stream, one more
@@ -115,7 +137,8 @@ struct etw_etl_reader {
   struct lent *lst;          /* list: [head, end) the streams with a record, earliest first,
                                 with their record times ([head]'s not kept); sentinels: [head -
                                 1] (NULL, 0) where a search needs it (written then) and [end]
-                                (NULL, UINT64_MAX) */
+                                (UINT64_MAX; its stream not kept: the list is empty when head
+                                == end) */
   struct lent *lh, *le;      /* list: head and end: the live part of lst (entries slide up) */
   struct lent *llast;        /* list: &lst[ocap - 1], the last entry */
   uint32_t ocap;
@@ -175,10 +198,15 @@ static int fread_at(struct efile *f, uint64_t off, void *dst, size_t n) {
   return fread(dst, 1, n, f->fp) == n ? 0 : -1;
 }
 
+/* Bytes a stream's payload buffer keeps readable (zeroed) after the records, so that the record
+ * loop may read a record's first 8 bytes without testing for them (fill, parse_one). */
+#define ETL_SLACK 16
+
 static int ensure(unsigned char **p, uint32_t *cap, uint32_t need) {
   if (need <= *cap) return 0;
+  if (need > ETW_ETL_MAX_BUFFER + ETL_SLACK) return -1;
   uint32_t nc = *cap ? *cap : 65536;
-  while (nc < need) nc = nc > ETW_ETL_MAX_BUFFER / 2 ? ETW_ETL_MAX_BUFFER : nc * 2;
+  while (nc < need) nc = nc > ETW_ETL_MAX_BUFFER / 2 ? ETW_ETL_MAX_BUFFER + ETL_SLACK : nc * 2;
   unsigned char *np = realloc(*p, nc);
   if (!np) return -1;
   *p = np;
@@ -511,6 +539,7 @@ static enum etw_err build_streams(struct etw_etl_reader *r, struct etw_status *s
          * start_time + (ts - t0) modulo 2^64 either way */
         s->ft_unit = clock_freq(&f->info) == 10000000;
         s->ft_base = f->info.start_time - (uint64_t)f->info.t0;
+        s->pm = (struct pmemo)PMEMO_INIT;
       }
       if ((s->n_bi & (s->n_bi - 1)) == 0 || s->n_bi == 0) {
         uint32_t nc = s->n_bi ? s->n_bi * 2 : 8;
@@ -556,7 +585,7 @@ static int load_buffer(struct etw_etl_reader *r, struct stream *s) {
       }
       h = f->mem + b->off;
     } else if (!(b->flag & 0x40)) { /* not compressed: read straight into the payload buffer */
-      if (ensure_pay(r, s, b->size)) {
+      if (ensure_pay(r, s, b->size + ETL_SLACK)) {
         set_damage(r, s->file, b->off, "buffer over the memory limit");
         continue;
       }
@@ -581,7 +610,7 @@ static int load_buffer(struct etw_etl_reader *r, struct stream *s) {
         continue;
       }
       uint32_t outn = saved - BH;
-      if (ensure_pay(r, s, outn ? outn : 1)) {
+      if (ensure_pay(r, s, outn + ETL_SLACK)) {
         set_damage(r, s->file, b->off, "decompressed size over the memory limit");
         continue;
       }
@@ -600,6 +629,7 @@ static int load_buffer(struct etw_etl_reader *r, struct stream *s) {
       }
       s->data = s->pay;
       s->pay_len = (uint32_t)got; /* a short result still holds the records before the damage */
+      memset(s->pay + got, 0, ETL_SLACK);
       if ((uint32_t)got < outn) set_damage(r, s->file, b->off, "compressed buffer ends early");
     } else {
       if (used < BH || used > b->size) used = b->size; /* Offset is garbage: use everything */
@@ -607,6 +637,18 @@ static int load_buffer(struct etw_etl_reader *r, struct stream *s) {
        * buffer the file's buffer was read into */
       s->data = h + BH;
       s->pay_len = used - BH;
+      if (h == s->pay) { /* (read from the file into the payload buffer) */
+        memset(s->pay + b->size, 0, ETL_SLACK);
+      } else if (f->size - b->off - used < ETL_SLACK) {
+        /* the image ends within ETL_SLACK bytes after the records: they are copied */
+        if (ensure_pay(r, s, used - BH + ETL_SLACK)) {
+          set_damage(r, s->file, b->off, "buffer over the memory limit");
+          continue;
+        }
+        memcpy(s->pay, h + BH, used - BH);
+        memset(s->pay + used - BH, 0, ETL_SLACK);
+        s->data = s->pay;
+      }
     }
     return 0;
   }
@@ -616,9 +658,11 @@ static int load_buffer(struct etw_etl_reader *r, struct stream *s) {
 #if defined(__GNUC__)
 #define ETL_INLINE static inline __attribute__((always_inline))
 #define ETL_NOINLINE static __attribute__((noinline))
+#define ETL_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #else
 #define ETL_INLINE static inline
 #define ETL_NOINLINE static
+#define ETL_UNLIKELY(x) (x)
 #endif
 
 /* The head of struct etw_rec as the fast record paths below store it: whole 8- and 16-byte
@@ -843,10 +887,16 @@ static const uint8_t perf_hdr[256] = {PH16(0),   PH16(16),  PH16(32),  PH16(48),
  * padding), 0 = end of buffer, -1 = damage (nothing moves). @pe8 is @pe - 8. A record fits
  * when a + size ≤ pe (no wrap: a and size are small next to the address space's end). @cpu is
  * s->cpu (stored with n_ext). */
+
 ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, uintptr_t *pa, uintptr_t pe,
-                         uintptr_t pe8, int ft_unit, uint64_t ft_base, int generic, uint64_t cpu) {
+                         uintptr_t pe8, int ft_unit, uint64_t ft_base, int generic, uint64_t cpu,
+                         struct pmemo *pm, int slack) {
   uintptr_t a = *pa;
-  if (a > pe8) return 0; /* (fewer than 8 bytes left) */
+  /* (fewer than 8 bytes left: the end. With @slack the 8 bytes are read anyway — a ≤ pe + 7, the
+   * slack covers them — and the test waits for a failed path: every fast path needs at least 16
+   * bytes, so it fails there, and PFAIL returns 0 instead of -1) */
+  if (!slack && a > pe8) return 0;
+#define PFAIL return slack && a + 8 > pe ? 0 : -1 /* (pe8 in no register) */
   const unsigned char *p = (const unsigned char *)a;
   uint64_t h0 = rd64(p);
   uint32_t m = (uint32_t)h0;
@@ -854,12 +904,11 @@ ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, uintptr_t 
   uint32_t size, hdr;
   int64_t ts;
   /* (the header types 0x10/0x11 and 0x12/0x13: 32/64-bit by the type's low bit, bit 16) */
-  if (ETL_REC_LAYOUT && (m & 0xC0FE0000u) == 0xC0100000u && !generic) {
-    /* PERFINFO: 2 version (high byte: extension bits), 4 size, 6 HookId, 8 timestamp */
-    size = (uint32_t)(h0 >> 32) & 0xFFFF;
-    hdr = perf_hdr[(m >> 8) & 0xFF]; /* 0x10 + 8 × (bit 15 + bits 8..10) */
-    if (hdr > size || a + size > pe) return -1; /* (hdr ≥ 0x10) */
-    uint64_t hk = h0 & 0xFFFF000000000000ull; /* HookId << 48 */
+  if (ETL_REC_LAYOUT && h0 == pm->h0 && !generic) {
+    /* a PERFINFO record with the memo's first 8 bytes: its header checks passed already */
+    size = pm->size;
+    if (a + size > pe) PFAIL;
+  perf_memo:
     if (rec->kind != ETW_REC_PERFINFO) { /* else these are as a PERFINFO record leaves them */
       st64(rb + 8, UINT64_MAX); /* tid, pid */
       st64(rb + 32, 0);
@@ -871,26 +920,49 @@ ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, uintptr_t 
       st64(rb + 88, cpu); /* cpu; n_ext = 0 (and the padding before ext) */
       st64(rb + REC_OFF(wpp_msg_number), 0); /* WPP message number, flags, sequence */
     }
-    /* kind, pointer size 4 or 8 (by bit 16), HookId */
-    st64(rb, hk + ((m >> 6) & 0x400) + (ETW_REC_PERFINFO | 4 << 8));
+    st64(rb, pm->head);
     ts = (int64_t)ld64(p + 8);
     st64(rb + 16, (uint64_t)ts);
-    st64(rb + 48, (h0 & 0xFF) << 16 | hk >> 8); /* version (low byte); opcode, task = HookId */
-    rec->user_data = p + hdr;
-    rec->user_len = size - hdr;
-    goto done;
+    st64(rb + 48, pm->desc);
+    rec->user_data = p + pm->hdr;
+    rec->user_len = pm->len;
+    rec->filetime = ft_unit ? ft_base + (uint64_t)ts : to_filetime(&s->f->info, ts);
+    *pa = a + pm->adv;
+    return 1;
+  } else if (ETL_REC_LAYOUT && (m & 0xC0FE0000u) == 0xC0100000u && !generic) {
+    /* PERFINFO: 2 version (high byte: extension bits), 4 size, 6 HookId, 8 timestamp */
+    size = (uint32_t)(h0 >> 32) & 0xFFFF;
+    hdr = perf_hdr[(m >> 8) & 0xFF]; /* 0x10 + 8 × (bit 15 + bits 8..10) */
+    if (hdr > size || a + size > pe) PFAIL; /* (hdr ≥ 0x10) */
+    uint64_t hk = h0 & 0xFFFF000000000000ull; /* HookId << 48 */
+    pm->h0 = h0;
+    pm->size = size;
+    pm->hdr = hdr;
+    /* kind, pointer size 4 or 8 (by bit 16), HookId */
+    pm->head = hk + ((m >> 6) & 0x400) + (ETW_REC_PERFINFO | 4 << 8);
+    pm->desc = (h0 & 0xFF) << 16 | hk >> 8; /* version (low byte); opcode, task = HookId */
+    pm->len = size - hdr;
+    pm->adv = (size + 7) & ~7u;
+    goto perf_memo;
   } else if (ETL_REC_LAYOUT && (m & 0xC0FE0000u) == 0xC0120000u && !generic) {
     /* EVENT_HEADER: 0 size, 4 flags, 6 property, 8 tid, pid, timestamp, provider, descriptor,
      * kernel and user time, activity id: from 8 on the same layout as the record head */
     hdr = 0x50;
     size = m & 0xFFFF;
-    if (size < hdr || a + size > pe) return -1;
+    if (size < hdr || a + size > pe) PFAIL;
     uint32_t flags = (uint32_t)(h0 >> 32) & 0xFFFF;
     /* kind, pointer size 4 or 8, flags | 32/64_BIT_HEADER, property */
     static const uint64_t ev_head[2] = {
         ETW_REC_EVENT | 4 << 8 | (uint64_t)ETW_EVH_32_BIT_HEADER << 16,
         ETW_REC_EVENT | 8 << 8 | (uint64_t)ETW_EVH_64_BIT_HEADER << 16};
-    st64(rb, ((h0 >> 16) & 0xFFFFFFFF0000ull) | ev_head[(m >> 16) & 1]);
+    uint64_t h16 = h0 >> 16; /* type, marker, flags, property */
+    uint64_t head = pm->ehead;
+    if (ETL_UNLIKELY(h16 != pm->ekey)) { /* (a stream's EVENT_HEADER records mostly share them) */
+      head = (h16 & ~(uint64_t)0xFFFF) | ev_head[h16 & 1];
+      pm->ekey = h16;
+      pm->ehead = head;
+    }
+    st64(rb, head);
     memcpy(rb + 8, p + 8, 16);       /* tid, pid, timestamp */
     ts = (int64_t)ld64(p + 16);
     memcpy(rb + 32, p + 0x18, 16);   /* provider */
@@ -899,7 +971,14 @@ ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, uintptr_t 
     st64(rb + 80, ld64(p + 0x48));   /* activity id [8, 16) */
     st64(rb + 88, cpu); /* cpu; n_ext = 0 (and the padding before ext) */
     st64(rb + REC_OFF(wpp_msg_number), 0); /* WPP message number, flags, sequence */
-    if ((flags & ETW_EVH_EXTENDED_INFO) && parse_ext(rec, p, size, &hdr)) return -1;
+    if (flags & ETW_EVH_EXTENDED_INFO) {
+      if (parse_ext(rec, p, size, &hdr)) PFAIL;
+    } else {
+      /* (the header's size a constant: gcc keeps no register for it) */
+      rec->user_data = p + 0x50;
+      rec->user_len = size - 0x50;
+      goto done;
+    }
   } else if (ETL_REC_LAYOUT && (m & 0xC0000000u) == 0xC0000000u && ((m >> 16) & 0xFF) < 0x16 &&
              ((0x300C1Eu >> ((m >> 16) & 0xFF)) & 1) && !generic) {
     /* SYSTEM / COMPACT (types 1..4) and FULL / INSTANCE (0x0A, 0x0B, 0x14, 0x15): every field as
@@ -910,7 +989,7 @@ ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, uintptr_t 
        * SYSTEM (1, 2): 0x18 kernel and user time */
       size = (uint32_t)(h0 >> 32) & 0xFFFF;
       hdr = perf_hdr[(m >> 8) & 0xFF] + (type <= 2 ? 0x10 : 0x08); /* 0x20 / 0x18 + extensions */
-      if (hdr > size || a + size > pe) return -1;
+      if (hdr > size || a + size > pe) PFAIL;
       uint64_t hk = h0 & 0xFFFF000000000000ull; /* HookId << 48 */
       st64(rb, hk | ETW_REC_SYSTEM | (uint64_t)((type & 1) ? 4 : 8) << 8);
       memcpy(rb + 8, p + 8, 16); /* tid, pid, timestamp */
@@ -923,7 +1002,7 @@ ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, uintptr_t 
        * 0x28 kernel and user time */
       hdr = (type & 1) ? 0x48 : 0x30;
       size = m & 0xFFFF;
-      if (size < hdr || a + size > pe) return -1;
+      if (size < hdr || a + size > pe) PFAIL;
       st64(rb, ETW_REC_CLASSIC | (uint64_t)(type < 0x10 ? 4 : 8) << 8 | (uint64_t)ETW_EVH_CLASSIC_HEADER << 16);
       memcpy(rb + 8, p + 8, 16);     /* tid, pid, timestamp */
       memcpy(rb + 32, p + 0x18, 16); /* class GUID */
@@ -938,6 +1017,7 @@ ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, uintptr_t 
     st64(rb + 88, cpu); /* cpu; n_ext = 0 (and the padding before ext) */
     st64(rb + REC_OFF(wpp_msg_number), 0); /* WPP message number, flags, sequence */
   } else {
+    if (slack && a + 8 > pe) return 0;
     if (m == 0xFFFFFFFFu) return 0; /* no more records */
     /* (the time of the stream's previous record: a WPP record without its own takes it) */
     int k = parse_generic(s->f, s, rec, p, (uint32_t)(pe - a), m, rec > s->slots ? rec[-1].timestamp : s->last_ts);
@@ -952,6 +1032,7 @@ done:
   rec->filetime = ft_unit ? ft_base + (uint64_t)ts : to_filetime(&s->f->info, ts);
   *pa = a + ((size + 7) & ~7u); /* (a + size ≤ pe) */
   return 1;
+#undef PFAIL
 }
 
 /* Parse the next batch of stream @s's records into its slots, loading its next buffers as
@@ -990,13 +1071,13 @@ ETL_NOINLINE int fill(struct etw_etl_reader *r, struct stream *s) {
       /* (one loop per clock kind: the test is out of the loop) */
       if (etw_etl_generic_only) {
         int unit = s->ft_unit;
-        while ((k = parse_one(s, rec, &a, pe, pe8, unit, ft_base, 1, cpu)) == 1 && ++rec < end) {
+        while ((k = parse_one(s, rec, &a, pe, pe8, unit, ft_base, 1, cpu, &s->pm, 0)) == 1 && ++rec < end) {
         }
-      } else if (s->ft_unit) {
-        while ((k = parse_one(s, rec, &a, pe, pe8, 1, ft_base, 0, cpu)) == 1 && ++rec < end) {
+      } else if (s->ft_unit) { /* (ETL_SLACK bytes after every buffer's records: load_buffer) */
+        while ((k = parse_one(s, rec, &a, pe, pe8, 1, ft_base, 0, cpu, &s->pm, 1)) == 1 && ++rec < end) {
         }
       } else {
-        while ((k = parse_one(s, rec, &a, pe, pe8, 0, ft_base, 0, cpu)) == 1 && ++rec < end) {
+        while ((k = parse_one(s, rec, &a, pe, pe8, 0, ft_base, 0, cpu, &s->pm, 1)) == 1 && ++rec < end) {
         }
       }
       s->pos = (uint32_t)(a - (uintptr_t)s->data);
@@ -1170,7 +1251,7 @@ ETL_NOINLINE int next_slow(struct etw_etl_reader *r, const struct etw_rec **rec,
       } else if (s->cur->filetime >= r->lh[1].key) {
         return list_move(r, s, s->cur->filetime, rec); /* (= list_pop + list_sift) */
       }
-      top = r->lh->s;
+      top = r->lh < r->le ? r->lh->s : NULL; /* (the end sentinel's s is not kept) */
       r->lkey = top ? r->lh[1].key : UINT64_MAX;
     } else {
       uint32_t w = (uint32_t)(s - r->st);
@@ -1187,7 +1268,7 @@ ETL_NOINLINE int next_slow(struct etw_etl_reader *r, const struct etw_rec **rec,
       else build_tree(r);
     }
     if (!r->tree) top = NULL;
-    else if (r->list) top = r->lh->s;
+    else if (r->list) top = r->lh < r->le ? r->lh->s : NULL;
     else top = r->tree[0] == LT_NONE ? NULL : &r->st[r->tree[0]];
   }
   if (!top) {
@@ -1222,8 +1303,7 @@ static inline int list_insert(struct etw_etl_reader *r, struct stream *w, uint64
   for (; e > q; e--) e[0] = e[-1];
   q->key = k;
   q->s = w;
-  end[1].s = NULL;
-  end[1].key = UINT64_MAX;
+  end[1].key = UINT64_MAX; /* (its s is not kept: next_slow tests lh < le) */
   r->le = end + 1;
   r->lh = head + 1;
   r->lkey = head[2].key;
@@ -1348,40 +1428,58 @@ int etw_etl_reader_next_batch(struct etw_etl_reader *r, const struct etw_rec **r
   if (oe - o > r->llast - end) oe = o + (r->llast - end);
   if (o == oe) return 1;
   uint64_t lk = r->lkey, kk;
+  /* the switch: list_move with head, end and lk in registers, the entries after the new place
+   * moved up while it is searched. It stops at head + 1 at the latest (its key is lk, ≤ kk), or
+   * at end when that is head + 1 (lk = kk = UINT64_MAX), so the front sentinel is written only
+   * for the tie rule's search. Then the new front stream's record is handed out. */
+#define ETL_SWITCH()                                         \
+  do {                                                       \
+    s->cur = c;                                              \
+    struct lent *q = end;                                    \
+    uint64_t x;                                              \
+    while ((x = q[-1].key) > kk) {                           \
+      q[0] = q[-1];                                          \
+      q--;                                                   \
+    }                                                        \
+    if (x == kk) {                                           \
+      head->s = NULL; /* the front sentinel */               \
+      head->key = 0;                                         \
+      q = list_tie_hole(s, kk, q);                           \
+    }                                                        \
+    q->key = kk;                                             \
+    q->s = s;                                                \
+    end[1].key = UINT64_MAX; /* (s not kept) */              \
+    end++;                                                   \
+    head++;                                                  \
+    lk = head[1].key;                                        \
+    s = head->s;                                             \
+    c = s->cur;                                              \
+    *o++ = c++;                                              \
+  } while (0)
+  /* While more than ETL_BATCH + 1 entries are left, a run and the switch's record need no
+   * bound: a run ends at s->lim at the latest (its time is UINT64_MAX), at most ETL_BATCH
+   * records on. */
+  if (oe - o > ETL_BATCH + 1) {
+    const struct etw_rec **of = oe - (ETL_BATCH + 1);
+    do {
+      if ((kk = c->filetime) < lk) /* the run */
+        do
+          *o++ = c++;
+        while ((kk = c->filetime) < lk);
+      if (c == s->lim) goto out;
+      ETL_SWITCH();
+    } while (o < of);
+  }
   for (;;) {
-    while ((kk = c->filetime) < lk) { /* the run */
+    while ((kk = c->filetime) < lk) { /* the run, bounded */
       *o++ = c++;
       if (o == oe) goto out;
     }
     if (c == s->lim) goto out;
-    /* the switch: list_move with head, end and lk in registers, the entries after the new
-     * place moved up while it is searched. It stops at head + 1 at the latest (its key is lk,
-     * ≤ kk), or at end when that is head + 1 (lk = kk = UINT64_MAX), so the front sentinel is
-     * written only for the tie rule's search. */
-    s->cur = c;
-    struct lent *q = end;
-    uint64_t x;
-    while ((x = q[-1].key) > kk) {
-      q[0] = q[-1];
-      q--;
-    }
-    if (x == kk) {
-      head->s = NULL; /* the front sentinel */
-      head->key = 0;
-      q = list_tie_hole(s, kk, q);
-    }
-    q->key = kk;
-    q->s = s;
-    end[1].s = NULL;
-    end[1].key = UINT64_MAX;
-    end++;
-    head++;
-    lk = head[1].key;
-    s = head->s;
-    c = s->cur;
-    *o++ = c++;
+    ETL_SWITCH();
     if (o == oe) goto out;
   }
+#undef ETL_SWITCH
 out:
   s->cur = c - 1;
   r->last_s = s;
