@@ -670,17 +670,10 @@ TPL_INLINE void tpl_img(struct etw_evref *ref, const struct dec_tpl *t, const in
 #endif
 }
 
-/* The event reference of record @r written through template @t (its FILETIME in the slot's
- * block: @g = FILETIME - fb; its (pid, tid) the slot's; its descriptor the plan's): what
- * dec_fill_ref(@ref, @r, the plan's names) stores, from the image. */
-TPL_INLINE void tpl_ref(struct etw_evref *ref, const struct dec_tpl *t, uint64_t g, unsigned cpu) {
-  tpl_img(ref, t, 0);
-  ref->ts_ns = (int64_t)(t->ts_fb + g * t->ts_mul);
-  ref->cpu = (uint8_t)cpu;
-}
-
-/* tpl_copy of template @t to @p, and with @ref (not NULL) tpl_ref's work, its image copied in the
- * same AVX2 window. */
+/* tpl_copy of template @t to @p, and with @ref (not NULL) the event reference of record @r
+ * written through @t (its FILETIME in the slot's block: @g = FILETIME - fb; its (pid, tid) the
+ * slot's; its descriptor the plan's): what dec_fill_ref(@ref, @r, the plan's names) stores, its
+ * image copied in the same AVX2 window. */
 TPL_INLINE void tpl_copy_ref(char *p, const struct dec_tpl *t, struct etw_evref *ref, uint64_t g, unsigned cpu,
                              const int avx2) {
   if (ref) {

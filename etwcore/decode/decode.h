@@ -409,7 +409,7 @@ struct dec_tpl {
   uint8_t n32, n16;   /* n in 32-byte and 16-byte chunks, rounded up (the copies' entry) */
   /* the event reference of a record in the slot's second with the slot's (pid, tid): rimg with
    * ts_ns = ts_base + (FILETIME - ft1) * ts_mul (wrapping) and the processor number stored over
-   * it (tpl_ref; ts_mul 0: a second before 1970 or after 2262, ts_ns constant) */
+   * it (tpl_copy_ref; ts_mul 0: a second before 1970 or after 2262, ts_ns constant) */
   uint64_t ts_base, ts_mul;
   /* the slot's fraction digits 1-3 are those of FILETIMEs fb … fb + 9999 (a 10^4 block of the
    * slot's second): a FILETIME ft with ft - fb - 1 < 9999 needs digits 4-7 only (T4[ft - fb]);
