@@ -78,7 +78,7 @@ static int matches(const struct etw_evref *ref) {
 
 /* Records asked of the reader per call (etw_etl_reader_next_batch), and the writer's fill
  * level at which its text is dropped (etwd convert writes it out there: 256 KiB blocks). */
-enum { BENCH_RECS = 256, BENCH_FLUSH = 256 << 10 };
+enum { BENCH_RECS = 512, BENCH_FLUSH = 256 << 10 }; /* (records a call: as etl_convert.c) */
 
 static int run_iter(struct etw_decoder *d, const char *path, const unsigned char *data, size_t sz, struct etw_jw *w,
                     struct totals *tot, int first) {

@@ -6,7 +6,8 @@
  * A second reader over the same image hands out the records through etw_etl_reader_next_batch
  * (batch sizes 2..256 taken from the input — above 66 next_batch's unbounded loop runs — mixed
  * with next_ref calls): every record, the end and its status must equal the first reader's (a
- * mismatch aborts: a finding). */
+ * mismatch aborts: a finding). The input's last byte's low bit picks next_batch's run loop: the
+ * C one (etw_etl_merge_c) or the x86-64 assembly where built. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,11 +17,13 @@
 #include "etwcore/etl.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+extern int etw_etl_merge_c;
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   struct etw_decoder *d = etw_decoder_new(NULL);
   if (!d) return 0;
   if (size && data[0] == '<') dec_manifest_load(d, (const char *)data, size, NULL);
+  etw_etl_merge_c = size && (data[size - 1] & 1);
   struct etw_etl_reader *r = etw_etl_reader_new();
   struct etw_status st;
   etw_status_clear(&st);

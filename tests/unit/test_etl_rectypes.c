@@ -12,6 +12,7 @@
 
 extern unsigned etw_etl_batch_max;
 extern int etw_etl_generic_only;
+extern int etw_etl_merge_c;
 
 #define NBUF 5
 #define BSZ 8192
@@ -227,7 +228,7 @@ static void run(const unsigned char *b, size_t n, int batch, struct res *q) {
     etw_etl_reader_free(r);
     return;
   }
-  const struct etw_rec *recs[64];
+  const struct etw_rec *recs[256];
   for (;;) {
     int k = batch ? etw_etl_reader_next_batch(r, recs, (size_t)batch, &st) : etw_etl_reader_next_ref(r, recs, &st);
     if (k <= 0) {
@@ -260,11 +261,14 @@ static void test_random_records(void) {
     static const struct {
       unsigned pb;
       int batch;
-    } cfg[] = {{64, 0}, {64, 64}, {3, 0}, {7, 5}, {1, 1}};
+      int merge_c; /* next_batch's run loop in C (else the x86-64 one where built) */
+    } cfg[] = {{64, 0, 0}, {64, 64, 0}, {3, 0, 0}, {7, 5, 0}, {1, 1, 0}, {64, 256, 0}, {64, 256, 1}, {5, 200, 0}};
     for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++) {
       etw_etl_batch_max = cfg[c].pb;
+      etw_etl_merge_c = cfg[c].merge_c;
       run(b, n, cfg[c].batch, &q);
       etw_etl_batch_max = dflt;
+      etw_etl_merge_c = 0;
       int same = q.h == ref.h && q.n == ref.n && q.rc == ref.rc && !strcmp(q.msg, ref.msg);
       if (!same)
         fprintf(stderr, "seed %u cfg %zu: %zu records rc %d (%s) vs generic %zu rc %d (%s)\n", seed, c, q.n, q.rc,
@@ -304,11 +308,14 @@ static void test_repeated_perfinfo(void) {
     static const struct {
       unsigned pb;
       int batch;
-    } cfg[] = {{64, 0}, {64, 64}, {3, 0}, {1, 1}};
+      int merge_c;
+    } cfg[] = {{64, 0, 0}, {64, 64, 0}, {3, 0, 0}, {1, 1, 0}, {64, 256, 0}, {64, 256, 1}};
     for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++) {
       etw_etl_batch_max = cfg[c].pb;
+      etw_etl_merge_c = cfg[c].merge_c;
       run(b, n, cfg[c].batch, &q);
       etw_etl_batch_max = dflt;
+      etw_etl_merge_c = 0;
       int same = q.h == ref.h && q.n == ref.n && q.rc == ref.rc && !strcmp(q.msg, ref.msg);
       if (!same)
         fprintf(stderr, "repeats seed %u cfg %zu: %zu records rc %d (%s) vs generic %zu rc %d (%s)\n", seed, c, q.n,

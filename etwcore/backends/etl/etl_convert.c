@@ -173,7 +173,8 @@ int etw_convert_main(int argc, char **argv) {
   struct etw_jw w, t;
   etw_jw_init(&w, etw_convert_writer_max);
   etw_jw_init(&t, 4096);
-  const struct etw_rec *recs[256];
+  /* (next_batch's loop without a bound test takes a call's first max - ETL_BATCH - 1 records) */
+  const struct etw_rec *recs[512];
   struct etw_evref ref;
   uint64_t seq = 0, undecoded = 0, done = 0, total = 0, dropped = 0;
   etw_etl_reader_progress(r, &done, &total);
