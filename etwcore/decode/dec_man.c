@@ -1364,9 +1364,10 @@ static inline char *fx_put_u32e(char *o, uint32_t v) {
  * once with the sentinel event (no payload; p: the plan). Without labels as values: nothing. */
 static void plan_labels(struct plan *pl) {
 #if defined(__GNUC__)
-  plan_write_sse2(NULL, NULL, &pl_label_ev, (const unsigned char *)pl, 0, 8, NULL);
+  struct dec_ecall c = {.e = &pl_label_ev, .p = (const unsigned char *)pl, .ptr_size = 8};
+  plan_write_sse2(&c);
 #if PL_AVX2
-  if (avx2_usable()) plan_write_avx2(NULL, NULL, &pl_label_ev, (const unsigned char *)pl, 0, 8, NULL);
+  if (avx2_usable()) plan_write_avx2(&c);
 #endif
 #else
   (void)pl;
@@ -1383,11 +1384,21 @@ __attribute__((noinline)) static long plans_off(struct etw_decoder *d, struct et
 long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct dec_event *e,
                         const unsigned char *p, size_t n, int ptr_size, const char **why) {
   int m = __atomic_load_n(&pl_sel, __ATOMIC_RELAXED);
+  if (__builtin_expect(m == 2, 0)) return plans_off(d, w, e, p, n, ptr_size, why);
+  struct dec_ecall c = {d, w, e, p, n, w->len, why, ptr_size};
 #if PL_AVX2
-  if (m == 1) return plan_write_avx2(d, w, e, p, n, ptr_size, why);
+  if (m == 1) return plan_write_avx2(&c);
 #endif
-  if (__builtin_expect(m == 0, 1)) return plan_write_sse2(d, w, e, p, n, ptr_size, why);
-  return plans_off(d, w, e, p, n, ptr_size, why);
+  return plan_write_sse2(&c);
+}
+
+long dec_fields_write_c(struct dec_ecall *c) {
+  int m = __atomic_load_n(&pl_sel, __ATOMIC_RELAXED);
+#if PL_AVX2
+  if (__builtin_expect(m == 1, 1)) return plan_write_avx2(c);
+#endif
+  if (__builtin_expect(m == 0, 1)) return plan_write_sse2(c);
+  return plans_off(c->d, c->w, c->e, c->p, c->n, c->ptr_size, c->why);
 }
 
 /* ---- XML tokenizer */
@@ -2665,8 +2676,17 @@ void dec_eventsource_chunk(struct etw_decoder *d, const struct etw_rec *r) {
 #pragma GCC diagnostic push /* (srem) */
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
-PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struct dec_event *e,
-                            const unsigned char *p, size_t n, int ptr_size, const char **why) {
+PL_FNATTR static long PL_FN(struct dec_ecall *ec) {
+  /* (the arguments read from @ec where they are used: gcc keeps no copies of them for the rare
+   * paths, which it did of six register arguments) */
+#define d (ec->d)
+#define w (ec->w)
+#define e (ec->e)
+#define p (ec->p)
+#define n (ec->n)
+#define ptr_size (ec->ptr_size)
+#define why (ec->why)
+#define mark (ec->mark)
 #if defined(__GNUC__)
   static const void *const PL_L[] = {
       [OP_END] = &&done,   [OP_CHK] = &&l_OP_CHK,   [OP_KEY] = &&l_OP_KEY,   [OP_U8] = &&l_OP_U8,     [OP_U16] = &&l_OP_U16,
@@ -2705,7 +2725,6 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
   if (__builtin_expect(w->err | (((unsigned)ptr_size - 4u) & ~4u), 0)) /* an error, or not 4 nor 8 */
     return walk_all(d, w, e, p, n, ptr_size, why);
   const struct plan *pl = (const struct plan *)(const void *)(e->f[0].key + runs);
-  size_t mark = w->len;
   /* the writer's maximum must be at least slack + (n + 1) × perbyte away (no overflow: n < 2^24,
    * perbyte < 2^32); that much room in the buffer already (the usual case) is enough for that
    * and for the reservation below (8 n + room0 ≤ it) */
@@ -2721,7 +2740,7 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
   uint64_t sv[PLAN_SLOTS];
   uint64_t v;
   long cnt, srem; /* (srem: set by OP_SARR before its OP_SEND) */
-  char *o = w->buf + w->len; /* room: n × PL_OBYTE + room0 (see plan_build) ≤ far */
+  char *o = w->buf + mark; /* room: n × PL_OBYTE + room0 (see plan_build) ≤ far */
   PL_START {
 #if !defined(__GNUC__)
     PL_CASE(OP_END) goto done; /* (threaded: OP_END's code address is done's) */
@@ -3338,6 +3357,14 @@ bail:
   etw_jw_truncate(w, mark);
   return walk_all(d, w, e, p, n, ptr_size, why);
 }
+#undef d
+#undef w
+#undef e
+#undef p
+#undef n
+#undef ptr_size
+#undef why
+#undef mark
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif

@@ -1301,7 +1301,8 @@ TPL_INLINE int eplan_event(struct etw_decoder *d, struct etw_jw *w, struct dec_e
       return 1;
     }
     const char *why = "unknown event";
-    long rc = dec_fields_write_d(d, w, pl->e, r->user_data, r->user_len, r->ptr_size, &why);
+    struct dec_ecall c = {d, w, pl->e, r->user_data, r->user_len, (size_t)(p - w->buf), &why, r->ptr_size};
+    long rc = dec_fields_write_c(&c);
     pl->p->seen++;
     if (__builtin_expect((size_t)rc == r->user_len && !w->err, 1)) { /* (finish_t's common case) */
       etw_jw_raw(w, "}}", 2);
@@ -1312,7 +1313,8 @@ TPL_INLINE int eplan_event(struct etw_decoder *d, struct etw_jw *w, struct dec_e
     return eplan_fail(d, r, w, ref, pl, mark, rc, &why);
   }
   const char *why = "unknown event";
-  long rc = dec_fields_write_d(d, w, pl->e, r->user_data, r->user_len, r->ptr_size, &why);
+  struct dec_ecall c = {d, w, pl->e, r->user_data, r->user_len, (size_t)(p - w->buf), &why, r->ptr_size};
+  long rc = dec_fields_write_c(&c);
   pl->p->seen++;
   if (__builtin_expect((size_t)rc == r->user_len && !w->err, 1)) { /* (finish_t's common case) */
     etw_jw_raw(w, "}}", 2);

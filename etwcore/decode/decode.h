@@ -538,6 +538,22 @@ int dec_fields_write(struct etw_jw *w, const struct dec_event *e, const unsigned
  * the payload bytes the template consumed (< @n: the rest is reported as "Unparsed"), or -1. */
 long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct dec_event *e,
                         const unsigned char *p, size_t n, int ptr_size, const char **why);
+/* dec_fields_write_d's arguments in one block (in the caller's frame), and @mark: w->len at the
+ * call. The runners take it by pointer and read what their rare paths need from it again, so that
+ * they keep no copies of it (callers that have the values at hand fill it: the manifest plans). */
+struct dec_ecall {
+  struct etw_decoder *d;
+  struct etw_jw *w;
+  const struct dec_event *e;
+  const unsigned char *p;
+  size_t n;
+  size_t mark;
+  const char **why;
+  int ptr_size;
+};
+/** dec_fields_write_c - dec_fields_write_d(c->d, c->w, c->e, c->p, c->n, c->ptr_size, c->why) when
+ * c->mark == c->w->len (the block is not changed). */
+long dec_fields_write_c(struct dec_ecall *c);
 
 /** dec_trace_map - a map of provider @p carried in the trace (EventMapInfo) by name, or NULL. */
 struct dec_map *dec_trace_map(struct dec_provider *p, const char *name);
