@@ -1334,14 +1334,14 @@ static inline char *fx_put_u32e(char *o, uint32_t v) {
  * the runner below, compiled twice (dec_man.c includes itself) — for SSE2 and, chosen at run
  * time, for AVX2/BMI2 (its 32-byte copies, lzcnt/shlx/pshufb hex, 32-unit string blocks). */
 #define DEC_MAN_RUNNER 1
-#define PL_FN plan_write_sse2
+#define PL_FN dec_plan_run_sse2
 #define PL_V 0
 #if defined(__GNUC__)
 #define PL_FNATTR __attribute__((noinline))
 #else
 #define PL_FNATTR
 #endif
-#define PL_STATIC static
+#define PL_STATIC
 #include "dec_man.c"
 #undef PL_FN
 #undef PL_V
@@ -1369,7 +1369,7 @@ static inline char *fx_put_u32e(char *o, uint32_t v) {
 static void plan_labels(struct plan *pl) {
 #if defined(__GNUC__)
   struct dec_ecall c = {.e = &pl_label_ev, .p = (const unsigned char *)pl, .ptr_size = 8};
-  plan_write_sse2(&c);
+  dec_plan_run_sse2(&c);
 #if PL_AVX2
   if (avx2_usable()) dec_plan_run_avx2(&c);
 #endif
@@ -1388,14 +1388,15 @@ __attribute__((noinline)) static long plans_off(struct etw_decoder *d, struct et
 long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct dec_event *e,
                         const unsigned char *p, size_t n, int ptr_size, const char **why) {
   int m = __atomic_load_n(&dec_pl_sel, __ATOMIC_RELAXED);
-  if (__builtin_expect(m == 2, 0)) return plans_off(d, w, e, p, n, ptr_size, why);
-  struct dec_ecall c = {d, w, e, p, n, w->len, *why, ptr_size};
+  if (__builtin_expect(m == 2 || w->err || n >= ((size_t)1 << 24), 0)) /* (the runners' walker cases) */
+    return plans_off(d, w, e, p, n, ptr_size, why);
+  struct dec_ecall c = {.d = d, .w = w, .e = e, .p = p, .mark = w->len, .n = (uint32_t)n, .why = *why, .ptr_size = ptr_size};
   struct dec_eres x;
 #if PL_AVX2
   if (m == 1) x = dec_plan_run_avx2(&c);
   else
 #endif
-    x = plan_write_sse2(&c);
+    x = dec_plan_run_sse2(&c);
   if (x.o) w->len = (size_t)(x.o - w->buf);
   *why = c.why;
   return x.rc;
@@ -1404,9 +1405,9 @@ long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct de
 struct dec_eres dec_fields_write_c(struct dec_ecall *c) {
   int m = __atomic_load_n(&dec_pl_sel, __ATOMIC_RELAXED);
 #if PL_AVX2
-  if (__builtin_expect(m == 1, 1)) return dec_plan_run_avx2(c);
+  if (__builtin_expect(m == 1 && !c->w->err, 1)) return dec_plan_run_avx2(c);
 #endif
-  if (__builtin_expect(m == 0, 1)) return plan_write_sse2(c);
+  if (__builtin_expect(m == 0 && !c->w->err, 1)) return dec_plan_run_sse2(c);
   return dec_eres_rc(plans_off(c->d, c->w, c->e, c->p, c->n, c->ptr_size, &c->why));
 }
 
@@ -2731,7 +2732,7 @@ PL_FNATTR PL_STATIC struct dec_eres PL_FN(struct dec_ecall *ec) {
     }
     if (runs <= 1) return dec_eres_rc(walk_all(d, w, e, p, n, ptr_size, why));
   }
-  if (__builtin_expect(w->err | (((unsigned)ptr_size - 4u) & ~4u), 0)) /* an error, or not 4 nor 8 */
+  if (__builtin_expect(((unsigned)ptr_size - 4u) & ~4u, 0)) /* not 4 nor 8 (w->err: 0, dec_ecall) */
     return dec_eres_rc(walk_all(d, w, e, p, n, ptr_size, why));
   const struct plan *pl = (const struct plan *)(const void *)(e->f[0].key + runs);
   /* the writer's maximum must be at least slack + (n + 1) × perbyte away (no overflow: n < 2^24,

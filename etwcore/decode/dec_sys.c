@@ -1292,14 +1292,15 @@ __attribute__((noinline)) static int eplan_end(struct etw_decoder *d, const stru
   return eplan_fail(d, r, w, ref, pl, mark, x.rc, why);
 }
 
-/* The EventData runner for a manifest plan's event: the AVX2 one called directly from the AVX2
- * writers when it is the one chosen (no dec_fields_write_c between). */
+/* The EventData runner for a manifest plan's event (w->err 0: reserved): the AVX2 one called
+ * directly from the AVX2 writers, the SSE2 one from the others, when it is the one chosen (no
+ * dec_fields_write_c between). */
 TPL_INLINE struct dec_eres eplan_run(struct dec_ecall *c, const int avx2) {
+  int m = __atomic_load_n(&dec_pl_sel, __ATOMIC_RELAXED);
 #if DEC_HAVE_AVX2 && defined(__SSE2__)
-  if (avx2 && __builtin_expect(__atomic_load_n(&dec_pl_sel, __ATOMIC_RELAXED) == 1, 1)) return dec_plan_run_avx2(c);
-#else
-  (void)avx2;
+  if (avx2 && __builtin_expect(m == 1, 1)) return dec_plan_run_avx2(c);
 #endif
+  if (!avx2 && __builtin_expect(m == 0, 1)) return dec_plan_run_sse2(c);
   return dec_fields_write_c(c);
 }
 
@@ -1327,7 +1328,8 @@ TPL_INLINE int eplan_event(struct etw_decoder *d, struct etw_jw *w, struct dec_e
       d->decoded++; /* (the reference: tpl_emit's) */
       return 1;
     }
-    struct dec_ecall c = {d, w, pl->e, r->user_data, r->user_len, (size_t)(p - w->buf), "unknown event", r->ptr_size};
+    struct dec_ecall c = {.d = d, .w = w, .e = pl->e, .p = r->user_data, .mark = (size_t)(p - w->buf), .n = r->user_len,
+                        .why = "unknown event", .ptr_size = r->ptr_size};
     struct dec_eres x = eplan_run(&c, avx2);
     pl->p->seen++;
     if (__builtin_expect(x.o && (size_t)x.rc == r->user_len, 1)) { /* (w->err 0, room: dec_eres) */
@@ -1339,7 +1341,8 @@ TPL_INLINE int eplan_event(struct etw_decoder *d, struct etw_jw *w, struct dec_e
     }
     return eplan_end(c.d, r, w, ref, pl, mark, x, &c.why, 1);
   }
-  struct dec_ecall c = {d, w, pl->e, r->user_data, r->user_len, (size_t)(p - w->buf), "unknown event", r->ptr_size};
+  struct dec_ecall c = {.d = d, .w = w, .e = pl->e, .p = r->user_data, .mark = (size_t)(p - w->buf), .n = r->user_len,
+                        .why = "unknown event", .ptr_size = r->ptr_size};
   struct dec_eres x = eplan_run(&c, avx2);
   pl->p->seen++;
   if (__builtin_expect(x.o && (size_t)x.rc == r->user_len, 1)) { /* (w->err 0, room: dec_eres) */

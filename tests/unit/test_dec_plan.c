@@ -414,7 +414,7 @@ static struct out render_c(const struct dec_event *e, const unsigned char *p, si
   struct out o;
   o.why = NULL;
   size_t mark = w.len;
-  struct dec_ecall c = {NULL, &w, e, p, n, mark, NULL, ps};
+  struct dec_ecall c = {.w = &w, .e = e, .p = p, .mark = mark, .n = (uint32_t)n, .ptr_size = ps};
   struct dec_eres x = dec_fields_write_c(&c);
   o.why = c.why;
   o.rc = x.rc;
