@@ -313,7 +313,7 @@ static int plan_on = 1;
 static uint64_t plan_bails; /* plans given up (tests; decoders in other threads count too) */
 /* the runner dec_fields_write_d calls: 0 = SSE2, 1 = AVX2, 2 = none (the walker: plans off);
  * from plan_on and pl_avx2 (pl_sel_set, after each change of either) */
-static signed char pl_sel;
+signed char dec_pl_sel;
 static void pl_sel_set(void);
 int dec_plan_enable(int on) {
   int was = plan_on;
@@ -951,7 +951,7 @@ static int avx2_usable(void) {
 }
 static void pl_sel_set(void) {
   int a = __atomic_load_n(&pl_avx2, __ATOMIC_RELAXED);
-  __atomic_store_n(&pl_sel, (signed char)(!plan_on ? 2 : a > 0 ? 1 : 0), __ATOMIC_RELAXED);
+  __atomic_store_n(&dec_pl_sel, (signed char)(!plan_on ? 2 : a > 0 ? 1 : 0), __ATOMIC_RELAXED);
 }
 static void pl_avx2_init(void) {
   const char *no = getenv("ETWD_ETL_NO_AVX2");
@@ -1334,25 +1334,29 @@ static inline char *fx_put_u32e(char *o, uint32_t v) {
  * the runner below, compiled twice (dec_man.c includes itself) — for SSE2 and, chosen at run
  * time, for AVX2/BMI2 (its 32-byte copies, lzcnt/shlx/pshufb hex, 32-unit string blocks). */
 #define DEC_MAN_RUNNER 1
-#define PL_FN plan_write_sse2
+#define PL_FN dec_plan_run_sse2
 #define PL_V 0
 #if defined(__GNUC__)
 #define PL_FNATTR __attribute__((noinline))
 #else
 #define PL_FNATTR
 #endif
+#define PL_STATIC
 #include "dec_man.c"
 #undef PL_FN
 #undef PL_V
 #undef PL_FNATTR
+#undef PL_STATIC
 #if PL_AVX2
-#define PL_FN plan_write_avx2
+#define PL_FN dec_plan_run_avx2
 #define PL_V 1
 #define PL_FNATTR __attribute__((noinline, target("avx2,bmi,bmi2,lzcnt")))
+#define PL_STATIC
 #include "dec_man.c"
 #undef PL_FN
 #undef PL_V
 #undef PL_FNATTR
+#undef PL_STATIC
 #endif
 #undef DEC_MAN_RUNNER
 #undef PL_START
@@ -1364,9 +1368,10 @@ static inline char *fx_put_u32e(char *o, uint32_t v) {
  * once with the sentinel event (no payload; p: the plan). Without labels as values: nothing. */
 static void plan_labels(struct plan *pl) {
 #if defined(__GNUC__)
-  plan_write_sse2(NULL, NULL, &pl_label_ev, (const unsigned char *)pl, 0, 8, NULL);
+  struct dec_ecall c = {.e = &pl_label_ev, .p = (const unsigned char *)pl, .ptr_size = 8};
+  dec_plan_run_sse2(&c);
 #if PL_AVX2
-  if (avx2_usable()) plan_write_avx2(NULL, NULL, &pl_label_ev, (const unsigned char *)pl, 0, 8, NULL);
+  if (avx2_usable()) dec_plan_run_avx2(&c);
 #endif
 #else
   (void)pl;
@@ -1382,12 +1387,28 @@ __attribute__((noinline)) static long plans_off(struct etw_decoder *d, struct et
 
 long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct dec_event *e,
                         const unsigned char *p, size_t n, int ptr_size, const char **why) {
-  int m = __atomic_load_n(&pl_sel, __ATOMIC_RELAXED);
+  int m = __atomic_load_n(&dec_pl_sel, __ATOMIC_RELAXED);
+  if (__builtin_expect(m == 2 || w->err || n >= ((size_t)1 << 24), 0)) /* (the runners' walker cases) */
+    return plans_off(d, w, e, p, n, ptr_size, why);
+  struct dec_ecall c = {.d = d, .w = w, .e = e, .p = p, .mark = w->len, .n = (uint32_t)n, .why = *why, .ptr_size = ptr_size};
+  struct dec_eres x;
 #if PL_AVX2
-  if (m == 1) return plan_write_avx2(d, w, e, p, n, ptr_size, why);
+  if (m == 1) x = dec_plan_run_avx2(&c);
+  else
 #endif
-  if (__builtin_expect(m == 0, 1)) return plan_write_sse2(d, w, e, p, n, ptr_size, why);
-  return plans_off(d, w, e, p, n, ptr_size, why);
+    x = dec_plan_run_sse2(&c);
+  if (x.o) w->len = (size_t)(x.o - w->buf);
+  *why = c.why;
+  return x.rc;
+}
+
+struct dec_eres dec_fields_write_c(struct dec_ecall *c) {
+  int m = __atomic_load_n(&dec_pl_sel, __ATOMIC_RELAXED);
+#if PL_AVX2
+  if (__builtin_expect(m == 1 && !c->w->err, 1)) return dec_plan_run_avx2(c);
+#endif
+  if (__builtin_expect(m == 0 && !c->w->err, 1)) return dec_plan_run_sse2(c);
+  return dec_eres_rc(plans_off(c->d, c->w, c->e, c->p, c->n, c->ptr_size, &c->why));
 }
 
 /* ---- XML tokenizer */
@@ -2665,8 +2686,17 @@ void dec_eventsource_chunk(struct etw_decoder *d, const struct etw_rec *r) {
 #pragma GCC diagnostic push /* (srem) */
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
-PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struct dec_event *e,
-                            const unsigned char *p, size_t n, int ptr_size, const char **why) {
+PL_FNATTR PL_STATIC struct dec_eres PL_FN(struct dec_ecall *ec) {
+  /* (the arguments read from @ec where they are used: gcc keeps no copies of them for the rare
+   * paths, which it did of six register arguments) */
+#define d (ec->d)
+#define w (ec->w)
+#define e (ec->e)
+#define p (ec->p)
+#define n (ec->n)
+#define ptr_size (ec->ptr_size)
+#define why (&ec->why)
+#define mark (ec->mark)
 #if defined(__GNUC__)
   static const void *const PL_L[] = {
       [OP_END] = &&done,   [OP_CHK] = &&l_OP_CHK,   [OP_KEY] = &&l_OP_KEY,   [OP_U8] = &&l_OP_U8,     [OP_U16] = &&l_OP_U16,
@@ -2693,26 +2723,25 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
         struct pop *x = &m->ops[k];
         x->lab[PL_V] = !x->slot && x->op >= OP_U8 && x->op <= OP_M64 ? PL_N[x->op] : PL_L[x->op];
       }
-      return 0;
+      return dec_eres_rc(0);
     }
 #endif
     if (!runs) {
       compute_runs((struct dec_event *)e);
       runs = e->runs;
     }
-    if (runs <= 1) return walk_all(d, w, e, p, n, ptr_size, why);
+    if (runs <= 1) return dec_eres_rc(walk_all(d, w, e, p, n, ptr_size, why));
   }
-  if (__builtin_expect(w->err | (((unsigned)ptr_size - 4u) & ~4u), 0)) /* an error, or not 4 nor 8 */
-    return walk_all(d, w, e, p, n, ptr_size, why);
+  if (__builtin_expect(((unsigned)ptr_size - 4u) & ~4u, 0)) /* not 4 nor 8 (w->err: 0, dec_ecall) */
+    return dec_eres_rc(walk_all(d, w, e, p, n, ptr_size, why));
   const struct plan *pl = (const struct plan *)(const void *)(e->f[0].key + runs);
-  size_t mark = w->len;
   /* the writer's maximum must be at least slack + (n + 1) × perbyte away (no overflow: n < 2^24,
    * perbyte < 2^32); that much room in the buffer already (the usual case) is enough for that
    * and for the reservation below (8 n + room0 ≤ it) */
-  if (n >= ((size_t)1 << 24)) return walk_all(d, w, e, p, n, ptr_size, why);
+  if (n >= ((size_t)1 << 24)) return dec_eres_rc(walk_all(d, w, e, p, n, ptr_size, why));
   uint64_t far = (uint64_t)(n + 1) * pl->perbyte + pl->slack;
   if (__builtin_expect(w->cap - mark <= far, 0)) {
-    if (far > w->max - mark) return walk_all(d, w, e, p, n, ptr_size, why); /* near the maximum */
+    if (far > w->max - mark) return dec_eres_rc(walk_all(d, w, e, p, n, ptr_size, why)); /* near the maximum */
     if (etw_jw_grow(w, (size_t)far)) goto bail;
   }
   const struct pop *op = (const struct pop *)(const void *)((const char *)pl->ops + pl->opoff[(unsigned)ptr_size >> 3]);
@@ -2721,7 +2750,7 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
   uint64_t sv[PLAN_SLOTS];
   uint64_t v;
   long cnt, srem; /* (srem: set by OP_SARR before its OP_SEND) */
-  char *o = w->buf + w->len; /* room: n × PL_OBYTE + room0 (see plan_build) ≤ far */
+  char *o = w->buf + mark; /* room: n × PL_OBYTE + room0 (see plan_build) ≤ far */
   PL_START {
 #if !defined(__GNUC__)
     PL_CASE(OP_END) goto done; /* (threaded: OP_END's code address is done's) */
@@ -3330,14 +3359,21 @@ PL_FNATTR static long PL_FN(struct etw_decoder *d, struct etw_jw *w, const struc
     }
   }
 done: /* (gcc puts a vzeroupper before the return itself: the asm clobbers ymm registers) */
-  w->len = (size_t)(o - w->buf);
-  return (long)(q - p);
+  return (struct dec_eres){o, (long)(q - p)}; /* (w->len: the caller's; w->err is 0 here) */
 bail:
   PL_VZ();
   __atomic_fetch_add(&plan_bails, 1, __ATOMIC_RELAXED);
   etw_jw_truncate(w, mark);
-  return walk_all(d, w, e, p, n, ptr_size, why);
+  return dec_eres_rc(walk_all(d, w, e, p, n, ptr_size, why));
 }
+#undef d
+#undef w
+#undef e
+#undef p
+#undef n
+#undef ptr_size
+#undef why
+#undef mark
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif

@@ -1269,6 +1269,34 @@ __attribute__((noinline, cold)) static int eplan_fail(struct etw_decoder *d, con
   return dec_finish(d, r, w, ref, pl->prov, pl->name, mark, rc, *why);
 }
 
+/* The rest of a manifest plan's event after its EventData when the plan did not write it to the
+ * payload's end (@x.o NULL: the walker wrote it, or gave up; else a shorter template): as
+ * finish_t, and the memo kept (@keep) when the event is written. */
+__attribute__((noinline)) static int eplan_end(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
+                                               struct etw_evref *ref, struct dec_eplan *pl, size_t mark,
+                                               struct dec_eres x, const char *const *why, int keep) {
+  if (x.o) w->len = (size_t)(x.o - w->buf);
+  if ((size_t)x.rc == r->user_len && !w->err) {
+    etw_jw_raw(w, "}}", 2);
+    d->decoded++; /* (the reference: tpl_emit's) */
+    if (keep && !w->err) ememo_keep(pl, r, w->buf + mark + sizeof EVD - 1, w->len - mark - (sizeof EVD - 1));
+    return 1;
+  }
+  return eplan_fail(d, r, w, ref, pl, mark, x.rc, why);
+}
+
+/* The EventData runner for a manifest plan's event (w->err 0: reserved): the AVX2 one called
+ * directly from the AVX2 writers, the SSE2 one from the others, when it is the one chosen (no
+ * dec_fields_write_c between). */
+TPL_INLINE struct dec_eres eplan_run(struct dec_ecall *c, const int avx2) {
+  int m = __atomic_load_n(&dec_pl_sel, __ATOMIC_RELAXED);
+#if DEC_HAVE_AVX2 && defined(__SSE2__)
+  if (avx2 && __builtin_expect(m == 1, 1)) return dec_plan_run_avx2(c);
+#endif
+  if (!avx2 && __builtin_expect(m == 0, 1)) return dec_plan_run_sse2(c);
+  return dec_fields_write_c(c);
+}
+
 TPL_INLINE int eplan_event(struct etw_decoder *d, struct etw_jw *w, struct dec_eplan *pl, const struct etw_rec *r,
                            struct etw_evref *ref, uint64_t d8, const int avx2) {
   if (etw_jw_reserve(w, pl->room)) return dec_write_general(d, r, w, ref, d8, 0, 0);
@@ -1293,26 +1321,30 @@ TPL_INLINE int eplan_event(struct etw_decoder *d, struct etw_jw *w, struct dec_e
       d->decoded++; /* (the reference: tpl_emit's) */
       return 1;
     }
-    const char *why = "unknown event";
-    long rc = dec_fields_write_d(d, w, pl->e, r->user_data, r->user_len, r->ptr_size, &why);
+    struct dec_ecall c = {.d = d, .w = w, .e = pl->e, .p = r->user_data, .mark = (size_t)(p - w->buf), .n = r->user_len,
+                        .why = "unknown event", .ptr_size = r->ptr_size};
+    struct dec_eres x = eplan_run(&c, avx2);
     pl->p->seen++;
-    if (__builtin_expect((size_t)rc == r->user_len && !w->err, 1)) { /* (finish_t's common case) */
-      etw_jw_raw(w, "}}", 2);
-      d->decoded++; /* (the reference: tpl_emit's) */
-      if (!w->err) ememo_keep(pl, r, w->buf + mark + sizeof EVD - 1, w->len - mark - (sizeof EVD - 1));
+    if (__builtin_expect(x.o && (size_t)x.rc == r->user_len, 1)) { /* (w->err 0, room: dec_eres) */
+      memcpy(x.o, "}}", 2);
+      w->len = (size_t)(x.o + 2 - w->buf);
+      c.d->decoded++; /* (the reference: tpl_emit's; d from c: not kept across the call) */
+      ememo_keep(pl, r, w->buf + mark + sizeof EVD - 1, w->len - mark - (sizeof EVD - 1));
       return 1;
     }
-    return eplan_fail(d, r, w, ref, pl, mark, rc, &why);
+    return eplan_end(c.d, r, w, ref, pl, mark, x, &c.why, 1);
   }
-  const char *why = "unknown event";
-  long rc = dec_fields_write_d(d, w, pl->e, r->user_data, r->user_len, r->ptr_size, &why);
+  struct dec_ecall c = {.d = d, .w = w, .e = pl->e, .p = r->user_data, .mark = (size_t)(p - w->buf), .n = r->user_len,
+                        .why = "unknown event", .ptr_size = r->ptr_size};
+  struct dec_eres x = eplan_run(&c, avx2);
   pl->p->seen++;
-  if (__builtin_expect((size_t)rc == r->user_len && !w->err, 1)) { /* (finish_t's common case) */
-    etw_jw_raw(w, "}}", 2);
-    d->decoded++; /* (the reference: tpl_emit's) */
+  if (__builtin_expect(x.o && (size_t)x.rc == r->user_len, 1)) { /* (w->err 0, room: dec_eres) */
+    memcpy(x.o, "}}", 2);
+    w->len = (size_t)(x.o + 2 - w->buf);
+    c.d->decoded++; /* (the reference: tpl_emit's; d from c: not kept across the call) */
     return 1;
   }
-  return eplan_fail(d, r, w, ref, pl, mark, rc, &why);
+  return eplan_end(c.d, r, w, ref, pl, mark, x, &c.why, 0);
 }
 
 /* Plans whose ops are X64 U32 U16 U16 with keys of ≤ 16 bytes (PerfInfo/Sample, 8-byte pointers):

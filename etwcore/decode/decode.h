@@ -538,6 +538,42 @@ int dec_fields_write(struct etw_jw *w, const struct dec_event *e, const unsigned
  * the payload bytes the template consumed (< @n: the rest is reported as "Unparsed"), or -1. */
 long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct dec_event *e,
                         const unsigned char *p, size_t n, int ptr_size, const char **why);
+/* dec_fields_write_d's arguments in one block (in the caller's frame), and @mark: w->len at the
+ * call. The runners take it by pointer and read what their rare paths need from it again, so that
+ * they keep no copies of it (callers that have the values at hand fill it: the manifest plans). */
+struct dec_ecall {
+  struct etw_decoder *d;
+  struct etw_jw *w;
+  const struct dec_event *e;
+  const unsigned char *p;
+  size_t mark;
+  uint32_t n;
+  const char *why; /* (the reason, by value: the runners write &why) */
+  int ptr_size;
+};
+/* (the runners require w->err 0: dec_fields_write_c and _d test it, the manifest plans have just
+ * reserved) */
+/* dec_fields_write_c's result: @rc as dec_fields_write_d's; @o NULL, or the end of the EventData
+ * written by a plan to its end: then w->len is not that end (the caller sets it), w->err is 0,
+ * and the buffer has room for 64 bytes more past @o (the plan's reservation for its SIMD
+ * stores), so a caller may append `}}` there without a reservation. */
+struct dec_eres {
+  char *o;
+  long rc;
+};
+static inline struct dec_eres dec_eres_rc(long rc) {
+  struct dec_eres x = {NULL, rc};
+  return x;
+}
+/** dec_fields_write_c - dec_fields_write_d(c->d, c->w, c->e, c->p, c->n, c->ptr_size, &c->why) when
+ * c->mark == c->w->len (the block is not changed), with the end of the text (above). */
+struct dec_eres dec_fields_write_c(struct dec_ecall *c);
+/* dec_fields_write_c's runner choice (0 SSE2/portable, 1 AVX2, 2 plans off) and its runners (the
+ * AVX2 one in x86-64 GNU C builds only), for callers that call the chosen runner themselves (with
+ * w->err 0). */
+extern signed char dec_pl_sel;
+struct dec_eres dec_plan_run_avx2(struct dec_ecall *c);
+struct dec_eres dec_plan_run_sse2(struct dec_ecall *c);
 
 /** dec_trace_map - a map of provider @p carried in the trace (EventMapInfo) by name, or NULL. */
 struct dec_map *dec_trace_map(struct dec_provider *p, const char *name);
