@@ -1421,6 +1421,7 @@ __attribute__((optimize("no-tree-loop-distribute-patterns")))
 #endif
 ETL_INLINE int next_batch(struct etw_etl_reader *r, const struct etw_rec **recs, size_t max,
                           struct etw_status *st, int use_asm) {
+  (void)use_asm; /* (read only where ETL_ASM_RUN: not on Windows) */
   int k = etw_etl_reader_next_ref(r, recs, st);
   if (k != 1) return k;
   const struct etw_rec **o = recs + 1, **oe = recs + (max < 2 ? 1 : max < (1u << 30) ? max : 1u << 30);
