@@ -2670,6 +2670,41 @@ void dec_eventsource_chunk(struct etw_decoder *d, const struct etw_rec *r) {
 #else
 #define PL_MAP_COPY(c) memcpy(o, (c)->t, PMC_MAX)
 #endif
+/* A fixed-size integer or hex op: its value x_ (type T) read by RD from q, q advanced by SZ, kept in
+ * the op's slot (PL_FIXK: a count or length may refer to it) or not (PL_FIXN), its key, PUT's text;
+ * each op renders in place with a block-local value (a shared tail made gcc keep it on the stack). */
+#define PL_FIXK(T, RD, SZ, PUT)                                                                    \
+  {                                                                                                \
+    T x_ = RD;                                                                                     \
+    q += SZ;                                                                                       \
+    sv[op->slot] = x_;                                                                             \
+    o = key_put(o, op);                                                                            \
+    o = PUT(o, x_);                                                                                \
+    PL_NEXT;                                                                                       \
+  }
+#define PL_FIXN(T, RD, SZ, PUT)                                                                    \
+  {                                                                                                \
+    T x_ = RD;                                                                                     \
+    q += SZ;                                                                                       \
+    o = key_put(o, op);                                                                            \
+    o = PUT(o, x_);                                                                                \
+    PL_NEXT;                                                                                       \
+  }
+#define PL_PUTI64(o, x) fx_put_i64(o, (int64_t)(x))
+/* A map op's value read by RD from q, q advanced by SZ, kept in the op's slot (PL_MAPK) or not. */
+#define PL_MAPK(RD, SZ)                                                                            \
+  {                                                                                                \
+    uint64_t x_ = RD;                                                                              \
+    q += SZ;                                                                                       \
+    sv[op->slot] = x_;                                                                             \
+    PL_MAP(x_);                                                                                    \
+  }
+#define PL_MAPN(RD, SZ)                                                                            \
+  {                                                                                                \
+    uint64_t x_ = RD;                                                                              \
+    q += SZ;                                                                                       \
+    PL_MAP(x_);                                                                                    \
+  }
 #define PL_MAP(X)                                                                                  \
   do {                                                                                             \
     o = key_put(o, op);                                                                            \
@@ -2770,204 +2805,34 @@ PL_FNATTR PL_STATIC struct dec_eres PL_FN(struct dec_ecall *ec) {
 #endif
     o += op->klen;
     PL_NEXT;
-    PL_CASE(OP_U8) {
-      uint32_t x32_ = q[0];
-      q += 1;
-      sv[op->slot] = x32_;
-      o = key_put(o, op);
-      o = fx_put_u32(o, x32_);
-      PL_NEXT;
-    }
-    PL_CASE(OP_U16) {
-      uint32_t x32_ = d_rd16(q);
-      q += 2;
-      sv[op->slot] = x32_;
-      o = key_put(o, op);
-      o = fx_put_u32(o, x32_);
-      PL_NEXT;
-    }
-    PL_CASE(OP_U32) {
-      uint32_t x32_ = d_rd32(q);
-      q += 4;
-      sv[op->slot] = x32_;
-      o = key_put(o, op);
-      o = fx_put_u32(o, x32_);
-      PL_NEXT;
-    }
-    PL_CASE(OP_U64) {
-      uint64_t x_ = pl_rd64(q);
-      q += 8;
-      sv[op->slot] = x_;
-      o = key_put(o, op);
-      o = fx_put_u64(o, x_);
-      PL_NEXT;
-    }
-    PL_CASE(OP_I16) {
-      uint64_t x_ = (uint64_t)(int64_t)(int16_t)d_rd16(q);
-      q += 2;
-      sv[op->slot] = x_;
-      o = key_put(o, op);
-      o = fx_put_i64(o, (int64_t)x_);
-      PL_NEXT;
-    }
-    PL_CASE(OP_I32) {
-      uint64_t x_ = (uint64_t)(int64_t)(int32_t)d_rd32(q);
-      q += 4;
-      sv[op->slot] = x_;
-      o = key_put(o, op);
-      o = fx_put_i64(o, (int64_t)x_);
-      PL_NEXT;
-    }
-    PL_CASE(OP_I64) {
-      uint64_t x_ = pl_rd64(q);
-      q += 8;
-      sv[op->slot] = x_;
-      o = key_put(o, op);
-      o = fx_put_i64(o, (int64_t)x_);
-      PL_NEXT;
-    }
-    PL_CASE(OP_X8) {
-      uint64_t x_ = q[0];
-      q += 1;
-      sv[op->slot] = x_;
-      o = key_put(o, op);
-      o = fx_hex_tail(o, x_);
-      PL_NEXT;
-    }
-    PL_CASE(OP_X16) {
-      uint64_t x_ = d_rd16(q);
-      q += 2;
-      sv[op->slot] = x_;
-      o = key_put(o, op);
-      o = fx_hex_tail(o, x_);
-      PL_NEXT;
-    }
-    PL_CASE(OP_X32) {
-      uint64_t x_ = d_rd32(q);
-      q += 4;
-      sv[op->slot] = x_;
-      o = key_put(o, op);
-      o = fx_hex_tail(o, x_);
-      PL_NEXT;
-    }
-    PL_CASE(OP_X64) {
-      uint64_t x_ = pl_rd64(q);
-      q += 8;
-      sv[op->slot] = x_;
-      o = key_put(o, op);
-      o = fx_hex_tail(o, x_);
-      PL_NEXT;
-    }
+    PL_CASE(OP_U8) PL_FIXK(uint32_t, q[0], 1, fx_put_u32)
+    PL_CASE(OP_U16) PL_FIXK(uint32_t, d_rd16(q), 2, fx_put_u32)
+    PL_CASE(OP_U32) PL_FIXK(uint32_t, d_rd32(q), 4, fx_put_u32)
+    PL_CASE(OP_U64) PL_FIXK(uint64_t, pl_rd64(q), 8, fx_put_u64)
+    PL_CASE(OP_I16) PL_FIXK(uint64_t, (uint64_t)(int64_t)(int16_t)d_rd16(q), 2, PL_PUTI64)
+    PL_CASE(OP_I32) PL_FIXK(uint64_t, (uint64_t)(int64_t)(int32_t)d_rd32(q), 4, PL_PUTI64)
+    PL_CASE(OP_I64) PL_FIXK(uint64_t, pl_rd64(q), 8, PL_PUTI64)
+    PL_CASE(OP_X8) PL_FIXK(uint64_t, q[0], 1, fx_hex_tail)
+    PL_CASE(OP_X16) PL_FIXK(uint64_t, d_rd16(q), 2, fx_hex_tail)
+    PL_CASE(OP_X32) PL_FIXK(uint64_t, d_rd32(q), 4, fx_hex_tail)
+    PL_CASE(OP_X64) PL_FIXK(uint64_t, pl_rd64(q), 8, fx_hex_tail)
 #if defined(__GNUC__)
     /* the same for values no count or length refers to (not kept) */
-  n_OP_U8:
-    {
-      uint32_t x32_ = q[0];
-      q += 1;
-      o = key_put(o, op);
-      o = fx_put_u32(o, x32_);
-      PL_NEXT;
-    }
-  n_OP_U16:
-    {
-      uint32_t x32_ = d_rd16(q);
-      q += 2;
-      o = key_put(o, op);
-      o = fx_put_u32(o, x32_);
-      PL_NEXT;
-    }
-  n_OP_U32:
-    {
-      uint32_t x32_ = d_rd32(q);
-      q += 4;
-      o = key_put(o, op);
-      o = fx_put_u32(o, x32_);
-      PL_NEXT;
-    }
-  n_OP_U64:
-    {
-      uint64_t x_ = pl_rd64(q);
-      q += 8;
-      o = key_put(o, op);
-      o = fx_put_u64(o, x_);
-      PL_NEXT;
-    }
-  n_OP_I16:
-    {
-      uint64_t x_ = (uint64_t)(int64_t)(int16_t)d_rd16(q);
-      q += 2;
-      o = key_put(o, op);
-      o = fx_put_i64(o, (int64_t)x_);
-      PL_NEXT;
-    }
-  n_OP_I32:
-    {
-      uint64_t x_ = (uint64_t)(int64_t)(int32_t)d_rd32(q);
-      q += 4;
-      o = key_put(o, op);
-      o = fx_put_i64(o, (int64_t)x_);
-      PL_NEXT;
-    }
-  n_OP_I64:
-    {
-      uint64_t x_ = pl_rd64(q);
-      q += 8;
-      o = key_put(o, op);
-      o = fx_put_i64(o, (int64_t)x_);
-      PL_NEXT;
-    }
-  n_OP_X8:
-    {
-      uint64_t x_ = q[0];
-      q += 1;
-      o = key_put(o, op);
-      o = fx_hex_tail(o, x_);
-      PL_NEXT;
-    }
-  n_OP_X16:
-    {
-      uint64_t x_ = d_rd16(q);
-      q += 2;
-      o = key_put(o, op);
-      o = fx_hex_tail(o, x_);
-      PL_NEXT;
-    }
-  n_OP_X32:
-    {
-      uint64_t x_ = d_rd32(q);
-      q += 4;
-      o = key_put(o, op);
-      o = fx_hex_tail(o, x_);
-      PL_NEXT;
-    }
-  n_OP_X64:
-    {
-      uint64_t x_ = pl_rd64(q);
-      q += 8;
-      o = key_put(o, op);
-      o = fx_hex_tail(o, x_);
-      PL_NEXT;
-    }
-  n_OP_M8: {
-    uint64_t x_ = q[0];
-    q += 1;
-    PL_MAP(x_);
-  }
-  n_OP_M16: {
-    uint64_t x_ = d_rd16(q);
-    q += 2;
-    PL_MAP(x_);
-  }
-  n_OP_M32: {
-    uint64_t x_ = d_rd32(q);
-    q += 4;
-    PL_MAP(x_);
-  }
-  n_OP_M64: {
-    uint64_t x_ = pl_rd64(q);
-    q += 8;
-    PL_MAP(x_);
-  }
+  n_OP_U8: PL_FIXN(uint32_t, q[0], 1, fx_put_u32)
+  n_OP_U16: PL_FIXN(uint32_t, d_rd16(q), 2, fx_put_u32)
+  n_OP_U32: PL_FIXN(uint32_t, d_rd32(q), 4, fx_put_u32)
+  n_OP_U64: PL_FIXN(uint64_t, pl_rd64(q), 8, fx_put_u64)
+  n_OP_I16: PL_FIXN(uint64_t, (uint64_t)(int64_t)(int16_t)d_rd16(q), 2, PL_PUTI64)
+  n_OP_I32: PL_FIXN(uint64_t, (uint64_t)(int64_t)(int32_t)d_rd32(q), 4, PL_PUTI64)
+  n_OP_I64: PL_FIXN(uint64_t, pl_rd64(q), 8, PL_PUTI64)
+  n_OP_X8: PL_FIXN(uint64_t, q[0], 1, fx_hex_tail)
+  n_OP_X16: PL_FIXN(uint64_t, d_rd16(q), 2, fx_hex_tail)
+  n_OP_X32: PL_FIXN(uint64_t, d_rd32(q), 4, fx_hex_tail)
+  n_OP_X64: PL_FIXN(uint64_t, pl_rd64(q), 8, fx_hex_tail)
+  n_OP_M8: PL_MAPN(q[0], 1)
+  n_OP_M16: PL_MAPN(d_rd16(q), 2)
+  n_OP_M32: PL_MAPN(d_rd32(q), 4)
+  n_OP_M64: PL_MAPN(pl_rd64(q), 8)
 #endif
     PL_CASE(OP_XX88) {
 #if PL_V
@@ -3000,30 +2865,10 @@ PL_FNATTR PL_STATIC struct dec_eres PL_FN(struct dec_ecall *ec) {
       q += 8;
       PL_XX(a_, b_);
     }
-    PL_CASE(OP_M8) {
-      uint64_t x_ = q[0];
-      q += 1;
-      sv[op->slot] = x_;
-      PL_MAP(x_);
-    }
-    PL_CASE(OP_M16) {
-      uint64_t x_ = d_rd16(q);
-      q += 2;
-      sv[op->slot] = x_;
-      PL_MAP(x_);
-    }
-    PL_CASE(OP_M32) {
-      uint64_t x_ = d_rd32(q);
-      q += 4;
-      sv[op->slot] = x_;
-      PL_MAP(x_);
-    }
-    PL_CASE(OP_M64) {
-      uint64_t x_ = pl_rd64(q);
-      q += 8;
-      sv[op->slot] = x_;
-      PL_MAP(x_);
-    }
+    PL_CASE(OP_M8) PL_MAPK(q[0], 1)
+    PL_CASE(OP_M16) PL_MAPK(d_rd16(q), 2)
+    PL_CASE(OP_M32) PL_MAPK(d_rd32(q), 4)
+    PL_CASE(OP_M64) PL_MAPK(pl_rd64(q), 8)
   map_miss: { /* (v: the value; its key written) */
     struct pmc *c = &op->mc[pmc_hash(v)];
     /* first time for this slot: the walker's rendering (dec_value, then the map), kept */
