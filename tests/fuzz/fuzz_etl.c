@@ -4,10 +4,13 @@
  * with whatever schemas the trace itself carries (TraceLogging, EventSource manifests,
  * EventInfo blobs, kernel layouts, WPP). Each call is bounded: at most 100,000 records.
  * A second reader over the same image hands out the records through etw_etl_reader_next_batch
- * (batch sizes 2..256 taken from the input — above 66 next_batch's unbounded loop runs — mixed
- * with next_ref calls): every record, the end and its status must equal the first reader's (a
- * mismatch aborts: a finding). The input's last byte's low bit picks next_batch's run loop: the
- * C one (etw_etl_merge_c) or the x86-64 assembly where built. */
+ * (batch sizes 2..256 taken from the input — above 130, ETL_BATCH + 2, next_batch's unbounded
+ * loop runs — mixed with next_ref calls): every record (its header fields, payload, WPP fields
+ * and origin), the end and its status must equal the first reader's (a mismatch aborts: a
+ * finding). The input's last byte picks next_batch's run loop (bit 0: the C one, etw_etl_merge_c,
+ * or the x86-64 assembly where built) and how the first reader parses (bit 1: through
+ * parse_generic only, etw_etl_generic_only — so the whole-word fast paths and the per-stream
+ * header memos are checked against the reference parse — or the same way as the second). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,12 +21,30 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 extern int etw_etl_merge_c;
+extern int etw_etl_generic_only;
+
+/* Record @a equals @b in everything a consumer reads (not the extended items' contents). */
+static int same_rec(const struct etw_rec *a, const struct etw_rec *b) {
+  return a->kind == b->kind && a->ptr_size == b->ptr_size && a->flags == b->flags &&
+         a->event_property == b->event_property && a->hook_id == b->hook_id && a->tid == b->tid &&
+         a->pid == b->pid && a->timestamp == b->timestamp && a->filetime == b->filetime &&
+         !memcmp(a->provider_id, b->provider_id, 16) && a->desc.id == b->desc.id &&
+         a->desc.version == b->desc.version && a->desc.channel == b->desc.channel &&
+         a->desc.level == b->desc.level && a->desc.opcode == b->desc.opcode && a->desc.task == b->desc.task &&
+         a->desc.keyword == b->desc.keyword && a->kernel_time == b->kernel_time &&
+         a->user_time == b->user_time && !memcmp(a->activity_id, b->activity_id, 16) && a->cpu == b->cpu &&
+         a->n_ext == b->n_ext && a->user_len == b->user_len &&
+         (!a->user_len || !memcmp(a->user_data, b->user_data, a->user_len)) &&
+         a->wpp_msg_number == b->wpp_msg_number && a->wpp_flags == b->wpp_flags &&
+         a->wpp_sequence == b->wpp_sequence && a->file_index == b->file_index && a->file_offset == b->file_offset;
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   struct etw_decoder *d = etw_decoder_new(NULL);
   if (!d) return 0;
   if (size && data[0] == '<') dec_manifest_load(d, (const char *)data, size, NULL);
   etw_etl_merge_c = size && (data[size - 1] & 1);
+  const int gen = size && (data[size - 1] & 2);
   struct etw_etl_reader *r = etw_etl_reader_new();
   struct etw_status st;
   etw_status_clear(&st);
@@ -41,7 +62,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     const struct etw_rec *batch[256];
     int bn = 0, bi = 0, brc = 1, n = 0, rc;
-    while (n < 100000 && (rc = etw_etl_reader_next(r, &rec, &st)) == 1) {
+    while (n < 100000 && ((etw_etl_generic_only = gen), (rc = etw_etl_reader_next(r, &rec, &st))) == 1) {
+      etw_etl_generic_only = 0;
       w.len = 0;
       w.err = 0;
       etw_decoder_write(d, &rec, &w, &ref);
@@ -60,14 +82,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
           bi = 0;
         }
         if (bi < bn) o = batch[bi++];
-        if (!o || o->filetime != rec.filetime || o->kind != rec.kind || o->cpu != rec.cpu ||
-            o->user_len != rec.user_len || (rec.user_len && memcmp(o->user_data, rec.user_data, rec.user_len))) {
+        if (!o || !same_rec(o, &rec)) {
           fprintf(stderr, "fuzz_etl: record %d differs between next and next_batch\n", n);
           abort();
         }
       }
       n++;
     }
+    etw_etl_generic_only = 0;
     if (b && n < 100000) { /* both at their end: the same outcome and status */
       if (bi == bn && brc == 1) brc = etw_etl_reader_next_batch(b, batch, 64, &bst);
       if (bi < bn || brc != rc || (rc < 0 && strcmp(bst.msg, st.msg))) {
