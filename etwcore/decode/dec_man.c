@@ -374,6 +374,10 @@ static const uint8_t OP_BYTES[] = {[OP_U8] = 1, [OP_U16] = 2, [OP_U32] = 4, [OP_
                                    [OP_I32] = 4, [OP_I64] = 8, [OP_X8] = 1, [OP_X16] = 2, [OP_X32] = 4,
                                    [OP_X64] = 8, [OP_M8] = 1, [OP_M16] = 2, [OP_M32] = 4, [OP_M64] = 8, [OP_AU8] = 1, [OP_AU16] = 2, [OP_AU32] = 4, [OP_AU64] = 8,
                                    [OP_AX8] = 1, [OP_AX16] = 2, [OP_AX32] = 4, [OP_AX64] = 8};
+/* An OP_CHK's gb (≤ 8 bytes for each of ≤ DEC_MAX_FIELDS fields) and the struct-array op distances
+ * (< a variant's op count, 2 * (3 * nf + 1)) are stored through uint16_t by plan_build. */
+_Static_assert(DEC_MAX_FIELDS * 8 <= UINT16_MAX && 2 * (3 * DEC_MAX_FIELDS + 1) <= UINT16_MAX,
+               "a plan's gb fits 16 bits");
 
 /* Build @e's plan (fields' keys built, e->nf in 1..DEC_MAX_FIELDS); 0 = attached. */
 __attribute__((noinline)) static int plan_build(struct dec_event *e) {
