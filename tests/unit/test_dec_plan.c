@@ -383,6 +383,19 @@ struct out {
   const char *why;
 };
 
+/* @o's result taken from writer @w (which is freed): reason only on failure, the text copied. */
+static struct out out_take(struct out *o, struct etw_jw *w) {
+  if (o->rc < 0) o->why = o->why ? o->why : "(unset)";
+  else o->why = NULL;
+  o->err = w->err;
+  o->len = w->len;
+  o->buf = malloc(w->len + 1);
+  memcpy(o->buf, w->buf ? w->buf : "", w->len);
+  o->buf[w->len] = 0;
+  etw_jw_free(w);
+  return *o;
+}
+
 static struct out render(const struct dec_event *e, const unsigned char *p, size_t n, int ps, size_t max,
                          const char *prefix) {
   struct etw_jw w;
@@ -391,15 +404,7 @@ static struct out render(const struct dec_event *e, const unsigned char *p, size
   struct out o;
   o.why = NULL;
   o.rc = dec_fields_write_d(NULL, &w, e, p, n, ps, &o.why);
-  if (o.rc < 0) o.why = o.why ? o.why : "(unset)";
-  else o.why = NULL;
-  o.err = w.err;
-  o.len = w.len;
-  o.buf = malloc(w.len + 1);
-  memcpy(o.buf, w.buf ? w.buf : "", w.len);
-  o.buf[w.len] = 0;
-  etw_jw_free(&w);
-  return o;
+  return out_take(&o, &w);
 }
 
 /* the same through dec_fields_write_c (the manifest plans' entry): when it returns the text's
@@ -426,15 +431,7 @@ static struct out render_c(const struct dec_event *e, const unsigned char *p, si
       w.len = (size_t)(x.o - w.buf);
     }
   }
-  if (o.rc < 0) o.why = o.why ? o.why : "(unset)";
-  else o.why = NULL;
-  o.err = w.err;
-  o.len = w.len;
-  o.buf = malloc(w.len + 1);
-  memcpy(o.buf, w.buf ? w.buf : "", w.len);
-  o.buf[w.len] = 0;
-  etw_jw_free(&w);
-  return o;
+  return out_take(&o, &w);
 }
 
 static void randomized(void) {
