@@ -247,7 +247,7 @@ int etw_xpress_sse2_only;
  * byte length below 22); 2 a checked length did not leave the margin: its fields are read (ip,
  * half after them; f without its bit), rdx the length - 25 and eax the distance for the C to copy
  * the checked way; 3 stopped before a step (SCHK). */
-#define XP_ASM_NONE(S) ""
+#define XP_ASM_NONE(...) ""
 #define XP_ASM_DCHK(S) /* token >> 3 >= op - out0 <=> token >= 8 op - 8 out0 */               \
   "lea (%[nout08],%[op],8), %%rcx\n\t"                                                         \
   "cmp %%rcx, %%rax\n\t"                                                                       \
@@ -258,11 +258,13 @@ int etw_xpress_sse2_only;
   "sub %[margin], %%rcx\n\t"                                                                   \
   "cmp %%rdx, %%rcx\n\t"                                                                       \
   "jl .Lxp_near" S "%=\n\t"
-#define XP_ASM_SCHK(S)                                                                         \
+#define XP_ASM_SCHK(S, B) /* (B: op's bias, 0 or 10: the output limit less B) */             \
   "cmp %[in_lim], %[ip]\n\t"                                                                   \
-  "jae .Lxp_mid" S "%=\n\t"                                                                    \
-  "cmp %[out_lim], %[op]\n\t"                                                                  \
-  "jae .Lxp_mid" S "%=\n\t"
+  "jae .Lxp_mid" S #B "%=\n\t"                                                                 \
+  "cmp " XP_OL_##B ", %[op]\n\t"                                                                \
+  "jae .Lxp_mid" S #B "%=\n\t"
+#define XP_OL_0 "%[out_lim]"
+#define XP_OL_10 "%[out_lim10]"
 /* the nibble: part "a" the low half of a new byte, part "b" the high half of the last one */
 #define XP_ASM_NIB_a                                                                           \
   "movzbl (%[ip]), %%edx\n\t"                                                                  \
@@ -291,12 +293,26 @@ int etw_xpress_sse2_only;
 #define XP_XS_DONE ""
 #define XP_XA_DONE "sub $2, %[ip]\n\t" /* (see XP_XA_WORD) */
 /* the literals: 16 (XS) or 32 (XA) bytes from ip whatever their number */
-#define XP_XS_LIT                                                                              \
+#define XP_XS_LIT(B)                                                                           \
   "movdqu (%[ip]), %%xmm0\n\t"                                                                 \
-  "movdqu %%xmm0, (%[op])\n\t"
-#define XP_XA_LIT                                                                              \
+  "movdqu %%xmm0, " #B "(%[op])\n\t"
+#define XP_XA_LIT(B)                                                                           \
   "vmovdqu (%[ip]), %%ymm0\n\t"                                                                \
-  "vmovdqu %%ymm0, (%[op])\n\t"
+  "vmovdqu %%ymm0, " #B "(%[op])\n\t"
+/* the token's length field (eax the token): ZF set for 7 (a nibble follows); else XS edx = the
+ * length - 2, XA edx = 10 - the length (andn: ~token & 7, one instruction for both). ADV: op
+ * past a 3-bit length's match less 10 (the bias the next step's head takes back); LEN3: eax =
+ * that length */
+#define XP_XS_TOK                                                                              \
+  "lea 1(%%rax), %%edx\n\t"                                                                    \
+  "and $7, %%edx\n\t"
+#define XP_XA_TOK "andn %k[seven], %%eax, %%edx\n\t"
+#define XP_XS_ADV "lea -8(%[op],%%rdx), %[op]\n\t"
+#define XP_XA_ADV "sub %%rdx, %[op]\n\t"
+#define XP_XS_LEN3 "lea 2(%%rdx), %%eax\n\t"
+#define XP_XA_LEN3                                                                             \
+  "mov $10, %%eax\n\t"                                                                         \
+  "sub %%edx, %%eax\n\t"
 /* distance 4: the 4 bytes before op repeated over 16 */
 #define XP_XS_D4                                                                               \
   "movd -4(%[op]), %%xmm0\n\t"                                                                 \
@@ -368,7 +384,7 @@ int etw_xpress_sse2_only;
   "not %%rax\n\t"                                                                              \
   "vmovdqu (%[op],%%rax), %%ymm0\n\t"                                                          \
   "vmovdqu %%ymm0, (%[op])\n\t"                                                                \
-  "lea 10(%[op],%%rdx), %[op]\n\t"                                                             \
+  "lea (%[op],%%rdx), %[op]\n\t" /* (+ 10, less the bias) */                                                             \
   NX                                                                                           \
   ".Lxp_nibs" S "%=:\n\t"                                                                      \
   "cmp $0x78, %%eax\n\t"                                                                       \
@@ -385,7 +401,7 @@ int etw_xpress_sse2_only;
   V "movdqu %%xmm0, (%[op])\n\t"                                                               \
   V "movdqu 16(%[op],%%rax), %%xmm0\n\t"                                                       \
   V "movdqu %%xmm0, 16(%[op])\n\t"                                                             \
-  "lea 10(%[op],%%rdx), %[op]\n\t"                                                             \
+  "lea (%[op],%%rdx), %[op]\n\t" /* (+ 10, less the bias) */                                                             \
   NX
 /* a long match (rdx = its length - 25, the length 25 or more, the room checked where needed; eax
  * the token): XS 32 bytes a turn in 16-byte copies from distance >= 16; XA 64 bytes a turn in
@@ -403,7 +419,7 @@ int etw_xpress_sse2_only;
   "add $32, %[op]\n\t"                                                                         \
   "cmp %%rcx, %[op]\n\t"                                                                       \
   "jb .Lxp_long32" S "%=\n\t"                                                                  \
-  "mov %%rcx, %[op]\n\t"                                                                       \
+  "lea -10(%%rcx), %[op]\n\t"                                                                       \
   NX
 #define XP_XS_LONG(S, O, NX)                                                                   \
   ".Lxp_long" S "%=:\n\t"                                                                      \
@@ -425,7 +441,7 @@ int etw_xpress_sse2_only;
   "vmovdqu %%ymm0, 32(%[op])\n\t"                                                              \
   "cmp $64 - 25, %%rdx\n\t"                                                                    \
   "ja .Lxp_long64" S "%=\n\t"                                                                  \
-  "lea 25(%[op],%%rdx), %[op]\n\t"                                                             \
+  "lea 25 - 10(%[op],%%rdx), %[op]\n\t"                                                             \
   NX                                                                                           \
   ".Lxp_long64" S "%=:\n\t"                                                                    \
   "lea 25(%[op],%%rdx), %%rcx\n\t"                                                             \
@@ -438,7 +454,7 @@ int etw_xpress_sse2_only;
   "add $64, %[op]\n\t"                                                                         \
   "cmp %%rcx, %[op]\n\t"                                                                       \
   "jb .Lxp_l64" S "%=\n\t"                                                                     \
-  "mov %%rcx, %[op]\n\t"                                                                       \
+  "lea -10(%%rcx), %[op]\n\t"                                                                       \
   "jmp .Lxp_step" O "%=\n\t"                                                                   \
   ".Lxp_longs" S "%=:\n\t"                                                                     \
   "cmp $0x78, %%eax\n\t"                                                                       \
@@ -465,7 +481,7 @@ int etw_xpress_sse2_only;
   "vmovdqu %%ymm0, 32(%[op])\n\t"                                                              \
   "cmp $64 - 25, %%edx\n\t"                                                                    \
   "ja .Lxp_byt64" S "%=\n\t"                                                                   \
-  "lea 25(%[op],%%rdx), %[op]\n\t"                                                             \
+  "lea 25 - 10(%[op],%%rdx), %[op]\n\t"                                                             \
   NX                                                                                           \
   ".Lxp_byt64" S "%=:\n\t"                                                                     \
   "cmp $255, %%edx\n\t"                                                                        \
@@ -486,30 +502,29 @@ int etw_xpress_sse2_only;
   "jl .Lxp_nearx" O "%=\n\t"                                                                   \
   "cmp $64 - 25, %%rdx\n\t"                                                                    \
   "ja .Lxp_long64" S "%=\n\t"                                                                  \
-  "lea 25(%[op],%%rdx), %[op]\n\t"                                                             \
+  "lea 25 - 10(%[op],%%rdx), %[op]\n\t"                                                             \
   "jmp .Lxp_step" O "%=\n\t"                                                                   \
   ".Lxp_byts" S "%=:\n\t"
 /* A step's head: the literals before the next match (run = 63 - b), the match's token and its
  * length class; on to the 16-byte copy (distance >= 16) or past the end of the head (distance
  * 1..15, the fall-through of the loop's own head). The paths that end a step paste it (NEXT:
  * the head, then a jump to the small distances) instead of jumping back to the loop's. */
-#define XP_ASM_HEAD(S, DCHK, SCHK, F)                                                          \
-  SCHK(S)                                                                                      \
+#define XP_ASM_HEAD(S, DCHK, SCHK, F, B)                                                       \
+  SCHK(S, B)                                                                                   \
   "bsr %[f], %%rcx\n\t"                                                                        \
-  XP_F(F, LIT)                                                                                 \
+  XP_F(F, LIT)(B)                                                                              \
   "neg %%rcx\n\t"                                                                              \
   "lea 65(%[ip],%%rcx), %[ip]\n\t" /* past the run and the token */                            \
-  "lea 63(%[op],%%rcx), %[op]\n\t" /* past the run */                                          \
+  "lea 63+" #B "(%[op],%%rcx), %[op]\n\t" /* past the run (and the bias) */                     \
   "shl %%cl, %[f]\n\t"             /* by run + 1 (1..17 / 1..33): 0 = the sentinel went */     \
   "jz .Lxp_wend" S "%=\n\t"                                                                    \
   "movzwl -2(%[ip]), %%eax\n\t"                                                                \
   DCHK(S)                                                                                      \
-  "lea 1(%%rax), %%edx\n\t"                                                                    \
-  "and $7, %%edx\n\t" /* length - 2; 0 = length 3 + 7 (low bits 7): a nibble follows */        \
+  XP_F(F, TOK)                                                                                 \
   "jz .Lxp_nib" S "%=\n\t"                                                                     \
   "cmp $0x40, %%eax\n\t" /* distance >= 9 >= the length: one 16-byte copy reads done bytes */ \
   "jae .Lxp_s16" S "%=\n\t"
-#define XP_ASM_NEXT(S, DCHK, SCHK, F) XP_ASM_HEAD(S, DCHK, SCHK, F) "jmp .Lxp_small" S "%=\n\t"
+#define XP_ASM_NEXT(S, DCHK, SCHK, F, B) XP_ASM_HEAD(S, DCHK, SCHK, F, B) "jmp .Lxp_small" S "%=\n\t"
 /* One part: S its label suffix, O the other part's, NIB its nibble fetch, F the family. */
 #define XP_ASM_PART(S, O, NIB, DCHK, BCHK, SCHK, F, BYTE)                                      \
   /* 3..9 bytes from distance >= 9: one 16-byte copy (the common step's end; the bytes past the \
@@ -519,24 +534,24 @@ int etw_xpress_sse2_only;
   "not %%rax\n\t"                                                                              \
   XP_F(F, V) "movdqu (%[op],%%rax), %%xmm0\n\t"                                                \
   XP_F(F, V) "movdqu %%xmm0, (%[op])\n\t"                                                      \
-  "lea 2(%[op],%%rdx), %[op]\n\t"                                                              \
+  XP_F(F, ADV)                                                                                 \
   /* a step */                                                                                 \
   ".Lxp_step" S "%=:\n\t"                                                                      \
-  XP_ASM_HEAD(S, DCHK, SCHK, F)                                                                \
+  XP_ASM_HEAD(S, DCHK, SCHK, F, 10)                                                              \
   /* 3..9 bytes from distance 1..8 */                                                          \
   ".Lxp_small" S "%=:\n\t"                                                                     \
   "shr $3, %%eax\n\t"                                                                          \
   "cmp $3, %%eax\n\t"                                                                          \
   "jne .Lxp_sdx" S "%=\n\t"                                                                    \
   XP_F(F, D4)                                                                                  \
-  "lea 2(%[op],%%rdx), %[op]\n\t"                                                              \
-  XP_ASM_NEXT(S, DCHK, SCHK, F)                                                                \
+  XP_F(F, ADV)                                                                                 \
+  XP_ASM_NEXT(S, DCHK, SCHK, F, 10)                                                              \
   ".Lxp_sdx" S "%=:\n\t"                                                                       \
   "cmp $7, %%eax\n\t"                                                                          \
   "jne .Lxp_sd1" S "%=\n\t"                                                                    \
   XP_F(F, D8)                                                                                  \
-  "lea 2(%[op],%%rdx), %[op]\n\t"                                                              \
-  XP_ASM_NEXT(S, DCHK, SCHK, F)                                                                \
+  XP_F(F, ADV)                                                                                 \
+  XP_ASM_NEXT(S, DCHK, SCHK, F, 10)                                                              \
   /* 1..7 but 4: d[0..8) from the distance back, then the period doubled in place (p =       \
    * distance × 2^k) until p >= 8; a 9-byte match with p = 8 takes one more 8-byte copy */     \
   ".Lxp_sd1" S "%=:\n\t"                                                                       \
@@ -552,30 +567,30 @@ int etw_xpress_sse2_only;
   "add %%ecx, %%ecx\n\t"                                                                       \
   "cmp $8, %%ecx\n\t"                                                                          \
   "jb .Lxp_sd8d" S "%=\n\t"                                                                    \
-  "lea 2(%%rdx), %%eax\n\t"                                                                    \
+  XP_F(F, LEN3)                                                                                \
   "cmp %%ecx, %%eax\n\t"                                                                       \
   "jbe .Lxp_sd8e" S "%=\n\t"                                                                   \
   XP_F(F, V) "movq (%[op]), %%xmm0\n\t"                                                        \
   XP_F(F, V) "movq %%xmm0, 8(%[op])\n\t"                                                       \
   ".Lxp_sd8e" S "%=:\n\t"                                                                      \
-  "lea 2(%[op],%%rdx), %[op]\n\t"                                                              \
+  XP_F(F, ADV)                                                                                 \
   "jmp .Lxp_step" S "%=\n\t"                                                                   \
-  XP_F(F, WORD)(S, XP_ASM_NEXT(S, DCHK, SCHK, F))                                              \
+  XP_F(F, WORD)(S, XP_ASM_NEXT(S, DCHK, SCHK, F, 0))                                              \
   /* the length continues in a nibble (from here on the other part's state) */                 \
   ".Lxp_nib" S "%=:\n\t"                                                                       \
   NIB                                                                                          \
   "cmp $15, %%edx\n\t"                                                                         \
   "je .Lxp_byte" S "%=\n\t"                                                                    \
-  XP_F(F, NIBCOPY)(S, O, XP_ASM_NEXT(O, DCHK, SCHK, F)) /* 10..24 bytes */                     \
+  XP_F(F, NIBCOPY)(S, O, XP_ASM_NEXT(O, DCHK, SCHK, F, 10)) /* 10..24 bytes */                     \
   /* a length byte: 25..279 bytes, or 255 and a 2-byte length (0: a 4-byte one) */             \
   ".Lxp_byte" S "%=:\n\t"                                                                      \
   "movzbl (%[ip]), %%edx\n\t"                                                                  \
   "inc %[ip]\n\t"                                                                              \
-  BYTE(S, O, XP_ASM_NEXT(O, DCHK, SCHK, F))                                                    \
+  BYTE(S, O, XP_ASM_NEXT(O, DCHK, SCHK, F, 10))                                                    \
   "cmp $255, %%edx\n\t"                                                                        \
   "je .Lxp_word2" S "%=\n\t"                                                                   \
   BCHK(O) /* (rdx = the length - 25 from here on) */                                          \
-  XP_F(F, LONG)(S, O, XP_ASM_NEXT(O, DCHK, SCHK, F))                                           \
+  XP_F(F, LONG)(S, O, XP_ASM_NEXT(O, DCHK, SCHK, F, 10))                                           \
   ".Lxp_word2" S "%=:\n\t"                                                                     \
   "movzwl (%[ip]), %%edx\n\t"                                                                  \
   "add $2, %[ip]\n\t"                                                                          \
@@ -607,18 +622,18 @@ int etw_xpress_sse2_only;
   "add %%rcx, %%rcx\n\t"                                                                       \
   "cmp $8, %%rcx\n\t"                                                                          \
   "jb .Lxp_gen2" S "%=\n\t"                                                                    \
-  "lea (%[op],%%rcx), %%rax\n\t" /* from p */                                                  \
+  "lea -10(%[op],%%rcx), %%rax\n\t" /* from p (rax, op less 10) */                                                  \
   "jmp .Lxp_gen8p" S "%=\n\t"                                                                  \
   ".Lxp_gen8s" S "%=:\n\t"                                                                     \
-  "lea 8(%[op]), %%rax\n\t" /* distance 8..15: from 8 */                                       \
+  "lea 8 - 10(%[op]), %%rax\n\t" /* distance 8..15: from 8 */                                       \
   ".Lxp_gen8p" S "%=:\n\t"                                                                     \
-  "add %%rdx, %[op]\n\t"                                                                       \
+  "lea -10(%[op],%%rdx), %[op]\n\t"                                                             \
   "neg %%rcx\n\t"                                                                              \
   ".Lxp_gen8" S "%=:\n\t"                                                                      \
   "cmp %[op], %%rax\n\t"                                                                       \
   "jae .Lxp_step" O "%=\n\t"                                                                   \
-  XP_F(F, V) "movq (%%rax,%%rcx), %%xmm0\n\t"                                                  \
-  XP_F(F, V) "movq %%xmm0, (%%rax)\n\t"                                                        \
+  XP_F(F, V) "movq 10(%%rax,%%rcx), %%xmm0\n\t"                                                \
+  XP_F(F, V) "movq %%xmm0, 10(%%rax)\n\t"                                                        \
   "add $8, %%rax\n\t"                                                                          \
   "jmp .Lxp_gen8" S "%=\n\t"
 #define XP_ASM_LOOP(F, DCHK, BCHK, SCHK, MARGIN, BYTE)                                         \
@@ -626,6 +641,7 @@ int etw_xpress_sse2_only;
       /* f = 0: at a word boundary; else mid-word (f, g as left by an earlier call) */          \
       "test %[f], %[f]\n\t"                                                                    \
       "jz .Lxp_entw%=\n\t"                                                                     \
+      "sub $10, %[op]\n\t" /* (a step's head takes op less 10) */                             \
       "test %[half], %[half]\n\t"                                                              \
       "jnz .Lxp_stepb%=\n\t"                                                                   \
       "jmp .Lxp_stepa%=\n\t"                                                                   \
@@ -650,9 +666,14 @@ int etw_xpress_sse2_only;
       "inc %%eax\n\t"                                                                          \
       "mov $2, %k[rc]\n\t"                                                                     \
       "jmp .Lxp_out%=\n\t"                                                                     \
-      ".Lxp_mida%=:\n\t"                                                                       \
+      ".Lxp_mida10%=:\n\t"                                                                     \
+      "add $10, %[op]\n\t"                                                                       \
+      ".Lxp_mida0%=:\n\t"                                                                      \
       "xor %k[half], %k[half]\n\t"                                                             \
-      ".Lxp_midb%=:\n\t"                                                                       \
+      "jmp .Lxp_midb0%=\n\t"                                                                   \
+      ".Lxp_midb10%=:\n\t"                                                                     \
+      "add $10, %[op]\n\t"                                                                       \
+      ".Lxp_midb0%=:\n\t"                                                                      \
       "mov $3, %k[rc]\n\t"                                                                     \
       "jmp .Lxp_out%=\n\t"                                                                     \
       ".Lxp_bad%=:\n\t"                                                                        \
@@ -668,6 +689,7 @@ int etw_xpress_sse2_only;
       : [ip] "+r"(ip), [op] "+r"(op), [f] "+r"(f), [g] "+r"(g), [half] "+r"(half),            \
         [rc] "=r"(rc), "=&a"(a), "=&c"(c), "=&d"(d)                                            \
       : [in_lim] "m"(in_lim), [out_lim] "m"(out_lim), [out_end] "m"(out_end),                 \
+        [out_lim10] "m"(out_lim10), [seven] "r"(7u),                 \
         [nout08] "r"(nout08), [margin] "i"((MARGIN) + 25)                                         \
       : XP_F(F, CLOB), "cc", "memory")
 
@@ -688,7 +710,8 @@ static int xp_wide(void) {
   if (v < 0) {
     const char *no = getenv("ETWD_ETL_NO_AVX2");
     __builtin_cpu_init();
-    v = (no && *no && strcmp(no, "0")) ? 0 : __builtin_cpu_supports("avx2") ? 1 : 0;
+    v = (no && *no && strcmp(no, "0")) ? 0
+        : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi") ? 1 : 0; /* (andn) */
     __atomic_store_n(&xp_avx2_sel, (signed char)v, __ATOMIC_RELAXED);
   }
   return v && !etw_xpress_sse2_only;
@@ -704,6 +727,7 @@ static int xp_asm(const unsigned char **pip, unsigned char **pop, const unsigned
   unsigned char *op = *pop;
   uint64_t f = *pf, g = *pg, a, c, d;
   uintptr_t nout08 = -((uintptr_t)out0 * 8); /* (mod 2^64, as the assembly's 8 op) */
+  unsigned char *out_lim10 = out_lim - 10;   /* (the tail variant's limit for a biased op) */
   long rc;
   if (wide) {
     if (med == 2 && near)
