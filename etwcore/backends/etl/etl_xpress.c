@@ -258,18 +258,22 @@ int etw_xpress_sse2_only;
   "sub %[margin], %%rcx\n\t"                                                                   \
   "cmp %%rdx, %%rcx\n\t"                                                                       \
   "jl .Lxp_near" S "%=\n\t"
-#define XP_ASM_SCHK(S, B) /* (B: op's bias, 0 or 10: the output limit less B) */             \
+/* (D: ip is D bytes short, taken here, so that the head's displacement is 0: XP_ASM_SCHK_HD) */
+#define XP_ASM_SCHK(S, B, D) /* (B: op's bias, 0 or 10: the output limit less B) */          \
+  XP_IPADD(D)                                                                                  \
   "cmp %[in_lim], %[ip]\n\t"                                                                   \
   "jae .Lxp_mid" S #B "%=\n\t"                                                                 \
   "cmp " XP_OL_##B ", %[op]\n\t"                                                                \
   "jae .Lxp_mid" S #B "%=\n\t"
+#define XP_ASM_SCHK_HD(D) 0
+#define XP_ASM_NONE_HD(D) D
 #define XP_OL_0 "%[out_lim]"
 #define XP_OL_10 "%[out_lim10]"
-/* the nibble: part "a" the low half of a new byte, part "b" the high half of the last one */
+/* the nibble: part "a" the low half of a new byte (ip left on it: the paths after it take the
+ * byte, ND = 1), part "b" the high half of the last one */
 #define XP_ASM_NIB_a                                                                           \
   "movzbl (%[ip]), %%edx\n\t"                                                                  \
   "mov %[ip], %[half]\n\t"                                                                     \
-  "inc %[ip]\n\t"                                                                              \
   "and $15, %%edx\n\t"
 #define XP_ASM_NIB_b                                                                           \
   "movzbl (%[half]), %%edx\n\t"                                                                \
@@ -278,9 +282,22 @@ int etw_xpress_sse2_only;
  * as round 8 wrote them), and XA, AVX2 (whole words of 32 items and one sentinel, 32-byte
  * literal stores, 32-byte match copies from distance >= 32, VEX encodings only so that no
  * legacy-SSE instruction meets a dirty upper half; vzeroupper on the way out). */
+#define XP_S(x) XP_S_(x)
+#define XP_S_(x) #x
+#define XP_CAT(a, b) XP_CAT_(a, b)
+#define XP_CAT_(a, b) a##b
+/* ip advanced by D bytes (a displacement the paths carry until an instruction takes it) */
+#define XP_IPADD(D) XP_CAT(XP_IPADD_, D)
+#define XP_IPADD_0 ""
+#define XP_IPADD_1 "inc %[ip]\n\t"
+#define XP_IPADD_2 "add $2, %[ip]\n\t"
+/* the head's ip displacement: D, or 0 where SCHK takes it */
+#define XP_HD(SCHK, D) XP_CAT(SCHK, _HD)(D)
 #define XP_F(F, N) XP_F_(F, N)
 #define XP_F_(F, N) XP_##F##_##N
 #define XP_XS_V "" /* the mnemonics' prefix */
+#define XP_XS_WD 0 /* ip short by this after a flag word */
+#define XP_XA_WD 2
 #define XP_XA_V "v"
 #define XP_XS_EXIT ""
 #define XP_XA_EXIT "vzeroupper\n\t"
@@ -293,11 +310,11 @@ int etw_xpress_sse2_only;
 #define XP_XS_DONE ""
 #define XP_XA_DONE "sub $2, %[ip]\n\t" /* (see XP_XA_WORD) */
 /* the literals: 16 (XS) or 32 (XA) bytes from ip whatever their number */
-#define XP_XS_LIT(B)                                                                           \
-  "movdqu (%[ip]), %%xmm0\n\t"                                                                 \
+#define XP_XS_LIT(B, D)                                                                        \
+  "movdqu " XP_S(D) "(%[ip]), %%xmm0\n\t"                                                                 \
   "movdqu %%xmm0, " #B "(%[op])\n\t"
-#define XP_XA_LIT(B)                                                                           \
-  "vmovdqu (%[ip]), %%ymm0\n\t"                                                                \
+#define XP_XA_LIT(B, D)                                                                        \
+  "vmovdqu " XP_S(D) "(%[ip]), %%ymm0\n\t"                                                                \
   "vmovdqu %%ymm0, " #B "(%[op])\n\t"
 /* the token's length field (eax the token): ZF set for 7 (a nibble follows); else XS edx = the
  * length - 2, XA edx = 10 - the length (andn: ~token & 7, one instruction for both). ADV: op
@@ -362,22 +379,22 @@ int etw_xpress_sse2_only;
   "jae .Lxp_done" S "%=\n\t"                                                                   \
   "cmp %[out_lim], %[op]\n\t"                                                                  \
   "jae .Lxp_done" S "%=\n\t"                                                                   \
-  "movl -2(%[ip]), %k[f]\n\t"                                                                  \
-  "add $2, %[ip]\n\t"                                                                          \
+  "movl -2(%[ip]), %k[f]\n\t" /* (ip 2 short: XP_XA_WD) */                                    \
   "shl $32, %[f]\n\t"                                                                          \
   "bts $31, %[f]\n\t"                                                                          \
   NX
 /* a nibble length (rdx = 0..14 (+ 10 bytes), eax the token): XS two 16-byte copies from distance
  * >= 16; XA one 32-byte copy from distance >= 32, two 16-byte ones from 16..31; below 16 the
  * general copy */
-#define XP_XS_NIBCOPY(S, O, NX)                                                                \
+#define XP_XS_NIBCOPY(S, O, NX, ND)                                                            \
   "cmp $0x78, %%eax\n\t"                                                                       \
   "jb .Lxp_nibg" S "%=\n\t"                                                                    \
   XP_ASM_C32(S, O, "", NX)                                                                     \
   ".Lxp_nibg" S "%=:\n\t"                                                                      \
+  XP_IPADD(ND)                                                                                 \
   "add $10, %%edx\n\t"                                                                         \
   "jmp .Lxp_gent" S "%=\n\t"
-#define XP_XA_NIBCOPY(S, O, NX)                                                                \
+#define XP_XA_NIBCOPY(S, O, NX, ND)                                                            \
   "cmp $0xf8, %%eax\n\t"                                                                       \
   "jb .Lxp_nibs" S "%=\n\t"                                                                    \
   "shr $3, %%eax\n\t"                                                                          \
@@ -389,8 +406,9 @@ int etw_xpress_sse2_only;
   ".Lxp_nibs" S "%=:\n\t"                                                                      \
   "cmp $0x78, %%eax\n\t"                                                                       \
   "jb .Lxp_nibg" S "%=\n\t"                                                                    \
-  XP_ASM_C32(S, O, "v", "jmp .Lxp_step" O "%=\n\t")                                          \
+  XP_ASM_C32(S, O, "v", XP_IPADD(ND) "jmp .Lxp_step" O "%=\n\t")                             \
   ".Lxp_nibg" S "%=:\n\t"                                                                      \
+  XP_IPADD(ND)                                                                                 \
   "add $10, %%edx\n\t"                                                                         \
   "jmp .Lxp_gent" S "%=\n\t"
 /* 32 bytes in two 16-byte copies from distance >= 16 (eax the token), then op += rdx + 10 */
@@ -469,8 +487,8 @@ int etw_xpress_sse2_only;
  * the 2- or 4-byte length (checked, as always; its first 64 bytes are copied, rax = -distance:
  * the "nearx" exit) and goes on in XP_XA_LONG's 64-byte turns. Below distance 32 the checked
  * order (the 255 test, then XP_XA_LONG from its start). BYTE0: nothing (the 255 test first). */
-#define XP_ASM_BYTE0(S, O, NX) ""
-#define XP_ASM_BYTE64(S, O, NX)                                                                \
+#define XP_ASM_BYTE0(S, O, NX, NB) ""
+#define XP_ASM_BYTE64(S, O, NX, NB)                                                            \
   "cmp $0xf8, %%eax\n\t"                                                                       \
   "jb .Lxp_byts" S "%=\n\t"                                                                    \
   "shr $3, %%eax\n\t"                                                                          \
@@ -484,6 +502,7 @@ int etw_xpress_sse2_only;
   "lea 25 - 10(%[op],%%rdx), %[op]\n\t"                                                             \
   NX                                                                                           \
   ".Lxp_byt64" S "%=:\n\t"                                                                     \
+  XP_IPADD(NB)                                                                                 \
   "cmp $255, %%edx\n\t"                                                                        \
   "jne .Lxp_long64" S "%=\n\t"                                                                 \
   "movzwl (%[ip]), %%edx\n\t"                                                                  \
@@ -509,12 +528,12 @@ int etw_xpress_sse2_only;
  * length class; on to the 16-byte copy (distance >= 16) or past the end of the head (distance
  * 1..15, the fall-through of the loop's own head). The paths that end a step paste it (NEXT:
  * the head, then a jump to the small distances) instead of jumping back to the loop's. */
-#define XP_ASM_HEAD(S, DCHK, SCHK, F, B)                                                       \
-  SCHK(S, B)                                                                                   \
+#define XP_ASM_HEAD(S, DCHK, SCHK, F, B, D)                                                    \
+  SCHK(S, B, D)                                                                                \
   "bsr %[f], %%rcx\n\t"                                                                        \
-  XP_F(F, LIT)(B)                                                                              \
+  XP_F(F, LIT)(B, XP_HD(SCHK, D))                                                              \
   "neg %%rcx\n\t"                                                                              \
-  "lea 65(%[ip],%%rcx), %[ip]\n\t" /* past the run and the token */                            \
+  "lea 65+" XP_S(XP_HD(SCHK, D)) "(%[ip],%%rcx), %[ip]\n\t" /* past the run and the token */   \
   "lea 63+" #B "(%[op],%%rcx), %[op]\n\t" /* past the run (and the bias) */                     \
   "shl %%cl, %[f]\n\t"             /* by run + 1 (1..17 / 1..33): 0 = the sentinel went */     \
   "jz .Lxp_wend" S "%=\n\t"                                                                    \
@@ -522,36 +541,35 @@ int etw_xpress_sse2_only;
   DCHK(S)                                                                                      \
   XP_F(F, TOK)                                                                                 \
   "jz .Lxp_nib" S "%=\n\t"                                                                     \
-  "cmp $0x40, %%eax\n\t" /* distance >= 9 >= the length: one 16-byte copy reads done bytes */ \
+  "shr $3, %%eax\n\t"                                                                          \
+  "cmp $8, %%eax\n\t" /* distance >= 9 >= the length: one 16-byte copy reads done bytes */   \
   "jae .Lxp_s16" S "%=\n\t"
-#define XP_ASM_NEXT(S, DCHK, SCHK, F, B) XP_ASM_HEAD(S, DCHK, SCHK, F, B) "jmp .Lxp_small" S "%=\n\t"
+#define XP_ASM_NEXT(S, DCHK, SCHK, F, B, D) XP_ASM_HEAD(S, DCHK, SCHK, F, B, D) "jmp .Lxp_small" S "%=\n\t"
 /* One part: S its label suffix, O the other part's, NIB its nibble fetch, F the family. */
-#define XP_ASM_PART(S, O, NIB, DCHK, BCHK, SCHK, F, BYTE)                                      \
+#define XP_ASM_PART(S, O, NIB, ND, NB, DCHK, BCHK, SCHK, F, BYTE)                                    \
   /* 3..9 bytes from distance >= 9: one 16-byte copy (the common step's end; the bytes past the \
    * length are rewritten later or lie past the output) */                                     \
-  ".Lxp_s16" S "%=:\n\t"                                                                       \
-  "shr $3, %%eax\n\t"                                                                          \
+  ".Lxp_s16" S "%=:\n\t" /* (eax = the token >> 3 from here on) */                            \
   "not %%rax\n\t"                                                                              \
   XP_F(F, V) "movdqu (%[op],%%rax), %%xmm0\n\t"                                                \
   XP_F(F, V) "movdqu %%xmm0, (%[op])\n\t"                                                      \
   XP_F(F, ADV)                                                                                 \
   /* a step */                                                                                 \
   ".Lxp_step" S "%=:\n\t"                                                                      \
-  XP_ASM_HEAD(S, DCHK, SCHK, F, 10)                                                              \
+  XP_ASM_HEAD(S, DCHK, SCHK, F, 10, 0)                                                            \
   /* 3..9 bytes from distance 1..8 */                                                          \
   ".Lxp_small" S "%=:\n\t"                                                                     \
-  "shr $3, %%eax\n\t"                                                                          \
   "cmp $3, %%eax\n\t"                                                                          \
   "jne .Lxp_sdx" S "%=\n\t"                                                                    \
   XP_F(F, D4)                                                                                  \
   XP_F(F, ADV)                                                                                 \
-  XP_ASM_NEXT(S, DCHK, SCHK, F, 10)                                                              \
+  XP_ASM_NEXT(S, DCHK, SCHK, F, 10, 0)                                                            \
   ".Lxp_sdx" S "%=:\n\t"                                                                       \
   "cmp $7, %%eax\n\t"                                                                          \
   "jne .Lxp_sd1" S "%=\n\t"                                                                    \
   XP_F(F, D8)                                                                                  \
   XP_F(F, ADV)                                                                                 \
-  XP_ASM_NEXT(S, DCHK, SCHK, F, 10)                                                              \
+  XP_ASM_NEXT(S, DCHK, SCHK, F, 10, 0)                                                            \
   /* 1..7 but 4: d[0..8) from the distance back, then the period doubled in place (p =       \
    * distance × 2^k) until p >= 8; a 9-byte match with p = 8 takes one more 8-byte copy */     \
   ".Lxp_sd1" S "%=:\n\t"                                                                       \
@@ -575,22 +593,22 @@ int etw_xpress_sse2_only;
   ".Lxp_sd8e" S "%=:\n\t"                                                                      \
   XP_F(F, ADV)                                                                                 \
   "jmp .Lxp_step" S "%=\n\t"                                                                   \
-  XP_F(F, WORD)(S, XP_ASM_NEXT(S, DCHK, SCHK, F, 0))                                              \
+  XP_F(F, WORD)(S, XP_ASM_NEXT(S, DCHK, SCHK, F, 0, XP_F(F, WD)))                                              \
   /* the length continues in a nibble (from here on the other part's state) */                 \
   ".Lxp_nib" S "%=:\n\t"                                                                       \
   NIB                                                                                          \
   "cmp $15, %%edx\n\t"                                                                         \
   "je .Lxp_byte" S "%=\n\t"                                                                    \
-  XP_F(F, NIBCOPY)(S, O, XP_ASM_NEXT(O, DCHK, SCHK, F, 10)) /* 10..24 bytes */                     \
+  XP_F(F, NIBCOPY)(S, O, XP_ASM_NEXT(O, DCHK, SCHK, F, 10, ND), ND) /* 10..24 bytes */                     \
   /* a length byte: 25..279 bytes, or 255 and a 2-byte length (0: a 4-byte one) */             \
-  ".Lxp_byte" S "%=:\n\t"                                                                      \
-  "movzbl (%[ip]), %%edx\n\t"                                                                  \
-  "inc %[ip]\n\t"                                                                              \
-  BYTE(S, O, XP_ASM_NEXT(O, DCHK, SCHK, F, 10))                                                    \
+  ".Lxp_byte" S "%=:\n\t" /* (the byte at ip + ND; ip short by NB after it) */                 \
+  "movzbl " #ND "(%[ip]), %%edx\n\t"                                                           \
+  BYTE(S, O, XP_ASM_NEXT(O, DCHK, SCHK, F, 10, NB), NB)                                        \
+  XP_IPADD(NB)                                                                                 \
   "cmp $255, %%edx\n\t"                                                                        \
   "je .Lxp_word2" S "%=\n\t"                                                                   \
   BCHK(O) /* (rdx = the length - 25 from here on) */                                          \
-  XP_F(F, LONG)(S, O, XP_ASM_NEXT(O, DCHK, SCHK, F, 10))                                           \
+  XP_F(F, LONG)(S, O, XP_ASM_NEXT(O, DCHK, SCHK, F, 10, 0))                                           \
   ".Lxp_word2" S "%=:\n\t"                                                                     \
   "movzwl (%[ip]), %%edx\n\t"                                                                  \
   "add $2, %[ip]\n\t"                                                                          \
@@ -649,8 +667,8 @@ int etw_xpress_sse2_only;
       "test %[half], %[half]\n\t"                                                              \
       "jnz .Lxp_wordb%=\n\t"                                                                   \
       "jmp .Lxp_worda%=\n\t"                                                                   \
-      XP_ASM_PART("a", "b", XP_ASM_NIB_a, DCHK, BCHK, SCHK, F, BYTE)                           \
-      XP_ASM_PART("b", "a", XP_ASM_NIB_b, DCHK, BCHK, SCHK, F, BYTE)                           \
+      XP_ASM_PART("a", "b", XP_ASM_NIB_a, 1, 2, DCHK, BCHK, SCHK, F, BYTE)                           \
+      XP_ASM_PART("b", "a", XP_ASM_NIB_b, 0, 1, DCHK, BCHK, SCHK, F, BYTE)                           \
       /* the ends; in state "a" the half register is set to NULL first */                       \
       ".Lxp_nearxa%=:\n\t" /* (as near, the distance's complement in rax: XP_ASM_BYTE64) */     \
       "xor %k[half], %k[half]\n\t"                                                             \
