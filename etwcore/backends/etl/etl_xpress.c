@@ -252,6 +252,17 @@ int etw_xpress_sse2_only;
   "lea (%[nout08],%[op],8), %%rcx\n\t"                                                         \
   "cmp %%rcx, %%rax\n\t"                                                                       \
   "jae .Lxp_bad%=\n\t"
+/* The same for the AVX2 family with g = 8 op - 8 out0 at the word's start (XP_ASM_DCHKW_WORD): a
+ * token below it is within the output written (2 instructions); the others take the test above */
+#define XP_ASM_DCHKW(S)                                                                        \
+  "cmp %[g], %%rax\n\t"                                                                        \
+  "jb 1f\n\t"                                                                                  \
+  XP_ASM_DCHK(S)                                                                               \
+  "1:\n\t"
+/* what a flag word's start adds for DCHK (the AVX2 family's g is free) */
+#define XP_ASM_NONE_WORD ""
+#define XP_ASM_DCHK_WORD ""
+#define XP_ASM_DCHKW_WORD "lea (%[nout08],%[op],8), %[g]\n\t"
 #define XP_ASM_BCHK(S)                                                                         \
   "mov %[out_end], %%rcx\n\t"                                                                  \
   "sub %[op], %%rcx\n\t"                                                                       \
@@ -300,7 +311,9 @@ int etw_xpress_sse2_only;
 #define XP_XA_WD 2
 #define XP_XA_V "v"
 #define XP_XS_EXIT ""
-#define XP_XA_EXIT "vzeroupper\n\t"
+#define XP_XA_EXIT                                                                             \
+  "xor %k[g], %k[g]\n\t" /* (g: XP_ASM_DCHKW's limit) */                                      \
+  "vzeroupper\n\t"
 /* the clobbers: xmm0; for XA all 16 (vzeroupper clears every upper half, which matters should
  * the file be compiled for AVX) */
 #define XP_XS_CLOB "xmm0"
@@ -349,7 +362,7 @@ int etw_xpress_sse2_only;
 /* the end of a half (XS) or word (XA) in literals (there was no token after them), then a flag
  * word while the limits hold: XS the word's second half (g's bit 32) or the next word; XA the
  * next word, its 32 flags in bits 63..32 and the sentinel at 31 */
-#define XP_XS_WORD(S, NX)                                                                      \
+#define XP_XS_WORD(S, NX, WH)                                                                  \
   ".Lxp_wend" S "%=:\n\t"                                                                      \
   "sub $2, %[ip]\n\t"                                                                          \
   "btr $32, %[g]\n\t"                                                                          \
@@ -371,7 +384,7 @@ int etw_xpress_sse2_only;
   "shl $48, %[f]\n\t"                                                                          \
   "bts $47, %[f]\n\t"                                                                          \
   NX
-#define XP_XA_WORD(S, NX) /* (ip 2 past the word from wend on: the limits hold 2 bytes early) */ \
+#define XP_XA_WORD(S, NX, WH) /* (ip 2 past the word from wend on: the limits hold 2 bytes early) */ \
   ".Lxp_word" S "%=:\n\t"                                                                      \
   "add $2, %[ip]\n\t"                                                                          \
   ".Lxp_wend" S "%=:\n\t"                                                                      \
@@ -380,6 +393,7 @@ int etw_xpress_sse2_only;
   "cmp %[out_lim], %[op]\n\t"                                                                  \
   "jae .Lxp_done" S "%=\n\t"                                                                   \
   "movl -2(%[ip]), %k[f]\n\t" /* (ip 2 short: XP_XA_WD) */                                    \
+  WH                                                                                           \
   "shl $32, %[f]\n\t"                                                                          \
   "bts $31, %[f]\n\t"                                                                          \
   NX
@@ -593,7 +607,7 @@ int etw_xpress_sse2_only;
   ".Lxp_sd8e" S "%=:\n\t"                                                                      \
   XP_F(F, ADV)                                                                                 \
   "jmp .Lxp_step" S "%=\n\t"                                                                   \
-  XP_F(F, WORD)(S, XP_ASM_NEXT(S, DCHK, SCHK, F, 0, XP_F(F, WD)))                                              \
+  XP_F(F, WORD)(S, XP_ASM_NEXT(S, DCHK, SCHK, F, 0, XP_F(F, WD)), XP_CAT(DCHK, _WORD))                                              \
   /* the length continues in a nibble (from here on the other part's state) */                 \
   ".Lxp_nib" S "%=:\n\t"                                                                       \
   NIB                                                                                          \
@@ -749,13 +763,13 @@ static int xp_asm(const unsigned char **pip, unsigned char **pop, const unsigned
   long rc;
   if (wide) {
     if (med == 2 && near)
-      XP_ASM_LOOP(XA, XP_ASM_DCHK, XP_ASM_BCHK, XP_ASM_SCHK, XP_TAIL_MARGIN_W, XP_ASM_BYTE0);
+      XP_ASM_LOOP(XA, XP_ASM_DCHKW, XP_ASM_BCHK, XP_ASM_SCHK, XP_TAIL_MARGIN_W, XP_ASM_BYTE0);
     else if (med == 2)
       XP_ASM_LOOP(XA, XP_ASM_NONE, XP_ASM_BCHK, XP_ASM_SCHK, XP_TAIL_MARGIN_W, XP_ASM_BYTE0);
     else if (near && med)
-      XP_ASM_LOOP(XA, XP_ASM_DCHK, XP_ASM_BCHK, XP_ASM_NONE, XP_MED_MARGIN_W, XP_ASM_BYTE0);
+      XP_ASM_LOOP(XA, XP_ASM_DCHKW, XP_ASM_BCHK, XP_ASM_NONE, XP_MED_MARGIN_W, XP_ASM_BYTE0);
     else if (near)
-      XP_ASM_LOOP(XA, XP_ASM_DCHK, XP_ASM_NONE, XP_ASM_NONE, XP_ROOMY_MARGIN_W, XP_ASM_BYTE64);
+      XP_ASM_LOOP(XA, XP_ASM_DCHKW, XP_ASM_NONE, XP_ASM_NONE, XP_ROOMY_MARGIN_W, XP_ASM_BYTE64);
     else if (med)
       XP_ASM_LOOP(XA, XP_ASM_NONE, XP_ASM_BCHK, XP_ASM_NONE, XP_MED_MARGIN_W, XP_ASM_BYTE0);
     else
