@@ -280,15 +280,23 @@ int etw_xpress_sse2_only;
 #define XP_ASM_NONE_HD(D) D
 #define XP_OL_0 "%[out_lim]"
 #define XP_OL_10 "%[out_lim10]"
-/* the nibble: part "a" the low half of a new byte (ip left on it: the paths after it take the
- * byte, ND = 1), part "b" the high half of the last one */
-#define XP_ASM_NIB_a                                                                           \
+#define XP_OL_25 "%[out_lim25]"
+/* the nibble as edx = 15 - nibble (ZF: 15, a length byte follows): part "a" the low half of a new
+ * byte (ip left on it: the paths after it take the byte, ND = 1; the AVX2 family by andn), part
+ * "b" the high half of the last one */
+#define XP_XS_NIB_a                                                                            \
   "movzbl (%[ip]), %%edx\n\t"                                                                  \
   "mov %[ip], %[half]\n\t"                                                                     \
-  "and $15, %%edx\n\t"
+  "and $15, %%edx\n\t"                                                                         \
+  "xor $15, %%edx\n\t"
+#define XP_XA_NIB_a                                                                            \
+  "movzbl (%[ip]), %%edx\n\t"                                                                  \
+  "mov %[ip], %[half]\n\t"                                                                     \
+  "andn %k[fifteen], %%edx, %%edx\n\t"
 #define XP_ASM_NIB_b                                                                           \
   "movzbl (%[half]), %%edx\n\t"                                                                \
-  "shr $4, %%edx\n\t"
+  "shr $4, %%edx\n\t"                                                                          \
+  "xor $15, %%edx\n\t"
 /* The two families (F): XS, SSE2 (halves of 16 items, 16-byte literal stores, the pieces above
  * as round 8 wrote them), and XA, AVX2 (whole words of 32 items and one sentinel, 32-byte
  * literal stores, 32-byte match copies from distance >= 32, VEX encodings only so that no
@@ -397,16 +405,18 @@ int etw_xpress_sse2_only;
   "shl $32, %[f]\n\t"                                                                          \
   "bts $31, %[f]\n\t"                                                                          \
   NX
-/* a nibble length (rdx = 0..14 (+ 10 bytes), eax the token): XS two 16-byte copies from distance
+/* a nibble length (rdx = 15 - the nibble, the length 25 - rdx; eax the token; after it op is left
+ * 25 short, the next head's bias): XS two 16-byte copies from distance
  * >= 16; XA one 32-byte copy from distance >= 32, two 16-byte ones from 16..31; below 16 the
  * general copy */
 #define XP_XS_NIBCOPY(S, O, NX, ND)                                                            \
   "cmp $0x78, %%eax\n\t"                                                                       \
   "jb .Lxp_nibg" S "%=\n\t"                                                                    \
-  XP_ASM_C32(S, O, "", NX)                                                                     \
+  XP_ASM_C32(S, O, "", "sub %%rdx, %[op]\n\t", NX)                                          \
   ".Lxp_nibg" S "%=:\n\t"                                                                      \
   XP_IPADD(ND)                                                                                 \
-  "add $10, %%edx\n\t"                                                                         \
+  "neg %%edx\n\t"                                                                              \
+  "add $25, %%edx\n\t"                                                                         \
   "jmp .Lxp_gent" S "%=\n\t"
 #define XP_XA_NIBCOPY(S, O, NX, ND)                                                            \
   "cmp $0xf8, %%eax\n\t"                                                                       \
@@ -415,25 +425,27 @@ int etw_xpress_sse2_only;
   "not %%rax\n\t"                                                                              \
   "vmovdqu (%[op],%%rax), %%ymm0\n\t"                                                          \
   "vmovdqu %%ymm0, (%[op])\n\t"                                                                \
-  "lea (%[op],%%rdx), %[op]\n\t" /* (+ 10, less the bias) */                                                             \
+  "sub %%rdx, %[op]\n\t"                                                                       \
   NX                                                                                           \
   ".Lxp_nibs" S "%=:\n\t"                                                                      \
   "cmp $0x78, %%eax\n\t"                                                                       \
   "jb .Lxp_nibg" S "%=\n\t"                                                                    \
-  XP_ASM_C32(S, O, "v", XP_IPADD(ND) "jmp .Lxp_step" O "%=\n\t")                             \
+  XP_ASM_C32(S, O, "v", "neg %%rdx\n\t" "lea 15(%[op],%%rdx), %[op]\n\t",                  \
+             XP_IPADD(ND) "jmp .Lxp_step" O "%=\n\t")                                         \
   ".Lxp_nibg" S "%=:\n\t"                                                                      \
   XP_IPADD(ND)                                                                                 \
-  "add $10, %%edx\n\t"                                                                         \
+  "neg %%edx\n\t"                                                                              \
+  "add $25, %%edx\n\t"                                                                         \
   "jmp .Lxp_gent" S "%=\n\t"
-/* 32 bytes in two 16-byte copies from distance >= 16 (eax the token), then op += rdx + 10 */
-#define XP_ASM_C32(S, O, V, NX)                                                                \
+/* 32 bytes in two 16-byte copies from distance >= 16 (eax the token), then ADV (op) */
+#define XP_ASM_C32(S, O, V, ADV, NX)                                                              \
   "shr $3, %%eax\n\t"                                                                          \
   "not %%rax\n\t"                                                                              \
   V "movdqu (%[op],%%rax), %%xmm0\n\t"                                                         \
   V "movdqu %%xmm0, (%[op])\n\t"                                                               \
   V "movdqu 16(%[op],%%rax), %%xmm0\n\t"                                                       \
   V "movdqu %%xmm0, 16(%[op])\n\t"                                                             \
-  "lea (%[op],%%rdx), %[op]\n\t" /* (+ 10, less the bias) */                                                             \
+  ADV                                                                                          \
   NX
 /* a long match (rdx = its length - 25, the length 25 or more, the room checked where needed; eax
  * the token): XS 32 bytes a turn in 16-byte copies from distance >= 16; XA 64 bytes a turn in
@@ -611,9 +623,8 @@ int etw_xpress_sse2_only;
   /* the length continues in a nibble (from here on the other part's state) */                 \
   ".Lxp_nib" S "%=:\n\t"                                                                       \
   NIB                                                                                          \
-  "cmp $15, %%edx\n\t"                                                                         \
-  "je .Lxp_byte" S "%=\n\t"                                                                    \
-  XP_F(F, NIBCOPY)(S, O, XP_ASM_NEXT(O, DCHK, SCHK, F, 10, ND), ND) /* 10..24 bytes */                     \
+  "jz .Lxp_byte" S "%=\n\t"                                                                    \
+  XP_F(F, NIBCOPY)(S, O, XP_ASM_NEXT(O, DCHK, SCHK, F, 25, ND), ND) /* 10..24 bytes */                     \
   /* a length byte: 25..279 bytes, or 255 and a 2-byte length (0: a 4-byte one) */             \
   ".Lxp_byte" S "%=:\n\t" /* (the byte at ip + ND; ip short by NB after it) */                 \
   "movzbl " #ND "(%[ip]), %%edx\n\t"                                                           \
@@ -681,7 +692,7 @@ int etw_xpress_sse2_only;
       "test %[half], %[half]\n\t"                                                              \
       "jnz .Lxp_wordb%=\n\t"                                                                   \
       "jmp .Lxp_worda%=\n\t"                                                                   \
-      XP_ASM_PART("a", "b", XP_ASM_NIB_a, 1, 2, DCHK, BCHK, SCHK, F, BYTE)                           \
+      XP_ASM_PART("a", "b", XP_F(F, NIB_a), 1, 2, DCHK, BCHK, SCHK, F, BYTE)                           \
       XP_ASM_PART("b", "a", XP_ASM_NIB_b, 0, 1, DCHK, BCHK, SCHK, F, BYTE)                           \
       /* the ends; in state "a" the half register is set to NULL first */                       \
       ".Lxp_nearxa%=:\n\t" /* (as near, the distance's complement in rax: XP_ASM_BYTE64) */     \
@@ -698,11 +709,15 @@ int etw_xpress_sse2_only;
       "inc %%eax\n\t"                                                                          \
       "mov $2, %k[rc]\n\t"                                                                     \
       "jmp .Lxp_out%=\n\t"                                                                     \
+      ".Lxp_mida25%=:\n\t"                                                                     \
+      "add $15, %[op]\n\t"                                                                        \
       ".Lxp_mida10%=:\n\t"                                                                     \
       "add $10, %[op]\n\t"                                                                       \
       ".Lxp_mida0%=:\n\t"                                                                      \
       "xor %k[half], %k[half]\n\t"                                                             \
       "jmp .Lxp_midb0%=\n\t"                                                                   \
+      ".Lxp_midb25%=:\n\t"                                                                     \
+      "add $15, %[op]\n\t"                                                                        \
       ".Lxp_midb10%=:\n\t"                                                                     \
       "add $10, %[op]\n\t"                                                                       \
       ".Lxp_midb0%=:\n\t"                                                                      \
@@ -721,7 +736,8 @@ int etw_xpress_sse2_only;
       : [ip] "+r"(ip), [op] "+r"(op), [f] "+r"(f), [g] "+r"(g), [half] "+r"(half),            \
         [rc] "=r"(rc), "=&a"(a), "=&c"(c), "=&d"(d)                                            \
       : [in_lim] "m"(in_lim), [out_lim] "m"(out_lim), [out_end] "m"(out_end),                 \
-        [out_lim10] "m"(out_lim10), [seven] "r"(7u),                 \
+        [out_lim10] "m"(out_lim10), [out_lim25] "m"(out_lim25), [seven] "r"(7u),   \
+        [fifteen] "r"(15u),                 \
         [nout08] "r"(nout08), [margin] "i"((MARGIN) + 25)                                         \
       : XP_F(F, CLOB), "cc", "memory")
 
@@ -759,7 +775,8 @@ static int xp_asm(const unsigned char **pip, unsigned char **pop, const unsigned
   unsigned char *op = *pop;
   uint64_t f = *pf, g = *pg, a, c, d;
   uintptr_t nout08 = -((uintptr_t)out0 * 8); /* (mod 2^64, as the assembly's 8 op) */
-  unsigned char *out_lim10 = out_lim - 10;   /* (the tail variant's limit for a biased op) */
+  /* (the tail variant's limits for op left 10 or 25 short) */
+  unsigned char *out_lim10 = out_lim - 10, *out_lim25 = out_lim - 25;
   long rc;
   if (wide) {
     if (med == 2 && near)
