@@ -282,21 +282,24 @@ int etw_xpress_sse2_only;
 #define XP_OL_10 "%[out_lim10]"
 #define XP_OL_25 "%[out_lim25]"
 /* the nibble as edx = 15 - nibble (ZF: 15, a length byte follows): part "a" the low half of a new
- * byte (ip left on it: the paths after it take the byte, ND = 1; the AVX2 family by andn), part
- * "b" the high half of the last one */
+ * byte (ip left on it: the paths after it take the byte, ND = 1), which the half register keeps;
+ * part "b" the high half of it (the register as part "b" was entered: the byte, or 0x100 | the
+ * byte from the caller). The AVX2 family by andn (masks the 0x100 too). */
 #define XP_XS_NIB_a                                                                            \
-  "movzbl (%[ip]), %%edx\n\t"                                                                  \
-  "mov %[ip], %[half]\n\t"                                                                     \
+  "movzbl (%[ip]), %k[half]\n\t"                                                               \
+  "mov %k[half], %%edx\n\t"                                                                    \
   "and $15, %%edx\n\t"                                                                         \
   "xor $15, %%edx\n\t"
 #define XP_XA_NIB_a                                                                            \
-  "movzbl (%[ip]), %%edx\n\t"                                                                  \
-  "mov %[ip], %[half]\n\t"                                                                     \
-  "andn %k[fifteen], %%edx, %%edx\n\t"
-#define XP_ASM_NIB_b                                                                           \
-  "movzbl (%[half]), %%edx\n\t"                                                                \
+  "movzbl (%[ip]), %k[half]\n\t"                                                               \
+  "andn %k[fifteen], %k[half], %%edx\n\t"
+#define XP_XS_NIB_b                                                                            \
+  "movzbl %b[half], %%edx\n\t"                                                                 \
   "shr $4, %%edx\n\t"                                                                          \
   "xor $15, %%edx\n\t"
+#define XP_XA_NIB_b                                                                            \
+  "shr $4, %k[half]\n\t"                                                                       \
+  "andn %k[fifteen], %k[half], %%edx\n\t"
 /* The two families (F): XS, SSE2 (halves of 16 items, 16-byte literal stores, the pieces above
  * as round 8 wrote them), and XA, AVX2 (whole words of 32 items and one sentinel, 32-byte
  * literal stores, 32-byte match copies from distance >= 32, VEX encodings only so that no
@@ -693,18 +696,24 @@ int etw_xpress_sse2_only;
       "jnz .Lxp_wordb%=\n\t"                                                                   \
       "jmp .Lxp_worda%=\n\t"                                                                   \
       XP_ASM_PART("a", "b", XP_F(F, NIB_a), 1, 2, DCHK, BCHK, SCHK, F, BYTE)                           \
-      XP_ASM_PART("b", "a", XP_ASM_NIB_b, 0, 1, DCHK, BCHK, SCHK, F, BYTE)                           \
-      /* the ends; in state "a" the half register is set to NULL first */                       \
+      XP_ASM_PART("b", "a", XP_F(F, NIB_b), 0, 1, DCHK, BCHK, SCHK, F, BYTE)                           \
+      /* the ends; the half register 0 in state "a", 0x100 | the byte in state "b" */           \
       ".Lxp_nearxa%=:\n\t" /* (as near, the distance's complement in rax: XP_ASM_BYTE64) */     \
       "xor %k[half], %k[half]\n\t"                                                             \
+      "jmp .Lxp_nearxc%=\n\t"                                                                  \
       ".Lxp_nearxb%=:\n\t"                                                                     \
+      "or $0x100, %k[half]\n\t"                                                                \
+      ".Lxp_nearxc%=:\n\t"                                                                     \
       "not %%rax\n\t"                                                                          \
       "inc %%eax\n\t"                                                                          \
       "mov $2, %k[rc]\n\t"                                                                     \
       "jmp .Lxp_out%=\n\t"                                                                     \
       ".Lxp_neara%=:\n\t"                                                                      \
       "xor %k[half], %k[half]\n\t"                                                             \
+      "jmp .Lxp_nearc%=\n\t"                                                                   \
       ".Lxp_nearb%=:\n\t" /* near the end: the C copies it, checked */                         \
+      "or $0x100, %k[half]\n\t"                                                                \
+      ".Lxp_nearc%=:\n\t"                                                                      \
       "shr $3, %%eax\n\t"                                                                      \
       "inc %%eax\n\t"                                                                          \
       "mov $2, %k[rc]\n\t"                                                                     \
@@ -715,12 +724,14 @@ int etw_xpress_sse2_only;
       "add $10, %[op]\n\t"                                                                       \
       ".Lxp_mida0%=:\n\t"                                                                      \
       "xor %k[half], %k[half]\n\t"                                                             \
-      "jmp .Lxp_midb0%=\n\t"                                                                   \
+      "jmp .Lxp_midc%=\n\t"                                                                    \
       ".Lxp_midb25%=:\n\t"                                                                     \
       "add $15, %[op]\n\t"                                                                        \
       ".Lxp_midb10%=:\n\t"                                                                     \
       "add $10, %[op]\n\t"                                                                       \
       ".Lxp_midb0%=:\n\t"                                                                      \
+      "or $0x100, %k[half]\n\t"                                                                \
+      ".Lxp_midc%=:\n\t"                                                                       \
       "mov $3, %k[rc]\n\t"                                                                     \
       "jmp .Lxp_out%=\n\t"                                                                     \
       ".Lxp_bad%=:\n\t"                                                                        \
@@ -728,7 +739,10 @@ int etw_xpress_sse2_only;
       "jmp .Lxp_out%=\n\t"                                                                     \
       ".Lxp_donea%=:\n\t"                                                                      \
       "xor %k[half], %k[half]\n\t"                                                             \
+      "jmp .Lxp_donec%=\n\t"                                                                   \
       ".Lxp_doneb%=:\n\t"                                                                      \
+      "or $0x100, %k[half]\n\t"                                                                \
+      ".Lxp_donec%=:\n\t"                                                                      \
       XP_F(F, DONE)                                                                            \
       "xor %k[rc], %k[rc]\n\t"                                                                 \
       ".Lxp_out%=:\n\t"                                                                        \
@@ -741,7 +755,8 @@ int etw_xpress_sse2_only;
         [nout08] "r"(nout08), [margin] "i"((MARGIN) + 25)                                         \
       : XP_F(F, CLOB), "cc", "memory")
 
-/* The assembly loop from *pip, *pop, *phalf at a word boundary (*pf = 0), or for the tail
+/* The assembly loop from *pip, *pop, *phv (a pending length nibble: 0x100 | the byte whose high
+ * half it is; 0 none) at a word boundary (*pf = 0), or for the tail
  * variant also mid-word (*pf, *pg as an earlier call left them): @near = the distance checked
  * (out_lim at most out0 + 8192); @med = 1 the medium variant (1-byte lengths checked,
  * XP_MED_MARGIN), 2 the tail variant (every step checked, XP_TAIL_MARGIN), else the roomy one
@@ -768,12 +783,12 @@ static int xp_wide(void) {
 static int xp_wide(void) { return 0; }
 #endif
 
-static int xp_asm(const unsigned char **pip, unsigned char **pop, const unsigned char **phalf,
+static int xp_asm(const unsigned char **pip, unsigned char **pop, uint64_t *phv,
                   uint64_t *pf, uint64_t *pg, const unsigned char *in_lim, const unsigned char *out0,
                   unsigned char *out_lim, unsigned char *out_end, int near, int med, int wide) {
-  const unsigned char *ip = *pip, *half = *phalf;
+  const unsigned char *ip = *pip;
   unsigned char *op = *pop;
-  uint64_t f = *pf, g = *pg, a, c, d;
+  uint64_t f = *pf, g = *pg, half = *phv, a, c, d;
   uintptr_t nout08 = -((uintptr_t)out0 * 8); /* (mod 2^64, as the assembly's 8 op) */
   /* (the tail variant's limits for op left 10 or 25 short) */
   unsigned char *out_lim10 = out_lim - 10, *out_lim25 = out_lim - 25;
@@ -808,7 +823,7 @@ static int xp_asm(const unsigned char **pip, unsigned char **pop, const unsigned
   (void)c;
   if (rc <= 0) f = 0;
   *pip = ip;
-  *phalf = half;
+  *phv = half;
   *pf = f;
   *pg = g;
   if (rc == 2) {
@@ -828,13 +843,15 @@ static int xp_asm(const unsigned char **pip, unsigned char **pop, const unsigned
 long etw_xpress_decompress(const unsigned char *in, size_t n_in, unsigned char *out, size_t n_out) {
   uint32_t flags = 0;
   int nflags = 0;
-  size_t ip = 0, op = 0, half = (size_t)-1;
+  size_t ip = 0, op = 0;
+  unsigned pend = 0; /* a pending length nibble: 0x100 | the byte whose high half it is */
   if (n_in >= XP_FAST_MARGIN && n_out >= XP_OUT_MARGIN) {
     const unsigned char *fip = in, *fhalf = NULL;
     unsigned char *fop = out;
     const unsigned char *in_lim = in + (n_in - XP_FAST_MARGIN) + 1;
     unsigned char *out_lim = out + (n_out - XP_OUT_MARGIN) + 1;
     uint64_t f = 0, g = 0; /* (g: the assembly loop's second half of a word) */
+    uint64_t hv = 0;       /* (the assembly loop's pending nibble, as pend) */
     int rc = 0;
 #ifdef XP_ASM
     if (!etw_xpress_c_only) {
@@ -847,39 +864,41 @@ long etw_xpress_decompress(const unsigned char *in, size_t n_in, unsigned char *
       unsigned char *near_lim = out + (n_out < 8192 ? n_out : 8192);
       if (n_out >= roomy_m) {
         unsigned char *roomy_lim = out + (n_out - roomy_m) + 1;
-        rc = xp_asm(&fip, &fop, &fhalf, &f, &g, in_lim, out, near_lim < roomy_lim ? near_lim : roomy_lim, out + n_out, 1, 0, w);
+        rc = xp_asm(&fip, &fop, &hv, &f, &g, in_lim, out, near_lim < roomy_lim ? near_lim : roomy_lim, out + n_out, 1, 0, w);
         if (rc == 0 && fop - out >= 8192)
-          rc = xp_asm(&fip, &fop, &fhalf, &f, &g, in_lim, out, roomy_lim, out + n_out, 0, 0, w);
+          rc = xp_asm(&fip, &fop, &hv, &f, &g, in_lim, out, roomy_lim, out + n_out, 0, 0, w);
       }
       if (rc == 0 && n_out >= med_m) {
         unsigned char *med_lim = out + (n_out - med_m) + 1;
         if (fop - out < 8192)
-          rc = xp_asm(&fip, &fop, &fhalf, &f, &g, in_lim, out, near_lim < med_lim ? near_lim : med_lim, out + n_out, 1, 1, w);
+          rc = xp_asm(&fip, &fop, &hv, &f, &g, in_lim, out, near_lim < med_lim ? near_lim : med_lim, out + n_out, 1, 1, w);
         if (rc == 0 && fop - out >= 8192)
-          rc = xp_asm(&fip, &fop, &fhalf, &f, &g, in_lim, out, med_lim, out + n_out, 0, 1, w);
+          rc = xp_asm(&fip, &fop, &hv, &f, &g, in_lim, out, med_lim, out + n_out, 0, 1, w);
       }
       /* then step by step up to the tail margins (the distance checked unless 8 KiB are
        * written), also after a long match near the end (mid-word) */
       if (rc >= 0)
-        rc = xp_asm(&fip, &fop, &fhalf, &f, &g, in + (n_in - tail_in) + 1, out, out + (n_out - tail_m) + 1,
+        rc = xp_asm(&fip, &fop, &hv, &f, &g, in + (n_in - tail_in) + 1, out, out + (n_out - tail_m) + 1,
                     out + n_out, fop - out < 8192, 2, w);
     } else
 #endif
-    if (n_out >= XP_ROOMY_MARGIN) { /* the first 8 KiB, then the rest up to XP_ROOMY_MARGIN */
-      unsigned char *roomy_lim = out + (n_out - XP_ROOMY_MARGIN) + 1;
-      rc = xp_fast(&fip, &fop, &fhalf, &f, in_lim, out, roomy_lim, out + n_out, 0, 1);
+    {
+      if (n_out >= XP_ROOMY_MARGIN) { /* the first 8 KiB, then the rest up to XP_ROOMY_MARGIN */
+        unsigned char *roomy_lim = out + (n_out - XP_ROOMY_MARGIN) + 1;
+        rc = xp_fast(&fip, &fop, &fhalf, &f, in_lim, out, roomy_lim, out + n_out, 0, 1);
+        if (rc == 0 && fop - out >= 8192)
+          rc = xp_fast(&fip, &fop, &fhalf, &f, in_lim, out, roomy_lim, out + n_out, 1, 1);
+      }
+      /* then up to XP_OUT_MARGIN */
+      if (rc == 0 && fop - out < 8192)
+        rc = xp_fast(&fip, &fop, &fhalf, &f, in_lim, out, out_lim, out + n_out, 0, 0);
       if (rc == 0 && fop - out >= 8192)
-        rc = xp_fast(&fip, &fop, &fhalf, &f, in_lim, out, roomy_lim, out + n_out, 1, 1);
+        rc = xp_fast(&fip, &fop, &fhalf, &f, in_lim, out, out_lim, out + n_out, 1, 0);
     }
-    /* then up to XP_OUT_MARGIN */
-    if (rc == 0 && fop - out < 8192)
-      rc = xp_fast(&fip, &fop, &fhalf, &f, in_lim, out, out_lim, out + n_out, 0, 0);
-    if (rc == 0 && fop - out >= 8192)
-      rc = xp_fast(&fip, &fop, &fhalf, &f, in_lim, out, out_lim, out + n_out, 1, 0);
     if (rc < 0) return -1;
     ip = (size_t)(fip - in);
     op = (size_t)(fop - out);
-    half = fhalf ? (size_t)(fhalf - in) : (size_t)-1;
+    pend = fhalf ? 0x100u | *fhalf : (unsigned)hv;
     if (rc > 0) {
       if (g >> 32 & 1) {
         /* the assembly loop stopped in a word's first half: its second half after the items
@@ -931,13 +950,13 @@ long etw_xpress_decompress(const unsigned char *in, size_t n_in, unsigned char *
     size_t len = tok & 7;
     if (len == 7) {
       uint32_t nib;
-      if (half == (size_t)-1) {
+      if (!pend) {
         if (ip >= n_in) return -1;
-        half = ip++;
-        nib = in[half] & 15;
+        pend = 0x100u | in[ip++];
+        nib = pend & 15;
       } else {
-        nib = in[half] >> 4;
-        half = (size_t)-1;
+        nib = pend >> 4 & 15;
+        pend = 0;
       }
       len = 7 + nib;
       if (nib == 15) {
