@@ -234,15 +234,20 @@ int etw_xpress_sse2_only;
  * gives b = 63 - run, and a shift by -b & 63 = run + 1 drops the run and the match's bit at
  * once (0: the sentinel went, the half ended in literals).
  * The loop is written twice: part "a" without a pending length nibble, part "b" with one (the
- * high half of the byte at half): a match with a nibble continues in the other part, so the
- * state needs no test. In part "a" the half register is stale (set to NULL on the way out).
- * Registers: rcx the shift count / scratch, eax the token, edx the length.
+ * high half of the byte in the half register): a match with a nibble continues in the other
+ * part, so the state needs no test. In part "a" the half register is stale (0 on the way out;
+ * 0x100 | the byte on the way out of part "b").
+ * Registers: rcx the shift count / scratch, eax the token, edx the length (as XP_F(F, TOK)).
+ * Between a match and the next step's head op is kept B bytes short (B = 10 after a 3-bit
+ * length or a long match, 25 after a nibble length, 0 after a flag word; the head adds B in its
+ * displacements) and ip D bytes short (a nibble or length byte, the AVX2 flag word's last 2
+ * bytes: D = 0..2, taken by the head's displacements or, in the tail variant, by SCHK).
  * Variants (macros pasted into the loop, given the label suffix of the state): @DCHK the
  * distance checked against out0 (the first 8 KiB: a distance is at most 8192), at the token
  * before anything else; @BCHK the 1-byte length form (25..279 bytes) checked against the
  * output end like the 2- and 4-byte forms (which always are), with [margin] - 25 the room that
  * must stay after the match (rdx: the length - 25); @SCHK the input and output limits checked
- * before every step (the tail variant; it may stop mid-word).
+ * before every step (the tail variant; it may stop mid-word; the output limit less B).
  * Ends: 0 at a word boundary past a limit; -1 malformed (a distance before the output, a 2/4-
  * byte length below 22); 2 a checked length did not leave the margin: its fields are read (ip,
  * half after them; f without its bit), rdx the length - 25 and eax the distance for the C to copy
@@ -270,11 +275,11 @@ int etw_xpress_sse2_only;
   "cmp %%rdx, %%rcx\n\t"                                                                       \
   "jl .Lxp_near" S "%=\n\t"
 /* (D: ip is D bytes short, taken here, so that the head's displacement is 0: XP_ASM_SCHK_HD) */
-#define XP_ASM_SCHK(S, B, D) /* (B: op's bias, 0 or 10: the output limit less B) */          \
+#define XP_ASM_SCHK(S, B, D) /* (B: op's bias, 0 or 10: the output limit less B) */            \
   XP_IPADD(D)                                                                                  \
   "cmp %[in_lim], %[ip]\n\t"                                                                   \
   "jae .Lxp_mid" S #B "%=\n\t"                                                                 \
-  "cmp " XP_OL_##B ", %[op]\n\t"                                                                \
+  "cmp " XP_OL_##B ", %[op]\n\t"                                                               \
   "jae .Lxp_mid" S #B "%=\n\t"
 #define XP_ASM_SCHK_HD(D) 0
 #define XP_ASM_NONE_HD(D) D
@@ -323,7 +328,7 @@ int etw_xpress_sse2_only;
 #define XP_XA_V "v"
 #define XP_XS_EXIT ""
 #define XP_XA_EXIT                                                                             \
-  "xor %k[g], %k[g]\n\t" /* (g: XP_ASM_DCHKW's limit) */                                      \
+  "xor %k[g], %k[g]\n\t" /* (g: XP_ASM_DCHKW's limit) */                                       \
   "vzeroupper\n\t"
 /* the clobbers: xmm0; for XA all 16 (vzeroupper clears every upper half, which matters should
  * the file be compiled for AVX) */
@@ -335,10 +340,10 @@ int etw_xpress_sse2_only;
 #define XP_XA_DONE "sub $2, %[ip]\n\t" /* (see XP_XA_WORD) */
 /* the literals: 16 (XS) or 32 (XA) bytes from ip whatever their number */
 #define XP_XS_LIT(B, D)                                                                        \
-  "movdqu " XP_S(D) "(%[ip]), %%xmm0\n\t"                                                                 \
+  "movdqu " XP_S(D) "(%[ip]), %%xmm0\n\t"                                                      \
   "movdqu %%xmm0, " #B "(%[op])\n\t"
 #define XP_XA_LIT(B, D)                                                                        \
-  "vmovdqu " XP_S(D) "(%[ip]), %%ymm0\n\t"                                                                \
+  "vmovdqu " XP_S(D) "(%[ip]), %%ymm0\n\t"                                                     \
   "vmovdqu %%ymm0, " #B "(%[op])\n\t"
 /* the token's length field (eax the token): ZF set for 7 (a nibble follows); else XS edx = the
  * length - 2, XA edx = 10 - the length (andn: ~token & 7, one instruction for both). ADV: op
@@ -403,7 +408,7 @@ int etw_xpress_sse2_only;
   "jae .Lxp_done" S "%=\n\t"                                                                   \
   "cmp %[out_lim], %[op]\n\t"                                                                  \
   "jae .Lxp_done" S "%=\n\t"                                                                   \
-  "movl -2(%[ip]), %k[f]\n\t" /* (ip 2 short: XP_XA_WD) */                                    \
+  "movl -2(%[ip]), %k[f]\n\t" /* (ip 2 short: XP_XA_WD) */                                     \
   WH                                                                                           \
   "shl $32, %[f]\n\t"                                                                          \
   "bts $31, %[f]\n\t"                                                                          \
@@ -415,7 +420,7 @@ int etw_xpress_sse2_only;
 #define XP_XS_NIBCOPY(S, O, NX, ND)                                                            \
   "cmp $0x78, %%eax\n\t"                                                                       \
   "jb .Lxp_nibg" S "%=\n\t"                                                                    \
-  XP_ASM_C32(S, O, "", "sub %%rdx, %[op]\n\t", NX)                                          \
+  XP_ASM_C32(S, O, "", "sub %%rdx, %[op]\n\t", NX)                                             \
   ".Lxp_nibg" S "%=:\n\t"                                                                      \
   XP_IPADD(ND)                                                                                 \
   "neg %%edx\n\t"                                                                              \
@@ -433,15 +438,15 @@ int etw_xpress_sse2_only;
   ".Lxp_nibs" S "%=:\n\t"                                                                      \
   "cmp $0x78, %%eax\n\t"                                                                       \
   "jb .Lxp_nibg" S "%=\n\t"                                                                    \
-  XP_ASM_C32(S, O, "v", "neg %%rdx\n\t" "lea 15(%[op],%%rdx), %[op]\n\t",                  \
-             XP_IPADD(ND) "jmp .Lxp_step" O "%=\n\t")                                         \
+  XP_ASM_C32(S, O, "v", "neg %%rdx\n\t" "lea 15(%[op],%%rdx), %[op]\n\t",                      \
+             XP_IPADD(ND) "jmp .Lxp_step" O "%=\n\t")                                          \
   ".Lxp_nibg" S "%=:\n\t"                                                                      \
   XP_IPADD(ND)                                                                                 \
   "neg %%edx\n\t"                                                                              \
   "add $25, %%edx\n\t"                                                                         \
   "jmp .Lxp_gent" S "%=\n\t"
 /* 32 bytes in two 16-byte copies from distance >= 16 (eax the token), then ADV (op) */
-#define XP_ASM_C32(S, O, V, ADV, NX)                                                              \
+#define XP_ASM_C32(S, O, V, ADV, NX)                                                           \
   "shr $3, %%eax\n\t"                                                                          \
   "not %%rax\n\t"                                                                              \
   V "movdqu (%[op],%%rax), %%xmm0\n\t"                                                         \
@@ -466,7 +471,7 @@ int etw_xpress_sse2_only;
   "add $32, %[op]\n\t"                                                                         \
   "cmp %%rcx, %[op]\n\t"                                                                       \
   "jb .Lxp_long32" S "%=\n\t"                                                                  \
-  "lea -10(%%rcx), %[op]\n\t"                                                                       \
+  "lea -10(%%rcx), %[op]\n\t"                                                                  \
   NX
 #define XP_XS_LONG(S, O, NX)                                                                   \
   ".Lxp_long" S "%=:\n\t"                                                                      \
@@ -488,7 +493,7 @@ int etw_xpress_sse2_only;
   "vmovdqu %%ymm0, 32(%[op])\n\t"                                                              \
   "cmp $64 - 25, %%rdx\n\t"                                                                    \
   "ja .Lxp_long64" S "%=\n\t"                                                                  \
-  "lea 25 - 10(%[op],%%rdx), %[op]\n\t"                                                             \
+  "lea 25 - 10(%[op],%%rdx), %[op]\n\t"                                                        \
   NX                                                                                           \
   ".Lxp_long64" S "%=:\n\t"                                                                    \
   "lea 25(%[op],%%rdx), %%rcx\n\t"                                                             \
@@ -501,7 +506,7 @@ int etw_xpress_sse2_only;
   "add $64, %[op]\n\t"                                                                         \
   "cmp %%rcx, %[op]\n\t"                                                                       \
   "jb .Lxp_l64" S "%=\n\t"                                                                     \
-  "lea -10(%%rcx), %[op]\n\t"                                                                       \
+  "lea -10(%%rcx), %[op]\n\t"                                                                  \
   "jmp .Lxp_step" O "%=\n\t"                                                                   \
   ".Lxp_longs" S "%=:\n\t"                                                                     \
   "cmp $0x78, %%eax\n\t"                                                                       \
@@ -528,7 +533,7 @@ int etw_xpress_sse2_only;
   "vmovdqu %%ymm0, 32(%[op])\n\t"                                                              \
   "cmp $64 - 25, %%edx\n\t"                                                                    \
   "ja .Lxp_byt64" S "%=\n\t"                                                                   \
-  "lea 25 - 10(%[op],%%rdx), %[op]\n\t"                                                             \
+  "lea 25 - 10(%[op],%%rdx), %[op]\n\t"                                                        \
   NX                                                                                           \
   ".Lxp_byt64" S "%=:\n\t"                                                                     \
   XP_IPADD(NB)                                                                                 \
@@ -550,7 +555,7 @@ int etw_xpress_sse2_only;
   "jl .Lxp_nearx" O "%=\n\t"                                                                   \
   "cmp $64 - 25, %%rdx\n\t"                                                                    \
   "ja .Lxp_long64" S "%=\n\t"                                                                  \
-  "lea 25 - 10(%[op],%%rdx), %[op]\n\t"                                                             \
+  "lea 25 - 10(%[op],%%rdx), %[op]\n\t"                                                        \
   "jmp .Lxp_step" O "%=\n\t"                                                                   \
   ".Lxp_byts" S "%=:\n\t"
 /* A step's head: the literals before the next match (run = 63 - b), the match's token and its
@@ -563,7 +568,7 @@ int etw_xpress_sse2_only;
   XP_F(F, LIT)(B, XP_HD(SCHK, D))                                                              \
   "neg %%rcx\n\t"                                                                              \
   "lea 65+" XP_S(XP_HD(SCHK, D)) "(%[ip],%%rcx), %[ip]\n\t" /* past the run and the token */   \
-  "lea 63+" #B "(%[op],%%rcx), %[op]\n\t" /* past the run (and the bias) */                     \
+  "lea 63+" #B "(%[op],%%rcx), %[op]\n\t" /* past the run (and the bias) */                    \
   "shl %%cl, %[f]\n\t"             /* by run + 1 (1..17 / 1..33): 0 = the sentinel went */     \
   "jz .Lxp_wend" S "%=\n\t"                                                                    \
   "movzwl -2(%[ip]), %%eax\n\t"                                                                \
@@ -571,34 +576,34 @@ int etw_xpress_sse2_only;
   XP_F(F, TOK)                                                                                 \
   "jz .Lxp_nib" S "%=\n\t"                                                                     \
   "shr $3, %%eax\n\t"                                                                          \
-  "cmp $8, %%eax\n\t" /* distance >= 9 >= the length: one 16-byte copy reads done bytes */   \
+  "cmp $8, %%eax\n\t" /* distance >= 9 >= the length: one 16-byte copy reads done bytes */     \
   "jae .Lxp_s16" S "%=\n\t"
 #define XP_ASM_NEXT(S, DCHK, SCHK, F, B, D) XP_ASM_HEAD(S, DCHK, SCHK, F, B, D) "jmp .Lxp_small" S "%=\n\t"
 /* One part: S its label suffix, O the other part's, NIB its nibble fetch, F the family. */
-#define XP_ASM_PART(S, O, NIB, ND, NB, DCHK, BCHK, SCHK, F, BYTE)                                    \
+#define XP_ASM_PART(S, O, NIB, ND, NB, DCHK, BCHK, SCHK, F, BYTE)                              \
   /* 3..9 bytes from distance >= 9: one 16-byte copy (the common step's end; the bytes past the \
    * length are rewritten later or lie past the output) */                                     \
-  ".Lxp_s16" S "%=:\n\t" /* (eax = the token >> 3 from here on) */                            \
+  ".Lxp_s16" S "%=:\n\t" /* (eax = the token >> 3 from here on) */                             \
   "not %%rax\n\t"                                                                              \
   XP_F(F, V) "movdqu (%[op],%%rax), %%xmm0\n\t"                                                \
   XP_F(F, V) "movdqu %%xmm0, (%[op])\n\t"                                                      \
   XP_F(F, ADV)                                                                                 \
   /* a step */                                                                                 \
   ".Lxp_step" S "%=:\n\t"                                                                      \
-  XP_ASM_HEAD(S, DCHK, SCHK, F, 10, 0)                                                            \
+  XP_ASM_HEAD(S, DCHK, SCHK, F, 10, 0)                                                         \
   /* 3..9 bytes from distance 1..8 */                                                          \
   ".Lxp_small" S "%=:\n\t"                                                                     \
   "cmp $3, %%eax\n\t"                                                                          \
   "jne .Lxp_sdx" S "%=\n\t"                                                                    \
   XP_F(F, D4)                                                                                  \
   XP_F(F, ADV)                                                                                 \
-  XP_ASM_NEXT(S, DCHK, SCHK, F, 10, 0)                                                            \
+  XP_ASM_NEXT(S, DCHK, SCHK, F, 10, 0)                                                         \
   ".Lxp_sdx" S "%=:\n\t"                                                                       \
   "cmp $7, %%eax\n\t"                                                                          \
   "jne .Lxp_sd1" S "%=\n\t"                                                                    \
   XP_F(F, D8)                                                                                  \
   XP_F(F, ADV)                                                                                 \
-  XP_ASM_NEXT(S, DCHK, SCHK, F, 10, 0)                                                            \
+  XP_ASM_NEXT(S, DCHK, SCHK, F, 10, 0)                                                         \
   /* 1..7 but 4: d[0..8) from the distance back, then the period doubled in place (p =       \
    * distance × 2^k) until p >= 8; a 9-byte match with p = 8 takes one more 8-byte copy */     \
   ".Lxp_sd1" S "%=:\n\t"                                                                       \
@@ -622,12 +627,12 @@ int etw_xpress_sse2_only;
   ".Lxp_sd8e" S "%=:\n\t"                                                                      \
   XP_F(F, ADV)                                                                                 \
   "jmp .Lxp_step" S "%=\n\t"                                                                   \
-  XP_F(F, WORD)(S, XP_ASM_NEXT(S, DCHK, SCHK, F, 0, XP_F(F, WD)), XP_CAT(DCHK, _WORD))                                              \
+  XP_F(F, WORD)(S, XP_ASM_NEXT(S, DCHK, SCHK, F, 0, XP_F(F, WD)), XP_CAT(DCHK, _WORD))         \
   /* the length continues in a nibble (from here on the other part's state) */                 \
   ".Lxp_nib" S "%=:\n\t"                                                                       \
   NIB                                                                                          \
   "jz .Lxp_byte" S "%=\n\t"                                                                    \
-  XP_F(F, NIBCOPY)(S, O, XP_ASM_NEXT(O, DCHK, SCHK, F, 25, ND), ND) /* 10..24 bytes */                     \
+  XP_F(F, NIBCOPY)(S, O, XP_ASM_NEXT(O, DCHK, SCHK, F, 25, ND), ND) /* 10..24 bytes */         \
   /* a length byte: 25..279 bytes, or 255 and a 2-byte length (0: a 4-byte one) */             \
   ".Lxp_byte" S "%=:\n\t" /* (the byte at ip + ND; ip short by NB after it) */                 \
   "movzbl " #ND "(%[ip]), %%edx\n\t"                                                           \
@@ -636,7 +641,7 @@ int etw_xpress_sse2_only;
   "cmp $255, %%edx\n\t"                                                                        \
   "je .Lxp_word2" S "%=\n\t"                                                                   \
   BCHK(O) /* (rdx = the length - 25 from here on) */                                          \
-  XP_F(F, LONG)(S, O, XP_ASM_NEXT(O, DCHK, SCHK, F, 10, 0))                                           \
+  XP_F(F, LONG)(S, O, XP_ASM_NEXT(O, DCHK, SCHK, F, 10, 0))                                    \
   ".Lxp_word2" S "%=:\n\t"                                                                     \
   "movzwl (%[ip]), %%edx\n\t"                                                                  \
   "add $2, %[ip]\n\t"                                                                          \
@@ -668,18 +673,18 @@ int etw_xpress_sse2_only;
   "add %%rcx, %%rcx\n\t"                                                                       \
   "cmp $8, %%rcx\n\t"                                                                          \
   "jb .Lxp_gen2" S "%=\n\t"                                                                    \
-  "lea -10(%[op],%%rcx), %%rax\n\t" /* from p (rax, op less 10) */                                                  \
+  "lea -10(%[op],%%rcx), %%rax\n\t" /* from p (rax, op less 10) */                             \
   "jmp .Lxp_gen8p" S "%=\n\t"                                                                  \
   ".Lxp_gen8s" S "%=:\n\t"                                                                     \
-  "lea 8 - 10(%[op]), %%rax\n\t" /* distance 8..15: from 8 */                                       \
+  "lea 8 - 10(%[op]), %%rax\n\t" /* distance 8..15: from 8 */                                  \
   ".Lxp_gen8p" S "%=:\n\t"                                                                     \
-  "lea -10(%[op],%%rdx), %[op]\n\t"                                                             \
+  "lea -10(%[op],%%rdx), %[op]\n\t"                                                            \
   "neg %%rcx\n\t"                                                                              \
   ".Lxp_gen8" S "%=:\n\t"                                                                      \
   "cmp %[op], %%rax\n\t"                                                                       \
   "jae .Lxp_step" O "%=\n\t"                                                                   \
   XP_F(F, V) "movq 10(%%rax,%%rcx), %%xmm0\n\t"                                                \
-  XP_F(F, V) "movq %%xmm0, 10(%%rax)\n\t"                                                        \
+  XP_F(F, V) "movq %%xmm0, 10(%%rax)\n\t"                                                      \
   "add $8, %%rax\n\t"                                                                          \
   "jmp .Lxp_gen8" S "%=\n\t"
 #define XP_ASM_LOOP(F, DCHK, BCHK, SCHK, MARGIN, BYTE)                                         \
@@ -687,7 +692,7 @@ int etw_xpress_sse2_only;
       /* f = 0: at a word boundary; else mid-word (f, g as left by an earlier call) */          \
       "test %[f], %[f]\n\t"                                                                    \
       "jz .Lxp_entw%=\n\t"                                                                     \
-      "sub $10, %[op]\n\t" /* (a step's head takes op less 10) */                             \
+      "sub $10, %[op]\n\t" /* (a step's head takes op less 10) */                              \
       "test %[half], %[half]\n\t"                                                              \
       "jnz .Lxp_stepb%=\n\t"                                                                   \
       "jmp .Lxp_stepa%=\n\t"                                                                   \
@@ -695,9 +700,9 @@ int etw_xpress_sse2_only;
       "test %[half], %[half]\n\t"                                                              \
       "jnz .Lxp_wordb%=\n\t"                                                                   \
       "jmp .Lxp_worda%=\n\t"                                                                   \
-      XP_ASM_PART("a", "b", XP_F(F, NIB_a), 1, 2, DCHK, BCHK, SCHK, F, BYTE)                           \
-      XP_ASM_PART("b", "a", XP_F(F, NIB_b), 0, 1, DCHK, BCHK, SCHK, F, BYTE)                           \
-      /* the ends; the half register 0 in state "a", 0x100 | the byte in state "b" */           \
+      XP_ASM_PART("a", "b", XP_F(F, NIB_a), 1, 2, DCHK, BCHK, SCHK, F, BYTE)                   \
+      XP_ASM_PART("b", "a", XP_F(F, NIB_b), 0, 1, DCHK, BCHK, SCHK, F, BYTE)                   \
+      /* the ends; the half register 0 in state "a", 0x100 | the byte in state "b" */          \
       ".Lxp_nearxa%=:\n\t" /* (as near, the distance's complement in rax: XP_ASM_BYTE64) */     \
       "xor %k[half], %k[half]\n\t"                                                             \
       "jmp .Lxp_nearxc%=\n\t"                                                                  \
@@ -719,16 +724,16 @@ int etw_xpress_sse2_only;
       "mov $2, %k[rc]\n\t"                                                                     \
       "jmp .Lxp_out%=\n\t"                                                                     \
       ".Lxp_mida25%=:\n\t"                                                                     \
-      "add $15, %[op]\n\t"                                                                        \
+      "add $15, %[op]\n\t"                                                                     \
       ".Lxp_mida10%=:\n\t"                                                                     \
-      "add $10, %[op]\n\t"                                                                       \
+      "add $10, %[op]\n\t"                                                                     \
       ".Lxp_mida0%=:\n\t"                                                                      \
       "xor %k[half], %k[half]\n\t"                                                             \
       "jmp .Lxp_midc%=\n\t"                                                                    \
       ".Lxp_midb25%=:\n\t"                                                                     \
-      "add $15, %[op]\n\t"                                                                        \
+      "add $15, %[op]\n\t"                                                                     \
       ".Lxp_midb10%=:\n\t"                                                                     \
-      "add $10, %[op]\n\t"                                                                       \
+      "add $10, %[op]\n\t"                                                                     \
       ".Lxp_midb0%=:\n\t"                                                                      \
       "or $0x100, %k[half]\n\t"                                                                \
       ".Lxp_midc%=:\n\t"                                                                       \
@@ -750,8 +755,8 @@ int etw_xpress_sse2_only;
       : [ip] "+r"(ip), [op] "+r"(op), [f] "+r"(f), [g] "+r"(g), [half] "+r"(half),            \
         [rc] "=r"(rc), "=&a"(a), "=&c"(c), "=&d"(d)                                            \
       : [in_lim] "m"(in_lim), [out_lim] "m"(out_lim), [out_end] "m"(out_end),                 \
-        [out_lim10] "m"(out_lim10), [out_lim25] "m"(out_lim25), [seven] "r"(7u),   \
-        [fifteen] "r"(15u),                 \
+        [out_lim10] "m"(out_lim10), [out_lim25] "m"(out_lim25), [seven] "r"(7u),               \
+        [fifteen] "r"(15u),                                                                    \
         [nout08] "r"(nout08), [margin] "i"((MARGIN) + 25)                                         \
       : XP_F(F, CLOB), "cc", "memory")
 
