@@ -105,12 +105,18 @@ struct stream {
   int ft_unit;               /* the file's clock counts 100 ns: filetime = ft_base + timestamp */
   uint64_t ft_base;          /* start_time - t0 (mod 2^64) */
   struct pmemo pm;           /* its memos (the last PERFINFO and EVENT_HEADER headers) */
+  /* slots whose n_ext or WPP fields may be other than 0 (bit i: slots[i]): every other slot
+   * has n_ext = 0, the WPP fields 0 and cpu = the stream's, so the fast record paths do not
+   * store them. Set for a slot parse_generic or parse_ext writes (also when the record then
+   * fails), cleared (the slot's fields reset) before the next batch is parsed into the slots */
+  uint64_t dirty[3];
 };
 
 /* Records parsed per batch (one loop over a buffer's records; the slots of a stream, one more
  * than this: the slot after a batch's last record holds time UINT64_MAX for next_batch's runs,
  * are allocated on its first batch and freed when it is exhausted). */
 #define ETL_BATCH 128
+_Static_assert(ETL_BATCH < 64 * 3, "stream.dirty: a bit per slot");
 
 /* Test hooks (not static so that the unit tests can set them): records per batch (1 ..
  * ETL_BATCH), and every record through parse_generic (no PERFINFO / EVENT_HEADER fast path). */
@@ -881,15 +887,48 @@ static const uint8_t perf_hdr[256] = {PH16(0),   PH16(16),  PH16(32),  PH16(48),
 #undef PH16
 #undef PH4
 
+/* Slot @rec of @s may get n_ext or WPP fields other than 0 (s->dirty). */
+static inline void slot_dirty(struct stream *s, const struct etw_rec *rec) {
+  size_t i = (size_t)(rec - s->slots);
+  s->dirty[i >> 6] |= (uint64_t)1 << (i & 63);
+}
+
+/* The dirty slots' n_ext and WPP fields back to 0 (s->dirty). */
+ETL_NOINLINE void slots_clean(struct stream *s) {
+  for (unsigned w = 0; w < sizeof s->dirty / sizeof s->dirty[0]; w++)
+    for (uint64_t m = s->dirty[w]; m; m &= m - 1) {
+#if defined(__GNUC__)
+      unsigned b = (unsigned)__builtin_ctzll(m);
+#else
+      unsigned b = 0;
+      while (!(m >> b & 1)) b++;
+#endif
+      struct etw_rec *x = &s->slots[w * 64 + b];
+      x->n_ext = 0;
+      x->wpp_msg_number = x->wpp_flags = 0;
+      x->wpp_sequence = 0;
+      x->cpu = s->cpu;
+    }
+  memset(s->dirty, 0, sizeof s->dirty);
+}
+
+/* An EVENT_HEADER's extended data items (parse_ext) into slot @rec of @s (marked dirty); out of
+ * the record loop (gcc kept a register less for the loop with it inline). */
+ETL_NOINLINE int ext_items(struct stream *s, struct etw_rec *rec, const unsigned char *p, uint32_t size,
+                           uint32_t *hdr) {
+  slot_dirty(s, rec);
+  return parse_ext(rec, p, size, hdr);
+}
+
 /* Parse the record at the address *@pa (an integer: the last record's padding may take it up to
  * 7 past the payload's end @pe, which a pointer may not) into @rec (a slot of @s: the one before
  * it, or s->last_ts, has the previous record); 1 = got one (*@pa moves past it and its
  * padding), 0 = end of buffer, -1 = damage (nothing moves). @pe8 is @pe - 8. A record fits
- * when a + size ≤ pe (no wrap: a and size are small next to the address space's end). @cpu is
- * s->cpu (stored with n_ext). */
-
-ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, uintptr_t *pa, uintptr_t pe,
-                         uintptr_t pe8, int ft_unit, uint64_t ft_base, int generic, uint64_t cpu,
+ * when a + size ≤ pe (no wrap: a and size are small next to the address space's end). The fast
+ * paths leave cpu, n_ext and the WPP fields as the slot holds them (0 but in dirty slots:
+ * s->dirty); parse_generic and parse_ext mark the slot dirty. */
+ETL_INLINE int parse_one(struct stream *s, struct etw_rec *rec, uintptr_t *pa, uintptr_t pe,
+                         uintptr_t pe8, int ft_unit, uint64_t ft_base, int generic,
                          struct pmemo *pm, int slack) {
   uintptr_t a = *pa;
   /* (fewer than 8 bytes left: the end. With @slack the 8 bytes are read anyway — a ≤ pe + 7, the
@@ -917,8 +956,6 @@ ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, uintptr_t 
       st64(rb + 64, 0);
       st64(rb + 72, 0);
       st64(rb + 80, 0);
-      st64(rb + 88, cpu); /* cpu; n_ext = 0 (and the padding before ext) */
-      st64(rb + REC_OFF(wpp_msg_number), 0); /* WPP message number, flags, sequence */
     }
     st64(rb, pm->head);
     ts = (int64_t)ld64(p + 8);
@@ -955,10 +992,9 @@ ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, uintptr_t 
     memcpy(rb + 48, p + 0x28, 16);   /* descriptor */
     memcpy(rb + 64, p + 0x38, 16);   /* kernel, user time; activity id [0, 8) */
     st64(rb + 80, ld64(p + 0x48));   /* activity id [8, 16) */
-    st64(rb + 88, cpu); /* cpu; n_ext = 0 (and the padding before ext) */
-    st64(rb + REC_OFF(wpp_msg_number), 0); /* WPP message number, flags, sequence */
+    /* (cpu, n_ext = 0 and the WPP fields as the slot holds them: s->dirty) */
     if (flags & ETW_EVH_EXTENDED_INFO) {
-      if (parse_ext(rec, p, size, &hdr)) PFAIL;
+      if (ext_items(s, rec, p, size, &hdr)) PFAIL;
     } else {
       /* (the header's size a constant: gcc keeps no register for it) */
       rec->user_data = p + 0x50;
@@ -1015,11 +1051,10 @@ ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, uintptr_t 
     st64(rb + 56, 0);
     st64(rb + 72, 0);
     st64(rb + 80, 0);
-    st64(rb + 88, cpu); /* cpu; n_ext = 0 (and the padding before ext) */
-    st64(rb + REC_OFF(wpp_msg_number), 0); /* WPP message number, flags, sequence */
   } else {
     if (slack && a + 8 > pe) return 0;
     if (m == 0xFFFFFFFFu) return 0; /* no more records */
+    slot_dirty(s, rec);
     /* (the time of the stream's previous record: a WPP record without its own takes it) */
     int k = parse_generic(s->f, s, rec, p, (uint32_t)(pe - a), m, rec > s->slots ? rec[-1].timestamp : s->last_ts);
     if (k < 0) return -1;
@@ -1055,21 +1090,26 @@ ETL_NOINLINE int fill(struct etw_etl_reader *r, struct stream *s) {
     for (uint32_t i = 0; i <= ETL_BATCH; i++) {
       s->slots[i].kind = ETW_REC_SYSTEM; /* (not PERFINFO: its memo path writes every field) */
       s->slots[i].n_ext = 0;
+      s->slots[i].wpp_msg_number = s->slots[i].wpp_flags = 0;
+      s->slots[i].wpp_sequence = 0;
       s->slots[i].file = &s->f->info;
       s->slots[i].file_index = s->file;
       s->slots[i].cpu = s->cpu;
       s->slots[i].file_offset = s->buf_off;
     }
     s->slots_off = s->buf_off;
+    memset(s->dirty, 0, sizeof s->dirty);
   }
   for (;;) {
+    /* (also after a batch that failed at its first record: that slot may be dirty) */
+    if (ETL_UNLIKELY(s->dirty[0] | s->dirty[1] | s->dirty[2])) slots_clean(s);
     int k = 0;
     struct etw_rec *rec = s->slots;
     struct etw_rec *end = rec + (etw_etl_batch_max - 1 < ETL_BATCH ? etw_etl_batch_max : ETL_BATCH);
     if (s->pay_len) {
       /* (pos may lie up to 7 past pay_len) */
       uintptr_t a = (uintptr_t)s->data + s->pos, pe = (uintptr_t)s->data + s->pay_len, pe8 = pe - 8;
-      uint64_t ft_base = s->ft_base, cpu = s->cpu;
+      uint64_t ft_base = s->ft_base;
       if (s->slots_off != s->buf_off) { /* a new buffer */
         s->slots_off = s->buf_off;
 #if defined(__GNUC__) && !defined(__clang__)
@@ -1080,13 +1120,13 @@ ETL_NOINLINE int fill(struct etw_etl_reader *r, struct stream *s) {
       /* (one loop per clock kind: the test is out of the loop) */
       if (etw_etl_generic_only) {
         int unit = s->ft_unit;
-        while ((k = parse_one(s, rec, &a, pe, pe8, unit, ft_base, 1, cpu, &s->pm, 0)) == 1 && ++rec < end) {
+        while ((k = parse_one(s, rec, &a, pe, pe8, unit, ft_base, 1, &s->pm, 0)) == 1 && ++rec < end) {
         }
       } else if (s->ft_unit) { /* (ETL_SLACK bytes after every buffer's records: load_buffer) */
-        while ((k = parse_one(s, rec, &a, pe, pe8, 1, ft_base, 0, cpu, &s->pm, 1)) == 1 && ++rec < end) {
+        while ((k = parse_one(s, rec, &a, pe, pe8, 1, ft_base, 0, &s->pm, 1)) == 1 && ++rec < end) {
         }
       } else {
-        while ((k = parse_one(s, rec, &a, pe, pe8, 0, ft_base, 0, cpu, &s->pm, 1)) == 1 && ++rec < end) {
+        while ((k = parse_one(s, rec, &a, pe, pe8, 0, ft_base, 0, &s->pm, 1)) == 1 && ++rec < end) {
         }
       }
       s->pos = (uint32_t)(a - (uintptr_t)s->data);
@@ -1464,7 +1504,7 @@ ETL_INLINE int next_batch(struct etw_etl_reader *r, const struct etw_rec **recs,
    * moved up while it is searched. It stops at head + 1 at the latest (its key is lk, ≤ kk), or
    * at end when that is head + 1 (lk = kk = UINT64_MAX), so the front sentinel is written only
    * for the tie rule's search. Then the new front stream's record is handed out. */
-#define ETL_SWITCH()                                         \
+#define ETL_SWITCH(sent)                                     \
   do {                                                       \
     s->cur = c;                                              \
     uint64_t x = end[-1].key;                                \
@@ -1486,7 +1526,7 @@ ETL_INLINE int next_batch(struct etw_etl_reader *r, const struct etw_rec **recs,
       q->key = kk;                                           \
       q->s = s;                                              \
     }                                                        \
-    end[1].key = UINT64_MAX; /* (s not kept) */              \
+    if (sent) end[1].key = UINT64_MAX; /* (s not kept) */    \
     end++;                                                   \
     head++;                                                  \
     lk = head[1].key;                                        \
@@ -1499,7 +1539,9 @@ ETL_INLINE int next_batch(struct etw_etl_reader *r, const struct etw_rec **recs,
   /* While more than ETL_BATCH + 1 entries are left, a run and the switch's record need no
    * bound: a run ends at s->lim at the latest (its time is UINT64_MAX), at most ETL_BATCH
    * records on. */
-  if (oe - o > ETL_BATCH + 1) {
+  /* (with two streams or more in the list a switch leaves head + 1 before end, so lk never
+   * reads the end sentinel: the unbounded loop writes it once, at out) */
+  if (oe - o > ETL_BATCH + 1 && end - head >= 2) {
     const struct etw_rec **of = oe - (ETL_BATCH + 1);
     do {
 #if ETL_ASM_RUN
@@ -1524,7 +1566,7 @@ ETL_INLINE int next_batch(struct etw_etl_reader *r, const struct etw_rec **recs,
           *o++ = c++;
         while ((kk = c->filetime) < lk);
       if (c == s->lim) goto out;
-      ETL_SWITCH();
+      ETL_SWITCH(0);
     } while (o < of);
   }
   for (;;) {
@@ -1533,11 +1575,12 @@ ETL_INLINE int next_batch(struct etw_etl_reader *r, const struct etw_rec **recs,
       if (o == oe) goto out;
     }
     if (c == s->lim) goto out;
-    ETL_SWITCH();
+    ETL_SWITCH(1);
     if (o == oe) goto out;
   }
 #undef ETL_SWITCH
 out:
+  end->key = UINT64_MAX; /* the end sentinel (its s not kept) */
   s->cur = c - 1;
   r->last_s = s;
   r->lh = head;
