@@ -661,6 +661,33 @@ static int load_buffer(struct etw_etl_reader *r, struct stream *s) {
   return 1;
 }
 
+/* x86-64 inline assembly (next_batch's run loop, the EVENT_HEADER head's AVX2 copy): not on
+ * Windows, as the decoders' */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(_WIN32)
+#define ETL_ASM_RUN 1
+#else
+#define ETL_ASM_RUN 0
+#endif
+
+/* Test hook: the record loop without its AVX2 variant (as ETWD_ETL_NO_AVX2 in the environment,
+ * which etl_avx2 reads once). */
+int etw_etl_rec_sse2;
+#if ETL_ASM_RUN
+static signed char etl_avx2_sel = -1;
+static int etl_avx2(void) {
+  int v = __atomic_load_n(&etl_avx2_sel, __ATOMIC_RELAXED);
+  if (v < 0) {
+    const char *no = getenv("ETWD_ETL_NO_AVX2");
+    __builtin_cpu_init();
+    v = (no && *no && strcmp(no, "0")) ? 0 : __builtin_cpu_supports("avx2") ? 1 : 0;
+    __atomic_store_n(&etl_avx2_sel, (signed char)v, __ATOMIC_RELAXED);
+  }
+  return v && !etw_etl_rec_sse2;
+}
+#else
+static int etl_avx2(void) { return 0; }
+#endif
+
 #if defined(__GNUC__)
 #define ETL_INLINE static inline __attribute__((always_inline))
 #define ETL_NOINLINE static __attribute__((noinline))
@@ -677,11 +704,11 @@ static int load_buffer(struct etw_etl_reader *r, struct stream *s) {
 #define ETL_REC_LAYOUT                                                                              \
   (REC_OFF(kind) == 0 && REC_OFF(ptr_size) == 1 && REC_OFF(flags) == 2 &&                           \
    REC_OFF(event_property) == 4 && REC_OFF(hook_id) == 6 && REC_OFF(tid) == 8 &&                    \
-   REC_OFF(pid) == 12 && REC_OFF(timestamp) == 16 && REC_OFF(filetime) == 24 &&                     \
-   REC_OFF(provider_id) == 32 && REC_OFF(desc) == 48 && REC_OFF(desc.id) == 48 &&                   \
-   REC_OFF(desc.version) == 50 && REC_OFF(desc.channel) == 51 && REC_OFF(desc.level) == 52 &&       \
-   REC_OFF(desc.opcode) == 53 && REC_OFF(desc.task) == 54 && REC_OFF(desc.keyword) == 56 &&         \
-   REC_OFF(kernel_time) == 64 && REC_OFF(user_time) == 68 && REC_OFF(activity_id) == 72 &&          \
+   REC_OFF(pid) == 12 && REC_OFF(timestamp) == 16 && REC_OFF(provider_id) == 24 &&                  \
+   REC_OFF(desc) == 40 && REC_OFF(desc.id) == 40 && REC_OFF(desc.version) == 42 &&                  \
+   REC_OFF(desc.channel) == 43 && REC_OFF(desc.level) == 44 && REC_OFF(desc.opcode) == 45 &&        \
+   REC_OFF(desc.task) == 46 && REC_OFF(desc.keyword) == 48 && REC_OFF(kernel_time) == 56 &&         \
+   REC_OFF(user_time) == 60 && REC_OFF(activity_id) == 64 && REC_OFF(filetime) == 80 &&             \
    REC_OFF(cpu) == 88 && REC_OFF(n_ext) == 90 && REC_OFF(ext) == 96 &&                              \
    REC_OFF(wpp_flags) == REC_OFF(wpp_msg_number) + 2 &&                                             \
    REC_OFF(wpp_sequence) == REC_OFF(wpp_msg_number) + 4 && ETL_LITTLE_ENDIAN)
@@ -689,6 +716,11 @@ static int load_buffer(struct etw_etl_reader *r, struct stream *s) {
 #define ETL_LITTLE_ENDIAN 1
 #else
 #define ETL_LITTLE_ENDIAN 0
+#endif
+
+#if defined(__x86_64__) || defined(__aarch64__)
+/* (where the fast paths are meant to run: a layout change must not switch them off silently) */
+_Static_assert(ETL_REC_LAYOUT, "struct etw_rec: the layout the fast record paths store");
 #endif
 
 static inline uint64_t ld64(const unsigned char *p) {
@@ -912,12 +944,13 @@ ETL_NOINLINE void slots_clean(struct stream *s) {
   memset(s->dirty, 0, sizeof s->dirty);
 }
 
-/* An EVENT_HEADER's extended data items (parse_ext) into slot @rec of @s (marked dirty); out of
- * the record loop (gcc kept a register less for the loop with it inline). */
-ETL_NOINLINE int ext_items(struct stream *s, struct etw_rec *rec, const unsigned char *p, uint32_t size,
-                           uint32_t *hdr) {
+/* An EVENT_HEADER's extended data items (parse_ext) into slot @rec of @s (marked dirty): the
+ * header size after them, 0 on a malformed item. Out of the record loop (gcc kept a register
+ * less for the loop with it inline). */
+ETL_NOINLINE uint32_t ext_items(struct stream *s, struct etw_rec *rec, const unsigned char *p, uint32_t size) {
   slot_dirty(s, rec);
-  return parse_ext(rec, p, size, hdr);
+  uint32_t hdr = 0x50;
+  return parse_ext(rec, p, size, &hdr) ? 0 : hdr;
 }
 
 /* Parse the record at the address *@pa (an integer: the last record's padding may take it up to
@@ -929,7 +962,8 @@ ETL_NOINLINE int ext_items(struct stream *s, struct etw_rec *rec, const unsigned
  * s->dirty); parse_generic and parse_ext mark the slot dirty. */
 ETL_INLINE int parse_one(struct stream *s, struct etw_rec *rec, uintptr_t *pa, uintptr_t pe,
                          uintptr_t pe8, int ft_unit, uint64_t ft_base, int generic,
-                         struct pmemo *pm, int slack) {
+                         struct pmemo *pm, int slack, int avx2) {
+  (void)avx2; /* (read only where ETL_ASM_RUN) */
   uintptr_t a = *pa;
   /* (fewer than 8 bytes left: the end. With @slack the 8 bytes are read anyway — a ≤ pe + 7, the
    * slack covers them — and the test waits for a failed path: every fast path needs at least 16
@@ -950,17 +984,17 @@ ETL_INLINE int parse_one(struct stream *s, struct etw_rec *rec, uintptr_t *pa, u
   perf_memo:
     if (rec->kind != ETW_REC_PERFINFO) { /* else these are as a PERFINFO record leaves them */
       st64(rb + 8, UINT64_MAX); /* tid, pid */
+      st64(rb + 24, 0);         /* provider */
       st64(rb + 32, 0);
-      st64(rb + 40, 0);
-      st64(rb + 56, 0);
-      st64(rb + 64, 0);
+      st64(rb + 48, 0);         /* keyword */
+      st64(rb + 56, 0);         /* kernel, user time */
+      st64(rb + 64, 0);         /* activity id */
       st64(rb + 72, 0);
-      st64(rb + 80, 0);
     }
     st64(rb, pm->head);
     ts = (int64_t)ld64(p + 8);
     st64(rb + 16, (uint64_t)ts);
-    st64(rb + 48, pm->desc);
+    st64(rb + 40, pm->desc);
     rec->user_data = p + pm->hdr;
     rec->user_len = pm->len;
     rec->filetime = ft_unit ? ft_base + (uint64_t)ts : to_filetime(&s->f->info, ts);
@@ -969,7 +1003,7 @@ ETL_INLINE int parse_one(struct stream *s, struct etw_rec *rec, uintptr_t *pa, u
   } else if (ETL_REC_LAYOUT && (m & 0xC0FE0000u) == 0xC0120000u && !generic) {
     /* (tested before a PERFINFO memo miss: more frequent on net.etl, 68 K against 26 K a pass) */
     /* EVENT_HEADER: 0 size, 4 flags, 6 property, 8 tid, pid, timestamp, provider, descriptor,
-     * kernel and user time, activity id: from 8 on the same layout as the record head */
+     * kernel and user time, activity id: bytes 8..80 as the record head's (etl.h) */
     hdr = 0x50;
     size = m & 0xFFFF;
     if (size < hdr || a + size > pe) PFAIL;
@@ -986,15 +1020,28 @@ ETL_INLINE int parse_one(struct stream *s, struct etw_rec *rec, uintptr_t *pa, u
       pm->ehead = head;
     }
     st64(rb, head);
-    memcpy(rb + 8, p + 8, 16);       /* tid, pid, timestamp */
+    /* tid, pid, timestamp, provider, descriptor, kernel and user time, activity id: one block
+     * (with AVX2 two 32-byte moves and one of 8; the upper halves cleared for the SSE code
+     * around) */
+#if ETL_ASM_RUN
+    if (avx2) {
+      typedef char b64[64];
+      __asm__("vmovdqu %[s], %%ymm0\n\t"
+              "vmovdqu 32+%[s], %%ymm1\n\t"
+              "vmovdqu %%ymm0, %[d]\n\t"
+              "vmovdqu %%ymm1, 32+%[d]\n\t"
+              "vzeroupper"
+              : [d] "=m"(*(b64 *)(void *)(rb + 8))
+              : [s] "m"(*(const b64 *)(const void *)(p + 8))
+              : "xmm0", "xmm1");
+    } else
+#endif
+      memcpy(rb + 8, p + 8, 64);
+    st64(rb + 72, ld64(p + 72));
     ts = (int64_t)ld64(p + 16);
-    memcpy(rb + 32, p + 0x18, 16);   /* provider */
-    memcpy(rb + 48, p + 0x28, 16);   /* descriptor */
-    memcpy(rb + 64, p + 0x38, 16);   /* kernel, user time; activity id [0, 8) */
-    st64(rb + 80, ld64(p + 0x48));   /* activity id [8, 16) */
     /* (cpu, n_ext = 0 and the WPP fields as the slot holds them: s->dirty) */
     if (flags & ETW_EVH_EXTENDED_INFO) {
-      if (ext_items(s, rec, p, size, &hdr)) PFAIL;
+      if (!(hdr = ext_items(s, rec, p, size))) PFAIL;
     } else {
       /* (the header's size a constant: gcc keeps no register for it) */
       rec->user_data = p + 0x50;
@@ -1030,10 +1077,10 @@ ETL_INLINE int parse_one(struct stream *s, struct etw_rec *rec, uintptr_t *pa, u
       uint64_t hk = h0 & 0xFFFF000000000000ull; /* HookId << 48 */
       st64(rb, hk | ETW_REC_SYSTEM | (uint64_t)((type & 1) ? 4 : 8) << 8);
       memcpy(rb + 8, p + 8, 16); /* tid, pid, timestamp */
+      st64(rb + 24, 0);          /* provider */
       st64(rb + 32, 0);
-      st64(rb + 40, 0);
-      st64(rb + 48, (h0 & 0xFF) << 16 | hk >> 8); /* version (low byte); opcode, task = HookId */
-      st64(rb + 64, type <= 2 ? ld64(p + 0x18) : 0); /* (hdr ≥ 0x20) */
+      st64(rb + 40, (h0 & 0xFF) << 16 | hk >> 8); /* version (low byte); opcode, task = HookId */
+      st64(rb + 56, type <= 2 ? ld64(p + 0x18) : 0); /* kernel, user time (hdr ≥ 0x20) */
     } else {
       /* 0 size, 4 class type, 5 level, 6 version, 8 tid, pid, 0x10 timestamp, 0x18 class GUID,
        * 0x28 kernel and user time */
@@ -1042,15 +1089,15 @@ ETL_INLINE int parse_one(struct stream *s, struct etw_rec *rec, uintptr_t *pa, u
       if (size < hdr || a + size > pe) PFAIL;
       st64(rb, ETW_REC_CLASSIC | (uint64_t)(type < 0x10 ? 4 : 8) << 8 | (uint64_t)ETW_EVH_CLASSIC_HEADER << 16);
       memcpy(rb + 8, p + 8, 16);     /* tid, pid, timestamp */
-      memcpy(rb + 32, p + 0x18, 16); /* class GUID */
+      memcpy(rb + 24, p + 0x18, 16); /* class GUID */
       /* version (low byte), level, opcode = class type */
-      st64(rb + 48, (h0 >> 48 & 0xFF) << 16 | (h0 >> 40 & 0xFF) << 32 | (h0 >> 32 & 0xFF) << 40);
-      st64(rb + 64, ld64(p + 0x28));
+      st64(rb + 40, (h0 >> 48 & 0xFF) << 16 | (h0 >> 40 & 0xFF) << 32 | (h0 >> 32 & 0xFF) << 40);
+      st64(rb + 56, ld64(p + 0x28)); /* kernel, user time */
     }
     ts = (int64_t)ld64(p + 16);
-    st64(rb + 56, 0);
+    st64(rb + 48, 0); /* keyword */
+    st64(rb + 64, 0); /* activity id */
     st64(rb + 72, 0);
-    st64(rb + 80, 0);
   } else {
     if (slack && a + 8 > pe) return 0;
     if (m == 0xFFFFFFFFu) return 0; /* no more records */
@@ -1120,13 +1167,16 @@ ETL_NOINLINE int fill(struct etw_etl_reader *r, struct stream *s) {
       /* (one loop per clock kind: the test is out of the loop) */
       if (etw_etl_generic_only) {
         int unit = s->ft_unit;
-        while ((k = parse_one(s, rec, &a, pe, pe8, unit, ft_base, 1, &s->pm, 0)) == 1 && ++rec < end) {
+        while ((k = parse_one(s, rec, &a, pe, pe8, unit, ft_base, 1, &s->pm, 0, 0)) == 1 && ++rec < end) {
         }
-      } else if (s->ft_unit) { /* (ETL_SLACK bytes after every buffer's records: load_buffer) */
-        while ((k = parse_one(s, rec, &a, pe, pe8, 1, ft_base, 0, &s->pm, 1)) == 1 && ++rec < end) {
+      } else if (s->ft_unit && etl_avx2()) { /* (ETL_SLACK bytes after every buffer's records: load_buffer) */
+        while ((k = parse_one(s, rec, &a, pe, pe8, 1, ft_base, 0, &s->pm, 1, 1)) == 1 && ++rec < end) {
+        }
+      } else if (s->ft_unit) {
+        while ((k = parse_one(s, rec, &a, pe, pe8, 1, ft_base, 0, &s->pm, 1, 0)) == 1 && ++rec < end) {
         }
       } else {
-        while ((k = parse_one(s, rec, &a, pe, pe8, 0, ft_base, 0, &s->pm, 1)) == 1 && ++rec < end) {
+        while ((k = parse_one(s, rec, &a, pe, pe8, 0, ft_base, 0, &s->pm, 1, 0)) == 1 && ++rec < end) {
         }
       }
       s->pos = (uint32_t)(a - (uintptr_t)s->data);
@@ -1448,12 +1498,7 @@ ETL_NOINLINE struct lent *list_tie_hole(struct stream *w, uint64_t k, struct len
 /* The run loop of next_batch's unbounded part in x86-64 assembly (gcc's loop takes 7
  * instructions a record, this one 5: the record handed out, o and c moved on, the next record's
  * time compared with lk); the C loop is the portable one and the reference (etw_etl_merge_c, a
- * test hook, selects it at run time). */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(_WIN32)
-#define ETL_ASM_RUN 1
-#else
-#define ETL_ASM_RUN 0
-#endif
+ * test hook, selects it at run time). (ETL_ASM_RUN: above) */
 int etw_etl_merge_c;
 
 #if defined(__GNUC__) && !defined(__clang__)
