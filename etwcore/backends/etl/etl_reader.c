@@ -123,9 +123,9 @@ _Static_assert(ETL_BATCH < 64 * 3, "stream.dirty: a bit per slot");
 unsigned etw_etl_batch_max = ETL_BATCH;
 int etw_etl_generic_only;
 
-struct lent { /* a sorted list entry */
+struct lent { /* a sorted list entry: a stream's current record and its time */
   uint64_t key;
-  struct stream *s;
+  struct etw_rec *c; /* (the stream: c->stream) */
 };
 
 struct etw_etl_reader {
@@ -1141,6 +1141,7 @@ ETL_NOINLINE int fill(struct etw_etl_reader *r, struct stream *s) {
       s->slots[i].wpp_sequence = 0;
       s->slots[i].file = &s->f->info;
       s->slots[i].file_index = s->file;
+      s->slots[i].stream = (uint32_t)(s - r->st);
       s->slots[i].cpu = s->cpu;
       s->slots[i].file_offset = s->buf_off;
     }
@@ -1282,16 +1283,16 @@ static void build_tree(struct etw_etl_reader *r) {
 static void build_list(struct etw_etl_reader *r) {
   struct lent *l = r->lst;
   uint32_t c = 1;
-  l[0].s = NULL; /* the sentinels: before and after every record */
+  l[0].c = NULL; /* the sentinels: before and after every record */
   l[0].key = 0;
   for (uint32_t i = 0; i < r->n_st; i++) {
     if (!r->st[i].has) continue;
     uint32_t j = c++;
-    for (; j > 1 && before(r, i, (uint32_t)(l[j - 1].s - r->st)); j--) l[j] = l[j - 1];
-    l[j].s = &r->st[i];
+    for (; j > 1 && before(r, i, l[j - 1].c->stream); j--) l[j] = l[j - 1];
+    l[j].c = r->st[i].cur;
     l[j].key = r->st[i].cur->filetime;
   }
-  l[c].s = NULL;
+  l[c].c = NULL;
   l[c].key = UINT64_MAX;
   r->lh = l + 1;
   r->le = l + c;
@@ -1309,9 +1310,26 @@ static inline void list_pop(struct etw_etl_reader *r) {
     r->le = end - (head - 1 - r->lst);
     head = r->lst + 1;
   }
-  head->s = NULL; /* the front sentinel */
+  head->c = NULL; /* the front sentinel */
   head->key = 0;
   r->lh = head + 1;
+}
+
+/* before() by the records (the list's entries: the streams' current records). */
+static inline int before_rec(const struct etw_rec *x, const struct etw_rec *y) {
+  if (x->filetime != y->filetime) return x->filetime < y->filetime;
+  if (x->file_index == y->file_index && x->timestamp != y->timestamp) return x->timestamp < y->timestamp;
+  return x->stream < y->stream;
+}
+
+/* List: the front entry's stream with its current record (an entry's; a stream's cur is kept
+ * only while it is in front), or NULL when the list is empty. */
+static inline struct stream *list_front(struct etw_etl_reader *r) {
+  if (r->lh >= r->le) return NULL; /* (the end sentinel's c is not kept) */
+  struct etw_rec *c = r->lh->c;
+  struct stream *t = &r->st[c->stream];
+  t->cur = c;
+  return t;
 }
 
 /* List: put stream @w (just popped) back with its next record (key @k), searching from the
@@ -1322,12 +1340,12 @@ static inline void list_sift(struct etw_etl_reader *r, struct stream *w, uint64_
   for (;; i--) {
     uint64_t x = l[i].key;
     if (x < k) break;
-    if (x == k && (!l[i].s || before(r, (uint32_t)(l[i].s - r->st), (uint32_t)(w - r->st)))) break;
+    if (x == k && (!l[i].c || before_rec(l[i].c, w->cur))) break;
     l[i + 1] = l[i];
   }
-  l[i + 1].s = w;
+  l[i + 1].c = w->cur;
   l[i + 1].key = k;
-  l[end + 1].s = NULL;
+  l[end + 1].c = NULL;
   l[end + 1].key = UINT64_MAX;
   r->le = l + end + 1;
 }
@@ -1347,10 +1365,12 @@ ETL_NOINLINE int next_slow(struct etw_etl_reader *r, const struct etw_rec **rec,
     if (r->list) {
       if (!more) {
         list_pop(r);
+        top = list_front(r);
       } else if (s->cur->filetime >= r->lh[1].key) {
         return list_move(r, s, s->cur->filetime, rec); /* (= list_pop + list_sift) */
+      } else {
+        top = s; /* (still in front) */
       }
-      top = r->lh < r->le ? r->lh->s : NULL; /* (the end sentinel's s is not kept) */
       r->lkey = top ? r->lh[1].key : UINT64_MAX;
     } else {
       uint32_t w = (uint32_t)(s - r->st);
@@ -1367,7 +1387,7 @@ ETL_NOINLINE int next_slow(struct etw_etl_reader *r, const struct etw_rec **rec,
       else build_tree(r);
     }
     if (!r->tree) top = NULL;
-    else if (r->list) top = r->lh < r->le ? r->lh->s : NULL;
+    else if (r->list) top = list_front(r);
     else top = r->tree[0] == LT_NONE ? NULL : &r->st[r->tree[0]];
   }
   if (!top) {
@@ -1388,7 +1408,7 @@ ETL_NOINLINE int list_move_slow(struct etw_etl_reader *r, struct stream *w, uint
   list_pop(r);
   list_sift(r, w, k);
   r->lkey = r->lh[1].key;
-  struct stream *top = r->lh->s;
+  struct stream *top = list_front(r);
   r->last_s = top;
   *rec = top->cur;
   return 1;
@@ -1401,14 +1421,16 @@ static inline int list_insert(struct etw_etl_reader *r, struct stream *w, uint64
   struct lent *head = r->lh, *end = r->le, *e = end;
   for (; e > q; e--) e[0] = e[-1];
   q->key = k;
-  q->s = w;
-  end[1].key = UINT64_MAX; /* (its s is not kept: next_slow tests lh < le) */
+  q->c = w->cur;
+  end[1].key = UINT64_MAX; /* (its c is not kept: next_slow tests lh < le) */
   r->le = end + 1;
   r->lh = head + 1;
   r->lkey = head[2].key;
-  struct stream *top = head[1].s;
+  struct etw_rec *c = head[1].c;
+  struct stream *top = &r->st[c->stream];
+  top->cur = c;
   r->last_s = top;
-  *rec = top->cur;
+  *rec = c;
   return 1;
 }
 
@@ -1419,8 +1441,7 @@ __attribute__((optimize("no-tree-loop-distribute-patterns")))
 #endif
 ETL_NOINLINE int list_move_tie(struct etw_etl_reader *r, struct stream *w, uint64_t k,
                                const struct etw_rec **rec, struct lent *q) {
-  uint32_t wi = (uint32_t)(w - r->st);
-  while (q[-1].key == k && q[-1].s && !before(r, (uint32_t)(q[-1].s - r->st), wi)) q--;
+  while (q[-1].key == k && q[-1].c && !before_rec(q[-1].c, w->cur)) q--;
   return list_insert(r, w, k, rec, q);
 }
 
@@ -1437,7 +1458,7 @@ ETL_NOINLINE int list_move(struct etw_etl_reader *r, struct stream *w, uint64_t 
                            const struct etw_rec **rec) {
   struct lent *head = r->lh, *q = r->le;
   if (q >= r->llast) return list_move_slow(r, w, k, rec); /* (end + 2 > ocap) */
-  head->s = NULL; /* the front sentinel (list_pop writes the same) */
+  head->c = NULL; /* the front sentinel (list_pop writes the same) */
   head->key = 0;
   uint64_t x;
   while ((x = q[-1].key) > k) q--; /* stops at the sentinel at the latest */
@@ -1474,13 +1495,13 @@ int etw_etl_reader_next_ref(struct etw_etl_reader *r, const struct etw_rec **rec
 #if defined(__GNUC__) && !defined(__clang__)
 __attribute__((optimize("no-tree-loop-distribute-patterns")))
 #endif
-ETL_NOINLINE struct lent *list_tie_hole(struct stream *w, uint64_t k, struct lent *q) {
-  const struct etw_rec *wc = w->cur;
-  for (struct stream *x; q[-1].key == k && (x = q[-1].s) != NULL; q--) {
-    /* before(x, w) with equal times (the keys are the records' times): the same file's
-     * timestamps if they differ, else the stream order (= the order of the pointers) */
-    const struct etw_rec *xc = x->cur;
-    if (x->file == w->file && xc->timestamp != wc->timestamp ? xc->timestamp < wc->timestamp : x < w) break;
+ETL_NOINLINE struct lent *list_tie_hole(const struct etw_rec *wc, uint64_t k, struct lent *q) {
+  for (const struct etw_rec *xc; q[-1].key == k && (xc = q[-1].c) != NULL; q--) {
+    /* before_rec(xc, wc) with equal times (the keys are the records' times): the same file's
+     * timestamps if they differ, else the stream order */
+    if (xc->file_index == wc->file_index && xc->timestamp != wc->timestamp ? xc->timestamp < wc->timestamp
+                                                                           : xc->stream < wc->stream)
+      break;
     q[0] = q[-1];
   }
   return q;
@@ -1551,11 +1572,10 @@ ETL_INLINE int next_batch(struct etw_etl_reader *r, const struct etw_rec **recs,
    * for the tie rule's search. Then the new front stream's record is handed out. */
 #define ETL_SWITCH(sent)                                     \
   do {                                                       \
-    s->cur = c;                                              \
     uint64_t x = end[-1].key;                                \
     if (x < kk) { /* (the last place: nothing moves) */      \
       end->key = kk;                                         \
-      end->s = s;                                            \
+      end->c = c;                                            \
     } else {                                                 \
       struct lent *q = end;                                  \
       while (x > kk) {                                       \
@@ -1564,23 +1584,24 @@ ETL_INLINE int next_batch(struct etw_etl_reader *r, const struct etw_rec **recs,
         x = q[-1].key;                                       \
       }                                                      \
       if (x == kk) {                                         \
-        head->s = NULL; /* the front sentinel */             \
+        head->c = NULL; /* the front sentinel */             \
         head->key = 0;                                       \
-        q = list_tie_hole(s, kk, q);                         \
+        q = list_tie_hole(c, kk, q);                         \
       }                                                      \
       q->key = kk;                                           \
-      q->s = s;                                              \
+      q->c = c;                                              \
     }                                                        \
     if (sent) end[1].key = UINT64_MAX; /* (s not kept) */    \
     end++;                                                   \
     head++;                                                  \
     lk = head[1].key;                                        \
-    s = head->s;                                             \
-    c = s->cur;                                              \
+    c = head->c;                                             \
     *o = c;                                                  \
     o++;                                                     \
     c++;                                                     \
   } while (0)
+  /* c is its stream's s->lim (kk: its time; a record's own time may be UINT64_MAX too) */
+#define ETL_AT_LIM() (kk == UINT64_MAX && c == r->st[c->stream].lim)
   /* While more than ETL_BATCH + 1 entries are left, a run and the switch's record need no
    * bound: a run ends at s->lim at the latest (its time is UINT64_MAX), at most ETL_BATCH
    * records on. */
@@ -1610,7 +1631,7 @@ ETL_INLINE int next_batch(struct etw_etl_reader *r, const struct etw_rec **recs,
         do
           *o++ = c++;
         while ((kk = c->filetime) < lk);
-      if (c == s->lim) goto out;
+      if (ETL_AT_LIM()) goto out;
       ETL_SWITCH(0);
     } while (o < of);
   }
@@ -1619,13 +1640,15 @@ ETL_INLINE int next_batch(struct etw_etl_reader *r, const struct etw_rec **recs,
       *o++ = c++;
       if (o == oe) goto out;
     }
-    if (c == s->lim) goto out;
+    if (ETL_AT_LIM()) goto out;
     ETL_SWITCH(1);
     if (o == oe) goto out;
   }
 #undef ETL_SWITCH
+#undef ETL_AT_LIM
 out:
-  end->key = UINT64_MAX; /* the end sentinel (its s not kept) */
+  end->key = UINT64_MAX; /* the end sentinel (its c not kept) */
+  s = &r->st[c[-1].stream]; /* (c - 1: the front stream's record handed out last) */
   s->cur = c - 1;
   r->last_s = s;
   r->lh = head;

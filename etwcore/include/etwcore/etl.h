@@ -119,6 +119,7 @@ struct etw_rec {
   /* where it came from */
   const struct etw_etl_info *file; /* NULL for live records */
   uint32_t file_index;
+  uint32_t stream;           /* the ETL reader's own: its stream (file and processor) */
   uint64_t file_offset;      /* offset of the record's buffer in its file */
 };
 
