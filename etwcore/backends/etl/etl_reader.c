@@ -718,7 +718,7 @@ static int etl_avx2(void) { return 0; }
 #define ETL_LITTLE_ENDIAN 0
 #endif
 
-#if defined(__x86_64__) || defined(__aarch64__)
+#if (defined(__x86_64__) || defined(__aarch64__)) && ETL_LITTLE_ENDIAN
 /* (where the fast paths are meant to run: a layout change must not switch them off silently) */
 _Static_assert(ETL_REC_LAYOUT, "struct etw_rec: the layout the fast record paths store");
 #endif
