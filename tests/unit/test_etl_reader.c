@@ -494,6 +494,7 @@ static void test_merge_list_tree(void) {
 extern unsigned etw_etl_batch_max;
 extern int etw_etl_generic_only;
 extern int etw_etl_merge_c;
+extern int etw_etl_rec_sse2; /* the record loop's SSE2 variant where the AVX2 one would run */
 
 
 struct seq {
@@ -542,17 +543,20 @@ static void seq_walk(unsigned char **img, const size_t *len, int nf, struct seq 
 static size_t seq_check(unsigned char **img, const size_t *len, int nf, const char *what) {
   static const struct {
     unsigned batch;
-    int generic;
-  } cfg[] = {{1, 1}, {1, 0}, {2, 0}, {3, 1}, {7, 0}, {31, 1}, {32, 1}, {63, 0}, {1000, 0}};
+    int generic, sse2;
+  } cfg[] = {{1, 1, 0},  {1, 0, 0},  {2, 0, 0},  {3, 1, 0},    {7, 0, 0}, {31, 1, 0},
+             {32, 1, 0}, {63, 0, 0}, {1000, 0, 0}, {1000, 0, 1}, {7, 0, 1}};
   struct seq ref, q;
   unsigned dflt = etw_etl_batch_max;
   seq_walk(img, len, nf, &ref);
   for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++) {
     etw_etl_batch_max = cfg[c].batch;
     etw_etl_generic_only = cfg[c].generic;
+    etw_etl_rec_sse2 = cfg[c].sse2;
     seq_walk(img, len, nf, &q);
     etw_etl_batch_max = dflt;
     etw_etl_generic_only = 0;
+    etw_etl_rec_sse2 = 0;
     int same = q.h == ref.h && q.n == ref.n && q.rc == ref.rc && !strcmp(q.msg, ref.msg);
     if (!same)
       fprintf(stderr, "%s: batch %u generic %d: %zu records rc %d (%s) vs %zu rc %d (%s)\n", what,

@@ -105,21 +105,27 @@ struct stream {
   int ft_unit;               /* the file's clock counts 100 ns: filetime = ft_base + timestamp */
   uint64_t ft_base;          /* start_time - t0 (mod 2^64) */
   struct pmemo pm;           /* its memos (the last PERFINFO and EVENT_HEADER headers) */
+  /* slots whose n_ext or WPP fields may be other than 0 (bit i: slots[i]): every other slot
+   * has n_ext = 0, the WPP fields 0 and cpu = the stream's, so the fast record paths do not
+   * store them. Set for a slot parse_generic or parse_ext writes (also when the record then
+   * fails), cleared (the slot's fields reset) before the next batch is parsed into the slots */
+  uint64_t dirty[3];
 };
 
 /* Records parsed per batch (one loop over a buffer's records; the slots of a stream, one more
  * than this: the slot after a batch's last record holds time UINT64_MAX for next_batch's runs,
  * are allocated on its first batch and freed when it is exhausted). */
 #define ETL_BATCH 128
+_Static_assert(ETL_BATCH < 64 * 3, "stream.dirty: a bit per slot");
 
 /* Test hooks (not static so that the unit tests can set them): records per batch (1 ..
  * ETL_BATCH), and every record through parse_generic (no PERFINFO / EVENT_HEADER fast path). */
 unsigned etw_etl_batch_max = ETL_BATCH;
 int etw_etl_generic_only;
 
-struct lent { /* a sorted list entry */
+struct lent { /* a sorted list entry: a stream's current record and its time */
   uint64_t key;
-  struct stream *s;
+  struct etw_rec *c; /* (the stream: c->stream) */
 };
 
 struct etw_etl_reader {
@@ -655,6 +661,33 @@ static int load_buffer(struct etw_etl_reader *r, struct stream *s) {
   return 1;
 }
 
+/* x86-64 inline assembly (next_batch's run loop, the EVENT_HEADER head's AVX2 copy): not on
+ * Windows, as the decoders' */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(_WIN32)
+#define ETL_ASM_RUN 1
+#else
+#define ETL_ASM_RUN 0
+#endif
+
+/* Test hook: the record loop without its AVX2 variant (as ETWD_ETL_NO_AVX2 in the environment,
+ * which etl_avx2 reads once). */
+int etw_etl_rec_sse2;
+#if ETL_ASM_RUN
+static signed char etl_avx2_sel = -1;
+static int etl_avx2(void) {
+  int v = __atomic_load_n(&etl_avx2_sel, __ATOMIC_RELAXED);
+  if (v < 0) {
+    const char *no = getenv("ETWD_ETL_NO_AVX2");
+    __builtin_cpu_init();
+    v = (no && *no && strcmp(no, "0")) ? 0 : __builtin_cpu_supports("avx2") ? 1 : 0;
+    __atomic_store_n(&etl_avx2_sel, (signed char)v, __ATOMIC_RELAXED);
+  }
+  return v && !etw_etl_rec_sse2;
+}
+#else
+static int etl_avx2(void) { return 0; }
+#endif
+
 #if defined(__GNUC__)
 #define ETL_INLINE static inline __attribute__((always_inline))
 #define ETL_NOINLINE static __attribute__((noinline))
@@ -671,11 +704,11 @@ static int load_buffer(struct etw_etl_reader *r, struct stream *s) {
 #define ETL_REC_LAYOUT                                                                              \
   (REC_OFF(kind) == 0 && REC_OFF(ptr_size) == 1 && REC_OFF(flags) == 2 &&                           \
    REC_OFF(event_property) == 4 && REC_OFF(hook_id) == 6 && REC_OFF(tid) == 8 &&                    \
-   REC_OFF(pid) == 12 && REC_OFF(timestamp) == 16 && REC_OFF(filetime) == 24 &&                     \
-   REC_OFF(provider_id) == 32 && REC_OFF(desc) == 48 && REC_OFF(desc.id) == 48 &&                   \
-   REC_OFF(desc.version) == 50 && REC_OFF(desc.channel) == 51 && REC_OFF(desc.level) == 52 &&       \
-   REC_OFF(desc.opcode) == 53 && REC_OFF(desc.task) == 54 && REC_OFF(desc.keyword) == 56 &&         \
-   REC_OFF(kernel_time) == 64 && REC_OFF(user_time) == 68 && REC_OFF(activity_id) == 72 &&          \
+   REC_OFF(pid) == 12 && REC_OFF(timestamp) == 16 && REC_OFF(provider_id) == 24 &&                  \
+   REC_OFF(desc) == 40 && REC_OFF(desc.id) == 40 && REC_OFF(desc.version) == 42 &&                  \
+   REC_OFF(desc.channel) == 43 && REC_OFF(desc.level) == 44 && REC_OFF(desc.opcode) == 45 &&        \
+   REC_OFF(desc.task) == 46 && REC_OFF(desc.keyword) == 48 && REC_OFF(kernel_time) == 56 &&         \
+   REC_OFF(user_time) == 60 && REC_OFF(activity_id) == 64 && REC_OFF(filetime) == 80 &&             \
    REC_OFF(cpu) == 88 && REC_OFF(n_ext) == 90 && REC_OFF(ext) == 96 &&                              \
    REC_OFF(wpp_flags) == REC_OFF(wpp_msg_number) + 2 &&                                             \
    REC_OFF(wpp_sequence) == REC_OFF(wpp_msg_number) + 4 && ETL_LITTLE_ENDIAN)
@@ -683,6 +716,11 @@ static int load_buffer(struct etw_etl_reader *r, struct stream *s) {
 #define ETL_LITTLE_ENDIAN 1
 #else
 #define ETL_LITTLE_ENDIAN 0
+#endif
+
+#if (defined(__x86_64__) || defined(__aarch64__)) && ETL_LITTLE_ENDIAN
+/* (where the fast paths are meant to run: a layout change must not switch them off silently) */
+_Static_assert(ETL_REC_LAYOUT, "struct etw_rec: the layout the fast record paths store");
 #endif
 
 static inline uint64_t ld64(const unsigned char *p) {
@@ -881,16 +919,51 @@ static const uint8_t perf_hdr[256] = {PH16(0),   PH16(16),  PH16(32),  PH16(48),
 #undef PH16
 #undef PH4
 
+/* Slot @rec of @s may get n_ext or WPP fields other than 0 (s->dirty). */
+static inline void slot_dirty(struct stream *s, const struct etw_rec *rec) {
+  size_t i = (size_t)(rec - s->slots);
+  s->dirty[i >> 6] |= (uint64_t)1 << (i & 63);
+}
+
+/* The dirty slots' n_ext and WPP fields back to 0 (s->dirty). */
+ETL_NOINLINE void slots_clean(struct stream *s) {
+  for (unsigned w = 0; w < sizeof s->dirty / sizeof s->dirty[0]; w++)
+    for (uint64_t m = s->dirty[w]; m; m &= m - 1) {
+#if defined(__GNUC__)
+      unsigned b = (unsigned)__builtin_ctzll(m);
+#else
+      unsigned b = 0;
+      while (!(m >> b & 1)) b++;
+#endif
+      struct etw_rec *x = &s->slots[w * 64 + b];
+      x->n_ext = 0;
+      x->wpp_msg_number = x->wpp_flags = 0;
+      x->wpp_sequence = 0;
+      x->cpu = s->cpu;
+    }
+  memset(s->dirty, 0, sizeof s->dirty);
+}
+
+/* An EVENT_HEADER's extended data items (parse_ext) into slot @rec of @s (marked dirty): the
+ * header size after them, 0 on a malformed item. Out of the record loop (gcc kept a register
+ * less for the loop with it inline). */
+ETL_NOINLINE uint32_t ext_items(struct stream *s, struct etw_rec *rec, const unsigned char *p, uint32_t size) {
+  slot_dirty(s, rec);
+  uint32_t hdr = 0x50;
+  return parse_ext(rec, p, size, &hdr) ? 0 : hdr;
+}
+
 /* Parse the record at the address *@pa (an integer: the last record's padding may take it up to
  * 7 past the payload's end @pe, which a pointer may not) into @rec (a slot of @s: the one before
  * it, or s->last_ts, has the previous record); 1 = got one (*@pa moves past it and its
  * padding), 0 = end of buffer, -1 = damage (nothing moves). @pe8 is @pe - 8. A record fits
- * when a + size ≤ pe (no wrap: a and size are small next to the address space's end). @cpu is
- * s->cpu (stored with n_ext). */
-
-ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, uintptr_t *pa, uintptr_t pe,
-                         uintptr_t pe8, int ft_unit, uint64_t ft_base, int generic, uint64_t cpu,
-                         struct pmemo *pm, int slack) {
+ * when a + size ≤ pe (no wrap: a and size are small next to the address space's end). The fast
+ * paths leave cpu, n_ext and the WPP fields as the slot holds them (0 but in dirty slots:
+ * s->dirty); parse_generic and parse_ext mark the slot dirty. */
+ETL_INLINE int parse_one(struct stream *s, struct etw_rec *rec, uintptr_t *pa, uintptr_t pe,
+                         uintptr_t pe8, int ft_unit, uint64_t ft_base, int generic,
+                         struct pmemo *pm, int slack, int avx2) {
+  (void)avx2; /* (read only where ETL_ASM_RUN) */
   uintptr_t a = *pa;
   /* (fewer than 8 bytes left: the end. With @slack the 8 bytes are read anyway — a ≤ pe + 7, the
    * slack covers them — and the test waits for a failed path: every fast path needs at least 16
@@ -911,19 +984,17 @@ ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, uintptr_t 
   perf_memo:
     if (rec->kind != ETW_REC_PERFINFO) { /* else these are as a PERFINFO record leaves them */
       st64(rb + 8, UINT64_MAX); /* tid, pid */
+      st64(rb + 24, 0);         /* provider */
       st64(rb + 32, 0);
-      st64(rb + 40, 0);
-      st64(rb + 56, 0);
-      st64(rb + 64, 0);
+      st64(rb + 48, 0);         /* keyword */
+      st64(rb + 56, 0);         /* kernel, user time */
+      st64(rb + 64, 0);         /* activity id */
       st64(rb + 72, 0);
-      st64(rb + 80, 0);
-      st64(rb + 88, cpu); /* cpu; n_ext = 0 (and the padding before ext) */
-      st64(rb + REC_OFF(wpp_msg_number), 0); /* WPP message number, flags, sequence */
     }
     st64(rb, pm->head);
     ts = (int64_t)ld64(p + 8);
     st64(rb + 16, (uint64_t)ts);
-    st64(rb + 48, pm->desc);
+    st64(rb + 40, pm->desc);
     rec->user_data = p + pm->hdr;
     rec->user_len = pm->len;
     rec->filetime = ft_unit ? ft_base + (uint64_t)ts : to_filetime(&s->f->info, ts);
@@ -932,7 +1003,7 @@ ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, uintptr_t 
   } else if (ETL_REC_LAYOUT && (m & 0xC0FE0000u) == 0xC0120000u && !generic) {
     /* (tested before a PERFINFO memo miss: more frequent on net.etl, 68 K against 26 K a pass) */
     /* EVENT_HEADER: 0 size, 4 flags, 6 property, 8 tid, pid, timestamp, provider, descriptor,
-     * kernel and user time, activity id: from 8 on the same layout as the record head */
+     * kernel and user time, activity id: bytes 8..80 as the record head's (etl.h) */
     hdr = 0x50;
     size = m & 0xFFFF;
     if (size < hdr || a + size > pe) PFAIL;
@@ -949,16 +1020,28 @@ ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, uintptr_t 
       pm->ehead = head;
     }
     st64(rb, head);
-    memcpy(rb + 8, p + 8, 16);       /* tid, pid, timestamp */
+    /* tid, pid, timestamp, provider, descriptor, kernel and user time, activity id: one block
+     * (with AVX2 two 32-byte moves and one of 8; the upper halves cleared for the SSE code
+     * around) */
+#if ETL_ASM_RUN
+    if (avx2) {
+      typedef char b64[64];
+      __asm__("vmovdqu %[s], %%ymm0\n\t"
+              "vmovdqu 32+%[s], %%ymm1\n\t"
+              "vmovdqu %%ymm0, %[d]\n\t"
+              "vmovdqu %%ymm1, 32+%[d]\n\t"
+              "vzeroupper"
+              : [d] "=m"(*(b64 *)(void *)(rb + 8))
+              : [s] "m"(*(const b64 *)(const void *)(p + 8))
+              : "xmm0", "xmm1");
+    } else
+#endif
+      memcpy(rb + 8, p + 8, 64);
+    st64(rb + 72, ld64(p + 72));
     ts = (int64_t)ld64(p + 16);
-    memcpy(rb + 32, p + 0x18, 16);   /* provider */
-    memcpy(rb + 48, p + 0x28, 16);   /* descriptor */
-    memcpy(rb + 64, p + 0x38, 16);   /* kernel, user time; activity id [0, 8) */
-    st64(rb + 80, ld64(p + 0x48));   /* activity id [8, 16) */
-    st64(rb + 88, cpu); /* cpu; n_ext = 0 (and the padding before ext) */
-    st64(rb + REC_OFF(wpp_msg_number), 0); /* WPP message number, flags, sequence */
+    /* (cpu, n_ext = 0 and the WPP fields as the slot holds them: s->dirty) */
     if (flags & ETW_EVH_EXTENDED_INFO) {
-      if (parse_ext(rec, p, size, &hdr)) PFAIL;
+      if (!(hdr = ext_items(s, rec, p, size))) PFAIL;
     } else {
       /* (the header's size a constant: gcc keeps no register for it) */
       rec->user_data = p + 0x50;
@@ -994,10 +1077,10 @@ ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, uintptr_t 
       uint64_t hk = h0 & 0xFFFF000000000000ull; /* HookId << 48 */
       st64(rb, hk | ETW_REC_SYSTEM | (uint64_t)((type & 1) ? 4 : 8) << 8);
       memcpy(rb + 8, p + 8, 16); /* tid, pid, timestamp */
+      st64(rb + 24, 0);          /* provider */
       st64(rb + 32, 0);
-      st64(rb + 40, 0);
-      st64(rb + 48, (h0 & 0xFF) << 16 | hk >> 8); /* version (low byte); opcode, task = HookId */
-      st64(rb + 64, type <= 2 ? ld64(p + 0x18) : 0); /* (hdr ≥ 0x20) */
+      st64(rb + 40, (h0 & 0xFF) << 16 | hk >> 8); /* version (low byte); opcode, task = HookId */
+      st64(rb + 56, type <= 2 ? ld64(p + 0x18) : 0); /* kernel, user time (hdr ≥ 0x20) */
     } else {
       /* 0 size, 4 class type, 5 level, 6 version, 8 tid, pid, 0x10 timestamp, 0x18 class GUID,
        * 0x28 kernel and user time */
@@ -1006,20 +1089,19 @@ ETL_INLINE int parse_one(const struct stream *s, struct etw_rec *rec, uintptr_t 
       if (size < hdr || a + size > pe) PFAIL;
       st64(rb, ETW_REC_CLASSIC | (uint64_t)(type < 0x10 ? 4 : 8) << 8 | (uint64_t)ETW_EVH_CLASSIC_HEADER << 16);
       memcpy(rb + 8, p + 8, 16);     /* tid, pid, timestamp */
-      memcpy(rb + 32, p + 0x18, 16); /* class GUID */
+      memcpy(rb + 24, p + 0x18, 16); /* class GUID */
       /* version (low byte), level, opcode = class type */
-      st64(rb + 48, (h0 >> 48 & 0xFF) << 16 | (h0 >> 40 & 0xFF) << 32 | (h0 >> 32 & 0xFF) << 40);
-      st64(rb + 64, ld64(p + 0x28));
+      st64(rb + 40, (h0 >> 48 & 0xFF) << 16 | (h0 >> 40 & 0xFF) << 32 | (h0 >> 32 & 0xFF) << 40);
+      st64(rb + 56, ld64(p + 0x28)); /* kernel, user time */
     }
     ts = (int64_t)ld64(p + 16);
-    st64(rb + 56, 0);
+    st64(rb + 48, 0); /* keyword */
+    st64(rb + 64, 0); /* activity id */
     st64(rb + 72, 0);
-    st64(rb + 80, 0);
-    st64(rb + 88, cpu); /* cpu; n_ext = 0 (and the padding before ext) */
-    st64(rb + REC_OFF(wpp_msg_number), 0); /* WPP message number, flags, sequence */
   } else {
     if (slack && a + 8 > pe) return 0;
     if (m == 0xFFFFFFFFu) return 0; /* no more records */
+    slot_dirty(s, rec);
     /* (the time of the stream's previous record: a WPP record without its own takes it) */
     int k = parse_generic(s->f, s, rec, p, (uint32_t)(pe - a), m, rec > s->slots ? rec[-1].timestamp : s->last_ts);
     if (k < 0) return -1;
@@ -1055,21 +1137,27 @@ ETL_NOINLINE int fill(struct etw_etl_reader *r, struct stream *s) {
     for (uint32_t i = 0; i <= ETL_BATCH; i++) {
       s->slots[i].kind = ETW_REC_SYSTEM; /* (not PERFINFO: its memo path writes every field) */
       s->slots[i].n_ext = 0;
+      s->slots[i].wpp_msg_number = s->slots[i].wpp_flags = 0;
+      s->slots[i].wpp_sequence = 0;
       s->slots[i].file = &s->f->info;
       s->slots[i].file_index = s->file;
+      s->slots[i].stream = (uint32_t)(s - r->st);
       s->slots[i].cpu = s->cpu;
       s->slots[i].file_offset = s->buf_off;
     }
     s->slots_off = s->buf_off;
+    memset(s->dirty, 0, sizeof s->dirty);
   }
   for (;;) {
+    /* (also after a batch that failed at its first record: that slot may be dirty) */
+    if (ETL_UNLIKELY(s->dirty[0] | s->dirty[1] | s->dirty[2])) slots_clean(s);
     int k = 0;
     struct etw_rec *rec = s->slots;
     struct etw_rec *end = rec + (etw_etl_batch_max - 1 < ETL_BATCH ? etw_etl_batch_max : ETL_BATCH);
     if (s->pay_len) {
       /* (pos may lie up to 7 past pay_len) */
       uintptr_t a = (uintptr_t)s->data + s->pos, pe = (uintptr_t)s->data + s->pay_len, pe8 = pe - 8;
-      uint64_t ft_base = s->ft_base, cpu = s->cpu;
+      uint64_t ft_base = s->ft_base;
       if (s->slots_off != s->buf_off) { /* a new buffer */
         s->slots_off = s->buf_off;
 #if defined(__GNUC__) && !defined(__clang__)
@@ -1080,13 +1168,16 @@ ETL_NOINLINE int fill(struct etw_etl_reader *r, struct stream *s) {
       /* (one loop per clock kind: the test is out of the loop) */
       if (etw_etl_generic_only) {
         int unit = s->ft_unit;
-        while ((k = parse_one(s, rec, &a, pe, pe8, unit, ft_base, 1, cpu, &s->pm, 0)) == 1 && ++rec < end) {
+        while ((k = parse_one(s, rec, &a, pe, pe8, unit, ft_base, 1, &s->pm, 0, 0)) == 1 && ++rec < end) {
         }
-      } else if (s->ft_unit) { /* (ETL_SLACK bytes after every buffer's records: load_buffer) */
-        while ((k = parse_one(s, rec, &a, pe, pe8, 1, ft_base, 0, cpu, &s->pm, 1)) == 1 && ++rec < end) {
+      } else if (s->ft_unit && etl_avx2()) { /* (ETL_SLACK bytes after every buffer's records: load_buffer) */
+        while ((k = parse_one(s, rec, &a, pe, pe8, 1, ft_base, 0, &s->pm, 1, 1)) == 1 && ++rec < end) {
+        }
+      } else if (s->ft_unit) {
+        while ((k = parse_one(s, rec, &a, pe, pe8, 1, ft_base, 0, &s->pm, 1, 0)) == 1 && ++rec < end) {
         }
       } else {
-        while ((k = parse_one(s, rec, &a, pe, pe8, 0, ft_base, 0, cpu, &s->pm, 1)) == 1 && ++rec < end) {
+        while ((k = parse_one(s, rec, &a, pe, pe8, 0, ft_base, 0, &s->pm, 1, 0)) == 1 && ++rec < end) {
         }
       }
       s->pos = (uint32_t)(a - (uintptr_t)s->data);
@@ -1192,16 +1283,16 @@ static void build_tree(struct etw_etl_reader *r) {
 static void build_list(struct etw_etl_reader *r) {
   struct lent *l = r->lst;
   uint32_t c = 1;
-  l[0].s = NULL; /* the sentinels: before and after every record */
+  l[0].c = NULL; /* the sentinels: before and after every record */
   l[0].key = 0;
   for (uint32_t i = 0; i < r->n_st; i++) {
     if (!r->st[i].has) continue;
     uint32_t j = c++;
-    for (; j > 1 && before(r, i, (uint32_t)(l[j - 1].s - r->st)); j--) l[j] = l[j - 1];
-    l[j].s = &r->st[i];
+    for (; j > 1 && before(r, i, l[j - 1].c->stream); j--) l[j] = l[j - 1];
+    l[j].c = r->st[i].cur;
     l[j].key = r->st[i].cur->filetime;
   }
-  l[c].s = NULL;
+  l[c].c = NULL;
   l[c].key = UINT64_MAX;
   r->lh = l + 1;
   r->le = l + c;
@@ -1219,9 +1310,26 @@ static inline void list_pop(struct etw_etl_reader *r) {
     r->le = end - (head - 1 - r->lst);
     head = r->lst + 1;
   }
-  head->s = NULL; /* the front sentinel */
+  head->c = NULL; /* the front sentinel */
   head->key = 0;
   r->lh = head + 1;
+}
+
+/* before() by the records (the list's entries: the streams' current records). */
+static inline int before_rec(const struct etw_rec *x, const struct etw_rec *y) {
+  if (x->filetime != y->filetime) return x->filetime < y->filetime;
+  if (x->file_index == y->file_index && x->timestamp != y->timestamp) return x->timestamp < y->timestamp;
+  return x->stream < y->stream;
+}
+
+/* List: the front entry's stream with its current record (an entry's; a stream's cur is kept
+ * only while it is in front), or NULL when the list is empty. */
+static inline struct stream *list_front(struct etw_etl_reader *r) {
+  if (r->lh >= r->le) return NULL; /* (the end sentinel's c is not kept) */
+  struct etw_rec *c = r->lh->c;
+  struct stream *t = &r->st[c->stream];
+  t->cur = c;
+  return t;
 }
 
 /* List: put stream @w (just popped) back with its next record (key @k), searching from the
@@ -1232,12 +1340,12 @@ static inline void list_sift(struct etw_etl_reader *r, struct stream *w, uint64_
   for (;; i--) {
     uint64_t x = l[i].key;
     if (x < k) break;
-    if (x == k && (!l[i].s || before(r, (uint32_t)(l[i].s - r->st), (uint32_t)(w - r->st)))) break;
+    if (x == k && (!l[i].c || before_rec(l[i].c, w->cur))) break;
     l[i + 1] = l[i];
   }
-  l[i + 1].s = w;
+  l[i + 1].c = w->cur;
   l[i + 1].key = k;
-  l[end + 1].s = NULL;
+  l[end + 1].c = NULL;
   l[end + 1].key = UINT64_MAX;
   r->le = l + end + 1;
 }
@@ -1257,10 +1365,12 @@ ETL_NOINLINE int next_slow(struct etw_etl_reader *r, const struct etw_rec **rec,
     if (r->list) {
       if (!more) {
         list_pop(r);
+        top = list_front(r);
       } else if (s->cur->filetime >= r->lh[1].key) {
         return list_move(r, s, s->cur->filetime, rec); /* (= list_pop + list_sift) */
+      } else {
+        top = s; /* (still in front) */
       }
-      top = r->lh < r->le ? r->lh->s : NULL; /* (the end sentinel's s is not kept) */
       r->lkey = top ? r->lh[1].key : UINT64_MAX;
     } else {
       uint32_t w = (uint32_t)(s - r->st);
@@ -1277,7 +1387,7 @@ ETL_NOINLINE int next_slow(struct etw_etl_reader *r, const struct etw_rec **rec,
       else build_tree(r);
     }
     if (!r->tree) top = NULL;
-    else if (r->list) top = r->lh < r->le ? r->lh->s : NULL;
+    else if (r->list) top = list_front(r);
     else top = r->tree[0] == LT_NONE ? NULL : &r->st[r->tree[0]];
   }
   if (!top) {
@@ -1298,7 +1408,7 @@ ETL_NOINLINE int list_move_slow(struct etw_etl_reader *r, struct stream *w, uint
   list_pop(r);
   list_sift(r, w, k);
   r->lkey = r->lh[1].key;
-  struct stream *top = r->lh->s;
+  struct stream *top = list_front(r);
   r->last_s = top;
   *rec = top->cur;
   return 1;
@@ -1311,14 +1421,16 @@ static inline int list_insert(struct etw_etl_reader *r, struct stream *w, uint64
   struct lent *head = r->lh, *end = r->le, *e = end;
   for (; e > q; e--) e[0] = e[-1];
   q->key = k;
-  q->s = w;
-  end[1].key = UINT64_MAX; /* (its s is not kept: next_slow tests lh < le) */
+  q->c = w->cur;
+  end[1].key = UINT64_MAX; /* (its c is not kept: next_slow tests lh < le) */
   r->le = end + 1;
   r->lh = head + 1;
   r->lkey = head[2].key;
-  struct stream *top = head[1].s;
+  struct etw_rec *c = head[1].c;
+  struct stream *top = &r->st[c->stream];
+  top->cur = c;
   r->last_s = top;
-  *rec = top->cur;
+  *rec = c;
   return 1;
 }
 
@@ -1329,8 +1441,7 @@ __attribute__((optimize("no-tree-loop-distribute-patterns")))
 #endif
 ETL_NOINLINE int list_move_tie(struct etw_etl_reader *r, struct stream *w, uint64_t k,
                                const struct etw_rec **rec, struct lent *q) {
-  uint32_t wi = (uint32_t)(w - r->st);
-  while (q[-1].key == k && q[-1].s && !before(r, (uint32_t)(q[-1].s - r->st), wi)) q--;
+  while (q[-1].key == k && q[-1].c && !before_rec(q[-1].c, w->cur)) q--;
   return list_insert(r, w, k, rec, q);
 }
 
@@ -1347,7 +1458,7 @@ ETL_NOINLINE int list_move(struct etw_etl_reader *r, struct stream *w, uint64_t 
                            const struct etw_rec **rec) {
   struct lent *head = r->lh, *q = r->le;
   if (q >= r->llast) return list_move_slow(r, w, k, rec); /* (end + 2 > ocap) */
-  head->s = NULL; /* the front sentinel (list_pop writes the same) */
+  head->c = NULL; /* the front sentinel (list_pop writes the same) */
   head->key = 0;
   uint64_t x;
   while ((x = q[-1].key) > k) q--; /* stops at the sentinel at the latest */
@@ -1384,13 +1495,13 @@ int etw_etl_reader_next_ref(struct etw_etl_reader *r, const struct etw_rec **rec
 #if defined(__GNUC__) && !defined(__clang__)
 __attribute__((optimize("no-tree-loop-distribute-patterns")))
 #endif
-ETL_NOINLINE struct lent *list_tie_hole(struct stream *w, uint64_t k, struct lent *q) {
-  const struct etw_rec *wc = w->cur;
-  for (struct stream *x; q[-1].key == k && (x = q[-1].s) != NULL; q--) {
-    /* before(x, w) with equal times (the keys are the records' times): the same file's
-     * timestamps if they differ, else the stream order (= the order of the pointers) */
-    const struct etw_rec *xc = x->cur;
-    if (x->file == w->file && xc->timestamp != wc->timestamp ? xc->timestamp < wc->timestamp : x < w) break;
+ETL_NOINLINE struct lent *list_tie_hole(const struct etw_rec *wc, uint64_t k, struct lent *q) {
+  for (const struct etw_rec *xc; q[-1].key == k && (xc = q[-1].c) != NULL; q--) {
+    /* before_rec(xc, wc) with equal times (the keys are the records' times): the same file's
+     * timestamps if they differ, else the stream order */
+    if (xc->file_index == wc->file_index && xc->timestamp != wc->timestamp ? xc->timestamp < wc->timestamp
+                                                                           : xc->stream < wc->stream)
+      break;
     q[0] = q[-1];
   }
   return q;
@@ -1408,12 +1519,7 @@ ETL_NOINLINE struct lent *list_tie_hole(struct stream *w, uint64_t k, struct len
 /* The run loop of next_batch's unbounded part in x86-64 assembly (gcc's loop takes 7
  * instructions a record, this one 5: the record handed out, o and c moved on, the next record's
  * time compared with lk); the C loop is the portable one and the reference (etw_etl_merge_c, a
- * test hook, selects it at run time). */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(_WIN32)
-#define ETL_ASM_RUN 1
-#else
-#define ETL_ASM_RUN 0
-#endif
+ * test hook, selects it at run time). (ETL_ASM_RUN: above) */
 int etw_etl_merge_c;
 
 #if defined(__GNUC__) && !defined(__clang__)
@@ -1464,42 +1570,72 @@ ETL_INLINE int next_batch(struct etw_etl_reader *r, const struct etw_rec **recs,
    * moved up while it is searched. It stops at head + 1 at the latest (its key is lk, ≤ kk), or
    * at end when that is head + 1 (lk = kk = UINT64_MAX), so the front sentinel is written only
    * for the tie rule's search. Then the new front stream's record is handed out. */
-#define ETL_SWITCH()                                         \
+#define ETL_SWITCH(sent)                                     \
   do {                                                       \
-    s->cur = c;                                              \
     uint64_t x = end[-1].key;                                \
     if (x < kk) { /* (the last place: nothing moves) */      \
       end->key = kk;                                         \
-      end->s = s;                                            \
+      end->c = c;                                            \
     } else {                                                 \
       struct lent *q = end;                                  \
-      while (x > kk) {                                       \
-        q[0] = q[-1];                                        \
-        q--;                                                 \
+      if (x > kk) {                                          \
+        ETL_SHIFT();                                         \
         x = q[-1].key;                                       \
       }                                                      \
       if (x == kk) {                                         \
-        head->s = NULL; /* the front sentinel */             \
+        head->c = NULL; /* the front sentinel */             \
         head->key = 0;                                       \
-        q = list_tie_hole(s, kk, q);                         \
+        q = list_tie_hole(c, kk, q);                         \
       }                                                      \
       q->key = kk;                                           \
-      q->s = s;                                              \
+      q->c = c;                                              \
     }                                                        \
-    end[1].key = UINT64_MAX; /* (s not kept) */              \
+    if (sent) end[1].key = UINT64_MAX; /* (s not kept) */    \
     end++;                                                   \
     head++;                                                  \
     lk = head[1].key;                                        \
-    s = head->s;                                             \
-    c = s->cur;                                              \
+    c = head->c;                                             \
     *o = c;                                                  \
     o++;                                                     \
     c++;                                                     \
   } while (0)
+  /* the entries from q down move up by one while the one below has a later key than kk (the
+   * first one has); x86-64: the key compared in memory (5 instructions an entry, gcc's loop 6) */
+#if ETL_ASM_RUN
+#define ETL_SHIFT()                                                                    \
+  do {                                                                                 \
+    if (use_asm) {                                                                     \
+      __asm__("1:\n\t"                                                                 \
+              "movdqu -16(%[q]), %%xmm7\n\t"                                           \
+              "movdqu %%xmm7, (%[q])\n\t"                                              \
+              "subq $16, %[q]\n\t"                                                     \
+              "cmpq %[kk], -16(%[q])\n\t"                                              \
+              "ja 1b"                                                                  \
+              : [q] "+r"(q)                                                            \
+              : [kk] "r"(kk)                                                           \
+              : "xmm7", "cc", "memory");                                               \
+    } else {                                                                           \
+      do {                                                                             \
+        q[0] = q[-1];                                                                  \
+        q--;                                                                           \
+      } while (q[-1].key > kk);                                                        \
+    }                                                                                  \
+  } while (0)
+#else
+#define ETL_SHIFT()                                                                    \
+  do {                                                                                 \
+    q[0] = q[-1];                                                                      \
+    q--;                                                                               \
+  } while (q[-1].key > kk)
+#endif
+  /* c is its stream's s->lim (kk: its time; a record's own time may be UINT64_MAX too) */
+#define ETL_AT_LIM() (kk == UINT64_MAX && c == r->st[c->stream].lim)
   /* While more than ETL_BATCH + 1 entries are left, a run and the switch's record need no
    * bound: a run ends at s->lim at the latest (its time is UINT64_MAX), at most ETL_BATCH
    * records on. */
-  if (oe - o > ETL_BATCH + 1) {
+  /* (with two streams or more in the list a switch leaves head + 1 before end, so lk never
+   * reads the end sentinel: the unbounded loop writes it once, at out) */
+  if (oe - o > ETL_BATCH + 1 && end - head >= 2) {
     const struct etw_rec **of = oe - (ETL_BATCH + 1);
     do {
 #if ETL_ASM_RUN
@@ -1523,8 +1659,8 @@ ETL_INLINE int next_batch(struct etw_etl_reader *r, const struct etw_rec **recs,
         do
           *o++ = c++;
         while ((kk = c->filetime) < lk);
-      if (c == s->lim) goto out;
-      ETL_SWITCH();
+      if (ETL_AT_LIM()) goto out;
+      ETL_SWITCH(0);
     } while (o < of);
   }
   for (;;) {
@@ -1532,12 +1668,16 @@ ETL_INLINE int next_batch(struct etw_etl_reader *r, const struct etw_rec **recs,
       *o++ = c++;
       if (o == oe) goto out;
     }
-    if (c == s->lim) goto out;
-    ETL_SWITCH();
+    if (ETL_AT_LIM()) goto out;
+    ETL_SWITCH(1);
     if (o == oe) goto out;
   }
 #undef ETL_SWITCH
+#undef ETL_SHIFT
+#undef ETL_AT_LIM
 out:
+  end->key = UINT64_MAX; /* the end sentinel (its c not kept) */
+  s = &r->st[c[-1].stream]; /* (c - 1: the front stream's record handed out last) */
   s->cur = c - 1;
   r->last_s = s;
   r->lh = head;

@@ -86,6 +86,9 @@ struct etw_etl_info {
  * consumer) memory that stays valid until the next etw_etl_reader_next call.
  * For kernel/classic records provider_id is the MOF class (group) GUID, desc.opcode the event
  * type, desc.version the class version, and hook_id the raw kernel HookId (group << 8 | type).
+ * Layout: from tid to activity_id (bytes 8..80) the fields are in the order and at the offsets
+ * of an EVENT_HEADER on disk (the ETL reader copies them as one block); the derived ones
+ * (kind, ptr_size, hook_id, filetime, cpu) around them.
  */
 struct etw_rec {
   uint8_t kind;              /* enum etw_rec_kind */
@@ -95,7 +98,6 @@ struct etw_rec {
   uint16_t hook_id;          /* kernel records: group << 8 | type */
   uint32_t tid, pid;         /* 0xFFFFFFFF when the header carries none */
   int64_t timestamp;         /* raw clock value */
-  uint64_t filetime;         /* UTC, 100 ns since 1601 */
   unsigned char provider_id[16];
   struct {
     uint16_t id;
@@ -105,6 +107,7 @@ struct etw_rec {
   } desc;
   uint32_t kernel_time, user_time;
   unsigned char activity_id[16];
+  uint64_t filetime;         /* UTC, 100 ns since 1601 */
   uint16_t cpu;              /* processor number */
   uint16_t n_ext;
   struct etw_ext_item ext[ETW_REC_MAX_EXT];
@@ -116,6 +119,7 @@ struct etw_rec {
   /* where it came from */
   const struct etw_etl_info *file; /* NULL for live records */
   uint32_t file_index;
+  uint32_t stream;           /* the ETL reader's own: its stream (file and processor) */
   uint64_t file_offset;      /* offset of the record's buffer in its file */
 };
 
