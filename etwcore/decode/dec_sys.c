@@ -384,6 +384,15 @@ static inline int emit(struct dec_sysc *sc, const struct sysc *c, struct etw_jw 
 }
 
 
+/* Every call in a function's body inlined where the callee's body is visible (gcc): the writers
+ * whose value formatting (dec_put_u32 …) gcc may otherwise leave out of line as the file grows (a
+ * call costs its arguments and spills, and gave the Sample writer a frame). */
+#if defined(__GNUC__) && !defined(__clang__)
+#define DEC_FLATTEN __attribute__((flatten))
+#else
+#define DEC_FLATTEN
+#endif
+
 /* ---- plan templates (struct dec_tpl)
  *
  * Copied to the output by one out-of-line run of straight-line chunk moves entered by a jump on
@@ -789,6 +798,34 @@ TPL_INLINE int tpl_emit(struct dec_sysc *sc, struct dec_tpl *t, char *p, const s
   return 0;
 }
 
+/* tpl_emit's work at @w's end when the template applies as it is (the FILETIME in its second, its
+ * (pid, tid), a processor < 10) and the writer has room for @room bytes (no error, no reservation to
+ * make): 0 and the end (after the head; w->len unchanged) in *@end; -1 (nothing written) otherwise. No call: a
+ * writer that takes the other case to an out-of-line copy of itself keeps nothing in callee-saved
+ * registers. */
+TPL_INLINE int tpl_fast(struct dec_tpl *t, struct etw_jw *w, const struct etw_rec *r, struct etw_evref *ref,
+                        uint32_t room, const int avx2, char **end) {
+  uint64_t ft = r->filetime;
+  uint64_t g = ft - t->fb; /* digits 4-7 when in the slot's block, not its first 100 ns (tpl_emit) */
+  uint64_t key = (uint64_t)r->pid << 32 | r->tid;
+  unsigned cpu = r->cpu;
+  int gm = g - 1u >= 9999u; /* another block of the second: its digits 1-3 first */
+  if (__builtin_expect(((uint32_t)w->err | (cpu >= 10)) != 0 || (key ^ t->xkey) != 0 ||
+                           (gm && ft - t->ft1 >= 9999999u) || w->cap - w->len <= room,
+                       0))
+    return -1;
+  if (__builtin_expect(gm, 0)) {
+    tpl_block(t, (unsigned)(ft - t->ft1) + 1u);
+    g = ft - t->fb;
+  }
+  char *p = w->buf + w->len;
+  tpl_copy_ref(p, t, ref, g, cpu, avx2);
+  put_lo4(p + t->plen + 24, (unsigned)g);
+  p[t->cpos] = (char)('0' + cpu);
+  *end = p + t->n;
+  return 0;
+}
+
 static const char EVD[] = ",\"EventData\":{";
 
 /* 0 … 999 as their digits (no leading zeros) in the low bytes of 32-bit words and the digit count
@@ -1085,7 +1122,7 @@ TPL_INLINE int finish_t(struct etw_decoder *d, const struct etw_rec *r, struct e
  * ends at @mark): every fixed-size op when the payload holds them, then the variable last one;
  * else (no ops for r's pointer size, a short payload) dec_mof_write. Returns as
  * etw_decoder_write. */
-__attribute__((noinline)) static int kops_run(struct etw_decoder *d, struct etw_jw *w, const struct etw_rec *r,
+__attribute__((noinline)) DEC_FLATTEN static int kops_run(struct etw_decoder *d, struct etw_jw *w, const struct etw_rec *r,
                                               struct etw_evref *ref, const struct dec_kops *kk, char *p) {
   /* (out of line, 6 arguments: its callers jump here; the names and head length from @kk, the
    * names read where they are used: not kept in the frame) */
@@ -1208,6 +1245,31 @@ op_end:
   return dec_finish(d, r, w, ref, kk->prov, kk->name, mark, (long)kk->need, "unknown event");
 }
 
+/* The descriptor's first 8 bytes of record @r (id, version, channel, level, opcode, task): the
+ * @d8 etw_decoder_write gives the manifest and classic writers. */
+static inline uint64_t rec_d8(const struct etw_rec *r) {
+  uint64_t d8;
+  memcpy(&d8, &r->desc, 8);
+  return d8;
+}
+/* A writer's out-of-line case (d8 from the record: one register less to keep in the fast one). */
+typedef int (*eplan_slow_fn)(struct etw_decoder *, const struct etw_rec *, struct etw_jw *, struct etw_evref *,
+                             struct dec_eplan *);
+
+/* kplan_gen's and eplan_cls's work when tpl_fast applies (else by @slow: themselves, out of line). */
+TPL_INLINE int kplan_fast(struct etw_decoder *d, struct etw_jw *w, struct dec_kplan *pl, const struct etw_rec *r,
+                          struct etw_evref *ref, const int avx2, kplan_fn slow) {
+  char *p;
+  if (__builtin_expect(tpl_fast(&pl->t, w, r, ref, pl->room, avx2, &p), 0)) return slow(d, r, w, ref, pl);
+  return kops_run(d, w, r, ref, &pl->k, p);
+}
+TPL_INLINE int eplan_cls_fast(struct etw_decoder *d, struct etw_jw *w, struct dec_eplan *pl, const struct etw_rec *r,
+                              struct etw_evref *ref, const int avx2, eplan_slow_fn slow) {
+  char *p;
+  if (__builtin_expect(tpl_fast(&pl->t, w, r, ref, pl->room, avx2, &p), 0)) return slow(d, r, w, ref, pl); /* (d8: the record's, rec_d8) */
+  return kops_run(d, w, r, ref, &pl->k, p);
+}
+
 TPL_INLINE int kplan_gen(struct etw_decoder *d, struct etw_jw *w, struct dec_kplan *pl, const struct etw_rec *r,
                          struct etw_evref *ref, const int avx2) {
   if (etw_jw_reserve(w, pl->room)) return dec_kernel_general(d, r, w, ref);
@@ -1269,22 +1331,6 @@ __attribute__((noinline, cold)) static int eplan_fail(struct etw_decoder *d, con
   return dec_finish(d, r, w, ref, pl->prov, pl->name, mark, rc, *why);
 }
 
-/* The rest of a manifest plan's event after its EventData when the plan did not write it to the
- * payload's end (@x.o NULL: the walker wrote it, or gave up; else a shorter template): as
- * finish_t, and the memo kept (@keep) when the event is written. */
-__attribute__((noinline)) static int eplan_end(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
-                                               struct etw_evref *ref, struct dec_eplan *pl, size_t mark,
-                                               struct dec_eres x, const char *const *why, int keep) {
-  if (x.o) w->len = (size_t)(x.o - w->buf);
-  if ((size_t)x.rc == r->user_len && !w->err) {
-    etw_jw_raw(w, "}}", 2);
-    d->decoded++; /* (the reference: tpl_emit's) */
-    if (keep && !w->err) ememo_keep(pl, r, w->buf + mark + sizeof EVD - 1, w->len - mark - (sizeof EVD - 1));
-    return 1;
-  }
-  return eplan_fail(d, r, w, ref, pl, mark, x.rc, why);
-}
-
 /* The EventData runner for a manifest plan's event (w->err 0: reserved): the AVX2 one called
  * directly from the AVX2 writers, the SSE2 one from the others, when it is the one chosen (no
  * dec_fields_write_c between). */
@@ -1297,54 +1343,108 @@ TPL_INLINE struct dec_eres eplan_run(struct dec_ecall *c, const int avx2) {
   return dec_fields_write_c(c);
 }
 
+/* The runner's block and what a manifest plan's writer needs after the call, in the writer's
+ * frame: read back from it after the call (the block's address escapes to the runner, so gcc
+ * reloads them) instead of kept in callee-saved registers (no pushes and pops on the way). */
+struct eplan_frame {
+  struct dec_ecall c;
+  struct dec_eplan *pl;
+  const struct etw_rec *r;
+  struct etw_evref *ref;
+};
+
+/* The rest of a manifest plan's event (frame @f) after its EventData when the plan did not write
+ * it to the payload's end (@x.o NULL: the walker wrote it, or gave up; else a shorter template):
+ * as finish_t, and the memo kept (@keep) when the event is written. */
+__attribute__((noinline)) static int eplan_end(struct eplan_frame *f, struct dec_eres x, int keep) {
+  struct etw_jw *w = f->c.w;
+  const struct etw_rec *r = f->r;
+  size_t mark = f->c.mark - (sizeof EVD - 1); /* (the end of the System block) */
+  if (x.o) w->len = (size_t)(x.o - w->buf);
+  if ((size_t)x.rc == r->user_len && !w->err) {
+    etw_jw_raw(w, "}}", 2);
+    f->c.d->decoded++; /* (the reference: tpl_emit's) */
+    if (keep && !w->err) ememo_keep(f->pl, r, w->buf + mark + sizeof EVD - 1, w->len - mark - (sizeof EVD - 1));
+    return 1;
+  }
+  return eplan_fail(f->c.d, r, w, f->ref, f->pl, mark, x.rc, &f->c.why);
+}
+
+/* The EventData of a manifest plan's event by the runner from its frame @f (the System block and
+ * the head written, w->len after them), the event finished; the memo kept when @keep. */
+TPL_INLINE int eplan_body(struct eplan_frame *f, const int avx2, const int keep) {
+  struct dec_eres x = eplan_run(&f->c, avx2);
+  f->pl->p->seen++;
+  if (__builtin_expect(x.o && (size_t)x.rc == f->c.n, 1)) { /* (w->err 0, room: dec_eres) */
+    struct etw_jw *w = f->c.w;
+    memcpy(x.o, "}}", 2);
+    w->len = (size_t)(x.o + 2 - w->buf);
+    f->c.d->decoded++; /* (the reference: tpl_emit's) */
+    if (keep) {
+      size_t m = f->c.mark; /* (after the head) */
+      ememo_keep(f->pl, f->r, w->buf + m, w->len - m);
+    }
+    return 1;
+  }
+  return eplan_end(f, x, keep);
+}
+
+/* A manifest plan's event whose memo is looked up (memo_skip 0; out of line): System block and
+ * head written (ending at @p), w->len after them. */
+TPL_INLINE int eplan_memo(struct etw_decoder *d, struct etw_jw *w, struct dec_eplan *pl, const struct etw_rec *r,
+                          struct etw_evref *ref, char *p, const int avx2) {
+  const struct dec_ememo *m = pl->memo;
+  /* the same payload as the memo's: its text, when the buffer has room for it and the writer's
+   * maximum is far enough for the renderer not to have failed either (as the general path) */
+  if (m && m->valid && m->plen == r->user_len && m->ps == r->ptr_size && w->cap - w->len > m->tlen &&
+      w->max - w->len >= m->need && (!m->plen || !memcmp(m->pay, r->user_data, m->plen))) {
+    pl->memo->tries++;
+    pl->memo->hits++;
+    memcpy(p, m->txt, m->tlen);
+    w->len += m->tlen;
+    pl->p->seen++;
+    d->decoded++; /* (the reference: tpl_emit's) */
+    return 1;
+  }
+  struct eplan_frame f = {.c = {.d = d, .w = w, .e = pl->e, .p = r->user_data, .mark = (size_t)(p - w->buf),
+                                .n = r->user_len, .why = "unknown event", .ptr_size = r->ptr_size},
+                          .pl = pl, .r = r, .ref = ref};
+  return eplan_body(&f, avx2, 1);
+}
+
+typedef int (*eplan_memo_fn)(struct etw_decoder *, struct etw_jw *, struct dec_eplan *, const struct etw_rec *,
+                             struct etw_evref *, char *);
+
+/* A manifest plan's event: the System block by tpl_emit (any FILETIME, (pid, tid), processor),
+ * after the reservation; the memo looked up by @memo when memo_skip is 0. */
 TPL_INLINE int eplan_event(struct etw_decoder *d, struct etw_jw *w, struct dec_eplan *pl, const struct etw_rec *r,
-                           struct etw_evref *ref, uint64_t d8, const int avx2) {
+                           struct etw_evref *ref, uint64_t d8, const int avx2, eplan_memo_fn memo) {
   if (etw_jw_reserve(w, pl->room)) return dec_write_general(d, r, w, ref, d8, 0, 0);
   char *p;
   if (tpl_emit(d->sysc, &pl->t, w->buf + w->len, r, avx2, &p, ref)) return dec_write_general(d, r, w, ref, d8, 0, 0);
-  size_t mark = (size_t)(p - (sizeof EVD - 1) - w->buf);
   w->len = (size_t)(p - w->buf);
-  if (__builtin_expect(pl->memo_skip != 0, 1)) {
-    pl->memo_skip--; /* (UINT64_MAX, "always", never gets to 0) */
-  } else {
-    const struct dec_ememo *m = pl->memo;
-    /* the same payload as the memo's: its text, when the buffer has room for it and the writer's
-     * maximum is far enough for the renderer not to have failed either (as the general path) */
-    if (m && m->valid && m->plen == r->user_len && m->ps == r->ptr_size && w->cap - w->len > m->tlen &&
-        w->max - w->len >= m->need &&
-        (!m->plen || !memcmp(m->pay, r->user_data, m->plen))) {
-      pl->memo->tries++;
-      pl->memo->hits++;
-      memcpy(p, m->txt, m->tlen);
-      w->len += m->tlen;
-      pl->p->seen++;
-      d->decoded++; /* (the reference: tpl_emit's) */
-      return 1;
-    }
-    struct dec_ecall c = {.d = d, .w = w, .e = pl->e, .p = r->user_data, .mark = (size_t)(p - w->buf), .n = r->user_len,
-                        .why = "unknown event", .ptr_size = r->ptr_size};
-    struct dec_eres x = eplan_run(&c, avx2);
-    pl->p->seen++;
-    if (__builtin_expect(x.o && (size_t)x.rc == r->user_len, 1)) { /* (w->err 0, room: dec_eres) */
-      memcpy(x.o, "}}", 2);
-      w->len = (size_t)(x.o + 2 - w->buf);
-      c.d->decoded++; /* (the reference: tpl_emit's; d from c: not kept across the call) */
-      ememo_keep(pl, r, w->buf + mark + sizeof EVD - 1, w->len - mark - (sizeof EVD - 1));
-      return 1;
-    }
-    return eplan_end(c.d, r, w, ref, pl, mark, x, &c.why, 1);
-  }
-  struct dec_ecall c = {.d = d, .w = w, .e = pl->e, .p = r->user_data, .mark = (size_t)(p - w->buf), .n = r->user_len,
-                        .why = "unknown event", .ptr_size = r->ptr_size};
-  struct dec_eres x = eplan_run(&c, avx2);
-  pl->p->seen++;
-  if (__builtin_expect(x.o && (size_t)x.rc == r->user_len, 1)) { /* (w->err 0, room: dec_eres) */
-    memcpy(x.o, "}}", 2);
-    w->len = (size_t)(x.o + 2 - w->buf);
-    c.d->decoded++; /* (the reference: tpl_emit's; d from c: not kept across the call) */
-    return 1;
-  }
-  return eplan_end(c.d, r, w, ref, pl, mark, x, &c.why, 0);
+  if (__builtin_expect(pl->memo_skip == 0, 0)) return memo(d, w, pl, r, ref, p); /* (a tail call) */
+  pl->memo_skip--; /* (UINT64_MAX, "always", never gets to 0) */
+  struct eplan_frame f = {.c = {.d = d, .w = w, .e = pl->e, .p = r->user_data, .mark = (size_t)(p - w->buf),
+                                .n = r->user_len, .why = "unknown event", .ptr_size = r->ptr_size},
+                          .pl = pl, .r = r, .ref = ref};
+  return eplan_body(&f, avx2, 0);
+}
+
+/* eplan_event's work when the template applies as it is (the FILETIME in its second, its (pid,
+ * tid), a processor < 10) and the reservation is made already: no call before the runner's, so
+ * nothing in callee-saved registers; everything else by @slow (eplan_event, out of line). */
+TPL_INLINE int eplan_fast(struct etw_decoder *d, struct etw_jw *w, struct dec_eplan *pl, const struct etw_rec *r,
+                          struct etw_evref *ref, const int avx2, eplan_memo_fn memo, eplan_slow_fn slow) {
+  char *p;
+  if (__builtin_expect(tpl_fast(&pl->t, w, r, ref, pl->room, avx2, &p), 0)) return slow(d, r, w, ref, pl); /* (d8: the record's, rec_d8) */
+  w->len = (size_t)(p - w->buf);
+  if (__builtin_expect(pl->memo_skip == 0, 0)) return memo(d, w, pl, r, ref, p); /* (a tail call) */
+  pl->memo_skip--; /* (UINT64_MAX, "always", never gets to 0) */
+  struct eplan_frame f = {.c = {.d = d, .w = w, .e = pl->e, .p = r->user_data, .mark = (size_t)(p - w->buf),
+                                .n = r->user_len, .why = "unknown event", .ptr_size = r->ptr_size},
+                          .pl = pl, .r = r, .ref = ref};
+  return eplan_body(&f, avx2, 0);
 }
 
 /* Plans whose ops are X64 U32 U16 U16 with keys of ≤ 16 bytes (PerfInfo/Sample, 8-byte pointers):
@@ -1431,27 +1531,51 @@ TPL_INLINE int kplan_fix4(struct etw_decoder *d, struct etw_jw *w, struct dec_kp
   return 1;
 }
 
-/* The writers in both copy variants (a: AVX2, s: SSE2); the plans point at one of them. */
+/* The writers in both copy variants (a: AVX2, s: SSE2); the plans point at one of them. The Sample
+ * writer has every value's formatting inlined (DEC_FLATTEN). */
 #define DEC_WRITERS(sfx, av)                                                                              \
-  static int kplan_gen_##sfx(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,             \
-                             struct etw_evref *ref, struct dec_kplan *pl) {                                \
+  __attribute__((noinline)) static int kplan_genslow_##sfx(struct etw_decoder *d, const struct etw_rec *r,   \
+                                                           struct etw_jw *w, struct etw_evref *ref,        \
+                                                           struct dec_kplan *pl) {                         \
     return kplan_gen(d, w, pl, r, ref, av);                                                                \
   }                                                                                                        \
-  static int kplan_sample_##sfx(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,          \
-                                struct etw_evref *ref, struct dec_kplan *pl) {                             \
+  __attribute__((noinline)) static int kplan_gen_##sfx(struct etw_decoder *d, const struct etw_rec *r,      \
+                                                       struct etw_jw *w, struct etw_evref *ref,            \
+                                                       struct dec_kplan *pl) {                             \
+    return kplan_fast(d, w, pl, r, ref, av, kplan_genslow_##sfx);                                          \
+  }                                                                                                        \
+  DEC_FLATTEN static int kplan_sample_##sfx(struct etw_decoder *d, const struct etw_rec *r,                \
+                                            struct etw_jw *w, struct etw_evref *ref, struct dec_kplan *pl) { \
     return kplan_fix4(d, w, pl, r, ref, av, DEC_KOP_X64, DEC_KOP_U32, DEC_KOP_U16, DEC_KOP_U16, 1);        \
   }                                                                                                        \
   static int kplan_skey_##sfx(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,            \
                               struct etw_evref *ref, struct dec_kplan *pl) {                               \
     return kplan_fix4(d, w, pl, r, ref, av, DEC_KOP_U64, DEC_KOP_U32, DEC_KOP_U32, DEC_KOP_X64, 0);        \
   }                                                                                                        \
+  __attribute__((noinline)) static int eplan_memo_##sfx(struct etw_decoder *d, struct etw_jw *w,           \
+                                                        struct dec_eplan *pl, const struct etw_rec *r,     \
+                                                        struct etw_evref *ref, char *p) {                  \
+    return eplan_memo(d, w, pl, r, ref, p, av);                                                            \
+  }                                                                                                        \
+  __attribute__((noinline)) static int eplan_slow_##sfx(struct etw_decoder *d, const struct etw_rec *r,     \
+                                                        struct etw_jw *w, struct etw_evref *ref,           \
+                                                        struct dec_eplan *pl) {                            \
+    return eplan_event(d, w, pl, r, ref, rec_d8(r), av, eplan_memo_##sfx);                                 \
+  }                                                                                                        \
   static int eplan_event_##sfx(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,           \
                                struct etw_evref *ref, struct dec_eplan *pl, uint64_t d8) {                 \
-    return eplan_event(d, w, pl, r, ref, d8, av);                                                          \
+    (void)d8; /* (the record's: rec_d8) */                                                                \
+    return eplan_fast(d, w, pl, r, ref, av, eplan_memo_##sfx, eplan_slow_##sfx);                           \
+  }                                                                                                        \
+  __attribute__((noinline)) static int eplan_clsslow_##sfx(struct etw_decoder *d, const struct etw_rec *r,   \
+                                                           struct etw_jw *w, struct etw_evref *ref,        \
+                                                           struct dec_eplan *pl) {                         \
+    return eplan_cls(d, w, pl, r, ref, rec_d8(r), av);                                                     \
   }                                                                                                        \
   static int eplan_cls_##sfx(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,             \
                              struct etw_evref *ref, struct dec_eplan *pl, uint64_t d8) {                   \
-    return eplan_cls(d, w, pl, r, ref, d8, av);                                                            \
+    (void)d8; /* (the record's: rec_d8) */                                                                \
+    return eplan_cls_fast(d, w, pl, r, ref, av, eplan_clsslow_##sfx);                                      \
   }
 DEC_WRITERS(s, 0)
 #if DEC_HAVE_AVX2
