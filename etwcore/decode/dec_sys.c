@@ -1389,23 +1389,105 @@ TPL_INLINE int eplan_body(struct eplan_frame *f, const int avx2, const int keep)
   return eplan_end(f, x, keep);
 }
 
+/* 1 when the @n bytes at @a and @b are equal (@n ≥ 1), reading no byte outside them; @avx2 (a
+ * constant): 64 bytes per step by AVX2 compares (inline assembly; the last 32 overlapping the
+ * step before), no call — so the AVX2 memo lookup keeps nothing in callee-saved registers. */
+TPL_INLINE int memo_eq(const unsigned char *a, const unsigned char *b, size_t n, const int avx2) {
+#if DEC_HAVE_AVX2
+  if (avx2) {
+    if (n >= 32) {
+      /* i: 0, 64, … while 64 more bytes are left; then at most one 32-byte step at i and one at
+       * n - 32 (overlapping: every byte compared, none past n) */
+      unsigned ne;
+      size_t i = 0, l64 = n - 64 < n ? n - 64 : 0; /* (the 64-byte steps start below l64 + 1) */
+      __asm__("cmp $64, %[n]\n\t"
+              "jb 2f\n"
+              "1:\n\t"
+              "vmovdqu (%[a],%[i]), %%ymm0\n\t"
+              "vmovdqu 32(%[a],%[i]), %%ymm1\n\t"
+              "vpcmpeqb (%[b],%[i]), %%ymm0, %%ymm0\n\t"
+              "vpcmpeqb 32(%[b],%[i]), %%ymm1, %%ymm1\n\t"
+              "vpand %%ymm1, %%ymm0, %%ymm0\n\t"
+              "vpmovmskb %%ymm0, %k[ne]\n\t"
+              "add $64, %[i]\n\t"
+              "inc %k[ne]\n\t"
+              "jnz 3f\n\t"
+              "cmp %[l64], %[i]\n\t"
+              "jbe 1b\n"
+              "2:\n\t" /* < 64 left from i: [i, i + 32) when that is below n - 32, then [n - 32, n) */
+              "lea 32(%[i]), %k[ne]\n\t"
+              "cmp %[n], %q[ne]\n\t"
+              "jae 4f\n\t"
+              "vmovdqu (%[a],%[i]), %%ymm0\n\t"
+              "vpcmpeqb (%[b],%[i]), %%ymm0, %%ymm0\n\t"
+              "vpmovmskb %%ymm0, %k[ne]\n\t"
+              "inc %k[ne]\n\t"
+              "jnz 3f\n"
+              "4:\n\t"
+              "vmovdqu -32(%[a],%[n]), %%ymm0\n\t"
+              "vpcmpeqb -32(%[b],%[n]), %%ymm0, %%ymm0\n\t"
+              "vpmovmskb %%ymm0, %k[ne]\n\t"
+              "inc %k[ne]\n"
+              "3:\n\t"
+              "vzeroupper"
+              : [ne] "=&r"(ne), [i] "+&r"(i)
+              : [a] "r"(a), [b] "r"(b), [n] "r"(n), [l64] "r"(l64),
+                "m"(*(const char(*)[])(const void *)a), "m"(*(const char(*)[])(const void *)b) /* (read) */
+              : "xmm0", "xmm1", "cc");
+      return ne == 0;
+    }
+    uint64_t x;
+    if (n >= 16) {
+      x = (d_rd64(a) ^ d_rd64(b)) | (d_rd64(a + 8) ^ d_rd64(b + 8)) | (d_rd64(a + n - 16) ^ d_rd64(b + n - 16)) |
+          (d_rd64(a + n - 8) ^ d_rd64(b + n - 8));
+    } else if (n >= 8) {
+      x = (d_rd64(a) ^ d_rd64(b)) | (d_rd64(a + n - 8) ^ d_rd64(b + n - 8));
+    } else if (n >= 4) {
+      x = (d_rd32(a) ^ d_rd32(b)) | (d_rd32(a + n - 4) ^ d_rd32(b + n - 4));
+    } else {
+      x = (uint64_t)(a[0] ^ b[0]) | (uint64_t)(a[n / 2] ^ b[n / 2]) | (uint64_t)(a[n - 1] ^ b[n - 1]);
+    }
+    return x == 0;
+  }
+#else
+  (void)avx2;
+#endif
+  return !memcmp(a, b, n);
+}
+
+int dec_memo_eq(const void *a, const void *b, size_t n, int avx2) {
+  if (!n) return 1;
+#if DEC_HAVE_AVX2
+  if (avx2 && dec_tpl_avx2(-1)) return memo_eq(a, b, n, 1);
+#endif
+  return memo_eq(a, b, n, 0);
+}
+
 /* A manifest plan's event whose memo is looked up (memo_skip 0; out of line): System block and
  * head written (ending at @p), w->len after them. */
 TPL_INLINE int eplan_memo(struct etw_decoder *d, struct etw_jw *w, struct dec_eplan *pl, const struct etw_rec *r,
-                          struct etw_evref *ref, char *p, const int avx2) {
+                          struct etw_evref *ref, char *p, const int avx2,
+                          int (*miss)(struct etw_decoder *, struct etw_jw *, struct dec_eplan *,
+                                      const struct etw_rec *, struct etw_evref *, char *)) {
   const struct dec_ememo *m = pl->memo;
   /* the same payload as the memo's: its text, when the buffer has room for it and the writer's
    * maximum is far enough for the renderer not to have failed either (as the general path) */
   if (m && m->valid && m->plen == r->user_len && m->ps == r->ptr_size && w->cap - w->len > m->tlen &&
-      w->max - w->len >= m->need && (!m->plen || !memcmp(m->pay, r->user_data, m->plen))) {
+      w->max - w->len >= m->need && (!m->plen || memo_eq(m->pay, r->user_data, m->plen, avx2))) {
     pl->memo->tries++;
     pl->memo->hits++;
-    memcpy(p, m->txt, m->tlen);
     w->len += m->tlen;
     pl->p->seen++;
     d->decoded++; /* (the reference: tpl_emit's) */
+    memcpy(p, m->txt, m->tlen); /* (last: nothing kept across the call) */
     return 1;
   }
+  return miss(d, w, pl, r, ref, p); /* (a tail call) */
+}
+
+/* The memo's miss: the runner, and the memo kept. */
+TPL_INLINE int eplan_miss(struct etw_decoder *d, struct etw_jw *w, struct dec_eplan *pl, const struct etw_rec *r,
+                          struct etw_evref *ref, char *p, const int avx2) {
   struct eplan_frame f = {.c = {.d = d, .w = w, .e = pl->e, .p = r->user_data, .mark = (size_t)(p - w->buf),
                                 .n = r->user_len, .why = "unknown event", .ptr_size = r->ptr_size},
                           .pl = pl, .r = r, .ref = ref};
@@ -1552,10 +1634,15 @@ TPL_INLINE int kplan_fix4(struct etw_decoder *d, struct etw_jw *w, struct dec_kp
                               struct etw_evref *ref, struct dec_kplan *pl) {                               \
     return kplan_fix4(d, w, pl, r, ref, av, DEC_KOP_U64, DEC_KOP_U32, DEC_KOP_U32, DEC_KOP_X64, 0);        \
   }                                                                                                        \
+  __attribute__((noinline)) static int eplan_miss_##sfx(struct etw_decoder *d, struct etw_jw *w,           \
+                                                        struct dec_eplan *pl, const struct etw_rec *r,     \
+                                                        struct etw_evref *ref, char *p) {                  \
+    return eplan_miss(d, w, pl, r, ref, p, av);                                                            \
+  }                                                                                                        \
   __attribute__((noinline)) static int eplan_memo_##sfx(struct etw_decoder *d, struct etw_jw *w,           \
                                                         struct dec_eplan *pl, const struct etw_rec *r,     \
                                                         struct etw_evref *ref, char *p) {                  \
-    return eplan_memo(d, w, pl, r, ref, p, av);                                                            \
+    return eplan_memo(d, w, pl, r, ref, p, av, eplan_miss_##sfx);                                          \
   }                                                                                                        \
   __attribute__((noinline)) static int eplan_slow_##sfx(struct etw_decoder *d, const struct etw_rec *r,     \
                                                         struct etw_jw *w, struct etw_evref *ref,           \

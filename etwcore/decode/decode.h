@@ -496,6 +496,9 @@ struct dec_ememo {
   unsigned char pay[DEC_EMEMO_PAY];
   char txt[DEC_EMEMO_TXT];
 };
+/* The manifest memo's payload compare (tests): 1 when the @n bytes at @a and @b are equal, by the
+ * AVX2 writers' code when @avx2 and the plans' copies are AVX2, else by the others'. */
+int dec_memo_eq(const void *a, const void *b, size_t n, int avx2);
 #define DEC_EPLAN_N 1024
 /** dec_plans_init - every kernel plan slot of new decoder @d empty (dec_kplan_none). */
 void dec_plans_init(struct etw_decoder *d);
