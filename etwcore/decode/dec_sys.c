@@ -867,19 +867,28 @@ TPL_INLINE char *put_u32t(char *p, uint32_t v) {
 TPL_INLINE char *put_hex_vc(char *p, uint64_t v, const int avx2, const int comma) {
 #if DEC_HAVE_AVX2 && defined(__SSE2__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
   if (avx2) {
-    unsigned lz = (unsigned)__builtin_clzll(v | 1);
-    unsigned nd = 16 - (lz >> 2);
+    unsigned t = (63u ^ (unsigned)__builtin_clzll(v | 1)) >> 2; /* (bsr) the digits - 1 */
     const int o = comma ? 4 : 3; /* the digits' offset */
     memcpy(p, comma ? ",\"0x" : "\"0x0", 4); /* (one store; the digits overwrite a 4th '0') */
-    uint64_t be = __builtin_bswap64(v << (lz & 60)); /* the significant digits first */
-    __m128i x = _mm_loadl_epi64((const __m128i *)(const void *)&be);
+    uint64_t be = v << ((t << 2) ^ 60); /* (byte-swapped below: the significant digits first) */
     const __m128i m = _mm_set1_epi8(0x0F);
-    __m128i nib = _mm_unpacklo_epi8(_mm_and_si128(_mm_srli_epi16(x, 4), m), _mm_and_si128(x, m));
-    __m128i h = _mm_setr_epi8('0', '1', '2', '3', '4', '5', '6', '7', '8', '9', 'a', 'b', 'c', 'd', 'e', 'f');
-    __asm__("pshufb %1, %0" : "+x"(h) : "x"(nib));
-    _mm_storeu_si128((__m128i *)(void *)(p + o), h);
-    p[o + nd] = '"';
-    return p + o + 1 + nd;
+    const __m128i h = _mm_setr_epi8('0', '1', '2', '3', '4', '5', '6', '7', '8', '9', 'a', 'b', 'c', 'd', 'e', 'f');
+    __m128i x, y;
+    /* (VEX encodings, three operands: no register copies; the AVX2 writers run where the CPU has
+     * AVX, and VEX.128 leaves the upper halves clean) */
+    __asm__("bswap %[be]\n\t"
+            "vmovq %[be], %[x]\n\t"
+            "vpsrlw $4, %[x], %[y]\n\t"
+            "vpand %[m], %[x], %[x]\n\t"
+            "vpand %[m], %[y], %[y]\n\t"
+            "vpunpcklbw %[x], %[y], %[y]\n\t"
+            "vpshufb %[y], %[h], %[y]\n\t"
+            "vmovdqu %[y], %[out]"
+            : [x] "=&x"(x), [y] "=&x"(y), [out] "=m"(*(char(*)[16])(void *)(p + o)), [be] "+r"(be)
+            : [m] "x"(m), [h] "x"(h));
+    p += t;
+    p[o + 1] = '"';
+    return p + o + 2;
   }
 #else
   (void)avx2;
