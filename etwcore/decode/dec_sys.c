@@ -848,17 +848,26 @@ static const uint32_t S3[1000] = {S3_100(0),   S3_100(100), S3_100(200), S3_100(
 #endif
 
 /* dec_put_u32's text of @v at @p, which has room for 4 bytes more than that text needs (< 1000:
- * from S3, 4 bytes written). */
-TPL_INLINE char *put_u32t(char *p, uint32_t v) {
+ * from S3, 4 bytes written; with @t4 (a constant), < 10^4: T4's four digits — only in plan
+ * writers: T4 is filled before the first template is built). */
+TPL_INLINE char *put_u32tx(char *p, uint32_t v, const int t4) {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
   if (__builtin_expect(v < 1000, 1)) {
     uint32_t e = S3[v];
     memcpy(p, &e, 4);
     return p + (e >> 24);
   }
+  if (t4 && v < 10000) {
+    memcpy(p, &T4[v], 4);
+    return p + 4;
+  }
+#else
+  (void)t4;
 #endif
   return dec_put_u32(p, v);
 }
+/* (thread and process IDs, ports: 4 digits are common) */
+TPL_INLINE char *put_u32t(char *p, uint32_t v) { return put_u32tx(p, v, 1); }
 
 /* dec_put_hex's text of @v at @p (20 bytes of room), after a comma when @comma (a constant; 21
  * bytes of room); @avx2 (a constant): the digits by one SSSE3 byte shuffle from a nibble table
@@ -1541,10 +1550,10 @@ TPL_INLINE int eplan_fast(struct etw_decoder *d, struct etw_jw *w, struct dec_ep
 /* Plans whose ops are X64 U32 U16 U16 with keys of ≤ 16 bytes (PerfInfo/Sample, 8-byte pointers):
  * dec_kplan_event's work for them without the op loop, when the payload is exactly the layout. */
 /* One fixed-size op's value (@ty a constant) at @p from @q. */
-TPL_INLINE char *put_op(char *p, const unsigned char *q, const int ty, const int avx2) {
+TPL_INLINE char *put_op(char *p, const unsigned char *q, const int ty, const int avx2, const int t4) {
   switch (ty) {
-  case DEC_KOP_U32: return put_u32t(p, d_rd32(q));
-  case DEC_KOP_U16: return put_u32t(p, d_rd16(q));
+  case DEC_KOP_U32: return put_u32tx(p, d_rd32(q), t4);
+  case DEC_KOP_U16: return put_u32tx(p, d_rd16(q), t4);
   case DEC_KOP_U64: return dec_put_u64(p, d_rd64(q));
   default: return put_hex_v(p, d_rd64(q), avx2); /* DEC_KOP_X64 */
   }
@@ -1597,19 +1606,19 @@ TPL_INLINE int kplan_fix4(struct etw_decoder *d, struct etw_jw *w, struct dec_kp
       return 1;
     }
   }
-  p = put_op(p, q, t0, avx2);
+  p = put_op(p, q, t0, avx2, !memo); /* (the Sample writer: no T4 case, fewer registers) */
   q += OP_SIZE(t0);
   memcpy(p, pl->k.ops[1].key, 16);
   p += pl->k.ops[1].klen;
-  p = put_op(p, q, t1, avx2);
+  p = put_op(p, q, t1, avx2, !memo);
   q += OP_SIZE(t1);
   memcpy(p, pl->k.ops[2].key, 16);
   p += pl->k.ops[2].klen;
-  p = put_op(p, q, t2, avx2);
+  p = put_op(p, q, t2, avx2, !memo);
   q += OP_SIZE(t2);
   memcpy(p, pl->k.ops[3].key, 16);
   p += pl->k.ops[3].klen;
-  p = put_op(p, q, t3, avx2);
+  p = put_op(p, q, t3, avx2, !memo);
   memcpy(p, "}}", 2);
   p += 2;
   if (memo) { /* (≤ DEC_MEMO_MAX bytes from s; the copy's rest is inside the reservation) */
