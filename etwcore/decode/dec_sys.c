@@ -869,6 +869,32 @@ TPL_INLINE char *put_u32tx(char *p, uint32_t v, const int t4) {
 /* (thread and process IDs, ports: 4 digits are common) */
 TPL_INLINE char *put_u32t(char *p, uint32_t v) { return put_u32tx(p, v, 1); }
 
+/* dec_put_u64's text of @v at @p, which has room for 4 bytes more than that text needs: below
+ * 10^12 as a number below 10^4 (S3 or T4) and four-digit groups from T4 (plan writers only). */
+TPL_INLINE char *put_u64t(char *p, uint64_t v) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  uint32_t top, r;
+  if (v < 100000000u) {
+    if (v < 10000u) return put_u32tx(p, (uint32_t)v, 1);
+    top = (uint32_t)v / 10000u; /* 1 … 9999, then 4 digits */
+    r = (uint32_t)v - top * 10000u;
+    p = put_u32tx(p, top, 1);
+    memcpy(p, &T4[r], 4);
+    return p + 4;
+  }
+  if (v < 1000000000000ull) {
+    top = (uint32_t)(v / 100000000u); /* 1 … 9999, then 8 digits */
+    r = (uint32_t)(v - (uint64_t)top * 100000000u);
+    uint32_t hi = r / 10000u;
+    p = put_u32tx(p, top, 1);
+    memcpy(p, &T4[hi], 4);
+    memcpy(p + 4, &T4[r - hi * 10000u], 4);
+    return p + 8;
+  }
+#endif
+  return dec_put_u64(p, v);
+}
+
 /* dec_put_hex's text of @v at @p (20 bytes of room), after a comma when @comma (a constant; 21
  * bytes of room); @avx2 (a constant): the digits by one SSSE3 byte shuffle from a nibble table
  * (inline assembly: the writer needs no SSSE3 code generation; the AVX2 writers run only where the
@@ -912,6 +938,20 @@ TPL_INLINE char *put_hex_v(char *p, uint64_t v, const int avx2) { return put_hex
 TPL_INLINE char *put_stack64(char *p, const unsigned char *q, const unsigned char *qe, const int avx2) {
   p = put_hex_v(p, d_rd64(q), avx2); /* the first, then a comma before each (no test per element) */
   for (q += 8; q < qe; q += 8) p = put_hex_vc(p, d_rd64(q), avx2, 1);
+  return p;
+}
+
+/* (tests) put_u64t's and put_u32t's texts, NUL-terminated (@p: 32 bytes of room). */
+char *dec_plan_u64(char *p, uint64_t v) {
+  pthread_once(&t3_once, t3_fill);
+  p = put_u64t(p, v);
+  *p = 0;
+  return p;
+}
+char *dec_plan_u32(char *p, uint32_t v) {
+  pthread_once(&t3_once, t3_fill);
+  p = put_u32t(p, v);
+  *p = 0;
   return p;
 }
 
@@ -1178,7 +1218,7 @@ op_x32: p = dec_put_hex(p, d_rd32(q)); q += 4; KOP_NEXT;
 op_u16: p = put_u32t(p, d_rd16(q)); q += 2; KOP_NEXT;
 op_u8: p = put_u32t(p, q[0]); q += 1; KOP_NEXT;
 op_i8: p = dec_put_i64(p, (int8_t)q[0]); q += 1; KOP_NEXT;
-op_u64: p = dec_put_u64(p, d_rd64(q)); q += 8; KOP_NEXT;
+op_u64: p = put_u64t(p, d_rd64(q)); q += 8; KOP_NEXT;
 op_i64: p = dec_put_i64(p, (int64_t)d_rd64(q)); q += 8; KOP_NEXT;
 op_x64: p = dec_put_hex(p, d_rd64(q)); q += 8; KOP_NEXT;
 op_guid: p = dec_put_guid(p, q); q += 16; KOP_NEXT;
@@ -1197,7 +1237,7 @@ op_end:
     case DEC_KOP_U16: p = put_u32t(p, d_rd16(q)); q += 2; break;
     case DEC_KOP_U8: p = put_u32t(p, q[0]); q += 1; break;
     case DEC_KOP_I8: p = dec_put_i64(p, (int8_t)q[0]); q += 1; break;
-    case DEC_KOP_U64: p = dec_put_u64(p, d_rd64(q)); q += 8; break;
+    case DEC_KOP_U64: p = put_u64t(p, d_rd64(q)); q += 8; break;
     case DEC_KOP_I64: p = dec_put_i64(p, (int64_t)d_rd64(q)); q += 8; break;
     case DEC_KOP_GUID: p = dec_put_guid(p, q); q += 16; break;
     case DEC_KOP_PORT: p = put_u32t(p, (uint32_t)q[0] << 8 | q[1]); q += 2; break;
@@ -1554,7 +1594,7 @@ TPL_INLINE char *put_op(char *p, const unsigned char *q, const int ty, const int
   switch (ty) {
   case DEC_KOP_U32: return put_u32tx(p, d_rd32(q), t4);
   case DEC_KOP_U16: return put_u32tx(p, d_rd16(q), t4);
-  case DEC_KOP_U64: return dec_put_u64(p, d_rd64(q));
+  case DEC_KOP_U64: return t4 ? put_u64t(p, d_rd64(q)) : dec_put_u64(p, d_rd64(q));
   default: return put_hex_v(p, d_rd64(q), avx2); /* DEC_KOP_X64 */
   }
 }
