@@ -1450,6 +1450,13 @@ TPL_INLINE int eplan_body(struct eplan_frame *f, const int avx2, const int keep)
 /* 1 when the @n bytes at @a and @b are equal (@n ≥ 1), reading no byte outside them; @avx2 (a
  * constant): 64 bytes per step by AVX2 compares (inline assembly; the last 32 overlapping the
  * step before), no call — so the AVX2 memo lookup keeps nothing in callee-saved registers. */
+#if defined(__clang__) /* (no operand of an array type of unknown size: every memory, then) */
+#define MEMO_EQ_READ(a, b)
+#define MEMO_EQ_MEM , "memory"
+#else /* (the bytes read at a and b, of unknown size: no other memory is assumed read) */
+#define MEMO_EQ_READ(a, b) , "m"(*(const char(*)[])(const void *)(a)), "m"(*(const char(*)[])(const void *)(b))
+#define MEMO_EQ_MEM
+#endif
 TPL_INLINE int memo_eq(const unsigned char *a, const unsigned char *b, size_t n, const int avx2) {
 #if DEC_HAVE_AVX2
   if (avx2) {
@@ -1489,9 +1496,8 @@ TPL_INLINE int memo_eq(const unsigned char *a, const unsigned char *b, size_t n,
               "3:\n\t"
               "vzeroupper"
               : [ne] "=&r"(ne), [i] "+&r"(i)
-              : [a] "r"(a), [b] "r"(b), [n] "r"(n), [l64] "r"(l64),
-                "m"(*(const char(*)[])(const void *)a), "m"(*(const char(*)[])(const void *)b) /* (read) */
-              : "xmm0", "xmm1", "cc");
+              : [a] "r"(a), [b] "r"(b), [n] "r"(n), [l64] "r"(l64) MEMO_EQ_READ(a, b)
+              : "xmm0", "xmm1", "cc" MEMO_EQ_MEM);
       return ne == 0;
     }
     uint64_t x;
