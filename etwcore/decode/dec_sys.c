@@ -1523,6 +1523,8 @@ int dec_memo_eq(const void *a, const void *b, size_t n, int avx2) {
   if (!n) return 1;
 #if DEC_HAVE_AVX2
   if (avx2 && dec_tpl_avx2(-1)) return memo_eq(a, b, n, 1);
+#else
+  (void)avx2;
 #endif
   return memo_eq(a, b, n, 0);
 }
