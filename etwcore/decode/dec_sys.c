@@ -384,6 +384,15 @@ static inline int emit(struct dec_sysc *sc, const struct sysc *c, struct etw_jw 
 }
 
 
+/* Every call in a function's body inlined where the callee's body is visible (gcc): the writers
+ * whose value formatting (dec_put_u32 …) gcc may otherwise leave out of line as the file grows (a
+ * call costs its arguments and spills, and gave the Sample writer a frame). */
+#if defined(__GNUC__) && !defined(__clang__)
+#define DEC_FLATTEN __attribute__((flatten))
+#else
+#define DEC_FLATTEN
+#endif
+
 /* ---- plan templates (struct dec_tpl)
  *
  * Copied to the output by one out-of-line run of straight-line chunk moves entered by a jump on
@@ -789,6 +798,34 @@ TPL_INLINE int tpl_emit(struct dec_sysc *sc, struct dec_tpl *t, char *p, const s
   return 0;
 }
 
+/* tpl_emit's work at @w's end when the template applies as it is (the FILETIME in its second, its
+ * (pid, tid), a processor < 10) and the writer has room for @room bytes (no error, no reservation to
+ * make): 0 and the end (after the head; w->len unchanged) in *@end; -1 (nothing written) otherwise. No call: a
+ * writer that takes the other case to an out-of-line copy of itself keeps nothing in callee-saved
+ * registers. */
+TPL_INLINE int tpl_fast(struct dec_tpl *t, struct etw_jw *w, const struct etw_rec *r, struct etw_evref *ref,
+                        uint32_t room, const int avx2, char **end) {
+  uint64_t ft = r->filetime;
+  uint64_t g = ft - t->fb; /* digits 4-7 when in the slot's block, not its first 100 ns (tpl_emit) */
+  uint64_t key = (uint64_t)r->pid << 32 | r->tid;
+  unsigned cpu = r->cpu;
+  int gm = g - 1u >= 9999u; /* another block of the second: its digits 1-3 first */
+  if (__builtin_expect(((uint32_t)w->err | (cpu >= 10)) != 0 || (key ^ t->xkey) != 0 ||
+                           (gm && ft - t->ft1 >= 9999999u) || w->cap - w->len <= room,
+                       0))
+    return -1;
+  if (__builtin_expect(gm, 0)) {
+    tpl_block(t, (unsigned)(ft - t->ft1) + 1u);
+    g = ft - t->fb;
+  }
+  char *p = w->buf + w->len;
+  tpl_copy_ref(p, t, ref, g, cpu, avx2);
+  put_lo4(p + t->plen + 24, (unsigned)g);
+  p[t->cpos] = (char)('0' + cpu);
+  *end = p + t->n;
+  return 0;
+}
+
 static const char EVD[] = ",\"EventData\":{";
 
 /* 0 … 999 as their digits (no leading zeros) in the low bytes of 32-bit words and the digit count
@@ -811,16 +848,51 @@ static const uint32_t S3[1000] = {S3_100(0),   S3_100(100), S3_100(200), S3_100(
 #endif
 
 /* dec_put_u32's text of @v at @p, which has room for 4 bytes more than that text needs (< 1000:
- * from S3, 4 bytes written). */
-TPL_INLINE char *put_u32t(char *p, uint32_t v) {
+ * from S3, 4 bytes written; with @t4 (a constant), < 10^4: T4's four digits — only in plan
+ * writers: T4 is filled before the first template is built). */
+TPL_INLINE char *put_u32tx(char *p, uint32_t v, const int t4) {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
   if (__builtin_expect(v < 1000, 1)) {
     uint32_t e = S3[v];
     memcpy(p, &e, 4);
     return p + (e >> 24);
   }
+  if (t4 && v < 10000) {
+    memcpy(p, &T4[v], 4);
+    return p + 4;
+  }
+#else
+  (void)t4;
 #endif
   return dec_put_u32(p, v);
+}
+/* (thread and process IDs, ports: 4 digits are common) */
+TPL_INLINE char *put_u32t(char *p, uint32_t v) { return put_u32tx(p, v, 1); }
+
+/* dec_put_u64's text of @v at @p, which has room for 4 bytes more than that text needs: below
+ * 10^12 as a number below 10^4 (S3 or T4) and four-digit groups from T4 (plan writers only). */
+TPL_INLINE char *put_u64t(char *p, uint64_t v) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  uint32_t top, r;
+  if (v < 100000000u) {
+    if (v < 10000u) return put_u32tx(p, (uint32_t)v, 1);
+    top = (uint32_t)v / 10000u; /* 1 … 9999, then 4 digits */
+    r = (uint32_t)v - top * 10000u;
+    p = put_u32tx(p, top, 1);
+    memcpy(p, &T4[r], 4);
+    return p + 4;
+  }
+  if (v < 1000000000000ull) {
+    top = (uint32_t)(v / 100000000u); /* 1 … 9999, then 8 digits */
+    r = (uint32_t)(v - (uint64_t)top * 100000000u);
+    uint32_t hi = r / 10000u;
+    p = put_u32tx(p, top, 1);
+    memcpy(p, &T4[hi], 4);
+    memcpy(p + 4, &T4[r - hi * 10000u], 4);
+    return p + 8;
+  }
+#endif
+  return dec_put_u64(p, v);
 }
 
 /* dec_put_hex's text of @v at @p (20 bytes of room), after a comma when @comma (a constant; 21
@@ -830,19 +902,28 @@ TPL_INLINE char *put_u32t(char *p, uint32_t v) {
 TPL_INLINE char *put_hex_vc(char *p, uint64_t v, const int avx2, const int comma) {
 #if DEC_HAVE_AVX2 && defined(__SSE2__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
   if (avx2) {
-    unsigned lz = (unsigned)__builtin_clzll(v | 1);
-    unsigned nd = 16 - (lz >> 2);
+    unsigned t = (63u ^ (unsigned)__builtin_clzll(v | 1)) >> 2; /* (bsr) the digits - 1 */
     const int o = comma ? 4 : 3; /* the digits' offset */
     memcpy(p, comma ? ",\"0x" : "\"0x0", 4); /* (one store; the digits overwrite a 4th '0') */
-    uint64_t be = __builtin_bswap64(v << (lz & 60)); /* the significant digits first */
-    __m128i x = _mm_loadl_epi64((const __m128i *)(const void *)&be);
+    uint64_t be = v << ((t << 2) ^ 60); /* (byte-swapped below: the significant digits first) */
     const __m128i m = _mm_set1_epi8(0x0F);
-    __m128i nib = _mm_unpacklo_epi8(_mm_and_si128(_mm_srli_epi16(x, 4), m), _mm_and_si128(x, m));
-    __m128i h = _mm_setr_epi8('0', '1', '2', '3', '4', '5', '6', '7', '8', '9', 'a', 'b', 'c', 'd', 'e', 'f');
-    __asm__("pshufb %1, %0" : "+x"(h) : "x"(nib));
-    _mm_storeu_si128((__m128i *)(void *)(p + o), h);
-    p[o + nd] = '"';
-    return p + o + 1 + nd;
+    const __m128i h = _mm_setr_epi8('0', '1', '2', '3', '4', '5', '6', '7', '8', '9', 'a', 'b', 'c', 'd', 'e', 'f');
+    __m128i x, y;
+    /* (VEX encodings, three operands: no register copies; the AVX2 writers run where the CPU has
+     * AVX, and VEX.128 leaves the upper halves clean) */
+    __asm__("bswap %[be]\n\t"
+            "vmovq %[be], %[x]\n\t"
+            "vpsrlw $4, %[x], %[y]\n\t"
+            "vpand %[m], %[x], %[x]\n\t"
+            "vpand %[m], %[y], %[y]\n\t"
+            "vpunpcklbw %[x], %[y], %[y]\n\t"
+            "vpshufb %[y], %[h], %[y]\n\t"
+            "vmovdqu %[y], %[out]"
+            : [x] "=&x"(x), [y] "=&x"(y), [out] "=m"(*(char(*)[16])(void *)(p + o)), [be] "+r"(be)
+            : [m] "x"(m), [h] "x"(h));
+    p += t;
+    p[o + 1] = '"';
+    return p + o + 2;
   }
 #else
   (void)avx2;
@@ -857,6 +938,20 @@ TPL_INLINE char *put_hex_v(char *p, uint64_t v, const int avx2) { return put_hex
 TPL_INLINE char *put_stack64(char *p, const unsigned char *q, const unsigned char *qe, const int avx2) {
   p = put_hex_v(p, d_rd64(q), avx2); /* the first, then a comma before each (no test per element) */
   for (q += 8; q < qe; q += 8) p = put_hex_vc(p, d_rd64(q), avx2, 1);
+  return p;
+}
+
+/* (tests) put_u64t's and put_u32t's texts, NUL-terminated (@p: 32 bytes of room). */
+char *dec_plan_u64(char *p, uint64_t v) {
+  pthread_once(&t3_once, t3_fill);
+  p = put_u64t(p, v);
+  *p = 0;
+  return p;
+}
+char *dec_plan_u32(char *p, uint32_t v) {
+  pthread_once(&t3_once, t3_fill);
+  p = put_u32t(p, v);
+  *p = 0;
   return p;
 }
 
@@ -1085,7 +1180,7 @@ TPL_INLINE int finish_t(struct etw_decoder *d, const struct etw_rec *r, struct e
  * ends at @mark): every fixed-size op when the payload holds them, then the variable last one;
  * else (no ops for r's pointer size, a short payload) dec_mof_write. Returns as
  * etw_decoder_write. */
-__attribute__((noinline)) static int kops_run(struct etw_decoder *d, struct etw_jw *w, const struct etw_rec *r,
+__attribute__((noinline)) DEC_FLATTEN static int kops_run(struct etw_decoder *d, struct etw_jw *w, const struct etw_rec *r,
                                               struct etw_evref *ref, const struct dec_kops *kk, char *p) {
   /* (out of line, 6 arguments: its callers jump here; the names and head length from @kk, the
    * names read where they are used: not kept in the frame) */
@@ -1123,7 +1218,7 @@ op_x32: p = dec_put_hex(p, d_rd32(q)); q += 4; KOP_NEXT;
 op_u16: p = put_u32t(p, d_rd16(q)); q += 2; KOP_NEXT;
 op_u8: p = put_u32t(p, q[0]); q += 1; KOP_NEXT;
 op_i8: p = dec_put_i64(p, (int8_t)q[0]); q += 1; KOP_NEXT;
-op_u64: p = dec_put_u64(p, d_rd64(q)); q += 8; KOP_NEXT;
+op_u64: p = put_u64t(p, d_rd64(q)); q += 8; KOP_NEXT;
 op_i64: p = dec_put_i64(p, (int64_t)d_rd64(q)); q += 8; KOP_NEXT;
 op_x64: p = dec_put_hex(p, d_rd64(q)); q += 8; KOP_NEXT;
 op_guid: p = dec_put_guid(p, q); q += 16; KOP_NEXT;
@@ -1142,7 +1237,7 @@ op_end:
     case DEC_KOP_U16: p = put_u32t(p, d_rd16(q)); q += 2; break;
     case DEC_KOP_U8: p = put_u32t(p, q[0]); q += 1; break;
     case DEC_KOP_I8: p = dec_put_i64(p, (int8_t)q[0]); q += 1; break;
-    case DEC_KOP_U64: p = dec_put_u64(p, d_rd64(q)); q += 8; break;
+    case DEC_KOP_U64: p = put_u64t(p, d_rd64(q)); q += 8; break;
     case DEC_KOP_I64: p = dec_put_i64(p, (int64_t)d_rd64(q)); q += 8; break;
     case DEC_KOP_GUID: p = dec_put_guid(p, q); q += 16; break;
     case DEC_KOP_PORT: p = put_u32t(p, (uint32_t)q[0] << 8 | q[1]); q += 2; break;
@@ -1208,6 +1303,31 @@ op_end:
   return dec_finish(d, r, w, ref, kk->prov, kk->name, mark, (long)kk->need, "unknown event");
 }
 
+/* The descriptor's first 8 bytes of record @r (id, version, channel, level, opcode, task): the
+ * @d8 etw_decoder_write gives the manifest and classic writers. */
+static inline uint64_t rec_d8(const struct etw_rec *r) {
+  uint64_t d8;
+  memcpy(&d8, &r->desc, 8);
+  return d8;
+}
+/* A writer's out-of-line case (d8 from the record: one register less to keep in the fast one). */
+typedef int (*eplan_slow_fn)(struct etw_decoder *, const struct etw_rec *, struct etw_jw *, struct etw_evref *,
+                             struct dec_eplan *);
+
+/* kplan_gen's and eplan_cls's work when tpl_fast applies (else by @slow: themselves, out of line). */
+TPL_INLINE int kplan_fast(struct etw_decoder *d, struct etw_jw *w, struct dec_kplan *pl, const struct etw_rec *r,
+                          struct etw_evref *ref, const int avx2, kplan_fn slow) {
+  char *p;
+  if (__builtin_expect(tpl_fast(&pl->t, w, r, ref, pl->room, avx2, &p), 0)) return slow(d, r, w, ref, pl);
+  return kops_run(d, w, r, ref, &pl->k, p);
+}
+TPL_INLINE int eplan_cls_fast(struct etw_decoder *d, struct etw_jw *w, struct dec_eplan *pl, const struct etw_rec *r,
+                              struct etw_evref *ref, const int avx2, eplan_slow_fn slow) {
+  char *p;
+  if (__builtin_expect(tpl_fast(&pl->t, w, r, ref, pl->room, avx2, &p), 0)) return slow(d, r, w, ref, pl); /* (d8: the record's, rec_d8) */
+  return kops_run(d, w, r, ref, &pl->k, p);
+}
+
 TPL_INLINE int kplan_gen(struct etw_decoder *d, struct etw_jw *w, struct dec_kplan *pl, const struct etw_rec *r,
                          struct etw_evref *ref, const int avx2) {
   if (etw_jw_reserve(w, pl->room)) return dec_kernel_general(d, r, w, ref);
@@ -1269,22 +1389,6 @@ __attribute__((noinline, cold)) static int eplan_fail(struct etw_decoder *d, con
   return dec_finish(d, r, w, ref, pl->prov, pl->name, mark, rc, *why);
 }
 
-/* The rest of a manifest plan's event after its EventData when the plan did not write it to the
- * payload's end (@x.o NULL: the walker wrote it, or gave up; else a shorter template): as
- * finish_t, and the memo kept (@keep) when the event is written. */
-__attribute__((noinline)) static int eplan_end(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
-                                               struct etw_evref *ref, struct dec_eplan *pl, size_t mark,
-                                               struct dec_eres x, const char *const *why, int keep) {
-  if (x.o) w->len = (size_t)(x.o - w->buf);
-  if ((size_t)x.rc == r->user_len && !w->err) {
-    etw_jw_raw(w, "}}", 2);
-    d->decoded++; /* (the reference: tpl_emit's) */
-    if (keep && !w->err) ememo_keep(pl, r, w->buf + mark + sizeof EVD - 1, w->len - mark - (sizeof EVD - 1));
-    return 1;
-  }
-  return eplan_fail(d, r, w, ref, pl, mark, x.rc, why);
-}
-
 /* The EventData runner for a manifest plan's event (w->err 0: reserved): the AVX2 one called
  * directly from the AVX2 writers, the SSE2 one from the others, when it is the one chosen (no
  * dec_fields_write_c between). */
@@ -1297,64 +1401,208 @@ TPL_INLINE struct dec_eres eplan_run(struct dec_ecall *c, const int avx2) {
   return dec_fields_write_c(c);
 }
 
+/* The runner's block and what a manifest plan's writer needs after the call, in the writer's
+ * frame: read back from it after the call (the block's address escapes to the runner, so gcc
+ * reloads them) instead of kept in callee-saved registers (no pushes and pops on the way). */
+struct eplan_frame {
+  struct dec_ecall c;
+  struct dec_eplan *pl;
+  const struct etw_rec *r;
+  struct etw_evref *ref;
+};
+
+/* The rest of a manifest plan's event (frame @f) after its EventData when the plan did not write
+ * it to the payload's end (@x.o NULL: the walker wrote it, or gave up; else a shorter template):
+ * as finish_t, and the memo kept (@keep) when the event is written. */
+__attribute__((noinline)) static int eplan_end(struct eplan_frame *f, struct dec_eres x, int keep) {
+  struct etw_jw *w = f->c.w;
+  const struct etw_rec *r = f->r;
+  size_t mark = f->c.mark - (sizeof EVD - 1); /* (the end of the System block) */
+  if (x.o) w->len = (size_t)(x.o - w->buf);
+  if ((size_t)x.rc == r->user_len && !w->err) {
+    etw_jw_raw(w, "}}", 2);
+    f->c.d->decoded++; /* (the reference: tpl_emit's) */
+    if (keep && !w->err) ememo_keep(f->pl, r, w->buf + mark + sizeof EVD - 1, w->len - mark - (sizeof EVD - 1));
+    return 1;
+  }
+  return eplan_fail(f->c.d, r, w, f->ref, f->pl, mark, x.rc, &f->c.why);
+}
+
+/* The EventData of a manifest plan's event by the runner from its frame @f (the System block and
+ * the head written, w->len after them), the event finished; the memo kept when @keep. */
+TPL_INLINE int eplan_body(struct eplan_frame *f, const int avx2, const int keep) {
+  struct dec_eres x = eplan_run(&f->c, avx2);
+  f->pl->p->seen++;
+  if (__builtin_expect(x.o && (size_t)x.rc == f->c.n, 1)) { /* (w->err 0, room: dec_eres) */
+    struct etw_jw *w = f->c.w;
+    memcpy(x.o, "}}", 2);
+    w->len = (size_t)(x.o + 2 - w->buf);
+    f->c.d->decoded++; /* (the reference: tpl_emit's) */
+    if (keep) {
+      size_t m = f->c.mark; /* (after the head) */
+      ememo_keep(f->pl, f->r, w->buf + m, w->len - m);
+    }
+    return 1;
+  }
+  return eplan_end(f, x, keep);
+}
+
+/* 1 when the @n bytes at @a and @b are equal (@n ≥ 1), reading no byte outside them; @avx2 (a
+ * constant): 64 bytes per step by AVX2 compares (inline assembly; the last 32 overlapping the
+ * step before), no call — so the AVX2 memo lookup keeps nothing in callee-saved registers. */
+#if defined(__clang__) /* (no operand of an array type of unknown size: every memory, then) */
+#define MEMO_EQ_READ(a, b)
+#define MEMO_EQ_MEM , "memory"
+#else /* (the bytes read at a and b, of unknown size: no other memory is assumed read) */
+#define MEMO_EQ_READ(a, b) , "m"(*(const char(*)[])(const void *)(a)), "m"(*(const char(*)[])(const void *)(b))
+#define MEMO_EQ_MEM
+#endif
+TPL_INLINE int memo_eq(const unsigned char *a, const unsigned char *b, size_t n, const int avx2) {
+#if DEC_HAVE_AVX2
+  if (avx2) {
+    if (n >= 32) {
+      /* i: 0, 64, … while 64 more bytes are left; then at most one 32-byte step at i and one at
+       * n - 32 (overlapping: every byte compared, none past n) */
+      unsigned ne;
+      size_t i = 0, l64 = n - 64 < n ? n - 64 : 0; /* (the 64-byte steps start below l64 + 1) */
+      __asm__("cmp $64, %[n]\n\t"
+              "jb 2f\n"
+              "1:\n\t"
+              "vmovdqu (%[a],%[i]), %%ymm0\n\t"
+              "vmovdqu 32(%[a],%[i]), %%ymm1\n\t"
+              "vpcmpeqb (%[b],%[i]), %%ymm0, %%ymm0\n\t"
+              "vpcmpeqb 32(%[b],%[i]), %%ymm1, %%ymm1\n\t"
+              "vpand %%ymm1, %%ymm0, %%ymm0\n\t"
+              "vpmovmskb %%ymm0, %k[ne]\n\t"
+              "add $64, %[i]\n\t"
+              "inc %k[ne]\n\t"
+              "jnz 3f\n\t"
+              "cmp %[l64], %[i]\n\t"
+              "jbe 1b\n"
+              "2:\n\t" /* < 64 left from i: [i, i + 32) when that is below n - 32, then [n - 32, n) */
+              "lea 32(%[i]), %k[ne]\n\t"
+              "cmp %[n], %q[ne]\n\t"
+              "jae 4f\n\t"
+              "vmovdqu (%[a],%[i]), %%ymm0\n\t"
+              "vpcmpeqb (%[b],%[i]), %%ymm0, %%ymm0\n\t"
+              "vpmovmskb %%ymm0, %k[ne]\n\t"
+              "inc %k[ne]\n\t"
+              "jnz 3f\n"
+              "4:\n\t"
+              "vmovdqu -32(%[a],%[n]), %%ymm0\n\t"
+              "vpcmpeqb -32(%[b],%[n]), %%ymm0, %%ymm0\n\t"
+              "vpmovmskb %%ymm0, %k[ne]\n\t"
+              "inc %k[ne]\n"
+              "3:\n\t"
+              "vzeroupper"
+              : [ne] "=&r"(ne), [i] "+&r"(i)
+              : [a] "r"(a), [b] "r"(b), [n] "r"(n), [l64] "r"(l64) MEMO_EQ_READ(a, b)
+              : "xmm0", "xmm1", "cc" MEMO_EQ_MEM);
+      return ne == 0;
+    }
+    uint64_t x;
+    if (n >= 16) {
+      x = (d_rd64(a) ^ d_rd64(b)) | (d_rd64(a + 8) ^ d_rd64(b + 8)) | (d_rd64(a + n - 16) ^ d_rd64(b + n - 16)) |
+          (d_rd64(a + n - 8) ^ d_rd64(b + n - 8));
+    } else if (n >= 8) {
+      x = (d_rd64(a) ^ d_rd64(b)) | (d_rd64(a + n - 8) ^ d_rd64(b + n - 8));
+    } else if (n >= 4) {
+      x = (d_rd32(a) ^ d_rd32(b)) | (d_rd32(a + n - 4) ^ d_rd32(b + n - 4));
+    } else {
+      x = (uint64_t)(a[0] ^ b[0]) | (uint64_t)(a[n / 2] ^ b[n / 2]) | (uint64_t)(a[n - 1] ^ b[n - 1]);
+    }
+    return x == 0;
+  }
+#else
+  (void)avx2;
+#endif
+  return !memcmp(a, b, n);
+}
+
+int dec_memo_eq(const void *a, const void *b, size_t n, int avx2) {
+  if (!n) return 1;
+#if DEC_HAVE_AVX2
+  if (avx2 && dec_tpl_avx2(-1)) return memo_eq(a, b, n, 1);
+#else
+  (void)avx2;
+#endif
+  return memo_eq(a, b, n, 0);
+}
+
+/* A manifest plan's event whose memo is looked up (memo_skip 0; out of line): System block and
+ * head written (ending at @p), w->len after them. */
+TPL_INLINE int eplan_memo(struct etw_decoder *d, struct etw_jw *w, struct dec_eplan *pl, const struct etw_rec *r,
+                          struct etw_evref *ref, char *p, const int avx2,
+                          int (*miss)(struct etw_decoder *, struct etw_jw *, struct dec_eplan *,
+                                      const struct etw_rec *, struct etw_evref *, char *)) {
+  const struct dec_ememo *m = pl->memo;
+  /* the same payload as the memo's: its text, when the buffer has room for it and the writer's
+   * maximum is far enough for the renderer not to have failed either (as the general path) */
+  if (m && m->valid && m->plen == r->user_len && m->ps == r->ptr_size && w->cap - w->len > m->tlen &&
+      w->max - w->len >= m->need && (!m->plen || memo_eq(m->pay, r->user_data, m->plen, avx2))) {
+    pl->memo->tries++;
+    pl->memo->hits++;
+    w->len += m->tlen;
+    pl->p->seen++;
+    d->decoded++; /* (the reference: tpl_emit's) */
+    memcpy(p, m->txt, m->tlen); /* (last: nothing kept across the call) */
+    return 1;
+  }
+  return miss(d, w, pl, r, ref, p); /* (a tail call) */
+}
+
+/* The memo's miss: the runner, and the memo kept. */
+TPL_INLINE int eplan_miss(struct etw_decoder *d, struct etw_jw *w, struct dec_eplan *pl, const struct etw_rec *r,
+                          struct etw_evref *ref, char *p, const int avx2) {
+  struct eplan_frame f = {.c = {.d = d, .w = w, .e = pl->e, .p = r->user_data, .mark = (size_t)(p - w->buf),
+                                .n = r->user_len, .why = "unknown event", .ptr_size = r->ptr_size},
+                          .pl = pl, .r = r, .ref = ref};
+  return eplan_body(&f, avx2, 1);
+}
+
+typedef int (*eplan_memo_fn)(struct etw_decoder *, struct etw_jw *, struct dec_eplan *, const struct etw_rec *,
+                             struct etw_evref *, char *);
+
+/* A manifest plan's event: the System block by tpl_emit (any FILETIME, (pid, tid), processor),
+ * after the reservation; the memo looked up by @memo when memo_skip is 0. */
 TPL_INLINE int eplan_event(struct etw_decoder *d, struct etw_jw *w, struct dec_eplan *pl, const struct etw_rec *r,
-                           struct etw_evref *ref, uint64_t d8, const int avx2) {
+                           struct etw_evref *ref, uint64_t d8, const int avx2, eplan_memo_fn memo) {
   if (etw_jw_reserve(w, pl->room)) return dec_write_general(d, r, w, ref, d8, 0, 0);
   char *p;
   if (tpl_emit(d->sysc, &pl->t, w->buf + w->len, r, avx2, &p, ref)) return dec_write_general(d, r, w, ref, d8, 0, 0);
-  size_t mark = (size_t)(p - (sizeof EVD - 1) - w->buf);
   w->len = (size_t)(p - w->buf);
-  if (__builtin_expect(pl->memo_skip != 0, 1)) {
-    pl->memo_skip--; /* (UINT64_MAX, "always", never gets to 0) */
-  } else {
-    const struct dec_ememo *m = pl->memo;
-    /* the same payload as the memo's: its text, when the buffer has room for it and the writer's
-     * maximum is far enough for the renderer not to have failed either (as the general path) */
-    if (m && m->valid && m->plen == r->user_len && m->ps == r->ptr_size && w->cap - w->len > m->tlen &&
-        w->max - w->len >= m->need &&
-        (!m->plen || !memcmp(m->pay, r->user_data, m->plen))) {
-      pl->memo->tries++;
-      pl->memo->hits++;
-      memcpy(p, m->txt, m->tlen);
-      w->len += m->tlen;
-      pl->p->seen++;
-      d->decoded++; /* (the reference: tpl_emit's) */
-      return 1;
-    }
-    struct dec_ecall c = {.d = d, .w = w, .e = pl->e, .p = r->user_data, .mark = (size_t)(p - w->buf), .n = r->user_len,
-                        .why = "unknown event", .ptr_size = r->ptr_size};
-    struct dec_eres x = eplan_run(&c, avx2);
-    pl->p->seen++;
-    if (__builtin_expect(x.o && (size_t)x.rc == r->user_len, 1)) { /* (w->err 0, room: dec_eres) */
-      memcpy(x.o, "}}", 2);
-      w->len = (size_t)(x.o + 2 - w->buf);
-      c.d->decoded++; /* (the reference: tpl_emit's; d from c: not kept across the call) */
-      ememo_keep(pl, r, w->buf + mark + sizeof EVD - 1, w->len - mark - (sizeof EVD - 1));
-      return 1;
-    }
-    return eplan_end(c.d, r, w, ref, pl, mark, x, &c.why, 1);
-  }
-  struct dec_ecall c = {.d = d, .w = w, .e = pl->e, .p = r->user_data, .mark = (size_t)(p - w->buf), .n = r->user_len,
-                        .why = "unknown event", .ptr_size = r->ptr_size};
-  struct dec_eres x = eplan_run(&c, avx2);
-  pl->p->seen++;
-  if (__builtin_expect(x.o && (size_t)x.rc == r->user_len, 1)) { /* (w->err 0, room: dec_eres) */
-    memcpy(x.o, "}}", 2);
-    w->len = (size_t)(x.o + 2 - w->buf);
-    c.d->decoded++; /* (the reference: tpl_emit's; d from c: not kept across the call) */
-    return 1;
-  }
-  return eplan_end(c.d, r, w, ref, pl, mark, x, &c.why, 0);
+  if (__builtin_expect(pl->memo_skip == 0, 0)) return memo(d, w, pl, r, ref, p); /* (a tail call) */
+  pl->memo_skip--; /* (UINT64_MAX, "always", never gets to 0) */
+  struct eplan_frame f = {.c = {.d = d, .w = w, .e = pl->e, .p = r->user_data, .mark = (size_t)(p - w->buf),
+                                .n = r->user_len, .why = "unknown event", .ptr_size = r->ptr_size},
+                          .pl = pl, .r = r, .ref = ref};
+  return eplan_body(&f, avx2, 0);
+}
+
+/* eplan_event's work when the template applies as it is (the FILETIME in its second, its (pid,
+ * tid), a processor < 10) and the reservation is made already: no call before the runner's, so
+ * nothing in callee-saved registers; everything else by @slow (eplan_event, out of line). */
+TPL_INLINE int eplan_fast(struct etw_decoder *d, struct etw_jw *w, struct dec_eplan *pl, const struct etw_rec *r,
+                          struct etw_evref *ref, const int avx2, eplan_memo_fn memo, eplan_slow_fn slow) {
+  char *p;
+  if (__builtin_expect(tpl_fast(&pl->t, w, r, ref, pl->room, avx2, &p), 0)) return slow(d, r, w, ref, pl); /* (d8: the record's, rec_d8) */
+  w->len = (size_t)(p - w->buf);
+  if (__builtin_expect(pl->memo_skip == 0, 0)) return memo(d, w, pl, r, ref, p); /* (a tail call) */
+  pl->memo_skip--; /* (UINT64_MAX, "always", never gets to 0) */
+  struct eplan_frame f = {.c = {.d = d, .w = w, .e = pl->e, .p = r->user_data, .mark = (size_t)(p - w->buf),
+                                .n = r->user_len, .why = "unknown event", .ptr_size = r->ptr_size},
+                          .pl = pl, .r = r, .ref = ref};
+  return eplan_body(&f, avx2, 0);
 }
 
 /* Plans whose ops are X64 U32 U16 U16 with keys of ≤ 16 bytes (PerfInfo/Sample, 8-byte pointers):
  * dec_kplan_event's work for them without the op loop, when the payload is exactly the layout. */
 /* One fixed-size op's value (@ty a constant) at @p from @q. */
-TPL_INLINE char *put_op(char *p, const unsigned char *q, const int ty, const int avx2) {
+TPL_INLINE char *put_op(char *p, const unsigned char *q, const int ty, const int avx2, const int t4) {
   switch (ty) {
-  case DEC_KOP_U32: return put_u32t(p, d_rd32(q));
-  case DEC_KOP_U16: return put_u32t(p, d_rd16(q));
-  case DEC_KOP_U64: return dec_put_u64(p, d_rd64(q));
+  case DEC_KOP_U32: return put_u32tx(p, d_rd32(q), t4);
+  case DEC_KOP_U16: return put_u32tx(p, d_rd16(q), t4);
+  case DEC_KOP_U64: return t4 ? put_u64t(p, d_rd64(q)) : dec_put_u64(p, d_rd64(q));
   default: return put_hex_v(p, d_rd64(q), avx2); /* DEC_KOP_X64 */
   }
 }
@@ -1406,19 +1654,19 @@ TPL_INLINE int kplan_fix4(struct etw_decoder *d, struct etw_jw *w, struct dec_kp
       return 1;
     }
   }
-  p = put_op(p, q, t0, avx2);
+  p = put_op(p, q, t0, avx2, !memo); /* (the Sample writer: no T4 case, fewer registers) */
   q += OP_SIZE(t0);
   memcpy(p, pl->k.ops[1].key, 16);
   p += pl->k.ops[1].klen;
-  p = put_op(p, q, t1, avx2);
+  p = put_op(p, q, t1, avx2, !memo);
   q += OP_SIZE(t1);
   memcpy(p, pl->k.ops[2].key, 16);
   p += pl->k.ops[2].klen;
-  p = put_op(p, q, t2, avx2);
+  p = put_op(p, q, t2, avx2, !memo);
   q += OP_SIZE(t2);
   memcpy(p, pl->k.ops[3].key, 16);
   p += pl->k.ops[3].klen;
-  p = put_op(p, q, t3, avx2);
+  p = put_op(p, q, t3, avx2, !memo);
   memcpy(p, "}}", 2);
   p += 2;
   if (memo) { /* (≤ DEC_MEMO_MAX bytes from s; the copy's rest is inside the reservation) */
@@ -1431,27 +1679,56 @@ TPL_INLINE int kplan_fix4(struct etw_decoder *d, struct etw_jw *w, struct dec_kp
   return 1;
 }
 
-/* The writers in both copy variants (a: AVX2, s: SSE2); the plans point at one of them. */
+/* The writers in both copy variants (a: AVX2, s: SSE2); the plans point at one of them. The Sample
+ * writer has every value's formatting inlined (DEC_FLATTEN). */
 #define DEC_WRITERS(sfx, av)                                                                              \
-  static int kplan_gen_##sfx(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,             \
-                             struct etw_evref *ref, struct dec_kplan *pl) {                                \
+  __attribute__((noinline)) static int kplan_genslow_##sfx(struct etw_decoder *d, const struct etw_rec *r,   \
+                                                           struct etw_jw *w, struct etw_evref *ref,        \
+                                                           struct dec_kplan *pl) {                         \
     return kplan_gen(d, w, pl, r, ref, av);                                                                \
   }                                                                                                        \
-  static int kplan_sample_##sfx(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,          \
-                                struct etw_evref *ref, struct dec_kplan *pl) {                             \
+  __attribute__((noinline)) static int kplan_gen_##sfx(struct etw_decoder *d, const struct etw_rec *r,      \
+                                                       struct etw_jw *w, struct etw_evref *ref,            \
+                                                       struct dec_kplan *pl) {                             \
+    return kplan_fast(d, w, pl, r, ref, av, kplan_genslow_##sfx);                                          \
+  }                                                                                                        \
+  DEC_FLATTEN static int kplan_sample_##sfx(struct etw_decoder *d, const struct etw_rec *r,                \
+                                            struct etw_jw *w, struct etw_evref *ref, struct dec_kplan *pl) { \
     return kplan_fix4(d, w, pl, r, ref, av, DEC_KOP_X64, DEC_KOP_U32, DEC_KOP_U16, DEC_KOP_U16, 1);        \
   }                                                                                                        \
   static int kplan_skey_##sfx(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,            \
                               struct etw_evref *ref, struct dec_kplan *pl) {                               \
     return kplan_fix4(d, w, pl, r, ref, av, DEC_KOP_U64, DEC_KOP_U32, DEC_KOP_U32, DEC_KOP_X64, 0);        \
   }                                                                                                        \
+  __attribute__((noinline)) static int eplan_miss_##sfx(struct etw_decoder *d, struct etw_jw *w,           \
+                                                        struct dec_eplan *pl, const struct etw_rec *r,     \
+                                                        struct etw_evref *ref, char *p) {                  \
+    return eplan_miss(d, w, pl, r, ref, p, av);                                                            \
+  }                                                                                                        \
+  __attribute__((noinline)) static int eplan_memo_##sfx(struct etw_decoder *d, struct etw_jw *w,           \
+                                                        struct dec_eplan *pl, const struct etw_rec *r,     \
+                                                        struct etw_evref *ref, char *p) {                  \
+    return eplan_memo(d, w, pl, r, ref, p, av, eplan_miss_##sfx);                                          \
+  }                                                                                                        \
+  __attribute__((noinline)) static int eplan_slow_##sfx(struct etw_decoder *d, const struct etw_rec *r,     \
+                                                        struct etw_jw *w, struct etw_evref *ref,           \
+                                                        struct dec_eplan *pl) {                            \
+    return eplan_event(d, w, pl, r, ref, rec_d8(r), av, eplan_memo_##sfx);                                 \
+  }                                                                                                        \
   static int eplan_event_##sfx(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,           \
                                struct etw_evref *ref, struct dec_eplan *pl, uint64_t d8) {                 \
-    return eplan_event(d, w, pl, r, ref, d8, av);                                                          \
+    (void)d8; /* (the record's: rec_d8) */                                                                \
+    return eplan_fast(d, w, pl, r, ref, av, eplan_memo_##sfx, eplan_slow_##sfx);                           \
+  }                                                                                                        \
+  __attribute__((noinline)) static int eplan_clsslow_##sfx(struct etw_decoder *d, const struct etw_rec *r,   \
+                                                           struct etw_jw *w, struct etw_evref *ref,        \
+                                                           struct dec_eplan *pl) {                         \
+    return eplan_cls(d, w, pl, r, ref, rec_d8(r), av);                                                     \
   }                                                                                                        \
   static int eplan_cls_##sfx(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,             \
                              struct etw_evref *ref, struct dec_eplan *pl, uint64_t d8) {                   \
-    return eplan_cls(d, w, pl, r, ref, d8, av);                                                            \
+    (void)d8; /* (the record's: rec_d8) */                                                                \
+    return eplan_cls_fast(d, w, pl, r, ref, av, eplan_clsslow_##sfx);                                      \
   }
 DEC_WRITERS(s, 0)
 #if DEC_HAVE_AVX2

@@ -496,6 +496,13 @@ struct dec_ememo {
   unsigned char pay[DEC_EMEMO_PAY];
   char txt[DEC_EMEMO_TXT];
 };
+/* The manifest memo's payload compare (tests): 1 when the @n bytes at @a and @b are equal, by the
+ * AVX2 writers' code when @avx2 and the plans' copies are AVX2, else by the others'. */
+int dec_memo_eq(const void *a, const void *b, size_t n, int avx2);
+/* The plan writers' number texts (tests): dec_put_u64's and dec_put_u32's, NUL-terminated at the
+ * returned end (@p: 32 bytes of room). */
+char *dec_plan_u64(char *p, uint64_t v);
+char *dec_plan_u32(char *p, uint32_t v);
 #define DEC_EPLAN_N 1024
 /** dec_plans_init - every kernel plan slot of new decoder @d empty (dec_kplan_none). */
 void dec_plans_init(struct etw_decoder *d);
