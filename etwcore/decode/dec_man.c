@@ -379,6 +379,16 @@ static const uint8_t OP_BYTES[] = {[OP_U8] = 1, [OP_U16] = 2, [OP_U32] = 4, [OP_
 _Static_assert(DEC_MAX_FIELDS * 8 <= UINT16_MAX && 2 * (3 * DEC_MAX_FIELDS + 1) <= UINT16_MAX,
                "a plan's gb fits 16 bits");
 
+#define OP_IS_PAIR(o) ((o) >= OP_XX44 && (o) <= OP_XX88)
+/* the payload bytes of a fixed-size op or of a hex pair's first value (its second op counts its
+ * own), else 0 (the end of a fixed-size run) */
+static unsigned op_run_bytes(uint8_t op) {
+  if (OP_IS_FIXED(op)) return OP_BYTES[op];
+  if (op == OP_XX88 || op == OP_XX84) return 8;
+  if (op == OP_XX48 || op == OP_XX44) return 4;
+  return 0;
+}
+
 /* Build @e's plan (fields' keys built, e->nf in 1..DEC_MAX_FIELDS); 0 = attached. */
 __attribute__((noinline)) static int plan_build(struct dec_event *e) {
   uint32_t nf = e->nf;
@@ -551,6 +561,24 @@ __attribute__((noinline)) static int plan_build(struct dec_event *e) {
             a->op = a->op == OP_X32 ? (b->op == OP_X32 ? OP_XX44 : OP_XX48) : (b->op == OP_X32 ? OP_XX84 : OP_XX88);
             k++;
           }
+        }
+        /* two hex pairs in a row with 32 payload bytes from the first in their fixed-size run (the
+         * AVX2 runner loads 32 bytes): a quad (eb: 1 + the widths, bit j for an 8-byte value j;
+         * gb: its bytes); the AVX2 runner renders the four at once (plan_labels), else the pairs */
+        for (uint32_t k = 0; k + 3 < no; k++) {
+          if (!OP_IS_PAIR(ops[k].op) || !OP_IS_PAIR(ops[k + 2].op)) continue;
+          uint32_t rb = 0;
+          for (uint32_t j = k; j < no && op_run_bytes(ops[j].op); j++) rb += op_run_bytes(ops[j].op);
+          if (rb < 32) continue;
+          unsigned pat = 0, qb = 0;
+          for (unsigned j = 0; j < 4; j++) {
+            unsigned wb = op_run_bytes(ops[k + j].op);
+            pat |= (wb == 8 ? 1u : 0u) << j;
+            qb += wb;
+          }
+          ops[k].eb = 1 + pat;
+          ops[k].gb = qb;
+          k += 3;
         }
         /* rooms, from the end: each op's room is the bound of what the ops after it write
          * besides PL_OBYTE bytes per payload byte (their keys and 48 bytes each: fixed-size
@@ -1290,6 +1318,95 @@ PL_AVX2_FN static inline char *hex_pair_avx2(char *o, __m128i x, const struct po
   o[k1 - 255] = '"';
   return o + (k1 - 254);
 }
+/* Four "0x…" values in a row (ops @a … @a + 3: two hex pairs, plan_build's quad), each after its
+ * key and with its closing quote, while all four are below 2^52 (else nothing written, 0):
+ * hex_arr64_avx2's step with the keys in between. The values: the 32 bytes at @q (in the
+ * payload: plan_build makes quads only with 32 bytes left in their fixed-size run) put in four
+ * 64-bit lanes by one dword permutation and mask (PLK_Q4, by the four widths: @a->lkey). The
+ * digit counts stay in ymm14 and go out one at a time (one register). ZF: the result. */
+#define Q4W(P, j) (((P) >> (j)&1) ? 2u : 1u)
+#define Q4S1(P) Q4W(P, 0)
+#define Q4S2(P) (Q4S1(P) + Q4W(P, 1))
+#define Q4S3(P) (Q4S2(P) + Q4W(P, 2))
+#define Q4L(P, S, j) (S), (Q4W(P, j) == 2 ? (S) + 1 : (S))
+#define Q4M(P, j) 0xFFFFFFFFu, (Q4W(P, j) == 2 ? 0xFFFFFFFFu : 0u)
+#define Q4(P)                                                                                      \
+  {Q4L(P, 0u, 0), Q4L(P, Q4S1(P), 1), Q4L(P, Q4S2(P), 2), Q4L(P, Q4S3(P), 3),                     \
+   Q4M(P, 0),     Q4M(P, 1),          Q4M(P, 2),          Q4M(P, 3)}
+/* by the widths (bit j: value j has 8 bytes, else 4): the dword permutation, then the mask */
+_Alignas(32) static const uint32_t PLK_Q4[16][16] = {Q4(0),  Q4(1),  Q4(2),  Q4(3), Q4(4),  Q4(5),
+                                                     Q4(6),  Q4(7),  Q4(8),  Q4(9), Q4(10), Q4(11),
+                                                     Q4(12), Q4(13), Q4(14), Q4(15)};
+#undef Q4
+#undef Q4M
+#undef Q4L
+#undef Q4S3
+#undef Q4S2
+#undef Q4S1
+#undef Q4W
+#define PL_Q4_KEY(j)                                                                               \
+  "vmovdqu %c[k" #j "](%[a]), %%ymm15\n\t"                                                         \
+  "vmovdqu %%ymm15, (%[o])\n\t"                                                                    \
+  "add %c[l" #j "](%[a]), %[o]\n\t"
+#define PL_Q4_OFF(j, m) ((j) * sizeof(struct pop) + offsetof(struct pop, m))
+#define PL_Q4_VAL(ST)                                                                              \
+  ST ", (%[o])\n\t"                                                                                \
+  "movb $0x22, -255(%[o],%[k])\n\t"                                                                \
+  "lea -254(%[o],%[k]), %[o]\n\t"
+PL_AVX2_FN static inline int hex_quad_avx2(char **po, const unsigned char *q, const struct pop *a) {
+  int ok;
+  uint64_t k;
+  char *o = *po;
+  __asm__("vmovdqu (%[pm]), %%ymm14\n\t"
+          "vpermd (%[q]), %%ymm14, %%ymm13\n\t"
+          "vpand 32(%[pm]), %%ymm13, %%ymm13\n\t"
+          "vptest 64(%[c]), %%ymm13\n\t"
+          "jnz 1f\n\t"
+          "vpor (%[c]), %%ymm13, %%ymm14\n\t"
+          "vsubpd 32(%[c]), %%ymm14, %%ymm14\n\t"
+          "vpsrlq $54, %%ymm14, %%ymm14\n\t"
+          "vpsrlw $4, %%ymm13, %%ymm15\n\t"
+          "vpand 96(%[c]), %%ymm13, %%ymm13\n\t"
+          "vpand 96(%[c]), %%ymm15, %%ymm15\n\t"
+          "vpunpcklbw %%ymm15, %%ymm13, %%ymm12\n\t"
+          "vpunpckhbw %%ymm15, %%ymm13, %%ymm13\n\t"
+          "vpshufb 160(%[c]), %%ymm14, %%ymm15\n\t"
+          "vpsubb 128(%[c]), %%ymm15, %%ymm15\n\t"
+          "vpshufb %%ymm15, %%ymm12, %%ymm12\n\t"
+          "vpshufb 192(%[c]), %%ymm14, %%ymm15\n\t"
+          "vpsubb 128(%[c]), %%ymm15, %%ymm15\n\t"
+          "vpshufb %%ymm15, %%ymm13, %%ymm13\n\t"
+          "vmovdqa 224(%[c]), %%ymm15\n\t"
+          "vpshufb %%ymm12, %%ymm15, %%ymm12\n\t"
+          "vpshufb %%ymm13, %%ymm15, %%ymm13\n\t"
+          PL_Q4_KEY(0)
+          "vmovq %%xmm14, %[k]\n\t"
+          PL_Q4_VAL("vmovdqu %%xmm12")
+          PL_Q4_KEY(1)
+          "vpextrq $1, %%xmm14, %[k]\n\t"
+          PL_Q4_VAL("vmovdqu %%xmm13")
+          PL_Q4_KEY(2)
+          "vextracti128 $1, %%ymm14, %%xmm14\n\t"
+          "vmovq %%xmm14, %[k]\n\t"
+          PL_Q4_VAL("vextracti128 $1, %%ymm12")
+          PL_Q4_KEY(3)
+          "vpextrq $1, %%xmm14, %[k]\n\t"
+          PL_Q4_VAL("vextracti128 $1, %%ymm13")
+          "cmp %[o], %[o]\n" /* ZF = 1 */
+          "1:"
+          : "=@ccz"(ok), [o] "+r"(o), [k] "=&r"(k)
+          : [q] "r"(q), [pm] "r"(a->lkey), [c] "r"(PLK_H4), [a] "r"(a), /* (memory read: "memory") */
+            [k0] "i"(PL_Q4_OFF(0, key)), [l0] "i"(PL_Q4_OFF(0, klen)), [k1] "i"(PL_Q4_OFF(1, key)),
+            [l1] "i"(PL_Q4_OFF(1, klen)), [k2] "i"(PL_Q4_OFF(2, key)), [l2] "i"(PL_Q4_OFF(2, klen)),
+            [k3] "i"(PL_Q4_OFF(3, key)), [l3] "i"(PL_Q4_OFF(3, klen))
+          : "xmm12", "xmm13", "xmm14", "xmm15", "cc", "memory");
+  (void)k;
+  *po = o;
+  return ok;
+}
+#undef PL_Q4_KEY
+#undef PL_Q4_VAL
+#undef PL_Q4_OFF
 #endif
 #define PL_HEX_ARR 1
 #else
@@ -2761,6 +2878,12 @@ PL_FNATTR PL_STATIC struct dec_eres PL_FN(struct dec_ecall *ec) {
       for (uint32_t k = 0; k < 2 * m->off4; k++) {
         struct pop *x = &m->ops[k];
         x->lab[PL_V] = !x->slot && x->op >= OP_U8 && x->op <= OP_M64 ? PL_N[x->op] : PL_L[x->op];
+#if PL_V
+        if (OP_IS_PAIR(x->op) && x->eb) { /* a quad (plan_build) */
+          x->lkey = (const char *)(const void *)PLK_Q4[(x->eb - 1) & 15];
+          x->lab[PL_V] = &&l_XQ;
+        }
+#endif
       }
       return dec_eres_rc(0);
     }
@@ -2854,6 +2977,15 @@ PL_FNATTR PL_STATIC struct dec_eres PL_FN(struct dec_ecall *ec) {
       PL_XX(a_, b_);
 #endif
     }
+#if PL_V
+  l_XQ: /* two hex pairs (ops op … op + 3), all four below 2^52; else the first pair's code */
+    if (__builtin_expect(hex_quad_avx2(&o, q, op), 1)) {
+      q += op->gb;
+      op += 4;
+      PL_GO;
+    }
+    goto *PL_L[op->op];
+#endif
     PL_CASE(OP_XX84) {
       uint64_t a_ = pl_rd64(q), b_ = d_rd32(q + 8);
       q += 12;
