@@ -2897,11 +2897,10 @@ PL_FNATTR PL_STATIC struct dec_eres PL_FN(struct dec_ecall *ec) {
   if (__builtin_expect(((unsigned)ptr_size - 4u) & ~4u, 0)) /* not 4 nor 8 (w->err: 0, dec_ecall) */
     return dec_eres_rc(walk_all(d, w, e, p, n, ptr_size, why));
   const struct plan *pl = (const struct plan *)(const void *)(e->f[0].key + runs);
-  /* the writer's maximum must be at least slack + (n + 1) × perbyte away (no overflow: n < 2^24,
-   * perbyte < 2^32); that much room in the buffer already (the usual case) is enough for that
-   * and for the reservation below (8 n + room0 ≤ it) */
-  if (n >= ((size_t)1 << 24)) return dec_eres_rc(walk_all(d, w, e, p, n, ptr_size, why));
-  uint64_t far = (uint64_t)(n + 1) * pl->perbyte + pl->slack;
+  /* the writer's maximum must be at least slack + (n + 1) × perbyte away (no overflow: n < 2^32,
+   * perbyte < 2^26, slack < 2^32: no test of n needed); that much room in the buffer already
+   * (the usual case) is enough for that and for the reservation below (8 n + room0 ≤ it) */
+  uint64_t far = ((uint64_t)n + 1) * pl->perbyte + pl->slack;
   if (__builtin_expect(w->cap - mark <= far, 0)) {
     if (far > w->max - mark) return dec_eres_rc(walk_all(d, w, e, p, n, ptr_size, why)); /* near the maximum */
     if (etw_jw_grow(w, (size_t)far)) goto bail;
