@@ -10,6 +10,7 @@
 #ifndef DEC_MAN_RUNNER /* (the plan runner's body at the end is compiled once per variant) */
 #include <dirent.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -379,6 +380,26 @@ static const uint8_t OP_BYTES[] = {[OP_U8] = 1, [OP_U16] = 2, [OP_U32] = 4, [OP_
 _Static_assert(DEC_MAX_FIELDS * 8 <= UINT16_MAX && 2 * (3 * DEC_MAX_FIELDS + 1) <= UINT16_MAX,
                "a plan's gb fits 16 bits");
 
+#if FX_T3_OK
+/* UINT32 array elements below 10,000 (fx_put_u32e): the digits and a comma in the low bytes of
+ * each t[] (first digit lowest), their count in l[] (a whole word, one `add` from memory, 80,000
+ * bytes after the text: one base register for both). Filled once by the first plan_build, before
+ * any plan can run; 160 KB (BSS). */
+static struct {
+  uint64_t t[10000], l[10000];
+} PL_TL4;
+static pthread_once_t pl_tl4_once = PTHREAD_ONCE_INIT;
+static void pl_tl4_fill(void) {
+  for (unsigned v = 0; v < 10000; v++) {
+    char b[8] = {0};
+    unsigned k = v < 10 ? 1 : v < 100 ? 2 : v < 1000 ? 3 : 4;
+    for (unsigned j = k, x = v; j-- > 0; x /= 10) b[j] = (char)('0' + x % 10);
+    b[k] = ',';
+    memcpy(&PL_TL4.t[v], b, 8);
+    PL_TL4.l[v] = k + 1;
+  }
+}
+#endif
 #define OP_IS_PAIR(o) ((o) >= OP_XX44 && (o) <= OP_XX88)
 /* the payload bytes of a fixed-size op or of a hex pair's first value (its second op counts its
  * own), else 0 (the end of a fixed-size run) */
@@ -393,6 +414,9 @@ static unsigned op_run_bytes(uint8_t op) {
 __attribute__((noinline)) static int plan_build(struct dec_event *e) {
   uint32_t nf = e->nf;
   if (!nf || nf > DEC_MAX_FIELDS) return -1;
+#if FX_T3_OK
+  pthread_once(&pl_tl4_once, pl_tl4_fill);
+#endif
   uint8_t *slot = calloc(nf, 1);
   char **kt = calloc(nf, sizeof *kt);
   size_t *kl = calloc(nf, sizeof *kl);
@@ -1422,16 +1446,9 @@ __attribute__((always_inline))
 #endif
 static inline char *fx_put_u32e(char *o, uint32_t v) {
 #if FX_T3_OK
-  if (__builtin_expect(v < 1000, 1)) { /* 8 bytes stored */
-    memcpy(o, &FX_T3[v], 8);
-    return o + FX_TL3.l[v];
-  }
-  if (v < 10000) { /* 4 digits */
-    unsigned h = v / 100;
-    memcpy(o, FX_D2 + 2 * h, 2);
-    memcpy(o + 2, FX_D2 + 2 * (v - h * 100), 2);
-    o[4] = ',';
-    return o + 5;
+  if (__builtin_expect(v < 10000, 1)) { /* 8 bytes stored (PL_TL4, filled by plan_build) */
+    memcpy(o, &PL_TL4.t[v], 8);
+    return o + PL_TL4.l[v];
   }
   if (v >= 4294967200u) { /* -96..-1 as UINT32 (IL map's -1/-2/-3): 16 bytes stored */
     memcpy(o, FX_TN[v - 4294967200u], 16);
