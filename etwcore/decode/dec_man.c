@@ -1053,6 +1053,13 @@ _Alignas(32) unsigned char dec_plk_str[128] = {PLK_R8(0x60), PLK_R8(0x60), PLK_R
  * would build each with a move and a broadcast: 12 instructions a string) */
 #define PLK_STR_BASE const unsigned char *plk_s = dec_plk_str
 #if PL_AVX2
+/* -34 (32 bytes): the AVX2 runner's strings test x + 0x60 > -34 (not plain) */
+#if defined(__GNUC__) && !defined(_WIN32)
+__attribute__((visibility("hidden")))
+#endif
+_Alignas(32) unsigned char dec_plk_de[32] = {PLK_R8(0xDE), PLK_R8(0xDE), PLK_R8(0xDE), PLK_R8(0xDE)};
+#endif
+#if PL_AVX2
 #if defined(__GNUC__)
 __attribute__((visibility("hidden")))
 #endif
@@ -1262,7 +1269,8 @@ PL_AVX2_FN static inline void copy32_avx2(void *o, const void *s) {
           : "xmm15");
 }
 /* the UTF-16 units at @q (64 bytes) packed to 32 bytes at @o (units above 255 saturated);
- * returns one bit per unit: set for a plain one (0x20–0x7E, not '"' nor '\\') */
+ * returns one bit per unit: set for one not plain (plain: 0x20–0x7E, not '"' nor '\\'; not
+ * plain: x + 0x60 above -34 as a signed byte, or a quote or backslash) */
 PL_AVX2_FN static inline unsigned str32_avx2(char *o, const unsigned char *q) {
   unsigned m;
   const pl_b32 *k = (const pl_b32 *)(const void *)dec_plk_str, *u = (const pl_b32 *)(const void *)q;
@@ -1274,12 +1282,11 @@ PL_AVX2_FN static inline unsigned str32_avx2(char *o, const unsigned char *q) {
           "vpor %%ymm14, %%ymm15, %%ymm15\n\t"
           "vpaddb %4, %%ymm13, %%ymm14\n\t"
           "vmovdqu %%ymm13, %1\n\t"
-          "vmovdqa %5, %%ymm13\n\t"
-          "vpcmpgtb %%ymm14, %%ymm13, %%ymm14\n\t"
-          "vpandn %%ymm14, %%ymm15, %%ymm15\n\t"
+          "vpcmpgtb %5, %%ymm14, %%ymm14\n\t"
+          "vpor %%ymm14, %%ymm15, %%ymm15\n\t"
           "vpmovmskb %%ymm15, %0"
           : "=r"(m), "=m"(*(pl_b32 *)(void *)o)
-          : "m"(u[0]), "m"(u[1]), "m"(k[0]), "m"(k[1]), "m"(k[2]), "m"(k[3])
+          : "m"(u[0]), "m"(u[1]), "m"(k[0]), "m"(*(const pl_b32 *)(const void *)dec_plk_de), "m"(k[2]), "m"(k[3])
           : "xmm13", "xmm14", "xmm15");
   return m;
 }
@@ -1304,13 +1311,12 @@ PL_AVX2_FN static inline unsigned str32m_avx2(char *o, const unsigned char *q, s
           "vpor %%ymm14, %%ymm15, %%ymm15\n\t"
           "vpaddb %[k60], %%ymm13, %%ymm14\n\t"
           "vmovdqu %%ymm13, %[out]\n\t"
-          "vmovdqa %[kdf], %%ymm13\n\t"
-          "vpcmpgtb %%ymm14, %%ymm13, %%ymm14\n\t"
-          "vpandn %%ymm14, %%ymm15, %%ymm15\n\t"
+          "vpcmpgtb %[kde], %%ymm14, %%ymm14\n\t"
+          "vpor %%ymm14, %%ymm15, %%ymm15\n\t"
           "vpmovmskb %%ymm15, %[m]"
           : [m] "=r"(m), [out] "=m"(*(pl_b32 *)(void *)o)
           : [q] "r"(q), [mk] "r"(mk), "m"(*q), "m"(*(const int32_t(*)[32])PLK_M32), [k60] "m"(k[0]),
-            [kdf] "m"(k[1]), [qt] "m"(k[2]), [bs] "m"(k[3])
+            [kde] "m"(*(const pl_b32 *)(const void *)dec_plk_de), [qt] "m"(k[2]), [bs] "m"(k[3])
           : "xmm13", "xmm14", "xmm15");
   return m;
 }
@@ -3058,9 +3064,9 @@ PL_FNATTR PL_STATIC struct dec_eres PL_FN(struct dec_ecall *ec) {
         const unsigned char *qs = q;
         unsigned m;
         while ((size_t)(pe - qs) >= 64) {
-          m = str32_avx2(o, qs);
-          if (m != 0xFFFFFFFFu) { /* (the unit at the first non-plain place is in the payload) */
-            unsigned good = (unsigned)__builtin_ctz(~m);
+          m = str32_avx2(o, qs); /* (bits: the units not plain) */
+          if (m) { /* (the unit at the first non-plain place is in the payload) */
+            size_t good = (size_t)(unsigned)__builtin_ctz(m); /* (size_t: no sign or zero extension) */
             o += good;
             qs += 2 * good;
             if (!(qs[0] | qs[1])) { /* the terminating NUL */
@@ -3077,20 +3083,20 @@ PL_FNATTR PL_STATIC struct dec_eres PL_FN(struct dec_ecall *ec) {
           __m128i a = _mm_loadu_si128((const __m128i *)(const void *)qs);
           __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(qs + 16));
           __m128i x = _mm_packus_epi16(a, b);
-          __m128i ok = _mm_cmplt_epi8(_mm_add_epi8(x, PLK(PLK_60)), PLK(PLK_DF));
+          __m128i nok = _mm_cmpgt_epi8(_mm_add_epi8(x, PLK(PLK_60)), PLK(dec_plk_de));
           __m128i qb = _mm_or_si128(_mm_cmpeq_epi8(x, PLK(PLK_QT)), _mm_cmpeq_epi8(x, PLK(PLK_BS)));
-          m = (unsigned)_mm_movemask_epi8(_mm_andnot_si128(qb, ok));
+          m = (unsigned)_mm_movemask_epi8(_mm_or_si128(qb, nok)); /* (bits: not plain) */
           _mm_storeu_si128((__m128i *)(void *)o, x);
-          if (m != 0xFFFFu) goto s16_part;
+          if (m) goto s16_part;
           o += 16;
           qs += 32;
         }
         /* (the masked step only where its 64 bytes are on qs's page: Intel's masked-out
          * elements never fault, AMD leaves that to the implementation) */
         if ((size_t)(pe - qs) >= 4 && __builtin_expect(((((uintptr_t)qs + 63) ^ (uintptr_t)qs) >> 12) == 0, 1)) {
-          m = str32m_avx2(o, qs, (size_t)(pe - qs)); /* (never all plain) */
+          m = str32m_avx2(o, qs, (size_t)(pe - qs)); /* (never all plain: m != 0) */
         s16_part:;
-          unsigned good = (unsigned)__builtin_ctz(~m);
+          size_t good = (size_t)(unsigned)__builtin_ctz(m);
           o += good;
           qs += 2 * good;
           if ((size_t)(pe - qs) >= 2 && !(qs[0] | qs[1])) { /* the terminating NUL */
