@@ -267,7 +267,8 @@ enum {
 
 struct pmc {
   uint64_t v;
-  uint32_t len; /* UINT32_MAX = empty */
+  uint32_t len; /* UINT32_MAX = empty (then v is a value whose pmc_hash is not this slot's index,
+                   so that a lookup never matches it: the runners test v alone) */
   char t[PMC_MAX];
 };
 
@@ -504,7 +505,10 @@ __attribute__((noinline)) static int plan_build(struct dec_event *e) {
         kpos[i] = kp;
         kp += ((kl[i] + 31) & ~(size_t)31) + 32;
       }
-      for (size_t m = 0; m < (size_t)nmc * PMC_N; m++) mc[m].len = UINT32_MAX;
+      for (size_t m = 0; m < (size_t)nmc * PMC_N; m++) {
+        mc[m].len = UINT32_MAX;
+        mc[m].v = m % PMC_N ? 0 : 1; /* (pmc_hash: 0 → 0, 1 → 2) */
+      }
       pl->off4 = 3 * nf + 1;
       pl->opoff[0] = pl->off4 * (uint32_t)sizeof(struct pop);
       pl->opoff[1] = 0;
@@ -2853,7 +2857,7 @@ void dec_eventsource_chunk(struct etw_decoder *d, const struct etw_rec *r) {
   do {                                                                                             \
     o = key_put(o, op);                                                                            \
     const struct pmc *c_ = &op->mc[pmc_hash(X)];                                                   \
-    if (c_->v == (X) && c_->len != UINT32_MAX) {                                                   \
+    if (c_->v == (X)) { /* (an empty slot's v never matches: plan_build) */                         \
       PL_MAP_COPY(c_);                                                                             \
       o += c_->len;                                                                                \
       PL_NEXT;                                                                                     \
