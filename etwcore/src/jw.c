@@ -157,7 +157,7 @@ JW_STR_INLINE void str_body(struct etw_jw *w, const char *str, size_t n, int sim
       memcpy(&b4, s + n - 4, 4);
       a = b = (uint64_t)a4 | (uint64_t)b4 << 32;
     }
-    if (plain_mask(_mm_set_epi64x((long long)b, (long long)a)) == 0xFFFFu) {
+    if (!nonplain_mask(_mm_set_epi64x((long long)b, (long long)a))) {
       if (h == 8) {
         memcpy(p, &a, 8);
         memcpy(p + n - 8, &b, 8);
@@ -174,14 +174,14 @@ JW_STR_INLINE void str_body(struct etw_jw *w, const char *str, size_t n, int sim
 #ifdef JW_SSE2
     if (simd && n - i >= 16) { /* (the reservation holds the 16-byte store: ≥ 6 bytes per byte left) */
       __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
-      unsigned m = plain_mask(x);
+      unsigned m = nonplain_mask(x);
       _mm_storeu_si128((__m128i *)(void *)p, x);
-      if (m == 0xFFFFu) {
+      if (!m) {
         p += 16;
         i += 16;
         continue;
       }
-      unsigned good = (unsigned)__builtin_ctz(~m);
+      size_t good = (size_t)(unsigned)__builtin_ctz(m);
       p += good;
       i += good; /* s[i] is not plain: below */
       if (s[i] == '\\' || s[i] == '"') { /* (paths: escaped here, then the next block) */
