@@ -10,6 +10,7 @@
 #ifndef DEC_MAN_RUNNER /* (the plan runner's body at the end is compiled once per variant) */
 #include <dirent.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -266,7 +267,8 @@ enum {
 
 struct pmc {
   uint64_t v;
-  uint32_t len; /* UINT32_MAX = empty */
+  uint32_t len; /* UINT32_MAX = empty (then v is a value whose pmc_hash is not this slot's index,
+                   so that a lookup never matches it: the runners test v alone) */
   char t[PMC_MAX];
 };
 
@@ -379,10 +381,43 @@ static const uint8_t OP_BYTES[] = {[OP_U8] = 1, [OP_U16] = 2, [OP_U32] = 4, [OP_
 _Static_assert(DEC_MAX_FIELDS * 8 <= UINT16_MAX && 2 * (3 * DEC_MAX_FIELDS + 1) <= UINT16_MAX,
                "a plan's gb fits 16 bits");
 
+#if FX_T3_OK
+/* UINT32 array elements below 10,000 (fx_put_u32e): the digits and a comma in the low bytes of
+ * each t[] (first digit lowest), their count in l[] (a whole word, one `add` from memory, 80,000
+ * bytes after the text: one base register for both). Filled once by the first plan_build, before
+ * any plan can run; 160 KB (BSS). */
+static struct {
+  uint64_t t[10000], l[10000];
+} PL_TL4;
+static pthread_once_t pl_tl4_once = PTHREAD_ONCE_INIT;
+static void pl_tl4_fill(void) {
+  for (unsigned v = 0; v < 10000; v++) {
+    char b[8] = {0};
+    unsigned k = v < 10 ? 1 : v < 100 ? 2 : v < 1000 ? 3 : 4;
+    for (unsigned j = k, x = v; j-- > 0; x /= 10) b[j] = (char)('0' + x % 10);
+    b[k] = ',';
+    memcpy(&PL_TL4.t[v], b, 8);
+    PL_TL4.l[v] = k + 1;
+  }
+}
+#endif
+#define OP_IS_PAIR(o) ((o) >= OP_XX44 && (o) <= OP_XX88)
+/* the payload bytes of a fixed-size op or of a hex pair's first value (its second op counts its
+ * own), else 0 (the end of a fixed-size run) */
+static unsigned op_run_bytes(uint8_t op) {
+  if (OP_IS_FIXED(op)) return OP_BYTES[op];
+  if (op == OP_XX88 || op == OP_XX84) return 8;
+  if (op == OP_XX48 || op == OP_XX44) return 4;
+  return 0;
+}
+
 /* Build @e's plan (fields' keys built, e->nf in 1..DEC_MAX_FIELDS); 0 = attached. */
 __attribute__((noinline)) static int plan_build(struct dec_event *e) {
   uint32_t nf = e->nf;
   if (!nf || nf > DEC_MAX_FIELDS) return -1;
+#if FX_T3_OK
+  pthread_once(&pl_tl4_once, pl_tl4_fill);
+#endif
   uint8_t *slot = calloc(nf, 1);
   char **kt = calloc(nf, sizeof *kt);
   size_t *kl = calloc(nf, sizeof *kl);
@@ -470,7 +505,10 @@ __attribute__((noinline)) static int plan_build(struct dec_event *e) {
         kpos[i] = kp;
         kp += ((kl[i] + 31) & ~(size_t)31) + 32;
       }
-      for (size_t m = 0; m < (size_t)nmc * PMC_N; m++) mc[m].len = UINT32_MAX;
+      for (size_t m = 0; m < (size_t)nmc * PMC_N; m++) {
+        mc[m].len = UINT32_MAX;
+        mc[m].v = m % PMC_N ? 0 : 1; /* (pmc_hash: 0 → 0, 1 → 2) */
+      }
       pl->off4 = 3 * nf + 1;
       pl->opoff[0] = pl->off4 * (uint32_t)sizeof(struct pop);
       pl->opoff[1] = 0;
@@ -551,6 +589,24 @@ __attribute__((noinline)) static int plan_build(struct dec_event *e) {
             a->op = a->op == OP_X32 ? (b->op == OP_X32 ? OP_XX44 : OP_XX48) : (b->op == OP_X32 ? OP_XX84 : OP_XX88);
             k++;
           }
+        }
+        /* two hex pairs in a row with 32 payload bytes from the first in their fixed-size run (the
+         * AVX2 runner loads 32 bytes): a quad (eb: 1 + the widths, bit j for an 8-byte value j;
+         * gb: its bytes); the AVX2 runner renders the four at once (plan_labels), else the pairs */
+        for (uint32_t k = 0; k + 3 < no; k++) {
+          if (!OP_IS_PAIR(ops[k].op) || !OP_IS_PAIR(ops[k + 2].op)) continue;
+          uint32_t rb = 0;
+          for (uint32_t j = k; j < no && op_run_bytes(ops[j].op); j++) rb += op_run_bytes(ops[j].op);
+          if (rb < 32) continue;
+          unsigned pat = 0, qb = 0;
+          for (unsigned j = 0; j < 4; j++) {
+            unsigned wb = op_run_bytes(ops[k + j].op);
+            pat |= (wb == 8 ? 1u : 0u) << j;
+            qb += wb;
+          }
+          ops[k].eb = 1 + pat;
+          ops[k].gb = qb;
+          k += 3;
         }
         /* rooms, from the end: each op's room is the bound of what the ops after it write
          * besides PL_OBYTE bytes per payload byte (their keys and 48 bytes each: fixed-size
@@ -1001,6 +1057,13 @@ _Alignas(32) unsigned char dec_plk_str[128] = {PLK_R8(0x60), PLK_R8(0x60), PLK_R
  * would build each with a move and a broadcast: 12 instructions a string) */
 #define PLK_STR_BASE const unsigned char *plk_s = dec_plk_str
 #if PL_AVX2
+/* -34 (32 bytes): the AVX2 runner's strings test x + 0x60 > -34 (not plain) */
+#if defined(__GNUC__) && !defined(_WIN32)
+__attribute__((visibility("hidden")))
+#endif
+_Alignas(32) unsigned char dec_plk_de[32] = {PLK_R8(0xDE), PLK_R8(0xDE), PLK_R8(0xDE), PLK_R8(0xDE)};
+#endif
+#if PL_AVX2
 #if defined(__GNUC__)
 __attribute__((visibility("hidden")))
 #endif
@@ -1210,7 +1273,8 @@ PL_AVX2_FN static inline void copy32_avx2(void *o, const void *s) {
           : "xmm15");
 }
 /* the UTF-16 units at @q (64 bytes) packed to 32 bytes at @o (units above 255 saturated);
- * returns one bit per unit: set for a plain one (0x20–0x7E, not '"' nor '\\') */
+ * returns one bit per unit: set for one not plain (plain: 0x20–0x7E, not '"' nor '\\'; not
+ * plain: x + 0x60 above -34 as a signed byte, or a quote or backslash) */
 PL_AVX2_FN static inline unsigned str32_avx2(char *o, const unsigned char *q) {
   unsigned m;
   const pl_b32 *k = (const pl_b32 *)(const void *)dec_plk_str, *u = (const pl_b32 *)(const void *)q;
@@ -1222,12 +1286,11 @@ PL_AVX2_FN static inline unsigned str32_avx2(char *o, const unsigned char *q) {
           "vpor %%ymm14, %%ymm15, %%ymm15\n\t"
           "vpaddb %4, %%ymm13, %%ymm14\n\t"
           "vmovdqu %%ymm13, %1\n\t"
-          "vmovdqa %5, %%ymm13\n\t"
-          "vpcmpgtb %%ymm14, %%ymm13, %%ymm14\n\t"
-          "vpandn %%ymm14, %%ymm15, %%ymm15\n\t"
+          "vpcmpgtb %5, %%ymm14, %%ymm14\n\t"
+          "vpor %%ymm14, %%ymm15, %%ymm15\n\t"
           "vpmovmskb %%ymm15, %0"
           : "=r"(m), "=m"(*(pl_b32 *)(void *)o)
-          : "m"(u[0]), "m"(u[1]), "m"(k[0]), "m"(k[1]), "m"(k[2]), "m"(k[3])
+          : "m"(u[0]), "m"(u[1]), "m"(k[0]), "m"(*(const pl_b32 *)(const void *)dec_plk_de), "m"(k[2]), "m"(k[3])
           : "xmm13", "xmm14", "xmm15");
   return m;
 }
@@ -1252,13 +1315,12 @@ PL_AVX2_FN static inline unsigned str32m_avx2(char *o, const unsigned char *q, s
           "vpor %%ymm14, %%ymm15, %%ymm15\n\t"
           "vpaddb %[k60], %%ymm13, %%ymm14\n\t"
           "vmovdqu %%ymm13, %[out]\n\t"
-          "vmovdqa %[kdf], %%ymm13\n\t"
-          "vpcmpgtb %%ymm14, %%ymm13, %%ymm14\n\t"
-          "vpandn %%ymm14, %%ymm15, %%ymm15\n\t"
+          "vpcmpgtb %[kde], %%ymm14, %%ymm14\n\t"
+          "vpor %%ymm14, %%ymm15, %%ymm15\n\t"
           "vpmovmskb %%ymm15, %[m]"
           : [m] "=r"(m), [out] "=m"(*(pl_b32 *)(void *)o)
           : [q] "r"(q), [mk] "r"(mk), "m"(*q), "m"(*(const int32_t(*)[32])PLK_M32), [k60] "m"(k[0]),
-            [kdf] "m"(k[1]), [qt] "m"(k[2]), [bs] "m"(k[3])
+            [kde] "m"(*(const pl_b32 *)(const void *)dec_plk_de), [qt] "m"(k[2]), [bs] "m"(k[3])
           : "xmm13", "xmm14", "xmm15");
   return m;
 }
@@ -1290,6 +1352,95 @@ PL_AVX2_FN static inline char *hex_pair_avx2(char *o, __m128i x, const struct po
   o[k1 - 255] = '"';
   return o + (k1 - 254);
 }
+/* Four "0x…" values in a row (ops @a … @a + 3: two hex pairs, plan_build's quad), each after its
+ * key and with its closing quote, while all four are below 2^52 (else nothing written, 0):
+ * hex_arr64_avx2's step with the keys in between. The values: the 32 bytes at @q (in the
+ * payload: plan_build makes quads only with 32 bytes left in their fixed-size run) put in four
+ * 64-bit lanes by one dword permutation and mask (PLK_Q4, by the four widths: @a->lkey). The
+ * digit counts stay in ymm14 and go out one at a time (one register). ZF: the result. */
+#define Q4W(P, j) (((P) >> (j)&1) ? 2u : 1u)
+#define Q4S1(P) Q4W(P, 0)
+#define Q4S2(P) (Q4S1(P) + Q4W(P, 1))
+#define Q4S3(P) (Q4S2(P) + Q4W(P, 2))
+#define Q4L(P, S, j) (S), (Q4W(P, j) == 2 ? (S) + 1 : (S))
+#define Q4M(P, j) 0xFFFFFFFFu, (Q4W(P, j) == 2 ? 0xFFFFFFFFu : 0u)
+#define Q4(P)                                                                                      \
+  {Q4L(P, 0u, 0), Q4L(P, Q4S1(P), 1), Q4L(P, Q4S2(P), 2), Q4L(P, Q4S3(P), 3),                     \
+   Q4M(P, 0),     Q4M(P, 1),          Q4M(P, 2),          Q4M(P, 3)}
+/* by the widths (bit j: value j has 8 bytes, else 4): the dword permutation, then the mask */
+_Alignas(32) static const uint32_t PLK_Q4[16][16] = {Q4(0),  Q4(1),  Q4(2),  Q4(3), Q4(4),  Q4(5),
+                                                     Q4(6),  Q4(7),  Q4(8),  Q4(9), Q4(10), Q4(11),
+                                                     Q4(12), Q4(13), Q4(14), Q4(15)};
+#undef Q4
+#undef Q4M
+#undef Q4L
+#undef Q4S3
+#undef Q4S2
+#undef Q4S1
+#undef Q4W
+#define PL_Q4_KEY(j)                                                                               \
+  "vmovdqu %c[k" #j "](%[a]), %%ymm15\n\t"                                                         \
+  "vmovdqu %%ymm15, (%[o])\n\t"                                                                    \
+  "add %c[l" #j "](%[a]), %[o]\n\t"
+#define PL_Q4_OFF(j, m) ((j) * sizeof(struct pop) + offsetof(struct pop, m))
+#define PL_Q4_VAL(ST)                                                                              \
+  ST ", (%[o])\n\t"                                                                                \
+  "movb $0x22, -255(%[o],%[k])\n\t"                                                                \
+  "lea -254(%[o],%[k]), %[o]\n\t"
+PL_AVX2_FN static inline int hex_quad_avx2(char **po, const unsigned char *q, const struct pop *a) {
+  int ok;
+  uint64_t k;
+  char *o = *po;
+  __asm__("vmovdqu (%[pm]), %%ymm14\n\t"
+          "vpermd (%[q]), %%ymm14, %%ymm13\n\t"
+          "vpand 32(%[pm]), %%ymm13, %%ymm13\n\t"
+          "vptest 64(%[c]), %%ymm13\n\t"
+          "jnz 1f\n\t"
+          "vpor (%[c]), %%ymm13, %%ymm14\n\t"
+          "vsubpd 32(%[c]), %%ymm14, %%ymm14\n\t"
+          "vpsrlq $54, %%ymm14, %%ymm14\n\t"
+          "vpsrlw $4, %%ymm13, %%ymm15\n\t"
+          "vpand 96(%[c]), %%ymm13, %%ymm13\n\t"
+          "vpand 96(%[c]), %%ymm15, %%ymm15\n\t"
+          "vpunpcklbw %%ymm15, %%ymm13, %%ymm12\n\t"
+          "vpunpckhbw %%ymm15, %%ymm13, %%ymm13\n\t"
+          "vpshufb 160(%[c]), %%ymm14, %%ymm15\n\t"
+          "vpsubb 128(%[c]), %%ymm15, %%ymm15\n\t"
+          "vpshufb %%ymm15, %%ymm12, %%ymm12\n\t"
+          "vpshufb 192(%[c]), %%ymm14, %%ymm15\n\t"
+          "vpsubb 128(%[c]), %%ymm15, %%ymm15\n\t"
+          "vpshufb %%ymm15, %%ymm13, %%ymm13\n\t"
+          "vmovdqa 224(%[c]), %%ymm15\n\t"
+          "vpshufb %%ymm12, %%ymm15, %%ymm12\n\t"
+          "vpshufb %%ymm13, %%ymm15, %%ymm13\n\t"
+          PL_Q4_KEY(0)
+          "vmovq %%xmm14, %[k]\n\t"
+          PL_Q4_VAL("vmovdqu %%xmm12")
+          PL_Q4_KEY(1)
+          "vpextrq $1, %%xmm14, %[k]\n\t"
+          PL_Q4_VAL("vmovdqu %%xmm13")
+          PL_Q4_KEY(2)
+          "vextracti128 $1, %%ymm14, %%xmm14\n\t"
+          "vmovq %%xmm14, %[k]\n\t"
+          PL_Q4_VAL("vextracti128 $1, %%ymm12")
+          PL_Q4_KEY(3)
+          "vpextrq $1, %%xmm14, %[k]\n\t"
+          PL_Q4_VAL("vextracti128 $1, %%ymm13")
+          "cmp %[o], %[o]\n" /* ZF = 1 */
+          "1:"
+          : "=@ccz"(ok), [o] "+r"(o), [k] "=&r"(k)
+          : [q] "r"(q), [pm] "r"(a->lkey), [c] "r"(PLK_H4), [a] "r"(a), /* (memory read: "memory") */
+            [k0] "i"(PL_Q4_OFF(0, key)), [l0] "i"(PL_Q4_OFF(0, klen)), [k1] "i"(PL_Q4_OFF(1, key)),
+            [l1] "i"(PL_Q4_OFF(1, klen)), [k2] "i"(PL_Q4_OFF(2, key)), [l2] "i"(PL_Q4_OFF(2, klen)),
+            [k3] "i"(PL_Q4_OFF(3, key)), [l3] "i"(PL_Q4_OFF(3, klen))
+          : "xmm12", "xmm13", "xmm14", "xmm15", "cc", "memory");
+  (void)k;
+  *po = o;
+  return ok;
+}
+#undef PL_Q4_KEY
+#undef PL_Q4_VAL
+#undef PL_Q4_OFF
 #endif
 #define PL_HEX_ARR 1
 #else
@@ -1305,16 +1456,9 @@ __attribute__((always_inline))
 #endif
 static inline char *fx_put_u32e(char *o, uint32_t v) {
 #if FX_T3_OK
-  if (__builtin_expect(v < 1000, 1)) { /* 8 bytes stored */
-    memcpy(o, &FX_T3[v], 8);
-    return o + FX_TL3.l[v];
-  }
-  if (v < 10000) { /* 4 digits */
-    unsigned h = v / 100;
-    memcpy(o, FX_D2 + 2 * h, 2);
-    memcpy(o + 2, FX_D2 + 2 * (v - h * 100), 2);
-    o[4] = ',';
-    return o + 5;
+  if (__builtin_expect(v < 10000, 1)) { /* 8 bytes stored (PL_TL4, filled by plan_build) */
+    memcpy(o, &PL_TL4.t[v], 8);
+    return o + PL_TL4.l[v];
   }
   if (v >= 4294967200u) { /* -96..-1 as UINT32 (IL map's -1/-2/-3): 16 bytes stored */
     memcpy(o, FX_TN[v - 4294967200u], 16);
@@ -2713,7 +2857,7 @@ void dec_eventsource_chunk(struct etw_decoder *d, const struct etw_rec *r) {
   do {                                                                                             \
     o = key_put(o, op);                                                                            \
     const struct pmc *c_ = &op->mc[pmc_hash(X)];                                                   \
-    if (c_->v == (X) && c_->len != UINT32_MAX) {                                                   \
+    if (c_->v == (X)) { /* (an empty slot's v never matches: plan_build) */                         \
       PL_MAP_COPY(c_);                                                                             \
       o += c_->len;                                                                                \
       PL_NEXT;                                                                                     \
@@ -2761,6 +2905,12 @@ PL_FNATTR PL_STATIC struct dec_eres PL_FN(struct dec_ecall *ec) {
       for (uint32_t k = 0; k < 2 * m->off4; k++) {
         struct pop *x = &m->ops[k];
         x->lab[PL_V] = !x->slot && x->op >= OP_U8 && x->op <= OP_M64 ? PL_N[x->op] : PL_L[x->op];
+#if PL_V
+        if (OP_IS_PAIR(x->op) && x->eb) { /* a quad (plan_build) */
+          x->lkey = (const char *)(const void *)PLK_Q4[(x->eb - 1) & 15];
+          x->lab[PL_V] = &&l_XQ;
+        }
+#endif
       }
       return dec_eres_rc(0);
     }
@@ -2774,11 +2924,10 @@ PL_FNATTR PL_STATIC struct dec_eres PL_FN(struct dec_ecall *ec) {
   if (__builtin_expect(((unsigned)ptr_size - 4u) & ~4u, 0)) /* not 4 nor 8 (w->err: 0, dec_ecall) */
     return dec_eres_rc(walk_all(d, w, e, p, n, ptr_size, why));
   const struct plan *pl = (const struct plan *)(const void *)(e->f[0].key + runs);
-  /* the writer's maximum must be at least slack + (n + 1) × perbyte away (no overflow: n < 2^24,
-   * perbyte < 2^32); that much room in the buffer already (the usual case) is enough for that
-   * and for the reservation below (8 n + room0 ≤ it) */
-  if (n >= ((size_t)1 << 24)) return dec_eres_rc(walk_all(d, w, e, p, n, ptr_size, why));
-  uint64_t far = (uint64_t)(n + 1) * pl->perbyte + pl->slack;
+  /* the writer's maximum must be at least slack + (n + 1) × perbyte away (no overflow: n < 2^32,
+   * perbyte < 2^26, slack < 2^32: no test of n needed); that much room in the buffer already
+   * (the usual case) is enough for that and for the reservation below (8 n + room0 ≤ it) */
+  uint64_t far = ((uint64_t)n + 1) * pl->perbyte + pl->slack;
   if (__builtin_expect(w->cap - mark <= far, 0)) {
     if (far > w->max - mark) return dec_eres_rc(walk_all(d, w, e, p, n, ptr_size, why)); /* near the maximum */
     if (etw_jw_grow(w, (size_t)far)) goto bail;
@@ -2854,6 +3003,15 @@ PL_FNATTR PL_STATIC struct dec_eres PL_FN(struct dec_ecall *ec) {
       PL_XX(a_, b_);
 #endif
     }
+#if PL_V
+  l_XQ: /* two hex pairs (ops op … op + 3), all four below 2^52; else the first pair's code */
+    if (__builtin_expect(hex_quad_avx2(&o, q, op), 1)) {
+      q += op->gb;
+      op += 4;
+      PL_GO;
+    }
+    goto *PL_L[op->op];
+#endif
     PL_CASE(OP_XX84) {
       uint64_t a_ = pl_rd64(q), b_ = d_rd32(q + 8);
       q += 12;
@@ -2910,9 +3068,9 @@ PL_FNATTR PL_STATIC struct dec_eres PL_FN(struct dec_ecall *ec) {
         const unsigned char *qs = q;
         unsigned m;
         while ((size_t)(pe - qs) >= 64) {
-          m = str32_avx2(o, qs);
-          if (m != 0xFFFFFFFFu) { /* (the unit at the first non-plain place is in the payload) */
-            unsigned good = (unsigned)__builtin_ctz(~m);
+          m = str32_avx2(o, qs); /* (bits: the units not plain) */
+          if (m) { /* (the unit at the first non-plain place is in the payload) */
+            size_t good = (size_t)(unsigned)__builtin_ctz(m); /* (size_t: no sign or zero extension) */
             o += good;
             qs += 2 * good;
             if (!(qs[0] | qs[1])) { /* the terminating NUL */
@@ -2929,20 +3087,20 @@ PL_FNATTR PL_STATIC struct dec_eres PL_FN(struct dec_ecall *ec) {
           __m128i a = _mm_loadu_si128((const __m128i *)(const void *)qs);
           __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(qs + 16));
           __m128i x = _mm_packus_epi16(a, b);
-          __m128i ok = _mm_cmplt_epi8(_mm_add_epi8(x, PLK(PLK_60)), PLK(PLK_DF));
+          __m128i nok = _mm_cmpgt_epi8(_mm_add_epi8(x, PLK(PLK_60)), PLK(dec_plk_de));
           __m128i qb = _mm_or_si128(_mm_cmpeq_epi8(x, PLK(PLK_QT)), _mm_cmpeq_epi8(x, PLK(PLK_BS)));
-          m = (unsigned)_mm_movemask_epi8(_mm_andnot_si128(qb, ok));
+          m = (unsigned)_mm_movemask_epi8(_mm_or_si128(qb, nok)); /* (bits: not plain) */
           _mm_storeu_si128((__m128i *)(void *)o, x);
-          if (m != 0xFFFFu) goto s16_part;
+          if (m) goto s16_part;
           o += 16;
           qs += 32;
         }
         /* (the masked step only where its 64 bytes are on qs's page: Intel's masked-out
          * elements never fault, AMD leaves that to the implementation) */
         if ((size_t)(pe - qs) >= 4 && __builtin_expect(((((uintptr_t)qs + 63) ^ (uintptr_t)qs) >> 12) == 0, 1)) {
-          m = str32m_avx2(o, qs, (size_t)(pe - qs)); /* (never all plain) */
+          m = str32m_avx2(o, qs, (size_t)(pe - qs)); /* (never all plain: m != 0) */
         s16_part:;
-          unsigned good = (unsigned)__builtin_ctz(~m);
+          size_t good = (size_t)(unsigned)__builtin_ctz(m);
           o += good;
           qs += 2 * good;
           if ((size_t)(pe - qs) >= 2 && !(qs[0] | qs[1])) { /* the terminating NUL */

@@ -110,6 +110,28 @@ JW_STR_INLINE unsigned plain_mask(__m128i x) {
   __m128i qb = _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')), _mm_cmpeq_epi8(x, _mm_set1_epi8('\\')));
   return (unsigned)_mm_movemask_epi8(_mm_andnot_si128(qb, ok));
 }
+/* 0x60 and -34, 16 bytes each: not const, so that gcc keeps them memory operands (it would
+ * rewrite x + 0x60 > -34 as !(-33 > x + 0x60) with plain_mask's constant: two more instructions) */
+#if defined(__GNUC__) && !defined(_WIN32)
+__attribute__((visibility("hidden")))
+#endif
+_Alignas(16) unsigned char jw_knp[32] = {0x60, 0x60, 0x60, 0x60, 0x60, 0x60, 0x60, 0x60, 0x60, 0x60, 0x60,
+                                         0x60, 0x60, 0x60, 0x60, 0x60, 0xDE, 0xDE, 0xDE, 0xDE, 0xDE, 0xDE,
+                                         0xDE, 0xDE, 0xDE, 0xDE, 0xDE, 0xDE, 0xDE, 0xDE, 0xDE, 0xDE};
+/* Bit i set when byte i of @x is not plain (x + 0x60 above -34 as a signed byte, or a quote or
+ * backslash): ~plain_mask(x) & 0xFFFF without the inversions */
+JW_STR_INLINE unsigned nonplain_mask(__m128i x) {
+  const __m128i *k = (const __m128i *)(const void *)jw_knp;
+  __m128i bad = _mm_cmpgt_epi8(_mm_add_epi8(x, _mm_load_si128(k)), _mm_load_si128(k + 1));
+  __m128i qb = _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')), _mm_cmpeq_epi8(x, _mm_set1_epi8('\\')));
+  return (unsigned)_mm_movemask_epi8(_mm_or_si128(qb, bad));
+}
+/* UTF-16 unit @i of @s (x86: little-endian, one 16-bit load) */
+static inline uint32_t jw_u16(const unsigned char *s, size_t i) {
+  uint16_t u;
+  memcpy(&u, s + 2 * i, 2);
+  return u;
+}
 #endif
 /* @simd: plain runs (0x20..0x7E but '"' and '\\') copied 16 bytes at a time (SSE2) */
 JW_STR_INLINE void str_body(struct etw_jw *w, const char *str, size_t n, int simd) {
@@ -135,7 +157,7 @@ JW_STR_INLINE void str_body(struct etw_jw *w, const char *str, size_t n, int sim
       memcpy(&b4, s + n - 4, 4);
       a = b = (uint64_t)a4 | (uint64_t)b4 << 32;
     }
-    if (plain_mask(_mm_set_epi64x((long long)b, (long long)a)) == 0xFFFFu) {
+    if (!nonplain_mask(_mm_set_epi64x((long long)b, (long long)a))) {
       if (h == 8) {
         memcpy(p, &a, 8);
         memcpy(p + n - 8, &b, 8);
@@ -152,14 +174,14 @@ JW_STR_INLINE void str_body(struct etw_jw *w, const char *str, size_t n, int sim
 #ifdef JW_SSE2
     if (simd && n - i >= 16) { /* (the reservation holds the 16-byte store: ≥ 6 bytes per byte left) */
       __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
-      unsigned m = plain_mask(x);
+      unsigned m = nonplain_mask(x);
       _mm_storeu_si128((__m128i *)(void *)p, x);
-      if (m == 0xFFFFu) {
+      if (!m) {
         p += 16;
         i += 16;
         continue;
       }
-      unsigned good = (unsigned)__builtin_ctz(~m);
+      size_t good = (size_t)(unsigned)__builtin_ctz(m);
       p += good;
       i += good; /* s[i] is not plain: below */
       if (s[i] == '\\' || s[i] == '"') { /* (paths: escaped here, then the next block) */
@@ -242,8 +264,9 @@ static char *put_utf8(char *p, uint32_t cp) {
 }
 
 /* UTF-16LE → quoted JSON string. Plain ASCII (0x20–0x7E except '"' and '\\') is converted 16
- * (then 8) units at a time with SSE2 (when @simd; the room holds 6 bytes per remaining unit, so
- * the 16- or 8-byte store always fits); everything else takes the scalar path: \" \\ \n \r \t, \u00XX for
+ * units at a time with SSE2 (when @simd; 8–15-unit strings and a string's last 3–15 units as one
+ * block; the room holds 6 bytes per remaining unit, so the 16-byte store always fits); everything
+ * else takes the scalar path: \" \\ \n \r \t, \u00XX for
  * other controls and 0x7F, UTF-8 for the rest, unpaired surrogates → U+FFFD. The first NUL unit
  * ends the string. Returns the units converted. */
 #if defined(__GNUC__)
@@ -280,17 +303,17 @@ JW_INLINE char *str16_put(char *p, const unsigned char *s, size_t units, size_t 
       __m128i a = _mm_loadu_si128((const __m128i *)(const void *)(s + 2 * i));
       __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(s + 2 * i + 16));
       __m128i x = _mm_packus_epi16(a, b);
-      unsigned m = plain_mask(x);
+      unsigned m = nonplain_mask(x);
       _mm_storeu_si128((__m128i *)(void *)p, x);
-      if (m == 0xFFFFu) {
+      if (!m) {
         p += 16;
         i += 16;
         continue;
       }
-      unsigned good = (unsigned)__builtin_ctz(~m);
+      size_t good = (size_t)(unsigned)__builtin_ctz(m);
       p += good;
       i += good;
-      uint32_t u = (uint32_t)s[2 * i] | ((uint32_t)s[2 * i + 1] << 8);
+      uint32_t u = jw_u16(s, i);
       if (!u) break; /* the terminating NUL */
       if (u == '\\' || u == '"') { /* (paths: escaped here, then the next block) */
         p[0] = '\\';
@@ -324,20 +347,6 @@ JW_INLINE char *str16_put(char *p, const unsigned char *s, size_t units, size_t 
         i++;
         continue;
       }
-    } else if (simd && units - i >= 8) {
-      __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(s + 2 * i));
-      __m128i ok = _mm_and_si128(_mm_cmpgt_epi16(v, _mm_set1_epi16(0x1F)), _mm_cmplt_epi16(v, _mm_set1_epi16(0x7F)));
-      __m128i bad = _mm_or_si128(_mm_cmpeq_epi16(v, _mm_set1_epi16('"')), _mm_cmpeq_epi16(v, _mm_set1_epi16('\\')));
-      unsigned m = (unsigned)_mm_movemask_epi8(_mm_andnot_si128(bad, ok));
-      _mm_storel_epi64((__m128i *)(void *)p, _mm_packus_epi16(v, v));
-      if (m == 0xFFFFu) {
-        p += 8;
-        i += 8;
-        continue;
-      }
-      unsigned good = (unsigned)__builtin_ctz(~m) / 2;
-      p += good;
-      i += good;
     }
 #endif
     uint32_t u = (uint32_t)s[2 * i] | ((uint32_t)s[2 * i + 1] << 8);

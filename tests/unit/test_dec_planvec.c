@@ -22,6 +22,11 @@
  *    it makes only when their 64 bytes are on one page, its 16-unit step at 32–63): strings of
  *    0–40 units with a special unit at every place or none, with and without their NUL, an odd
  *    byte after them, after 6- and 9-byte headers.
+ * 6. Two hex pairs in a row (DCStopVerbose's first four: the AVX2 runner's four-value op, which
+ *    loads 32 bytes when its fixed-size run has them): 4–7 hex fields of 8 and 4 bytes and
+ *    pointers, then 0–4 other fields (integers, a hex one, a string), a value ≥ 2^52 at each place
+ *    or none, edge and random values; each payload ending at a page the process may not read, and
+ *    cut shorter (all lengths for a quarter of them).
  * Each case must render the same bytes, length and consumed count with the plan as with the
  * walker, and the plan must have rendered the well-formed ones itself (no bail).
  */
@@ -371,6 +376,72 @@ static void strings_guard(void) {
 #endif
 }
 
+/* ---- 6. hex quads: two hex pairs in a row, 32 bytes left in their fixed-size run */
+static void hex_quads(void) {
+#ifdef PV_GUARD
+  size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+  unsigned char *m = mmap(NULL, 2 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  CHECK(m != MAP_FAILED);
+  if (m == MAP_FAILED) return;
+  CHECK_EQ(mprotect(m + pg, pg, PROT_NONE), 0);
+  unsigned char *end = m + pg;
+#else
+  static unsigned char buf[256];
+  unsigned char *end = buf + sizeof buf;
+#endif
+  static const char *const NM[] = {"MethodID", "ModuleID", "MethodStartAddress", "MethodSize", "MethodToken",
+                                   "A", "B", "C", "D", "E", "F", "G"};
+  /* hex: 8 bytes, 4, a pointer; after them: UINT32, UINT16, UINT8, a hex UINT32, a string; one
+   * field in four schemas named so long that its key is an op of its own (OP_KEY) */
+  static const uint16_t HX[][2] = {{10, 4}, {8, 4}, {16, 0}};
+  static const uint16_t TL[][2] = {{8, 0}, {6, 0}, {4, 0}, {8, 4}, {1, 0}};
+  static const uint64_t EDGE[] = {0, 1, 0xF, 0x10, 0xFFFFFFFFull, 0x100000000ull, (1ull << 52) - 1, 1ull << 52,
+                                  (1ull << 52) + 1, ~0ull, 0x8000000000000000ull, 0x123456789ABCDEFull};
+  unsigned char pay[160];
+  size_t c0 = cases;
+  for (int sc = 0; sc < 300; sc++) {
+    uint32_t nh = 4 + (uint32_t)(rnd() % 4), nt = (uint32_t)(rnd() % 5), nf = nh + nt;
+    uint16_t ty[12][2];
+    for (uint32_t i = 0; i < nh; i++) memcpy(ty[i], HX[rnd() % 3], sizeof ty[i]);
+    for (uint32_t i = nh; i < nf; i++) memcpy(ty[i], TL[rnd() % 5], sizeof ty[i]);
+    const char *nm[12];
+    memcpy(nm, NM, sizeof nm);
+    if (sc % 4 == 3) nm[rnd() % nf] = "AFieldNameLongEnoughForAKeyOpOfItsOwn";
+    struct dec_event *e = schema(nm, ty, nf, -1);
+    for (int ps = 8; ps >= 4; ps -= 4) {
+      unsigned wd[12];
+      for (uint32_t i = 0; i < nf; i++)
+        wd[i] = ty[i][0] == 16 ? (unsigned)ps : ty[i][0] == 10 ? 8u : ty[i][0] == 8 ? 4u : ty[i][0] == 6 ? 2u : ty[i][0] == 4 ? 1u : 0u;
+      for (int rep = 0; rep < 40; rep++) {
+        size_t n = 0;
+        uint32_t big = (uint32_t)(rnd() % (nh + 1)); /* one value ≥ 2^52 there (nh: none) */
+        for (uint32_t i = 0; i < nf; i++) {
+          uint64_t v = rep % 2 ? EDGE[rnd() % (sizeof EDGE / sizeof EDGE[0])] : rnd() >> (rnd() % 64);
+          if (i < nh) v = i == big ? v | 1ull << (52 + rnd() % 12) : v & ((1ull << 52) - 1);
+          if (wd[i]) n += put_le(pay + n, v, wd[i]);
+          else { /* a string of 0–20 units and its NUL */
+            size_t u = (size_t)(rnd() % 21);
+            for (size_t k = 0; k < u; k++) n += put_le(pay + n, 'a' + k % 26, 2);
+            n += put_le(pay + n, 0, 2);
+          }
+        }
+        /* at the unreadable page (a read past the payload would fault), and every shorter one */
+        memcpy(end - n, pay, n);
+        compare(e, end - n, n, ps, 1);
+        for (size_t k = rep % 4 ? n - (size_t)(rnd() % (n + 1)) : 0; k < n; k += rep % 4 ? n : 1) {
+          memcpy(end - k, pay, k);
+          compare(e, end - k, k, ps, 0);
+        }
+      }
+    }
+    dec_event_free(e);
+  }
+  fprintf(stderr, "hex quads: %zu renderings compared\n", cases - c0);
+#ifdef PV_GUARD
+  munmap(m, 2 * pg);
+#endif
+}
+
 int main(void) {
   fprintf(stderr, "plans' AVX2 code: %s\n", dec_plan_avx2(1) ? "usable (both variants tested)" : "not usable (portable code only)");
   hex_arrays();
@@ -378,6 +449,7 @@ int main(void) {
   hex_runs();
   dec_arrays();
   strings_guard();
+  hex_quads();
   fprintf(stderr, "%zu compared, %zu by the plan, %zu different\n", cases, planned, bad);
   CHECK(planned > cases / 2);
   CHECK_EQ(bad, 0);
