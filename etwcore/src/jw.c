@@ -126,6 +126,25 @@ JW_STR_INLINE unsigned nonplain_mask(__m128i x) {
   __m128i qb = _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')), _mm_cmpeq_epi8(x, _mm_set1_epi8('\\')));
   return (unsigned)_mm_movemask_epi8(_mm_or_si128(qb, bad));
 }
+/* nonplain_mask as two: *@c = the bytes of @x that are a control, DEL or not ASCII (x + 0x60
+ * above -34); returns those and the quotes and backslashes */
+JW_STR_INLINE unsigned nonplain_ctl_mask(__m128i x, unsigned *c) {
+  const __m128i *k = (const __m128i *)(const void *)jw_knp;
+  __m128i bad = _mm_cmpgt_epi8(_mm_add_epi8(x, _mm_load_si128(k)), _mm_load_si128(k + 1));
+  __m128i qb = _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')), _mm_cmpeq_epi8(x, _mm_set1_epi8('\\')));
+  *c = (unsigned)_mm_movemask_epi8(bad);
+  return (unsigned)_mm_movemask_epi8(_mm_or_si128(qb, bad));
+}
+/* the lowest set bit of @e (≠ 0) as a size_t (x86-64: one bsf, no sign extension of an int) */
+JW_STR_INLINE size_t jw_low(size_t e) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  size_t j;
+  __asm__("bsf %1, %0" : "=r"(j) : "rm"(e) : "cc");
+  return j;
+#else
+  return (size_t)(unsigned)__builtin_ctzll(e);
+#endif
+}
 /* UTF-16 unit @i of @s (x86: little-endian, one 16-bit load) */
 static inline uint32_t jw_u16(const unsigned char *s, size_t i) {
   uint16_t u;
@@ -303,25 +322,41 @@ JW_INLINE char *str16_put(char *p, const unsigned char *s, size_t units, size_t 
       __m128i a = _mm_loadu_si128((const __m128i *)(const void *)(s + 2 * i));
       __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(s + 2 * i + 16));
       __m128i x = _mm_packus_epi16(a, b);
-      unsigned m = nonplain_mask(x);
+      unsigned c;
+      unsigned m = nonplain_ctl_mask(x, &c);
       _mm_storeu_si128((__m128i *)(void *)p, x);
       if (!m) {
         p += 16;
         i += 16;
         continue;
       }
-      size_t good = (size_t)(unsigned)__builtin_ctz(m);
+      /* quotes and backslashes (paths) before the first other unit not plain (c) escaped in
+       * the block: each one's backslash stored, then the block from it on one byte further
+       * (from a copy; at most 15 + 16 + 16 bytes: the room holds 6 per unit left, ≥ 16 left) */
+      unsigned e = (m ^ c) & (c ^ (c - 1)); /* (c = 0: all) */
+      if (e) {
+        size_t f = e;
+        unsigned char t[32];
+        _mm_storeu_si128((__m128i *)(void *)t, x);
+        _mm_storeu_si128((__m128i *)(void *)(t + 16), x);
+        do {
+          size_t j = jw_low(f);
+          f &= f - 1;
+          p[j] = '\\';
+          memcpy(p + j + 1, t + j, 16);
+          p++;
+        } while (f);
+      }
+      if (!c) {
+        p += 16;
+        i += 16;
+        continue;
+      }
+      size_t good = (size_t)(unsigned)__builtin_ctz(c);
       p += good;
       i += good;
       uint32_t u = jw_u16(s, i);
       if (!u) break; /* the terminating NUL */
-      if (u == '\\' || u == '"') { /* (paths: escaped here, then the next block) */
-        p[0] = '\\';
-        p[1] = (char)u;
-        p += 2;
-        i++;
-        continue;
-      }
     } else if (simd && units >= 16 && units - i >= 3) {
       /* the last 3–15 units: the string's last 16 units as one block, the 16 - (units - i)
        * before i (done) shifted out through a copy; 16 bytes stored (room: 6 per unit left + 1) */

@@ -301,6 +301,45 @@ static void str16_tail(void) {
   CHECK_EQ(bad, 0);
 }
 
+/* UTF-16 blocks dense in quotes and backslashes (escaped inside the 16-unit block, each one's
+ * rest of the block stored again one byte further): strings of 16–64 units where every unit is
+ * a backslash, a quote or a letter (random, up to all escapes), some with a control, a
+ * non-ASCII unit or a NUL after the escapes; the input and the output in heap blocks of exactly
+ * their size (6 bytes per unit + 1), against the reference. */
+static void str16_dense(void) {
+  uint64_t r = 0x9E3779B97F4A7C15ull;
+  size_t cases = 0, bad = 0;
+  for (int rep = 0; rep < 30000; rep++) {
+    size_t len = 16 + (size_t)(rep % 49);
+    unsigned dens = (unsigned)(rep / 49 % 4); /* 0: all escapes … 3: one in 4 */
+    uint16_t u[65];
+    for (size_t i = 0; i < len; i++) {
+      r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+      u[i] = (r >> 20) % (dens + 1) ? (uint16_t)('a' + (r >> 8) % 26) : (r >> 4) & 1 ? '\\' : '"';
+    }
+    if (rep % 5 == 1) u[(r >> 32) % len] = (uint16_t)((r >> 40) % 3 == 0 ? 0 : (r >> 40) % 3 == 1 ? '\n' : 0xE9);
+    u[len] = 0;
+    unsigned char *b = malloc(2 * len);
+    for (size_t i = 0; i < len; i++) {
+      b[2 * i] = (unsigned char)u[i];
+      b[2 * i + 1] = (unsigned char)(u[i] >> 8);
+    }
+    char want[64 * 6 + 8];
+    size_t used, wl = ref16(want, u, len, &used);
+    char *o = malloc(6 * len + 1), *e;
+    size_t conv = 0;
+    e = etw_jw_put_str16(o, b, len, &conv);
+    cases++;
+    if (conv != used || (size_t)(e - o) != wl - 1 || memcmp(o, want + 1, wl - 1)) {
+      if (bad++ < 3) fprintf(stderr, "str16 dense rep %d len %zu: %.*s\nwant %.*s\n", rep, len, (int)(e - o), o, (int)wl, want);
+    }
+    free(o);
+    free(b);
+  }
+  CHECK(cases == 30000);
+  CHECK_EQ(bad, 0);
+}
+
 /* etw_jw_str's short strings (4–15 bytes: two overlapping loads) and 16-byte blocks: strings of
  * 0–48 bytes with one or two special bytes (escapes, controls, DEL, UTF-8 leads, continuations,
  * invalid) at every position or none, each in a heap block of exactly its size, into a writer
@@ -358,6 +397,7 @@ int main(void) {
   CHECK_STR(etw_jw_cstr(&w), "\"A\xf0\x9f\x98\x80\xef\xbf\xbd\\\"\"");
   str16_all();
   str16_tail();
+  str16_dense();
   str8_tail();
   paths_all();
   etw_jw_truncate(&w, 0);
