@@ -105,6 +105,22 @@ void dec_event_free(struct dec_event *e) {
   free(e);
 }
 
+/* The provider name pointer of every expired manifest/classic plan (eplan_dispatch's one-word test
+ * has no generation compare): its address is no provider's name, so *pnamep != pname. Invariant:
+ * a plan whose gen is not reg_gen reads it through pnamep (dec_reg_bump, eplan_settle). */
+static const char eplan_dead_c;
+static const char *const eplan_dead = &eplan_dead_c;
+
+/* A new registry generation: every plan expires (pnamep to eplan_dead), once per generation with a
+ * valid plan (a manifest's many schemas: one sweep). */
+static void dec_reg_bump(struct etw_decoder *d) {
+  d->reg_gen++;
+  if (!d->eplan_live) return;
+  d->eplan_live = 0;
+  for (uint32_t i = 0; i < DEC_EPLAN_N; i++)
+    if (d->eplan[i]) d->eplan[i]->pnamep = &eplan_dead;
+}
+
 int dec_event_add(struct dec_provider *p, struct dec_event *e) {
   e->owner = p;
   dec_clr_fix(p, e);
@@ -118,7 +134,7 @@ int dec_event_add(struct dec_provider *p, struct dec_event *e) {
         }
         dec_event_free(p->ev[i]);
         p->ev[i] = e;
-        if (p->dec) p->dec->reg_gen++; /* a schema replaced: the plans made with it expire */
+        if (p->dec) dec_reg_bump(p->dec); /* a schema replaced: the plans made with it expire */
         return 0;
       }
       i = (i + 1) & (p->ev_cap - 1);
@@ -149,7 +165,7 @@ int dec_event_add(struct dec_provider *p, struct dec_event *e) {
   while (p->ev[j]) j = (j + 1) & (p->ev_cap - 1);
   p->ev[j] = e;
   p->n_ev++;
-  if (p->dec) p->dec->reg_gen++; /* a schema added (a rejected one changes nothing) */
+  if (p->dec) dec_reg_bump(p->dec); /* a schema added (a rejected one changes nothing) */
   return 0;
 }
 
@@ -513,13 +529,13 @@ int dec_finish(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
   return rc >= 0;
 }
 
-/* The plan set of a record (2 ways: slots s and s + 1): GUID and descriptor bytes (classic
- * records of one GUID differ in the opcode only). */
+/* The plan set of a record (2 ways: slots s and s + 1): the GUID's last 8 bytes and the
+ * descriptor bytes, multiplied (classic records of one GUID differ in the opcode only; the
+ * product's top bits depend on every input bit). */
 static inline uint32_t eplan_slot(const struct etw_rec *r, uint64_t d8) {
-  uint64_t g0, g1;
-  memcpy(&g0, r->provider_id, 8);
+  uint64_t g1;
   memcpy(&g1, r->provider_id + 8, 8);
-  uint64_t h = (g0 ^ g1 ^ d8 ^ d8 >> 27) * 0x9E3779B97F4A7C15ull;
+  uint64_t h = (g1 ^ d8) * 0x9E3779B97F4A7C15ull;
   return (uint32_t)(h >> 55) << 1;
 }
 _Static_assert(DEC_EPLAN_N == 1024, "eplan_slot gives 10 bits");
@@ -556,9 +572,12 @@ static inline int eplan_hit(const struct etw_decoder *d, const struct dec_eplan 
   return 1;
 }
 
-/* The kernel type's name cache key of kernel record @r (no extended data) and its kn slot. */
+/* The kernel plan key of kernel record @r (no extended data) and its kplan slot: the kn
+ * generation, the hook and the kind (never 0: kinds 3 and 4; a record of another kind matches no
+ * plan: every plan's key is a kernel record's). The version is the descriptor's (compared with
+ * it). */
 static inline uint64_t kernel_key(const struct etw_decoder *d, const struct etw_rec *r, uint32_t *kslot) {
-  uint32_t key32 = ((uint32_t)r->hook_id << 8 | r->desc.version) + 1;
+  uint32_t key32 = (uint32_t)r->hook_id << 8 | r->kind;
   *kslot = (key32 * 2654435761u) >> 22;
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
   _Static_assert(offsetof(struct etw_decoder, kn_gen) == offsetof(struct etw_decoder, kn_zero) + 4 &&
@@ -589,23 +608,56 @@ __attribute__((noinline)) static int other_general(struct etw_decoder *d, const 
   return dec_write_general(d, r, w, ref, d8, 0, 0);
 }
 
-/* Manifest events and classic records: the type's plan by (GUID, id, version) (no resolve). */
-static inline __attribute__((always_inline)) int eplan_dispatch(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
-                                                    struct etw_evref *ref) {
+/* Manifest events and classic records, every case but the first way's plan without extended data:
+ * both ways' full tests, else the general path. */
+__attribute__((noinline)) static int eplan_slow(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
+                                                struct etw_evref *ref) {
   uint64_t d8;
-  memcpy(&d8, &r->desc, 8); /* id, version, channel, level, opcode, task */
-  uint32_t slot = eplan_slot(r, d8);
-#if defined(__GNUC__)
-  /* the record's words read again by the hit tests (not kept in registers from the hash: no
-   * callee-saved registers, no frame) */
-  __asm__("" : "+r"(r));
   memcpy(&d8, &r->desc, 8);
-#endif
+  uint32_t slot = eplan_slot(r, d8);
   struct dec_eplan *pl = d->eplan[slot];
   if (pl && eplan_hit(d, pl, r, d8)) return pl->run(d, r, w, ref, pl, d8);
   pl = d->eplan[slot + 1];
   if (pl && eplan_hit(d, pl, r, d8)) return pl->run(d, r, w, ref, pl, d8);
   return other_general(d, r, w, ref); /* (a tail call with 4 arguments: no frame here) */
+}
+
+/* Manifest events and classic records: the type's plan by (GUID, id, version) (no resolve). The
+ * first way's plan for a record without extended data: every test of eplan_hit in one word (the
+ * others: eplan_slow); the registry generation's by the provider name's (an expired plan's pnamep
+ * is eplan_dead: dec_reg_bump, eplan_settle). */
+static inline __attribute__((always_inline)) int eplan_dispatch(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
+                                                    struct etw_evref *ref) {
+  uint64_t d8;
+  memcpy(&d8, &r->desc, 8); /* id, version, channel, level, opcode, task */
+  uint32_t slot = eplan_slot(r, d8);
+  struct dec_eplan *pl = d->eplan[slot];
+  if (!pl) return eplan_slow(d, r, w, ref);
+  uint64_t g0, g1, p0, p1, a0, a1;
+  memcpy(&g0, r->provider_id, 8);
+  memcpy(&g1, r->provider_id + 8, 8);
+  memcpy(&p0, pl->guid, 8);
+  memcpy(&p1, pl->guid + 8, 8);
+  memcpy(&a0, r->activity_id, 8);
+  memcpy(&a1, r->activity_id + 8, 8);
+  uint64_t m = (g0 ^ p0) | (g1 ^ p1) | (pl->d8 ^ d8) | (pl->kw ^ r->desc.keyword) | a0 | a1 |
+               ((uintptr_t)*pl->pnamep ^ (uintptr_t)pl->pname) | r->n_ext;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  uint32_t k4; /* the kind and the string-only flag in one test (eplan_hit) */
+  memcpy(&k4, r, 4);
+  m |= (k4 ^ pl->kindw) & (0xFFu | (uint32_t)ETW_EVH_STRING_ONLY << 16);
+#else
+  m |= (uint64_t)(pl->kind != r->kind || (r->flags & ETW_EVH_STRING_ONLY));
+#endif
+  if (__builtin_expect(m == 0, 1)) return pl->run(d, r, w, ref, pl, d8);
+  return eplan_slow(d, r, w, ref);
+}
+
+/* A kernel record whose plan does not apply, or a record of another kind (not manifest or classic). */
+__attribute__((noinline)) static int kernel_slow(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
+                                                 struct etw_evref *ref) {
+  if (r->kind <= ETW_REC_PERFINFO && !r->n_ext) return dec_kernel_general(d, r, w, ref);
+  return other_general(d, r, w, ref);
 }
 
 int etw_decoder_write(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
@@ -614,21 +666,30 @@ int etw_decoder_write(struct etw_decoder *d, const struct etw_rec *r, struct etw
                  "the descriptor's first 8 bytes are id, version, channel, level, opcode, task");
   /* (tail calls with at most 6 arguments only: no frame here) */
   _Static_assert(ETW_REC_EVENT == 1 && ETW_REC_CLASSIC == 2 && ETW_REC_SYSTEM == 3 && ETW_REC_PERFINFO == 4,
-                 "kinds: one compare for manifest and classic records, one more for kernel ones");
+                 "kinds: one compare for manifest and classic records; the kind in the kernel key");
   /* manifest events and classic records (a kind 0 record finds no plan: every plan's kind is 1
    * or 2) */
   if (r->kind <= ETW_REC_CLASSIC) return eplan_dispatch(d, r, w, ref);
-  if (r->kind <= ETW_REC_PERFINFO && !r->n_ext) {
-    /* kernel records: the type's plan, reached with the name cache's key (no resolve) */
-    uint64_t d8;
-    memcpy(&d8, &r->desc, 8);
-    uint32_t kslot;
-    uint64_t kkey = kernel_key(d, r, &kslot);
-    struct dec_kplan *pl = d->kplan[kslot]; /* (never NULL: dec_kplan_none's key is 0) */
-    if (((pl->key ^ kkey) | (pl->d8 ^ d8) | (pl->kw ^ r->desc.keyword)) == 0) return pl->run(d, r, w, ref, pl);
-    return dec_kernel_general(d, r, w, ref);
+  /* kernel records: the type's plan, reached with the kind and hook (no resolve); extended data or
+   * another kind: no plan applies (kernel_slow) */
+  uint64_t d8;
+  memcpy(&d8, &r->desc, 8);
+  uint32_t kslot;
+  uint64_t kkey = kernel_key(d, r, &kslot);
+  struct dec_kplan *pl = d->kplan[kslot]; /* (never NULL: dec_kplan_none's key is 0) */
+  if (((pl->key ^ kkey) | (pl->d8 ^ d8) | (pl->kw ^ r->desc.keyword) | r->n_ext) == 0) return pl->run(d, r, w, ref, pl);
+  return kernel_slow(d, r, w, ref);
+}
+
+/* After dec_eplan_update on set @slot: its expired ways (a failed build: gen 0) read eplan_dead
+ * (the one-word test's generation compare), a valid one makes the next registry change sweep. */
+static void eplan_settle(struct etw_decoder *d, uint32_t slot) {
+  for (uint32_t k = slot; k < slot + 2; k++) {
+    struct dec_eplan *pl = d->eplan[k];
+    if (!pl) continue;
+    if (pl->gen != d->reg_gen) pl->pnamep = &eplan_dead;
+    else d->eplan_live = 1;
   }
-  return other_general(d, r, w, ref);
 }
 
 /* Every record without a valid plan: names resolved, the System block (cached per schema), the
@@ -712,7 +773,10 @@ __attribute__((noinline)) int dec_write_general(struct etw_decoder *d, const str
     s.cpu = r->cpu;
     dec_write_system(d, w, &s, hint, tag, d8);
     if (kplan) dec_kplan_update(d, kslot, kkey, r, &s, d8);
-    if (eplan) dec_eplan_update(d, eslot, r, &s, d8, n.p, n.e, cls);
+    if (eplan) {
+      dec_eplan_update(d, eslot, r, &s, d8, n.p, n.e, cls);
+      eplan_settle(d, eslot);
+    }
   }
   if (__builtin_expect(w->err, 0)) {
     /* the System block did not fit the writer's maximum (or a plan's reservation failed before
