@@ -695,6 +695,46 @@ TPL_INLINE void tpl_copy_ref(char *p, const struct dec_tpl *t, struct etw_evref 
   }
 }
 
+#if DEC_HAVE_AVX2
+/* The 32-byte move @i of a template whose text is at @off (a constant) from @base: the source
+ * addressed from the plan itself, no register for the text's address. */
+#define A32B(i, off)                                                                            \
+  __asm__ volatile("vmovdqu %c[o](%[t]), %%ymm0\n\tvmovdqu %%ymm0, %c[q](%[p])"                  \
+                   :                                                                            \
+                   : [p] "r"(p), [t] "r"(base), [o] "i"((off) + 32 * (i)), [q] "i"(32 * (i))    \
+                   : "xmm0", "memory")
+/* tpl_copy's AVX2 moves of @n32 chunks of the text at @off from @base to @p (no vzeroupper). */
+#define TPL_COPY_AT(p, base, off, n32)                                                          \
+  switch (n32) { /* (≤ 24: tpl_tail) */                                                           \
+    case 24: A32B(23, off); /* fall through */ \
+    case 23: A32B(22, off); /* fall through */ \
+    case 22: A32B(21, off); /* fall through */ \
+    case 21: A32B(20, off); /* fall through */ \
+    case 20: A32B(19, off); /* fall through */ \
+    case 19: A32B(18, off); /* fall through */ \
+    case 18: A32B(17, off); /* fall through */ \
+    case 17: A32B(16, off); /* fall through */ \
+    case 16: A32B(15, off); /* fall through */ \
+    case 15: A32B(14, off); /* fall through */ \
+    case 14: A32B(13, off); /* fall through */ \
+    case 13: A32B(12, off); /* fall through */ \
+    case 12: A32B(11, off); /* fall through */ \
+    case 11: A32B(10, off); /* fall through */ \
+    case 10: A32B(9, off); /* fall through */ \
+    case 9: A32B(8, off); /* fall through */ \
+    case 8: A32B(7, off); /* fall through */ \
+    case 7: A32B(6, off); /* fall through */ \
+    case 6: A32B(5, off); /* fall through */ \
+    case 5: A32B(4, off); /* fall through */ \
+    case 4: A32B(3, off); /* fall through */ \
+    case 3: A32B(2, off); /* fall through */ \
+    case 2: A32B(1, off); /* fall through */ \
+    case 1: A32B(0, off); /* fall through */ \
+    case 0: break;                                                                              \
+    default: DEC_UNREACHABLE();                                                                 \
+  }
+#endif
+
 /* The names of @t's event reference image. */
 static void tpl_names(struct dec_tpl *t, const char *prov, const char *name) {
   t->rimg.provider = prov;
@@ -1682,16 +1722,48 @@ TPL_INLINE int kplan_fix4(struct etw_decoder *d, struct etw_jw *w, struct dec_kp
   char *p = w->buf + w->len;
   /* (read again, not kept from the check: one register less over it) */
   unsigned cpu = *(const volatile uint16_t *)&r->cpu;
-  tpl_copy_ref(p, t, ref, g, cpu, avx2);
-  put_lo4(p + t->plen + 24, (unsigned)g);
+#if DEC_HAVE_AVX2
+  if (avx2) { /* tpl_copy_ref with the text addressed from the plan */
+    const struct dec_kplan *base = pl;
+    if (ref) { /* (one test: the moves in both branches) */
+      tpl_img(ref, t, avx2);
+      TPL_COPY_AT(p, base, offsetof(struct dec_kplan, t.txt), t->n32)
+      ref->ts_ns = (int64_t)(t->ts_fb + g * t->ts_mul);
+      ref->cpu = (uint8_t)cpu;
+    } else {
+      TPL_COPY_AT(p, base, offsetof(struct dec_kplan, t.txt), t->n32)
+    }
+#if !defined(__AVX__)
+    if (!miss) __asm__ volatile("vzeroupper" ::: "memory"); /* (with the memo: after its moves) */
+#endif
+  } else
+#endif
+    tpl_copy_ref(p, t, ref, g, cpu, avx2);
+  memcpy(p + t->plen + 24, &T4[g], 4); /* (put_lo4; g < 10^4 here, the 64-bit index as it is) */
   p[t->cpos] = (char)('0' + cpu);
   p += t->n;
   if (miss) { /* (need 16) the text of the last payload rendered when this one is the same */
     uint64_t q0, q1;
     memcpy(&q0, q, 8);
     memcpy(&q1, q + 8, 8);
-    if (__builtin_expect(((q0 ^ pl->memo_q[0]) | (q1 ^ pl->memo_q[1])) != 0, 0)) return miss(w, pl, q, p);
-    memo_copy(p, pl->memo, avx2);
+    if (__builtin_expect(((q0 ^ pl->memo_q[0]) | (q1 ^ pl->memo_q[1])) != 0, 0)) {
+#if DEC_HAVE_AVX2 && !defined(__AVX__)
+      if (avx2) __asm__ volatile("vzeroupper" ::: "memory");
+#endif
+      return miss(w, pl, q, p);
+    }
+#if DEC_HAVE_AVX2
+    if (avx2) { /* memo_copy from the plan's address, in the template's AVX window */
+      const struct dec_kplan *base = pl;
+      A32B(0, offsetof(struct dec_kplan, memo));
+      A32B(1, offsetof(struct dec_kplan, memo));
+      A32B(2, offsetof(struct dec_kplan, memo));
+#if !defined(__AVX__)
+      __asm__ volatile("vzeroupper" ::: "memory");
+#endif
+    } else
+#endif
+      memo_copy(p, pl->memo, avx2);
     w->len = (size_t)(p + pl->memo_len - w->buf);
     return 1;
   }
