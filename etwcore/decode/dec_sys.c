@@ -845,20 +845,22 @@ TPL_INLINE int tpl_emit(struct dec_sysc *sc, struct dec_tpl *t, char *p, const s
  * registers. */
 TPL_INLINE int tpl_fast(struct dec_tpl *t, struct etw_jw *w, const struct etw_rec *r, struct etw_evref *ref,
                         uint32_t room, const int avx2, char **end) {
+  /* (one compare and branch each, the record's own first, the processor read again after them:
+   * fewer live values, as in kplan_fix4) */
+  if (__builtin_expect(r->cpu >= 10, 0)) return -1;
+  if (__builtin_expect(w->err != 0, 0)) return -1;
+  if (__builtin_expect(((uint64_t)r->pid << 32 | r->tid) != t->xkey, 0)) return -1;
   uint64_t ft = r->filetime;
   uint64_t g = ft - t->fb; /* digits 4-7 when in the slot's block, not its first 100 ns (tpl_emit) */
-  uint64_t key = (uint64_t)r->pid << 32 | r->tid;
-  unsigned cpu = r->cpu;
   int gm = g - 1u >= 9999u; /* another block of the second: its digits 1-3 first */
-  if (__builtin_expect(((uint32_t)w->err | (cpu >= 10)) != 0 || (key ^ t->xkey) != 0 ||
-                           (gm && ft - t->ft1 >= 9999999u) || w->cap - w->len <= room,
-                       0))
-    return -1;
+  if (__builtin_expect(gm && ft - t->ft1 >= 9999999u, 0)) return -1;
+  if (__builtin_expect(w->cap - w->len <= room, 0)) return -1;
   if (__builtin_expect(gm, 0)) {
     tpl_block(t, (unsigned)(ft - t->ft1) + 1u);
     g = ft - t->fb;
   }
   char *p = w->buf + w->len;
+  unsigned cpu = *(const volatile uint16_t *)&r->cpu;
   tpl_copy_ref(p, t, ref, g, cpu, avx2);
   put_lo4(p + t->plen + 24, (unsigned)g);
   p[t->cpos] = (char)('0' + cpu);
