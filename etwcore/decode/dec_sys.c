@@ -695,6 +695,46 @@ TPL_INLINE void tpl_copy_ref(char *p, const struct dec_tpl *t, struct etw_evref 
   }
 }
 
+#if DEC_HAVE_AVX2
+/* The 32-byte move @i of a template whose text is at @off (a constant) from @base: the source
+ * addressed from the plan itself, no register for the text's address. */
+#define A32B(i, off)                                                                            \
+  __asm__ volatile("vmovdqu %c[o](%[t]), %%ymm0\n\tvmovdqu %%ymm0, %c[q](%[p])"                  \
+                   :                                                                            \
+                   : [p] "r"(p), [t] "r"(base), [o] "i"((off) + 32 * (i)), [q] "i"(32 * (i))    \
+                   : "xmm0", "memory")
+/* tpl_copy's AVX2 moves of @n32 chunks of the text at @off from @base to @p (no vzeroupper). */
+#define TPL_COPY_AT(p, base, off, n32)                                                          \
+  switch (n32) { /* (≤ 24: tpl_tail) */                                                           \
+    case 24: A32B(23, off); /* fall through */ \
+    case 23: A32B(22, off); /* fall through */ \
+    case 22: A32B(21, off); /* fall through */ \
+    case 21: A32B(20, off); /* fall through */ \
+    case 20: A32B(19, off); /* fall through */ \
+    case 19: A32B(18, off); /* fall through */ \
+    case 18: A32B(17, off); /* fall through */ \
+    case 17: A32B(16, off); /* fall through */ \
+    case 16: A32B(15, off); /* fall through */ \
+    case 15: A32B(14, off); /* fall through */ \
+    case 14: A32B(13, off); /* fall through */ \
+    case 13: A32B(12, off); /* fall through */ \
+    case 12: A32B(11, off); /* fall through */ \
+    case 11: A32B(10, off); /* fall through */ \
+    case 10: A32B(9, off); /* fall through */ \
+    case 9: A32B(8, off); /* fall through */ \
+    case 8: A32B(7, off); /* fall through */ \
+    case 7: A32B(6, off); /* fall through */ \
+    case 6: A32B(5, off); /* fall through */ \
+    case 5: A32B(4, off); /* fall through */ \
+    case 4: A32B(3, off); /* fall through */ \
+    case 3: A32B(2, off); /* fall through */ \
+    case 2: A32B(1, off); /* fall through */ \
+    case 1: A32B(0, off); /* fall through */ \
+    case 0: break;                                                                              \
+    default: DEC_UNREACHABLE();                                                                 \
+  }
+#endif
+
 /* The names of @t's event reference image. */
 static void tpl_names(struct dec_tpl *t, const char *prov, const char *name) {
   t->rimg.provider = prov;
@@ -805,20 +845,22 @@ TPL_INLINE int tpl_emit(struct dec_sysc *sc, struct dec_tpl *t, char *p, const s
  * registers. */
 TPL_INLINE int tpl_fast(struct dec_tpl *t, struct etw_jw *w, const struct etw_rec *r, struct etw_evref *ref,
                         uint32_t room, const int avx2, char **end) {
+  /* (one compare and branch each, the record's own first, the processor read again after them:
+   * fewer live values, as in kplan_fix4) */
+  if (__builtin_expect(r->cpu >= 10, 0)) return -1;
+  if (__builtin_expect(w->err != 0, 0)) return -1;
+  if (__builtin_expect(((uint64_t)r->pid << 32 | r->tid) != t->xkey, 0)) return -1;
   uint64_t ft = r->filetime;
   uint64_t g = ft - t->fb; /* digits 4-7 when in the slot's block, not its first 100 ns (tpl_emit) */
-  uint64_t key = (uint64_t)r->pid << 32 | r->tid;
-  unsigned cpu = r->cpu;
   int gm = g - 1u >= 9999u; /* another block of the second: its digits 1-3 first */
-  if (__builtin_expect(((uint32_t)w->err | (cpu >= 10)) != 0 || (key ^ t->xkey) != 0 ||
-                           (gm && ft - t->ft1 >= 9999999u) || w->cap - w->len <= room,
-                       0))
-    return -1;
+  if (__builtin_expect(gm && ft - t->ft1 >= 9999999u, 0)) return -1;
+  if (__builtin_expect(w->cap - w->len <= room, 0)) return -1;
   if (__builtin_expect(gm, 0)) {
     tpl_block(t, (unsigned)(ft - t->ft1) + 1u);
     g = ft - t->fb;
   }
   char *p = w->buf + w->len;
+  unsigned cpu = *(const volatile uint16_t *)&r->cpu;
   tpl_copy_ref(p, t, ref, g, cpu, avx2);
   put_lo4(p + t->plen + 24, (unsigned)g);
   p[t->cpos] = (char)('0' + cpu);
@@ -1612,20 +1654,61 @@ TPL_INLINE char *put_op(char *p, const unsigned char *q, const int ty, const int
  * pointers (PerfInfo/Sample: X64 U32 U16 U16; StackWalk/KeyUser, KeyKernel: U64 U32 U32 X64):
  * kplan_gen's work without the op loop when the payload is exactly the layout and the template
  * applies as it is; everything else (a payload of another size, a new second or (pid, tid), a
- * processor ≥ 10, a reservation to make) by kplan_gen. No call here, so no frame. */
+ * processor ≥ 10, a reservation to make) by kplan_gen. No call here but tail calls, so no frame. */
+
+/* The text of kplan_fix4's ops (types @t0 … @t3) of payload @q at @p, then `}}`; the end (with
+ * @t4, put_op's T4 case; the Sample writer has none: fewer registers). */
+TPL_INLINE char *kplan_ops4(const struct dec_kplan *pl, const unsigned char *q, char *p, const int avx2, const int t0,
+                            const int t1, const int t2, const int t3, const int t4) {
+  p = put_op(p, q, t0, avx2, t4);
+  q += OP_SIZE(t0);
+  memcpy(p, pl->k.ops[1].key, 16);
+  p += pl->k.ops[1].klen;
+  p = put_op(p, q, t1, avx2, t4);
+  q += OP_SIZE(t1);
+  memcpy(p, pl->k.ops[2].key, 16);
+  p += pl->k.ops[2].klen;
+  p = put_op(p, q, t2, avx2, t4);
+  q += OP_SIZE(t2);
+  memcpy(p, pl->k.ops[3].key, 16);
+  p += pl->k.ops[3].klen;
+  p = put_op(p, q, t3, avx2, t4);
+  memcpy(p, "}}", 2);
+  return p + 2;
+}
+
+/* The Sample writer's memo miss (out of line: the hit path keeps no callee-saved register): payload
+ * @q's text at @p (after the head), the memo set to it, w->len; 1. */
+TPL_INLINE int kplan_smiss(struct etw_jw *w, struct dec_kplan *pl, const unsigned char *q, char *p, const int avx2) {
+  char *e = kplan_ops4(pl, q, p, avx2, DEC_KOP_X64, DEC_KOP_U32, DEC_KOP_U16, DEC_KOP_U16, 0);
+  /* (≤ DEC_MEMO_MAX bytes from p; the copy's rest is inside the reservation) */
+  memo_copy(pl->memo, p, avx2);
+  memcpy(pl->memo_q, q, 16);
+  pl->memo_len = (uint32_t)(e - p);
+  w->len = (size_t)(e - w->buf);
+  return 1;
+}
+typedef int (*kplan_miss_fn)(struct etw_jw *, struct dec_kplan *, const unsigned char *, char *);
+
+/* kplan_fix4 itself. With @miss (the Sample writer), a payload equal to the memo's
+ * (16 bytes) is its text, and @miss renders another. */
 TPL_INLINE int kplan_fix4(struct etw_decoder *d, struct etw_jw *w, struct dec_kplan *pl, const struct etw_rec *r,
                           struct etw_evref *ref, const int avx2, const int t0, const int t1, const int t2,
-                          const int t3, const int memo) {
+                          const int t3, kplan_miss_fn miss) {
   const unsigned need = OP_SIZE(t0) + OP_SIZE(t1) + OP_SIZE(t2) + OP_SIZE(t3);
   struct dec_tpl *t = &pl->t;
+  /* (one compare and branch each, no flags combined, the record's own first: fewer live values) */
+  if (__builtin_expect(r->user_len != need, 0)) goto slow;
+  if (__builtin_expect(r->ptr_size != 8u, 0)) goto slow;
+  if (__builtin_expect(r->cpu >= 10, 0)) goto slow;
+  if (__builtin_expect(w->err != 0, 0)) goto slow;
+  if (__builtin_expect(((uint64_t)r->pid << 32 | r->tid) != t->xkey, 0)) goto slow;
   uint64_t ft = r->filetime;
   uint64_t g = ft - t->fb; /* digits 4-7 when in the slot's block, not its first 100 ns (tpl_emit) */
-  uint64_t key = (uint64_t)r->pid << 32 | r->tid;
-  unsigned cpu = r->cpu;
   int gm = g - 1u >= 9999u; /* another block of the second: its digits 1-3 first */
-  if (__builtin_expect(((r->ptr_size ^ 8u) | (r->user_len ^ need) | (uint32_t)w->err | (cpu >= 10)) != 0 ||
-                           (key ^ t->xkey) != 0 || (gm && ft - t->ft1 >= 9999999u) || w->cap - w->len <= pl->room,
-                       0)) {
+  if (__builtin_expect(gm && ft - t->ft1 >= 9999999u, 0)) goto slow;
+  if (__builtin_expect(w->cap - w->len <= pl->room, 0)) {
+  slow:
 #if DEC_HAVE_AVX2
     if (avx2) return kplan_gen_a(d, r, w, ref, pl);
 #endif
@@ -1639,42 +1722,54 @@ TPL_INLINE int kplan_fix4(struct etw_decoder *d, struct etw_jw *w, struct dec_kp
   d->decoded++;
   const unsigned char *q = r->user_data;
   char *p = w->buf + w->len;
-  tpl_copy_ref(p, t, ref, g, cpu, avx2);
-  put_lo4(p + t->plen + 24, (unsigned)g);
+  /* (read again, not kept from the check: one register less over it) */
+  unsigned cpu = *(const volatile uint16_t *)&r->cpu;
+#if DEC_HAVE_AVX2
+  if (avx2) { /* tpl_copy_ref with the text addressed from the plan */
+    const struct dec_kplan *base = pl;
+    if (ref) { /* (one test: the moves in both branches) */
+      tpl_img(ref, t, avx2);
+      TPL_COPY_AT(p, base, offsetof(struct dec_kplan, t.txt), t->n32)
+      ref->ts_ns = (int64_t)(t->ts_fb + g * t->ts_mul);
+      ref->cpu = (uint8_t)cpu;
+    } else {
+      TPL_COPY_AT(p, base, offsetof(struct dec_kplan, t.txt), t->n32)
+    }
+#if !defined(__AVX__)
+    if (!miss) __asm__ volatile("vzeroupper" ::: "memory"); /* (with the memo: after its moves) */
+#endif
+  } else
+#endif
+    tpl_copy_ref(p, t, ref, g, cpu, avx2);
+  memcpy(p + t->plen + 24, &T4[g], 4); /* (put_lo4; g < 10^4 here, the 64-bit index as it is) */
   p[t->cpos] = (char)('0' + cpu);
   p += t->n;
-  char *s = p;
-  uint64_t q0 = 0, q1 = 0;
-  if (memo) { /* (need 16) the text of the last payload rendered when this one is the same */
+  if (miss) { /* (need 16) the text of the last payload rendered when this one is the same */
+    uint64_t q0, q1;
     memcpy(&q0, q, 8);
     memcpy(&q1, q + 8, 8);
-    if (__builtin_expect(((q0 ^ pl->memo_q[0]) | (q1 ^ pl->memo_q[1])) == 0, 1)) {
-      memo_copy(p, pl->memo, avx2);
-      w->len = (size_t)(p + pl->memo_len - w->buf);
-      return 1;
+    if (__builtin_expect(((q0 ^ pl->memo_q[0]) | (q1 ^ pl->memo_q[1])) != 0, 0)) {
+#if DEC_HAVE_AVX2 && !defined(__AVX__)
+      if (avx2) __asm__ volatile("vzeroupper" ::: "memory");
+#endif
+      return miss(w, pl, q, p);
     }
+#if DEC_HAVE_AVX2
+    if (avx2) { /* memo_copy from the plan's address, in the template's AVX window */
+      const struct dec_kplan *base = pl;
+      A32B(0, offsetof(struct dec_kplan, memo));
+      A32B(1, offsetof(struct dec_kplan, memo));
+      A32B(2, offsetof(struct dec_kplan, memo));
+#if !defined(__AVX__)
+      __asm__ volatile("vzeroupper" ::: "memory");
+#endif
+    } else
+#endif
+      memo_copy(p, pl->memo, avx2);
+    w->len = (size_t)(p + pl->memo_len - w->buf);
+    return 1;
   }
-  p = put_op(p, q, t0, avx2, !memo); /* (the Sample writer: no T4 case, fewer registers) */
-  q += OP_SIZE(t0);
-  memcpy(p, pl->k.ops[1].key, 16);
-  p += pl->k.ops[1].klen;
-  p = put_op(p, q, t1, avx2, !memo);
-  q += OP_SIZE(t1);
-  memcpy(p, pl->k.ops[2].key, 16);
-  p += pl->k.ops[2].klen;
-  p = put_op(p, q, t2, avx2, !memo);
-  q += OP_SIZE(t2);
-  memcpy(p, pl->k.ops[3].key, 16);
-  p += pl->k.ops[3].klen;
-  p = put_op(p, q, t3, avx2, !memo);
-  memcpy(p, "}}", 2);
-  p += 2;
-  if (memo) { /* (≤ DEC_MEMO_MAX bytes from s; the copy's rest is inside the reservation) */
-    memo_copy(pl->memo, s, avx2);
-    pl->memo_q[0] = q0;
-    pl->memo_q[1] = q1;
-    pl->memo_len = (uint32_t)(p - s);
-  }
+  p = kplan_ops4(pl, q, p, avx2, t0, t1, t2, t3, 1);
   w->len = (size_t)(p - w->buf);
   return 1;
 }
@@ -1692,13 +1787,18 @@ TPL_INLINE int kplan_fix4(struct etw_decoder *d, struct etw_jw *w, struct dec_kp
                                                        struct dec_kplan *pl) {                             \
     return kplan_fast(d, w, pl, r, ref, av, kplan_genslow_##sfx);                                          \
   }                                                                                                        \
+  __attribute__((noinline)) DEC_FLATTEN static int kplan_smiss_##sfx(struct etw_jw *w, struct dec_kplan *pl, \
+                                                                     const unsigned char *q, char *p) {    \
+    return kplan_smiss(w, pl, q, p, av);                                                                   \
+  }                                                                                                        \
   DEC_FLATTEN static int kplan_sample_##sfx(struct etw_decoder *d, const struct etw_rec *r,                \
                                             struct etw_jw *w, struct etw_evref *ref, struct dec_kplan *pl) { \
-    return kplan_fix4(d, w, pl, r, ref, av, DEC_KOP_X64, DEC_KOP_U32, DEC_KOP_U16, DEC_KOP_U16, 1);        \
+    return kplan_fix4(d, w, pl, r, ref, av, DEC_KOP_X64, DEC_KOP_U32, DEC_KOP_U16, DEC_KOP_U16,           \
+                      kplan_smiss_##sfx);                                                                  \
   }                                                                                                        \
   static int kplan_skey_##sfx(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,            \
                               struct etw_evref *ref, struct dec_kplan *pl) {                               \
-    return kplan_fix4(d, w, pl, r, ref, av, DEC_KOP_U64, DEC_KOP_U32, DEC_KOP_U32, DEC_KOP_X64, 0);        \
+    return kplan_fix4(d, w, pl, r, ref, av, DEC_KOP_U64, DEC_KOP_U32, DEC_KOP_U32, DEC_KOP_X64, NULL);     \
   }                                                                                                        \
   __attribute__((noinline)) static int eplan_miss_##sfx(struct etw_decoder *d, struct etw_jw *w,           \
                                                         struct dec_eplan *pl, const struct etw_rec *r,     \
