@@ -260,7 +260,8 @@ static size_t xw_end(struct xw *w) {
 
 /* Distances exactly reaching the output's start (valid) and one past it (malformed, -1) after
  * every number of literals near the start and up to 8 KiB (the distance-checked loops), every
- * length class and distance class, in outputs that take the roomy, medium and tail loops. */
+ * length class and distance class, in outputs that take the roomy, medium and tail loops;
+ * also right after 1 or 2 matches without literals between. */
 static void test_distance_edge(void) {
   static const size_t POS[] = {1, 2, 3, 4, 7, 8, 9, 15, 16, 17, 31, 32, 33, 100, 1000, 4095, 4096, 8000, 8190, 8191, 8192, 8193};
   static const size_t LEN[] = {3, 9, 10, 24};
@@ -272,16 +273,20 @@ static void test_distance_edge(void) {
   for (size_t oi = 0; oi < sizeof OUT / sizeof OUT[0]; oi++)
     for (size_t pi = 0; pi < sizeof POS / sizeof POS[0]; pi++)
       for (size_t li = 0; li < sizeof LEN / sizeof LEN[0]; li++)
-        for (int over = 0; over < 2; over++) {
-          size_t pos = POS[pi], no = OUT[oi];
-          if (pos + 100 > no) continue;
-          struct xw w = {in, 0, 0, 0, 32};
-          for (size_t i = 0; i < pos; i++) xw_lit(&w, (unsigned char)(i * 37 + 11));
-          xw_match(&w, pos + (size_t)over, LEN[li]);
-          while (w.k + 16 < cap && w.k < no + 400) xw_lit(&w, (unsigned char)(w.k * 13));
-          size_t n = xw_end(&w);
-          xt_one(in, n, no, over ? "distance past the start" : "distance to the start", pos);
-        }
+        for (int over = 0; over < 2; over++)
+          for (size_t pre = 0; pre < 3; pre++) {
+            /* pre: 3-byte matches from distance 9 right before it (no literals between: the AVX2
+             * loop's empty-run path, its op and ip short in state 2) */
+            size_t pos = POS[pi], no = OUT[oi];
+            if (pos + 100 > no || (pre && pos < 9)) continue;
+            struct xw w = {in, 0, 0, 0, 32};
+            for (size_t i = 0; i < pos; i++) xw_lit(&w, (unsigned char)(i * 37 + 11));
+            for (size_t i = 0; i < pre; i++) xw_match(&w, 9, 3);
+            xw_match(&w, pos + 3 * pre + (size_t)over, LEN[li]);
+            while (w.k + 16 < cap && w.k < no + 400) xw_lit(&w, (unsigned char)(w.k * 13));
+            size_t n = xw_end(&w);
+            xt_one(in, n, no, over ? "distance past the start" : "distance to the start", pos);
+          }
   free(in);
 }
 
