@@ -557,81 +557,11 @@ int etw_xpress_sse2_only;
   "lea 25 - 10(%[op],%%rdx), %[op]\n\t"                                                        \
   "jmp .Lxp_step" O "%=\n\t"                                                                   \
   ".Lxp_byts" S "%=:\n\t"
-/* The empty-run path (the AVX2 roomy variants, BYTE64; SCHK none): a head whose shift leaves
- * f's top bit set (SF: the item after this match is a match too, or the sentinel) goes on to
- * te1, the same token and class as the head's; from distance >= 9 its 16-byte copy ends in an
- * "empty head": no literals to copy, so f shifted by one (0: the sentinel went) is all of it; op
- * stays 10 short and ip 2 short of the next token's end (state 2: tg2 and te2 take them in their
- * displacements, a full head after tg2 as B = 20, D = 2). State 2's other ends (a nibble, a
- * small distance, the end of the word) add them first. */
-#define XP_ASM_BYTE0_JS(S) ""
-#define XP_ASM_BYTE64_JS(S) "js .Lxp_te1" S "%=\n\t"
-#define XP_ASM_BYTE0_EP(S, DCHK, SCHK, F) ""
-#define XP_ASM_NONE_B10(S) ""
-#define XP_ASM_DCHKW_B10(S) /* XP_ASM_DCHKW with op 10 short */                                \
-  "cmp %[g], %%rax\n\t"                                                                        \
-  "jb 1f\n\t"                                                                                  \
-  "lea 80(%[nout08],%[op],8), %%rcx\n\t"                                                       \
-  "cmp %%rcx, %%rax\n\t"                                                                       \
-  "jae .Lxp_bad%=\n\t"                                                                         \
-  "1:\n\t"
-/* the token and class in state 2 (ip 2 short: the token at ip; op 10 short), then the copy */
-#define XP_ASM_ETOK2(S, DCHK, F)                                                               \
-  "movzwl (%[ip]), %%eax\n\t"                                                                  \
-  XP_CAT(DCHK, _B10)(S)                                                                        \
-  XP_F(F, TOK)                                                                                 \
-  "jz .Lxp_efn" S "%=\n\t"                                                                     \
-  "shr $3, %%eax\n\t"                                                                          \
-  "cmp $8, %%eax\n\t"                                                                          \
-  "jb .Lxp_efs" S "%=\n\t"                                                                     \
-  "not %%rax\n\t"                                                                              \
-  "vmovdqu 10(%[op],%%rax), %%xmm0\n\t"                                                        \
-  "vmovdqu %%xmm0, 10(%[op])\n\t"                                                              \
-  XP_F(F, ADV) /* (op 20 short of the match's end, ip 2 short of the token's) */
-#define XP_ASM_EHEAD(S) /* ip at the token's end, op 10 short: state 2 for the next step */     \
-  "add %[f], %[f]\n\t"                                                                         \
-  "jz .Lxp_ewe" S "%=\n\t"                                                                     \
-  "js .Lxp_te2" S "%=\n\t"
-#define XP_ASM_BYTE64_EP(S, DCHK, SCHK, F)                                                     \
-  ".Lxp_te1" S "%=:\n\t"                                                                       \
-  "movzwl -2(%[ip]), %%eax\n\t"                                                                \
-  DCHK(S)                                                                                      \
-  XP_F(F, TOK)                                                                                 \
-  "jz .Lxp_nib" S "%=\n\t"                                                                     \
-  "shr $3, %%eax\n\t"                                                                          \
-  "cmp $8, %%eax\n\t"                                                                          \
-  "jb .Lxp_small" S "%=\n\t"                                                                   \
-  "not %%rax\n\t"                                                                              \
-  "vmovdqu (%[op],%%rax), %%xmm0\n\t"                                                          \
-  "vmovdqu %%xmm0, (%[op])\n\t"                                                                \
-  XP_F(F, ADV)                                                                                 \
-  XP_ASM_EHEAD(S)                                                                              \
-  ".Lxp_tg2" S "%=:\n\t"                                                                       \
-  XP_ASM_ETOK2(S, DCHK, F)                                                                     \
-  XP_ASM_NEXT(S, DCHK, SCHK, F, 20, 2, XP_ASM_BYTE64)                                          \
-  ".Lxp_te2" S "%=:\n\t"                                                                       \
-  XP_ASM_ETOK2(S, DCHK, F)                                                                     \
-  "lea 2(%[ip]), %[ip]\n\t"                                                                    \
-  "lea 10(%[op]), %[op]\n\t"                                                                   \
-  XP_ASM_EHEAD(S)                                                                              \
-  "jmp .Lxp_tg2" S "%=\n\t"                                                                    \
-  ".Lxp_efn" S "%=:\n\t"                                                                       \
-  "lea 2(%[ip]), %[ip]\n\t"                                                                    \
-  "lea 10(%[op]), %[op]\n\t"                                                                   \
-  "jmp .Lxp_nib" S "%=\n\t"                                                                    \
-  ".Lxp_efs" S "%=:\n\t"                                                                       \
-  "lea 2(%[ip]), %[ip]\n\t"                                                                    \
-  "lea 10(%[op]), %[op]\n\t"                                                                   \
-  "jmp .Lxp_small" S "%=\n\t"                                                                  \
-  ".Lxp_ewe" S "%=:\n\t" /* (as a full head that found the sentinel: ip 2 past, op exact) */  \
-  "lea 2(%[ip]), %[ip]\n\t"                                                                    \
-  "lea 10(%[op]), %[op]\n\t"                                                                   \
-  "jmp .Lxp_wend" S "%=\n\t"
 /* A step's head: the literals before the next match (run = 63 - b), the match's token and its
  * length class; on to the 16-byte copy (distance >= 16) or past the end of the head (distance
  * 1..15, the fall-through of the loop's own head). The paths that end a step paste it (NEXT:
  * the head, then a jump to the small distances) instead of jumping back to the loop's. */
-#define XP_ASM_HEAD(S, DCHK, SCHK, F, B, D, E)                                                 \
+#define XP_ASM_HEAD(S, DCHK, SCHK, F, B, D)                                                    \
   SCHK(S, B, D)                                                                                \
   "bsr %[f], %%rcx\n\t"                                                                        \
   XP_F(F, LIT)(B, XP_HD(SCHK, D))                                                              \
@@ -640,7 +570,6 @@ int etw_xpress_sse2_only;
   "lea 63+" #B "(%[op],%%rcx), %[op]\n\t" /* past the run (and the bias) */                    \
   "shl %%cl, %[f]\n\t"             /* by run + 1 (1..17 / 1..33): 0 = the sentinel went */     \
   "jz .Lxp_wend" S "%=\n\t"                                                                    \
-  XP_CAT(E, _JS)(S) /* (the next step's run is empty: XP_ASM_BYTE64_EP) */                     \
   "movzwl -2(%[ip]), %%eax\n\t"                                                                \
   DCHK(S)                                                                                      \
   XP_F(F, TOK)                                                                                 \
@@ -648,7 +577,7 @@ int etw_xpress_sse2_only;
   "shr $3, %%eax\n\t"                                                                          \
   "cmp $8, %%eax\n\t" /* distance >= 9 >= the length: one 16-byte copy reads done bytes */     \
   "jae .Lxp_s16" S "%=\n\t"
-#define XP_ASM_NEXT(S, DCHK, SCHK, F, B, D, E) XP_ASM_HEAD(S, DCHK, SCHK, F, B, D, E) "jmp .Lxp_small" S "%=\n\t"
+#define XP_ASM_NEXT(S, DCHK, SCHK, F, B, D) XP_ASM_HEAD(S, DCHK, SCHK, F, B, D) "jmp .Lxp_small" S "%=\n\t"
 /* One part: S its label suffix, O the other part's, NIB its nibble fetch, F the family. */
 #define XP_ASM_PART(S, O, NIB, ND, NB, DCHK, BCHK, SCHK, F, BYTE)                              \
   /* 3..9 bytes from distance >= 9: one 16-byte copy (the common step's end; the bytes past the \
@@ -660,20 +589,20 @@ int etw_xpress_sse2_only;
   XP_F(F, ADV)                                                                                 \
   /* a step */                                                                                 \
   ".Lxp_step" S "%=:\n\t"                                                                      \
-  XP_ASM_HEAD(S, DCHK, SCHK, F, 10, 0, BYTE)                                                       \
+  XP_ASM_HEAD(S, DCHK, SCHK, F, 10, 0)                                                         \
   /* 3..9 bytes from distance 1..8 */                                                          \
   ".Lxp_small" S "%=:\n\t"                                                                     \
   "cmp $3, %%eax\n\t"                                                                          \
   "jne .Lxp_sdx" S "%=\n\t"                                                                    \
   XP_F(F, D4)                                                                                  \
   XP_F(F, ADV)                                                                                 \
-  XP_ASM_NEXT(S, DCHK, SCHK, F, 10, 0, XP_ASM_BYTE0)                                                         \
+  XP_ASM_NEXT(S, DCHK, SCHK, F, 10, 0)                                                         \
   ".Lxp_sdx" S "%=:\n\t"                                                                       \
   "cmp $7, %%eax\n\t"                                                                          \
   "jne .Lxp_sd1" S "%=\n\t"                                                                    \
   XP_F(F, D8)                                                                                  \
   XP_F(F, ADV)                                                                                 \
-  XP_ASM_NEXT(S, DCHK, SCHK, F, 10, 0, XP_ASM_BYTE0)                                                         \
+  XP_ASM_NEXT(S, DCHK, SCHK, F, 10, 0)                                                         \
   /* 1..7 but 4: d[0..8) from the distance back, then the period doubled in place (p =       \
    * distance × 2^k) until p >= 8; a 9-byte match with p = 8 takes one more 8-byte copy */     \
   ".Lxp_sd1" S "%=:\n\t"                                                                       \
@@ -697,21 +626,21 @@ int etw_xpress_sse2_only;
   ".Lxp_sd8e" S "%=:\n\t"                                                                      \
   XP_F(F, ADV)                                                                                 \
   "jmp .Lxp_step" S "%=\n\t"                                                                   \
-  XP_F(F, WORD)(S, XP_ASM_NEXT(S, DCHK, SCHK, F, 0, XP_F(F, WD), XP_ASM_BYTE0), XP_CAT(DCHK, _WORD))         \
+  XP_F(F, WORD)(S, XP_ASM_NEXT(S, DCHK, SCHK, F, 0, XP_F(F, WD)), XP_CAT(DCHK, _WORD))         \
   /* the length continues in a nibble (from here on the other part's state) */                 \
   ".Lxp_nib" S "%=:\n\t"                                                                       \
   NIB                                                                                          \
   "jz .Lxp_byte" S "%=\n\t"                                                                    \
-  XP_F(F, NIBCOPY)(S, O, XP_ASM_NEXT(O, DCHK, SCHK, F, 25, ND, XP_ASM_BYTE0), ND) /* 10..24 bytes */         \
+  XP_F(F, NIBCOPY)(S, O, XP_ASM_NEXT(O, DCHK, SCHK, F, 25, ND), ND) /* 10..24 bytes */         \
   /* a length byte: 25..279 bytes, or 255 and a 2-byte length (0: a 4-byte one) */             \
   ".Lxp_byte" S "%=:\n\t" /* (the byte at ip + ND; ip short by NB after it) */                 \
   "movzbl " #ND "(%[ip]), %%edx\n\t"                                                           \
-  BYTE(S, O, XP_ASM_NEXT(O, DCHK, SCHK, F, 10, NB, XP_ASM_BYTE0), NB)                                        \
+  BYTE(S, O, XP_ASM_NEXT(O, DCHK, SCHK, F, 10, NB), NB)                                        \
   XP_IPADD(NB)                                                                                 \
   "cmp $255, %%edx\n\t"                                                                        \
   "je .Lxp_word2" S "%=\n\t"                                                                   \
   BCHK(O) /* (rdx = the length - 25 from here on) */                                          \
-  XP_F(F, LONG)(S, O, XP_ASM_NEXT(O, DCHK, SCHK, F, 10, 0, XP_ASM_BYTE0))                                    \
+  XP_F(F, LONG)(S, O, XP_ASM_NEXT(O, DCHK, SCHK, F, 10, 0))                                    \
   ".Lxp_word2" S "%=:\n\t"                                                                     \
   "movzwl (%[ip]), %%edx\n\t"                                                                  \
   "add $2, %[ip]\n\t"                                                                          \
@@ -756,8 +685,7 @@ int etw_xpress_sse2_only;
   XP_F(F, V) "movq 10(%%rax,%%rcx), %%xmm0\n\t"                                                \
   XP_F(F, V) "movq %%xmm0, 10(%%rax)\n\t"                                                      \
   "add $8, %%rax\n\t"                                                                          \
-  "jmp .Lxp_gen8" S "%=\n\t"                                                                    \
-  XP_CAT(BYTE, _EP)(S, DCHK, SCHK, F)
+  "jmp .Lxp_gen8" S "%=\n\t"
 #define XP_ASM_LOOP(F, DCHK, BCHK, SCHK, MARGIN, BYTE)                                         \
   __asm__ volatile(                                                                            \
       /* f = 0: at a word boundary; else mid-word (f, g as left by an earlier call) */          \
