@@ -513,7 +513,7 @@ struct etw_decoder {
   struct dec_eplan *eplan[DEC_EPLAN_N]; /* manifest event / classic record plans: 2-way sets by
                                            (GUID, descriptor) hash */
   uint64_t eplan_seq;
-  int eplan_live; /* a plan was made valid (gen == reg_gen) since the last dec_eplan_expire */
+  int eplan_live; /* a plan was made valid (gen == reg_gen) since dec_reg_bump last expired every plan */
   uint64_t reg_gen; /* bumped by every dec_event_add (a schema may have been replaced) */
   uint32_t kn_zero; /* always 0: with kn_gen, one 64-bit word kn_gen << 32 (kernel_key, little-endian) */
   uint32_t kn_gen; /* bumped to invalidate every kn entry (no 40 KB memset per EventInfo event) */
