@@ -109,16 +109,16 @@ void dec_event_free(struct dec_event *e) {
  * has no generation compare): its address is no provider's name, so *pnamep != pname. Invariant:
  * a plan whose gen is not reg_gen reads it through pnamep (dec_reg_bump, eplan_settle). */
 static const char eplan_dead_c;
-static const char *const eplan_dead = &eplan_dead_c;
+const char *const dec_eplan_dead = &eplan_dead_c;
 
-/* A new registry generation: every plan expires (pnamep to eplan_dead), once per generation with a
+/* A new registry generation: every plan expires (pnamep to dec_eplan_dead), once per generation with a
  * valid plan (a manifest's many schemas: one sweep). */
 static void dec_reg_bump(struct etw_decoder *d) {
   d->reg_gen++;
   if (!d->eplan_live) return;
   d->eplan_live = 0;
   for (uint32_t i = 0; i < DEC_EPLAN_N; i++)
-    if (d->eplan[i]) d->eplan[i]->pnamep = &eplan_dead;
+    if (d->eplan[i]) d->eplan[i]->pnamep = &dec_eplan_dead;
 }
 
 int dec_event_add(struct dec_provider *p, struct dec_event *e) {
@@ -625,7 +625,7 @@ __attribute__((noinline)) static int eplan_slow(struct etw_decoder *d, const str
 /* Manifest events and classic records: the type's plan by (GUID, id, version) (no resolve). The
  * first way's plan for a record without extended data: every test of eplan_hit in one word (the
  * others: eplan_slow); the registry generation's by the provider name's (an expired plan's pnamep
- * is eplan_dead: dec_reg_bump, eplan_settle). */
+ * is dec_eplan_dead: dec_reg_bump, eplan_settle). */
 static inline __attribute__((always_inline)) int eplan_dispatch(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
                                                     struct etw_evref *ref) {
   uint64_t d8;
@@ -681,13 +681,13 @@ int etw_decoder_write(struct etw_decoder *d, const struct etw_rec *r, struct etw
   return kernel_slow(d, r, w, ref);
 }
 
-/* After dec_eplan_update on set @slot: its expired ways (a failed build: gen 0) read eplan_dead
+/* After dec_eplan_update on set @slot: its expired ways (a failed build: gen 0) read dec_eplan_dead
  * (the one-word test's generation compare), a valid one makes the next registry change sweep. */
 static void eplan_settle(struct etw_decoder *d, uint32_t slot) {
   for (uint32_t k = slot; k < slot + 2; k++) {
     struct dec_eplan *pl = d->eplan[k];
     if (!pl) continue;
-    if (pl->gen != d->reg_gen) pl->pnamep = &eplan_dead;
+    if (pl->gen != d->reg_gen) pl->pnamep = &dec_eplan_dead;
     else d->eplan_live = 1;
   }
 }

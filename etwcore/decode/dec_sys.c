@@ -1160,7 +1160,7 @@ void dec_eplan_update(struct etw_decoder *d, uint32_t slot, const struct etw_rec
     pl->p = p;
     pl->e = e;
     pl->pname = p ? p->name : NULL;
-  pl->pnamep = p ? (const char *const *)&p->name : &pl->pname;
+    pl->pnamep = p ? (const char *const *)&p->name : &pl->pname;
     pl->gen = d->reg_gen;
     ememo_reset(pl, e, cls);
     return;
@@ -1172,6 +1172,7 @@ void dec_eplan_update(struct etw_decoder *d, uint32_t slot, const struct etw_rec
   if (!(pl = d->eplan[k]) && !(pl = d->eplan[k] = calloc(1, sizeof *pl))) return;
   pl->gen = 0;
   pl->ok = 0;
+  pl->pnamep = &dec_eplan_dead; /* expired until built: the one-word test fails (a new plan too) */
   pl->seq = ++d->eplan_seq;
   ememo_reset(pl, e, cls);
   if (pl->builds >= DEC_KPLAN_BUILDS) return;

@@ -610,6 +610,8 @@ void dec_sys_free(struct etw_decoder *d);
  * text still applies, else rebuilt; none after DEC_KPLAN_BUILDS builds in the slot). */
 void dec_kplan_update(struct etw_decoder *d, uint32_t slot, uint64_t key, const struct etw_rec *r,
                       const struct etw_sys *s, uint64_t d8);
+/* The name pointer of every expired plan (struct dec_eplan.pnamep): no provider's name. */
+extern const char *const dec_eplan_dead;
 /** dec_eplan_update - after the general path wrote manifest event @r of schema @e (provider @p),
  * or classic record @r (@cls), with System fields @s (no activity IDs): make plan slot @slot valid
  * for it (revalidated when its text still applies, else rebuilt). */
