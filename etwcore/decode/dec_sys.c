@@ -389,8 +389,12 @@ static inline int emit(struct dec_sysc *sc, const struct sysc *c, struct etw_jw 
  * call costs its arguments and spills, and gave the Sample writer a frame). */
 #if defined(__GNUC__) && !defined(__clang__)
 #define DEC_FLATTEN __attribute__((flatten))
+/* (out of line with its arguments as declared: gcc drops unused ones of a static function, which
+ * moves the others to other registers at its tail calls) */
+#define DEC_NOIPA __attribute__((noipa))
 #else
 #define DEC_FLATTEN
+#define DEC_NOIPA __attribute__((noinline))
 #endif
 
 /* ---- plan templates (struct dec_tpl)
@@ -838,6 +842,17 @@ TPL_INLINE int tpl_emit(struct dec_sysc *sc, struct dec_tpl *t, char *p, const s
   return 0;
 }
 
+/* w->err != 0 as one compare with memory (gcc loads and tests it otherwise). */
+static inline int jw_err(const struct etw_jw *w) {
+#if defined(__x86_64__) && defined(__GCC_ASM_FLAG_OUTPUTS__)
+  int ne;
+  __asm__("cmpl $0, %1" : "=@ccne"(ne) : "m"(w->err));
+  return ne;
+#else
+  return w->err != 0;
+#endif
+}
+
 /* tpl_emit's work at @w's end when the template applies as it is (the FILETIME in its second, its
  * (pid, tid), a processor < 10) and the writer has room for @room bytes (no error, no reservation to
  * make): 0 and the end (after the head; w->len unchanged) in *@end; -1 (nothing written) otherwise. No call: a
@@ -848,7 +863,7 @@ TPL_INLINE int tpl_fast(struct dec_tpl *t, struct etw_jw *w, const struct etw_re
   /* (one compare and branch each, the record's own first, the processor read again after them:
    * fewer live values, as in kplan_fix4) */
   if (__builtin_expect(r->cpu >= 10, 0)) return -1;
-  if (__builtin_expect(w->err != 0, 0)) return -1;
+  if (__builtin_expect(jw_err(w), 0)) return -1;
   if (__builtin_expect(((uint64_t)r->pid << 32 | r->tid) != t->xkey, 0)) return -1;
   uint64_t ft = r->filetime;
   uint64_t g = ft - t->fb; /* digits 4-7 when in the slot's block, not its first 100 ns (tpl_emit) */
@@ -1079,9 +1094,14 @@ static uint32_t kops_build(struct dec_kops *k, struct dec_tpl *t, const struct e
   return (uint32_t)t->tlen + 224 + k->nops * 72u;
 }
 
+/* dec_kplan.room4 until the four-op writers' entry is set: w->len + room4 ≥ w->cap for every
+ * writer (a buffer is far below 2^62 bytes) */
+#define KPLAN_NEVER ((uint64_t)1 << 62)
 static void kplan_ops(struct dec_kplan *pl, const struct etw_rec *r) {
   pl->room = kops_build(&pl->k, &pl->t, r);
   pl->run = kplan_run(pl);
+  pl->ent4 = NULL; /* (the template changed: the four-op writers' entry set again by their slow case) */
+  pl->room4 = KPLAN_NEVER;
 }
 
 void dec_kplan_update(struct etw_decoder *d, uint32_t slot, uint64_t key, const struct etw_rec *r,
@@ -1689,59 +1709,51 @@ TPL_INLINE int kplan_smiss(struct etw_jw *w, struct dec_kplan *pl, const unsigne
   w->len = (size_t)(e - w->buf);
   return 1;
 }
-typedef int (*kplan_miss_fn)(struct etw_jw *, struct dec_kplan *, const unsigned char *, char *);
+/* (the writer's own argument registers where it has them: d, r and w stay, payload @q, plan @pl,
+ * text @p; no moves before the tail call) */
+typedef int (*kplan_miss_fn)(struct etw_decoder *, const struct etw_rec *, struct etw_jw *, const unsigned char *,
+                             struct dec_kplan *, char *);
 
-/* kplan_fix4 itself. With @miss (the Sample writer), a payload equal to the memo's
- * (16 bytes) is its text, and @miss renders another. */
-TPL_INLINE int kplan_fix4(struct etw_decoder *d, struct etw_jw *w, struct dec_kplan *pl, const struct etw_rec *r,
-                          struct etw_evref *ref, const int avx2, const int t0, const int t1, const int t2,
-                          const int t3, kplan_miss_fn miss) {
-  const unsigned need = OP_SIZE(t0) + OP_SIZE(t1) + OP_SIZE(t2) + OP_SIZE(t3);
+/* kplan_fix4's tests (@need: the ops' payload bytes; @room: the writer's room, KPLAN_NEVER for
+ * "never"): 0 when the fast case applies, with the FILETIME's digits 4-7 index in *@gp (the
+ * template's block moved to it when needed); 1 for the out-of-line case (nothing changed). */
+TPL_INLINE int kplan_chk4(struct etw_jw *w, struct dec_kplan *pl, const struct etw_rec *r, const unsigned need,
+                          uint64_t room, uint64_t *gp) {
   struct dec_tpl *t = &pl->t;
   /* (one compare and branch each, no flags combined, the record's own first: fewer live values) */
-  if (__builtin_expect(r->user_len != need, 0)) goto slow;
-  if (__builtin_expect(r->ptr_size != 8u, 0)) goto slow;
-  if (__builtin_expect(r->cpu >= 10, 0)) goto slow;
-  if (__builtin_expect(w->err != 0, 0)) goto slow;
-  if (__builtin_expect(((uint64_t)r->pid << 32 | r->tid) != t->xkey, 0)) goto slow;
-  uint64_t ft = r->filetime;
-  uint64_t g = ft - t->fb; /* digits 4-7 when in the slot's block, not its first 100 ns (tpl_emit) */
+  if (__builtin_expect(r->user_len != need, 0)) return 1;
+  if (__builtin_expect(r->ptr_size != 8u, 0)) return 1;
+  if (__builtin_expect(r->cpu >= 10, 0)) return 1;
+  if (__builtin_expect(jw_err(w), 0)) return 1;
+  if (__builtin_expect(((uint64_t)r->pid << 32 | r->tid) != t->xkey, 0)) return 1;
+  uint64_t g = r->filetime - t->fb; /* digits 4-7 when in the slot's block, not its first 100 ns (tpl_emit) */
   int gm = g - 1u >= 9999u; /* another block of the second: its digits 1-3 first */
-  if (__builtin_expect(gm && ft - t->ft1 >= 9999999u, 0)) goto slow;
-  if (__builtin_expect(w->cap - w->len <= pl->room, 0)) {
-  slow:
-#if DEC_HAVE_AVX2
-    if (avx2) return kplan_gen_a(d, r, w, ref, pl);
-#endif
-    return kplan_gen_s(d, r, w, ref, pl);
-  }
+  /* (the FILETIME read again there: not kept over the next test) */
+  if (__builtin_expect(gm && *(const volatile uint64_t *)&r->filetime - t->ft1 >= 9999999u, 0)) return 1;
+  /* (room < 2^62: no wrap; the same test as w->cap - w->len <= room, one instruction less) */
+  if (__builtin_expect(w->len + room >= w->cap, 0)) return 1;
   /* nothing fails from here */
   if (__builtin_expect(gm, 0)) {
+    uint64_t ft = *(const volatile uint64_t *)&r->filetime;
     tpl_block(t, (unsigned)(ft - t->ft1) + 1u);
     g = ft - t->fb;
   }
-  d->decoded++;
+  *gp = g;
+  return 0;
+}
+
+/* kplan_fix4's work after the template's copy at @p (its digits 4-7 @g, processor @cpu): the
+ * digits, the ops' text (with @miss, the Sample writer, a payload equal to the memo's (16 bytes) is
+ * its text, and @miss renders another), w->len; 1. @vz: the copy's AVX window is open (one
+ * vzeroupper to come). */
+TPL_INLINE int kplan_end4(struct etw_decoder *d, struct etw_jw *w, struct dec_kplan *pl, const struct etw_rec *r, char *p, uint64_t g,
+                          unsigned cpu, const int avx2, const int t0, const int t1, const int t2, const int t3,
+                          kplan_miss_fn miss) {
+  const struct dec_tpl *t = &pl->t;
   const unsigned char *q = r->user_data;
-  char *p = w->buf + w->len;
-  /* (read again, not kept from the check: one register less over it) */
-  unsigned cpu = *(const volatile uint16_t *)&r->cpu;
-#if DEC_HAVE_AVX2
-  if (avx2) { /* tpl_copy_ref with the text addressed from the plan */
-    const struct dec_kplan *base = pl;
-    if (ref) { /* (one test: the moves in both branches) */
-      tpl_img(ref, t, avx2);
-      TPL_COPY_AT(p, base, offsetof(struct dec_kplan, t.txt), t->n32)
-      ref->ts_ns = (int64_t)(t->ts_fb + g * t->ts_mul);
-      ref->cpu = (uint8_t)cpu;
-    } else {
-      TPL_COPY_AT(p, base, offsetof(struct dec_kplan, t.txt), t->n32)
-    }
-#if !defined(__AVX__)
-    if (!miss) __asm__ volatile("vzeroupper" ::: "memory"); /* (with the memo: after its moves) */
+#if DEC_HAVE_AVX2 && !defined(__AVX__)
+  if (avx2 && !miss) __asm__ volatile("vzeroupper" ::: "memory"); /* (with the memo: after its moves) */
 #endif
-  } else
-#endif
-    tpl_copy_ref(p, t, ref, g, cpu, avx2);
   memcpy(p + t->plen + 24, &T4[g], 4); /* (put_lo4; g < 10^4 here, the 64-bit index as it is) */
   p[t->cpos] = (char)('0' + cpu);
   p += t->n;
@@ -1753,7 +1765,7 @@ TPL_INLINE int kplan_fix4(struct etw_decoder *d, struct etw_jw *w, struct dec_kp
 #if DEC_HAVE_AVX2 && !defined(__AVX__)
       if (avx2) __asm__ volatile("vzeroupper" ::: "memory");
 #endif
-      return miss(w, pl, q, p);
+      return miss(d, r, w, q, pl, p);
     }
 #if DEC_HAVE_AVX2
     if (avx2) { /* memo_copy from the plan's address, in the template's AVX window */
@@ -1775,6 +1787,64 @@ TPL_INLINE int kplan_fix4(struct etw_decoder *d, struct etw_jw *w, struct dec_kp
   return 1;
 }
 
+/* kplan_fix4 itself (the SSE2 writers; the AVX2 ones are KPLAN_FIX4_A). */
+TPL_INLINE int kplan_fix4(struct etw_decoder *d, struct etw_jw *w, struct dec_kplan *pl, const struct etw_rec *r,
+                          struct etw_evref *ref, const int t0, const int t1, const int t2, const int t3,
+                          kplan_miss_fn miss) {
+  const unsigned need = OP_SIZE(t0) + OP_SIZE(t1) + OP_SIZE(t2) + OP_SIZE(t3);
+  uint64_t g;
+  if (__builtin_expect(kplan_chk4(w, pl, r, need, pl->room, &g), 0)) return kplan_gen_s(d, r, w, ref, pl);
+  d->decoded++;
+  char *p = w->buf + w->len;
+  /* (read again, not kept from the check: one register less over it) */
+  unsigned cpu = *(const volatile uint16_t *)&r->cpu;
+  tpl_copy_ref(p, &pl->t, ref, g, cpu, 0);
+  return kplan_end4(d, w, pl, r, p, g, cpu, 0, t0, t1, t2, t3, miss);
+}
+
+#if DEC_HAVE_AVX2
+/* The AVX2 four-op writers' out-of-line case: kplan_gen_a, then their copy entry for the template
+ * as it is then (@lad: their ladder's moves by chunk count) and the room that lets them run. */
+__attribute__((noinline)) static int kplan_fixslow_a(struct etw_decoder *d, const struct etw_rec *r,
+                                                     struct etw_jw *w, struct etw_evref *ref, struct dec_kplan *pl,
+                                                     const void *const *lad) {
+  int rc = kplan_gen_a(d, r, w, ref, pl);
+  if (pl->t.n32 <= 24) { /* (tpl_tail's bound) */
+    pl->ent4 = lad[pl->t.n32];
+    pl->room4 = pl->room;
+  }
+  return rc;
+}
+#define KL(i) kl##i: A32B((i) - 1, offsetof(struct dec_kplan, t.txt));
+/* kplan_fix4 for the AVX2 writers: the template's copy entered by one jump to the address the plan
+ * keeps (ent4; computed goto, so the writer's own body: no inline function may hold it). */
+#define KPLAN_FIX4_A(fname, t0, t1, t2, t3, miss)                                                            \
+  DEC_FLATTEN static int fname(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,             \
+                               struct etw_evref *ref, struct dec_kplan *pl) {                                \
+    static const void *const lad[25] = {&&kl0,  &&kl1,  &&kl2,  &&kl3,  &&kl4,  &&kl5,  &&kl6,  &&kl7,  &&kl8, \
+                                        &&kl9,  &&kl10, &&kl11, &&kl12, &&kl13, &&kl14, &&kl15, &&kl16,     \
+                                        &&kl17, &&kl18, &&kl19, &&kl20, &&kl21, &&kl22, &&kl23, &&kl24};    \
+    uint64_t g;                                                                                              \
+    if (__builtin_expect(kplan_chk4(w, pl, r, OP_SIZE(t0) + OP_SIZE(t1) + OP_SIZE(t2) + OP_SIZE(t3),         \
+                                    pl->room4, &g), 0))                                                      \
+      return kplan_fixslow_a(d, r, w, ref, pl, lad);                                                         \
+    d->decoded++;                                                                                            \
+    char *p = w->buf + w->len;                                                                               \
+    unsigned cpu = *(const volatile uint16_t *)&r->cpu; /* (read again: one register less) */                \
+    const struct dec_kplan *base = pl;                                                                       \
+    if (ref) { /* (the reference first, in the same AVX window) */                                           \
+      tpl_img(ref, &pl->t, 1);                                                                               \
+      ref->ts_ns = (int64_t)(pl->t.ts_fb + g * pl->t.ts_mul);                                                \
+      ref->cpu = (uint8_t)cpu;                                                                               \
+    }                                                                                                        \
+    goto *pl->ent4;                                                                                          \
+    KL(24) KL(23) KL(22) KL(21) KL(20) KL(19) KL(18) KL(17) KL(16) KL(15) KL(14) KL(13) KL(12)               \
+    KL(11) KL(10) KL(9) KL(8) KL(7) KL(6) KL(5) KL(4) KL(3) KL(2) KL(1)                                     \
+  kl0:                                                                                                       \
+    return kplan_end4(d, w, pl, r, p, g, cpu, 1, t0, t1, t2, t3, miss);                                         \
+  }
+#endif
+
 /* The writers in both copy variants (a: AVX2, s: SSE2); the plans point at one of them. The Sample
  * writer has every value's formatting inlined (DEC_FLATTEN). */
 #define DEC_WRITERS(sfx, av)                                                                              \
@@ -1788,18 +1858,14 @@ TPL_INLINE int kplan_fix4(struct etw_decoder *d, struct etw_jw *w, struct dec_kp
                                                        struct dec_kplan *pl) {                             \
     return kplan_fast(d, w, pl, r, ref, av, kplan_genslow_##sfx);                                          \
   }                                                                                                        \
-  __attribute__((noinline)) DEC_FLATTEN static int kplan_smiss_##sfx(struct etw_jw *w, struct dec_kplan *pl, \
-                                                                     const unsigned char *q, char *p) {    \
+  DEC_NOIPA DEC_FLATTEN static int kplan_smiss_##sfx(struct etw_decoder *d,                                  \
+                                                                     const struct etw_rec *r,               \
+                                                                     struct etw_jw *w,                      \
+                                                                     const unsigned char *q,                \
+                                                                     struct dec_kplan *pl, char *p) {       \
+    (void)d;                                                                                               \
+    (void)r;                                                                                               \
     return kplan_smiss(w, pl, q, p, av);                                                                   \
-  }                                                                                                        \
-  DEC_FLATTEN static int kplan_sample_##sfx(struct etw_decoder *d, const struct etw_rec *r,                \
-                                            struct etw_jw *w, struct etw_evref *ref, struct dec_kplan *pl) { \
-    return kplan_fix4(d, w, pl, r, ref, av, DEC_KOP_X64, DEC_KOP_U32, DEC_KOP_U16, DEC_KOP_U16,           \
-                      kplan_smiss_##sfx);                                                                  \
-  }                                                                                                        \
-  static int kplan_skey_##sfx(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,            \
-                              struct etw_evref *ref, struct dec_kplan *pl) {                               \
-    return kplan_fix4(d, w, pl, r, ref, av, DEC_KOP_U64, DEC_KOP_U32, DEC_KOP_U32, DEC_KOP_X64, NULL);     \
   }                                                                                                        \
   __attribute__((noinline)) static int eplan_miss_##sfx(struct etw_decoder *d, struct etw_jw *w,           \
                                                         struct dec_eplan *pl, const struct etw_rec *r,     \
@@ -1832,8 +1898,20 @@ TPL_INLINE int kplan_fix4(struct etw_decoder *d, struct etw_jw *w, struct dec_kp
     return eplan_cls_fast(d, w, pl, r, ref, av, eplan_clsslow_##sfx);                                      \
   }
 DEC_WRITERS(s, 0)
+DEC_FLATTEN static int kplan_sample_s(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
+                                      struct etw_evref *ref, struct dec_kplan *pl) {
+  return kplan_fix4(d, w, pl, r, ref, DEC_KOP_X64, DEC_KOP_U32, DEC_KOP_U16, DEC_KOP_U16, kplan_smiss_s);
+}
+static int kplan_skey_s(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
+                        struct dec_kplan *pl) {
+  return kplan_fix4(d, w, pl, r, ref, DEC_KOP_U64, DEC_KOP_U32, DEC_KOP_U32, DEC_KOP_X64, NULL);
+}
 #if DEC_HAVE_AVX2
 DEC_WRITERS(a, 1)
+KPLAN_FIX4_A(kplan_sample_a, DEC_KOP_X64, DEC_KOP_U32, DEC_KOP_U16, DEC_KOP_U16, kplan_smiss_a)
+KPLAN_FIX4_A(kplan_skey_a, DEC_KOP_U64, DEC_KOP_U32, DEC_KOP_U32, DEC_KOP_X64, NULL)
+#undef KL
+#undef KPLAN_FIX4_A
 #endif
 
 int dec_kplan_event(struct etw_decoder *d, struct etw_jw *w, struct dec_kplan *pl, const struct etw_rec *r,

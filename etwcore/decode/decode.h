@@ -438,6 +438,11 @@ struct dec_kplan {
   char memo[96];
   struct dec_kops k;  /* the EventData ops */
   struct dec_tpl t;   /* System text and head */
+  /* the AVX2 four-op writers (kplan_sample_a, kplan_skey_a): the address of their copy's move for
+   * t.n32 chunks (ent4), and the room their fast test compares with: 1 << 62 (never fast)
+   * until their out-of-line case has set ent4 for the template as it is (kplan_ops resets it) */
+  const void *ent4;
+  uint64_t room4;
 };
 #define DEC_MEMO_MAX 90
 #define DEC_MEMO_COPY 96

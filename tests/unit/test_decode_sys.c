@@ -580,7 +580,63 @@ static void net_edges(const char *rel) {
   pair_close(&P);
 }
 
+/* Kernel records replayed with (pid, tid) pairs whose texts have every length from 2 to 21 digits
+ * (and none: 0xFFFFFFFF), each twice, with the record's descriptor and four others: the first rewrites the template's (pid, tid) text, which
+ * moves its end over 32-byte chunk boundaries both ways, the second is written by the plan as it is
+ * (the AVX2 four-op writers' copy entry, dec_kplan.ent4, must follow the chunk count); also
+ * processors 9, 10 and 255; each compared with the general path (text, return value, ref). */
+static void pidtid_edges(const char *rel) {
+  struct pair P;
+  if (!pair_open(&P, rel)) return;
+  struct etw_status st;
+  struct etw_jw a, c;
+  etw_jw_init(&a, 0);
+  etw_jw_init(&c, 0);
+  struct etw_rec rec;
+  size_t n = 0, diff = 0, tried = 0, samples = 0;
+  static const uint32_t V[] = {0, 7, 42, 999, 1000, 65535, 123456, 9999999, 12345678, 999999999, 1000000000,
+                               4294967294u, 4294967295u};
+  const size_t nv = sizeof V / sizeof V[0];
+  while (etw_etl_reader_next(P.r, &rec, &st) == 1 && n++ < 60000) {
+    if (rec.kind != ETW_REC_SYSTEM && rec.kind != ETW_REC_PERFINFO) continue;
+    int sample = rec.hook_id == 0x0F2E && rec.user_len == 16 && rec.ptr_size == 8;
+    samples += sample;
+    if (n % (sample ? 97 : 29)) continue;
+    /* event IDs, levels and tasks of other lengths: other System texts (plans rebuilt), so that
+     * some (pid, tid) changes move the template's end over a chunk boundary */
+    static const uint16_t DI[][3] = {{0, 0, 0}, {10, 0, 0}, {1000, 25, 0}, {123, 4, 5678}, {65535, 255, 65535}};
+    for (size_t k = 0; k < (2 * nv * 2 + 6) * 5; k++) {
+      struct etw_rec m = rec;
+      size_t j = k % (2 * nv * 2 + 6) / 2, u = k / (2 * nv * 2 + 6); /* (each pair twice) */
+      if (u) {
+        m.desc.id = DI[u][0];
+        m.desc.level = (uint8_t)DI[u][1];
+        m.desc.task = DI[u][2];
+      }
+      if (j < 2 * nv) { /* pid V[j % nv] with tid V[(j * 5 + 3) % nv]: lengths up and down */
+        m.pid = V[j % nv];
+        m.tid = V[(j * 5 + 3) % nv];
+      } else {
+        static const uint16_t CPU[] = {9, 10, 255};
+        m.cpu = CPU[j - 2 * nv];
+      }
+      tried++;
+      if (a.buf) memset(a.buf, 0xEE, a.cap); /* (no byte left from the last write: each is written) */
+      if (plan_differs(P.fast, P.plain, &m, &a, &c)) {
+        if (diff++ < 3) fprintf(stderr, "%s #%zu pid/tid %zu differs:\n %s\n %s\n", rel, n, k, etw_jw_cstr(&a), etw_jw_cstr(&c));
+      }
+    }
+  }
+  CHECK(samples > 1000);
+  CHECK(tried > 10000);
+  CHECK_EQ(diff, 0);
+  etw_jw_free(&a);
+  etw_jw_free(&c);
+  pair_close(&P);
+}
+
 static void corpus(void) {
+  pidtid_edges("microsoft+perfview/src/TraceEvent/TraceEvent.Tests/inputs/net.4.5.2.x64.etl.zip!*.etl");
   net_edges("microsoft+perfview/src/TraceEvent/TraceEvent.Tests/inputs/net.4.5.2.x64.etl.zip!*.etl");
   ememo_edges("microsoft+perfview/src/TraceEvent/TraceEvent.Tests/inputs/net.4.5.2.x64.etl.zip!*.etl");
   memo_edges("microsoft+perfview/src/TraceEvent/TraceEvent.Tests/inputs/net.4.5.2.x64.etl.zip!*.etl");
