@@ -1140,6 +1140,9 @@ static void ememo_reset(struct dec_eplan *pl, const struct dec_event *e, int cls
   pl->memo_skip = cls || !e ? UINT64_MAX : 0;
   for (uint32_t i = 0; e && i < e->nf; i++)
     if (e->f[i].map || e->f[i].map_name) pl->memo_skip = UINT64_MAX;
+  /* the EventData runners' hand-over for the schema (none for a classic record) */
+  pl->hfar = dec_plan_hand(cls ? NULL : e, &pl->hand);
+  pl->hroom = UINT32_MAX; /* (eplan_event sets it) */
 }
 
 void dec_eplan_update(struct etw_decoder *d, uint32_t slot, const struct etw_rec *r, const struct etw_sys *s,
@@ -1444,6 +1447,15 @@ TPL_INLINE struct dec_eres eplan_run(struct dec_ecall *c, const int avx2) {
   return dec_fields_write_c(c);
 }
 
+/* The runners' first op for record @r of manifest plan @pl (dec_ecall.op), or NULL (the runner's
+ * own tests): @room (tested by the caller) says the buffer has more than pl->hfar bytes past the System
+ * block. */
+TPL_INLINE const void *eplan_hand(const struct dec_eplan *pl, const struct etw_rec *r, int room) {
+  unsigned i = r->ptr_size & 15;
+  if (room && r->user_len - pl->hand.lo[i] < pl->hand.span[i]) return pl->hand.op[i];
+  return NULL;
+}
+
 /* The runner's block and what a manifest plan's writer needs after the call, in the writer's
  * frame: read back from it after the call (the block's address escapes to the runner, so gcc
  * reloads them) instead of kept in callee-saved registers (no pushes and pops on the way). */
@@ -1598,7 +1610,8 @@ TPL_INLINE int eplan_memo(struct etw_decoder *d, struct etw_jw *w, struct dec_ep
 TPL_INLINE int eplan_miss(struct etw_decoder *d, struct etw_jw *w, struct dec_eplan *pl, const struct etw_rec *r,
                           struct etw_evref *ref, char *p, const int avx2) {
   struct eplan_frame f = {.c = {.d = d, .w = w, .e = pl->e, .p = r->user_data, .mark = (size_t)(p - w->buf),
-                                .n = r->user_len, .why = "unknown event", .ptr_size = r->ptr_size},
+                                .n = r->user_len, .why = "unknown event", .ptr_size = r->ptr_size,
+                                .op = eplan_hand(pl, r, w->cap - (size_t)(p - w->buf) > pl->hfar)},
                           .pl = pl, .r = r, .ref = ref};
   return eplan_body(&f, avx2, 1);
 }
@@ -1614,10 +1627,12 @@ TPL_INLINE int eplan_event(struct etw_decoder *d, struct etw_jw *w, struct dec_e
   char *p;
   if (tpl_emit(d->sysc, &pl->t, w->buf + w->len, r, avx2, &p, ref)) return dec_write_general(d, r, w, ref, d8, 0, 0);
   w->len = (size_t)(p - w->buf);
+  if (__builtin_expect(pl->hroom == UINT32_MAX, 0)) pl->hroom = pl->room + pl->hfar; /* (< 2^17 + 2^20; ememo_reset) */
   if (__builtin_expect(pl->memo_skip == 0, 0)) return memo(d, w, pl, r, ref, p); /* (a tail call) */
   pl->memo_skip--; /* (UINT64_MAX, "always", never gets to 0) */
   struct eplan_frame f = {.c = {.d = d, .w = w, .e = pl->e, .p = r->user_data, .mark = (size_t)(p - w->buf),
-                                .n = r->user_len, .why = "unknown event", .ptr_size = r->ptr_size},
+                                .n = r->user_len, .why = "unknown event", .ptr_size = r->ptr_size,
+                                .op = eplan_hand(pl, r, w->cap - (size_t)(p - w->buf) > pl->hfar)},
                           .pl = pl, .r = r, .ref = ref};
   return eplan_body(&f, avx2, 0);
 }
@@ -1628,12 +1643,15 @@ TPL_INLINE int eplan_event(struct etw_decoder *d, struct etw_jw *w, struct dec_e
 TPL_INLINE int eplan_fast(struct etw_decoder *d, struct etw_jw *w, struct dec_eplan *pl, const struct etw_rec *r,
                           struct etw_evref *ref, const int avx2, eplan_memo_fn memo, eplan_slow_fn slow) {
   char *p;
-  if (__builtin_expect(tpl_fast(&pl->t, w, r, ref, pl->room, avx2, &p), 0)) return slow(d, r, w, ref, pl); /* (d8: the record's, rec_d8) */
+  /* (the reservation with the runners' room: pl->room ≥ the System block and head, tpl_build) */
+  if (__builtin_expect(tpl_fast(&pl->t, w, r, ref, pl->hroom, avx2, &p), 0))
+    return slow(d, r, w, ref, pl); /* (d8: the record's, rec_d8) */
   w->len = (size_t)(p - w->buf);
   if (__builtin_expect(pl->memo_skip == 0, 0)) return memo(d, w, pl, r, ref, p); /* (a tail call) */
   pl->memo_skip--; /* (UINT64_MAX, "always", never gets to 0) */
   struct eplan_frame f = {.c = {.d = d, .w = w, .e = pl->e, .p = r->user_data, .mark = (size_t)(p - w->buf),
-                                .n = r->user_len, .why = "unknown event", .ptr_size = r->ptr_size},
+                                .n = r->user_len, .why = "unknown event", .ptr_size = r->ptr_size,
+                                .op = eplan_hand(pl, r, 1)},
                           .pl = pl, .r = r, .ref = ref};
   return eplan_body(&f, avx2, 0);
 }
