@@ -2900,7 +2900,7 @@ PL_FNATTR PL_STATIC struct dec_eres PL_FN(struct dec_ecall *ec) {
 #define mark (ec->mark)
 #if defined(__GNUC__)
   static const void *const PL_L[] = {
-      [OP_END] = &&done,   [OP_CHK] = &&l_OP_CHK,   [OP_KEY] = &&l_OP_KEY,   [OP_U8] = &&l_OP_U8,     [OP_U16] = &&l_OP_U16,
+      [OP_END] = &&l_end,   [OP_CHK] = &&l_OP_CHK,   [OP_KEY] = &&l_OP_KEY,   [OP_U8] = &&l_OP_U8,     [OP_U16] = &&l_OP_U16,
       [OP_U32] = &&l_OP_U32,   [OP_U64] = &&l_OP_U64,   [OP_I16] = &&l_OP_I16,   [OP_I32] = &&l_OP_I32,
       [OP_I64] = &&l_OP_I64,   [OP_X8] = &&l_OP_X8,     [OP_X16] = &&l_OP_X16,   [OP_X32] = &&l_OP_X32,
       [OP_X64] = &&l_OP_X64,   [OP_M8] = &&l_OP_M8,     [OP_M16] = &&l_OP_M16,   [OP_M32] = &&l_OP_M32,
@@ -2962,7 +2962,7 @@ start:;
   char *o = w->buf + mark; /* room: n × PL_OBYTE + room0 (see plan_build) ≤ far */
   PL_START {
 #if !defined(__GNUC__)
-    PL_CASE(OP_END) goto done; /* (threaded: OP_END's code address is done's) */
+    PL_CASE(OP_END) goto l_end; /* (threaded: OP_END's code address is l_end's) */
 #endif
     PL_CASE(OP_CHK) /* a fixed-size run: all of it in the payload, or nothing left (q ≤ pe) */
     if (__builtin_expect((size_t)(pe - q) < op->gb, 0)) {
@@ -3386,8 +3386,14 @@ start:;
       PL_NEXT;
     }
   }
-done: /* (gcc puts a vzeroupper before the return itself: the asm clobbers ymm registers) */
-  return (struct dec_eres){o, (long)(q - p)}; /* (w->len: the caller's; w->err is 0 here) */
+l_end: /* the template's end: the payload's too, or a shorter template (the rest: "Unparsed") */
+  if (__builtin_expect(q != pe, 0)) {
+    w->len = (size_t)(o - w->buf);
+    return dec_eres_rc((long)(q - p));
+  }
+done: /* (q = pe: every `goto done` has tested it; gcc puts a vzeroupper before the return itself: the
+       * asm clobbers ymm registers) */
+  return (struct dec_eres){o, (long)n}; /* (w->len: the caller's; w->err is 0 here) */
 bail:
   PL_VZ();
   __atomic_fetch_add(&plan_bails, 1, __ATOMIC_RELAXED);

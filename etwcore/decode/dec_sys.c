@@ -1467,13 +1467,12 @@ struct eplan_frame {
 };
 
 /* The rest of a manifest plan's event (frame @f) after its EventData when the plan did not write
- * it to the payload's end (@x.o NULL: the walker wrote it, or gave up; else a shorter template):
- * as finish_t, and the memo kept (@keep) when the event is written. */
+ * it to the payload's end (@x.o NULL: the walker wrote it or gave up, or a shorter template; w->len
+ * is the text's end): as finish_t, and the memo kept (@keep) when the event is written. */
 __attribute__((noinline)) static int eplan_end(struct eplan_frame *f, struct dec_eres x, int keep) {
   struct etw_jw *w = f->c.w;
   const struct etw_rec *r = f->r;
   size_t mark = f->c.mark - (sizeof EVD - 1); /* (the end of the System block) */
-  if (x.o) w->len = (size_t)(x.o - w->buf);
   if ((size_t)x.rc == r->user_len && !w->err) {
     etw_jw_raw(w, "}}", 2);
     f->c.d->decoded++; /* (the reference: tpl_emit's) */
@@ -1488,7 +1487,7 @@ __attribute__((noinline)) static int eplan_end(struct eplan_frame *f, struct dec
 TPL_INLINE int eplan_body(struct eplan_frame *f, const int avx2, const int keep) {
   struct dec_eres x = eplan_run(&f->c, avx2);
   f->pl->p->seen++;
-  if (__builtin_expect(x.o && (size_t)x.rc == f->c.n, 1)) { /* (w->err 0, room: dec_eres) */
+  if (__builtin_expect(x.o != NULL, 1)) { /* (the whole payload, w->err 0, room: dec_eres) */
     struct etw_jw *w = f->c.w;
     memcpy(x.o, "}}", 2);
     w->len = (size_t)(x.o + 2 - w->buf);

@@ -584,10 +584,11 @@ struct dec_ecall {
 };
 /* (the runners require w->err 0: dec_fields_write_c and _d test it, the manifest plans have just
  * reserved) */
-/* dec_fields_write_c's result: @rc as dec_fields_write_d's; @o NULL, or the end of the EventData
- * written by a plan to its end: then w->len is not that end (the caller sets it), w->err is 0,
- * and the buffer has room for 64 bytes more past @o (the plan's reservation for its SIMD
- * stores), so a caller may append `}}` there without a reservation. */
+/* dec_fields_write_c's result: @rc as dec_fields_write_d's; @o NULL (w->len is the text's end), or
+ * the end of the EventData written by a plan to its end and to the payload's (@rc is c->n): then
+ * w->len is not that end (the caller sets it), w->err is 0, and the buffer has room for 64 bytes
+ * more past @o (the plan's reservation for its SIMD stores), so a caller may append `}}` there
+ * without a reservation. */
 struct dec_eres {
   char *o;
   long rc;
