@@ -1485,8 +1485,8 @@ __attribute__((noinline)) static int eplan_end(struct eplan_frame *f, struct dec
 /* The EventData of a manifest plan's event by the runner from its frame @f (the System block and
  * the head written, w->len after them), the event finished; the memo kept when @keep. */
 TPL_INLINE int eplan_body(struct eplan_frame *f, const int avx2, const int keep) {
+  f->pl->p->seen++; /* (before the call: pl still in a register; nothing the runner reads) */
   struct dec_eres x = eplan_run(&f->c, avx2);
-  f->pl->p->seen++;
   if (__builtin_expect(x.o != NULL, 1)) { /* (the whole payload, w->err 0, room: dec_eres) */
     struct etw_jw *w = f->c.w;
     memcpy(x.o, "}}", 2);
