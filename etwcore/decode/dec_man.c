@@ -1550,6 +1550,24 @@ long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct de
   return x.rc;
 }
 
+uint32_t dec_plan_hand(const struct dec_event *e, struct dec_ehand *h) {
+  memset(h, 0, sizeof *h);
+  if (!e) return 0;
+  if (!e->runs) compute_runs((struct dec_event *)e);
+  if (e->runs <= 1) return 0;
+  const struct plan *pl = (const struct plan *)(const void *)(e->f[0].key + e->runs);
+  /* the runner's room bound (slack + (n + 1) × perbyte) for the longest payload handed over */
+  uint64_t far = (uint64_t)(DEC_EHAND_N + 1) * pl->perbyte + pl->slack;
+  if (far >= (1u << 20)) return 0;
+  for (unsigned i = 0; i < 2; i++) { /* (opoff, gb0: [ptr_size >> 3]) */
+    unsigned ps = i ? 8 : 4;
+    h->op[ps] = (const char *)pl->ops + pl->opoff[i];
+    h->lo[ps] = pl->gb0[i];
+    h->span[ps] = pl->gb0[i] <= DEC_EHAND_N ? DEC_EHAND_N + 1 - pl->gb0[i] : 0;
+  }
+  return (uint32_t)far;
+}
+
 struct dec_eres dec_fields_write_c(struct dec_ecall *c) {
   int m = __atomic_load_n(&dec_pl_sel, __ATOMIC_RELAXED);
 #if PL_AVX2
@@ -2882,7 +2900,7 @@ PL_FNATTR PL_STATIC struct dec_eres PL_FN(struct dec_ecall *ec) {
 #define mark (ec->mark)
 #if defined(__GNUC__)
   static const void *const PL_L[] = {
-      [OP_END] = &&done,   [OP_CHK] = &&l_OP_CHK,   [OP_KEY] = &&l_OP_KEY,   [OP_U8] = &&l_OP_U8,     [OP_U16] = &&l_OP_U16,
+      [OP_END] = &&l_end,   [OP_CHK] = &&l_OP_CHK,   [OP_KEY] = &&l_OP_KEY,   [OP_U8] = &&l_OP_U8,     [OP_U16] = &&l_OP_U16,
       [OP_U32] = &&l_OP_U32,   [OP_U64] = &&l_OP_U64,   [OP_I16] = &&l_OP_I16,   [OP_I32] = &&l_OP_I32,
       [OP_I64] = &&l_OP_I64,   [OP_X8] = &&l_OP_X8,     [OP_X16] = &&l_OP_X16,   [OP_X32] = &&l_OP_X32,
       [OP_X64] = &&l_OP_X64,   [OP_M8] = &&l_OP_M8,     [OP_M16] = &&l_OP_M16,   [OP_M32] = &&l_OP_M32,
@@ -2892,6 +2910,8 @@ PL_FNATTR PL_STATIC struct dec_eres PL_FN(struct dec_ecall *ec) {
       [OP_SEND] = &&l_OP_SEND, [OP_XX44] = &&l_OP_XX44, [OP_XX48] = &&l_OP_XX48, [OP_XX84] = &&l_OP_XX84,
       [OP_XX88] = &&l_OP_XX88, [OP_AU32P] = &&l_OP_AU32P};
 #endif
+  const struct pop *op = (const struct pop *)ec->op;
+  if (__builtin_expect(op != NULL, 1)) goto start; /* handed over (dec_ecall: tested by the caller) */
   int runs = e->runs;
   if (__builtin_expect(runs <= 1, 0)) {
 #if defined(__GNUC__)
@@ -2932,8 +2952,9 @@ PL_FNATTR PL_STATIC struct dec_eres PL_FN(struct dec_ecall *ec) {
     if (far > w->max - mark) return dec_eres_rc(walk_all(d, w, e, p, n, ptr_size, why)); /* near the maximum */
     if (etw_jw_grow(w, (size_t)far)) goto bail;
   }
-  const struct pop *op = (const struct pop *)(const void *)((const char *)pl->ops + pl->opoff[(unsigned)ptr_size >> 3]);
+  op = (const struct pop *)(const void *)((const char *)pl->ops + pl->opoff[(unsigned)ptr_size >> 3]);
   if (__builtin_expect(n < pl->gb0[(unsigned)ptr_size >> 3], 0)) op--; /* the payload ends in the first run: its OP_CHK */
+start:;
   const unsigned char *q = p, *pe = p + n;
   uint64_t sv[PLAN_SLOTS];
   uint64_t v;
@@ -2941,7 +2962,7 @@ PL_FNATTR PL_STATIC struct dec_eres PL_FN(struct dec_ecall *ec) {
   char *o = w->buf + mark; /* room: n × PL_OBYTE + room0 (see plan_build) ≤ far */
   PL_START {
 #if !defined(__GNUC__)
-    PL_CASE(OP_END) goto done; /* (threaded: OP_END's code address is done's) */
+    PL_CASE(OP_END) goto l_end; /* (threaded: OP_END's code address is l_end's) */
 #endif
     PL_CASE(OP_CHK) /* a fixed-size run: all of it in the payload, or nothing left (q ≤ pe) */
     if (__builtin_expect((size_t)(pe - q) < op->gb, 0)) {
@@ -3365,8 +3386,14 @@ PL_FNATTR PL_STATIC struct dec_eres PL_FN(struct dec_ecall *ec) {
       PL_NEXT;
     }
   }
-done: /* (gcc puts a vzeroupper before the return itself: the asm clobbers ymm registers) */
-  return (struct dec_eres){o, (long)(q - p)}; /* (w->len: the caller's; w->err is 0 here) */
+l_end: /* the template's end: the payload's too, or a shorter template (the rest: "Unparsed") */
+  if (__builtin_expect(q != pe, 0)) {
+    w->len = (size_t)(o - w->buf);
+    return dec_eres_rc((long)(q - p));
+  }
+done: /* (q = pe: every `goto done` has tested it; gcc puts a vzeroupper before the return itself: the
+       * asm clobbers ymm registers) */
+  return (struct dec_eres){o, (long)n}; /* (w->len: the caller's; w->err is 0 here) */
 bail:
   PL_VZ();
   __atomic_fetch_add(&plan_bails, 1, __ATOMIC_RELAXED);

@@ -1160,6 +1160,9 @@ static void ememo_reset(struct dec_eplan *pl, const struct dec_event *e, int cls
   pl->memo_skip = cls || !e ? UINT64_MAX : 0;
   for (uint32_t i = 0; e && i < e->nf; i++)
     if (e->f[i].map || e->f[i].map_name) pl->memo_skip = UINT64_MAX;
+  /* the EventData runners' hand-over for the schema (none for a classic record) */
+  pl->hfar = dec_plan_hand(cls ? NULL : e, &pl->hand);
+  pl->hroom = UINT32_MAX; /* (eplan_event sets it) */
 }
 
 void dec_eplan_update(struct etw_decoder *d, uint32_t slot, const struct etw_rec *r, const struct etw_sys *s,
@@ -1464,6 +1467,15 @@ TPL_INLINE struct dec_eres eplan_run(struct dec_ecall *c, const int avx2) {
   return dec_fields_write_c(c);
 }
 
+/* The runners' first op for record @r of manifest plan @pl (dec_ecall.op), or NULL (the runner's
+ * own tests): @room (tested by the caller) says the buffer has more than pl->hfar bytes past the System
+ * block. */
+TPL_INLINE const void *eplan_hand(const struct dec_eplan *pl, const struct etw_rec *r, int room) {
+  unsigned i = r->ptr_size & 15;
+  if (room && r->user_len - pl->hand.lo[i] < pl->hand.span[i]) return pl->hand.op[i];
+  return NULL;
+}
+
 /* The runner's block and what a manifest plan's writer needs after the call, in the writer's
  * frame: read back from it after the call (the block's address escapes to the runner, so gcc
  * reloads them) instead of kept in callee-saved registers (no pushes and pops on the way). */
@@ -1475,13 +1487,12 @@ struct eplan_frame {
 };
 
 /* The rest of a manifest plan's event (frame @f) after its EventData when the plan did not write
- * it to the payload's end (@x.o NULL: the walker wrote it, or gave up; else a shorter template):
- * as finish_t, and the memo kept (@keep) when the event is written. */
+ * it to the payload's end (@x.o NULL: the walker wrote it or gave up, or a shorter template; w->len
+ * is the text's end): as finish_t, and the memo kept (@keep) when the event is written. */
 __attribute__((noinline)) static int eplan_end(struct eplan_frame *f, struct dec_eres x, int keep) {
   struct etw_jw *w = f->c.w;
   const struct etw_rec *r = f->r;
   size_t mark = f->c.mark - (sizeof EVD - 1); /* (the end of the System block) */
-  if (x.o) w->len = (size_t)(x.o - w->buf);
   if ((size_t)x.rc == r->user_len && !w->err) {
     etw_jw_raw(w, "}}", 2);
     f->c.d->decoded++; /* (the reference: tpl_emit's) */
@@ -1494,9 +1505,9 @@ __attribute__((noinline)) static int eplan_end(struct eplan_frame *f, struct dec
 /* The EventData of a manifest plan's event by the runner from its frame @f (the System block and
  * the head written, w->len after them), the event finished; the memo kept when @keep. */
 TPL_INLINE int eplan_body(struct eplan_frame *f, const int avx2, const int keep) {
+  f->pl->p->seen++; /* (before the call: pl still in a register; nothing the runner reads) */
   struct dec_eres x = eplan_run(&f->c, avx2);
-  f->pl->p->seen++;
-  if (__builtin_expect(x.o && (size_t)x.rc == f->c.n, 1)) { /* (w->err 0, room: dec_eres) */
+  if (__builtin_expect(x.o != NULL, 1)) { /* (the whole payload, w->err 0, room: dec_eres) */
     struct etw_jw *w = f->c.w;
     memcpy(x.o, "}}", 2);
     w->len = (size_t)(x.o + 2 - w->buf);
@@ -1618,7 +1629,8 @@ TPL_INLINE int eplan_memo(struct etw_decoder *d, struct etw_jw *w, struct dec_ep
 TPL_INLINE int eplan_miss(struct etw_decoder *d, struct etw_jw *w, struct dec_eplan *pl, const struct etw_rec *r,
                           struct etw_evref *ref, char *p, const int avx2) {
   struct eplan_frame f = {.c = {.d = d, .w = w, .e = pl->e, .p = r->user_data, .mark = (size_t)(p - w->buf),
-                                .n = r->user_len, .why = "unknown event", .ptr_size = r->ptr_size},
+                                .n = r->user_len, .why = "unknown event", .ptr_size = r->ptr_size,
+                                .op = eplan_hand(pl, r, w->cap - (size_t)(p - w->buf) > pl->hfar)},
                           .pl = pl, .r = r, .ref = ref};
   return eplan_body(&f, avx2, 1);
 }
@@ -1634,10 +1646,12 @@ TPL_INLINE int eplan_event(struct etw_decoder *d, struct etw_jw *w, struct dec_e
   char *p;
   if (tpl_emit(d->sysc, &pl->t, w->buf + w->len, r, avx2, &p, ref)) return dec_write_general(d, r, w, ref, d8, 0, 0);
   w->len = (size_t)(p - w->buf);
+  if (__builtin_expect(pl->hroom == UINT32_MAX, 0)) pl->hroom = pl->room + pl->hfar; /* (< 2^17 + 2^20; ememo_reset) */
   if (__builtin_expect(pl->memo_skip == 0, 0)) return memo(d, w, pl, r, ref, p); /* (a tail call) */
   pl->memo_skip--; /* (UINT64_MAX, "always", never gets to 0) */
   struct eplan_frame f = {.c = {.d = d, .w = w, .e = pl->e, .p = r->user_data, .mark = (size_t)(p - w->buf),
-                                .n = r->user_len, .why = "unknown event", .ptr_size = r->ptr_size},
+                                .n = r->user_len, .why = "unknown event", .ptr_size = r->ptr_size,
+                                .op = eplan_hand(pl, r, w->cap - (size_t)(p - w->buf) > pl->hfar)},
                           .pl = pl, .r = r, .ref = ref};
   return eplan_body(&f, avx2, 0);
 }
@@ -1648,12 +1662,15 @@ TPL_INLINE int eplan_event(struct etw_decoder *d, struct etw_jw *w, struct dec_e
 TPL_INLINE int eplan_fast(struct etw_decoder *d, struct etw_jw *w, struct dec_eplan *pl, const struct etw_rec *r,
                           struct etw_evref *ref, const int avx2, eplan_memo_fn memo, eplan_slow_fn slow) {
   char *p;
-  if (__builtin_expect(tpl_fast(&pl->t, w, r, ref, pl->room, avx2, &p), 0)) return slow(d, r, w, ref, pl); /* (d8: the record's, rec_d8) */
+  /* (the reservation with the runners' room: pl->room ≥ the System block and head, tpl_build) */
+  if (__builtin_expect(tpl_fast(&pl->t, w, r, ref, pl->hroom, avx2, &p), 0))
+    return slow(d, r, w, ref, pl); /* (d8: the record's, rec_d8) */
   w->len = (size_t)(p - w->buf);
   if (__builtin_expect(pl->memo_skip == 0, 0)) return memo(d, w, pl, r, ref, p); /* (a tail call) */
   pl->memo_skip--; /* (UINT64_MAX, "always", never gets to 0) */
   struct eplan_frame f = {.c = {.d = d, .w = w, .e = pl->e, .p = r->user_data, .mark = (size_t)(p - w->buf),
-                                .n = r->user_len, .why = "unknown event", .ptr_size = r->ptr_size},
+                                .n = r->user_len, .why = "unknown event", .ptr_size = r->ptr_size,
+                                .op = eplan_hand(pl, r, 1)},
                           .pl = pl, .r = r, .ref = ref};
   return eplan_body(&f, avx2, 0);
 }

@@ -451,6 +451,16 @@ struct dec_kplan {
  * written: dec_kplan_update treats it as none), so the dispatch needs no NULL test. */
 extern struct dec_kplan dec_kplan_none;
 
+/* A manifest plan's hand-over to the runners by pointer size (dec_plan_hand): for ptr_size & 15 = i,
+ * @op[i] (the plan's first op past its OP_CHK) applies to a payload of @n bytes when n - @lo[i] <
+ * @span[i] (the first run in the payload, n ≤ DEC_EHAND_N); span 0: never (i not 4 nor 8). Arrays
+ * of scalars: indexed by a scaled register. */
+#define DEC_EHAND_N 1023u
+struct dec_ehand {
+  const void *op[16];
+  uint32_t lo[16], span[16];
+};
+
 /* A manifest event type's plan: the System block's constant text for records of provider @guid
  * with descriptor bytes @d8 and keywords @kw that resolve to schema @e (no TraceLogging or
  * related-activity extended data, no activity ID, not a classic GUID), valid while the registry
@@ -487,6 +497,13 @@ struct dec_eplan {
   uint64_t memo_skip;
   struct dec_kops k;  /* a classic record's layout ops (ps 0: dec_mof_write) */
   struct dec_tpl t;   /* System text and `,"EventData":{` (and a classic layout's first key) */
+  /* a manifest event's hand-over to the EventData runners (dec_sys.c eplan_hand): dec_plan_hand's
+   * by pointer size and its room (hfar), set
+   * by ememo_reset with the schema; the room for the System block and the runners together
+   * (hroom = room + hfar; UINT32_MAX until the first record after that, which the fast writer's
+   * reservation sends the other way, where it is set) */
+  uint32_t hfar, hroom;
+  struct dec_ehand hand;
 };
 #define DEC_EMEMO_PAY 2048 /* payload bytes a memo keeps */
 #define DEC_EMEMO_TXT 8192 /* text bytes a memo keeps */
@@ -563,13 +580,20 @@ struct dec_ecall {
   uint32_t n;
   const char *why; /* (the reason, by value: the runners write &why) */
   int ptr_size;
+  /* NULL, or the plan's first op for @ptr_size and @n handed over by the caller (a manifest plan:
+   * dec_plan_hand): then the runner takes it as it is, without its own tests — the caller vouches
+   * that the schema has a plan (@e->runs > 1), @ptr_size is 4 or 8, @op is the one for them and
+   * @n (past the first run's OP_CHK: n ≥ its bytes, n ≤ DEC_EHAND_N) and that the buffer has
+   * room: w->cap - mark > the room dec_plan_hand returned */
+  const void *op;
 };
 /* (the runners require w->err 0: dec_fields_write_c and _d test it, the manifest plans have just
  * reserved) */
-/* dec_fields_write_c's result: @rc as dec_fields_write_d's; @o NULL, or the end of the EventData
- * written by a plan to its end: then w->len is not that end (the caller sets it), w->err is 0,
- * and the buffer has room for 64 bytes more past @o (the plan's reservation for its SIMD
- * stores), so a caller may append `}}` there without a reservation. */
+/* dec_fields_write_c's result: @rc as dec_fields_write_d's; @o NULL (w->len is the text's end), or
+ * the end of the EventData written by a plan to its end and to the payload's (@rc is c->n): then
+ * w->len is not that end (the caller sets it), w->err is 0, and the buffer has room for 64 bytes
+ * more past @o (the plan's reservation for its SIMD stores), so a caller may append `}}` there
+ * without a reservation. */
 struct dec_eres {
   char *o;
   long rc;
@@ -587,6 +611,11 @@ struct dec_eres dec_fields_write_c(struct dec_ecall *c);
 extern signed char dec_pl_sel;
 struct dec_eres dec_plan_run_avx2(struct dec_ecall *c);
 struct dec_eres dec_plan_run_sse2(struct dec_ecall *c);
+/** dec_plan_hand - @e's plan (built now when it is not yet) as hand-overs @h (4- and 8-byte
+ * pointers; the other sizes never); returns the room a caller must have in the buffer past the
+ * EventData's start to use them (w->cap - mark > it: < 2^20), or 0 with both spans 0 (no plan,
+ * @e NULL or a plan whose room would be larger). */
+uint32_t dec_plan_hand(const struct dec_event *e, struct dec_ehand *h);
 
 /** dec_trace_map - a map of provider @p carried in the trace (EventMapInfo) by name, or NULL. */
 struct dec_map *dec_trace_map(struct dec_provider *p, const char *name);
