@@ -174,6 +174,7 @@ struct etw_decoder *etw_decoder_new(const char *manifest_dir) {
   if (!d) return NULL;
   d->reg_gen = 1;
   dec_plans_init(d);
+  d->eplan_mul = DEC_EPLAN_MUL;
   if (manifest_dir && *manifest_dir) {
     d->manifest_dir = strdup(manifest_dir);
     if (!d->manifest_dir) {
@@ -532,10 +533,10 @@ int dec_finish(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
 /* The plan set of a record (2 ways: slots s and s + 1): the GUID's last 8 bytes and the
  * descriptor bytes, multiplied (classic records of one GUID differ in the opcode only; the
  * product's top bits depend on every input bit). */
-static inline uint32_t eplan_slot(const struct etw_rec *r, uint64_t d8) {
+static inline uint32_t eplan_slot(const struct etw_decoder *d, const struct etw_rec *r, uint64_t d8) {
   uint64_t g1;
   memcpy(&g1, r->provider_id + 8, 8);
-  uint64_t h = (g1 ^ d8) * 0x9E3779B97F4A7C15ull;
+  uint64_t h = (g1 ^ d8) * d->eplan_mul; /* (DEC_EPLAN_MUL: a multiply by memory, no movabs) */
   return (uint32_t)(h >> 55) << 1;
 }
 _Static_assert(DEC_EPLAN_N == 1024, "eplan_slot gives 10 bits");
@@ -608,13 +609,13 @@ __attribute__((noinline)) static int other_general(struct etw_decoder *d, const 
   return dec_write_general(d, r, w, ref, d8, 0, 0);
 }
 
-/* Manifest events and classic records, every case but the first way's plan without extended data:
- * both ways' full tests, else the general path. */
+/* Manifest events and classic records, every case but the first way's plan for a record with
+ * ETW_EVH_NO_EXT: both ways' full tests, else the general path. */
 __attribute__((noinline)) static int eplan_slow(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
                                                 struct etw_evref *ref) {
   uint64_t d8;
   memcpy(&d8, &r->desc, 8);
-  uint32_t slot = eplan_slot(r, d8);
+  uint32_t slot = eplan_slot(d, r, d8);
   struct dec_eplan *pl = d->eplan[slot];
   if (pl && eplan_hit(d, pl, r, d8)) return pl->run(d, r, w, ref, pl, d8);
   pl = d->eplan[slot + 1];
@@ -623,14 +624,14 @@ __attribute__((noinline)) static int eplan_slow(struct etw_decoder *d, const str
 }
 
 /* Manifest events and classic records: the type's plan by (GUID, id, version) (no resolve). The
- * first way's plan for a record without extended data: every test of eplan_hit in one word (the
- * others: eplan_slow); the registry generation's by the provider name's (an expired plan's pnamep
- * is dec_eplan_dead: dec_reg_bump, eplan_settle). */
+ * first way's plan for a record with ETW_EVH_NO_EXT (no extended data items): every test of
+ * eplan_hit in one word (the others: eplan_slow); the registry generation's by the
+ * provider name's (an expired plan's pnamep is dec_eplan_dead: dec_reg_bump, eplan_settle). */
 static inline __attribute__((always_inline)) int eplan_dispatch(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
                                                     struct etw_evref *ref) {
   uint64_t d8;
   memcpy(&d8, &r->desc, 8); /* id, version, channel, level, opcode, task */
-  uint32_t slot = eplan_slot(r, d8);
+  uint32_t slot = eplan_slot(d, r, d8);
   struct dec_eplan *pl = d->eplan[slot];
   if (!pl) return eplan_slow(d, r, w, ref);
   uint64_t g0, g1, p0, p1, a0, a1;
@@ -641,13 +642,16 @@ static inline __attribute__((always_inline)) int eplan_dispatch(struct etw_decod
   memcpy(&a0, r->activity_id, 8);
   memcpy(&a1, r->activity_id + 8, 8);
   uint64_t m = (g0 ^ p0) | (g1 ^ p1) | (pl->d8 ^ d8) | (pl->kw ^ r->desc.keyword) | a0 | a1 |
-               ((uintptr_t)*pl->pnamep ^ (uintptr_t)pl->pname) | r->n_ext;
+               ((uintptr_t)*pl->pnamep ^ (uintptr_t)pl->pname);
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-  uint32_t k4; /* the kind and the string-only flag in one test (eplan_hit) */
+  /* the kind, the string-only flag and ETW_EVH_NO_EXT (no extended data: the reader's; a record
+   * without it takes eplan_slow's full test) in one test: a valid plan's kindw has
+   * ETW_EVH_NO_EXT (eplan_settle) */
+  uint32_t k4;
   memcpy(&k4, r, 4);
-  m |= (k4 ^ pl->kindw) & (0xFFu | (uint32_t)ETW_EVH_STRING_ONLY << 16);
+  m |= (k4 ^ pl->kindw) & (0xFFu | (uint32_t)(ETW_EVH_STRING_ONLY | ETW_EVH_NO_EXT) << 16);
 #else
-  m |= (uint64_t)(pl->kind != r->kind || (r->flags & ETW_EVH_STRING_ONLY));
+  m |= (uint64_t)(pl->kind != r->kind || (r->flags & ETW_EVH_STRING_ONLY) || !(r->flags & ETW_EVH_NO_EXT));
 #endif
   if (__builtin_expect(m == 0, 1)) return pl->run(d, r, w, ref, pl, d8);
   return eplan_slow(d, r, w, ref);
@@ -688,7 +692,10 @@ static void eplan_settle(struct etw_decoder *d, uint32_t slot) {
     struct dec_eplan *pl = d->eplan[k];
     if (!pl) continue;
     if (pl->gen != d->reg_gen) pl->pnamep = &dec_eplan_dead;
-    else d->eplan_live = 1;
+    else {
+      d->eplan_live = 1;
+      pl->kindw |= (uint32_t)ETW_EVH_NO_EXT << 16; /* (eplan_dispatch; eplan_hit masks it out) */
+    }
   }
 }
 
@@ -732,7 +739,7 @@ __attribute__((noinline)) int dec_write_general(struct etw_decoder *d, const str
   int eplan = 0;
   if (r->kind == ETW_REC_EVENT && !cls && n.e && !n.tl && !is_es && !act && !rel && n.e->has_template &&
       !(r->flags & ETW_EVH_STRING_ONLY) && !dec_mof_classic_guid(r->provider_id) && !d->sys_plain) {
-    eslot = eplan_slot(r, d8);
+    eslot = eplan_slot(d, r, d8);
     const struct dec_eplan *p0 = d->eplan[eslot], *p1 = d->eplan[eslot + 1];
     eplan = !(p0 && p0->e == n.e && eplan_hit(d, p0, r, d8)) && !(p1 && p1->e == n.e && eplan_hit(d, p1, r, d8));
   } else if (cls && !n.e && !is_ktc && !is_es && (r->kind == ETW_REC_CLASSIC || r->kind == ETW_REC_EVENT) && !r->n_ext &&
@@ -741,7 +748,7 @@ __attribute__((noinline)) int dec_write_general(struct etw_decoder *d, const str
     const char *t, *o;
     dec_mof_names(r, &t, &o);
     if (o) {
-      eslot = eplan_slot(r, d8);
+      eslot = eplan_slot(d, r, d8);
       const struct dec_eplan *p0 = d->eplan[eslot], *p1 = d->eplan[eslot + 1];
       eplan = !(p0 && eplan_hit(d, p0, r, d8)) && !(p1 && eplan_hit(d, p1, r, d8));
     }

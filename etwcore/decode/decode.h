@@ -526,6 +526,7 @@ int dec_memo_eq(const void *a, const void *b, size_t n, int avx2);
 char *dec_plan_u64(char *p, uint64_t v);
 char *dec_plan_u32(char *p, uint32_t v);
 #define DEC_EPLAN_N 1024
+#define DEC_EPLAN_MUL 0x9E3779B97F4A7C15ull
 /** dec_plans_init - every kernel plan slot of new decoder @d empty (dec_kplan_none). */
 void dec_plans_init(struct etw_decoder *d);
 
@@ -535,6 +536,7 @@ struct etw_decoder {
   struct dec_eplan *eplan[DEC_EPLAN_N]; /* manifest event / classic record plans: 2-way sets by
                                            (GUID, descriptor) hash */
   uint64_t eplan_seq;
+  uint64_t eplan_mul; /* DEC_EPLAN_MUL (eplan_slot's multiplier, read from here: no 10-byte immediate) */
   int eplan_live; /* a plan was made valid (gen == reg_gen) since dec_reg_bump last expired every plan */
   uint64_t reg_gen; /* bumped by every dec_event_add (a schema may have been replaced) */
   uint32_t kn_zero; /* always 0: with kn_gen, one 64-bit word kn_gen << 32 (kernel_key, little-endian) */

@@ -80,8 +80,9 @@ struct pmemo {
   uint64_t ekey, ehead;
 };
 #define PMEMO_INIT                                                                              \
-  {0xC0100000u | (uint64_t)0x10 << 32, ETW_REC_PERFINFO | 4 << 8, 0, 0x10, 0x10, 0x10, 0, 0,    \
-   ETW_REC_EVENT | 4 << 8 | (uint64_t)ETW_EVH_32_BIT_HEADER << 16}
+  {0xC0100000u | (uint64_t)0x10 << 32, ETW_REC_PERFINFO | 4 << 8 | (uint64_t)ETW_EVH_NO_EXT << 16, \
+   0, 0x10, 0x10, 0x10, 0, 0,                                                                    \
+   ETW_REC_EVENT | 4 << 8 | (uint64_t)(ETW_EVH_32_BIT_HEADER | ETW_EVH_NO_EXT) << 16}
 
 struct stream {
   uint32_t file;
@@ -753,7 +754,8 @@ static inline int parse_ext(struct etw_rec *rec, const unsigned char *p, uint32_
   return 0;
 }
 
-/* Every field of the record head, field by field (the other record kinds, and any layout). */
+/* Every field of the record head, field by field (the other record kinds, and any layout).
+ * ETW_EVH_NO_EXT when n_ext is 0 (the file's bit 15 dropped). */
 ETL_NOINLINE int parse_generic(const struct efile *f, const struct stream *s, struct etw_rec *rec,
                                const unsigned char *p, uint32_t n, uint32_t m, int64_t last_ts) {
   /* the record head up to ext[] zeroed: six 16-byte stores (memset compiles to `rep stos`,
@@ -903,6 +905,7 @@ ETL_NOINLINE int parse_generic(const struct efile *f, const struct stream *s, st
   }
   rec->user_data = p + hdr;
   rec->user_len = size - hdr;
+  rec->flags = (uint16_t)((rec->flags & ~ETW_EVH_NO_EXT) | (rec->n_ext ? 0 : ETW_EVH_NO_EXT));
   return (int)size;
 }
 
@@ -950,7 +953,10 @@ ETL_NOINLINE void slots_clean(struct stream *s) {
 ETL_NOINLINE uint32_t ext_items(struct stream *s, struct etw_rec *rec, const unsigned char *p, uint32_t size) {
   slot_dirty(s, rec);
   uint32_t hdr = 0x50;
-  return parse_ext(rec, p, size, &hdr) ? 0 : hdr;
+  if (parse_ext(rec, p, size, &hdr)) return 0;
+  /* (the head memo of a header with EXTENDED_INFO has no ETW_EVH_NO_EXT) */
+  if (!rec->n_ext) rec->flags |= ETW_EVH_NO_EXT;
+  return hdr;
 }
 
 /* Parse the record at the address *@pa (an integer: the last record's padding may take it up to
@@ -1015,7 +1021,10 @@ ETL_INLINE int parse_one(struct stream *s, struct etw_rec *rec, uintptr_t *pa, u
     uint64_t h16 = h0 >> 16; /* type, marker, flags, property */
     uint64_t head = pm->ehead;
     if (ETL_UNLIKELY(h16 != pm->ekey)) { /* (a stream's EVENT_HEADER records mostly share them) */
-      head = (h16 & ~(uint64_t)0xFFFF) | ev_head[h16 & 1];
+      /* ETW_EVH_NO_EXT (the file's bit 15 dropped) unless there are extended data items
+       * (ext_items sets it when they turn out none) */
+      head = (h16 & ~(uint64_t)0xFFFF & ~((uint64_t)ETW_EVH_NO_EXT << 16)) | ev_head[h16 & 1] |
+             (flags & ETW_EVH_EXTENDED_INFO ? 0 : (uint64_t)ETW_EVH_NO_EXT << 16);
       pm->ekey = h16;
       pm->ehead = head;
     }
@@ -1058,7 +1067,7 @@ ETL_INLINE int parse_one(struct stream *s, struct etw_rec *rec, uintptr_t *pa, u
     pm->size = size;
     pm->hdr = hdr;
     /* kind, pointer size 4 or 8 (by bit 16), HookId */
-    pm->head = hk + ((m >> 6) & 0x400) + (ETW_REC_PERFINFO | 4 << 8);
+    pm->head = hk + ((m >> 6) & 0x400) + (ETW_REC_PERFINFO | 4 << 8 | (uint64_t)ETW_EVH_NO_EXT << 16);
     pm->desc = (h0 & 0xFF) << 16 | hk >> 8; /* version (low byte); opcode, task = HookId */
     pm->len = size - hdr;
     pm->adv = (size + 7) & ~7u;
@@ -1075,7 +1084,7 @@ ETL_INLINE int parse_one(struct stream *s, struct etw_rec *rec, uintptr_t *pa, u
       hdr = perf_hdr[(m >> 8) & 0xFF] + (type <= 2 ? 0x10 : 0x08); /* 0x20 / 0x18 + extensions */
       if (hdr > size || a + size > pe) PFAIL;
       uint64_t hk = h0 & 0xFFFF000000000000ull; /* HookId << 48 */
-      st64(rb, hk | ETW_REC_SYSTEM | (uint64_t)((type & 1) ? 4 : 8) << 8);
+      st64(rb, hk | ETW_REC_SYSTEM | (uint64_t)((type & 1) ? 4 : 8) << 8 | (uint64_t)ETW_EVH_NO_EXT << 16);
       memcpy(rb + 8, p + 8, 16); /* tid, pid, timestamp */
       st64(rb + 24, 0);          /* provider */
       st64(rb + 32, 0);
@@ -1087,7 +1096,8 @@ ETL_INLINE int parse_one(struct stream *s, struct etw_rec *rec, uintptr_t *pa, u
       hdr = (type & 1) ? 0x48 : 0x30;
       size = m & 0xFFFF;
       if (size < hdr || a + size > pe) PFAIL;
-      st64(rb, ETW_REC_CLASSIC | (uint64_t)(type < 0x10 ? 4 : 8) << 8 | (uint64_t)ETW_EVH_CLASSIC_HEADER << 16);
+      st64(rb, ETW_REC_CLASSIC | (uint64_t)(type < 0x10 ? 4 : 8) << 8 |
+                   (uint64_t)(ETW_EVH_CLASSIC_HEADER | ETW_EVH_NO_EXT) << 16);
       memcpy(rb + 8, p + 8, 16);     /* tid, pid, timestamp */
       memcpy(rb + 24, p + 0x18, 16); /* class GUID */
       /* version (low byte), level, opcode = class type */
