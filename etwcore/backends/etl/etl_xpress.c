@@ -506,7 +506,7 @@ int etw_xpress_sse2_only;
   "cmp %%rcx, %[op]\n\t"                                                                       \
   "jb .Lxp_l64" S "%=\n\t"                                                                     \
   "lea -10(%%rcx), %[op]\n\t"                                                                  \
-  "jmp .Lxp_step" O "%=\n\t"                                                                   \
+  NX /* (the head pasted: no jump back) */                                                     \
   ".Lxp_longs" S "%=:\n\t"                                                                     \
   "cmp $0x78, %%eax\n\t"                                                                       \
   "jb .Lxp_longg" S "%=\n\t"                                                                   \
@@ -577,7 +577,13 @@ int etw_xpress_sse2_only;
   "shr $3, %%eax\n\t"                                                                          \
   "cmp $8, %%eax\n\t" /* distance >= 9 >= the length: one 16-byte copy reads done bytes */     \
   "jae .Lxp_s16" S "%=\n\t"
-#define XP_ASM_NEXT(S, DCHK, SCHK, F, B, D) XP_ASM_HEAD(S, DCHK, SCHK, F, B, D) "jmp .Lxp_small" S "%=\n\t"
+/* (the small distances' first test pasted too: distance 4 straight to its copy, the others to
+ * the rest of the tests; no more instructions than a jump to .Lxp_small on any path) */
+#define XP_ASM_NEXT(S, DCHK, SCHK, F, B, D)                                                    \
+  XP_ASM_HEAD(S, DCHK, SCHK, F, B, D)                                                          \
+  "cmp $3, %%eax\n\t"                                                                           \
+  "je .Lxp_d4" S "%=\n\t"                                                                       \
+  "jmp .Lxp_sdx" S "%=\n\t"
 /* One part: S its label suffix, O the other part's, NIB its nibble fetch, F the family. */
 #define XP_ASM_PART(S, O, NIB, ND, NB, DCHK, BCHK, SCHK, F, BYTE)                              \
   /* 3..9 bytes from distance >= 9: one 16-byte copy (the common step's end; the bytes past the \
@@ -594,6 +600,7 @@ int etw_xpress_sse2_only;
   ".Lxp_small" S "%=:\n\t"                                                                     \
   "cmp $3, %%eax\n\t"                                                                          \
   "jne .Lxp_sdx" S "%=\n\t"                                                                    \
+  ".Lxp_d4" S "%=:\n\t"                                                                         \
   XP_F(F, D4)                                                                                  \
   XP_F(F, ADV)                                                                                 \
   XP_ASM_NEXT(S, DCHK, SCHK, F, 10, 0)                                                         \
