@@ -306,8 +306,9 @@ int etw_xpress_sse2_only;
   "shr $4, %k[half]\n\t"                                                                       \
   "andn %k[fifteen], %k[half], %%edx\n\t"
 /* The two families (F): XS, SSE2 (halves of 16 items, 16-byte literal stores, the pieces above
- * as round 8 wrote them), and XA, AVX2 (whole words of 32 items and one sentinel, 32-byte
- * literal stores, 32-byte match copies from distance >= 32, VEX encodings only so that no
+ * as round 8 wrote them), and XA, AVX2 (whole words of 32 items without a sentinel: a head
+ * whose bsr finds no match left copies the t literals after the word's last match, t = tzcnt of
+ * the word taken at its start, and goes on to the next word; 32-byte literal stores, 32-byte match copies from distance >= 32, VEX encodings only so that no
  * legacy-SSE instruction meets a dirty upper half; vzeroupper on the way out). */
 #define XP_S(x) XP_S_(x)
 #define XP_S_(x) #x
@@ -377,7 +378,7 @@ int etw_xpress_sse2_only;
   "vmovdqu %%xmm0, (%[op])\n\t"
 /* the end of a half (XS) or word (XA) in literals (there was no token after them), then a flag
  * word while the limits hold: XS the word's second half (g's bit 32) or the next word; XA the
- * next word, its 32 flags in bits 63..32 and the sentinel at 31 */
+ * next word, its 32 flags in bits 63..32 (bits 31..0 zero) and t its trailing zeros (XP_XA_TL) */
 #define XP_XS_WORD(S, NX, WH)                                                                  \
   ".Lxp_wend" S "%=:\n\t"                                                                      \
   "sub $2, %[ip]\n\t"                                                                          \
@@ -403,15 +404,33 @@ int etw_xpress_sse2_only;
 #define XP_XA_WORD(S, NX, WH) /* (ip 2 past the word from wend on: the limits hold 2 bytes early) */ \
   ".Lxp_word" S "%=:\n\t"                                                                      \
   "add $2, %[ip]\n\t"                                                                          \
+  "jmp .Lxp_wend" S "%=\n\t"                                                                   \
+  XP_XA_TL(S, 0, 0) XP_XA_TL(S, 0, 1) XP_XA_TL(S, 0, 2)                                        \
+  XP_XA_TL(S, 25, 0) XP_XA_TL(S, 25, 1) XP_XA_TL(S, 25, 2)                                     \
+  XP_XA_TL(S, 10, 1) XP_XA_TL(S, 10, 2)                                                        \
+  ".Lxp_tl" S "10_0%=:\n\t" /* (the most common one falls through) */                          \
+  XP_XA_LIT(10, 0)                                                                             \
+  "lea 2(%[ip],%[t]), %[ip]\n\t"                                                               \
+  "lea 10(%[op],%[t]), %[op]\n\t"                                                              \
   ".Lxp_wend" S "%=:\n\t"                                                                      \
   "cmp %[in_lim], %[ip]\n\t"                                                                   \
   "jae .Lxp_done" S "%=\n\t"                                                                   \
   "cmp %[out_lim], %[op]\n\t"                                                                  \
   "jae .Lxp_done" S "%=\n\t"                                                                   \
   "movl -2(%[ip]), %k[f]\n\t" /* (ip 2 short: XP_XA_WD) */                                     \
+  "tzcnt %k[f], %k[t]\n\t" /* (the literals after the word's last match; 32: none) */          \
   WH                                                                                           \
-  "shld $32, %[sent], %[f]\n\t" /* (f << 32 | the sentinel, bit 31) */                          \
+  "shl $32, %[f]\n\t"                                                                          \
   NX
+/* the end of an AVX2 word (XA: no sentinel; the head's bsr found no match left, ZF): the t
+ * literals after its last match as a head's (B, D) would copy them, ip and op past them (ip 2
+ * more, as the word expects) */
+#define XP_XA_TL(S, B, D)                                                                      \
+  ".Lxp_tl" S #B "_" #D "%=:\n\t"                                                              \
+  XP_XA_LIT(B, D)                                                                              \
+  "lea 2+" #D "(%[ip],%[t]), %[ip]\n\t"                                                        \
+  "lea " #B "(%[op],%[t]), %[op]\n\t"                                                          \
+  "jmp .Lxp_wend" S "%=\n\t"
 /* a nibble length (rdx = 15 - the nibble, the length 25 - rdx; eax the token; after it op is left
  * 25 short, the next head's bias): XS two 16-byte copies from distance
  * >= 16; XA one 32-byte copy from distance >= 32, two 16-byte ones from 16..31; below 16 the
@@ -506,7 +525,7 @@ int etw_xpress_sse2_only;
   "cmp %%rcx, %[op]\n\t"                                                                       \
   "jb .Lxp_l64" S "%=\n\t"                                                                     \
   "lea -10(%%rcx), %[op]\n\t"                                                                  \
-  "jmp .Lxp_step" O "%=\n\t"                                                                   \
+  NX /* (the head pasted: no jump back) */                                                     \
   ".Lxp_longs" S "%=:\n\t"                                                                     \
   "cmp $0x78, %%eax\n\t"                                                                       \
   "jb .Lxp_longg" S "%=\n\t"                                                                   \
@@ -561,15 +580,22 @@ int etw_xpress_sse2_only;
  * length class; on to the 16-byte copy (distance >= 16) or past the end of the head (distance
  * 1..15, the fall-through of the loop's own head). The paths that end a step paste it (NEXT:
  * the head, then a jump to the small distances) instead of jumping back to the loop's. */
+/* the end of a word: XS after the shift (0: the sentinel went), XA at the bsr (no match left) */
+#define XP_XS_HZ(S, B, D) ""
+#define XP_XS_SZ(S) "jz .Lxp_wend" S "%=\n\t"
+#define XP_XA_HZ(S, B, D) XP_XA_HZ_(S, B, D)
+#define XP_XA_HZ_(S, B, D) "jz .Lxp_tl" S #B "_" #D "%=\n\t"
+#define XP_XA_SZ(S) ""
 #define XP_ASM_HEAD(S, DCHK, SCHK, F, B, D)                                                    \
   SCHK(S, B, D)                                                                                \
   "bsr %[f], %%rcx\n\t"                                                                        \
+  XP_F(F, HZ)(S, B, XP_HD(SCHK, D))                                                            \
   XP_F(F, LIT)(B, XP_HD(SCHK, D))                                                              \
   "neg %%rcx\n\t"                                                                              \
   "lea 65+" XP_S(XP_HD(SCHK, D)) "(%[ip],%%rcx), %[ip]\n\t" /* past the run and the token */   \
   "lea 63+" #B "(%[op],%%rcx), %[op]\n\t" /* past the run (and the bias) */                    \
-  "shl %%cl, %[f]\n\t"             /* by run + 1 (1..17 / 1..33): 0 = the sentinel went */     \
-  "jz .Lxp_wend" S "%=\n\t"                                                                    \
+  "shl %%cl, %[f]\n\t"             /* by run + 1 (1..17 / 1..32) */                             \
+  XP_F(F, SZ)(S)                                                                               \
   "movzwl -2(%[ip]), %%eax\n\t"                                                                \
   DCHK(S)                                                                                      \
   XP_F(F, TOK)                                                                                 \
@@ -577,7 +603,13 @@ int etw_xpress_sse2_only;
   "shr $3, %%eax\n\t"                                                                          \
   "cmp $8, %%eax\n\t" /* distance >= 9 >= the length: one 16-byte copy reads done bytes */     \
   "jae .Lxp_s16" S "%=\n\t"
-#define XP_ASM_NEXT(S, DCHK, SCHK, F, B, D) XP_ASM_HEAD(S, DCHK, SCHK, F, B, D) "jmp .Lxp_small" S "%=\n\t"
+/* (the small distances' first test pasted too: distance 4 straight to its copy, the others to
+ * the rest of the tests; no more instructions than a jump to .Lxp_small on any path) */
+#define XP_ASM_NEXT(S, DCHK, SCHK, F, B, D)                                                    \
+  XP_ASM_HEAD(S, DCHK, SCHK, F, B, D)                                                          \
+  "cmp $3, %%eax\n\t"                                                                           \
+  "je .Lxp_d4" S "%=\n\t"                                                                       \
+  "jmp .Lxp_sdx" S "%=\n\t"
 /* One part: S its label suffix, O the other part's, NIB its nibble fetch, F the family. */
 #define XP_ASM_PART(S, O, NIB, ND, NB, DCHK, BCHK, SCHK, F, BYTE)                              \
   /* 3..9 bytes from distance >= 9: one 16-byte copy (the common step's end; the bytes past the \
@@ -594,6 +626,7 @@ int etw_xpress_sse2_only;
   ".Lxp_small" S "%=:\n\t"                                                                     \
   "cmp $3, %%eax\n\t"                                                                          \
   "jne .Lxp_sdx" S "%=\n\t"                                                                    \
+  ".Lxp_d4" S "%=:\n\t"                                                                         \
   XP_F(F, D4)                                                                                  \
   XP_F(F, ADV)                                                                                 \
   XP_ASM_NEXT(S, DCHK, SCHK, F, 10, 0)                                                         \
@@ -689,7 +722,7 @@ int etw_xpress_sse2_only;
 #define XP_ASM_LOOP(F, DCHK, BCHK, SCHK, MARGIN, BYTE)                                         \
   __asm__ volatile(                                                                            \
       /* f = 0: at a word boundary; else mid-word (f, g as left by an earlier call) */          \
-      "test %[f], %[f]\n\t"                                                                    \
+      "cmpq $0, %[fin]\n\t"                                                                     \
       "jz .Lxp_entw%=\n\t"                                                                     \
       "sub $10, %[op]\n\t" /* (a step's head takes op less 10) */                              \
       "test %[half], %[half]\n\t"                                                              \
@@ -752,10 +785,10 @@ int etw_xpress_sse2_only;
       ".Lxp_out%=:\n\t"                                                                        \
       XP_F(F, EXIT)                                                                            \
       : [ip] "+r"(ip), [op] "+r"(op), [f] "+r"(f), [g] "+r"(g), [half] "+r"(half),            \
-        [rc] "=r"(rc), "=&a"(a), "=&c"(c), "=&d"(d)                                            \
+        [t] "+r"(t), [rc] "=r"(rc), "=&a"(a), "=&c"(c), "=&d"(d)                               \
       : [in_lim] "m"(in_lim), [out_lim] "m"(out_lim), [out_end] "m"(out_end),                 \
         [out_lim10] "m"(out_lim10), [out_lim25] "m"(out_lim25), [seven] "r"(7u),               \
-        [fifteen] "r"(15u), [sent] "r"(1ull << 63),                                            \
+        [fifteen] "r"(15u), [fin] "m"(fin),                                                    \
         [nout08] "r"(nout08), [margin] "i"((MARGIN) + 25)                                         \
       : XP_F(F, CLOB), "cc", "memory")
 
@@ -793,6 +826,14 @@ static int xp_asm(const unsigned char **pip, unsigned char **pop, uint64_t *phv,
   const unsigned char *ip = *pip;
   unsigned char *op = *pop;
   uint64_t f = *pf, g = *pg, half = *phv, a, c, d;
+  /* (the AVX2 family's words have no sentinel: mid-word, f without it and t the literals after
+   * the word's last match, found from where the sentinel is; the entry tests the word as given) */
+  uint64_t fin = f, t = 0;
+  if (wide && f) {
+    int s = __builtin_ctzll(f);
+    f &= f - 1;
+    t = (uint64_t)((f ? __builtin_ctzll(f) : 64) - s - 1);
+  }
   uintptr_t nout08 = -((uintptr_t)out0 * 8); /* (mod 2^64, as the assembly's 8 op) */
   /* (the tail variant's limits for op left 10 or 25 short) */
   unsigned char *out_lim10 = out_lim - 10, *out_lim25 = out_lim - 25;
@@ -825,7 +866,10 @@ static int xp_asm(const unsigned char **pip, unsigned char **pop, uint64_t *phv,
       XP_ASM_LOOP(XS, XP_ASM_NONE, XP_ASM_NONE, XP_ASM_NONE, XP_ROOMY_MARGIN, XP_ASM_BYTE0);
   }
   (void)c;
-  if (rc <= 0) f = 0;
+  if (rc <= 0)
+    f = 0;
+  else if (wide) /* (the sentinel put back below the t literals) */
+    f |= 1ull << ((f ? __builtin_ctzll(f) : 64) - (int)t - 1);
   *pip = ip;
   *phv = half;
   *pf = f;
