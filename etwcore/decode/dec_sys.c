@@ -1821,14 +1821,20 @@ TPL_INLINE int kplan_fix4(struct etw_decoder *d, struct etw_jw *w, struct dec_kp
 
 #if DEC_HAVE_AVX2
 /* The AVX2 four-op writers' out-of-line case: kplan_gen_a, then their copy entry for the template
- * as it is then (@lad: their ladder's moves by chunk count) and the room that lets them run. */
+ * as it is then (@lad: their ladder's moves by chunk count) and the room that lets them run — only
+ * while the plan still runs the calling writer (pl->run at entry: the dispatch calls it only
+ * through the plan) and the chunk count has an entry; else the fast case stays off (KPLAN_NEVER). */
 __attribute__((noinline)) static int kplan_fixslow_a(struct etw_decoder *d, const struct etw_rec *r,
                                                      struct etw_jw *w, struct etw_evref *ref, struct dec_kplan *pl,
                                                      const void *const *lad) {
+  kplan_fn self = pl->run;
   int rc = kplan_gen_a(d, r, w, ref, pl);
-  if (pl->t.n32 <= 24) { /* (tpl_tail's bound) */
+  if (pl->run == self && pl->t.n32 <= 24) { /* (tpl_tail's bound) */
     pl->ent4 = lad[pl->t.n32];
     pl->room4 = pl->room;
+  } else {
+    pl->ent4 = NULL;
+    pl->room4 = KPLAN_NEVER;
   }
   return rc;
 }

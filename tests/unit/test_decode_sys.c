@@ -580,7 +580,7 @@ static void net_edges(const char *rel) {
   pair_close(&P);
 }
 
-/* Kernel records replayed with (pid, tid) pairs whose texts have every length from 2 to 21 digits
+/* Kernel records replayed with (pid, tid) pairs whose texts have every length from 2 to 20 digits
  * (and none: 0xFFFFFFFF), each twice, with the record's descriptor and four others: the first rewrites the template's (pid, tid) text, which
  * moves its end over 32-byte chunk boundaries both ways, the second is written by the plan as it is
  * (the AVX2 four-op writers' copy entry, dec_kplan.ent4, must follow the chunk count); also
