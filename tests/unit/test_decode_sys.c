@@ -11,10 +11,12 @@
 #include "test_etl_util.h"
 
 /* A corpus file's reader and two decoders: plans (fast) and the general path only (plain). */
+/* A corpus file's reader, a plan decoder and a general-path one (sys_plain), and a writer for each. */
 struct pair {
   unsigned char *b;
   struct etw_etl_reader *r;
   struct etw_decoder *fast, *plain;
+  struct etw_jw a, c;
 };
 
 static int pair_open(struct pair *p, const char *rel) {
@@ -28,10 +30,14 @@ static int pair_open(struct pair *p, const char *rel) {
   p->fast = etw_decoder_new(tu_manifests());
   p->plain = etw_decoder_new(tu_manifests());
   p->plain->sys_plain = 1;
+  etw_jw_init(&p->a, 0);
+  etw_jw_init(&p->c, 0);
   return 1;
 }
 
 static void pair_close(struct pair *p) {
+  etw_jw_free(&p->a);
+  etw_jw_free(&p->c);
   etw_decoder_free(p->fast);
   etw_decoder_free(p->plain);
   etw_etl_reader_free(p->r);
@@ -44,9 +50,7 @@ static void compare(const char *rel) {
   struct etw_etl_reader *r = P.r;
   struct etw_decoder *fast = P.fast, *plain = P.plain;
   struct etw_status st;
-  struct etw_jw a, c;
-  etw_jw_init(&a, 0);
-  etw_jw_init(&c, 0);
+  struct etw_jw *const a = &P.a, *const c = &P.c;
   struct etw_rec rec;
   struct etw_evref ra, rc;
   size_t events = 0, diff = 0;
@@ -73,14 +77,14 @@ static void compare(const char *rel) {
       case 7: if (rnd & 1) memcpy(m.activity_id, &rnd, 8); else m.flags ^= ETW_EVH_STRING_ONLY; break;
       default: m.desc.opcode ^= (uint8_t)(rnd >> 33) & 1; m.desc.task ^= (uint16_t)(rnd >> 34) & 1; break;
       }
-      a.len = c.len = 0;
-      int ka = etw_decoder_write(fast, &m, &a, &ra);
-      int kc = etw_decoder_write(plain, &m, &c, &rc);
+      a->len = c->len = 0;
+      int ka = etw_decoder_write(fast, &m, a, &ra);
+      int kc = etw_decoder_write(plain, &m, c, &rc);
       events++;
-      if (a.len != c.len || memcmp(a.buf, c.buf, a.len) || ka != kc || ra.provider != rc.provider || ra.name != rc.name ||
+      if (a->len != c->len || memcmp(a->buf, c->buf, a->len) || ka != kc || ra.provider != rc.provider || ra.name != rc.name ||
           ra.ts_ns != rc.ts_ns || ra.pid != rc.pid || ra.tid != rc.tid || ra.event_id != rc.event_id ||
           ra.level != rc.level || ra.cpu != rc.cpu || ra.off != rc.off || ra.len != rc.len) {
-        if (diff++ < 3) fprintf(stderr, "%s #%zu (variant %d) differs:\n %s\n %s\n", rel, events, v, etw_jw_cstr(&a), etw_jw_cstr(&c));
+        if (diff++ < 3) fprintf(stderr, "%s #%zu (variant %d) differs:\n %s\n %s\n", rel, events, v, etw_jw_cstr(a), etw_jw_cstr(c));
       }
     }
   }
@@ -89,8 +93,6 @@ static void compare(const char *rel) {
   CHECK_EQ(fast->unparsed, plain->unparsed);
   CHECK(events > 0);
   CHECK_EQ(diff, 0);
-  etw_jw_free(&a);
-  etw_jw_free(&c);
   pair_close(&P);
 }
 
@@ -371,9 +373,7 @@ static void time_edges(const char *rel) {
   struct pair P;
   if (!pair_open(&P, rel)) return;
   struct etw_status st;
-  struct etw_jw a, c;
-  etw_jw_init(&a, 0);
-  etw_jw_init(&c, 0);
+  struct etw_jw *const a = &P.a, *const c = &P.c;
   struct etw_rec rec;
   size_t n = 0, diff = 0, tried = 0;
   static const uint64_t T[] = {0, 1, 2, 9999999, 0, 5, 10000000, 10000001, 19999999, 20000000, 9999999, 0, 1,
@@ -398,8 +398,8 @@ static void time_edges(const char *rel) {
       struct etw_rec m = rec;
       if (k) m.filetime = T[k - 1];
       tried++;
-      if (plan_differs(fast, plain, &m, &a, &c)) {
-        if (diff++ < 3) fprintf(stderr, "%s #%zu time %zu differs:\n %s\n %s\n", rel, n, k, etw_jw_cstr(&a), etw_jw_cstr(&c));
+      if (plan_differs(fast, plain, &m, a, c)) {
+        if (diff++ < 3) fprintf(stderr, "%s #%zu time %zu differs:\n %s\n %s\n", rel, n, k, etw_jw_cstr(a), etw_jw_cstr(c));
       }
     }
     etw_decoder_free(fast);
@@ -407,8 +407,6 @@ static void time_edges(const char *rel) {
   }
   CHECK(tried > 1000);
   CHECK_EQ(diff, 0);
-  etw_jw_free(&a);
-  etw_jw_free(&c);
   pair_close(&P);
 }
 
@@ -420,9 +418,7 @@ static void memo_edges(const char *rel) {
   struct pair P;
   if (!pair_open(&P, rel)) return;
   struct etw_status st;
-  struct etw_jw a, c;
-  etw_jw_init(&a, 0);
-  etw_jw_init(&c, 0);
+  struct etw_jw *const a = &P.a, *const c = &P.c;
   struct etw_rec rec;
   size_t n = 0, diff = 0, tried = 0, samples = 0;
   uint64_t rnd = 0x9E3779B97F4A7C15ull;
@@ -448,16 +444,14 @@ static void memo_edges(const char *rel) {
         m.user_data = buf;
       }
       tried++;
-      if (plan_differs(P.fast, P.plain, &m, &a, &c)) {
-        if (diff++ < 3) fprintf(stderr, "%s #%zu payload %d differs:\n %s\n %s\n", rel, n, v, etw_jw_cstr(&a), etw_jw_cstr(&c));
+      if (plan_differs(P.fast, P.plain, &m, a, c)) {
+        if (diff++ < 3) fprintf(stderr, "%s #%zu payload %d differs:\n %s\n %s\n", rel, n, v, etw_jw_cstr(a), etw_jw_cstr(c));
       }
     }
   }
   CHECK(samples > 1000);
   CHECK(tried > samples + 10000);
   CHECK_EQ(diff, 0);
-  etw_jw_free(&a);
-  etw_jw_free(&c);
   pair_close(&P);
 }
 
@@ -469,9 +463,7 @@ static void ememo_edges(const char *rel) {
   struct pair P;
   if (!pair_open(&P, rel)) return;
   struct etw_status st;
-  struct etw_jw a, c;
-  etw_jw_init(&a, 0);
-  etw_jw_init(&c, 0);
+  struct etw_jw *const a = &P.a, *const c = &P.c;
   struct etw_rec rec;
   size_t n = 0, diff = 0, tried = 0, replayed = 0;
   unsigned char *buf = malloc(65536);
@@ -490,8 +482,8 @@ static void ememo_edges(const char *rel) {
       if (v == 6) m.ptr_size = rec.ptr_size == 8 ? 4 : 8;
       if (v == 7) m.user_len = rec.user_len - 1;
       tried++;
-      if (plan_differs(P.fast, P.plain, &m, &a, &c)) {
-        if (diff++ < 3) fprintf(stderr, "%s #%zu variant %d differs:\n %s\n %s\n", rel, n, v, etw_jw_cstr(&a), etw_jw_cstr(&c));
+      if (plan_differs(P.fast, P.plain, &m, a, c)) {
+        if (diff++ < 3) fprintf(stderr, "%s #%zu variant %d differs:\n %s\n %s\n", rel, n, v, etw_jw_cstr(a), etw_jw_cstr(c));
       }
     }
   }
@@ -500,8 +492,6 @@ static void ememo_edges(const char *rel) {
   CHECK_EQ(P.fast->decoded, P.plain->decoded);
   CHECK_EQ(P.fast->undecoded, P.plain->undecoded);
   free(buf);
-  etw_jw_free(&a);
-  etw_jw_free(&c);
   pair_close(&P);
 }
 
@@ -516,9 +506,7 @@ static void net_edges(const char *rel) {
   struct pair P;
   if (!pair_open(&P, rel)) return;
   struct etw_status st;
-  struct etw_jw a, c;
-  etw_jw_init(&a, 0);
-  etw_jw_init(&c, 0);
+  struct etw_jw *const a = &P.a, *const c = &P.c;
   struct etw_rec rec;
   size_t diff = 0, tried = 0, seen = 0;
   uint64_t rnd = 0x2545F4914F6CDD1Dull;
@@ -567,16 +555,14 @@ static void net_edges(const char *rel) {
       if (v == 63) m.user_len = rec.user_len + 1; /* (buf holds one byte more) */
       m.user_data = buf;
       tried++;
-      if (plan_differs(P.fast, P.plain, &m, &a, &c)) {
-        if (diff++ < 3) fprintf(stderr, "%s net #%zu variant %d differs:\n %s\n %s\n", rel, seen, v, etw_jw_cstr(&a), etw_jw_cstr(&c));
+      if (plan_differs(P.fast, P.plain, &m, a, c)) {
+        if (diff++ < 3) fprintf(stderr, "%s net #%zu variant %d differs:\n %s\n %s\n", rel, seen, v, etw_jw_cstr(a), etw_jw_cstr(c));
       }
     }
   }
   CHECK(seen > 300);
   CHECK(tried > 6000);
   CHECK_EQ(diff, 0);
-  etw_jw_free(&a);
-  etw_jw_free(&c);
   pair_close(&P);
 }
 
@@ -589,9 +575,7 @@ static void pidtid_edges(const char *rel) {
   struct pair P;
   if (!pair_open(&P, rel)) return;
   struct etw_status st;
-  struct etw_jw a, c;
-  etw_jw_init(&a, 0);
-  etw_jw_init(&c, 0);
+  struct etw_jw *const a = &P.a, *const c = &P.c;
   struct etw_rec rec;
   size_t n = 0, diff = 0, tried = 0, samples = 0;
   static const uint32_t V[] = {0, 7, 42, 999, 1000, 65535, 123456, 9999999, 12345678, 999999999, 1000000000,
@@ -621,17 +605,15 @@ static void pidtid_edges(const char *rel) {
         m.cpu = CPU[j - 2 * nv];
       }
       tried++;
-      if (a.buf) memset(a.buf, 0xEE, a.cap); /* (no byte left from the last write: each is written) */
-      if (plan_differs(P.fast, P.plain, &m, &a, &c)) {
-        if (diff++ < 3) fprintf(stderr, "%s #%zu pid/tid %zu differs:\n %s\n %s\n", rel, n, k, etw_jw_cstr(&a), etw_jw_cstr(&c));
+      if (a->buf) memset(a->buf, 0xEE, a->cap); /* (no byte left from the last write: each is written) */
+      if (plan_differs(P.fast, P.plain, &m, a, c)) {
+        if (diff++ < 3) fprintf(stderr, "%s #%zu pid/tid %zu differs:\n %s\n %s\n", rel, n, k, etw_jw_cstr(a), etw_jw_cstr(c));
       }
     }
   }
   CHECK(samples > 1000);
   CHECK(tried > 10000);
   CHECK_EQ(diff, 0);
-  etw_jw_free(&a);
-  etw_jw_free(&c);
   pair_close(&P);
 }
 
