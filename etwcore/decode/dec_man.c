@@ -1180,6 +1180,31 @@ typedef struct {
   unsigned char b[64];
 } pl_b64;
 PL_AVX2_FN static inline __m128i hex_ascii_avx2(__m128i n) { return _mm_shuffle_epi8(PLK(PLK_HEX), n); }
+/* Four hex values' digits (AVX2; one text for hex_arr64_avx2 and hex_quad_avx2): four 8-byte
+ * values in ymm13 → their digits in ymm12/ymm13 and in ymm14 what gives each one's digit count (a
+ * double's exponent: hex_arr64_avx2's comment); to label 1 when a value is not below 2^52 (the
+ * caller's fallback). Clobbers ymm12–ymm15; %[c] is the PLK_H4 constant block. */
+#define PL_HEX4_DIGITS \
+  "vptest 64(%[c]), %%ymm13\n\t" \
+  "jnz 1f\n\t" \
+  "vpor (%[c]), %%ymm13, %%ymm14\n\t" \
+  "vsubpd 32(%[c]), %%ymm14, %%ymm14\n\t" \
+  "vpsrlq $54, %%ymm14, %%ymm14\n\t" \
+  "vpsrlw $4, %%ymm13, %%ymm15\n\t" \
+  "vpand 96(%[c]), %%ymm13, %%ymm13\n\t" \
+  "vpand 96(%[c]), %%ymm15, %%ymm15\n\t" \
+  "vpunpcklbw %%ymm15, %%ymm13, %%ymm12\n\t" \
+  "vpunpckhbw %%ymm15, %%ymm13, %%ymm13\n\t" \
+  "vpshufb 160(%[c]), %%ymm14, %%ymm15\n\t" \
+  "vpsubb 128(%[c]), %%ymm15, %%ymm15\n\t" \
+  "vpshufb %%ymm15, %%ymm12, %%ymm12\n\t" \
+  "vpshufb 192(%[c]), %%ymm14, %%ymm15\n\t" \
+  "vpsubb 128(%[c]), %%ymm15, %%ymm15\n\t" \
+  "vpshufb %%ymm15, %%ymm13, %%ymm13\n\t" \
+  "vmovdqa 224(%[c]), %%ymm15\n\t" \
+  "vpshufb %%ymm12, %%ymm15, %%ymm12\n\t" \
+  "vpshufb %%ymm13, %%ymm15, %%ymm13\n\t"
+
 PL_AVX2_FN static inline char *hex_arr64_avx2(char *o, const unsigned char *q, const unsigned char *qe) {
   /* four per step, all in vectors while the values are below 2^52: the digit count of each from
    * the exponent of a double (2^53 + 2 (v | 1) as bits, minus 2^53: exactly 2 (v | 1), exponent
@@ -1196,25 +1221,7 @@ PL_AVX2_FN static inline char *hex_arr64_avx2(char *o, const unsigned char *q, c
     int ok;
     uint64_t k0, k1, k2, k3;
     __asm__("vmovdqu (%[q]), %%ymm13\n\t"
-            "vptest 64(%[c]), %%ymm13\n\t"
-            "jnz 1f\n\t"
-            "vpor (%[c]), %%ymm13, %%ymm14\n\t"
-            "vsubpd 32(%[c]), %%ymm14, %%ymm14\n\t"
-            "vpsrlq $54, %%ymm14, %%ymm14\n\t"
-            "vpsrlw $4, %%ymm13, %%ymm15\n\t"
-            "vpand 96(%[c]), %%ymm13, %%ymm13\n\t"
-            "vpand 96(%[c]), %%ymm15, %%ymm15\n\t"
-            "vpunpcklbw %%ymm15, %%ymm13, %%ymm12\n\t"
-            "vpunpckhbw %%ymm15, %%ymm13, %%ymm13\n\t"
-            "vpshufb 160(%[c]), %%ymm14, %%ymm15\n\t"
-            "vpsubb 128(%[c]), %%ymm15, %%ymm15\n\t"
-            "vpshufb %%ymm15, %%ymm12, %%ymm12\n\t"
-            "vpshufb 192(%[c]), %%ymm14, %%ymm15\n\t"
-            "vpsubb 128(%[c]), %%ymm15, %%ymm15\n\t"
-            "vpshufb %%ymm15, %%ymm13, %%ymm13\n\t"
-            "vmovdqa 224(%[c]), %%ymm15\n\t"
-            "vpshufb %%ymm12, %%ymm15, %%ymm12\n\t"
-            "vpshufb %%ymm13, %%ymm15, %%ymm13\n\t"
+            PL_HEX4_DIGITS
             "vmovq %%xmm14, %[k0]\n\t"
             "vpextrq $1, %%xmm14, %[k1]\n\t"
             "vextracti128 $1, %%ymm14, %%xmm14\n\t"
@@ -1394,25 +1401,7 @@ PL_AVX2_FN static inline int hex_quad_avx2(char **po, const unsigned char *q, co
   __asm__("vmovdqu (%[pm]), %%ymm14\n\t"
           "vpermd (%[q]), %%ymm14, %%ymm13\n\t"
           "vpand 32(%[pm]), %%ymm13, %%ymm13\n\t"
-          "vptest 64(%[c]), %%ymm13\n\t"
-          "jnz 1f\n\t"
-          "vpor (%[c]), %%ymm13, %%ymm14\n\t"
-          "vsubpd 32(%[c]), %%ymm14, %%ymm14\n\t"
-          "vpsrlq $54, %%ymm14, %%ymm14\n\t"
-          "vpsrlw $4, %%ymm13, %%ymm15\n\t"
-          "vpand 96(%[c]), %%ymm13, %%ymm13\n\t"
-          "vpand 96(%[c]), %%ymm15, %%ymm15\n\t"
-          "vpunpcklbw %%ymm15, %%ymm13, %%ymm12\n\t"
-          "vpunpckhbw %%ymm15, %%ymm13, %%ymm13\n\t"
-          "vpshufb 160(%[c]), %%ymm14, %%ymm15\n\t"
-          "vpsubb 128(%[c]), %%ymm15, %%ymm15\n\t"
-          "vpshufb %%ymm15, %%ymm12, %%ymm12\n\t"
-          "vpshufb 192(%[c]), %%ymm14, %%ymm15\n\t"
-          "vpsubb 128(%[c]), %%ymm15, %%ymm15\n\t"
-          "vpshufb %%ymm15, %%ymm13, %%ymm13\n\t"
-          "vmovdqa 224(%[c]), %%ymm15\n\t"
-          "vpshufb %%ymm12, %%ymm15, %%ymm12\n\t"
-          "vpshufb %%ymm13, %%ymm15, %%ymm13\n\t"
+          PL_HEX4_DIGITS
           PL_Q4_KEY(0)
           "vmovq %%xmm14, %[k]\n\t"
           PL_Q4_VAL("vmovdqu %%xmm12")
