@@ -46,6 +46,17 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #define PV_GUARD 1
+/* A readable page followed by an unreadable one (freed by guard_free): the first byte past the
+ * returned page's end faults. NULL (and a failed check) when it cannot be had. */
+static unsigned char *guard_page(void) {
+  size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+  unsigned char *m = mmap(NULL, 2 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  CHECK(m != MAP_FAILED);
+  if (m == MAP_FAILED) return NULL;
+  CHECK_EQ(mprotect(m + pg, pg, PROT_NONE), 0);
+  return m;
+}
+static void guard_free(unsigned char *m) { munmap(m, 2 * (size_t)sysconf(_SC_PAGESIZE)); }
 #endif
 
 static uint64_t rs = 0x9E3779B97F4A7C15ull;
@@ -380,10 +391,8 @@ static void dec_arrays(void) {
 static void strings_guard(void) {
 #ifdef PV_GUARD
   size_t pg = (size_t)sysconf(_SC_PAGESIZE);
-  unsigned char *m = mmap(NULL, 2 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  CHECK(m != MAP_FAILED);
-  if (m == MAP_FAILED) return;
-  CHECK_EQ(mprotect(m + pg, pg, PROT_NONE), 0);
+  unsigned char *m = guard_page();
+  if (!m) return;
   unsigned char *end = m + pg, b[256];
   static const char *const NM[] = {"A", "B", "TypeName"};
   size_t c0 = cases;
@@ -419,7 +428,7 @@ static void strings_guard(void) {
     dec_event_free(e);
   }
   fprintf(stderr, "strings before a guard page: %zu renderings compared\n", cases - c0);
-  munmap(m, 2 * pg);
+  guard_free(m);
 #endif
 }
 
@@ -427,10 +436,8 @@ static void strings_guard(void) {
 static void hex_quads(void) {
 #ifdef PV_GUARD
   size_t pg = (size_t)sysconf(_SC_PAGESIZE);
-  unsigned char *m = mmap(NULL, 2 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  CHECK(m != MAP_FAILED);
-  if (m == MAP_FAILED) return;
-  CHECK_EQ(mprotect(m + pg, pg, PROT_NONE), 0);
+  unsigned char *m = guard_page();
+  if (!m) return;
   unsigned char *end = m + pg;
 #else
   static unsigned char buf[256];
@@ -485,7 +492,7 @@ static void hex_quads(void) {
   }
   fprintf(stderr, "hex quads: %zu renderings compared\n", cases - c0);
 #ifdef PV_GUARD
-  munmap(m, 2 * pg);
+  guard_free(m);
 #endif
 }
 

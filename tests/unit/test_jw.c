@@ -260,6 +260,30 @@ static void base64_all(void) {
   }
 }
 
+/* UTF-16 string u[0..@len) (≤ 64 units) as little-endian bytes in a heap block of exactly its size,
+ * rendered by etw_jw_put_str16 into a heap block of exactly 6 bytes per unit + 1 (ASan builds
+ * catch a byte past either), against ref16: 1 (and the first 3 printed with @tag, @x, @y) when it
+ * differs. */
+static size_t str16_bad;
+static int str16_case(const uint16_t *u, size_t len, const char *tag, size_t x, size_t y) {
+  unsigned char *b = malloc(len ? 2 * len : 1);
+  for (size_t i = 0; i < len; i++) {
+    b[2 * i] = (unsigned char)u[i];
+    b[2 * i + 1] = (unsigned char)(u[i] >> 8);
+  }
+  char want[64 * 6 + 8];
+  size_t used, wl = ref16(want, u, len, &used);
+  char *o = malloc(6 * len + 1), *e;
+  size_t conv = 0;
+  e = etw_jw_put_str16(o, b, len, &conv);
+  int bad = conv != used || (size_t)(e - o) != wl - 1 || memcmp(o, want + 1, wl - 1);
+  if (bad && str16_bad++ < 3)
+    fprintf(stderr, "str16 %s %zu %zu: %.*s\nwant %.*s\n", tag, x, y, (int)(e - o), o, (int)wl, want);
+  free(o);
+  free(b);
+  return bad;
+}
+
 /* etw_jw_put_str16's short strings (8–15 units: the first and the last 8 as one block) and its
  * last 3–15 units (one block of the string's last 16 units, those already converted shifted
  * out): strings of 0–48 units with one or two special units (escapes, controls, non-ASCII,
@@ -280,22 +304,8 @@ static void str16_tail(void) {
           if (k % 3 == 1 && i + 2 == pos) u[i] = '\\'; /* a second one before it */
         }
         u[len] = 0;
-        unsigned char *b = malloc(len ? 2 * len : 1);
-        for (size_t i = 0; i < len; i++) {
-          b[2 * i] = (unsigned char)u[i];
-          b[2 * i + 1] = (unsigned char)(u[i] >> 8);
-        }
-        char want[48 * 6 + 8];
-        size_t used, wl = ref16(want, u, len, &used);
-        char *o = malloc(6 * len + 1), *e;
-        size_t conv = 0;
-        e = etw_jw_put_str16(o, b, len, &conv);
         cases++;
-        if (conv != used || (size_t)(e - o) != wl - 1 || memcmp(o, want + 1, wl - 1)) {
-          if (bad++ < 3) fprintf(stderr, "str16 tail len %zu pos %zu unit %04x: %.*s\n", len, pos, sp[k], (int)(e - o), o);
-        }
-        free(o);
-        free(b);
+        bad += (size_t)str16_case(u, len, "tail len, pos", len, pos);
       }
   CHECK(cases > 5000);
   CHECK_EQ(bad, 0);
@@ -319,22 +329,8 @@ static void str16_dense(void) {
     }
     if (rep % 5 == 1) u[(r >> 32) % len] = (uint16_t)((r >> 40) % 3 == 0 ? 0 : (r >> 40) % 3 == 1 ? '\n' : 0xE9);
     u[len] = 0;
-    unsigned char *b = malloc(2 * len);
-    for (size_t i = 0; i < len; i++) {
-      b[2 * i] = (unsigned char)u[i];
-      b[2 * i + 1] = (unsigned char)(u[i] >> 8);
-    }
-    char want[64 * 6 + 8];
-    size_t used, wl = ref16(want, u, len, &used);
-    char *o = malloc(6 * len + 1), *e;
-    size_t conv = 0;
-    e = etw_jw_put_str16(o, b, len, &conv);
     cases++;
-    if (conv != used || (size_t)(e - o) != wl - 1 || memcmp(o, want + 1, wl - 1)) {
-      if (bad++ < 3) fprintf(stderr, "str16 dense rep %d len %zu: %.*s\nwant %.*s\n", rep, len, (int)(e - o), o, (int)wl, want);
-    }
-    free(o);
-    free(b);
+    bad += (size_t)str16_case(u, len, "dense rep, len", (size_t)rep, len);
   }
   CHECK(cases == 30000);
   CHECK_EQ(bad, 0);
