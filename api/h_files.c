@@ -1,5 +1,6 @@
-/* h_files.c — ETL files in the data directory: list, upload (size-limited; kept only when complete and an ETL file: temporary name, then rename),
- * download with Range, delete, and decode-to-ndjson through the etl backend and a private hub. */
+/* h_files.c — ETL files in the data directory: list, upload (size-limited, kept only when complete
+ * and an ETL file: a temporary name, then rename), download with Range, delete, and
+ * decode-to-ndjson through the etl backend and a private hub. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -184,6 +185,7 @@ void h_file_upload(struct etwd_req *r) {
   struct stat sb;
   char tmp[2048];
   int fd = -1, status;
+  snprintf(tmp, sizeof tmp, "%s/.upload-%ld-%p", r->srv->cfg->data_dir, (long)getpid(), (void *)r);
   if (upload_ctype_refused(etwd_header(r, "Content-Type"))) {
     etwd_problem(r, 415, "unsupported-media-type", NULL,
                  "send the ETL file itself as the body (application/octet-stream), not a form", NULL,
@@ -196,8 +198,7 @@ void h_file_upload(struct etwd_req *r) {
                  "name", NULL);
   } else if (etw_mkdirs(r->srv->cfg->data_dir)) {
     etwd_problem(r, 500, "io-error", NULL, "cannot create the data directory", NULL, NULL);
-  } else if (snprintf(tmp, sizeof tmp, "%s/.upload-%ld-%p", r->srv->cfg->data_dir, (long)getpid(), (void *)r),
-             (fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) < 0) {
+  } else if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) < 0) {
     etwd_problem(r, 500, "io-error", NULL, "cannot create a temporary file in the data directory", NULL, NULL);
   } else {
     status = receive_body(r, fd, max, &total);
@@ -206,8 +207,9 @@ void h_file_upload(struct etwd_req *r) {
       etwd_problem(r, 413, "too-large", NULL, "the upload exceeds the server's --max-upload", NULL,
                    "Connection: close\r\n");
     else if (status == 400)
-      etwd_problem(r, 400, "incomplete-body", NULL, "the upload ended before all of its bytes arrived; nothing was kept",
-                   NULL, "Connection: close\r\n");
+      etwd_problem(r, 400, "incomplete-body", NULL,
+                   "the upload ended before all of its bytes arrived; nothing was kept", NULL,
+                   "Connection: close\r\n");
     else if (status)
       etwd_problem(r, 500, "io-error", NULL, "could not store the upload", NULL, NULL);
     else if (total == 0)
