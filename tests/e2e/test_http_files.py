@@ -189,6 +189,13 @@ def test_nul(e, good):
     check(st == 400 and j.get("field") == "/name", "session name with \\u0000 → 400 naming /name: %d %r" % (st, j))
     st, h, j = e.json("POST", "/api/v1/sessions", body='{"files":["good.etl\\u0000x"]}')
     check(st == 400 and j.get("field") == "/files/0", "file name with \\u0000 → 400 naming /files/0: %d %r" % (st, j))
+    st, h, j = e.json("POST", "/api/v1/sessions",
+                      body='{"name":"x","providers":[{"name":"sched","events":["a","b\\u0000"]}]}')
+    check(st == 400 and j.get("field") == "/providers/0/events/1", "nested \\u0000 → 400 naming its pointer: %d %r" % (st, j))
+    st, h, j = e.json("POST", "/api/v1/sessions", body='{"files":["good.etl"],"na\\u0000me":"x"}')
+    check(st == 400 and j.get("field") is None and "NUL" in j.get("detail", ""), "\\u0000 in a key → 400: %d %r" % (st, j))
+    st, h, j = e.request("POST", "/api/v1/sessions", body=b'{"name":"a\x00b","files":["good.etl"]}')
+    check(st == 400, "a raw NUL byte in a JSON body → 400: %d" % st)
     st, h, j = e.json("POST", "/api/v1/sessions", body='{"name":"a\\\\u0000b","files":["good.etl"],"replay":"fast"}')
     check(st == 400 and j.get("field") == "/name" and "NUL" not in j.get("detail", ""),
           "an escaped backslash before u0000 is no NUL (the name check refuses the backslash): %d %r" % (st, j))
