@@ -206,6 +206,29 @@ def test_session_file(e):
     st, h, j = e.json("POST", "/api/v1/sessions", expect=201,
                       body={"providers": [{"name": "sched", "events": ["sched_switch"]}], "mode": "both"})
     sid = j["id"]
+    url = "/api/v1/sessions/%d/file" % sid
+    # while recording, the trace.dat is replaced by a new snapshot about every second: a resume
+    # with the first version's ETag gets that version's bytes (206) until it changes, then the
+    # whole new version (200), never a mix
+    deadline = time.time() + 60
+    st, h, first = e.request("GET", url, token="reader")
+    while st != 200 and time.time() < deadline:
+        time.sleep(0.2)
+        st, h, first = e.request("GET", url, token="reader")
+    e1 = h.get("etag")
+    check(st == 200 and e1 and len(first) > 10, "the live recording downloads: %d %r" % (st, e1))
+    changed = False
+    while time.time() < deadline and not changed:
+        os.listdir("/proc")  # some scheduler activity
+        st, h, d = e.request("GET", url, token="reader", headers={"Range": "bytes=10-", "If-Range": e1})
+        if st == 206:
+            check(h.get("etag") == e1 and d == first[10:], "206 only for the first version, with its bytes")
+        else:
+            changed = True
+            check(st == 200 and h.get("etag") != e1 and len(d) == int(h.get("content-length", -1)) and "content-range" not in h,
+                  "after a snapshot the resume gets the whole new version: %d %r" % (st, h.get("etag")))
+        time.sleep(0.3)
+    check(changed, "the live recording changed within 60 s")
     st, h, j = e.json("POST", "/api/v1/sessions/%d/stop" % sid, expect=200)
     st, h, d = e.request("GET", "/api/v1/sessions/%d/file" % sid, token="reader")
     etag = h.get("etag", "")
