@@ -145,6 +145,8 @@ static int check_etl(struct etwd_req *r, const char *tmp) {
   snprintf(detail, sizeof detail, "the upload is not an ETL file:%s%.240s", *why == ' ' ? "" : " ", why);
   if (e == ETW_E_CORRUPT)
     etwd_problem(r, 415, "not-etl", "Not an ETL file", detail, NULL, NULL);
+  else if (e == ETW_E_LIMIT) /* more buffers than the reader takes */
+    etwd_problem(r, 413, "too-large", NULL, why, NULL, NULL);
   else
     etwd_problem(r, etwd_status_for(e), etw_err_name(e), NULL, "could not check the upload", NULL, NULL);
   return -1;
