@@ -115,6 +115,8 @@ def test_ranges(e, good):
         ("items=0-9", 200, None),
         ("bytes=5-2", 200, None),
         ("bytes=abc", 200, None),
+        ("BYTES=", 200, None),
+        ("bytes=0-0", 206, (0, 0)),
         ("bytes=%d-" % n, 416, None),
         ("bytes=-0", 416, None),
         ("bytes=%d-,%d-" % (n, n + 10), 416, None),
