@@ -91,8 +91,12 @@ const char *etwd_reason(int status);
 int etwd_query(const struct etwd_req *r, const char *name, char *out, size_t n);
 /** etwd_parse_id - decimal session id from a path parameter; 0 if invalid. */
 unsigned long long etwd_parse_id(const char *s);
-/** etwd_send_file - serve @path with Range support (200/206/416). */
+/** etwd_send_file - serve one version of @path: ETag/Last-Modified, conditional requests
+ *  (304/412), If-Range, one byte range (200/206/416). */
 void etwd_send_file(struct etwd_req *r, const char *path, const char *ctype, const char *dl_name);
+/** etwd_json_find_nul - 1 if the JSON text @buf holds a NUL (raw, or \\u0000 in a string), with
+ *  the JSON pointer of the value holding it in @ptr ("" if unknown); 0 if none. */
+int etwd_json_find_nul(const char *buf, size_t len, char *ptr, size_t n);
 /** etwd_header - request header value or NULL. */
 const char *etwd_header(const struct etwd_req *r, const char *name);
 

@@ -1,16 +1,19 @@
-/* h_files.c — ETL files in the data directory: list, upload (size-limited, atomic rename),
- * download with Range, delete, and decode-to-ndjson through the etl backend and a private hub. */
+/* h_files.c — ETL files in the data directory: list, upload (size-limited, kept only when complete
+ * and an ETL file: a temporary name, then rename), download with Range, delete, and
+ * decode-to-ndjson through the etl backend and a private hub. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "api.h"
 #include "etwcore/backend.h"
+#include "etwcore/etl.h"
 #include "etwcore/util.h"
 #include "files.h"
 
@@ -101,6 +104,70 @@ void h_files_list(struct etwd_req *r) {
 }
 
 
+/* Copy the request body into @fd, at most @max bytes. 0 when the body arrived complete (exactly
+ * Content-Length bytes, or a chunked body up to its last chunk); else 413 (over @max), 400 (cut
+ * short: the client went away or stopped sending) or 500 (write error), the status to answer. */
+static int receive_body(struct etwd_req *r, int fd, size_t max, size_t *total) {
+  long long cl = r->ri->content_length; /* -1: chunked */
+  char *buf = malloc(1 << 16);
+  int n = 0, status = buf ? 0 : 500;
+  *total = 0;
+  while (!status && (n = mg_read(r->conn, buf, 1 << 16)) > 0) {
+    *total += (size_t)n;
+    if (*total > max)
+      status = 413;
+    else if (write(fd, buf, (size_t)n) != n)
+      status = 500;
+  }
+  free(buf);
+  if (!status && (n < 0 || (cl >= 0 && (long long)*total != cl))) status = 400;
+  return status;
+}
+
+/* multipart and form bodies are not ETL files (curl's --data-binary default type is let through:
+ * the content check decides) */
+static int upload_ctype_refused(const char *ct) {
+  return ct && !strncasecmp(ct + strspn(ct, " \t"), "multipart/", 10);
+}
+
+/* Is the file at @tmp an ETL file (a first buffer header and a logfile header the project's
+ * reader accepts)? 0 yes; else a reply was sent. */
+static int check_etl(struct etwd_req *r, const char *tmp) {
+  struct etw_status st;
+  etw_status_clear(&st);
+  struct etw_etl_reader *rd = etw_etl_reader_new();
+  enum etw_err e = rd ? etw_etl_reader_add_file(rd, tmp, &st) : etw_fail(&st, ETW_E_NOMEM, NULL, NULL);
+  etw_etl_reader_free(rd);
+  if (!e) return 0;
+  size_t tl = strlen(tmp);
+  const char *why = !strncmp(st.msg, tmp, tl) && st.msg[tl] == ':' ? st.msg + tl + 1 : st.msg;
+  char detail[300];
+  snprintf(detail, sizeof detail, "the upload is not an ETL file:%s%.240s", *why == ' ' ? "" : " ", why);
+  if (e == ETW_E_CORRUPT)
+    etwd_problem(r, 415, "not-etl", "Not an ETL file", detail, NULL, NULL);
+  else if (e == ETW_E_LIMIT) /* more buffers than the reader takes */
+    etwd_problem(r, 413, "too-large", NULL, why, NULL, NULL);
+  else
+    etwd_problem(r, etwd_status_for(e), etw_err_name(e), NULL, "could not check the upload", NULL, NULL);
+  return -1;
+}
+
+static void upload_reply(struct etwd_req *r, const char *name, size_t total) {
+  struct etw_jw w;
+  etw_jw_init(&w, 4096);
+  etw_jw_lit(&w, "{\"name\":");
+  etw_jw_cs(&w, name);
+  etw_jw_lit(&w, ",\"size\":");
+  etw_jw_u64(&w, total);
+  etw_jw_ch(&w, '}');
+  char loc[400];
+  snprintf(loc, sizeof loc, "Location: /api/v1/files/%.200s\r\n", name);
+  etwd_reply_jw(r, 201, &w, loc);
+  etw_jw_free(&w);
+}
+
+/* Upload: the body goes to a temporary name in the data directory and is renamed over @name
+ * only when it arrived complete and is an ETL file; anything else leaves no trace. */
 void h_file_upload(struct etwd_req *r) {
   char name[256] = "", ow[8] = "";
   struct etw_status st;
@@ -116,68 +183,45 @@ void h_file_upload(struct etwd_req *r) {
     return;
   }
   snprintf(r->audit_detail, sizeof r->audit_detail, "upload %s", name);
-  long long cl = r->ri->content_length;
-  size_t max = r->srv->cfg->max_upload;
+  size_t max = r->srv->cfg->max_upload, total = 0;
   struct stat sb;
-  if (cl > (long long)max) {
+  char tmp[2048];
+  int fd = -1, status;
+  snprintf(tmp, sizeof tmp, "%s/.upload-%ld-%p", r->srv->cfg->data_dir, (long)getpid(), (void *)r);
+  if (upload_ctype_refused(etwd_header(r, "Content-Type"))) {
+    etwd_problem(r, 415, "unsupported-media-type", NULL,
+                 "send the ETL file itself as the body (application/octet-stream), not a form", NULL,
+                 "Connection: close\r\n");
+  } else if (r->ri->content_length > (long long)max) {
     etwd_problem(r, 413, "too-large", NULL, "the upload exceeds the server's --max-upload", NULL,
                  "Connection: close\r\n");
-    goto out;
-  }
-  if (!stat(path, &sb) && strcmp(ow, "true")) {
+  } else if (!stat(path, &sb) && strcmp(ow, "true")) {
     etwd_problem(r, 409, "already-exists", NULL, "a file of that name exists; add ?overwrite=true to replace it",
                  "name", NULL);
-    goto out;
-  }
-  if (etw_mkdirs(r->srv->cfg->data_dir)) {
+  } else if (etw_mkdirs(r->srv->cfg->data_dir)) {
     etwd_problem(r, 500, "io-error", NULL, "cannot create the data directory", NULL, NULL);
-    goto out;
-  }
-  char tmp[2048];
-  snprintf(tmp, sizeof tmp, "%s/.upload-%ld-%p", r->srv->cfg->data_dir, (long)getpid(), (void *)r);
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) {
+  } else if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) < 0) {
     etwd_problem(r, 500, "io-error", NULL, "cannot create a temporary file in the data directory", NULL, NULL);
-    goto out;
-  }
-  char *buf = malloc(1 << 16);
-  size_t total = 0;
-  int too_big = 0, ioerr = !buf;
-  while (!ioerr) {
-    int n = mg_read(r->conn, buf, 1 << 16);
-    if (n <= 0) break;
-    total += (size_t)n;
-    if (total > max) {
-      too_big = 1;
-      break;
-    }
-    if (write(fd, buf, (size_t)n) != n) ioerr = 1;
-  }
-  free(buf);
-  if (close(fd)) ioerr = 1;
-  if (too_big || ioerr || total == 0 || rename(tmp, path)) {
-    unlink(tmp);
-    if (too_big)
+  } else {
+    status = receive_body(r, fd, max, &total);
+    if (close(fd) && !status) status = 500;
+    if (status == 413)
       etwd_problem(r, 413, "too-large", NULL, "the upload exceeds the server's --max-upload", NULL,
                    "Connection: close\r\n");
+    else if (status == 400)
+      etwd_problem(r, 400, "incomplete-body", NULL,
+                   "the upload ended before all of its bytes arrived; nothing was kept", NULL,
+                   "Connection: close\r\n");
+    else if (status)
+      etwd_problem(r, 500, "io-error", NULL, "could not store the upload", NULL, NULL);
     else if (total == 0)
       etwd_problem(r, 400, "invalid-argument", NULL, "the upload is empty", NULL, NULL);
-    else
+    else if (!check_etl(r, tmp) && rename(tmp, path))
       etwd_problem(r, 500, "io-error", NULL, "could not store the upload", NULL, NULL);
-    goto out;
+    else if (r->status == 0)
+      upload_reply(r, name, total);
+    if (r->status != 201) unlink(tmp);
   }
-  struct etw_jw w;
-  etw_jw_init(&w, 4096);
-  etw_jw_lit(&w, "{\"name\":");
-  etw_jw_cs(&w, name);
-  etw_jw_lit(&w, ",\"size\":");
-  etw_jw_u64(&w, total);
-  etw_jw_ch(&w, '}');
-  char loc[400];
-  snprintf(loc, sizeof loc, "Location: /api/v1/files/%.200s\r\n", name);
-  etwd_reply_jw(r, 201, &w, loc);
-  etw_jw_free(&w);
-out:
   free(path);
 }
 

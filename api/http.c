@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "api.h"
@@ -37,6 +39,7 @@ const char *etwd_reason(int s) {
     case 202: return "Accepted";
     case 204: return "No Content";
     case 206: return "Partial Content";
+    case 304: return "Not Modified";
     case 400: return "Bad Request";
     case 401: return "Unauthorized";
     case 403: return "Forbidden";
@@ -45,6 +48,7 @@ const char *etwd_reason(int s) {
     case 406: return "Not Acceptable";
     case 409: return "Conflict";
     case 411: return "Length Required";
+    case 412: return "Precondition Failed";
     case 413: return "Content Too Large";
     case 415: return "Unsupported Media Type";
     case 416: return "Range Not Satisfiable";
@@ -155,6 +159,78 @@ int etwd_query(const struct etwd_req *r, const char *name, char *out, size_t n) 
   return len >= 0 ? 0 : -1;
 }
 
+/* one level of the JSON container stack etwd_json_find_nul keeps */
+struct jlevel {
+  char kind;    /* '{' or '[' */
+  char has_key; /* object: the current member's name was read */
+  unsigned idx; /* array index */
+  char key[48]; /* object: the current member's name (its first bytes, raw) */
+};
+
+/* a string at @p (just after its opening quote): its end (after the closing quote, or the body's
+ * end), the first 46 bytes of its raw text in @raw, whether it holds a NUL (raw or \u0000) */
+static const char *json_string(const char *p, const char *end, char *raw, int *nul) {
+  size_t n = 0;
+  *nul = 0;
+  while (p < end && *p != '"') {
+    if (*p == 0) *nul = 1;
+    if (*p == '\\' && p + 1 < end) {
+      if (p[1] == 'u' && end - p >= 6 && !memcmp(p + 2, "0000", 4)) *nul = 1;
+      if (n < 46) raw[n++] = *p;
+      p++;
+    }
+    if (n < 46) raw[n++] = *p;
+    p++;
+  }
+  raw[n] = 0;
+  return p < end ? p + 1 : end;
+}
+
+/* the JSON pointer of the first @levels levels of @st into @ptr */
+static void json_pointer(const struct jlevel *st, int levels, char *ptr, size_t n) {
+  size_t o = 0;
+  ptr[0] = 0;
+  for (int i = 0; i < levels; i++) {
+    int w = st[i].kind == '{' ? snprintf(ptr + o, n - o, "/%s", st[i].key)
+                              : snprintf(ptr + o, n - o, "/%u", st[i].idx);
+    if (w < 0 || (size_t)w >= n - o) return;
+    o += (size_t)w;
+  }
+}
+
+int etwd_json_find_nul(const char *buf, size_t len, char *ptr, size_t n) {
+  enum { KEEP = 16 };
+  struct jlevel st[KEEP];
+  int depth = 0; /* containers open; the first KEEP are in st */
+  const char *p = buf, *end = buf + len;
+  ptr[0] = 0;
+  while (p < end) {
+    char c = *p++;
+    struct jlevel *top = depth && depth <= KEEP ? &st[depth - 1] : NULL;
+    if (c == '"') {
+      char raw[48];
+      int nul, is_key = top && top->kind == '{' && !top->has_key;
+      p = json_string(p, end, raw, &nul);
+      if (nul) {
+        if (depth <= KEEP) json_pointer(st, is_key ? depth - 1 : depth, ptr, n);
+        return 1;
+      }
+      if (is_key) top->has_key = 1, snprintf(top->key, sizeof top->key, "%s", raw);
+    } else if (c == '{' || c == '[') {
+      if (depth < KEEP) st[depth].kind = c, st[depth].has_key = 0, st[depth].idx = 0;
+      depth++;
+    } else if ((c == '}' || c == ']') && depth) {
+      depth--;
+    } else if (c == ',' && top) {
+      top->idx++;
+      top->has_key = 0;
+    } else if (c == 0) {
+      return 1; /* a raw NUL outside any string */
+    }
+  }
+  return 0;
+}
+
 unsigned long long etwd_parse_id(const char *s) {
   if (!*s || strlen(s) > 18) return 0;
   unsigned long long v = 0;
@@ -165,86 +241,166 @@ unsigned long long etwd_parse_id(const char *s) {
   return v;
 }
 
-void etwd_send_file(struct etwd_req *r, const char *path, const char *ctype, const char *dl_name) {
-#ifdef _WIN32
-  int fd = etwd_open_read(path); /* shares delete access: the file can be deleted meanwhile */
-#else
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-#endif
-  struct stat sb;
-  if (fd < 0 || fstat(fd, &sb) || !S_ISREG(sb.st_mode)) {
-    if (fd >= 0) close(fd);
-    etwd_problem(r, 404, "not-found", NULL, "the file does not exist (yet)", NULL, NULL);
-    return;
+/* ---- downloads: validators, conditional requests (RFC 9110 §13) and one byte range (§14) */
+
+static const char wdays[7][4] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
+static const char months[12][4] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                   "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+
+/* days since 1970-01-01 of a proleptic Gregorian date (no timegm on every platform) */
+static long long days_from_civil(long long y, unsigned m, unsigned d) {
+  y -= m <= 2;
+  long long era = (y >= 0 ? y : y - 399) / 400;
+  unsigned yoe = (unsigned)(y - era * 400);
+  unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + (long long)doe - 719468;
+}
+
+/* IMF-fixdate ("Sun, 06 Nov 1994 08:49:37 GMT") to Unix seconds; -1 if it is not one */
+static int http_date_parse(const char *s, long long *t) {
+  char wd[4], mon[4];
+  int d, y, hh, mm, ss, n = 0;
+  if (sscanf(s, "%3s, %2d %3s %4d %2d:%2d:%2d GMT%n", wd, &d, mon, &y, &hh, &mm, &ss, &n) != 7 ||
+      n == 0 || s[n] != 0)
+    return -1;
+  unsigned m = 0;
+  while (m < 12 && strcmp(mon, months[m])) m++;
+  if (m == 12 || d < 1 || d > 31 || hh > 23 || mm > 59 || ss > 60) return -1;
+  *t = days_from_civil(y, m + 1, (unsigned)d) * 86400 + hh * 3600 + mm * 60 + ss;
+  return 0;
+}
+
+static void http_date_format(long long t, char *out, size_t n) {
+  time_t tt = (time_t)t;
+  struct tm tm;
+  if (!gmtime_r(&tt, &tm)) memset(&tm, 0, sizeof tm);
+  snprintf(out, n, "%s, %02d %s %04d %02d:%02d:%02d GMT", wdays[tm.tm_wday % 7], tm.tm_mday,
+           months[tm.tm_mon % 12], tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
+}
+
+/* Does the list of entity-tags in header @h ("*", or `"x", W/"y"`) match @etag (strong, quoted)?
+ * @weak: weak comparison (W/ prefixes ignored, If-None-Match); else strong (If-Match, If-Range). */
+static int etag_list_match(const char *h, const char *etag, int weak) {
+  size_t el = strlen(etag);
+  for (const char *p = h;;) {
+    p += strspn(p, " \t,");
+    if (!*p) return 0;
+    if (*p == '*') return 1;
+    int is_weak = !strncmp(p, "W/", 2);
+    if (is_weak) p += 2;
+    const char *q = *p == '"' ? strchr(p + 1, '"') : NULL;
+    if (!q) return 0; /* malformed: no match */
+    size_t tl = (size_t)(q - p) + 1;
+    if ((weak || !is_weak) && tl == el && !memcmp(p, etag, el)) return 1;
+    p = q + 1;
   }
-  unsigned long long size = (unsigned long long)sb.st_size, from = 0, to = size ? size - 1 : 0;
-  int partial = 0;
-  const char *range = etwd_header(r, "Range");
-  if (range) {
-    unsigned long long a = 0, b = 0;
-    int ok = 0;
-    /* one range of digits only: no signs, no lists (a list gets the whole file) */
-    if (!strncmp(range, "bytes=", 6) && !strchr(range, ',') && strspn(range + 6, "0123456789-") == strlen(range + 6) &&
-        strchr(range + 6, '-') == strrchr(range + 6, '-')) {
-      const char *p = range + 6;
-      char *end;
-      if (*p == '-') {
-        b = strtoull(p + 1, &end, 10);
-        if (*end == 0 && end != p + 1 && b > 0) {
-          from = b >= size ? 0 : size - b;
-          to = size ? size - 1 : 0;
-          ok = size > 0;
-        }
-      } else {
-        a = strtoull(p, &end, 10);
-        if (end != p && *end == '-') {
-          const char *q = end + 1;
-          if (!*q) {
-            b = size ? size - 1 : 0;
-            ok = a < size;
-          } else {
-            b = strtoull(q, &end, 10);
-            ok = *end == 0 && a <= b && a < size;
-            if (b >= size) b = size - 1;
-          }
-          from = a;
-          to = b;
-        }
+}
+
+/* saturating decimal digits at *@p (at least one); -1 if none */
+static int range_num(const char **p, unsigned long long *v) {
+  const char *s = *p;
+  *v = 0;
+  while (**p >= '0' && **p <= '9') {
+    unsigned d = (unsigned)(*(*p)++ - '0');
+    *v = *v > (~0ULL - d) / 10 ? ~0ULL : *v * 10 + d;
+  }
+  return *p == s ? -1 : 0;
+}
+
+enum { RANGE_WHOLE = 0, RANGE_ONE = 1, RANGE_UNSATISFIABLE = 2 };
+
+/* Range header @h against a file of @size bytes. A unit other than bytes (any case), bad syntax
+ * or several ranges are ignored: the whole file (RFC 9110 §14.2). One satisfiable range:
+ * RANGE_ONE with [@from, @to]; no satisfiable range at all: RANGE_UNSATISFIABLE. */
+static int parse_range(const char *h, unsigned long long size, unsigned long long *from,
+                       unsigned long long *to) {
+  if (strncasecmp(h, "bytes=", 6)) return RANGE_WHOLE;
+  const char *p = h + 6;
+  int specs = 0, satisfiable = 0;
+  for (;;) {
+    p += strspn(p, " \t");
+    unsigned long long a, b = ~0ULL;
+    int suffix = *p == '-';
+    if (suffix) p++;
+    if (range_num(&p, &a)) return RANGE_WHOLE;
+    if (!suffix) {
+      if (*p++ != '-') return RANGE_WHOLE;
+      if (*p >= '0' && *p <= '9') {
+        range_num(&p, &b);
+        if (b < a) return RANGE_WHOLE; /* invalid range-spec */
       }
     }
-    if (!ok) {
-      close(fd);
-      char extra[96];
-      snprintf(extra, sizeof extra, "Content-Range: bytes */%llu\r\n", size);
-      etwd_problem(r, 416, "range-not-satisfiable", NULL, "the requested range is outside the file",
-                   NULL, extra);
-      return;
+    specs++;
+    if (suffix ? a > 0 && size > 0 : a < size) {
+      if (!satisfiable++) {
+        *from = suffix ? (a >= size ? 0 : size - a) : a;
+        *to = suffix || b >= size ? size - 1 : b;
+      }
     }
-    partial = 1;
+    p += strspn(p, " \t");
+    if (!*p) break;
+    if (*p++ != ',') return RANGE_WHOLE;
   }
-  unsigned long long len = size ? to - from + 1 : 0;
+  if (!satisfiable) return RANGE_UNSATISFIABLE;
+  return specs == 1 ? RANGE_ONE : RANGE_WHOLE;
+}
+
+/* The validators of the version of the file open as @sb: a strong ETag from inode, size and
+ * mtime in ns (a replaced or rewritten file gets a new one), and Last-Modified. */
+static void file_validators(const struct stat *sb, char *etag, size_t en, char *lm, size_t ln) {
+  unsigned long long ino = 0;
+#ifndef _WIN32
+  ino = (unsigned long long)sb->st_ino;
+#endif
+  snprintf(etag, en, "\"%llx-%llx-%llx%09lx\"", ino, (unsigned long long)sb->st_size,
+           (unsigned long long)sb->st_mtim.tv_sec, (unsigned long)sb->st_mtim.tv_nsec);
+  http_date_format((long long)sb->st_mtim.tv_sec, lm, ln);
+}
+
+/* RFC 9110 §13.2.2 steps 1-4 (If-Match, If-Unmodified-Since, If-None-Match, If-Modified-Since):
+ * 0 to go on, else the status to answer (304 or 412) */
+static int preconditions(struct etwd_req *r, const char *etag, long long mtime) {
+  const char *im = etwd_header(r, "If-Match"), *ius = etwd_header(r, "If-Unmodified-Since");
+  const char *inm = etwd_header(r, "If-None-Match"), *ims = etwd_header(r, "If-Modified-Since");
+  long long t;
+  if (im ? !etag_list_match(im, etag, 0) : ius && !http_date_parse(ius, &t) && mtime > t) return 412;
+  if (inm) return etag_list_match(inm, etag, 1) ? 304 : 0; /* GET and HEAD only come here */
+  if (ims && !http_date_parse(ims, &t) && mtime <= t) return 304;
+  return 0;
+}
+
+/* If-Range (§13.1.5): the Range applies only when it names this version by its ETag. A date is
+ * not taken: a file replaced twice within its mtime's second would make it match the wrong
+ * version, so a date gets the whole file. */
+static int if_range_holds(struct etwd_req *r, const char *etag) {
+  const char *ir = etwd_header(r, "If-Range");
+  if (!ir) return 1;
+  while (*ir == ' ' || *ir == '\t') ir++;
+  return *ir == '"' && strlen(ir) >= 2 && etag_list_match(ir, etag, 0) && !strchr(ir, ',');
+}
+
+static void send_not_modified(struct etwd_req *r, const char *etag, const char *lm) {
   char head[1024];
-  int hn = snprintf(head, sizeof head,
-                    "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %llu\r\n"
-                    "Accept-Ranges: bytes\r\n%s",
-                    partial ? 206 : 200, partial ? "Partial Content" : "OK", ctype, len, common_headers);
-  if (partial) hn += snprintf(head + hn, sizeof head - (size_t)hn, "Content-Range: bytes %llu-%llu/%llu\r\n", from, to, size);
-  if (dl_name) hn += snprintf(head + hn, sizeof head - (size_t)hn, "Content-Disposition: attachment; filename=\"%s\"\r\n", dl_name);
-  hn += snprintf(head + hn, sizeof head - (size_t)hn, "\r\n");
-  r->status = partial ? 206 : 200;
+  int hn = snprintf(head, sizeof head, "HTTP/1.1 304 Not Modified\r\nETag: %s\r\nLast-Modified: %s\r\n%s\r\n",
+                    etag, lm, common_headers);
+  r->status = 304;
+  if (hn > 0 && mg_write(r->conn, head, (size_t)hn) > 0) r->bytes_out = (size_t)hn;
+}
+
+/* the body from the open @fd, [@from, @from+@len), the first write carrying @head */
+static void send_body(struct etwd_req *r, int fd, const char *head, size_t hn,
+                      unsigned long long from, unsigned long long len) {
   size_t bufsz = 256 * 1024;
   char *buf = malloc(bufsz);
   if (!buf) {
-    close(fd);
     etwd_problem(r, 503, "out-of-memory", NULL, NULL, NULL, NULL);
     return;
   }
-  /* first write carries the headers with the first block of the body */
-  memcpy(buf, head, (size_t)hn);
-  size_t off = (size_t)hn;
+  memcpy(buf, head, hn);
+  size_t off = hn;
   unsigned long long left = len, pos = from;
-  int head_only = !strcmp(r->ri->request_method, "HEAD");
-  if (head_only) left = 0;
+  if (!strcmp(r->ri->request_method, "HEAD")) left = 0;
   do {
     size_t want = bufsz - off;
     if (want > left) want = (size_t)left;
@@ -261,5 +417,52 @@ void etwd_send_file(struct etwd_req *r, const char *path, const char *ctype, con
     off = 0;
   } while (left);
   free(buf);
+}
+
+/* Serve one version of @path: it is opened once, its validators come from fstat of that
+ * descriptor and the bytes from the same descriptor (a recording's snapshot replaced by rename
+ * meanwhile does not mix in). */
+void etwd_send_file(struct etwd_req *r, const char *path, const char *ctype, const char *dl_name) {
+#ifdef _WIN32
+  int fd = etwd_open_read(path); /* shares delete access: the file can be deleted meanwhile */
+#else
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+#endif
+  struct stat sb;
+  if (fd < 0 || fstat(fd, &sb) || !S_ISREG(sb.st_mode)) {
+    if (fd >= 0) close(fd);
+    etwd_problem(r, 404, "not-found", NULL, "the file does not exist (yet)", NULL, NULL);
+    return;
+  }
+  char etag[96], lm[64], extra[256];
+  file_validators(&sb, etag, sizeof etag, lm, sizeof lm);
+  unsigned long long size = (unsigned long long)sb.st_size, from = 0, to = size ? size - 1 : 0;
+  int pre = preconditions(r, etag, (long long)sb.st_mtim.tv_sec);
+  const char *range = etwd_header(r, "Range");
+  int kind = pre || !range || !if_range_holds(r, etag) ? RANGE_WHOLE : parse_range(range, size, &from, &to);
+  if (pre == 304) {
+    send_not_modified(r, etag, lm);
+  } else if (pre == 412 || kind == RANGE_UNSATISFIABLE) {
+    int u = pre != 412;
+    snprintf(extra, sizeof extra, u ? "ETag: %s\r\nContent-Range: bytes */%llu\r\n" : "ETag: %s\r\n", etag, size);
+    etwd_problem(r, u ? 416 : 412, u ? "range-not-satisfiable" : "precondition-failed", NULL,
+                 u ? "the requested range is outside the file"
+                   : "the file is not the version the request's If-Match/If-Unmodified-Since names",
+                 NULL, extra);
+  } else {
+    int partial = kind == RANGE_ONE;
+    if (!partial) from = 0, to = size ? size - 1 : 0;
+    unsigned long long len = size ? to - from + 1 : 0;
+    char head[1024];
+    int hn = snprintf(head, sizeof head,
+                      "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %llu\r\n"
+                      "Accept-Ranges: bytes\r\nETag: %s\r\nLast-Modified: %s\r\n%s",
+                      partial ? 206 : 200, partial ? "Partial Content" : "OK", ctype, len, etag, lm, common_headers);
+    if (partial) hn += snprintf(head + hn, sizeof head - (size_t)hn, "Content-Range: bytes %llu-%llu/%llu\r\n", from, to, size);
+    if (dl_name) hn += snprintf(head + hn, sizeof head - (size_t)hn, "Content-Disposition: attachment; filename=\"%s\"\r\n", dl_name);
+    hn += snprintf(head + hn, sizeof head - (size_t)hn, "\r\n");
+    r->status = partial ? 206 : 200;
+    send_body(r, fd, head, (size_t)hn, from, len);
+  }
   close(fd);
 }

@@ -50,7 +50,8 @@ static int match_path(const char *pat, const char *path, char params[][256]) {
       if (!e || k == 0 || k >= 256 || np >= ETWD_MAX_PARAMS) return 0;
       memcpy(params[np], path, k);
       params[np][k] = 0;
-      mg_url_decode(params[np], (int)k, params[np], 256, 0);
+      int dl = mg_url_decode(params[np], (int)k, params[np], 256, 0);
+      if (dl < 0 || strlen(params[np]) != (size_t)dl) return 0; /* a NUL would cut the name */
       np++;
       pat = e + 1;
       path += k;
@@ -104,6 +105,30 @@ int etwd_origin_allowed(struct etwd_server *s, const struct mg_request_info *ri,
   size_t sl = strlen(scheme);
   if (strncasecmp(origin, scheme, sl)) return 0;
   return !strcasecmp(origin + sl, host);
+}
+
+/* CSRF: a cookie-authenticated change needs an allowed Origin (same origin or --allow-origin);
+ * without an Origin, Sec-Fetch-Site must not say the browser sent it from another site */
+static int cookie_change_allowed(struct etwd_server *s, struct etwd_req *r) {
+  const char *origin = etwd_header(r, "Origin"), *site = etwd_header(r, "Sec-Fetch-Site");
+  if (origin) return etwd_origin_allowed(s, r->ri, origin);
+  return !site || !strcasecmp(site, "same-origin") || !strcasecmp(site, "none");
+}
+
+/* A NUL (%00) in the path or a query value would cut a name short in C strings: 400, naming the
+ * query parameter (or "path"). 0 if there is none. */
+static int refuse_nul(struct etwd_req *r, const char *uri) {
+  const char *q = r->ri->query_string, *hit = q ? strstr(q, "%00") : NULL;
+  char field[64] = "path";
+  if (!strstr(uri, "%00") && !hit) return 0;
+  if (!strstr(uri, "%00")) {
+    const char *pair = hit;
+    while (pair > q && pair[-1] != '&') pair--;
+    snprintf(field, sizeof field, "%.*s", (int)strcspn(pair, "=&"), pair);
+  }
+  etwd_problem(r, 400, "invalid-argument", NULL, "a NUL character (%00) is not allowed in a path or query value",
+               field, NULL);
+  return 1;
 }
 
 static void access_log(struct etwd_req *r) {
@@ -183,6 +208,13 @@ static int read_json_body(struct etwd_req *r) {
     return -1;
   }
   buf[len] = 0;
+  char ptr[200];
+  if (etwd_json_find_nul(buf, len, ptr, sizeof ptr)) { /* cJSON would end the string there */
+    free(buf);
+    etwd_problem(r, 400, "invalid-argument", NULL, "a NUL character (\\u0000) is not allowed in a JSON string",
+                 ptr[0] ? ptr : NULL, NULL);
+    return -1;
+  }
   const char *endp = NULL;
   r->body = cJSON_ParseWithLengthOpts(buf, len + 1, &endp, 1); /* + the NUL */
   if (!r->body) {
@@ -216,6 +248,7 @@ static int dispatch(struct mg_connection *conn, void *cbdata) {
   is_stream = rt && (rt->fn == h_session_events || rt->fn == h_file_events);
   /* streams are limited by --max-streams, not by the REST concurrency limit */
   if (!is_stream) active = atomic_fetch_add(&s->active_requests, 1) + 1;
+  if (refuse_nul(&r, uri)) goto done;
   if (!rt) {
     if (!allow[0] && serve_asset(&r, uri)) goto done;
     if (allow[0]) {
@@ -247,7 +280,7 @@ static int dispatch(struct mg_connection *conn, void *cbdata) {
     }
     /* cookie-authenticated changes must come from an allowed Origin (CSRF) */
     if (r.who.via_cookie && strcmp(method, "GET") && strcmp(method, "HEAD") &&
-        !etwd_origin_allowed(s, r.ri, etwd_header(&r, "Origin"))) {
+        !cookie_change_allowed(s, &r)) {
       etwd_problem(&r, 403, "forbidden-origin", NULL, "cross-origin request refused", NULL, NULL);
       goto done;
     }

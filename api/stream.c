@@ -85,6 +85,10 @@ static int parse_u32s(const char *v, uint32_t *out, uint32_t *n) {
 /* mg_get_var: >= 0 found, -1 absent, anything else (too long, bad encoding) is an error */
 static int qvar(const char *q, size_t ql, const char *name, char *v, size_t n, char *err, size_t errlen) {
   int r = mg_get_var(q, ql, name, v, n);
+  if (r >= 0 && strlen(v) != (size_t)r) { /* %00: a NUL would cut the value short */
+    snprintf(err, errlen, "query parameter %s contains a NUL character (%%00)", name);
+    return -1;
+  }
   if (r >= 0) return 1;
   if (r == -1) return 0;
   snprintf(err, errlen, "query parameter %s is too long or badly encoded", name);

@@ -33,6 +33,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char err[200];
   (void)etwd_sub_filter_from_query(query, &f, &from, err, sizeof err);
 
+  char ptr[200];
+  (void)etwd_json_find_nul(body, strlen(body), ptr, sizeof ptr);
+  (void)etwd_json_find_nul(body, size - (size_t)(body - buf), ptr, 16); /* raw NULs, short room */
   cJSON *j = cJSON_ParseWithLength(body, strlen(body));
   if (j) {
     struct etw_session_spec spec;
