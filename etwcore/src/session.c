@@ -240,8 +240,7 @@ enum etw_err etw_session_create(struct etw_core *c, const cJSON *body, const cha
   atomic_fetch_add(&s->refs, 1); /* the table's reference */
   pthread_mutex_unlock(&c->mu);
 
-  snprintf(s->os_name, sizeof s->os_name, "%s%llu_%ld", ETW_SESSION_PREFIX,
-           (unsigned long long)s->id, (long)getpid());
+  etw_os_name_make(s->os_name, sizeof s->os_name, (unsigned long long)s->id);
   if ((s->spec.mode & ETW_MODE_FILE) && c->cfg.state_dir) {
     char dir[4096], path[4200];
     snprintf(dir, sizeof dir, "%s/recordings/%llu", c->cfg.state_dir, (unsigned long long)s->id);
