@@ -2,8 +2,8 @@
 the real server on the real kernel (root):
 - a restart right after `kill -9` (the dead server still a zombie) reaps its tracefs instance, and
   an instance whose owner pid is alive but started at another time (a reused pid) too;
-- file-mode recordings left by SIGTERM or kill -9 survive a restart, are listed and downloadable
-  under /api/v1/recordings, and new sessions never overwrite them;
+- file-mode recordings left by SIGTERM or kill -9 survive a restart, are listed, downloadable and
+  deletable under /api/v1/recordings, and new sessions never overwrite them;
 - disk full while recording: the session fails at once with a clear message, and the kept
   trace.dat is readable and holds every event that was written before the failure."""
 import glob
@@ -152,12 +152,103 @@ def test_disk_full():
         os.rmdir(mnt)
 
 
+def unique_prog(tag):
+    d = tempfile.mkdtemp(prefix="etwdrec-")
+    p = os.path.join(d, "etwdrec_%s_%d" % (tag, os.getpid()))
+    with open("/bin/true", "rb") as src, open(p, "wb") as dst:
+        dst.write(src.read())
+    os.chmod(p, 0o755)
+    return p
+
+
+def run_n(prog, n):
+    for _ in range(n):
+        subprocess.run([prog], check=True)
+
+
+def recordings(e):
+    st, h, j = e.json("GET", "/api/v1/recordings", token="reader")
+    check(st == 200 and isinstance(j, list), "GET /api/v1/recordings: %d %r" % (st, j))
+    return {r["name"]: r for r in j} if st == 200 else {}
+
+
+def execs_in(e, name, prog):
+    code, h, data = e.request("GET", "/api/v1/recordings/%s" % name, token="reader")
+    check(code == 200, "download recording %s: %d" % (name, code))
+    return report_count(data, prog) if code == 200 else -1
+
+
+EXEC = {"providers": [{"name": "sched", "events": ["sched_process_exec"]}], "mode": "file"}
+
+
+def test_restart_keeps_recordings():
+    """SIGTERM, then kill -9, then restarts on the same state directory: every recording is still
+    there, listed and downloadable, and new sessions (ids start at 1 again) never overwrite one."""
+    p1, p2, p3 = unique_prog("a"), unique_prog("b"), unique_prog("c")
+    e = Etwd().start()
+    j1 = create(e, EXEC)
+    n1 = j1.get("recording_name")
+    check(bool(n1), "a file-mode session names its recording: %r" % n1)
+    run_n(p1, 5)
+    time.sleep(0.2)
+    check(e.stop() == 0, "SIGTERM with a recording session: exit 0")
+
+    e2 = Etwd(state=e.state).start()
+    recs = recordings(e2)
+    check(n1 in recs and recs[n1]["session"] is None, "after SIGTERM + restart the recording is listed: %r" % recs)
+    check(execs_in(e2, n1, p1) == 5, "it holds the 5 exec events recorded before SIGTERM")
+    j2 = create(e2, EXEC)
+    n2 = j2.get("recording_name")
+    check(j2["id"] == j1["id"] and n2 and n2 != n1,
+          "a new session with the same id (%d) records elsewhere: %r vs %r" % (j2["id"], n2, n1))
+    check(recordings(e2).get(n2, {}).get("session") == j2["id"], "the listing names the owning session")
+    run_n(p2, 3)
+    time.sleep(2.5)  # the recording is refreshed about once a second
+    e2.proc.kill()
+    e2.proc.wait()
+    e2.proc.stdout.close()
+    e2.errf.close()
+    e2.proc = None
+
+    e3 = Etwd(state=e.state).start()
+    recs = recordings(e3)
+    check(n1 in recs and n2 in recs, "after kill -9 + restart both recordings are listed: %r" % sorted(recs))
+    j3 = create(e3, EXEC)
+    n3 = j3.get("recording_name")
+    check(n3 not in (n1, n2), "a third run's session records elsewhere again: %r" % n3)
+    run_n(p3, 2)
+    check(execs_in(e3, n1, p1) == 5, "the first recording is untouched (5 execs)")
+    check(execs_in(e3, n1, p2) == 0 and execs_in(e3, n1, p3) == 0, "and holds nothing of later runs")
+    check(execs_in(e3, n2, p2) == 3, "the kill -9 run's recording holds its 3 execs (its last refresh)")
+    # Range on a recording
+    code, h, part = e3.request("GET", "/api/v1/recordings/%s" % n1, token="reader", headers={"Range": "bytes=0-9"})
+    check(code == 206 and len(part) == 10, "Range on a recording: %d %d" % (code, len(part)))
+    # delete: refused while a session owns it, allowed for an orphan; bad names are 404s
+    st, h, j = e3.json("DELETE", "/api/v1/recordings/%s" % n3)
+    check(st == 409, "a recording its session still owns cannot be deleted: %d %r" % (st, j))
+    st, h, j = e3.json("DELETE", "/api/v1/recordings/%s" % n1, token="reader")
+    check(st == 403, "deleting needs the admin role: %d" % st)
+    st, h, _ = e3.request("DELETE", "/api/v1/recordings/%s" % n1)
+    check(st == 204, "an earlier run's recording can be deleted: %d" % st)
+    check(n1 not in recordings(e3), "and is gone from the list")
+    for bad in ("..", "..%2Ftokens", "nosuch"):
+        st, h, j = e3.json("GET", "/api/v1/recordings/%s" % bad, token="reader")
+        check(st == 404, "GET /api/v1/recordings/%s → 404: %d" % (bad, st))
+    e3.request("DELETE", "/api/v1/sessions/%d" % j3["id"])
+    check(e3.stop() == 0, "exit 0")
+    e.cleanup()
+    for p in (p1, p2, p3):
+        os.unlink(p)
+        os.rmdir(os.path.dirname(p))
+
+
 def main():
     if os.geteuid() != 0:
         check(False, "these tests need root (tracefs, mount)")
         done()
     test_zombie_restart()
     test_disk_full()
+    test_restart_keeps_recordings()
     done()
 
 
