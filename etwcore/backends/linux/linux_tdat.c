@@ -225,28 +225,74 @@ static ssize_t copy_chunk(int in, loff_t *off, int out, size_t n) {
 
 static int no_space(int e) { return e == ENOSPC || e == EDQUOT; }
 
+/* Make room on a full disk, once: remove <path> (the last snapshot; the new file replaces it). */
+static int make_room(struct lx_tdat *t, int *freed) {
+  if (*freed) return 0;
+  *freed = unlink(t->path) == 0;
+  return *freed;
+}
+
+/* Copy the first @n bytes of CPU @c's spool to @fd's position. @final: punch each copied chunk
+ * out of the spool, and make room once when the disk is full. 0 or the errno; *@copied. */
+static int copy_spool(struct lx_tdat *t, int c, int fd, uint64_t n, int final, int *freed,
+                      uint64_t *copied) {
+  loff_t in = 0;
+  int e = 0;
+  while ((uint64_t)in < n) {
+    uint64_t left = n - (uint64_t)in;
+    loff_t at = in;
+    ssize_t k = copy_chunk(t->fd[c], &in, fd, left > LX_TDAT_CHUNK ? LX_TDAT_CHUNK : left);
+    if (k < 0 && final && no_space((int)-k) && make_room(t, freed)) continue;
+    if (k <= 0) {
+      e = k < 0 ? (int)-k : EIO;
+      break;
+    }
+    if (final) /* the copy is in the file now: give the spool's blocks back */
+      fallocate(t->fd[c], FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, at, k);
+  }
+  *copied = (uint64_t)in;
+  return e;
+}
+
+/* The disk could not hold CPU @c's data (it starts at @pos; @copied bytes made it): keep its
+ * whole pages and no CPU after it: cut the file there and rewrite the table at @table (the data
+ * begins at @data0) for the new @sizes. 0 or the errno. */
+static int cut_file(struct lx_tdat *t, int fd, uint64_t table, uint64_t data0, uint64_t pos,
+                    uint64_t *sizes, int c, uint64_t copied) {
+  sizes[c] = copied / (uint64_t)t->page_size * (uint64_t)t->page_size;
+  for (int k = c + 1; k < t->ncpu; k++) sizes[k] = 0;
+  if (ftruncate(fd, (off_t)(pos + sizes[c])) != 0) return errno;
+  uint64_t off = data0, ent[2];
+  for (int k = 0; k < t->ncpu; k++) { /* overwrites bytes in place: needs no free space */
+    ent[0] = sizes[k] ? off : 0;
+    ent[1] = sizes[k];
+    off += sizes[k];
+    if (pwrite(fd, ent, sizeof ent, (off_t)(table + (uint64_t)k * 16)) != (ssize_t)sizeof ent)
+      return errno ? errno : EIO;
+  }
+  return 0;
+}
+
 /* Write header + @sizes bytes of each spool (@copy) to <path>.part, then rename it onto <path>.
- * @final: punch each copied chunk out of its spool; when the disk is full, remove <path> (the
- * last snapshot) for room, and if that is not enough keep the whole pages copied so far (@sizes
- * is cut to them). Returns 0 (complete), 1 (@final: cut), -1 (failed, <path> untouched unless
- * @final removed it); *@err gets the errno. */
+ * @final: the reserve is given back first, each copied chunk is punched out of its spool, on a
+ * full disk <path> (the last snapshot) is removed for room, and if that is not enough the file
+ * keeps the whole pages copied so far (@sizes is cut to them). Returns 0 (complete), 1 (@final:
+ * cut), -1 (failed, <path> untouched unless @final removed it); *@err gets the errno. */
 static int write_file(struct lx_tdat *t, const char *const *systems, uint64_t *sizes, int copy,
                       int final, int *err) {
   char tmp[PATH_MAX];
   snprintf(tmp, sizeof tmp, "%s.part", t->path);
   int freed = 0, cut = 0;
   *err = 0;
-  if (final) { /* give the reserved room back: it is for this write */
+  if (final) {
     pthread_mutex_lock(&t->rmu);
     if (t->rfd >= 0) close(t->rfd);
     t->rfd = -1;
     pthread_mutex_unlock(&t->rmu);
   }
   int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
-  if (fd < 0 && final && no_space(errno) && unlink(t->path) == 0) {
-    freed = 1;
+  if (fd < 0 && final && no_space(errno) && make_room(t, &freed))
     fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
-  }
   if (fd < 0) {
     *err = errno;
     return -1;
@@ -254,46 +300,18 @@ static int write_file(struct lx_tdat *t, const char *const *systems, uint64_t *s
   struct wbuf b = {.fd = fd};
   uint64_t table = 0;
   uint64_t pos = write_header(t, &b, systems, sizes, &table), data0 = pos;
-  if (final && no_space(b.err) && !freed) { /* room for the header: drop the last snapshot */
-    freed = unlink(t->path) == 0;
-    if (freed && ftruncate(fd, 0) == 0 && lseek(fd, 0, SEEK_SET) == 0) {
-      b = (struct wbuf){.fd = fd};
-      pos = data0 = write_header(t, &b, systems, sizes, &table);
-    }
+  if (final && no_space(b.err) && make_room(t, &freed) && ftruncate(fd, 0) == 0 &&
+      lseek(fd, 0, SEEK_SET) == 0) {
+    b = (struct wbuf){.fd = fd};
+    pos = data0 = write_header(t, &b, systems, sizes, &table);
   }
   for (int c = 0; copy && c < t->ncpu && !b.err; c++) {
-    loff_t in = 0;
-    while ((uint64_t)in < sizes[c]) {
-      uint64_t left = sizes[c] - (uint64_t)in;
-      loff_t at = in;
-      ssize_t k = copy_chunk(t->fd[c], &in, fd, left > LX_TDAT_CHUNK ? LX_TDAT_CHUNK : left);
-      if (k < 0 && final && no_space((int)-k) && !freed) {
-        freed = unlink(t->path) == 0;
-        if (freed) continue;
-      }
-      if (k <= 0) {
-        b.err = k < 0 ? (int)-k : EIO;
-        break;
-      }
-      b.off += (uint64_t)k;
-      if (final) /* the copy is in the file now: give the spool's blocks back */
-        fallocate(t->fd[c], FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, at, k);
-    }
-    if (b.err && final) { /* keep the whole pages of this CPU copied so far; none after it */
+    uint64_t copied = 0;
+    b.err = copy_spool(t, c, fd, sizes[c], final, &freed, &copied);
+    if (b.err && final) {
       *err = b.err;
-      b.err = 0;
-      sizes[c] = (uint64_t)in / (uint64_t)t->page_size * (uint64_t)t->page_size;
-      for (int k = c + 1; k < t->ncpu; k++) sizes[k] = 0;
       cut = 1;
-      if (ftruncate(fd, (off_t)(pos + sizes[c])) != 0) b.err = errno;
-      uint64_t off = data0, ent[2];
-      for (int k = 0; k < t->ncpu && !b.err; k++) {
-        ent[0] = sizes[k] ? off : 0;
-        ent[1] = sizes[k];
-        off += sizes[k];
-        if (pwrite(fd, ent, sizeof ent, (off_t)(table + (uint64_t)k * 16)) != (ssize_t)sizeof ent)
-          b.err = errno ? errno : EIO;
-      }
+      b.err = cut_file(t, fd, table, data0, pos, sizes, c, copied);
       break;
     }
     pos += sizes[c];
