@@ -152,6 +152,44 @@ def test_disk_full():
         os.rmdir(mnt)
 
 
+def test_stop_on_full_disk():
+    """Someone else fills the disk during a recording; a normal stop still writes the whole file
+    (the final write needs no free space: its room is reserved, and the spools are given back
+    chunk by chunk as they are copied)."""
+    mnt = tempfile.mkdtemp(prefix="etwd-full-")
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", mnt], check=True)
+    e = None
+    prog = unique_prog("full")
+    try:
+        e = Etwd(state=mnt).start()
+        # only this test's children (no page of another process's exec may arrive on the full disk)
+        j = create(e, {"providers": [{"name": "sched", "events": ["sched_process_exec"]}], "mode": "file",
+                       "pids": [os.getpid()]})
+        run_n(prog, 20)
+        time.sleep(0.5)  # the readers spool within ~20 ms
+        fd = os.open(os.path.join(mnt, "filler"), os.O_WRONLY | os.O_CREAT, 0o600)
+        try:  # fill the disk to the last byte
+            while os.write(fd, b"\0" * 4096) > 0:
+                pass
+        except OSError:
+            pass
+        os.close(fd)
+        st, h, s = e.json("POST", "/api/v1/sessions/%d/stop" % j["id"], expect=200)
+        st = session(e, j["id"])["stats"]
+        check(st.get("file_complete") is True and "file_error" not in st,
+              "stop on a full disk writes the final file: %r" % {k: v for k, v in st.items() if k.startswith("file")})
+        code, h, data = e.request("GET", "/api/v1/sessions/%d/file" % j["id"], token="reader")
+        check(code == 200 and report_count(data, prog) == 20, "it holds the 20 exec events")
+        check(e.stop() == 0, "exit 0")
+    finally:
+        if e and e.proc:
+            e.stop()
+        subprocess.run(["umount", mnt])
+        os.rmdir(mnt)
+        os.unlink(prog)
+        os.rmdir(os.path.dirname(prog))
+
+
 def unique_prog(tag):
     d = tempfile.mkdtemp(prefix="etwdrec-")
     p = os.path.join(d, "etwdrec_%s_%d" % (tag, os.getpid()))
@@ -248,6 +286,7 @@ def main():
         done()
     test_zombie_restart()
     test_disk_full()
+    test_stop_on_full_disk()
     test_restart_keeps_recordings()
     done()
 
