@@ -1,8 +1,10 @@
 /* backends.c — the table of backends compiled into this binary (CMake defines ETWD_BACKEND_*). */
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "etwcore/backend.h"
 
@@ -42,6 +44,45 @@ void etw_caps_json(unsigned caps, struct etw_jw *w) {
   etw_jw_ch(w, ']');
 }
 
+#ifndef _WIN32
+/* State letter and start time (field 22 of /proc/PID/stat: clock ticks after boot) of @pid.
+ * Returns 0 if the process does not exist (no /proc entry) or its stat cannot be parsed. */
+static int proc_stat(long pid, char *state, unsigned long long *start) {
+  char path[48], buf[1024];
+  snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+  FILE *f = fopen(path, "re");
+  if (!f) return 0;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  const char *p = strrchr(buf, ')'); /* comm may hold spaces and parentheses */
+  if (!p || p[1] != ' ' || !p[2]) return 0;
+  *state = p[2];
+  p += 3;
+  for (int field = 4; field <= 22; field++) { /* after the state: ppid (4) .. starttime (22) */
+    while (*p == ' ') p++;
+    char *end;
+    unsigned long long v = strtoull(p, &end, 10);
+    if (end == p) return 0;
+    if (field == 22) *start = v;
+    p = end;
+  }
+  return 1;
+}
+#endif
+
+void etw_os_name_make(char *buf, size_t n, unsigned long long id) {
+#ifndef _WIN32
+  char st;
+  unsigned long long start;
+  if (proc_stat((long)getpid(), &st, &start)) {
+    snprintf(buf, n, "%s%llu_s%llu_%ld", ETW_SESSION_PREFIX, id, start, (long)getpid());
+    return;
+  }
+#endif
+  snprintf(buf, n, "%s%llu_%ld", ETW_SESSION_PREFIX, id, (long)getpid());
+}
+
 int etw_os_name_is_stale(const char *name) {
   size_t pl = strlen(ETW_SESSION_PREFIX);
   if (!name || strncmp(name, ETW_SESSION_PREFIX, pl)) return 0;
@@ -53,6 +94,19 @@ int etw_os_name_is_stale(const char *name) {
 #ifdef _WIN32
   return 0; /* the win backend checks with OpenProcess */
 #else
-  return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+  /* kill(pid, 0) is not enough: a killed owner stays a zombie until its parent reaps it, and a
+   * pid can be reused by another process. Dead = no /proc entry, state Z/X, or (when the name
+   * records it: `_s<starttime>_<pid>`) a different start time. */
+  char st;
+  unsigned long long start;
+  if (!proc_stat(pid, &st, &start)) return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+  if (st == 'Z' || st == 'X' || st == 'x') return 1;
+  const char *seg = us;
+  while (seg > name + pl && seg[-1] != '_') seg--; /* the segment before _<pid> */
+  if (seg < us && *seg == 's' && seg + 1 < us) {
+    unsigned long long want = strtoull(seg + 1, &end, 10);
+    if (end == us && want != start) return 1;
+  }
+  return 0;
 #endif
 }

@@ -165,6 +165,29 @@ static void on_ended(void *ctx, enum etw_err code, const char *msg) {
 }
 
 
+/* A recording's directory, <state_dir>/recordings/<UTC start>-s<id>[-N], claimed with mkdir so
+ * that no two sessions of any run share one: ids restart at 1 after a restart, and recordings
+ * left by an earlier run (SIGTERM, kill -9) must never be overwritten. 0, or -1 with errno. */
+static int record_dir_claim(struct etw_core *c, uint64_t id, char *dir, size_t n) {
+  char base[4096], stamp[32];
+  snprintf(base, sizeof base, "%s/recordings", c->cfg.state_dir);
+  if (etw_mkdirs(base)) return -1;
+  time_t now = time(NULL);
+  struct tm tm;
+  gmtime_r(&now, &tm);
+  strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+  for (int k = 1; k < 1000; k++) {
+    if (k == 1)
+      snprintf(dir, n, "%s/%s-s%llu", base, stamp, (unsigned long long)id);
+    else
+      snprintf(dir, n, "%s/%s-s%llu-%d", base, stamp, (unsigned long long)id, k);
+    if (mkdir(dir, 0700) == 0) return 0;
+    if (errno != EEXIST) return -1;
+  }
+  errno = EEXIST;
+  return -1;
+}
+
 enum etw_err etw_session_create(struct etw_core *c, const cJSON *body, const char *const *files,
                                 struct etw_session **out, struct etw_status *st) {
   *out = NULL;
@@ -240,17 +263,17 @@ enum etw_err etw_session_create(struct etw_core *c, const cJSON *body, const cha
   atomic_fetch_add(&s->refs, 1); /* the table's reference */
   pthread_mutex_unlock(&c->mu);
 
-  snprintf(s->os_name, sizeof s->os_name, "%s%llu_%ld", ETW_SESSION_PREFIX,
-           (unsigned long long)s->id, (long)getpid());
+  etw_os_name_make(s->os_name, sizeof s->os_name, (unsigned long long)s->id);
   if ((s->spec.mode & ETW_MODE_FILE) && c->cfg.state_dir) {
     char dir[4096], path[4200];
-    snprintf(dir, sizeof dir, "%s/recordings/%llu", c->cfg.state_dir, (unsigned long long)s->id);
-    if (etw_mkdirs(dir)) {
+    if (record_dir_claim(c, s->id, dir, sizeof dir)) {
       e = etw_fail(st, ETW_E_IO, NULL, "cannot create the recording directory: %s", strerror(errno));
       goto fail_remove;
     }
     snprintf(path, sizeof path, "%s/trace.%s", dir, !strcmp(s->be->name, "linux") ? "dat" : "etl");
+    pthread_mutex_lock(&c->mu); /* etw_core_recording_owner reads it under c->mu */
     s->record_dir = strdup(dir);
+    pthread_mutex_unlock(&c->mu);
     s->record_path = strdup(path);
     if (!s->record_dir || !s->record_path) {
       e = etw_fail(st, ETW_E_NOMEM, NULL, NULL);
@@ -507,6 +530,10 @@ void etw_session_json(struct etw_session *s, struct etw_jw *w) {
   time_or_null(w, stopped);
   etw_jw_lit(w, ",\"recording\":");
   etw_jw_bool(w, s->record_path != NULL);
+  if (s->record_dir) { /* its name under /api/v1/recordings, which outlives the server */
+    etw_jw_lit(w, ",\"recording_name\":");
+    etw_jw_cs(w, strrchr(s->record_dir, '/') + 1);
+  }
   etw_jw_lit(w, ",\"spec\":");
   etw_spec_json(&s->spec, w);
   etw_jw_lit(w, ",\"stats\":");
@@ -643,6 +670,17 @@ struct etw_sub *etw_session_subscribe(struct etw_session *s, const struct etw_su
 }
 
 const char *etw_session_record_path(struct etw_session *s) { return s->record_path; }
+
+uint64_t etw_core_recording_owner(struct etw_core *c, const char *name) {
+  uint64_t id = 0;
+  pthread_mutex_lock(&c->mu);
+  for (uint32_t i = 0; i < c->n && !id; i++) {
+    const char *d = c->tab[i]->record_dir, *sl = d ? strrchr(d, '/') : NULL;
+    if (sl && !strcmp(sl + 1, name)) id = c->tab[i]->id;
+  }
+  pthread_mutex_unlock(&c->mu);
+  return id;
+}
 
 int etw_session_is_recording(struct etw_session *s) {
   pthread_mutex_lock(&s->smu);

@@ -51,6 +51,7 @@
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -155,8 +156,12 @@ struct lx_sess {
   _Atomic int64_t mono_to_real;
   struct lx_tdat *tdat;
   char *record_path;
-  uint64_t file_bytes, file_lost_pages;
-  int file_error;
+  uint64_t file_bytes, file_lost_pages, file_events;
+  atomic_int file_failed;    /* a spool write failed: the recording is frozen (file_msg says why) */
+  int file_done;             /* the final trace.dat is written (file_error: how it went) */
+  char file_msg[256];        /* the failure, as the session's state reports it */
+  char file_error[192];      /* the final write's problem ("" = none) */
+  char snap_note[128];       /* why snapshots are paused ("" = they are not) */
   pthread_t snap_th;
   int snap_started, snap_quit;
   pthread_cond_t snap_cv;
@@ -699,6 +704,22 @@ static void read_failed(struct lx_rd *r, int err) {
   if (s->ended) s->ended(s->ctx, ETW_E_IO, msg);
 }
 
+/* A spool write failed (disk full, EIO): the session fails at once, with the reason in its state,
+ * and the snapshot thread writes the final trace.dat (everything spooled before the failure). */
+static void file_failed(struct lx_rd *r) {
+  struct lx_sess *s = r->s;
+  if (atomic_exchange(&s->file_failed, 1)) return;
+  int e = lx_tdat_error(s->tdat);
+  pthread_mutex_lock(&s->mu);
+  snprintf(s->file_msg, sizeof s->file_msg,
+           "writing the recording failed on cpu%d: %s, after %llu bytes of pages; the session "
+           "stopped and the trace.dat keeps every event written before",
+           r->cpu, strerror(e), (unsigned long long)lx_tdat_bytes(s->tdat));
+  pthread_cond_broadcast(&s->snap_cv);
+  pthread_mutex_unlock(&s->mu);
+  if (s->ended && !atomic_exchange(&s->ended_called, 1)) s->ended(s->ctx, ETW_E_IO, s->file_msg);
+}
+
 /* Read every page available now (bounded by @max_pages). Returns pages read. */
 static int drain(struct lx_rd *r, int max_pages) {
   struct lx_sess *s = r->s;
@@ -715,9 +736,6 @@ static int drain(struct lx_rd *r, int max_pages) {
     pages++;
     atomic_fetch_add_explicit(&r->pages, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&r->raw_bytes, (uint64_t)n, memory_order_relaxed);
-    if (s->tdat && lx_tdat_page(s->tdat, r->cpu, r->page) != 0) {
-      /* the spool failed (disk full): the page is still decoded if realtime */
-    }
     uint64_t ne;
     if (s->mode & ETW_MODE_REALTIME) {
       sync_systems(r);
@@ -728,6 +746,10 @@ static int drain(struct lx_rd *r, int max_pages) {
       ne = lx_count_page(&r->dec, r->page);
     }
     atomic_fetch_add_explicit(&r->raw_events, ne, memory_order_relaxed);
+    /* after decoding (which only reads the page), so the page's event count goes with it */
+    if (s->tdat && !atomic_load_explicit(&s->file_failed, memory_order_relaxed) &&
+        lx_tdat_page(s->tdat, r->cpu, r->page, ne) != 0 && lx_tdat_error(s->tdat))
+      file_failed(r);
   }
   return pages;
 }
@@ -830,8 +852,56 @@ static void *reader_main(void *arg) {
   return NULL;
 }
 
+/* Room for a snapshot of @bytes beside @path: it needs a copy of the spools, and must leave as
+ * much again for the spools to grow (else the refresh itself would fill the disk). */
+static int snapshot_fits(const char *path, uint64_t bytes) {
+  char dir[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s", path);
+  char *sl = strrchr(dir, '/');
+  if (sl) *sl = 0;
+  struct statvfs v;
+  if (statvfs(sl ? dir : ".", &v) != 0) return 1;
+  uint64_t need = 2 * (bytes + (4u << 20)); /* + a generous header (the formats of syscalls) */
+  return (uint64_t)v.f_bavail * v.f_frsize >= need;
+}
+
+/* The final write of a recording that failed: tracing off (nothing more can be kept), then the
+ * trace.dat with everything spooled before the failure. Snapshot thread; s->mu not held. */
+static void finalize_failed(struct lx_sess *s, char *const *sys) {
+  pthread_mutex_lock(&s->mu);
+  struct tracefs_instance *in = s->inst; /* removed only after stop() joined this thread */
+  pthread_mutex_unlock(&s->mu);
+  if (in) tracefs_trace_off(in);
+  int e = 0, rc = lx_tdat_final(s->tdat, (const char *const *)sys, &e);
+  pthread_mutex_lock(&s->mu);
+  s->file_done = 1;
+  if (rc)
+    snprintf(s->file_error, sizeof s->file_error, "%s: %s",
+             rc > 0 ? "the disk could not hold every page spooled (the file keeps the first ones)"
+                    : "writing the trace.dat failed",
+             strerror(e));
+  pthread_mutex_unlock(&s->mu);
+}
+
+/* File mode: keep room for the final trace.dat's header with the formats of every system the
+ * session has (linux_tdat.c). Any thread but the readers; s->mu not held. 0 or an errno. */
+static int reserve_room(struct lx_sess *s) {
+  if (!s->tdat) return 0;
+  char *sys[ETW_SPEC_MAX_PROVIDERS + 1];
+  uint32_t n = 0;
+  pthread_mutex_lock(&s->mu);
+  for (uint32_t i = 0; i < s->n_sys; i++)
+    if ((sys[n] = strdup(s->systems[i]))) n++;
+  sys[n] = NULL;
+  pthread_mutex_unlock(&s->mu);
+  int e = lx_tdat_reserve(s->tdat, (const char *const *)sys);
+  for (uint32_t i = 0; i < n; i++) free(sys[i]);
+  return e;
+}
+
 /* File mode: refresh the trace.dat about every second while it is small, so that it can be
- * downloaded during the recording. Never touches the readers' hot path. */
+ * downloaded during the recording; and write it for good as soon as a spool write fails. Never
+ * touches the readers' hot path. */
 static void *snapshot_main(void *arg) {
   struct lx_sess *s = arg;
   uint64_t last = 0;
@@ -840,7 +910,7 @@ static void *snapshot_main(void *arg) {
     struct timespec dl;
     clock_gettime(CLOCK_MONOTONIC, &dl);
     dl.tv_sec += LX_SNAPSHOT_MS / 1000;
-    pthread_cond_timedwait(&s->snap_cv, &s->mu, &dl);
+    if (!atomic_load(&s->file_failed)) pthread_cond_timedwait(&s->snap_cv, &s->mu, &dl);
     if (s->snap_quit) break;
     char *sys[ETW_SPEC_MAX_PROVIDERS + 1];
     uint32_t n = 0;
@@ -849,11 +919,31 @@ static void *snapshot_main(void *arg) {
     sys[n] = NULL;
     struct lx_tdat *t = s->tdat;
     pthread_mutex_unlock(&s->mu);
-    uint64_t b = t ? lx_tdat_bytes(t) : 0;
-    if (t && b != last && b <= LX_SNAPSHOT_MAX && lx_tdat_snapshot(t, (const char *const *)sys) == 0)
-      last = b;
+    int failed = atomic_load(&s->file_failed);
+    if (t && failed) {
+      finalize_failed(s, sys);
+    } else if (t) {
+      uint64_t b = lx_tdat_bytes(t);
+      int e = 0;
+      const char *note = NULL;
+      if (b != last && b <= LX_SNAPSHOT_MAX) {
+        if (!snapshot_fits(s->record_path, b))
+          note = "paused: too little free disk space for a copy of the recording";
+        else if (lx_tdat_snapshot(t, (const char *const *)sys, &e) == 0)
+          last = b;
+        else
+          note = "failed";
+      }
+      pthread_mutex_lock(&s->mu);
+      if (note)
+        snprintf(s->snap_note, sizeof s->snap_note, "%s%s%s", note, e ? ": " : "", e ? strerror(e) : "");
+      else if (b == last)
+        s->snap_note[0] = 0;
+      pthread_mutex_unlock(&s->mu);
+    }
     for (uint32_t i = 0; i < n; i++) free(sys[i]);
     pthread_mutex_lock(&s->mu);
+    if (failed) break;
   }
   pthread_mutex_unlock(&s->mu);
   return NULL;
@@ -1105,6 +1195,12 @@ static enum etw_err lx_open(const struct etw_backend_args *a, void **state, stru
     rc = apply_provider(s, &sp->providers[i], pfx, st);
   }
   if (rc) goto fail;
+  int re = reserve_room(s);
+  if (re) {
+    rc = etw_fail(st, ETW_E_IO, "/mode", "no room beside %s for the recording: %s", a->record_path,
+                  strerror(re));
+    goto fail;
+  }
   /* let the readers build their decoders now, in parallel, and wait for them */
   pthread_mutex_lock(&s->mu);
   s->prep = 1;
@@ -1142,6 +1238,9 @@ static enum etw_err lx_enable(void *vs, const struct etw_provider_spec *p, struc
   /* no session lock across the kernel writes (enabling all of `syscalls` takes ~1 s): the
    * readers only take it briefly to learn new systems */
   rc = apply_provider(s, p, "/providers/0", st);
+  /* a new system's formats go into the final header: keep room for them (best effort: without
+   * it the final write makes room by removing the last snapshot) */
+  if (!rc) reserve_room(s);
   return rc;
 }
 
@@ -1193,14 +1292,21 @@ static void lx_stop(void *vs) {
     s->snap_started = 0;
   }
   if (s->tdat) {
-    pthread_mutex_lock(&s->mu);
     struct lx_tdat *t = s->tdat;
+    int e = 0, rc = lx_tdat_final(t, (const char *const *)s->systems, &e);
+    pthread_mutex_lock(&s->mu);
     s->file_bytes = lx_tdat_bytes(t);
     s->file_lost_pages = lx_tdat_lost_pages(t);
+    s->file_events = lx_tdat_events(t);
     s->tdat = NULL;
+    if (rc && !s->file_done)
+      snprintf(s->file_error, sizeof s->file_error, "%s: %s",
+               rc > 0 ? "the disk could not hold every page spooled (the file keeps the first ones)"
+                      : "writing the trace.dat failed",
+               strerror(e));
+    s->file_done = 1;
     pthread_mutex_unlock(&s->mu);
-    if (lx_tdat_finish(t, (const char *const *)s->systems, "mono") != 0)
-      s->file_error = 1;
+    lx_tdat_abort(t);
   }
 }
 
@@ -1284,7 +1390,22 @@ static void lx_stats_json(void *vs, struct etw_jw *w) {
     etw_jw_u64(w, s->tdat ? lx_tdat_bytes(s->tdat) : s->file_bytes);
     etw_jw_lit(w, ",\"file_lost_pages\":");
     etw_jw_u64(w, s->tdat ? lx_tdat_lost_pages(s->tdat) : s->file_lost_pages);
-    if (s->file_error) etw_jw_lit(w, ",\"file_error\":\"writing the trace.dat failed\"");
+    etw_jw_lit(w, ",\"file_events\":");
+    etw_jw_u64(w, s->tdat ? lx_tdat_events(s->tdat) : s->file_events);
+    etw_jw_lit(w, ",\"file_complete\":");
+    etw_jw_bool(w, s->file_done);
+    if (s->file_msg[0]) {
+      etw_jw_lit(w, ",\"file_failure\":");
+      etw_jw_cs(w, s->file_msg);
+    }
+    if (s->file_error[0]) {
+      etw_jw_lit(w, ",\"file_error\":");
+      etw_jw_cs(w, s->file_error);
+    }
+    if (s->snap_note[0]) {
+      etw_jw_lit(w, ",\"file_snapshots\":");
+      etw_jw_cs(w, s->snap_note);
+    }
   }
   pthread_mutex_unlock(&s->mu);
 }

@@ -187,15 +187,29 @@ void lx_dec_event(struct lx_dec *d, const unsigned char *data, uint32_t size, ui
 struct lx_tdat;
 /** lx_tdat_open - prepare to record @ncpu CPUs into @path; spools live beside it (unlinked). */
 struct lx_tdat *lx_tdat_open(const char *path, int ncpu, int page_size, char *err, size_t errlen);
-/** lx_tdat_page - append one raw page of @cpu (thread-safe per CPU: one writer per CPU). */
-int lx_tdat_page(struct lx_tdat *t, int cpu, const void *page);
-/** lx_tdat_snapshot - rewrite @path (atomically, via rename) with everything spooled so far. */
-int lx_tdat_snapshot(struct lx_tdat *t, const char *const *systems);
-/** lx_tdat_finish - write @path (header with the formats of @systems + the spools); frees @t. */
-int lx_tdat_finish(struct lx_tdat *t, const char *const *systems, const char *clock);
+/** lx_tdat_page - append one raw page of @cpu holding @nev events (one writer per CPU). 0, or -1:
+ *  not spooled (counted as lost; after a write error, see lx_tdat_error, nothing more is). */
+int lx_tdat_page(struct lx_tdat *t, int cpu, const void *page, uint64_t nev);
+/** lx_tdat_reserve - (re)size the reserve that guarantees the final write room for its header
+ *  with the formats of @systems, even on a full disk. 0, or the errno (no room). */
+int lx_tdat_reserve(struct lx_tdat *t, const char *const *systems);
+/** lx_tdat_snapshot - rewrite @path (atomically, via rename) with everything spooled so far.
+ *  0, or -1 with *@err = errno (the spools are untouched). */
+int lx_tdat_snapshot(struct lx_tdat *t, const char *const *systems, int *err);
+/** lx_tdat_final - write @path for good (once; later calls return the first result): freezes the
+ *  spools, needs almost no free space (see linux_tdat.c). 0 = complete, 1 = the disk could not
+ *  hold it all (the file keeps what fitted), -1 = failed; *@err = errno when not 0. */
+int lx_tdat_final(struct lx_tdat *t, const char *const *systems, int *err);
+/** lx_tdat_finish - lx_tdat_final, then free @t. */
+int lx_tdat_finish(struct lx_tdat *t, const char *const *systems, int *err);
 /** lx_tdat_abort - free without writing. */
 void lx_tdat_abort(struct lx_tdat *t);
+/** lx_tdat_bytes - page bytes spooled (after the final write: in the file). */
 uint64_t lx_tdat_bytes(struct lx_tdat *t);
+/** lx_tdat_events - events in the pages spooled. */
+uint64_t lx_tdat_events(struct lx_tdat *t);
+/** lx_tdat_error - errno of the first failed spool write, 0 if none. */
+int lx_tdat_error(struct lx_tdat *t);
 /** lx_tdat_lost_pages - pages that could not be spooled (disk full, size limit). */
 uint64_t lx_tdat_lost_pages(struct lx_tdat *t);
 

@@ -22,8 +22,13 @@
 #define ETW_SESSION_PREFIX "etwd_"
 
 /** etw_os_name_is_stale - 1 if @name has our prefix and its trailing _<pid> names a process that
- *  no longer exists (or no pid can be read from it); 0 otherwise (ours, or another live etwd's). */
+ *  no longer exists, is a zombie, or (Linux: `_s<starttime>_<pid>`) started at another time than
+ *  the owner did (a reused pid), or no pid can be read from it; 0 otherwise (ours, or another
+ *  live etwd's). */
 int etw_os_name_is_stale(const char *name);
+/** etw_os_name_make - this process's name for session @id's OS object: ETW_SESSION_PREFIX
+ *  "<id>_s<starttime>_<pid>" on Linux (starttime from /proc/self/stat), "<id>_<pid>" elsewhere. */
+void etw_os_name_make(char *buf, size_t n, unsigned long long id);
 
 enum {
   ETW_CAP_LIVE = 1u << 0,           /* live sessions on this machine */

@@ -63,6 +63,9 @@ struct etw_sub *etw_session_subscribe(struct etw_session *s, const struct etw_su
                                       uint64_t from_seq, int *err);
 /** etw_session_record_path - recording file (exists once recording began) or NULL. */
 const char *etw_session_record_path(struct etw_session *s);
+/** etw_core_recording_owner - id of the session in the table that records into
+ *  <state_dir>/recordings/@name, or 0 (a recording of an earlier run, or of a deleted session). */
+uint64_t etw_core_recording_owner(struct etw_core *c, const char *name);
 /** etw_session_is_recording - 1 while the backend still appends to the recording. */
 int etw_session_is_recording(struct etw_session *s);
 
