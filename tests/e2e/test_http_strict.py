@@ -251,6 +251,10 @@ def test_ws_frames(e):
         s.sendall(frame(9, b"p" * 125))
         op, p = ws_reply(s, buf)
         check(op == 10 and p == b"p" * 125, "a 125-byte ping → a 125-byte pong: %r %d" % (op, len(p)))
+        # a fragmented text message with a ping between its fragments is fine (ignored text)
+        s.sendall(frame(1, b"he", fin=False) + frame(9, b"mid") + frame(0, b"llo"))
+        op, p = ws_reply(s, b"")
+        check(op == 10 and p == b"mid", "a ping between the fragments of a message is answered: %r %r" % (op, p))
         s.sendall(frame(8, b"\x03\xe8"))
         op, p = ws_reply(s, b"")
         check(op == 8, "a clean close is echoed: %r" % op)
@@ -266,6 +270,8 @@ def test_ws_frames(e):
             ("a 64 KiB ping", frame(9, b"z" * 65535)),
             ("a fragmented ping", frame(9, b"x", fin=False)),
             ("a 200-byte close", frame(8, b"\x03\xe8" + b"c" * 198)),
+            ("a continuation frame outside a message", frame(0, b"x")),
+            ("a new text frame inside a fragmented one", frame(1, b"a", fin=False) + frame(1, b"b")),
         ]
         for what, f in bad:
             s, buf = ws_open(e, sid)
