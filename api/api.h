@@ -47,7 +47,7 @@ struct etwd_route {
   const char *summary;
   const char *req_schema;  /* components/schemas name of the JSON body, or NULL */
   const char *resp_schema; /* components/schemas name of the 2xx body, or NULL */
-  const char *query;       /* "q,backend" — documented query parameters */
+  const char *query;       /* "q,backend" — documented query parameters ("name!": required) */
   int audit;               /* control action: goes to the audit log */
 };
 

@@ -256,6 +256,11 @@ void h_file_delete(struct etwd_req *r) {
 void h_file_events(struct etwd_req *r) {
   char *path = path_param_or_reply(r);
   if (!path) return;
+  if (!strcmp(r->ri->request_method, "HEAD")) { /* a stream has no length: headers only */
+    free(path);
+    etwd_reply(r, 200, "application/x-ndjson", "", 0, NULL);
+    return;
+  }
   struct etw_status st;
   etw_status_clear(&st);
   cJSON *body = cJSON_CreateObject();

@@ -51,11 +51,16 @@ const char *etwd_reason(int s) {
     case 412: return "Precondition Failed";
     case 413: return "Content Too Large";
     case 415: return "Unsupported Media Type";
+    case 414: return "URI Too Long";
     case 416: return "Range Not Satisfiable";
+    case 417: return "Expectation Failed";
     case 422: return "Unprocessable Content";
+    case 426: return "Upgrade Required";
     case 429: return "Too Many Requests";
+    case 431: return "Request Header Fields Too Large";
     case 500: return "Internal Server Error";
     case 503: return "Service Unavailable";
+    case 505: return "HTTP Version Not Supported";
     default: return "Status";
   }
 }
@@ -66,12 +71,29 @@ static const char common_headers[] =
     "X-Frame-Options: DENY\r\n"
     "Referrer-Policy: no-referrer\r\n";
 
+/* CORS: a response to a request whose Origin is one given with --allow-origin grants that origin
+ * (and says it varies by Origin); no other origin is ever granted. "" when nothing applies. */
+static const char *cors_grant(struct mg_connection *c, char *out, size_t n) {
+  const char *origin = mg_get_header(c, "Origin");
+  struct etwd_server *s = mg_get_user_data(mg_get_context(c));
+  out[0] = 0;
+  for (int i = 0; origin && s && i < s->cfg->n_origins; i++)
+    if (!strcasecmp(origin, s->cfg->origins[i])) {
+      snprintf(out, n, "Access-Control-Allow-Origin: %s\r\nVary: Origin\r\n", s->cfg->origins[i]);
+      break;
+    }
+  return out;
+}
+
 static void raw_reply(struct mg_connection *c, int status, const char *ctype, const char *body,
                       size_t len, const char *extra, size_t *out_bytes) {
-  char head[2048];
-  int hn = snprintf(head, sizeof head,
-                    "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s%s\r\n", status,
-                    etwd_reason(status), ctype, len, common_headers, extra ? extra : "");
+  char head[2048], cors[320], clen[96] = "";
+  if (status != 204) /* a 204 has neither body nor Content-Length (RFC 9110 8.6) */
+    snprintf(clen, sizeof clen, "Content-Type: %s\r\nContent-Length: %zu\r\n", ctype, len);
+  else
+    len = 0;
+  int hn = snprintf(head, sizeof head, "HTTP/1.1 %d %s\r\n%s%s%s%s\r\n", status, etwd_reason(status),
+                    clen, common_headers, cors_grant(c, cors, sizeof cors), extra ? extra : "");
   if (hn < 0 || (size_t)hn >= sizeof head) hn = snprintf(head, sizeof head, "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n"), len = 0;
   const struct mg_request_info *ri = mg_get_request_info(c);
   int head_only = ri && ri->request_method && !strcmp(ri->request_method, "HEAD");
@@ -458,6 +480,8 @@ void etwd_send_file(struct etwd_req *r, const char *path, const char *ctype, con
                       "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %llu\r\n"
                       "Accept-Ranges: bytes\r\nETag: %s\r\nLast-Modified: %s\r\n%s",
                       partial ? 206 : 200, partial ? "Partial Content" : "OK", ctype, len, etag, lm, common_headers);
+    char cors[320];
+    hn += snprintf(head + hn, sizeof head - (size_t)hn, "%s", cors_grant(r->conn, cors, sizeof cors));
     if (partial) hn += snprintf(head + hn, sizeof head - (size_t)hn, "Content-Range: bytes %llu-%llu/%llu\r\n", from, to, size);
     if (dl_name) hn += snprintf(head + hn, sizeof head - (size_t)hn, "Content-Disposition: attachment; filename=\"%s\"\r\n", dl_name);
     hn += snprintf(head + hn, sizeof head - (size_t)hn, "\r\n");

@@ -1,27 +1,28 @@
-/* openapi.c — the OpenAPI 3 document, generated from the route table (router.c) so the two
- * cannot drift, plus the component schemas below (the event shape is a stable contract).
- * tests/e2e/test_api.py checks every route appears with its security and that every $ref
- * resolves. */
+/* openapi.c — the OpenAPI 3.1 document (schemas in JSON Schema 2020-12), generated from the route
+ * table (router.c) so the two cannot drift, plus the component schemas below (the event shape is a
+ * stable contract). tests/e2e/test_api.py checks every route appears with its security and that
+ * every $ref resolves; tests/e2e/test_openapi.py lints it (redocly) and validates real responses
+ * against it (ajv). */
 #include <string.h>
 
 #include "api.h"
 
 static const char schemas[] =
     "\"Problem\":{\"type\":\"object\",\"description\":\"RFC 7807 problem details; every 4xx/5xx.\","
-    "\"required\":[\"type\",\"title\",\"status\"],\"properties\":{\"type\":{\"type\":\"string\","
+    "\"required\":[\"type\",\"title\",\"status\"],\"additionalProperties\":false,\"properties\":{\"type\":{\"type\":\"string\","
     "\"description\":\"stable: urn:etwd:problem:<name>\"},\"title\":{\"type\":\"string\"},"
     "\"status\":{\"type\":\"integer\"},\"detail\":{\"type\":\"string\"},\"field\":{\"type\":\"string\","
     "\"description\":\"JSON pointer of the offending input\"}}},"
-    "\"Health\":{\"type\":\"object\",\"properties\":{\"status\":{\"type\":\"string\",\"enum\":[\"ok\"]}}},"
-    "\"Version\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"version\":{\"type\":\"string\"},"
+    "\"Health\":{\"type\":\"object\",\"required\":[\"status\"],\"properties\":{\"status\":{\"type\":\"string\",\"enum\":[\"ok\"]}}},"
+    "\"Version\":{\"type\":\"object\",\"required\":[\"name\",\"version\",\"backends\"],\"properties\":{\"name\":{\"type\":\"string\"},\"version\":{\"type\":\"string\"},"
     "\"os\":{\"type\":\"object\"},\"tls\":{\"type\":\"boolean\"},\"backends\":{\"type\":\"array\",\"items\":"
     "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"capabilities\":{\"type\":\"array\","
     "\"items\":{\"type\":\"string\"}},\"available\":{\"type\":\"boolean\"},\"error\":{\"type\":\"string\"}}}},"
     "\"limits\":{\"type\":\"object\"}}},"
-    "\"Whoami\":{\"type\":\"object\",\"properties\":{\"role\":{\"type\":\"string\",\"enum\":[\"admin\",\"reader\"]},"
+    "\"Whoami\":{\"type\":\"object\",\"required\":[\"role\",\"token_id\"],\"properties\":{\"role\":{\"type\":\"string\",\"enum\":[\"admin\",\"reader\"]},"
     "\"token_id\":{\"type\":\"string\"},\"via_cookie\":{\"type\":\"boolean\"}}},"
     "\"Tokens\":{\"type\":\"object\",\"properties\":{\"admin\":{\"type\":\"string\"},\"reader\":{\"type\":\"string\"}}},"
-    "\"ProviderList\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},"
+    "\"ProviderList\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"required\":[\"name\",\"backend\"],\"properties\":{\"name\":{\"type\":\"string\"},\"guid\":{\"type\":\"string\"},"
     "\"backend\":{\"type\":\"string\"},\"events\":{\"type\":\"integer\"}}}},"
     "\"Provider\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"events\":{\"type\":\"array\","
     "\"items\":{\"type\":\"object\",\"properties\":{\"id\":{\"type\":\"integer\"},\"name\":{\"type\":\"string\"},"
@@ -37,7 +38,7 @@ static const char schemas[] =
     "\"keywords_all\":{\"type\":[\"string\",\"integer\"]},\"event_ids\":{\"type\":\"array\",\"items\":"
     "{\"type\":\"integer\"}},\"event_ids_exclude\":{\"type\":\"boolean\"},\"stacks\":{\"type\":\"boolean\"}}},"
     "\"SessionSpec\":{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-    "\"name\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9._-]{1,64}$\"},"
+    "\"name\":{\"type\":[\"string\",\"null\"],\"pattern\":\"^[A-Za-z0-9._-]{1,64}$\"},"
     "\"backend\":{\"type\":\"string\",\"enum\":[\"linux\",\"etl\",\"win\"]},"
     "\"mode\":{\"type\":\"string\",\"enum\":[\"realtime\",\"file\",\"both\"],\"default\":\"realtime\"},"
     "\"buffer_kb\":{\"type\":\"integer\",\"description\":\"per-CPU buffer size in KiB\"},"
@@ -54,29 +55,29 @@ static const char schemas[] =
     "\"SessionPatch\":{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
     "\"enable\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/components/schemas/ProviderSpec\"}},"
     "\"disable\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}}},"
-    "\"Session\":{\"type\":\"object\",\"properties\":{\"id\":{\"type\":\"integer\"},\"name\":{\"type\":[\"string\",\"null\"]},"
+    "\"Session\":{\"type\":\"object\",\"required\":[\"id\",\"name\",\"backend\",\"state\",\"created\",\"stopped\",\"recording\",\"spec\",\"stats\"],\"properties\":{\"id\":{\"type\":\"integer\"},\"name\":{\"type\":[\"string\",\"null\"]},"
     "\"backend\":{\"type\":\"string\"},\"state\":{\"type\":\"string\",\"enum\":[\"pending\",\"running\",\"stopped\",\"ended\",\"failed\"]},"
     "\"message\":{\"type\":\"string\"},\"os_name\":{\"type\":\"string\"},\"created\":{\"type\":\"string\"},"
     "\"stopped\":{\"type\":[\"string\",\"null\"]},\"recording\":{\"type\":\"boolean\"},"
-    "\"spec\":{\"$ref\":\"#/components/schemas/SessionSpec\"},\"stats\":{\"type\":\"object\",\"properties\":{"
+    "\"spec\":{\"$ref\":\"#/components/schemas/SessionSpec\"},\"stats\":{\"type\":\"object\",\"required\":[\"events\",\"bytes\",\"last_seq\",\"subscribers\",\"loss\"],\"properties\":{"
     "\"events\":{\"type\":\"integer\"},\"bytes\":{\"type\":\"integer\"},\"last_seq\":{\"type\":\"integer\"},"
     "\"read_events\":{\"type\":\"integer\"},\"read_bytes\":{\"type\":\"integer\"},"
     "\"decode_errors\":{\"type\":\"integer\",\"description\":\"events delivered with Undecoded\"},"
     "\"unparsed\":{\"type\":\"integer\",\"description\":\"events delivered with Unparsed\"},"
     "\"per_provider\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"integer\"}},"
-    "\"subscribers\":{\"type\":\"integer\"},\"loss\":{\"type\":\"object\",\"properties\":{"
-    "\"kernel\":{\"type\":\"integer\"},\"hub\":{\"type\":\"integer\"},\"subscribers\":{\"type\":\"integer\"}}},"
-    "\"per_subscriber\":{\"type\":\"array\",\"items\":{\"type\":\"object\"}}}}}},"
+    "\"subscribers\":{\"type\":\"integer\"},\"loss\":{\"type\":\"object\",\"required\":[\"kernel\",\"hub\",\"subscribers\"],\"properties\":{"
+    "\"kernel\":{\"type\":\"integer\"},\"kernel_overrun\":{\"type\":\"integer\"},\"kernel_dropped\":{\"type\":\"integer\"},\"hub\":{\"type\":\"integer\"},\"subscribers\":{\"type\":\"integer\"}}},"
+    "\"per_subscriber\":{\"type\":\"array\",\"items\":{\"type\":\"object\"}},\"per_cpu\":{\"type\":\"array\",\"description\":\"linux: the kernel buffer of each CPU\",\"items\":{\"type\":\"object\",\"properties\":{\"cpu\":{\"type\":\"integer\"},\"overrun\":{\"type\":\"integer\"},\"dropped\":{\"type\":\"integer\"},\"entries\":{\"type\":\"integer\"},\"read_events\":{\"type\":\"integer\"},\"read_bytes\":{\"type\":\"integer\"}}}}}}}},"
     "\"OsSessions\":{\"type\":\"object\",\"description\":\"by backend: an array of {name, etwd, owner_alive} or {error}\","
     "\"additionalProperties\":{}},"
     "\"SessionList\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/components/schemas/Session\"}},"
-    "\"File\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"size\":{\"type\":\"integer\"},"
+    "\"File\":{\"type\":\"object\",\"required\":[\"name\",\"size\"],\"properties\":{\"name\":{\"type\":\"string\"},\"size\":{\"type\":\"integer\"},"
     "\"modified\":{\"type\":\"string\"}}},"
     "\"FileList\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/components/schemas/File\"}},"
     "\"Event\":{\"type\":\"object\",\"description\":\"One event (WebSocket frames carry a JSON array of these; "
-    "ndjson one per line). A record with Gap instead of System reports events dropped for this client.\","
+    "ndjson one per line). A record with Gap instead of System reports events dropped for this client.\",\"anyOf\":[{\"required\":[\"seq\",\"System\"]},{\"required\":[\"Gap\"]},{\"required\":[\"Heartbeat\"]}],"
     "\"properties\":{\"seq\":{\"type\":\"integer\",\"description\":\"per-session sequence number; resume with ?from=\"},"
-    "\"System\":{\"type\":\"object\",\"properties\":{\"Provider\":{\"type\":\"object\",\"properties\":{"
+    "\"System\":{\"type\":\"object\",\"required\":[\"Provider\",\"EventID\",\"TimeCreated\"],\"properties\":{\"Provider\":{\"type\":\"object\",\"properties\":{"
     "\"Name\":{\"type\":\"string\"},\"Guid\":{\"type\":\"string\"}}},\"EventID\":{\"type\":\"integer\"},"
     "\"Version\":{\"type\":\"integer\"},\"Level\":{\"type\":\"integer\"},\"Task\":{\"type\":\"integer\"},"
     "\"Opcode\":{\"type\":\"integer\"},\"Keywords\":{\"type\":\"string\",\"description\":\"0x + 16 hex digits\"},"
@@ -123,11 +124,13 @@ static void op(struct etw_jw *w, const struct etwd_route *r) {
     const char *q = r->query;
     while (*q) {
       size_t k = strcspn(q, ",");
+      int required = k > 1 && q[k - 1] == '!'; /* "name!": a required parameter */
       if (!first) etw_jw_ch(w, ',');
       first = 0;
       etw_jw_lit(w, "{\"name\":");
-      etw_jw_str(w, q, k);
-      etw_jw_lit(w, ",\"in\":\"query\",\"required\":false,\"schema\":{\"type\":\"string\"}}");
+      etw_jw_str(w, q, k - (size_t)required);
+      etw_jw_lit(w, required ? ",\"in\":\"query\",\"required\":true,\"schema\":{\"type\":\"string\"}}"
+                            : ",\"in\":\"query\",\"required\":false,\"schema\":{\"type\":\"string\"}}");
       q += k;
       if (*q) q++;
     }
@@ -142,10 +145,19 @@ static void op(struct etw_jw *w, const struct etwd_route *r) {
   }
   int created = !strcmp(r->method, "POST") && (r->fn == h_session_create || r->fn == h_file_upload);
   int nocontent = !strcmp(r->method, "DELETE") || r->fn == h_logout;
+  int download = r->fn == h_file_get || r->fn == h_session_file;
   etw_jw_lit(w, ",\"responses\":{\"");
   etw_jw_lit(w, created ? "201" : nocontent ? "204" : "200");
   etw_jw_lit(w, "\":{\"description\":\"success\"");
-  if (r->resp_schema && !nocontent) {
+  if (download) {
+    etw_jw_lit(w, ",\"content\":{\"application/octet-stream\":{}}},\"206\":{\"description\":"
+                  "\"the part asked for with Range: bytes=A-B, A- or -N (one range)\",\"headers\":{"
+                  "\"Content-Range\":{\"schema\":{\"type\":\"string\"},\"description\":\"bytes A-B/SIZE\"}},"
+                  "\"content\":{\"application/octet-stream\":{}}");
+  } else if (r->fn == h_metrics) {
+    etw_jw_lit(w, ",\"content\":{\"text/plain\":{\"schema\":{\"type\":\"string\","
+                  "\"description\":\"Prometheus text format 0.0.4\"}}}");
+  } else if (r->resp_schema && !nocontent) {
     const char *ct = r->fn == h_session_events || r->fn == h_file_events ? "application/x-ndjson" : "application/json";
     etw_jw_lit(w, ",\"content\":{\"");
     etw_jw_lit(w, ct);
@@ -154,14 +166,19 @@ static void op(struct etw_jw *w, const struct etwd_route *r) {
     etw_jw_lit(w, "\"}}}");
   }
   etw_jw_ch(w, '}');
-  etw_jw_lit(w, ",\"default\":{\"description\":\"error\",\"content\":{\"application/problem+json\":{\"schema\":{\"$ref\":\"#/components/schemas/Problem\"}}}}}}");
+  etw_jw_lit(w, ",\"4XX\":{\"$ref\":\"#/components/responses/Problem\"},"
+                "\"default\":{\"$ref\":\"#/components/responses/Problem\"}}}");
 }
 
 void etwd_openapi_json(struct etw_jw *w) {
-  etw_jw_lit(w, "{\"openapi\":\"3.0.3\",\"info\":{\"title\":\"etwd\",\"version\":\"" ETWD_VERSION
+  etw_jw_lit(w, "{\"openapi\":\"3.1.0\",\"info\":{\"title\":\"etwd\",\"version\":\"" ETWD_VERSION
                 "\",\"description\":\"Event Tracing for Windows, remotely: sessions, providers, event streams, files.\"},"
+                "\"servers\":[{\"url\":\"/\",\"description\":\"the server this document was fetched from\"}],"
                 "\"components\":{\"securitySchemes\":{\"bearer\":{\"type\":\"http\",\"scheme\":\"bearer\"},"
-                "\"cookie\":{\"type\":\"apiKey\",\"in\":\"cookie\",\"name\":\"etwd_session\"}},\"schemas\":{");
+                "\"cookie\":{\"type\":\"apiKey\",\"in\":\"cookie\",\"name\":\"etwd_session\"}},"
+                "\"responses\":{\"Problem\":{\"description\":\"error (RFC 9457 problem details)\",\"content\":{"
+                "\"application/problem+json\":{\"schema\":{\"$ref\":\"#/components/schemas/Problem\"}}}}},"
+                "\"schemas\":{");
   etw_jw_lit(w, schemas);
   etw_jw_lit(w, "}},\"paths\":{");
   /* group routes by path, keeping table order */

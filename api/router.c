@@ -34,7 +34,7 @@ const struct etwd_route etwd_routes[] = {
   {"DELETE", "/api/v1/recordings/{name}", ROLE_ADMIN, BODY_NONE, h_recording_delete, "deleteRecording", "Delete a recording that no session owns", NULL, NULL, NULL, 1},
   {"GET", "/api/v1/os-sessions", ROLE_READER, BODY_NONE, h_os_sessions, "listOsSessions", "Trace sessions the OS has now, by backend (tracefs instances, ETW sessions; ours and others')", NULL, "OsSessions", NULL, 0},
   {"GET", "/api/v1/files", ROLE_READER, BODY_NONE, h_files_list, "listFiles", "ETL files in the data directory", NULL, "FileList", NULL, 0},
-  {"POST", "/api/v1/files", ROLE_ADMIN, BODY_RAW, h_file_upload, "uploadFile", "Upload an ETL file (raw body, size-limited)", NULL, "File", "name,overwrite", 1},
+  {"POST", "/api/v1/files", ROLE_ADMIN, BODY_RAW, h_file_upload, "uploadFile", "Upload an ETL file (raw body, size-limited)", NULL, "File", "name!,overwrite", 1},
   {"GET", "/api/v1/files/{name}", ROLE_READER, BODY_NONE, h_file_get, "downloadFile", "Download an ETL file (Range supported)", NULL, NULL, NULL, 0},
   {"DELETE", "/api/v1/files/{name}", ROLE_ADMIN, BODY_NONE, h_file_delete, "deleteFile", "Delete an ETL file", NULL, NULL, NULL, 1},
   {"GET", "/api/v1/files/{name}/events", ROLE_READER, BODY_NONE, h_file_events, "fileEvents", "Decode an ETL file as ndjson", NULL, "Event", "provider,event,pid,level", 0},
@@ -232,6 +232,35 @@ static int read_json_body(struct etwd_req *r) {
   return 0;
 }
 
+/* OPTIONS on a route or page: 204 with Allow. A CORS preflight is granted (Allow-Origin, -Methods,
+ * -Headers) only for an Origin given with --allow-origin; any other gets no CORS headers at all,
+ * so the browser refuses the cross-origin request. Vary: Origin either way. */
+static void options_reply(struct etwd_req *r, const char *uri, const char *allow) {
+  if (!allow[0]) {
+    const struct etw_web_asset *a = etw_web_assets;
+    const char *u = strcmp(uri, "/") ? uri : "/index.html";
+    while (a->path && strcmp(a->path, u)) a++;
+    if (!a->path) {
+      etwd_problem(r, 404, "not-found", NULL, "no such route", NULL, NULL);
+      return;
+    }
+    allow = "GET";
+  }
+  char methods[160], extra[768];
+  snprintf(methods, sizeof methods, "%s%s, OPTIONS", allow, strstr(allow, "GET") ? ", HEAD" : "");
+  int n = snprintf(extra, sizeof extra, "Allow: %s\r\n", methods);
+  const char *origin = etwd_header(r, "Origin");
+  int listed = 0;
+  for (int i = 0; origin && i < r->srv->cfg->n_origins; i++) listed |= !strcasecmp(origin, r->srv->cfg->origins[i]);
+  if (listed && etwd_header(r, "Access-Control-Request-Method")) /* raw_reply adds Allow-Origin, Vary */
+    snprintf(extra + n, sizeof extra - (size_t)n,
+             "Access-Control-Allow-Methods: %s\r\nAccess-Control-Allow-Headers: Authorization, Content-Type\r\n"
+             "Access-Control-Max-Age: 600\r\n", methods);
+  else if (!listed)
+    snprintf(extra + n, sizeof extra - (size_t)n, "Vary: Origin\r\n");
+  etwd_reply(r, 204, "application/json", "", 0, extra);
+}
+
 static int dispatch(struct mg_connection *conn, void *cbdata) {
   struct etwd_server *s = cbdata;
   struct etwd_req r;
@@ -252,6 +281,10 @@ static int dispatch(struct mg_connection *conn, void *cbdata) {
   /* streams are limited by --max-streams, not by the REST concurrency limit */
   if (!is_stream) active = atomic_fetch_add(&s->active_requests, 1) + 1;
   if (refuse_nul(&r, uri)) goto done;
+  if (!strcmp(method, "OPTIONS")) {
+    options_reply(&r, uri, allow);
+    goto done;
+  }
   if (!rt) {
     if (!allow[0] && serve_asset(&r, uri)) goto done;
     if (allow[0]) {
@@ -305,6 +338,30 @@ static int log_message(const struct mg_connection *conn, const char *message) {
   return 1;
 }
 
+/* civetweb's own error replies (malformed requests, a WebSocket upgrade where there is no
+ * WebSocket, bad HTTP versions …) as problem+json like every other error; runs on the worker */
+static int http_error(struct mg_connection *conn, int status, const char *msg) {
+  if (status < 400) return 1; /* civetweb's reply (no body) */
+  const struct mg_request_info *ri = mg_get_request_info(conn);
+  const char *name = status == 400   ? "bad-request"
+                     : status == 404 ? "not-found"
+                     : status == 405 ? "method-not-allowed"
+                     : status == 411 ? "length-required"
+                     : status == 413 ? "too-large"
+                     : status == 426 ? "upgrade-required"
+                     : status == 505 ? "http-version-not-supported"
+                     : status >= 500 ? "internal-error"
+                                     : "bad-request";
+  if (status == 404 && mg_get_header(conn, "Upgrade"))
+    msg = "no WebSocket endpoint at this path (event streams: /api/v1/sessions/{id}/events)";
+  etwd_problem_conn(conn, status, name, msg, "Connection: close\r\n");
+  char q1[300], q2[64], q3[300];
+  etwd_log(LOG_INFO, "request refused by the HTTP layer", "kind=access path=%s status=%d remote=%s detail=%s",
+           etwd_logq(q1, sizeof q1, ri && ri->request_uri ? ri->request_uri : "-"), status,
+           etwd_logq(q2, sizeof q2, ri ? ri->remote_addr : "-"), etwd_logq(q3, sizeof q3, msg));
+  return 0;
+}
+
 static int init_ssl(void *ssl_ctx, void *user_data) {
   struct etwd_server *s = user_data;
   int rc = etwd_tls_init_ctx(ssl_ctx, s->cert, s->key);
@@ -331,10 +388,12 @@ int etwd_server_start(struct etwd_server *s, char *err, size_t errlen) {
                         "ssl_protocol_version", "4",
                         "decode_url", "no",
                         "enable_directory_listing", "no",
+                        "access_control_allow_origin", "", /* CORS: options_reply, --allow-origin only */
                         NULL};
   struct mg_callbacks cb;
   memset(&cb, 0, sizeof cb);
   cb.log_message = log_message;
+  cb.http_error = http_error;
   if (s->tls) cb.init_ssl = init_ssl;
   unsigned feat = mg_init_library(MG_FEATURES_TLS | MG_FEATURES_WEBSOCKET);
   if (s->tls && !(feat & MG_FEATURES_TLS)) {
