@@ -249,7 +249,11 @@ static void reap_prefixed(void) {
     if (!etw_os_name_is_stale(names[i])) continue; /* not ours, or its etwd is alive */
     struct tracefs_instance *in = tracefs_instance_alloc(NULL, names[i]);
     if (!in) continue;
-    tracefs_instance_destroy(in); /* fails with EBUSY while another process reads it */
+    /* rmdir fails with EBUSY while a reader still holds it open: right after a kill -9 the
+     * owner's group leader is a zombie before its last threads have closed their
+     * trace_pipe_raw files, so try again for up to 2 s (a reader of another process keeps it) */
+    for (int t = 0; tracefs_instance_destroy(in) && errno == EBUSY && t < 100; t++)
+      usleep(20000);
     tracefs_instance_free(in);
   }
   tracefs_list_free(names);
