@@ -28,6 +28,7 @@ struct etwd_server {
   char cert[1024], key[1024];
   atomic_uint active_requests;
   atomic_uint active_streams;
+  atomic_uint active_decodes; /* file decodes now (h_files.c), bounded by --max-decodes */
   atomic_int stopping;
   atomic_ullong requests_total, errors_total;
 };

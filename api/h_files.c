@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "api.h"
@@ -252,8 +253,9 @@ void h_file_delete(struct etwd_req *r) {
   free(path);
 }
 
-/* Decode one file as ndjson: a private session (not in the table) replayed as fast as possible. */
-void h_file_events(struct etwd_req *r) {
+/* Decode one file as ndjson: a private session (not in the table: it takes no --max-sessions
+ * slot) replayed as fast as possible. The caller holds a decode slot. */
+static void file_events(struct etwd_req *r) {
   char *path = path_param_or_reply(r);
   if (!path) return;
   if (!strcmp(r->ri->request_method, "HEAD")) { /* a stream has no length: headers only */
@@ -270,7 +272,7 @@ void h_file_events(struct etwd_req *r) {
   cJSON_AddStringToObject(body, "replay", "fast");
   const char *paths[2] = {path, NULL};
   struct etw_session *s = NULL;
-  enum etw_err e = etw_session_create(r->srv->core, body, paths, &s, &st);
+  enum etw_err e = etw_session_create_private(r->srv->core, body, paths, &s, &st);
   cJSON_Delete(body);
   free(path);
   if (e) {
@@ -279,7 +281,28 @@ void h_file_events(struct etwd_req *r) {
     return;
   }
   etwd_stream_ndjson(r, s);
-  uint64_t id = etw_session_id(s);
-  etw_session_put(s);
-  etw_session_delete(r->srv->core, id, NULL);
+  etw_session_discard(s); /* frees its memory (and trims malloc's) now */
+}
+
+/* take a decode slot; a client whose previous decode just ended (its last chunk is sent before
+ * the slot comes back) may wait up to 0.5 s for one. 0 = none free. */
+static int decode_slot_take(struct etwd_server *s) {
+  for (int tries = 0;; tries++) {
+    if (atomic_fetch_add(&s->active_decodes, 1) < s->cfg->max_decodes) return 1;
+    atomic_fetch_sub(&s->active_decodes, 1);
+    if (tries == 50 || atomic_load(&s->stopping)) return 0;
+    struct timespec ts = {0, 10 * 1000000L};
+    nanosleep(&ts, NULL);
+  }
+}
+
+/* A decode's memory is bounded by its subscriber queue: --max-decodes bounds how many exist. */
+void h_file_events(struct etwd_req *r) {
+  if (!decode_slot_take(r->srv)) {
+    etwd_problem(r, 429, "limit-reached", NULL, "too many file decodes at once (--max-decodes)", NULL,
+                 "Retry-After: 1\r\n");
+    return;
+  }
+  file_events(r);
+  atomic_fetch_sub(&r->srv->active_decodes, 1);
 }

@@ -45,6 +45,8 @@ void h_version(struct etwd_req *r) {
   etw_jw_u64(&w, r->srv->cfg->max_sessions);
   etw_jw_lit(&w, ",\"max_streams\":");
   etw_jw_u64(&w, r->srv->cfg->max_streams);
+  etw_jw_lit(&w, ",\"max_decodes\":");
+  etw_jw_u64(&w, r->srv->cfg->max_decodes);
   etw_jw_lit(&w, ",\"max_body\":");
   etw_jw_u64(&w, r->srv->cfg->max_body);
   etw_jw_lit(&w, ",\"max_upload\":");

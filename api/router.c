@@ -310,6 +310,14 @@ static int dispatch(struct mg_connection *conn, void *cbdata) {
                    NULL, "WWW-Authenticate: Bearer realm=\"etwd\"\r\n");
       goto done;
     }
+    /* a quarter of --max-requests is kept for the admin: readers cannot lock control out */
+    if (!is_stream && r.who.role == ROLE_READER &&
+        active > s->cfg->max_requests - s->cfg->max_requests / 4) {
+      etwd_problem(&r, 429, "limit-reached", NULL,
+                   "too many concurrent requests for the reader role; retry shortly", NULL,
+                   "Retry-After: 1\r\n");
+      goto done;
+    }
     if (r.who.role < rt->role) {
       etwd_problem(&r, 403, "forbidden", NULL, "this action needs the admin role", NULL, NULL);
       goto done;

@@ -14,7 +14,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_COOKIES 1024
+/* cookie slots per role: [0, ADMIN_COOKIES) admin, the rest reader; a login evicts only a cookie
+ * of its own role, so reader logins can never push an admin out */
+#define ADMIN_COOKIES 256
+#define READER_COOKIES 1024
+#define MAX_COOKIES (ADMIN_COOKIES + READER_COOKIES)
 #define COOKIE_TTL (12 * 3600)
 
 struct tok {
@@ -302,8 +306,10 @@ int etwd_auth_login(struct etwd_auth *a, const struct etwd_principal *p, char ou
   hexrand(out, 32);
   time_t now = time(NULL);
   pthread_mutex_lock(&a->mu);
-  int slot = 0;
-  for (int i = 0; i < MAX_COOKIES; i++) {
+  int lo = p->role == ROLE_ADMIN ? 0 : ADMIN_COOKIES;
+  int hi = p->role == ROLE_ADMIN ? ADMIN_COOKIES : MAX_COOKIES;
+  int slot = lo;
+  for (int i = lo; i < hi; i++) {
     if (!a->c[i].role || a->c[i].expires < now) {
       slot = i;
       break;

@@ -24,6 +24,7 @@ void etwd_config_defaults(struct etwd_config *c) {
   c->max_streams = 64;
   c->max_requests = 32;
   c->max_subscribers = 64;
+  c->max_decodes = 4;
   c->max_body = 1 << 20;
   c->max_upload = (size_t)1 << 30;
   c->sub_queue_events = 65536;
@@ -61,7 +62,10 @@ void etwd_config_usage(const char *prog) {
       "                           (repeatable; same-host origins are always allowed)\n"
       "  --max-sessions N         concurrent sessions (default 16)\n"
       "  --max-streams N          concurrent WebSocket/ndjson clients (default 64)\n"
-      "  --max-requests N         concurrent REST requests (default 32)\n"
+      "  --max-requests N         concurrent REST requests (default 32; a quarter of them is\n"
+      "                           kept for the admin token: reader requests get 429 earlier)\n"
+      "  --max-decodes N          concurrent file decodes, GET /api/v1/files/NAME/events\n"
+      "                           (default 4; they take no session slot)\n"
       "  --max-subscribers N      subscribers per session (default 64)\n"
       "  --max-body BYTES         largest JSON request body (default 1048576)\n"
       "  --max-upload BYTES       largest ETL upload (default 1073741824)\n"
@@ -174,6 +178,7 @@ static int apply(struct etwd_config *c, const char *name, const char *v) {
   U("max-streams", max_streams, 1, 4096)
   U("max-requests", max_requests, 1, 4096)
   U("max-subscribers", max_subscribers, 1, 4096)
+  U("max-decodes", max_decodes, 1, 1024)
   U("max-body", max_body, 1024, 1ull << 30)
   U("max-upload", max_upload, 1024, 1ull << 40)
   U("queue-events", sub_queue_events, 64, 1u << 26)

@@ -17,6 +17,7 @@ struct etwd_config {
   char cert[1024], key[1024]; /* empty = generated self-signed in state_dir */
   int log_level;
   uint32_t max_sessions, max_streams, max_requests, max_subscribers;
+  uint32_t max_decodes; /* concurrent GET /files/{name}/events decodes */
   size_t max_body, max_upload;
   uint32_t sub_queue_events;
   size_t replay_kb;

@@ -97,6 +97,7 @@ static void session_free(struct etw_session *s) {
   pthread_mutex_destroy(&s->mu);
   pthread_mutex_destroy(&s->smu);
   free(s);
+  etw_mem_trim(); /* a busy session's batches went back to malloc: give them to the OS */
 }
 
 void etw_session_put(struct etw_session *s) {
@@ -188,8 +189,10 @@ static int record_dir_claim(struct etw_core *c, uint64_t id, char *dir, size_t n
   return -1;
 }
 
-enum etw_err etw_session_create(struct etw_core *c, const cJSON *body, const char *const *files,
-                                struct etw_session **out, struct etw_status *st) {
+/* @private: a file decode's session — not in the table (it takes no --max-sessions slot and is
+ * invisible to the API), no replay window (nobody else can subscribe to it). */
+static enum etw_err create(struct etw_core *c, const cJSON *body, const char *const *files,
+                           int private, struct etw_session **out, struct etw_status *st) {
   *out = NULL;
   struct etw_session *s = calloc(1, sizeof *s);
   if (!s) return etw_fail(st, ETW_E_NOMEM, NULL, NULL);
@@ -224,13 +227,20 @@ enum etw_err etw_session_create(struct etw_core *c, const cJSON *body, const cha
     e = etw_fail(st, ETW_E_INVALID, "/pids", "backend \"%s\" does not filter by PID", s->be->name);
     goto fail;
   }
-  struct etw_hub_limits hl = {c->cfg.replay_bytes, c->cfg.sub_queue_events, c->cfg.max_subscribers};
+  struct etw_hub_limits hl = {private ? 0 : c->cfg.replay_bytes, c->cfg.sub_queue_events,
+                              private ? 1 : c->cfg.max_subscribers};
   s->hub = etw_hub_new(&hl);
   if (!s->hub) {
     e = etw_fail(st, ETW_E_NOMEM, NULL, NULL);
     goto fail;
   }
   pthread_mutex_lock(&c->mu);
+  if (private) { /* an id for its OS name only; s->mu as the table path holds it below */
+    s->id = c->next_id++;
+    pthread_mutex_lock(&s->mu);
+    pthread_mutex_unlock(&c->mu);
+    goto setup;
+  }
   if (c->n >= c->cfg.max_sessions) {
     pthread_mutex_unlock(&c->mu);
     e = etw_fail(st, ETW_E_LIMIT, NULL, "the server allows at most %u sessions", c->cfg.max_sessions);
@@ -262,6 +272,7 @@ enum etw_err etw_session_create(struct etw_core *c, const cJSON *body, const cha
   c->tab[c->n++] = s;
   atomic_fetch_add(&s->refs, 1); /* the table's reference */
   pthread_mutex_unlock(&c->mu);
+setup:
 
   etw_os_name_make(s->os_name, sizeof s->os_name, (unsigned long long)s->id);
   if ((s->spec.mode & ETW_MODE_FILE) && c->cfg.state_dir) {
@@ -306,6 +317,7 @@ fail_remove: /* s->mu is held */
     rmdir(s->record_dir);
   }
   pthread_mutex_unlock(&s->mu);
+  if (private) goto fail;
   int found = 0;
   pthread_mutex_lock(&c->mu);
   for (uint32_t i = 0; i < c->n; i++)
@@ -319,6 +331,26 @@ fail_remove: /* s->mu is held */
 fail:
   etw_session_put(s);
   return e;
+}
+
+enum etw_err etw_session_create(struct etw_core *c, const cJSON *body, const char *const *files,
+                                struct etw_session **out, struct etw_status *st) {
+  return create(c, body, files, 0, out, st);
+}
+
+enum etw_err etw_session_create_private(struct etw_core *c, const cJSON *body,
+                                        const char *const *files, struct etw_session **out,
+                                        struct etw_status *st) {
+  return create(c, body, files, 1, out, st);
+}
+
+void etw_session_discard(struct etw_session *s) {
+  if (!s) return;
+  pthread_mutex_lock(&s->mu);
+  stop_locked(s, S_STOPPED);
+  destroy_locked(s);
+  pthread_mutex_unlock(&s->mu);
+  etw_session_put(s);
 }
 
 struct etw_session *etw_session_get(struct etw_core *c, uint64_t id) {

@@ -29,3 +29,10 @@ int etw_mkdirs(const char *path) {
   }
   return MKDIR(tmp) && errno != EEXIST ? -1 : 0;
 }
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+void etw_mem_trim(void) { malloc_trim(0); }
+#else
+void etw_mem_trim(void) {}
+#endif

@@ -38,6 +38,14 @@ const char *etw_core_backend_error(struct etw_core *c, const struct etw_backend 
 /** etw_session_create - parse @body, create and start the session; *out gets a reference. */
 enum etw_err etw_session_create(struct etw_core *c, const cJSON *body, const char *const *files,
                                 struct etw_session **out, struct etw_status *st);
+/** etw_session_create_private - a session outside the table (a file decode): no --max-sessions
+ *  slot, no replay window, one subscriber, not listed; *out gets the only reference: end it with
+ *  etw_session_discard. Body and files as etw_session_create. */
+enum etw_err etw_session_create_private(struct etw_core *c, const cJSON *body,
+                                        const char *const *files, struct etw_session **out,
+                                        struct etw_status *st);
+/** etw_session_discard - stop and destroy a private session and drop the caller's reference. */
+void etw_session_discard(struct etw_session *s);
 /** etw_session_get - reference to session @id, or NULL. Release with etw_session_put. */
 struct etw_session *etw_session_get(struct etw_core *c, uint64_t id);
 void etw_session_put(struct etw_session *s);

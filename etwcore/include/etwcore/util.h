@@ -6,4 +6,9 @@
  *  Returns 0, or -1 with errno set. */
 int etw_mkdirs(const char *path);
 
+/** etw_mem_trim - give free malloc memory back to the OS (glibc's malloc_trim; a no-op
+ *  elsewhere). Called when a session is freed: its batches were spread over the threads'
+ *  arenas and would otherwise stay in the process. */
+void etw_mem_trim(void);
+
 #endif
