@@ -62,12 +62,17 @@ static const char common_headers[] =
     "X-Frame-Options: DENY\r\n"
     "Referrer-Policy: no-referrer\r\n";
 
+const char *etwd_hsts(const struct mg_connection *c) {
+  const struct mg_request_info *ri = mg_get_request_info(c);
+  return ri && ri->is_ssl ? ETWD_HSTS_HEADER : "";
+}
+
 static void raw_reply(struct mg_connection *c, int status, const char *ctype, const char *body,
                       size_t len, const char *extra, size_t *out_bytes) {
   char head[2048];
   int hn = snprintf(head, sizeof head,
-                    "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s%s\r\n", status,
-                    etwd_reason(status), ctype, len, common_headers, extra ? extra : "");
+                    "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s%s%s\r\n", status,
+                    etwd_reason(status), ctype, len, common_headers, etwd_hsts(c), extra ? extra : "");
   if (hn < 0 || (size_t)hn >= sizeof head) hn = snprintf(head, sizeof head, "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n"), len = 0;
   const struct mg_request_info *ri = mg_get_request_info(c);
   int head_only = ri && ri->request_method && !strcmp(ri->request_method, "HEAD");
@@ -226,8 +231,9 @@ void etwd_send_file(struct etwd_req *r, const char *path, const char *ctype, con
   char head[1024];
   int hn = snprintf(head, sizeof head,
                     "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %llu\r\n"
-                    "Accept-Ranges: bytes\r\n%s",
-                    partial ? 206 : 200, partial ? "Partial Content" : "OK", ctype, len, common_headers);
+                    "Accept-Ranges: bytes\r\n%s%s",
+                    partial ? 206 : 200, partial ? "Partial Content" : "OK", ctype, len, common_headers,
+                    etwd_hsts(r->conn));
   if (partial) hn += snprintf(head + hn, sizeof head - (size_t)hn, "Content-Range: bytes %llu-%llu/%llu\r\n", from, to, size);
   if (dl_name) hn += snprintf(head + hn, sizeof head - (size_t)hn, "Content-Disposition: attachment; filename=\"%s\"\r\n", dl_name);
   hn += snprintf(head + hn, sizeof head - (size_t)hn, "\r\n");
