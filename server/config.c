@@ -6,9 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#ifndef _WIN32
-#include <arpa/inet.h>
-#endif
 
 #include "log.h"
 
@@ -86,7 +83,7 @@ void etwd_config_usage(const char *prog) {
       "                           at least --max-streams + --max-requests + 4); more are refused\n"
       "  --max-connections-per-address N\n"
       "                           open connections from one client address (default 128)\n"
-"  --reader-nice N          Linux: nice value of the per-CPU reader threads, -20..19\n"
+      "  --reader-nice N          Linux: nice value of the per-CPU reader threads, -20..19\n"
       "                           (default -10: readers keep up under a CPU-saturating workload;\n"
       "                           0 leaves them at etwd's own priority)\n"
       "  --reader-pinning yes|no  Linux: pin the reader of CPU n to CPU n (default yes)\n"
@@ -106,12 +103,13 @@ int etwd_listen_is_loopback(const char *l) {
   if (!colon) return 0;
   size_t hl = (size_t)(colon - l);
   if ((hl == 9 && !strncmp(l, "localhost", 9)) || (hl == 5 && !strncmp(l, "[::1]", 5))) return 1;
-  char host[64];
-  struct in_addr a;
-  if (hl == 0 || hl >= sizeof host) return 0;
-  memcpy(host, l, hl);
-  host[hl] = 0;
-  return inet_pton(AF_INET, host, &a) == 1 && (ntohl(a.s_addr) >> 24) == 127;
+  /* 127.a.b.c, each part 0..255 in decimal digits only */
+  unsigned part[4];
+  int used = 0;
+  if (hl > 15 || strspn(l, "0123456789.") < hl ||
+      sscanf(l, "%3u.%3u.%3u.%3u%n", &part[0], &part[1], &part[2], &part[3], &used) != 4)
+    return 0;
+  return (size_t)used == hl && part[0] == 127 && part[1] < 256 && part[2] < 256 && part[3] < 256;
 }
 
 int etwd_listen_split(const char *list, char out[][128], int max) {

@@ -38,6 +38,7 @@ static int generate(const char *cert, const char *key, char *err, size_t n) {
   X509 *x = X509_new();
   int rc = -1;
   FILE *f = NULL;
+  char ktmp[1100] = "", ctmp[1100] = "";
   if (!pk || !x) {
     ossl_err(err, n, "key generation failed");
     goto out;
@@ -76,31 +77,46 @@ static int generate(const char *cert, const char *key, char *err, size_t n) {
     ossl_err(err, n, "certificate signing failed");
     goto out;
   }
-  int fd = open(key, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  /* both files are written under temporary names and renamed when complete, so a renewal that
+   * fails (disk full) leaves the old pair in place */
+  snprintf(ktmp, sizeof ktmp, "%s.tmp", key);
+  snprintf(ctmp, sizeof ctmp, "%s.tmp", cert);
+  int fd = open(ktmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0 || fchmod(fd, 0600) || !(f = fdopen(fd, "w"))) {
-    snprintf(err, n, "cannot write %s: %s", key, strerror(errno));
+    snprintf(err, n, "cannot write %s: %s", ktmp, strerror(errno));
     if (fd >= 0) close(fd);
     goto out;
   }
-  if (!PEM_write_PrivateKey(f, pk, NULL, NULL, 0, NULL, NULL)) {
+  int ok = PEM_write_PrivateKey(f, pk, NULL, NULL, 0, NULL, NULL);
+  if (fclose(f)) ok = 0;
+  f = NULL;
+  if (!ok) {
     ossl_err(err, n, "writing the key");
     goto out;
   }
-  fclose(f);
-  f = fopen(cert, "w");
-  if (!f || !PEM_write_X509(f, x)) {
-    snprintf(err, n, "cannot write %s: %s", cert, strerror(errno));
+  f = fopen(ctmp, "w");
+  ok = f && PEM_write_X509(f, x);
+  if (f && fclose(f)) ok = 0;
+  f = NULL;
+  if (!ok) {
+    snprintf(err, n, "cannot write %s: %s", ctmp, strerror(errno));
+    goto out;
+  }
+  if (rename(ktmp, key) || rename(ctmp, cert)) {
+    snprintf(err, n, "cannot replace %s and %s: %s", key, cert, strerror(errno));
     goto out;
   }
   rc = 0;
 out:
   if (f) fclose(f);
+  if (rc && ktmp[0]) unlink(ktmp);
+  if (rc && ctmp[0]) unlink(ctmp);
   X509_free(x);
   EVP_PKEY_free(pk);
   return rc;
 }
 
-/* Days until @x expires (negative: expired); 1 if it is self-signed (issuer = subject). */
+/* Days until @x expires (negative: expired); *@self_signed = 1 if issuer = subject. */
 static int cert_days_left(X509 *x, int *self_signed) {
   int days = 0, secs = 0;
   ASN1_TIME_diff(&days, &secs, NULL, X509_get0_notAfter(x));
