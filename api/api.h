@@ -82,6 +82,10 @@ void etwd_problem(struct etwd_req *r, int status, const char *name, const char *
 void etwd_fail(struct etwd_req *r, enum etw_err code, const struct etw_status *st);
 /** etwd_status_for - HTTP status of a core error code (the one table). */
 int etwd_status_for(enum etw_err code);
+/* HSTS on every HTTPS response (never on plain HTTP: RFC 6797 §7.2); a year, this host only */
+#define ETWD_HSTS_HEADER "Strict-Transport-Security: max-age=31536000\r\n"
+/** etwd_hsts - ETWD_HSTS_HEADER if @c is a TLS connection, else "". */
+const char *etwd_hsts(const struct mg_connection *c);
 /** etwd_problem_conn - problem reply outside a routed request (WebSocket refusals, 404s). */
 void etwd_problem_conn(struct mg_connection *c, int status, const char *name, const char *detail,
                        const char *extra_headers);

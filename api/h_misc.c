@@ -4,6 +4,7 @@
 #include <sys/utsname.h>
 
 #include "api.h"
+#include "netguard.h"
 #include "etwcore/backend.h"
 
 void h_health(struct etwd_req *r) {
@@ -137,6 +138,7 @@ void h_metrics(struct etwd_req *r) {
   etw_jw_lit(&w, "\n# HELP etwd_streams Current WebSocket and ndjson clients.\n# TYPE etwd_streams gauge\netwd_streams ");
   etw_jw_u64(&w, atomic_load(&r->srv->active_streams));
   etw_jw_ch(&w, '\n');
+  etwd_netguard_metrics(&w);
   etwd_reply(r, 200, "text/plain; version=0.0.4; charset=utf-8", etw_jw_cstr(&w), w.len, NULL);
   etw_jw_free(&w);
 }

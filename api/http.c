@@ -85,6 +85,11 @@ static const char *cors_grant(struct mg_connection *c, char *out, size_t n) {
   return out;
 }
 
+const char *etwd_hsts(const struct mg_connection *c) {
+  const struct mg_request_info *ri = mg_get_request_info(c);
+  return ri && ri->is_ssl ? ETWD_HSTS_HEADER : "";
+}
+
 static void raw_reply(struct mg_connection *c, int status, const char *ctype, const char *body,
                       size_t len, const char *extra, size_t *out_bytes) {
   char head[2048], cors[320], clen[96] = "";
@@ -92,8 +97,9 @@ static void raw_reply(struct mg_connection *c, int status, const char *ctype, co
     snprintf(clen, sizeof clen, "Content-Type: %s\r\nContent-Length: %zu\r\n", ctype, len);
   else
     len = 0;
-  int hn = snprintf(head, sizeof head, "HTTP/1.1 %d %s\r\n%s%s%s%s\r\n", status, etwd_reason(status),
-                    clen, common_headers, cors_grant(c, cors, sizeof cors), extra ? extra : "");
+  int hn = snprintf(head, sizeof head, "HTTP/1.1 %d %s\r\n%s%s%s%s%s\r\n", status, etwd_reason(status),
+                    clen, common_headers, etwd_hsts(c), cors_grant(c, cors, sizeof cors),
+                    extra ? extra : "");
   if (hn < 0 || (size_t)hn >= sizeof head) hn = snprintf(head, sizeof head, "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n"), len = 0;
   const struct mg_request_info *ri = mg_get_request_info(c);
   int head_only = ri && ri->request_method && !strcmp(ri->request_method, "HEAD");
@@ -404,8 +410,8 @@ static int if_range_holds(struct etwd_req *r, const char *etag) {
 
 static void send_not_modified(struct etwd_req *r, const char *etag, const char *lm) {
   char head[1024];
-  int hn = snprintf(head, sizeof head, "HTTP/1.1 304 Not Modified\r\nETag: %s\r\nLast-Modified: %s\r\n%s\r\n",
-                    etag, lm, common_headers);
+  int hn = snprintf(head, sizeof head, "HTTP/1.1 304 Not Modified\r\nETag: %s\r\nLast-Modified: %s\r\n%s%s\r\n",
+                    etag, lm, common_headers, etwd_hsts(r->conn));
   r->status = 304;
   if (hn > 0 && mg_write(r->conn, head, (size_t)hn) > 0) r->bytes_out = (size_t)hn;
 }
@@ -478,8 +484,9 @@ void etwd_send_file(struct etwd_req *r, const char *path, const char *ctype, con
     char head[1024];
     int hn = snprintf(head, sizeof head,
                       "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %llu\r\n"
-                      "Accept-Ranges: bytes\r\nETag: %s\r\nLast-Modified: %s\r\n%s",
-                      partial ? 206 : 200, partial ? "Partial Content" : "OK", ctype, len, etag, lm, common_headers);
+                      "Accept-Ranges: bytes\r\nETag: %s\r\nLast-Modified: %s\r\n%s%s",
+                      partial ? 206 : 200, partial ? "Partial Content" : "OK", ctype, len, etag, lm, common_headers,
+                      etwd_hsts(r->conn));
     char cors[320];
     hn += snprintf(head + hn, sizeof head - (size_t)hn, "%s", cors_grant(r->conn, cors, sizeof cors));
     if (partial) hn += snprintf(head + hn, sizeof head - (size_t)hn, "Content-Range: bytes %llu-%llu/%llu\r\n", from, to, size);

@@ -8,6 +8,7 @@
 
 #include "api.h"
 #include "log.h"
+#include "netguard.h"
 #include "tls.h"
 
 /* clang-format off */
@@ -377,13 +378,26 @@ static int init_ssl(void *ssl_ctx, void *user_data) {
 }
 
 int etwd_server_start(struct etwd_server *s, char *err, size_t errlen) {
-  char ports[160], threads[16], listen_host[128], io_ms[16];
-  snprintf(listen_host, sizeof listen_host, "%s", s->cfg->listen);
-  snprintf(ports, sizeof ports, "%s%s", listen_host, s->tls ? "s" : "");
-  /* one worker per WebSocket/ndjson stream + concurrent REST requests + headroom */
-  snprintf(threads, sizeof threads, "%u", s->cfg->max_streams + s->cfg->max_requests + 4);
-  /* civetweb's one time-out (--io-timeout): a read or write that makes no progress (bodies,
-   * downloads, stream frames to a client that stopped reading), and the whole of a request head */
+  char ports[ETWD_MAX_LISTEN * 130] = "", threads[16], io_ms[16], addrs[ETWD_MAX_LISTEN][128];
+  /* every address of --listen is HTTPS (civetweb's "s" suffix), or every one plain HTTP */
+  int naddr = etwd_listen_split(s->cfg->listen, addrs, ETWD_MAX_LISTEN);
+  for (int i = 0; i < naddr; i++)
+    snprintf(ports + strlen(ports), sizeof ports - strlen(ports), "%s%s%s", i ? "," : "", addrs[i],
+             s->tls ? "s" : "");
+  /* one worker per open connection (civetweb 1.15 holds one for a connection's life, from the TLS
+   * handshake on): --max-connections, at least streams + REST requests + 4, of which that many
+   * start with the server and the rest on demand; api/netguard.c refuses connections beyond it
+   * (and beyond the per-address cap) at accept, so none waits in civetweb's queue behind peers
+   * that dawdle, and bounds their handshake and head time */
+  snprintf(threads, sizeof threads, "%u", s->cfg->max_connections);
+  if (etwd_netguard_start(s->cfg->max_connections, s->cfg->max_streams + s->cfg->max_requests + 4,
+                          s->cfg->max_per_address, s->cfg->head_timeout_s)) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  /* civetweb's time-out (--io-timeout): a read or write that makes no progress (bodies,
+   * downloads, stream frames to a client that stopped reading); the TLS handshake and request
+   * heads have the shorter --head-timeout (api/netguard.c) */
   snprintf(io_ms, sizeof io_ms, "%u", s->cfg->io_timeout_s * 1000u);
   const char *opts[] = {"listening_ports", ports,
                         "num_threads", threads,
@@ -418,6 +432,7 @@ int etwd_server_start(struct etwd_server *s, char *err, size_t errlen) {
   ed.text_buffer_size = sizeof ebuf;
   s->mg = mg_start2(&init, &ed);
   if (!s->mg) {
+    etwd_netguard_stop();
     snprintf(err, errlen, "cannot start the HTTP%s server on %s: %s", s->tls ? "S" : "", s->cfg->listen,
              ebuf[0] ? ebuf : "unknown error");
     return -1;
@@ -433,4 +448,5 @@ void etwd_server_stop(struct etwd_server *s) {
   etwd_stream_shutdown(s);
   mg_stop(s->mg);
   s->mg = NULL;
+  etwd_netguard_stop(); /* every worker has ended: no hook runs any more */
 }

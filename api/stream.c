@@ -514,11 +514,13 @@ void etwd_stream_ndjson(struct etwd_req *r, struct etw_session *sess) {
     return;
   }
   etw_sub_set_linger(sub, LINGER_MS, LINGER_BYTES);
-  static const char head[] =
+  char head[400];
+  int hn = snprintf(head, sizeof head,
       "HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\n"
-      "Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nX-Accel-Buffering: no\r\n\r\n";
+      "Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nX-Accel-Buffering: no\r\n%s\r\n",
+      etwd_hsts(r->conn));
   r->status = 200;
-  int ok = mg_write(r->conn, head, sizeof head - 1) > 0;
+  int ok = mg_write(r->conn, head, (size_t)hn) > 0;
 #ifdef __linux__
   int fd = ok ? conn_socket(r->ri) : -1;
 #endif

@@ -32,6 +32,9 @@ void etwd_config_defaults(struct etwd_config *c) {
   c->reader_nice = -10; /* ETW_LINUX_READER_NICE_DEFAULT (etwcore/linux.h) */
   c->reader_pinning = 1;
   c->io_timeout_s = 10;
+  c->head_timeout_s = 5;
+  c->max_connections = 0; /* ETWD_MAX_CONNECTIONS_DEFAULT, or more for large --max-streams/requests */
+  c->max_per_address = 128;
 }
 
 #ifdef _WIN32
@@ -49,8 +52,10 @@ void etwd_config_usage(const char *prog) {
       "                                   show token ids/roles, or replace both tokens\n"
       "\n"
       "Server options (also accepted as `name = value` lines in --config FILE):\n"
-      "  --listen HOST:PORT       address to listen on (default 127.0.0.1:8443)\n"
-      "  --insecure-http          plain HTTP instead of HTTPS; refused unless HOST is loopback\n"
+      "  --listen HOST:PORT[,HOST:PORT...]\n"
+      "                           addresses to listen on, all HTTPS (default 127.0.0.1:8443)\n"
+      "  --insecure-http          plain HTTP instead of HTTPS on every address; refused unless\n"
+      "                           every HOST is loopback\n"
       "  --state-dir DIR          certificate, tokens and recordings (default $ETWD_STATE_DIR\n"
       STATE_DIR_HELP
       "  --data-dir DIR           ETL files served under /api/v1/files (default STATE/files)\n"
@@ -73,9 +78,15 @@ void etwd_config_usage(const char *prog) {
       "  --replay-kb N            per-session replay window for ?from=SEQ (default 16384)\n"
       "  --io-timeout S           a write or read that makes no progress for S seconds ends the\n"
       "                           connection (default 10): a stream client that stops reading\n"
-      "                           (it gets gap records until then), a stalled upload; a request\n"
-      "                           head must arrive within S; 1..3600 (long values let slow\n"
-      "                           clients hold workers that long)\n"
+      "                           (it gets gap records until then), a stalled upload; 1..3600\n"
+      "                           (long values let slow clients hold workers that long)\n"
+      "  --head-timeout S         the TLS handshake and each request head must each arrive within\n"
+      "                           S seconds (default 5; at most --io-timeout): a peer cannot hold\n"
+      "                           a connection longer than that before it has authenticated\n"
+      "  --max-connections N      open connections in all, one worker thread each (default 1024,\n"
+      "                           at least --max-streams + --max-requests + 4); more are refused\n"
+      "  --max-connections-per-address N\n"
+      "                           open connections from one client address (default 128)\n"
       "  --reader-nice N          Linux: nice value of the per-CPU reader threads, -20..19\n"
       "                           (default -10: readers keep up under a CPU-saturating workload;\n"
       "                           0 leaves them at etwd's own priority)\n"
@@ -89,8 +100,53 @@ void etwd_config_usage(const char *prog) {
       prog, prog, prog);
 }
 
+/* the host part of one HOST:PORT entry is loopback: a dotted 127.x.x.x address, localhost or
+ * [::1] (a name that merely starts with "127." is not: civetweb would resolve it) */
 int etwd_listen_is_loopback(const char *l) {
-  if (!strncmp(l, "127.", 4) || !strncmp(l, "localhost:", 10) || !strncmp(l, "[::1]", 5)) return 1;
+  const char *colon = strrchr(l, ':');
+  if (!colon) return 0;
+  size_t hl = (size_t)(colon - l);
+  if ((hl == 9 && !strncmp(l, "localhost", 9)) || (hl == 5 && !strncmp(l, "[::1]", 5))) return 1;
+  /* 127.a.b.c, each part 0..255 in decimal digits only */
+  unsigned part[4];
+  int used = 0;
+  if (hl > 15 || strspn(l, "0123456789.") < hl ||
+      sscanf(l, "%3u.%3u.%3u.%3u%n", &part[0], &part[1], &part[2], &part[3], &used) != 4)
+    return 0;
+  return (size_t)used == hl && part[0] == 127 && part[1] < 256 && part[2] < 256 && part[3] < 256;
+}
+
+int etwd_listen_split(const char *list, char out[][128], int max) {
+  int n = 0;
+  const char *p = list;
+  for (;;) {
+    size_t k = strcspn(p, ",");
+    if (n >= max || k == 0 || k >= 128) return -1;
+    memcpy(out[n], p, k);
+    out[n++][k] = 0;
+    if (!p[k]) return n;
+    p += k + 1;
+  }
+}
+
+/* --listen: a comma-separated list of HOST:PORT (no spaces, no civetweb suffixes like "s") */
+static int check_listen(const char *v) {
+  char e[ETWD_MAX_LISTEN][128];
+  int n = etwd_listen_split(v, e, ETWD_MAX_LISTEN);
+  if (n < 0) {
+    fprintf(stderr, "etwd: --listen: expected HOST:PORT[,HOST:PORT...] (at most %d), got \"%s\"\n",
+            ETWD_MAX_LISTEN, v);
+    return -1;
+  }
+  for (int i = 0; i < n; i++) {
+    const char *colon = strrchr(e[i], ':');
+    const char *port = colon ? colon + 1 : "";
+    long pn = strspn(port, "0123456789") == strlen(port) && *port && strlen(port) <= 5 ? atol(port) : 0;
+    if (!colon || colon == e[i] || pn < 1 || pn > 65535) {
+      fprintf(stderr, "etwd: --listen: expected HOST:PORT with a port 1..65535, got \"%s\"\n", e[i]);
+      return -1;
+    }
+  }
   return 0;
 }
 
@@ -121,10 +177,7 @@ static int copy(char *dst, size_t n, const char *name, const char *v) {
 static int apply(struct etwd_config *c, const char *name, const char *v) {
   unsigned long long x;
   if (!strcmp(name, "listen")) {
-    if (!strchr(v, ':')) {
-      fprintf(stderr, "etwd: --listen: expected HOST:PORT, got \"%s\"\n", v);
-      return -1;
-    }
+    if (check_listen(v)) return -1;
     return copy(c->listen, sizeof c->listen, name, v);
   }
   if (!strcmp(name, "state-dir")) return copy(c->state_dir, sizeof c->state_dir, name, v);
@@ -184,6 +237,9 @@ static int apply(struct etwd_config *c, const char *name, const char *v) {
   U("queue-events", sub_queue_events, 64, 1u << 26)
   U("replay-kb", replay_kb, 0, 1u << 22)
   U("io-timeout", io_timeout_s, 1, 3600)
+  U("head-timeout", head_timeout_s, 1, 600)
+  U("max-connections", max_connections, 8, 16384)
+  U("max-connections-per-address", max_per_address, 1, 16384)
 #undef U
   fprintf(stderr, "etwd: unknown option --%s (see --help)\n", name);
   return -1;
@@ -300,12 +356,26 @@ int etwd_config_parse(struct etwd_config *c, int argc, char **argv, int from) {
     fprintf(stderr, "etwd: --cert and --key must be given together\n");
     return -1;
   }
-  if (c->plain_http && !etwd_listen_is_loopback(c->listen)) {
-    fprintf(stderr,
-            "etwd: --insecure-http is only allowed on a loopback address (127.x.x.x, localhost, "
-            "[::1]); %s is not. Use HTTPS (the default) for other addresses.\n",
-            c->listen);
+  if (c->head_timeout_s > c->io_timeout_s) c->head_timeout_s = c->io_timeout_s;
+  uint32_t need = c->max_streams + c->max_requests + 4;
+  if (!c->max_connections) {
+    c->max_connections = need + 64 > ETWD_MAX_CONNECTIONS_DEFAULT ? need + 64 : ETWD_MAX_CONNECTIONS_DEFAULT;
+  } else if (c->max_connections < need) {
+    fprintf(stderr, "etwd: --max-connections %u is below --max-streams + --max-requests + 4 = %u\n",
+            c->max_connections, need);
     return -1;
+  }
+  if (c->plain_http) { /* every address of the list: plain HTTP only where no one else can listen */
+    char e[ETWD_MAX_LISTEN][128];
+    int n = etwd_listen_split(c->listen, e, ETWD_MAX_LISTEN);
+    for (int i = 0; i < n; i++)
+      if (!etwd_listen_is_loopback(e[i])) {
+        fprintf(stderr,
+                "etwd: --insecure-http is only allowed on loopback addresses (127.x.x.x, localhost, "
+                "[::1]); %s is not. Use HTTPS (the default) for other addresses.\n",
+                e[i]);
+        return -1;
+      }
   }
   return 0;
 }

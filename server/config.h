@@ -7,9 +7,11 @@
 #include <stdint.h>
 
 #define ETWD_MAX_ORIGINS 8
+#define ETWD_MAX_LISTEN 8 /* addresses in --listen */
+#define ETWD_MAX_CONNECTIONS_DEFAULT 1024
 
 struct etwd_config {
-  char listen[128];      /* host:port, default 127.0.0.1:8443 */
+  char listen[512];      /* host:port[,host:port...], default 127.0.0.1:8443 */
   int plain_http;        /* --insecure-http: only accepted on loopback */
   char state_dir[1024];  /* certificate, tokens, recordings */
   char data_dir[1024];   /* ETL files served by /api/v1/files (default <state>/files) */
@@ -27,6 +29,9 @@ struct etwd_config {
   int reader_nice; /* Linux: nice value of the per-CPU reader threads (-20..19; 0 = unchanged) */
   int reader_pinning; /* Linux: 1 = the reader of CPU n runs only on CPU n */
   uint32_t io_timeout_s; /* a connection making no progress this long is closed (civetweb's request_timeout) */
+  uint32_t head_timeout_s;   /* TLS handshake and each request head must finish within this */
+  uint32_t max_connections;  /* open connections in all = civetweb's worker pool (0 = automatic) */
+  uint32_t max_per_address;  /* open connections from one peer address */
 };
 
 /** etwd_config_defaults - fill @c with defaults (state dir from $ETWD_STATE_DIR or /var/lib/etwd). */
@@ -39,7 +44,9 @@ void etwd_config_defaults(struct etwd_config *c);
 int etwd_config_parse(struct etwd_config *c, int argc, char **argv, int from);
 /** etwd_config_usage - the --help text. */
 void etwd_config_usage(const char *prog);
-/** etwd_listen_is_loopback - 1 if the listen host is 127.0.0.0/8, ::1 or localhost. */
+/** etwd_listen_is_loopback - 1 if the host of one HOST:PORT is 127.0.0.0/8, ::1 or localhost. */
 int etwd_listen_is_loopback(const char *listen);
+/** etwd_listen_split - split a --listen list into @out (at most @max entries); count, or -1. */
+int etwd_listen_split(const char *list, char out[][128], int max);
 
 #endif

@@ -174,9 +174,12 @@ int main(int argc, char **argv) {
     etwd_auth_free(srv.auth);
     return 1;
   }
-  char host[128];
-  snprintf(host, sizeof host, "%s", cfg.listen);
-  printf("etwd %s listening on %s://%s/\n", ETWD_VERSION, srv.tls ? "https" : "http", host);
+  char addrs[ETWD_MAX_LISTEN][128];
+  int naddr = etwd_listen_split(cfg.listen, addrs, ETWD_MAX_LISTEN);
+  printf("etwd %s listening on", ETWD_VERSION);
+  for (int i = 0; i < naddr; i++)
+    printf("%s %s://%s/", i ? "," : "", srv.tls ? "https" : "http", addrs[i]);
+  printf("\n");
   if (srv.tls) printf("certificate SHA-256 fingerprint: %s\n", srv.fingerprint);
   printf("tokens: %s (admin and reader; `etwd tokens` shows them)\n", etwd_auth_path(srv.auth));
   if (cfg.print_token) {

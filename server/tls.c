@@ -1,6 +1,8 @@
 /* tls.c — certificate generation and SSL_CTX set-up (see tls.h). */
 #include "tls.h"
 
+#include "log.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/err.h>
@@ -36,6 +38,7 @@ static int generate(const char *cert, const char *key, char *err, size_t n) {
   X509 *x = X509_new();
   int rc = -1;
   FILE *f = NULL;
+  char ktmp[1100] = "", ctmp[1100] = "";
   if (!pk || !x) {
     ossl_err(err, n, "key generation failed");
     goto out;
@@ -53,8 +56,10 @@ static int generate(const char *cert, const char *key, char *err, size_t n) {
   BIGNUM *bn = BN_bin2bn(serial, sizeof serial, NULL);
   BN_to_ASN1_INTEGER(bn, X509_get_serialNumber(x));
   BN_free(bn);
+  /* backdated an hour for skewed clocks; notAfter - notBefore stays within 397 days, the most
+   * browsers accept for a server certificate */
   X509_gmtime_adj(X509_getm_notBefore(x), -3600);
-  X509_gmtime_adj(X509_getm_notAfter(x), 825L * 24 * 3600);
+  X509_gmtime_adj(X509_getm_notAfter(x), (long)ETWD_TLS_CERT_DAYS * 24 * 3600 - 3600);
   X509_set_pubkey(x, pk);
   X509_NAME *name = X509_get_subject_name(x);
   X509_NAME_add_entry_by_txt(name, "O", MBSTRING_ASC, (const unsigned char *)"etwd", -1, -1, 0);
@@ -72,28 +77,74 @@ static int generate(const char *cert, const char *key, char *err, size_t n) {
     ossl_err(err, n, "certificate signing failed");
     goto out;
   }
-  int fd = open(key, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  /* both files are written under temporary names and renamed when complete, so a renewal that
+   * fails (disk full) leaves the old pair in place */
+  snprintf(ktmp, sizeof ktmp, "%s.tmp", key);
+  snprintf(ctmp, sizeof ctmp, "%s.tmp", cert);
+  int fd = open(ktmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0 || fchmod(fd, 0600) || !(f = fdopen(fd, "w"))) {
-    snprintf(err, n, "cannot write %s: %s", key, strerror(errno));
+    snprintf(err, n, "cannot write %s: %s", ktmp, strerror(errno));
     if (fd >= 0) close(fd);
     goto out;
   }
-  if (!PEM_write_PrivateKey(f, pk, NULL, NULL, 0, NULL, NULL)) {
+  int ok = PEM_write_PrivateKey(f, pk, NULL, NULL, 0, NULL, NULL);
+  if (fclose(f)) ok = 0;
+  f = NULL;
+  if (!ok) {
     ossl_err(err, n, "writing the key");
     goto out;
   }
-  fclose(f);
-  f = fopen(cert, "w");
-  if (!f || !PEM_write_X509(f, x)) {
-    snprintf(err, n, "cannot write %s: %s", cert, strerror(errno));
+  f = fopen(ctmp, "w");
+  ok = f && PEM_write_X509(f, x);
+  if (f && fclose(f)) ok = 0;
+  f = NULL;
+  if (!ok) {
+    snprintf(err, n, "cannot write %s: %s", ctmp, strerror(errno));
+    goto out;
+  }
+  if (rename(ktmp, key) || rename(ctmp, cert)) {
+    snprintf(err, n, "cannot replace %s and %s: %s", key, cert, strerror(errno));
     goto out;
   }
   rc = 0;
 out:
   if (f) fclose(f);
+  if (rc && ktmp[0]) unlink(ktmp);
+  if (rc && ctmp[0]) unlink(ctmp);
   X509_free(x);
   EVP_PKEY_free(pk);
   return rc;
+}
+
+/* Days until @x expires (negative: expired); *@self_signed = 1 if issuer = subject. */
+static int cert_days_left(X509 *x, int *self_signed) {
+  int days = 0, secs = 0;
+  ASN1_TIME_diff(&days, &secs, NULL, X509_get0_notAfter(x));
+  *self_signed = !X509_NAME_cmp(X509_get_subject_name(x), X509_get_issuer_name(x));
+  return days - (days <= 0 && secs < 0);
+}
+
+/* The generated certificate in the state dir: renewed (new key too) when it expires within
+ * ETWD_TLS_RENEW_DAYS or has expired; a certificate there that someone else signed is kept, with a
+ * warning. 0, or -1 with @err. */
+static int renew_if_due(const char *cert, const char *key, char *err, size_t n) {
+  FILE *f = fopen(cert, "r");
+  X509 *x = f ? PEM_read_X509(f, NULL, NULL, NULL) : NULL;
+  if (f) fclose(f);
+  if (!x) return 0; /* unreadable: the checks below say why */
+  int self = 0, left = cert_days_left(x, &self);
+  X509_free(x);
+  if (left > ETWD_TLS_RENEW_DAYS) return 0;
+  char q[1100];
+  if (!self) {
+    etwd_log(LOG_WARN, "certificate expires soon", "cert=%s days_left=%d detail=\"not self-signed: "
+             "not renewed automatically\"", etwd_logq(q, sizeof q, cert), left);
+    return 0;
+  }
+  if (generate(cert, key, err, n)) return -1;
+  etwd_log(LOG_WARN, "certificate renewed", "cert=%s days_left=%d valid_days=%d",
+           etwd_logq(q, sizeof q, cert), left, ETWD_TLS_CERT_DAYS);
+  return 0;
 }
 
 int etwd_tls_prepare(const char *state_dir, char *cert, size_t certsz, char *key, size_t keysz,
@@ -103,6 +154,8 @@ int etwd_tls_prepare(const char *state_dir, char *cert, size_t certsz, char *key
     snprintf(key, keysz, "%s/key.pem", state_dir);
     if (access(cert, F_OK) || access(key, F_OK)) {
       if (generate(cert, key, err, n)) return -1;
+    } else if (renew_if_due(cert, key, err, n)) {
+      return -1;
     }
   }
   struct stat sb;
@@ -148,6 +201,9 @@ int etwd_tls_prepare(const char *state_dir, char *cert, size_t certsz, char *key
 int etwd_tls_init_ctx(void *ssl_ctx, const char *cert, const char *key) {
   SSL_CTX *ctx = ssl_ctx;
   if (!SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION)) return -1;
+  /* TLS 1.2: forward-secret AEAD suites only (no CBC, no RSA key exchange); TLS 1.3's suites
+   * are all AEAD and keep OpenSSL's defaults */
+  if (SSL_CTX_set_cipher_list(ctx, ETWD_TLS12_CIPHERS) != 1) return -1;
   if (SSL_CTX_use_certificate_chain_file(ctx, cert) != 1) return -1;
   if (SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1) return -1;
   if (SSL_CTX_check_private_key(ctx) != 1) return -1;

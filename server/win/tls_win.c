@@ -90,7 +90,7 @@ int etwd_tls_prepare(const char *state_dir, char *cert, size_t certsz, char *key
       snprintf(err, n,
                "no certificate: the Windows build does not generate one. Pass --cert/--key, or "
                "create %s and %s, e.g. `openssl req -x509 -newkey ec -pkeyopt "
-               "ec_paramgen_curve:P-256 -nodes -days 825 -subj /CN=localhost -keyout key.pem "
+               "ec_paramgen_curve:P-256 -nodes -days 397 -subj /CN=localhost -keyout key.pem "
                "-out cert.pem`; or run with --insecure-http on a loopback address",
                cert, key);
       return -1;
@@ -107,6 +107,7 @@ typedef int (*ctx_file_fn)(void *, const char *);
 typedef int (*ctx_file_type_fn)(void *, const char *, int);
 typedef int (*ctx_check_fn)(const void *);
 typedef long (*ctx_ctrl_fn)(void *, int, long, void *);
+typedef int (*ctx_str_fn)(void *, const char *);
 
 int etwd_tls_init_ctx(void *ctx, const char *cert, const char *key) {
   HMODULE s = GetModuleHandleA(SSL_DLL);
@@ -115,9 +116,11 @@ int etwd_tls_init_ctx(void *ctx, const char *cert, const char *key) {
   ctx_file_fn chain = (ctx_file_fn)(void (*)(void))GetProcAddress(s, "SSL_CTX_use_certificate_chain_file");
   ctx_file_type_fn pkey = (ctx_file_type_fn)(void (*)(void))GetProcAddress(s, "SSL_CTX_use_PrivateKey_file");
   ctx_check_fn check = (ctx_check_fn)(void (*)(void))GetProcAddress(s, "SSL_CTX_check_private_key");
-  if (!ctrl || !chain || !pkey || !check) return -1;
+  ctx_str_fn ciphers = (ctx_str_fn)(void (*)(void))GetProcAddress(s, "SSL_CTX_set_cipher_list");
+  if (!ctrl || !chain || !pkey || !check || !ciphers) return -1;
   /* SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) is SSL_CTX_ctrl(ctx, 123, 0x0303, NULL) */
   if (!ctrl(ctx, 123, 0x0303, NULL)) return -1;
+  if (ciphers(ctx, ETWD_TLS12_CIPHERS) != 1) return -1; /* TLS 1.2: ECDHE + AEAD only */
   if (chain(ctx, cert) != 1) return -1;
   if (pkey(ctx, key, 1 /* SSL_FILETYPE_PEM */) != 1) return -1;
   if (check(ctx) != 1) return -1;
