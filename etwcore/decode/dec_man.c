@@ -401,15 +401,6 @@ static void pl_tl4_fill(void) {
   }
 }
 #endif
-#define OP_IS_PAIR(o) ((o) >= OP_XX44 && (o) <= OP_XX88)
-/* the payload bytes of a fixed-size op or of a hex pair's first value (its second op counts its
- * own), else 0 (the end of a fixed-size run) */
-static unsigned op_run_bytes(uint8_t op) {
-  if (OP_IS_FIXED(op)) return OP_BYTES[op];
-  if (op == OP_XX88 || op == OP_XX84) return 8;
-  if (op == OP_XX48 || op == OP_XX44) return 4;
-  return 0;
-}
 
 /* Build @e's plan (fields' keys built, e->nf in 1..DEC_MAX_FIELDS); 0 = attached. */
 __attribute__((noinline)) static int plan_build(struct dec_event *e) {
@@ -589,25 +580,6 @@ __attribute__((noinline)) static int plan_build(struct dec_event *e) {
             a->op = a->op == OP_X32 ? (b->op == OP_X32 ? OP_XX44 : OP_XX48) : (b->op == OP_X32 ? OP_XX84 : OP_XX88);
             k++;
           }
-        }
-        /* two hex pairs in a row with 32 payload bytes from the first in their fixed-size run: a
-         * quad (eb: 1 + the widths, bit j for an 8-byte value j; gb: its bytes), which the runner
-         * renders as its two pairs (the four-at-once step left with the AVX2 runner; the marks
-         * stay so that the plans' room and group bytes stay as they were) */
-        for (uint32_t k = 0; k + 3 < no; k++) {
-          if (!OP_IS_PAIR(ops[k].op) || !OP_IS_PAIR(ops[k + 2].op)) continue;
-          uint32_t rb = 0;
-          for (uint32_t j = k; j < no && op_run_bytes(ops[j].op); j++) rb += op_run_bytes(ops[j].op);
-          if (rb < 32) continue;
-          unsigned pat = 0, qb = 0;
-          for (unsigned j = 0; j < 4; j++) {
-            unsigned wb = op_run_bytes(ops[k + j].op);
-            pat |= (wb == 8 ? 1u : 0u) << j;
-            qb += wb;
-          }
-          ops[k].eb = 1 + pat;
-          ops[k].gb = qb;
-          k += 3;
         }
         /* rooms, from the end: each op's room is the bound of what the ops after it write
          * besides PL_OBYTE bytes per payload byte (their keys and 48 bytes each: fixed-size
