@@ -381,12 +381,8 @@ static inline int emit(struct dec_sysc *sc, const struct sysc *c, struct etw_jw 
  * call costs its arguments and spills, and gave the Sample writer a frame). */
 #if defined(__GNUC__) && !defined(__clang__)
 #define DEC_FLATTEN __attribute__((flatten))
-/* (out of line with its arguments as declared: gcc drops unused ones of a static function, which
- * moves the others to other registers at its tail calls) */
-#define DEC_NOIPA __attribute__((noipa))
 #else
 #define DEC_FLATTEN
-#define DEC_NOIPA __attribute__((noinline))
 #endif
 
 /* ---- plan templates (struct dec_tpl)
@@ -714,7 +710,7 @@ TPL_INLINE int tpl_fast(struct dec_tpl *t, struct etw_jw *w, const struct etw_re
     g = ft - t->fb;
   }
   char *p = w->buf + w->len;
-  unsigned cpu = *(const volatile uint16_t *)&r->cpu;
+  unsigned cpu = r->cpu;
   tpl_copy_ref(p, t, ref, g, cpu);
   put_lo4(p + t->plen + 24, (unsigned)g);
   p[t->cpos] = (char)('0' + cpu);
@@ -1423,10 +1419,8 @@ TPL_INLINE int kplan_smiss(struct etw_jw *w, struct dec_kplan *pl, const unsigne
   w->len = (size_t)(e - w->buf);
   return 1;
 }
-/* (the writer's own argument registers where it has them: d, r and w stay, payload @q, plan @pl,
- * text @p; no moves before the tail call) */
-typedef int (*kplan_miss_fn)(struct etw_decoder *, const struct etw_rec *, struct etw_jw *, const unsigned char *,
-                             struct dec_kplan *, char *);
+/* The Sample writer's memo miss as kplan_end4 calls it: writer @w, payload @q, plan @pl, text @p */
+typedef int (*kplan_miss_fn)(struct etw_jw *, const unsigned char *, struct dec_kplan *, char *);
 
 /* kplan_fix4's tests (@need: the ops' payload bytes; @room: the writer's room): 0 when the fast case applies, with the FILETIME's digits 4-7 index in *@gp (the
  * template's block moved to it when needed); 1 for the out-of-line case (nothing changed). */
@@ -1441,13 +1435,12 @@ TPL_INLINE int kplan_chk4(struct etw_jw *w, struct dec_kplan *pl, const struct e
   if (__builtin_expect(((uint64_t)r->pid << 32 | r->tid) != t->xkey, 0)) return 1;
   uint64_t g = r->filetime - t->fb; /* digits 4-7 when in the slot's block, not its first 100 ns (tpl_emit) */
   int gm = g - 1u >= 9999u; /* another block of the second: its digits 1-3 first */
-  /* (the FILETIME read again there: not kept over the next test) */
-  if (__builtin_expect(gm && *(const volatile uint64_t *)&r->filetime - t->ft1 >= 9999999u, 0)) return 1;
+  if (__builtin_expect(gm && r->filetime - t->ft1 >= 9999999u, 0)) return 1;
   /* (room < 2^62: no wrap; the same test as w->cap - w->len <= room, one instruction less) */
   if (__builtin_expect(w->len + room >= w->cap, 0)) return 1;
   /* nothing fails from here */
   if (__builtin_expect(gm, 0)) {
-    uint64_t ft = *(const volatile uint64_t *)&r->filetime;
+    uint64_t ft = r->filetime;
     tpl_block(t, (unsigned)(ft - t->ft1) + 1u);
     g = ft - t->fb;
   }
@@ -1458,9 +1451,8 @@ TPL_INLINE int kplan_chk4(struct etw_jw *w, struct dec_kplan *pl, const struct e
 /* kplan_fix4's work after the template's copy at @p (its digits 4-7 @g, processor @cpu): the
  * digits, the ops' text (with @miss, the Sample writer, a payload equal to the memo's (16 bytes) is
  * its text, and @miss renders another), w->len; 1. */
-TPL_INLINE int kplan_end4(struct etw_decoder *d, struct etw_jw *w, struct dec_kplan *pl, const struct etw_rec *r, char *p, uint64_t g,
-                          unsigned cpu, const int t0, const int t1, const int t2, const int t3,
-                          kplan_miss_fn miss) {
+TPL_INLINE int kplan_end4(struct etw_jw *w, struct dec_kplan *pl, const struct etw_rec *r, char *p, uint64_t g,
+                          unsigned cpu, const int t0, const int t1, const int t2, const int t3, kplan_miss_fn miss) {
   const struct dec_tpl *t = &pl->t;
   const unsigned char *q = r->user_data;
   memcpy(p + t->plen + 24, &T4[g], 4); /* (put_lo4; g < 10^4 here, the 64-bit index as it is) */
@@ -1470,7 +1462,7 @@ TPL_INLINE int kplan_end4(struct etw_decoder *d, struct etw_jw *w, struct dec_kp
     uint64_t q0, q1;
     memcpy(&q0, q, 8);
     memcpy(&q1, q + 8, 8);
-    if (__builtin_expect(((q0 ^ pl->memo_q[0]) | (q1 ^ pl->memo_q[1])) != 0, 0)) return miss(d, r, w, q, pl, p);
+    if (__builtin_expect(((q0 ^ pl->memo_q[0]) | (q1 ^ pl->memo_q[1])) != 0, 0)) return miss(w, q, pl, p);
     memo_copy(p, pl->memo);
     w->len = (size_t)(p + pl->memo_len - w->buf);
     return 1;
@@ -1489,10 +1481,9 @@ TPL_INLINE int kplan_fix4(struct etw_decoder *d, struct etw_jw *w, struct dec_kp
   if (__builtin_expect(kplan_chk4(w, pl, r, need, pl->room, &g), 0)) return kplan_gen_s(d, r, w, ref, pl);
   d->decoded++;
   char *p = w->buf + w->len;
-  /* (read again, not kept from the check: one register less over it) */
-  unsigned cpu = *(const volatile uint16_t *)&r->cpu;
+  unsigned cpu = r->cpu;
   tpl_copy_ref(p, &pl->t, ref, g, cpu);
-  return kplan_end4(d, w, pl, r, p, g, cpu, t0, t1, t2, t3, miss);
+  return kplan_end4(w, pl, r, p, g, cpu, t0, t1, t2, t3, miss);
 }
 
 
@@ -1508,13 +1499,8 @@ __attribute__((noinline)) static int kplan_gen_s(struct etw_decoder *d, const st
                                                  struct dec_kplan *pl) {
   return kplan_fast(d, w, pl, r, ref, kplan_genslow_s);
 }
-DEC_NOIPA DEC_FLATTEN static int kplan_smiss_s(struct etw_decoder *d,
-                                               const struct etw_rec *r,
-                                               struct etw_jw *w,
-                                               const unsigned char *q,
-                                               struct dec_kplan *pl, char *p) {
-  (void)d;
-  (void)r;
+__attribute__((noinline)) DEC_FLATTEN static int kplan_smiss_s(struct etw_jw *w, const unsigned char *q,
+                                                               struct dec_kplan *pl, char *p) {
   return kplan_smiss(w, pl, q, p);
 }
 __attribute__((noinline)) static int eplan_miss_s(struct etw_decoder *d, struct etw_jw *w,
