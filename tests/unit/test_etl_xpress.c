@@ -88,8 +88,9 @@ static const char *const FILES[] = {
     S4 "programs/OneDrive/Local/Microsoft/OneDrive/logs/Personal/CldFlt0-2025-12-21-121418.etlgz",
 };
 
-/* Output lengths near the margins: the C loops' 512, the medium assembly loop's 32 × 24 + 32,
- * the roomy loops' 32 × 279 + 32, the first 8 KiB; input near the 360-byte margin. */
+/* Output lengths near the margins: the fast loop's 512, 32 × 24 + 32 (a margin of the removed
+ * assembly loops, kept as an edge case), the roomy loop's 32 × 279 + 32, the first 8 KiB; input
+ * near the 360-byte margin. */
 static const size_t OUT_CUT[] = {1, 2, 31, 32, 33, 63, 64, 65, 511, 512, 513, 799, 800, 801, 802, 8959, 8960, 8961, 8962};
 static const size_t IN_CUT[] = {1, 2, 3, 4, 5, 47, 48, 49, 100, 358, 359, 360, 361, 362, 500};
 
@@ -255,8 +256,8 @@ static void test_distance_edge(void) {
       for (size_t li = 0; li < sizeof LEN / sizeof LEN[0]; li++)
         for (int over = 0; over < 2; over++)
           for (size_t pre = 0; pre < 3; pre++) {
-            /* pre: 3-byte matches from distance 9 right before it (no literals between: the AVX2
-             * loop's empty-run path, its op and ip short in state 2) */
+            /* pre: 3-byte matches from distance 9 right before it (no literals between: an
+             * empty literal run before the match) */
             size_t pos = POS[pi], no = OUT[oi];
             if (pos + 100 > no || (pre && pos < 9)) continue;
             struct xw w = {in, 0, 0, 0, 32};
