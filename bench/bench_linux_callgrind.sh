@@ -6,8 +6,7 @@
 # instructions/event = collected Ir / measured events. Root (captures real ring-buffer pages).
 # usage: bench/bench_linux_callgrind.sh [build-dir]   (a Release or RelWithDebInfo build, not
 #   sanitized). Set LX_BENCH_PAGES=<file> to keep the captured pages: later runs (another build,
-#   an A/B comparison) then decode exactly the same records. ETWD_LX_NO_AVX2=1 measures the
-#   16-byte copy path (CPUs without AVX2) on a CPU that has AVX2.
+#   an A/B comparison) then decode exactly the same records.
 set -eu
 B=${1:-build-rel}
 BIN="$B/bench/bench_linux_decode"

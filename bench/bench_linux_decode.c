@@ -10,7 +10,6 @@
  *   env LX_BENCH_PAGES=file  reuse the pages saved there (captured and saved on the first run)
  *   env LX_BENCH_DUMP=file   write every event's JSON there, one a line, before measuring
  *   env LX_BENCH_T0=ns       shift the timestamps so that the first record is at this UTC ns
- *   env ETWD_LX_NO_AVX2=1    the 16-byte (SSE2) copies even when the CPU has AVX2
  *   env LX_BENCH_TGID=0      ProcessID = ThreadID (no /proc lookups: the captured tasks are gone
  *                            and their ids may be reused, so lookups make dumps irreproducible)
  *   event: only decode records of that tracepoint (e.g. sys_enter, sched_switch); callgrind
@@ -186,9 +185,9 @@ decode:;
   double dt = now() - t0;
   g_bytes += s.b->data.len;
   uint64_t calls = g_events;
-  printf("copies=%s event=%s pages=%d events=%llu measured_calls=%llu json_bytes=%llu bytes/event=%.1f "
+  printf("event=%s pages=%d events=%llu measured_calls=%llu json_bytes=%llu bytes/event=%.1f "
          "ns/event=%.1f Mev/s=%.2f undecoded=%llu\n",
-         lx_dec_avx2(-1) ? "avx2" : "sse2", only ? only : "all", np, (unsigned long long)g_events, (unsigned long long)calls,
+         only ? only : "all", np, (unsigned long long)g_events, (unsigned long long)calls,
          (unsigned long long)g_bytes, g_events ? (double)g_bytes / (double)g_events : 0.0,
          g_events ? dt * 1e9 / (double)g_events : 0.0, g_events ? (double)g_events / dt / 1e6 : 0.0,
          (unsigned long long)atomic_load(&d.undecoded));

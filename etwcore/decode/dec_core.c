@@ -609,8 +609,8 @@ __attribute__((noinline)) static int other_general(struct etw_decoder *d, const 
   return dec_write_general(d, r, w, ref, d8, 0, 0);
 }
 
-/* Manifest events and classic records, every case but the first way's plan for a record with
- * ETW_EVH_NO_EXT: both ways' full tests, else the general path. */
+/* Manifest events and classic records, every case but the first way's plan for a record without
+ * extended data: both ways' full tests, else the general path. */
 __attribute__((noinline)) static int eplan_slow(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
                                                 struct etw_evref *ref) {
   uint64_t d8;
@@ -624,7 +624,7 @@ __attribute__((noinline)) static int eplan_slow(struct etw_decoder *d, const str
 }
 
 /* Manifest events and classic records: the type's plan by (GUID, id, version) (no resolve). The
- * first way's plan for a record with ETW_EVH_NO_EXT (no extended data items): every test of
+ * first way's plan for a record with no extended data items (n_ext 0): every test of
  * eplan_hit in one word (the others: eplan_slow); the registry generation's by the
  * provider name's (an expired plan's pnamep is dec_eplan_dead: dec_reg_bump, eplan_settle). */
 static inline __attribute__((always_inline)) int eplan_dispatch(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
@@ -644,15 +644,15 @@ static inline __attribute__((always_inline)) int eplan_dispatch(struct etw_decod
   uint64_t m = (g0 ^ p0) | (g1 ^ p1) | (pl->d8 ^ d8) | (pl->kw ^ r->desc.keyword) | a0 | a1 |
                ((uintptr_t)*pl->pnamep ^ (uintptr_t)pl->pname);
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-  /* the kind, the string-only flag and ETW_EVH_NO_EXT (no extended data: the reader's; a record
-   * without it takes eplan_slow's full test) in one test: a valid plan's kindw has
-   * ETW_EVH_NO_EXT (eplan_settle) */
+  /* the kind and the string-only flag in one test (a record with extended data takes eplan_slow's
+   * full test: n_ext below) */
   uint32_t k4;
   memcpy(&k4, r, 4);
-  m |= (k4 ^ pl->kindw) & (0xFFu | (uint32_t)(ETW_EVH_STRING_ONLY | ETW_EVH_NO_EXT) << 16);
+  m |= (k4 ^ pl->kindw) & (0xFFu | (uint32_t)ETW_EVH_STRING_ONLY << 16);
 #else
-  m |= (uint64_t)(pl->kind != r->kind || (r->flags & ETW_EVH_STRING_ONLY) || !(r->flags & ETW_EVH_NO_EXT));
+  m |= (uint64_t)(pl->kind != r->kind || (r->flags & ETW_EVH_STRING_ONLY));
 #endif
+  m |= r->n_ext;
   if (__builtin_expect(m == 0, 1)) return pl->run(d, r, w, ref, pl, d8);
   return eplan_slow(d, r, w, ref);
 }
@@ -692,10 +692,7 @@ static void eplan_settle(struct etw_decoder *d, uint32_t slot) {
     struct dec_eplan *pl = d->eplan[k];
     if (!pl) continue;
     if (pl->gen != d->reg_gen) pl->pnamep = &dec_eplan_dead;
-    else {
-      d->eplan_live = 1;
-      pl->kindw |= (uint32_t)ETW_EVH_NO_EXT << 16; /* (eplan_dispatch; eplan_hit masks it out) */
-    }
+    else d->eplan_live = 1;
   }
 }
 

@@ -232,10 +232,6 @@ static inline char *fx_hex(char *o, uint64_t v) {
 /* Test hook (dec_man.c): 0 = the walker only, 1 = compiled plans where a schema has one (the
  * default). Returns the previous setting. */
 int dec_plan_enable(int on);
-/* Test hook: the plans' AVX2 code (hex pointer arrays): 1 = on where the CPU has it, 0 = off (the
- * SSE2/portable code, as with ETWD_ETL_NO_AVX2=1 in the environment), -1 = unchanged. Returns
- * the setting (1 only when on and usable). */
-int dec_plan_avx2(int on);
 /* Test hook: how many times a plan gave the event back to the walker (process-wide count). */
 uint64_t dec_plan_bails(void);
 

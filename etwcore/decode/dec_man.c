@@ -273,8 +273,8 @@ struct pmc {
 };
 
 struct pop {
-  const void *lab[2]; /* the op's code (threaded dispatch) in each runner variant (SSE2, AVX2),
-                         set when the plan is built (plan_labels) */
+  const void *lab; /* the op's code (threaded dispatch) in the runner, set when the plan is
+                       built (plan_labels) */
   uint8_t op;
   uint8_t slot;  /* sv[] slot receiving the value (0 = scratch) */
   uint8_t cslot; /* count from sv[cslot] (0 = f->count) */
@@ -313,8 +313,8 @@ struct plan {
 
 static int plan_on = 1;
 static uint64_t plan_bails; /* plans given up (tests; decoders in other threads count too) */
-/* the runner dec_fields_write_d calls: 0 = SSE2, 1 = AVX2, 2 = none (the walker: plans off);
- * from plan_on and pl_avx2 (pl_sel_set, after each change of either) */
+/* the runner dec_fields_write_d calls: 0 = the plan runner, 2 = none (the walker: plans off);
+ * from plan_on (pl_sel_set, after each change) */
 signed char dec_pl_sel;
 static void pl_sel_set(void);
 int dec_plan_enable(int on) {
@@ -401,15 +401,6 @@ static void pl_tl4_fill(void) {
   }
 }
 #endif
-#define OP_IS_PAIR(o) ((o) >= OP_XX44 && (o) <= OP_XX88)
-/* the payload bytes of a fixed-size op or of a hex pair's first value (its second op counts its
- * own), else 0 (the end of a fixed-size run) */
-static unsigned op_run_bytes(uint8_t op) {
-  if (OP_IS_FIXED(op)) return OP_BYTES[op];
-  if (op == OP_XX88 || op == OP_XX84) return 8;
-  if (op == OP_XX48 || op == OP_XX44) return 4;
-  return 0;
-}
 
 /* Build @e's plan (fields' keys built, e->nf in 1..DEC_MAX_FIELDS); 0 = attached. */
 __attribute__((noinline)) static int plan_build(struct dec_event *e) {
@@ -590,24 +581,6 @@ __attribute__((noinline)) static int plan_build(struct dec_event *e) {
             k++;
           }
         }
-        /* two hex pairs in a row with 32 payload bytes from the first in their fixed-size run (the
-         * AVX2 runner loads 32 bytes): a quad (eb: 1 + the widths, bit j for an 8-byte value j;
-         * gb: its bytes); the AVX2 runner renders the four at once (plan_labels), else the pairs */
-        for (uint32_t k = 0; k + 3 < no; k++) {
-          if (!OP_IS_PAIR(ops[k].op) || !OP_IS_PAIR(ops[k + 2].op)) continue;
-          uint32_t rb = 0;
-          for (uint32_t j = k; j < no && op_run_bytes(ops[j].op); j++) rb += op_run_bytes(ops[j].op);
-          if (rb < 32) continue;
-          unsigned pat = 0, qb = 0;
-          for (unsigned j = 0; j < 4; j++) {
-            unsigned wb = op_run_bytes(ops[k + j].op);
-            pat |= (wb == 8 ? 1u : 0u) << j;
-            qb += wb;
-          }
-          ops[k].eb = 1 + pat;
-          ops[k].gb = qb;
-          k += 3;
-        }
         /* rooms, from the end: each op's room is the bound of what the ops after it write
          * besides PL_OBYTE bytes per payload byte (their keys and 48 bytes each: fixed-size
          * values ≤ 24, a map's cached text ≤ PMC_MAX, an array's or a string's closing text)
@@ -649,9 +622,6 @@ static inline unsigned pmc_hash(uint64_t v) { return (unsigned)((uint32_t)(v ^ (
 
 
 
-static signed char pl_avx2; /* below */
-static void pl_avx2_init(void);
-
 /* each op's code address in the runners (threaded dispatch), set when the plan is built */
 static void plan_labels(struct plan *pl);
 
@@ -659,7 +629,6 @@ static void plan_labels(struct plan *pl);
  * rendered one after the other after one room check when the payload holds them all. */
 __attribute__((noinline)) static void compute_runs(struct dec_event *e) {
   uint16_t n = 0, b4 = 0, b8 = 0;
-  if (__atomic_load_n(&pl_avx2, __ATOMIC_RELAXED) < 0) pl_avx2_init();
   for (uint32_t i = e->nf; i-- > 0;) {
     struct dec_field *f = &e->f[i];
     if (!f->kind) f->kind = classify(f);
@@ -942,13 +911,13 @@ static struct dec_event pl_label_ev;
 
 /* Dispatch: threaded (computed goto) where GNU C has it, a switch elsewhere. */
 #if defined(__GNUC__)
-#define PL_START goto *op->lab[PL_V];
-#define PL_GO goto *op->lab[PL_V]
+#define PL_START goto *op->lab;
+#define PL_GO goto *op->lab
 #define PL_CASE(x) l_##x:
 #define PL_NEXT                                                                                    \
   do {                                                                                             \
     op++;                                                                                          \
-    goto *op->lab[PL_V];                                                                           \
+    goto *op->lab;                                                                           \
   } while (0)
 #else
 #define PL_START                                                                                   \
@@ -977,58 +946,10 @@ static inline uint64_t pl_rd64(const unsigned char *p) {
 #endif
 }
 
-/* ---- hex pointer arrays (ClrStack frames): each element `DIGITS","0x` (the caller wrote the
- * first `"0x` and takes the last 3 bytes back); two elements per SIMD step. The AVX2 variant
- * (lzcnt, shlx, pshufb) is chosen at run time; ETWD_ETL_NO_AVX2=1 forces the SSE2 one. */
-#if defined(__x86_64__) && defined(__GNUC__) && defined(__SSE2__) && !defined(_WIN32)
-#define PL_AVX2 1
-#include <immintrin.h>
-#else
-#define PL_AVX2 0
-#endif
-/* -1 = not chosen yet, 0 = SSE2 / portable, 1 = AVX2 */
-static signed char pl_avx2 = -1;
-#if PL_AVX2
-/* lzcnt executed as such (a CPU without it runs the encoding as bsr: clz(1) would be 0; some
- * virtual machines do not report the CPUID bit of a CPU that has it) */
-static int lzcnt_works(const volatile uint64_t *one) {
-  uint64_t v = *one, r;
-  __asm__("lzcnt %1, %0" : "=r"(r) : "r"(v) : "cc");
-  return r == 63;
-}
-#endif
-static int avx2_usable(void) {
-#if PL_AVX2
-  static const volatile uint64_t one = 1;
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2") &&
-                 lzcnt_works(&one)
-             ? 1
-             : 0;
-#else
-  return 0;
-#endif
-}
-static void pl_sel_set(void) {
-  int a = __atomic_load_n(&pl_avx2, __ATOMIC_RELAXED);
-  __atomic_store_n(&dec_pl_sel, (signed char)(!plan_on ? 2 : a > 0 ? 1 : 0), __ATOMIC_RELAXED);
-}
-static void pl_avx2_init(void) {
-  const char *no = getenv("ETWD_ETL_NO_AVX2");
-  int v = (no && *no && strcmp(no, "0")) ? 0 : avx2_usable();
-  __atomic_store_n(&pl_avx2, (signed char)v, __ATOMIC_RELAXED);
-  pl_sel_set();
-}
-int dec_plan_avx2(int on) {
-  if (__atomic_load_n(&pl_avx2, __ATOMIC_RELAXED) < 0) pl_avx2_init();
-  if (on >= 0) __atomic_store_n(&pl_avx2, (signed char)(on && avx2_usable()), __ATOMIC_RELAXED);
-  pl_sel_set();
-  return __atomic_load_n(&pl_avx2, __ATOMIC_RELAXED);
-}
+static void pl_sel_set(void) { __atomic_store_n(&dec_pl_sel, (signed char)(!plan_on ? 2 : 0), __ATOMIC_RELAXED); }
 
 #if defined(__SSE2__)
-/* vector constants as memory operands (AVX2 code would build _mm_set1_epi8 ones with a move
- * and a broadcast each) */
+/* vector constants as memory operands */
 #define PLK_R8(c) c, c, c, c, c, c, c, c
 #define PLK_R32(c) {PLK_R8(c), PLK_R8(c), PLK_R8(c), PLK_R8(c)}
 /* (0x0F and the hex digits: not const, so that gcc takes them from memory where used instead of
@@ -1056,42 +977,9 @@ _Alignas(32) unsigned char dec_plk_str[128] = {PLK_R8(0x60), PLK_R8(0x60), PLK_R
 /* plk_s: not const (as dec_plk_0f), so that the constants are memory operands where used (gcc
  * would build each with a move and a broadcast: 12 instructions a string) */
 #define PLK_STR_BASE const unsigned char *plk_s = dec_plk_str
-#if PL_AVX2
-/* -34 (32 bytes): the AVX2 runner's strings test x + 0x60 > -34 (not plain) */
-#if defined(__GNUC__) && !defined(_WIN32)
-__attribute__((visibility("hidden")))
-#endif
-_Alignas(32) unsigned char dec_plk_de[32] = {PLK_R8(0xDE), PLK_R8(0xDE), PLK_R8(0xDE), PLK_R8(0xDE)};
-#endif
-#if PL_AVX2
-#if defined(__GNUC__)
-__attribute__((visibility("hidden")))
-#endif
-_Alignas(32) char dec_plk_hex[32] = "0123456789abcdef0123456789abcdef";
-#define PLK_HEX dec_plk_hex
-/* hex_arr64_avx2's constants (not const either): per 64-bit lane 0x4340000000000001 (| v: the
- * double 2^53 + 2 (v | 1)), 2^53, the top 12 bits; per 16-byte lane 0–15, all 0, all 8 */
-#if defined(__GNUC__)
-__attribute__((visibility("hidden")))
-#endif
-_Alignas(32) uint64_t dec_plk_hx[12] = {0x4340000000000001ull, 0x4340000000000001ull, 0x4340000000000001ull,
-                                        0x4340000000000001ull, 0x4340000000000000ull, 0x4340000000000000ull,
-                                        0x4340000000000000ull, 0x4340000000000000ull, 0xFFF0000000000000ull,
-                                        0xFFF0000000000000ull, 0xFFF0000000000000ull, 0xFFF0000000000000ull};
-#if defined(__GNUC__)
-__attribute__((visibility("hidden")))
-#endif
-_Alignas(32) unsigned char dec_plk_hi[96] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
-                                             0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
-                                             0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-                                             0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-                                             8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8,
-                                             8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8};
-#endif
 #undef PLK_R8
 #undef PLK_R32
 #define PLK(k) _mm_load_si128((const __m128i *)(const void *)(k))
-#define PLK256(k) _mm256_load_si256((const __m256i *)(const void *)(k))
 #endif
 
 #if defined(__SSE2__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -1156,281 +1044,6 @@ static inline char *hex_arr64(char *o, const unsigned char *q, const unsigned ch
 static inline char *hex_arr32(char *o, const unsigned char *q, const unsigned char *qe) {
   HEX_ARR_BODY(HEX_RD32, 4, hex_ascii_sse2);
 }
-#if PL_AVX2
-#define PL_AVX2_FN __attribute__((target("avx2,bmi,bmi2,lzcnt")))
-/* hex_arr64_avx2's assembly step's constants, 32 bytes each: the three of dec_plk_hx, 0x0F,
- * the three of dec_plk_hi, the hex digits (one base register) */
-#define PLK_H4_R8(c) c, c, c, c, c, c, c, c
-_Alignas(32) static const unsigned char PLK_H4[256] = {
-    0x01, 0, 0, 0, 0, 0, 0x40, 0x43, 0x01, 0, 0, 0, 0, 0, 0x40, 0x43, 0x01, 0, 0, 0, 0, 0, 0x40, 0x43, 0x01, 0, 0, 0, 0, 0, 0x40, 0x43,
-    0, 0, 0, 0, 0, 0, 0x40, 0x43, 0, 0, 0, 0, 0, 0, 0x40, 0x43, 0, 0, 0, 0, 0, 0, 0x40, 0x43, 0, 0, 0, 0, 0, 0, 0x40, 0x43,
-    0, 0, 0, 0, 0, 0, 0xF0, 0xFF, 0, 0, 0, 0, 0, 0, 0xF0, 0xFF, 0, 0, 0, 0, 0, 0, 0xF0, 0xFF, 0, 0, 0, 0, 0, 0, 0xF0, 0xFF,
-    PLK_H4_R8(0x0F), PLK_H4_R8(0x0F), PLK_H4_R8(0x0F), PLK_H4_R8(0x0F),
-    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
-    PLK_H4_R8(0), PLK_H4_R8(0), PLK_H4_R8(0), PLK_H4_R8(0),
-    PLK_H4_R8(8), PLK_H4_R8(8), PLK_H4_R8(8), PLK_H4_R8(8),
-    '0', '1', '2', '3', '4', '5', '6', '7', '8', '9', 'a', 'b', 'c', 'd', 'e', 'f',
-    '0', '1', '2', '3', '4', '5', '6', '7', '8', '9', 'a', 'b', 'c', 'd', 'e', 'f'};
-#undef PLK_H4_R8
-/* 32 and 64 bytes as inline assembly operands */
-typedef struct {
-  char b[32];
-} pl_b32;
-typedef struct {
-  unsigned char b[64];
-} pl_b64;
-PL_AVX2_FN static inline __m128i hex_ascii_avx2(__m128i n) { return _mm_shuffle_epi8(PLK(PLK_HEX), n); }
-/* Four hex values' digits (AVX2; one text for hex_arr64_avx2 and hex_quad_avx2): four 8-byte
- * values in ymm13 → their digits in ymm12/ymm13 and in ymm14 what gives each one's digit count (a
- * double's exponent: hex_arr64_avx2's comment); to label 1 when a value is not below 2^52 (the
- * caller's fallback). Clobbers ymm12–ymm15; %[c] is the PLK_H4 constant block. */
-#define PL_HEX4_DIGITS \
-  "vptest 64(%[c]), %%ymm13\n\t" \
-  "jnz 1f\n\t" \
-  "vpor (%[c]), %%ymm13, %%ymm14\n\t" \
-  "vsubpd 32(%[c]), %%ymm14, %%ymm14\n\t" \
-  "vpsrlq $54, %%ymm14, %%ymm14\n\t" \
-  "vpsrlw $4, %%ymm13, %%ymm15\n\t" \
-  "vpand 96(%[c]), %%ymm13, %%ymm13\n\t" \
-  "vpand 96(%[c]), %%ymm15, %%ymm15\n\t" \
-  "vpunpcklbw %%ymm15, %%ymm13, %%ymm12\n\t" \
-  "vpunpckhbw %%ymm15, %%ymm13, %%ymm13\n\t" \
-  "vpshufb 160(%[c]), %%ymm14, %%ymm15\n\t" \
-  "vpsubb 128(%[c]), %%ymm15, %%ymm15\n\t" \
-  "vpshufb %%ymm15, %%ymm12, %%ymm12\n\t" \
-  "vpshufb 192(%[c]), %%ymm14, %%ymm15\n\t" \
-  "vpsubb 128(%[c]), %%ymm15, %%ymm15\n\t" \
-  "vpshufb %%ymm15, %%ymm13, %%ymm13\n\t" \
-  "vmovdqa 224(%[c]), %%ymm15\n\t" \
-  "vpshufb %%ymm12, %%ymm15, %%ymm12\n\t" \
-  "vpshufb %%ymm13, %%ymm15, %%ymm13\n\t"
-
-PL_AVX2_FN static inline char *hex_arr64_avx2(char *o, const unsigned char *q, const unsigned char *qe) {
-  /* four per step, all in vectors while the values are below 2^52: the digit count of each from
-   * the exponent of a double (2^53 + 2 (v | 1) as bits, minus 2^53: exactly 2 (v | 1), exponent
-   * 1024 + floor(log2 (v | 1)), so bits >> 54 = 256 + k with k + 1 digits); the nibbles in
-   * natural order (least significant first: unpack lo, hi), then one byte shuffle per two values
-   * takes nibble k - j to place j (past the digits: index < 0, a zero byte) and one makes them
-   * hex digits. Values 0 and 2 in one register's lanes, 1 and 3 in the other's. Each value: 16
-   * bytes stored, `","0x` after its k + 1 digits (at 256 + k - 255), the next 5 bytes on.
-   * (Inline assembly: the runner keeps no 256-bit value in C; ZF = all four below 2^52.) */
-  const unsigned char *q4 = q + (size_t)(qe - q) / 32 * 32;
-  uint64_t sep;
-  memcpy(&sep, FX_XSEP, 8);
-  while (q < q4) {
-    int ok;
-    uint64_t k0, k1, k2, k3;
-    __asm__("vmovdqu (%[q]), %%ymm13\n\t"
-            PL_HEX4_DIGITS
-            "vmovq %%xmm14, %[k0]\n\t"
-            "vpextrq $1, %%xmm14, %[k1]\n\t"
-            "vextracti128 $1, %%ymm14, %%xmm14\n\t"
-            "vmovq %%xmm14, %[k2]\n\t"
-            "vpextrq $1, %%xmm14, %[k3]\n\t"
-            "vmovdqu %%xmm12, (%[o])\n\t"
-            "mov %[sep], -255(%[o],%[k0])\n\t"
-            "lea -250(%[o],%[k0]), %[o]\n\t"
-            "vmovdqu %%xmm13, (%[o])\n\t"
-            "mov %[sep], -255(%[o],%[k1])\n\t"
-            "lea -250(%[o],%[k1]), %[o]\n\t"
-            "vextracti128 $1, %%ymm12, (%[o])\n\t"
-            "mov %[sep], -255(%[o],%[k2])\n\t"
-            "lea -250(%[o],%[k2]), %[o]\n\t"
-            "vextracti128 $1, %%ymm13, (%[o])\n\t"
-            "mov %[sep], -255(%[o],%[k3])\n\t"
-            "lea -250(%[o],%[k3]), %[o]\n"
-            "1:"
-            : "=@ccz"(ok), [o] "+r"(o), [k0] "=&r"(k0), [k1] "=&r"(k1), [k2] "=&r"(k2), [k3] "=&r"(k3)
-            : [q] "r"(q), [sep] "r"(sep), [c] "r"(PLK_H4)
-            : "xmm12", "xmm13", "xmm14", "xmm15", "cc", "memory");
-    if (!ok) break; /* a value ≥ 2^52: below */
-    q += 32;
-  }
-  while ((size_t)(qe - q) >= 16) { /* (after a value ≥ 2^52) and fewer than 4 left */
-    HEX_ARR_PAIR(HEX_RD64, 8, hex_ascii_avx2);
-    q += 16;
-  }
-  HEX_ARR_ONE(HEX_RD64, 8, hex_ascii_avx2);
-  return o;
-}
-PL_AVX2_FN static inline char *hex_arr32_avx2(char *o, const unsigned char *q, const unsigned char *qe) {
-  HEX_ARR_BODY(HEX_RD32, 4, hex_ascii_avx2);
-}
-/* "0x…" digits and the closing quote of one value (as fx_hex_tail) */
-PL_AVX2_FN static inline char *hex_tail_avx2(char *o, uint64_t v) {
-  unsigned z;
-  uint64_t t = hex_lead(v, &z);
-  __m128i x = _mm_cvtsi64_si128((long long)t), d, d1;
-  HEX_NIBBLES(x, d, d1);
-  (void)d1;
-  _mm_storeu_si128((__m128i *)(void *)o, hex_ascii_avx2(d));
-  o += 16 - z;
-  *o = '"';
-  return o + 1;
-}
-/* The AVX2 runner keeps no 256-bit value in C (so gcc neither realigns its stack to 32 bytes
- * nor spills ymm registers): its 32-byte moves and the strings' 32-unit step are inline
- * assembly through ymm13–15 (declared clobbered; the runner's exits and calls clear the upper
- * halves with vzeroupper), the hex pointer arrays' 4-value step a leaf function. */
-/* 32 bytes from @s to @o */
-PL_AVX2_FN static inline void copy32_avx2(void *o, const void *s) {
-  __asm__("vmovdqu %1, %%ymm15\n\tvmovdqu %%ymm15, %0"
-          : "=m"(*(pl_b32 *)o)
-          : "m"(*(const pl_b32 *)s)
-          : "xmm15");
-}
-/* the UTF-16 units at @q (64 bytes) packed to 32 bytes at @o (units above 255 saturated);
- * returns one bit per unit: set for one not plain (plain: 0x20–0x7E, not '"' nor '\\'; not
- * plain: x + 0x60 above -34 as a signed byte, or a quote or backslash) */
-PL_AVX2_FN static inline unsigned str32_avx2(char *o, const unsigned char *q) {
-  unsigned m;
-  const pl_b32 *k = (const pl_b32 *)(const void *)dec_plk_str, *u = (const pl_b32 *)(const void *)q;
-  __asm__("vmovdqu %2, %%ymm13\n\t"
-          "vpackuswb %3, %%ymm13, %%ymm13\n\t"
-          "vpermq $0xd8, %%ymm13, %%ymm13\n\t"
-          "vpcmpeqb %7, %%ymm13, %%ymm14\n\t"
-          "vpcmpeqb %6, %%ymm13, %%ymm15\n\t"
-          "vpor %%ymm14, %%ymm15, %%ymm15\n\t"
-          "vpaddb %4, %%ymm13, %%ymm14\n\t"
-          "vmovdqu %%ymm13, %1\n\t"
-          "vpcmpgtb %5, %%ymm14, %%ymm14\n\t"
-          "vpor %%ymm14, %%ymm15, %%ymm15\n\t"
-          "vpmovmskb %%ymm15, %0"
-          : "=r"(m), "=m"(*(pl_b32 *)(void *)o)
-          : "m"(u[0]), "m"(u[1]), "m"(k[0]), "m"(*(const pl_b32 *)(const void *)dec_plk_de), "m"(k[2]), "m"(k[3])
-          : "xmm13", "xmm14", "xmm15");
-  return m;
-}
-/* masks for str32m_avx2: 16 dwords all ones, then 16 zero (the 16 from [16 - nd] take nd) */
-_Alignas(32) static const int32_t PLK_M32[32] = {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1};
-/* str32_avx2 for the last @r (4–63) bytes of a payload: only the whole dwords among them at @q
- * (nd = r / 4 of them: 2 nd units) are read (masked loads: the dwords after them are not read
- * and count as zero units, not plain; the caller keeps all 64 bytes on one page, so that no
- * implementation can fault on them); 32 bytes stored at @o */
-PL_AVX2_FN static inline unsigned str32m_avx2(char *o, const unsigned char *q, size_t r) {
-  unsigned m;
-  const pl_b32 *k = (const pl_b32 *)(const void *)dec_plk_str;
-  const int32_t *mk = (const int32_t *)(const void *)((const char *)PLK_M32 + 64 - (r & ~(size_t)3));
-  __asm__("vmovdqu (%[mk]), %%ymm14\n\t"
-          "vpmaskmovd (%[q]), %%ymm14, %%ymm13\n\t"
-          "vmovdqu 32(%[mk]), %%ymm14\n\t"
-          "vpmaskmovd 32(%[q]), %%ymm14, %%ymm14\n\t"
-          "vpackuswb %%ymm14, %%ymm13, %%ymm13\n\t"
-          "vpermq $0xd8, %%ymm13, %%ymm13\n\t"
-          "vpcmpeqb %[bs], %%ymm13, %%ymm14\n\t"
-          "vpcmpeqb %[qt], %%ymm13, %%ymm15\n\t"
-          "vpor %%ymm14, %%ymm15, %%ymm15\n\t"
-          "vpaddb %[k60], %%ymm13, %%ymm14\n\t"
-          "vmovdqu %%ymm13, %[out]\n\t"
-          "vpcmpgtb %[kde], %%ymm14, %%ymm14\n\t"
-          "vpor %%ymm14, %%ymm15, %%ymm15\n\t"
-          "vpmovmskb %%ymm15, %[m]"
-          : [m] "=r"(m), [out] "=m"(*(pl_b32 *)(void *)o)
-          : [q] "r"(q), [mk] "r"(mk), "m"(*q), "m"(*(const int32_t(*)[32])PLK_M32), [k60] "m"(k[0]),
-            [kde] "m"(*(const pl_b32 *)(const void *)dec_plk_de), [qt] "m"(k[2]), [bs] "m"(k[3])
-          : "xmm13", "xmm14", "xmm15");
-  return m;
-}
-/* (vzeroupper keeps the low 128 bits: the runner's C code holds nothing wider) */
-#define PL_VZU() __asm__ volatile("vzeroupper")
-/* an op's key text: one 32-byte copy */
-PL_AVX2_FN static inline char *key_put_avx2(char *o, const struct pop *op) {
-  copy32_avx2(o, op->key);
-  return o + op->klen;
-}
-/* two "0x…" values below 2^52 (@x's 64-bit lanes), each after its key (ops @a and @a + 1) and
- * with its closing quote: hex_arr64_avx2's step for two */
-PL_AVX2_FN static inline char *hex_pair_avx2(char *o, __m128i x, const struct pop *a) {
-  __m128d dv = _mm_sub_pd(_mm_castsi128_pd(_mm_or_si128(x, PLK(dec_plk_hx))), _mm_castsi128_pd(PLK(dec_plk_hx + 4)));
-  __m128i k = _mm_srli_epi64(_mm_castpd_si128(dv), 54); /* 256 + k: k + 1 digits */
-  __m128i i0 = _mm_sub_epi8(_mm_shuffle_epi8(k, PLK(dec_plk_hi + 32)), PLK(dec_plk_hi));
-  __m128i i1 = _mm_sub_epi8(_mm_shuffle_epi8(k, PLK(dec_plk_hi + 64)), PLK(dec_plk_hi));
-  __m128i m = PLK(PLK_0F);
-  __m128i hi = _mm_and_si128(_mm_srli_epi16(x, 4), m), lo = _mm_and_si128(x, m);
-  __m128i d0 = _mm_shuffle_epi8(PLK(PLK_HEX), _mm_shuffle_epi8(_mm_unpacklo_epi8(lo, hi), i0));
-  __m128i d1 = _mm_shuffle_epi8(PLK(PLK_HEX), _mm_shuffle_epi8(_mm_unpackhi_epi8(lo, hi), i1));
-  uint64_t k0 = (uint64_t)_mm_cvtsi128_si64(k), k1 = (uint64_t)_mm_extract_epi64(k, 1);
-  o = key_put_avx2(o, a);
-  _mm_storeu_si128((__m128i *)(void *)o, d0);
-  o[k0 - 255] = '"';
-  o += k0 - 254;
-  o = key_put_avx2(o, a + 1);
-  _mm_storeu_si128((__m128i *)(void *)o, d1);
-  o[k1 - 255] = '"';
-  return o + (k1 - 254);
-}
-/* Four "0x…" values in a row (ops @a … @a + 3: two hex pairs, plan_build's quad), each after its
- * key and with its closing quote, while all four are below 2^52 (else nothing written, 0):
- * hex_arr64_avx2's step with the keys in between. The values: the 32 bytes at @q (in the
- * payload: plan_build makes quads only with 32 bytes left in their fixed-size run) put in four
- * 64-bit lanes by one dword permutation and mask (PLK_Q4, by the four widths: @a->lkey). The
- * digit counts stay in ymm14 and go out one at a time (one register). ZF: the result. */
-#define Q4W(P, j) (((P) >> (j)&1) ? 2u : 1u)
-#define Q4S1(P) Q4W(P, 0)
-#define Q4S2(P) (Q4S1(P) + Q4W(P, 1))
-#define Q4S3(P) (Q4S2(P) + Q4W(P, 2))
-#define Q4L(P, S, j) (S), (Q4W(P, j) == 2 ? (S) + 1 : (S))
-#define Q4M(P, j) 0xFFFFFFFFu, (Q4W(P, j) == 2 ? 0xFFFFFFFFu : 0u)
-#define Q4(P)                                                                                      \
-  {Q4L(P, 0u, 0), Q4L(P, Q4S1(P), 1), Q4L(P, Q4S2(P), 2), Q4L(P, Q4S3(P), 3),                     \
-   Q4M(P, 0),     Q4M(P, 1),          Q4M(P, 2),          Q4M(P, 3)}
-/* by the widths (bit j: value j has 8 bytes, else 4): the dword permutation, then the mask */
-_Alignas(32) static const uint32_t PLK_Q4[16][16] = {Q4(0),  Q4(1),  Q4(2),  Q4(3), Q4(4),  Q4(5),
-                                                     Q4(6),  Q4(7),  Q4(8),  Q4(9), Q4(10), Q4(11),
-                                                     Q4(12), Q4(13), Q4(14), Q4(15)};
-#undef Q4
-#undef Q4M
-#undef Q4L
-#undef Q4S3
-#undef Q4S2
-#undef Q4S1
-#undef Q4W
-#define PL_Q4_KEY(j)                                                                               \
-  "vmovdqu %c[k" #j "](%[a]), %%ymm15\n\t"                                                         \
-  "vmovdqu %%ymm15, (%[o])\n\t"                                                                    \
-  "add %c[l" #j "](%[a]), %[o]\n\t"
-#define PL_Q4_OFF(j, m) ((j) * sizeof(struct pop) + offsetof(struct pop, m))
-#define PL_Q4_VAL(ST)                                                                              \
-  ST ", (%[o])\n\t"                                                                                \
-  "movb $0x22, -255(%[o],%[k])\n\t"                                                                \
-  "lea -254(%[o],%[k]), %[o]\n\t"
-PL_AVX2_FN static inline int hex_quad_avx2(char **po, const unsigned char *q, const struct pop *a) {
-  int ok;
-  uint64_t k;
-  char *o = *po;
-  __asm__("vmovdqu (%[pm]), %%ymm14\n\t"
-          "vpermd (%[q]), %%ymm14, %%ymm13\n\t"
-          "vpand 32(%[pm]), %%ymm13, %%ymm13\n\t"
-          PL_HEX4_DIGITS
-          PL_Q4_KEY(0)
-          "vmovq %%xmm14, %[k]\n\t"
-          PL_Q4_VAL("vmovdqu %%xmm12")
-          PL_Q4_KEY(1)
-          "vpextrq $1, %%xmm14, %[k]\n\t"
-          PL_Q4_VAL("vmovdqu %%xmm13")
-          PL_Q4_KEY(2)
-          "vextracti128 $1, %%ymm14, %%xmm14\n\t"
-          "vmovq %%xmm14, %[k]\n\t"
-          PL_Q4_VAL("vextracti128 $1, %%ymm12")
-          PL_Q4_KEY(3)
-          "vpextrq $1, %%xmm14, %[k]\n\t"
-          PL_Q4_VAL("vextracti128 $1, %%ymm13")
-          "cmp %[o], %[o]\n" /* ZF = 1 */
-          "1:"
-          : "=@ccz"(ok), [o] "+r"(o), [k] "=&r"(k)
-          : [q] "r"(q), [pm] "r"(a->lkey), [c] "r"(PLK_H4), [a] "r"(a), /* (memory read: "memory") */
-            [k0] "i"(PL_Q4_OFF(0, key)), [l0] "i"(PL_Q4_OFF(0, klen)), [k1] "i"(PL_Q4_OFF(1, key)),
-            [l1] "i"(PL_Q4_OFF(1, klen)), [k2] "i"(PL_Q4_OFF(2, key)), [l2] "i"(PL_Q4_OFF(2, klen)),
-            [k3] "i"(PL_Q4_OFF(3, key)), [l3] "i"(PL_Q4_OFF(3, klen))
-          : "xmm12", "xmm13", "xmm14", "xmm15", "cc", "memory");
-  (void)k;
-  *po = o;
-  return ok;
-}
-#undef PL_Q4_KEY
-#undef PL_Q4_VAL
-#undef PL_Q4_OFF
-#endif
 #define PL_HEX_ARR 1
 #else
 #define PL_HEX_ARR 0
@@ -1468,11 +1081,9 @@ static inline char *fx_put_u32e(char *o, uint32_t v) {
 }
 
 /* The plan of @e when it has one (and the writer is far from its maximum), else the walker:
- * the runner below, compiled twice (dec_man.c includes itself) — for SSE2 and, chosen at run
- * time, for AVX2/BMI2 (its 32-byte copies, lzcnt/shlx/pshufb hex, 32-unit string blocks). */
+ * the runner below (dec_man.c includes itself for its body). */
 #define DEC_MAN_RUNNER 1
 #define PL_FN dec_plan_run_sse2
-#define PL_V 0
 #if defined(__GNUC__)
 #define PL_FNATTR __attribute__((noinline))
 #else
@@ -1481,35 +1092,20 @@ static inline char *fx_put_u32e(char *o, uint32_t v) {
 #define PL_STATIC
 #include "dec_man.c"
 #undef PL_FN
-#undef PL_V
 #undef PL_FNATTR
 #undef PL_STATIC
-#if PL_AVX2
-#define PL_FN dec_plan_run_avx2
-#define PL_V 1
-#define PL_FNATTR __attribute__((noinline, target("avx2,bmi,bmi2,lzcnt")))
-#define PL_STATIC
-#include "dec_man.c"
-#undef PL_FN
-#undef PL_V
-#undef PL_FNATTR
-#undef PL_STATIC
-#endif
 #undef DEC_MAN_RUNNER
 #undef PL_START
 #undef PL_GO
 #undef PL_CASE
 #undef PL_NEXT
 
-/* Each op's code address in both runners (the AVX2 one where the CPU can run it): each called
- * once with the sentinel event (no payload; p: the plan). Without labels as values: nothing. */
+/* Each op's code address in the runner: called once with the sentinel event (no payload; p: the
+ * plan). Without labels as values: nothing. */
 static void plan_labels(struct plan *pl) {
 #if defined(__GNUC__)
   struct dec_ecall c = {.e = &pl_label_ev, .p = (const unsigned char *)pl, .ptr_size = 8};
   dec_plan_run_sse2(&c);
-#if PL_AVX2
-  if (avx2_usable()) dec_plan_run_avx2(&c);
-#endif
 #else
   (void)pl;
 #endif
@@ -1529,10 +1125,6 @@ long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct de
     return plans_off(d, w, e, p, n, ptr_size, why);
   struct dec_ecall c = {.d = d, .w = w, .e = e, .p = p, .mark = w->len, .n = (uint32_t)n, .why = *why, .ptr_size = ptr_size};
   struct dec_eres x;
-#if PL_AVX2
-  if (m == 1) x = dec_plan_run_avx2(&c);
-  else
-#endif
     x = dec_plan_run_sse2(&c);
   if (x.o) w->len = (size_t)(x.o - w->buf);
   *why = c.why;
@@ -1559,9 +1151,6 @@ uint32_t dec_plan_hand(const struct dec_event *e, struct dec_ehand *h) {
 
 struct dec_eres dec_fields_write_c(struct dec_ecall *c) {
   int m = __atomic_load_n(&dec_pl_sel, __ATOMIC_RELAXED);
-#if PL_AVX2
-  if (__builtin_expect(m == 1 && !c->w->err, 1)) return dec_plan_run_avx2(c);
-#endif
   if (__builtin_expect(m == 0 && !c->w->err, 1)) return dec_plan_run_sse2(c);
   return dec_eres_rc(plans_off(c->d, c->w, c->e, c->p, c->n, c->ptr_size, &c->why));
 }
@@ -2787,14 +2376,7 @@ void dec_eventsource_chunk(struct etw_decoder *d, const struct etw_rec *r) {
 #else /* DEC_MAN_RUNNER */
 /* The plan of @e when it has one (and the writer is far from its maximum), else the walker. The
  * plan gives up with `goto bail`: the output is cut back and the walker renders the event. */
-#if PL_V
-#define key_put key_put_avx2
-#define fx_hex_tail hex_tail_avx2
-#define PL_VZ() PL_VZU() /* before calls and returns: the upper halves of ymm13–15 */
-#else
-#define PL_VZ() ((void)0)
-#endif
-/* two "0x…" values (ops op and op + 1): below 2^52 both at once (AVX2), else one by one */
+/* two "0x…" values (ops op and op + 1), one by one */
 #define PL_XX_TAIL(A, B)                                                                           \
   do {                                                                                             \
     o = key_put(o, op);                                                                            \
@@ -2804,27 +2386,9 @@ void dec_eventsource_chunk(struct etw_decoder *d, const struct etw_rec *r) {
     o = fx_hex_tail(o, (B));                                                                       \
     PL_NEXT;                                                                                       \
   } while (0)
-#if PL_V
-#define PL_XX(A, B)                                                                                \
-  do {                                                                                             \
-    if (__builtin_expect(!(((A) | (B)) >> 52), 1)) {                                               \
-      o = hex_pair_avx2(o, _mm_insert_epi64(_mm_cvtsi64_si128((long long)(A)), (long long)(B), 1), op); \
-      op += 2;                                                                                     \
-      PL_GO;                                                                                       \
-    }                                                                                              \
-    PL_XX_TAIL(A, B);                                                                              \
-  } while (0)
-#else
 #define PL_XX(A, B) PL_XX_TAIL(A, B)
-#endif
 /* a map op's value @X: its key, then its cached text (else map_miss renders and keeps it) */
-#if PL_V
-#define PL_MAP_COPY(c)                                                                             \
-  copy32_avx2(o, (c)->t);                                                                          \
-  _mm_storeu_si128((__m128i *)(void *)(o + 32), _mm_loadu_si128((const __m128i *)(const void *)((c)->t + 32)))
-#else
 #define PL_MAP_COPY(c) memcpy(o, (c)->t, PMC_MAX)
-#endif
 /* A fixed-size integer or hex op: its value x_ (type T) read by RD from q, q advanced by SZ, kept in
  * the op's slot (PL_FIXK: a count or length may refer to it) or not (PL_FIXN), its key, PUT's text;
  * each op renders in place with a block-local value (a shared tail made gcc keep it on the stack). */
@@ -2913,13 +2477,7 @@ PL_FNATTR PL_STATIC struct dec_eres PL_FN(struct dec_ecall *ec) {
                                          [OP_M16] = &&n_OP_M16, [OP_M32] = &&n_OP_M32, [OP_M64] = &&n_OP_M64};
       for (uint32_t k = 0; k < 2 * m->off4; k++) {
         struct pop *x = &m->ops[k];
-        x->lab[PL_V] = !x->slot && x->op >= OP_U8 && x->op <= OP_M64 ? PL_N[x->op] : PL_L[x->op];
-#if PL_V
-        if (OP_IS_PAIR(x->op) && x->eb) { /* a quad (plan_build) */
-          x->lkey = (const char *)(const void *)PLK_Q4[(x->eb - 1) & 15];
-          x->lab[PL_V] = &&l_XQ;
-        }
-#endif
+        x->lab = !x->slot && x->op >= OP_U8 && x->op <= OP_M64 ? PL_N[x->op] : PL_L[x->op];
       }
       return dec_eres_rc(0);
     }
@@ -2961,11 +2519,7 @@ start:;
     PL_NEXT;
     PL_CASE(OP_KEY) /* before the op of its field: nothing when the payload has ended */
     if (q >= pe) goto done;
-#if PL_V
-    for (size_t k = 0; k < op->klen; k += 32) copy32_avx2(o + k, op->lkey + k);
-#else
     for (size_t k = 0; k < op->klen; k += 32) memcpy(o + k, op->lkey + k, 32);
-#endif
     o += op->klen;
     PL_NEXT;
     PL_CASE(OP_U8) PL_FIXK(uint32_t, q[0], 1, fx_put_u32)
@@ -2998,30 +2552,10 @@ start:;
   n_OP_M64: PL_MAPN(pl_rd64(q), 8)
 #endif
     PL_CASE(OP_XX88) {
-#if PL_V
-      __m128i x = _mm_loadu_si128((const __m128i *)(const void *)q);
-      q += 16;
-      if (__builtin_expect(_mm_testz_si128(x, PLK(dec_plk_hx + 8)), 1)) {
-        o = hex_pair_avx2(o, x, op);
-        op += 2;
-        PL_GO;
-      }
-      PL_XX_TAIL((uint64_t)_mm_cvtsi128_si64(x), (uint64_t)_mm_extract_epi64(x, 1));
-#else
       uint64_t a_ = pl_rd64(q), b_ = pl_rd64(q + 8);
       q += 16;
       PL_XX(a_, b_);
-#endif
     }
-#if PL_V
-  l_XQ: /* two hex pairs (ops op … op + 3), all four below 2^52; else the first pair's code */
-    if (__builtin_expect(hex_quad_avx2(&o, q, op), 1)) {
-      q += op->gb;
-      op += 4;
-      PL_GO;
-    }
-    goto *PL_L[op->op];
-#endif
     PL_CASE(OP_XX84) {
       uint64_t a_ = pl_rd64(q), b_ = d_rd32(q + 8);
       q += 12;
@@ -3049,7 +2583,6 @@ start:;
     w->len = (size_t)(o - w->buf);
     size_t at = w->len;
     uint64_t iv;
-    PL_VZ();
     if (dec_value(w, f->in, f->out, q - wd, (size_t)(pe - q) + wd, -1, ptr_size, DV_MANIFEST, &iv) < 0) goto bail;
     dec_map_render(w, f->map, at, v);
     if (w->err) goto bail;
@@ -3070,61 +2603,6 @@ start:;
       o = key_put(o, op);
       size_t avail, units, got = 0; /* room: reserved at the start */
 #if defined(__SSE2__)
-#if PL_V
-      /* plain ASCII 32 units at a time (by pointer), while 64 bytes are left; the last 4–63
-       * bytes by masked loads (whole dwords only: 2 units each; what they leave, a special unit
-       * and the payload's end go to the converter below) */
-      {
-        const unsigned char *qs = q;
-        unsigned m;
-        while ((size_t)(pe - qs) >= 64) {
-          m = str32_avx2(o, qs); /* (bits: the units not plain) */
-          if (m) { /* (the unit at the first non-plain place is in the payload) */
-            size_t good = (size_t)(unsigned)__builtin_ctz(m); /* (size_t: no sign or zero extension) */
-            o += good;
-            qs += 2 * good;
-            if (!(qs[0] | qs[1])) { /* the terminating NUL */
-              *o++ = '"';
-              q = qs + 2;
-              PL_NEXT;
-            }
-            goto s16_conv;
-          }
-          o += 32;
-          qs += 64;
-        }
-        if ((size_t)(pe - qs) >= 32) { /* 16 units (cheaper than the masked step for short strings) */
-          __m128i a = _mm_loadu_si128((const __m128i *)(const void *)qs);
-          __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(qs + 16));
-          __m128i x = _mm_packus_epi16(a, b);
-          __m128i nok = _mm_cmpgt_epi8(_mm_add_epi8(x, PLK(PLK_60)), PLK(dec_plk_de));
-          __m128i qb = _mm_or_si128(_mm_cmpeq_epi8(x, PLK(PLK_QT)), _mm_cmpeq_epi8(x, PLK(PLK_BS)));
-          m = (unsigned)_mm_movemask_epi8(_mm_or_si128(qb, nok)); /* (bits: not plain) */
-          _mm_storeu_si128((__m128i *)(void *)o, x);
-          if (m) goto s16_part;
-          o += 16;
-          qs += 32;
-        }
-        /* (the masked step only where its 64 bytes are on qs's page: Intel's masked-out
-         * elements never fault, AMD leaves that to the implementation) */
-        if ((size_t)(pe - qs) >= 4 && __builtin_expect(((((uintptr_t)qs + 63) ^ (uintptr_t)qs) >> 12) == 0, 1)) {
-          m = str32m_avx2(o, qs, (size_t)(pe - qs)); /* (never all plain: m != 0) */
-        s16_part:;
-          size_t good = (size_t)(unsigned)__builtin_ctz(m);
-          o += good;
-          qs += 2 * good;
-          if ((size_t)(pe - qs) >= 2 && !(qs[0] | qs[1])) { /* the terminating NUL */
-            *o++ = '"';
-            q = qs + 2;
-            PL_NEXT;
-          }
-        }
-      s16_conv:
-        got = (size_t)(qs - q) / 2;
-        avail = (size_t)(pe - q);
-        units = avail / 2;
-      }
-#else
       avail = (size_t)(pe - q);
       units = avail / 2;
       /* plain ASCII 16 units at a time here (as jw.c's converter does), the rest there */
@@ -3180,14 +2658,12 @@ start:;
           PL_NEXT;
         }
       }
-#endif /* PL_V */
 #else
       avail = (size_t)(pe - q);
       units = avail / 2;
 #endif
       {
         size_t g2;
-        PL_VZ();
         o = etw_jw_put_str16(o, q + 2 * got, units - got, &g2);
         got += g2;
       }
@@ -3276,11 +2752,7 @@ start:;
       PL_ARRAY_END;
     }
 #if PL_HEX_ARR
-#if PL_V
-#define PL_HEX_CALL(W) hex_arr##W##_avx2(o, q, q + (W / 8) * cnt)
-#else
 #define PL_HEX_CALL(W) hex_arr##W(o, q, q + (W / 8) * cnt)
-#endif
 #define PL_AX_ARR(W)                                                                               \
   if (cnt) {                                                                                       \
     memcpy(o, FX_XSEP + 2, 4);                                                                     \
@@ -3324,7 +2796,6 @@ start:;
       uint64_t need = (uint64_t)cnt * op->eout + 2 + op->room + (uint64_t)(pe - q) * PL_OBYTE;
       if (__builtin_expect((uint64_t)(w->buf + w->cap - o) <= need, 0)) {
         w->len = (size_t)(o - w->buf);
-        PL_VZ();
         if (need > w->max || etw_jw_grow(w, (size_t)need)) goto bail;
         o = w->buf + w->len;
       }
@@ -3361,7 +2832,6 @@ start:;
       size_t avail = (size_t)(pe - q);
       w->len = (size_t)(o - w->buf);
       size_t at = w->len;
-      PL_VZ();
       long used = dec_value(w, f->in, f->out, q, avail, len, ptr_size, DV_MANIFEST, &v);
       if (used < 0) goto bail;
       const struct dec_map *mp = f->map;
@@ -3380,11 +2850,9 @@ l_end: /* the template's end: the payload's too, or a shorter template (the rest
     w->len = (size_t)(o - w->buf);
     return dec_eres_rc((long)(q - p));
   }
-done: /* (q = pe: every `goto done` has tested it; gcc puts a vzeroupper before the return itself: the
-       * asm clobbers ymm registers) */
+done: /* (q = pe: every `goto done` has tested it) */
   return (struct dec_eres){o, (long)n}; /* (w->len: the caller's; w->err is 0 here) */
 bail:
-  PL_VZ();
   __atomic_fetch_add(&plan_bails, 1, __ATOMIC_RELAXED);
   etw_jw_truncate(w, mark);
   return dec_eres_rc(walk_all(d, w, e, p, n, ptr_size, why));
@@ -3406,5 +2874,4 @@ bail:
 #undef PL_MAP_COPY
 #undef key_put
 #undef fx_hex_tail
-#undef PL_VZ
 #endif /* DEC_MAN_RUNNER */

@@ -15,14 +15,6 @@
 
 #include "decode.h"
 
-/* 32-byte template copies (copy_avx2), chosen at run time: GCC or Clang on x86-64, not on Windows
- * (its ABI does not keep the stack 32-byte aligned for AVX spills) */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(_WIN32)
-#define DEC_HAVE_AVX2 1
-#include <immintrin.h>
-#else
-#define DEC_HAVE_AVX2 0
-#endif
 
 #define SYSC_N 512
 #define SYSC_BYTES 600
@@ -389,20 +381,15 @@ static inline int emit(struct dec_sysc *sc, const struct sysc *c, struct etw_jw 
  * call costs its arguments and spills, and gave the Sample writer a frame). */
 #if defined(__GNUC__) && !defined(__clang__)
 #define DEC_FLATTEN __attribute__((flatten))
-/* (out of line with its arguments as declared: gcc drops unused ones of a static function, which
- * moves the others to other registers at its tail calls) */
-#define DEC_NOIPA __attribute__((noipa))
 #else
 #define DEC_FLATTEN
-#define DEC_NOIPA __attribute__((noinline))
 #endif
 
 /* ---- plan templates (struct dec_tpl)
  *
  * Copied to the output by one out-of-line run of straight-line chunk moves entered by a jump on
- * the chunk count (no loop; one `memcpy` of the ≈ 400 bytes takes glibc's loop path): 32-byte
- * AVX2 moves when the CPU has them, else 16-byte SSE2 ones, else memcpy. The chunks are rounded
- * up: up to 31 bytes more are read from the template (DEC_TPL_BYTES has the room) and written to
+ * the chunk count (no loop; one `memcpy` of the ≈ 400 bytes takes glibc's loop path): 16-byte
+ * SSE2 moves, else memcpy. The chunks are rounded up: up to 31 bytes more are read from the template (DEC_TPL_BYTES has the room) and written to
  * the output (the plans reserve for it). */
 #if defined(__GNUC__)
 #define TPL_INLINE static inline __attribute__((always_inline))
@@ -412,60 +399,12 @@ static inline int emit(struct dec_sysc *sc, const struct sysc *c, struct etw_jw 
 #define DEC_UNREACHABLE() ((void)0)
 #endif
 
-/* @n bytes of template @t to @p, rounded up to whole chunks; @avx2 (a constant in each plan
- * writer variant): 32-byte moves by inline assembly (so that the writer itself needs no AVX2
- * code generation), else 16-byte SSE2 moves. */
-#if DEC_HAVE_AVX2
-#define A32(i)                                                                                  \
-  __asm__ volatile("vmovdqu %c[o](%[t]), %%ymm0\n\tvmovdqu %%ymm0, %c[o](%[p])"                  \
-                   :                                                                            \
-                   : [p] "r"(p), [t] "r"(t), [o] "i"(32 * (i))                                  \
-                   : "xmm0", "memory")
-#endif
+/* @n bytes of template @t to @p, rounded up to whole 16-byte chunks. */
 #if defined(__SSE2__)
 #define C16(i) _mm_storeu_si128((__m128i *)(void *)(p + 16 * (i)), _mm_loadu_si128((const __m128i *)(const void *)(t + 16 * (i))))
 #endif
-TPL_INLINE void tpl_copy(char *p, const struct dec_tpl *tp, const int avx2) {
+TPL_INLINE void tpl_copy(char *p, const struct dec_tpl *tp) {
   const char *t = tp->txt;
-#if DEC_HAVE_AVX2
-  if (avx2) {
-    switch (tp->n32) { /* (≤ 24: tpl_tail) */
-    case 24: A32(23); /* fall through */
-    case 23: A32(22); /* fall through */
-    case 22: A32(21); /* fall through */
-    case 21: A32(20); /* fall through */
-    case 20: A32(19); /* fall through */
-    case 19: A32(18); /* fall through */
-    case 18: A32(17); /* fall through */
-    case 17: A32(16); /* fall through */
-    case 16: A32(15); /* fall through */
-    case 15: A32(14); /* fall through */
-    case 14: A32(13); /* fall through */
-    case 13: A32(12); /* fall through */
-    case 12: A32(11); /* fall through */
-    case 11: A32(10); /* fall through */
-    case 10: A32(9); /* fall through */
-    case 9: A32(8); /* fall through */
-    case 8: A32(7); /* fall through */
-    case 7: A32(6); /* fall through */
-    case 6: A32(5); /* fall through */
-    case 5: A32(4); /* fall through */
-    case 4: A32(3); /* fall through */
-    case 3: A32(2); /* fall through */
-    case 2: A32(1); /* fall through */
-    case 1: A32(0); /* fall through */
-    case 0: break;
-    default: DEC_UNREACHABLE();
-    }
-#if !defined(__AVX__) /* (the rest is SSE code; a -mavx build encodes it with VEX and keeps ymm
-                       * values gcc knows of: no vzeroupper behind its back) */
-    __asm__ volatile("vzeroupper" ::: "memory");
-#endif
-    return;
-  }
-#else
-  (void)avx2;
-#endif
 #if defined(__SSE2__)
   switch (tp->n16) { /* (≤ 48: tpl_tail) */
   case 48: C16(47); /* fall through */
@@ -525,20 +464,7 @@ TPL_INLINE void tpl_copy(char *p, const struct dec_tpl *tp, const int avx2) {
 }
 
 /* DEC_MEMO_COPY bytes of @t to @p (a kernel plan's memo, either way). */
-TPL_INLINE void memo_copy(char *p, const char *t, const int avx2) {
-#if DEC_HAVE_AVX2
-  if (avx2) {
-    A32(0);
-    A32(1);
-    A32(2);
-#if !defined(__AVX__)
-    __asm__ volatile("vzeroupper" ::: "memory");
-#endif
-    return;
-  }
-#else
-  (void)avx2;
-#endif
+TPL_INLINE void memo_copy(char *p, const char *t) {
 #if defined(__SSE2__)
   C16(0);
   C16(1);
@@ -559,29 +485,6 @@ TPL_INLINE void memo_copy(char *p, const char *t, const int avx2) {
 #if DEC_TXT_MAX + 47 + 3 + 64 + 31 > DEC_TPL_BYTES || DEC_TPL_BYTES > 48 * 16 || DEC_TPL_BYTES > 24 * 32
 #error "copy: DEC_TPL_BYTES"
 #endif
-
-static atomic_int tpl_avx2 = -1; /* -1 = not chosen yet */
-
-static int avx2_usable(void) {
-#if DEC_HAVE_AVX2
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") ? 1 : 0;
-#else
-  return 0;
-#endif
-}
-
-int dec_tpl_avx2(int on) {
-  if (on >= 0) {
-    atomic_store_explicit(&tpl_avx2, on && avx2_usable(), memory_order_relaxed);
-  } else if (atomic_load_explicit(&tpl_avx2, memory_order_relaxed) < 0) {
-    const char *no = getenv("ETWD_ETL_NO_AVX2");
-    int v = (no && *no && strcmp(no, "0")) ? 0 : avx2_usable();
-    int unset = -1; /* a concurrent first call chose the same */
-    atomic_compare_exchange_strong(&tpl_avx2, &unset, v);
-  }
-  return atomic_load_explicit(&tpl_avx2, memory_order_relaxed);
-}
 
 /* "000" … "999" as the low 3 bytes of 32-bit words (filled by tpl_build, before any template is
  * written: put_frac_z's table) */
@@ -648,27 +551,9 @@ __attribute__((noinline)) static int tpl_sec(struct dec_sysc *sc, struct dec_tpl
   return 0;
 }
 
-/* The reference image of template @t to @ref: one 32-byte and one 16-byte AVX move when @avx2 (a
- * constant; in a writer's AVX2 window: before tpl_copy's moves and its vzeroupper), else three
- * 16-byte SSE2 moves (gcc chose `rep movsl`, 13 instructions, where registers were short). */
-TPL_INLINE void tpl_img(struct etw_evref *ref, const struct dec_tpl *t, const int avx2) {
+/* The reference image of template @t to @ref: three 16-byte SSE2 moves (gcc chose `rep movsl`, 13 instructions, where registers were short). */
+TPL_INLINE void tpl_img(struct etw_evref *ref, const struct dec_tpl *t) {
   _Static_assert(sizeof *ref == 48, "etw_evref: 48 bytes");
-#if DEC_HAVE_AVX2
-  if (avx2) {
-    typedef char b32[32];
-    typedef char b16[16];
-    char *o = (char *)ref;
-    const char *s = (const char *)&t->rimg;
-    __asm__ volatile("vmovdqu %[s0], %%ymm0\n\tvmovdqu %%ymm0, %[d0]\n\t"
-                     "vmovdqu %[s1], %%xmm0\n\tvmovdqu %%xmm0, %[d1]"
-                     : [d0] "=m"(*(b32 *)(void *)o), [d1] "=m"(*(b16 *)(void *)(o + 32))
-                     : [s0] "m"(*(const b32 *)(const void *)s), [s1] "m"(*(const b16 *)(const void *)(s + 32))
-                     : "xmm0", "memory");
-    return;
-  }
-#else
-  (void)avx2;
-#endif
 #if defined(__SSE2__)
   const char *s = (const char *)&t->rimg;
   char *o = (char *)ref;
@@ -686,58 +571,18 @@ TPL_INLINE void tpl_img(struct etw_evref *ref, const struct dec_tpl *t, const in
 /* tpl_copy of template @t to @p, and with @ref (not NULL) the event reference of record @r
  * written through @t (its FILETIME in the slot's block: @g = FILETIME - fb; its (pid, tid) the
  * slot's; its descriptor the plan's): what dec_fill_ref(@ref, @r, the plan's names) stores, its
- * image copied in the same AVX2 window. */
-TPL_INLINE void tpl_copy_ref(char *p, const struct dec_tpl *t, struct etw_evref *ref, uint64_t g, unsigned cpu,
-                             const int avx2) {
+ * image copied first. */
+TPL_INLINE void tpl_copy_ref(char *p, const struct dec_tpl *t, struct etw_evref *ref, uint64_t g, unsigned cpu) {
   if (ref) {
-    tpl_img(ref, t, avx2);
-    tpl_copy(p, t, avx2);
+    tpl_img(ref, t);
+    tpl_copy(p, t);
     ref->ts_ns = (int64_t)(t->ts_fb + g * t->ts_mul);
     ref->cpu = (uint8_t)cpu;
   } else {
-    tpl_copy(p, t, avx2);
+    tpl_copy(p, t);
   }
 }
 
-#if DEC_HAVE_AVX2
-/* The 32-byte move @i of a template whose text is at @off (a constant) from @base: the source
- * addressed from the plan itself, no register for the text's address. */
-#define A32B(i, off)                                                                            \
-  __asm__ volatile("vmovdqu %c[o](%[t]), %%ymm0\n\tvmovdqu %%ymm0, %c[q](%[p])"                  \
-                   :                                                                            \
-                   : [p] "r"(p), [t] "r"(base), [o] "i"((off) + 32 * (i)), [q] "i"(32 * (i))    \
-                   : "xmm0", "memory")
-/* tpl_copy's AVX2 moves of @n32 chunks of the text at @off from @base to @p (no vzeroupper). */
-#define TPL_COPY_AT(p, base, off, n32)                                                          \
-  switch (n32) { /* (≤ 24: tpl_tail) */                                                           \
-    case 24: A32B(23, off); /* fall through */ \
-    case 23: A32B(22, off); /* fall through */ \
-    case 22: A32B(21, off); /* fall through */ \
-    case 21: A32B(20, off); /* fall through */ \
-    case 20: A32B(19, off); /* fall through */ \
-    case 19: A32B(18, off); /* fall through */ \
-    case 18: A32B(17, off); /* fall through */ \
-    case 17: A32B(16, off); /* fall through */ \
-    case 16: A32B(15, off); /* fall through */ \
-    case 15: A32B(14, off); /* fall through */ \
-    case 14: A32B(13, off); /* fall through */ \
-    case 13: A32B(12, off); /* fall through */ \
-    case 12: A32B(11, off); /* fall through */ \
-    case 11: A32B(10, off); /* fall through */ \
-    case 10: A32B(9, off); /* fall through */ \
-    case 9: A32B(8, off); /* fall through */ \
-    case 8: A32B(7, off); /* fall through */ \
-    case 7: A32B(6, off); /* fall through */ \
-    case 6: A32B(5, off); /* fall through */ \
-    case 5: A32B(4, off); /* fall through */ \
-    case 4: A32B(3, off); /* fall through */ \
-    case 3: A32B(2, off); /* fall through */ \
-    case 2: A32B(1, off); /* fall through */ \
-    case 1: A32B(0, off); /* fall through */ \
-    case 0: break;                                                                              \
-    default: DEC_UNREACHABLE();                                                                 \
-  }
-#endif
 
 /* The names of @t's event reference image. */
 static void tpl_names(struct dec_tpl *t, const char *prov, const char *name) {
@@ -767,7 +612,6 @@ static int tpl_build(struct dec_sysc *sc, struct dec_tpl *t, const struct etw_sy
   uint16_t plen, mlen;
   pthread_once(&t3_once, t3_fill);
   if (sys_text(s, t->txt, DEC_TXT_MAX, &plen, &mlen, 1)) return -1;
-  t->avx2 = (uint8_t)dec_tpl_avx2(-1);
   t->plen = plen;
   t->tlen = (uint16_t)(plen + 30 + mlen);
   t->sec = UINT64_MAX; /* the slot holds the 1601 text: the first event writes its second */
@@ -814,7 +658,7 @@ TPL_INLINE void tpl_block(struct dec_tpl *t, unsigned frac) {
  * (after the head) in *@end, and the event reference in @ref (unless NULL; the plan's, as
  * dec_fill_ref's: a writer that gives up later calls dec_finish, which writes it again): 0, or -1
  * (nothing usable written, @ref untouched) when the time cannot be formatted. */
-TPL_INLINE int tpl_emit(struct dec_sysc *sc, struct dec_tpl *t, char *p, const struct etw_rec *r, const int avx2,
+TPL_INLINE int tpl_emit(struct dec_sysc *sc, struct dec_tpl *t, char *p, const struct etw_rec *r,
                         char **end, struct etw_evref *ref) {
   uint64_t ft = r->filetime; /* (0, written as 1 by the general path: second 0 is never cached) */
   uint64_t g = ft - t->fb;   /* digits 4-7 when ft is in the slot's block, not its first */
@@ -831,7 +675,7 @@ TPL_INLINE int tpl_emit(struct dec_sysc *sc, struct dec_tpl *t, char *p, const s
   uint64_t key = (uint64_t)r->pid << 32 | r->tid;
   if (__builtin_expect(key != t->xkey, 0)) tpl_exec(sc, t, key);
   unsigned cpu = r->cpu;
-  tpl_copy_ref(p, t, ref, g, cpu, avx2);
+  tpl_copy_ref(p, t, ref, g, cpu);
   put_lo4(p + t->plen + 24, (unsigned)g);
   if (__builtin_expect(cpu < 10, 1)) {
     p[t->cpos] = (char)('0' + cpu);
@@ -842,16 +686,7 @@ TPL_INLINE int tpl_emit(struct dec_sysc *sc, struct dec_tpl *t, char *p, const s
   return 0;
 }
 
-/* w->err != 0 as one compare with memory (gcc loads and tests it otherwise). */
-static inline int jw_err(const struct etw_jw *w) {
-#if defined(__x86_64__) && defined(__GCC_ASM_FLAG_OUTPUTS__)
-  int ne;
-  __asm__("cmpl $0, %1" : "=@ccne"(ne) : "m"(w->err));
-  return ne;
-#else
-  return w->err != 0;
-#endif
-}
+static inline int jw_err(const struct etw_jw *w) { return w->err != 0; }
 
 /* tpl_emit's work at @w's end when the template applies as it is (the FILETIME in its second, its
  * (pid, tid), a processor < 10) and the writer has room for @room bytes (no error, no reservation to
@@ -859,7 +694,7 @@ static inline int jw_err(const struct etw_jw *w) {
  * writer that takes the other case to an out-of-line copy of itself keeps nothing in callee-saved
  * registers. */
 TPL_INLINE int tpl_fast(struct dec_tpl *t, struct etw_jw *w, const struct etw_rec *r, struct etw_evref *ref,
-                        uint32_t room, const int avx2, char **end) {
+                        uint32_t room, char **end) {
   /* (one compare and branch each, the record's own first, the processor read again after them:
    * fewer live values, as in kplan_fix4) */
   if (__builtin_expect(r->cpu >= 10, 0)) return -1;
@@ -875,8 +710,8 @@ TPL_INLINE int tpl_fast(struct dec_tpl *t, struct etw_jw *w, const struct etw_re
     g = ft - t->fb;
   }
   char *p = w->buf + w->len;
-  unsigned cpu = *(const volatile uint16_t *)&r->cpu;
-  tpl_copy_ref(p, t, ref, g, cpu, avx2);
+  unsigned cpu = r->cpu;
+  tpl_copy_ref(p, t, ref, g, cpu);
   put_lo4(p + t->plen + 24, (unsigned)g);
   p[t->cpos] = (char)('0' + cpu);
   *end = p + t->n;
@@ -953,48 +788,18 @@ TPL_INLINE char *put_u64t(char *p, uint64_t v) {
 }
 
 /* dec_put_hex's text of @v at @p (20 bytes of room), after a comma when @comma (a constant; 21
- * bytes of room); @avx2 (a constant): the digits by one SSSE3 byte shuffle from a nibble table
- * (inline assembly: the writer needs no SSSE3 code generation; the AVX2 writers run only where the
- * CPU has AVX2, hence SSSE3). */
-TPL_INLINE char *put_hex_vc(char *p, uint64_t v, const int avx2, const int comma) {
-#if DEC_HAVE_AVX2 && defined(__SSE2__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-  if (avx2) {
-    unsigned t = (63u ^ (unsigned)__builtin_clzll(v | 1)) >> 2; /* (bsr) the digits - 1 */
-    const int o = comma ? 4 : 3; /* the digits' offset */
-    memcpy(p, comma ? ",\"0x" : "\"0x0", 4); /* (one store; the digits overwrite a 4th '0') */
-    uint64_t be = v << ((t << 2) ^ 60); /* (byte-swapped below: the significant digits first) */
-    const __m128i m = _mm_set1_epi8(0x0F);
-    const __m128i h = _mm_setr_epi8('0', '1', '2', '3', '4', '5', '6', '7', '8', '9', 'a', 'b', 'c', 'd', 'e', 'f');
-    __m128i x, y;
-    /* (VEX encodings, three operands: no register copies; the AVX2 writers run where the CPU has
-     * AVX, and VEX.128 leaves the upper halves clean) */
-    __asm__("bswap %[be]\n\t"
-            "vmovq %[be], %[x]\n\t"
-            "vpsrlw $4, %[x], %[y]\n\t"
-            "vpand %[m], %[x], %[x]\n\t"
-            "vpand %[m], %[y], %[y]\n\t"
-            "vpunpcklbw %[x], %[y], %[y]\n\t"
-            "vpshufb %[y], %[h], %[y]\n\t"
-            "vmovdqu %[y], %[out]"
-            : [x] "=&x"(x), [y] "=&x"(y), [out] "=m"(*(char(*)[16])(void *)(p + o)), [be] "+r"(be)
-            : [m] "x"(m), [h] "x"(h));
-    p += t;
-    p[o + 1] = '"';
-    return p + o + 2;
-  }
-#else
-  (void)avx2;
-#endif
+ * bytes of room). */
+TPL_INLINE char *put_hex_vc(char *p, uint64_t v, const int comma) {
   if (comma) *p++ = ',';
   return dec_put_hex(p, v);
 }
-TPL_INLINE char *put_hex_v(char *p, uint64_t v, const int avx2) { return put_hex_vc(p, v, avx2, 0); }
+TPL_INLINE char *put_hex_v(char *p, uint64_t v) { return put_hex_vc(p, v, 0); }
 
 /* The addresses @q … @qe (8 bytes each, at least one) as dec_put_hex's texts with a comma between
  * them at @p (21 bytes of room each); the end. */
-TPL_INLINE char *put_stack64(char *p, const unsigned char *q, const unsigned char *qe, const int avx2) {
-  p = put_hex_v(p, d_rd64(q), avx2); /* the first, then a comma before each (no test per element) */
-  for (q += 8; q < qe; q += 8) p = put_hex_vc(p, d_rd64(q), avx2, 1);
+TPL_INLINE char *put_stack64(char *p, const unsigned char *q, const unsigned char *qe) {
+  p = put_hex_v(p, d_rd64(q)); /* the first, then a comma before each (no test per element) */
+  for (q += 8; q < qe; q += 8) p = put_hex_vc(p, d_rd64(q), 1);
   return p;
 }
 
@@ -1029,14 +834,6 @@ static int kplan_sample_s(struct etw_decoder *d, const struct etw_rec *r, struct
                           struct dec_kplan *pl);
 static int kplan_skey_s(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
                         struct dec_kplan *pl);
-#if DEC_HAVE_AVX2
-static int kplan_gen_a(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
-                       struct dec_kplan *pl);
-static int kplan_sample_a(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
-                          struct dec_kplan *pl);
-static int kplan_skey_a(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
-                        struct dec_kplan *pl);
-#endif
 
 /* The memo of a Sample-shaped plan (X64 U32 U16 U16, keys ≤ 16 bytes): the text of a payload of
  * zeros (what kplan_fix4 writes after the head for it). */
@@ -1059,14 +856,11 @@ static kplan_fn kplan_run(struct dec_kplan *pl) {
   const struct dec_kop *o = pl->k.ops;
   int shape = 0; /* 1: X64 U32 U16 U16, 2: U64 U32 U32 X64 (keys ≤ 16 bytes, 8-byte pointers, no tail) */
   if (pl->k.nops == 4 && pl->k.ps == 8 && !pl->k.tail && o[1].klen <= 16 && o[2].klen <= 16 && o[3].klen <= 16) {
-    int x0 = o[0].ty == DEC_KOP_X64 || o[0].ty == DEC_KOP_X64H, x3 = o[3].ty == DEC_KOP_X64 || o[3].ty == DEC_KOP_X64H;
+    int x0 = o[0].ty == DEC_KOP_X64, x3 = o[3].ty == DEC_KOP_X64;
     if (x0 && o[1].ty == DEC_KOP_U32 && o[2].ty == DEC_KOP_U16 && o[3].ty == DEC_KOP_U16) shape = 1;
     if (o[0].ty == DEC_KOP_U64 && o[1].ty == DEC_KOP_U32 && o[2].ty == DEC_KOP_U32 && x3) shape = 2;
   }
   if (shape == 1) memo_init(pl);
-#if DEC_HAVE_AVX2
-  if (pl->t.avx2) return shape == 1 ? kplan_sample_a : shape == 2 ? kplan_skey_a : kplan_gen_a;
-#endif
   return shape == 1 ? kplan_sample_s : shape == 2 ? kplan_skey_s : kplan_gen_s;
 }
 
@@ -1082,10 +876,7 @@ static uint32_t kops_build(struct dec_kops *k, struct dec_tpl *t, const struct e
   k->nops = (uint8_t)n;
   k->need = need;
   k->tail = n && k->ops[n - 1].ty >= DEC_KOP_STR16;
-  k->avx2 = t->avx2;
   k->t = t;
-  for (unsigned i = 0; i < n && k->avx2; i++) /* (the AVX2 writers run where the CPU has SSSE3) */
-    if (k->ops[i].ty == DEC_KOP_X64) k->ops[i].ty = DEC_KOP_X64H;
   memset(&k->ops[n], 0, sizeof k->ops[n]);
   k->ops[n].ty = DEC_KOP_END;
   if (n) tpl_head(t, head, hlen);
@@ -1094,14 +885,9 @@ static uint32_t kops_build(struct dec_kops *k, struct dec_tpl *t, const struct e
   return (uint32_t)t->tlen + 224 + k->nops * 72u;
 }
 
-/* dec_kplan.room4 until the four-op writers' entry is set: w->len + room4 ≥ w->cap for every
- * writer (a buffer is far below 2^62 bytes) */
-#define KPLAN_NEVER ((uint64_t)1 << 62)
 static void kplan_ops(struct dec_kplan *pl, const struct etw_rec *r) {
   pl->room = kops_build(&pl->k, &pl->t, r);
   pl->run = kplan_run(pl);
-  pl->ent4 = NULL; /* (the template changed: the four-op writers' entry set again by their slow case) */
-  pl->room4 = KPLAN_NEVER;
 }
 
 void dec_kplan_update(struct etw_decoder *d, uint32_t slot, uint64_t key, const struct etw_rec *r,
@@ -1143,12 +929,6 @@ static int eplan_event_s(struct etw_decoder *d, const struct etw_rec *r, struct 
                          struct dec_eplan *pl, uint64_t d8);
 static int eplan_cls_s(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
                        struct dec_eplan *pl, uint64_t d8);
-#if DEC_HAVE_AVX2
-static int eplan_event_a(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
-                         struct dec_eplan *pl, uint64_t d8);
-static int eplan_cls_a(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
-                       struct dec_eplan *pl, uint64_t d8);
-#endif
 
 /* A plan's memo emptied (its schema @e may have changed) and allowed when @e has no maps. */
 static void ememo_reset(struct dec_eplan *pl, const struct dec_event *e, int cls) {
@@ -1221,10 +1001,6 @@ void dec_eplan_update(struct etw_decoder *d, uint32_t slot, const struct etw_rec
   tpl_names(&pl->t, pl->prov, pl->name);
   pl->room = (uint32_t)pl->t.tlen + 128; /* ≤ tlen + 47 + 5 + 2 + 14, rounded up by 31 */
   if (pl->cls) pl->room = kops_build(&pl->k, &pl->t, r); /* the layout's ops and first key */
-#if DEC_HAVE_AVX2
-  if (pl->t.avx2) pl->run = pl->cls ? eplan_cls_a : eplan_event_a;
-  else
-#endif
     pl->run = pl->cls ? eplan_cls_s : eplan_event_s;
   pl->gen = d->reg_gen;
 }
@@ -1266,7 +1042,7 @@ __attribute__((noinline)) DEC_FLATTEN static int kops_run(struct etw_decoder *d,
                                   [DEC_KOP_U16] = &&op_u16, [DEC_KOP_U8] = &&op_u8,   [DEC_KOP_I8] = &&op_i8,
                                   [DEC_KOP_U64] = &&op_u64, [DEC_KOP_I64] = &&op_i64, [DEC_KOP_X64] = &&op_x64,
                                   [DEC_KOP_GUID] = &&op_guid, [DEC_KOP_PORT] = &&op_port,
-                                  [DEC_KOP_IPV6] = &&op_ipv6, [DEC_KOP_X64H] = &&op_x64h,
+                                  [DEC_KOP_IPV6] = &&op_ipv6,
                                   [DEC_KOP_STR16] = &&op_end,
                                   [DEC_KOP_STACK] = &&op_end, [DEC_KOP_ANSI] = &&op_end, [DEC_KOP_END] = &&op_end};
   const struct dec_kop *o = kk->ops;
@@ -1290,7 +1066,6 @@ op_x64: p = dec_put_hex(p, d_rd64(q)); q += 8; KOP_NEXT;
 op_guid: p = dec_put_guid(p, q); q += 16; KOP_NEXT;
 op_port: p = put_u32t(p, (uint32_t)q[0] << 8 | q[1]); q += 2; KOP_NEXT;
 op_ipv6: p = put_ipv6(p, q); q += 16; KOP_NEXT;
-op_x64h: p = put_hex_v(p, d_rd64(q), 1); q += 8; KOP_NEXT;
 #undef KOP_NEXT
 op_end:
   if (!(kk->tail && r->user_len > kk->need)) p -= o->klen; /* no variable last field: no key */
@@ -1308,7 +1083,6 @@ op_end:
     case DEC_KOP_GUID: p = dec_put_guid(p, q); q += 16; break;
     case DEC_KOP_PORT: p = put_u32t(p, (uint32_t)q[0] << 8 | q[1]); q += 2; break;
     case DEC_KOP_IPV6: p = put_ipv6(p, q); q += 16; break;
-    case DEC_KOP_X64H: p = put_hex_v(p, d_rd64(q), 1); q += 8; break;
     default: p = dec_put_hex(p, d_rd64(q)); q += 8; break; /* DEC_KOP_X64 */
     }
     if (++o == e) break;
@@ -1343,7 +1117,7 @@ op_end:
         if (m) { /* the first element, then a comma before each (no test per element) */
           const unsigned char *qe = q + m * ps;
           if (ps == 8) {
-            p = kk->avx2 ? put_stack64(p, q, qe, 1) : put_stack64(p, q, qe, 0);
+            p = put_stack64(p, q, qe);
           } else {
             p = dec_put_hex(p, d_rd32(q));
             for (q += 4; q < qe; q += 4) {
@@ -1382,32 +1156,32 @@ typedef int (*eplan_slow_fn)(struct etw_decoder *, const struct etw_rec *, struc
 
 /* kplan_gen's and eplan_cls's work when tpl_fast applies (else by @slow: themselves, out of line). */
 TPL_INLINE int kplan_fast(struct etw_decoder *d, struct etw_jw *w, struct dec_kplan *pl, const struct etw_rec *r,
-                          struct etw_evref *ref, const int avx2, kplan_fn slow) {
+                          struct etw_evref *ref, kplan_fn slow) {
   char *p;
-  if (__builtin_expect(tpl_fast(&pl->t, w, r, ref, pl->room, avx2, &p), 0)) return slow(d, r, w, ref, pl);
+  if (__builtin_expect(tpl_fast(&pl->t, w, r, ref, pl->room, &p), 0)) return slow(d, r, w, ref, pl);
   return kops_run(d, w, r, ref, &pl->k, p);
 }
 TPL_INLINE int eplan_cls_fast(struct etw_decoder *d, struct etw_jw *w, struct dec_eplan *pl, const struct etw_rec *r,
-                              struct etw_evref *ref, const int avx2, eplan_slow_fn slow) {
+                              struct etw_evref *ref, eplan_slow_fn slow) {
   char *p;
-  if (__builtin_expect(tpl_fast(&pl->t, w, r, ref, pl->room, avx2, &p), 0)) return slow(d, r, w, ref, pl); /* (d8: the record's, rec_d8) */
+  if (__builtin_expect(tpl_fast(&pl->t, w, r, ref, pl->room, &p), 0)) return slow(d, r, w, ref, pl); /* (d8: the record's, rec_d8) */
   return kops_run(d, w, r, ref, &pl->k, p);
 }
 
 TPL_INLINE int kplan_gen(struct etw_decoder *d, struct etw_jw *w, struct dec_kplan *pl, const struct etw_rec *r,
-                         struct etw_evref *ref, const int avx2) {
+                         struct etw_evref *ref) {
   if (etw_jw_reserve(w, pl->room)) return dec_kernel_general(d, r, w, ref);
   char *p;
-  if (tpl_emit(d->sysc, &pl->t, w->buf + w->len, r, avx2, &p, ref)) return dec_kernel_general(d, r, w, ref);
+  if (tpl_emit(d->sysc, &pl->t, w->buf + w->len, r, &p, ref)) return dec_kernel_general(d, r, w, ref);
   return kops_run(d, w, r, ref, &pl->k, p);
 }
 
 /* A classic record's plan (names from the built-in tables, EventData by its layout's ops). */
 TPL_INLINE int eplan_cls(struct etw_decoder *d, struct etw_jw *w, struct dec_eplan *pl, const struct etw_rec *r,
-                         struct etw_evref *ref, uint64_t d8, const int avx2) {
+                         struct etw_evref *ref, uint64_t d8) {
   if (etw_jw_reserve(w, pl->room)) return dec_write_general(d, r, w, ref, d8, 0, 0);
   char *p;
-  if (tpl_emit(d->sysc, &pl->t, w->buf + w->len, r, avx2, &p, ref)) return dec_write_general(d, r, w, ref, d8, 0, 0);
+  if (tpl_emit(d->sysc, &pl->t, w->buf + w->len, r, &p, ref)) return dec_write_general(d, r, w, ref, d8, 0, 0);
   return kops_run(d, w, r, ref, &pl->k, p);
 }
 
@@ -1455,15 +1229,11 @@ __attribute__((noinline, cold)) static int eplan_fail(struct etw_decoder *d, con
   return dec_finish(d, r, w, ref, pl->prov, pl->name, mark, rc, *why);
 }
 
-/* The EventData runner for a manifest plan's event (w->err 0: reserved): the AVX2 one called
- * directly from the AVX2 writers, the SSE2 one from the others, when it is the one chosen (no
- * dec_fields_write_c between). */
-TPL_INLINE struct dec_eres eplan_run(struct dec_ecall *c, const int avx2) {
+/* The EventData runner for a manifest plan's event (w->err 0: reserved): called directly when
+ * plans are on (no dec_fields_write_c between). */
+TPL_INLINE struct dec_eres eplan_run(struct dec_ecall *c) {
   int m = __atomic_load_n(&dec_pl_sel, __ATOMIC_RELAXED);
-#if DEC_HAVE_AVX2 && defined(__SSE2__)
-  if (avx2 && __builtin_expect(m == 1, 1)) return dec_plan_run_avx2(c);
-#endif
-  if (!avx2 && __builtin_expect(m == 0, 1)) return dec_plan_run_sse2(c);
+  if (__builtin_expect(m == 0, 1)) return dec_plan_run_sse2(c);
   return dec_fields_write_c(c);
 }
 
@@ -1504,9 +1274,9 @@ __attribute__((noinline)) static int eplan_end(struct eplan_frame *f, struct dec
 
 /* The EventData of a manifest plan's event by the runner from its frame @f (the System block and
  * the head written, w->len after them), the event finished; the memo kept when @keep. */
-TPL_INLINE int eplan_body(struct eplan_frame *f, const int avx2, const int keep) {
+TPL_INLINE int eplan_body(struct eplan_frame *f, const int keep) {
   f->pl->p->seen++; /* (before the call: pl still in a register; nothing the runner reads) */
-  struct dec_eres x = eplan_run(&f->c, avx2);
+  struct dec_eres x = eplan_run(&f->c);
   if (__builtin_expect(x.o != NULL, 1)) { /* (the whole payload, w->err 0, room: dec_eres) */
     struct etw_jw *w = f->c.w;
     memcpy(x.o, "}}", 2);
@@ -1521,99 +1291,22 @@ TPL_INLINE int eplan_body(struct eplan_frame *f, const int avx2, const int keep)
   return eplan_end(f, x, keep);
 }
 
-/* 1 when the @n bytes at @a and @b are equal (@n ≥ 1), reading no byte outside them; @avx2 (a
- * constant): 64 bytes per step by AVX2 compares (inline assembly; the last 32 overlapping the
- * step before), no call — so the AVX2 memo lookup keeps nothing in callee-saved registers. */
-#if defined(__clang__) /* (no operand of an array type of unknown size: every memory, then) */
-#define MEMO_EQ_READ(a, b)
-#define MEMO_EQ_MEM , "memory"
-#else /* (the bytes read at a and b, of unknown size: no other memory is assumed read) */
-#define MEMO_EQ_READ(a, b) , "m"(*(const char(*)[])(const void *)(a)), "m"(*(const char(*)[])(const void *)(b))
-#define MEMO_EQ_MEM
-#endif
-TPL_INLINE int memo_eq(const unsigned char *a, const unsigned char *b, size_t n, const int avx2) {
-#if DEC_HAVE_AVX2
-  if (avx2) {
-    if (n >= 32) {
-      /* i: 0, 64, … while 64 more bytes are left; then at most one 32-byte step at i and one at
-       * n - 32 (overlapping: every byte compared, none past n) */
-      unsigned ne;
-      size_t i = 0, l64 = n - 64 < n ? n - 64 : 0; /* (the 64-byte steps start below l64 + 1) */
-      __asm__("cmp $64, %[n]\n\t"
-              "jb 2f\n"
-              "1:\n\t"
-              "vmovdqu (%[a],%[i]), %%ymm0\n\t"
-              "vmovdqu 32(%[a],%[i]), %%ymm1\n\t"
-              "vpcmpeqb (%[b],%[i]), %%ymm0, %%ymm0\n\t"
-              "vpcmpeqb 32(%[b],%[i]), %%ymm1, %%ymm1\n\t"
-              "vpand %%ymm1, %%ymm0, %%ymm0\n\t"
-              "vpmovmskb %%ymm0, %k[ne]\n\t"
-              "add $64, %[i]\n\t"
-              "inc %k[ne]\n\t"
-              "jnz 3f\n\t"
-              "cmp %[l64], %[i]\n\t"
-              "jbe 1b\n"
-              "2:\n\t" /* < 64 left from i: [i, i + 32) when that is below n - 32, then [n - 32, n) */
-              "lea 32(%[i]), %k[ne]\n\t"
-              "cmp %[n], %q[ne]\n\t"
-              "jae 4f\n\t"
-              "vmovdqu (%[a],%[i]), %%ymm0\n\t"
-              "vpcmpeqb (%[b],%[i]), %%ymm0, %%ymm0\n\t"
-              "vpmovmskb %%ymm0, %k[ne]\n\t"
-              "inc %k[ne]\n\t"
-              "jnz 3f\n"
-              "4:\n\t"
-              "vmovdqu -32(%[a],%[n]), %%ymm0\n\t"
-              "vpcmpeqb -32(%[b],%[n]), %%ymm0, %%ymm0\n\t"
-              "vpmovmskb %%ymm0, %k[ne]\n\t"
-              "inc %k[ne]\n"
-              "3:\n\t"
-              "vzeroupper"
-              : [ne] "=&r"(ne), [i] "+&r"(i)
-              : [a] "r"(a), [b] "r"(b), [n] "r"(n), [l64] "r"(l64) MEMO_EQ_READ(a, b)
-              : "xmm0", "xmm1", "cc" MEMO_EQ_MEM);
-      return ne == 0;
-    }
-    uint64_t x;
-    if (n >= 16) {
-      x = (d_rd64(a) ^ d_rd64(b)) | (d_rd64(a + 8) ^ d_rd64(b + 8)) | (d_rd64(a + n - 16) ^ d_rd64(b + n - 16)) |
-          (d_rd64(a + n - 8) ^ d_rd64(b + n - 8));
-    } else if (n >= 8) {
-      x = (d_rd64(a) ^ d_rd64(b)) | (d_rd64(a + n - 8) ^ d_rd64(b + n - 8));
-    } else if (n >= 4) {
-      x = (d_rd32(a) ^ d_rd32(b)) | (d_rd32(a + n - 4) ^ d_rd32(b + n - 4));
-    } else {
-      x = (uint64_t)(a[0] ^ b[0]) | (uint64_t)(a[n / 2] ^ b[n / 2]) | (uint64_t)(a[n - 1] ^ b[n - 1]);
-    }
-    return x == 0;
-  }
-#else
-  (void)avx2;
-#endif
+/* 1 when the @n bytes at @a and @b are equal */
+TPL_INLINE int memo_eq(const unsigned char *a, const unsigned char *b, size_t n) {
   return !memcmp(a, b, n);
-}
-
-int dec_memo_eq(const void *a, const void *b, size_t n, int avx2) {
-  if (!n) return 1;
-#if DEC_HAVE_AVX2
-  if (avx2 && dec_tpl_avx2(-1)) return memo_eq(a, b, n, 1);
-#else
-  (void)avx2;
-#endif
-  return memo_eq(a, b, n, 0);
 }
 
 /* A manifest plan's event whose memo is looked up (memo_skip 0; out of line): System block and
  * head written (ending at @p), w->len after them. */
 TPL_INLINE int eplan_memo(struct etw_decoder *d, struct etw_jw *w, struct dec_eplan *pl, const struct etw_rec *r,
-                          struct etw_evref *ref, char *p, const int avx2,
+                          struct etw_evref *ref, char *p,
                           int (*miss)(struct etw_decoder *, struct etw_jw *, struct dec_eplan *,
                                       const struct etw_rec *, struct etw_evref *, char *)) {
   const struct dec_ememo *m = pl->memo;
   /* the same payload as the memo's: its text, when the buffer has room for it and the writer's
    * maximum is far enough for the renderer not to have failed either (as the general path) */
   if (m && m->valid && m->plen == r->user_len && m->ps == r->ptr_size && w->cap - w->len > m->tlen &&
-      w->max - w->len >= m->need && (!m->plen || memo_eq(m->pay, r->user_data, m->plen, avx2))) {
+      w->max - w->len >= m->need && (!m->plen || memo_eq(m->pay, r->user_data, m->plen))) {
     pl->memo->tries++;
     pl->memo->hits++;
     w->len += m->tlen;
@@ -1627,12 +1320,12 @@ TPL_INLINE int eplan_memo(struct etw_decoder *d, struct etw_jw *w, struct dec_ep
 
 /* The memo's miss: the runner, and the memo kept. */
 TPL_INLINE int eplan_miss(struct etw_decoder *d, struct etw_jw *w, struct dec_eplan *pl, const struct etw_rec *r,
-                          struct etw_evref *ref, char *p, const int avx2) {
+                          struct etw_evref *ref, char *p) {
   struct eplan_frame f = {.c = {.d = d, .w = w, .e = pl->e, .p = r->user_data, .mark = (size_t)(p - w->buf),
                                 .n = r->user_len, .why = "unknown event", .ptr_size = r->ptr_size,
                                 .op = eplan_hand(pl, r, w->cap - (size_t)(p - w->buf) > pl->hfar)},
                           .pl = pl, .r = r, .ref = ref};
-  return eplan_body(&f, avx2, 1);
+  return eplan_body(&f, 1);
 }
 
 typedef int (*eplan_memo_fn)(struct etw_decoder *, struct etw_jw *, struct dec_eplan *, const struct etw_rec *,
@@ -1641,10 +1334,10 @@ typedef int (*eplan_memo_fn)(struct etw_decoder *, struct etw_jw *, struct dec_e
 /* A manifest plan's event: the System block by tpl_emit (any FILETIME, (pid, tid), processor),
  * after the reservation; the memo looked up by @memo when memo_skip is 0. */
 TPL_INLINE int eplan_event(struct etw_decoder *d, struct etw_jw *w, struct dec_eplan *pl, const struct etw_rec *r,
-                           struct etw_evref *ref, uint64_t d8, const int avx2, eplan_memo_fn memo) {
+                           struct etw_evref *ref, uint64_t d8, eplan_memo_fn memo) {
   if (etw_jw_reserve(w, pl->room)) return dec_write_general(d, r, w, ref, d8, 0, 0);
   char *p;
-  if (tpl_emit(d->sysc, &pl->t, w->buf + w->len, r, avx2, &p, ref)) return dec_write_general(d, r, w, ref, d8, 0, 0);
+  if (tpl_emit(d->sysc, &pl->t, w->buf + w->len, r, &p, ref)) return dec_write_general(d, r, w, ref, d8, 0, 0);
   w->len = (size_t)(p - w->buf);
   if (__builtin_expect(pl->hroom == UINT32_MAX, 0)) pl->hroom = pl->room + pl->hfar; /* (< 2^17 + 2^20; ememo_reset) */
   if (__builtin_expect(pl->memo_skip == 0, 0)) return memo(d, w, pl, r, ref, p); /* (a tail call) */
@@ -1653,17 +1346,17 @@ TPL_INLINE int eplan_event(struct etw_decoder *d, struct etw_jw *w, struct dec_e
                                 .n = r->user_len, .why = "unknown event", .ptr_size = r->ptr_size,
                                 .op = eplan_hand(pl, r, w->cap - (size_t)(p - w->buf) > pl->hfar)},
                           .pl = pl, .r = r, .ref = ref};
-  return eplan_body(&f, avx2, 0);
+  return eplan_body(&f, 0);
 }
 
 /* eplan_event's work when the template applies as it is (the FILETIME in its second, its (pid,
  * tid), a processor < 10) and the reservation is made already: no call before the runner's, so
  * nothing in callee-saved registers; everything else by @slow (eplan_event, out of line). */
 TPL_INLINE int eplan_fast(struct etw_decoder *d, struct etw_jw *w, struct dec_eplan *pl, const struct etw_rec *r,
-                          struct etw_evref *ref, const int avx2, eplan_memo_fn memo, eplan_slow_fn slow) {
+                          struct etw_evref *ref, eplan_memo_fn memo, eplan_slow_fn slow) {
   char *p;
   /* (the reservation with the runners' room: pl->room ≥ the System block and head, tpl_build) */
-  if (__builtin_expect(tpl_fast(&pl->t, w, r, ref, pl->hroom, avx2, &p), 0))
+  if (__builtin_expect(tpl_fast(&pl->t, w, r, ref, pl->hroom, &p), 0))
     return slow(d, r, w, ref, pl); /* (d8: the record's, rec_d8) */
   w->len = (size_t)(p - w->buf);
   if (__builtin_expect(pl->memo_skip == 0, 0)) return memo(d, w, pl, r, ref, p); /* (a tail call) */
@@ -1672,18 +1365,18 @@ TPL_INLINE int eplan_fast(struct etw_decoder *d, struct etw_jw *w, struct dec_ep
                                 .n = r->user_len, .why = "unknown event", .ptr_size = r->ptr_size,
                                 .op = eplan_hand(pl, r, 1)},
                           .pl = pl, .r = r, .ref = ref};
-  return eplan_body(&f, avx2, 0);
+  return eplan_body(&f, 0);
 }
 
 /* Plans whose ops are X64 U32 U16 U16 with keys of ≤ 16 bytes (PerfInfo/Sample, 8-byte pointers):
  * dec_kplan_event's work for them without the op loop, when the payload is exactly the layout. */
 /* One fixed-size op's value (@ty a constant) at @p from @q. */
-TPL_INLINE char *put_op(char *p, const unsigned char *q, const int ty, const int avx2, const int t4) {
+TPL_INLINE char *put_op(char *p, const unsigned char *q, const int ty, const int t4) {
   switch (ty) {
   case DEC_KOP_U32: return put_u32tx(p, d_rd32(q), t4);
   case DEC_KOP_U16: return put_u32tx(p, d_rd16(q), t4);
   case DEC_KOP_U64: return t4 ? put_u64t(p, d_rd64(q)) : dec_put_u64(p, d_rd64(q));
-  default: return put_hex_v(p, d_rd64(q), avx2); /* DEC_KOP_X64 */
+  default: return put_hex_v(p, d_rd64(q)); /* DEC_KOP_X64 */
   }
 }
 #define OP_SIZE(ty) ((ty) == DEC_KOP_U16 ? 2 : (ty) == DEC_KOP_U32 ? 4 : 8)
@@ -1696,43 +1389,40 @@ TPL_INLINE char *put_op(char *p, const unsigned char *q, const int ty, const int
 
 /* The text of kplan_fix4's ops (types @t0 … @t3) of payload @q at @p, then `}}`; the end (with
  * @t4, put_op's T4 case; the Sample writer has none: fewer registers). */
-TPL_INLINE char *kplan_ops4(const struct dec_kplan *pl, const unsigned char *q, char *p, const int avx2, const int t0,
+TPL_INLINE char *kplan_ops4(const struct dec_kplan *pl, const unsigned char *q, char *p, const int t0,
                             const int t1, const int t2, const int t3, const int t4) {
-  p = put_op(p, q, t0, avx2, t4);
+  p = put_op(p, q, t0, t4);
   q += OP_SIZE(t0);
   memcpy(p, pl->k.ops[1].key, 16);
   p += pl->k.ops[1].klen;
-  p = put_op(p, q, t1, avx2, t4);
+  p = put_op(p, q, t1, t4);
   q += OP_SIZE(t1);
   memcpy(p, pl->k.ops[2].key, 16);
   p += pl->k.ops[2].klen;
-  p = put_op(p, q, t2, avx2, t4);
+  p = put_op(p, q, t2, t4);
   q += OP_SIZE(t2);
   memcpy(p, pl->k.ops[3].key, 16);
   p += pl->k.ops[3].klen;
-  p = put_op(p, q, t3, avx2, t4);
+  p = put_op(p, q, t3, t4);
   memcpy(p, "}}", 2);
   return p + 2;
 }
 
 /* The Sample writer's memo miss (out of line: the hit path keeps no callee-saved register): payload
  * @q's text at @p (after the head), the memo set to it, w->len; 1. */
-TPL_INLINE int kplan_smiss(struct etw_jw *w, struct dec_kplan *pl, const unsigned char *q, char *p, const int avx2) {
-  char *e = kplan_ops4(pl, q, p, avx2, DEC_KOP_X64, DEC_KOP_U32, DEC_KOP_U16, DEC_KOP_U16, 0);
+TPL_INLINE int kplan_smiss(struct etw_jw *w, struct dec_kplan *pl, const unsigned char *q, char *p) {
+  char *e = kplan_ops4(pl, q, p, DEC_KOP_X64, DEC_KOP_U32, DEC_KOP_U16, DEC_KOP_U16, 0);
   /* (≤ DEC_MEMO_MAX bytes from p; the copy's rest is inside the reservation) */
-  memo_copy(pl->memo, p, avx2);
+  memo_copy(pl->memo, p);
   memcpy(pl->memo_q, q, 16);
   pl->memo_len = (uint32_t)(e - p);
   w->len = (size_t)(e - w->buf);
   return 1;
 }
-/* (the writer's own argument registers where it has them: d, r and w stay, payload @q, plan @pl,
- * text @p; no moves before the tail call) */
-typedef int (*kplan_miss_fn)(struct etw_decoder *, const struct etw_rec *, struct etw_jw *, const unsigned char *,
-                             struct dec_kplan *, char *);
+/* The Sample writer's memo miss as kplan_end4 calls it: writer @w, payload @q, plan @pl, text @p */
+typedef int (*kplan_miss_fn)(struct etw_jw *, const unsigned char *, struct dec_kplan *, char *);
 
-/* kplan_fix4's tests (@need: the ops' payload bytes; @room: the writer's room, KPLAN_NEVER for
- * "never"): 0 when the fast case applies, with the FILETIME's digits 4-7 index in *@gp (the
+/* kplan_fix4's tests (@need: the ops' payload bytes; @room: the writer's room): 0 when the fast case applies, with the FILETIME's digits 4-7 index in *@gp (the
  * template's block moved to it when needed); 1 for the out-of-line case (nothing changed). */
 TPL_INLINE int kplan_chk4(struct etw_jw *w, struct dec_kplan *pl, const struct etw_rec *r, const unsigned need,
                           uint64_t room, uint64_t *gp) {
@@ -1745,13 +1435,12 @@ TPL_INLINE int kplan_chk4(struct etw_jw *w, struct dec_kplan *pl, const struct e
   if (__builtin_expect(((uint64_t)r->pid << 32 | r->tid) != t->xkey, 0)) return 1;
   uint64_t g = r->filetime - t->fb; /* digits 4-7 when in the slot's block, not its first 100 ns (tpl_emit) */
   int gm = g - 1u >= 9999u; /* another block of the second: its digits 1-3 first */
-  /* (the FILETIME read again there: not kept over the next test) */
-  if (__builtin_expect(gm && *(const volatile uint64_t *)&r->filetime - t->ft1 >= 9999999u, 0)) return 1;
+  if (__builtin_expect(gm && r->filetime - t->ft1 >= 9999999u, 0)) return 1;
   /* (room < 2^62: no wrap; the same test as w->cap - w->len <= room, one instruction less) */
   if (__builtin_expect(w->len + room >= w->cap, 0)) return 1;
   /* nothing fails from here */
   if (__builtin_expect(gm, 0)) {
-    uint64_t ft = *(const volatile uint64_t *)&r->filetime;
+    uint64_t ft = r->filetime;
     tpl_block(t, (unsigned)(ft - t->ft1) + 1u);
     g = ft - t->fb;
   }
@@ -1761,16 +1450,11 @@ TPL_INLINE int kplan_chk4(struct etw_jw *w, struct dec_kplan *pl, const struct e
 
 /* kplan_fix4's work after the template's copy at @p (its digits 4-7 @g, processor @cpu): the
  * digits, the ops' text (with @miss, the Sample writer, a payload equal to the memo's (16 bytes) is
- * its text, and @miss renders another), w->len; 1. @vz: the copy's AVX window is open (one
- * vzeroupper to come). */
-TPL_INLINE int kplan_end4(struct etw_decoder *d, struct etw_jw *w, struct dec_kplan *pl, const struct etw_rec *r, char *p, uint64_t g,
-                          unsigned cpu, const int avx2, const int t0, const int t1, const int t2, const int t3,
-                          kplan_miss_fn miss) {
+ * its text, and @miss renders another), w->len; 1. */
+TPL_INLINE int kplan_end4(struct etw_jw *w, struct dec_kplan *pl, const struct etw_rec *r, char *p, uint64_t g,
+                          unsigned cpu, const int t0, const int t1, const int t2, const int t3, kplan_miss_fn miss) {
   const struct dec_tpl *t = &pl->t;
   const unsigned char *q = r->user_data;
-#if DEC_HAVE_AVX2 && !defined(__AVX__)
-  if (avx2 && !miss) __asm__ volatile("vzeroupper" ::: "memory"); /* (with the memo: after its moves) */
-#endif
   memcpy(p + t->plen + 24, &T4[g], 4); /* (put_lo4; g < 10^4 here, the 64-bit index as it is) */
   p[t->cpos] = (char)('0' + cpu);
   p += t->n;
@@ -1778,33 +1462,17 @@ TPL_INLINE int kplan_end4(struct etw_decoder *d, struct etw_jw *w, struct dec_kp
     uint64_t q0, q1;
     memcpy(&q0, q, 8);
     memcpy(&q1, q + 8, 8);
-    if (__builtin_expect(((q0 ^ pl->memo_q[0]) | (q1 ^ pl->memo_q[1])) != 0, 0)) {
-#if DEC_HAVE_AVX2 && !defined(__AVX__)
-      if (avx2) __asm__ volatile("vzeroupper" ::: "memory");
-#endif
-      return miss(d, r, w, q, pl, p);
-    }
-#if DEC_HAVE_AVX2
-    if (avx2) { /* memo_copy from the plan's address, in the template's AVX window */
-      const struct dec_kplan *base = pl;
-      A32B(0, offsetof(struct dec_kplan, memo));
-      A32B(1, offsetof(struct dec_kplan, memo));
-      A32B(2, offsetof(struct dec_kplan, memo));
-#if !defined(__AVX__)
-      __asm__ volatile("vzeroupper" ::: "memory");
-#endif
-    } else
-#endif
-      memo_copy(p, pl->memo, avx2);
+    if (__builtin_expect(((q0 ^ pl->memo_q[0]) | (q1 ^ pl->memo_q[1])) != 0, 0)) return miss(w, q, pl, p);
+    memo_copy(p, pl->memo);
     w->len = (size_t)(p + pl->memo_len - w->buf);
     return 1;
   }
-  p = kplan_ops4(pl, q, p, avx2, t0, t1, t2, t3, 1);
+  p = kplan_ops4(pl, q, p, t0, t1, t2, t3, 1);
   w->len = (size_t)(p - w->buf);
   return 1;
 }
 
-/* kplan_fix4 itself (the SSE2 writers; the AVX2 ones are KPLAN_FIX4_A). */
+/* kplan_fix4 itself. */
 TPL_INLINE int kplan_fix4(struct etw_decoder *d, struct etw_jw *w, struct dec_kplan *pl, const struct etw_rec *r,
                           struct etw_evref *ref, const int t0, const int t1, const int t2, const int t3,
                           kplan_miss_fn miss) {
@@ -1813,114 +1481,58 @@ TPL_INLINE int kplan_fix4(struct etw_decoder *d, struct etw_jw *w, struct dec_kp
   if (__builtin_expect(kplan_chk4(w, pl, r, need, pl->room, &g), 0)) return kplan_gen_s(d, r, w, ref, pl);
   d->decoded++;
   char *p = w->buf + w->len;
-  /* (read again, not kept from the check: one register less over it) */
-  unsigned cpu = *(const volatile uint16_t *)&r->cpu;
-  tpl_copy_ref(p, &pl->t, ref, g, cpu, 0);
-  return kplan_end4(d, w, pl, r, p, g, cpu, 0, t0, t1, t2, t3, miss);
+  unsigned cpu = r->cpu;
+  tpl_copy_ref(p, &pl->t, ref, g, cpu);
+  return kplan_end4(w, pl, r, p, g, cpu, t0, t1, t2, t3, miss);
 }
 
-#if DEC_HAVE_AVX2
-/* The AVX2 four-op writers' out-of-line case: kplan_gen_a, then their copy entry for the template
- * as it is then (@lad: their ladder's moves by chunk count) and the room that lets them run — only
- * while the plan still runs the calling writer (pl->run at entry: the dispatch calls it only
- * through the plan) and the chunk count has an entry; else the fast case stays off (KPLAN_NEVER). */
-__attribute__((noinline)) static int kplan_fixslow_a(struct etw_decoder *d, const struct etw_rec *r,
-                                                     struct etw_jw *w, struct etw_evref *ref, struct dec_kplan *pl,
-                                                     const void *const *lad) {
-  kplan_fn self = pl->run;
-  int rc = kplan_gen_a(d, r, w, ref, pl);
-  if (pl->run == self && pl->t.n32 <= 24) { /* (tpl_tail's bound) */
-    pl->ent4 = lad[pl->t.n32];
-    pl->room4 = pl->room;
-  } else {
-    pl->ent4 = NULL;
-    pl->room4 = KPLAN_NEVER;
-  }
-  return rc;
-}
-#define KL(i) kl##i: A32B((i) - 1, offsetof(struct dec_kplan, t.txt));
-/* kplan_fix4 for the AVX2 writers: the template's copy entered by one jump to the address the plan
- * keeps (ent4; computed goto, so the writer's own body: no inline function may hold it). */
-#define KPLAN_FIX4_A(fname, t0, t1, t2, t3, miss)                                                            \
-  DEC_FLATTEN static int fname(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,             \
-                               struct etw_evref *ref, struct dec_kplan *pl) {                                \
-    static const void *const lad[25] = {&&kl0,  &&kl1,  &&kl2,  &&kl3,  &&kl4,  &&kl5,  &&kl6,  &&kl7,  &&kl8, \
-                                        &&kl9,  &&kl10, &&kl11, &&kl12, &&kl13, &&kl14, &&kl15, &&kl16,     \
-                                        &&kl17, &&kl18, &&kl19, &&kl20, &&kl21, &&kl22, &&kl23, &&kl24};    \
-    uint64_t g;                                                                                              \
-    if (__builtin_expect(kplan_chk4(w, pl, r, OP_SIZE(t0) + OP_SIZE(t1) + OP_SIZE(t2) + OP_SIZE(t3),         \
-                                    pl->room4, &g), 0))                                                      \
-      return kplan_fixslow_a(d, r, w, ref, pl, lad);                                                         \
-    d->decoded++;                                                                                            \
-    char *p = w->buf + w->len;                                                                               \
-    unsigned cpu = *(const volatile uint16_t *)&r->cpu; /* (read again: one register less) */                \
-    const struct dec_kplan *base = pl;                                                                       \
-    if (ref) { /* (the reference first, in the same AVX window) */                                           \
-      tpl_img(ref, &pl->t, 1);                                                                               \
-      ref->ts_ns = (int64_t)(pl->t.ts_fb + g * pl->t.ts_mul);                                                \
-      ref->cpu = (uint8_t)cpu;                                                                               \
-    }                                                                                                        \
-    goto *pl->ent4;                                                                                          \
-    KL(24) KL(23) KL(22) KL(21) KL(20) KL(19) KL(18) KL(17) KL(16) KL(15) KL(14) KL(13) KL(12)               \
-    KL(11) KL(10) KL(9) KL(8) KL(7) KL(6) KL(5) KL(4) KL(3) KL(2) KL(1)                                     \
-  kl0:                                                                                                       \
-    return kplan_end4(d, w, pl, r, p, g, cpu, 1, t0, t1, t2, t3, miss);                                         \
-  }
-#endif
 
-/* The writers in both copy variants (a: AVX2, s: SSE2); the plans point at one of them. The Sample
- * writer has every value's formatting inlined (DEC_FLATTEN). */
-#define DEC_WRITERS(sfx, av)                                                                              \
-  __attribute__((noinline)) static int kplan_genslow_##sfx(struct etw_decoder *d, const struct etw_rec *r,   \
-                                                           struct etw_jw *w, struct etw_evref *ref,        \
-                                                           struct dec_kplan *pl) {                         \
-    return kplan_gen(d, w, pl, r, ref, av);                                                                \
-  }                                                                                                        \
-  __attribute__((noinline)) static int kplan_gen_##sfx(struct etw_decoder *d, const struct etw_rec *r,      \
-                                                       struct etw_jw *w, struct etw_evref *ref,            \
-                                                       struct dec_kplan *pl) {                             \
-    return kplan_fast(d, w, pl, r, ref, av, kplan_genslow_##sfx);                                          \
-  }                                                                                                        \
-  DEC_NOIPA DEC_FLATTEN static int kplan_smiss_##sfx(struct etw_decoder *d,                                  \
-                                                                     const struct etw_rec *r,               \
-                                                                     struct etw_jw *w,                      \
-                                                                     const unsigned char *q,                \
-                                                                     struct dec_kplan *pl, char *p) {       \
-    (void)d;                                                                                               \
-    (void)r;                                                                                               \
-    return kplan_smiss(w, pl, q, p, av);                                                                   \
-  }                                                                                                        \
-  __attribute__((noinline)) static int eplan_miss_##sfx(struct etw_decoder *d, struct etw_jw *w,           \
-                                                        struct dec_eplan *pl, const struct etw_rec *r,     \
-                                                        struct etw_evref *ref, char *p) {                  \
-    return eplan_miss(d, w, pl, r, ref, p, av);                                                            \
-  }                                                                                                        \
-  __attribute__((noinline)) static int eplan_memo_##sfx(struct etw_decoder *d, struct etw_jw *w,           \
-                                                        struct dec_eplan *pl, const struct etw_rec *r,     \
-                                                        struct etw_evref *ref, char *p) {                  \
-    return eplan_memo(d, w, pl, r, ref, p, av, eplan_miss_##sfx);                                          \
-  }                                                                                                        \
-  __attribute__((noinline)) static int eplan_slow_##sfx(struct etw_decoder *d, const struct etw_rec *r,     \
-                                                        struct etw_jw *w, struct etw_evref *ref,           \
-                                                        struct dec_eplan *pl) {                            \
-    return eplan_event(d, w, pl, r, ref, rec_d8(r), av, eplan_memo_##sfx);                                 \
-  }                                                                                                        \
-  static int eplan_event_##sfx(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,           \
-                               struct etw_evref *ref, struct dec_eplan *pl, uint64_t d8) {                 \
-    (void)d8; /* (the record's: rec_d8) */                                                                \
-    return eplan_fast(d, w, pl, r, ref, av, eplan_memo_##sfx, eplan_slow_##sfx);                           \
-  }                                                                                                        \
-  __attribute__((noinline)) static int eplan_clsslow_##sfx(struct etw_decoder *d, const struct etw_rec *r,   \
-                                                           struct etw_jw *w, struct etw_evref *ref,        \
-                                                           struct dec_eplan *pl) {                         \
-    return eplan_cls(d, w, pl, r, ref, rec_d8(r), av);                                                     \
-  }                                                                                                        \
-  static int eplan_cls_##sfx(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,             \
-                             struct etw_evref *ref, struct dec_eplan *pl, uint64_t d8) {                   \
-    (void)d8; /* (the record's: rec_d8) */                                                                \
-    return eplan_cls_fast(d, w, pl, r, ref, av, eplan_clsslow_##sfx);                                      \
-  }
-DEC_WRITERS(s, 0)
+/* The writers the plans point at (the out-of-line entries, suffix _s, around the inline bodies
+ * above). The Sample writer has every value's formatting inlined (DEC_FLATTEN). */
+__attribute__((noinline)) static int kplan_genslow_s(struct etw_decoder *d, const struct etw_rec *r,
+                                                     struct etw_jw *w, struct etw_evref *ref,
+                                                     struct dec_kplan *pl) {
+  return kplan_gen(d, w, pl, r, ref);
+}
+__attribute__((noinline)) static int kplan_gen_s(struct etw_decoder *d, const struct etw_rec *r,
+                                                 struct etw_jw *w, struct etw_evref *ref,
+                                                 struct dec_kplan *pl) {
+  return kplan_fast(d, w, pl, r, ref, kplan_genslow_s);
+}
+__attribute__((noinline)) DEC_FLATTEN static int kplan_smiss_s(struct etw_jw *w, const unsigned char *q,
+                                                               struct dec_kplan *pl, char *p) {
+  return kplan_smiss(w, pl, q, p);
+}
+__attribute__((noinline)) static int eplan_miss_s(struct etw_decoder *d, struct etw_jw *w,
+                                                  struct dec_eplan *pl, const struct etw_rec *r,
+                                                  struct etw_evref *ref, char *p) {
+  return eplan_miss(d, w, pl, r, ref, p);
+}
+__attribute__((noinline)) static int eplan_memo_s(struct etw_decoder *d, struct etw_jw *w,
+                                                  struct dec_eplan *pl, const struct etw_rec *r,
+                                                  struct etw_evref *ref, char *p) {
+  return eplan_memo(d, w, pl, r, ref, p, eplan_miss_s);
+}
+__attribute__((noinline)) static int eplan_slow_s(struct etw_decoder *d, const struct etw_rec *r,
+                                                  struct etw_jw *w, struct etw_evref *ref,
+                                                  struct dec_eplan *pl) {
+  return eplan_event(d, w, pl, r, ref, rec_d8(r), eplan_memo_s);
+}
+static int eplan_event_s(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
+                         struct etw_evref *ref, struct dec_eplan *pl, uint64_t d8) {
+  (void)d8; /* (the record's: rec_d8) */
+  return eplan_fast(d, w, pl, r, ref, eplan_memo_s, eplan_slow_s);
+}
+__attribute__((noinline)) static int eplan_clsslow_s(struct etw_decoder *d, const struct etw_rec *r,
+                                                     struct etw_jw *w, struct etw_evref *ref,
+                                                     struct dec_eplan *pl) {
+  return eplan_cls(d, w, pl, r, ref, rec_d8(r));
+}
+static int eplan_cls_s(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
+                       struct etw_evref *ref, struct dec_eplan *pl, uint64_t d8) {
+  (void)d8; /* (the record's: rec_d8) */
+  return eplan_cls_fast(d, w, pl, r, ref, eplan_clsslow_s);
+}
 DEC_FLATTEN static int kplan_sample_s(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
                                       struct etw_evref *ref, struct dec_kplan *pl) {
   return kplan_fix4(d, w, pl, r, ref, DEC_KOP_X64, DEC_KOP_U32, DEC_KOP_U16, DEC_KOP_U16, kplan_smiss_s);
@@ -1929,13 +1541,6 @@ static int kplan_skey_s(struct etw_decoder *d, const struct etw_rec *r, struct e
                         struct dec_kplan *pl) {
   return kplan_fix4(d, w, pl, r, ref, DEC_KOP_U64, DEC_KOP_U32, DEC_KOP_U32, DEC_KOP_X64, NULL);
 }
-#if DEC_HAVE_AVX2
-DEC_WRITERS(a, 1)
-KPLAN_FIX4_A(kplan_sample_a, DEC_KOP_X64, DEC_KOP_U32, DEC_KOP_U16, DEC_KOP_U16, kplan_smiss_a)
-KPLAN_FIX4_A(kplan_skey_a, DEC_KOP_U64, DEC_KOP_U32, DEC_KOP_U32, DEC_KOP_X64, NULL)
-#undef KL
-#undef KPLAN_FIX4_A
-#endif
 
 int dec_kplan_event(struct etw_decoder *d, struct etw_jw *w, struct dec_kplan *pl, const struct etw_rec *r,
                     struct etw_evref *ref) {

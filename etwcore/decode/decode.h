@@ -367,7 +367,6 @@ enum { DEC_KOP_U32, DEC_KOP_I32, DEC_KOP_X32, DEC_KOP_U16, DEC_KOP_U8, DEC_KOP_I
        DEC_KOP_X64, DEC_KOP_GUID,
        DEC_KOP_PORT, /* u16 in network byte order, as a number (write_fields_n's 'n') */
        DEC_KOP_IPV6, /* 16 bytes as the quoted RFC 5952 text (its '6'; ≤ 42 bytes written) */
-       DEC_KOP_X64H, /* DEC_KOP_X64 by an SSSE3 byte shuffle (kops_build: the AVX2 writers' ops) */
        /* last op only (not the first): the rest of the payload, absent when nothing is left */
        DEC_KOP_STR16, /* UTF-16 up to the NUL unit (all of the rest when unterminated) */
        DEC_KOP_STACK, /* pointer array */
@@ -380,7 +379,6 @@ struct dec_kops {
   uint8_t ps;         /* pointer size of the ops (0xFF = no ops: EventData by dec_mof_write) */
   uint8_t nops;
   uint8_t tail;       /* the last op is DEC_KOP_STR16 / _STACK / _ANSI (variable size) */
-  uint8_t avx2;       /* the plan's template variant (a stack's addresses by the AVX2 machines' pshufb) */
   uint32_t need;      /* payload bytes of the fixed-size ops (> 0 when nops) */
   const struct dec_tpl *t; /* the plan's template (its event reference image) */
   struct dec_kop ops[DEC_KOPS + 1]; /* and a DEC_KOP_END after the last when it is not variable */
@@ -405,7 +403,6 @@ struct dec_tpl {
   uint16_t cpos;      /* the processor digit's offset */
   uint16_t n;         /* bytes to copy: cpos + 3 + hlen */
   uint8_t hlen;       /* head bytes (after `}}`) */
-  uint8_t avx2;       /* copied by 32-byte AVX2 moves (chosen at build: dec_tpl_avx2) */
   uint8_t n32, n16;   /* n in 32-byte and 16-byte chunks, rounded up (the copies' entry) */
   /* the event reference of a record in the slot's second with the slot's (pid, tid): rimg with
    * ts_ns = ts_base + (FILETIME - ft1) * ts_mul (wrapping) and the processor number stored over
@@ -438,11 +435,6 @@ struct dec_kplan {
   char memo[96];
   struct dec_kops k;  /* the EventData ops */
   struct dec_tpl t;   /* System text and head */
-  /* the AVX2 four-op writers (kplan_sample_a, kplan_skey_a): the address of their copy's move for
-   * t.n32 chunks (ent4), and the room their fast test compares with: 1 << 62 (never fast)
-   * until their out-of-line case has set ent4 for the template as it is (kplan_ops resets it) */
-  const void *ent4;
-  uint64_t room4;
 };
 #define DEC_MEMO_MAX 90
 #define DEC_MEMO_COPY 96
@@ -518,9 +510,6 @@ struct dec_ememo {
   unsigned char pay[DEC_EMEMO_PAY];
   char txt[DEC_EMEMO_TXT];
 };
-/* The manifest memo's payload compare (tests): 1 when the @n bytes at @a and @b are equal, by the
- * AVX2 writers' code when @avx2 and the plans' copies are AVX2, else by the others'. */
-int dec_memo_eq(const void *a, const void *b, size_t n, int avx2);
 /* The plan writers' number texts (tests): dec_put_u64's and dec_put_u32's, NUL-terminated at the
  * returned end (@p: 32 bytes of room). */
 char *dec_plan_u64(char *p, uint64_t v);
@@ -607,11 +596,9 @@ static inline struct dec_eres dec_eres_rc(long rc) {
 /** dec_fields_write_c - dec_fields_write_d(c->d, c->w, c->e, c->p, c->n, c->ptr_size, &c->why) when
  * c->mark == c->w->len (the block is not changed), with the end of the text (above). */
 struct dec_eres dec_fields_write_c(struct dec_ecall *c);
-/* dec_fields_write_c's runner choice (0 SSE2/portable, 1 AVX2, 2 plans off) and its runners (the
- * AVX2 one in x86-64 GNU C builds only), for callers that call the chosen runner themselves (with
- * w->err 0). */
+/* dec_fields_write_c's runner choice (0 the plan runner, 2 plans off) and the runner, for callers
+ * that call it themselves (with w->err 0). */
 extern signed char dec_pl_sel;
-struct dec_eres dec_plan_run_avx2(struct dec_ecall *c);
 struct dec_eres dec_plan_run_sse2(struct dec_ecall *c);
 /** dec_plan_hand - @e's plan (built now when it is not yet) as hand-overs @h (4- and 8-byte
  * pointers; the other sizes never); returns the room a caller must have in the buffer past the
@@ -664,10 +651,6 @@ int dec_kplan_event(struct etw_decoder *d, struct etw_jw *w, struct dec_kplan *p
  * block, then dec_fields_write_d; dec_write_general when the time cannot be formatted. */
 int dec_eplan_event(struct etw_decoder *d, struct etw_jw *w, struct dec_eplan *pl, const struct etw_rec *r,
                     struct etw_evref *ref, uint64_t d8);
-/** dec_tpl_avx2 - the plans' copy routine for plans built from now on: -1 = ask, 0 = the SSE2 (or
- * plain) one, 1 = the 32-byte one when the CPU has AVX2. The default is 1 unless the environment
- * has ETWD_ETL_NO_AVX2 (not "0"). Returns the choice in effect (tests). */
-int dec_tpl_avx2(int on);
 /** dec_kernel_general - dec_write_general for a kernel record without extended data (its name
  * cache key recomputed). */
 int dec_kernel_general(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref);

@@ -1,5 +1,6 @@
 /* jw.c — the hand-written JSON writer (see etwcore/jw.h). Hot path: keep it branch-light. */
 #include "etwcore/jw.h"
+#include "cpu.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -135,16 +136,8 @@ JW_STR_INLINE unsigned nonplain_ctl_mask(__m128i x, unsigned *c) {
   *c = (unsigned)_mm_movemask_epi8(bad);
   return (unsigned)_mm_movemask_epi8(_mm_or_si128(qb, bad));
 }
-/* the lowest set bit of @e (≠ 0) as a size_t (x86-64: one bsf, no sign extension of an int) */
-JW_STR_INLINE size_t jw_low(size_t e) {
-#if defined(__x86_64__) && defined(__GNUC__)
-  size_t j;
-  __asm__("bsf %1, %0" : "=r"(j) : "rm"(e) : "cc");
-  return j;
-#else
-  return (size_t)(unsigned)__builtin_ctzll(e);
-#endif
-}
+/* the lowest set bit of @e (≠ 0) as a size_t */
+JW_STR_INLINE size_t jw_low(size_t e) { return (size_t)(unsigned)__builtin_ctzll(e); }
 /* UTF-16 unit @i of @s (x86: little-endian, one 16-bit load) */
 static inline uint32_t jw_u16(const unsigned char *s, size_t i) {
   uint16_t u;
@@ -666,22 +659,9 @@ static void b64_fill(void) {
   }
 }
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(_WIN32)
+#if ETW_CPU_X86_AVX2
 #define JW_B64_AVX2 1
 #include <immintrin.h>
-/* AVX2 base64 (chosen at run time: the CPU has it and ETWD_ETL_NO_AVX2 is not set): -1 = not
- * chosen yet */
-static signed char b64_avx2 = -1;
-static int b64_avx2_init(void) {
-  const char *no = getenv("ETWD_ETL_NO_AVX2");
-  int v = 0;
-  if (!(no && *no && strcmp(no, "0"))) {
-    __builtin_cpu_init();
-    v = __builtin_cpu_supports("avx2") ? 1 : 0;
-  }
-  __atomic_store_n(&b64_avx2, (signed char)v, __ATOMIC_RELAXED);
-  return v;
-}
 /* 24 bytes to 32 characters per step while 28 bytes can be read (the two 16-byte loads of a
  * step: bytes 0–15 and 12–27); returns the bytes done. Per 128-bit lane, 12 bytes: each group of
  * three (a, b, c) as the 32-bit word b a c b; a & 0xFC (bits 10–15) and b & 0x0F, c & 0xC0 (bits
@@ -720,8 +700,7 @@ static void base64_body(struct etw_jw *w, const unsigned char *s, size_t n, int 
   (void)vec;
 #ifdef JW_B64_AVX2
   if (vec && n >= 28) { /* (32 bytes stored per 24 read: within the reservation, ≥ 38 left) */
-    int a = __atomic_load_n(&b64_avx2, __ATOMIC_RELAXED);
-    if (a < 0) a = b64_avx2_init();
+    int a = etw_cpu_avx2();
     if (a) {
       i = b64_run_avx2(p, s, n);
       p += i / 3 * 4;

@@ -7,12 +7,9 @@
  * (batch sizes 2..256 taken from the input — above 130, ETL_BATCH + 2, next_batch's unbounded
  * loop runs — mixed with next_ref calls): every record (its header fields, payload, WPP fields
  * and origin), the end and its status must equal the first reader's (a mismatch aborts: a
- * finding). The input's last byte picks next_batch's run loop (bit 0: the C one, etw_etl_merge_c,
- * or the x86-64 assembly where built) and how the first reader parses (bit 1: through
+ * finding). The input's last byte picks how the first reader parses (bit 1: through
  * parse_generic only, etw_etl_generic_only — so the whole-word fast paths and the per-stream
- * header memos are checked against the reference parse — or the same way as the second), and
- * whether the fast record paths take their SSE2 variant where the AVX2 one would run (bit 2:
- * etw_etl_rec_sse2, both readers). */
+ * header memos are checked against the reference parse — or the same way as the second). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,9 +19,7 @@
 #include "etwcore/etl.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-extern int etw_etl_merge_c;
 extern int etw_etl_generic_only;
-extern int etw_etl_rec_sse2;
 
 /* Record @a equals @b in everything a consumer reads (not the extended items' contents). */
 static int same_rec(const struct etw_rec *a, const struct etw_rec *b) {
@@ -46,9 +41,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   struct etw_decoder *d = etw_decoder_new(NULL);
   if (!d) return 0;
   if (size && data[0] == '<') dec_manifest_load(d, (const char *)data, size, NULL);
-  etw_etl_merge_c = size && (data[size - 1] & 1);
   const int gen = size && (data[size - 1] & 2);
-  etw_etl_rec_sse2 = size && (data[size - 1] & 4);
   struct etw_etl_reader *r = etw_etl_reader_new();
   struct etw_status st;
   etw_status_clear(&st);
@@ -107,6 +100,5 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   etw_etl_reader_free(r);
   etw_decoder_free(d);
-  etw_etl_rec_sse2 = 0;
   return 0;
 }

@@ -9,10 +9,9 @@
  *    test until it is made valid again;
  *  - mutated copies: other kinds (0, the other kernel kind, WPP, 6), extended data items (related
  *    activity, TraceLogging schema, another type) on kernel, manifest and classic records, other
- *    hooks and versions, the string-only flag, activity IDs; the reader's records have
- *    ETW_EVH_NO_EXT (no extended data), which the one-word test requires: copies without it (as
- *    another producer leaves it: the full test), with extended data (without it, as a producer
- *    must set it). */
+ *    hooks and versions, the string-only flag, an unused flag bit (15), activity IDs; the
+ *    one-word test takes only records without extended data (n_ext 0), the others the full
+ *    test. */
 #include "decode.h"
 #include "t.h"
 #include "test_etl_util.h"
@@ -91,7 +90,7 @@ static void run(const char *rel) {
     if (!same(fast, plain, &rec, &a, &c) && diff++ < 3)
       fprintf(stderr, "%s #%zu differs:\n %s\n %s\n", rel, events, etw_jw_cstr(&a), etw_jw_cstr(&c));
     kernel += rec.kind == ETW_REC_SYSTEM || rec.kind == ETW_REC_PERFINFO;
-    plainf += (rec.flags & ETW_EVH_NO_EXT) != 0;
+    plainf += rec.n_ext == 0;
     if (rec.kind == ETW_REC_EVENT) man++;
     /* registry changes: in both decoders, then the same record again (its plan, if any, expired) */
     int ch = 0;
@@ -136,14 +135,10 @@ static void run(const char *rel) {
         m.ext[m.n_ext].len = v == 5 ? 0 : 16;
         m.ext[m.n_ext].data = act;
         m.n_ext++;
-        m.flags &= (uint16_t)~ETW_EVH_NO_EXT; /* (as a producer must: extended data) */
         break;
       case 7: m.hook_id ^= (uint16_t)(1u << (rnd % 16)); m.desc.version ^= (uint8_t)(rnd >> 20) & 1; break;
-      case 8: m.flags &= (uint16_t)~ETW_EVH_NO_EXT; break; /* a producer without the flag: the full test */
-      case 9: /* an activity ID (in either half; with the flag, and without it every 2nd time) */
-        memcpy(m.activity_id + (rnd & 1) * 8, act, 8);
-        if (rnd & 2) m.flags &= (uint16_t)~ETW_EVH_NO_EXT;
-        break;
+      case 8: m.flags ^= 0x8000; break; /* a flag bit Windows leaves unused: the same text */
+      case 9: memcpy(m.activity_id + (rnd & 1) * 8, act, 8); break; /* an activity ID (in either half) */
       default: m.flags ^= ETW_EVH_STRING_ONLY; break; /* (the flag kept: string-only is tested apart) */
       }
       for (int k = 0; k < 2; k++)
@@ -154,7 +149,7 @@ static void run(const char *rel) {
   fprintf(stderr, "%s: %zu records (%zu kernel, %zu manifest), %zu schemas replaced (%zu texts changed), %zu added\n", rel,
           events, kernel, man, replaced, changed, added);
   CHECK(events > 0);
-  CHECK(plainf > events / 2); /* (the reader's records mostly have ETW_EVH_NO_EXT) */
+  CHECK(plainf > events / 2); /* (the reader's records mostly have no extended data) */
   CHECK_EQ(diff, 0);
   CHECK_EQ(expired_hits, 0);
   if (man > 1000) CHECK(replaced > 5 && changed > 0 && added > 5);
@@ -211,15 +206,13 @@ static void one_provider(void) {
   etw_jw_init(&a, 0);
   etw_jw_init(&c, 0);
   for (int round = 0; round < 6; round++) {
-    /* with ETW_EVH_NO_EXT (the one-word test) and without (eplan_slow's full test) */
-    r.flags = round & 1 ? 0 : ETW_EVH_NO_EXT;
+    /* with and without an unused flag bit (15: the same plan) */
+    r.flags = round & 1 ? 0 : 0x8000;
     for (int k = 0; k < 3; k++) CHECK(same(d, q, &r, &a, &c)); /* builds, then hits the plan */
     CHECK(strstr(etw_jw_cstr(&a), "\"A\":7") != NULL);
     size_t valid = 0;
-    /* (a valid plan's kindw has ETW_EVH_NO_EXT: eplan_settle) */
     for (uint32_t i = 0; i < DEC_EPLAN_N; i++)
-      valid += d->eplan[i] && d->eplan[i]->gen == d->reg_gen && name_passes(d->eplan[i]) &&
-               (d->eplan[i]->kindw >> 16 & ETW_EVH_NO_EXT);
+      valid += d->eplan[i] && d->eplan[i]->gen == d->reg_gen && name_passes(d->eplan[i]);
     CHECK_EQ(valid, 1);
     /* a schema for another provider: every plan expires */
     for (int j = 0; j < 2; j++) {

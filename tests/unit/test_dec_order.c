@@ -9,7 +9,6 @@
 #include "t.h"
 #include "test_etl_util.h"
 
-int dec_plan_avx2(int on);
 int dec_plan_enable(int on);
 struct crec {
   struct etw_rec r;
@@ -154,15 +153,8 @@ int main(void) {
                                 "jtmoon79+super-speedy-syslog-searcher/logs/Windows11Pro/Logs/SIH/SIH.20230422.034724.362.1.etl",
                                 "jtmoon79+super-speedy-syslog-searcher/logs/programs/Event_Trace_Log/waasmedic.20251005_113019_195.etl"};
   static const size_t maxima[] = {1u << 22, 1500};
-  int def = dec_tpl_avx2(-1);
-  /* the template copies and the manifest runner in the default variant, then in the other one */
-  for (int pass = 0; pass < 2; pass++) {
-    int avx = pass ? !def : def;
-    if (pass && dec_tpl_avx2(avx) != avx) break; /* (no AVX2 here) */
-    dec_plan_avx2(avx);
-    for (size_t f = 0; f < sizeof files / sizeof files[0]; f++)
-      for (int mode = 1; mode < 4; mode++)
-        for (size_t m = 0; m < sizeof maxima / sizeof maxima[0]; m++) run(files[f], maxima[m], mode);
-  }
+  for (size_t f = 0; f < sizeof files / sizeof files[0]; f++)
+    for (int mode = 1; mode < 4; mode++)
+      for (size_t m = 0; m < sizeof maxima / sizeof maxima[0]; m++) run(files[f], maxima[m], mode);
   T_DONE();
 }

@@ -568,8 +568,8 @@ static void net_edges(const char *rel) {
 
 /* Kernel records replayed with (pid, tid) pairs whose texts have every length from 2 to 20 digits
  * (and none: 0xFFFFFFFF), each twice, with the record's descriptor and four others: the first rewrites the template's (pid, tid) text, which
- * moves its end over 32-byte chunk boundaries both ways, the second is written by the plan as it is
- * (the AVX2 four-op writers' copy entry, dec_kplan.ent4, must follow the chunk count); also
+ * moves its end over 16-byte chunk boundaries both ways, the second is written by the plan as it is
+ * (the template copy must follow the chunk count); also
  * processors 9, 10 and 255; each compared with the general path (text, return value, ref). */
 static void pidtid_edges(const char *rel) {
   struct pair P;
@@ -659,21 +659,6 @@ int main(void) {
   writer_too_small("microsoft+perfview/src/TraceEvent/TraceEvent.Tests/smallEtlFile.etl");
   numbers_and_strings();
   addresses();
-  /* the plans' template copies: the default (32-byte AVX2 moves where the CPU has them and the
-   * environment has no ETWD_ETL_NO_AVX2=1), then the other variant forced (for plans built
-   * afterwards: new decoders) */
-  const char *no = getenv("ETWD_ETL_NO_AVX2");
-  int def = dec_tpl_avx2(-1);
-  if (no && *no && strcmp(no, "0")) CHECK_EQ(def, 0);
-  fprintf(stderr, "-- default template copies (%s)\n", def ? "AVX2" : "SSE2");
   corpus();
-  if (def) {
-    CHECK_EQ(dec_tpl_avx2(0), 0);
-    fprintf(stderr, "-- SSE2 template copies\n");
-    corpus();
-  } else if (dec_tpl_avx2(1)) {
-    fprintf(stderr, "-- AVX2 template copies\n");
-    corpus();
-  }
   T_DONE();
 }

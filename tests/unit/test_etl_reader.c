@@ -493,8 +493,6 @@ static void test_merge_list_tree(void) {
  * time tied), and cut or corrupted copies. */
 extern unsigned etw_etl_batch_max;
 extern int etw_etl_generic_only;
-extern int etw_etl_merge_c;
-extern int etw_etl_rec_sse2; /* the record loop's SSE2 variant where the AVX2 one would run */
 
 
 struct seq {
@@ -543,20 +541,17 @@ static void seq_walk(unsigned char **img, const size_t *len, int nf, struct seq 
 static size_t seq_check(unsigned char **img, const size_t *len, int nf, const char *what) {
   static const struct {
     unsigned batch;
-    int generic, sse2;
-  } cfg[] = {{1, 1, 0},  {1, 0, 0},  {2, 0, 0},  {3, 1, 0},    {7, 0, 0}, {31, 1, 0},
-             {32, 1, 0}, {63, 0, 0}, {1000, 0, 0}, {1000, 0, 1}, {7, 0, 1}};
+    int generic;
+  } cfg[] = {{1, 1}, {1, 0}, {2, 0}, {3, 1}, {7, 0}, {31, 1}, {32, 1}, {63, 0}, {1000, 0}};
   struct seq ref, q;
   unsigned dflt = etw_etl_batch_max;
   seq_walk(img, len, nf, &ref);
   for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++) {
     etw_etl_batch_max = cfg[c].batch;
     etw_etl_generic_only = cfg[c].generic;
-    etw_etl_rec_sse2 = cfg[c].sse2;
     seq_walk(img, len, nf, &q);
     etw_etl_batch_max = dflt;
     etw_etl_generic_only = 0;
-    etw_etl_rec_sse2 = 0;
     int same = q.h == ref.h && q.n == ref.n && q.rc == ref.rc && !strcmp(q.msg, ref.msg);
     if (!same)
       fprintf(stderr, "%s: batch %u generic %d: %zu records rc %d (%s) vs %zu rc %d (%s)\n", what,
@@ -566,25 +561,21 @@ static size_t seq_check(unsigned char **img, const size_t *len, int nf, const ch
   /* etw_etl_reader_next_batch: the same records, order, result and damage as next_ref, with
    * any max, mixed with next_ref / next, and with short parse batches (the stops at a stream's
    * last parsed record); the large inputs (net.4.5.2.x64) with the ones marked big */
-  /* (merge_c: next_batch's run loop in C, not the x86-64 assembly; the same records) */
   static const struct {
     int max;
     unsigned batch;
-    int generic, big, merge_c;
-  } bcfg[] = {{1, 64, 0, 0, 0}, {2, 64, 0, 0, 0},    {7, 64, 0, 1, 0},  {64, 64, 0, 0, 0},  {1000, 64, 0, 1, 0},
-              {-1, 64, 0, 1, 0}, {64, 3, 0, 0, 0},   {-1, 1, 1, 0, 0},  {5, 2, 0, 1, 0},    {-1, 32, 0, 0, 0},
-              {1000, 64, 0, 1, 1}, {200, 7, 0, 1, 1}, {200, 7, 0, 1, 0}, {-1, 64, 0, 1, 1}};
+    int generic, big;
+  } bcfg[] = {{1, 64, 0, 0},  {2, 64, 0, 0},  {7, 64, 0, 1}, {64, 64, 0, 0}, {1000, 64, 0, 1}, {-1, 64, 0, 1},
+              {64, 3, 0, 0},  {-1, 1, 1, 0},  {5, 2, 0, 1},  {-1, 32, 0, 0}, {200, 7, 0, 1}};
   for (size_t c = 0; c < sizeof bcfg / sizeof bcfg[0]; c++) {
     if (ref.n > 50000 && !bcfg[c].big) continue;
     walk_batch = bcfg[c].max;
     etw_etl_batch_max = bcfg[c].batch;
     etw_etl_generic_only = bcfg[c].generic;
-    etw_etl_merge_c = bcfg[c].merge_c;
     seq_walk(img, len, nf, &q);
     walk_batch = 0;
     etw_etl_batch_max = dflt;
     etw_etl_generic_only = 0;
-    etw_etl_merge_c = 0;
     int same = q.h == ref.h && q.n == ref.n && q.rc == ref.rc && !strcmp(q.msg, ref.msg);
     if (!same)
       fprintf(stderr, "%s: next_batch %d (parse batch %u generic %d): %zu records rc %d (%s) vs %zu rc %d (%s)\n",

@@ -12,8 +12,6 @@
 
 extern unsigned etw_etl_batch_max;
 extern int etw_etl_generic_only;
-extern int etw_etl_merge_c;
-extern int etw_etl_rec_sse2; /* the record loop's SSE2 variant where the AVX2 one would run */
 
 #define NBUF 5
 #define BSZ 8192
@@ -262,18 +260,11 @@ static void test_random_records(void) {
     static const struct {
       unsigned pb;
       int batch;
-      int merge_c; /* next_batch's run loop in C (else the x86-64 one where built) */
-      int sse2;    /* the record loop without its AVX2 variant */
-    } cfg[] = {{64, 0, 0, 0}, {64, 64, 0, 0}, {3, 0, 0, 0},   {7, 5, 0, 0},   {1, 1, 0, 0},
-               {64, 256, 0, 0}, {64, 256, 1, 0}, {5, 200, 0, 0}, {64, 256, 0, 1}, {3, 0, 0, 1}};
+    } cfg[] = {{64, 0}, {64, 64}, {3, 0}, {7, 5}, {1, 1}, {64, 256}, {5, 200}};
     for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++) {
       etw_etl_batch_max = cfg[c].pb;
-      etw_etl_merge_c = cfg[c].merge_c;
-      etw_etl_rec_sse2 = cfg[c].sse2;
       run(b, n, cfg[c].batch, &q);
       etw_etl_batch_max = dflt;
-      etw_etl_merge_c = 0;
-      etw_etl_rec_sse2 = 0;
       int same = q.h == ref.h && q.n == ref.n && q.rc == ref.rc && !strcmp(q.msg, ref.msg);
       if (!same)
         fprintf(stderr, "seed %u cfg %zu: %zu records rc %d (%s) vs generic %zu rc %d (%s)\n", seed, c, q.n, q.rc,
@@ -313,16 +304,11 @@ static void test_repeated_perfinfo(void) {
     static const struct {
       unsigned pb;
       int batch;
-      int merge_c, sse2;
-    } cfg[] = {{64, 0, 0, 0}, {64, 64, 0, 0}, {3, 0, 0, 0}, {1, 1, 0, 0}, {64, 256, 0, 0}, {64, 256, 1, 0}, {64, 256, 0, 1}};
+    } cfg[] = {{64, 0}, {64, 64}, {3, 0}, {1, 1}, {64, 256}};
     for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++) {
       etw_etl_batch_max = cfg[c].pb;
-      etw_etl_merge_c = cfg[c].merge_c;
-      etw_etl_rec_sse2 = cfg[c].sse2;
       run(b, n, cfg[c].batch, &q);
       etw_etl_batch_max = dflt;
-      etw_etl_merge_c = 0;
-      etw_etl_rec_sse2 = 0;
       int same = q.h == ref.h && q.n == ref.n && q.rc == ref.rc && !strcmp(q.msg, ref.msg);
       if (!same)
         fprintf(stderr, "repeats seed %u cfg %zu: %zu records rc %d (%s) vs generic %zu rc %d (%s)\n", seed, c, q.n,

@@ -350,7 +350,7 @@ static inline int tu_open(const unsigned char *img, size_t len, const char *name
 }
 
 /* XPRESS reference decoder, one item and one byte at a time (MS-XCA §2.4 as read): what the
- * fast decoders (C loop and x86-64 assembly) are compared with. */
+ * fast decoder (etw_xpress_decompress) is compared with. */
 static inline long tu_xpress_ref(const unsigned char *in, size_t n_in, unsigned char *out, size_t n_out) {
   size_t ip = 0, op = 0, half = (size_t)-1;
   uint32_t flags = 0;

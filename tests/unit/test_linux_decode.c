@@ -492,7 +492,7 @@ static void test_walkers(struct lx_dec *d) {
   tracefs_instance_free(in);
 }
 
-/* every test, with the fast encoder's copies as lx_dec_avx2 set them */
+/* every test */
 static void run(void) {
   const char *systems[] = {"sched", "raw_syscalls", NULL};
   tep = lx_tep_new(systems);
@@ -641,18 +641,6 @@ int main(void) {
     fprintf(stderr, "init: %s\n", st.msg);
     return 1;
   }
-  /* both copy paths: the 32-byte (AVX2) one where the CPU has it, the 16-byte one always */
-  __builtin_cpu_init();
-  int avx2 = __builtin_cpu_supports("avx2") ? 1 : 0;
-  const char *no = getenv("ETWD_LX_NO_AVX2");
-  if (!(no && *no && strcmp(no, "0"))) CHECK_EQ(lx_dec_avx2(-1), avx2); /* the default */
-  CHECK_EQ(lx_dec_avx2(1), avx2);
-  if (avx2) {
-    fprintf(stderr, "-- 32-byte copies (AVX2)\n");
-    run();
-  }
-  CHECK_EQ(lx_dec_avx2(0), 0);
-  fprintf(stderr, "-- 16-byte copies\n");
   run();
   T_DONE();
 }

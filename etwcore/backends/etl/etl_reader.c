@@ -80,9 +80,8 @@ struct pmemo {
   uint64_t ekey, ehead;
 };
 #define PMEMO_INIT                                                                              \
-  {0xC0100000u | (uint64_t)0x10 << 32, ETW_REC_PERFINFO | 4 << 8 | (uint64_t)ETW_EVH_NO_EXT << 16, \
-   0, 0x10, 0x10, 0x10, 0, 0,                                                                    \
-   ETW_REC_EVENT | 4 << 8 | (uint64_t)(ETW_EVH_32_BIT_HEADER | ETW_EVH_NO_EXT) << 16}
+  {0xC0100000u | (uint64_t)0x10 << 32, ETW_REC_PERFINFO | 4 << 8, 0, 0x10, 0x10, 0x10, 0, 0, \
+   ETW_REC_EVENT | 4 << 8 | (uint64_t)ETW_EVH_32_BIT_HEADER << 16}
 
 struct stream {
   uint32_t file;
@@ -662,33 +661,6 @@ static int load_buffer(struct etw_etl_reader *r, struct stream *s) {
   return 1;
 }
 
-/* x86-64 inline assembly (next_batch's run loop, the EVENT_HEADER head's AVX2 copy): not on
- * Windows, as the decoders' */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(_WIN32)
-#define ETL_ASM_RUN 1
-#else
-#define ETL_ASM_RUN 0
-#endif
-
-/* Test hook: the record loop without its AVX2 variant (as ETWD_ETL_NO_AVX2 in the environment,
- * which etl_avx2 reads once). */
-int etw_etl_rec_sse2;
-#if ETL_ASM_RUN
-static signed char etl_avx2_sel = -1;
-static int etl_avx2(void) {
-  int v = __atomic_load_n(&etl_avx2_sel, __ATOMIC_RELAXED);
-  if (v < 0) {
-    const char *no = getenv("ETWD_ETL_NO_AVX2");
-    __builtin_cpu_init();
-    v = (no && *no && strcmp(no, "0")) ? 0 : __builtin_cpu_supports("avx2") ? 1 : 0;
-    __atomic_store_n(&etl_avx2_sel, (signed char)v, __ATOMIC_RELAXED);
-  }
-  return v && !etw_etl_rec_sse2;
-}
-#else
-static int etl_avx2(void) { return 0; }
-#endif
-
 #if defined(__GNUC__)
 #define ETL_INLINE static inline __attribute__((always_inline))
 #define ETL_NOINLINE static __attribute__((noinline))
@@ -754,8 +726,7 @@ static inline int parse_ext(struct etw_rec *rec, const unsigned char *p, uint32_
   return 0;
 }
 
-/* Every field of the record head, field by field (the other record kinds, and any layout).
- * ETW_EVH_NO_EXT when n_ext is 0 (the file's bit 15 dropped). */
+/* Every field of the record head, field by field (the other record kinds, and any layout). */
 ETL_NOINLINE int parse_generic(const struct efile *f, const struct stream *s, struct etw_rec *rec,
                                const unsigned char *p, uint32_t n, uint32_t m, int64_t last_ts) {
   /* the record head up to ext[] zeroed: six 16-byte stores (memset compiles to `rep stos`,
@@ -905,7 +876,6 @@ ETL_NOINLINE int parse_generic(const struct efile *f, const struct stream *s, st
   }
   rec->user_data = p + hdr;
   rec->user_len = size - hdr;
-  rec->flags = (uint16_t)((rec->flags & ~ETW_EVH_NO_EXT) | (rec->n_ext ? 0 : ETW_EVH_NO_EXT));
   return (int)size;
 }
 
@@ -954,8 +924,6 @@ ETL_NOINLINE uint32_t ext_items(struct stream *s, struct etw_rec *rec, const uns
   slot_dirty(s, rec);
   uint32_t hdr = 0x50;
   if (parse_ext(rec, p, size, &hdr)) return 0;
-  /* (the head memo of a header with EXTENDED_INFO has no ETW_EVH_NO_EXT) */
-  if (!rec->n_ext) rec->flags |= ETW_EVH_NO_EXT;
   return hdr;
 }
 
@@ -968,8 +936,7 @@ ETL_NOINLINE uint32_t ext_items(struct stream *s, struct etw_rec *rec, const uns
  * s->dirty); parse_generic and parse_ext mark the slot dirty. */
 ETL_INLINE int parse_one(struct stream *s, struct etw_rec *rec, uintptr_t *pa, uintptr_t pe,
                          uintptr_t pe8, int ft_unit, uint64_t ft_base, int generic,
-                         struct pmemo *pm, int slack, int avx2) {
-  (void)avx2; /* (read only where ETL_ASM_RUN) */
+                         struct pmemo *pm, int slack) {
   uintptr_t a = *pa;
   /* (fewer than 8 bytes left: the end. With @slack the 8 bytes are read anyway — a ≤ pe + 7, the
    * slack covers them — and the test waits for a failed path: every fast path needs at least 16
@@ -1021,31 +988,13 @@ ETL_INLINE int parse_one(struct stream *s, struct etw_rec *rec, uintptr_t *pa, u
     uint64_t h16 = h0 >> 16; /* type, marker, flags, property */
     uint64_t head = pm->ehead;
     if (ETL_UNLIKELY(h16 != pm->ekey)) { /* (a stream's EVENT_HEADER records mostly share them) */
-      /* ETW_EVH_NO_EXT (the file's bit 15 dropped) unless there are extended data items
-       * (ext_items sets it when they turn out none) */
-      head = (h16 & ~(uint64_t)0xFFFF & ~((uint64_t)ETW_EVH_NO_EXT << 16)) | ev_head[h16 & 1] |
-             (flags & ETW_EVH_EXTENDED_INFO ? 0 : (uint64_t)ETW_EVH_NO_EXT << 16);
+      head = (h16 & ~(uint64_t)0xFFFF) | ev_head[h16 & 1];
       pm->ekey = h16;
       pm->ehead = head;
     }
     st64(rb, head);
-    /* tid, pid, timestamp, provider, descriptor, kernel and user time, activity id: one block
-     * (with AVX2 two 32-byte moves and one of 8; the upper halves cleared for the SSE code
-     * around) */
-#if ETL_ASM_RUN
-    if (avx2) {
-      typedef char b64[64];
-      __asm__("vmovdqu %[s], %%ymm0\n\t"
-              "vmovdqu 32+%[s], %%ymm1\n\t"
-              "vmovdqu %%ymm0, %[d]\n\t"
-              "vmovdqu %%ymm1, 32+%[d]\n\t"
-              "vzeroupper"
-              : [d] "=m"(*(b64 *)(void *)(rb + 8))
-              : [s] "m"(*(const b64 *)(const void *)(p + 8))
-              : "xmm0", "xmm1");
-    } else
-#endif
-      memcpy(rb + 8, p + 8, 64);
+    /* tid, pid, timestamp, provider, descriptor, kernel and user time, activity id: one block */
+    memcpy(rb + 8, p + 8, 64);
     st64(rb + 72, ld64(p + 72));
     ts = (int64_t)ld64(p + 16);
     /* (cpu, n_ext = 0 and the WPP fields as the slot holds them: s->dirty) */
@@ -1067,7 +1016,7 @@ ETL_INLINE int parse_one(struct stream *s, struct etw_rec *rec, uintptr_t *pa, u
     pm->size = size;
     pm->hdr = hdr;
     /* kind, pointer size 4 or 8 (by bit 16), HookId */
-    pm->head = hk + ((m >> 6) & 0x400) + (ETW_REC_PERFINFO | 4 << 8 | (uint64_t)ETW_EVH_NO_EXT << 16);
+    pm->head = hk + ((m >> 6) & 0x400) + (ETW_REC_PERFINFO | 4 << 8);
     pm->desc = (h0 & 0xFF) << 16 | hk >> 8; /* version (low byte); opcode, task = HookId */
     pm->len = size - hdr;
     pm->adv = (size + 7) & ~7u;
@@ -1084,7 +1033,7 @@ ETL_INLINE int parse_one(struct stream *s, struct etw_rec *rec, uintptr_t *pa, u
       hdr = perf_hdr[(m >> 8) & 0xFF] + (type <= 2 ? 0x10 : 0x08); /* 0x20 / 0x18 + extensions */
       if (hdr > size || a + size > pe) PFAIL;
       uint64_t hk = h0 & 0xFFFF000000000000ull; /* HookId << 48 */
-      st64(rb, hk | ETW_REC_SYSTEM | (uint64_t)((type & 1) ? 4 : 8) << 8 | (uint64_t)ETW_EVH_NO_EXT << 16);
+      st64(rb, hk | ETW_REC_SYSTEM | (uint64_t)((type & 1) ? 4 : 8) << 8);
       memcpy(rb + 8, p + 8, 16); /* tid, pid, timestamp */
       st64(rb + 24, 0);          /* provider */
       st64(rb + 32, 0);
@@ -1096,8 +1045,7 @@ ETL_INLINE int parse_one(struct stream *s, struct etw_rec *rec, uintptr_t *pa, u
       hdr = (type & 1) ? 0x48 : 0x30;
       size = m & 0xFFFF;
       if (size < hdr || a + size > pe) PFAIL;
-      st64(rb, ETW_REC_CLASSIC | (uint64_t)(type < 0x10 ? 4 : 8) << 8 |
-                   (uint64_t)(ETW_EVH_CLASSIC_HEADER | ETW_EVH_NO_EXT) << 16);
+      st64(rb, ETW_REC_CLASSIC | (uint64_t)(type < 0x10 ? 4 : 8) << 8 | (uint64_t)ETW_EVH_CLASSIC_HEADER << 16);
       memcpy(rb + 8, p + 8, 16);     /* tid, pid, timestamp */
       memcpy(rb + 24, p + 0x18, 16); /* class GUID */
       /* version (low byte), level, opcode = class type */
@@ -1178,16 +1126,13 @@ ETL_NOINLINE int fill(struct etw_etl_reader *r, struct stream *s) {
       /* (one loop per clock kind: the test is out of the loop) */
       if (etw_etl_generic_only) {
         int unit = s->ft_unit;
-        while ((k = parse_one(s, rec, &a, pe, pe8, unit, ft_base, 1, &s->pm, 0, 0)) == 1 && ++rec < end) {
+        while ((k = parse_one(s, rec, &a, pe, pe8, unit, ft_base, 1, &s->pm, 0)) == 1 && ++rec < end) {
         }
-      } else if (s->ft_unit && etl_avx2()) { /* (ETL_SLACK bytes after every buffer's records: load_buffer) */
-        while ((k = parse_one(s, rec, &a, pe, pe8, 1, ft_base, 0, &s->pm, 1, 1)) == 1 && ++rec < end) {
-        }
-      } else if (s->ft_unit) {
-        while ((k = parse_one(s, rec, &a, pe, pe8, 1, ft_base, 0, &s->pm, 1, 0)) == 1 && ++rec < end) {
+      } else if (s->ft_unit) { /* (ETL_SLACK bytes after every buffer's records: load_buffer) */
+        while ((k = parse_one(s, rec, &a, pe, pe8, 1, ft_base, 0, &s->pm, 1)) == 1 && ++rec < end) {
         }
       } else {
-        while ((k = parse_one(s, rec, &a, pe, pe8, 0, ft_base, 0, &s->pm, 1, 0)) == 1 && ++rec < end) {
+        while ((k = parse_one(s, rec, &a, pe, pe8, 0, ft_base, 0, &s->pm, 1)) == 1 && ++rec < end) {
         }
       }
       s->pos = (uint32_t)(a - (uintptr_t)s->data);
@@ -1526,18 +1471,12 @@ ETL_NOINLINE struct lent *list_tie_hole(const struct etw_rec *wc, uint64_t k, st
  * does. It stops where next_ref would parse or load a buffer (that would overwrite records
  * already handed out), so the records handed out are exactly next_ref's, in the same order,
  * and the end or the damage comes in a later call. */
-/* The run loop of next_batch's unbounded part in x86-64 assembly (gcc's loop takes 7
- * instructions a record, this one 5: the record handed out, o and c moved on, the next record's
- * time compared with lk); the C loop is the portable one and the reference (etw_etl_merge_c, a
- * test hook, selects it at run time). (ETL_ASM_RUN: above) */
-int etw_etl_merge_c;
 
 #if defined(__GNUC__) && !defined(__clang__)
 __attribute__((optimize("no-tree-loop-distribute-patterns")))
 #endif
 ETL_INLINE int next_batch(struct etw_etl_reader *r, const struct etw_rec **recs, size_t max,
-                          struct etw_status *st, int use_asm) {
-  (void)use_asm; /* (read only where ETL_ASM_RUN: not on Windows) */
+                          struct etw_status *st) {
   int k = etw_etl_reader_next_ref(r, recs, st);
   if (k != 1) return k;
   const struct etw_rec **o = recs + 1, **oe = recs + (max < 2 ? 1 : max < (1u << 30) ? max : 1u << 30);
@@ -1610,34 +1549,12 @@ ETL_INLINE int next_batch(struct etw_etl_reader *r, const struct etw_rec **recs,
     c++;                                                     \
   } while (0)
   /* the entries from q down move up by one while the one below has a later key than kk (the
-   * first one has); x86-64: the key compared in memory (5 instructions an entry, gcc's loop 6) */
-#if ETL_ASM_RUN
-#define ETL_SHIFT()                                                                    \
-  do {                                                                                 \
-    if (use_asm) {                                                                     \
-      __asm__("1:\n\t"                                                                 \
-              "movdqu -16(%[q]), %%xmm7\n\t"                                           \
-              "movdqu %%xmm7, (%[q])\n\t"                                              \
-              "subq $16, %[q]\n\t"                                                     \
-              "cmpq %[kk], -16(%[q])\n\t"                                              \
-              "ja 1b"                                                                  \
-              : [q] "+r"(q)                                                            \
-              : [kk] "r"(kk)                                                           \
-              : "xmm7", "cc", "memory");                                               \
-    } else {                                                                           \
-      do {                                                                             \
-        q[0] = q[-1];                                                                  \
-        q--;                                                                           \
-      } while (q[-1].key > kk);                                                        \
-    }                                                                                  \
-  } while (0)
-#else
+   * first one has) */
 #define ETL_SHIFT()                                                                    \
   do {                                                                                 \
     q[0] = q[-1];                                                                      \
     q--;                                                                               \
   } while (q[-1].key > kk)
-#endif
   /* c is its stream's s->lim (kk: its time; a record's own time may be UINT64_MAX too) */
 #define ETL_AT_LIM() (kk == UINT64_MAX && c == r->st[c->stream].lim)
   /* While more than ETL_BATCH + 1 entries are left, a run and the switch's record need no
@@ -1648,23 +1565,6 @@ ETL_INLINE int next_batch(struct etw_etl_reader *r, const struct etw_rec **recs,
   if (oe - o > ETL_BATCH + 1 && end - head >= 2) {
     const struct etw_rec **of = oe - (ETL_BATCH + 1);
     do {
-#if ETL_ASM_RUN
-      if (use_asm) {
-        if (c->filetime < lk) { /* the run: as the C loop below */
-          __asm__("1:\n\t"
-                  "movq %[c], (%[o])\n\t"
-                  "addq $8, %[o]\n\t"
-                  "addq %[sz], %[c]\n\t"
-                  "cmpq %[lk], %c[ft](%[c])\n\t"
-                  "jb 1b"
-                  : [o] "+r"(o), [c] "+r"(c)
-                  : [lk] "r"(lk), [sz] "i"(sizeof(struct etw_rec)),
-                    [ft] "i"(offsetof(struct etw_rec, filetime))
-                  : "cc", "memory");
-        }
-        kk = c->filetime;
-      } else
-#endif
       if ((kk = c->filetime) < lk) /* the run */
         do
           *o++ = c++;
@@ -1698,8 +1598,7 @@ out:
 
 int etw_etl_reader_next_batch(struct etw_etl_reader *r, const struct etw_rec **recs, size_t max,
                               struct etw_status *st) {
-  if (ETL_ASM_RUN && !etw_etl_merge_c) return next_batch(r, recs, max, st, 1);
-  return next_batch(r, recs, max, st, 0);
+  return next_batch(r, recs, max, st);
 }
 
 int etw_etl_reader_next(struct etw_etl_reader *r, struct etw_rec *rec, struct etw_status *st) {

@@ -24,12 +24,6 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
-/* 32-byte copies of the head (copy_avx2), chosen at run time: GCC or Clang on x86-64 */
-#if defined(__x86_64__) && defined(__GNUC__)
-#define LX_HAVE_AVX2 1
-#else
-#define LX_HAVE_AVX2 0
-#endif
 
 #include <event-parse.h>
 #include <kbuffer.h>
@@ -55,33 +49,10 @@ static uint32_t lx_t4[10000];
 static struct lx_lead { uint32_t txt, len; } lx_t4l[10000];
 static pthread_once_t lx_t4_once = PTHREAD_ONCE_INIT;
 
-/* 1: the head and id text are copied by copy_avx2. Set at the first lx_dec_init (the CPU has
- * AVX2 and the environment has no ETWD_LX_NO_AVX2=1), or by lx_dec_avx2 (tests) */
-static unsigned char lx_avx2;
-
 static void lx_disp_init(void);
-
-static int avx2_usable(void) {
-#if LX_HAVE_AVX2
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") ? 1 : 0;
-#else
-  return 0;
-#endif
-}
-
-static void t4_fill(void);
-
-int lx_dec_avx2(int on) {
-  pthread_once(&lx_t4_once, t4_fill); /* the environment's choice first, then this one */
-  if (on >= 0) lx_avx2 = on && avx2_usable();
-  return lx_avx2;
-}
 
 static void t4_fill(void) {
   lx_disp_init();
-  const char *no = getenv("ETWD_LX_NO_AVX2");
-  lx_avx2 = (no && *no && strcmp(no, "0")) ? 0 : avx2_usable();
   for (uint32_t n = 0; n < 10000; n++) {
     uint32_t d[4] = {n / 1000, n / 100 % 10, n / 10 % 10, n % 10};
     uint32_t v = 0, lz = n >= 1000 ? 0 : n >= 100 ? 1 : n >= 10 ? 2 : 3;
@@ -1042,44 +1013,6 @@ static inline uint64_t ld64(const unsigned char *p) {
   return v;
 }
 
-#if LX_HAVE_AVX2
-/* The head (LX_HEAD_COPY bytes at p) then the id text (96 bytes at q, which may overlap the
- * head's slack) in 32-byte moves: 8 + 3 instead of 16 + 5 moves of 16 bytes. Inline assembly,
- * so that the rest of the hot path stays as it is compiled (GCC neither inlines nor clones a
- * function with computed gotos, and an out-of-line AVX2 copy costs more than it saves);
- * taken only when the CPU has AVX2 (lx_avx2). */
-static inline __attribute__((always_inline)) void copy_avx2(char *p, const char *head, char *q,
-                                                            const char *id) {
-  __asm__("vmovdqu (%[h]), %%ymm0\n\t"
-          "vmovdqu 32(%[h]), %%ymm1\n\t"
-          "vmovdqu 64(%[h]), %%ymm2\n\t"
-          "vmovdqu 96(%[h]), %%ymm3\n\t"
-          "vmovdqu 128(%[h]), %%ymm4\n\t"
-          "vmovdqu 160(%[h]), %%ymm5\n\t"
-          "vmovdqu 192(%[h]), %%ymm6\n\t"
-          "vmovdqu 224(%[h]), %%ymm7\n\t"
-          "vmovdqu %%ymm0, (%[p])\n\t"
-          "vmovdqu %%ymm1, 32(%[p])\n\t"
-          "vmovdqu %%ymm2, 64(%[p])\n\t"
-          "vmovdqu %%ymm3, 96(%[p])\n\t"
-          "vmovdqu %%ymm4, 128(%[p])\n\t"
-          "vmovdqu %%ymm5, 160(%[p])\n\t"
-          "vmovdqu %%ymm6, 192(%[p])\n\t"
-          "vmovdqu %%ymm7, 224(%[p])\n\t"
-          "vmovdqu (%[x]), %%ymm0\n\t"
-          "vmovdqu 32(%[x]), %%ymm1\n\t"
-          "vmovdqu 64(%[x]), %%ymm2\n\t"
-          "vmovdqu %%ymm0, (%[q])\n\t"
-          "vmovdqu %%ymm1, 32(%[q])\n\t"
-          "vmovdqu %%ymm2, 64(%[q])\n\t"
-          "vzeroupper"
-          : "=m"(*(char(*)[LX_HEAD_COPY])p), "=m"(*(char(*)[96])q)
-          : [h] "r"(head), [p] "r"(p), [x] "r"(id), [q] "r"(q),
-            "m"(*(const char(*)[LX_HEAD_COPY])head), "m"(*(const char(*)[96])id)
-          : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7");
-}
-#endif
-
 /* The System block and `,"EventData":{` at p, with room for e->max_out already reserved.
  * Returns the end, or NULL when the time is not cached (nothing written). */
 static inline __attribute__((always_inline)) char *encode_head(struct lx_dec *d,
@@ -1092,15 +1025,8 @@ static inline __attribute__((always_inline)) char *encode_head(struct lx_dec *d,
     dn = (uint64_t)tsr - (uint64_t)d->sec_ns;
   }
   char *q = p + e->hlen;
-#if LX_HAVE_AVX2
-  if (lx_avx2) {
-    copy_avx2(p, e->head, q, x->txt);
-  } else
-#endif
-  {
-    memcpy(p, e->head, LX_HEAD_COPY); /* straight-line moves, no loop */
-    memcpy(q, x->txt, 80);
-  }
+  memcpy(p, e->head, LX_HEAD_COPY); /* straight-line moves, no loop */
+  memcpy(q, x->txt, 80);
   put_frac7(p + e->hpos + 21, dn);
   return q + x->len;
 }

@@ -159,11 +159,6 @@ int lx_tep_add_system(struct tep_handle *tep, const char *sys);
 /** lx_dec_init - set up @d for @cpu; @tep is owned by @d from now on (freed by lx_dec_fini). */
 int lx_dec_init(struct lx_dec *d, struct tep_handle *tep, int cpu, int64_t mono_to_real);
 void lx_dec_fini(struct lx_dec *d);
-/** lx_dec_avx2 - the fast encoder's copies: 1 = 32-byte (AVX2; chosen at the first lx_dec_init
- *  when the CPU has it, unless ETWD_LX_NO_AVX2=1 is in the environment), 0 = 16-byte (SSE2).
- *  @on >= 0 sets it (tests and benchmarks, before decoding starts; 1 only takes effect when the
- *  CPU has AVX2); @on < 0 only asks. Returns the choice in force. Same output either way. */
-int lx_dec_avx2(int on);
 /** lx_dec_reset - forget cached descriptors (after new formats were parsed into the tep). */
 void lx_dec_reset(struct lx_dec *d);
 

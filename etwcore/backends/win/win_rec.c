@@ -39,9 +39,6 @@ void etw_win_rec_from_event(const EVENT_RECORD *er, struct etw_rec *r) {
     r->ext[r->n_ext].data = (const unsigned char *)(uintptr_t)x->DataPtr;
     r->n_ext++;
   }
-  /* ETW_EVH_NO_EXT is ours (a bit EVENT_HEADER leaves unused): the decoder's one-word plan test
-   * requires it, so set it exactly when no extended data item came with the record */
-  r->flags = (uint16_t)((r->flags & ~ETW_EVH_NO_EXT) | (r->n_ext ? 0 : ETW_EVH_NO_EXT));
   r->user_data = er->UserData;
   r->user_len = er->UserDataLength;
   r->wpp_msg_number = r->kind == ETW_REC_WPP ? h->EventDescriptor.Id : 0;

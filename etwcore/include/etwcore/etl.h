@@ -50,12 +50,6 @@ enum etw_rec_kind {
 #define ETW_EVH_32_BIT_HEADER 0x0020
 #define ETW_EVH_64_BIT_HEADER 0x0040
 #define ETW_EVH_CLASSIC_HEADER 0x0100
-/* Not an EVENT_HEADER flag (Windows defines none this high): the record has no extended data
- * items (n_ext 0). The ETL reader sets it on exactly those records (every kind; a file's own bit
- * 15 is dropped); a producer that does not know it leaves it clear, and the decoder's dispatch
- * then tests n_ext itself (slower, the same output). Set it only when n_ext is 0 (a plan ignores
- * extended data); clear it when adding extended items to such a record. */
-#define ETW_EVH_NO_EXT 0x8000
 
 /* Extended data item types (EVENT_HEADER_EXT_TYPE_*). */
 #define ETW_EXT_RELATED_ACTIVITYID 1
