@@ -56,6 +56,7 @@ const char *etwd_reason(int s) {
     case 429: return "Too Many Requests";
     case 500: return "Internal Server Error";
     case 503: return "Service Unavailable";
+    case 504: return "Gateway Timeout";
     default: return "Status";
   }
 }
