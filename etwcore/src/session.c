@@ -70,8 +70,12 @@ static int64_t mono_ns(void) {
   return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-/* wait on s->cv (s->smu held) until the monotonic time @until_ns at the latest */
+/* wait on s->cv (s->smu held) until the monotonic time @until_ns at the latest (winpthreads'
+ * condition variables have no clock attribute: there the deadline is turned into real time) */
 static void cv_wait_until(struct etw_session *s, int64_t until_ns) {
+#ifdef _WIN32
+  until_ns += now_ns() - mono_ns();
+#endif
   struct timespec ts = {(time_t)(until_ns / 1000000000LL), (long)(until_ns % 1000000000LL)};
   pthread_cond_timedwait(&s->cv, &s->smu, &ts);
 }
@@ -308,7 +312,9 @@ enum etw_err etw_session_create(struct etw_core *c, const cJSON *body, const cha
   pthread_mutex_init(&s->smu, NULL);
   pthread_condattr_t ca;
   pthread_condattr_init(&ca);
+#ifndef _WIN32
   pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+#endif
   pthread_cond_init(&s->cv, &ca);
   pthread_condattr_destroy(&ca);
   s->core = c;
