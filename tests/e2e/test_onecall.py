@@ -5,7 +5,8 @@ the real server on the real kernel (root), over real TLS:
   stopped, stop_reason duration;
 - deleting the session keeps its recording: still listed (/api/v1/recordings and /api/v1/files,
   kind recording), downloadable with Range, deletable on its own;
-- max_events and max_file_mb stop sessions with their reasons; an etl replay honours duration_s;
+- max_events and max_file_mb stop sessions with their reasons, on Linux at most a page per CPU
+  past the limit; an etl replay honours duration_s and max_events (exactly);
 - members a backend or mode cannot honour, and bad wait parameters, are 400s naming them; a wait
   that outlasts timeout_s is a 504 problem; a waiting download does not hold up shutdown."""
 import json
@@ -20,6 +21,7 @@ from etwd_harness import Etwd, check, done, CORPUS
 
 NCPU = os.cpu_count()
 PAGE_EVENTS = 4096 // 16  # a ring-buffer page holds fewer sys_enter records than this
+PS = os.path.join(CORPUS, "microsoft+krabsetw/examples/NativeExamples/powershell.etl")
 SIH = os.path.join(CORPUS, "jtmoon79+super-speedy-syslog-searcher/logs/Windows11Pro/Logs/SIH/SIH.20230422.034724.362.1.etl")
 
 
@@ -192,6 +194,18 @@ def test_replay_duration(e):
     e.request("DELETE", "/api/v1/sessions/%d" % j["id"])
 
 
+def test_replay_max_events(e):
+    """an etl replay (fast) stops after exactly max_events events (powershell.etl has 114)."""
+    st, h, j = e.json("POST", "/api/v1/files?name=onecall_ps.etl", body=open(PS, "rb").read(),
+                      ctype="application/octet-stream", expect=201)
+    st, h, j = e.json("POST", "/api/v1/sessions", expect=201, body={"files": ["onecall_ps.etl"], "max_events": 50})
+    recs = [r for r in e.ndjson("/api/v1/sessions/%d/events" % j["id"], timeout=60) if "System" in r]
+    s = session(e, j["id"])
+    check(s["state"] == "stopped" and s.get("stop_reason") == "max_events" and len(recs) == 50,
+          "the replay stopped after max_events: %r %r, %d events" % (s["state"], s.get("stop_reason"), len(recs)))
+    e.request("DELETE", "/api/v1/sessions/%d" % j["id"])
+
+
 def test_refusals(e):
     """what cannot be honoured is a 400 naming the member or parameter; a timed-out wait a 504."""
     sched = [{"name": "sched", "events": ["sched_switch"]}]
@@ -268,6 +282,7 @@ def main():
         test_max_events(e)
         test_max_file_mb(e)
         test_replay_duration(e)
+        test_replay_max_events(e)
         test_refusals(e)
     test_shutdown_during_wait()
     done()
