@@ -208,13 +208,15 @@ static void *limit_main(void *arg) {
 /* The session began consuming (s->mu held): note when, and start the limit thread if it has
  * limits. 0, or -1 (no thread). */
 static int limits_start(struct etw_session *s) {
-  pthread_mutex_lock(&s->smu);
+  int want = s->spec.duration_s > 0 || s->spec.max_events || s->spec.max_file_mb, rc = 0;
+  pthread_mutex_lock(&s->smu); /* a concurrent delete may have run limits_join already */
   s->started_mono = mono_ns();
+  if (want && !s->lim_quit) {
+    rc = pthread_create(&s->lim_th, NULL, limit_main, s) ? -1 : 0;
+    s->lim_started = rc == 0;
+  }
   pthread_mutex_unlock(&s->smu);
-  if (!(s->spec.duration_s > 0) && !s->spec.max_events && !s->spec.max_file_mb) return 0;
-  if (pthread_create(&s->lim_th, NULL, limit_main, s)) return -1;
-  s->lim_started = 1;
-  return 0;
+  return rc;
 }
 
 /* Before destroying the session: end the limit thread (s->mu NOT held: it may be stopping the
