@@ -301,7 +301,7 @@ function renderSessionRow(s) {
   c.backend.textContent = s.backend;
   c.badge.textContent = s.state;
   c.badge.className = 'badge ' + s.state;
-  c.badge.title = s.message || '';
+  c.badge.title = s.message || (s.stop_reason ? 'stop reason: ' + s.stop_reason : '');
   c.events.textContent = fmtN(st.events || 0);
   c.rate.textContent = rateText(s.id);
   c.loss.textContent = `${fmtN(l.kernel)} / ${fmtN(l.hub)} / ${fmtN(l.subscribers)}`;
@@ -327,7 +327,7 @@ async function stopSession(id) {
 }
 
 async function deleteSession(id) {
-  if (!confirm(`Delete session ${id}? Its recording is removed too.`)) return;
+  if (!confirm(`Delete session ${id}? Its recording, if any, stays under Files.`)) return;
   try {
     await api('DELETE', `/api/v1/sessions/${id}`);
     say(`Session ${id} deleted.`);
