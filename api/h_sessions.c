@@ -142,7 +142,7 @@ static int64_t wait_ms(struct etwd_req *r, struct etw_session *s) {
                    "timeout_s", NULL);
       return -1;
     }
-    return (int64_t)(t * 1000);
+    return t < 0.001 ? 1 : (int64_t)(t * 1000);
   }
   int64_t left = etw_session_remaining_ms(s);
   if (left < 0) {
@@ -170,8 +170,8 @@ void h_session_file(struct etwd_req *r) {
     /* answered */
   } else if (w == 1) {
     char d[200];
-    snprintf(d, sizeof d, "session %s was still running after %lld s: ask again, or stop it", r->params[0],
-             (long long)(ms / 1000));
+    snprintf(d, sizeof d, "session %s was still running after %.1f s: ask again, or stop it", r->params[0],
+             (double)ms / 1000);
     etwd_problem(r, 504, "timeout", "Still running", d, NULL, NULL);
   } else if (w == 2) {
     etwd_problem(r, 503, "shutting-down", NULL, "the server is stopping", NULL, NULL);
