@@ -127,9 +127,11 @@ void h_recording_delete(struct etwd_req *r) {
   struct stat sb;
   int k = rec_or_404(r, path, sizeof path, &sb);
   if (k < 0) return;
-  /* a stopped session's recording is deleted on its own; one still being written is not */
+  /* a stopped session's recording is deleted on its own; one still being written is not. A
+   * session that ended by itself (a failure) is first stopped for good (timeout 0: no wait). */
   uint64_t owner = etw_core_recording_owner(r->srv->core, r->params[0]);
   struct etw_session *s = owner ? etw_session_get(r->srv->core, owner) : NULL;
+  if (s) etw_session_wait_stopped(s, 0, NULL);
   int writing = s && etw_session_is_recording(s);
   etw_session_put(s);
   if (writing) {

@@ -246,6 +246,40 @@ def test_refusals(e):
     e.request("DELETE", "/api/v1/sessions/%d" % sid)
 
 
+def test_failed_recording():
+    """a recording whose session failed (disk full) can be deleted on its own (the session is
+    stopped for good first, so its final write is over)."""
+    mnt = tempfile.mkdtemp(prefix="etwd-onecall-")
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", mnt], check=True)
+    e = load = None
+    try:
+        e = Etwd(state=mnt).start()
+        st, h, j = e.json("POST", "/api/v1/sessions", expect=201, body={
+            "providers": [{"name": "raw_syscalls", "events": ["sys_enter"]}], "mode": "file", "duration_s": 60})
+        load = subprocess.Popen(["dd", "if=/dev/zero", "of=/dev/null", "bs=1", "count=1000000000"], stderr=subprocess.DEVNULL)
+        s = wait_state(e, j["id"])
+        load.kill()
+        load.wait()
+        load = None
+        check(s["state"] == "failed" and s.get("stop_reason") == "failed", "a full disk fails the session: %r" % s["state"])
+        st, h, _ = e.request("DELETE", "/api/v1/recordings/%s" % j["recording_name"])
+        check(st == 204, "the failed session's recording is deleted on its own: %d" % st)
+        st = session(e, j["id"])["stats"]
+        check(st.get("file_complete") is True, "after its final write: %r" % st.get("file_complete"))
+        code, h, pj = e.json("GET", "/api/v1/sessions/%d/file?wait=true" % j["id"], token="reader", timeout=60)
+        check(code == 404 and isinstance(pj, dict) and "deleted" in pj.get("detail", ""),
+              "then ?wait=true says it was deleted: %d %r" % (code, str(pj)[:300]))
+        check(e.stop() == 0, "exit 0")
+    finally:
+        if load:
+            load.kill()
+            load.wait()
+        if e and e.proc:
+            e.stop()
+        subprocess.run(["umount", mnt])
+        os.rmdir(mnt)
+
+
 def test_shutdown_during_wait():
     """SIGTERM while a download waits for a 60 s session: etwd exits at once, the recording is kept."""
     e = Etwd().start()
@@ -284,6 +318,7 @@ def main():
         test_replay_duration(e)
         test_replay_max_events(e)
         test_refusals(e)
+    test_failed_recording()
     test_shutdown_during_wait()
     done()
 
