@@ -145,6 +145,8 @@ void h_session_stop(struct etwd_req *r);
 void h_session_events(struct etwd_req *r);
 void h_session_file(struct etwd_req *r);
 void h_recordings_list(struct etwd_req *r);
+/** etwd_recordings_append - the recordings as JSON objects appended to an array (h_recordings.c). */
+void etwd_recordings_append(struct etwd_req *r, struct etw_jw *w, int *first);
 void h_recording_get(struct etwd_req *r);
 void h_recording_delete(struct etwd_req *r);
 void h_files_list(struct etwd_req *r);

@@ -1,4 +1,4 @@
-/* h_files.c — ETL files in the data directory: list, upload (size-limited, kept only when complete
+/* h_files.c — ETL files in the data directory: list (with the recordings after them), upload (size-limited, kept only when complete
  * and an ETL file: a temporary name, then rename), download with Range, delete, and
  * decode-to-ndjson through the etl backend and a private hub. */
 #include <dirent.h>
@@ -90,7 +90,9 @@ void h_files_list(struct etwd_req *r) {
         first = 0;
         etw_jw_lit(&w, "{\"name\":");
         etw_jw_cs(&w, names[i]);
-        etw_jw_lit(&w, ",\"size\":");
+        etw_jw_lit(&w, ",\"kind\":\"upload\",\"url\":\"/api/v1/files/");
+        etw_jw_lit(&w, names[i]); /* etwd_file_name_valid: nothing to escape */
+        etw_jw_lit(&w, "\",\"size\":");
         etw_jw_u64(&w, (uint64_t)sb.st_size);
         etw_jw_lit(&w, ",\"modified\":");
         etw_jw_unix_ns(&w, (int64_t)sb.st_mtim.tv_sec * 1000000000LL + sb.st_mtim.tv_nsec);
@@ -99,6 +101,9 @@ void h_files_list(struct etwd_req *r) {
       free(names[i]);
     }
   }
+  /* then the recordings of file-mode sessions, served and deleted under their "url" */
+  int first = w.len == 1;
+  etwd_recordings_append(r, &w, &first);
   etw_jw_ch(&w, ']');
   etwd_reply_jw(r, 200, &w, NULL);
   etw_jw_free(&w);

@@ -2,7 +2,8 @@
  * <state_dir>/recordings/<name>/trace.dat (Linux) or trace.etl (Windows), where <name> is
  * "<UTC start>-s<session id>[-N]" (session.c claims it with mkdir, so no recording is ever
  * overwritten). Listed from the directory on every request, so a restart after SIGTERM or
- * kill -9 finds them again. Runs on civetweb worker threads; no state of its own. */
+ * kill -9 finds them again. A recording outlives its session: deleting the session keeps it; it is
+ * deleted here once its session has stopped. Runs on civetweb worker threads; no state of its own. */
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -52,7 +53,10 @@ static int cmp_str(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-void h_recordings_list(struct etwd_req *r) {
+/* Append every recording to the JSON array in @w ("," before each entry unless *@first). Each is
+ * {"name","kind":"recording","file","size","modified","session","writing","url"}; GET
+ * /api/v1/files lists them too, after the uploads (their names never end in .etl: no clash). */
+void etwd_recordings_append(struct etwd_req *r, struct etw_jw *w, int *first) {
   char dir[1100];
   snprintf(dir, sizeof dir, "%s/recordings", r->srv->cfg->state_dir);
   char **names = calloc(REC_MAX, sizeof *names);
@@ -63,36 +67,47 @@ void h_recordings_list(struct etwd_req *r) {
     if (rec_name_valid(e->d_name) && (names[n] = strdup(e->d_name))) n++;
   if (d) closedir(d);
   if (n) qsort(names, (size_t)n, sizeof names[0], cmp_str); /* by start time */
-  struct etw_jw w;
-  etw_jw_init(&w, 1 << 22);
-  etw_jw_ch(&w, '[');
-  int first = 1;
   for (int i = 0; i < n; i++) {
     char path[2048];
     struct stat sb;
     int k = rec_find(r, names[i], path, sizeof path, &sb);
     if (k >= 0) {
       uint64_t owner = etw_core_recording_owner(r->srv->core, names[i]);
-      if (!first) etw_jw_ch(&w, ',');
-      first = 0;
-      etw_jw_lit(&w, "{\"name\":");
-      etw_jw_cs(&w, names[i]);
-      etw_jw_lit(&w, ",\"file\":");
-      etw_jw_cs(&w, rec_files[k]);
-      etw_jw_lit(&w, ",\"size\":");
-      etw_jw_u64(&w, (uint64_t)sb.st_size);
-      etw_jw_lit(&w, ",\"modified\":");
-      etw_jw_unix_ns(&w, (int64_t)sb.st_mtim.tv_sec * 1000000000LL + sb.st_mtim.tv_nsec);
-      etw_jw_lit(&w, ",\"session\":");
+      struct etw_session *s = owner ? etw_session_get(r->srv->core, owner) : NULL;
+      int writing = s && etw_session_is_recording(s);
+      etw_session_put(s);
+      if (!*first) etw_jw_ch(w, ',');
+      *first = 0;
+      etw_jw_lit(w, "{\"name\":");
+      etw_jw_cs(w, names[i]);
+      etw_jw_lit(w, ",\"kind\":\"recording\",\"file\":");
+      etw_jw_cs(w, rec_files[k]);
+      etw_jw_lit(w, ",\"size\":");
+      etw_jw_u64(w, (uint64_t)sb.st_size);
+      etw_jw_lit(w, ",\"modified\":");
+      etw_jw_unix_ns(w, (int64_t)sb.st_mtim.tv_sec * 1000000000LL + sb.st_mtim.tv_nsec);
+      etw_jw_lit(w, ",\"session\":");
       if (owner)
-        etw_jw_u64(&w, owner);
+        etw_jw_u64(w, owner);
       else
-        etw_jw_lit(&w, "null");
-      etw_jw_ch(&w, '}');
+        etw_jw_lit(w, "null");
+      etw_jw_lit(w, ",\"writing\":");
+      etw_jw_bool(w, writing);
+      etw_jw_lit(w, ",\"url\":\"/api/v1/recordings/");
+      etw_jw_lit(w, names[i]); /* rec_name_valid: nothing to escape */
+      etw_jw_lit(w, "\"}");
     }
     free(names[i]);
   }
   free(names);
+}
+
+void h_recordings_list(struct etwd_req *r) {
+  struct etw_jw w;
+  etw_jw_init(&w, 1 << 22);
+  etw_jw_ch(&w, '[');
+  int first = 1;
+  etwd_recordings_append(r, &w, &first);
   etw_jw_ch(&w, ']');
   etwd_reply_jw(r, 200, &w, NULL);
   etw_jw_free(&w);
@@ -112,11 +127,17 @@ void h_recording_delete(struct etwd_req *r) {
   struct stat sb;
   int k = rec_or_404(r, path, sizeof path, &sb);
   if (k < 0) return;
+  /* a stopped session's recording is deleted on its own; one still being written is not. A
+   * session that ended by itself (a failure) is first stopped for good (timeout 0: no wait). */
   uint64_t owner = etw_core_recording_owner(r->srv->core, r->params[0]);
-  if (owner) {
+  struct etw_session *s = owner ? etw_session_get(r->srv->core, owner) : NULL;
+  if (s) etw_session_wait_stopped(s, 0, NULL);
+  int writing = s && etw_session_is_recording(s);
+  etw_session_put(s);
+  if (writing) {
     char d[300];
-    snprintf(d, sizeof d, "recording \"%.200s\" belongs to session %llu: delete the session", r->params[0],
-             (unsigned long long)owner);
+    snprintf(d, sizeof d, "session %llu is still writing recording \"%.200s\": stop the session first",
+             (unsigned long long)owner, r->params[0]);
     snprintf(r->audit_detail, sizeof r->audit_detail, "recording %.200s: in use", r->params[0]);
     etwd_problem(r, 409, "wrong-state", NULL, d, NULL, NULL);
     return;

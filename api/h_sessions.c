@@ -1,8 +1,10 @@
 /* h_sessions.c — session control: create, list, get, patch, stop, delete, recording download,
  * and the event stream entry point (WebSocket upgrades are taken by stream.c before this). */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "api.h"
 #include "files.h"
@@ -123,18 +125,65 @@ void h_session_delete(struct etwd_req *r) {
     etwd_reply(r, 204, "application/json", "", 0, NULL);
 }
 
+/* ?wait=true&timeout_s=N: how long to wait for the session to stop (ms), or -1 after a 400
+ * reply; 0 = do not wait */
+static int64_t wait_ms(struct etwd_req *r, struct etw_session *s) {
+  char v[32];
+  if (etwd_query(r, "wait", v, sizeof v) || !strcmp(v, "false") || !strcmp(v, "0")) return 0;
+  if (strcmp(v, "true") && strcmp(v, "1")) {
+    etwd_problem(r, 400, "invalid-argument", NULL, "wait must be true or false", "wait", NULL);
+    return -1;
+  }
+  if (etwd_query(r, "timeout_s", v, sizeof v) == 0) {
+    char *end;
+    double t = strtod(v, &end);
+    if (end == v || *end || !(t > 0 && t <= 86400)) {
+      etwd_problem(r, 400, "invalid-argument", NULL, "timeout_s must be a number of seconds, above 0 and at most 86400",
+                   "timeout_s", NULL);
+      return -1;
+    }
+    return t < 0.001 ? 1 : (int64_t)(t * 1000);
+  }
+  int64_t left = etw_session_remaining_ms(s);
+  if (left < 0) {
+    etwd_problem(r, 400, "invalid-argument", NULL,
+                 "this session has no duration_s, so there is no end to wait for: give timeout_s", "timeout_s",
+                 NULL);
+    return -1;
+  }
+  return left + 30000; /* the rest of its duration, and time for the stop to write the file */
+}
+
+/* GET /sessions/{id}/file[?wait=true[&timeout_s=N]]: the recording as it is now (refreshed about
+ * once a second while recording), or, with wait, once the session has stopped and the file is
+ * complete. A waiting request keeps its worker and REST slot; it gives up at server shutdown. */
 void h_session_file(struct etwd_req *r) {
   struct etw_session *s = session_or_404(r);
   if (!s) return;
   const char *p = etw_session_record_path(s);
+  int64_t ms = p ? wait_ms(r, s) : 0;
+  int w = ms > 0 ? etw_session_wait_stopped(s, ms, &r->srv->stopping) : 0;
   if (!p) {
     etwd_problem(r, 404, "not-found", NULL, "this session does not record to a file (mode realtime)",
                  NULL, NULL);
+  } else if (ms < 0) {
+    /* answered */
+  } else if (w == 1) {
+    char d[200];
+    snprintf(d, sizeof d, "session %s was still running after %.1f s: ask again, or stop it", r->params[0],
+             (double)ms / 1000);
+    etwd_problem(r, 504, "timeout", "Still running", d, NULL, NULL);
+  } else if (w == 2) {
+    etwd_problem(r, 503, "shutting-down", NULL, "the server is stopping", NULL, NULL);
   } else {
     char name[64];
     const char *ext = strrchr(p, '.');
     snprintf(name, sizeof name, "etwd-session-%s%s", r->params[0], ext ? ext : "");
-    etwd_send_file(r, p, "application/octet-stream", name);
+    struct stat sb;
+    if (stat(p, &sb) && errno == ENOENT && !etw_session_is_recording(s))
+      etwd_problem(r, 404, "not-found", NULL, "the recording of this session was deleted", NULL, NULL);
+    else
+      etwd_send_file(r, p, "application/octet-stream", name);
   }
   etw_session_put(s);
 }

@@ -301,7 +301,7 @@ function renderSessionRow(s) {
   c.backend.textContent = s.backend;
   c.badge.textContent = s.state;
   c.badge.className = 'badge ' + s.state;
-  c.badge.title = s.message || '';
+  c.badge.title = s.message || (s.stop_reason ? 'stop reason: ' + s.stop_reason : '');
   c.events.textContent = fmtN(st.events || 0);
   c.rate.textContent = rateText(s.id);
   c.loss.textContent = `${fmtN(l.kernel)} / ${fmtN(l.hub)} / ${fmtN(l.subscribers)}`;
@@ -327,7 +327,7 @@ async function stopSession(id) {
 }
 
 async function deleteSession(id) {
-  if (!confirm(`Delete session ${id}? Its recording is removed too.`)) return;
+  if (!confirm(`Delete session ${id}? Its recording, if any, stays under Files.`)) return;
   try {
     await api('DELETE', `/api/v1/sessions/${id}`);
     say(`Session ${id} deleted.`);
@@ -1027,16 +1027,17 @@ async function loadFiles() {
   body.textContent = '';
   for (const f of list) {
     const enc = encodeURIComponent(f.name);
+    const rec = f.kind === 'recording'; /* a session's recording: download and delete at f.url */
     const mode = h('select', { 'aria-label': `Replay speed for ${f.name}`, class: 'admin-only' },
       h('option', { value: 'fast', text: 'fast' }), h('option', { value: 'recorded', text: 'as recorded' }));
     body.append(h('tr', { 'data-name': f.name },
       h('td', { text: f.name, 'data-label': 'Name' }), h('td', { class: 'num', text: fmtN(f.size), 'data-label': 'Size' }),
       h('td', { text: f.modified ? new Date(f.modified).toLocaleString() : '', title: f.modified || '', 'data-label': 'Modified' }),
       h('td', { 'data-label': 'Actions' }, h('div', { class: 'acts' },
-        h('a', { href: `/api/v1/files/${enc}`, download: f.name, text: 'Download', 'aria-label': `Download ${f.name}` }),
-        mode,
-        h('button', { type: 'button', class: 'replay admin-only primary', text: 'Replay', 'aria-label': `Replay ${f.name}`, onclick: () => replay(f.name, mode.value) }),
-        h('button', { type: 'button', class: 'delete admin-only danger', text: 'Delete', 'aria-label': `Delete ${f.name}`, onclick: () => deleteFile(f.name) })))));
+        h('a', { href: f.url || `/api/v1/files/${enc}`, download: rec ? f.name + f.file.slice(f.file.lastIndexOf('.')) : f.name, text: 'Download', 'aria-label': `Download ${f.name}` }),
+        ...(rec ? [] : [mode,
+          h('button', { type: 'button', class: 'replay admin-only primary', text: 'Replay', 'aria-label': `Replay ${f.name}`, onclick: () => replay(f.name, mode.value) })]),
+        h('button', { type: 'button', class: 'delete admin-only danger', text: 'Delete', 'aria-label': `Delete ${f.name}`, disabled: !!f.writing, title: f.writing ? 'still being recorded' : '', onclick: () => deleteFile(f.name, f.url) })))));
   }
   $('files-empty').hidden = list.length > 0;
 }
@@ -1106,9 +1107,9 @@ async function replay(name, mode) {
   } catch (e) { say(`Replay failed: ${e.message}`, true); }
 }
 
-async function deleteFile(name) {
+async function deleteFile(name, url) {
   if (!confirm(`Delete ${name}?`)) return;
-  try { await api('DELETE', `/api/v1/files/${encodeURIComponent(name)}`); say(`${name} deleted.`); } catch (e) { say(`Delete failed: ${e.message}`, true); }
+  try { await api('DELETE', url || `/api/v1/files/${encodeURIComponent(name)}`); say(`${name} deleted.`); } catch (e) { say(`Delete failed: ${e.message}`, true); }
   loadFiles();
 }
 

@@ -21,8 +21,17 @@ struct etw_session {
   struct etw_core *core;
   uint64_t id;
   pthread_mutex_t mu;  /* guards spec, bstate; held across backend calls */
-  pthread_mutex_t smu; /* guards state, end_msg, stopped_ns (taken by the reader's ended()) */
+  pthread_mutex_t smu; /* guards state, end_msg, stopped_ns, stop_reason, be_stopped, lim_*
+                        * (taken by the reader's ended()) */
+  pthread_cond_t cv;   /* with smu: the state changed, or lim_quit was set */
   enum st state;
+  const char *stop_reason; /* static text, set when the state leaves running */
+  int be_stopped;          /* the backend's stop() returned: the recording is complete */
+  /* stop limits (spec duration_s, max_events, max_file_mb): the limit thread, started with the
+   * backend, stops the session at the first one reached; joined by delete and etw_core_free */
+  pthread_t lim_th;
+  int lim_started, lim_quit;
+  int64_t started_mono; /* CLOCK_MONOTONIC ns when the session began consuming; 0 before */
   char end_msg[256];
   struct etw_session_spec spec;
   const struct etw_backend *be;
@@ -53,6 +62,22 @@ static int64_t now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static int64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* wait on s->cv (s->smu held) until the monotonic time @until_ns at the latest (winpthreads'
+ * condition variables have no clock attribute: there the deadline is turned into real time) */
+static void cv_wait_until(struct etw_session *s, int64_t until_ns) {
+#ifdef _WIN32
+  until_ns += now_ns() - mono_ns();
+#endif
+  struct timespec ts = {(time_t)(until_ns / 1000000000LL), (long)(until_ns % 1000000000LL)};
+  pthread_cond_timedwait(&s->cv, &s->smu, &ts);
 }
 
 struct etw_core *etw_core_new(const struct etw_core_config *cfg, struct etw_status *st) {
@@ -96,6 +121,7 @@ static void session_free(struct etw_session *s) {
   free(s->record_dir);
   pthread_mutex_destroy(&s->mu);
   pthread_mutex_destroy(&s->smu);
+  pthread_cond_destroy(&s->cv);
   free(s);
   etw_mem_trim(); /* a busy session's batches went back to malloc: give them to the OS */
 }
@@ -106,8 +132,8 @@ void etw_session_put(struct etw_session *s) {
 
 uint64_t etw_session_id(const struct etw_session *s) { return s->id; }
 
-/* stop consuming: caller holds s->mu */
-static void stop_locked(struct etw_session *s, enum st final) {
+/* stop consuming: caller holds s->mu. @why: the stop_reason if this stops a running session. */
+static void stop_locked(struct etw_session *s, enum st final, const char *why) {
   if (s->bstate && s->be->stop) s->be->stop(s->bstate);
   if (s->bstate && s->be->stats) s->be->stats(s->bstate, &s->last);
   etw_hub_end(s->hub);
@@ -115,8 +141,95 @@ static void stop_locked(struct etw_session *s, enum st final) {
   if (s->state == S_RUNNING || s->state == S_PENDING) {
     s->state = final;
     s->stopped_ns = now_ns();
+    s->stop_reason = why;
+  }
+  s->be_stopped = 1;
+  pthread_cond_broadcast(&s->cv);
+  pthread_mutex_unlock(&s->smu);
+}
+
+/* ---- stop limits */
+
+#define LIMIT_TICK_NS 100000000LL /* events and file size are looked at every 100 ms */
+
+/* events read and bytes recorded so far. Limit thread; s->bstate stays valid while it runs
+ * (delete and etw_core_free join it before destroying the backend session). */
+static void limit_progress(struct etw_session *s, uint64_t *ev, uint64_t *bytes) {
+  *ev = *bytes = 0;
+  if (s->be->progress) {
+    s->be->progress(s->bstate, ev, bytes);
+    return;
+  }
+  struct etw_backend_stats bs;
+  memset(&bs, 0, sizeof bs);
+  if (s->be->stats) s->be->stats(s->bstate, &bs);
+  *ev = bs.read_events;
+  struct stat sb;
+  if (s->record_path && stat(s->record_path, &sb) == 0) *bytes = (uint64_t)sb.st_size;
+}
+
+/* The limit thread: sleeps until the duration ends (checking events and file size every tick
+ * when those limits are set), then stops the session with the reason. Ends when the session
+ * stops for any reason or lim_quit is set. */
+static void *limit_main(void *arg) {
+  struct etw_session *s = arg;
+  const char *why = NULL;
+  int64_t dur = (int64_t)(s->spec.duration_s * 1e9); /* the limits never change after create */
+  uint64_t max_ev = s->spec.max_events, max_b = (uint64_t)s->spec.max_file_mb << 20;
+  pthread_mutex_lock(&s->smu);
+  int64_t end = dur ? s->started_mono + dur : INT64_MAX;
+  while (!s->lim_quit && s->state == S_RUNNING) {
+    int64_t now = mono_ns(), wake = end;
+    if (now >= end) {
+      why = "duration";
+      break;
+    }
+    if (max_ev || max_b) {
+      uint64_t ev, b;
+      pthread_mutex_unlock(&s->smu);
+      limit_progress(s, &ev, &b);
+      pthread_mutex_lock(&s->smu);
+      if (max_ev && ev >= max_ev) why = "max_events";
+      else if (max_b && b >= max_b) why = "max_file_mb";
+      if (why) break;
+      if (now + LIMIT_TICK_NS < wake) wake = now + LIMIT_TICK_NS;
+    }
+    if (!s->lim_quit && s->state == S_RUNNING) cv_wait_until(s, wake);
+  }
+  int quit = s->lim_quit;
+  pthread_mutex_unlock(&s->smu);
+  if (why && !quit) {
+    pthread_mutex_lock(&s->mu);
+    stop_locked(s, S_STOPPED, why);
+    pthread_mutex_unlock(&s->mu);
+  }
+  return NULL;
+}
+
+/* The session began consuming (s->mu held): note when, and start the limit thread if it has
+ * limits. 0, or -1 (no thread). */
+static int limits_start(struct etw_session *s) {
+  int want = s->spec.duration_s > 0 || s->spec.max_events || s->spec.max_file_mb, rc = 0;
+  pthread_mutex_lock(&s->smu); /* a concurrent delete may have run limits_join already */
+  s->started_mono = mono_ns();
+  if (want && !s->lim_quit) {
+    rc = pthread_create(&s->lim_th, NULL, limit_main, s) ? -1 : 0;
+    s->lim_started = rc == 0;
   }
   pthread_mutex_unlock(&s->smu);
+  return rc;
+}
+
+/* Before destroying the session: end the limit thread (s->mu NOT held: it may be stopping the
+ * session). Called once, by whoever took the session out of the table. */
+static void limits_join(struct etw_session *s) {
+  pthread_mutex_lock(&s->smu);
+  s->lim_quit = 1;
+  pthread_cond_broadcast(&s->cv);
+  int started = s->lim_started;
+  s->lim_started = 0;
+  pthread_mutex_unlock(&s->smu);
+  if (started) pthread_join(s->lim_th, NULL);
 }
 
 static void destroy_locked(struct etw_session *s) {
@@ -138,8 +251,9 @@ void etw_core_free(struct etw_core *c) {
   pthread_mutex_unlock(&c->mu);
   for (uint32_t i = 0; i < n; i++) {
     struct etw_session *s = tab[i];
+    limits_join(s);
     pthread_mutex_lock(&s->mu);
-    stop_locked(s, S_STOPPED);
+    stop_locked(s, S_STOPPED, "shutdown");
     destroy_locked(s);
     pthread_mutex_unlock(&s->mu);
     etw_session_put(s);
@@ -160,6 +274,8 @@ static void on_ended(void *ctx, enum etw_err code, const char *msg) {
     snprintf(s->end_msg, sizeof s->end_msg, "%s", msg ? msg : "");
     s->state = code == ETW_E_OK ? S_ENDED : S_FAILED;
     s->stopped_ns = now_ns();
+    s->stop_reason = code == ETW_E_OK ? "ended" : "failed";
+    pthread_cond_broadcast(&s->cv);
   }
   pthread_mutex_unlock(&s->smu);
   etw_hub_end(s->hub);
@@ -199,6 +315,13 @@ static enum etw_err create(struct etw_core *c, const cJSON *body, const char *co
   atomic_init(&s->refs, 1);
   pthread_mutex_init(&s->mu, NULL);
   pthread_mutex_init(&s->smu, NULL);
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+#ifndef _WIN32
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+#endif
+  pthread_cond_init(&s->cv, &ca);
+  pthread_condattr_destroy(&ca);
   s->core = c;
   enum etw_err e = etw_spec_parse(body, &s->spec, st);
   if (e) goto fail;
@@ -225,6 +348,13 @@ static enum etw_err create(struct etw_core *c, const cJSON *body, const char *co
   }
   if (s->spec.n_pids && !(s->be->caps & ETW_CAP_FILTER_PID)) {
     e = etw_fail(st, ETW_E_INVALID, "/pids", "backend \"%s\" does not filter by PID", s->be->name);
+    goto fail;
+  }
+  if (s->spec.max_file_mb && !(s->spec.mode & ETW_MODE_FILE)) { /* every backend: no file, no size */
+    e = etw_fail(st, ETW_E_INVALID, "/max_file_mb",
+                 "/max_file_mb limits a recording: backend \"%s\" with mode \"realtime\" writes none "
+                 "(use mode \"file\" or \"both\"%s)", s->be->name,
+                 (s->be->caps & ETW_CAP_FILE) ? "" : ", which this backend cannot");
     goto fail;
   }
   struct etw_hub_limits hl = {private ? 0 : c->cfg.replay_bytes, c->cfg.sub_queue_events,
@@ -301,6 +431,8 @@ setup:
     } else {
       s->state = S_RUNNING; /* no reader thread exists yet */
       e = s->be->start(s->bstate, st);
+      if (!e && limits_start(s))
+        e = etw_fail(st, ETW_E_NOMEM, NULL, "cannot start the thread of the stop limits");
     }
   }
   if (e) {
@@ -375,7 +507,7 @@ enum etw_err etw_session_stop(struct etw_session *s, struct etw_status *st) {
     pthread_mutex_unlock(&s->mu);
     return etw_fail(st, ETW_E_STATE, NULL, "session %llu is not running", (unsigned long long)s->id);
   }
-  stop_locked(s, S_STOPPED);
+  stop_locked(s, S_STOPPED, "requested");
   pthread_mutex_unlock(&s->mu);
   return ETW_E_OK;
 }
@@ -391,13 +523,13 @@ enum etw_err etw_session_delete(struct etw_core *c, uint64_t id, struct etw_stat
     }
   pthread_mutex_unlock(&c->mu);
   if (!s) return etw_fail(st, ETW_E_NOT_FOUND, NULL, "no session %llu", (unsigned long long)id);
+  limits_join(s);
   pthread_mutex_lock(&s->mu);
-  stop_locked(s, S_STOPPED);
+  stop_locked(s, S_STOPPED, "deleted");
   destroy_locked(s);
-  if (s->record_dir) {
-    if (s->record_path) unlink(s->record_path);
-    rmdir(s->record_dir);
-  }
+  /* the recording stays (a recording under /api/v1/recordings now); only a directory the
+   * backend never wrote into goes */
+  if (s->record_dir) rmdir(s->record_dir);
   pthread_mutex_unlock(&s->mu);
   etw_session_put(s);
   return ETW_E_OK;
@@ -548,6 +680,10 @@ void etw_session_json(struct etw_session *s, struct etw_jw *w) {
   pthread_mutex_lock(&s->smu);
   etw_jw_lit(w, ",\"state\":");
   etw_jw_cs(w, state_names[s->state]);
+  if (s->stop_reason) {
+    etw_jw_lit(w, ",\"stop_reason\":");
+    etw_jw_cs(w, s->stop_reason);
+  }
   if (s->end_msg[0]) {
     etw_jw_lit(w, ",\"message\":");
     etw_jw_cs(w, s->end_msg);
@@ -565,6 +701,9 @@ void etw_session_json(struct etw_session *s, struct etw_jw *w) {
   if (s->record_dir) { /* its name under /api/v1/recordings, which outlives the server */
     etw_jw_lit(w, ",\"recording_name\":");
     etw_jw_cs(w, strrchr(s->record_dir, '/') + 1);
+    etw_jw_lit(w, ",\"recording_url\":\"/api/v1/recordings/");
+    etw_jw_lit(w, strrchr(s->record_dir, '/') + 1); /* [A-Za-z0-9-]: nothing to escape */
+    etw_jw_ch(w, '"');
   }
   etw_jw_lit(w, ",\"spec\":");
   etw_spec_json(&s->spec, w);
@@ -695,7 +834,10 @@ struct etw_sub *etw_session_subscribe(struct etw_session *s, const struct etw_su
   if (pending && s->bstate) {
     struct etw_status st;
     etw_status_clear(&st);
-    if (s->be->start(s->bstate, &st) != ETW_E_OK) on_ended(s, st.code ? st.code : ETW_E_INTERNAL, st.msg);
+    if (s->be->start(s->bstate, &st) != ETW_E_OK)
+      on_ended(s, st.code ? st.code : ETW_E_INTERNAL, st.msg);
+    else if (limits_start(s))
+      on_ended(s, ETW_E_NOMEM, "cannot start the thread of the stop limits");
   }
   pthread_mutex_unlock(&s->mu);
   return sub;
@@ -716,7 +858,39 @@ uint64_t etw_core_recording_owner(struct etw_core *c, const char *name) {
 
 int etw_session_is_recording(struct etw_session *s) {
   pthread_mutex_lock(&s->smu);
-  int r = s->record_path && s->state == S_RUNNING;
+  int r = s->record_path && !s->be_stopped;
   pthread_mutex_unlock(&s->smu);
+  return r;
+}
+
+int64_t etw_session_remaining_ms(struct etw_session *s) {
+  if (!(s->spec.duration_s > 0)) return -1;
+  int64_t dur = (int64_t)(s->spec.duration_s * 1e9);
+  pthread_mutex_lock(&s->smu);
+  int64_t left = s->started_mono ? s->started_mono + dur - mono_ns() : dur;
+  pthread_mutex_unlock(&s->smu);
+  return left > 0 ? left / 1000000 : 0;
+}
+
+int etw_session_wait_stopped(struct etw_session *s, int64_t timeout_ms, const atomic_int *cancel) {
+  int64_t end = mono_ns() + timeout_ms * 1000000LL;
+  pthread_mutex_lock(&s->smu);
+  int r = 0;
+  while (s->state == S_RUNNING || s->state == S_PENDING) {
+    int64_t now = mono_ns();
+    if (now >= end || (cancel && atomic_load(cancel))) {
+      r = now >= end ? 1 : 2;
+      break;
+    }
+    int64_t wake = now + 200000000LL; /* look at @cancel 5 times a second */
+    cv_wait_until(s, wake < end ? wake : end);
+  }
+  int finish = !r && !s->be_stopped; /* ended by itself: the backend's stop() completes the file */
+  pthread_mutex_unlock(&s->smu);
+  if (finish) {
+    pthread_mutex_lock(&s->mu);
+    stop_locked(s, S_STOPPED, NULL);
+    pthread_mutex_unlock(&s->mu);
+  }
   return r;
 }

@@ -187,6 +187,29 @@ static enum etw_err parse_win(const cJSON *o, struct etw_session_spec *s, struct
   return ETW_E_OK;
 }
 
+/* the stop limits: "duration_s" (seconds, fractions allowed), "max_events", "max_file_mb";
+ * whether the backend and mode can honour them is checked by session.c */
+static enum etw_err parse_limits(const cJSON *body, struct etw_session_spec *s, struct etw_status *st) {
+  const cJSON *v;
+  if ((v = cJSON_GetObjectItemCaseSensitive(body, "duration_s"))) {
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0.1 && v->valuedouble <= 604800))
+      return etw_fail(st, ETW_E_INVALID, "/duration_s", "/duration_s must be a number of seconds, 0.1 to 604800");
+    s->duration_s = v->valuedouble;
+  }
+  long long x;
+  if ((v = cJSON_GetObjectItemCaseSensitive(body, "max_events"))) {
+    if (get_int(v, 1, 9007199254740991LL, &x))
+      return etw_fail(st, ETW_E_INVALID, "/max_events", "/max_events must be a positive integer");
+    s->max_events = (uint64_t)x;
+  }
+  if ((v = cJSON_GetObjectItemCaseSensitive(body, "max_file_mb"))) {
+    if (get_int(v, 1, 1 << 20, &x))
+      return etw_fail(st, ETW_E_INVALID, "/max_file_mb", "/max_file_mb must be an integer 1-1048576 (MiB)");
+    s->max_file_mb = (uint32_t)x;
+  }
+  return ETW_E_OK;
+}
+
 static int valid_name(const char *s) {
   size_t n = strlen(s);
   if (!n || n > 64) return 0;
@@ -197,7 +220,8 @@ static int valid_name(const char *s) {
 
 enum etw_err etw_spec_parse(const cJSON *body, struct etw_session_spec *s, struct etw_status *st) {
   static const char *const keys[] = {"name", "backend", "mode", "buffer_kb", "providers", "pids",
-                                     "exe_names", "files", "replay", "win", "attach", NULL};
+                                     "exe_names", "files", "replay", "win", "attach", "duration_s",
+                                     "max_events", "max_file_mb", NULL};
   memset(s, 0, sizeof *s);
   s->mode = ETW_MODE_REALTIME;
   if (!cJSON_IsObject(body)) return etw_fail(st, ETW_E_INVALID, "", "the session spec must be a JSON object");
@@ -264,6 +288,8 @@ enum etw_err etw_spec_parse(const cJSON *body, struct etw_session_spec *s, struc
     enum etw_err e = parse_win(v, s, st);
     if (e) return e;
   }
+  enum etw_err le = parse_limits(body, s, st);
+  if (le) return le;
   v = cJSON_GetObjectItemCaseSensitive(body, "providers");
   if (v) {
     if (!cJSON_IsArray(v)) return etw_fail(st, ETW_E_INVALID, "/providers", "/providers must be an array");
@@ -391,6 +417,18 @@ void etw_spec_json(const struct etw_session_spec *s, struct etw_jw *w) {
     etw_jw_lit(w, ",\"max_file_mb\":");
     etw_jw_u64(w, s->win.max_file_mb);
     etw_jw_ch(w, '}');
+  }
+  if (s->duration_s > 0) {
+    etw_jw_lit(w, ",\"duration_s\":");
+    etw_jw_double(w, s->duration_s);
+  }
+  if (s->max_events) {
+    etw_jw_lit(w, ",\"max_events\":");
+    etw_jw_u64(w, s->max_events);
+  }
+  if (s->max_file_mb) {
+    etw_jw_lit(w, ",\"max_file_mb\":");
+    etw_jw_u64(w, s->max_file_mb);
   }
   etw_jw_lit(w, ",\"providers\":[");
   for (uint32_t i = 0; i < s->n_providers; i++) {

@@ -173,6 +173,15 @@ static void *reader_main(void *arg) {
         last_pub = t;
       }
     }
+    if (s->args.spec->max_events && atomic_load(&s->events) >= s->args.spec->max_events) {
+      /* the spec's max_events: nothing more is read; the core's limit thread stops the session
+       * (with that reason) within 100 ms */
+      if (b && b->n) {
+        etw_hub_publish(hub, b);
+        b = NULL;
+      }
+      while (!atomic_load(&s->stop)) sleep_ns(FLUSH_NS);
+    }
   }
   if (b) {
     if (b->n) etw_hub_publish(hub, b);

@@ -167,6 +167,11 @@ struct lx_sess {
   pthread_cond_t snap_cv;
   /* per-CPU kernel counters saved when the instance is removed: {overrun, dropped, entries} */
   uint64_t (*saved)[3];
+  /* the spec's stop limits (0 = none): the readers take pages until one is reached (the page
+   * that crosses it included) and drop the rest, counted in limit_skipped, until the core's
+   * limit thread stops the session (within 100 ms) */
+  uint64_t lim_events, lim_bytes;
+  _Atomic uint64_t lim_ev_taken, lim_b_taken, lim_skipped;
 };
 
 /* ---- small helpers */
@@ -724,6 +729,18 @@ static void file_failed(struct lx_rd *r) {
   if (s->ended && !atomic_exchange(&s->ended_called, 1)) s->ended(s->ctx, ETW_E_IO, s->file_msg);
 }
 
+/* The stop limits: 1 if the page just read is taken; 0 if a limit was reached before it (the
+ * page is dropped, its events counted in limit_skipped). At most one page per CPU crosses. */
+static int take_page(struct lx_rd *r) {
+  struct lx_sess *s = r->s;
+  uint64_t ne = lx_count_page(&r->dec, r->page);
+  int over = 0;
+  if (s->lim_events && atomic_fetch_add(&s->lim_ev_taken, ne) >= s->lim_events) over = 1;
+  if (s->lim_bytes && atomic_fetch_add(&s->lim_b_taken, (uint64_t)s->page_size) >= s->lim_bytes) over = 1;
+  if (over) atomic_fetch_add_explicit(&s->lim_skipped, ne, memory_order_relaxed);
+  return !over;
+}
+
 /* Read every page available now (bounded by @max_pages). Returns pages read. */
 static int drain(struct lx_rd *r, int max_pages) {
   struct lx_sess *s = r->s;
@@ -740,6 +757,7 @@ static int drain(struct lx_rd *r, int max_pages) {
     pages++;
     atomic_fetch_add_explicit(&r->pages, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&r->raw_bytes, (uint64_t)n, memory_order_relaxed);
+    if ((s->lim_events || s->lim_bytes) && !take_page(r)) continue;
     uint64_t ne;
     if (s->mode & ETW_MODE_REALTIME) {
       sync_systems(r);
@@ -1111,6 +1129,8 @@ static enum etw_err lx_open(const struct etw_backend_args *a, void **state, stru
   s->name = strdup(a->os_name);
   s->hub = a->hub;
   s->mode = sp->mode;
+  s->lim_events = sp->max_events;
+  s->lim_bytes = (sp->mode & ETW_MODE_FILE) ? (uint64_t)sp->max_file_mb << 20 : 0;
   s->ended = a->ended;
   s->ctx = a->ctx;
   s->page_size = getpagesize();
@@ -1366,6 +1386,18 @@ static void lx_stats(void *vs, struct etw_backend_stats *o) {
   o->kernel_lost = o->kernel_overrun + o->kernel_dropped;
 }
 
+/* events read and page bytes recorded: atomics only (the core's limit thread asks every 100 ms;
+ * stats() reads the kernel's per-CPU files) */
+static void lx_progress(void *vs, uint64_t *events, uint64_t *file_bytes) {
+  struct lx_sess *s = vs;
+  uint64_t n = 0;
+  for (int i = 0; i < s->ncpu; i++) n += atomic_load_explicit(&s->rd[i].raw_events, memory_order_relaxed);
+  *events = n;
+  pthread_mutex_lock(&s->mu); /* lx_stop clears s->tdat under it before freeing it */
+  *file_bytes = s->tdat ? lx_tdat_bytes(s->tdat) : s->file_bytes;
+  pthread_mutex_unlock(&s->mu);
+}
+
 static void lx_stats_json(void *vs, struct etw_jw *w) {
   struct lx_sess *s = vs;
   pthread_mutex_lock(&s->mu);
@@ -1389,6 +1421,10 @@ static void lx_stats_json(void *vs, struct etw_jw *w) {
     etw_jw_ch(w, '}');
   }
   etw_jw_ch(w, ']');
+  if (s->lim_events || s->lim_bytes) {
+    etw_jw_lit(w, ",\"limit_skipped\":");
+    etw_jw_u64(w, atomic_load(&s->lim_skipped));
+  }
   if (s->record_path) {
     etw_jw_lit(w, ",\"trace_clock\":\"mono\",\"file_bytes\":");
     etw_jw_u64(w, s->tdat ? lx_tdat_bytes(s->tdat) : s->file_bytes);
@@ -1454,4 +1490,5 @@ const struct etw_backend etw_backend_linux = {
     .describe_provider = lx_describe_provider,
     .cleanup = lx_cleanup,
     .list_os_sessions = lx_list_os_sessions,
+    .progress = lx_progress,
 };

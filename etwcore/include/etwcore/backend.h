@@ -84,6 +84,10 @@ struct etw_session_spec {
   char **files;   /* file source: absolute paths resolved by the API layer */
   uint32_t n_files;
   int replay_realtime; /* file source: 1 = at recorded speed, 0 = as fast as possible */
+  /* stop limits (0 = none): the session stops at the first one reached (session.c) */
+  double duration_s;    /* seconds after the session started consuming */
+  uint64_t max_events;  /* events read (stats read_events) */
+  uint32_t max_file_mb; /* MiB in the recording (file mode only) */
 };
 
 /** Arguments to open(). Everything pointed to outlives the backend session. */
@@ -138,6 +142,10 @@ struct etw_backend {
   /** list_os_sessions - JSON array of the trace sessions the OS has now (ours and others':
    *  tracefs instances, ETW sessions), each {"name":..,"etwd":bool,…}. May be NULL. */
   enum etw_err (*list_os_sessions)(struct etw_jw *w, struct etw_status *st);
+  /** progress - events read and bytes in the recording so far, cheaply (the stop limits ask
+   *  every 100 ms, from the core's limit thread). May be NULL: the core then uses stats() for
+   *  the events and the recording file's size. */
+  void (*progress)(void *s, uint64_t *events, uint64_t *file_bytes);
 };
 
 /* Backends compiled in (CMake chooses the sources; each defines its symbol). */

@@ -10,6 +10,7 @@
 #define ETWCORE_SESSION_H
 
 #include <cjson/cJSON.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "etwcore/backend.h"
@@ -53,7 +54,8 @@ uint64_t etw_session_id(const struct etw_session *s);
 
 /** etw_session_stop - stop consuming (the stream ends; stats and recording stay). */
 enum etw_err etw_session_stop(struct etw_session *s, struct etw_status *st);
-/** etw_session_delete - stop, destroy the OS object, remove the recording and the table entry. */
+/** etw_session_delete - stop, destroy the OS object, remove the table entry. The recording
+ *  stays (it is listed under /api/v1/recordings and deleted there). */
 enum etw_err etw_session_delete(struct etw_core *c, uint64_t id, struct etw_status *st);
 /** etw_session_patch - body {"enable":[provider spec…],"disable":["name"…]}. */
 enum etw_err etw_session_patch(struct etw_session *s, const cJSON *body, struct etw_status *st);
@@ -74,7 +76,14 @@ const char *etw_session_record_path(struct etw_session *s);
 /** etw_core_recording_owner - id of the session in the table that records into
  *  <state_dir>/recordings/@name, or 0 (a recording of an earlier run, or of a deleted session). */
 uint64_t etw_core_recording_owner(struct etw_core *c, const char *name);
-/** etw_session_is_recording - 1 while the backend still appends to the recording. */
+/** etw_session_is_recording - 1 until the backend's stop() has completed the recording. */
 int etw_session_is_recording(struct etw_session *s);
+/** etw_session_remaining_ms - what is left of the spec's duration_s (all of it before the
+ *  session starts consuming, 0 after), or -1 if the spec has none. */
+int64_t etw_session_remaining_ms(struct etw_session *s);
+/** etw_session_wait_stopped - block until the session is no longer running and its recording is
+ *  complete (0), @timeout_ms passed (1) or *@cancel became non-zero (2; looked at every 200 ms).
+ *  Any thread that holds a reference. */
+int etw_session_wait_stopped(struct etw_session *s, int64_t timeout_ms, const atomic_int *cancel);
 
 #endif
