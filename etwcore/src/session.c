@@ -478,8 +478,9 @@ enum etw_err etw_session_create_private(struct etw_core *c, const cJSON *body,
 
 void etw_session_discard(struct etw_session *s) {
   if (!s) return;
+  limits_join(s);
   pthread_mutex_lock(&s->mu);
-  stop_locked(s, S_STOPPED);
+  stop_locked(s, S_STOPPED, "deleted");
   destroy_locked(s);
   pthread_mutex_unlock(&s->mu);
   etw_session_put(s);
