@@ -14,6 +14,7 @@
 const struct etwd_route etwd_routes[] = {
   {"GET", "/api/v1/health", ROLE_NONE, BODY_NONE, h_health, "getHealth", "Liveness check (no auth, minimal)", NULL, "Health", NULL, 0},
   {"GET", "/api/v1/version", ROLE_READER, BODY_NONE, h_version, "getVersion", "Version, OS, backends and their capabilities", NULL, "Version", NULL, 0},
+  {"GET", "/api/v1/backends", ROLE_READER, BODY_NONE, h_backends, "listBackends", "Each backend's capabilities: the spec members and stream parameters it honours, provider string forms, limits", NULL, "Backends", NULL, 0},
   {"GET", "/api/v1/openapi.json", ROLE_NONE, BODY_NONE, h_openapi, "getOpenApi", "This OpenAPI 3 document", NULL, NULL, NULL, 0},
   {"POST", "/api/v1/login", ROLE_READER, BODY_NONE, h_login, "login", "Exchange a bearer token for an HttpOnly session cookie", NULL, "Whoami", NULL, 1},
   {"POST", "/api/v1/logout", ROLE_READER, BODY_NONE, h_logout, "logout", "Forget the session cookie", NULL, NULL, NULL, 1},
@@ -27,7 +28,7 @@ const struct etwd_route etwd_routes[] = {
   {"PATCH", "/api/v1/sessions/{id}", ROLE_ADMIN, BODY_JSON, h_session_patch, "patchSession", "Enable or disable providers on a running session", "SessionPatch", "Session", NULL, 1},
   {"DELETE", "/api/v1/sessions/{id}", ROLE_ADMIN, BODY_NONE, h_session_delete, "deleteSession", "Stop the session, remove its OS object and recording", NULL, NULL, NULL, 1},
   {"POST", "/api/v1/sessions/{id}/stop", ROLE_ADMIN, BODY_NONE, h_session_stop, "stopSession", "Stop consuming; stats and recording stay", NULL, "Session", NULL, 1},
-  {"GET", "/api/v1/sessions/{id}/events", ROLE_READER, BODY_NONE, h_session_events, "streamEvents", "Event stream: WebSocket upgrade (JSON array per frame) or chunked ndjson (Accept: application/x-ndjson)", NULL, "Event", "provider,event,pid,level,from,queue", 0},
+  {"GET", "/api/v1/sessions/{id}/events", ROLE_READER, BODY_NONE, h_session_events, "streamEvents", "Event stream: WebSocket upgrade (JSON array per frame) or chunked ndjson (Accept: application/x-ndjson)", NULL, "Event", "provider,event,pid,level,from,queue,limit", 0},
   {"GET", "/api/v1/sessions/{id}/file", ROLE_READER, BODY_NONE, h_session_file, "downloadRecording", "Download the session's recording (also while recording; Range supported)", NULL, NULL, NULL, 0},
   {"GET", "/api/v1/os-sessions", ROLE_READER, BODY_NONE, h_os_sessions, "listOsSessions", "Trace sessions the OS has now, by backend (tracefs instances, ETW sessions; ours and others')", NULL, "OsSessions", NULL, 0},
   {"GET", "/api/v1/files", ROLE_READER, BODY_NONE, h_files_list, "listFiles", "ETL files in the data directory", NULL, "FileList", NULL, 0},
