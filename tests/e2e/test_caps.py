@@ -14,9 +14,11 @@ import shutil
 import subprocess
 import tempfile
 import time
+import zipfile
 
-from etwd_harness import Etwd, check, done, CORPUS
+from etwd_harness import Etwd, check, done, CORPUS, MANIFESTS
 
+NET_ZIP = os.path.join(CORPUS, "microsoft+perfview/src/TraceEvent/TraceEvent.Tests/inputs/net.4.5.2.x64.etl.zip")
 SIH = os.path.join(CORPUS, "jtmoon79+super-speedy-syslog-searcher/logs/Windows11Pro/Logs/SIH/SIH.20230422.034724.362.1.etl")
 
 
@@ -211,6 +213,52 @@ def check_refusals(e):
         e.request("DELETE", "/api/v1/sessions/%d" % j["id"])
 
 
+def etl_passes(ev, level=5, kany=0, kall=0, ids=(), exclude=False, names=()):
+    """What README says an etl provider's level/keywords/event_ids/events let through."""
+    s = ev["System"]
+    kw = int(s["Keywords"], 16)
+    if 0 < level < 5 and s["Level"] and s["Level"] > level:
+        return False
+    if kw and ((kany and not kw & kany) or kw & kall != kall):
+        return False
+    if ids and (s["EventID"] in ids) == exclude:
+        return False
+    return not names or s.get("EventName") in names
+
+
+def check_etl_filters():
+    """The etl backend honours level, keywords, event IDs and event names: each replay delivers
+    exactly the events of the whole file's decode that the rule lets through, in order."""
+    with zipfile.ZipFile(NET_ZIP) as z:
+        net = z.read([n for n in z.namelist() if n.endswith(".etl")][0])
+    prov = "Microsoft-Windows-DotNETRuntime"
+    with Etwd(args=["--manifests", MANIFESTS, "--queue-events", "262144"]) as e:  # a whole replay fits
+        e.json("POST", "/api/v1/files?name=net.etl", body=net, ctype="application/octet-stream", expect=201)
+        every = [r for r in e.ndjson("/api/v1/files/net.etl/events?provider=" + prov, timeout=300) if "System" in r]
+        key = lambda r: (r["System"]["TimeCreated"], r["System"]["EventID"], r["System"]["Level"], r["System"]["Keywords"])
+        names = sorted({r["System"].get("EventName") for r in every if r["System"].get("EventName")})
+        check(len(every) > 10000 and len(names) > 5, "the file has %d %s events, %d names" % (len(every), prov, len(names)))
+        cases = [
+            (prov + ":4", dict(level=4)),
+            (prov + "::1;10,23", dict(ids=(1, 10, 23))),
+            (prov + ":::0x30", dict(kany=0x30)),
+            ({"name": prov, "event_ids": [10, 82], "event_ids_exclude": True, "keywords_all": "0x1"},
+             dict(ids=(10, 82), exclude=True, kall=1)),
+            ({"name": prov, "events": names[:2], "level": 4}, dict(names=names[:2], level=4)),
+        ]
+        for p, rule in cases:
+            st, h, j = e.json("POST", "/api/v1/sessions", body={"files": ["net.etl"], "providers": [p]})
+            if not check(st == 201, "etl session with %r: %d %r" % (p, st, j)):
+                continue
+            got = list(e.ndjson("/api/v1/sessions/%d/events?queue=262144" % j["id"], timeout=300))
+            want = [key(r) for r in every if etl_passes(r, **rule)]
+            check(not any("Gap" in r for r in got), "no gaps")
+            evs = [key(r) for r in got if "System" in r]
+            check(0 < len(want) < len(every) and evs == want,
+                  "etl %r: %d events, want %d of %d" % (p, len(evs), len(want), len(every)))
+            e.request("DELETE", "/api/v1/sessions/%d" % j["id"])
+
+
 def main():
     data = open(SIH, "rb").read()
     with Etwd() as e:
@@ -221,6 +269,7 @@ def main():
         check_generated_refusals(e, b)
         st, h, j = e.json("GET", "/api/v1/sessions", token="reader", expect=200)
         check(j == [], "every session the test made was deleted: %r" % [s["id"] for s in j])
+    check_etl_filters()
     done()
 
 

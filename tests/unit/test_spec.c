@@ -108,7 +108,7 @@ static void provider_strings(void) {
 static void caps_refusals(void) {
   const struct etw_backend lx = {.name = "linux", .caps = ETW_CAP_LIVE | ETW_CAP_FILE | ETW_CAP_FILTER_PID |
                                                         ETW_CAP_FILTER_EXPR | ETW_CAP_EVENT_NAMES | ETW_CAP_BUFFER_SIZE};
-  const struct etw_backend etl = {.name = "etl", .caps = ETW_CAP_REPLAY};
+  const struct etw_backend etl = {.name = "replay-only", .caps = ETW_CAP_REPLAY}; /* a backend without filters */
   struct { const struct etw_backend *b; const char *json; const char *field; } cases[] = {
     {&lx, "{\"backend\":\"linux\",\"providers\":[\"sched\",{\"name\":\"irq\",\"level\":2}]}", "/providers/1/level"},
     {&lx, "{\"backend\":\"linux\",\"providers\":[{\"name\":\"irq\",\"keywords_any\":\"0x1\"}]}", "/providers/0/keywords_any"},
