@@ -35,7 +35,7 @@ const struct etwd_route etwd_routes[] = {
   {"POST", "/api/v1/files", ROLE_ADMIN, BODY_RAW, h_file_upload, "uploadFile", "Upload an ETL file (raw body, size-limited)", NULL, "File", "name,overwrite", 1},
   {"GET", "/api/v1/files/{name}", ROLE_READER, BODY_NONE, h_file_get, "downloadFile", "Download an ETL file (Range supported)", NULL, NULL, NULL, 0},
   {"DELETE", "/api/v1/files/{name}", ROLE_ADMIN, BODY_NONE, h_file_delete, "deleteFile", "Delete an ETL file", NULL, NULL, NULL, 1},
-  {"GET", "/api/v1/files/{name}/events", ROLE_READER, BODY_NONE, h_file_events, "fileEvents", "Decode an ETL file as ndjson", NULL, "Event", "provider,event,pid,level", 0},
+  {"GET", "/api/v1/files/{name}/events", ROLE_READER, BODY_NONE, h_file_events, "fileEvents", "Decode an ETL file as ndjson", NULL, "Event", "provider,event,pid,level,limit", 0},
   {"GET", "/metrics", ROLE_READER, BODY_NONE, h_metrics, "getMetrics", "Prometheus metrics", NULL, NULL, NULL, 0},
   {NULL, NULL, ROLE_NONE, BODY_NONE, NULL, NULL, NULL, NULL, NULL, NULL, 0},
 };

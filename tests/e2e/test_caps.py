@@ -189,6 +189,11 @@ def check_refusals(e):
     check(st == 400 and j.get("field") == "/providers/1" and "':'" in j.get("detail", ""), "goetw form on linux: %d %r" % (st, j))
     st, h, j = e.json("POST", "/api/v1/sessions", body={"files": ["sih.etl"], "providers": ["SIHTraceLogging:5:1,x"]})
     check(st == 400 and j.get("field") == "/providers/0" and "EventIDs" in j.get("detail", ""), "bad EventIDs: %d %r" % (st, j))
+    # a file's decode takes the same stream parameters
+    recs = list(e.ndjson("/api/v1/files/sih.etl/events?limit=3", timeout=60))
+    check(len(events_of(recs)) == 3, "/files/sih.etl/events?limit=3: %d events" % len(events_of(recs)))
+    st, h, j = e.json("GET", "/api/v1/files/sih.etl/events?lmit=3", token="reader", headers={"Accept": "application/x-ndjson"})
+    check(st == 400 and "lmit" in j.get("detail", ""), "/files/sih.etl/events?lmit=3: %d %r" % (st, j))
     # goetw strings on etl: the name filters the replay; GET shows the object form
     st, h, j = e.json("POST", "/api/v1/sessions", body={"files": ["sih.etl"], "providers": ["SIHTraceLogging:5"]})
     check(st == 201 and j["spec"]["providers"][0]["name"] == "SIHTraceLogging" and j["spec"]["providers"][0]["level"] == 5,
