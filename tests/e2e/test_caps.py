@@ -117,6 +117,24 @@ def check_generated_refusals(e, b):
                 if st == 201:
                     e.request("DELETE", "/api/v1/sessions/%d" % j["id"])
     check(tried >= 12, "the generated check tried the unsupported members (%d)" % tried)
+    # stream parameters: each listed one is taken with its example value, any other is refused
+    st, h, j = e.json("POST", "/api/v1/sessions", body=base["linux"], expect=201)
+    sid = j["id"]
+    for p in b["linux"]["stream_parameters"]:
+        status = stream_status(e, "/api/v1/sessions/%d/events?%s=%s" % (sid, p["parameter"], p["example"]))
+        check(status == 200, "stream parameter %s=%s is taken: %d" % (p["parameter"], p["example"], status))
+        status = stream_status(e, "/api/v1/sessions/%d/events?%sx=%s" % (sid, p["parameter"], p["example"]))
+        check(status == 400, "stream parameter %sx is refused: %d" % (p["parameter"], status))
+    e.request("DELETE", "/api/v1/sessions/%d" % sid)
+
+
+def stream_status(e, path):
+    """The status of an ndjson stream request (the stream itself is not read)."""
+    c = e.conn(30)
+    c.request("GET", path, headers={"Authorization": "Bearer " + e.tokens["reader"], "Accept": "application/x-ndjson"})
+    r = c.getresponse()
+    c.close()
+    return r.status
 
 
 def check_linux_strings(e):
