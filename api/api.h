@@ -127,6 +127,7 @@ void etwd_principal_of(struct etwd_server *s, struct mg_connection *c, struct et
 /* ---- handlers, by file */
 void h_health(struct etwd_req *r);
 void h_version(struct etwd_req *r);
+void h_backends(struct etwd_req *r);
 void h_openapi(struct etwd_req *r);
 void h_login(struct etwd_req *r);
 void h_logout(struct etwd_req *r);

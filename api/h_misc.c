@@ -6,6 +6,7 @@
 #include "api.h"
 #include "netguard.h"
 #include "etwcore/backend.h"
+#include "etwcore/caps.h"
 
 void h_health(struct etwd_req *r) {
   static const char body[] = "{\"status\":\"ok\"}";
@@ -53,6 +54,33 @@ void h_version(struct etwd_req *r) {
   etw_jw_lit(&w, ",\"max_upload\":");
   etw_jw_u64(&w, r->srv->cfg->max_upload);
   etw_jw_lit(&w, "}}");
+  etwd_reply_jw(r, 200, &w, NULL);
+  etw_jw_free(&w);
+}
+
+/* GET /api/v1/backends: each backend's capabilities, generated from the member table (caps.h)
+ * that also produces the refusals, so what it says is what a session gets. */
+void h_backends(struct etwd_req *r) {
+  struct etw_jw w;
+  etw_jw_init(&w, 1 << 20);
+  etw_jw_lit(&w, "{\"backends\":[");
+  const struct etw_backend *const *b = etw_backends();
+  for (int i = 0; b[i]; i++) {
+    if (i) etw_jw_ch(&w, ',');
+    etw_jw_lit(&w, "{\"name\":");
+    etw_jw_cs(&w, b[i]->name);
+    const char *e = etw_core_backend_error(r->srv->core, b[i]);
+    etw_jw_lit(&w, ",\"available\":");
+    etw_jw_bool(&w, e == NULL);
+    if (e) {
+      etw_jw_lit(&w, ",\"error\":");
+      etw_jw_cs(&w, e);
+    }
+    etw_jw_ch(&w, ',');
+    etw_backend_caps_json(b[i], &w);
+    etw_jw_ch(&w, '}');
+  }
+  etw_jw_lit(&w, "]}");
   etwd_reply_jw(r, 200, &w, NULL);
   etw_jw_free(&w);
 }

@@ -42,8 +42,10 @@ void h_session_create(struct etwd_req *r) {
   char *paths[ETW_SPEC_MAX_FILES + 1] = {0};
   const char *cpaths[ETW_SPEC_MAX_FILES + 1] = {0};
   const cJSON *files = cJSON_GetObjectItemCaseSensitive(r->body, "files");
+  const cJSON *be = cJSON_GetObjectItemCaseSensitive(r->body, "backend");
   int nf = 0;
-  if (cJSON_IsArray(files)) {
+  /* only a replay's files are looked up: another backend refuses /files itself (spec.c) */
+  if (cJSON_IsArray(files) && !(cJSON_IsString(be) && strcmp(be->valuestring, "etl"))) {
     for (const cJSON *f = files->child; f && nf < ETW_SPEC_MAX_FILES; f = f->next, nf++) {
       char ptr[32];
       snprintf(ptr, sizeof ptr, "/files/%d", nf);

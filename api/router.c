@@ -15,6 +15,7 @@
 const struct etwd_route etwd_routes[] = {
   {"GET", "/api/v1/health", ROLE_NONE, BODY_NONE, h_health, "getHealth", "Liveness check (no auth, minimal)", NULL, "Health", NULL, 0},
   {"GET", "/api/v1/version", ROLE_READER, BODY_NONE, h_version, "getVersion", "Version, OS, backends and their capabilities", NULL, "Version", NULL, 0},
+  {"GET", "/api/v1/backends", ROLE_READER, BODY_NONE, h_backends, "listBackends", "Each backend's capabilities: the spec members and stream parameters it honours, provider string forms, limits", NULL, "Backends", NULL, 0},
   {"GET", "/api/v1/openapi.json", ROLE_NONE, BODY_NONE, h_openapi, "getOpenApi", "This OpenAPI 3 document", NULL, NULL, NULL, 0},
   {"POST", "/api/v1/login", ROLE_READER, BODY_NONE, h_login, "login", "Exchange a bearer token for an HttpOnly session cookie", NULL, "Whoami", NULL, 1},
   {"POST", "/api/v1/logout", ROLE_READER, BODY_NONE, h_logout, "logout", "Forget the session cookie", NULL, NULL, NULL, 1},
@@ -28,7 +29,7 @@ const struct etwd_route etwd_routes[] = {
   {"PATCH", "/api/v1/sessions/{id}", ROLE_ADMIN, BODY_JSON, h_session_patch, "patchSession", "Enable or disable providers on a running session", "SessionPatch", "Session", NULL, 1},
   {"DELETE", "/api/v1/sessions/{id}", ROLE_ADMIN, BODY_NONE, h_session_delete, "deleteSession", "Stop the session and remove it with its OS object; its recording stays under /api/v1/recordings", NULL, NULL, NULL, 1},
   {"POST", "/api/v1/sessions/{id}/stop", ROLE_ADMIN, BODY_NONE, h_session_stop, "stopSession", "Stop consuming; stats and recording stay", NULL, "Session", NULL, 1},
-  {"GET", "/api/v1/sessions/{id}/events", ROLE_READER, BODY_NONE, h_session_events, "streamEvents", "Event stream: WebSocket upgrade (JSON array per frame) or chunked ndjson (Accept: application/x-ndjson)", NULL, "Event", "provider,event,pid,level,from,queue", 0},
+  {"GET", "/api/v1/sessions/{id}/events", ROLE_READER, BODY_NONE, h_session_events, "streamEvents", "Event stream: WebSocket upgrade (JSON array per frame) or chunked ndjson (Accept: application/x-ndjson)", NULL, "Event", "provider,event,pid,level,from,queue,limit", 0},
   {"GET", "/api/v1/sessions/{id}/file", ROLE_READER, BODY_NONE, h_session_file, "downloadRecording", "Download the session's recording (also while recording; Range supported); wait=true: once the session has stopped (its duration_s, or timeout_s), the complete file", NULL, NULL, "wait,timeout_s", 0},
   {"GET", "/api/v1/recordings", ROLE_READER, BODY_NONE, h_recordings_list, "listRecordings", "Recordings of file-mode sessions, this run's and earlier runs' (name, size, owning session or null, writing, url)", NULL, "FileList", NULL, 0},
   {"GET", "/api/v1/recordings/{name}", ROLE_READER, BODY_NONE, h_recording_get, "getRecording", "Download a recording (Range supported)", NULL, NULL, NULL, 0},
@@ -38,7 +39,7 @@ const struct etwd_route etwd_routes[] = {
   {"POST", "/api/v1/files", ROLE_ADMIN, BODY_RAW, h_file_upload, "uploadFile", "Upload an ETL file (raw body, size-limited)", NULL, "File", "name!,overwrite", 1},
   {"GET", "/api/v1/files/{name}", ROLE_READER, BODY_NONE, h_file_get, "downloadFile", "Download an ETL file (Range supported)", NULL, NULL, NULL, 0},
   {"DELETE", "/api/v1/files/{name}", ROLE_ADMIN, BODY_NONE, h_file_delete, "deleteFile", "Delete an ETL file", NULL, NULL, NULL, 1},
-  {"GET", "/api/v1/files/{name}/events", ROLE_READER, BODY_NONE, h_file_events, "fileEvents", "Decode an ETL file as ndjson", NULL, "Event", "provider,event,pid,level", 0},
+  {"GET", "/api/v1/files/{name}/events", ROLE_READER, BODY_NONE, h_file_events, "fileEvents", "Decode an ETL file as ndjson", NULL, "Event", "provider,event,pid,level,limit", 0},
   {"GET", "/metrics", ROLE_READER, BODY_NONE, h_metrics, "getMetrics", "Prometheus metrics", NULL, NULL, NULL, 0},
   {NULL, NULL, ROLE_NONE, BODY_NONE, NULL, NULL, NULL, NULL, NULL, NULL, 0},
 };

@@ -22,6 +22,7 @@
 #endif
 
 #include "api.h"
+#include "etwcore/caps.h"
 #include "log.h"
 
 #define FRAME_MAX (512 * 1024)       /* frames are cut here (one larger event still goes alone) */
@@ -104,6 +105,19 @@ int etwd_sub_filter_from_query(const char *q, struct etw_sub_filter *f, unsigned
   size_t ql = strlen(q);
   char v[1024];
   int r;
+  /* a parameter the server does not know would be silently ignored: refuse it (caps.h's table) */
+  for (const char *p = q; *p;) {
+    size_t k = strcspn(p, "&"), nk = strcspn(p, "=&");
+    if (k && !etw_stream_param_known(p, nk)) {
+      int n = snprintf(err, errlen, "unknown stream parameter \"%.*s\" (known:", (int)(nk > 64 ? 64 : nk), p);
+      for (const struct etw_member *m = etw_members(); m->name && n > 0 && (size_t)n < errlen; m++)
+        if (m->kind == ETW_MEMBER_STREAM) n += snprintf(err + n, errlen - (size_t)n, " %s", m->name);
+      if (n > 0 && (size_t)n < errlen) snprintf(err + n, errlen - (size_t)n, ")");
+      return -1;
+    }
+    p += k;
+    if (*p) p++;
+  }
   if ((r = qvar(q, ql, "provider", v, sizeof v, err, errlen)) < 0) return -1;
   if (r && name_list(v, f->providers, &f->n_providers)) {
     snprintf(err, errlen, "provider: at most %d comma-separated names of 1-%d bytes", ETW_FILTER_MAX,
@@ -161,6 +175,16 @@ int etwd_sub_filter_from_query(const char *q, struct etw_sub_filter *f, unsigned
       return -1;
     }
     f->queue_events = (uint32_t)x;
+  }
+  if ((r = qvar(q, ql, "limit", v, sizeof v, err, errlen)) < 0) return -1;
+  if (r) {
+    char *end;
+    unsigned long long x = strtoull(v, &end, 10);
+    if (*end || end == v || v[0] == '-' || x == 0) {
+      snprintf(err, errlen, "limit must be a positive integer (the stream ends after that many events)");
+      return -1;
+    }
+    f->limit = x;
   }
   if ((r = qvar(q, ql, "from", v, sizeof v, err, errlen)) < 0) return -1;
   if (r) {

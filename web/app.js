@@ -995,6 +995,8 @@ function buildSpec() {
     if (val('stacks')) p.stacks = true;
     return p;
   });
+  // provider strings (the server turns each into the object form; errors name /providers/N)
+  spec.providers.push(...$('f-prov-strings').value.split('\n').map((x) => x.trim()).filter(Boolean));
   return spec;
 }
 

@@ -32,7 +32,8 @@ void etw_caps_json(unsigned caps, struct etw_jw *w) {
   static const char *const names[] = {"live",          "file",         "replay",
                                       "list_providers", "filter_pid",  "filter_expression",
                                       "filter_exe",    "level_keywords", "event_ids",
-                                      "stacks",        "kernel_flags", "enable_running"};
+                                      "stacks",        "kernel_flags", "enable_running",
+                                      "event_names",   "buffer_size",  "win_settings"};
   etw_jw_ch(w, '[');
   int first = 1;
   for (unsigned i = 0; i < sizeof names / sizeof names[0]; i++) {

@@ -556,6 +556,13 @@ static void sub_sleep(struct etw_sub *s, int what, int (*cond)(struct etw_sub *)
 
 int etw_sub_read(struct etw_sub *s, struct etw_jw *out, enum etw_sub_fmt fmt, size_t max_bytes,
                  int timeout_ms) {
+  /* ?limit=N: the N events went out, the stream ends (only this function adds to delivered) */
+  uint64_t left = UINT64_MAX;
+  if (s->f.limit) {
+    uint64_t sent = atomic_load_explicit(&s->delivered, memory_order_relaxed);
+    if (sent >= s->f.limit) return -1;
+    left = s->f.limit - sent;
+  }
   int64_t now = mono_ns();
   int64_t dl = now + (int64_t)timeout_ms * 1000000LL;
   /* linger, at high publish rates only: let batches accumulate until `linger` after the
@@ -633,7 +640,7 @@ int etw_sub_read(struct etw_sub *s, struct etw_jw *out, enum etw_sub_fmt fmt, si
       /* taken whole only where the event-by-event loop below would take every event too (each
        * event's rendering is at least e->len, and that loop wants e->len + 32 free before one,
        * the ',' included): frames are cut at the same places either way */
-      if (fr && out->len - start_len + fr->len + 33 <= max_bytes) {
+      if (fr && out->len - start_len + fr->len + 33 <= max_bytes && b->n <= left - delivered) {
         if (fmt == ETW_FMT_JSON_ARRAY && !first) etw_jw_ch(out, ',');
         first = 0;
         etw_jw_raw(out, fr->buf, fr->len);
@@ -646,7 +653,7 @@ int etw_sub_read(struct etw_sub *s, struct etw_jw *out, enum etw_sub_fmt fmt, si
     for (; j < b->n; j++) {
       const struct etw_evref *e = &b->ev[j];
       if (!match(s, e)) continue;
-      if (out->len - start_len + e->len + 32 > max_bytes && records > 0) {
+      if (delivered >= left || (out->len - start_len + e->len + 32 > max_bytes && records > 0)) {
         full = 1;
         break;
       }

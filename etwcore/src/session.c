@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "etwcore/caps.h"
 #include "etwcore/spec.h"
 #include "etwcore/util.h"
 
@@ -342,6 +343,7 @@ static enum etw_err create(struct etw_core *c, const cJSON *body, const char *co
                  s->spec.backend, berr);
     goto fail;
   }
+  if ((e = etw_caps_check_spec(s->be, &s->spec, st))) goto fail; /* 400 for what it cannot honour */
   if ((s->spec.mode & ETW_MODE_FILE) && !(s->be->caps & ETW_CAP_FILE)) {
     e = etw_fail(st, ETW_E_INVALID, "/mode", "backend \"%s\" cannot record to a file", s->be->name);
     goto fail;
@@ -583,7 +585,7 @@ enum etw_err etw_session_patch(struct etw_session *s, const cJSON *body, struct 
     char f[32];
     snprintf(f, sizeof f, "/enable/%d", i);
     struct etw_provider_spec ps;
-    if ((e = etw_provider_parse(p, &ps, f, st))) {
+    if ((e = etw_provider_parse(p, s->be->name, &ps, f, st)) || (e = etw_caps_check_provider(s->be, &ps, f, st))) {
       etw_provider_free(&ps);
       goto out;
     }

@@ -10,6 +10,15 @@
 
 static char *dupstr(const char *s) { return s ? strdup(s) : NULL; }
 
+static char *dupn(const char *s, size_t n) { /* strndup is not on every platform we build for */
+  char *d = malloc(n + 1);
+  if (d) {
+    memcpy(d, s, n);
+    d[n] = 0;
+  }
+  return d;
+}
+
 static int known(const cJSON *o, const char *const *keys, const char *ptr, struct etw_status *st) {
   for (const cJSON *c = o->child; c; c = c->next) {
     int ok = 0;
@@ -88,14 +97,133 @@ static enum etw_err u32_array(const cJSON *a, uint32_t **out, uint32_t *n, uint3
   return ETW_E_OK;
 }
 
-enum etw_err etw_provider_parse(const cJSON *o, struct etw_provider_spec *p, const char *ptr,
-                                struct etw_status *st) {
+/* ---- provider strings (README "Provider strings"): both forms fill the same struct as the
+ * JSON object, which stays the canonical form (GET shows it). */
+
+/* one number of a goetw string: decimal, or hex with 0x; -1 if not a number or above @max */
+static int str_num(const char *s, size_t n, uint64_t max, uint64_t *out) {
+  char buf[32];
+  if (!n || n >= sizeof buf) return -1;
+  memcpy(buf, s, n);
+  buf[n] = 0;
+  int hex = buf[0] == '0' && (buf[1] == 'x' || buf[1] == 'X');
+  const char *d = buf + (hex ? 2 : 0);
+  if (!*d) return -1;
+  for (const char *c = d; *c; c++)
+    if (hex ? !isxdigit((unsigned char)*c) : !isdigit((unsigned char)*c)) return -1;
+  char *end;
+  errno = 0;
+  unsigned long long x = strtoull(d, &end, hex ? 16 : 10);
+  if (errno || *end || x > max) return -1;
+  *out = x;
+  return 0;
+}
+
+static int is_guid_text(const char *s, size_t n) { /* {xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx} */
+  if (n != 38 || s[0] != '{' || s[37] != '}') return 0;
+  for (size_t i = 1; i < 37; i++)
+    if ((i == 9 || i == 14 || i == 19 || i == 24) ? s[i] != '-' : !isxdigit((unsigned char)s[i])) return 0;
+  return 1;
+}
+
+/* tracefs form: "system", "system:*" or "system:event[,event…]" */
+static enum etw_err tracefs_string(const char *str, struct etw_provider_spec *p, const char *ptr,
+                                   struct etw_status *st) {
+  size_t nl = strcspn(str, ":");
+  if (!nl || nl > 255)
+    return etw_fail(st, ETW_E_INVALID, ptr, "%s: \"%.100s\" needs a tracepoint system name of 1-255 bytes before ':'", ptr, str);
+  const char *ev = str[nl] ? str + nl + 1 : NULL;
+  if (ev && strchr(ev, ':'))
+    return etw_fail(st, ETW_E_INVALID, ptr,
+                    "%s: \"%.100s\" has more than one ':' — a linux provider string is system, system:* or "
+                    "system:event[,event…] (the Name:Level:EventIDs:… form is for the etw and etl backends)",
+                    ptr, str);
+  p->name = dupn(str, nl);
+  if (!p->name) return etw_fail(st, ETW_E_NOMEM, NULL, NULL);
+  if (!ev || !strcmp(ev, "*")) return ETW_E_OK; /* all the system's events */
+  uint32_t cnt = 1;
+  for (const char *c = ev; *c; c++) cnt += *c == ',';
+  if (cnt > ETW_SPEC_MAX_EVENTS)
+    return etw_fail(st, ETW_E_INVALID, ptr, "%s: more than %d events", ptr, ETW_SPEC_MAX_EVENTS);
+  p->events = calloc(cnt + 1, sizeof *p->events);
+  if (!p->events) return etw_fail(st, ETW_E_NOMEM, NULL, NULL);
+  for (const char *c = ev;; c++) {
+    size_t k = strcspn(c, ",");
+    if (!k || k > 255 || (k == 1 && *c == '*'))
+      return etw_fail(st, ETW_E_INVALID, ptr, "%s: \"%.100s\": event %u must be a name of 1-255 bytes (or the whole list \"*\")",
+                      ptr, str, p->n_events);
+    if (!(p->events[p->n_events] = dupn(c, k))) return etw_fail(st, ETW_E_NOMEM, NULL, NULL);
+    p->n_events++;
+    c += k;
+    if (!*c) break;
+  }
+  return ETW_E_OK;
+}
+
+/* goetw form: "Name[:Level[:EventIDs[:AnyKeywords[:AllKeywords]]]]"; Name may be a {GUID};
+ * EventIDs separated by ',' or ';'; numbers decimal or 0x hex; an empty field keeps its default */
+static enum etw_err goetw_string(const char *str, struct etw_provider_spec *p, const char *ptr,
+                                 struct etw_status *st) {
+  static const char *const what[] = {"Name", "Level", "EventIDs", "AnyKeywords", "AllKeywords"};
+  const char *fld[5] = {0};
+  size_t len[5] = {0};
+  int nf = 0;
+  for (const char *c = str;; c++) {
+    if (nf == 5)
+      return etw_fail(st, ETW_E_INVALID, ptr, "%s: \"%.100s\" has more than 5 ':'-separated fields "
+                      "(Name:Level:EventIDs:AnyKeywords:AllKeywords)", ptr, str);
+    fld[nf] = c;
+    len[nf] = strcspn(c, ":");
+    c += len[nf++];
+    if (!*c) break;
+  }
+  if (!len[0] || len[0] > 255 || (fld[0][0] == '{' && !is_guid_text(fld[0], len[0])))
+    return etw_fail(st, ETW_E_INVALID, ptr, "%s: \"%.100s\": Name must be a provider name (1-255 bytes) or a "
+                    "{GUID} like {9e814aad-3204-11d2-9a82-006008a86939}", ptr, str);
+  if (!(p->name = dupn(fld[0], len[0]))) return etw_fail(st, ETW_E_NOMEM, NULL, NULL);
+  uint64_t x;
+  if (nf > 1 && len[1]) {
+    if (str_num(fld[1], len[1], 255, &x))
+      return etw_fail(st, ETW_E_INVALID, ptr, "%s: \"%.100s\": %s must be 0-255 (decimal or 0x hex)", ptr, str, what[1]);
+    p->level = (int)x;
+  }
+  if (nf > 2 && len[2]) {
+    p->event_ids = calloc(ETW_SPEC_MAX_EVENTS, sizeof *p->event_ids);
+    if (!p->event_ids) return etw_fail(st, ETW_E_NOMEM, NULL, NULL);
+    for (const char *c = fld[2], *e = fld[2] + len[2];; c++) { /* an empty ID (",," or a trailing ',') fails */
+      size_t k = strcspn(c, ",;:");
+      if (p->n_event_ids >= ETW_SPEC_MAX_EVENTS || str_num(c, k, 65535, &x))
+        return etw_fail(st, ETW_E_INVALID, ptr, "%s: \"%.100s\": %s must be 1-%d event IDs 0-65535 "
+                        "separated by ',' or ';'", ptr, str, what[2], ETW_SPEC_MAX_EVENTS);
+      p->event_ids[p->n_event_ids++] = (uint32_t)x;
+      c += k;
+      if (c >= e) break;
+    }
+  }
+  for (int i = 3; i < nf; i++) {
+    if (!len[i]) continue;
+    if (str_num(fld[i], len[i], UINT64_MAX, &x))
+      return etw_fail(st, ETW_E_INVALID, ptr, "%s: \"%.100s\": %s must be a 64-bit mask (0x hex or decimal)", ptr, str, what[i]);
+    *(i == 3 ? &p->keywords_any : &p->keywords_all) = x;
+  }
+  return ETW_E_OK;
+}
+
+enum etw_err etw_provider_parse(const cJSON *o, const char *backend, struct etw_provider_spec *p,
+                                const char *ptr, struct etw_status *st) {
   static const char *const keys[] = {"name", "events", "filter", "level", "keywords_any",
                                      "keywords_all", "event_ids", "event_ids_exclude", "stacks", NULL};
   char f[128];
   memset(p, 0, sizeof *p);
   p->level = 5;
-  if (!cJSON_IsObject(o)) return etw_fail(st, ETW_E_INVALID, ptr, "%s must be an object", ptr);
+  if (cJSON_IsString(o)) {
+    if (!o->valuestring[0] || strlen(o->valuestring) > 4096)
+      return etw_fail(st, ETW_E_INVALID, ptr, "%s: a provider string must be 1-4096 bytes", ptr);
+    return backend && !strcmp(backend, "linux") ? tracefs_string(o->valuestring, p, ptr, st)
+                                                : goetw_string(o->valuestring, p, ptr, st);
+  }
+  if (!cJSON_IsObject(o))
+    return etw_fail(st, ETW_E_INVALID, ptr, "%s must be a provider object or a provider string", ptr);
   if (known(o, keys, ptr, st)) return st ? st->code : ETW_E_INVALID;
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "name");
   snprintf(f, sizeof f, "%s/name", ptr);
@@ -303,11 +431,13 @@ enum etw_err etw_spec_parse(const cJSON *body, struct etw_session_spec *s, struc
       char ptr[32];
       snprintf(ptr, sizeof ptr, "/providers/%d", i);
       s->n_providers++;
-      enum etw_err e = etw_provider_parse(c, &s->providers[i], ptr, st);
+      enum etw_err e = etw_provider_parse(c, s->backend, &s->providers[i], ptr, st);
       if (e) return e;
       for (int j = 0; j < i; j++)
         if (!strcmp(s->providers[j].name, s->providers[i].name))
-          return etw_fail(st, ETW_E_INVALID, ptr, "provider \"%s\" is listed twice", s->providers[i].name);
+          return etw_fail(st, ETW_E_INVALID, ptr,
+                          "provider \"%s\" is listed twice (give all its events in one entry, e.g. "
+                          "\"sched:sched_switch,sched_wakeup\")", s->providers[i].name);
     }
   }
   if ((v = cJSON_GetObjectItemCaseSensitive(body, "attach"))) {

@@ -47,7 +47,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     etw_jw_free(&w);
     etw_spec_free(&spec);
     struct etw_provider_spec p;
-    etw_provider_parse(j, &p, "/enable/0", &st);
+    etw_provider_parse(j, (size & 1) ? "linux" : "win", &p, "/enable/0", &st);
     etw_provider_free(&p);
     cJSON_Delete(j);
   }

@@ -229,7 +229,44 @@ static void *ticking_producer(void *a) {
   return NULL;
 }
 
+/* ?limit=N: exactly N events, then the end (-1) — also where whole batches are taken from a
+ * rendering shared by several unfiltered readers, and for a filtered reader */
+static void limits(void) {
+  struct etw_hub_limits lim = {1 << 20, 100, 8};
+  struct etw_hub *h = etw_hub_new(&lim);
+  struct etw_sub_filter fa = {0}, fo = {0};
+  fa.max_level = -1;
+  fa.limit = 13;
+  fo = fa;
+  fo.limit = 3;
+  snprintf(fo.providers[fo.n_providers++], ETW_FILTER_NAME_MAX, "other");
+  struct etw_sub *a1 = etw_hub_subscribe(h, &fa, 0, NULL), *a2 = etw_hub_subscribe(h, &fa, 0, NULL);
+  struct etw_sub *o = etw_hub_subscribe(h, &fo, 0, NULL), *big = etw_hub_subscribe(h, &fa, 0, NULL);
+  etw_hub_publish(h, mk(10, "sched", 100));
+  etw_hub_publish(h, mk(10, "other", 100));
+  etw_hub_publish(h, mk(10, "sched", 100));
+  uint64_t g = 0, ls = 0;
+  CHECK_EQ(drain(a1, &g, &ls), 13);
+  g = 0, ls = 0;
+  CHECK_EQ(drain(a2, &g, &ls), 13);
+  CHECK_EQ(ls, 13); /* the first 13, in order */
+  g = 0, ls = 0;
+  CHECK_EQ(drain(o, &g, &ls), 3);
+  CHECK_EQ(ls, 13); /* "other" starts at seq 11 */
+  struct etw_jw w;
+  etw_jw_init(&w, 1 << 20);
+  CHECK_EQ(etw_sub_read(a1, &w, ETW_FMT_JSON_ARRAY, 1 << 16, 0), -1);
+  CHECK_EQ(etw_sub_read(o, &w, ETW_FMT_NDJSON, 1 << 16, 1000), -1); /* at once, though more is queued */
+  etw_jw_free(&w);
+  etw_sub_close(big); /* read nothing: the limit does not touch what the hub queues */
+  etw_sub_close(a1);
+  etw_sub_close(a2);
+  etw_sub_close(o);
+  etw_hub_free(h);
+}
+
 int main(void) {
+  limits();
   struct etw_hub_limits lim = {1 << 20, 100, 8};
   struct etw_hub *h = etw_hub_new(&lim);
 

@@ -3,6 +3,7 @@
  * portable ETW session configuration (etw_win_cfg_from_spec / etw_win_cfg_check). */
 #include <cjson/cJSON.h>
 
+#include "etwcore/caps.h"
 #include "etwcore/spec.h"
 #include "etwcore/winreq.h"
 #include "t.h"
@@ -25,7 +26,136 @@ static void bad(const char *json, const char *field) {
   etw_spec_free(&s);
 }
 
+/* the canonical JSON form (what GET shows) of a spec */
+static char *spec_json(const char *json) {
+  struct etw_session_spec s;
+  struct etw_status st;
+  enum etw_err e = parse(json, &s, &st);
+  if (e) fprintf(stderr, "for %s: %s (%s)\n", json, st.msg, st.field);
+  CHECK_EQ(e, ETW_E_OK);
+  struct etw_jw w;
+  etw_jw_init(&w, 1 << 16);
+  if (!e) etw_spec_json(&s, &w);
+  char *out = strdup(etw_jw_cstr(&w));
+  etw_jw_free(&w);
+  etw_spec_free(&s);
+  return out;
+}
+
+/* a provider string and its object form give the same spec */
+static void same(const char *with_string, const char *with_object) {
+  char *a = spec_json(with_string), *b = spec_json(with_object);
+  if (strcmp(a, b)) fprintf(stderr, "for %s\n", with_string);
+  CHECK_STR(a, b);
+  free(a);
+  free(b);
+}
+
+/* the message names the element and says what is wrong */
+static void bad_msg(const char *json, const char *field, const char *says) {
+  struct etw_session_spec s;
+  struct etw_status st;
+  CHECK(parse(json, &s, &st) != ETW_E_OK);
+  CHECK_STR(st.field, field);
+  if (!strstr(st.msg, says)) fprintf(stderr, "for %s: message \"%s\" lacks \"%s\"\n", json, st.msg, says);
+  CHECK(strstr(st.msg, says) != NULL);
+  etw_spec_free(&s);
+}
+
+static void provider_strings(void) {
+  /* linux: tracefs's system:event, system:*, system */
+  same("{\"backend\":\"linux\",\"providers\":[\"sched:sched_switch\"]}",
+       "{\"backend\":\"linux\",\"providers\":[{\"name\":\"sched\",\"events\":[\"sched_switch\"]}]}");
+  same("{\"backend\":\"linux\",\"providers\":[\"sched:sched_switch,sched_wakeup\",{\"name\":\"irq\"}]}",
+       "{\"backend\":\"linux\",\"providers\":[{\"name\":\"sched\",\"events\":[\"sched_switch\",\"sched_wakeup\"]},"
+       "{\"name\":\"irq\"}]}");
+  same("{\"backend\":\"linux\",\"providers\":[\"sched:*\"]}", "{\"backend\":\"linux\",\"providers\":[{\"name\":\"sched\"}]}");
+  same("{\"backend\":\"linux\",\"providers\":[\"sched\"]}", "{\"backend\":\"linux\",\"providers\":[{\"name\":\"sched\"}]}");
+  /* etw/etl: goetw's Name[:Level[:EventIDs[:AnyKeywords[:AllKeywords]]]] */
+  same("{\"backend\":\"win\",\"providers\":[\"Microsoft-Windows-Kernel-Process:4::0x10\"]}",
+       "{\"backend\":\"win\",\"providers\":[{\"name\":\"Microsoft-Windows-Kernel-Process\",\"level\":4,"
+       "\"keywords_any\":\"0x10\"}]}");
+  same("{\"backend\":\"win\",\"providers\":[\"Name:0x10:4\"]}",
+       "{\"backend\":\"win\",\"providers\":[{\"name\":\"Name\",\"level\":16,\"event_ids\":[4]}]}");
+  same("{\"backend\":\"win\",\"providers\":[\"{22fb2cd6-0e7b-422b-a0c7-2fad1fd0e716}:5:1,2;5:0xff:0x8000000000000001\"]}",
+       "{\"backend\":\"win\",\"providers\":[{\"name\":\"{22fb2cd6-0e7b-422b-a0c7-2fad1fd0e716}\",\"level\":5,"
+       "\"event_ids\":[1,2,5],\"keywords_any\":\"0xff\",\"keywords_all\":\"0x8000000000000001\"}]}");
+  same("{\"backend\":\"win\",\"providers\":[\"P\",\"Q:::\"]}",
+       "{\"backend\":\"win\",\"providers\":[{\"name\":\"P\"},{\"name\":\"Q\"}]}");
+  same("{\"files\":[\"a.etl\"],\"providers\":[\"Microsoft-Windows-Kernel-Process\"]}",
+       "{\"files\":[\"a.etl\"],\"providers\":[{\"name\":\"Microsoft-Windows-Kernel-Process\"}]}");
+  /* malformed strings: 400 naming the element, saying what is wrong */
+  bad_msg("{\"backend\":\"linux\",\"providers\":[\"sched\",\"Name:0x10:4\"]}", "/providers/1", "more than one ':'");
+  bad_msg("{\"backend\":\"linux\",\"providers\":[\":x\"]}", "/providers/0", "system name");
+  bad_msg("{\"backend\":\"linux\",\"providers\":[\"sched:a,,b\"]}", "/providers/0", "event 1");
+  bad_msg("{\"backend\":\"linux\",\"providers\":[\"\"]}", "/providers/0", "1-4096 bytes");
+  bad_msg("{\"backend\":\"linux\",\"providers\":[\"sched:sched_switch\",\"sched:sched_wakeup\"]}", "/providers/1",
+          "listed twice");
+  bad_msg("{\"backend\":\"win\",\"providers\":[\"a\",\"P:256\"]}", "/providers/1", "Level must be 0-255");
+  bad_msg("{\"backend\":\"win\",\"providers\":[\"P:x\"]}", "/providers/0", "Level");
+  bad_msg("{\"backend\":\"win\",\"providers\":[\"P:4:1,70000\"]}", "/providers/0", "EventIDs");
+  bad_msg("{\"backend\":\"win\",\"providers\":[\"P:4:1,\"]}", "/providers/0", "EventIDs");
+  bad_msg("{\"backend\":\"win\",\"providers\":[\"P:4:1 2\"]}", "/providers/0", "EventIDs");
+  bad_msg("{\"backend\":\"win\",\"providers\":[\"P:4::zz\"]}", "/providers/0", "AnyKeywords");
+  bad_msg("{\"backend\":\"win\",\"providers\":[\"P:4::0x1:0x10000000000000000\"]}", "/providers/0", "AllKeywords");
+  bad_msg("{\"backend\":\"win\",\"providers\":[\"P:1:2:3:4:5\"]}", "/providers/0", "more than 5");
+  bad_msg("{\"backend\":\"win\",\"providers\":[\"{nope}:4\"]}", "/providers/0", "{GUID}");
+  bad_msg("{\"backend\":\"win\",\"providers\":[\":4\"]}", "/providers/0", "Name");
+  bad_msg("{\"backend\":\"win\",\"providers\":[5]}", "/providers/0", "provider string");
+}
+
+/* refusals come from the member table: each member a backend lacks, at a non-default value */
+static void caps_refusals(void) {
+  const struct etw_backend lx = {.name = "linux", .caps = ETW_CAP_LIVE | ETW_CAP_FILE | ETW_CAP_FILTER_PID |
+                                                        ETW_CAP_FILTER_EXPR | ETW_CAP_EVENT_NAMES | ETW_CAP_BUFFER_SIZE};
+  const struct etw_backend etl = {.name = "replay-only", .caps = ETW_CAP_REPLAY}; /* a backend without filters */
+  struct { const struct etw_backend *b; const char *json; const char *field; } cases[] = {
+    {&lx, "{\"backend\":\"linux\",\"providers\":[\"sched\",{\"name\":\"irq\",\"level\":2}]}", "/providers/1/level"},
+    {&lx, "{\"backend\":\"linux\",\"providers\":[{\"name\":\"irq\",\"keywords_any\":\"0x1\"}]}", "/providers/0/keywords_any"},
+    {&lx, "{\"backend\":\"linux\",\"providers\":[{\"name\":\"irq\",\"keywords_all\":1}]}", "/providers/0/keywords_all"},
+    {&lx, "{\"backend\":\"linux\",\"providers\":[{\"name\":\"irq\",\"stacks\":true}]}", "/providers/0/stacks"},
+    {&lx, "{\"backend\":\"linux\",\"providers\":[{\"name\":\"irq\",\"event_ids\":[1]}]}", "/providers/0/event_ids"},
+    {&lx, "{\"backend\":\"linux\",\"exe_names\":[\"a\"],\"providers\":[\"irq\"]}", "/exe_names"},
+    {&etl, "{\"files\":[\"a.etl\"],\"buffer_kb\":64}", "/buffer_kb"},
+    {&etl, "{\"files\":[\"a.etl\"],\"pids\":[1]}", "/pids"},
+    {&etl, "{\"files\":[\"a.etl\"],\"mode\":\"file\"}", "/mode"},
+    {&etl, "{\"files\":[\"a.etl\"],\"providers\":[{\"name\":\"P\",\"filter\":\"x\"}]}", "/providers/0/filter"},
+    {&etl, "{\"files\":[\"a.etl\"],\"providers\":[\"P:2\"]}", "/providers/0/level"},
+    {&etl, "{\"files\":[\"a.etl\"],\"providers\":[\"P::7\"]}", "/providers/0/event_ids"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    struct etw_session_spec s;
+    struct etw_status st;
+    CHECK_EQ(parse(cases[i].json, &s, &st), ETW_E_OK);
+    etw_status_clear(&st);
+    CHECK_EQ(etw_caps_check_spec(cases[i].b, &s, &st), ETW_E_INVALID);
+    if (strcmp(st.field, cases[i].field)) fprintf(stderr, "for %s\n", cases[i].json);
+    CHECK_STR(st.field, cases[i].field);
+    etw_spec_free(&s);
+  }
+  /* at their defaults (what GET shows) they are accepted: a spec copied from GET goes back in */
+  const char *ok[] = {
+    "{\"backend\":\"linux\",\"mode\":\"both\",\"buffer_kb\":64,\"providers\":[{\"name\":\"irq\",\"events\":[\"a\"],"
+    "\"level\":5,\"keywords_any\":\"0x0000000000000000\",\"keywords_all\":0,\"event_ids\":[],"
+    "\"event_ids_exclude\":false,\"stacks\":false,\"filter\":\"x>1\"}],\"pids\":[1]}",
+    "{\"files\":[\"a.etl\"],\"mode\":\"realtime\",\"replay\":\"recorded\",\"pids\":[],\"providers\":[\"P\",\"Q:5\"]}",
+  };
+  const struct etw_backend *okb[] = {&lx, &etl};
+  for (int i = 0; i < 2; i++) {
+    struct etw_session_spec s;
+    struct etw_status st;
+    CHECK_EQ(parse(ok[i], &s, &st), ETW_E_OK);
+    CHECK_EQ(etw_caps_check_spec(okb[i], &s, &st), ETW_E_OK);
+    etw_spec_free(&s);
+  }
+  CHECK(etw_stream_param_known("limit", 5));
+  CHECK(!etw_stream_param_known("limits", 6));
+  CHECK(!etw_stream_param_known("lim", 3));
+}
+
 int main(void) {
+  provider_strings();
+  caps_refusals();
   struct etw_session_spec s;
   struct etw_status st;
   CHECK_EQ(parse("{\"name\":\"a.b-c_1\",\"providers\":[{\"name\":\"sched\",\"events\":[\"sched_switch\"],"

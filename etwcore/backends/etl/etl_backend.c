@@ -86,18 +86,43 @@ struct etl_sess {
   atomic_int stop;
   atomic_uint_fast64_t events, bytes, errors, unparsed;
   pthread_mutex_t mu;
-  const char **want;  /* provider filter (names/GUID text), from the spec */
+  const struct etw_provider_spec **want; /* the spec's providers (names/GUID text): a filter */
   uint32_t n_want;
 };
 
-static int wanted(const struct etl_sess *s, const char *prov, const unsigned char *guid) {
+/* The filters ETW applies when it enables a provider, applied to the recorded events as the
+ * stream shows them (Level, EventID, EventName; keywords from the header): an event passes at
+ * Level 0 or <= the provider's level (0 and 5, the default, pass every level: a replay shows
+ * everything unless asked otherwise); an event with keywords needs one of keywords_any (when set)
+ * and all of keywords_all; event_ids include (or exclude); events by name. */
+static int passes(const struct etw_provider_spec *p, const struct etw_rec *rec, const struct etw_evref *ref) {
+  if (p->level && p->level < 5 && ref->level && ref->level > p->level) return 0;
+  if (rec->desc.keyword) {
+    if (p->keywords_any && !(rec->desc.keyword & p->keywords_any)) return 0;
+    if ((rec->desc.keyword & p->keywords_all) != p->keywords_all) return 0;
+  }
+  if (p->n_event_ids) {
+    int in = 0;
+    for (uint32_t i = 0; i < p->n_event_ids && !in; i++) in = p->event_ids[i] == ref->event_id;
+    if (in == p->event_ids_exclude) return 0;
+  }
+  if (p->n_events) {
+    int in = 0;
+    for (uint32_t i = 0; i < p->n_events && !in && ref->name; i++) in = !strcmp(p->events[i], ref->name);
+    if (!in) return 0;
+  }
+  return 1;
+}
+
+static int wanted(const struct etl_sess *s, const char *prov, const struct etw_rec *rec,
+                  const struct etw_evref *ref) {
   if (!s->n_want) return 1;
   char g[39];
-  etw_format_guid(g, guid);
+  etw_format_guid(g, rec->provider_id);
   for (uint32_t i = 0; i < s->n_want; i++) {
-    const char *w = s->want[i];
-    if (!strcasecmp(w, prov)) return 1;
-    if (!strncasecmp(w, g + 1, 36) || !strncasecmp(w, g, 38)) return 1;
+    const char *w = s->want[i]->name;
+    if (!strcasecmp(w, prov) || !strncasecmp(w, g + 1, 36) || !strncasecmp(w, g, 38))
+      return passes(s->want[i], rec, ref);
   }
   return 0;
 }
@@ -157,7 +182,7 @@ static void *reader_main(void *arg) {
     if (!etw_decoder_write(s->dec, rec, &b->data, &ref)) atomic_fetch_add(&s->errors, 1);
     if (s->dec->unparsed != atomic_load_explicit(&s->unparsed, memory_order_relaxed)) /* the stats' copy */
       atomic_store_explicit(&s->unparsed, s->dec->unparsed, memory_order_relaxed);
-    if (s->n_want && !wanted(s, ref.provider, rec->provider_id)) {
+    if (s->n_want && !wanted(s, ref.provider, rec, &ref)) {
       etw_jw_truncate(&b->data, mark);
     } else if (etw_batch_commit(b, mark, &ref)) {
       etw_hub_drop(hub, 1);
@@ -220,7 +245,7 @@ static enum etw_err etl_open(const struct etw_backend_args *a, void **state, str
     s->want = calloc(spec->n_providers, sizeof *s->want);
     if (!s->want) e = etw_fail(st, ETW_E_NOMEM, NULL, NULL);
     for (uint32_t i = 0; !e && i < spec->n_providers; i++)
-      if (spec->providers[i].name) s->want[s->n_want++] = spec->providers[i].name;
+      if (spec->providers[i].name) s->want[s->n_want++] = &spec->providers[i];
   }
   if (e) {
     etw_etl_reader_free(s->rd);
@@ -442,7 +467,8 @@ static enum etw_err etl_describe_provider(const char *name, struct etw_jw *w, st
 
 const struct etw_backend etw_backend_etl = {
     .name = "etl",
-    .caps = ETW_CAP_REPLAY | ETW_CAP_LIST_PROVIDERS,
+    .caps = ETW_CAP_REPLAY | ETW_CAP_LIST_PROVIDERS | ETW_CAP_LEVEL_KEYWORDS | ETW_CAP_EVENT_IDS |
+            ETW_CAP_EVENT_NAMES,
     .init = NULL,
     .open = etl_open,
     .enable = etl_enable,

@@ -1033,7 +1033,9 @@ const struct etw_backend etw_backend_win = {
     .name = "win",
     .caps = ETW_CAP_LIVE | ETW_CAP_FILE | ETW_CAP_LIST_PROVIDERS | ETW_CAP_FILTER_PID | ETW_CAP_FILTER_EXE |
             ETW_CAP_LEVEL_KEYWORDS | ETW_CAP_EVENT_IDS | ETW_CAP_STACKS | ETW_CAP_KERNEL_FLAGS |
-            ETW_CAP_ENABLE_RUNNING,
+            ETW_CAP_ENABLE_RUNNING | ETW_CAP_EVENT_NAMES | ETW_CAP_BUFFER_SIZE | ETW_CAP_WIN_SETTINGS,
+    .buffer_kb_min = 1,
+    .buffer_kb_max = ETW_WIN_BUFFER_KB_MAX,
     .init = win_init,
     .open = win_open,
     .enable = win_enable,

@@ -42,8 +42,12 @@ enum {
   ETW_CAP_EVENT_IDS = 1u << 8,
   ETW_CAP_STACKS = 1u << 9,
   ETW_CAP_KERNEL_FLAGS = 1u << 10,
-  ETW_CAP_ENABLE_RUNNING = 1u << 11 /* enable/disable providers on a running session */
+  ETW_CAP_ENABLE_RUNNING = 1u << 11, /* enable/disable providers on a running session */
+  ETW_CAP_EVENT_NAMES = 1u << 12,    /* a provider's "events" choose what is enabled */
+  ETW_CAP_BUFFER_SIZE = 1u << 13,    /* "buffer_kb" sizes the OS buffers */
+  ETW_CAP_WIN_SETTINGS = 1u << 14    /* "win" session settings and "attach" */
 };
+/* What each bit means to a session spec or stream: the member table in etwcore/caps.h. */
 
 enum { ETW_MODE_REALTIME = 1, ETW_MODE_FILE = 2 };
 
@@ -115,6 +119,7 @@ struct etw_backend_stats {
 struct etw_backend {
   const char *name;
   unsigned caps;
+  uint32_t buffer_kb_min, buffer_kb_max; /* "buffer_kb" range (ETW_CAP_BUFFER_SIZE), for the API */
   /** init - once at start-up (mount tracefs, reap stale sessions); may be NULL. */
   enum etw_err (*init)(struct etw_status *st);
   /** open - validate backend specifics and create the OS object (not yet consuming). */

@@ -53,6 +53,7 @@ struct etw_sub_filter {
   uint32_t n_pids;
   int max_level; /* -1 = any; else Level <= max_level */
   uint32_t queue_events; /* this subscriber's queue bound; 0 = the hub's; never above it */
+  uint64_t limit;        /* end the stream (etw_sub_read -1) after this many events; 0 = never */
 };
 
 struct etw_hub_stats {

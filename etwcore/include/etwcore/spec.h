@@ -14,9 +14,15 @@
  * in every case. File names in "files" are copied verbatim: the API layer resolves them.
  */
 enum etw_err etw_spec_parse(const cJSON *body, struct etw_session_spec *out, struct etw_status *st);
-/** etw_provider_parse - one provider object (used by PATCH); @ptr prefixes error fields. */
-enum etw_err etw_provider_parse(const cJSON *o, struct etw_provider_spec *p, const char *ptr,
-                                struct etw_status *st);
+/**
+ * etw_provider_parse - one provider (also used by PATCH): a JSON object, or a provider string
+ * read by @backend's rules — "linux": "system", "system:*", "system:event[,event…]"; any other:
+ * goetw's "Name[:Level[:EventIDs[:AnyKeywords[:AllKeywords]]]]" (Name or {GUID}; EventIDs
+ * separated by ',' or ';'; numbers decimal or 0x hex; empty fields keep their defaults).
+ * @ptr prefixes error fields (a malformed string is reported at @ptr itself).
+ */
+enum etw_err etw_provider_parse(const cJSON *o, const char *backend, struct etw_provider_spec *p,
+                                const char *ptr, struct etw_status *st);
 void etw_provider_free(struct etw_provider_spec *p);
 void etw_spec_free(struct etw_session_spec *s);
 /** etw_spec_json - write the spec back as a JSON object (what GET /sessions/{id} shows). */
