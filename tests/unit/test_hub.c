@@ -3,7 +3,8 @@
  * replay window for from=<seq>, end of stream, concurrent producers; and, with real threads,
  * the lock-free queues: concurrent readers each with their own accounting, sleeping readers
  * woken promptly by a publish / etw_sub_wake / etw_hub_end, the queue's bound in batches,
- * and lingering (at most one frame per linger period at high publish rates). */
+ * and lingering (at most one frame per linger period at high publish rates); lossless hubs
+ * (publish waits for room; close and cancel release it), and the loss counted at close. */
 #include <pthread.h>
 #include <stdatomic.h>
 #if !defined(_WIN32)
@@ -229,8 +230,155 @@ static void *ticking_producer(void *a) {
   return NULL;
 }
 
+/* a producer of @batches batches of 10 events, then the end of stream (lossless tests) */
+struct lprod {
+  struct etw_hub *h;
+  int batches;
+  atomic_int done;
+};
+static void *lproducer(void *a) {
+  struct lprod *p = a;
+  for (int i = 0; i < p->batches; i++) etw_hub_publish(p->h, mk(10, "sched", 100));
+  etw_hub_end(p->h);
+  atomic_store(&p->done, 1);
+  return NULL;
+}
+
+/* wait up to @ms for *flag */
+static int wait_flag(atomic_int *flag, int ms) {
+  for (int i = 0; i < ms && !atomic_load(flag); i++) sleep_ms(1);
+  return atomic_load(flag);
+}
+
+/* lossless hubs (a file is not a live source): a slow reader gets every event, the publisher
+ * waits for it; closing it or etw_hub_cancel releases the publisher; from=<seq> ahead */
+static void test_lossless(void) {
+  struct etw_hub_limits ll = {0, 100, 8, 1};
+  struct etw_hub *h = etw_hub_new(&ll);
+  struct etw_sub *slow = etw_hub_subscribe(h, NULL, 0, NULL);
+  struct etw_sub *fast = etw_hub_subscribe(h, NULL, 0, NULL);
+  struct etw_sub_filter f = {0};
+  f.max_level = -1;
+  f.pids[f.n_pids++] = 101;
+  struct etw_sub *filt = etw_hub_subscribe(h, &f, 0, NULL);
+  struct rdr rs = {.s = slow, .slow_ms = 2}, rf = {.s = fast}, rp = {.s = filt, .slow_ms = 1};
+  pthread_t ts, tf, tp, tpr;
+  pthread_create(&ts, NULL, reader, &rs);
+  pthread_create(&tf, NULL, reader, &rf);
+  pthread_create(&tp, NULL, reader, &rp);
+  struct lprod pr = {h, 300, 0};
+  pthread_create(&tpr, NULL, lproducer, &pr);
+  pthread_join(tpr, NULL);
+  pthread_join(ts, NULL);
+  pthread_join(tf, NULL);
+  pthread_join(tp, NULL);
+  CHECK_EQ(rs.events, 3000); /* queue bound 100 events, 3000 published: nothing dropped */
+  CHECK_EQ(rs.gaps, 0);
+  CHECK_EQ(rs.last_seq, 3000);
+  CHECK_EQ(rs.bad_order, 0);
+  CHECK_EQ(rf.events, 3000);
+  CHECK_EQ(rp.events, 1500);
+  CHECK_EQ(rp.gaps, 0);
+  struct etw_hub_stats hs;
+  etw_hub_stats(h, &hs);
+  CHECK_EQ(hs.sub_dropped, 0);
+  etw_sub_close(slow);
+  etw_sub_close(fast);
+  etw_sub_close(filt);
+  etw_hub_free(h);
+
+  /* a subscriber that reads nothing holds the publisher back until it is closed */
+  h = etw_hub_new(&ll);
+  struct etw_sub *stuck = etw_hub_subscribe(h, NULL, 0, NULL);
+  struct lprod p2 = {h, 50, 0};
+  pthread_create(&tpr, NULL, lproducer, &p2);
+  sleep_ms(100);
+  CHECK(!atomic_load(&p2.done));
+  etw_hub_stats(h, &hs);
+  CHECK_EQ(hs.produced, 100); /* the queue's bound */
+  struct etw_sub_stats fin;
+  etw_sub_close_final(stuck, &fin);
+  CHECK(wait_flag(&p2.done, 5000));
+  pthread_join(tpr, NULL);
+  CHECK_EQ(fin.dropped, 100); /* what it held when it went away is its loss */
+  CHECK_EQ(fin.delivered, 0);
+  etw_hub_stats(h, &hs);
+  CHECK_EQ(hs.produced, 500);
+  CHECK_EQ(hs.sub_dropped, 100);
+  etw_hub_free(h);
+
+  /* etw_hub_cancel (stop/delete) releases a waiting publisher: the rest is dropped, counted */
+  h = etw_hub_new(&ll);
+  stuck = etw_hub_subscribe(h, NULL, 0, NULL);
+  struct lprod p3 = {h, 50, 0};
+  pthread_create(&tpr, NULL, lproducer, &p3);
+  sleep_ms(100);
+  CHECK(!atomic_load(&p3.done));
+  etw_hub_cancel(h);
+  CHECK(wait_flag(&p3.done, 5000));
+  pthread_join(tpr, NULL);
+  struct etw_sub_stats st3;
+  etw_sub_stats(stuck, &st3);
+  CHECK_EQ(st3.dropped, 400);
+  uint64_t g = 0, ls = 0;
+  CHECK_EQ(drain(stuck, &g, &ls), 100);
+  CHECK_EQ(g, 400);
+  etw_sub_close(stuck);
+  etw_hub_free(h);
+
+  /* from=<seq> not yet published (a replay pass subscribed before its reader starts) */
+  h = etw_hub_new(&ll);
+  struct etw_sub *from = etw_hub_subscribe(h, NULL, 15, NULL);
+  etw_hub_publish(h, mk(10, "sched", 100));
+  etw_hub_publish(h, mk(10, "sched", 100));
+  g = 0, ls = 14;
+  CHECK_EQ(drain(from, &g, &ls), 6); /* 15..20 */
+  CHECK_EQ(g, 0);
+  CHECK_EQ(ls, 20);
+  etw_sub_close(from);
+  etw_hub_free(h);
+}
+
+/* a live (lossy) hub too: what a closed subscriber's queue held is counted as its loss */
+static void test_close_counts_queued(void) {
+  struct etw_hub_limits lim = {0, 1000, 8, 0};
+  struct etw_hub *h = etw_hub_new(&lim);
+  struct etw_sub_filter f = {0};
+  f.max_level = -1;
+  f.pids[f.n_pids++] = 101;
+  struct etw_sub *all = etw_hub_subscribe(h, NULL, 0, NULL);
+  struct etw_sub *filt = etw_hub_subscribe(h, &f, 0, NULL);
+  for (int i = 0; i < 3; i++) etw_hub_publish(h, mk(10, "sched", 100));
+  struct etw_jw w;
+  etw_jw_init(&w, 1 << 20);
+  int got = etw_sub_read(all, &w, ETW_FMT_NDJSON, 200, 0); /* a few of the first batch */
+  CHECK(got > 0 && got < 10);
+  etw_jw_free(&w);
+  struct etw_sub_stats a, b;
+  etw_sub_close_final(all, &a);
+  etw_sub_close_final(filt, &b);
+  CHECK_EQ(a.delivered, got);
+  CHECK_EQ(a.dropped, 30 - got);
+  CHECK_EQ(b.dropped, 15);
+  struct etw_hub_stats hs;
+  etw_hub_stats(h, &hs);
+  CHECK_EQ(hs.sub_dropped, 30 - got + 15);
+  /* a frame whose write failed: its events were not delivered after all */
+  struct etw_sub *u = etw_hub_subscribe(h, NULL, 0, NULL);
+  etw_hub_publish(h, mk(10, "sched", 100));
+  etw_jw_init(&w, 1 << 20);
+  CHECK_EQ(etw_sub_read(u, &w, ETW_FMT_NDJSON, 1 << 20, 0), 10);
+  etw_jw_free(&w);
+  etw_sub_unsend(u, 10);
+  struct etw_sub_stats us;
+  etw_sub_close_final(u, &us);
+  CHECK_EQ(us.delivered, 0);
+  CHECK_EQ(us.dropped, 10);
+  etw_hub_free(h);
+}
+
 int main(void) {
-  struct etw_hub_limits lim = {1 << 20, 100, 8};
+  struct etw_hub_limits lim = {1 << 20, 100, 8, 0};
   struct etw_hub *h = etw_hub_new(&lim);
 
   /* filters: provider, pid, level */
@@ -313,7 +461,7 @@ int main(void) {
   for (int i = 0; i < n_extra; i++) etw_sub_close(extra[i]);
 
   /* concurrent producers: order is seq order for every reader, nothing lost with room */
-  struct etw_hub_limits lim2 = {0, 1 << 20, 8};
+  struct etw_hub_limits lim2 = {0, 1 << 20, 8, 0};
   struct etw_hub *h2 = etw_hub_new(&lim2);
   struct etw_sub *c = etw_hub_subscribe(h2, NULL, 0, NULL);
   pthread_t th[2];
@@ -349,7 +497,7 @@ int main(void) {
    * their frames are byte-identical to those of a subscriber that formats event by event (a
    * filter that passes everything), in both formats, also when a frame is cut mid-batch */
   for (int fmt = 0; fmt < 2; fmt++) {
-    struct etw_hub_limits l7 = {0, 1 << 16, 8};
+    struct etw_hub_limits l7 = {0, 1 << 16, 8, 0};
     struct etw_hub *h7 = etw_hub_new(&l7);
     struct etw_sub_filter pass = {0};
     pass.max_level = 255;
@@ -393,7 +541,7 @@ int main(void) {
 
   /* sleeping readers wake promptly: on a publish, on etw_sub_wake (returns 0), on the end */
   {
-    struct etw_hub_limits l3 = {0, 1000, 8};
+    struct etw_hub_limits l3 = {0, 1000, 8, 0};
     struct etw_hub *h3 = etw_hub_new(&l3);
     struct etw_sub *s3 = etw_hub_subscribe(h3, NULL, 0, NULL);
     check_wakes(h3, s3, poke_publish, 1, 0);
@@ -406,7 +554,7 @@ int main(void) {
   /* real threads: 2 producers, 4 readers (one stalling with a small queue, one filtered, one
    * lingering); every reader sees seq order, and delivered + dropped = produced-for-its-filter */
   {
-    struct etw_hub_limits l4 = {0, 1 << 16, 8};
+    struct etw_hub_limits l4 = {0, 1 << 16, 8, 0};
     struct etw_hub *h4 = etw_hub_new(&l4);
     struct etw_sub_filter sq = {0};
     sq.max_level = -1;
@@ -451,7 +599,7 @@ int main(void) {
   /* the queue's bound in batches: a stalled reader with room for 1e6 events keeps 4096 tiny
    * batches, the rest is dropped, counted and reported */
   {
-    struct etw_hub_limits l5 = {0, 1000000, 8};
+    struct etw_hub_limits l5 = {0, 1000000, 8, 0};
     struct etw_hub *h5 = etw_hub_new(&l5);
     struct etw_sub *s5 = etw_hub_subscribe(h5, NULL, 0, NULL);
     for (int i = 0; i < 5000; i++) etw_hub_publish(h5, mk(1, "sched", 100));
@@ -471,7 +619,7 @@ int main(void) {
    * ours differ by scheduling delays, so a few short gaps are allowed), and far fewer frames
    * than one that does not linger; both get every event. */
   {
-    struct etw_hub_limits l6 = {0, 1 << 16, 8};
+    struct etw_hub_limits l6 = {0, 1 << 16, 8, 0};
     struct etw_hub *h6 = etw_hub_new(&l6);
     struct rdr fast = {.s = etw_hub_subscribe(h6, NULL, 0, NULL)};
     struct rdr lin = {.s = etw_hub_subscribe(h6, NULL, 0, NULL), .linger_ms = 20};
@@ -502,7 +650,7 @@ int main(void) {
    * quarter of the queue, so it does linger) is still asleep with 255 queued after a burst and
    * returns at the 256th */
   {
-    struct etw_hub_limits l8 = {0, 1 << 16, 8};
+    struct etw_hub_limits l8 = {0, 1 << 16, 8, 0};
     struct etw_hub *h8 = etw_hub_new(&l8);
     struct etw_sub *s8 = lingering_sub(h8, 512, 3000);
     struct waiter wt = {s8, 0, 0, 0, 0};
@@ -526,7 +674,7 @@ int main(void) {
   /* ... and a reader does not linger at all when a linger period brings a quarter of its queue
    * or more: 1 event per 60 ms is 50 per 3 s, over a quarter of 128 */
   {
-    struct etw_hub_limits l10 = {0, 1 << 16, 8};
+    struct etw_hub_limits l10 = {0, 1 << 16, 8, 0};
     struct etw_hub *h10 = etw_hub_new(&l10);
     struct etw_sub *s10 = lingering_sub(h10, 128, 3000);
     struct etw_jw w10;
@@ -545,7 +693,7 @@ int main(void) {
    * publish, so 3,000 of them under a 256 KiB replay window hold well under 1 MiB (untrimmed:
    * ~2,500 of them fit the window's JSON bytes, ~370 MB); and they still read back whole */
   {
-    struct etw_hub_limits l9 = {256 * 1024, 1 << 16, 8};
+    struct etw_hub_limits l9 = {256 * 1024, 1 << 16, 8, 0};
     struct etw_hub *h9 = etw_hub_new(&l9);
     struct etw_sub *s9 = etw_hub_subscribe(h9, NULL, 0, NULL);
     size_t before = heap_bytes();
@@ -583,5 +731,7 @@ int main(void) {
     etw_sub_close(s9);
     etw_hub_free(h9);
   }
+  test_lossless();
+  test_close_counts_queued();
   T_DONE();
 }
