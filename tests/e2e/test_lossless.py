@@ -3,7 +3,7 @@
 * a file decode (GET /files/{name}/events) read at ~1 MB/s gets every event: seq 1..N
   contiguous, no Gap record, N from `etwd convert` (the server's queue is only 1,024 events);
 * a fast replay session with four clients (two WebSocket, two ndjson) connecting at the same
-  moment: each gets the whole file from seq 1;
+  moment: each gets the whole file from seq 1 (and a short one at recorded speed);
 * a client that goes away with a full queue: what its queue held is its loss, in the session's
   stats, /metrics and the log line at disconnect (delivered + lost = published), on a replay and
   on a live session; a replay waiting for a stalled client stops at once on DELETE;
@@ -26,16 +26,17 @@ import time
 from etwd_harness import Etwd, check, done, BIN, CORPUS
 
 SHUTDOWN = os.path.join(CORPUS, "airbus-cert+etl-parser/tests/example/ShutdownPerfDiagLogger.etl")
+LXCORE = os.path.join(CORPUS, "airbus-cert+etl-parser/tests/example/lxcore_kernel.etl")  # 6 s long
 IO_TIMEOUT = 4
 SLOW_RATE = 100000  # bytes/s
 BURST1 = 30000
 SEQ = re.compile(rb'\{"seq":(\d+),')
 
 
-def ground_truth():
+def ground_truth(path=SHUTDOWN):
     """events in the file, by the CLI decoder (the same decoder, no server in between)"""
     out = tempfile.mktemp(suffix=".ndjson")
-    r = subprocess.run([BIN, "convert", SHUTDOWN, "-o", out], capture_output=True, text=True, timeout=300)
+    r = subprocess.run([BIN, "convert", path, "-o", out], capture_output=True, text=True, timeout=300)
     check(r.returncode == 0, "etwd convert: %s" % r.stderr[-300:])
     with open(out, "rb") as f:
         n = sum(1 for line in f if b'"System"' in line)
@@ -197,10 +198,10 @@ def nd_client(e, path, c, start):
     r.close()
 
 
-def test_replay_simultaneous(e, n):
-    """items 1 and 2: four clients of one fast replay connect at the same moment; each gets the
+def test_replay_simultaneous(e, n, name="shutdown.etl", replay="fast"):
+    """items 1 and 2: four clients of one replay connect at the same moment; each gets the
     whole file, seq 1..N, nothing dropped"""
-    st, h, j = e.json("POST", "/api/v1/sessions", body={"files": ["shutdown.etl"], "replay": "fast"}, expect=201)
+    st, h, j = e.json("POST", "/api/v1/sessions", body={"files": [name], "replay": replay}, expect=201)
     sid = j["id"]
     path = "/api/v1/sessions/%d/events" % sid
     start = threading.Barrier(4, timeout=60)
@@ -212,12 +213,12 @@ def test_replay_simultaneous(e, n):
     for t in ths:
         t.join(300)
     for i, c in enumerate(cs):
-        check(c.whole(n), "replay client %d (%s) got the whole file: %r" % (i, "ws" if i < 2 else "ndjson", c))
+        check(c.whole(n), "%s replay client %d (%s) got the whole file: %r" % (replay, i, "ws" if i < 2 else "ndjson", c))
     s = stats(e, sid)
     check(s and s["loss"]["subscribers"] == 0 and s["loss"]["hub"] == 0, "replay: nothing lost: %r" % (s and s["loss"]))
     check(s and s["events"] == 4 * n, "replay stats sum the four passes: %r, want %d" % (s and s["events"], 4 * n))
     e.request("DELETE", "/api/v1/sessions/%d" % sid)
-    print("4 simultaneous replay clients: %r" % cs, flush=True)
+    print("4 simultaneous %s replay clients: %r" % (replay, cs), flush=True)
 
 
 def test_disconnect_loss(e):
@@ -367,6 +368,9 @@ def main():
                ctype="application/octet-stream", expect=201)
         test_file_decode_slow(e, n)
         test_replay_simultaneous(e, n)
+        e.json("POST", "/api/v1/files?name=lxcore.etl", body=open(LXCORE, "rb").read(),
+               ctype="application/octet-stream", expect=201)
+        test_replay_simultaneous(e, ground_truth(LXCORE), "lxcore.etl", "recorded")
         test_disconnect_loss(e)
         test_disconnect_loss_live(e)
         test_delete_stalled_replay(e)
