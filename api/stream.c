@@ -1,12 +1,14 @@
 /* stream.c — event streams: WebSocket (one JSON array of events per text frame) and chunked
  * ndjson. Each WebSocket client gets a subscriber (bounded queue in the hub) and its own sender
- * thread, so a stalled client only ever blocks itself: its queue fills, the hub drops and counts
- * for it alone, and it receives a gap record when it catches up.
+ * thread, so a stalled client only ever blocks itself: on a live session its queue fills, the hub
+ * drops and counts for it alone, and it receives a gap record when it catches up; a replay's pass
+ * (its own reader, lossless hub) waits for it instead. Released with etw_session_unsubscribe:
+ * what its queue held, and a frame whose write failed, count as its loss.
  *
  * civetweb rules followed (stack-notes §1): the sender thread is started in ready_handler and
  * joined in close_handler (the connection is recycled when close_handler returns); each frame is
- * built by hand and sent with one mg_write under mg_lock_connection; after a failed write the
- * sender stops writing and lets civetweb close the connection.
+ * built by hand and sent under mg_lock_connection (over TLS in TLS_PIECE pieces); after a failed
+ * write the sender stops writing and lets civetweb close the connection.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -31,6 +33,11 @@
 #define HEARTBEAT_MS 15000            /* idle ndjson streams send a heartbeat line this often */
 #define LINGER_MS 10                  /* a sender writes at most one frame per this, while busy */
 #define LINGER_BYTES (FRAME_MAX / 2)  /* ... unless this much is queued */
+/* Over TLS civetweb's write time-out (--io-timeout) covers one whole mg_write: SSL_write
+ * returns only when the whole buffer is out. So frames and chunks go out in pieces of this size,
+ * each with its own time-out: "no progress for --io-timeout", as on plain sockets (whose
+ * partial sends already restart it), for readers down to ~0.4 KB/s at 10 s. */
+#define TLS_PIECE 4096
 
 struct ws_client {
   struct etwd_server *srv;
@@ -199,7 +206,21 @@ int etwd_sub_filter_from_query(const char *q, struct etw_sub_filter *f, unsigned
   return 0;
 }
 
-/* Builds a WebSocket text frame around the payload at w->buf[10..] and sends it in one write. */
+/* write @n bytes: whole on a plain socket, in TLS_PIECE pieces over TLS; 0 when all went out */
+static int write_all(struct mg_connection *c, const char *p, size_t n) {
+  const struct mg_request_info *ri = mg_get_request_info(c);
+  size_t step = ri && ri->is_ssl ? TLS_PIECE : n;
+  while (n) {
+    size_t k = n < step ? n : step;
+    if (mg_write(c, p, k) != (int)k) return -1;
+    p += k;
+    n -= k;
+  }
+  return 0;
+}
+
+/* Builds a WebSocket text frame around the payload at w->buf[10..] and sends it under the
+ * connection lock (its pieces are never interleaved with civetweb's pongs). */
 static int send_frame(struct mg_connection *c, struct etw_jw *w) {
   size_t plen = w->len - 10;
   unsigned char h[10];
@@ -221,9 +242,9 @@ static int send_frame(struct mg_connection *c, struct etw_jw *w) {
   char *start = w->buf + 10 - hl;
   memcpy(start, h, hl);
   mg_lock_connection(c);
-  int rc = mg_write(c, start, plen + hl);
+  int rc = write_all(c, start, plen + hl);
   mg_unlock_connection(c);
-  return rc == (int)(plen + hl) ? 0 : -1;
+  return rc;
 }
 
 /* after our close frame: wait up to --io-timeout for the client's answer (ws_data sets stop) */
@@ -244,7 +265,10 @@ static void *ws_sender(void *arg) {
   while (!atomic_load(&cl->stop)) {
     etw_jw_truncate(&w, 0); /* also clears an error of the previous round */
     etw_jw_raw(&w, "          ", 10); /* room for the frame header */
+    struct etw_sub_stats s0, s1;
+    etw_sub_stats(cl->sub, &s0);
     int n = etw_sub_read(cl->sub, &w, ETW_FMT_JSON_ARRAY, FRAME_MAX, IDLE_WAIT_MS);
+    etw_sub_stats(cl->sub, &s1);
     if (n < 0) {
       static const char bye[] = "\x03\xe8session ended";
       if (!atomic_load(&cl->stop) && !atomic_exchange(&cl->close_sent, 1)) {
@@ -261,11 +285,15 @@ static void *ws_sender(void *arg) {
     if (n == 0) continue;
     if (w.err) { /* out of memory only (WRITER_MAX exceeds any event): say so, then close */
       etwd_log(LOG_ERROR, "websocket frame could not be built; closing", "who=%s", cl->who);
+      etw_sub_unsend(cl->sub, s1.delivered - s0.delivered);
       cut = 1;
       break;
     }
-    if (atomic_load(&cl->stop)) break;
-    if (send_frame(cl->conn, &w)) { /* never write again after a failed write */
+    if (atomic_load(&cl->stop) || send_frame(cl->conn, &w)) {
+      /* the frame did not (all) reach the client: its events are lost to it, not delivered */
+      etw_sub_unsend(cl->sub, s1.delivered - s0.delivered);
+      if (atomic_load(&cl->stop)) break;
+      /* never write again after a failed write */
       if (atomic_load(&cl->srv->stopping))
         etwd_log(LOG_INFO, "websocket write ended by the server's stop", "who=%s", cl->who);
       else
@@ -478,12 +506,11 @@ static void ws_close(const struct mg_connection *cconn, void *cbdata) {
       break;
     }
   pthread_mutex_unlock(&clients_mu);
-  struct etw_sub_stats ss;
-  etw_sub_stats(cl->sub, &ss);
+  struct etw_sub_stats ss; /* dropped includes what its queue still held: lost to it */
+  etw_session_unsubscribe(cl->sess, cl->sub, &ss);
   etwd_log(LOG_INFO, "websocket closed", "kind=access session=%llu delivered=%llu dropped=%llu who=%s",
            (unsigned long long)etw_session_id(cl->sess), (unsigned long long)ss.delivered,
            (unsigned long long)ss.dropped, cl->who);
-  etw_sub_close(cl->sub);
   etw_session_put(cl->sess);
   mg_set_user_connection_data(conn, NULL);
   free(cl);
@@ -555,9 +582,15 @@ void etwd_stream_ndjson(struct etwd_req *r, struct etw_session *sess) {
   while (ok && !atomic_load(&s->stopping)) {
     etw_jw_truncate(&w, 0);
     etw_jw_raw(&w, "0000000000\r\n", 12); /* chunk-size line, rewritten below */
+    struct etw_sub_stats s0, s1;
+    etw_sub_stats(sub, &s0);
     int n = etw_sub_read(sub, &w, ETW_FMT_NDJSON, FRAME_MAX, IDLE_WAIT_MS);
+    etw_sub_stats(sub, &s1);
     if (n < 0) break;
-    if (w.err) break; /* out of memory only */
+    if (w.err) { /* out of memory only */
+      etw_sub_unsend(sub, s1.delivered - s0.delivered);
+      break;
+    }
     if (n == 0) {
 #ifdef __linux__
       /* nothing to write: notice a client that has gone within IDLE_WAIT_MS, so its worker
@@ -585,8 +618,10 @@ void etwd_stream_ndjson(struct etwd_req *r, struct etw_session *sess) {
     memcpy(start, hx, (size_t)hl);
     etw_jw_lit(&w, "\r\n");
     size_t total = w.len - (size_t)(start - w.buf);
-    ok = mg_write(r->conn, start, total) == (int)total;
+    ok = write_all(r->conn, start, total) == 0;
     r->bytes_out += total;
+    if (!ok) /* the chunk did not (all) reach the client: its events are lost to it */
+      etw_sub_unsend(sub, s1.delivered - s0.delivered);
     if (!ok)
       etwd_log(LOG_INFO, "ndjson write failed (client gone, or it accepted nothing for --io-timeout); ending the stream",
                "session=%llu remote=%s who=%s bytes=%zu", (unsigned long long)etw_session_id(sess),
@@ -594,6 +629,10 @@ void etwd_stream_ndjson(struct etwd_req *r, struct etw_session *sess) {
   }
   if (ok) mg_write(r->conn, "0\r\n\r\n", 5);
   etw_jw_free(&w);
-  etw_sub_close(sub);
+  struct etw_sub_stats ss; /* dropped includes what its queue still held: lost to it */
+  etw_session_unsubscribe(sess, sub, &ss);
+  etwd_log(LOG_INFO, "ndjson stream closed", "kind=access session=%llu delivered=%llu dropped=%llu who=%s",
+           (unsigned long long)etw_session_id(sess), (unsigned long long)ss.delivered,
+           (unsigned long long)ss.dropped, r->who.token_id);
   atomic_fetch_sub(&s->active_streams, 1);
 }

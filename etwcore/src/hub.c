@@ -20,6 +20,11 @@
  * worth of bytes is queued): one wake-up and one larger frame per period instead of one per
  * publish. At lower rates it does not linger: on a small machine the readers' publishes are
  * about as far apart as the linger, and waiting would only add latency or a second wake-up.
+ *
+ * Lossless hubs: a publisher that finds a queue without room sets `pub_waiting` (seq_cst) and
+ * re-checks before it sleeps on `room` (timed, 50 ms, as a fallback only); a reader that
+ * advanced its head (seq_cst) and then sees `pub_waiting` broadcasts `room` under the hub's
+ * mutex, so the publisher either saw the freed slots or is woken. Close and cancel broadcast too.
  */
 #include "etwcore/hub.h"
 
@@ -78,6 +83,8 @@ struct etw_sub {
   uint32_t pos;                 /* reader only: next event index within q[head] */
   uint64_t pending_older;  /* replay request older than the window (set before publication) */
   uint64_t pending_replay; /* replayed events that did not fit this subscriber's queue */
+  uint64_t skip_below;     /* lossless hubs: from=<seq> not yet published: events before it
+                            * are not for this subscriber (set before publication) */
   int64_t linger_ns; /* reader's settings (etw_sub_set_linger, before the first read) */
   size_t linger_bytes;
   int64_t last_frame_ns; /* reader only: monotonic time of the last read that returned records */
@@ -110,6 +117,9 @@ struct etw_hub {
   uint32_t nprov;
   uint64_t prov_other;
   int ended;
+  int cancel;              /* etw_hub_cancel: lossless publishers stop waiting */
+  pthread_cond_t room;     /* lossless: a publisher waits here for queue room (with mu) */
+  atomic_int pub_waiting;  /* a lossless publisher sleeps on `room` */
   atomic_uint n_all; /* subscribers without a filter: renderings are shared when >= 2 */
 };
 
@@ -121,6 +131,13 @@ struct etw_hub *etw_hub_new(const struct etw_hub_limits *lim) {
   if (!h->lim.max_subscribers) h->lim.max_subscribers = 128;
   h->next_seq = 1;
   pthread_mutex_init(&h->mu, NULL);
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+#ifndef _WIN32
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+#endif
+  pthread_cond_init(&h->room, &ca);
+  pthread_condattr_destroy(&ca);
   return h;
 }
 
@@ -129,6 +146,7 @@ void etw_hub_free(struct etw_hub *h) {
   while (h->subs) etw_sub_close(h->subs); /* defensive: callers close their own */
   for (uint32_t i = 0; i < h->rp_count; i++) etw_batch_unref(h->rp[(h->rp_head + i) % h->rp_cap]);
   free(h->rp);
+  pthread_cond_destroy(&h->room);
   pthread_mutex_destroy(&h->mu);
   free(h);
 }
@@ -277,6 +295,11 @@ static int linger_pressed(struct etw_sub *s) {
 /* the producer's side (the hub's mutex held, or s not yet published); @it NULL = could not
  * be allocated: a drop like a full queue */
 static void sub_offer(struct etw_sub *s, struct hub_item *it, struct etw_batch *b, uint32_t from) {
+  if (s->skip_below > b->first_seq) { /* from=<seq> ahead of this batch (lossless hubs only) */
+    if (s->skip_below >= b->first_seq + b->n) return;
+    uint32_t k = (uint32_t)(s->skip_below - b->first_seq);
+    if (k > from) from = k;
+  }
   uint32_t n = b->n - from;
   atomic_fetch_add_explicit(&s->offered, n, memory_order_relaxed);
   uint64_t tail = atomic_load_explicit(&s->qtail, memory_order_relaxed);
@@ -303,6 +326,51 @@ static void sub_offer(struct etw_sub *s, struct hub_item *it, struct etw_batch *
     sub_kick(s);
 }
 
+/* would sub_offer queue @n events for @s now (the producer's view; stale counts only err on
+ * the side of "no room") */
+static int sub_has_room(struct etw_sub *s, uint32_t n) {
+  uint64_t tail = atomic_load_explicit(&s->qtail, memory_order_relaxed);
+  uint64_t head = atomic_load(&s->qhead);
+  return tail - head <= s->qmask && (tail == head || atomic_load(&s->queued_events) + n <= s->qmax);
+}
+
+/* lossless hubs: wait (h->mu held, released while asleep) until every subscriber has room for
+ * @n events, the hub is cancelled or ended. A closed subscriber leaves the list, so it no
+ * longer counts. */
+static void wait_room(struct etw_hub *h, uint32_t n) {
+  for (;;) {
+    if (h->cancel || h->ended) break;
+    atomic_store(&h->pub_waiting, 1);
+    struct etw_sub *s = h->subs;
+    while (s && sub_has_room(s, n)) s = s->next;
+    if (!s) break;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts = to_ts((int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec + 50000000LL);
+#ifdef _WIN32 /* winpthreads' timed waits take CLOCK_REALTIME deadlines */
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts = to_ts((int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec + 50000000LL);
+#endif
+    pthread_cond_timedwait(&h->room, &h->mu, &ts);
+  }
+  atomic_store(&h->pub_waiting, 0);
+}
+
+/* a reader freed slots: wake a lossless publisher that waits for them */
+static void room_freed(struct etw_hub *h) {
+  if (!atomic_load(&h->pub_waiting)) return;
+  pthread_mutex_lock(&h->mu);
+  pthread_cond_broadcast(&h->room);
+  pthread_mutex_unlock(&h->mu);
+}
+
+void etw_hub_cancel(struct etw_hub *h) {
+  pthread_mutex_lock(&h->mu);
+  h->cancel = 1;
+  pthread_cond_broadcast(&h->room);
+  pthread_mutex_unlock(&h->mu);
+}
+
 void etw_hub_publish(struct etw_hub *h, struct etw_batch *b) {
   if (!b) return;
   if (b->n == 0) {
@@ -315,6 +383,13 @@ void etw_hub_publish(struct etw_hub *h, struct etw_batch *b) {
   size_t mem = etw_batch_mem(b);
   pthread_mutex_lock(&h->mu);
   if (h->ended) { /* late publish after end: count, never deliver out of order */
+    h->hub_dropped += b->n;
+    pthread_mutex_unlock(&h->mu);
+    etw_batch_unref(b);
+    return;
+  }
+  if (h->lim.lossless && h->subs) wait_room(h, b->n);
+  if (h->ended) { /* ended while we waited */
     h->hub_dropped += b->n;
     pthread_mutex_unlock(&h->mu);
     etw_batch_unref(b);
@@ -378,6 +453,7 @@ void etw_hub_drop(struct etw_hub *h, uint64_t n) {
 void etw_hub_end(struct etw_hub *h) {
   pthread_mutex_lock(&h->mu);
   h->ended = 1;
+  pthread_cond_broadcast(&h->room);
   for (struct etw_sub *s = h->subs; s; s = s->next) {
     atomic_store(&s->ended, 1);
     sub_signal(s);
@@ -461,6 +537,7 @@ struct etw_sub *etw_hub_subscribe(struct etw_hub *h, const struct etw_sub_filter
   }
   s->id = ++h->sub_ids;
   atomic_store(&s->ended, h->ended);
+  if (h->lim.lossless && from_seq > h->next_seq) s->skip_below = from_seq;
   if (from_seq && from_seq < h->next_seq) { /* s is private until linked below */
     uint64_t oldest = h->rp_count ? h->rp[h->rp_head]->first_seq : h->next_seq;
     if (from_seq < oldest) s->pending_older = oldest - from_seq;
@@ -683,13 +760,21 @@ int etw_sub_read(struct etw_sub *s, struct etw_jw *out, enum etw_sub_fmt fmt, si
   atomic_fetch_sub_explicit(&s->queued_events, consumed, memory_order_relaxed);
   atomic_fetch_sub_explicit(&s->queued_bytes, done_bytes, memory_order_relaxed);
   atomic_fetch_add_explicit(&s->delivered, delivered, memory_order_relaxed);
-  atomic_store_explicit(&s->qhead, head + done_batches, memory_order_release); /* slots free */
+  atomic_store(&s->qhead, head + done_batches); /* slots free; seq_cst: pairs with pub_waiting */
+  if (done_batches || consumed) room_freed(s->h);
   if (records == 0) {
     out->len = start_len; /* nothing matched: no empty frame */
     return 0;
   }
   s->last_frame_ns = now;
   return records;
+}
+
+void etw_sub_unsend(struct etw_sub *s, uint64_t n) {
+  uint64_t d = atomic_load(&s->delivered);
+  if (n > d) n = d;
+  atomic_fetch_sub(&s->delivered, n);
+  atomic_fetch_add(&s->dropped, n);
 }
 
 void etw_sub_wake(struct etw_sub *s) {
@@ -709,10 +794,28 @@ void etw_sub_stats(struct etw_sub *s, struct etw_sub_stats *o) {
   o->queued_events = (uint32_t)atomic_load(&s->queued_events);
 }
 
-void etw_sub_close(struct etw_sub *s) {
+/* events still queued for @s that match its filter (its reader is not running) */
+static uint64_t queued_matching(struct etw_sub *s) {
+  uint64_t k = 0, head = atomic_load(&s->qhead), tail = atomic_load(&s->qtail);
+  for (uint64_t i = head; i != tail; i++) {
+    const struct qent *qe = &s->q[i & s->qmask];
+    uint32_t from = i == head && s->pos > qe->from ? s->pos : qe->from;
+    k += count_matching(s, qe->it->b, from);
+  }
+  return k;
+}
+
+void etw_sub_close(struct etw_sub *s) { etw_sub_close_final(s, NULL); }
+
+void etw_sub_close_final(struct etw_sub *s, struct etw_sub_stats *o) {
   if (!s) return;
   struct etw_hub *h = s->h;
   pthread_mutex_lock(&h->mu);
+  /* what its queue still holds is lost to it (the client went away): counted as its loss.
+   * Under the hub's mutex, so that no publish adds to the queue meanwhile. */
+  atomic_fetch_add(&s->dropped, queued_matching(s));
+  if (o) etw_sub_stats(s, o);
+  pthread_cond_broadcast(&h->room); /* a lossless publisher no longer waits for s */
   if (s->prev)
     s->prev->next = s->next;
   else
@@ -732,10 +835,40 @@ void etw_sub_close(struct etw_sub *s) {
 }
 
 void etw_hub_subs_json(struct etw_hub *h, struct etw_jw *w) {
-  pthread_mutex_lock(&h->mu);
+  int first = 1;
   etw_jw_ch(w, '[');
+  etw_hub_subs_items(h, w, &first);
+  etw_jw_ch(w, ']');
+}
+
+void etw_hub_add_provider_counts(struct etw_hub *dst, struct etw_hub *src) {
+  struct prov_count pc[PROV_MAX];
+  pthread_mutex_lock(&src->mu);
+  uint32_t n = src->nprov;
+  memcpy(pc, src->prov, n * sizeof pc[0]);
+  uint64_t other = src->prov_other;
+  pthread_mutex_unlock(&src->mu);
+  pthread_mutex_lock(&dst->mu);
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t j = 0;
+    while (j < dst->nprov && dst->prov[j].p != pc[i].p) j++; /* interned: same name, same pointer */
+    if (j < dst->nprov) {
+      dst->prov[j].n += pc[i].n;
+    } else if (dst->nprov < PROV_MAX) {
+      dst->prov[dst->nprov++] = pc[i];
+    } else {
+      dst->prov_other += pc[i].n;
+    }
+  }
+  dst->prov_other += other;
+  pthread_mutex_unlock(&dst->mu);
+}
+
+void etw_hub_subs_items(struct etw_hub *h, struct etw_jw *w, int *first) {
+  pthread_mutex_lock(&h->mu);
   for (struct etw_sub *s = h->subs; s; s = s->next) {
-    if (s != h->subs) etw_jw_ch(w, ',');
+    if (!*first) etw_jw_ch(w, ',');
+    *first = 0;
     etw_jw_lit(w, "{\"id\":");
     etw_jw_u64(w, s->id);
     etw_jw_lit(w, ",\"delivered\":");
@@ -746,6 +879,5 @@ void etw_hub_subs_json(struct etw_hub *h, struct etw_jw *w) {
     etw_jw_u64(w, atomic_load(&s->queued_events));
     etw_jw_ch(w, '}');
   }
-  etw_jw_ch(w, ']');
   pthread_mutex_unlock(&h->mu);
 }

@@ -43,6 +43,20 @@ struct etw_session {
   char *record_dir;
   int64_t created_ns, stopped_ns;
   struct etw_backend_stats last; /* kept after destroy */
+  /* replays (spec.n_files): one pass over the files per subscriber, each with its own backend
+   * state (reader thread) and lossless hub, so every subscriber gets the whole file from seq 1
+   * whenever it connects. The list and the past totals: s->mu. */
+  struct replay_run *runs;
+  uint32_t n_runs;
+  struct etw_backend_stats runs_bs; /* summed over the runs that are gone */
+  struct etw_hub_stats runs_hs;     /* (their provider counts went into s->hub's) */
+};
+
+struct replay_run {
+  struct replay_run *next;
+  struct etw_hub *hub;
+  void *bstate;
+  struct etw_sub *sub; /* owned by the stream that subscribed; closed by etw_session_unsubscribe */
 };
 
 #define MAX_BACKENDS 4
@@ -115,7 +129,16 @@ const char *etw_core_backend_error(struct etw_core *c, const struct etw_backend 
   return "not compiled in";
 }
 
+static void run_free(struct etw_session *s, struct replay_run *r);
+static void totals_locked(struct etw_session *s, struct etw_backend_stats *bs, struct etw_hub_stats *hs);
+
 static void session_free(struct etw_session *s) {
+  while (s->runs) { /* defensive: the streams unsubscribe before they let go of the session */
+    struct replay_run *r = s->runs;
+    s->runs = r->next;
+    etw_sub_close(r->sub);
+    run_free(s, r);
+  }
   etw_hub_free(s->hub);
   etw_spec_free(&s->spec);
   free(s->record_path);
@@ -136,6 +159,9 @@ uint64_t etw_session_id(const struct etw_session *s) { return s->id; }
 /* stop consuming: caller holds s->mu. @why: the stop_reason if this stops a running session. */
 static void stop_locked(struct etw_session *s, enum st final, const char *why) {
   if (s->bstate && s->be->stop) s->be->stop(s->bstate);
+  /* a replay's passes end too (each reader ends its hub: its subscriber drains, then ends) */
+  for (struct replay_run *r = s->runs; r; r = r->next)
+    if (s->be->stop) s->be->stop(r->bstate);
   if (s->bstate && s->be->stats) s->be->stats(s->bstate, &s->last);
   etw_hub_end(s->hub);
   pthread_mutex_lock(&s->smu);
@@ -360,7 +386,8 @@ static enum etw_err create(struct etw_core *c, const cJSON *body, const char *co
     goto fail;
   }
   struct etw_hub_limits hl = {private ? 0 : c->cfg.replay_bytes, c->cfg.sub_queue_events,
-                              private ? 1 : c->cfg.max_subscribers};
+                              private ? 1 : c->cfg.max_subscribers,
+                              s->spec.n_files > 0 /* a file is not a live source: lossless */};
   s->hub = etw_hub_new(&hl);
   if (!s->hub) {
     e = etw_fail(st, ETW_E_NOMEM, NULL, NULL);
@@ -635,10 +662,9 @@ static void kv(struct etw_jw *w, const char *key, uint64_t v) {
 }
 
 static void stats_json_locked(struct etw_session *s, struct etw_jw *w) {
-  struct etw_backend_stats bs = s->last;
-  if (s->bstate && s->be->stats) s->be->stats(s->bstate, &bs);
+  struct etw_backend_stats bs;
   struct etw_hub_stats hs;
-  etw_hub_stats(s->hub, &hs);
+  totals_locked(s, &bs, &hs);
   kv(w, "{\"events\":", hs.produced);
   kv(w, ",\"bytes\":", hs.bytes);
   kv(w, ",\"last_seq\":", hs.last_seq);
@@ -647,15 +673,25 @@ static void stats_json_locked(struct etw_session *s, struct etw_jw *w) {
   kv(w, ",\"decode_errors\":", bs.decode_errors);
   kv(w, ",\"unparsed\":", bs.unparsed);
   etw_jw_lit(w, ",\"per_provider\":");
-  etw_hub_provider_counts(s->hub, w);
+  struct etw_hub_limits nolim = {0, 16, 1, 0};
+  struct etw_hub *sum = s->runs ? etw_hub_new(&nolim) : NULL; /* a replay's passes, summed */
+  if (sum) {
+    etw_hub_add_provider_counts(sum, s->hub);
+    for (struct replay_run *r = s->runs; r; r = r->next) etw_hub_add_provider_counts(sum, r->hub);
+  }
+  etw_hub_provider_counts(sum ? sum : s->hub, w);
+  etw_hub_free(sum);
   kv(w, ",\"subscribers\":", hs.subscribers);
   kv(w, ",\"loss\":{\"kernel\":", bs.kernel_lost);
   kv(w, ",\"kernel_overrun\":", bs.kernel_overrun);
   kv(w, ",\"kernel_dropped\":", bs.kernel_dropped);
   kv(w, ",\"hub\":", hs.hub_dropped);
   kv(w, ",\"subscribers\":", hs.sub_dropped);
-  etw_jw_lit(w, "},\"per_subscriber\":");
-  etw_hub_subs_json(s->hub, w);
+  etw_jw_lit(w, "},\"per_subscriber\":[");
+  int first = 1;
+  etw_hub_subs_items(s->hub, w, &first);
+  for (struct replay_run *r = s->runs; r; r = r->next) etw_hub_subs_items(r->hub, w, &first);
+  etw_jw_ch(w, ']');
   if (s->bstate && s->be->stats_json) {
     size_t mark = w->len;
     etw_jw_ch(w, ',');
@@ -789,15 +825,14 @@ void etw_core_metrics(struct etw_core *c, struct etw_jw *w) {
   uint64_t tot_ev = 0, tot_lost = 0;
   for (uint32_t i = 0; i < n; i++) {
     struct etw_session *s = v[i];
+    struct etw_backend_stats bs;
+    struct etw_hub_stats hs;
     pthread_mutex_lock(&s->mu);
-    struct etw_backend_stats bs = s->last;
-    if (s->bstate && s->be->stats) s->be->stats(s->bstate, &bs);
+    totals_locked(s, &bs, &hs);
     pthread_mutex_unlock(&s->mu);
     pthread_mutex_lock(&s->smu);
     int running = s->state == S_RUNNING;
     pthread_mutex_unlock(&s->smu);
-    struct etw_hub_stats hs;
-    etw_hub_stats(s->hub, &hs);
     metric(w, "etwd_session_events_total", s, NULL, hs.produced);
     metric(w, "etwd_session_bytes_total", s, NULL, hs.bytes);
     metric(w, "etwd_session_lost_events_total", s, ",layer=\"kernel\"", bs.kernel_lost);
@@ -825,8 +860,116 @@ void etw_core_metrics(struct etw_core *c, struct etw_jw *w) {
   etw_jw_ch(w, '\n');
 }
 
+static void bs_add(struct etw_backend_stats *a, const struct etw_backend_stats *b) {
+  a->kernel_lost += b->kernel_lost;
+  a->kernel_overrun += b->kernel_overrun;
+  a->kernel_dropped += b->kernel_dropped;
+  a->read_events += b->read_events;
+  a->read_bytes += b->read_bytes;
+  a->decode_errors += b->decode_errors;
+  a->unparsed += b->unparsed;
+}
+
+static void hs_add(struct etw_hub_stats *a, const struct etw_hub_stats *b) {
+  a->produced += b->produced;
+  a->bytes += b->bytes;
+  a->hub_dropped += b->hub_dropped;
+  a->sub_dropped += b->sub_dropped;
+  a->subscribers += b->subscribers;
+  if (b->last_seq > a->last_seq) a->last_seq = b->last_seq;
+}
+
+/* the session's counters: its own backend state and hub, plus a replay's passes (summed);
+ * caller holds s->mu */
+static void totals_locked(struct etw_session *s, struct etw_backend_stats *bs, struct etw_hub_stats *hs) {
+  *bs = s->last;
+  if (s->bstate && s->be->stats) s->be->stats(s->bstate, bs);
+  etw_hub_stats(s->hub, hs);
+  bs_add(bs, &s->runs_bs);
+  hs_add(hs, &s->runs_hs);
+  for (struct replay_run *r = s->runs; r; r = r->next) {
+    struct etw_backend_stats rb;
+    struct etw_hub_stats rh;
+    memset(&rb, 0, sizeof rb);
+    if (s->be->stats) s->be->stats(r->bstate, &rb);
+    etw_hub_stats(r->hub, &rh);
+    bs_add(bs, &rb);
+    hs_add(hs, &rh);
+  }
+}
+
+/* stop a pass (its subscriber is closed or about to be), keep its counts, free it; s->mu held */
+static void run_free(struct etw_session *s, struct replay_run *r) {
+  if (r->bstate) {
+    struct etw_backend_stats rb;
+    memset(&rb, 0, sizeof rb);
+    if (s->be->stop) s->be->stop(r->bstate);
+    if (s->be->stats) s->be->stats(r->bstate, &rb);
+    bs_add(&s->runs_bs, &rb);
+    s->be->destroy(r->bstate);
+  }
+  struct etw_hub_stats rh;
+  etw_hub_stats(r->hub, &rh);
+  rh.subscribers = 0;
+  hs_add(&s->runs_hs, &rh);
+  etw_hub_add_provider_counts(s->hub, r->hub);
+  etw_hub_free(r->hub);
+  free(r);
+}
+
+/* a replay's subscriber gets its own pass over the files: a lossless hub with it as the only
+ * subscriber, then a reader (the backend opened again) that publishes into it. s->mu is not
+ * held on entry (opening indexes the files). NULL with *err set on failure. */
+static struct etw_sub *run_subscribe(struct etw_session *s, const struct etw_sub_filter *f,
+                                     uint64_t from_seq, int *err) {
+  struct etw_core *c = s->core;
+  struct replay_run *r = calloc(1, sizeof *r);
+  /* no replay window: the pass has one subscriber from its start (from= is skip_below) */
+  struct etw_hub_limits hl = {0, c->cfg.sub_queue_events, 1, 1};
+  if (r) r->hub = etw_hub_new(&hl);
+  if (r && r->hub) r->sub = etw_hub_subscribe(r->hub, f, from_seq, err);
+  struct etw_status st;
+  etw_status_clear(&st);
+  struct etw_backend_args a = {&s->spec, r ? r->hub : NULL, s->os_name, NULL, on_ended, s};
+  enum etw_err e = r && r->sub ? s->be->open(&a, &r->bstate, &st) : ETW_E_NOMEM;
+  pthread_mutex_lock(&s->mu);
+  if (!e && s->n_runs >= c->cfg.max_subscribers) e = ETW_E_LIMIT;
+  pthread_mutex_lock(&s->smu);
+  int stopped = s->state == S_STOPPED;
+  if (!e && !stopped && s->state == S_PENDING) s->state = S_RUNNING;
+  pthread_mutex_unlock(&s->smu);
+  if (!e && stopped) e = ETW_E_STATE; /* raced with a stop: the caller subscribes to s->hub */
+  if (!e) e = s->be->start(r->bstate, &st);
+  if (e) {
+    if (r && r->sub) etw_sub_close(r->sub);
+    if (r && r->hub) run_free(s, r);
+    else free(r);
+    pthread_mutex_unlock(&s->mu);
+    if (err) *err = (int)e;
+    return NULL;
+  }
+  r->next = s->runs;
+  s->runs = r;
+  s->n_runs++;
+  pthread_mutex_unlock(&s->mu);
+  return r->sub;
+}
+
 struct etw_sub *etw_session_subscribe(struct etw_session *s, const struct etw_sub_filter *f,
                                       uint64_t from_seq, int *err) {
+  if (s->spec.n_files) { /* a replay: the whole file for every subscriber, unless stopped */
+    pthread_mutex_lock(&s->smu);
+    int stopped = s->state == S_STOPPED;
+    pthread_mutex_unlock(&s->smu);
+    if (!stopped) {
+      int e = 0;
+      struct etw_sub *sub = run_subscribe(s, f, from_seq, &e);
+      if (sub || e != ETW_E_STATE) {
+        if (!sub && err) *err = e;
+        return sub;
+      }
+    }
+  }
   struct etw_sub *sub = etw_hub_subscribe(s->hub, f, from_seq, err);
   if (!sub) return NULL;
   pthread_mutex_lock(&s->mu);
@@ -844,6 +987,23 @@ struct etw_sub *etw_session_subscribe(struct etw_session *s, const struct etw_su
   }
   pthread_mutex_unlock(&s->mu);
   return sub;
+}
+
+void etw_session_unsubscribe(struct etw_session *s, struct etw_sub *sub, struct etw_sub_stats *final) {
+  pthread_mutex_lock(&s->mu);
+  struct replay_run **pp = &s->runs;
+  while (*pp && (*pp)->sub != sub) pp = &(*pp)->next;
+  struct replay_run *r = *pp;
+  if (r) {
+    *pp = r->next;
+    s->n_runs--;
+  }
+  /* the pass stops first (its waiting publish is cancelled: what finds no room is counted as
+   * dropped), then what the queue holds is counted: delivered + dropped = what the pass published */
+  if (r && s->be->stop) s->be->stop(r->bstate);
+  etw_sub_close_final(sub, final);
+  if (r) run_free(s, r);
+  pthread_mutex_unlock(&s->mu);
 }
 
 const char *etw_session_record_path(struct etw_session *s) { return s->record_path; }

@@ -33,7 +33,7 @@ static void on_end(void *ctx, enum etw_err code, const char *msg) {
 
 /* Replay @files; returns the number of events read from the hub, fills @out with the text. */
 static size_t replay(char **files, uint32_t nf, struct ended *en, struct etw_jw *out, int realtime) {
-  struct etw_hub_limits lim = {1u << 20, 1u << 16, 4};
+  struct etw_hub_limits lim = {1u << 20, 1u << 16, 4, 0};
   struct etw_hub *hub = etw_hub_new(&lim);
   int err = 0;
   struct etw_sub *sub = etw_hub_subscribe(hub, NULL, 0, &err);
@@ -115,7 +115,7 @@ int main(void) {
 
   /* recorded speed: SIH spans ~21 s, so only check that pacing starts and stop interrupts */
   {
-    struct etw_hub_limits lim = {0, 1u << 16, 2};
+    struct etw_hub_limits lim = {0, 1u << 16, 2, 0};
     struct etw_hub *hub = etw_hub_new(&lim);
     struct etw_session_spec spec;
     memset(&spec, 0, sizeof spec);

@@ -3,7 +3,8 @@
  * replay window for from=<seq>, end of stream, concurrent producers; and, with real threads,
  * the lock-free queues: concurrent readers each with their own accounting, sleeping readers
  * woken promptly by a publish / etw_sub_wake / etw_hub_end, the queue's bound in batches,
- * and lingering (at most one frame per linger period at high publish rates). */
+ * and lingering (at most one frame per linger period at high publish rates); lossless hubs
+ * (publish waits for room; close and cancel release it), and the loss counted at close. */
 #include <pthread.h>
 #include <stdatomic.h>
 #if !defined(_WIN32)
@@ -232,7 +233,7 @@ static void *ticking_producer(void *a) {
 /* ?limit=N: exactly N events, then the end (-1) — also where whole batches are taken from a
  * rendering shared by several unfiltered readers, and for a filtered reader */
 static void limits(void) {
-  struct etw_hub_limits lim = {1 << 20, 100, 8};
+  struct etw_hub_limits lim = {1 << 20, 100, 8, 0};
   struct etw_hub *h = etw_hub_new(&lim);
   struct etw_sub_filter fa = {0}, fo = {0};
   fa.max_level = -1;
@@ -267,7 +268,7 @@ static void limits(void) {
 
 int main(void) {
   limits();
-  struct etw_hub_limits lim = {1 << 20, 100, 8};
+  struct etw_hub_limits lim = {1 << 20, 100, 8, 0};
   struct etw_hub *h = etw_hub_new(&lim);
 
   /* filters: provider, pid, level */
@@ -350,7 +351,7 @@ int main(void) {
   for (int i = 0; i < n_extra; i++) etw_sub_close(extra[i]);
 
   /* concurrent producers: order is seq order for every reader, nothing lost with room */
-  struct etw_hub_limits lim2 = {0, 1 << 20, 8};
+  struct etw_hub_limits lim2 = {0, 1 << 20, 8, 0};
   struct etw_hub *h2 = etw_hub_new(&lim2);
   struct etw_sub *c = etw_hub_subscribe(h2, NULL, 0, NULL);
   pthread_t th[2];
@@ -386,7 +387,7 @@ int main(void) {
    * their frames are byte-identical to those of a subscriber that formats event by event (a
    * filter that passes everything), in both formats, also when a frame is cut mid-batch */
   for (int fmt = 0; fmt < 2; fmt++) {
-    struct etw_hub_limits l7 = {0, 1 << 16, 8};
+    struct etw_hub_limits l7 = {0, 1 << 16, 8, 0};
     struct etw_hub *h7 = etw_hub_new(&l7);
     struct etw_sub_filter pass = {0};
     pass.max_level = 255;
@@ -430,7 +431,7 @@ int main(void) {
 
   /* sleeping readers wake promptly: on a publish, on etw_sub_wake (returns 0), on the end */
   {
-    struct etw_hub_limits l3 = {0, 1000, 8};
+    struct etw_hub_limits l3 = {0, 1000, 8, 0};
     struct etw_hub *h3 = etw_hub_new(&l3);
     struct etw_sub *s3 = etw_hub_subscribe(h3, NULL, 0, NULL);
     check_wakes(h3, s3, poke_publish, 1, 0);
@@ -443,7 +444,7 @@ int main(void) {
   /* real threads: 2 producers, 4 readers (one stalling with a small queue, one filtered, one
    * lingering); every reader sees seq order, and delivered + dropped = produced-for-its-filter */
   {
-    struct etw_hub_limits l4 = {0, 1 << 16, 8};
+    struct etw_hub_limits l4 = {0, 1 << 16, 8, 0};
     struct etw_hub *h4 = etw_hub_new(&l4);
     struct etw_sub_filter sq = {0};
     sq.max_level = -1;
@@ -488,7 +489,7 @@ int main(void) {
   /* the queue's bound in batches: a stalled reader with room for 1e6 events keeps 4096 tiny
    * batches, the rest is dropped, counted and reported */
   {
-    struct etw_hub_limits l5 = {0, 1000000, 8};
+    struct etw_hub_limits l5 = {0, 1000000, 8, 0};
     struct etw_hub *h5 = etw_hub_new(&l5);
     struct etw_sub *s5 = etw_hub_subscribe(h5, NULL, 0, NULL);
     for (int i = 0; i < 5000; i++) etw_hub_publish(h5, mk(1, "sched", 100));
@@ -508,7 +509,7 @@ int main(void) {
    * ours differ by scheduling delays, so a few short gaps are allowed), and far fewer frames
    * than one that does not linger; both get every event. */
   {
-    struct etw_hub_limits l6 = {0, 1 << 16, 8};
+    struct etw_hub_limits l6 = {0, 1 << 16, 8, 0};
     struct etw_hub *h6 = etw_hub_new(&l6);
     struct rdr fast = {.s = etw_hub_subscribe(h6, NULL, 0, NULL)};
     struct rdr lin = {.s = etw_hub_subscribe(h6, NULL, 0, NULL), .linger_ms = 20};
@@ -539,7 +540,7 @@ int main(void) {
    * quarter of the queue, so it does linger) is still asleep with 255 queued after a burst and
    * returns at the 256th */
   {
-    struct etw_hub_limits l8 = {0, 1 << 16, 8};
+    struct etw_hub_limits l8 = {0, 1 << 16, 8, 0};
     struct etw_hub *h8 = etw_hub_new(&l8);
     struct etw_sub *s8 = lingering_sub(h8, 512, 3000);
     struct waiter wt = {s8, 0, 0, 0, 0};
@@ -563,7 +564,7 @@ int main(void) {
   /* ... and a reader does not linger at all when a linger period brings a quarter of its queue
    * or more: 1 event per 60 ms is 50 per 3 s, over a quarter of 128 */
   {
-    struct etw_hub_limits l10 = {0, 1 << 16, 8};
+    struct etw_hub_limits l10 = {0, 1 << 16, 8, 0};
     struct etw_hub *h10 = etw_hub_new(&l10);
     struct etw_sub *s10 = lingering_sub(h10, 128, 3000);
     struct etw_jw w10;
@@ -582,7 +583,7 @@ int main(void) {
    * publish, so 3,000 of them under a 256 KiB replay window hold well under 1 MiB (untrimmed:
    * ~2,500 of them fit the window's JSON bytes, ~370 MB); and they still read back whole */
   {
-    struct etw_hub_limits l9 = {256 * 1024, 1 << 16, 8};
+    struct etw_hub_limits l9 = {256 * 1024, 1 << 16, 8, 0};
     struct etw_hub *h9 = etw_hub_new(&l9);
     struct etw_sub *s9 = etw_hub_subscribe(h9, NULL, 0, NULL);
     size_t before = heap_bytes();
@@ -620,5 +621,7 @@ int main(void) {
     etw_sub_close(s9);
     etw_hub_free(h9);
   }
+  test_lossless();
+  test_close_counts_queued();
   T_DONE();
 }

@@ -5,8 +5,10 @@
  * (≤ 256 events / 256 KiB) and publishes them to the hub — as fast as possible, or at recorded
  * speed (replay_realtime), publishing at least every 20 ms. At the end (or at the first damage,
  * after everything readable) it calls args->ended and etw_hub_end (after stop() only
- * etw_hub_end). stop() is idempotent and joins. Providers: list/describe what the files in the data directory and the manifests
- * directory define (scanned once, then cached by file name, size and mtime).
+ * etw_hub_end). The core gives it a lossless hub, so a publish may wait for a slow client's room;
+ * stop() cancels that wait (etw_hub_cancel), is idempotent and joins. Providers: list/describe
+ * what the files in the data directory and the manifests directory define (scanned once, then
+ * cached by file name, size and mtime).
  */
 #include <dirent.h>
 #include <pthread.h>
@@ -290,6 +292,7 @@ static enum etw_err etl_start(void *sv, struct etw_status *st) {
 static void etl_stop(void *sv) {
   struct etl_sess *s = sv;
   atomic_store(&s->stop, 1);
+  etw_hub_cancel(s->args.hub); /* a publish waiting for a slow client's room returns now */
   pthread_mutex_lock(&s->mu);
   if (s->started && !s->joined) {
     pthread_join(s->th, NULL);

@@ -20,6 +20,16 @@
  * smaller `queue_events`) and at most 4096 batches. When a hub has two or more unfiltered
  * subscribers, each batch's events are rendered ({"seq":N,…}) once per format by the first of
  * them that reads it, and the others copy that rendering whole (byte-identical output).
+ *
+ * Lossless hubs (limits.lossless: ETL replays and file decodes, never live sources): a publish
+ * first waits (on a condition variable, the hub's mutex released) until every subscriber's
+ * queue has room for the batch, so a client that keeps reading, however slowly, gets every
+ * event. The wait ends early when a subscriber is closed (a cut or departed client stops
+ * holding the publisher back) or on etw_hub_cancel (stop/delete: the producer must stop
+ * promptly; what then finds no room is dropped and counted as usual).
+ *
+ * Whatever a subscriber's queue still holds when it is closed is counted as its loss
+ * (dropped, and the hub's sub_dropped), on every hub: a client that went away lost it.
  */
 #ifndef ETWCORE_HUB_H
 #define ETWCORE_HUB_H
@@ -36,6 +46,7 @@ struct etw_hub_limits {
   size_t replay_max_bytes;   /* replay window; 0 = no replay */
   uint32_t sub_queue_events; /* per-subscriber queue bound, in events */
   uint32_t max_subscribers;
+  int lossless; /* a file, not a live source: publish waits for room instead of dropping */
 };
 
 /** Per-subscriber server-side filter: all non-empty criteria must match. Names are copied
@@ -81,6 +92,9 @@ void etw_hub_free(struct etw_hub *h);
 void etw_hub_publish(struct etw_hub *h, struct etw_batch *b);
 /** etw_hub_drop - count @n events lost before reaching the hub (e.g. encoder overflow). */
 void etw_hub_drop(struct etw_hub *h, uint64_t n);
+/** etw_hub_cancel - a lossless hub's publishers stop waiting for room from now on (call before
+ *  joining a producer that may be blocked in etw_hub_publish). No-op effect on other hubs. */
+void etw_hub_cancel(struct etw_hub *h);
 /** etw_hub_end - end of stream: subscribers drain what is queued, then get end-of-stream. */
 void etw_hub_end(struct etw_hub *h);
 /** etw_hub_stats - snapshot. Per-provider counts: etw_hub_provider_counts. */
@@ -91,7 +105,8 @@ void etw_hub_provider_counts(struct etw_hub *h, struct etw_jw *w);
 /**
  * etw_hub_subscribe - new subscriber with @f (copied; NULL = everything).
  * @from_seq: 0 = live only; else replay from that seq out of the window (events older than the
- * window are reported as one gap record). Returns NULL with ETW_E_LIMIT when max_subscribers
+ * window are reported as one gap record). On a lossless hub, a @from_seq not yet published
+ * means "from that seq on" (earlier events are not offered to it); elsewhere it means live. Returns NULL with ETW_E_LIMIT when max_subscribers
  * is reached (@err set).
  */
 struct etw_sub *etw_hub_subscribe(struct etw_hub *h, const struct etw_sub_filter *f,
@@ -119,9 +134,20 @@ void etw_sub_wake(struct etw_sub *s);
 void etw_sub_set_linger(struct etw_sub *s, int linger_ms, size_t linger_bytes);
 /** etw_sub_stats - snapshot of one subscriber's counters. */
 void etw_sub_stats(struct etw_sub *s, struct etw_sub_stats *out);
-/** etw_sub_close - unsubscribe and free; no etw_sub_read may be running on @s. */
+/** etw_sub_unsend - @n events read by the last etw_sub_read never reached the client (its write
+ *  failed): move them from delivered to dropped (reader thread only). */
+void etw_sub_unsend(struct etw_sub *s, uint64_t n);
+/** etw_sub_close - unsubscribe and free; no etw_sub_read may be running on @s. Events still
+ *  queued for it (matching its filter) are counted as dropped for it. */
 void etw_sub_close(struct etw_sub *s);
+/** etw_sub_close_final - etw_sub_close, and its final counters (queued loss included) in @o. */
+void etw_sub_close_final(struct etw_sub *s, struct etw_sub_stats *o);
 /** etw_hub_subs_json - write `[{"id":..,"delivered":..,"dropped":..,"queued":..},…]`. */
 void etw_hub_subs_json(struct etw_hub *h, struct etw_jw *w);
+/** etw_hub_subs_items - the same objects without the brackets, ',' before each unless *@first
+ *  (cleared once anything is written): several hubs in one array. */
+void etw_hub_subs_items(struct etw_hub *h, struct etw_jw *w, int *first);
+/** etw_hub_add_provider_counts - add @src's per-provider counts to @dst's (summed stats). */
+void etw_hub_add_provider_counts(struct etw_hub *dst, struct etw_hub *src);
 
 #endif

@@ -68,9 +68,15 @@ void etw_core_sessions_json(struct etw_core *c, struct etw_jw *w);
 void etw_core_metrics(struct etw_core *c, struct etw_jw *w);
 uint32_t etw_core_session_count(struct etw_core *c);
 
-/** etw_session_subscribe - subscribe to the session's hub (see etw_hub_subscribe). */
+/** etw_session_subscribe - subscribe to the session's hub (see etw_hub_subscribe). A replay
+ *  (files) that is not stopped gives each subscriber its own lossless pass over the files from
+ *  seq 1 (from=<seq>: from there), limited to max_subscribers passes. Release with
+ *  etw_session_unsubscribe. */
 struct etw_sub *etw_session_subscribe(struct etw_session *s, const struct etw_sub_filter *f,
                                       uint64_t from_seq, int *err);
+/** etw_session_unsubscribe - close @sub (what its queue held counts as its loss; final counters
+ *  in @final if not NULL) and end its replay pass if it had one. */
+void etw_session_unsubscribe(struct etw_session *s, struct etw_sub *sub, struct etw_sub_stats *final);
 /** etw_session_record_path - recording file (exists once recording began) or NULL. */
 const char *etw_session_record_path(struct etw_session *s);
 /** etw_core_recording_owner - id of the session in the table that records into
