@@ -266,6 +266,153 @@ static void limits(void) {
   etw_hub_free(h);
 }
 
+/* a producer of @batches batches of 10 events, then the end of stream (lossless tests) */
+struct lprod {
+  struct etw_hub *h;
+  int batches;
+  atomic_int done;
+};
+static void *lproducer(void *a) {
+  struct lprod *p = a;
+  for (int i = 0; i < p->batches; i++) etw_hub_publish(p->h, mk(10, "sched", 100));
+  etw_hub_end(p->h);
+  atomic_store(&p->done, 1);
+  return NULL;
+}
+
+/* wait up to @ms for *flag */
+static int wait_flag(atomic_int *flag, int ms) {
+  for (int i = 0; i < ms && !atomic_load(flag); i++) sleep_ms(1);
+  return atomic_load(flag);
+}
+
+/* lossless hubs (a file is not a live source): a slow reader gets every event, the publisher
+ * waits for it; closing it or etw_hub_cancel releases the publisher; from=<seq> ahead */
+static void test_lossless(void) {
+  struct etw_hub_limits ll = {0, 100, 8, 1};
+  struct etw_hub *h = etw_hub_new(&ll);
+  struct etw_sub *slow = etw_hub_subscribe(h, NULL, 0, NULL);
+  struct etw_sub *fast = etw_hub_subscribe(h, NULL, 0, NULL);
+  struct etw_sub_filter f = {0};
+  f.max_level = -1;
+  f.pids[f.n_pids++] = 101;
+  struct etw_sub *filt = etw_hub_subscribe(h, &f, 0, NULL);
+  struct rdr rs = {.s = slow, .slow_ms = 2}, rf = {.s = fast}, rp = {.s = filt, .slow_ms = 1};
+  pthread_t ts, tf, tp, tpr;
+  pthread_create(&ts, NULL, reader, &rs);
+  pthread_create(&tf, NULL, reader, &rf);
+  pthread_create(&tp, NULL, reader, &rp);
+  struct lprod pr = {h, 300, 0};
+  pthread_create(&tpr, NULL, lproducer, &pr);
+  pthread_join(tpr, NULL);
+  pthread_join(ts, NULL);
+  pthread_join(tf, NULL);
+  pthread_join(tp, NULL);
+  CHECK_EQ(rs.events, 3000); /* queue bound 100 events, 3000 published: nothing dropped */
+  CHECK_EQ(rs.gaps, 0);
+  CHECK_EQ(rs.last_seq, 3000);
+  CHECK_EQ(rs.bad_order, 0);
+  CHECK_EQ(rf.events, 3000);
+  CHECK_EQ(rp.events, 1500);
+  CHECK_EQ(rp.gaps, 0);
+  struct etw_hub_stats hs;
+  etw_hub_stats(h, &hs);
+  CHECK_EQ(hs.sub_dropped, 0);
+  etw_sub_close(slow);
+  etw_sub_close(fast);
+  etw_sub_close(filt);
+  etw_hub_free(h);
+
+  /* a subscriber that reads nothing holds the publisher back until it is closed */
+  h = etw_hub_new(&ll);
+  struct etw_sub *stuck = etw_hub_subscribe(h, NULL, 0, NULL);
+  struct lprod p2 = {h, 50, 0};
+  pthread_create(&tpr, NULL, lproducer, &p2);
+  sleep_ms(100);
+  CHECK(!atomic_load(&p2.done));
+  etw_hub_stats(h, &hs);
+  CHECK_EQ(hs.produced, 100); /* the queue's bound */
+  struct etw_sub_stats fin;
+  etw_sub_close_final(stuck, &fin);
+  CHECK(wait_flag(&p2.done, 5000));
+  pthread_join(tpr, NULL);
+  CHECK_EQ(fin.dropped, 100); /* what it held when it went away is its loss */
+  CHECK_EQ(fin.delivered, 0);
+  etw_hub_stats(h, &hs);
+  CHECK_EQ(hs.produced, 500);
+  CHECK_EQ(hs.sub_dropped, 100);
+  etw_hub_free(h);
+
+  /* etw_hub_cancel (stop/delete) releases a waiting publisher: the rest is dropped, counted */
+  h = etw_hub_new(&ll);
+  stuck = etw_hub_subscribe(h, NULL, 0, NULL);
+  struct lprod p3 = {h, 50, 0};
+  pthread_create(&tpr, NULL, lproducer, &p3);
+  sleep_ms(100);
+  CHECK(!atomic_load(&p3.done));
+  etw_hub_cancel(h);
+  CHECK(wait_flag(&p3.done, 5000));
+  pthread_join(tpr, NULL);
+  struct etw_sub_stats st3;
+  etw_sub_stats(stuck, &st3);
+  CHECK_EQ(st3.dropped, 400);
+  uint64_t g = 0, ls = 0;
+  CHECK_EQ(drain(stuck, &g, &ls), 100);
+  CHECK_EQ(g, 400);
+  etw_sub_close(stuck);
+  etw_hub_free(h);
+
+  /* from=<seq> not yet published (a replay pass subscribed before its reader starts) */
+  h = etw_hub_new(&ll);
+  struct etw_sub *from = etw_hub_subscribe(h, NULL, 15, NULL);
+  etw_hub_publish(h, mk(10, "sched", 100));
+  etw_hub_publish(h, mk(10, "sched", 100));
+  g = 0, ls = 14;
+  CHECK_EQ(drain(from, &g, &ls), 6); /* 15..20 */
+  CHECK_EQ(g, 0);
+  CHECK_EQ(ls, 20);
+  etw_sub_close(from);
+  etw_hub_free(h);
+}
+
+/* a live (lossy) hub too: what a closed subscriber's queue held is counted as its loss */
+static void test_close_counts_queued(void) {
+  struct etw_hub_limits lim = {0, 1000, 8, 0};
+  struct etw_hub *h = etw_hub_new(&lim);
+  struct etw_sub_filter f = {0};
+  f.max_level = -1;
+  f.pids[f.n_pids++] = 101;
+  struct etw_sub *all = etw_hub_subscribe(h, NULL, 0, NULL);
+  struct etw_sub *filt = etw_hub_subscribe(h, &f, 0, NULL);
+  for (int i = 0; i < 3; i++) etw_hub_publish(h, mk(10, "sched", 100));
+  struct etw_jw w;
+  etw_jw_init(&w, 1 << 20);
+  int got = etw_sub_read(all, &w, ETW_FMT_NDJSON, 200, 0); /* a few of the first batch */
+  CHECK(got > 0 && got < 10);
+  etw_jw_free(&w);
+  struct etw_sub_stats a, b;
+  etw_sub_close_final(all, &a);
+  etw_sub_close_final(filt, &b);
+  CHECK_EQ(a.delivered, got);
+  CHECK_EQ(a.dropped, 30 - got);
+  CHECK_EQ(b.dropped, 15);
+  struct etw_hub_stats hs;
+  etw_hub_stats(h, &hs);
+  CHECK_EQ(hs.sub_dropped, 30 - got + 15);
+  /* a frame whose write failed: its events were not delivered after all */
+  struct etw_sub *u = etw_hub_subscribe(h, NULL, 0, NULL);
+  etw_hub_publish(h, mk(10, "sched", 100));
+  etw_jw_init(&w, 1 << 20);
+  CHECK_EQ(etw_sub_read(u, &w, ETW_FMT_NDJSON, 1 << 20, 0), 10);
+  etw_jw_free(&w);
+  etw_sub_unsend(u, 10);
+  struct etw_sub_stats us;
+  etw_sub_close_final(u, &us);
+  CHECK_EQ(us.delivered, 0);
+  CHECK_EQ(us.dropped, 10);
+  etw_hub_free(h);
+}
+
 int main(void) {
   limits();
   struct etw_hub_limits lim = {1 << 20, 100, 8, 0};
