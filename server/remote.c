@@ -83,6 +83,7 @@ static void usage(FILE *f) {
         "  stream PROVIDER...|--session ID [--filter K=V]... [--format ndjson|csv] [--limit N]\n"
         "                                    events to stdout until Ctrl-C, --limit or the session's end\n"
         "  stop ID | marker ID TEXT | snapshot ID\n"
+        "  (record/stream --dry-run: print the session spec the PROVIDER arguments make, send nothing)\n"
         "PROVIDER: system:event, system:*, or Name[:Level[:EventIDs[:AnyKeywords[:AllKeywords]]]]\n"
         "exit codes: 0 ok, 1 local error, 2 usage, 3 unreachable/connection broken, 4 TLS verification\n"
         "  failed, 5 token refused (401/403), 6 request refused (other 4xx), 7 server error (5xx),\n"
@@ -871,6 +872,8 @@ static int cmd_stream(struct remote *R, int n, char **provs, long session, char 
   curl_easy_setopt(R->c, CURLOPT_NOPROGRESS, 0L);
   curl_easy_setopt(R->c, CURLOPT_XFERINFOFUNCTION, stream_progress);
   curl_easy_setopt(R->c, CURLOPT_XFERINFODATA, &st);
+  curl_easy_setopt(R->c, CURLOPT_LOW_SPEED_LIMIT, 1L); /* idle streams get a heartbeat every 15 s: */
+  curl_easy_setopt(R->c, CURLOPT_LOW_SPEED_TIME, 60L); /* a minute of nothing is a dead connection */
   /* an error answer is small JSON, not a stream: look at the status before the body */
   CURLcode e = curl_easy_perform(R->c);
   curl_slist_free_all(h);
@@ -929,7 +932,7 @@ int etwd_remote_main(int argc, char **argv) {
   double dur = 10;
   long session = 0;
   long long limit = 0;
-  int keep = 0, npos = 0, nfilt = 0;
+  int keep = 0, npos = 0, nfilt = 0, dry = 0;
   char **pos = calloc((size_t)argc + 1, sizeof *pos), **filt = calloc((size_t)argc + 1, sizeof *filt);
   if (!pos || !filt) return RX_LOCAL;
   int rc = RX_USAGE;
@@ -943,6 +946,7 @@ int etwd_remote_main(int argc, char **argv) {
     } else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) R.quiet = 1, takes = 0;
     else if (!strcmp(a, "--json")) R.json = 1, takes = 0;
     else if (!strcmp(a, "--keep")) keep = 1, takes = 0;
+    else if (!strcmp(a, "--dry-run")) dry = 1, takes = 0;
     else if (a[0] != '-' || !a[1]) {
       pos[npos++] = argv[i];
       takes = 0;
@@ -990,6 +994,16 @@ int etwd_remote_main(int argc, char **argv) {
     say("no command");
     goto bad;
   }
+  if (dry && (!strcmp(cmd, "record") || !strcmp(cmd, "stream")) && npos > 1) { /* the spec only */
+    char err[400];
+    char *spec = etwd_remote_spec(npos - 1, pos + 1, !strcmp(cmd, "record") ? "file" : "realtime",
+                                  !strcmp(cmd, "record") ? dur : 0, err, sizeof err);
+    if (spec) printf("%s\n", spec);
+    else say("%s: %s", cmd, err);
+    free(spec);
+    rc = spec ? RX_OK : RX_USAGE;
+    goto out;
+  }
   if (!url || !token_file) {
     say("--url and --token-file are required");
     goto bad;
@@ -1005,6 +1019,10 @@ int etwd_remote_main(int argc, char **argv) {
   R.pinned = fp != NULL;
   if (strncmp(url, "https://", 8) && strncmp(url, "http://", 7)) {
     say("--url %s: want https://HOST:PORT", url);
+    goto bad;
+  }
+  if ((fp || R.cacert) && strncmp(url, "https://", 8)) {
+    say("--fingerprint and --cacert need an https:// URL");
     goto bad;
   }
   snprintf(R.url, sizeof R.url, "%s", url);

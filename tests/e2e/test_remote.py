@@ -129,6 +129,9 @@ def test_resume(e, tmp, size):
     st, h, body = e.request("GET", "/api/v1/sessions/%d/file" % sid, token="reader")
     with open(out, "rb") as f:
         mine = f.read()
+    log = e.stderr()
+    check(re.search(r"path=/api/v1/sessions/%d/file status=206" % sid, log),
+          "resume: the second request was a Range request answered 206: %s" % log[-1500:])
     check(st == 200 and body == mine, "resume: the same bytes as the REST download "
           "(%d vs %d bytes, cut at %d)" % (len(mine), len(body), cut))
     px.ls.close()
@@ -239,7 +242,25 @@ def test_errors(e, tmp):
     check(rc == 6 and "400" in se, "unknown provider refused: rc %d %s" % (rc, se))
 
 
+def test_provider_strings():
+    """PROVIDER arguments become the JSON spec (--dry-run prints it and sends nothing)."""
+    args = ["sched:sched_switch", "sched:sched_wakeup", "Microsoft-Windows-Kernel-File:0x4:12,14:0x10:0x3",
+            "{9E814AAD-3204-11D2-9A82-006008A86939}:5", "syscalls:*", "Foo::7", "irq"]
+    p = subprocess.run([BIN, "remote", "record"] + args + ["--duration", "2m", "--dry-run"], capture_output=True, timeout=60)
+    want = {"providers": [{"name": "sched", "events": ["sched_switch", "sched_wakeup"]},
+                          {"name": "Microsoft-Windows-Kernel-File", "level": 4, "event_ids": [12, 14],
+                           "keywords_any": "0x10", "keywords_all": "0x3"},
+                          {"name": "{9E814AAD-3204-11D2-9A82-006008A86939}", "level": 5},
+                          {"name": "syscalls"}, {"name": "Foo", "event_ids": [7]}, {"name": "irq"}],
+            "mode": "file", "duration_s": 120}
+    check(p.returncode == 0 and json.loads(p.stdout) == want, "provider strings: %s %s" % (p.stdout, p.stderr))
+    for bad in ("Name:300", "Name:1:x", "Name:1:2:3:4:5", "a:b:c"):
+        p = subprocess.run([BIN, "remote", "stream", bad, "--dry-run"], capture_output=True, timeout=60)
+        check(p.returncode == 2 and b"provider" in p.stderr, "bad provider string %s: rc %d %s" % (bad, p.returncode, p.stderr))
+
+
 def main():
+    test_provider_strings()
     tmp = tempfile.mkdtemp(prefix="etwd-remote-")
     try:
         with Etwd() as e:
