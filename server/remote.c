@@ -485,28 +485,28 @@ static int cmd_sessions(struct remote *R) {
 }
 
 /* POST /sessions/ID/ACTION; a 404 for a session that exists means the route is not there. */
-static int cmd_action(struct remote *R, const char *id_s, const char *action, const char *json,
-                      const char *feature) {
+static int cmd_action(struct remote *R, const char *what, const char *id_s, const char *action,
+                      const char *json, const char *feature) {
   long id = parse_id(id_s);
   if (id < 0) {
-    say("%s: \"%s\" is not a session id", action, id_s);
+    say("%s: \"%s\" is not a session id", what, id_s);
     return RX_USAGE;
   }
   char path[128];
   snprintf(path, sizeof path, "/api/v1/sessions/%ld/%s", id, action);
   struct resp r;
-  int rc = request(R, "POST", path, json, &r, action);
+  int rc = request(R, "POST", path, json, &r, what);
   if (!rc && r.status == 404 && feature) {
     struct resp g;
     snprintf(path, sizeof path, "/api/v1/sessions/%ld", id);
-    if (!request(R, "GET", path, NULL, &g, action) && g.status == 200) {
-      say("%s: this server has no %s (it is older than this etwd)", action, feature);
+    if (!request(R, "GET", path, NULL, &g, what) && g.status == 200) {
+      say("%s: this server has no %s (it is older than this etwd)", what, feature);
       rc = RX_REFUSED;
     }
     free(g.body);
   }
-  if (!rc) rc = status_error(&r, action);
-  if (!rc && !R->quiet) say("%s: session %ld: done", action, id);
+  if (!rc) rc = status_error(&r, what);
+  if (!rc && !R->quiet) say("%s: session %ld: done", what, id);
   free(r.body);
   return rc;
 }
@@ -691,7 +691,7 @@ static int cmd_record(struct remote *R, int n, char **provs, double dur, const c
       int quiet = R->quiet;
       R->quiet = 1;
       stop_flag = 0; /* let the stop and the download go through */
-      rc = cmd_action(R, path, "stop", NULL, NULL);
+      rc = cmd_action(R, "record: stop", path, "stop", NULL, NULL);
       R->quiet = quiet;
       if (rc) return rc;
       if (server_stops && t - t0 >= dur + 30) return RX_TIMEOUT;
@@ -1058,14 +1058,14 @@ int etwd_remote_main(int argc, char **argv) {
   signal(SIGPIPE, SIG_IGN);
   if (!strcmp(cmd, "providers")) rc = cmd_providers(&R, npos > 1 ? pos[1] : NULL);
   else if (!strcmp(cmd, "sessions")) rc = cmd_sessions(&R);
-  else if (!strcmp(cmd, "stop")) rc = cmd_action(&R, pos[1], "stop", NULL, NULL);
-  else if (!strcmp(cmd, "snapshot")) rc = cmd_action(&R, pos[1], "snapshot", NULL, "snapshots");
+  else if (!strcmp(cmd, "stop")) rc = cmd_action(&R, "stop", pos[1], "stop", NULL, NULL);
+  else if (!strcmp(cmd, "snapshot")) rc = cmd_action(&R, "snapshot", pos[1], "snapshot", NULL, "snapshots");
   else if (!strcmp(cmd, "marker")) {
     cJSON *m = cJSON_CreateObject();
     cJSON_AddStringToObject(m, "text", pos[2]);
     char *body = cJSON_PrintUnformatted(m);
     cJSON_Delete(m);
-    rc = cmd_action(&R, pos[1], "markers", body, "markers");
+    rc = cmd_action(&R, "marker", pos[1], "markers", body, "markers");
     free(body);
   } else if (!strcmp(cmd, "record")) rc = cmd_record(&R, npos - 1, pos + 1, dur, out, keep);
   else rc = cmd_stream(&R, npos - 1, pos + 1, session, filt, nfilt, !strcmp(fmt, "csv"), limit);
