@@ -614,6 +614,11 @@ static int download(struct remote *R, const char *path, const char *out) {
       rc = RX_OK;
       break;
     }
+    if (e == CURLE_ABORTED_BY_CALLBACK && stop_flag) {
+      say("record: download interrupted after %lld bytes (%s removed)", d.have, part);
+      rc = RX_LOCAL;
+      break;
+    }
     rc = transport_error(R, e, "record: download");
     if (rc == RX_TLS || rc == RX_USAGE || rc == RX_LOCAL || stop_flag) break;
     if (!R->quiet) say("record: download broken after %lld bytes; resuming (attempt %d of 5)", d.have, attempt + 1);
@@ -633,13 +638,15 @@ static int download(struct remote *R, const char *path, const char *out) {
   return rc;
 }
 
-static int session_state(struct remote *R, long id, char *state, size_t n, double *events) {
+static int session_state(struct remote *R, long id, char *state, size_t n, double *events, char *msg,
+                         size_t mn) {
   char path[64];
   snprintf(path, sizeof path, "/api/v1/sessions/%ld", id);
   int rc;
   cJSON *j = call_json(R, "GET", path, NULL, "record: session state", &rc);
   if (!j) return rc;
   snprintf(state, n, "%s", jstr(j, "state"));
+  snprintf(msg, mn, "%s", jstr(j, "message"));
   *events = jnum(cJSON_GetObjectItem(j, "stats"), "events");
   cJSON_Delete(j);
   return RX_OK;
@@ -681,7 +688,7 @@ static int cmd_record(struct remote *R, int n, char **provs, double dur, const c
   /* wait: the server stops a session with duration_s itself; else (or if it is late, or on
    * Ctrl-C) this client stops it */
   double t0 = now_s(), last = t0, events = 0;
-  char state[32] = "running";
+  char state[32] = "running", msg[300] = "";
   while (is_live(state)) {
     double t = now_s();
     if (stop_flag || (!server_stops && t - t0 >= dur) || t - t0 >= dur + 30) {
@@ -698,12 +705,16 @@ static int cmd_record(struct remote *R, int n, char **provs, double dur, const c
       break;
     }
     sleep_ms(200);
-    rc = session_state(R, id, state, sizeof state, &events);
+    rc = session_state(R, id, state, sizeof state, &events, msg, sizeof msg);
     if (rc) return rc;
     if (!R->quiet && now_s() - last >= 1) {
       last = now_s();
       say("record: session %ld %s, %.0f s, %.0f events", id, state, last - t0, events);
     }
+  }
+  if (!strcmp(state, "failed")) {
+    say("record: session %ld failed: %s", id, msg[0] ? msg : "(no message)");
+    return RX_SERVER;
   }
   char path[96];
   snprintf(path, sizeof path, "/api/v1/sessions/%ld/file", id);
@@ -722,10 +733,12 @@ static int cmd_record(struct remote *R, int n, char **provs, double dur, const c
 /* ---- stream: ndjson events to stdout (or CSV) */
 
 struct strm {
+  CURL *c;
   long long limit, count, too_long;
-  int csv, header_done;
+  int csv, header_done, status_checked, failed;
   char *line;
   size_t len, cap;
+  struct resp err; /* the body of an error answer */
 };
 
 static void csv_cell(const char *s) {
@@ -795,6 +808,13 @@ static void stream_line(struct strm *st, char *line, size_t n) {
 static size_t stream_write(char *p, size_t sz, size_t nm, void *arg) {
   struct strm *st = arg;
   size_t n = sz * nm;
+  if (!st->status_checked) {
+    long status = 0;
+    curl_easy_getinfo(st->c, CURLINFO_RESPONSE_CODE, &status);
+    st->status_checked = 1;
+    st->failed = status != 200;
+  }
+  if (st->failed) return body_cb(p, sz, nm, &st->err);
   for (size_t i = 0; i < n; i++) {
     if (p[i] == '\n') {
       if (st->len <= MAX_LINE) stream_line(st, st->line, st->len);
@@ -858,10 +878,10 @@ static int cmd_stream(struct remote *R, int n, char **provs, long session, char 
   memset(&st, 0, sizeof st);
   st.csv = csv;
   st.limit = limit;
+  st.c = R->c;
   struct curl_slist *h = NULL;
-  struct resp hdr, errb;
+  struct resp hdr;
   memset(&hdr, 0, sizeof hdr);
-  memset(&errb, 0, sizeof errb);
   setup(R, "GET", path, &h);
   h = curl_slist_append(h, "Accept: application/x-ndjson");
   curl_easy_setopt(R->c, CURLOPT_HTTPHEADER, h);
@@ -880,15 +900,14 @@ static int cmd_stream(struct remote *R, int n, char **provs, long session, char 
   long status = 0;
   curl_easy_getinfo(R->c, CURLINFO_RESPONSE_CODE, &status);
   if (status && status != 200) {
-    errb.status = status;
-    errb.body = st.line; /* the error body, as one unterminated "line" */
-    if (st.line && st.len < st.cap) st.line[st.len] = 0;
-    rc = status_error(&errb, "stream");
+    st.err.status = status;
+    rc = status_error(&st.err, "stream");
   } else if (e && e != CURLE_ABORTED_BY_CALLBACK) {
     rc = transport_error(R, e, "stream");
   }
   if (st.too_long) say("stream: %lld lines above %u bytes were dropped", st.too_long, MAX_LINE);
   free(st.line);
+  free(st.err.body);
   if (session <= 0 && rc != RX_TLS && rc != RX_CONNECT) {
     snprintf(path, sizeof path, "/api/v1/sessions/%ld", id);
     struct resp d;

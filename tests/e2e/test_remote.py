@@ -137,6 +137,29 @@ def test_resume(e, tmp, size):
     px.ls.close()
 
 
+def test_record_interrupted(e, tmp):
+    """Ctrl-C during a recording stops it early; the file is still downloaded (exit 0)."""
+    out = os.path.join(tmp, "early.dat")
+    p = subprocess.Popen([BIN, "remote", "--url", "https://127.0.0.1:%d" % e.port, "--token-file", e.tokfile,
+                          "--fingerprint", e.fp, "record", "sched:sched_process_exec", "--duration", "120",
+                          "-o", out], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=e.env)
+    first = p.stderr.readline()  # "session N recording for 120 s"
+    time.sleep(1)
+    t0 = time.time()
+    p.send_signal(signal.SIGINT)
+    try:
+        so, se = p.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        so, se = p.communicate()
+    se = first.decode(errors="replace") + se.decode(errors="replace")
+    rep = subprocess.run(["trace-cmd", "report", out], capture_output=True, timeout=120)
+    check(p.returncode == 0 and time.time() - t0 < 30 and rep.returncode == 0,
+          "record + Ctrl-C: rc %r after %.1f s, trace-cmd rc %d: %s" % (p.returncode, time.time() - t0, rep.returncode, se))
+    sid = session_id(se)
+    check(sid > 0 and sid not in live_ids(e), "record + Ctrl-C: the session %d is deleted after the download" % sid)
+
+
 def test_lists(e, sid):
     rc, so, se = remote(e, ["providers", "sched"])
     check(rc == 0 and re.search(r"^sched\t\d+\tlinux", so, re.M), "providers sched: %d %s %s" % (rc, so, se))
@@ -238,6 +261,8 @@ def test_errors(e, tmp):
     check(rc == 2, "usage: rc %d %s" % (rc, se))
     rc, so, se = remote(e, ["frobnicate"])
     check(rc == 2 and "unknown command" in se, "unknown command: rc %d %s" % (rc, se))
+    rc, so, se = remote(e, ["stream", "--session", "999999", "--limit", "1"])
+    check(rc == 6 and "answered 404: " in se and not so, "stream of a missing session: rc %d %s" % (rc, se))
     rc, so, se = remote(e, ["stream", "nosuchprovider:ev", "--limit", "1"])
     check(rc == 6 and "400" in se, "unknown provider refused: rc %d %s" % (rc, se))
 
@@ -270,6 +295,7 @@ def main():
                 f.write(e.tokens["admin"] + "\n")
             sid, data = test_record(e, tmp)
             test_resume(e, tmp, len(data))
+            test_record_interrupted(e, tmp)
             test_lists(e, sid)
             test_stream(e)
             test_actions(e, sid)
