@@ -771,6 +771,10 @@ int etw_convert_main(int argc, char **argv) {
     char src[1024] = "";
     for (int i = 0; i < c->nf; i++) {
       const char *b = strrchr(c->files[i], '/');
+#ifdef _WIN32
+      const char *bs = strrchr(b ? b : c->files[i], '\\');
+      if (bs) b = bs;
+#endif
       snprintf(src + strlen(src), sizeof src - strlen(src), "%s%s", i ? ", " : "", b ? b + 1 : c->files[i]);
     }
     if (!rc && conv_chrome_finish(ch, out, src)) rc = 1;
