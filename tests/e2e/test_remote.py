@@ -222,12 +222,12 @@ def test_actions(e, sid):
     for cmd, route, word in (("marker", "markers", "markers"), ("snapshot", "snapshot", "snapshots")):
         args = [cmd, str(s["id"])] + (["hello from etwd remote"] if cmd == "marker" else [])
         rc, so, se = remote(e, args)
-        if "/api/v1/sessions/{id}/%s" % route in paths:
-            check(rc in (0, 6), "%s on a server with the route: rc %d %s" % (cmd, rc, se))
+        if "/api/v1/sessions/{id}/%s" % route in paths:  # (a realtime session may have no snapshot: 4xx)
+            check(rc == 0 or (cmd == "snapshot" and rc == 6), "%s on a server with the route: rc %d %s" % (cmd, rc, se))
         else:
             check(rc == 6 and "this server has no %s" % word in se, "%s without the route: rc %d %s" % (cmd, rc, se))
     rc, so, se = remote(e, ["marker", "999999", "x"])
-    check(rc == 6 and "has no markers" not in se and "999999" not in "" and "404" in se,
+    check(rc == 6 and "has no markers" not in se and "answered 404" in se,
           "marker on a missing session: rc %d %s" % (rc, se))
     rc, so, se = remote(e, ["stop", str(s["id"])])
     st, h, got = e.json("GET", "/api/v1/sessions/%d" % s["id"], token="reader")
