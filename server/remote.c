@@ -943,159 +943,191 @@ static int read_token(const char *path, char *tok, size_t n) {
   return tok[0] ? 0 : -1;
 }
 
-int etwd_remote_main(int argc, char **argv) {
-  struct remote R;
-  memset(&R, 0, sizeof R);
-  R.connect_timeout = 10;
-  const char *url = NULL, *token_file = NULL, *fp = NULL, *out = NULL, *fmt = "ndjson";
-  double dur = 10;
-  long session = 0;
-  long long limit = 0;
-  int keep = 0, npos = 0, nfilt = 0, dry = 0;
-  char **pos = calloc((size_t)argc + 1, sizeof *pos), **filt = calloc((size_t)argc + 1, sizeof *filt);
-  if (!pos || !filt) return RX_LOCAL;
-  int rc = RX_USAGE;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    int takes = 1;
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-      usage(stdout);
-      rc = RX_OK;
-      goto out;
-    } else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) R.quiet = 1, takes = 0;
-    else if (!strcmp(a, "--json")) R.json = 1, takes = 0;
-    else if (!strcmp(a, "--keep")) keep = 1, takes = 0;
-    else if (!strcmp(a, "--dry-run")) dry = 1, takes = 0;
-    else if (a[0] != '-' || !a[1]) {
-      pos[npos++] = argv[i];
-      takes = 0;
-    } else if (!v) {
-      say("option %s needs a value", a);
-      goto bad;
-    } else if (!strcmp(a, "--url")) url = v;
-    else if (!strcmp(a, "--token-file")) token_file = v;
-    else if (!strcmp(a, "--fingerprint")) fp = v;
-    else if (!strcmp(a, "--cacert")) R.cacert = v;
-    else if (!strcmp(a, "-o") || !strcmp(a, "--output")) out = v;
-    else if (!strcmp(a, "--format")) fmt = v;
-    else if (!strcmp(a, "--connect-timeout")) R.connect_timeout = atol(v) > 0 ? atol(v) : 10;
-    else if (!strcmp(a, "--duration")) {
-      if ((dur = parse_duration(v)) <= 0) {
-        say("--duration %s: want seconds, e.g. 10, 10s, 500ms, 2m", v);
-        goto bad;
-      }
-    } else if (!strcmp(a, "--session")) {
-      if ((session = parse_id(v)) < 0) {
-        say("--session %s: want a session id", v);
-        goto bad;
-      }
-    } else if (!strcmp(a, "--limit")) {
-      char *end;
-      limit = strtoll(v, &end, 10);
-      if (*end || limit <= 0) {
-        say("--limit %s: want a positive number of events", v);
-        goto bad;
-      }
-    } else if (!strcmp(a, "--filter")) {
-      if (!strchr(v, '=')) {
-        say("--filter %s: want NAME=VALUE (a stream parameter: provider, event, pid, level, …)", v);
-        goto bad;
-      }
-      filt[nfilt++] = argv[i + 1];
-    } else {
-      say("unknown option %s", a);
-      goto bad;
+/* The command line: global options, the command, its arguments. */
+struct cli {
+  const char *url, *token_file, *fp, *out, *fmt, *cmd;
+  double dur;
+  long session;
+  long long limit;
+  int keep, npos, nfilt, dry, help;
+  char **pos, **filt; /* pos[0] = the command */
+};
+
+/* One option with a value; 0, or RX_USAGE (said). */
+static int option_value(struct cli *o, struct remote *R, const char *a, char *v) {
+  if (!strcmp(a, "--url")) o->url = v;
+  else if (!strcmp(a, "--token-file")) o->token_file = v;
+  else if (!strcmp(a, "--fingerprint")) o->fp = v;
+  else if (!strcmp(a, "--cacert")) R->cacert = v;
+  else if (!strcmp(a, "-o") || !strcmp(a, "--output")) o->out = v;
+  else if (!strcmp(a, "--format")) o->fmt = v;
+  else if (!strcmp(a, "--connect-timeout")) R->connect_timeout = atol(v) > 0 ? atol(v) : 10;
+  else if (!strcmp(a, "--duration")) {
+    if ((o->dur = parse_duration(v)) <= 0) {
+      say("--duration %s: want seconds, e.g. 10, 10s, 500ms, 2m", v);
+      return RX_USAGE;
     }
-    i += takes;
+  } else if (!strcmp(a, "--session")) {
+    if ((o->session = parse_id(v)) < 0) {
+      say("--session %s: want a session id", v);
+      return RX_USAGE;
+    }
+  } else if (!strcmp(a, "--limit")) {
+    char *end;
+    o->limit = strtoll(v, &end, 10);
+    if (*end || o->limit <= 0) {
+      say("--limit %s: want a positive number of events", v);
+      return RX_USAGE;
+    }
+  } else if (!strcmp(a, "--filter")) {
+    if (!strchr(v, '=')) {
+      say("--filter %s: want NAME=VALUE (a stream parameter: provider, event, pid, level, …)", v);
+      return RX_USAGE;
+    }
+    o->filt[o->nfilt++] = v;
+  } else {
+    say("unknown option %s", a);
+    return RX_USAGE;
   }
-  const char *cmd = npos ? pos[0] : NULL;
-  if (!cmd) {
+  return 0;
+}
+
+static int parse_cli(struct cli *o, struct remote *R, int argc, char **argv) {
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) o->help = 1;
+    else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) R->quiet = 1;
+    else if (!strcmp(a, "--json")) R->json = 1;
+    else if (!strcmp(a, "--keep")) o->keep = 1;
+    else if (!strcmp(a, "--dry-run")) o->dry = 1;
+    else if (a[0] != '-' || !a[1]) o->pos[o->npos++] = argv[i];
+    else if (i + 1 >= argc) {
+      say("option %s needs a value", a);
+      return RX_USAGE;
+    } else if (option_value(o, R, a, argv[++i])) {
+      return RX_USAGE;
+    }
+  }
+  o->cmd = o->npos ? o->pos[0] : NULL;
+  if (o->help) return 0;
+  if (!o->cmd) {
     say("no command");
-    goto bad;
+    return RX_USAGE;
   }
-  if (dry && (!strcmp(cmd, "record") || !strcmp(cmd, "stream")) && npos > 1) { /* the spec only */
-    char err[400];
-    char *spec = etwd_remote_spec(npos - 1, pos + 1, !strcmp(cmd, "record") ? "file" : "realtime",
-                                  !strcmp(cmd, "record") ? dur : 0, err, sizeof err);
-    if (spec) printf("%s\n", spec);
-    else say("%s: %s", cmd, err);
-    free(spec);
-    rc = spec ? RX_OK : RX_USAGE;
-    goto out;
-  }
-  if (!url || !token_file) {
+  return 0;
+}
+
+/* The checks that need a server (after --dry-run); fills R's URL and pin. */
+static int check_cli(struct cli *o, struct remote *R) {
+  const char *cmd = o->cmd;
+  if (!o->url || !o->token_file) {
     say("--url and --token-file are required");
-    goto bad;
+    return RX_USAGE;
   }
-  if (fp && R.cacert) {
+  if (o->fp && R->cacert) {
     say("give --fingerprint or --cacert, not both");
-    goto bad;
+    return RX_USAGE;
   }
-  if (fp && parse_fingerprint(fp, R.pin)) {
-    say("--fingerprint %s: want the 64 hex digits of a SHA-256 (colons allowed), as etwd prints at start", fp);
-    goto bad;
+  if (o->fp && parse_fingerprint(o->fp, R->pin)) {
+    say("--fingerprint %s: want the 64 hex digits of a SHA-256 (colons allowed), as etwd prints at start", o->fp);
+    return RX_USAGE;
   }
-  R.pinned = fp != NULL;
-  if (strncmp(url, "https://", 8) && strncmp(url, "http://", 7)) {
-    say("--url %s: want https://HOST:PORT", url);
-    goto bad;
+  R->pinned = o->fp != NULL;
+  if (strncmp(o->url, "https://", 8) && strncmp(o->url, "http://", 7)) {
+    say("--url %s: want https://HOST:PORT", o->url);
+    return RX_USAGE;
   }
-  if ((fp || R.cacert) && strncmp(url, "https://", 8)) {
+  if ((o->fp || R->cacert) && strncmp(o->url, "https://", 8)) {
     say("--fingerprint and --cacert need an https:// URL");
-    goto bad;
+    return RX_USAGE;
   }
-  snprintf(R.url, sizeof R.url, "%s", url);
-  for (size_t l = strlen(R.url); l && R.url[l - 1] == '/'; l--) R.url[l - 1] = 0;
-  if (strcmp(fmt, "ndjson") && strcmp(fmt, "csv")) {
-    say("--format %s: ndjson or csv", fmt);
-    goto bad;
+  snprintf(R->url, sizeof R->url, "%s", o->url);
+  for (size_t l = strlen(R->url); l && R->url[l - 1] == '/'; l--) R->url[l - 1] = 0;
+  if (strcmp(o->fmt, "ndjson") && strcmp(o->fmt, "csv")) {
+    say("--format %s: ndjson or csv", o->fmt);
+    return RX_USAGE;
   }
   int want = !strcmp(cmd, "providers") ? -2 : !strcmp(cmd, "sessions") ? 1 : !strcmp(cmd, "stop") ? 2
            : !strcmp(cmd, "snapshot") ? 2 : !strcmp(cmd, "marker") ? 3 : !strcmp(cmd, "record") ? -1
            : !strcmp(cmd, "stream") ? 0 : -9;
   if (want == -9) {
     say("unknown command \"%s\"", cmd);
-    goto bad;
+    return RX_USAGE;
   }
-  if ((want > 0 && npos != want) || (want == -2 && npos > 2) || (want == -1 && (npos < 2 || !out)) ||
-      (want == 0 && (npos < 2) == (session <= 0))) {
+  if ((want > 0 && o->npos != want) || (want == -2 && o->npos > 2) || (want == -1 && (o->npos < 2 || !o->out)) ||
+      (want == 0 && (o->npos < 2) == (o->session <= 0))) {
     say("%s: wrong arguments (see etwd remote --help)", cmd);
-    goto bad;
+    return RX_USAGE;
   }
-  rc = RX_LOCAL;
-  if (read_token(token_file, R.token, sizeof R.token)) goto out;
-  if (curl_global_init(CURL_GLOBAL_DEFAULT) || !(R.c = curl_easy_init())) {
-    say("cannot initialise libcurl");
-    goto out;
-  }
-  g_remote = &R;
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_signal;
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
-  signal(SIGPIPE, SIG_IGN);
-  if (!strcmp(cmd, "providers")) rc = cmd_providers(&R, npos > 1 ? pos[1] : NULL);
-  else if (!strcmp(cmd, "sessions")) rc = cmd_sessions(&R);
-  else if (!strcmp(cmd, "stop")) rc = cmd_action(&R, "stop", pos[1], "stop", NULL, NULL);
-  else if (!strcmp(cmd, "snapshot")) rc = cmd_action(&R, "snapshot", pos[1], "snapshot", NULL, "snapshots");
-  else if (!strcmp(cmd, "marker")) {
+  return 0;
+}
+
+/* --dry-run: the spec the PROVIDER arguments make, on stdout. */
+static int dry_run(const struct cli *o) {
+  char err[400];
+  int rec = !strcmp(o->cmd, "record");
+  char *spec = etwd_remote_spec(o->npos - 1, o->pos + 1, rec ? "file" : "realtime", rec ? o->dur : 0, err, sizeof err);
+  if (spec) printf("%s\n", spec);
+  else say("%s: %s", o->cmd, err);
+  free(spec);
+  return spec ? RX_OK : RX_USAGE;
+}
+
+static int dispatch(struct cli *o, struct remote *R) {
+  const char *cmd = o->cmd;
+  if (!strcmp(cmd, "providers")) return cmd_providers(R, o->npos > 1 ? o->pos[1] : NULL);
+  if (!strcmp(cmd, "sessions")) return cmd_sessions(R);
+  if (!strcmp(cmd, "stop")) return cmd_action(R, "stop", o->pos[1], "stop", NULL, NULL);
+  if (!strcmp(cmd, "snapshot")) return cmd_action(R, "snapshot", o->pos[1], "snapshot", NULL, "snapshots");
+  if (!strcmp(cmd, "marker")) {
     cJSON *m = cJSON_CreateObject();
-    cJSON_AddStringToObject(m, "text", pos[2]);
+    cJSON_AddStringToObject(m, "text", o->pos[2]);
     char *body = cJSON_PrintUnformatted(m);
     cJSON_Delete(m);
-    rc = cmd_action(&R, "marker", pos[1], "markers", body, "markers");
+    int rc = cmd_action(R, "marker", o->pos[1], "markers", body, "markers");
     free(body);
-  } else if (!strcmp(cmd, "record")) rc = cmd_record(&R, npos - 1, pos + 1, dur, out, keep);
-  else rc = cmd_stream(&R, npos - 1, pos + 1, session, filt, nfilt, !strcmp(fmt, "csv"), limit);
-  curl_easy_cleanup(R.c);
-  curl_global_cleanup();
-  goto out;
-bad:
-  fputs("(etwd remote --help shows the usage)\n", stderr);
-  rc = RX_USAGE;
+    return rc;
+  }
+  if (!strcmp(cmd, "record")) return cmd_record(R, o->npos - 1, o->pos + 1, o->dur, o->out, o->keep);
+  return cmd_stream(R, o->npos - 1, o->pos + 1, o->session, o->filt, o->nfilt, !strcmp(o->fmt, "csv"), o->limit);
+}
+
+int etwd_remote_main(int argc, char **argv) {
+  struct remote R;
+  memset(&R, 0, sizeof R);
+  R.connect_timeout = 10;
+  struct cli o;
+  memset(&o, 0, sizeof o);
+  o.fmt = "ndjson";
+  o.dur = 10;
+  o.pos = calloc((size_t)argc + 1, sizeof *o.pos);
+  o.filt = calloc((size_t)argc + 1, sizeof *o.filt);
+  int rc = !o.pos || !o.filt ? RX_LOCAL : parse_cli(&o, &R, argc, argv);
+  if (!rc && o.help) {
+    usage(stdout);
+  } else if (!rc && o.dry && (!strcmp(o.cmd, "record") || !strcmp(o.cmd, "stream")) && o.npos > 1) {
+    rc = dry_run(&o);
+  } else if (!rc && !(rc = check_cli(&o, &R))) {
+    rc = RX_LOCAL;
+    if (read_token(o.token_file, R.token, sizeof R.token)) goto out;
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) || !(R.c = curl_easy_init())) {
+      say("cannot initialise libcurl");
+      goto out;
+    }
+    g_remote = &R;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    rc = dispatch(&o, &R);
+    curl_easy_cleanup(R.c);
+    curl_global_cleanup();
+  }
+  if (rc == RX_USAGE) fputs("(etwd remote --help shows the usage)\n", stderr);
 out:
-  free(pos);
-  free(filt);
+  free(o.pos);
+  free(o.filt);
   return rc;
 }
