@@ -735,7 +735,7 @@ static int cmd_record(struct remote *R, int n, char **provs, double dur, const c
 struct strm {
   CURL *c;
   long long limit, count, too_long;
-  int csv, header_done, status_checked, failed;
+  int csv, header_done, status_checked, failed, closed; /* closed: stdout's reader went away */
   char *line;
   size_t len, cap;
   struct resp err; /* the body of an error answer */
@@ -835,7 +835,10 @@ static size_t stream_write(char *p, size_t sz, size_t nm, void *arg) {
     }
     st->line[st->len++] = p[i];
   }
-  fflush(stdout);
+  if (fflush(stdout) || ferror(stdout)) { /* e.g. `| head`: the stream ends as if by --limit */
+    st->closed = 1;
+    return 0;
+  }
   return n;
 }
 
@@ -902,7 +905,7 @@ static int cmd_stream(struct remote *R, int n, char **provs, long session, char 
   if (status && status != 200) {
     st.err.status = status;
     rc = status_error(&st.err, "stream");
-  } else if (e && e != CURLE_ABORTED_BY_CALLBACK) {
+  } else if (e && e != CURLE_ABORTED_BY_CALLBACK && !st.closed) {
     rc = transport_error(R, e, "stream");
   }
   if (st.too_long) say("stream: %lld lines above %u bytes were dropped", st.too_long, MAX_LINE);

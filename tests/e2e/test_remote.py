@@ -197,6 +197,22 @@ def test_stream(e):
     check(s["id"] in live_ids(e), "stream --session leaves the session alone")
     e.request("DELETE", "/api/v1/sessions/%d" % s["id"])
 
+    # the reader of stdout goes away (`| head -3`): the stream ends, its session is deleted, exit 0
+    p = subprocess.Popen([BIN, "remote", "--url", "https://127.0.0.1:%d" % e.port, "--token-file", e.tokfile,
+                          "--fingerprint", e.fp, "stream", "sched:sched_switch"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=e.env)
+    got = [p.stdout.readline() for _ in range(3)]
+    p.stdout.close()
+    try:
+        err = p.stderr.read().decode(errors="replace")
+        p.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+    sid = session_id(err)
+    check(all(g.startswith(b'{"seq":') for g in got) and p.returncode == 0 and sid > 0 and sid not in live_ids(e),
+          "stream | head -3: rc %r, session %d gone: %s" % (p.returncode, sid, err))
+
     # Ctrl-C: the stream ends, its session is deleted, exit 0
     p = subprocess.Popen([BIN, "remote", "--url", "https://127.0.0.1:%d" % e.port, "--token-file", e.tokfile,
                           "--fingerprint", e.fp, "stream", "sched:sched_switch"],
