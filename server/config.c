@@ -46,10 +46,12 @@ void etwd_config_defaults(struct etwd_config *c) {
 void etwd_config_usage(const char *prog) {
   printf(
       "Usage: %s [serve] [OPTIONS]        run the server\n"
-      "       %s convert FILE... [--format ndjson|csv] [-o OUT] [--manifests DIR]\n"
-      "                                   decode .etl files to JSON lines or CSV\n"
+      "       %s convert FILE... [--format ndjson|csv|chrome] [-o OUT] [--manifests DIR] [filters]\n"
+      "                                   decode .etl files to JSON lines, CSV or Chrome JSON\n"
       "       %s tokens [--rotate] [--state-dir DIR]\n"
       "                                   show token ids/roles, or replace both tokens\n"
+      "       %s remote --url URL --token-file F [--fingerprint SHA256] COMMAND ...\n"
+      "                                   drive another etwd (etwd remote --help)\n"
       "\n"
       "Server options (also accepted as `name = value` lines in --config FILE):\n"
       "  --listen HOST:PORT[,HOST:PORT...]\n"
@@ -97,7 +99,7 @@ void etwd_config_usage(const char *prog) {
       "\n"
       "On start etwd prints the URL, the certificate's SHA-256 fingerprint and the token file.\n"
       "Stop it with Ctrl-C or SIGTERM: sessions are stopped and their kernel objects removed.\n",
-      prog, prog, prog);
+      prog, prog, prog, prog);
 }
 
 /* the host part of one HOST:PORT entry is loopback: a dotted 127.x.x.x address, localhost or

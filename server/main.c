@@ -19,6 +19,9 @@
 #endif
 #include "etwcore/util.h"
 #include "log.h"
+#ifdef ETWD_REMOTE
+#include "remote.h"
+#endif
 #include "tls.h"
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -103,6 +106,14 @@ static int cmd_tokens(int argc, char **argv) {
 int main(int argc, char **argv) {
   if (argc > 1 && !strcmp(argv[1], "convert")) return etw_convert_main(argc - 1, argv + 1);
   if (argc > 1 && !strcmp(argv[1], "tokens")) return cmd_tokens(argc, argv);
+  if (argc > 1 && !strcmp(argv[1], "remote")) {
+#ifdef ETWD_REMOTE
+    return etwd_remote_main(argc - 1, argv + 1);
+#else
+    fprintf(stderr, "etwd remote: this build has no remote CLI (libcurl was not found when it was built)\n");
+    return 2;
+#endif
+  }
 #ifdef _WIN32 /* started by the Service Control Manager: server/win/service.c */
   if (argc > 1 && !strcmp(argv[1], "service")) return etwd_win_service(argc, argv, main);
 #endif

@@ -53,6 +53,52 @@ int main(void) {
   }
   free(text);
 
+  /* filters (issue 20 item 9): SIH holds 2 EventTrace events then 10 SIHTraceLogging/SIH ones
+   * (seq 3-12; seq 8-12 from 10:47:45.03, the first event at 10:47:24.36); seq stays the input's */
+  const char *f1a[] = {"convert", f1, "--event", "sih", "-o", out};
+  CHECK_EQ(run(6, f1a), 0);
+  text = NULL;
+  CHECK_EQ(lines(out, &text), 10);
+  if (text) CHECK(!strncmp(text, "{\"seq\":3,", 9));
+  free(text);
+  const char *f1b[] = {"convert", f1, "--provider=SIHTRACELOGGING", "--limit", "2", "-o", out};
+  CHECK_EQ(run(7, f1b), 0);
+  text = NULL;
+  CHECK_EQ(lines(out, &text), 2);
+  free(text);
+  const char *f1c[] = {"convert", f1, "--from", "2023-04-22T10:47:45Z", "-o", out};
+  CHECK_EQ(run(6, f1c), 0);
+  text = NULL;
+  CHECK_EQ(lines(out, &text), 5);
+  if (text) CHECK(!strncmp(text, "{\"seq\":8,", 9));
+  free(text);
+  const char *f1d[] = {"convert", f1, "--from", "20.6", "--to", "21.3", "--pid", "6412", "-o", out};
+  CHECK_EQ(run(10, f1d), 0);
+  text = NULL;
+  CHECK_EQ(lines(out, &text), 3); /* seq 8-10: 11 is at 10:47:45.7255414, 21.36 s after the first */
+  free(text);
+  const char *f1e[] = {"convert", f1, "--format", "csv", "--event", "SIH", "-o", out};
+  CHECK_EQ(run(8, f1e), 0);
+  text = NULL;
+  CHECK_EQ(lines(out, &text), 11); /* one event type: a column per field */
+  if (text) CHECK(strstr(text, ",ProcessID,ThreadID,ProcessorID,\"Info\"\n3,") != NULL);
+  if (text) CHECK(strstr(text, ",6412,3240,0,\"wmain\"\n") != NULL);
+  free(text);
+  const char *f1f[] = {"convert", f1, "--format", "chrome", "-o", out};
+  CHECK_EQ(run(6, f1f), 0);
+  text = NULL;
+  (void)lines(out, &text);
+  size_t inst = 0;
+  for (char *m = text; m && (m = strstr(m, "\"ph\":\"i\"")) != NULL; m++) inst++;
+  CHECK_EQ(inst, 12);
+  if (text) CHECK(!strncmp(text, "{\"traceEvents\":[", 16));
+  if (text) CHECK(strstr(text, "\"ts\":108983.900,\"pid\":6412,\"tid\":3240,\"args\":{\"Info\":\"wmain\",\"seq\":3,\"cpu\":0}}") != NULL);
+  free(text);
+  const char *u5[] = {"convert", f1, "--from", "yesterday"};
+  CHECK_EQ(run(4, u5), 2);
+  const char *u6[] = {"convert", f1, "--limit", "0"};
+  CHECK_EQ(run(4, u6), 2);
+
   const char *u1[] = {"convert"};
   CHECK_EQ(run(1, u1), 2);
   const char *u2[] = {"convert", f1, "--format", "xml"};
