@@ -45,6 +45,12 @@ void etwd_config_defaults(struct etwd_config *c) {
 #endif
 
 void etwd_config_usage(const char *prog) {
+  const char *base = strrchr(prog, '/'); /* the name without its directory, also for the man page */
+  prog = base ? base + 1 : prog;
+#ifdef _WIN32
+  base = strrchr(prog, '\\');
+  prog = base ? base + 1 : prog;
+#endif
   printf(
       "Usage: %s [serve] [OPTIONS]        run the server\n"
       "       %s convert FILE... [--format ndjson|csv] [-o OUT] [--manifests DIR]\n"
