@@ -17,7 +17,8 @@ for bin in "$ROOT"/build/fuzz/tests/fuzz/fuzz_*; do
   name=$(basename "$bin"); short=${name#fuzz_}
   seeds="$ROOT/tests/fuzz/seeds_$short"; regs="$ROOT/tests/fuzz/regressions_$short"
   extra=""
-  [ "$short" = etl ] && extra="$ROOT/../shared/corpus"
+  [ "$short" = etl ] && extra=${ETWD_CORPUS:-$ROOT/../shared/corpus}
+  [ "$short" = etl ] && [ ! -d "$extra" ] && extra="$ROOT/tests/data/corpus"
   if [ -d "$regs" ] && [ -n "$(ls -A "$regs")" ]; then
     echo "fuzz: $name regressions" >&2
     "$bin" "$regs"/* >/dev/null 2>&1 || { echo "fuzz: $name fails a regression input" >&2; "$bin" "$regs"/*; exit 1; }

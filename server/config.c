@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "etwd_buildinfo.h" /* generated: ETWD_GIT_COMMIT, ETWD_BUILD_OPTIONS */
 #include "log.h"
 
 void etwd_config_defaults(struct etwd_config *c) {
@@ -44,6 +45,12 @@ void etwd_config_defaults(struct etwd_config *c) {
 #endif
 
 void etwd_config_usage(const char *prog) {
+  const char *base = strrchr(prog, '/'); /* the name without its directory, also for the man page */
+  prog = base ? base + 1 : prog;
+#ifdef _WIN32
+  base = strrchr(prog, '\\');
+  prog = base ? base + 1 : prog;
+#endif
   printf(
       "Usage: %s [serve] [OPTIONS]        run the server\n"
       "       %s convert FILE... [--format ndjson|csv|chrome] [-o OUT] [--manifests DIR] [filters]\n"
@@ -95,7 +102,8 @@ void etwd_config_usage(const char *prog) {
       "  --reader-pinning yes|no  Linux: pin the reader of CPU n to CPU n (default yes)\n"
       "  --print-token            print the admin token at start-up\n"
       "  --config FILE            read options from FILE\n"
-      "  -h, --help               this text;  --version  print the version\n"
+      "  -h, --help               this text\n"
+      "  --version                the version, the git commit and the build options\n"
       "\n"
       "On start etwd prints the URL, the certificate's SHA-256 fingerprint and the token file.\n"
       "Stop it with Ctrl-C or SIGTERM: sessions are stopped and their kernel objects removed.\n",
@@ -320,7 +328,7 @@ int etwd_config_parse(struct etwd_config *c, int argc, char **argv, int from) {
       return 1;
     }
     if (!strcmp(a, "--version")) {
-      printf("etwd %s\n", ETWD_VERSION);
+      printf("etwd %s\ncommit %s\n%s\n", ETWD_VERSION, ETWD_GIT_COMMIT, ETWD_BUILD_OPTIONS);
       return 1;
     }
     if (strncmp(a, "--", 2)) {

@@ -6,6 +6,7 @@ Every test file uses this module; nothing here is mocked."""
 import http.client
 import json
 import os
+import re
 import signal
 import socket
 import ssl
@@ -17,8 +18,38 @@ import sys
 
 BIN = os.environ.get("ETWD_BIN") or os.path.join(os.path.dirname(__file__), "../../build/server/etwd")
 SRC = os.environ.get("ETWD_SRC") or os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
-CORPUS = os.environ.get("ETWD_CORPUS") or os.path.join(SRC, "../shared/corpus")
-MANIFESTS = os.environ.get("ETWD_MANIFESTS") or os.path.join(SRC, "../shared/manifests")
+
+
+def _data_dir(env, sub):
+    """ETL test data: $ETWD_CORPUS / $ETWD_MANIFESTS, else ../shared beside the source tree,
+    else tests/data (scripts/fetch-corpus.sh fills it)."""
+    if os.environ.get(env):
+        return os.environ[env]
+    shared = os.path.join(SRC, "../shared", sub)
+    return shared if os.path.isdir(shared) else os.path.join(SRC, "tests/data", sub)
+
+
+CORPUS = _data_dir("ETWD_CORPUS", "corpus")
+MANIFESTS = _data_dir("ETWD_MANIFESTS", "manifests")
+NO_DATA_HELP = ("run scripts/fetch-corpus.sh (it downloads the pinned public .etl files and manifests "
+                "listed in tests/data-sources.txt into tests/data/), or set ETWD_CORPUS and ETWD_MANIFESTS")
+
+
+def _need_data():
+    """A test that reads the ETL corpus fails at once, saying how to get it, when it is absent
+    (never a silent skip)."""
+    try:
+        with open(sys.argv[0]) as f:
+            uses = re.search(r"\b(CORPUS|MANIFESTS)\b", f.read())
+    except OSError:
+        return
+    for name, d in (("ETWD_CORPUS", CORPUS), ("ETWD_MANIFESTS", MANIFESTS)):
+        if uses and not os.path.isdir(d):
+            print("FAILED: no ETL test data at %s (%s): %s" % (d, name, NO_DATA_HELP), file=sys.stderr)
+            sys.exit(1)
+
+
+_need_data()
 
 FAILURES = []
 

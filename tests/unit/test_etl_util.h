@@ -10,12 +10,24 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "etwcore/etl.h"
 
+/* The ETL test data must be there: else the test fails at once and says how to get it. */
+static inline void tu_need_dir(const char *env, const char *dir) {
+  if (access(dir, R_OK | X_OK) == 0) return;
+  fprintf(stderr,
+          "FAILED: no ETL test data at %s (%s): run scripts/fetch-corpus.sh (it downloads the pinned "
+          "public .etl files and manifests listed in tests/data-sources.txt into tests/data/, then "
+          "re-run cmake), or set ETWD_CORPUS and ETWD_MANIFESTS\n",
+          dir, env);
+  exit(1);
+}
 static inline char *tu_path(const char *env, const char *fallback, const char *rel) {
   const char *base = getenv(env);
   if (!base || !*base) base = fallback;
+  tu_need_dir(env, base);
   size_t n = strlen(base) + strlen(rel) + 2;
   char *p = malloc(n);
   if (p) snprintf(p, n, "%s/%s", base, rel);
@@ -24,7 +36,9 @@ static inline char *tu_path(const char *env, const char *fallback, const char *r
 static inline char *tu_corpus(const char *rel) { return tu_path("ETWD_CORPUS", "../shared/corpus", rel); }
 static inline const char *tu_manifests(void) {
   const char *m = getenv("ETWD_MANIFESTS");
-  return m && *m ? m : "../shared/manifests";
+  m = m && *m ? m : "../shared/manifests";
+  tu_need_dir("ETWD_MANIFESTS", m);
+  return m;
 }
 
 /* Read everything a shell command prints (bounded to 256 MiB). */
