@@ -547,7 +547,9 @@ class Viewer {
     if (!Array.isArray(arr)) arr = [arr];
     const dst = this.paused ? this.held : this.incoming;
     for (const ev of arr) {
-      const row = { n: 0, ev, gap: ev && ev.Gap ? ev.Gap : null, text: null };
+      // every field set here (one object shape for all rows: faster loops over 200k of them);
+      // t, lk, lm are timeline.js's caches (time in ms, lane key, lane mode)
+      const row = { n: 0, ev, gap: ev && ev.Gap ? ev.Gap : null, text: null, t: undefined, lk: null, lm: null };
       if (row.gap) { this.gaps++; this.gapDropped += Number(row.gap.Dropped || 0); } else if (typeof ev.seq === 'number') this.lastSeq = ev.seq;
       this.received++;
       dst.push(row);
@@ -617,6 +619,7 @@ class Viewer {
   setFilter(f) {
     this.filter = f.trim().toLowerCase();
     this.filterWords = this.filter.split(/\s+/).filter(Boolean);
+    if (!this.filterWords.length) for (const r of this.rows) r.text = null; // the texts cost memory (and GC time)
     this.setPredicate('text', this.filterWords.length ? (r) => this.textMatch(r) : null);
   }
   setPredicate(name, fn) {

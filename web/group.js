@@ -109,6 +109,11 @@ const Group = (() => {
   }
 
   function draw() {
+    const t0 = performance.now();
+    drawAll();
+    G.slowest = Math.max(G.slowest || 0, performance.now() - t0); // for bench/page_busy.mjs
+  }
+  function drawAll() {
     clearTimeout(G.timer);
     G.timer = 0;
     const el = G.el;
@@ -156,6 +161,7 @@ const Group = (() => {
     },
     show(on) { G.el.panel.hidden = !on; if (on) draw(); },
     build, draw,
+    slowest: () => G.slowest,
     // for tests and other views: the current counts (after a recount if needed)
     counts() { if (G.dirty) recount(); return Object.fromEntries(G.counts); },
     setBy(by, path) { G.by = by; G.el.by.value = by; G.el.path.hidden = by !== 'field'; if (path != null) { G.el.path.value = path; G.path = path.split('.').filter(Boolean); } regroup(); },

@@ -75,12 +75,13 @@ const Timeline = (() => {
 
   /* ----- geometry ----- */
   const plotW = () => Math.max(10, T.el.cv.clientWidth - LABEL_W);
-  function curWin() { return T.win || T.full; }
+  function curWin() { return T.bins ? T.bins.win : T.win || T.full; } // what is on screen
   function tAt(x) { const [a, b] = curWin(); return a + ((x - LABEL_W) / plotW()) * (b - a); }
   function xAt(t) { const [a, b] = curWin(); return LABEL_W + ((t - a) / Math.max(1e-9, b - a)) * plotW(); }
 
+  const wantWin = () => T.win || T.full; // the window asked for (curWin: the one painted)
   function zoom(f, at) {
-    const [a, b] = curWin();
+    const [a, b] = wantWin();
     if (!(b > a)) return;
     const c = at !== undefined ? at : T.range ? (T.range[0] + T.range[1]) / 2 : (a + b) / 2;
     const na = c - (c - a) * f, nb = c + (b - c) * f;
@@ -89,7 +90,7 @@ const Timeline = (() => {
     redraw();
   }
   function pan(frac) {
-    const [a, b] = curWin();
+    const [a, b] = wantWin();
     const d = (b - a) * frac;
     T.win = [a + d, b + d];
     redraw();
@@ -112,7 +113,7 @@ const Timeline = (() => {
         const t = tAt(x);
         T.brush = [Math.min(d.t0, t), Math.max(d.t0, t)];
       }
-      redraw(true);
+      if (d.pan) redraw(); else paint();
     };
     const up = () => {
       window.removeEventListener('mousemove', move);
@@ -148,64 +149,108 @@ const Timeline = (() => {
       const rg = T.range;
       T.viewer.setPredicate('time', rg ? (row) => { const t = tOf(row); return t >= rg[0] && t <= rg[1]; } : null);
     }
-    redraw();
+    paint();
   }
 
   /* ----- drawing ----- */
+  /* redraw(): re-bin the rows (in slices of ~8 ms: no long task at 200k rows), then paint;
+   * paint(): only repaint the last bins (the brush being dragged) */
   function redraw(now) {
     if (!T.el || T.el.panel.hidden) return;
-    if (now) { cancelAnimationFrame(T.raf); T.raf = 0; clearTimeout(T.timer); T.timer = 0; draw(); return; }
+    if (now) { cancelAnimationFrame(T.raf); T.raf = 0; clearTimeout(T.timer); T.timer = 0; startBin(); return; }
     if (T.raf || T.timer) return;
-    T.raf = requestAnimationFrame(() => { T.raf = 0; draw(); });
+    T.raf = requestAnimationFrame(() => { T.raf = 0; startBin(); });
   }
-  function redrawLive() { // while rows stream in: at most 4 redraws a second
+  function redrawLive() { // while rows stream in
     if (!T.el || T.el.panel.hidden || T.raf || T.timer) return;
-    const wait = Math.max(0, 250 - (performance.now() - T.lastDraw));
+    if (T.job) { T.again = true; return; }
+    // at most 4 a second, and no more than ~10 % of the time when binning is slow (200k rows)
+    const wait = Math.max(0, Math.max(250, 10 * (T.lastMs || 0)) - (performance.now() - T.lastDraw));
     T.timer = setTimeout(() => { T.timer = 0; redraw(); }, wait);
   }
 
-  function draw() {
-    T.lastDraw = performance.now();
-    const cv = T.el.cv;
+  function startBin() {
     const rows = T.viewer ? T.viewer.kept() : [];
-    const L = LANES[T.by];
-    // pass 1: the full time span and counts per lane key
-    let lo = Infinity, hi = -Infinity;
-    for (let i = 0; i < rows.length; i++) { const t = tOf(rows[i]); if (t < lo) lo = t; if (t > hi) hi = t; }
-    if (!(hi >= lo)) { lo = 0; hi = 1; }
-    if (hi - lo < 0.001) { lo -= 0.5; hi += 0.5; }
-    const pad = (hi - lo) * 0.01;
-    T.full = [lo - pad, hi + pad];
-    const [a, b] = curWin();
-    const W = plotW();
-    const perKey = new Map(); // key -> {n, bins}
-    let other = null, shown = 0;
-    const scale = W / (b - a);
-    for (let i = 0; i < rows.length; i++) {
+    T.job = { phase: 0, next: rows.length ? rows[0].n : 0, lo: Infinity, hi: -Infinity, by: T.by, W: plotW(), fixed: T.win && T.win.slice(),
+      perKey: new Map(), other: null, shown: 0, ms: 0 };
+    T.again = false;
+    T.lastDraw = performance.now();
+    runBin(T.job);
+  }
+  function runBin(job) {
+    if (T.job !== job) return;
+    const t0 = performance.now();
+    const rows = T.viewer ? T.viewer.kept() : [];
+    for (;;) {
+      const base = rows.length ? rows[0].n : job.next;
+      let i = Math.max(0, job.next - base);
+      const end = Math.min(rows.length, i + 20000);
+      if (job.phase === 0) for (; i < end; i++) { const t = tOf(rows[i]); if (t < job.lo) job.lo = t; if (t > job.hi) job.hi = t; }
+      else { binRows(job, rows, i, end); i = end; }
+      job.next = base + i;
+      if (i < rows.length) {
+        if (performance.now() - t0 > 8) { job.ms += performance.now() - t0; setTimeout(() => runBin(job), 0); return; }
+        continue;
+      }
+      if (job.phase === 1) break;
+      let lo = job.lo, hi = job.hi; // the full span, padded by 1 %
+      if (!(hi >= lo)) { lo = 0; hi = 1; }
+      if (hi - lo < 0.001) { lo -= 0.5; hi += 0.5; }
+      const pad = (hi - lo) * 0.01;
+      job.full = [lo - pad, hi + pad];
+      job.win = job.fixed || job.full;
+      job.scale = job.W / (job.win[1] - job.win[0]);
+      job.phase = 1;
+      job.next = rows.length ? rows[0].n : 0;
+    }
+    job.ms += performance.now() - t0;
+    T.job = null;
+    T.lastMs = job.ms;
+    T.slowest = Math.max(T.slowest || 0, job.ms); // for bench/page_busy.mjs (work, not wall time)
+    T.full = job.full;
+    T.bins = lanesOf(job);
+    paint();
+    if (T.again) redrawLive();
+  }
+  function binRows(job, rows, from, to) {
+    const L = LANES[job.by], [a, b] = job.win, W = job.W, scale = job.scale, by = job.by, perKey = job.perKey;
+    for (let i = from; i < to; i++) {
       const r = rows[i];
       const t = tOf(r);
       if (!(t >= a && t <= b)) continue;
-      if (r.lm !== T.by) { r.lk = L.key(r.ev); r.lm = T.by; }
+      if (r.lm !== by) { r.lk = L.key(r.ev); r.lm = by; }
       let lane = perKey.get(r.lk);
       if (!lane) {
         if (perKey.size < MAX_KEYS) perKey.set(r.lk, (lane = { k: r.lk, n: 0, bins: new Uint32Array(W) }));
-        else lane = other || (other = { k: '(other)', n: 0, bins: new Uint32Array(W) });
+        else lane = job.other || (job.other = { k: '(other)', n: 0, bins: new Uint32Array(W) });
       }
       lane.n++;
       lane.bins[Math.min(W - 1, ((t - a) * scale) | 0)]++;
-      shown++;
+      job.shown++;
     }
-    let lanes = [...perKey.values()].sort((x, y) => y.n - x.n || (x.k < y.k ? -1 : 1));
+  }
+  function lanesOf(job) { // the busiest MAX_LANES - 1 keys, then "(other)"
+    const W = job.W, other = job.other;
+    let lanes = [...job.perKey.values()].sort((x, y) => y.n - x.n || (x.k < y.k ? -1 : 1));
     if (lanes.length > MAX_LANES || other) {
       const rest = lanes.slice(MAX_LANES - 1);
       if (other) rest.push(other);
       lanes = lanes.slice(0, MAX_LANES - 1);
-      if (rest.length) {
-        const o = { k: '(other)', n: 0, bins: new Uint32Array(W), many: rest.length };
-        for (const l of rest) { o.n += l.n; for (let x = 0; x < W; x++) o.bins[x] += l.bins[x]; }
-        lanes.push(o);
-      }
+      const o = { k: '(other)', n: 0, bins: new Uint32Array(W), many: rest.length };
+      for (const l of rest) { o.n += l.n; for (let x = 0; x < W; x++) o.bins[x] += l.bins[x]; }
+      lanes.push(o);
     }
+    return { lanes, shown: job.shown, win: job.win, W, by: job.by };
+  }
+
+  function paint() {
+    if (!T.bins || !T.el || T.el.panel.hidden) return;
+    if (T.bins.W !== plotW()) { redraw(); return; } // resized
+    const cv = T.el.cv;
+    const { lanes, shown, W, by } = T.bins;
+    const [a, b] = T.bins.win;
+    const L = LANES[by];
+    const rows = T.viewer ? T.viewer.kept() : [];
     T.lanes = lanes.map((l) => ({ key: l.k, count: l.n }));
     T.shown = shown;
     // canvas size
@@ -300,7 +345,7 @@ const Timeline = (() => {
     // for tests and other views
     tOf, parseTime,
     setRange, setWindow(w) { T.win = w ? [w[0], w[1]] : null; redraw(true); }, setLanes(by) { T.by = by; T.el.by.value = by; redraw(true); },
-    state() { return { by: T.by, win: curWin().slice(), range: T.range && T.range.slice(), lanes: T.lanes, shown: T.shown }; },
+    state() { return { busy: !!(T.job || T.raf || T.timer), slowest: T.slowest, by: T.bins ? T.bins.by : T.by, win: curWin().slice(), range: T.range && T.range.slice(), lanes: T.lanes, shown: T.shown }; },
     xAt: (t) => xAt(t), tAt: (x) => tAt(x),
   };
 })();

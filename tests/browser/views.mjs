@@ -201,6 +201,8 @@ await step('group counts update live as rows arrive', async () => {
   assert(await page.locator('#grp-panel').isHidden(), 'panel closed');
 });
 
+// the timeline bins rows in time slices: wait until it has painted what was asked
+const settled = () => until(() => page.evaluate(() => !Timeline.state().busy), 'the timeline to be drawn', 10000, 50);
 const extra = { System: { Provider: { Name: 'livetest' }, EventName: 'tick', EventID: 1, Execution: { ProcessID: 1, ThreadID: 1, ProcessorID: 0 }, TimeCreated: '2020-02-28T09:03:48.0000000Z' } };
 const all = () => events.concat(Array(4).fill(extra));
 
@@ -226,11 +228,13 @@ await step('timeline lanes by provider, then by CPU, hold the right counts', asy
   assert(st.by === 'provider', 'lanes by provider');
   check(st, (e) => e.System.Provider.Name || '(none)', 'provider');
   await page.locator('#tl-lanes').selectOption('cpu');
+  await settled();
   st = await lanesOf();
   assert(st.by === 'cpu', 'lanes by cpu');
   check(st, (e) => String(e.System.Execution.ProcessorID), 'cpu');
   assert(/lanes by cpu/.test(await page.locator('#timeline').getAttribute('aria-label')), 'canvas label says cpu');
   await page.locator('#tl-lanes').selectOption('process');
+  await settled();
   st = await lanesOf();
   assert(st.by === 'process' && st.lanes.length >= 2, 'lanes by process');
 });
@@ -239,6 +243,7 @@ await step('a brushed time range filters the table to exactly the events in it; 
   const times = all().map((e) => msOf(e.System.TimeCreated)).sort((a, b) => a - b);
   // a window from the 5th to the 95th percentile (a few events of the file are hours later)
   await page.evaluate(([a, b]) => Timeline.setWindow([a, b]), [times[Math.floor(times.length * 0.05)], times[Math.floor(times.length * 0.95)]]);
+  await settled();
   // drag between the x positions of the 20th and 70th percentile events, with the mouse
   const [x0, x1, box] = await page.evaluate(([a, b]) => [Timeline.xAt(a), Timeline.xAt(b), document.getElementById('timeline').getBoundingClientRect().toJSON()],
     [times[Math.floor(times.length * 0.2)], times[Math.floor(times.length * 0.7)]]);
@@ -267,17 +272,21 @@ await step('a brushed time range filters the table to exactly the events in it; 
 
 await step('zoom in narrows the window, Fit restores it; the wheel zooms', async () => {
   await page.getByRole('button', { name: 'Fit all kept events' }).click();
+  await settled();
   const w0 = await page.evaluate(() => Timeline.state().win);
   await page.getByRole('button', { name: 'Zoom in' }).click();
   await page.getByRole('button', { name: 'Zoom in' }).click();
+  await settled();
   const w1 = await page.evaluate(() => Timeline.state().win);
   assert(Math.abs((w1[1] - w1[0]) * 4 - (w0[1] - w0[0])) < 1e-6 * (w0[1] - w0[0]), `zoomed 4x: ${w0} → ${w1}`);
   await page.getByRole('button', { name: 'Fit all kept events' }).click();
+  await settled();
   const w2 = await page.evaluate(() => Timeline.state().win);
   assert(w2[0] === w0[0] && w2[1] === w0[1], 'fit restores');
   const box = await page.locator('#timeline').boundingBox();
   await page.mouse.move(box.x + box.width / 2, box.y + 10);
   await page.mouse.wheel(0, -100);
+  await settled();
   const w3 = await page.evaluate(() => Timeline.state().win);
   assert(w3[1] - w3[0] < w0[1] - w0[0], 'wheel zooms in');
   await page.getByRole('button', { name: 'Fit all kept events' }).click();
