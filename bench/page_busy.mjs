@@ -90,7 +90,7 @@ try {
     new PerformanceObserver((l) => { for (const e of l.getEntries()) m.events.push([e.name, Math.round(e.duration), e.target && e.target.id]); })
       .observe({ type: 'event', durationThreshold: 16 });
     m.slow = {};
-    const wrap = (o, k, name) => { const f = o[k]; o[k] = function (...a) { const t = performance.now(); try { return f.apply(this, a); } finally { m.slow[name] = Math.max(m.slow[name] || 0, Math.round(performance.now() - t)); } }; };
+    const wrap = (o, k, name) => { const f = o[k]; if (!f) return; o[k] = function (...a) { const t = performance.now(); try { return f.apply(this, a); } finally { m.slow[name] = Math.max(m.slow[name] || 0, Math.round(performance.now() - t)); } }; };
     wrap(S.viewer, 'flush', 'flush');
     wrap(S.viewer, 'onFrame', 'onFrame');
     wrap(S.viewer, 'runJob', 'refilter slice');
@@ -123,7 +123,7 @@ try {
     await fn();
     console.log(`  ${name}: ${Date.now() - a} ms in playwright`);
   }
-  const r1 = await page.evaluate(() => ({ t: performance.now(), received: S.viewer.received, f: __m.frames, long: __m.long, events: __m.events, rows: S.viewer.kept().length, slow: __m.slow, tl: Timeline.state().slowest, grp: Group.slowest(), status: document.getElementById('ev-status').textContent }));
+  const r1 = await page.evaluate(() => ({ t: performance.now(), received: S.viewer.received, f: __m.frames, long: __m.long, events: __m.events, rows: S.viewer.rows.length, slow: __m.slow, tl: typeof Timeline === 'undefined' ? 0 : Timeline.state().slowest, grp: typeof Group === 'undefined' ? 0 : Group.slowest(), status: document.getElementById('ev-status').textContent }));
   await page.evaluate(() => { __m.stop = true; });
   const secs = (r1.t - r0.t) / 1000;
   // stop the session, let the page drain, then compare with the server's count

@@ -642,7 +642,7 @@ class Viewer {
     for (;;) {
       const base = rows.length ? rows[0].n : this.n;
       let i = Math.max(0, job.next - base);
-      const end = Math.min(rows.length, i + 1000);
+      const end = Math.min(rows.length, i + 250);
       for (; i < end; i++) if (this.match(rows[i])) job.out.push(rows[i]);
       job.next = base + i;
       if (i >= rows.length) break;
