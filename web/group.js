@@ -20,7 +20,7 @@ const Group = (() => {
   };
   const MAX_SHOWN = 500;
   const G = {
-    viewer: null, by: 'provider', path: [], counts: new Map(), total: 0, sel: null,
+    viewer: null, by: 'provider', path: [], counts: new Map(), total: 0, sel: null, job: null,
     sort: 'count', desc: true, dirty: true, timer: 0, el: null,
   };
 
@@ -36,18 +36,44 @@ const Group = (() => {
   }
   const counted = (r) => G.viewer.matchExcept('group', r);
 
-  function add(r, d) {
+  function add(r, d, acc = G) { // acc: G itself, or a recount's {counts, total}
     const k = keyOf(r);
     if (k === null || !counted(r)) return;
-    const c = (G.counts.get(k) || 0) + d;
-    if (c > 0) G.counts.set(k, c); else G.counts.delete(k);
-    G.total += d;
+    const c = (acc.counts.get(k) || 0) + d;
+    if (c > 0) acc.counts.set(k, c); else acc.counts.delete(k);
+    acc.total += d;
   }
-  function recount() {
+  function recount() { // at once (for counts())
+    G.job = null;
     G.counts = new Map();
     G.total = 0;
     if (G.viewer) for (const r of G.viewer.kept()) add(r, 1);
     G.dirty = false;
+  }
+  /* a recount in slices of ~8 ms (200k rows): rows arriving meanwhile are reached by the job,
+   * rows it counted and that leave are taken off by change() */
+  function startRecount() {
+    const rows = G.viewer ? G.viewer.kept() : [];
+    G.job = { next: rows.length ? rows[0].n : 0, counts: new Map(), total: 0 };
+    G.dirty = false;
+    runRecount(G.job);
+  }
+  function runRecount(job) {
+    if (G.job !== job || !G.viewer) return;
+    const rows = G.viewer.kept(), t0 = performance.now();
+    for (;;) {
+      const base = rows.length ? rows[0].n : job.next;
+      let i = Math.max(0, job.next - base);
+      const end = Math.min(rows.length, i + 1000);
+      for (; i < end; i++) add(rows[i], 1, job);
+      job.next = base + i;
+      if (i >= rows.length) break;
+      if (performance.now() - t0 > 8) { setTimeout(() => runRecount(job), 0); return; }
+    }
+    G.job = null;
+    G.counts = job.counts;
+    G.total = job.total;
+    draw();
   }
 
   function build() {
@@ -118,7 +144,8 @@ const Group = (() => {
     G.timer = 0;
     const el = G.el;
     if (!el || el.panel.hidden) return;
-    if (G.dirty) recount();
+    if (G.dirty) { startRecount(); return; } // runRecount draws when it is done
+    if (G.job) return;
     const arr = [...G.counts];
     const dir = G.desc ? -1 : 1;
     const num = (k) => (/^-?\d+(\.\d+)?$/.test(k) ? Number(k) : NaN);
@@ -149,10 +176,11 @@ const Group = (() => {
 
   const api = {
     open(v) { G.viewer = v; G.sel = null; G.dirty = true; schedule(0); },
-    close(v) { if (G.viewer === v) { G.viewer = null; G.counts = new Map(); G.total = 0; G.sel = null; if (G.el) G.el.body.textContent = ''; } },
+    close(v) { if (G.viewer === v) { G.viewer = null; G.job = null; G.counts = new Map(); G.total = 0; G.sel = null; if (G.el) G.el.body.textContent = ''; } },
     change(v, c) {
       if (v !== G.viewer) return;
       if (c.reset) { if (c.name !== 'group') G.dirty = true; }
+      else if (G.job) { for (const r of c.removed) if (r.n < G.job.next) add(r, -1, G.job); }
       else if (!G.dirty) {
         if (G.el.panel.hidden) G.dirty = true; // recount when shown: nothing to keep up meanwhile
         else { for (const r of c.removed) add(r, -1); for (const r of c.added) add(r, 1); }
@@ -163,7 +191,7 @@ const Group = (() => {
     build, draw,
     slowest: () => G.slowest,
     // for tests and other views: the current counts (after a recount if needed)
-    counts() { if (G.dirty) recount(); return Object.fromEntries(G.counts); },
+    counts() { if (G.dirty || G.job) recount(); return Object.fromEntries(G.counts); },
     setBy(by, path) { G.by = by; G.el.by.value = by; G.el.path.hidden = by !== 'field'; if (path != null) { G.el.path.value = path; G.path = path.split('.').filter(Boolean); } regroup(); },
     choose,
   };
