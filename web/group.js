@@ -191,7 +191,7 @@ const Group = (() => {
     build, draw,
     slowest: () => G.slowest,
     // for tests and other views: the current counts (after a recount if needed)
-    counts() { if (G.dirty || G.job) recount(); return Object.fromEntries(G.counts); },
+    counts() { if (G.dirty || G.job) { recount(); schedule(0); } return Object.fromEntries(G.counts); },
     setBy(by, path) { G.by = by; G.el.by.value = by; G.el.path.hidden = by !== 'field'; if (path != null) { G.el.path.value = path; G.path = path.split('.').filter(Boolean); } regroup(); },
     choose,
   };

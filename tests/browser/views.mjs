@@ -161,7 +161,7 @@ await step('group by provider, event and a field path equals `etwd convert` coun
   const wantEv = countBy((e) => `${e.System.Provider.Name || ''}/${e.System.EventName != null && e.System.EventName !== '' ? e.System.EventName : '#' + e.System.EventID}`);
   const gotEv = await page.evaluate(() => Group.counts());
   assert(JSON.stringify(Object.entries(gotEv).sort()) === JSON.stringify(Object.entries(wantEv).sort()), 'event counts differ');
-  assert((await page.locator('#grp-body tr').count()) === Math.min(500, Object.keys(wantEv).length), 'rows per event');
+  await until(async () => (await page.locator('#grp-body tr').count()) === Math.min(500, Object.keys(wantEv).length), 'one row per event');
   await page.locator('#grp-by').selectOption('field');
   await page.locator('#grp-path').fill('System.Execution.ThreadID');
   const wantTid = countBy((e) => String((e.System.Execution || {}).ThreadID ?? '(none)')); // missing: "(none)"
@@ -317,6 +317,20 @@ await step('a filter over 60k rows is applied in slices while rows arrive, and e
   assert(r.sliced, 'the re-filter ran in slices');
   assert(r.want >= 23000 && r.same, 'filtered rows are exactly the matching kept rows: ' + JSON.stringify(r));
   assert(new RegExp(`^${r.want.toLocaleString('en-US')} of ${r.kept.toLocaleString('en-US')} rows match`).test(r.status), 'status: ' + r.status);
+});
+
+await step('the panels: every control has an accessible name; no page overflow at 390 px', async () => {
+  if (await page.locator('#grp-panel').isHidden()) await page.getByRole('button', { name: 'Group by' }).click();
+  const bad = await page.evaluate(() => [...document.querySelectorAll('#views button, #views-panels input, #views-panels select, #views-panels button, #views-panels canvas')]
+    .filter((el) => el.getClientRects().length)
+    .filter((el) => !((el.labels && [...el.labels].map((l) => l.textContent).join('').trim()) || el.getAttribute('aria-label') || (el.tagName === 'BUTTON' && el.textContent.trim())))
+    .map((el) => el.outerHTML.slice(0, 80)));
+  assert(!bad.length, 'unnamed: ' + bad.join(' | '));
+  await page.setViewportSize({ width: 390, height: 844 });
+  await sleep(300);
+  const o = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  assert(o <= 1, 'horizontal overflow at 390 px: ' + o);
+  await page.setViewportSize({ width: 1280, height: 900 });
 });
 
 await step('no script errors and no CSP violations', async () => {
