@@ -442,11 +442,33 @@ function loadCols() {
 
 const ROW_H = 22;
 
+/* Views of the kept events in other files (timeline.js, group.js, …) register here and are told
+ * when a viewer opens or closes and when its rows change. The viewer's data for them:
+ *   viewer.kept()      the kept rows, oldest first: {n, ev, gap, text} (ev = the parsed event)
+ *   viewer.filtered()  the rows passing every predicate (what the table shows)
+ *   viewer.setPredicate(name, fn | null)  add/replace/remove a named filter fn(row) → bool;
+ *                      the table shows the rows passing all of them (re-filtered in time slices)
+ *   viewer.matchExcept(name, row)  passes every predicate but `name` (a view's own)
+ *   change(viewer, c): c = {added, removed}: rows appended to / dropped from the front of kept();
+ *   or {reset, name}: filtered() was rebuilt (predicate `name` changed, or none: clear/cap).
+ *   All on the page's main thread. */
+const EventViews = []; // {open(viewer), close(), change(viewer, c)}
+/* a view's toggle button in the viewer's #views bar and its panel below it */
+function installView(v, label, id) {
+  const panel = v.build();
+  const b = h('button', { type: 'button', id, text: label, 'aria-pressed': 'false', 'aria-controls': panel.id });
+  b.addEventListener('click', () => { const on = b.getAttribute('aria-pressed') !== 'true'; b.setAttribute('aria-pressed', String(on)); v.show(on); });
+  $('views').append(b);
+  $('views-panels').append(panel);
+}
+
 class Viewer {
   constructor(id, params) {
     this.id = id;
     this.params = params || { from: '1' };
     this.filterWords = [];
+    this.preds = new Map(); // name -> fn(row) → bool (see EventViews)
+    this.job = null;        // a re-filter running in time slices: {next: row n, out: new view}
     this.rows = [];         // retained rows (oldest first), each {n, ev, gap, text}
     this.view = this.rows;  // rows passing the text filter (this.rows itself when no filter)
     this.incoming = [];     // received, not yet added (flushed in requestAnimationFrame)
@@ -469,7 +491,12 @@ class Viewer {
     this.setCols();
     this.schedule();
     this.connect(false);
+    for (const v of EventViews) v.open(this);
   }
+
+  kept() { return this.rows; }
+  filtered() { return this.view; }
+  notify(c) { for (const v of EventViews) v.change(this, c); }
 
   /* ----- stream ----- */
   connect(resume) {
@@ -520,7 +547,9 @@ class Viewer {
     if (!Array.isArray(arr)) arr = [arr];
     const dst = this.paused ? this.held : this.incoming;
     for (const ev of arr) {
-      const row = { n: 0, ev, gap: ev && ev.Gap ? ev.Gap : null, text: null };
+      // every field set here (one object shape for all rows: faster loops over 200k of them);
+      // t, lk, lm are timeline.js's caches (time in ms, lane key, lane mode)
+      const row = { n: 0, ev, gap: ev && ev.Gap ? ev.Gap : null, text: null, t: undefined, lk: null, lm: null };
       if (row.gap) { this.gaps++; this.gapDropped += Number(row.gap.Dropped || 0); } else if (typeof ev.seq === 'number') this.lastSeq = ev.seq;
       this.received++;
       dst.push(row);
@@ -550,24 +579,39 @@ class Viewer {
       for (const r of inc) r.n = this.n++;
       const rows = this.rows;
       for (let i = 0; i < inc.length; i++) rows.push(inc[i]);
+      let gone = [];
       if (rows.length > this.cap) {
         const d = rows.length - this.cap;
-        rows.splice(0, d);
+        gone = rows.splice(0, d);
         this.discarded += d;
       }
-      if (this.view !== rows) {
+      let added = inc;
+      if (gone.length && gone[gone.length - 1].n >= inc[0].n) { // more new rows than the cap
+        added = inc.filter((r) => r.n >= rows[0].n);
+        gone = gone.filter((r) => r.n < inc[0].n);
+      }
+      if (this.view !== rows && !this.job) { // (a running re-filter reaches the new rows itself)
         const first = rows.length ? rows[0].n : this.n;
         let k = 0;
         while (k < this.view.length && this.view[k].n < first) k++;
         if (k) this.view.splice(0, k);
-        for (const r of inc) if (r.n >= first && this.match(r)) this.view.push(r);
+        for (const r of added) if (this.match(r)) this.view.push(r);
       }
+      this.notify({ added, removed: gone });
       if (this.sel && this.rows.length && this.sel.n < this.rows[0].n) this.sel = null;
     }
     this.render(true);
   }
 
   match(r) {
+    for (const p of this.preds.values()) if (!p(r)) return false;
+    return true;
+  }
+  matchExcept(name, r) { // every predicate but one view's own (its counts then show the other choices)
+    for (const [k, p] of this.preds) if (k !== name && !p(r)) return false;
+    return true;
+  }
+  textMatch(r) {
     if (!r.text) r.text = (r.gap ? gapText(r.gap) : JSON.stringify(r.ev)).toLowerCase(); // 5x faster than jsonText
     for (const w of this.filterWords) if (!r.text.includes(w)) return false;
     return true;
@@ -575,7 +619,41 @@ class Viewer {
   setFilter(f) {
     this.filter = f.trim().toLowerCase();
     this.filterWords = this.filter.split(/\s+/).filter(Boolean);
-    this.view = this.filterWords.length ? this.rows.filter((r) => this.match(r)) : this.rows;
+    if (!this.filterWords.length) for (const r of this.rows) r.text = null; // the texts cost memory (and GC time)
+    this.setPredicate('text', this.filterWords.length ? (r) => this.textMatch(r) : null);
+  }
+  setPredicate(name, fn) {
+    if (fn) this.preds.set(name, fn); else this.preds.delete(name);
+    this.refilter(name);
+  }
+
+  /* Rebuilds the filtered view in slices of ~8 ms (a click on a filter is answered at once and
+   * no long task blocks the page at 200k rows); rows arriving meanwhile are covered by the job. */
+  refilter(name) {
+    if (!this.preds.size) { this.job = null; this.view = this.rows; this.notify({ reset: true, name }); this.render(true); return; }
+    const job = { next: this.rows.length ? this.rows[0].n : this.n, out: [], name };
+    this.job = job;
+    this.view = job.out;
+    this.runJob(job);
+  }
+  runJob(job) {
+    if (this.job !== job || this.closed) return;
+    const t0 = performance.now(), rows = this.rows;
+    for (;;) {
+      const base = rows.length ? rows[0].n : this.n;
+      let i = Math.max(0, job.next - base);
+      const end = Math.min(rows.length, i + 250);
+      for (; i < end; i++) if (this.match(rows[i])) job.out.push(rows[i]);
+      job.next = base + i;
+      if (i >= rows.length) break;
+      if (performance.now() - t0 > 8) { setTimeout(() => this.runJob(job), 0); this.render(false); return; }
+    }
+    const first = rows.length ? rows[0].n : this.n;
+    let k = 0;
+    while (k < job.out.length && job.out[k].n < first) k++;
+    if (k) job.out.splice(0, k);
+    this.job = null;
+    this.notify({ reset: true, name: job.name });
     this.render(true);
   }
 
@@ -686,7 +764,8 @@ class Viewer {
     while (this.rateWin.length > 2 && now - this.rateWin[0][0] > 2000) this.rateWin.shift();
     const [t0, r0] = this.rateWin[0];
     const rate = now - t0 > 200 ? ((this.received - r0) * 1000) / (now - t0) : 0;
-    const shown = this.view === this.rows ? `${fmtN(this.rows.length)} rows` : `${fmtN(this.view.length)} of ${fmtN(this.rows.length)} rows match`;
+    const shown = (this.view === this.rows ? `${fmtN(this.rows.length)} rows` : `${fmtN(this.view.length)} of ${fmtN(this.rows.length)} rows match`) +
+      (this.job ? ` (filtering: ${Math.round((100 * (this.job.next - (this.rows.length ? this.rows[0].n : 0))) / Math.max(1, this.rows.length))}%)` : '');
     $('ev-status').textContent = `${shown} · ${fmtN(this.received)} received · ${fmtN(Math.round(rate))}/s in this page` +
       (this.gaps ? ` · ${fmtN(this.gapDropped)} dropped for this page in ${fmtN(this.gaps)} gap${this.gaps === 1 ? '' : 's'}` : '');
     const cn = $('cap-notice');
@@ -766,6 +845,8 @@ class Viewer {
     this.closed = true;
     cancelAnimationFrame(this.raf);
     this.disconnect();
+    this.job = null;
+    for (const v of EventViews) v.close(this);
     for (const el of this.pool) el.remove();
     this.pool = [];
   }

@@ -26,4 +26,8 @@ fi
 cd "$HERE"
 # playwright-core never downloads a browser; the variable makes sure of it
 PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error
-exec node run.mjs
+# run.mjs: the page's main flows; views.mjs: the timeline and group-by panels
+st=0
+node run.mjs || st=1
+node views.mjs || st=1
+exit $st

@@ -1,0 +1,353 @@
+// Browser tests of the viewer's timeline (web/timeline.js) and group-by (web/group.js) panels in
+// Debian's Chromium (playwright-core): spawns the built etwd, uploads and fast-replays a corpus
+// ETL, and checks against `etwd convert` of the same file: group-by counts (provider, event, a
+// field path), a click on a group filters the table to its count, counts update as rows arrive;
+// the timeline's lanes by provider and CPU hold the right counts, a mouse-brushed range filters
+// the table to exactly the events in it, zoom narrows the window. Screenshots go to artifacts/
+// (copied to docs/page-timeline.png and docs/page-group.png with ETWD_UPDATE_SCREENSHOT=1).
+//
+// Env: ETWD_BIN (etwd binary), ETWD_CORPUS (../shared/corpus), CHROMIUM (/usr/bin/chromium).
+import { spawn, execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import net from 'node:net';
+import https from 'node:https';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const ROOT = path.resolve(HERE, '../..');
+const ART = path.join(HERE, 'artifacts');
+const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+const BIN = process.env.ETWD_BIN || path.join(ROOT, 'build/test/server/etwd');
+const CORPUS = process.env.ETWD_CORPUS || path.resolve(ROOT, '../shared/corpus');
+// two files replayed as one session (merged in time order, as `etwd convert A B` does): 3 providers
+const ETLS = [path.join(CORPUS, 'airbus-cert+etl-parser/tests/example/ShutdownPerfDiagLogger.etl'),
+  path.join(CORPUS, 'microsoft+krabsetw/examples/NativeExamples/powershell.etl')];
+const WAIT = 60000;
+fs.mkdirSync(ART, { recursive: true });
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const log = (...a) => console.log(...a);
+if (!fs.existsSync(CHROMIUM)) { console.error(`FATAL: Chromium not found at ${CHROMIUM}`); process.exit(2); }
+
+const results = [];
+let page;
+async function step(name, fn) {
+  const t0 = Date.now();
+  try {
+    await fn();
+    results.push([name, true]);
+    log(`ok   ${name} (${Date.now() - t0} ms)`);
+  } catch (e) {
+    results.push([name, false]);
+    log(`FAIL ${name}: ${e && e.stack ? e.stack : e}`);
+    if (page) await page.screenshot({ path: path.join(ART, `fail-views-${name.replace(/\W+/g, '_')}.png`), fullPage: true }).catch(() => {});
+  }
+}
+function assert(c, msg) { if (!c) throw new Error('assertion failed: ' + msg); }
+async function until(fn, what, ms = WAIT, every = 100) {
+  const end = Date.now() + ms;
+  let last;
+  for (;;) {
+    try { last = await fn(); if (last) return last; } catch (e) { last = e; }
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what} (last: ${last && last.message ? last.message : JSON.stringify(last)})`);
+    await sleep(every);
+  }
+}
+const freePort = () => new Promise((res, rej) => {
+  const s = net.createServer();
+  s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => res(p)); });
+  s.on('error', rej);
+});
+function request(method, url, token, body) {
+  return new Promise((res, rej) => {
+    const r = https.request(url, { method, rejectUnauthorized: false, timeout: 20000, headers: token ? { Authorization: 'Bearer ' + token, 'Content-Type': 'application/octet-stream' } : {} }, (x) => {
+      const parts = [];
+      x.on('data', (d) => parts.push(d));
+      x.on('end', () => res([x.statusCode, Buffer.concat(parts).toString('utf8')]));
+    });
+    r.on('error', rej);
+    r.on('timeout', () => r.destroy(new Error('timeout')));
+    r.end(body);
+  });
+}
+
+/* the expected events: `etwd convert` of the same file */
+const events = execFileSync(BIN, ['convert', ...ETLS, '--quiet'], { maxBuffer: 1 << 28 }).toString('utf8')
+  .split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
+const countBy = (f) => { const m = {}; for (const e of events) { const k = f(e); m[k] = (m[k] || 0) + 1; } return m; };
+// TimeCreated → ms since 1970, with the sub-millisecond digits (the test's own parse)
+const msOf = (s) => Date.parse(s.slice(0, 23) + 'Z') + Number('0.' + s.slice(23, -1).padEnd(1, '0'));
+
+/* ---------- server and browser ---------- */
+const state = fs.mkdtempSync(path.join(os.tmpdir(), 'etwd-views-'));
+const port = await freePort();
+const base = `https://127.0.0.1:${port}`;
+const srv = spawn(BIN, ['--listen', `127.0.0.1:${port}`, '--state-dir', state], { stdio: ['ignore', 'ignore', 'pipe'] });
+const srvLog = fs.createWriteStream(path.join(ART, 'etwd-views.log'));
+srv.stderr.pipe(srvLog);
+let srvExited = null;
+srv.on('exit', (c, s) => { srvExited = `${c ?? s}`; });
+let browser;
+async function cleanup() {
+  try { if (browser) await browser.close(); } catch { /* gone */ }
+  if (srvExited === null) { srv.kill('SIGTERM'); for (let i = 0; i < 1200 && srvExited === null; i++) await sleep(100); if (srvExited === null) srv.kill('SIGKILL'); }
+  fs.rmSync(state, { recursive: true, force: true });
+}
+try {
+  await until(async () => srvExited === null && (await request('GET', `${base}/api/v1/health`))[0] === 200, 'etwd to answer', 2 * WAIT, 200);
+} catch (e) {
+  console.error(`FATAL: etwd did not start (${BIN}): ${e.message}`);
+  await cleanup();
+  process.exit(2);
+}
+const tokens = Object.fromEntries(fs.readFileSync(path.join(state, 'tokens'), 'utf8').split('\n')
+  .filter((l) => l && !l.startsWith('#')).map((l) => l.split(/\s+/)).map(([, role, secret]) => [role, secret]));
+browser = await chromium.launch({
+  executablePath: CHROMIUM, headless: true,
+  args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'],
+});
+const pageErrors = [];
+const ctx = await browser.newContext({ ignoreHTTPSErrors: true, viewport: { width: 1280, height: 900 } });
+ctx.setDefaultTimeout(WAIT);
+page = await ctx.newPage();
+page.on('pageerror', (e) => { pageErrors.push(String(e)); log('page error:', String(e)); });
+page.on('console', (m) => { if (m.type() === 'error' && /Content Security Policy|Refused to/i.test(m.text())) pageErrors.push(m.text()); });
+const statusCounts = async () => {
+  const t = await page.locator('#ev-status').textContent();
+  const m = /([\d,]+) (?:of ([\d,]+) )?rows( match)?/.exec(t || '');
+  const n = (s) => Number(s.replace(/,/g, ''));
+  return m ? { shown: n(m[1]), kept: n(m[2] || m[1]), filtering: /filtering/.test(t) } : null;
+};
+
+await step('replay two corpus ETLs; every event of `etwd convert` arrives', async () => {
+  for (const f of ETLS) {
+    const [st] = await request('POST', `${base}/api/v1/files?name=${path.basename(f)}`, tokens.admin, fs.readFileSync(f));
+    assert(st === 201 || st === 200, 'upload ' + st);
+  }
+  await page.goto(base + '/');
+  await page.locator('#token').fill(tokens.admin);
+  await page.getByRole('button', { name: 'Log in' }).click();
+  await page.locator('#who').waitFor({ state: 'visible' });
+  await page.evaluate(async (files) => {
+    const s = await api('POST', '/api/v1/sessions', { files, replay: 'fast', name: 'views' });
+    updateSessions([...S.sessions.values(), s]);
+    openViewer(s.id);
+  }, ETLS.map((f) => path.basename(f)));
+  await page.locator('#viewer').waitFor({ state: 'visible' });
+  await until(async () => {
+    const r = await page.evaluate(() => ({ kept: S.viewer.kept().filter((x) => !x.gap).length, conn: document.getElementById('viewer-conn').textContent }));
+    return r.kept === events.length && /ended/.test(r.conn);
+  }, `${events.length} events`);
+});
+
+await step('group by provider, event and a field path equals `etwd convert` counts', async () => {
+  await page.getByRole('button', { name: 'Group by' }).click();
+  await page.locator('#grp-panel').waitFor({ state: 'visible' });
+  const want = countBy((e) => e.System.Provider.Name || '(none)');
+  // the table in the page (count column) as well as the view's own counts
+  await until(async () => (await page.locator('#grp-body tr').count()) === Object.keys(want).length, 'one row per provider');
+  const table = await page.evaluate(() => Object.fromEntries([...document.querySelectorAll('#grp-body tr')].map((tr) => [tr.dataset.key, Number(tr.children[1].textContent.replace(/,/g, ''))])));
+  assert(JSON.stringify(Object.entries(table).sort()) === JSON.stringify(Object.entries(want).sort()), `provider counts ${JSON.stringify(table)} != ${JSON.stringify(want)}`);
+  // sorted by count, descending; a click on the Count header sorts ascending
+  const counts = Object.values(await page.evaluate(() => [...document.querySelectorAll('#grp-body tr')].map((tr) => Number(tr.children[1].textContent.replace(/,/g, '')))));
+  assert(counts.every((c, i) => !i || counts[i - 1] >= c), 'sorted descending: ' + counts);
+  await page.locator('#grp-table button.sort[data-sort="count"]').click();
+  const asc = await page.evaluate(() => [...document.querySelectorAll('#grp-body tr')].map((tr) => Number(tr.children[1].textContent.replace(/,/g, ''))));
+  assert(asc.every((c, i) => !i || asc[i - 1] <= c), 'sorted ascending: ' + asc);
+  await page.locator('#grp-table button.sort[data-sort="count"]').click();
+  await page.locator('#grp-by').selectOption('event');
+  const wantEv = countBy((e) => `${e.System.Provider.Name || ''}/${e.System.EventName != null && e.System.EventName !== '' ? e.System.EventName : '#' + e.System.EventID}`);
+  const gotEv = await page.evaluate(() => Group.counts());
+  assert(JSON.stringify(Object.entries(gotEv).sort()) === JSON.stringify(Object.entries(wantEv).sort()), 'event counts differ');
+  await until(async () => (await page.locator('#grp-body tr').count()) === Math.min(500, Object.keys(wantEv).length), 'one row per event');
+  await page.locator('#grp-by').selectOption('field');
+  await page.locator('#grp-path').fill('System.Execution.ThreadID');
+  const wantTid = countBy((e) => String((e.System.Execution || {}).ThreadID ?? '(none)')); // missing: "(none)"
+  await until(async () => JSON.stringify(Object.entries(await page.evaluate(() => Group.counts())).sort()) === JSON.stringify(Object.entries(wantTid).sort()), 'thread id counts');
+  log(`   ${Object.keys(want).length} providers, ${Object.keys(wantEv).length} events, ${Object.keys(wantTid).length} threads`);
+});
+
+await step('a click on a group filters the table to its count; a second click clears', async () => {
+  await page.locator('#grp-by').selectOption('event');
+  const want = countBy((e) => `${e.System.Provider.Name || ''}/${e.System.EventName != null && e.System.EventName !== '' ? e.System.EventName : '#' + e.System.EventID}`);
+  const [name, n] = Object.entries(want).sort((a, b) => a[1] - b[1])[Math.floor(Object.keys(want).length / 2)];
+  log(`   group ${name}: ${n} events`);
+  const btn = page.locator(`#grp-body button[data-key="${name}"]`);
+  await btn.click();
+  await until(async () => { const s = await statusCounts(); return s && !s.filtering && s.shown === n && s.kept === events.length; }, `the table to show ${n} ${name} rows`);
+  assert((await page.locator(`#grp-body button[data-key="${name}"]`).getAttribute('aria-pressed')) === 'true', 'chosen group marked');
+  // the other groups stay listed (counts exclude the group filter itself)
+  assert((await page.locator('#grp-body tr').count()) === Object.keys(want).length, 'other groups still listed');
+  const rows = await page.evaluate(() => S.viewer.filtered().map((r) => `${r.ev.System.Provider.Name}/${r.ev.System.EventName || '#' + r.ev.System.EventID}`));
+  assert(rows.length === n && rows.every((p) => p === name), 'only that event in the table');
+  await page.screenshot({ path: path.join(ART, 'page-group.png') });
+  await page.locator(`#grp-body button[data-key="${name}"]`).click();
+  await until(async () => { const s = await statusCounts(); return s && s.shown === events.length && s.kept === events.length; }, 'all rows again');
+  await page.locator('#grp-by').selectOption('provider');
+});
+
+await step('group counts update live as rows arrive', async () => {
+  await page.evaluate(() => {
+    const ev = (i) => ({ seq: 9e6 + i, System: { Provider: { Name: 'livetest' }, EventName: 'tick', EventID: 1, TimeCreated: '2020-02-28T09:03:48.0000000Z', Execution: { ProcessID: 1, ThreadID: 1, ProcessorID: 0 } } });
+    S.viewer.onFrame(JSON.stringify([ev(1), ev(2), ev(3)]));
+  });
+  await until(async () => (await page.locator('#grp-body tr[data-key="livetest"] td.num').textContent().catch(() => '')) === '3', 'a livetest group of 3', 5000);
+  await page.evaluate(() => S.viewer.onFrame(JSON.stringify([{ seq: 9e6 + 4, System: { Provider: { Name: 'livetest' }, EventName: 'tick', EventID: 1, TimeCreated: '2020-02-28T09:03:48.0000000Z', Execution: { ProcessID: 1, ThreadID: 1, ProcessorID: 0 } } }])));
+  await until(async () => (await page.locator('#grp-body tr[data-key="livetest"] td.num').textContent()) === '4', 'the group to count 4', 5000);
+  // the 4 rows stay: the timeline steps count them too (all() below)
+  await page.getByRole('button', { name: 'Group by' }).click();
+  assert(await page.locator('#grp-panel').isHidden(), 'panel closed');
+});
+
+// the timeline bins rows in time slices: wait until it has painted what was asked
+const settled = () => until(() => page.evaluate(() => !Timeline.state().busy), 'the timeline to be drawn', 10000, 50);
+const extra = { System: { Provider: { Name: 'livetest' }, EventName: 'tick', EventID: 1, Execution: { ProcessID: 1, ThreadID: 1, ProcessorID: 0 }, TimeCreated: '2020-02-28T09:03:48.0000000Z' } };
+const all = () => events.concat(Array(4).fill(extra));
+
+await step('timeline lanes by provider, then by CPU, hold the right counts', async () => {
+  await page.getByRole('button', { name: 'Timeline' }).click();
+  await page.locator('#tl-panel').waitFor({ state: 'visible' });
+  await page.locator('#tl-lanes').selectOption('provider');
+  const lanesOf = async () => page.evaluate(() => Timeline.state());
+  const check = (st, f, name) => {
+    const m = {};
+    for (const e of all()) { const k = f(e); m[k] = (m[k] || 0) + 1; }
+    const keys = Object.keys(m);
+    assert(st.shown === all().length, `${name}: all events shown: ${st.shown} != ${all().length}`);
+    if (keys.length <= 12) {
+      const got = Object.fromEntries(st.lanes.map((l) => [l.key, l.count]));
+      assert(JSON.stringify(Object.entries(got).sort()) === JSON.stringify(Object.entries(m).sort()), `${name} lanes ${JSON.stringify(got)} != ${JSON.stringify(m)}`);
+    } else {
+      assert(st.lanes.length === 12 && st.lanes[11].key === '(other)', `${name}: 12 lanes, the last "other"`);
+      assert(st.lanes.reduce((s, l) => s + l.count, 0) === all().length, `${name}: lanes add up`);
+    }
+  };
+  let st = await until(async () => { const s = await lanesOf(); return s.shown === all().length ? s : null; }, 'the timeline drawn');
+  assert(st.by === 'provider', 'lanes by provider');
+  check(st, (e) => e.System.Provider.Name || '(none)', 'provider');
+  await page.locator('#tl-lanes').selectOption('cpu');
+  await settled();
+  st = await lanesOf();
+  assert(st.by === 'cpu', 'lanes by cpu');
+  check(st, (e) => String(e.System.Execution.ProcessorID), 'cpu');
+  assert(/lanes by cpu/.test(await page.locator('#timeline').getAttribute('aria-label')), 'canvas label says cpu');
+  await page.locator('#tl-lanes').selectOption('process');
+  await settled();
+  st = await lanesOf();
+  assert(st.by === 'process' && st.lanes.length >= 2, 'lanes by process');
+});
+
+await step('a brushed time range filters the table to exactly the events in it; Esc clears', async () => {
+  const times = all().map((e) => msOf(e.System.TimeCreated)).sort((a, b) => a - b);
+  // a window from the 5th to the 95th percentile (a few events of the file are hours later)
+  await page.evaluate(([a, b]) => Timeline.setWindow([a, b]), [times[Math.floor(times.length * 0.05)], times[Math.floor(times.length * 0.95)]]);
+  await settled();
+  // drag between the x positions of the 20th and 70th percentile events, with the mouse
+  const [x0, x1, box] = await page.evaluate(([a, b]) => [Timeline.xAt(a), Timeline.xAt(b), document.getElementById('timeline').getBoundingClientRect().toJSON()],
+    [times[Math.floor(times.length * 0.2)], times[Math.floor(times.length * 0.7)]]);
+  const y = box.y + 8;
+  let from = box.x + x0, to = box.x + x1;
+  if (to - from < 20) { from -= 10; to += 10; } // a dense burst: a range around it
+  await page.mouse.move(from, y);
+  await page.mouse.down();
+  await page.mouse.move((from + to) / 2, y, { steps: 3 });
+  await page.mouse.move(to, y, { steps: 3 });
+  await page.mouse.up();
+  const st = await page.evaluate(() => Timeline.state());
+  assert(st.range && st.range[1] > st.range[0], 'a range: ' + JSON.stringify(st.range));
+  const want = times.filter((t) => t >= st.range[0] && t <= st.range[1]).length;
+  assert(want > 0 && want < times.length, `the range holds some events, not all: ${want}`);
+  await until(async () => { const s = await statusCounts(); return s && !s.filtering && s.shown === want; }, `the table to show ${want} rows`);
+  const got = await page.evaluate(() => S.viewer.filtered().length);
+  assert(got === want, `filtered ${got} != ${want}`);
+  assert(/range \d\d:\d\d/.test(await page.locator('#tl-info').textContent()), 'range shown');
+  log(`   brushed ${want} of ${times.length} events`);
+  await page.screenshot({ path: path.join(ART, 'page-timeline.png') });
+  await page.locator('#timeline').focus();
+  await page.keyboard.press('Escape');
+  await until(async () => { const s = await statusCounts(); return s && s.shown === s.kept && s.kept === times.length; }, 'all rows again');
+});
+
+await step('zoom in narrows the window, Fit restores it; the wheel zooms', async () => {
+  await page.getByRole('button', { name: 'Fit all kept events' }).click();
+  await settled();
+  const w0 = await page.evaluate(() => Timeline.state().win);
+  await page.getByRole('button', { name: 'Zoom in' }).click();
+  await page.getByRole('button', { name: 'Zoom in' }).click();
+  await settled();
+  const w1 = await page.evaluate(() => Timeline.state().win);
+  assert(Math.abs((w1[1] - w1[0]) * 4 - (w0[1] - w0[0])) < 1e-6 * (w0[1] - w0[0]), `zoomed 4x: ${w0} → ${w1}`);
+  await page.getByRole('button', { name: 'Fit all kept events' }).click();
+  await settled();
+  const w2 = await page.evaluate(() => Timeline.state().win);
+  assert(w2[0] === w0[0] && w2[1] === w0[1], 'fit restores');
+  const box = await page.locator('#timeline').boundingBox();
+  await page.mouse.move(box.x + box.width / 2, box.y + 10);
+  await page.mouse.wheel(0, -100);
+  await settled();
+  const w3 = await page.evaluate(() => Timeline.state().win);
+  assert(w3[1] - w3[0] < w0[1] - w0[0], 'wheel zooms in');
+  await page.getByRole('button', { name: 'Fit all kept events' }).click();
+});
+
+await step('a filter over 60k rows is applied in slices while rows arrive, and ends exact', async () => {
+  const r = await page.evaluate(async () => {
+    const v = S.viewer;
+    v.setCap(200000);
+    const frame = (f) => JSON.stringify(Array.from({ length: 1000 }, (_, i) => ({ seq: 1e7 + f * 1000 + i,
+      System: { Provider: { Name: 'slices' }, EventName: 'e', TimeCreated: '2020-02-28T09:03:49.0000000Z', Execution: { ProcessID: i % 7 } },
+      EventData: { s: (f * 1000 + i) % 3 ? 'hay' : 'needle' } })));
+    for (let f = 0; f < 60; f++) v.onFrame(frame(f));
+    await new Promise((ok) => requestAnimationFrame(() => requestAnimationFrame(ok)));
+    v.setFilter('needle');
+    const sliced = !!v.job;
+    for (let f = 60; f < 70; f++) { v.onFrame(frame(f)); await new Promise((ok) => setTimeout(ok, 5)); }
+    while (v.job || v.incoming.length) await new Promise((ok) => setTimeout(ok, 20));
+    await new Promise((ok) => requestAnimationFrame(() => requestAnimationFrame(ok)));
+    const want = v.kept().filter((x) => !x.gap && JSON.stringify(x.ev).toLowerCase().includes('needle')).map((x) => x.n);
+    const got = v.filtered().map((x) => x.n);
+    const res = { sliced, kept: v.kept().length, want: want.length, same: JSON.stringify(want) === JSON.stringify(got),
+      status: document.getElementById('ev-status').textContent };
+    v.setFilter('');
+    return res;
+  });
+  log('   ' + JSON.stringify(r));
+  assert(r.sliced, 'the re-filter ran in slices');
+  assert(r.want >= 23000 && r.same, 'filtered rows are exactly the matching kept rows: ' + JSON.stringify(r));
+  assert(new RegExp(`^${r.want.toLocaleString('en-US')} of ${r.kept.toLocaleString('en-US')} rows match`).test(r.status), 'status: ' + r.status);
+});
+
+await step('the panels: every control has an accessible name; no page overflow at 390 px', async () => {
+  if (await page.locator('#grp-panel').isHidden()) await page.getByRole('button', { name: 'Group by' }).click();
+  const bad = await page.evaluate(() => [...document.querySelectorAll('#views button, #views-panels input, #views-panels select, #views-panels button, #views-panels canvas')]
+    .filter((el) => el.getClientRects().length)
+    .filter((el) => !((el.labels && [...el.labels].map((l) => l.textContent).join('').trim()) || el.getAttribute('aria-label') || (el.tagName === 'BUTTON' && el.textContent.trim())))
+    .map((el) => el.outerHTML.slice(0, 80)));
+  assert(!bad.length, 'unnamed: ' + bad.join(' | '));
+  await page.setViewportSize({ width: 390, height: 844 });
+  await sleep(300);
+  const o = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  assert(o <= 1, 'horizontal overflow at 390 px: ' + o);
+  await page.setViewportSize({ width: 1280, height: 900 });
+});
+
+await step('no script errors and no CSP violations', async () => {
+  assert(!pageErrors.length, pageErrors.join('\n'));
+});
+
+if (process.env.ETWD_UPDATE_SCREENSHOT === '1')
+  for (const f of ['page-timeline.png', 'page-group.png']) if (fs.existsSync(path.join(ART, f))) fs.copyFileSync(path.join(ART, f), path.join(ROOT, 'docs', f));
+
+await cleanup();
+await new Promise((r) => srvLog.end(r));
+{
+  const slog = fs.readFileSync(path.join(ART, 'etwd-views.log'), 'utf8');
+  const san = slog.split('\n').filter((l) => /ERROR: (Address|Leak|Thread)Sanitizer|runtime error:/.test(l));
+  results.push(['etwd exits cleanly with no sanitizer report', srvExited === '0' && !san.length]);
+  log(`${srvExited === '0' && !san.length ? 'ok  ' : 'FAIL'} etwd exits cleanly with no sanitizer report (exit ${srvExited})`);
+}
+const failed = results.filter((r) => !r[1]).length;
+console.log(`\nbrowser views: ${results.length - failed} passed, ${failed} failed`);
+process.exit(failed ? 1 : 0);
