@@ -298,10 +298,11 @@ static void on_ended(void *ctx, enum etw_err code, const char *msg) {
    * holding it), only the small state lock. */
   pthread_mutex_lock(&s->smu);
   if (s->state == S_RUNNING) {
+    int limited = code == ETW_E_OK && msg && !strcmp(msg, ETW_ENDED_MAX_EVENTS);
     snprintf(s->end_msg, sizeof s->end_msg, "%s", msg ? msg : "");
-    s->state = code == ETW_E_OK ? S_ENDED : S_FAILED;
+    s->state = limited ? S_STOPPED : code == ETW_E_OK ? S_ENDED : S_FAILED;
     s->stopped_ns = now_ns();
-    s->stop_reason = code == ETW_E_OK ? "ended" : "failed";
+    s->stop_reason = limited ? "max_events" : code == ETW_E_OK ? "ended" : "failed";
     pthread_cond_broadcast(&s->cv);
   }
   pthread_mutex_unlock(&s->smu);
@@ -936,10 +937,13 @@ static struct etw_sub *run_subscribe(struct etw_session *s, const struct etw_sub
   if (!e && s->n_runs >= c->cfg.max_subscribers) e = ETW_E_LIMIT;
   pthread_mutex_lock(&s->smu);
   int stopped = s->state == S_STOPPED;
-  if (!e && !stopped && s->state == S_PENDING) s->state = S_RUNNING;
+  int first = !e && !stopped && s->state == S_PENDING;
+  if (first) s->state = S_RUNNING;
   pthread_mutex_unlock(&s->smu);
   if (!e && stopped) e = ETW_E_STATE; /* raced with a stop: the caller subscribes to s->hub */
   if (!e) e = s->be->start(r->bstate, &st);
+  /* the replay's duration_s counts from its first pass (stop_locked ends every pass) */
+  if (!e && first && limits_start(s)) e = ETW_E_NOMEM;
   if (e) {
     if (r && r->sub) etw_sub_close(r->sub);
     if (r && r->hub) run_free(s, r);

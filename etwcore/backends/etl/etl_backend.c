@@ -139,7 +139,7 @@ static void *reader_main(void *arg) {
   int64_t last_pub = now_ns(), wall0 = 0;
   uint64_t ft0 = 0;
   uint64_t done0 = 0;
-  int rc = 0, n = 0, ri = 0;
+  int rc = 0, n = 0, ri = 0, limited = 0;
   /* the records come in batches (pointers into the reader, valid until the next call); the
    * reader only reads buffers inside that call, so its progress is taken once per batch */
   while (!atomic_load(&s->stop)) {
@@ -201,13 +201,8 @@ static void *reader_main(void *arg) {
       }
     }
     if (s->args.spec->max_events && atomic_load(&s->events) >= s->args.spec->max_events) {
-      /* the spec's max_events: nothing more is read; the core's limit thread stops the session
-       * (with that reason) within 100 ms */
-      if (b && b->n) {
-        etw_hub_publish(hub, b);
-        b = NULL;
-      }
-      while (!atomic_load(&s->stop)) sleep_ns(FLUSH_NS);
+      limited = 1; /* the spec's max_events: nothing more is read, this pass ends here */
+      break;
     }
   }
   if (b) {
@@ -217,7 +212,7 @@ static void *reader_main(void *arg) {
   /* ended() reports a session that ends by itself (end of file, damage), not a stop() */
   if (s->args.ended && !atomic_load(&s->stop)) {
     if (rc < 0) s->args.ended(s->args.ctx, st.code ? st.code : ETW_E_CORRUPT, st.msg);
-    else s->args.ended(s->args.ctx, ETW_E_OK, "end of file");
+    else s->args.ended(s->args.ctx, ETW_E_OK, limited ? ETW_ENDED_MAX_EVENTS : "end of file");
   }
   etw_hub_end(hub);
   return NULL;

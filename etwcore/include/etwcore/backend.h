@@ -102,6 +102,9 @@ struct etw_backend_args {
   const char *record_path; /* file mode: where to write the recording, else NULL */
   /* called once from a reader thread when the session ends by itself (end of file, error) */
   void (*ended)(void *ctx, enum etw_err code, const char *msg);
+  /* @msg of an ended() with ETW_E_OK when a replay pass stopped at the spec's max_events: the
+   * session then says stopped, stop_reason max_events (not ended) */
+#define ETW_ENDED_MAX_EVENTS "max_events reached"
   void *ctx;
 };
 
