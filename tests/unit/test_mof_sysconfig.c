@@ -226,10 +226,8 @@ static const char *one(struct etw_decoder *d, struct etw_jw *w, int classic, uns
     CHECK(m_);                                                                                                         \
   } while (0)
 
-static void by_version(void) {
-  struct etw_decoder *d = etw_decoder_new(NULL);
-  struct etw_jw w;
-  etw_jw_init(&w, 0);
+static void v_irq_pnp(struct etw_decoder *d, struct etw_jw *wp) {
+  struct etw_jw w = *wp; /* the caller's writer (its buffer may grow: handed back at the end) */
   struct pb b;
   const char *nm;
   /* IRQ v0–v2: IRQAffinity u64 (hex), IRQNum, DeviceDescriptionLen, DeviceDescription */
@@ -273,6 +271,13 @@ static void by_version(void) {
              v == 3 ? ",\"PdoName\":\"\\\\Device\\\\00000001\"" : "");
     EXPECT(one(d, &w, 0, 0x0B, 22, v, 8, &b, &nm), want);
   }
+  *wp = w;
+}
+
+static void v_old(struct etw_decoder *d, struct etw_jw *wp) {
+  struct etw_jw w = *wp; /* the caller's writer (its buffer may grow: handed back at the end) */
+  struct pb b;
+  const char *nm;
   /* CPU v0/v1: DomainName is wchar[132] and the layout ends at HyperThreadingFlag (pointer) */
   for (int ps = 4; ps <= 8; ps += 4) {
     b.n = 0;
@@ -315,6 +320,13 @@ static void by_version(void) {
   for (int i = 0; i < 8; i++) pb_u8(&b, (unsigned)(i < 5));
   EXPECT(one(d, &w, 0, 0x0B, 16, 0, 8, &b, &nm),
          "\"EventData\":{\"S1\":1,\"S2\":1,\"S3\":1,\"S4\":1,\"S5\":1,\"Pad1\":0,\"Pad2\":0,\"Pad3\":0}");
+  *wp = w;
+}
+
+static void v_new_fixed(struct etw_decoder *d, struct etw_jw *wp) {
+  struct etw_jw w = *wp; /* the caller's writer (its buffer may grow: handed back at the end) */
+  struct pb b;
+  const char *nm;
   /* 29 CodeIntegrity, 30 TelemetryInfo, 33 DeviceFamily, 34 FlightIds, 36 Virtualization, 37 Boot */
   b.n = 0;
   pb_u32(&b, 0x2001);
@@ -350,6 +362,13 @@ static void by_version(void) {
   EXPECT(one(d, &w, 0, 0x0B, 37, 2, 8, &b, &nm),
          "\"EventData\":{\"BootFlags\":16,\"FirmwareType\":2,\"SecureBootEnabled\":1,\"SecureBootCapable\":1,\"Reserved1\":0,"
          "\"Reserved2\":0}");
+  *wp = w;
+}
+
+static void v_new_var(struct etw_decoder *d, struct etw_jw *wp) {
+  struct etw_jw w = *wp; /* the caller's writer (its buffer may grow: handed back at the end) */
+  struct pb b;
+  const char *nm;
   /* 35 Processors: ProcessorIndex, FeatureSet, ProcessorSpeed, wchar[64], wchar[16], wchar[128] */
   b.n = 0;
   pb_u32(&b, 3);
@@ -424,6 +443,13 @@ static void by_version(void) {
       free(e);
     }
   }
+  *wp = w;
+}
+
+static void v_image(struct etw_decoder *d, struct etw_jw *wp) {
+  struct etw_jw w = *wp; /* the caller's writer (its buffer may grow: handed back at the end) */
+  struct pb b;
+  const char *nm;
   /* Image opcode 34 (HypercallPage): one pointer; the corpus record's payload, 8 bytes */
   b.n = 0;
   pb_u64(&b, 0xfffff80242310000ull);
@@ -450,6 +476,18 @@ static void by_version(void) {
     EXPECT(one(d, &w, 1, 0, 40, 0, ps, &b, &nm), want);
     CHECK(!strcmp(nm, "ImageID/DbgDeterm"));
   }
+  *wp = w;
+}
+
+static void by_version(void) {
+  struct etw_decoder *d = etw_decoder_new(NULL);
+  struct etw_jw w;
+  etw_jw_init(&w, 0);
+  v_irq_pnp(d, &w);
+  v_old(d, &w);
+  v_new_fixed(d, &w);
+  v_new_var(d, &w);
+  v_image(d, &w);
   etw_jw_free(&w);
   etw_decoder_free(d);
 }
