@@ -137,7 +137,7 @@ int dec_mof_names(const struct etw_rec *r, const char **task, const char **opcod
   if (!memcmp(r->provider_id, KTC_IMAGEID, 16)) {
     *task = "ImageID";
     *opcode = t == 0 ? "" : t == 32 ? "None" : t == 36 ? "DbgID_RSDS" : t == 37 ? "DbgID_ILRSDS"
-            : t == 64 ? "FileVersion" : NULL;
+            : t == 38 ? "DbgPPDB" : t == 40 ? "DbgDeterm" : t == 64 ? "FileVersion" : NULL;
     return 2;
   }
   if (!memcmp(r->provider_id, KTC_METADATA, 16)) {
@@ -178,6 +178,7 @@ struct layout {
 #define THREAD_V3 "uProcessId uTThreadId pStackBase pStackLimit pUserStackBase pUserStackLimit pAffinity pWin32StartAddr pTebBase uSubProcessTag bBasePriority bPagePriority bIoPriority bThreadFlags wThreadName"
 #define IMAGE_V2 "pImageBase zImageSize uProcessId uImageCheckSum iTimeDateStamp uReserved0 pDefaultBase uReserved1 uReserved2 uReserved3 uReserved4 wFileName"
 #define IMAGE_V3 "pImageBase zImageSize uProcessId uImageCheckSum iTimeDateStamp bSignatureLevel bSignatureType hReserved0 pDefaultBase uReserved1 uReserved2 uReserved3 uReserved4 wFileName"
+#define DEFRAG "qAlignmentClusters qAvgFreeSpaceSize qClustersPerSlab qFragmentedDirectoryExtents qFragmentedExtents qFreeSpaceCount qLargestFreeSpaceSize qLastRunActualPurgeClusters qLastRunClustersTrimmed qLastRunFullDefragTime qLastRunTime qMFTSize qTotalClusters qTotalUsedClusters uAvgFragmentsPerFile uBytesPerCluster uDirectoryCount uFragmentedDirectories uFragmentedFiles uFragmentedSpace uHardwareIssue uInUseMFTRecords uInUseSlabs uLastRunActualPurgeSlabs uLastRunInitialBackedSlabs uLastRunPercentFragmentation uLastRunPinnedSlabs uLastRunPotentialPurgeSlabs uLastRunSpaceInefficientSlabs uLastRunTrimmedSlabs uLastRunUnknownEvictFailSlabs uLastRunVolsnapPinnedSlabs uMFTFragmentCount uMovableFiles uTotalMFTRecords uTotalSlabs uUnmovableFiles gVolumeId wVolumePathNames"
 #define TCP4 "uPID usize 4daddr 4saddr ndport nsport"
 #define TCP6 "uPID usize 6daddr 6saddr ndport nsport"
 
@@ -198,6 +199,8 @@ static const struct layout LAYOUTS[] = {
     {0x14, NULL, 3, 255, T(2, 3, 4, 10), IMAGE_V3},
     {0x14, NULL, 2, 2, T(2, 3, 4, 10), IMAGE_V2},
     {0x14, NULL, 0, 255, T(33), "pImageBase"},
+    /* HypercallPage (MOF class of Image v2; name kept as PerfView's Opcode(34)) */
+    {0x14, NULL, 0, 255, T(34), "pHypercallPageVa"},
     {0x01, NULL, 2, 255, T(10, 11), "uDiskNumber xIrpFlags uTransferSize uReserved qByteOffset pFileObject pIrp tHighResResponseTime uIssuingThreadId"},
     {0x01, NULL, 2, 255, T(12, 13, 15), "pIrp uIssuingThreadId"},
     {0x01, NULL, 2, 255, T(14), "uDiskNumber xIrpFlags tHighResResponseTime pIrp uIssuingThreadId"},
@@ -231,19 +234,27 @@ static const struct layout LAYOUTS[] = {
     /* CPU: HyperThreadingFlag is pointer-sized (Microsoft Learn SystemConfig_CPU: "Pointer"), then
      * HighestUserAddress (pointer), ProcessorArchitecture/Level/Revision (u16), NxEnabled,
      * PaeEnabled (u8), MemorySpeed (u32): 828 bytes on x64 (v3, verified on net.4.5.2.x64) */
+    /* SystemConfig by version (facts: the MSNT_SystemTrace MOF classes SystemConfig_V0 … _V5,
+     * etl-format.md §0). v0/v1 PhyDisk, LogDisk, Video, IRQ, Power and PnP are v2's layout (or a
+     * prefix of it); CPU, Services and NIC v0/v1 differ (fixed-size strings). */
+    {0x0B, NULL, 0, 1, T(10), "uMHz uNumberOfProcessors uMemSize uPageSize uAllocationGranularity C256ComputerName C132DomainName pHyperThreadingFlag"},
+    {0x0B, NULL, 0, 1, T(15), "C34ServiceName C256DisplayName C34ProcessName uProcessId"},
+    {0x0B, NULL, 0, 1, T(13), "C256NICName uIndex uPhysicalAddrLen C8PhysicalAddr uSize iIpAddress iSubnetMask iDhcpServer iGateway iPrimaryWinsServer iSecondaryWinsServer iDnsServer1 iDnsServer2 iDnsServer3 iDnsServer4 uData"},
     {0x0B, NULL, 2, 255, T(10), "uMHz uNumberOfProcessors uMemSize uPageSize uAllocationGranularity C256ComputerName C134DomainName pHyperThreadingFlag pHighestUserAddress hProcessorArchitecture hProcessorLevel hProcessorRevision bNxEnabled bPaeEnabled uMemorySpeed"},
-    {0x0B, NULL, 2, 255, T(11), "uDiskNumber uBytesPerSector uSectorsPerTrack uTracksPerCylinder qCylinders uSCSIPort uSCSIPath uSCSITarget uSCSILun C256Manufacturer uPartitionCount bWriteCacheEnabled bPad C3BootDriveLetter C2Spare"},
-    {0x0B, NULL, 2, 255, T(12), "qStartOffset qPartitionSize uDiskNumber uSize uDriveType C4DriveLetterString uPad1 uPartitionNumber uSectorsPerCluster uBytesPerSector uPad2 jNumberOfFreeClusters jTotalNumberOfClusters C16FileSystem uVolumeExt uPad3"},
+    {0x0B, NULL, 0, 255, T(11), "uDiskNumber uBytesPerSector uSectorsPerTrack uTracksPerCylinder qCylinders uSCSIPort uSCSIPath uSCSITarget uSCSILun C256Manufacturer uPartitionCount bWriteCacheEnabled bPad C3BootDriveLetter C2Spare"},
+    {0x0B, NULL, 0, 255, T(12), "qStartOffset qPartitionSize uDiskNumber uSize uDriveType C4DriveLetterString uPad1 uPartitionNumber uSectorsPerCluster uBytesPerSector uPad2 jNumberOfFreeClusters jTotalNumberOfClusters C16FileSystem uVolumeExt uPad3"},
     {0x0B, NULL, 2, 255, T(13), "XPhysicalAddr uPhysicalAddrLen uIpv4Index uIpv6Index wNICDescription wIpAddresses wDnsServerAddresses"},
-    {0x0B, NULL, 2, 255, T(14), "uMemorySize uXResolution uYResolution uBitsPerPixel uVRefresh C256ChipType C256DACType C256AdapterString C256BiosString C256DeviceId xStateFlags"},
-    {0x0B, NULL, 2, 255, T(21), "XIRQAffinity uIRQNum uDeviceDescriptionLen wDeviceDescription"},
+    {0x0B, NULL, 0, 255, T(14), "uMemorySize uXResolution uYResolution uBitsPerPixel uVRefresh C256ChipType C256DACType C256AdapterString C256BiosString C256DeviceId xStateFlags"},
+    /* IRQ v3 (Win7+): the processor group (u16) and a reserved u16 follow IRQAffinity */
+    {0x0B, NULL, 3, 255, T(21), "XIRQAffinity hIRQGroup hReserved uIRQNum uDeviceDescriptionLen wDeviceDescription"},
+    {0x0B, NULL, 0, 2, T(21), "XIRQAffinity uIRQNum uDeviceDescriptionLen wDeviceDescription"},
     {0x0B, NULL, 2, 255, T(23), "uTargetId xDeviceType xDeviceTimingMode uLocationInformationLen wLocationInformation"},
     {0x0B, NULL, 2, 255, T(25), "wSystemManufacturer wSystemProductName wBiosDate wBiosVersion"},
     /* Services v3 (Win8): two more strings, the service's load order group and its svchost group
      * (names ours; e.g. "AudioGroup" / "LocalSystemNetworkRestricted", verified on net.4.5.2.x64) */
     {0x0B, NULL, 3, 255, T(15), "uProcessId uServiceState uSubProcessTag wServiceName wDisplayName wProcessName wLoadOrderGroup wSvchostGroup"},
     {0x0B, NULL, 2, 2, T(15), "uProcessId uServiceState uSubProcessTag wServiceName wDisplayName wProcessName"},
-    {0x0B, NULL, 2, 255, T(16), "bS1 bS2 bS3 bS4 bS5 bPad1 bPad2 bPad3"},
+    {0x0B, NULL, 0, 255, T(16), "bS1 bS2 bS3 bS4 bS5 bPad1 bPad2 bPad3"},
     /* type 18 (evntrace.h EVENT_TRACE_TYPE_CONFIG_OPTICALMEDIA; name kept as PerfView's
      * Opcode(18)): 4 x u16, 5 x u64, 3 x u32, 2 x u16, then the drive letter and file system
      * (UTF-16) and the device's SCSI product and vendor ids (ANSI; string names ours). Type 28
@@ -257,10 +268,30 @@ static const struct layout LAYOUTS[] = {
      * DevStatus and DevProblem before the strings (v4 verified on net.4.5.2.x64) */
     {0x0B, NULL, 5, 255, T(22), "gClassGuid uUpperFilterCount uLowerFilterCount xDevStatus uDevProblem wDeviceID wDeviceDescription wFriendlyName wPdoName wServiceName W16UpperFilters W20LowerFilters"},
     {0x0B, NULL, 4, 4, T(22), "gClassGuid uUpperFilterCount uLowerFilterCount wDeviceID wDeviceDescription wFriendlyName wPdoName wServiceName W16UpperFilters W20LowerFilters"},
-    {0x0B, NULL, 2, 3, T(22), "uIDLength uDescriptionLength uFriendlyNameLength wDeviceID wDeviceDescription wFriendlyName"},
+    {0x0B, NULL, 3, 3, T(22), "uIDLength uDescriptionLength uFriendlyNameLength wDeviceID wDeviceDescription wFriendlyName wPdoName"},
+    {0x0B, NULL, 0, 2, T(22), "uIDLength uDescriptionLength uFriendlyNameLength wDeviceID wDeviceDescription wFriendlyName"},
+    /* types 29–37 (Windows 10+; names kept as PerfView's Opcode(n)): CodeIntegrity, TelemetryInfo,
+     * Defrag, MobilePlatform (v2, v3, v4+ differ), DeviceFamily, FlightIds, Processors,
+     * Virtualization, Boot. Types 24, 26, 27 (NumaNode, ProcGroup, ProcNumber: counted numeric
+     * arrays) have no field type here and stay undecoded (docs/etl.md). */
+    {0x0B, NULL, 2, 255, T(29), "uCodeIntegrityInfo"},
+    {0x0B, NULL, 2, 255, T(30), "gMachineId"},
+    {0x0B, NULL, 2, 255, T(31), DEFRAG},
+    {0x0B, NULL, 4, 255, T(32), "wDeviceManufacturer wDeviceManufacturerDisplayName wDeviceModel wDeviceModelDisplayName wMobileOperator wSocVersion wBspVersion"},
+    {0x0B, NULL, 3, 3, T(32), "wDeviceManufacturer wDeviceManufacturerDisplayName wDeviceModel wDeviceModelDisplayName wMobileOperator wMobileOperatorDisplayName wHardwareVersion wSocVersion wRadioHardwareVersion wRadioSoftwareVersion wBspVersion wOemSoftwareVersion"},
+    {0x0B, NULL, 2, 2, T(32), "wBootLoaderVersion wFirmwareRevision wFriendlyName wHardwareRevision wManufacturer wManufacturerDisplayName wManufacturerModelName wMobileOperatorDisplayName wMobileOperatorName wModelName wRadioHardwareRevision wRadioSoftwareRevision wROMVersion wSOCVersion wHardwareVariant"},
+    {0x0B, NULL, 2, 255, T(33), "qUAPInfo uDeviceFamily uDeviceForm"},
+    {0x0B, NULL, 2, 255, T(34), "wUpdateId wFlightIdList"},
+    {0x0B, NULL, 2, 255, T(35), "uProcessorIndex uFeatureSet uProcessorSpeed C64ProcessorName C16VendorIdentifier C128ProcessorIdentifier"},
+    {0x0B, NULL, 2, 255, T(36), "bVbsEnabled bHvciEnabled bHyperVisorEnabled bReserved"},
+    {0x0B, NULL, 2, 255, T(37), "qBootFlags uFirmwareType bSecureBootEnabled bSecureBootCapable bReserved1 bReserved2"},
     {0xFF, KTC_IMAGEID, 0, 255, T(255), "pImageBase zImageSize uProcessId uTimeDateStamp wOriginalFileName"},
     {0xFF, KTC_IMAGEID, 0, 255, T(36), "pImageBase uProcessId gGuidSig uAge aPdbFileName"},
     {0xFF, KTC_IMAGEID, 0, 255, T(37), "pImageBase uProcessId gGuidSig uAge aPdbFileName"},
+    /* DbgPPDB (portable PDB: TimeDateStamp, major and minor version, u16 each) and DbgDeterm
+     * (deterministic build marker), PerfView's SymbolTraceEventParser layouts */
+    {0xFF, KTC_IMAGEID, 0, 255, T(38), "pImageBase uProcessId uTimeDateStamp hMajorVersion hMinorVersion"},
+    {0xFF, KTC_IMAGEID, 0, 255, T(40), "pImageBase uProcessId"},
     {0xFF, KTC_IMAGEID, 0, 255, T(64), "uImageSize uTimeDateStamp wOrigFileName wFileDescription wFileVersion wBinFileVersion wVerLanguage wProductName wCompanyName wProductVersion wFileId wProgramId"},
     {0xFF, SYSCONFIG_EX, 0, 255, T(32), "fInstallDate wBuildLab wProductName"},
     {0xFF, SYSCONFIG_EX, 0, 255, T(33), "wSystemDirectory wSystemWindowsDirectory"},

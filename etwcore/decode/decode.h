@@ -754,6 +754,10 @@ void dec_builtin_supplements(struct etw_decoder *d);
 /** dec_clr_fix - correct a CLR schema of @p a source gets wrong (the ClrStackWalk template's
  * Stack count, BulkType's TypeParameters count) before @e is added (dec_clr.c). */
 void dec_clr_fix(const struct dec_provider *p, struct dec_event *e);
+/** dec_manifest_paths - the manifest files of a search path (dec_mpath.c): @dirs is one
+ * directory or several joined by ':' (';' on Windows); each is walked and sorted by path, the
+ * directories in the order given (earlier ones win). Caller frees each path and *list. */
+void dec_manifest_paths(const char *dirs, char ***list, int *n);
 /** dec_eventsource_chunk - feed an EventSource ManifestData (0xFFFE) payload. */
 void dec_eventsource_chunk(struct etw_decoder *d, const struct etw_rec *r);
 /** dec_eventinfo - feed a KernelTraceControl MetaData EventInfo/EventMapInfo payload. */

@@ -165,8 +165,336 @@ static void handmade(void) {
   etw_decoder_free(d);
 }
 
+/* ---- every SystemConfig type and version against the public layouts (the MSNT_SystemTrace MOF
+ * classes SystemConfig_V0 … _V5 of the Windows 11 kernel MOF dump, etl-format.md §0), plus
+ * Image opcode 34 (HypercallPage) and KernelTraceControl ImageID opcodes 38/40 (PerfView's
+ * DbgPPDBTraceData / DbgDetermTraceData). Each payload is built here field by field from the
+ * public layout and must decode to exactly the expected EventData, with no leftover. */
+struct pb {
+  unsigned char b[2048];
+  size_t n;
+};
+static void pb_u8(struct pb *b, unsigned v) { b->b[b->n++] = (unsigned char)v; }
+static void pb_u16(struct pb *b, unsigned v) { pb_u8(b, v & 255); pb_u8(b, v >> 8 & 255); }
+static void pb_u32(struct pb *b, uint32_t v) { pb_u16(b, v & 0xffff); pb_u16(b, v >> 16); }
+static void pb_u64(struct pb *b, uint64_t v) { pb_u32(b, (uint32_t)v); pb_u32(b, (uint32_t)(v >> 32)); }
+static void pb_w(struct pb *b, const char *s) { /* UTF-16, NUL-terminated */
+  while (*s) pb_u16(b, (unsigned char)*s++);
+  pb_u16(b, 0);
+}
+static void pb_c(struct pb *b, const char *s, size_t m) { /* wchar[m], NUL-padded */
+  for (size_t i = 0; i < m; i++) pb_u16(b, *s ? (unsigned char)*s++ : 0);
+}
+
+static const unsigned char KTC_IMAGEID_G[16] = {0xd7, 0x75, 0xe6, 0xb3, 0x54, 0x25, 0x18, 0x4f,
+                                                0x83, 0x0b, 0x27, 0x62, 0x73, 0x25, 0x60, 0xde};
+
+/* decode one record; returns its EventData object text ("" when none) */
+static const char *one(struct etw_decoder *d, struct etw_jw *w, int classic, unsigned group, unsigned type, unsigned ver,
+                       int ps, const struct pb *b, const char **name) {
+  struct etw_rec r;
+  memset(&r, 0, sizeof r);
+  if (classic) {
+    r.kind = ETW_REC_CLASSIC;
+    memcpy(r.provider_id, KTC_IMAGEID_G, 16);
+  } else {
+    r.kind = ETW_REC_SYSTEM;
+    r.hook_id = (uint16_t)(group << 8 | type);
+  }
+  r.desc.opcode = (uint8_t)type;
+  r.desc.version = (uint8_t)ver;
+  r.ptr_size = (uint8_t)ps;
+  r.user_data = b->b;
+  r.user_len = (uint32_t)b->n;
+  struct etw_evref ref;
+  w->len = 0;
+  int ok = etw_decoder_write(d, &r, w, &ref);
+  *name = ref.name;
+  const char *j = etw_jw_cstr(w);
+  const char *ed = strstr(j, "\"EventData\":");
+  if (ok != 1 || !ed || strstr(j, "\"Unparsed\"") || strstr(j, "\"Undecoded\"")) {
+    fprintf(stderr, "group %u type %u v%u: %s\n", group, type, ver, j);
+    return "";
+  }
+  return ed;
+}
+#define EXPECT(got, want)                                                                                              \
+  do {                                                                                                                 \
+    const char *g_ = (got), *w_ = (want);                                                                              \
+    int m_ = !strncmp(g_, w_, strlen(w_)) && !strcmp(g_ + strlen(w_), "}");                                          \
+    if (!m_) fprintf(stderr, "want %s}\n got  %s\n", w_, g_);                                                          \
+    CHECK(m_);                                                                                                         \
+  } while (0)
+
+static void v_irq_pnp(struct etw_decoder *d, struct etw_jw *wp) {
+  struct etw_jw w = *wp; /* the caller's writer (its buffer may grow: handed back at the end) */
+  struct pb b;
+  const char *nm;
+  /* IRQ v0–v2: IRQAffinity u64 (hex), IRQNum, DeviceDescriptionLen, DeviceDescription */
+  for (unsigned v = 0; v <= 2; v++) {
+    b.n = 0;
+    pb_u64(&b, 0xff);
+    pb_u32(&b, 17);
+    pb_u32(&b, 4);
+    pb_w(&b, "ACPI");
+    EXPECT(one(d, &w, 0, 0x0B, 21, v, 8, &b, &nm),
+           "\"EventData\":{\"IRQAffinity\":\"0xff\",\"IRQNum\":17,\"DeviceDescriptionLen\":4,\"DeviceDescription\":\"ACPI\"}");
+    CHECK(!strcmp(nm, "SystemConfig/IRQ"));
+  }
+  /* IRQ v3 (the bug of issue 25): IRQGroup u16 and Reserved u16 after IRQAffinity */
+  for (unsigned v = 3; v <= 4; v++) {
+    b.n = 0;
+    pb_u64(&b, 0xf);
+    pb_u16(&b, 1);
+    pb_u16(&b, 0);
+    pb_u32(&b, 4294967286u);
+    pb_u32(&b, 31);
+    pb_w(&b, "High precision event timer");
+    EXPECT(one(d, &w, 0, 0x0B, 21, v, 8, &b, &nm),
+           "\"EventData\":{\"IRQAffinity\":\"0xf\",\"IRQGroup\":1,\"Reserved\":0,\"IRQNum\":4294967286,"
+           "\"DeviceDescriptionLen\":31,\"DeviceDescription\":\"High precision event timer\"}");
+  }
+  /* PnP v0–v2: three lengths, DeviceID, DeviceDescription, FriendlyName; v3 adds PdoName */
+  for (unsigned v = 0; v <= 3; v++) {
+    b.n = 0;
+    pb_u32(&b, 8);
+    pb_u32(&b, 3);
+    pb_u32(&b, 2);
+    pb_w(&b, "ROOT\\X\\0");
+    pb_w(&b, "Dev");
+    pb_w(&b, "Fr");
+    if (v == 3) pb_w(&b, "\\Device\\00000001");
+    char want[512];
+    snprintf(want, sizeof want,
+             "\"EventData\":{\"IDLength\":8,\"DescriptionLength\":3,\"FriendlyNameLength\":2,\"DeviceID\":\"ROOT\\\\X\\\\0\","
+             "\"DeviceDescription\":\"Dev\",\"FriendlyName\":\"Fr\"%s}",
+             v == 3 ? ",\"PdoName\":\"\\\\Device\\\\00000001\"" : "");
+    EXPECT(one(d, &w, 0, 0x0B, 22, v, 8, &b, &nm), want);
+  }
+  *wp = w;
+}
+
+static void v_old(struct etw_decoder *d, struct etw_jw *wp) {
+  struct etw_jw w = *wp; /* the caller's writer (its buffer may grow: handed back at the end) */
+  struct pb b;
+  const char *nm;
+  /* CPU v0/v1: DomainName is wchar[132] and the layout ends at HyperThreadingFlag (pointer) */
+  for (int ps = 4; ps <= 8; ps += 4) {
+    b.n = 0;
+    pb_u32(&b, 2400);
+    pb_u32(&b, 2);
+    pb_u32(&b, 1024);
+    pb_u32(&b, 4096);
+    pb_u32(&b, 65536);
+    pb_c(&b, "PC", 256);
+    pb_c(&b, "DOM", 132);
+    if (ps == 8) pb_u64(&b, 1);
+    else pb_u32(&b, 1);
+    EXPECT(one(d, &w, 0, 0x0B, 10, 1, ps, &b, &nm),
+           "\"EventData\":{\"MHz\":2400,\"NumberOfProcessors\":2,\"MemSize\":1024,\"PageSize\":4096,\"AllocationGranularity\":65536,"
+           "\"ComputerName\":\"PC\",\"DomainName\":\"DOM\",\"HyperThreadingFlag\":\"0x1\"}");
+  }
+  /* Services v0/v1: ServiceName wchar[34], DisplayName wchar[256], ProcessName wchar[34], ProcessId */
+  b.n = 0;
+  pb_c(&b, "svc", 34);
+  pb_c(&b, "A service", 256);
+  pb_c(&b, "svchost.exe", 34);
+  pb_u32(&b, 812);
+  EXPECT(one(d, &w, 0, 0x0B, 15, 0, 4, &b, &nm),
+         "\"EventData\":{\"ServiceName\":\"svc\",\"DisplayName\":\"A service\",\"ProcessName\":\"svchost.exe\",\"ProcessId\":812}");
+  /* NIC v0/v1: NICName wchar[256], Index, PhysicalAddrLen, PhysicalAddr wchar[8], Size, 10 × i32, Data */
+  b.n = 0;
+  pb_c(&b, "eth", 256);
+  pb_u32(&b, 1);
+  pb_u32(&b, 6);
+  pb_c(&b, "abc", 8);
+  pb_u32(&b, 40);
+  for (int i = 0; i < 10; i++) pb_u32(&b, (uint32_t)(i == 0 ? -2 : i));
+  pb_u32(&b, 7);
+  EXPECT(one(d, &w, 0, 0x0B, 13, 1, 4, &b, &nm),
+         "\"EventData\":{\"NICName\":\"eth\",\"Index\":1,\"PhysicalAddrLen\":6,\"PhysicalAddr\":\"abc\",\"Size\":40,\"IpAddress\":-2,"
+         "\"SubnetMask\":1,\"DhcpServer\":2,\"Gateway\":3,\"PrimaryWinsServer\":4,\"SecondaryWinsServer\":5,\"DnsServer1\":6,"
+         "\"DnsServer2\":7,\"DnsServer3\":8,\"DnsServer4\":9,\"Data\":7}");
+  /* Power v0 (same as v2) */
+  b.n = 0;
+  for (int i = 0; i < 8; i++) pb_u8(&b, (unsigned)(i < 5));
+  EXPECT(one(d, &w, 0, 0x0B, 16, 0, 8, &b, &nm),
+         "\"EventData\":{\"S1\":1,\"S2\":1,\"S3\":1,\"S4\":1,\"S5\":1,\"Pad1\":0,\"Pad2\":0,\"Pad3\":0}");
+  *wp = w;
+}
+
+static void v_new_fixed(struct etw_decoder *d, struct etw_jw *wp) {
+  struct etw_jw w = *wp; /* the caller's writer (its buffer may grow: handed back at the end) */
+  struct pb b;
+  const char *nm;
+  /* 29 CodeIntegrity, 30 TelemetryInfo, 33 DeviceFamily, 34 FlightIds, 36 Virtualization, 37 Boot */
+  b.n = 0;
+  pb_u32(&b, 0x2001);
+  EXPECT(one(d, &w, 0, 0x0B, 29, 2, 8, &b, &nm), "\"EventData\":{\"CodeIntegrityInfo\":8193}");
+  CHECK(!strcmp(nm, "SystemConfig/Opcode(29)"));
+  b.n = 0;
+  for (int i = 0; i < 16; i++) pb_u8(&b, (unsigned)i);
+  EXPECT(one(d, &w, 0, 0x0B, 30, 2, 8, &b, &nm), "\"EventData\":{\"MachineId\":\"{03020100-0504-0706-0809-0a0b0c0d0e0f}\"}");
+  b.n = 0;
+  pb_u64(&b, 0x000a00004a610000ull);
+  pb_u32(&b, 3);
+  pb_u32(&b, 5);
+  EXPECT(one(d, &w, 0, 0x0B, 33, 2, 8, &b, &nm),
+         "\"EventData\":{\"UAPInfo\":2814751014977536,\"DeviceFamily\":3,\"DeviceForm\":5}");
+  b.n = 0;
+  pb_w(&b, "U1");
+  pb_w(&b, "F1,F2");
+  EXPECT(one(d, &w, 0, 0x0B, 34, 2, 8, &b, &nm), "\"EventData\":{\"UpdateId\":\"U1\",\"FlightIdList\":\"F1,F2\"}");
+  b.n = 0;
+  pb_u8(&b, 1);
+  pb_u8(&b, 0);
+  pb_u8(&b, 1);
+  pb_u8(&b, 0);
+  EXPECT(one(d, &w, 0, 0x0B, 36, 2, 8, &b, &nm),
+         "\"EventData\":{\"VbsEnabled\":1,\"HvciEnabled\":0,\"HyperVisorEnabled\":1,\"Reserved\":0}");
+  b.n = 0;
+  pb_u64(&b, 0x10);
+  pb_u32(&b, 2);
+  pb_u8(&b, 1);
+  pb_u8(&b, 1);
+  pb_u8(&b, 0);
+  pb_u8(&b, 0);
+  EXPECT(one(d, &w, 0, 0x0B, 37, 2, 8, &b, &nm),
+         "\"EventData\":{\"BootFlags\":16,\"FirmwareType\":2,\"SecureBootEnabled\":1,\"SecureBootCapable\":1,\"Reserved1\":0,"
+         "\"Reserved2\":0}");
+  *wp = w;
+}
+
+static void v_new_var(struct etw_decoder *d, struct etw_jw *wp) {
+  struct etw_jw w = *wp; /* the caller's writer (its buffer may grow: handed back at the end) */
+  struct pb b;
+  const char *nm;
+  /* 35 Processors: ProcessorIndex, FeatureSet, ProcessorSpeed, wchar[64], wchar[16], wchar[128] */
+  b.n = 0;
+  pb_u32(&b, 3);
+  pb_u32(&b, 0x3f);
+  pb_u32(&b, 3600);
+  pb_c(&b, "CPU X", 64);
+  pb_c(&b, "GenuineIntel", 16);
+  pb_c(&b, "Intel64 Family 6", 128);
+  EXPECT(one(d, &w, 0, 0x0B, 35, 2, 8, &b, &nm),
+         "\"EventData\":{\"ProcessorIndex\":3,\"FeatureSet\":63,\"ProcessorSpeed\":3600,\"ProcessorName\":\"CPU X\","
+         "\"VendorIdentifier\":\"GenuineIntel\",\"ProcessorIdentifier\":\"Intel64 Family 6\"}");
+  /* 31 Defrag: 14 × u64, 23 × u32, VolumeId GUID, VolumePathNames */
+  {
+    static const char *const Q[14] = {"AlignmentClusters", "AvgFreeSpaceSize", "ClustersPerSlab", "FragmentedDirectoryExtents",
+                                      "FragmentedExtents", "FreeSpaceCount", "LargestFreeSpaceSize",
+                                      "LastRunActualPurgeClusters", "LastRunClustersTrimmed", "LastRunFullDefragTime",
+                                      "LastRunTime", "MFTSize", "TotalClusters", "TotalUsedClusters"};
+    static const char *const U[23] = {"AvgFragmentsPerFile", "BytesPerCluster", "DirectoryCount", "FragmentedDirectories",
+                                      "FragmentedFiles", "FragmentedSpace", "HardwareIssue", "InUseMFTRecords", "InUseSlabs",
+                                      "LastRunActualPurgeSlabs", "LastRunInitialBackedSlabs", "LastRunPercentFragmentation",
+                                      "LastRunPinnedSlabs", "LastRunPotentialPurgeSlabs", "LastRunSpaceInefficientSlabs",
+                                      "LastRunTrimmedSlabs", "LastRunUnknownEvictFailSlabs", "LastRunVolsnapPinnedSlabs",
+                                      "MFTFragmentCount", "MovableFiles", "TotalMFTRecords", "TotalSlabs", "UnmovableFiles"};
+    struct sb *e = malloc(sizeof *e);
+    e->n = 0;
+    e->bad = 0;
+    b.n = 0;
+    put(e, "\"EventData\":{");
+    for (int i = 0; i < 14; i++) {
+      pb_u64(&b, 1000u + (unsigned)i);
+      put(e, "%s\"%s\":%d", i ? "," : "", Q[i], 1000 + i);
+    }
+    for (int i = 0; i < 23; i++) {
+      pb_u32(&b, 100u + (unsigned)i);
+      put(e, ",\"%s\":%d", U[i], 100 + i);
+    }
+    for (int i = 0; i < 16; i++) pb_u8(&b, 0);
+    pb_w(&b, "C:\\");
+    put(e, ",\"VolumeId\":\"{00000000-0000-0000-0000-000000000000}\",\"VolumePathNames\":\"C:\\\\\"}");
+    CHECK(!e->bad);
+    EXPECT(one(d, &w, 0, 0x0B, 31, 2, 8, &b, &nm), e->b);
+    free(e);
+  }
+  /* 32 MobilePlatform: v2 15 strings, v3 12, v4+ 7 (names per version) */
+  {
+    static const char *const V2[15] = {"BootLoaderVersion", "FirmwareRevision", "FriendlyName", "HardwareRevision",
+                                       "Manufacturer", "ManufacturerDisplayName", "ManufacturerModelName",
+                                       "MobileOperatorDisplayName", "MobileOperatorName", "ModelName", "RadioHardwareRevision",
+                                       "RadioSoftwareRevision", "ROMVersion", "SOCVersion", "HardwareVariant"};
+    static const char *const V3[12] = {"DeviceManufacturer", "DeviceManufacturerDisplayName", "DeviceModel",
+                                       "DeviceModelDisplayName", "MobileOperator", "MobileOperatorDisplayName",
+                                       "HardwareVersion", "SocVersion", "RadioHardwareVersion", "RadioSoftwareVersion",
+                                       "BspVersion", "OemSoftwareVersion"};
+    static const char *const V4[7] = {"DeviceManufacturer", "DeviceManufacturerDisplayName", "DeviceModel",
+                                      "DeviceModelDisplayName", "MobileOperator", "SocVersion", "BspVersion"};
+    const char *const *names[3] = {V2, V3, V4};
+    int counts[3] = {15, 12, 7};
+    for (int v = 0; v < 3; v++) {
+      struct sb *e = malloc(sizeof *e);
+      e->n = 0;
+      e->bad = 0;
+      b.n = 0;
+      put(e, "\"EventData\":{");
+      for (int i = 0; i < counts[v]; i++) {
+        char s[8];
+        snprintf(s, sizeof s, "s%d", i);
+        pb_w(&b, s);
+        put(e, "%s\"%s\":\"%s\"", i ? "," : "", names[v][i], s);
+      }
+      put(e, "}");
+      EXPECT(one(d, &w, 0, 0x0B, 32, (unsigned)v + 2, 8, &b, &nm), e->b);
+      free(e);
+    }
+  }
+  *wp = w;
+}
+
+static void v_image(struct etw_decoder *d, struct etw_jw *wp) {
+  struct etw_jw w = *wp; /* the caller's writer (its buffer may grow: handed back at the end) */
+  struct pb b;
+  const char *nm;
+  /* Image opcode 34 (HypercallPage): one pointer; the corpus record's payload, 8 bytes */
+  b.n = 0;
+  pb_u64(&b, 0xfffff80242310000ull);
+  EXPECT(one(d, &w, 0, 0x14, 34, 2, 8, &b, &nm), "\"EventData\":{\"HypercallPageVa\":\"0xfffff80242310000\"}");
+  /* KernelTraceControl ImageID/DbgPPDB: ImageBase, ProcessId, TimeDateStamp, MajorVersion and
+   * MinorVersion (u16); DbgDeterm: ImageBase, ProcessId. Both pointer sizes. */
+  for (int ps = 4; ps <= 8; ps += 4) {
+    b.n = 0;
+    if (ps == 8) pb_u64(&b, 0x7ff812340000ull);
+    else pb_u32(&b, 0x12340000u);
+    pb_u32(&b, 4321);
+    pb_u32(&b, 0x5e0cafe0u);
+    pb_u16(&b, 0x0100);
+    pb_u16(&b, 0x504d);
+    char want[256];
+    snprintf(want, sizeof want,
+             "\"EventData\":{\"ImageBase\":\"%s\",\"ProcessId\":4321,\"TimeDateStamp\":1577889760,\"MajorVersion\":256,"
+             "\"MinorVersion\":20557}",
+             ps == 8 ? "0x7ff812340000" : "0x12340000");
+    EXPECT(one(d, &w, 1, 0, 38, 0, ps, &b, &nm), want);
+    CHECK(!strcmp(nm, "ImageID/DbgPPDB"));
+    b.n = (size_t)ps + 4;
+    snprintf(want, sizeof want, "\"EventData\":{\"ImageBase\":\"%s\",\"ProcessId\":4321}", ps == 8 ? "0x7ff812340000" : "0x12340000");
+    EXPECT(one(d, &w, 1, 0, 40, 0, ps, &b, &nm), want);
+    CHECK(!strcmp(nm, "ImageID/DbgDeterm"));
+  }
+  *wp = w;
+}
+
+static void by_version(void) {
+  struct etw_decoder *d = etw_decoder_new(NULL);
+  struct etw_jw w;
+  etw_jw_init(&w, 0);
+  v_irq_pnp(d, &w);
+  v_old(d, &w);
+  v_new_fixed(d, &w);
+  v_new_var(d, &w);
+  v_image(d, &w);
+  etw_jw_free(&w);
+  etw_decoder_free(d);
+}
+
 int main(void) {
   handmade();
+  by_version();
   size_t len = 0;
   unsigned char *img =
       tu_corpus_file("microsoft+perfview/src/TraceEvent/TraceEvent.Tests/inputs/net.4.5.2.x64.etl.zip!*.etl", &len);
