@@ -152,6 +152,8 @@ void h_recording_get(struct etwd_req *r);
 void h_recording_delete(struct etwd_req *r);
 void h_files_list(struct etwd_req *r);
 void h_file_upload(struct etwd_req *r);
+void h_manifests_list(struct etwd_req *r);   /* h_manifests.c */
+void h_manifest_upload(struct etwd_req *r);
 void h_file_get(struct etwd_req *r);
 void h_file_delete(struct etwd_req *r);
 void h_file_events(struct etwd_req *r);

@@ -15,6 +15,7 @@
 #include "api.h"
 #include "etwcore/backend.h"
 #include "etwcore/etl.h"
+#include "etwcore/unpack.h"
 #include "etwcore/util.h"
 #include "files.h"
 
@@ -158,6 +159,38 @@ static int check_etl(struct etwd_req *r, const char *tmp) {
   return -1;
 }
 
+/* A gzip or zip body (.gz, .etlgz, .zip) is stored decompressed: @tmp is replaced by the file
+ * it holds (etwcore/unpack.h), at most @max (--max-upload) bytes, else 413, zip bombs included.
+ * 0 = ok or not compressed (*total = the stored size); else a reply was sent. */
+static int unpack_upload(struct etwd_req *r, const char *tmp, size_t max, size_t *total) {
+  enum etw_pack k = etw_pack_kind_file(tmp);
+  if (k == ETW_PACK_NONE) return 0;
+  char out[2100], err[1200];
+  snprintf(out, sizeof out, "%s.unpacked", tmp);
+  int rc = etw_unpack_file(tmp, k, out, max, NULL, 0, err, sizeof err);
+  struct stat sb;
+  if (rc > 0) {
+    etwd_problem(r, 413, "too-large", NULL, "the decompressed upload exceeds the server's --max-upload", NULL, NULL);
+    return -1;
+  }
+  size_t tl = strlen(tmp);
+  const char *why = !strncmp(err, tmp, tl) && err[tl] == ':' ? err + tl + 2 : err;
+  if (rc < 0) {
+    char detail[400];
+    snprintf(detail, sizeof detail, "the %s upload cannot be decompressed: %.300s",
+             k == ETW_PACK_ZIP ? "zip" : "gzip", why);
+    etwd_problem(r, 400, "invalid-argument", NULL, detail, NULL, NULL);
+    return -1;
+  }
+  if (rename(out, tmp) || stat(tmp, &sb)) {
+    unlink(out);
+    etwd_problem(r, 500, "io-error", NULL, "could not store the upload", NULL, NULL);
+    return -1;
+  }
+  *total = (size_t)sb.st_size;
+  return 0;
+}
+
 static void upload_reply(struct etwd_req *r, const char *name, size_t total) {
   struct etw_jw w;
   etw_jw_init(&w, 4096);
@@ -222,7 +255,7 @@ void h_file_upload(struct etwd_req *r) {
       etwd_problem(r, 500, "io-error", NULL, "could not store the upload", NULL, NULL);
     else if (total == 0)
       etwd_problem(r, 400, "invalid-argument", NULL, "the upload is empty", NULL, NULL);
-    else if (!check_etl(r, tmp) && rename(tmp, path))
+    else if (!unpack_upload(r, tmp, max, &total) && !check_etl(r, tmp) && rename(tmp, path))
       etwd_problem(r, 500, "io-error", NULL, "could not store the upload", NULL, NULL);
     else if (r->status == 0)
       upload_reply(r, name, total);

@@ -40,6 +40,8 @@ const struct etwd_route etwd_routes[] = {
   {"GET", "/api/v1/files/{name}", ROLE_READER, BODY_NONE, h_file_get, "downloadFile", "Download an ETL file (Range supported)", NULL, NULL, NULL, 0},
   {"DELETE", "/api/v1/files/{name}", ROLE_ADMIN, BODY_NONE, h_file_delete, "deleteFile", "Delete an ETL file", NULL, NULL, NULL, 1},
   {"GET", "/api/v1/files/{name}/events", ROLE_READER, BODY_NONE, h_file_events, "fileEvents", "Decode an ETL file as ndjson", NULL, "Event", "provider,event,pid,level,limit", 0},
+  {"GET", "/api/v1/manifests", ROLE_READER, BODY_NONE, h_manifests_list, "listManifests", "Provider manifests in the manifest directory (name, size)", NULL, NULL, NULL, 0},
+  {"POST", "/api/v1/manifests", ROLE_ADMIN, BODY_RAW, h_manifest_upload, "uploadManifest", "Install a provider manifest XML (raw body, at most 16 MiB, checked by the decoder's parser); later replays and decodes use it", NULL, NULL, "name!,overwrite", 1},
   {"GET", "/metrics", ROLE_READER, BODY_NONE, h_metrics, "getMetrics", "Prometheus metrics", NULL, NULL, NULL, 0},
   {NULL, NULL, ROLE_NONE, BODY_NONE, NULL, NULL, NULL, NULL, NULL, NULL, 0},
 };

@@ -57,6 +57,8 @@ void etwd_config_usage(const char *prog) {
       "                                   decode .etl files to JSON lines, CSV or Chrome JSON\n"
       "       %s tokens [--rotate] [--state-dir DIR]\n"
       "                                   show token ids/roles, or replace both tokens\n"
+      "       %s selftest [--json] [--state-dir DIR]\n"
+      "                                   check step by step that tracing and HTTPS work here\n"
       "       %s remote --url URL --token-file F [--fingerprint SHA256] COMMAND ...\n"
       "                                   drive another etwd (etwd remote --help)\n"
       "\n"
@@ -107,7 +109,7 @@ void etwd_config_usage(const char *prog) {
       "\n"
       "On start etwd prints the URL, the certificate's SHA-256 fingerprint and the token file.\n"
       "Stop it with Ctrl-C or SIGTERM: sessions are stopped and their kernel objects removed.\n",
-      prog, prog, prog, prog);
+      prog, prog, prog, prog, prog);
 }
 
 /* the host part of one HOST:PORT entry is loopback: a dotted 127.x.x.x address, localhost or

@@ -19,6 +19,7 @@
 #endif
 #include "etwcore/util.h"
 #include "log.h"
+#include "selftest.h"
 #ifdef ETWD_REMOTE
 #include "remote.h"
 #endif
@@ -106,6 +107,7 @@ static int cmd_tokens(int argc, char **argv) {
 int main(int argc, char **argv) {
   if (argc > 1 && !strcmp(argv[1], "convert")) return etw_convert_main(argc - 1, argv + 1);
   if (argc > 1 && !strcmp(argv[1], "tokens")) return cmd_tokens(argc, argv);
+  if (argc > 1 && !strcmp(argv[1], "selftest")) return etwd_selftest_main(argc - 1, argv + 1);
   if (argc > 1 && !strcmp(argv[1], "remote")) {
 #ifdef ETWD_REMOTE
     return etwd_remote_main(argc - 1, argv + 1);

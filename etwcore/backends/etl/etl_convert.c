@@ -21,6 +21,11 @@
 #include "decode.h" /* the decoder's counts (unparsed) */
 #include "etl_conv.h"
 #include "etwcore/etl.h"
+#include "etwcore/unpack.h"
+#ifndef _WIN32
+#include <sys/stat.h>
+#include <unistd.h>
+#endif
 
 size_t etw_convert_writer_max = (size_t)64 << 20;
 
@@ -54,7 +59,8 @@ struct conv {
 static void usage(FILE *f) {
   fputs("usage: etwd convert FILE... [--format ndjson|csv|chrome] [-o OUT] [--manifests DIR] [--quiet]\n"
         "                    [--provider P,...] [--event E,...] [--pid N,...] [--from T] [--to T] [--limit N]\n"
-        "  Decodes Windows .etl files (several files are merged in time order).\n"
+        "  Decodes Windows .etl files (several files are merged in time order); a FILE may also be\n"
+        "  compressed: .zip (its .etl), .gz, .etlgz (recognised by content, at most 64 GiB unpacked)\n"
         "  --format    ndjson (default): one event object per line; csv: one row per event (one column\n"
         "              per field when the selected events are all of one type); chrome: Chrome\n"
         "              trace-event JSON (ui.perfetto.dev, chrome://tracing)\n"
@@ -726,6 +732,78 @@ static void summary(const struct conv *c, const struct counts *n) {
   }
 }
 
+/* ---- compressed inputs: each is decompressed into DIR/<i>/<name inside>, a private temporary
+ * directory, and converted from there (so the output is that of the unpacked file); removed at
+ * the end by unpack_cleanup. */
+#define UNPACK_MAX ((uint64_t)64 << 30)
+
+struct unpacked {
+  char dir[512];
+  char **made; /* [nf]: the temporary path that replaced files[i], or NULL */
+};
+
+static int unpack_inputs(struct conv *c, struct unpacked *u) {
+  u->made = calloc((size_t)(c->nf > 0 ? c->nf : 1), sizeof *u->made);
+  if (!u->made) return 1;
+  for (int i = 0; i < c->nf; i++) {
+    enum etw_pack k = etw_pack_kind_file(c->files[i]);
+    if (k == ETW_PACK_NONE) continue;
+    char err[1024], name[256], sub[600], path[1024];
+    path[0] = 0;
+#ifndef _WIN32
+    if (!u->dir[0]) {
+      const char *t = getenv("TMPDIR");
+      snprintf(u->dir, sizeof u->dir, "%s/etwd-convert-XXXXXX", t && *t ? t : "/tmp");
+      if (!mkdtemp(u->dir)) {
+        fprintf(stderr, "etwd convert: cannot create a temporary directory in %s\n", t && *t ? t : "/tmp");
+        u->dir[0] = 0;
+        return 1;
+      }
+    }
+    snprintf(sub, sizeof sub, "%s/%d", u->dir, i);
+    mkdir(sub, 0700);
+    snprintf(path, sizeof path, "%s/.unpacking", sub);
+#else
+    (void)sub;
+#endif
+    name[0] = 0;
+    int rc = etw_unpack_file(c->files[i], k, path, UNPACK_MAX, name, sizeof name, err, sizeof err);
+    if (rc) {
+      if (rc > 0) snprintf(err, sizeof err, "%s: more than 64 GiB when decompressed", c->files[i]);
+      fprintf(stderr, "etwd convert: %s\n", err);
+#ifndef _WIN32
+      rmdir(sub);
+#endif
+      return 1;
+    }
+#ifndef _WIN32 /* under the name of the file inside (a Chrome trace names its sources) */
+    char named[1024];
+    snprintf(named, sizeof named, "%s/%s", sub, name[0] && name[0] != '.' ? name : "input.etl");
+    if (rename(path, named) == 0) snprintf(path, sizeof path, "%s", named);
+#endif
+    if (!(u->made[i] = strdup(path))) return 1;
+    c->files[i] = u->made[i];
+  }
+  return 0;
+}
+
+static void unpack_cleanup(struct conv *c, struct unpacked *u) {
+  for (int i = 0; u->made && i < c->nf; i++) {
+    if (!u->made[i]) continue;
+    remove(u->made[i]);
+#ifndef _WIN32
+    char sub[600];
+    snprintf(sub, sizeof sub, "%s/%d", u->dir, i);
+    rmdir(sub);
+#endif
+    free(u->made[i]);
+  }
+#ifndef _WIN32
+  if (u->dir[0]) rmdir(u->dir);
+#endif
+  free(u->made);
+}
+
 int etw_convert_main(int argc, char **argv) {
   struct conv *c = calloc(1, sizeof *c);
   const char **files = calloc((size_t)(argc > 0 ? argc : 1), sizeof *files);
@@ -739,10 +817,13 @@ int etw_convert_main(int argc, char **argv) {
   FILE *out = stdout;
   struct conv_chrome *ch = NULL;
   struct counts n;
+  struct unpacked u;
+  memset(&u, 0, sizeof u);
   if (help || rc) {
     usage(help ? stdout : stderr);
     goto end;
   }
+  if ((rc = unpack_inputs(c, &u))) goto end;
   if (c->fmt == F_CSV) { /* per-field columns when the selection is one event type: a first pass */
     rc = run_pass(c, P_COLLECT, NULL, NULL, &n);
     if (rc) goto end;
@@ -789,6 +870,7 @@ int etw_convert_main(int argc, char **argv) {
   if (!rc) summary(c, &n);
   if (n.dropped || n.damaged) rc = 1;
 end:
+  unpack_cleanup(c, &u);
   if (out != stdout) fclose(out);
   for (int i = 0; i < c->nprov; i++) free(c->prov[i]);
   for (int i = 0; i < c->nev; i++) free(c->ev[i]);

@@ -1,0 +1,428 @@
+/* selftest.c — `etwd selftest [--json] [--state-dir DIR]`: checks, step by step, that tracing
+ * works on this machine and says what fails and why. Linux: privileges, tracefs, a tracefs
+ * instance of our own, sched_process_exec of a child, a trace_marker, clean-up; Windows: the
+ * privileges and whether ETW is usable (under wine it is not, and the steps say so); everywhere:
+ * an HTTPS request to a short-lived in-process server with the state directory's certificate.
+ * Single-threaded (the in-process server's threads run only during the last step). Exit code 0
+ * only if every step passed. */
+#include "selftest.h"
+
+#include <errno.h>
+#ifndef _WIN32 /* the Windows build has no OpenSSL to link (civetweb loads its DLLs at run time) */
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+#endif
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "api.h"
+#include "auth.h"
+#include "config.h"
+#include "etwcore/backend.h"
+#include "log.h"
+#include "etwcore/util.h"
+#include "tls.h"
+
+#ifdef __linux__
+#include <fcntl.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
+#endif
+#ifdef _WIN32
+#include <windows.h>
+#endif
+
+#define ST_MAX_STEPS 16
+
+struct st_run {
+  int json;
+  int n, failed;
+  struct {
+    char step[32];
+    int ok;
+    char detail[600];
+  } s[ST_MAX_STEPS];
+};
+
+/* step - record one result; the human form is printed at once (a hang later shows where). */
+static int step(struct st_run *r, const char *name, int ok, const char *fmt, ...) {
+  if (r->n >= ST_MAX_STEPS) return ok;
+  snprintf(r->s[r->n].step, sizeof r->s[r->n].step, "%s", name);
+  r->s[r->n].ok = ok;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(r->s[r->n].detail, sizeof r->s[r->n].detail, fmt, ap);
+  va_end(ap);
+  if (!ok) r->failed++;
+  if (!r->json) {
+    printf("%-14s %-4s %s\n", name, ok ? "ok" : "FAIL", r->s[r->n].detail);
+    fflush(stdout);
+  }
+  r->n++;
+  return ok;
+}
+
+static void json_str(const char *s) {
+  putchar('"');
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\')
+      printf("\\%c", c);
+    else if (c < 0x20)
+      printf("\\u%04x", c);
+    else
+      putchar(c);
+  }
+  putchar('"');
+}
+
+static void print_json(const struct st_run *r) {
+  printf("[");
+  for (int i = 0; i < r->n; i++) {
+    printf("%s{\"step\":", i ? "," : "");
+    json_str(r->s[i].step);
+    printf(",\"ok\":%s,\"detail\":", r->s[i].ok ? "true" : "false");
+    json_str(r->s[i].detail);
+    printf("}");
+  }
+  printf("]\n");
+}
+
+#ifdef __linux__
+/* ---- Linux: tracefs, read and written directly (no libtracefs), so this checks the kernel */
+
+static int write_file(const char *dir, const char *rel, const char *val) {
+  char p[1200];
+  snprintf(p, sizeof p, "%s/%s", dir, rel);
+  int fd = open(p, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  ssize_t n = write(fd, val, strlen(val));
+  int e = errno;
+  close(fd);
+  errno = e;
+  return n == (ssize_t)strlen(val) ? 0 : -1;
+}
+
+/* grep_trace - 1 if the instance's `trace` file (read, not consumed) has a line holding both
+ * @a and @b (b may be NULL); reads at most 4 MiB. */
+static int grep_trace(const char *inst, const char *a, const char *b) {
+  char p[1200], line[2048];
+  snprintf(p, sizeof p, "%s/trace", inst);
+  FILE *f = fopen(p, "re");
+  if (!f) return 0;
+  int hit = 0;
+  size_t total = 0;
+  while (!hit && total < (4u << 20) && fgets(line, sizeof line, f)) {
+    total += strlen(line);
+    hit = strstr(line, a) && (!b || strstr(line, b));
+  }
+  fclose(f);
+  return hit;
+}
+
+static void sleep_ms(int ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+static int wait_trace(const char *inst, const char *a, const char *b) {
+  for (int i = 0; i < 60; i++) { /* up to 3 s: the per-CPU buffers are read without flushing */
+    if (grep_trace(inst, a, b)) return 1;
+    sleep_ms(50);
+  }
+  return 0;
+}
+
+static int step_privileges(struct st_run *r) {
+  unsigned long long eff = 0;
+  char line[256];
+  FILE *f = fopen("/proc/self/status", "re");
+  while (f && fgets(line, sizeof line, f))
+    if (!strncmp(line, "CapEff:", 7)) eff = strtoull(line + 7, NULL, 16);
+  if (f) fclose(f);
+  if (geteuid() == 0)
+    return step(r, "privileges", 1, "running as root (uid 0)%s",
+                eff & (1ull << 21) ? "" : ", without CAP_SYS_ADMIN (tracefs must be mounted already)");
+  if (eff & (1ull << 21)) return step(r, "privileges", 1, "uid %u with CAP_SYS_ADMIN", (unsigned)geteuid());
+  return step(r, "privileges", 0,
+              "uid %u is not root and has no CAP_SYS_ADMIN: creating tracefs instances and enabling "
+              "kernel events needs root (run `sudo etwd selftest`, or start etwd as root or with "
+              "CAP_SYS_ADMIN)",
+              (unsigned)geteuid());
+}
+
+/* step_tracefs - find tracefs in /proc/self/mounts, else mount it at /sys/kernel/tracing. */
+static int step_tracefs(struct st_run *r, char *dir, size_t n) {
+  char line[1024], dev[256], mp[512], type[64];
+  FILE *f = fopen("/proc/self/mounts", "re");
+  dir[0] = 0;
+  while (f && fgets(line, sizeof line, f)) { /* a later mount on the same point hides it */
+    if (sscanf(line, "%255s %511s %63s", dev, mp, type) != 3) continue;
+    if (!strcmp(type, "tracefs") && (!dir[0] || !strcmp(mp, "/sys/kernel/tracing")))
+      snprintf(dir, n, "%s", mp);
+    else if (strcmp(type, "tracefs") && !strcmp(mp, dir))
+      dir[0] = 0;
+  }
+  if (f) fclose(f);
+  if (dir[0]) return step(r, "tracefs", 1, "tracefs is mounted at %s", dir);
+  mkdir("/sys/kernel/tracing", 0755);
+  if (mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL) == 0) {
+    snprintf(dir, n, "/sys/kernel/tracing");
+    return step(r, "tracefs", 1, "tracefs was not mounted; mounted it at %s", dir);
+  }
+  int e = errno;
+  return step(r, "tracefs", 0, "tracefs is not mounted and mounting it at /sys/kernel/tracing failed: %s (%s)",
+              strerror(e),
+              e == EPERM ? "mounting needs CAP_SYS_ADMIN: run as full root, or mount it first with "
+                           "`mount -t tracefs nodev /sys/kernel/tracing`; in a container, from the host"
+              : e == ENODEV ? "this kernel has no tracefs: it needs CONFIG_FTRACE"
+                            : "mount it with `mount -t tracefs nodev /sys/kernel/tracing`");
+}
+
+static void run_linux(struct st_run *r) {
+  int priv = step_privileges(r);
+  char tdir[512], inst[1100], name[128];
+  int have = priv && step_tracefs(r, tdir, sizeof tdir);
+  const char *later = priv ? "not run: no tracefs (see the tracefs step)" : "not run: no privileges (see the privileges step)";
+  if (!priv) step(r, "tracefs", 0, "%s", later);
+  /* our own instance, named like a session's so a crashed selftest is reaped by the next etwd */
+  etw_os_name_make(name, sizeof name, 0);
+  snprintf(inst, sizeof inst, "%s/instances/%s", have ? tdir : "", name);
+  if (have && mkdir(inst, 0750) != 0)
+    have = step(r, "session", 0, "cannot create the tracefs instance %s: %s", inst, strerror(errno));
+  else if (have)
+    step(r, "session", 1, "created the tracefs instance %s", inst);
+  else
+    step(r, "session", 0, "%s", later);
+
+  if (!have) {
+    step(r, "exec_event", 0, "%s", later);
+    step(r, "trace_marker", 0, "%s", later);
+    step(r, "cleanup", 0, "%s", later);
+    return;
+  }
+  /* sched_process_exec of a child we start */
+  if (write_file(inst, "events/sched/sched_process_exec/enable", "1") ||
+      write_file(inst, "tracing_on", "1")) {
+    step(r, "exec_event", 0, "cannot enable sched/sched_process_exec in %s: %s", inst, strerror(errno));
+  } else {
+    const char *prog = access("/bin/true", X_OK) == 0 ? "/bin/true" : "/usr/bin/true";
+    pid_t c = fork();
+    if (c == 0) {
+      execl(prog, prog, (char *)NULL);
+      _exit(127);
+    }
+    int ws = 0;
+    if (c > 0) waitpid(c, &ws, 0);
+    char pidtxt[32];
+    snprintf(pidtxt, sizeof pidtxt, "pid=%d ", (int)c);
+    if (c < 0)
+      step(r, "exec_event", 0, "cannot start a child: %s", strerror(errno));
+    else if (wait_trace(inst, "sched_process_exec", pidtxt))
+      step(r, "exec_event", 1, "saw sched_process_exec of %s (pid %d)", prog, (int)c);
+    else
+      step(r, "exec_event", 0,
+           "started %s (pid %d) but no sched_process_exec event for it reached the instance's "
+           "buffer within 3 s",
+           prog, (int)c);
+  }
+  /* a trace_marker written into the instance */
+  char mark[128];
+  snprintf(mark, sizeof mark, "etwd-selftest-%d-%lld", (int)getpid(), (long long)time(NULL));
+  if (write_file(inst, "trace_marker", mark))
+    step(r, "trace_marker", 0, "cannot write %s/trace_marker: %s", inst, strerror(errno));
+  else if (wait_trace(inst, mark, NULL))
+    step(r, "trace_marker", 1, "wrote \"%s\" to the instance's trace_marker and read it back", mark);
+  else
+    step(r, "trace_marker", 0, "wrote \"%s\" to %s/trace_marker but it did not appear in the buffer", mark, inst);
+
+  write_file(inst, "tracing_on", "0");
+  write_file(inst, "events/enable", "0");
+  int rc = -1;
+  for (int i = 0; i < 100 && (rc = rmdir(inst)) != 0 && errno == EBUSY; i++) sleep_ms(20);
+  struct stat sb;
+  if (rc != 0)
+    step(r, "cleanup", 0, "cannot remove the tracefs instance %s: %s", inst, strerror(errno));
+  else if (stat(inst, &sb) == 0)
+    step(r, "cleanup", 0, "the tracefs instance %s is still there after rmdir", inst);
+  else
+    step(r, "cleanup", 1, "tracing stopped, the instance %s removed", inst);
+}
+#endif
+
+#ifdef _WIN32
+/* ---- Windows: privileges and ETW availability (the backend says why it is not usable, e.g.
+ * under wine). Sessions of our own and decoded events are not checked by this build yet. */
+static void run_windows(struct st_run *r) {
+  HANDLE tok = NULL;
+  TOKEN_ELEVATION el = {0};
+  DWORD len = 0;
+  int admin = OpenProcessToken(GetCurrentProcess(), TOKEN_QUERY, &tok) &&
+              GetTokenInformation(tok, TokenElevation, &el, sizeof el, &len) && el.TokenIsElevated;
+  if (tok) CloseHandle(tok);
+  step(r, "privileges", admin, admin ? "the process is elevated (administrator)"
+                                     : "not elevated: ETW sessions need an administrator (Run as "
+                                       "administrator, or a member of Performance Log Users)");
+  struct etw_status st;
+  etw_status_clear(&st);
+  enum etw_err e = etw_backend_win.init ? etw_backend_win.init(&st) : ETW_E_OK;
+  int etw = e == ETW_E_OK;
+  step(r, "etw", etw, etw ? "the ETW backend is available" : "ETW not available: %s", st.msg);
+  const char *gap = etw ? "not checked by this build yet (start a private real-time session, read "
+                          "etwd's own TraceLogging events and a child's ProcessStart): use "
+                          "`etwd serve` and a session from the README to check by hand"
+                        : "ETW not available (see the etw step)";
+  step(r, "session", 0, "%s", gap);
+  step(r, "tracelogging", 0, "%s", gap);
+  step(r, "kernel_process", 0, "%s", gap);
+  step(r, "cleanup", 0, "%s", gap);
+}
+#endif
+
+/* ---- HTTPS: a short-lived in-process server on 127.0.0.1 (a free port), asked for
+ * /api/v1/health over TLS, verifying the state's certificate as the only trust anchor and
+ * 127.0.0.1 against its subjectAltName. */
+#ifndef _WIN32
+static int https_get(const char *cert, int port, char *detail, size_t n) {
+  SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+  BIO *b = NULL;
+  int ok = 0;
+  if (!ctx || SSL_CTX_load_verify_locations(ctx, cert, NULL) != 1) {
+    snprintf(detail, n, "cannot load the certificate %s as a trust anchor", cert);
+    goto out;
+  }
+  X509_VERIFY_PARAM *vp = SSL_CTX_get0_param(ctx);
+  X509_VERIFY_PARAM_set_flags(vp, X509_V_FLAG_PARTIAL_CHAIN);
+  X509_VERIFY_PARAM_set1_ip_asc(vp, "127.0.0.1");
+  SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+  b = BIO_new_ssl_connect(ctx);
+  char hp[64];
+  snprintf(hp, sizeof hp, "127.0.0.1:%d", port);
+  SSL *ssl = NULL;
+  BIO_get_ssl(b, &ssl);
+  if (!b || !ssl || BIO_set_conn_hostname(b, hp) != 1) {
+    snprintf(detail, n, "out of memory");
+    goto out;
+  }
+  if (BIO_do_connect(b) != 1 || BIO_do_handshake(b) != 1) {
+    long v = SSL_get_verify_result(ssl);
+    char eb[256];
+    ERR_error_string_n(ERR_get_error(), eb, sizeof eb);
+    snprintf(detail, n, "TLS connection to %s failed: %s%s%s", hp, eb,
+             v != X509_V_OK ? "; certificate: " : "", v != X509_V_OK ? X509_verify_cert_error_string(v) : "");
+    goto out;
+  }
+  const char *req = "GET /api/v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+  char resp[512] = "";
+  int got = 0, k;
+  if (BIO_write(b, req, (int)strlen(req)) != (int)strlen(req)) {
+    snprintf(detail, n, "cannot send the request to %s", hp);
+    goto out;
+  }
+  while (got < (int)sizeof resp - 1 && (k = BIO_read(b, resp + got, (int)sizeof resp - 1 - got)) > 0) got += k;
+  resp[got] = 0;
+  if (strncmp(resp, "HTTP/1.1 200", 12)) {
+    char *eol = strpbrk(resp, "\r\n");
+    if (eol) *eol = 0;
+    snprintf(detail, n, "GET /api/v1/health over TLS answered \"%.100s\", not 200", resp);
+    goto out;
+  }
+  snprintf(detail, n, "GET https://%s/api/v1/health: 200, certificate verified against %s", hp, cert);
+  ok = 1;
+out:
+  BIO_free_all(b);
+  SSL_CTX_free(ctx);
+  return ok;
+}
+#else
+/* Windows: the server side (civetweb with the OpenSSL DLLs) is checked; a TLS client is not. */
+static int https_get(const char *cert, int port, char *detail, size_t n) {
+  snprintf(detail, n, "the HTTPS server started on 127.0.0.1:%d with %s (this build has no TLS "
+           "client to request it: open https://127.0.0.1:%d/api/v1/health by hand)", port, cert, port);
+  return 1;
+}
+#endif
+
+static void run_https(struct st_run *r, const char *state_dir) {
+  struct etwd_config cfg;
+  etwd_config_defaults(&cfg);
+  char *av[] = {"etwd", "--state-dir", (char *)state_dir, NULL}; /* derived limits as `etwd serve` */
+  if (etwd_config_parse(&cfg, 3, av, 1)) {
+    step(r, "https", 0, "invalid state directory %s", state_dir);
+    return;
+  }
+  snprintf(cfg.listen, sizeof cfg.listen, "127.0.0.1:0"); /* civetweb picks a free port */
+  char err[512], detail[600];
+  struct etwd_server srv;
+  memset(&srv, 0, sizeof srv);
+  srv.cfg = &cfg;
+  srv.tls = 1;
+  if (etw_mkdirs(state_dir)) {
+    step(r, "https", 0, "cannot create the state directory %s: %s", state_dir, strerror(errno));
+    return;
+  }
+  if (etwd_tls_prepare(state_dir, srv.cert, sizeof srv.cert, srv.key, sizeof srv.key, srv.fingerprint,
+                       err, sizeof err)) {
+    step(r, "https", 0, "TLS set-up in %s failed: %s", state_dir, err);
+    return;
+  }
+  srv.auth = etwd_auth_open(state_dir, err, sizeof err);
+  if (!srv.auth) {
+    step(r, "https", 0, "%s", err);
+    return;
+  }
+  if (etwd_server_start(&srv, err, sizeof err)) {
+    step(r, "https", 0, "%s", err);
+    etwd_auth_free(srv.auth);
+    return;
+  }
+  struct mg_server_port port;
+  memset(&port, 0, sizeof port);
+  if (mg_get_server_ports(srv.mg, 1, &port) < 1)
+    step(r, "https", 0, "the in-process server has no listening port");
+  else
+    step(r, "https", https_get(srv.cert, port.port, detail, sizeof detail), "%s", detail);
+  etwd_server_stop(&srv);
+  etwd_auth_free(srv.auth);
+}
+
+int etwd_selftest_main(int argc, char **argv) {
+  struct st_run *r = calloc(1, sizeof *r);
+  struct etwd_config cfg;
+  etwd_config_defaults(&cfg);
+  if (!r) return 1;
+  etwd_log_set_level(LOG_WARN); /* the in-process server's access log is not the test's output */
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--json"))
+      r->json = 1;
+    else if (!strcmp(argv[i], "--state-dir") && i + 1 < argc)
+      snprintf(cfg.state_dir, sizeof cfg.state_dir, "%s", argv[++i]);
+    else {
+      fprintf(stderr, "etwd selftest: unknown argument \"%s\" (usage: etwd selftest [--json] [--state-dir DIR])\n",
+              argv[i]);
+      free(r);
+      return 2;
+    }
+  }
+#if defined(__linux__)
+  run_linux(r);
+#elif defined(_WIN32)
+  run_windows(r);
+#else
+  step(r, "session", 0, "no live tracing backend on this operating system");
+#endif
+  run_https(r, cfg.state_dir);
+  if (r->json)
+    print_json(r);
+  else
+    printf("%s: %d of %d steps passed\n", r->failed ? "FAIL" : "ok", r->n - r->failed, r->n);
+  int rc = r->failed ? 1 : 0;
+  free(r);
+  return rc;
+}
