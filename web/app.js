@@ -164,7 +164,8 @@ async function onLoggedIn(me) {
   } catch (e) { say('Could not read /api/v1/version: ' + e.message, true); }
   fillBackends();
   showTab('sessions');
-  poll();
+  await poll();
+  applyState(EtwState.parse(location.hash));
 }
 
 function onLoggedOut(msg) {
@@ -256,7 +257,7 @@ function updateSessions(list) {
     if (!seen.has(id)) {
       tr.remove();
       S.rows.delete(id); S.sessions.delete(id); S.hist.delete(id); S.prev.delete(id);
-      if (S.viewer && S.viewer.id === id) { say(`Session ${id} is gone.`); closeViewer(); }
+      if (S.viewer && S.viewer.id === id) { say(`Session ${id} is gone.`); closeViewer(); syncUrl(false); }
     }
   }
   $('sessions-empty').hidden = S.rows.size > 0;
@@ -331,7 +332,7 @@ async function deleteSession(id) {
   try {
     await api('DELETE', `/api/v1/sessions/${id}`);
     say(`Session ${id} deleted.`);
-    if (S.viewer && S.viewer.id === id) closeViewer();
+    if (S.viewer && S.viewer.id === id) { closeViewer(); syncUrl(false); }
     poll();
   } catch (e) { say(`Delete failed: ${e.message}`, true); }
 }
@@ -357,7 +358,8 @@ function drawChart(cv, hist, mini) {
   for (const p of pts) max = Math.max(max, p.rate, p.k, p.h, p.s);
   max = niceMax(max);
   if (!mini) {
-    g.strokeStyle = '#e3e7ec'; g.fillStyle = '#5b6470'; g.lineWidth = 1;
+    const css = getComputedStyle(document.documentElement); // the theme's colours (dark mode)
+    g.strokeStyle = css.getPropertyValue('--cell-line').trim() || '#e3e7ec'; g.fillStyle = css.getPropertyValue('--muted').trim() || '#5b6470'; g.lineWidth = 1;
     g.font = '11px system-ui, sans-serif'; g.textAlign = 'right'; g.textBaseline = 'middle';
     for (let i = 0; i <= 4; i++) {
       const y = padT + hh - (hh * i) / 4;
@@ -399,6 +401,7 @@ function shortN(v) {
 const COLS = [
   { id: 'seq', label: 'Seq', w: '5.5em', on: true, get: (e) => e.seq },
   { id: 'time', label: 'Time (UTC)', w: '11.5em', on: true, get: (e) => timeOf(e) },
+  { id: 'rel', label: 'Δt (s)', w: '8em', on: false, get: (e) => EtwColumns.relText(e, REL.base), sortGet: (e) => EtwColumns.relNs(e, REL.base) },
   { id: 'provider', label: 'Provider', w: '9em', on: true, get: (e) => e.System && e.System.Provider && e.System.Provider.Name },
   { id: 'event', label: 'Event', w: '12em', on: true, get: (e) => e.System && e.System.EventName },
   { id: 'id', label: 'ID', w: '3.5em', on: true, get: (e) => e.System && e.System.EventID },
@@ -410,6 +413,10 @@ const COLS = [
   { id: 'cpu', label: 'CPU', w: '3.5em', on: false, get: (e) => exe(e).ProcessorID },
   { id: 'data', label: 'Data', w: 'minmax(16em, 1fr)', on: true, get: (e) => dataText(e) },
 ];
+const COLS_DEFAULT = COLS.filter((c) => c.on).map((c) => c.id).join(',');
+const REL = { mode: 'start', base: null }; // the Δt column counts from base ([s, ns]): first event or the selected one
+let WIDTHS = {};                             // column id -> width set by dragging its header edge
+try { WIDTHS = JSON.parse(localStorage.getItem('etwd.widths') || '{}') || {}; } catch { /* defaults */ }
 const exe = (e) => (e.System && e.System.Execution) || {};
 function timeOf(e) {
   const t = e.System && e.System.TimeCreated;
@@ -430,23 +437,45 @@ function dataText(e) {
   if (e.Undecoded) s += (s ? ' ' : '') + 'Undecoded: ' + (e.Undecoded.Reason || '');
   return s;
 }
+const isOlder = (g) => /older than the replay window/.test(g.Reason || '');
 function gapText(g) {
+  if (isOlder(g)) return `${fmtN(Number(g.Dropped || 0))} older events not loaded (${g.Layer}: ${g.Reason})`;
   return `${fmtN(Number(g.Dropped || 0))} events dropped` + (g.Layer ? ` (${g.Layer}${g.Reason ? ': ' + g.Reason : ''})` : '');
 }
-function loadCols() {
-  try {
-    const saved = JSON.parse(localStorage.getItem('etwd.columns') || 'null');
-    if (Array.isArray(saved)) for (const c of COLS) c.on = saved.includes(c.id);
-  } catch { /* defaults */ }
+/* visible columns by id (field columns "f:<path>" are created); from the URL or localStorage */
+function loadCols(ids) {
+  let saved = ids;
+  if (!saved) try { saved = JSON.parse(localStorage.getItem('etwd.columns') || 'null'); } catch { /* defaults */ }
+  if (!Array.isArray(saved)) return;
+  for (const id of saved) if (id.startsWith('f:')) addFieldCol(id.slice(2));
+  for (const c of COLS) c.on = saved.includes(c.id);
+  if (!COLS.some((c) => c.on)) COLS.find((c) => c.id === 'data').on = true;
+}
+function addFieldCol(path) {
+  if (COLS.some((c) => c.id === 'f:' + path)) return COLS.find((c) => c.id === 'f:' + path);
+  const c = EtwColumns.fieldColumn(path);
+  COLS.splice(COLS.findIndex((x) => x.id === 'data'), 0, c);
+  return c;
+}
+function saveCols() {
+  try { localStorage.setItem('etwd.columns', JSON.stringify(COLS.filter((x) => x.on).map((x) => x.id))); } catch { /* private mode */ }
+  buildColumnChooser();
+  if (S.viewer) S.viewer.setCols();
+  syncUrl(false);
 }
 
 const ROW_H = 22;
+const ALL = EtwFilter.KEEP_ALL;
 
 class Viewer {
   constructor(id, params) {
     this.id = id;
     this.params = params || { from: '1' };
     this.filterWords = [];
+    this.pred = ALL;        // the field filter (web/filter.js compile())
+    this.sort = null;       // {id, dir: 1 | -1} or null (arrival order)
+    this.older = 0;         // events before the server's replay window (not loaded)
+    this.t0 = null;         // time of the first event received ([s, ns]), base of Δt
     this.rows = [];         // retained rows (oldest first), each {n, ev, gap, text}
     this.view = this.rows;  // rows passing the text filter (this.rows itself when no filter)
     this.incoming = [];     // received, not yet added (flushed in requestAnimationFrame)
@@ -521,7 +550,11 @@ class Viewer {
     const dst = this.paused ? this.held : this.incoming;
     for (const ev of arr) {
       const row = { n: 0, ev, gap: ev && ev.Gap ? ev.Gap : null, text: null };
-      if (row.gap) { this.gaps++; this.gapDropped += Number(row.gap.Dropped || 0); } else if (typeof ev.seq === 'number') this.lastSeq = ev.seq;
+      if (row.gap) {
+        if (isOlder(row.gap)) this.older += Number(row.gap.Dropped || 0);
+        else { this.gaps++; this.gapDropped += Number(row.gap.Dropped || 0); }
+      } else if (typeof ev.seq === 'number') this.lastSeq = ev.seq;
+      if (!this.t0 && !row.gap) { this.t0 = EtwExport.timeOf(ev); if (REL.mode === 'start') REL.base = this.t0; }
       this.received++;
       dst.push(row);
     }
@@ -555,7 +588,8 @@ class Viewer {
         rows.splice(0, d);
         this.discarded += d;
       }
-      if (this.view !== rows) {
+      if (this.sort) this.mergeSorted(inc);
+      else if (this.view !== rows) {
         const first = rows.length ? rows[0].n : this.n;
         let k = 0;
         while (k < this.view.length && this.view[k].n < first) k++;
@@ -567,16 +601,46 @@ class Viewer {
     this.render(true);
   }
 
+  /* free text: words in what EtwFilter.textOf shows (never seq or time); then the field filter */
   match(r) {
-    if (!r.text) r.text = (r.gap ? gapText(r.gap) : JSON.stringify(r.ev)).toLowerCase(); // 5x faster than jsonText
-    for (const w of this.filterWords) if (!r.text.includes(w)) return false;
-    return true;
+    if (this.filterWords.length) {
+      if (!r.text) r.text = EtwFilter.textOf(r.ev);
+      for (const w of this.filterWords) if (!r.text.includes(w)) return false;
+    }
+    return this.pred(r.ev);
   }
   setFilter(f) {
     this.filter = f.trim().toLowerCase();
     this.filterWords = this.filter.split(/\s+/).filter(Boolean);
-    this.view = this.filterWords.length ? this.rows.filter((r) => this.match(r)) : this.rows;
+    this.refilter();
+  }
+  setWhere(pred) { this.pred = pred || ALL; this.refilter(); }
+  setSort(sort) { this.sort = sort; this.setCols(); this.refilter(); }
+  refilter() {
+    let v = this.filterWords.length || this.pred !== ALL ? this.rows.filter((r) => this.match(r)) : this.rows;
+    if (this.sort) { if (v === this.rows) v = v.slice(); v.sort(this.sortCmp()); }
+    this.view = v;
     this.render(true);
+  }
+  sortCmp() {
+    const c = COLS.find((x) => x.id === this.sort.id);
+    const get = c ? c.sortGet || c.get : () => undefined, d = this.sort.dir;
+    return (a, b) => (a.gap || b.gap ? (a.gap ? 1 : 0) - (b.gap ? 1 : 0) : d * EtwColumns.compare(get(a.ev), get(b.ev))) || a.n - b.n;
+  }
+  /* sorted view: drop rows the cap discarded, merge the new matching rows in (one pass) */
+  mergeSorted(inc) {
+    const first = this.rows.length ? this.rows[0].n : this.n;
+    let v = this.view === this.rows ? this.rows.slice() : this.view;
+    if (v.length && v.some((r) => r.n < first)) v = v.filter((r) => r.n >= first);
+    const cmp = this.sortCmp();
+    const add = inc.filter((r) => r.n >= first && this.match(r)).sort(cmp);
+    if (!add.length) { this.view = v; return; }
+    const out = new Array(v.length + add.length);
+    let i = 0, j = 0, k = 0;
+    while (i < v.length && j < add.length) out[k++] = cmp(v[i], add[j]) <= 0 ? v[i++] : add[j++];
+    while (i < v.length) out[k++] = v[i++];
+    while (j < add.length) out[k++] = add[j++];
+    this.view = out;
   }
 
   setPaused(p) {
@@ -597,7 +661,7 @@ class Viewer {
     this.rows.length = 0;
     this.view = this.rows;
     this.held = []; this.incoming = []; this.heldDropped = 0;
-    this.discarded = 0; this.sel = null;
+    this.discarded = 0; this.sel = null; this.older = 0;
     this.setFilter($('text-filter').value);
     this.showDetail();
   }
@@ -614,11 +678,19 @@ class Viewer {
 
   setCols() {
     this.cols = COLS.filter((c) => c.on);
-    const tpl = this.cols.map((c) => c.w).join(' ');
+    const tpl = this.cols.map((c) => WIDTHS[c.id] || c.w).join(' ');
     $('grid').style.setProperty('--cols', tpl);
     const head = $('grid-head');
     head.textContent = '';
-    this.cols.forEach((c, i) => head.append(h('span', { role: 'columnheader', 'aria-colindex': String(i + 1), text: c.label })));
+    this.cols.forEach((c, i) => {
+      const sorted = this.sort && this.sort.id === c.id ? this.sort.dir : 0;
+      const sp = h('span', { role: 'columnheader', 'aria-colindex': String(i + 1), 'data-col': c.id, title: c.title || null,
+        'aria-sort': sorted > 0 ? 'ascending' : sorted < 0 ? 'descending' : 'none' },
+      h('button', { type: 'button', class: 'sort', text: c.label + (sorted > 0 ? ' ▲' : sorted < 0 ? ' ▼' : ''),
+        'aria-label': `Sort by ${c.label}`, onclick: () => cycleSort(c.id) }),
+      h('div', { class: 'resizer', 'aria-hidden': 'true', onpointerdown: (e) => startResize(e, c, sp) }));
+      head.append(sp);
+    });
     for (const el of this.pool) el.remove();
     this.pool = [];
     this.render(false);
@@ -688,7 +760,16 @@ class Viewer {
     const rate = now - t0 > 200 ? ((this.received - r0) * 1000) / (now - t0) : 0;
     const shown = this.view === this.rows ? `${fmtN(this.rows.length)} rows` : `${fmtN(this.view.length)} of ${fmtN(this.rows.length)} rows match`;
     $('ev-status').textContent = `${shown} · ${fmtN(this.received)} received · ${fmtN(Math.round(rate))}/s in this page` +
-      (this.gaps ? ` · ${fmtN(this.gapDropped)} dropped for this page in ${fmtN(this.gaps)} gap${this.gaps === 1 ? '' : 's'}` : '');
+      (this.gaps ? ` · ${fmtN(this.gapDropped)} dropped for this page in ${fmtN(this.gaps)} gap${this.gaps === 1 ? '' : 's'}` : '') +
+      (this.older ? ` · ${fmtN(this.older)} older events not loaded` : '');
+    const on = $('older-notice');
+    if (on.hidden !== !this.older) {
+      on.hidden = !this.older;
+      const s = S.sessions.get(this.id);
+      $('older-text').textContent = `${fmtN(this.older)} older events not loaded: they are no longer in the server's replay window (--replay-kb)` +
+        (s && s.recording ? '; the session\'s recording holds them.' : '.') + ' Another start:';
+      if (!$('older-from').value) $('older-from').value = String(this.older + 1);
+    }
     const cn = $('cap-notice');
     cn.hidden = !this.discarded;
     if (this.discarded) cn.textContent = `Only the last ${fmtN(this.cap)} rows are kept: ${fmtN(this.discarded)} older rows were discarded from this table.`;
@@ -699,6 +780,7 @@ class Viewer {
 
   select(row, scroll) {
     this.sel = row;
+    if (REL.mode === 'sel') REL.base = row && !row.gap ? EtwExport.timeOf(row.ev) : this.t0;
     const idx = this.view.indexOf(row);
     if (scroll && idx >= 0) {
       const grid = $('grid');
@@ -784,36 +866,232 @@ function openViewer(id, params) {
   $('detail').textContent = 'Select a row (click, or arrow keys in the table).';
   if (!params) $('stream-form').reset();
   S.viewer = new Viewer(id, params);
+  if (!schemaFields.has(id)) loadSchemaFields(id).catch(() => {});
+  try { S.viewer.pred = EtwFilter.compile($('field-filter').value); } catch { /* the box shows the error */ }
   S.viewer.setFilter($('text-filter').value);
   S.viewer.onSession(s);
   for (const [rid, tr] of S.rows) tr.classList.toggle('open', rid === id);
   showTab('sessions');
   $('viewer').scrollIntoView({ block: 'nearest' });
+  syncUrl(true);
 }
 
-function closeViewer() {
+function closeViewer(userAction) {
   if (S.viewer) S.viewer.close();
   S.viewer = null;
   $('viewer').hidden = true;
   $('cap-notice').hidden = true;
+  $('older-notice').hidden = true;
+  $('older-from').value = '';
+  if (userAction === true) syncUrl(true);
   $('pause-notice').hidden = true;
   for (const tr of S.rows.values()) tr.classList.remove('open');
 }
 
 function buildColumnChooser() {
-  const fs = $('columns');
+  const fs = $('columns-fixed');
+  fs.textContent = '';
   for (const c of COLS) {
     const cb = h('input', { type: 'checkbox', value: c.id });
     cb.checked = c.on;
     cb.addEventListener('change', () => {
       c.on = cb.checked;
       if (!COLS.some((x) => x.on)) { c.on = true; cb.checked = true; }
-      try { localStorage.setItem('etwd.columns', JSON.stringify(COLS.filter((x) => x.on).map((x) => x.id))); } catch { /* private mode */ }
-      if (S.viewer) S.viewer.setCols();
+      saveCols();
     });
-    fs.append(h('label', { class: 'check' }, cb, ' ' + c.label));
+    fs.append(h('label', { class: 'check', title: c.title || null }, cb, ' ' + c.label));
   }
 }
+
+/* ----- issue 22: field columns, sorting, resizing, field filter, export, URL state, keys, theme ----- */
+
+function addColumnFromInput() {
+  const path = $('col-field').value.trim();
+  if (!/^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/.test(path)) { $('col-field').setAttribute('aria-invalid', 'true'); return; }
+  $('col-field').removeAttribute('aria-invalid');
+  addFieldCol(path).on = true;
+  $('col-field').value = '';
+  saveCols();
+}
+function cycleSort(id) {
+  if (!S.viewer) return;
+  const cur = S.viewer.sort;
+  S.viewer.setSort(!cur || cur.id !== id ? { id, dir: 1 } : cur.dir > 0 ? { id, dir: -1 } : null);
+  syncUrl(false);
+}
+function startResize(e, c, sp) {
+  e.preventDefault();
+  e.stopPropagation();
+  const x0 = e.clientX, w0 = sp.getBoundingClientRect().width;
+  const move = (m) => {
+    WIDTHS[c.id] = Math.max(40, Math.round(w0 + m.clientX - x0)) + 'px';
+    $('grid').style.setProperty('--cols', S.viewer.cols.map((x) => WIDTHS[x.id] || x.w).join(' '));
+  };
+  const up = () => {
+    window.removeEventListener('pointermove', move);
+    window.removeEventListener('pointerup', up);
+    try { localStorage.setItem('etwd.widths', JSON.stringify(WIDTHS)); } catch { /* private mode */ }
+  };
+  window.addEventListener('pointermove', move);
+  window.addEventListener('pointerup', up);
+}
+
+/* the field filter: applied as typed when it parses; the parser's message under the box if not */
+let whereTimer = 0;
+function applyWhere(push) {
+  const box = $('field-filter'), err = $('field-filter-error');
+  let pred;
+  try { pred = EtwFilter.compile(box.value); } catch (e) {
+    err.textContent = e.message;
+    box.setAttribute('aria-invalid', 'true');
+    return false;
+  }
+  err.textContent = '';
+  box.removeAttribute('aria-invalid');
+  if (S.viewer) S.viewer.setWhere(pred);
+  syncUrl(push);
+  return true;
+}
+/* fields for completion: the providers API's schemas of the session's providers, and the fields
+ * of recently received events (sampled when asked, not per event) */
+const schemaFields = new Map(); // session id -> Set of paths
+async function loadSchemaFields(id) {
+  const s = S.sessions.get(id) || await api('GET', `/api/v1/sessions/${id}`).catch(() => null);
+  const set = new Set();
+  schemaFields.set(id, set);
+  const provs = (s && s.spec && Array.isArray(s.spec.providers)) ? s.spec.providers : [];
+  for (const p of provs.slice(0, 8)) {
+    try {
+      const info = await api('GET', `/api/v1/providers/${encodeURIComponent(p.name)}?backend=${encodeURIComponent(s.backend)}`);
+      const want = Array.isArray(p.events) && p.events.length ? new Set(p.events.map(String)) : null;
+      for (const ev of info.events || []) {
+        if (want && !want.has(String(ev.name)) && !want.has(String(ev.id))) continue;
+        for (const f of ev.fields || []) if (!f.common) set.add('EventData.' + f.name);
+      }
+    } catch { /* no schema: observed fields only */ }
+  }
+}
+function knownFields() {
+  const set = new Set(S.viewer ? schemaFields.get(S.viewer.id) || [] : []);
+  const rows = S.viewer ? S.viewer.rows : [];
+  for (let i = Math.max(0, rows.length - 2000); i < rows.length; i++) if (!rows[i].gap) EtwFilter.fieldsOf(rows[i].ev, set);
+  return [...set].sort();
+}
+function suggest() {
+  const box = $('field-filter'), ul = $('field-suggest');
+  const c = EtwFilter.complete(box.value, box.selectionStart ?? box.value.length, knownFields());
+  ul.textContent = '';
+  const typed = box.value.slice(c.start, c.end);
+  const items = c.items.filter((f) => f !== typed);
+  items.forEach((f, i) => ul.append(h('li', { role: 'option', id: 'sug-' + i, text: f, 'aria-selected': String(i === 0),
+    onmousedown: (e) => { e.preventDefault(); acceptSuggestion(f); } })));
+  ul._c = c;
+  ul.hidden = !items.length;
+  box.setAttribute('aria-expanded', String(!ul.hidden));
+}
+function acceptSuggestion(f) {
+  const box = $('field-filter'), c = $('field-suggest')._c;
+  box.value = box.value.slice(0, c.start) + f + ' ' + box.value.slice(c.end).replace(/^ /, '');
+  const at = c.start + f.length + 1;
+  box.setSelectionRange(at, at);
+  hideSuggest();
+  box.focus();
+}
+function hideSuggest() { $('field-suggest').hidden = true; $('field-filter').setAttribute('aria-expanded', 'false'); }
+function suggestKey(e) {
+  const ul = $('field-suggest');
+  if (ul.hidden) { if (e.key === 'Enter') { e.preventDefault(); clearTimeout(whereTimer); applyWhere(true); } return; }
+  const opts = [...ul.children];
+  let i = opts.findIndex((o) => o.getAttribute('aria-selected') === 'true');
+  if (e.key === 'ArrowDown' || e.key === 'ArrowUp') {
+    e.preventDefault();
+    i = (i + (e.key === 'ArrowDown' ? 1 : opts.length - 1)) % opts.length;
+    opts.forEach((o, j) => o.setAttribute('aria-selected', String(j === i)));
+    $('field-filter').setAttribute('aria-activedescendant', opts[i].id);
+  } else if ((e.key === 'Tab' || e.key === 'Enter') && i >= 0) {
+    e.preventDefault();
+    acceptSuggestion(opts[i].textContent);
+  } else if (e.key === 'Escape') { e.preventDefault(); hideSuggest(); }
+}
+
+/* export the rows that match the filters, or all kept rows */
+function doExport(kind) {
+  const v = S.viewer;
+  if (!v) return;
+  const scope = document.querySelector('input[name="export-scope"]:checked').value;
+  const list = (scope === 'kept' ? v.rows : v.view).map((r) => r.ev);
+  const src = `etwd session ${v.id}`;
+  let text, type, ext;
+  if (kind === 'ndjson') { text = EtwExport.ndjson(list); type = 'application/x-ndjson'; ext = 'ndjson'; }
+  else if (kind === 'csv') { text = EtwExport.csv(list, v.cols, valText); type = 'text/csv'; ext = 'csv'; }
+  else { text = EtwExport.chromeText(list, src); type = 'application/json'; ext = 'chrome.json'; }
+  const n = list.filter((e) => e && !e.Gap).length;
+  const a = h('a', { href: URL.createObjectURL(new Blob([text], { type })), download: `etwd-session-${v.id}.${ext}` });
+  a.click(); // not in the document: its click does not reach the menus' close-on-outside-click
+  setTimeout(() => URL.revokeObjectURL(a.href), 60000);
+  $('export-msg').textContent = `${fmtN(n)} events exported as ${kind}.`;
+}
+
+/* ----- the view in the URL fragment (web/state.js) ----- */
+let applying = false;
+function currentState() {
+  const v = S.viewer;
+  const cols = COLS.filter((c) => c.on).map((c) => c.id);
+  return {
+    session: v ? v.id : undefined,
+    filter: $('field-filter').value.trim(),
+    text: $('text-filter').value.trim(),
+    cols: cols.join(',') === COLS_DEFAULT ? undefined : cols,
+    sort: v && v.sort ? (v.sort.dir < 0 ? '-' : '') + v.sort.id : undefined,
+    rel: REL.mode === 'sel' ? 'sel' : undefined,
+  };
+}
+function syncUrl(push) {
+  if (applying || !S.me) return;
+  const hash = EtwState.format(currentState());
+  if (hash === location.hash || (!hash && !location.hash)) return;
+  const url = location.pathname + location.search + hash;
+  if (push) history.pushState(null, '', url); else history.replaceState(null, '', url);
+}
+function applyState(st) {
+  applying = true;
+  try {
+    if (st.cols) { for (const c of COLS) c.on = false; loadCols(st.cols); } else if (Object.keys(st).length) { const d = COLS_DEFAULT.split(','); for (const c of COLS) c.on = d.includes(c.id); }
+    buildColumnChooser();
+    REL.mode = st.rel === 'sel' ? 'sel' : 'start';
+    $('rel-base').value = REL.mode;
+    $('text-filter').value = st.text || '';
+    $('field-filter').value = st.filter || '';
+    if (st.session && (!S.viewer || S.viewer.id !== st.session)) openViewer(st.session);
+    else if (!st.session && S.viewer) closeViewer();
+    if (S.viewer) {
+      S.viewer.setFilter($('text-filter').value);
+      const m = /^(-?)(.+)$/.exec(st.sort || '');
+      S.viewer.sort = m && COLS.some((c) => c.id === m[2]) ? { id: m[2], dir: m[1] ? -1 : 1 } : null;
+      S.viewer.setCols();
+    }
+    applyWhere(false);
+  } finally { applying = false; }
+}
+
+/* keyboard: / focuses the field filter, space pauses, arrows move the selection (not while typing) */
+function globalKey(e) {
+  if (!S.viewer || e.ctrlKey || e.metaKey || e.altKey || S.tab !== 'sessions') return;
+  const t = e.target;
+  if (t.closest && t.closest('input, textarea, select, [contenteditable]')) return;
+  if (e.key === '/') { e.preventDefault(); $('field-filter').focus(); return; }
+  if (e.key === ' ' && !(t.closest && t.closest('button, summary, a'))) { e.preventDefault(); S.viewer.setPaused(!S.viewer.paused); return; }
+  if (/^Arrow(Up|Down)$|^Page(Up|Down)$/.test(e.key) && !(t.closest && t.closest('#grid'))) S.viewer.key(e);
+}
+
+/* dark mode: follows prefers-color-scheme until the button chooses (kept in localStorage) */
+function applyTheme(choice) {
+  const dark = choice ? choice === 'dark' : matchMedia('(prefers-color-scheme: dark)').matches;
+  document.documentElement.dataset.theme = dark ? 'dark' : 'light';
+  $('theme').setAttribute('aria-pressed', String(dark));
+  if (S.viewer) S.viewer.chart();
+}
+function themeChoice() { try { return localStorage.getItem('etwd.theme'); } catch { return null; } }
 
 /* ---------- new session ---------- */
 
@@ -910,15 +1188,18 @@ async function addProvider(name) {
   const allBtn = h('button', { type: 'button', text: 'All', onclick: () => { for (const c of list.querySelectorAll('.ev-cb')) c.checked = true; } });
   const noneBtn = h('button', { type: 'button', text: 'None', onclick: () => { for (const c of list.querySelectorAll('.ev-cb')) c.checked = false; } });
   const evSearch = h('input', { type: 'search', placeholder: 'filter events', 'aria-label': `Filter the events of ${name}`, autocomplete: 'off' });
+  const evCount = h('span', { class: 'muted ev-count', role: 'status', text: `${evs.length} events` });
   evSearch.addEventListener('input', () => {
     const q = evSearch.value.trim().toLowerCase();
-    for (const d of list.children) d.hidden = q && !d.textContent.toLowerCase().includes(q);
+    let n = 0;
+    for (const d of list.children) { d.hidden = q && !d.textContent.toLowerCase().includes(q); if (!d.hidden) n++; }
+    evCount.textContent = q ? `${n} of ${evs.length} events` : `${evs.length} events`;
   });
   card.append(
     h('header', null, h('h3', { text: name }), h('span', { class: 'muted', text: `${evs.length} events` }), h('span', { class: 'spacer' }),
       h('button', { type: 'button', class: 'danger', text: 'Remove', 'aria-label': `Remove provider ${name}`, onclick: () => { card.remove(); renumber(); searchProviders(); } })),
     h('div', { class: 'field', 'data-key': 'events' },
-      h('div', { class: 'row' }, h('strong', { text: 'Events' }), evSearch, allBtn, noneBtn, h('span', { class: 'muted', text: 'none checked = all events' })),
+      h('div', { class: 'row' }, h('strong', { text: 'Events' }), evSearch, evCount, allBtn, noneBtn, h('span', { class: 'muted', text: 'none checked = all events' })),
       list),
     row, filterBox);
   $('prov-chosen').append(card);
@@ -1121,12 +1402,45 @@ function wireStatic() {
   $('token').addEventListener('input', () => $('token').removeAttribute('aria-invalid'));
   $('logout').addEventListener('click', logout);
   for (const b of document.querySelectorAll('.tab')) b.addEventListener('click', () => showTab(b.dataset.tab));
-  $('viewer-close').addEventListener('click', closeViewer);
+  $('viewer-close').addEventListener('click', () => closeViewer(true));
   $('viewer-stop').addEventListener('click', () => S.viewer && stopSession(S.viewer.id));
   $('pause').addEventListener('click', () => S.viewer && S.viewer.setPaused(!S.viewer.paused));
   $('autoscroll').addEventListener('change', () => S.viewer && $('autoscroll').checked && S.viewer.render(true));
   let ft = 0;
-  $('text-filter').addEventListener('input', () => { clearTimeout(ft); ft = setTimeout(() => S.viewer && S.viewer.setFilter($('text-filter').value), 120); });
+  $('text-filter').addEventListener('input', () => { clearTimeout(ft); ft = setTimeout(() => { if (S.viewer) S.viewer.setFilter($('text-filter').value); syncUrl(false); }, 120); });
+  $('text-filter').addEventListener('change', () => syncUrl(true));
+  $('field-filter').addEventListener('input', () => { suggest(); clearTimeout(whereTimer); whereTimer = setTimeout(() => applyWhere(false), 200); });
+  $('field-filter').addEventListener('change', () => { clearTimeout(whereTimer); applyWhere(true); });
+  $('field-filter').addEventListener('keydown', suggestKey);
+  $('field-filter').addEventListener('focus', suggest);
+  $('field-filter').addEventListener('blur', () => setTimeout(hideSuggest, 100));
+  $('col-add').addEventListener('click', addColumnFromInput);
+  $('col-field').addEventListener('keydown', (e) => { if (e.key === 'Enter') { e.preventDefault(); addColumnFromInput(); } });
+  $('col-field').addEventListener('focus', () => { const dl = $('col-fields'); dl.textContent = ''; for (const f of knownFields()) dl.append(h('option', { value: f })); });
+  $('rel-base').addEventListener('change', () => {
+    REL.mode = $('rel-base').value;
+    REL.base = REL.mode === 'sel' && S.viewer && S.viewer.sel ? EtwExport.timeOf(S.viewer.sel.ev) : S.viewer && S.viewer.t0;
+    if (S.viewer) S.viewer.setCols();
+    syncUrl(false);
+  });
+  for (const b of document.querySelectorAll('[data-export]')) b.addEventListener('click', () => doExport(b.dataset.export));
+  document.addEventListener('click', (e) => { const m = $('export-menu'); if (m.open && !m.contains(e.target)) m.open = false; });
+  $('older-notice').addEventListener('submit', (e) => {
+    e.preventDefault();
+    const f = $('older-from').value.trim();
+    if (!S.viewer || !/^\d+$/.test(f)) { $('older-from').setAttribute('aria-invalid', 'true'); return; }
+    $('older-from').removeAttribute('aria-invalid');
+    openViewer(S.viewer.id, Object.assign({}, S.viewer.params, { from: f }));
+  });
+  document.addEventListener('keydown', globalKey);
+  window.addEventListener('popstate', () => { if (S.me) applyState(EtwState.parse(location.hash)); });
+  applyTheme(themeChoice());
+  matchMedia('(prefers-color-scheme: dark)').addEventListener('change', () => applyTheme(themeChoice()));
+  $('theme').addEventListener('click', () => {
+    const next = document.documentElement.dataset.theme === 'dark' ? 'light' : 'dark';
+    try { localStorage.setItem('etwd.theme', next); } catch { /* private mode */ }
+    applyTheme(next);
+  });
   $('cap').addEventListener('change', () => S.viewer && S.viewer.setCap(Number($('cap').value)));
   $('clear').addEventListener('click', () => S.viewer && S.viewer.clear());
   $('grid').addEventListener('scroll', () => S.viewer && S.viewer.onScroll(), { passive: true });
