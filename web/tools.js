@@ -192,7 +192,8 @@ function applyState(st) {
 function globalKey(e) {
   if (!S.viewer || e.ctrlKey || e.metaKey || e.altKey || S.tab !== 'sessions') return;
   const t = e.target;
-  if (t.closest && t.closest('input, textarea, select, [contenteditable]')) return;
+  // (the timeline canvas has its own keys: arrows pan, +/− zoom, Esc clears its range)
+  if (t.closest && t.closest('input, textarea, select, [contenteditable], #timeline')) return;
   if (e.key === '/') { e.preventDefault(); $('field-filter').focus(); return; }
   if (e.key === ' ' && !(t.closest && t.closest('button, summary, a'))) { e.preventDefault(); S.viewer.setPaused(!S.viewer.paused); return; }
   if (/^Arrow(Up|Down)$|^Page(Up|Down)$/.test(e.key) && !(t.closest && t.closest('#grid'))) S.viewer.key(e);
