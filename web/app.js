@@ -164,7 +164,8 @@ async function onLoggedIn(me) {
   } catch (e) { say('Could not read /api/v1/version: ' + e.message, true); }
   fillBackends();
   showTab('sessions');
-  poll();
+  await poll();
+  applyState(EtwState.parse(location.hash));
 }
 
 function onLoggedOut(msg) {
@@ -256,7 +257,7 @@ function updateSessions(list) {
     if (!seen.has(id)) {
       tr.remove();
       S.rows.delete(id); S.sessions.delete(id); S.hist.delete(id); S.prev.delete(id);
-      if (S.viewer && S.viewer.id === id) { say(`Session ${id} is gone.`); closeViewer(); }
+      if (S.viewer && S.viewer.id === id) { say(`Session ${id} is gone.`); closeViewer(); syncUrl(false); }
     }
   }
   $('sessions-empty').hidden = S.rows.size > 0;
@@ -331,7 +332,7 @@ async function deleteSession(id) {
   try {
     await api('DELETE', `/api/v1/sessions/${id}`);
     say(`Session ${id} deleted.`);
-    if (S.viewer && S.viewer.id === id) closeViewer();
+    if (S.viewer && S.viewer.id === id) { closeViewer(); syncUrl(false); }
     poll();
   } catch (e) { say(`Delete failed: ${e.message}`, true); }
 }
@@ -357,7 +358,8 @@ function drawChart(cv, hist, mini) {
   for (const p of pts) max = Math.max(max, p.rate, p.k, p.h, p.s);
   max = niceMax(max);
   if (!mini) {
-    g.strokeStyle = '#e3e7ec'; g.fillStyle = '#5b6470'; g.lineWidth = 1;
+    const css = getComputedStyle(document.documentElement); // the theme's colours (dark mode)
+    g.strokeStyle = css.getPropertyValue('--cell-line').trim() || '#e3e7ec'; g.fillStyle = css.getPropertyValue('--muted').trim() || '#5b6470'; g.lineWidth = 1;
     g.font = '11px system-ui, sans-serif'; g.textAlign = 'right'; g.textBaseline = 'middle';
     for (let i = 0; i <= 4; i++) {
       const y = padT + hh - (hh * i) / 4;
@@ -399,6 +401,7 @@ function shortN(v) {
 const COLS = [
   { id: 'seq', label: 'Seq', w: '5.5em', on: true, get: (e) => e.seq },
   { id: 'time', label: 'Time (UTC)', w: '11.5em', on: true, get: (e) => timeOf(e) },
+  { id: 'rel', label: 'Δt (s)', w: '8em', on: false, get: (e) => EtwColumns.relText(e, REL.base), sortGet: (e) => EtwColumns.relNs(e, REL.base) },
   { id: 'provider', label: 'Provider', w: '9em', on: true, get: (e) => e.System && e.System.Provider && e.System.Provider.Name },
   { id: 'event', label: 'Event', w: '12em', on: true, get: (e) => e.System && e.System.EventName },
   { id: 'id', label: 'ID', w: '3.5em', on: true, get: (e) => e.System && e.System.EventID },
@@ -410,6 +413,10 @@ const COLS = [
   { id: 'cpu', label: 'CPU', w: '3.5em', on: false, get: (e) => exe(e).ProcessorID },
   { id: 'data', label: 'Data', w: 'minmax(16em, 1fr)', on: true, get: (e) => dataText(e) },
 ];
+const COLS_DEFAULT = COLS.filter((c) => c.on).map((c) => c.id).join(',');
+const REL = { mode: 'start', base: null }; // the Δt column counts from base ([s, ns]): first event or the selected one
+let WIDTHS = {};                             // column id -> width set by dragging its header edge
+try { WIDTHS = JSON.parse(localStorage.getItem('etwd.widths') || '{}') || {}; } catch { /* defaults */ }
 const exe = (e) => (e.System && e.System.Execution) || {};
 function timeOf(e) {
   const t = e.System && e.System.TimeCreated;
@@ -430,17 +437,22 @@ function dataText(e) {
   if (e.Undecoded) s += (s ? ' ' : '') + 'Undecoded: ' + (e.Undecoded.Reason || '');
   return s;
 }
+const isOlder = (g) => /older than the replay window/.test(g.Reason || '');
 function gapText(g) {
+  if (isOlder(g)) return `${fmtN(Number(g.Dropped || 0))} older events not loaded (${g.Layer}: ${g.Reason})`;
   return `${fmtN(Number(g.Dropped || 0))} events dropped` + (g.Layer ? ` (${g.Layer}${g.Reason ? ': ' + g.Reason : ''})` : '');
 }
-function loadCols() {
-  try {
-    const saved = JSON.parse(localStorage.getItem('etwd.columns') || 'null');
-    if (Array.isArray(saved)) for (const c of COLS) c.on = saved.includes(c.id);
-  } catch { /* defaults */ }
+/* visible columns by id (field columns "f:<path>" are created); from the URL or localStorage */
+function loadCols(ids) {
+  let saved = ids;
+  if (!saved) try { saved = JSON.parse(localStorage.getItem('etwd.columns') || 'null'); } catch { /* defaults */ }
+  if (!Array.isArray(saved)) return;
+  for (const id of saved) if (id.startsWith('f:')) addFieldCol(id.slice(2));
+  for (const c of COLS) c.on = saved.includes(c.id);
+  if (!COLS.some((c) => c.on)) COLS.find((c) => c.id === 'data').on = true;
 }
-
 const ROW_H = 22;
+const ALL = EtwFilter.KEEP_ALL;
 
 /* Views of the kept events in other files (timeline.js, group.js, …) register here and are told
  * when a viewer opens or closes and when its rows change. The viewer's data for them:
@@ -467,8 +479,11 @@ class Viewer {
     this.id = id;
     this.params = params || { from: '1' };
     this.filterWords = [];
-    this.preds = new Map(); // name -> fn(row) → bool (see EventViews)
+    this.preds = new Map(); // name -> fn(row) → bool (see EventViews; 'where' is the field filter)
     this.job = null;        // a re-filter running in time slices: {next: row n, out: new view}
+    this.sort = null;       // {id, dir: 1 | -1} or null (arrival order)
+    this.older = 0;         // events before the server's replay window (not loaded)
+    this.t0 = null;         // time of the first event received ([s, ns]), base of Δt
     this.rows = [];         // retained rows (oldest first), each {n, ev, gap, text}
     this.view = this.rows;  // rows passing the text filter (this.rows itself when no filter)
     this.incoming = [];     // received, not yet added (flushed in requestAnimationFrame)
@@ -550,7 +565,11 @@ class Viewer {
       // every field set here (one object shape for all rows: faster loops over 200k of them);
       // t, lk, lm are timeline.js's caches (time in ms, lane key, lane mode)
       const row = { n: 0, ev, gap: ev && ev.Gap ? ev.Gap : null, text: null, t: undefined, lk: null, lm: null };
-      if (row.gap) { this.gaps++; this.gapDropped += Number(row.gap.Dropped || 0); } else if (typeof ev.seq === 'number') this.lastSeq = ev.seq;
+      if (row.gap) {
+        if (isOlder(row.gap)) this.older += Number(row.gap.Dropped || 0);
+        else { this.gaps++; this.gapDropped += Number(row.gap.Dropped || 0); }
+      } else if (typeof ev.seq === 'number') this.lastSeq = ev.seq;
+      if (!this.t0 && !row.gap) { this.t0 = EtwExport.timeOf(ev); if (REL.mode === 'start') REL.base = this.t0; }
       this.received++;
       dst.push(row);
     }
@@ -590,7 +609,9 @@ class Viewer {
         added = inc.filter((r) => r.n >= rows[0].n);
         gone = gone.filter((r) => r.n < inc[0].n);
       }
-      if (this.view !== rows && !this.job) { // (a running re-filter reaches the new rows itself)
+      if (this.job) { /* a running re-filter reaches the new rows itself (and sorts at its end) */ }
+      else if (this.sort) this.mergeSorted(added);
+      else if (this.view !== rows) {
         const first = rows.length ? rows[0].n : this.n;
         let k = 0;
         while (k < this.view.length && this.view[k].n < first) k++;
@@ -603,6 +624,8 @@ class Viewer {
     this.render(true);
   }
 
+  /* a row is shown when it passes every named predicate: text (the free-text words, in what
+   * EtwFilter.textOf shows: never seq or time), where (the field filter), time, group (views) */
   match(r) {
     for (const p of this.preds.values()) if (!p(r)) return false;
     return true;
@@ -612,7 +635,7 @@ class Viewer {
     return true;
   }
   textMatch(r) {
-    if (!r.text) r.text = (r.gap ? gapText(r.gap) : JSON.stringify(r.ev)).toLowerCase(); // 5x faster than jsonText
+    if (!r.text) r.text = EtwFilter.textOf(r.ev); // lower case; never seq, time or keywords
     for (const w of this.filterWords) if (!r.text.includes(w)) return false;
     return true;
   }
@@ -622,15 +645,22 @@ class Viewer {
     if (!this.filterWords.length) for (const r of this.rows) r.text = null; // the texts cost memory (and GC time)
     this.setPredicate('text', this.filterWords.length ? (r) => this.textMatch(r) : null);
   }
+  /* the field filter (web/filter.js compile(): a predicate on the event; KEEP_ALL = none) */
+  setWhere(pred) { this.setPredicate('where', pred && pred !== ALL ? (r) => pred(r.ev) : null); }
   setPredicate(name, fn) {
     if (fn) this.preds.set(name, fn); else this.preds.delete(name);
     this.refilter(name);
   }
 
   /* Rebuilds the filtered view in slices of ~8 ms (a click on a filter is answered at once and
-   * no long task blocks the page at 200k rows); rows arriving meanwhile are covered by the job. */
+   * no long task blocks the page at 200k rows); rows arriving meanwhile are covered by the job.
+   * A sorted view is sorted when the job ends. */
   refilter(name) {
-    if (!this.preds.size) { this.job = null; this.view = this.rows; this.notify({ reset: true, name }); this.render(true); return; }
+    if (!this.preds.size) {
+      this.job = null;
+      this.view = this.sort ? this.rows.slice().sort(this.sortCmp()) : this.rows;
+      this.notify({ reset: true, name }); this.render(true); return;
+    }
     const job = { next: this.rows.length ? this.rows[0].n : this.n, out: [], name };
     this.job = job;
     this.view = job.out;
@@ -652,9 +682,41 @@ class Viewer {
     let k = 0;
     while (k < job.out.length && job.out[k].n < first) k++;
     if (k) job.out.splice(0, k);
+    if (this.sort) job.out.sort(this.sortCmp());
     this.job = null;
     this.notify({ reset: true, name: job.name });
     this.render(true);
+  }
+  /* the sort order changes the view's order only (not which rows pass): no re-filter, no notify */
+  setSort(sort) {
+    this.sort = sort;
+    this.setCols();
+    if (!this.job) {
+      if (sort) this.view = (this.view === this.rows ? this.rows.slice() : this.view).sort(this.sortCmp());
+      else if (!this.preds.size) this.view = this.rows;
+      else this.view.sort((a, b) => a.n - b.n);
+    }
+    this.render(true);
+  }
+  sortCmp() {
+    const c = COLS.find((x) => x.id === this.sort.id);
+    const get = c ? c.sortGet || c.get : () => undefined, d = this.sort.dir;
+    return (a, b) => (a.gap || b.gap ? (a.gap ? 1 : 0) - (b.gap ? 1 : 0) : d * EtwColumns.compare(get(a.ev), get(b.ev))) || a.n - b.n;
+  }
+  /* sorted view: drop rows the cap discarded, merge the new matching rows in (one pass) */
+  mergeSorted(inc) {
+    const first = this.rows.length ? this.rows[0].n : this.n;
+    let v = this.view === this.rows ? this.rows.slice() : this.view;
+    if (v.length && v.some((r) => r.n < first)) v = v.filter((r) => r.n >= first);
+    const cmp = this.sortCmp();
+    const add = inc.filter((r) => r.n >= first && this.match(r)).sort(cmp);
+    if (!add.length) { this.view = v; return; }
+    const out = new Array(v.length + add.length);
+    let i = 0, j = 0, k = 0;
+    while (i < v.length && j < add.length) out[k++] = cmp(v[i], add[j]) <= 0 ? v[i++] : add[j++];
+    while (i < v.length) out[k++] = v[i++];
+    while (j < add.length) out[k++] = add[j++];
+    this.view = out;
   }
 
   setPaused(p) {
@@ -675,7 +737,7 @@ class Viewer {
     this.rows.length = 0;
     this.view = this.rows;
     this.held = []; this.incoming = []; this.heldDropped = 0;
-    this.discarded = 0; this.sel = null;
+    this.discarded = 0; this.sel = null; this.older = 0;
     this.setFilter($('text-filter').value);
     this.showDetail();
   }
@@ -692,11 +754,19 @@ class Viewer {
 
   setCols() {
     this.cols = COLS.filter((c) => c.on);
-    const tpl = this.cols.map((c) => c.w).join(' ');
+    const tpl = this.cols.map((c) => WIDTHS[c.id] || c.w).join(' ');
     $('grid').style.setProperty('--cols', tpl);
     const head = $('grid-head');
     head.textContent = '';
-    this.cols.forEach((c, i) => head.append(h('span', { role: 'columnheader', 'aria-colindex': String(i + 1), text: c.label })));
+    this.cols.forEach((c, i) => {
+      const sorted = this.sort && this.sort.id === c.id ? this.sort.dir : 0;
+      const sp = h('span', { role: 'columnheader', 'aria-colindex': String(i + 1), 'data-col': c.id, title: c.title || null,
+        'aria-sort': sorted > 0 ? 'ascending' : sorted < 0 ? 'descending' : 'none' },
+      h('button', { type: 'button', class: 'sort', text: c.label + (sorted > 0 ? ' ▲' : sorted < 0 ? ' ▼' : ''),
+        'aria-label': `Sort by ${c.label}`, onclick: () => cycleSort(c.id) }),
+      h('div', { class: 'resizer', 'aria-hidden': 'true', onpointerdown: (e) => startResize(e, c, sp) }));
+      head.append(sp);
+    });
     for (const el of this.pool) el.remove();
     this.pool = [];
     this.render(false);
@@ -764,10 +834,19 @@ class Viewer {
     while (this.rateWin.length > 2 && now - this.rateWin[0][0] > 2000) this.rateWin.shift();
     const [t0, r0] = this.rateWin[0];
     const rate = now - t0 > 200 ? ((this.received - r0) * 1000) / (now - t0) : 0;
-    const shown = (this.view === this.rows ? `${fmtN(this.rows.length)} rows` : `${fmtN(this.view.length)} of ${fmtN(this.rows.length)} rows match`) +
+    const shown = (!this.preds.size ? `${fmtN(this.rows.length)} rows` : `${fmtN(this.view.length)} of ${fmtN(this.rows.length)} rows match`) +
       (this.job ? ` (filtering: ${Math.round((100 * (this.job.next - (this.rows.length ? this.rows[0].n : 0))) / Math.max(1, this.rows.length))}%)` : '');
     $('ev-status').textContent = `${shown} · ${fmtN(this.received)} received · ${fmtN(Math.round(rate))}/s in this page` +
-      (this.gaps ? ` · ${fmtN(this.gapDropped)} dropped for this page in ${fmtN(this.gaps)} gap${this.gaps === 1 ? '' : 's'}` : '');
+      (this.gaps ? ` · ${fmtN(this.gapDropped)} dropped for this page in ${fmtN(this.gaps)} gap${this.gaps === 1 ? '' : 's'}` : '') +
+      (this.older ? ` · ${fmtN(this.older)} older events not loaded` : '');
+    const on = $('older-notice');
+    if (on.hidden !== !this.older) {
+      on.hidden = !this.older;
+      const s = S.sessions.get(this.id);
+      $('older-text').textContent = `${fmtN(this.older)} older events not loaded: they are no longer in the server's replay window (--replay-kb)` +
+        (s && s.recording ? '; the session\'s recording holds them.' : '.') + ' Another start:';
+      if (!$('older-from').value) $('older-from').value = String(this.older + 1);
+    }
     const cn = $('cap-notice');
     cn.hidden = !this.discarded;
     if (this.discarded) cn.textContent = `Only the last ${fmtN(this.cap)} rows are kept: ${fmtN(this.discarded)} older rows were discarded from this table.`;
@@ -778,6 +857,7 @@ class Viewer {
 
   select(row, scroll) {
     this.sel = row;
+    if (REL.mode === 'sel') REL.base = row && !row.gap ? EtwExport.timeOf(row.ev) : this.t0;
     const idx = this.view.indexOf(row);
     if (scroll && idx >= 0) {
       const grid = $('grid');
@@ -865,34 +945,40 @@ function openViewer(id, params) {
   $('detail').textContent = 'Select a row (click, or arrow keys in the table).';
   if (!params) $('stream-form').reset();
   S.viewer = new Viewer(id, params);
+  if (!schemaFields.has(id)) loadSchemaFields(id).catch(() => {});
+  try { S.viewer.setWhere(EtwFilter.compile($('field-filter').value)); } catch { /* the box shows the error */ }
   S.viewer.setFilter($('text-filter').value);
   S.viewer.onSession(s);
   for (const [rid, tr] of S.rows) tr.classList.toggle('open', rid === id);
   showTab('sessions');
   $('viewer').scrollIntoView({ block: 'nearest' });
+  syncUrl(true);
 }
 
-function closeViewer() {
+function closeViewer(userAction) {
   if (S.viewer) S.viewer.close();
   S.viewer = null;
   $('viewer').hidden = true;
   $('cap-notice').hidden = true;
+  $('older-notice').hidden = true;
+  $('older-from').value = '';
+  if (userAction === true) syncUrl(true);
   $('pause-notice').hidden = true;
   for (const tr of S.rows.values()) tr.classList.remove('open');
 }
 
 function buildColumnChooser() {
-  const fs = $('columns');
+  const fs = $('columns-fixed');
+  fs.textContent = '';
   for (const c of COLS) {
     const cb = h('input', { type: 'checkbox', value: c.id });
     cb.checked = c.on;
     cb.addEventListener('change', () => {
       c.on = cb.checked;
       if (!COLS.some((x) => x.on)) { c.on = true; cb.checked = true; }
-      try { localStorage.setItem('etwd.columns', JSON.stringify(COLS.filter((x) => x.on).map((x) => x.id))); } catch { /* private mode */ }
-      if (S.viewer) S.viewer.setCols();
+      saveCols();
     });
-    fs.append(h('label', { class: 'check' }, cb, ' ' + c.label));
+    fs.append(h('label', { class: 'check', title: c.title || null }, cb, ' ' + c.label));
   }
 }
 
@@ -991,15 +1077,18 @@ async function addProvider(name) {
   const allBtn = h('button', { type: 'button', text: 'All', onclick: () => { for (const c of list.querySelectorAll('.ev-cb')) c.checked = true; } });
   const noneBtn = h('button', { type: 'button', text: 'None', onclick: () => { for (const c of list.querySelectorAll('.ev-cb')) c.checked = false; } });
   const evSearch = h('input', { type: 'search', placeholder: 'filter events', 'aria-label': `Filter the events of ${name}`, autocomplete: 'off' });
+  const evCount = h('span', { class: 'muted ev-count', role: 'status', text: `${evs.length} events` });
   evSearch.addEventListener('input', () => {
     const q = evSearch.value.trim().toLowerCase();
-    for (const d of list.children) d.hidden = q && !d.textContent.toLowerCase().includes(q);
+    let n = 0;
+    for (const d of list.children) { d.hidden = q && !d.textContent.toLowerCase().includes(q); if (!d.hidden) n++; }
+    evCount.textContent = q ? `${n} of ${evs.length} events` : `${evs.length} events`;
   });
   card.append(
     h('header', null, h('h3', { text: name }), h('span', { class: 'muted', text: `${evs.length} events` }), h('span', { class: 'spacer' }),
       h('button', { type: 'button', class: 'danger', text: 'Remove', 'aria-label': `Remove provider ${name}`, onclick: () => { card.remove(); renumber(); searchProviders(); } })),
     h('div', { class: 'field', 'data-key': 'events' },
-      h('div', { class: 'row' }, h('strong', { text: 'Events' }), evSearch, allBtn, noneBtn, h('span', { class: 'muted', text: 'none checked = all events' })),
+      h('div', { class: 'row' }, h('strong', { text: 'Events' }), evSearch, evCount, allBtn, noneBtn, h('span', { class: 'muted', text: 'none checked = all events' })),
       list),
     row, filterBox);
   $('prov-chosen').append(card);
@@ -1205,12 +1294,13 @@ function wireStatic() {
   $('token').addEventListener('input', () => $('token').removeAttribute('aria-invalid'));
   $('logout').addEventListener('click', logout);
   for (const b of document.querySelectorAll('.tab')) b.addEventListener('click', () => showTab(b.dataset.tab));
-  $('viewer-close').addEventListener('click', closeViewer);
+  $('viewer-close').addEventListener('click', () => closeViewer(true));
   $('viewer-stop').addEventListener('click', () => S.viewer && stopSession(S.viewer.id));
   $('pause').addEventListener('click', () => S.viewer && S.viewer.setPaused(!S.viewer.paused));
   $('autoscroll').addEventListener('change', () => S.viewer && $('autoscroll').checked && S.viewer.render(true));
   let ft = 0;
-  $('text-filter').addEventListener('input', () => { clearTimeout(ft); ft = setTimeout(() => S.viewer && S.viewer.setFilter($('text-filter').value), 120); });
+  $('text-filter').addEventListener('input', () => { clearTimeout(ft); ft = setTimeout(() => { if (S.viewer) S.viewer.setFilter($('text-filter').value); syncUrl(false); }, 120); });
+  wireTools(); // web/tools.js
   $('cap').addEventListener('change', () => S.viewer && S.viewer.setCap(Number($('cap').value)));
   $('clear').addEventListener('click', () => S.viewer && S.viewer.clear());
   $('grid').addEventListener('scroll', () => S.viewer && S.viewer.onScroll(), { passive: true });

@@ -3,6 +3,7 @@
 # Debian 12: installs chromium, nodejs and npm if missing, then `npm ci` (playwright-core only; it
 # downloads no browser) and runs the tests. A missing Chromium is a failure, never a skip.
 #   ETWD_BIN=build/test/server/etwd ETWD_CORPUS=../shared/corpus tests/browser/run.sh
+# (analysis.mjs also reads ETWD_MANIFESTS, default CORPUS/../manifests)
 set -eu
 HERE=$(cd "$(dirname "$0")" && pwd)
 missing=""
@@ -26,8 +27,12 @@ fi
 cd "$HERE"
 # playwright-core never downloads a browser; the variable makes sure of it
 PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error
-# run.mjs: the page's main flows; views.mjs: the timeline and group-by panels
-st=0
-node run.mjs || st=1
-node views.mjs || st=1
-exit $st
+# the page's pure modules in node, then the page in Chromium (run.mjs: the live table, sessions,
+# files; views.mjs: the timeline and group-by panels; analysis.mjs: field filter, columns,
+# export, links, picker, keys, dark mode). Every suite runs; any failure fails the script.
+rc=0
+node modules.test.mjs || rc=1
+node run.mjs || rc=1
+node views.mjs || rc=1
+node analysis.mjs || rc=1
+exit $rc

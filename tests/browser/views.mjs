@@ -292,6 +292,79 @@ await step('zoom in narrows the window, Fit restores it; the wheel zooms', async
   await page.getByRole('button', { name: 'Fit all kept events' }).click();
 });
 
+// the merge of w-pagea (views, named predicates, sliced re-filter) with w-pageb (field filter,
+// column sort, global keys): all of them on the one viewer at once
+await step('the field filter, a group, a time range, the text box and a column sort work together', async () => {
+  const pidOf = (e) => (e.System.Execution || {}).ProcessID;
+  const byPid = countBy(pidOf);
+  const pid = Object.entries(byPid).filter(([k]) => /^\d+$/.test(k)).sort((a, b) => b[1] - a[1])[0][0]; // the busiest process
+  const mine = all().filter((e) => String(pidOf(e)) === pid);
+  assert(mine.length > 10 && mine.length < events.length, `pid ${pid}: ${mine.length} events`);
+  if (await page.locator('#grp-panel').isHidden()) await page.getByRole('button', { name: 'Group by' }).click();
+  await page.locator('#grp-by').selectOption('provider');
+  // the field filter (UI box) narrows the table and the group counts
+  await page.locator('#field-filter').fill(`pid == ${pid}`);
+  await until(async () => { const s = await statusCounts(); return s && !s.filtering && s.shown === mine.length; }, `the table to show the ${mine.length} rows of pid ${pid}`);
+  const wantProv = {};
+  for (const e of mine) { const k = e.System.Provider.Name || '(none)'; wantProv[k] = (wantProv[k] || 0) + 1; }
+  const same = (a, b) => JSON.stringify(Object.entries(a).sort()) === JSON.stringify(Object.entries(b).sort());
+  await until(async () => same(await page.evaluate(() => Group.counts()), wantProv), 'group counts of the field-filtered rows');
+  // a group on top: the rows of pid and provider
+  const [prov, nProv] = Object.entries(wantProv).sort((a, b) => b[1] - a[1])[0];
+  await page.locator(`#grp-body button[data-key="${prov}"]`).click();
+  await until(async () => { const s = await statusCounts(); return s && !s.filtering && s.shown === nProv; }, `${nProv} rows of ${prov}`);
+  // a time range on top (the view's own API: the brush itself is tested above)
+  const ts = mine.filter((e) => e.System.Provider.Name === prov).map((e) => msOf(e.System.TimeCreated)).sort((a, b) => a - b);
+  const rg = [ts[Math.floor(ts.length / 4)], ts[Math.floor((ts.length * 3) / 4)]];
+  const nRange = ts.filter((t) => t >= rg[0] && t <= rg[1]).length;
+  await page.evaluate((r) => Timeline.setRange(r), rg);
+  await until(async () => { const s = await statusCounts(); return s && !s.filtering && s.shown === nRange; }, `${nRange} rows in the range`);
+  // sort by Seq descending (two clicks on the header): the same rows, in descending seq order
+  const before = await page.evaluate(() => S.viewer.filtered().map((r) => r.ev.seq).sort((a, b) => a - b));
+  await page.locator('#grid-head button[aria-label="Sort by Seq"]').click();
+  await page.locator('#grid-head button[aria-label="Sort by Seq"]').click();
+  let seqs = await page.evaluate(() => S.viewer.filtered().map((r) => r.ev.seq));
+  assert(seqs.length === nRange && seqs.every((q, i) => !i || seqs[i - 1] > q), 'sorted descending: ' + seqs.slice(0, 10));
+  assert(JSON.stringify(seqs.slice().sort((a, b) => a - b)) === JSON.stringify(before), 'the sort keeps the same rows');
+  assert(/#.*sort=-seq/.test(await page.evaluate(() => location.hash)), 'the sort is in the URL');
+  // the text box re-filters and the result stays sorted
+  await page.locator('#text-filter').fill(prov.toLowerCase());
+  await until(() => page.evaluate((w) => S.viewer.filter === w && !S.viewer.job, prov.toLowerCase()), 'the text filter applied');
+  await until(async () => { const s = await statusCounts(); return s && !s.filtering && s.shown === nRange; }, 'the provider name as free text');
+  seqs = await page.evaluate(() => S.viewer.filtered().map((r) => r.ev.seq));
+  assert(seqs.length === nRange && seqs.every((q, i) => !i || seqs[i - 1] > q), 'still sorted after a re-filter');
+  // group counts cover the other filters (field, time, text), not the group's own
+  const got = await until(async () => { const c = await page.evaluate(() => Group.counts()); return c[prov] === nRange ? c : null; }, 'group counts with every filter');
+  assert(got[prov] === nRange, 'the chosen group counts the rows in range: ' + JSON.stringify(got));
+  // keys: on the timeline canvas the arrows pan it and never move the table's selection; space
+  // does not pause; elsewhere the arrows move the selection
+  await page.evaluate(() => S.viewer.select(S.viewer.filtered()[0], true));
+  await settled();
+  const w0 = await page.evaluate(() => Timeline.state().win);
+  await page.locator('#timeline').focus();
+  await page.keyboard.press('ArrowDown');
+  await page.keyboard.press('ArrowRight');
+  await page.keyboard.press(' ');
+  await settled();
+  const k = await page.evaluate(() => ({ sel: S.viewer.sel === S.viewer.filtered()[0], paused: S.viewer.paused, win: Timeline.state().win }));
+  assert(k.sel, 'ArrowDown on the timeline left the selection alone');
+  assert(!k.paused, 'space on the timeline did not pause');
+  assert(k.win[0] > w0[0] && k.win[1] > w0[1], `ArrowRight panned the timeline: ${w0} → ${k.win}`);
+  await page.locator('#ev-status').click();
+  await page.keyboard.press('ArrowDown');
+  assert(await page.evaluate(() => S.viewer.sel === S.viewer.filtered()[1]), 'ArrowDown outside the timeline moved the selection');
+  // undo: sort off (a third click), text, range, group, field filter: every kept row again
+  await page.locator('#grid-head button[aria-label="Sort by Seq"]').click();
+  await page.locator('#text-filter').fill('');
+  await page.evaluate(() => Timeline.setRange(null));
+  await page.locator(`#grp-body button[data-key="${prov}"]`).click();
+  await page.locator('#field-filter').fill('');
+  await until(async () => { const s = await statusCounts(); return s && !s.filtering && s.shown === s.kept && s.kept === all().length; }, 'all rows again');
+  const ns = await page.evaluate(() => S.viewer.filtered().map((r) => r.n));
+  assert(ns.every((n, i) => !i || ns[i - 1] < n), 'arrival order again');
+  await page.getByRole('button', { name: 'Group by' }).click();
+});
+
 await step('a filter over 60k rows is applied in slices while rows arrive, and ends exact', async () => {
   const r = await page.evaluate(async () => {
     const v = S.viewer;
