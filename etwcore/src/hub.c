@@ -131,8 +131,12 @@ struct etw_hub {
   int64_t ro_last;   /* time of the last event released */
   uint64_t ro_late, ro_early;
   uint32_t reorder_ms, reorder_events; /* etw_hub_set_order; 0 = off */
-  int64_t wm[ETW_ORDER_MAX_SRC]; /* each producer's watermark (etw_hub_tick); INT64_MIN = none */
-  uint32_t nwm;                  /* producers that ticked: wm[0..nwm) are valid */
+  /* each producer's (CPU's) watermark: it publishes nothing older (etw_hub_tick, and the last
+   * event of its last batch: a CPU's events come in time order). INT64_MAX = no such producer,
+   * INT64_MIN = registered (etw_hub_tick with INT64_MIN before it starts) but nothing said yet:
+   * it holds everything back until the window ends */
+  int64_t wm[ETW_ORDER_MAX_SRC];
+  uint32_t nwm; /* wm[nwm..] are all INT64_MAX */
 };
 
 struct etw_hub *etw_hub_new(const struct etw_hub_limits *lim) {
@@ -533,8 +537,15 @@ static int64_t ro_horizon(const struct etw_hub *h) {
   if (!h->nwm) return t;
   int64_t m = INT64_MAX;
   for (uint32_t i = 0; i < h->nwm; i++)
-    if (h->wm[i] != INT64_MIN && h->wm[i] < m) m = h->wm[i];
+    if (h->wm[i] < m) m = h->wm[i];
   return m > t ? m : t;
+}
+
+/* producer @src will publish nothing older than @wm (the hub's mutex held) */
+static void ro_mark(struct etw_hub *h, uint32_t src, int64_t wm) {
+  if (src >= ETW_ORDER_MAX_SRC) return; /* it holds nothing back: the window bounds it */
+  while (h->nwm <= src) h->wm[h->nwm++] = INT64_MAX;
+  if (h->wm[src] == INT64_MAX || wm > h->wm[src]) h->wm[src] = wm;
 }
 
 /* time order: hold @b (consumed); an event older than one already released is late: dropped and
@@ -555,6 +566,7 @@ static void ro_publish(struct etw_hub *h, struct etw_batch *b) {
       h->ro_cap = nc;
     }
   }
+  if (!h->ended) ro_mark(h, b->ev[b->n - 1].cpu, b->ev[b->n - 1].ts_ns);
   if (k < b->n && h->nro < h->ro_cap) {
     h->ro[h->nro++] = (struct ro_ent){b, k};
     h->ro_events += b->n - k;
@@ -575,10 +587,7 @@ void etw_hub_set_order(struct etw_hub *h, uint32_t ms, uint32_t max_events) {
 void etw_hub_tick(struct etw_hub *h, uint32_t src, int64_t wm) {
   if (!h->reorder_ms) return;
   pthread_mutex_lock(&h->mu);
-  if (src < ETW_ORDER_MAX_SRC) {
-    while (h->nwm <= src) h->wm[h->nwm++] = INT64_MIN;
-    if (wm > h->wm[src]) h->wm[src] = wm;
-  }
+  ro_mark(h, src, wm);
   if (h->nro && !h->ended) ro_release(h, ro_horizon(h));
   pthread_mutex_unlock(&h->mu);
 }

@@ -828,6 +828,8 @@ static void *reader_main(void *arg) {
   r->page = calloc(1, (size_t)s->page_size);
   r->sink.flush = sink_flush;
   r->sink.ctx = r;
+  /* "order": "time": the hub holds the other CPUs' events until this reader has spoken */
+  if (s->hub) etw_hub_tick(s->hub, (uint32_t)r->cpu, INT64_MIN);
   /* phase 2: wait for start (or quit) */
   pthread_mutex_lock(&s->mu);
   s->prepared++;

@@ -102,9 +102,10 @@ void etw_hub_publish(struct etw_hub *h, struct etw_batch *b);
 void etw_hub_set_order(struct etw_hub *h, uint32_t ms, uint32_t max_events);
 /** etw_hub_tick - time order: producer @src (a CPU: < ETW_ORDER_MAX_SRC) will publish nothing
  *  older than @wm (UTC ns) from now on; held events up to the lowest such watermark of all
- *  producers that ever ticked (but at least those older than the window) are released. A
- *  producer calls it after every poll, so a quiet session's events still go out. No-op without
- *  order. */
+ *  producers known (but at least those older than the window) are released. A producer calls
+ *  it once with INT64_MIN before anyone publishes (so that the others' events wait for it),
+ *  then after every poll, so a quiet session's events still go out. A publish counts as a tick
+ *  at its last event's time. No-op without order. */
 void etw_hub_tick(struct etw_hub *h, uint32_t src, int64_t wm);
 /** etw_hub_drop - count @n events lost before reaching the hub (e.g. encoder overflow). */
 void etw_hub_drop(struct etw_hub *h, uint64_t n);
