@@ -2,7 +2,8 @@
 """Kernel event → client latency at ~RATE events/s: one WebSocket client (websocket-client)
 records, for every event, its arrival time minus the event's TimeCreated (kernel timestamp
 converted to UTC by etwd). Prints p50/p90/p99/max in ms. Goal (issue 3): p99 < 50 ms.
-Usage (root): bench/latency.py BUILD_DIR [RATE] [SECONDS]"""
+Usage (root): bench/latency.py BUILD_DIR [RATE] [SECONDS]
+ORDER=time in the environment: the session has "order": "time" (docs/benchmarks.md)."""
 import datetime, json, os, subprocess, sys, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "../tests/e2e"))
@@ -26,8 +27,10 @@ def main():
         code = ("import os,sys,time\nsys.stdin.readline()\nend=time.time()+%f\nn=%d//200\n"
                 "while time.time()<end:\n    [os.getppid() for _ in range(n)]\n    time.sleep(0.005)\n" % (secs, rate))
         child = subprocess.Popen(["/usr/bin/python3", "-c", code], stdin=subprocess.PIPE)
-        st, h, j = e.json("POST", "/api/v1/sessions", body={
-            "providers": [{"name": "raw_syscalls", "events": ["sys_enter"]}], "pids": [child.pid]})
+        spec = {"providers": [{"name": "raw_syscalls", "events": ["sys_enter"]}], "pids": [child.pid]}
+        if os.environ.get("ORDER"):
+            spec["order"] = os.environ["ORDER"]
+        st, h, j = e.json("POST", "/api/v1/sessions", body=spec)
         ws = e.ws("/api/v1/sessions/%d/events" % j["id"])
         child.stdin.write(b"go\n"); child.stdin.flush()
         lat = []

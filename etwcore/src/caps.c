@@ -21,6 +21,7 @@ static int g_attach(S *s, P *p) { /* spec.c turns "attach" into the provider "at
   return s->n_providers == 1 && s->providers[0].name && !strncmp(s->providers[0].name, "attach:", 7);
 }
 static int g_fmb(S *s, P *p) { (void)p; return s->max_file_mb != 0; }
+static int g_order(S *s, P *p) { (void)p; return s->order_time != 0; }
 static int g_events(S *s, P *p) { (void)s; return p->n_events != 0; }
 static int g_filter(S *s, P *p) { (void)s; return p->filter != NULL; }
 static int g_level(S *s, P *p) { (void)s; return p->level != 5; }
@@ -44,6 +45,7 @@ static const struct etw_member table[] = {
   {ETW_MEMBER_SPEC, "duration_s", 0, NULL, "3", NULL, "stop after this many seconds (stop_reason duration)"},
   {ETW_MEMBER_SPEC, "max_events", 0, NULL, "1000", NULL, "stop after this many events (stop_reason max_events)"},
   {ETW_MEMBER_SPEC, "max_file_mb", ETW_CAP_FILE, NULL, "1", g_fmb, "stop when the recording reaches this many MiB (mode file or both)"},
+  {ETW_MEMBER_SPEC, "order", ETW_CAP_ORDER_TIME, "\"none\"", "\"time\"", g_order, "\"time\": events in time order across CPUs with increasing seq (live: each waits 100 ms in the hub; replays always are)"},
   {ETW_MEMBER_SPEC, "win", ETW_CAP_WIN_SETTINGS, NULL, "{\"flush_s\":1}", g_win, "Windows session settings"},
   {ETW_MEMBER_SPEC, "attach", ETW_CAP_WIN_SETTINGS, NULL, "\"etwd-none\"", g_attach, "attach read-only to a running ETW session"},
   {ETW_MEMBER_PROVIDER, "name", 0, NULL, "\"sched\"", NULL, "tracepoint system, provider name or {GUID}"},

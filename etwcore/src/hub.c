@@ -121,6 +121,22 @@ struct etw_hub {
   pthread_cond_t room;     /* lossless: a publisher waits here for queue room (with mu) */
   atomic_int pub_waiting;  /* a lossless publisher sleeps on `room` */
   atomic_uint n_all; /* subscribers without a filter: renderings are shared when >= 2 */
+  /* time order (etw_hub_set_order): published batches wait here, each with its next event,
+   * until every producer has said (etw_hub_tick) that it has nothing older left, or the events
+   * are reorder_ms old (UTC), or more than reorder_events are held; then they are merged by
+   * time into new batches, which get their seq numbers (hub's mutex) */
+  struct ro_ent { struct etw_batch *b; uint32_t pos; } *ro;
+  uint32_t nro, ro_cap;
+  uint64_t ro_events;
+  int64_t ro_last;   /* time of the last event released */
+  uint64_t ro_late, ro_early;
+  uint32_t reorder_ms, reorder_events; /* etw_hub_set_order; 0 = off */
+  /* each producer's (CPU's) watermark: it publishes nothing older (etw_hub_tick, and the last
+   * event of its last batch: a CPU's events come in time order). INT64_MAX = no such producer,
+   * INT64_MIN = registered (etw_hub_tick with INT64_MIN before it starts) but nothing said yet:
+   * it holds everything back until the window ends */
+  int64_t wm[ETW_ORDER_MAX_SRC];
+  uint32_t nwm; /* wm[nwm..] are all INT64_MAX */
 };
 
 struct etw_hub *etw_hub_new(const struct etw_hub_limits *lim) {
@@ -143,6 +159,8 @@ struct etw_hub *etw_hub_new(const struct etw_hub_limits *lim) {
 
 void etw_hub_free(struct etw_hub *h) {
   if (!h) return;
+  for (uint32_t i = 0; i < h->nro; i++) etw_batch_unref(h->ro[i].b);
+  free(h->ro);
   while (h->subs) etw_sub_close(h->subs); /* defensive: callers close their own */
   for (uint32_t i = 0; i < h->rp_count; i++) etw_batch_unref(h->rp[(h->rp_head + i) % h->rp_cap]);
   free(h->rp);
@@ -371,10 +389,17 @@ void etw_hub_cancel(struct etw_hub *h) {
   pthread_mutex_unlock(&h->mu);
 }
 
+static void deliver(struct etw_hub *h, struct etw_batch *b, size_t mem);
+static void ro_publish(struct etw_hub *h, struct etw_batch *b);
+
 void etw_hub_publish(struct etw_hub *h, struct etw_batch *b) {
   if (!b) return;
   if (b->n == 0) {
     etw_batch_unref(b);
+    return;
+  }
+  if (h->reorder_ms) {
+    ro_publish(h, b);
     return;
   }
   /* outside the lock: queues and the replay window then hold what the events use, not what the
@@ -395,6 +420,14 @@ void etw_hub_publish(struct etw_hub *h, struct etw_batch *b) {
     etw_batch_unref(b);
     return;
   }
+  deliver(h, b, mem);
+  pthread_mutex_unlock(&h->mu);
+  etw_batch_unref(b);
+}
+
+/* assign seq numbers to @b, count it, keep it in the replay window, queue it for every
+ * subscriber (the hub's mutex held; the caller keeps its reference) */
+static void deliver(struct etw_hub *h, struct etw_batch *b, size_t mem) {
   b->first_seq = h->next_seq;
   h->next_seq += b->n;
   h->produced += b->n;
@@ -440,8 +473,123 @@ void etw_hub_publish(struct etw_hub *h, struct etw_batch *b) {
     for (struct etw_sub *s = h->subs; s; s = s->next) sub_offer(s, it, b, 0);
     if (it) item_unref(it);
   }
+}
+
+static int64_t real_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_REALTIME, &t);
+  return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+/* the held events up to @horizon (UTC ns; every one when more than reorder_events are held:
+ * the oldest go early, counted) merged by time into batches, delivered (the hub's mutex held).
+ * One scan of the held batches per event: they are few (each reader publishes every 10-20 ms) */
+static void ro_release(struct etw_hub *h, int64_t horizon) {
+  struct etw_batch *out = NULL;
+  for (;;) {
+    uint32_t best = UINT32_MAX;
+    int64_t bt = 0;
+    for (uint32_t i = 0; i < h->nro; i++) {
+      int64_t t = h->ro[i].b->ev[h->ro[i].pos].ts_ns;
+      if (best == UINT32_MAX || t < bt) {
+        best = i;
+        bt = t;
+      }
+    }
+    if (best == UINT32_MAX) break;
+    int over = h->ro_events > h->reorder_events;
+    if (bt > horizon && !over) break;
+    if (bt > horizon) h->ro_early++;
+    struct ro_ent *r = &h->ro[best];
+    const struct etw_evref *e = &r->b->ev[r->pos];
+    if (!out && (out = etw_batch_new(1024, 1u << 20)) != NULL) etw_jw_reserve(&out->data, 64u << 10);
+    if (out) {
+      size_t mark = out->data.len;
+      etw_jw_raw(&out->data, r->b->data.buf + e->off, e->len);
+      if (etw_batch_commit(out, mark, e)) h->hub_dropped++;
+    } else {
+      h->hub_dropped++; /* no memory: counted like any loss before the hub */
+    }
+    h->ro_last = bt;
+    h->ro_events--;
+    if (++r->pos == r->b->n) {
+      etw_batch_unref(r->b);
+      *r = h->ro[--h->nro];
+    }
+    if (out && etw_batch_full(out)) {
+      etw_batch_trim(out);
+      deliver(h, out, etw_batch_mem(out));
+      etw_batch_unref(out);
+      out = NULL;
+    }
+  }
+  if (out && out->n) {
+    etw_batch_trim(out);
+    deliver(h, out, etw_batch_mem(out));
+  }
+  if (out) etw_batch_unref(out);
+}
+
+/* the time up to which held events may go: the lowest producer watermark, but no earlier than
+ * reorder_ms ago (a producer that stalls or never ticks delays the others by that much at most) */
+static int64_t ro_horizon(const struct etw_hub *h) {
+  int64_t t = real_ns() - (int64_t)h->reorder_ms * 1000000LL;
+  if (!h->nwm) return t;
+  int64_t m = INT64_MAX;
+  for (uint32_t i = 0; i < h->nwm; i++)
+    if (h->wm[i] < m) m = h->wm[i];
+  return m > t ? m : t;
+}
+
+/* producer @src will publish nothing older than @wm (the hub's mutex held) */
+static void ro_mark(struct etw_hub *h, uint32_t src, int64_t wm) {
+  if (src >= ETW_ORDER_MAX_SRC) return; /* it holds nothing back: the window bounds it */
+  while (h->nwm <= src) h->wm[h->nwm++] = INT64_MAX;
+  if (h->wm[src] == INT64_MAX || wm > h->wm[src]) h->wm[src] = wm;
+}
+
+/* time order: hold @b (consumed); an event older than one already released is late: dropped and
+ * counted (hub_dropped: the loss a client sees in the session's stats), never delivered out of
+ * order. A reader's batch is in its CPU's time order, so the late ones are its first events. */
+static void ro_publish(struct etw_hub *h, struct etw_batch *b) {
+  pthread_mutex_lock(&h->mu);
+  uint32_t k = 0;
+  while (k < b->n && b->ev[k].ts_ns < h->ro_last) k++;
+  if (h->ended) k = b->n; /* late publish after end, as without order */
+  h->hub_dropped += k;
+  if (!h->ended) h->ro_late += k;
+  if (k < b->n && h->nro == h->ro_cap) {
+    uint32_t nc = h->ro_cap ? h->ro_cap * 2 : 32;
+    struct ro_ent *n = realloc(h->ro, nc * sizeof *n);
+    if (n) {
+      h->ro = n;
+      h->ro_cap = nc;
+    }
+  }
+  if (!h->ended) ro_mark(h, b->ev[b->n - 1].cpu, b->ev[b->n - 1].ts_ns);
+  if (k < b->n && h->nro < h->ro_cap) {
+    h->ro[h->nro++] = (struct ro_ent){b, k};
+    h->ro_events += b->n - k;
+    b = NULL;
+  } else if (k < b->n) {
+    h->hub_dropped += b->n - k; /* no memory for the list */
+  }
+  ro_release(h, ro_horizon(h));
   pthread_mutex_unlock(&h->mu);
-  etw_batch_unref(b);
+  if (b) etw_batch_unref(b);
+}
+
+void etw_hub_set_order(struct etw_hub *h, uint32_t ms, uint32_t max_events) {
+  h->reorder_ms = ms;
+  h->reorder_events = max_events;
+}
+
+void etw_hub_tick(struct etw_hub *h, uint32_t src, int64_t wm) {
+  if (!h->reorder_ms) return;
+  pthread_mutex_lock(&h->mu);
+  ro_mark(h, src, wm);
+  if (h->nro && !h->ended) ro_release(h, ro_horizon(h));
+  pthread_mutex_unlock(&h->mu);
 }
 
 void etw_hub_drop(struct etw_hub *h, uint64_t n) {
@@ -452,6 +600,7 @@ void etw_hub_drop(struct etw_hub *h, uint64_t n) {
 
 void etw_hub_end(struct etw_hub *h) {
   pthread_mutex_lock(&h->mu);
+  if (!h->ended) ro_release(h, INT64_MAX); /* what is held goes out, in order, before the end */
   h->ended = 1;
   pthread_cond_broadcast(&h->room);
   for (struct etw_sub *s = h->subs; s; s = s->next) {
@@ -470,6 +619,9 @@ void etw_hub_stats(struct etw_hub *h, struct etw_hub_stats *o) {
   for (struct etw_sub *s = h->subs; s; s = s->next) o->sub_dropped += atomic_load(&s->dropped);
   o->subscribers = h->nsubs;
   o->last_seq = h->next_seq - 1;
+  o->reorder_late = h->ro_late;
+  o->reorder_early = h->ro_early;
+  o->reorder_held = h->ro_events;
   pthread_mutex_unlock(&h->mu);
 }
 

@@ -394,6 +394,8 @@ static enum etw_err create(struct etw_core *c, const cJSON *body, const char *co
     e = etw_fail(st, ETW_E_NOMEM, NULL, NULL);
     goto fail;
   }
+  if (s->spec.order_time && !s->spec.n_files) /* a file's reader merges by time already */
+    etw_hub_set_order(s->hub, ETW_ORDER_WINDOW_MS, ETW_ORDER_MAX_EVENTS);
   pthread_mutex_lock(&c->mu);
   if (private) { /* an id for its OS name only; s->mu as the table path holds it below */
     s->id = c->next_id++;
@@ -687,6 +689,10 @@ static void stats_json_locked(struct etw_session *s, struct etw_jw *w) {
   kv(w, ",\"kernel_overrun\":", bs.kernel_overrun);
   kv(w, ",\"kernel_dropped\":", bs.kernel_dropped);
   kv(w, ",\"hub\":", hs.hub_dropped);
+  if (s->spec.order_time && !s->spec.n_files) {
+    kv(w, ",\"order_late\":", hs.reorder_late);
+    kv(w, ",\"order_early\":", hs.reorder_early);
+  }
   kv(w, ",\"subscribers\":", hs.sub_dropped);
   etw_jw_lit(w, "},\"per_subscriber\":[");
   int first = 1;

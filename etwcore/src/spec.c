@@ -349,7 +349,7 @@ static int valid_name(const char *s) {
 enum etw_err etw_spec_parse(const cJSON *body, struct etw_session_spec *s, struct etw_status *st) {
   static const char *const keys[] = {"name", "backend", "mode", "buffer_kb", "providers", "pids",
                                      "exe_names", "files", "replay", "win", "attach", "duration_s",
-                                     "max_events", "max_file_mb", NULL};
+                                     "max_events", "max_file_mb", "order", NULL};
   memset(s, 0, sizeof *s);
   s->mode = ETW_MODE_REALTIME;
   if (!cJSON_IsObject(body)) return etw_fail(st, ETW_E_INVALID, "", "the session spec must be a JSON object");
@@ -387,6 +387,11 @@ enum etw_err etw_spec_parse(const cJSON *body, struct etw_session_spec *s, struc
     if (!cJSON_IsString(v) || (strcmp(v->valuestring, "fast") && strcmp(v->valuestring, "recorded")))
       return etw_fail(st, ETW_E_INVALID, "/replay", "/replay must be \"fast\" or \"recorded\"");
     s->replay_realtime = !strcmp(v->valuestring, "recorded");
+  }
+  if ((v = cJSON_GetObjectItemCaseSensitive(body, "order"))) {
+    if (!cJSON_IsString(v) || (strcmp(v->valuestring, "none") && strcmp(v->valuestring, "time")))
+      return etw_fail(st, ETW_E_INVALID, "/order", "/order must be \"none\" or \"time\"");
+    s->order_time = !strcmp(v->valuestring, "time");
   }
   if ((v = cJSON_GetObjectItemCaseSensitive(body, "mode"))) {
     if (cJSON_IsString(v) && !strcmp(v->valuestring, "realtime"))
@@ -533,6 +538,7 @@ void etw_spec_json(const struct etw_session_spec *s, struct etw_jw *w) {
     etw_jw_lit(w, "],\"replay\":");
     etw_jw_cs(w, s->replay_realtime ? "recorded" : "fast");
   }
+  if (s->order_time) etw_jw_lit(w, ",\"order\":\"time\"");
   if (s->win.set) {
     etw_jw_lit(w, ",\"win\":{\"min_buffers\":");
     etw_jw_u64(w, s->win.min_buffers);

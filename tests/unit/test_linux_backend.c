@@ -459,10 +459,12 @@ static void test_threads(void) {
   if (!s.st) return;
   B->stop(s.st);
   collect(&s, &out, 100);
-  char k[96];
-  snprintf(k, sizeof k, "\"Execution\":{\"ProcessID\":%d,\"ThreadID\":%d,", (int)pid, (int)tid);
+  char k[96], k2[64];
+  /* ProcessName (the thread's comm) lies between them */
+  snprintf(k, sizeof k, "\"Execution\":{\"ProcessID\":%d,", (int)pid);
+  snprintf(k2, sizeof k2, ",\"ThreadID\":%d,", (int)tid);
   CHECK(tid != pid);
-  CHECK_EQ(count_lines(etw_jw_cstr(&out), k, "sys_enter_getppid", NULL), 5);
+  CHECK_EQ(count_lines(etw_jw_cstr(&out), k, k2, "sys_enter_getppid"), 5);
   if (t_failures) fprintf(stderr, "threads: pid %d tid %d, got:\n%.2000s\n", (int)pid, (int)tid, etw_jw_cstr(&out));
   etw_jw_free(&out);
   sess_close(&s);

@@ -316,6 +316,56 @@ static int32_t proc_pid(int32_t tid) {
   return t ? (int32_t)atoi(t + 7) : tid;
 }
 
+/* the Execution.ProcessName the decoder writes for @tid now: its /proc Name, or NULL (gone) */
+static char *proc_name(int32_t tid) {
+  char path[64], buf[512];
+  snprintf(path, sizeof path, "/proc/%d/status", (int)tid);
+  FILE *f = fopen(path, "r");
+  if (!f) return NULL;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  if (strncmp(buf, "Name:\t", 6)) return NULL;
+  size_t k = strcspn(buf + 6, "\n");
+  return strndup(buf + 6, k > 15 ? 15 : k);
+}
+
+/* the comm of @tid in the kernel's saved_cmdlines, or NULL (the decoder's answer for a task
+ * that is gone from /proc) */
+static char *cmdl_name(int32_t tid) {
+  FILE *f = fopen("/sys/kernel/tracing/saved_cmdlines", "r");
+  if (!f) return NULL;
+  char line[128];
+  char *r = NULL;
+  while (!r && fgets(line, sizeof line, f)) {
+    char *sp = strchr(line, ' ');
+    if (!sp || atoi(line) != tid) continue;
+    sp[1 + strcspn(sp + 1, "\n")] = 0;
+    r = strndup(sp + 1, 15);
+  }
+  fclose(f);
+  return r;
+}
+
+/* the decoder's ProcessName of @tid now: /proc, else saved_cmdlines */
+static char *task_name(int32_t tid) {
+  char *n = proc_name(tid);
+  return n ? n : cmdl_name(tid);
+}
+
+/* @want with `,"ProcessName":"@name"` after its ProcessID (plain names only; NULL: unchanged) */
+static char *with_pname(char *want, const char *name) {
+  if (!name) return want;
+  char *t = strstr(want, ",\"ThreadID\":");
+  if (!t) return want;
+  size_t a = (size_t)(t - want);
+  char *o = malloc(strlen(want) + strlen(name) + 32);
+  memcpy(o, want, a);
+  sprintf(o + a, ",\"ProcessName\":\"%s\"%s", name, t);
+  free(want);
+  return o;
+}
+
 /* unsigned long arrays of 1 to 20 elements (the unrolled and the looped encoder), from a
  * format of our own parsed into the tep as the kernel's are */
 static void test_arrays(struct lx_dec *d, int64_t off) {
@@ -401,6 +451,10 @@ static void test_tgid(struct lx_dec *d, struct tep_event *se, int64_t off) {
   const int32_t other = ttid < INT32_MAX - 3 * LX_IDS ? ttid + 3 * LX_IDS : ttid - 3 * LX_IDS;
   const int32_t other2 = ttid < INT32_MAX - 4096 ? ttid + 4096 : ttid - 4096;
   const uint64_t T = 10000000000ULL, TTL = 2000000000ULL; /* LX_TGID_TTL */
+  /* the comm of each task as /proc had it when its answer was made (the thread's is this
+   * process's; "" once the thread is gone) */
+  char *mename = proc_name(me), *oname = task_name(other), *o2name = task_name(other2);
+  char *gname = NULL; /* the thread's, once it is gone (saved_cmdlines) */
   struct { int32_t tid; uint64_t ts; int32_t pid; } seq[] = {
       {ttid, T, me}, {ttid, T + 1, me}, {other, T + 2, proc_pid(other)},
       {ttid, T + 3, me}, /* the tgid entry made at T */
@@ -416,17 +470,25 @@ static void test_tgid(struct lx_dec *d, struct tep_event *se, int64_t off) {
       pthread_join(th, NULL);
       for (int i = 0; i < 60000 && proc_pid(ttid) != ttid; i++) usleep(1000); /* <= ~60 s */
       CHECK_EQ(proc_pid(ttid), ttid);
+      gname = cmdl_name(ttid);
     }
     hdr(rec, se, seq[k].tid);
     char *got = decode(d, rec, 72, seq[k].ts);
     char *want = expect_sys2(se, (int64_t)seq[k].ts + off, seq[k].pid, seq[k].tid, 1,
                              "\"id\":0,\"args\":[0,0,0,0,0,0]");
+    const char *nm = seq[k].tid == other ? oname : seq[k].tid == other2 ? o2name
+                     : seq[k].tid == me || k < 9 ? mename : gname;
+    want = with_pname(want, nm);
     if (strcmp(got ? got : "", want)) fprintf(stderr, "tgid step %zu\n", k);
     CHECK_STR(got, want);
     free(got);
     free(want);
   }
   d->resolve_tgid = 0;
+  free(mename);
+  free(oname);
+  free(o2name);
+  free(gname);
   for (int i = 0; i < 4; i++) close(fds[i]);
 }
 

@@ -82,6 +82,7 @@ struct lx_evdesc {
    * date part of the reader's cached second (d->secpfx); then the id text (pid, ThreadID, ProcessorID
    * and `,"EventData":{`, shared by every event id of the reader); then the steps. */
   int fast;          /* head + ops built and t2/t3 are the reader's: the fast encoder applies */
+  int renames;       /* sched_process_exec / task_rename: the task's comm changes (checked path) */
   char *head;        /* hlen (<= 256) bytes + slack: copied as 256 bytes */
   uint16_t hlen, hpos; /* hpos: the time's opening quote */
   struct lx_op *ops; /* ending with an LX_END step */
@@ -92,7 +93,8 @@ struct lx_evdesc {
   uint32_t evtail; /* etw_evref's event_id, level and cpu as they lie in memory */
 };
 
-#define LX_IDS 256 /* id-text slots per reader (32 KB) */
+#define LX_IDS 256 /* id-text slots per reader (64 KB) */
+#define LX_IDTXT_MAX 224 /* id text: 11 + 17 + 6 * 15 + 12 + 11 + 42 bytes at most, + copy slack */
 
 /* Per-thread decoder state. Owned by one reader thread (or a test / benchmark). */
 struct lx_dec {
@@ -123,7 +125,7 @@ struct lx_dec {
   uint8_t t2_len, t3_len;
   int std_hdr; /* common_type is the u16 at 0 and common_pid the s32 at 4 */
   uint32_t hdr_min; /* 8 with std_hdr, else UINT32_MAX: smaller records skip the hot path */
-  /* the id text of a task: `<pid>,"ThreadID":<tid>,"ProcessorID":<cpu>}},"EventData":{`, len
+  /* the id text of a task: `<pid>[,"ProcessName":"<comm>"],"ThreadID":<tid>,"ProcessorID":<cpu>}},"EventData":{`, len
    * bytes, in one of LX_IDS slots direct-mapped by tid (tasks that take turns on a CPU keep
    * their text). key is the tid (as uint32) or UINT64_MAX (empty); pid is its ProcessID, valid
    * for LX_TGID_TTL of trace time from t, exactly as the tgid cache entry it was made from (a
@@ -133,7 +135,9 @@ struct lx_dec {
     uint64_t key, t;
     uint32_t pid, tid; /* as etw_evref holds them */
     uint32_t len;
-    char txt[100];
+    uint16_t nm_off, nm_len; /* `,"ProcessName":"<comm>"` inside txt (nm_len 0: comm unknown) */
+    char comm[16];           /* the comm the text was made with */
+    char txt[LX_IDTXT_MAX];  /* len <= LX_IDTXT_MAX - 32 (copy slack) */
   } ids[LX_IDS];
   /* decimal text of the last ProcessID / ThreadID (16 bytes + slack: put_i64 writes up to 17) */
   int32_t last_pid, last_tid;
@@ -143,9 +147,16 @@ struct lx_dec {
    * cache filled from /proc/<tid>/status, entries valid for LX_TGID_TTL of trace time; at most
    * LX_TGID_LOOKUPS lookups per second (beyond: ProcessID = ThreadID, retried soon). */
   int resolve_tgid; /* 0 = ProcessID is the thread id (tests) */
-  struct lx_tgid { int32_t tid, tgid; uint64_t t; } *tg;
+  struct lx_tgid { int32_t tid, tgid; uint64_t t; char comm[16]; } *tg; /* comm: the
+   * thread's Name from the same /proc read ("" = unknown), Execution.ProcessName */
   uint64_t tg_win;
   int tg_left;
+  /* the kernel's saved_cmdlines (pid → comm of recently scheduled tasks, as trace-cmd shows
+   * them), read when /proc no longer has a task: at most every LX_CMDL_EVERY of trace time,
+   * at most LX_CMDL_MAX bytes (the reader's own copy; NULL until needed) */
+  char *cmdl;
+  size_t cmdl_len;
+  uint64_t cmdl_t;
   /* counters (read by stats() from other threads) */
   _Atomic uint64_t events, undecoded, enc_dropped;
 };

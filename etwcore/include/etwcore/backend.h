@@ -45,7 +45,8 @@ enum {
   ETW_CAP_ENABLE_RUNNING = 1u << 11, /* enable/disable providers on a running session */
   ETW_CAP_EVENT_NAMES = 1u << 12,    /* a provider's "events" choose what is enabled */
   ETW_CAP_BUFFER_SIZE = 1u << 13,    /* "buffer_kb" sizes the OS buffers */
-  ETW_CAP_WIN_SETTINGS = 1u << 14    /* "win" session settings and "attach" */
+  ETW_CAP_WIN_SETTINGS = 1u << 14,   /* "win" session settings and "attach" */
+  ETW_CAP_ORDER_TIME = 1u << 15      /* "order": "time" (events in time order across CPUs) */
 };
 /* What each bit means to a session spec or stream: the member table in etwcore/caps.h. */
 
@@ -88,6 +89,7 @@ struct etw_session_spec {
   char **files;   /* file source: absolute paths resolved by the API layer */
   uint32_t n_files;
   int replay_realtime; /* file source: 1 = at recorded speed, 0 = as fast as possible */
+  int order_time;      /* "order": "time": live events merged by time before seq (hub.h) */
   /* stop limits (0 = none): the session stops at the first one reached (session.c) */
   double duration_s;    /* seconds after the session started consuming */
   uint64_t max_events;  /* events read (stats read_events) */

@@ -48,6 +48,9 @@ struct etw_hub_limits {
   uint32_t max_subscribers;
   int lossless; /* a file, not a live source: publish waits for room instead of dropping */
 };
+#define ETW_ORDER_WINDOW_MS 500     /* "order": "time": how long an event waits at most */
+#define ETW_ORDER_MAX_SRC 1024      /* producers (CPUs) with a watermark */
+#define ETW_ORDER_MAX_EVENTS 65536  /* and how many may wait at most */
 
 /** Per-subscriber server-side filter: all non-empty criteria must match. Names are copied
  *  (never interned: a client's filter must not fill the process-wide name table). */
@@ -74,6 +77,7 @@ struct etw_hub_stats {
   uint64_t sub_dropped; /* sum over subscribers, current and past */
   uint32_t subscribers;
   uint64_t last_seq;
+  uint64_t reorder_late, reorder_early, reorder_held; /* time order (limits.reorder_ms) */
 };
 
 struct etw_sub_stats {
@@ -90,6 +94,19 @@ void etw_hub_free(struct etw_hub *h);
 
 /** etw_hub_publish - publish @b (consumes the caller's reference, even when n == 0). */
 void etw_hub_publish(struct etw_hub *h, struct etw_batch *b);
+/** etw_hub_set_order - time order (session spec "order": "time"; live sources; call before the
+ *  first publish): published events wait until they are @ms old (UTC, their ts_ns) and are then
+ *  merged by time before they get their seq numbers; at most @max_events are held (beyond: the
+ *  oldest go early, counted in reorder_early); an event older than one already released is
+ *  dropped and counted (reorder_late, and hub_dropped), never delivered out of order. */
+void etw_hub_set_order(struct etw_hub *h, uint32_t ms, uint32_t max_events);
+/** etw_hub_tick - time order: producer @src (a CPU: < ETW_ORDER_MAX_SRC) will publish nothing
+ *  older than @wm (UTC ns) from now on; held events up to the lowest such watermark of all
+ *  producers known (but at least those older than the window) are released. A producer calls
+ *  it once with INT64_MIN before anyone publishes (so that the others' events wait for it),
+ *  then after every poll, so a quiet session's events still go out. A publish counts as a tick
+ *  at its last event's time. No-op without order. */
+void etw_hub_tick(struct etw_hub *h, uint32_t src, int64_t wm);
 /** etw_hub_drop - count @n events lost before reaching the hub (e.g. encoder overflow). */
 void etw_hub_drop(struct etw_hub *h, uint64_t n);
 /** etw_hub_cancel - a lossless hub's publishers stop waiting for room from now on (call before
