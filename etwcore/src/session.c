@@ -542,6 +542,27 @@ enum etw_err etw_session_stop(struct etw_session *s, struct etw_status *st) {
   return ETW_E_OK;
 }
 
+enum etw_err etw_session_marker(struct etw_session *s, const char *text, size_t len,
+                                struct etw_status *st) {
+  if (!(s->be->caps & ETW_CAP_MARKERS) || !s->be->marker)
+    return etw_fail(st, ETW_E_UNSUPPORTED, NULL,
+                    "backend \"%s\" cannot put markers into a session (see GET /api/v1/backends)",
+                    s->be->name);
+  if (len > ETW_MARKER_MAX)
+    return etw_fail(st, ETW_E_INVALID, "/text", "/text is longer than %d bytes", ETW_MARKER_MAX);
+  if (memchr(text, 0, len)) return etw_fail(st, ETW_E_INVALID, "/text", "/text holds a NUL character");
+  pthread_mutex_lock(&s->mu); /* the backend's state lives while s->mu is held */
+  pthread_mutex_lock(&s->smu);
+  int running = s->state == S_RUNNING;
+  pthread_mutex_unlock(&s->smu);
+  enum etw_err e = running && s->bstate
+                       ? s->be->marker(s->bstate, text, st)
+                       : etw_fail(st, ETW_E_STATE, NULL, "session %llu is not running",
+                                  (unsigned long long)s->id);
+  pthread_mutex_unlock(&s->mu);
+  return e;
+}
+
 enum etw_err etw_session_delete(struct etw_core *c, uint64_t id, struct etw_status *st) {
   struct etw_session *s = NULL;
   pthread_mutex_lock(&c->mu);

@@ -1154,6 +1154,7 @@ static enum etw_err lx_open(const struct etw_backend_args *a, void **state, stru
     goto fail;
   }
   g_add(s);
+  ensure_system_locked(s, "ftrace"); /* markers (linux_marker.c): ftrace/print, decoded and recorded */
   tracefs_trace_off(s->inst);
   if (tracefs_instance_file_write(s->inst, "trace_clock", "mono") < 0) {
     rc = etw_fail(st, ETW_E_KERNEL, NULL, "cannot set trace_clock=mono: %s", strerror(errno));
@@ -1476,7 +1477,7 @@ static enum etw_err lx_list_os_sessions(struct etw_jw *w, struct etw_status *st)
 const struct etw_backend etw_backend_linux = {
     .name = "linux",
     .caps = ETW_CAP_LIVE | ETW_CAP_FILE | ETW_CAP_LIST_PROVIDERS | ETW_CAP_FILTER_PID |
-            ETW_CAP_FILTER_EXPR | ETW_CAP_ENABLE_RUNNING | ETW_CAP_EVENT_NAMES | ETW_CAP_BUFFER_SIZE,
+            ETW_CAP_FILTER_EXPR | ETW_CAP_ENABLE_RUNNING | ETW_CAP_EVENT_NAMES | ETW_CAP_BUFFER_SIZE | ETW_CAP_MARKERS,
     .buffer_kb_min = LX_BUF_KB_MIN,
     .buffer_kb_max = LX_BUF_KB_MAX,
     .init = lx_init,
@@ -1493,4 +1494,6 @@ const struct etw_backend etw_backend_linux = {
     .cleanup = lx_cleanup,
     .list_os_sessions = lx_list_os_sessions,
     .progress = lx_progress,
+    .marker = lx_marker,
 };
+struct tracefs_instance *lx_sess_inst(void *s) { return ((struct lx_sess *)s)->inst; }

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "etwcore/err.h"
 #include "etwcore/event.h"
 #include "etwcore/jw.h"
 
@@ -179,6 +180,13 @@ void lx_dec_event(struct lx_dec *d, const unsigned char *data, uint32_t size, ui
                   struct lx_sink *s);
 
 /* ---- trace.dat writer (linux_tdat.c) */
+/* ---- markers (linux_marker.c) */
+struct tracefs_instance;
+/** lx_sess_inst - the tracefs instance of backend session @s (linux_backend.c). */
+struct tracefs_instance *lx_sess_inst(void *s);
+/** lx_marker - the backend's marker(): write @text to the instance's trace_marker. */
+enum etw_err lx_marker(void *s, const char *text, struct etw_status *st);
+
 struct lx_tdat;
 /** lx_tdat_open - prepare to record @ncpu CPUs into @path; spools live beside it (unlinked). */
 struct lx_tdat *lx_tdat_open(const char *path, int ncpu, int page_size, char *err, size_t errlen);

@@ -45,7 +45,8 @@ enum {
   ETW_CAP_ENABLE_RUNNING = 1u << 11, /* enable/disable providers on a running session */
   ETW_CAP_EVENT_NAMES = 1u << 12,    /* a provider's "events" choose what is enabled */
   ETW_CAP_BUFFER_SIZE = 1u << 13,    /* "buffer_kb" sizes the OS buffers */
-  ETW_CAP_WIN_SETTINGS = 1u << 14    /* "win" session settings and "attach" */
+  ETW_CAP_WIN_SETTINGS = 1u << 14,   /* "win" session settings and "attach" */
+  ETW_CAP_MARKERS = 1u << 15         /* POST /sessions/{id}/markers (the marker() op) */
 };
 /* What each bit means to a session spec or stream: the member table in etwcore/caps.h. */
 
@@ -151,7 +152,13 @@ struct etw_backend {
    *  every 100 ms, from the core's limit thread). May be NULL: the core then uses stats() for
    *  the events and the recording file's size. */
   void (*progress)(void *s, uint64_t *events, uint64_t *file_bytes);
+  /** marker - put a marker event with @text (NUL-terminated, at most ETW_MARKER_MAX bytes) into
+   *  the running session's stream and recording (ETW_CAP_MARKERS). Called by the core with the
+   *  session's lock held (never concurrently with stop/destroy). May be NULL. */
+  enum etw_err (*marker)(void *s, const char *text, struct etw_status *st);
 };
+
+#define ETW_MARKER_MAX 1024 /* bytes of a marker's text */
 
 /* Backends compiled in (CMake chooses the sources; each defines its symbol). */
 extern const struct etw_backend etw_backend_linux;
