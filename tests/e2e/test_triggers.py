@@ -3,7 +3,15 @@ real TLS:
 - POST /api/v1/sessions/{id}/markers puts a marker into the live stream (provider "ftrace", event
   "print", EventData.buf = the text) and into the recording (`trace-cmd report` of the
   downloaded trace.dat shows it as a `print:` line with the text); bad bodies, too-long texts, stopped
-  sessions, readers and backends without markers are refused with problem+json."""
+  sessions, readers and backends without markers are refused with problem+json;
+- a stop trigger (stop_when) on the exec of a uniquely named copy of /bin/true stops the session
+  with stop_reason "trigger" no earlier than after_s and within after_s + 1 s of the exec, and
+  not on another program's exec; a rate rule (rate_above for_s) stops one too;
+- a start trigger (start_when) arms the session: state "armed", nothing read or delivered (a
+  program run meanwhile is not in the stream), until its program runs: then "running" and the
+  stream delivers what follows;
+- malformed triggers, unknown providers in them and backends that cannot have them are 400s
+  naming the member."""
 import json
 import os
 import subprocess
@@ -64,8 +72,9 @@ def test_markers(e):
         st, h, data = marker(e, sid, t)
         check(st == 204, "POST markers: %d %r" % (st, data[:300]))
     th.join(60)
-    bufs = [r["EventData"].get("buf", "").rstrip("\n") for r in got]
-    check(bufs == texts, "the stream has the markers, in order: %r" % bufs)
+    # (each CPU has its reader: across CPUs the stream is in delivery order, their times in order)
+    bufs = [r["EventData"].get("buf", "").rstrip("\n") for r in sorted(got, key=lambda r: r["System"]["TimeCreated"])]
+    check(bufs == texts, "the stream has the markers, in time order: %r" % bufs)
     check(all(r["System"]["Provider"]["Name"] == "ftrace" and r["System"].get("EventName") == "print" for r in got),
           "as ftrace/print events: %r" % [r["System"] for r in got][:1])
     st, h, _ = e.request("POST", "/api/v1/sessions/%d/stop" % sid)
@@ -106,12 +115,173 @@ def test_markers(e):
         e.request("DELETE", "/api/v1/sessions/%d" % i)
 
 
+def unique_prog(tag):
+    d = tempfile.mkdtemp(prefix="etwdtrig-")
+    p = os.path.join(d, "etwdtrig_%s_%d" % (tag, os.getpid()))
+    with open("/bin/true", "rb") as src, open(p, "wb") as dst:
+        dst.write(src.read())
+    os.chmod(p, 0o755)
+    return p
+
+
+def drop_prog(p):
+    os.unlink(p)
+    os.rmdir(os.path.dirname(p))
+
+
+def utc(ts):
+    """an ISO UTC time of the API ("…T05:33:45.123456789Z") as seconds since the epoch"""
+    import calendar
+    base, frac = ts.rstrip("Z").split(".") if "." in ts else (ts.rstrip("Z"), "0")
+    return calendar.timegm(time.strptime(base, "%Y-%m-%dT%H:%M:%S")) + float("0." + frac)
+
+
+def wait_for(e, sid, states, timeout=30):
+    deadline = time.time() + timeout
+    s = session(e, sid)
+    while s["state"] not in states and time.time() < deadline:
+        time.sleep(0.05)
+        s = session(e, sid)
+    return s
+
+
+def test_stop_trigger(e):
+    """stop_when on the exec of a marker program: stopped by "trigger" within after_s + 1 s."""
+    prog, other = unique_prog("stop"), unique_prog("other")
+    after = 1.0
+    st, h, j = e.json("POST", "/api/v1/sessions", expect=201, body={
+        "providers": [{"name": "sched", "events": ["sched_process_exec"]}],
+        "stop_when": {"provider": "sched", "event": "sched_process_exec", "filter": {"filename": prog},
+                      "after_s": after}})
+    sid = j["id"]
+    check(j["state"] == "running" and j["spec"].get("stop_when", {}).get("filter") == {"filename": prog},
+          "running, and the spec shows stop_when: %r %r" % (j["state"], j["spec"].get("stop_when")))
+    time.sleep(0.5)  # the watcher's readers are running
+    subprocess.run([other], check=True)
+    time.sleep(after + 1.5)
+    s = session(e, sid)
+    check(s["state"] == "running", "another program's exec does not stop it: %r" % s["state"])
+    t_exec = time.time()
+    subprocess.run([prog], check=True)
+    s = wait_for(e, sid, ("stopped", "failed"), timeout=after + 10)
+    check(s["state"] == "stopped" and s.get("stop_reason") == "trigger",
+          "the stop trigger stopped it: %r %r" % (s["state"], s.get("stop_reason")))
+    took = utc(s["stopped"]) - t_exec if s.get("stopped") else 99
+    check(after - 0.1 <= took <= after + 1.0, "stopped %.2f s after the exec (after_s %.1f, want <= %.1f)"
+          % (took, after, after + 1.0))
+    print("stop trigger: stopped %.2f s after the exec (after_s %.1f)" % (took, after))
+    time.sleep(0.5)  # the fired trigger's watcher (its own tracefs instance) is gone, the session's stays
+    ours = [n for n in os.listdir("/sys/kernel/tracing/instances") if n.endswith("_%d" % e.proc.pid)]
+    check(len(ours) == 1, "only the stopped session's instance is left: %r" % ours)
+    e.request("DELETE", "/api/v1/sessions/%d" % sid)
+    # a rate rule: more than 5 execs/s of the program for 1 s (other helpers' execs do not count)
+    st, h, j = e.json("POST", "/api/v1/sessions", expect=201, body={
+        "providers": [{"name": "sched", "events": ["sched_process_exit"]}],
+        "stop_when": {"provider": "sched", "event": "sched_process_exec", "filter": {"filename": prog},
+                      "rate_above": 5, "for_s": 1}})
+    sid = j["id"]
+    time.sleep(2.5)
+    check(session(e, sid)["state"] == "running", "before the program runs the rate is 0")
+    t0 = time.time()
+    while time.time() - t0 < 8 and session(e, sid)["state"] == "running":
+        for _ in range(5):
+            subprocess.run([prog], check=True)
+        time.sleep(0.1)
+    s = session(e, sid)
+    check(s["state"] == "stopped" and s.get("stop_reason") == "trigger",
+          "the rate rule stopped it: %r %r after %.1f s" % (s["state"], s.get("stop_reason"), time.time() - t0))
+    print("rate rule: stopped %.1f s after the execs began" % (time.time() - t0))
+    e.request("DELETE", "/api/v1/sessions/%d" % sid)
+    drop_prog(prog)
+    drop_prog(other)
+
+
+def test_start_trigger(e):
+    """start_when arms the session (nothing read or delivered) until its program runs."""
+    prog, before, after = unique_prog("start"), unique_prog("before"), unique_prog("after")
+    st, h, j = e.json("POST", "/api/v1/sessions", expect=201, body={
+        "providers": [{"name": "sched", "events": ["sched_process_exec"]}], "mode": "both",
+        "start_when": {"provider": "sched", "event": "sched_process_exec", "filter": {"filename": prog}}})
+    sid = j["id"]
+    check(j["state"] == "armed", "a session with start_when is armed: %r" % j["state"])
+    got = []
+
+    def reader():
+        for r in e.ndjson("/api/v1/sessions/%d/events?provider=sched" % sid, timeout=60):
+            got.append(r)
+            if after in r.get("EventData", {}).get("filename", ""):
+                break
+    th = threading.Thread(target=reader)
+    th.start()
+    deadline = time.time() + 30
+    while session(e, sid)["stats"]["subscribers"] < 1 and time.time() < deadline:
+        time.sleep(0.02)
+    time.sleep(0.5)
+    subprocess.run([before], check=True)
+    time.sleep(1.0)
+    s = session(e, sid)
+    check(s["state"] == "armed" and s["stats"]["read_events"] == 0,
+          "still armed, nothing read: %r %r" % (s["state"], s["stats"]["read_events"]))
+    subprocess.run([prog], check=True)
+    s = wait_for(e, sid, ("running", "stopped", "failed"), timeout=10)
+    check(s["state"] == "running", "the start trigger fired: %r %r" % (s["state"], s.get("message")))
+    time.sleep(0.3)
+    subprocess.run([after], check=True)
+    th.join(30)
+    names = [r.get("EventData", {}).get("filename", "") for r in got]
+    check(after in names, "the stream delivers what follows the trigger: %r" % names)
+    check(before not in names, "and nothing of the armed time: %r" % names)
+    st, h, _ = e.request("POST", "/api/v1/sessions/%d/stop" % sid)
+    code, h, data = e.request("GET", "/api/v1/sessions/%d/file?wait=true&timeout_s=60" % sid, token="reader", timeout=120)
+    lines = report(data)
+    check(any(after in l for l in lines) and not any(before in l for l in lines),
+          "the recording holds the exec after the trigger, not the one before: %d lines" % len(lines))
+    # stopping an armed session works, and it never starts afterwards
+    st, h, j = e.json("POST", "/api/v1/sessions", expect=201, body={
+        "providers": [{"name": "sched", "events": ["sched_process_exec"]}],
+        "start_when": {"provider": "sched", "event": "sched_process_exec", "filter": {"filename": prog}}})
+    st, h, s = e.json("POST", "/api/v1/sessions/%d/stop" % j["id"], expect=200)
+    check(s["state"] == "stopped" and s.get("stop_reason") == "requested", "an armed session stops: %r" % s["state"])
+    subprocess.run([prog], check=True)
+    time.sleep(1.0)
+    check(session(e, j["id"])["state"] == "stopped", "and stays stopped when its trigger would fire")
+    for i in (sid, j["id"]):
+        e.request("DELETE", "/api/v1/sessions/%d" % i)
+    for p in (prog, before, after):
+        drop_prog(p)
+
+
+def test_trigger_refusals(e):
+    base = {"providers": [{"name": "sched", "events": ["sched_process_exec"]}]}
+    cases = [
+        ({"stop_when": "sched"}, "/stop_when"),
+        ({"stop_when": {"provider": "sched", "colour": 1}}, "/stop_when/colour"),
+        ({"start_when": {"event": "x"}}, "/start_when/provider"),
+        ({"stop_when": {"provider": "sched", "after_s": -1}}, "/stop_when/after_s"),
+        ({"stop_when": {"provider": "sched", "rate_above": 1, "rate_below": 2}}, "/stop_when/rate_below"),
+        ({"stop_when": {"provider": "sched", "for_s": 2}}, "/stop_when/for_s"),
+        ({"stop_when": {"provider": "sched", "filter": {"a": [1]}}}, "/stop_when/filter"),
+        ({"stop_when": {"provider": "etwd_no_such_system"}}, "/stop_when"),
+    ]
+    for extra, field in cases:
+        body = dict(base, **extra)
+        st, h, j = e.json("POST", "/api/v1/sessions", body=body)
+        check(st == 400 and isinstance(j, dict) and j.get("field") == field,
+              "%r: 400 naming %s, got %d %r" % (extra, field, st, j))
+    st, h, j = e.json("POST", "/api/v1/sessions", body={"backend": "etl", "files": ["trig.etl"],
+                                                        "stop_when": {"provider": "SIHTraceLogging"}})
+    check(st == 400 and j.get("field") == "/stop_when", "an etl replay cannot have triggers: %d %r" % (st, j))
+
+
 def main():
     if os.geteuid() != 0:
         check(False, "these tests need root (tracefs)")
         done()
     with Etwd() as e:
         test_markers(e)
+        test_stop_trigger(e)
+        test_start_trigger(e)
+        test_trigger_refusals(e)
     done()
 
 

@@ -93,6 +93,8 @@ struct etw_session_spec {
   double duration_s;    /* seconds after the session started consuming */
   uint64_t max_events;  /* events read (stats read_events) */
   uint32_t max_file_mb; /* MiB in the recording (file mode only) */
+  /* triggers (etwcore/trigger.h): the checked JSON objects as given, or NULL */
+  char *start_when, *stop_when;
 };
 
 /** Arguments to open(). Everything pointed to outlives the backend session. */
