@@ -136,6 +136,37 @@ void h_session_marker(struct etwd_req *r) {
   etw_session_put(s);
 }
 
+/* POST /sessions/{id}/snapshot: a flight session's buffers into a new recording */
+void h_session_snapshot(struct etwd_req *r) {
+  struct etw_session *s = session_or_404(r);
+  if (!s) return;
+  struct etw_status st;
+  etw_status_clear(&st);
+  char name[256] = "";
+  uint64_t bytes = 0;
+  enum etw_err e = etw_session_snapshot(s, name, sizeof name, &bytes, &st);
+  snprintf(r->audit_detail, sizeof r->audit_detail, "session %s: snapshot %s %.100s", r->params[0],
+           e ? etw_err_name(e) : "written", name);
+  if (e) {
+    etwd_fail(r, e, &st);
+  } else {
+    struct etw_jw w;
+    char loc[400];
+    etw_jw_init(&w, 4096);
+    etw_jw_lit(&w, "{\"recording_name\":");
+    etw_jw_cs(&w, name);
+    etw_jw_lit(&w, ",\"recording_url\":\"/api/v1/recordings/");
+    etw_jw_raw(&w, name, strlen(name)); /* a name of [0-9A-Z-]: nothing to escape */
+    etw_jw_lit(&w, "\",\"size\":");
+    etw_jw_u64(&w, bytes);
+    etw_jw_ch(&w, '}');
+    snprintf(loc, sizeof loc, "Location: /api/v1/recordings/%s\r\n", name);
+    etwd_reply_jw(r, 201, &w, loc);
+    etw_jw_free(&w);
+  }
+  etw_session_put(s);
+}
+
 void h_session_delete(struct etwd_req *r) {
   unsigned long long id = etwd_parse_id(r->params[0]);
   struct etw_status st;

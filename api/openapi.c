@@ -52,7 +52,7 @@ static const char schemas[] =
     "\"SessionSpec\":{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
     "\"name\":{\"type\":[\"string\",\"null\"],\"pattern\":\"^[A-Za-z0-9._-]{1,64}$\"},"
     "\"backend\":{\"type\":\"string\",\"enum\":[\"linux\",\"etl\",\"win\"]},"
-    "\"mode\":{\"type\":\"string\",\"enum\":[\"realtime\",\"file\",\"both\"],\"default\":\"realtime\"},"
+    "\"mode\":{\"type\":\"string\",\"enum\":[\"realtime\",\"file\",\"both\",\"flight\"],\"default\":\"realtime\"},"
     "\"buffer_kb\":{\"type\":\"integer\",\"description\":\"per-CPU buffer size in KiB\"},"
     "\"providers\":{\"type\":\"array\",\"items\":{\"oneOf\":[{\"$ref\":\"#/components/schemas/ProviderSpec\"},"
     "{\"type\":\"string\",\"description\":\"provider string: linux system, system:* or system:event[,event…]; "

@@ -36,7 +36,7 @@ static int g_stacks(S *s, P *p) { (void)s; return p->stacks != 0; }
 static const struct etw_member table[] = {
   {ETW_MEMBER_SPEC, "name", 0, NULL, "\"web-1\"", NULL, "session name"},
   {ETW_MEMBER_SPEC, "backend", 0, NULL, "\"linux\"", NULL, "linux, etl or win"},
-  {ETW_MEMBER_SPEC, "mode", ETW_CAP_FILE, "\"realtime\"", "\"both\"", g_mode, "realtime, file or both (file and both record)"},
+  {ETW_MEMBER_SPEC, "mode", ETW_CAP_FILE, "\"realtime\"", "\"both\"", g_mode, "realtime, file, both (file and both record) or flight (kernel buffers only, written by POST …/snapshot)"},
   {ETW_MEMBER_SPEC, "buffer_kb", ETW_CAP_BUFFER_SIZE, NULL, "64", g_buffer, "per-CPU buffer size in KiB"},
   {ETW_MEMBER_SPEC, "providers", 0, NULL, "[\"sched:sched_switch\"]", NULL, "provider objects or provider strings"},
   {ETW_MEMBER_SPEC, "pids", ETW_CAP_FILTER_PID, "[]", "[1]", g_pids, "record only these processes (and their children)"},

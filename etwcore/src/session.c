@@ -266,6 +266,15 @@ static void triggers_free(struct etw_session *s) {
   s->t_start = s->t_stop = NULL;
 }
 
+/* start consuming (s->mu held): a flight session only fills the OS buffers */
+static enum etw_err be_start(struct etw_session *s, struct etw_status *st) {
+  if (s->spec.mode & ETW_MODE_FLIGHT) return s->be->ext->flight_start(s->bstate, st);
+  return s->be->start(s->bstate, st);
+}
+
+static enum etw_err snapshot_locked(struct etw_session *s, char *name, size_t n, uint64_t *bytes,
+                                    struct etw_status *st);
+
 /* The start trigger fired (its thread): an armed session starts consuming and arms its stop
  * trigger; a session stopped meanwhile stays stopped. */
 static void trig_start_fired(void *ctx) {
@@ -278,7 +287,7 @@ static void trig_start_fired(void *ctx) {
   if (armed) s->state = S_RUNNING;
   pthread_mutex_unlock(&s->smu);
   if (armed) {
-    enum etw_err e = s->be->start(s->bstate, &st);
+    enum etw_err e = be_start(s, &st);
     if (!e && limits_start(s)) e = etw_fail(&st, ETW_E_NOMEM, NULL, "cannot start the limit thread");
     if (e) {
       pthread_mutex_lock(&s->smu);
@@ -299,6 +308,17 @@ static void trig_stop_fired(void *ctx) {
   pthread_mutex_lock(&s->smu);
   int running = s->state == S_RUNNING;
   pthread_mutex_unlock(&s->smu);
+  if (running && (s->spec.mode & ETW_MODE_FLIGHT)) { /* a flight recorder keeps what it holds */
+    char name[256];
+    uint64_t bytes = 0;
+    struct etw_status st;
+    etw_status_clear(&st);
+    if (snapshot_locked(s, name, sizeof name, &bytes, &st)) {
+      pthread_mutex_lock(&s->smu);
+      snprintf(s->end_msg, sizeof s->end_msg, "the trigger's snapshot failed: %.200s", st.msg);
+      pthread_mutex_unlock(&s->smu);
+    }
+  }
   if (running) stop_locked(s, S_STOPPED, "trigger");
   pthread_mutex_unlock(&s->mu);
 }
@@ -431,6 +451,11 @@ static enum etw_err create(struct etw_core *c, const cJSON *body, const char *co
     e = etw_fail(st, ETW_E_INVALID, "/mode", "backend \"%s\" cannot record to a file", s->be->name);
     goto fail;
   }
+  if ((s->spec.mode & ETW_MODE_FLIGHT) && !(s->be->caps & ETW_CAP_FLIGHT)) {
+    e = etw_fail(st, ETW_E_INVALID, "/mode", "backend \"%s\" has no flight mode (see GET /api/v1/backends)",
+                 s->be->name);
+    goto fail;
+  }
   if (s->spec.n_pids && !(s->be->caps & ETW_CAP_FILTER_PID)) {
     e = etw_fail(st, ETW_E_INVALID, "/pids", "backend \"%s\" does not filter by PID", s->be->name);
     goto fail;
@@ -528,7 +553,7 @@ setup:
       etw_trigger_arm(s->t_start);
     } else {
       s->state = S_RUNNING; /* no reader thread exists yet */
-      e = s->be->start(s->bstate, st);
+      e = be_start(s, st);
       if (!e && limits_start(s))
         e = etw_fail(st, ETW_E_NOMEM, NULL, "cannot start the thread of the stop limits");
       if (!e) etw_trigger_arm(s->t_stop);
@@ -615,7 +640,7 @@ enum etw_err etw_session_stop(struct etw_session *s, struct etw_status *st) {
 
 enum etw_err etw_session_marker(struct etw_session *s, const char *text, size_t len,
                                 struct etw_status *st) {
-  if (!(s->be->caps & ETW_CAP_MARKERS) || !s->be->marker)
+  if (!(s->be->caps & ETW_CAP_MARKERS) || !s->be->ext || !s->be->ext->marker)
     return etw_fail(st, ETW_E_UNSUPPORTED, NULL,
                     "backend \"%s\" cannot put markers into a session (see GET /api/v1/backends)",
                     s->be->name);
@@ -627,9 +652,40 @@ enum etw_err etw_session_marker(struct etw_session *s, const char *text, size_t 
   int running = s->state == S_RUNNING;
   pthread_mutex_unlock(&s->smu);
   enum etw_err e = running && s->bstate
-                       ? s->be->marker(s->bstate, text, st)
+                       ? s->be->ext->marker(s->bstate, text, st)
                        : etw_fail(st, ETW_E_STATE, NULL, "session %llu is not running",
                                   (unsigned long long)s->id);
+  pthread_mutex_unlock(&s->mu);
+  return e;
+}
+
+/* a flight session's buffers into a new recording (s->mu held); @name gets its name */
+static enum etw_err snapshot_locked(struct etw_session *s, char *name, size_t n, uint64_t *bytes,
+                                    struct etw_status *st) {
+  char dir[4096], path[4200];
+  if (record_dir_claim(s->core, s->id, dir, sizeof dir))
+    return etw_fail(st, ETW_E_IO, NULL, "cannot create the recording directory: %s", strerror(errno));
+  snprintf(path, sizeof path, "%s/trace.%s", dir, !strcmp(s->be->name, "linux") ? "dat" : "etl");
+  enum etw_err e = s->be->ext->snapshot(s->bstate, path, bytes, st);
+  struct stat sb;
+  if (stat(path, &sb) == 0) *bytes = (uint64_t)sb.st_size; /* the file's size, as downloaded */
+  const char *b = strrchr(dir, '/');
+  snprintf(name, n, "%s", b ? b + 1 : dir);
+  return e; /* (a failed one keeps what it wrote, as a recording) */
+}
+
+enum etw_err etw_session_snapshot(struct etw_session *s, char *name, size_t n, uint64_t *bytes,
+                                  struct etw_status *st) {
+  if (!(s->spec.mode & ETW_MODE_FLIGHT))
+    return etw_fail(st, ETW_E_STATE, NULL, "session %llu is not a flight recorder (mode \"flight\")",
+                    (unsigned long long)s->id);
+  pthread_mutex_lock(&s->mu);
+  pthread_mutex_lock(&s->smu);
+  int running = s->state == S_RUNNING;
+  pthread_mutex_unlock(&s->smu);
+  enum etw_err e = running && s->bstate
+                       ? snapshot_locked(s, name, n, bytes, st)
+                       : etw_fail(st, ETW_E_STATE, NULL, "session %llu is not running", (unsigned long long)s->id);
   pthread_mutex_unlock(&s->mu);
   return e;
 }

@@ -397,8 +397,10 @@ enum etw_err etw_spec_parse(const cJSON *body, struct etw_session_spec *s, struc
       s->mode = ETW_MODE_FILE;
     else if (cJSON_IsString(v) && !strcmp(v->valuestring, "both"))
       s->mode = ETW_MODE_REALTIME | ETW_MODE_FILE;
+    else if (cJSON_IsString(v) && !strcmp(v->valuestring, "flight"))
+      s->mode = ETW_MODE_FLIGHT;
     else
-      return etw_fail(st, ETW_E_INVALID, "/mode", "/mode must be \"realtime\", \"file\" or \"both\"");
+      return etw_fail(st, ETW_E_INVALID, "/mode", "/mode must be \"realtime\", \"file\", \"both\" or \"flight\"");
   }
   if ((v = cJSON_GetObjectItemCaseSensitive(body, "buffer_kb"))) {
     long long kb;
@@ -529,6 +531,7 @@ void etw_spec_json(const struct etw_session_spec *s, struct etw_jw *w) {
   etw_jw_lit(w, ",\"mode\":");
   etw_jw_cs(w, s->mode == (ETW_MODE_REALTIME | ETW_MODE_FILE) ? "both"
                : s->mode == ETW_MODE_FILE                    ? "file"
+               : s->mode == ETW_MODE_FLIGHT                  ? "flight"
                                                              : "realtime");
   etw_jw_lit(w, ",\"buffer_kb\":");
   etw_jw_u64(w, s->buffer_kb);

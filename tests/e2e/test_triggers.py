@@ -10,6 +10,10 @@ real TLS:
 - a start trigger (start_when) arms the session: state "armed", nothing read or delivered (a
   program run meanwhile is not in the stream), until its program runs: then "running" and the
   stream delivers what follows;
+- flight mode: nothing is read until POST …/snapshot writes what the ring buffers (overwrite
+  mode) hold to a new recording: it has the exec of a program run just before, not the exec of
+  one run before a load that overwrote the buffers; a stop trigger on a flight session writes a
+  snapshot and stops it;
 - malformed triggers, unknown providers in them and backends that cannot have them are 400s
   naming the member."""
 import json
@@ -251,6 +255,64 @@ def test_start_trigger(e):
         drop_prog(p)
 
 
+def recording_names(e):
+    return {r["name"] for r in e.json("GET", "/api/v1/recordings", token="reader", expect=200)[2]}
+
+
+def test_flight(e):
+    """mode flight keeps the last events in the kernel; a snapshot writes them to a recording."""
+    old, new, stop = unique_prog("old"), unique_prog("new"), unique_prog("fstop")
+    st, h, j = e.json("POST", "/api/v1/sessions", expect=201, body={
+        "providers": [{"name": "sched", "events": ["sched_process_exec"]}, {"name": "raw_syscalls", "events": ["sys_enter"]}],
+        "mode": "flight", "buffer_kb": 512})
+    sid = j["id"]
+    check(j["state"] == "running" and j["spec"]["mode"] == "flight", "a flight session runs: %r" % j["state"])
+    pin = ["taskset", "-c", "0"]  # one CPU's buffer: the load overwrites what the old program left there
+    subprocess.run(pin + [old], check=True)
+    subprocess.run(pin + ["dd", "if=/dev/zero", "of=/dev/null", "bs=1", "count=300000"], check=True, stderr=subprocess.DEVNULL)
+    subprocess.run(pin + [new], check=True)
+    t0 = time.time()
+    st, h, snap = e.json("POST", "/api/v1/sessions/%d/snapshot" % sid, expect=201)
+    took = time.time() - t0
+    name = snap.get("recording_name") if isinstance(snap, dict) else None
+    check(name and snap.get("recording_url") == "/api/v1/recordings/%s" % name and name in recording_names(e),
+          "the snapshot is a listed recording: %r" % snap)
+    code, h, data = e.request("GET", "/api/v1/recordings/%s" % name, token="reader")
+    check(code == 200 and len(data) == snap.get("size"), "downloads, of the size it said: %d %d %r" % (code, len(data), snap.get("size")))
+    lines = report(data)
+    execs = [l for l in lines if "sched_process_exec" in l]
+    check(any(os.path.basename(new) in l for l in execs), "the snapshot has the last program's exec: %r" % execs[-3:])
+    check(not any(os.path.basename(old) in l for l in execs), "not the overwritten one's: %r" % execs[:3])
+    s = session(e, sid)
+    check(s["stats"]["read_events"] == 0 and s["state"] == "running",
+          "nothing was read or streamed; the recorder goes on: %r %r" % (s["stats"]["read_events"], s["state"]))
+    print("flight: snapshot of %d bytes (%d report lines) in %.2f s" % (len(data), len(lines), took))
+    problem(*e.request("POST", "/api/v1/sessions/999999/snapshot"), 404, "a snapshot of no session")
+    st, h, rt = e.json("POST", "/api/v1/sessions", expect=201, body={"providers": [{"name": "sched", "events": ["sched_process_exec"]}]})
+    problem(*e.request("POST", "/api/v1/sessions/%d/snapshot" % rt["id"]), 409, "a snapshot of a realtime session")
+    st, h, j = e.json("POST", "/api/v1/sessions", body={"backend": "etl", "files": ["trig.etl"], "mode": "flight"})
+    check(st == 400 and j.get("field") == "/mode", "an etl replay has no flight mode: %d %r" % (st, j))
+    # a stop trigger on a flight session keeps what the buffers hold, then stops it
+    st, h, j = e.json("POST", "/api/v1/sessions", expect=201, body={
+        "providers": [{"name": "sched", "events": ["sched_process_exec"]}], "mode": "flight",
+        "stop_when": {"provider": "sched", "event": "sched_process_exec", "filter": {"filename": stop}}})
+    before = recording_names(e)
+    time.sleep(0.5)
+    subprocess.run([new], check=True)
+    subprocess.run([stop], check=True)
+    s = wait_for(e, j["id"], ("stopped", "failed"), timeout=10)
+    check(s["state"] == "stopped" and s.get("stop_reason") == "trigger", "the trigger stopped it: %r" % s["state"])
+    added = recording_names(e) - before
+    check(len(added) == 1, "and wrote one recording: %r" % added)
+    if added:
+        code, h, data = e.request("GET", "/api/v1/recordings/%s" % added.pop(), token="reader")
+        check(any(os.path.basename(new) in l for l in report(data)), "holding the exec before the trigger")
+    for i in (sid, rt["id"], j["id"]):
+        e.request("DELETE", "/api/v1/sessions/%d" % i)
+    for p in (old, new, stop):
+        drop_prog(p)
+
+
 def test_trigger_refusals(e):
     base = {"providers": [{"name": "sched", "events": ["sched_process_exec"]}]}
     cases = [
@@ -282,6 +344,7 @@ def main():
         test_stop_trigger(e)
         test_start_trigger(e)
         test_trigger_refusals(e)
+        test_flight(e)
     done()
 
 

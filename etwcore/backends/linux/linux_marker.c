@@ -20,7 +20,8 @@
 #include "linux_int.h"
 
 enum etw_err lx_marker(void *s, const char *text, struct etw_status *st) {
-  struct tracefs_instance *in = lx_sess_inst(s);
+  char *const *sys;
+  struct tracefs_instance *in = lx_sess_inst(s, &sys);
   if (!in) return etw_fail(st, ETW_E_STATE, NULL, "the session's instance is gone");
   int fd = tracefs_instance_file_open(in, "trace_marker", O_WRONLY | O_CLOEXEC);
   if (fd < 0)
