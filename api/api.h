@@ -143,6 +143,8 @@ void h_session_get(struct etwd_req *r);
 void h_session_patch(struct etwd_req *r);
 void h_session_delete(struct etwd_req *r);
 void h_session_stop(struct etwd_req *r);
+void h_session_marker(struct etwd_req *r);
+void h_session_snapshot(struct etwd_req *r);
 void h_session_events(struct etwd_req *r);
 void h_session_file(struct etwd_req *r);
 void h_recordings_list(struct etwd_req *r);

@@ -113,6 +113,60 @@ void h_session_stop(struct etwd_req *r) {
   etw_session_put(s);
 }
 
+/* POST /sessions/{id}/markers {"text":"…"}: a marker event in the stream and the recording */
+void h_session_marker(struct etwd_req *r) {
+  const cJSON *text = cJSON_GetObjectItemCaseSensitive(r->body, "text");
+  if (!cJSON_IsObject(r->body) || !cJSON_IsString(text)) {
+    etwd_problem(r, 400, "invalid-argument", NULL, "the body must be {\"text\":\"…\"}", "/text", NULL);
+    return;
+  }
+  struct etw_session *s = session_or_404(r);
+  if (!s) return;
+  struct etw_status st;
+  etw_status_clear(&st);
+  enum etw_err e = etw_session_marker(s, text->valuestring, strlen(text->valuestring), &st);
+  snprintf(r->audit_detail, sizeof r->audit_detail, "session %s: marker %s", r->params[0],
+           e ? etw_err_name(e) : "written");
+  if (e == ETW_E_UNSUPPORTED) /* the backend has no way to do it: not implemented there */
+    etwd_problem(r, 501, "unsupported", NULL, st.msg, NULL, NULL);
+  else if (e)
+    etwd_fail(r, e, &st);
+  else
+    etwd_reply(r, 204, "application/json", "", 0, NULL);
+  etw_session_put(s);
+}
+
+/* POST /sessions/{id}/snapshot: a flight session's buffers into a new recording */
+void h_session_snapshot(struct etwd_req *r) {
+  struct etw_session *s = session_or_404(r);
+  if (!s) return;
+  struct etw_status st;
+  etw_status_clear(&st);
+  char name[256] = "";
+  uint64_t bytes = 0;
+  enum etw_err e = etw_session_snapshot(s, name, sizeof name, &bytes, &st);
+  snprintf(r->audit_detail, sizeof r->audit_detail, "session %s: snapshot %s %.100s", r->params[0],
+           e ? etw_err_name(e) : "written", name);
+  if (e) {
+    etwd_fail(r, e, &st);
+  } else {
+    struct etw_jw w;
+    char loc[400];
+    etw_jw_init(&w, 4096);
+    etw_jw_lit(&w, "{\"recording_name\":");
+    etw_jw_cs(&w, name);
+    etw_jw_lit(&w, ",\"recording_url\":\"/api/v1/recordings/");
+    etw_jw_raw(&w, name, strlen(name)); /* a name of [0-9A-Z-]: nothing to escape */
+    etw_jw_lit(&w, "\",\"size\":");
+    etw_jw_u64(&w, bytes);
+    etw_jw_ch(&w, '}');
+    snprintf(loc, sizeof loc, "Location: /api/v1/recordings/%s\r\n", name);
+    etwd_reply_jw(r, 201, &w, loc);
+    etw_jw_free(&w);
+  }
+  etw_session_put(s);
+}
+
 void h_session_delete(struct etwd_req *r) {
   unsigned long long id = etwd_parse_id(r->params[0]);
   struct etw_status st;

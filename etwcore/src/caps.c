@@ -20,6 +20,8 @@ static int g_attach(S *s, P *p) { /* spec.c turns "attach" into the provider "at
   (void)p;
   return s->n_providers == 1 && s->providers[0].name && !strncmp(s->providers[0].name, "attach:", 7);
 }
+static int g_startw(S *s, P *p) { (void)p; return s->start_when != NULL; }
+static int g_stopw(S *s, P *p) { (void)p; return s->stop_when != NULL; }
 static int g_fmb(S *s, P *p) { (void)p; return s->max_file_mb != 0; }
 static int g_order(S *s, P *p) { (void)p; return s->order_time != 0; }
 static int g_events(S *s, P *p) { (void)s; return p->n_events != 0; }
@@ -35,7 +37,7 @@ static int g_stacks(S *s, P *p) { (void)s; return p->stacks != 0; }
 static const struct etw_member table[] = {
   {ETW_MEMBER_SPEC, "name", 0, NULL, "\"web-1\"", NULL, "session name"},
   {ETW_MEMBER_SPEC, "backend", 0, NULL, "\"linux\"", NULL, "linux, etl or win"},
-  {ETW_MEMBER_SPEC, "mode", ETW_CAP_FILE, "\"realtime\"", "\"both\"", g_mode, "realtime, file or both (file and both record)"},
+  {ETW_MEMBER_SPEC, "mode", ETW_CAP_FILE, "\"realtime\"", "\"both\"", g_mode, "realtime, file, both (file and both record) or flight (kernel buffers only, written by POST …/snapshot)"},
   {ETW_MEMBER_SPEC, "buffer_kb", ETW_CAP_BUFFER_SIZE, NULL, "64", g_buffer, "per-CPU buffer size in KiB"},
   {ETW_MEMBER_SPEC, "providers", 0, NULL, "[\"sched:sched_switch\"]", NULL, "provider objects or provider strings"},
   {ETW_MEMBER_SPEC, "pids", ETW_CAP_FILTER_PID, "[]", "[1]", g_pids, "record only these processes (and their children)"},
@@ -46,6 +48,8 @@ static const struct etw_member table[] = {
   {ETW_MEMBER_SPEC, "max_events", 0, NULL, "1000", NULL, "stop after this many events (stop_reason max_events)"},
   {ETW_MEMBER_SPEC, "max_file_mb", ETW_CAP_FILE, NULL, "1", g_fmb, "stop when the recording reaches this many MiB (mode file or both)"},
   {ETW_MEMBER_SPEC, "order", ETW_CAP_ORDER_TIME, "\"none\"", "\"time\"", g_order, "\"time\": events in time order across CPUs with increasing seq (live: each waits 100 ms in the hub; replays always are)"},
+  {ETW_MEMBER_SPEC, "start_when", ETW_CAP_LIVE, NULL, "{\"provider\":\"sched\",\"event\":\"sched_process_exec\"}", g_startw, "start trigger: event match {provider,event,filter,after_s} or rate rule {provider,rate_above|rate_below,for_s,after_s}; the session is armed until it fires"},
+  {ETW_MEMBER_SPEC, "stop_when", ETW_CAP_LIVE, NULL, "{\"provider\":\"sched\",\"event\":\"sched_process_exec\"}", g_stopw, "stop trigger (as start_when): stops the session with stop_reason trigger"},
   {ETW_MEMBER_SPEC, "win", ETW_CAP_WIN_SETTINGS, NULL, "{\"flush_s\":1}", g_win, "Windows session settings"},
   {ETW_MEMBER_SPEC, "attach", ETW_CAP_WIN_SETTINGS, NULL, "\"etwd-none\"", g_attach, "attach read-only to a running ETW session"},
   {ETW_MEMBER_PROVIDER, "name", 0, NULL, "\"sched\"", NULL, "tracepoint system, provider name or {GUID}"},

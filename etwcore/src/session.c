@@ -12,10 +12,13 @@
 
 #include "etwcore/caps.h"
 #include "etwcore/spec.h"
+#include "etwcore/trigger.h"
 #include "etwcore/util.h"
 
-enum st { S_RUNNING, S_STOPPED, S_ENDED, S_FAILED, S_PENDING };
-static const char *const state_names[] = {"running", "stopped", "ended", "failed", "pending"};
+/* S_ARMED: waiting for the start trigger (spec start_when): the backend session is open but not
+ * started, so nothing is read, published or recorded until the trigger fires */
+enum st { S_RUNNING, S_STOPPED, S_ENDED, S_FAILED, S_PENDING, S_ARMED };
+static const char *const state_names[] = {"running", "stopped", "ended", "failed", "pending", "armed"};
 
 struct etw_session {
   atomic_int refs;
@@ -33,6 +36,10 @@ struct etw_session {
   pthread_t lim_th;
   int lim_started, lim_quit;
   int64_t started_mono; /* CLOCK_MONOTONIC ns when the session began consuming; 0 before */
+  /* start_when / stop_when (trigger.h): made before the session enters the table, armed when
+   * the session is armed (start) or running (stop), freed (joined) by delete / etw_core_free
+   * without s->mu (their fired() takes it) */
+  struct etw_trigger *t_start, *t_stop;
   char end_msg[256];
   struct etw_session_spec spec;
   const struct etw_backend *be;
@@ -133,6 +140,8 @@ static void run_free(struct etw_session *s, struct replay_run *r);
 static void totals_locked(struct etw_session *s, struct etw_backend_stats *bs, struct etw_hub_stats *hs);
 
 static void session_free(struct etw_session *s) {
+  etw_trigger_free(s->t_start); /* (a failed create; delete has freed them already) */
+  etw_trigger_free(s->t_stop);
   while (s->runs) { /* defensive: the streams unsubscribe before they let go of the session */
     struct replay_run *r = s->runs;
     s->runs = r->next;
@@ -158,6 +167,8 @@ uint64_t etw_session_id(const struct etw_session *s) { return s->id; }
 
 /* stop consuming: caller holds s->mu. @why: the stop_reason if this stops a running session. */
 static void stop_locked(struct etw_session *s, enum st final, const char *why) {
+  etw_trigger_disarm(s->t_start); /* a stopped session's watchers go within 100 ms */
+  etw_trigger_disarm(s->t_stop);
   if (s->bstate && s->be->stop) s->be->stop(s->bstate);
   /* a replay's passes end too (each reader ends its hub: its subscriber drains, then ends) */
   for (struct replay_run *r = s->runs; r; r = r->next)
@@ -165,7 +176,7 @@ static void stop_locked(struct etw_session *s, enum st final, const char *why) {
   if (s->bstate && s->be->stats) s->be->stats(s->bstate, &s->last);
   etw_hub_end(s->hub);
   pthread_mutex_lock(&s->smu);
-  if (s->state == S_RUNNING || s->state == S_PENDING) {
+  if (s->state == S_RUNNING || s->state == S_PENDING || s->state == S_ARMED) {
     s->state = final;
     s->stopped_ns = now_ns();
     s->stop_reason = why;
@@ -247,6 +258,71 @@ static int limits_start(struct etw_session *s) {
   return rc;
 }
 
+/* Before destroying the session: end the trigger threads and watchers (s->mu NOT held: their
+ * fired() takes it). Whoever took the session out of the table. */
+static void triggers_free(struct etw_session *s) {
+  etw_trigger_free(s->t_start);
+  etw_trigger_free(s->t_stop);
+  s->t_start = s->t_stop = NULL;
+}
+
+/* start consuming (s->mu held): a flight session only fills the OS buffers */
+static enum etw_err be_start(struct etw_session *s, struct etw_status *st) {
+  if (s->spec.mode & ETW_MODE_FLIGHT) return s->be->ext->flight_start(s->bstate, st);
+  return s->be->start(s->bstate, st);
+}
+
+static enum etw_err snapshot_locked(struct etw_session *s, char *name, size_t n, uint64_t *bytes,
+                                    struct etw_status *st);
+
+/* The start trigger fired (its thread): an armed session starts consuming and arms its stop
+ * trigger; a session stopped meanwhile stays stopped. */
+static void trig_start_fired(void *ctx) {
+  struct etw_session *s = ctx;
+  struct etw_status st;
+  etw_status_clear(&st);
+  pthread_mutex_lock(&s->mu);
+  pthread_mutex_lock(&s->smu);
+  int armed = s->state == S_ARMED && s->bstate;
+  if (armed) s->state = S_RUNNING;
+  pthread_mutex_unlock(&s->smu);
+  if (armed) {
+    enum etw_err e = be_start(s, &st);
+    if (!e && limits_start(s)) e = etw_fail(&st, ETW_E_NOMEM, NULL, "cannot start the limit thread");
+    if (e) {
+      pthread_mutex_lock(&s->smu);
+      snprintf(s->end_msg, sizeof s->end_msg, "start trigger: %.200s", st.msg);
+      pthread_mutex_unlock(&s->smu);
+      stop_locked(s, S_FAILED, "failed");
+    } else {
+      etw_trigger_arm(s->t_stop);
+    }
+  }
+  pthread_mutex_unlock(&s->mu);
+}
+
+/* The stop trigger fired (its thread): a running session stops with stop_reason "trigger". */
+static void trig_stop_fired(void *ctx) {
+  struct etw_session *s = ctx;
+  pthread_mutex_lock(&s->mu);
+  pthread_mutex_lock(&s->smu);
+  int running = s->state == S_RUNNING;
+  pthread_mutex_unlock(&s->smu);
+  if (running && (s->spec.mode & ETW_MODE_FLIGHT)) { /* a flight recorder keeps what it holds */
+    char name[256];
+    uint64_t bytes = 0;
+    struct etw_status st;
+    etw_status_clear(&st);
+    if (snapshot_locked(s, name, sizeof name, &bytes, &st)) {
+      pthread_mutex_lock(&s->smu);
+      snprintf(s->end_msg, sizeof s->end_msg, "the trigger's snapshot failed: %.200s", st.msg);
+      pthread_mutex_unlock(&s->smu);
+    }
+  }
+  if (running) stop_locked(s, S_STOPPED, "trigger");
+  pthread_mutex_unlock(&s->mu);
+}
+
 /* Before destroying the session: end the limit thread (s->mu NOT held: it may be stopping the
  * session). Called once, by whoever took the session out of the table. */
 static void limits_join(struct etw_session *s) {
@@ -279,6 +355,7 @@ void etw_core_free(struct etw_core *c) {
   for (uint32_t i = 0; i < n; i++) {
     struct etw_session *s = tab[i];
     limits_join(s);
+    triggers_free(s);
     pthread_mutex_lock(&s->mu);
     stop_locked(s, S_STOPPED, "shutdown");
     destroy_locked(s);
@@ -375,6 +452,11 @@ static enum etw_err create(struct etw_core *c, const cJSON *body, const char *co
     e = etw_fail(st, ETW_E_INVALID, "/mode", "backend \"%s\" cannot record to a file", s->be->name);
     goto fail;
   }
+  if ((s->spec.mode & ETW_MODE_FLIGHT) && !(s->be->caps & ETW_CAP_FLIGHT)) {
+    e = etw_fail(st, ETW_E_INVALID, "/mode", "backend \"%s\" has no flight mode (see GET /api/v1/backends)",
+                 s->be->name);
+    goto fail;
+  }
   if (s->spec.n_pids && !(s->be->caps & ETW_CAP_FILTER_PID)) {
     e = etw_fail(st, ETW_E_INVALID, "/pids", "backend \"%s\" does not filter by PID", s->be->name);
     goto fail;
@@ -386,6 +468,15 @@ static enum etw_err create(struct etw_core *c, const cJSON *body, const char *co
                  (s->be->caps & ETW_CAP_FILE) ? "" : ", which this backend cannot");
     goto fail;
   }
+  /* the triggers' watchers, before the session is visible (their errors are this create's) */
+  if (s->spec.start_when &&
+      (e = etw_trigger_new(c, s->spec.backend, s->spec.start_when, "/start_when", trig_start_fired, s,
+                           &s->t_start, st)))
+    goto fail;
+  if (s->spec.stop_when &&
+      (e = etw_trigger_new(c, s->spec.backend, s->spec.stop_when, "/stop_when", trig_stop_fired, s,
+                           &s->t_stop, st)))
+    goto fail;
   struct etw_hub_limits hl = {private ? 0 : c->cfg.replay_bytes, c->cfg.sub_queue_events,
                               private ? 1 : c->cfg.max_subscribers,
                               s->spec.n_files > 0 /* a file is not a live source: lossless */};
@@ -460,11 +551,15 @@ setup:
     /* a replay waits for its first subscriber so that nobody misses its beginning */
     if (s->spec.n_files) {
       s->state = S_PENDING;
+    } else if (s->t_start) { /* started by trig_start_fired */
+      s->state = S_ARMED;
+      etw_trigger_arm(s->t_start);
     } else {
       s->state = S_RUNNING; /* no reader thread exists yet */
-      e = s->be->start(s->bstate, st);
+      e = be_start(s, st);
       if (!e && limits_start(s))
         e = etw_fail(st, ETW_E_NOMEM, NULL, "cannot start the thread of the stop limits");
+      if (!e) etw_trigger_arm(s->t_stop);
     }
   }
   if (e) {
@@ -511,6 +606,7 @@ enum etw_err etw_session_create_private(struct etw_core *c, const cJSON *body,
 void etw_session_discard(struct etw_session *s) {
   if (!s) return;
   limits_join(s);
+  triggers_free(s);
   pthread_mutex_lock(&s->mu);
   stop_locked(s, S_STOPPED, "deleted");
   destroy_locked(s);
@@ -534,7 +630,7 @@ struct etw_session *etw_session_get(struct etw_core *c, uint64_t id) {
 enum etw_err etw_session_stop(struct etw_session *s, struct etw_status *st) {
   pthread_mutex_lock(&s->mu);
   pthread_mutex_lock(&s->smu);
-  int running = s->state == S_RUNNING || s->state == S_PENDING;
+  int running = s->state == S_RUNNING || s->state == S_PENDING || s->state == S_ARMED;
   pthread_mutex_unlock(&s->smu);
   if (!running) {
     pthread_mutex_unlock(&s->mu);
@@ -543,6 +639,58 @@ enum etw_err etw_session_stop(struct etw_session *s, struct etw_status *st) {
   stop_locked(s, S_STOPPED, "requested");
   pthread_mutex_unlock(&s->mu);
   return ETW_E_OK;
+}
+
+enum etw_err etw_session_marker(struct etw_session *s, const char *text, size_t len,
+                                struct etw_status *st) {
+  if (!(s->be->caps & ETW_CAP_MARKERS) || !s->be->ext || !s->be->ext->marker)
+    return etw_fail(st, ETW_E_UNSUPPORTED, NULL,
+                    "backend \"%s\" cannot put markers into a session (see GET /api/v1/backends)",
+                    s->be->name);
+  if (len > ETW_MARKER_MAX)
+    return etw_fail(st, ETW_E_INVALID, "/text", "/text is longer than %d bytes", ETW_MARKER_MAX);
+  if (memchr(text, 0, len)) return etw_fail(st, ETW_E_INVALID, "/text", "/text holds a NUL character");
+  pthread_mutex_lock(&s->mu); /* the backend's state lives while s->mu is held */
+  pthread_mutex_lock(&s->smu);
+  int running = s->state == S_RUNNING;
+  pthread_mutex_unlock(&s->smu);
+  enum etw_err e = running && s->bstate
+                       ? s->be->ext->marker(s->bstate, text, st)
+                       : etw_fail(st, ETW_E_STATE, NULL, "session %llu is not running",
+                                  (unsigned long long)s->id);
+  pthread_mutex_unlock(&s->mu);
+  return e;
+}
+
+/* a flight session's buffers into a new recording (s->mu held); @name gets its name */
+static enum etw_err snapshot_locked(struct etw_session *s, char *name, size_t n, uint64_t *bytes,
+                                    struct etw_status *st) {
+  char dir[4096], path[4200];
+  if (record_dir_claim(s->core, s->id, dir, sizeof dir))
+    return etw_fail(st, ETW_E_IO, NULL, "cannot create the recording directory: %s", strerror(errno));
+  snprintf(path, sizeof path, "%s/trace.%s", dir, !strcmp(s->be->name, "linux") ? "dat" : "etl");
+  enum etw_err e = s->be->ext->snapshot(s->bstate, path, bytes, st);
+  struct stat sb;
+  if (stat(path, &sb) == 0) *bytes = (uint64_t)sb.st_size; /* the file's size, as downloaded */
+  const char *b = strrchr(dir, '/');
+  snprintf(name, n, "%s", b ? b + 1 : dir);
+  return e; /* (a failed one keeps what it wrote, as a recording) */
+}
+
+enum etw_err etw_session_snapshot(struct etw_session *s, char *name, size_t n, uint64_t *bytes,
+                                  struct etw_status *st) {
+  if (!(s->spec.mode & ETW_MODE_FLIGHT))
+    return etw_fail(st, ETW_E_STATE, NULL, "session %llu is not a flight recorder (mode \"flight\")",
+                    (unsigned long long)s->id);
+  pthread_mutex_lock(&s->mu);
+  pthread_mutex_lock(&s->smu);
+  int running = s->state == S_RUNNING;
+  pthread_mutex_unlock(&s->smu);
+  enum etw_err e = running && s->bstate
+                       ? snapshot_locked(s, name, n, bytes, st)
+                       : etw_fail(st, ETW_E_STATE, NULL, "session %llu is not running", (unsigned long long)s->id);
+  pthread_mutex_unlock(&s->mu);
+  return e;
 }
 
 enum etw_err etw_session_delete(struct etw_core *c, uint64_t id, struct etw_status *st) {
@@ -557,6 +705,7 @@ enum etw_err etw_session_delete(struct etw_core *c, uint64_t id, struct etw_stat
   pthread_mutex_unlock(&c->mu);
   if (!s) return etw_fail(st, ETW_E_NOT_FOUND, NULL, "no session %llu", (unsigned long long)id);
   limits_join(s);
+  triggers_free(s);
   pthread_mutex_lock(&s->mu);
   stop_locked(s, S_STOPPED, "deleted");
   destroy_locked(s);
@@ -1049,7 +1198,7 @@ int etw_session_wait_stopped(struct etw_session *s, int64_t timeout_ms, const at
   int64_t end = mono_ns() + timeout_ms * 1000000LL;
   pthread_mutex_lock(&s->smu);
   int r = 0;
-  while (s->state == S_RUNNING || s->state == S_PENDING) {
+  while (s->state == S_RUNNING || s->state == S_PENDING || s->state == S_ARMED) {
     int64_t now = mono_ns();
     if (now >= end || (cancel && atomic_load(cancel))) {
       r = now >= end ? 1 : 2;

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "etwcore/trigger.h"
+
 static char *dupstr(const char *s) { return s ? strdup(s) : NULL; }
 
 static char *dupn(const char *s, size_t n) { /* strndup is not on every platform we build for */
@@ -349,7 +351,7 @@ static int valid_name(const char *s) {
 enum etw_err etw_spec_parse(const cJSON *body, struct etw_session_spec *s, struct etw_status *st) {
   static const char *const keys[] = {"name", "backend", "mode", "buffer_kb", "providers", "pids",
                                      "exe_names", "files", "replay", "win", "attach", "duration_s",
-                                     "max_events", "max_file_mb", "order", NULL};
+                                     "max_events", "max_file_mb", "order", "start_when", "stop_when", NULL};
   memset(s, 0, sizeof *s);
   s->mode = ETW_MODE_REALTIME;
   if (!cJSON_IsObject(body)) return etw_fail(st, ETW_E_INVALID, "", "the session spec must be a JSON object");
@@ -400,8 +402,10 @@ enum etw_err etw_spec_parse(const cJSON *body, struct etw_session_spec *s, struc
       s->mode = ETW_MODE_FILE;
     else if (cJSON_IsString(v) && !strcmp(v->valuestring, "both"))
       s->mode = ETW_MODE_REALTIME | ETW_MODE_FILE;
+    else if (cJSON_IsString(v) && !strcmp(v->valuestring, "flight"))
+      s->mode = ETW_MODE_FLIGHT;
     else
-      return etw_fail(st, ETW_E_INVALID, "/mode", "/mode must be \"realtime\", \"file\" or \"both\"");
+      return etw_fail(st, ETW_E_INVALID, "/mode", "/mode must be \"realtime\", \"file\", \"both\" or \"flight\"");
   }
   if ((v = cJSON_GetObjectItemCaseSensitive(body, "buffer_kb"))) {
     long long kb;
@@ -423,6 +427,17 @@ enum etw_err etw_spec_parse(const cJSON *body, struct etw_session_spec *s, struc
   }
   enum etw_err le = parse_limits(body, s, st);
   if (le) return le;
+  static const char *const trig[2] = {"start_when", "stop_when"};
+  for (int i = 0; i < 2; i++) {
+    if (!(v = cJSON_GetObjectItemCaseSensitive(body, trig[i])) || cJSON_IsNull(v)) continue;
+    char ptr[16];
+    snprintf(ptr, sizeof ptr, "/%s", trig[i]);
+    if ((le = etw_trigger_check(v, ptr, st))) return le;
+    char *txt = cJSON_PrintUnformatted(v);
+    if (!txt) return etw_fail(st, ETW_E_NOMEM, NULL, NULL);
+    *(i ? &s->stop_when : &s->start_when) = dupstr(txt);
+    cJSON_free(txt);
+  }
   v = cJSON_GetObjectItemCaseSensitive(body, "providers");
   if (v) {
     if (!cJSON_IsArray(v)) return etw_fail(st, ETW_E_INVALID, "/providers", "/providers must be an array");
@@ -490,6 +505,8 @@ void etw_spec_free(struct etw_session_spec *s) {
   free(s->pids);
   free_strv(s->exe_names, s->n_exe_names);
   free_strv(s->files, s->n_files);
+  free(s->start_when);
+  free(s->stop_when);
   memset(s, 0, sizeof *s);
 }
 
@@ -519,6 +536,7 @@ void etw_spec_json(const struct etw_session_spec *s, struct etw_jw *w) {
   etw_jw_lit(w, ",\"mode\":");
   etw_jw_cs(w, s->mode == (ETW_MODE_REALTIME | ETW_MODE_FILE) ? "both"
                : s->mode == ETW_MODE_FILE                    ? "file"
+               : s->mode == ETW_MODE_FLIGHT                  ? "flight"
                                                              : "realtime");
   etw_jw_lit(w, ",\"buffer_kb\":");
   etw_jw_u64(w, s->buffer_kb);
@@ -557,6 +575,14 @@ void etw_spec_json(const struct etw_session_spec *s, struct etw_jw *w) {
   if (s->duration_s > 0) {
     etw_jw_lit(w, ",\"duration_s\":");
     etw_jw_double(w, s->duration_s);
+  }
+  if (s->start_when) {
+    etw_jw_lit(w, ",\"start_when\":");
+    etw_jw_lit(w, s->start_when); /* checked and printed by cJSON */
+  }
+  if (s->stop_when) {
+    etw_jw_lit(w, ",\"stop_when\":");
+    etw_jw_lit(w, s->stop_when);
   }
   if (s->max_events) {
     etw_jw_lit(w, ",\"max_events\":");

@@ -1068,8 +1068,8 @@ static enum etw_err lx_open(const struct etw_backend_args *a, void **state, stru
   if (sp->buffer_kb && (sp->buffer_kb < LX_BUF_KB_MIN || sp->buffer_kb > LX_BUF_KB_MAX))
     return etw_fail(st, ETW_E_INVALID, "/buffer_kb", "buffer_kb must be %d..%d (KiB per CPU), got %u",
                     LX_BUF_KB_MIN, LX_BUF_KB_MAX, sp->buffer_kb);
-  if (!(sp->mode & (ETW_MODE_REALTIME | ETW_MODE_FILE)))
-    return etw_fail(st, ETW_E_INVALID, "/mode", "mode must be realtime, file or both");
+  if (!(sp->mode & (ETW_MODE_REALTIME | ETW_MODE_FILE | ETW_MODE_FLIGHT)))
+    return etw_fail(st, ETW_E_INVALID, "/mode", "mode must be realtime, file, both or flight");
   if ((sp->mode & ETW_MODE_FILE) && !a->record_path)
     return etw_fail(st, ETW_E_INVALID, "/mode", "file mode needs a recording path");
   if (sp->n_providers > ETW_SPEC_MAX_PROVIDERS)
@@ -1160,6 +1160,7 @@ static enum etw_err lx_open(const struct etw_backend_args *a, void **state, stru
     goto fail;
   }
   g_add(s);
+  ensure_system_locked(s, "ftrace"); /* markers (linux_marker.c): ftrace/print, decoded and recorded */
   tracefs_trace_off(s->inst);
   if (tracefs_instance_file_write(s->inst, "trace_clock", "mono") < 0) {
     rc = etw_fail(st, ETW_E_KERNEL, NULL, "cannot set trace_clock=mono: %s", strerror(errno));
@@ -1483,7 +1484,7 @@ const struct etw_backend etw_backend_linux = {
     .name = "linux",
     .caps = ETW_CAP_LIVE | ETW_CAP_FILE | ETW_CAP_LIST_PROVIDERS | ETW_CAP_FILTER_PID |
             ETW_CAP_FILTER_EXPR | ETW_CAP_ENABLE_RUNNING | ETW_CAP_EVENT_NAMES | ETW_CAP_BUFFER_SIZE |
-            ETW_CAP_ORDER_TIME,
+            ETW_CAP_ORDER_TIME | LX_CAPS_EXT,
     .buffer_kb_min = LX_BUF_KB_MIN,
     .buffer_kb_max = LX_BUF_KB_MAX,
     .init = lx_init,
@@ -1500,4 +1501,6 @@ const struct etw_backend etw_backend_linux = {
     .cleanup = lx_cleanup,
     .list_os_sessions = lx_list_os_sessions,
     .progress = lx_progress,
+    .ext = &lx_ext,
 };
+struct tracefs_instance *lx_sess_inst(void *s, char *const **sys) { *sys = ((struct lx_sess *)s)->systems; return ((struct lx_sess *)s)->inst; }

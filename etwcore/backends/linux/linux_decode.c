@@ -628,13 +628,14 @@ static struct lx_evdesc *desc_build(struct lx_dec *d, struct tep_event *ev) {
    * at most max_out bytes plus, with __data_loc fields, 22 bytes per record byte */
   size_t out = (size_t)e->t_len[0] + e->t_len[1] + e->t_len[2] + e->t_len[3] + 30 +
                2 * LX_NUM_MAX + 128 + LX_IDTXT_MAX; /* the id text's ProcessName, copy slack */
+  int flex = 0; /* a flexible char[]: the checked path only */
   for (int j = 0; j < i; j++) {
     const struct lx_field *o = &e->f[j];
     uint32_t end = o->off + o->size;
     if (end > e->min_size) e->min_size = end;
     out += o->key_len + 32u;
     switch (o->kind) {
-      case LX_STR: out += 6u * o->size + 2; break;
+      case LX_STR: out += 6u * o->size + 2; flex |= !o->size; break;
       case LX_ARR: out += 2 + (size_t)(o->size / (o->elem ? o->elem : 1)) * 21 + LX_NUM_MAX; break;
       case LX_DSTR: case LX_DARR: e->dyn = 1; break;
       case LX_BYTES: out += 4u * o->size / 3 + 8; break;
@@ -646,7 +647,7 @@ static struct lx_evdesc *desc_build(struct lx_dec *d, struct tep_event *ev) {
    * again first (task_forget) */
   e->renames = (!strcmp(e->provider, "sched") && !strcmp(e->name, "sched_process_exec")) ||
                (!strcmp(e->provider, "task") && !strcmp(e->name, "task_rename"));
-  if (e->head && !e->renames && build_ops(e) == 0 && e->min_size <= 65536) {
+  if (!flex && e->head && !e->renames && build_ops(e) == 0 && e->min_size <= 65536) {
     e->fast = 1;
     e->fmin = e->min_size;
     e->fspan = 65536 - e->min_size;
@@ -1225,8 +1226,8 @@ static __attribute__((noinline)) void dec_event_any(struct lx_dec *d, const unsi
         case LX_PTR:
           etw_jw_hex(w, ld_u(fp, f->size));
           break;
-        case LX_STR:
-          put_cstr(w, fp, f->size);
+        case LX_STR: /* size 0: a flexible char[] (ftrace print's buf) runs to the record's end */
+          put_cstr(w, fp, f->size ? f->size : size - f->off);
           break;
         case LX_ARR:
           write_num_array(w, fp, f->size / f->elem, f->elem, f->esigned);

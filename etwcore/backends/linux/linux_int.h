@@ -3,6 +3,8 @@
  * linux_backend.c  instance lifecycle, spec validation, providers API, reader threads, stats
  * linux_decode.c   per-event field descriptors and the hot decode+encode loop (one per thread)
  * linux_tdat.c     trace.dat (v6) writer for file mode: per-CPU spools assembled at stop
+ * linux_marker.c   markers: writes to the instance's trace_marker
+ * linux_flight.c   flight mode (overwrite, snapshot drains into a trace.dat) and lx_ext
  *
  * Nothing here is public: the only exported symbol of the backend is etw_backend_linux.
  */
@@ -13,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "etwcore/err.h"
 #include "etwcore/event.h"
 #include "etwcore/jw.h"
 
@@ -190,6 +193,17 @@ void lx_dec_event(struct lx_dec *d, const unsigned char *data, uint32_t size, ui
                   struct lx_sink *s);
 
 /* ---- trace.dat writer (linux_tdat.c) */
+/* ---- markers (linux_marker.c) */
+struct tracefs_instance;
+/** lx_sess_inst - the tracefs instance of backend session @s and (*@sys) the systems whose
+ *  formats it records, NULL-ended (linux_backend.c). */
+struct tracefs_instance *lx_sess_inst(void *s, char *const **sys);
+/** lx_marker - the backend's marker(): write @text to the instance's trace_marker. */
+enum etw_err lx_marker(void *s, const char *text, struct etw_status *st);
+/** lx_ext - the backend's optional operations: markers, flight mode (linux_flight.c). */
+extern const struct etw_backend_ext lx_ext;
+#define LX_CAPS_EXT (ETW_CAP_MARKERS | ETW_CAP_FLIGHT)
+
 struct lx_tdat;
 /** lx_tdat_open - prepare to record @ncpu CPUs into @path; spools live beside it (unlinked). */
 struct lx_tdat *lx_tdat_open(const char *path, int ncpu, int page_size, char *err, size_t errlen);

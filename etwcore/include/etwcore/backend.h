@@ -46,11 +46,15 @@ enum {
   ETW_CAP_EVENT_NAMES = 1u << 12,    /* a provider's "events" choose what is enabled */
   ETW_CAP_BUFFER_SIZE = 1u << 13,    /* "buffer_kb" sizes the OS buffers */
   ETW_CAP_WIN_SETTINGS = 1u << 14,   /* "win" session settings and "attach" */
-  ETW_CAP_ORDER_TIME = 1u << 15      /* "order": "time" (events in time order across CPUs) */
+  ETW_CAP_ORDER_TIME = 1u << 15,     /* "order": "time" (events in time order across CPUs) */
+  ETW_CAP_MARKERS = 1u << 16,        /* POST /sessions/{id}/markers (ext->marker) */
+  ETW_CAP_FLIGHT = 1u << 17          /* mode "flight" + POST /sessions/{id}/snapshot (ext) */
 };
 /* What each bit means to a session spec or stream: the member table in etwcore/caps.h. */
 
-enum { ETW_MODE_REALTIME = 1, ETW_MODE_FILE = 2 };
+/* ETW_MODE_FLIGHT (alone): the OS buffers keep the last events (overwrite), nothing is read
+ * until a snapshot writes them to a recording (ETW_CAP_FLIGHT) */
+enum { ETW_MODE_REALTIME = 1, ETW_MODE_FILE = 2, ETW_MODE_FLIGHT = 4 };
 
 #define ETW_SPEC_MAX_PROVIDERS 64
 #define ETW_SPEC_MAX_EVENTS 256
@@ -94,6 +98,8 @@ struct etw_session_spec {
   double duration_s;    /* seconds after the session started consuming */
   uint64_t max_events;  /* events read (stats read_events) */
   uint32_t max_file_mb; /* MiB in the recording (file mode only) */
+  /* triggers (etwcore/trigger.h): the checked JSON objects as given, or NULL */
+  char *start_when, *stop_when;
 };
 
 /** Arguments to open(). Everything pointed to outlives the backend session. */
@@ -156,7 +162,26 @@ struct etw_backend {
    *  every 100 ms, from the core's limit thread). May be NULL: the core then uses stats() for
    *  the events and the recording file's size. */
   void (*progress)(void *s, uint64_t *events, uint64_t *file_bytes);
+  /** ext - optional operations (etw_backend_ext), NULL if none. */
+  const struct etw_backend_ext *ext;
 };
+
+/* Optional operations. Each is called by the core with the session's lock held (never
+ * concurrently with start/stop/destroy); its capability bit says whether the backend has it. */
+struct etw_backend_ext {
+  /** marker - put a marker event with @text (NUL-terminated, at most ETW_MARKER_MAX bytes) into
+   *  the running session's stream and recording (ETW_CAP_MARKERS). */
+  enum etw_err (*marker)(void *s, const char *text, struct etw_status *st);
+  /** flight_start - instead of start() for mode flight: trace into the OS buffers in overwrite
+   *  mode and read nothing (ETW_CAP_FLIGHT). */
+  enum etw_err (*flight_start)(void *s, struct etw_status *st);
+  /** snapshot - write what the buffers hold now to the recording @path (a new file) and go on
+   *  tracing; the events written are gone from the buffers (ETW_CAP_FLIGHT). *@bytes: the
+   *  event bytes written. */
+  enum etw_err (*snapshot)(void *s, const char *path, uint64_t *bytes, struct etw_status *st);
+};
+
+#define ETW_MARKER_MAX 1024 /* bytes of a marker's text */
 
 /* Backends compiled in (CMake chooses the sources; each defines its symbol). */
 extern const struct etw_backend etw_backend_linux;

@@ -54,6 +54,15 @@ uint64_t etw_session_id(const struct etw_session *s);
 
 /** etw_session_stop - stop consuming (the stream ends; stats and recording stay). */
 enum etw_err etw_session_stop(struct etw_session *s, struct etw_status *st);
+/** etw_session_marker - put a marker event with @text (@len bytes, no NUL, at most
+ *  ETW_MARKER_MAX) into the running session's stream and recording (backends with
+ *  ETW_CAP_MARKERS; others: ETW_E_UNSUPPORTED). */
+enum etw_err etw_session_marker(struct etw_session *s, const char *text, size_t len,
+                                struct etw_status *st);
+/** etw_session_snapshot - a flight session (mode "flight") writes what its buffers hold to a new
+ *  recording under <state_dir>/recordings (its name in @name, its size in *@bytes) and goes on. */
+enum etw_err etw_session_snapshot(struct etw_session *s, char *name, size_t n, uint64_t *bytes,
+                                  struct etw_status *st);
 /** etw_session_delete - stop, destroy the OS object, remove the table entry. The recording
  *  stays (it is listed under /api/v1/recordings and deleted there). */
 enum etw_err etw_session_delete(struct etw_core *c, uint64_t id, struct etw_status *st);
