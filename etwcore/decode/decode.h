@@ -599,7 +599,7 @@ struct dec_eres dec_fields_write_c(struct dec_ecall *c);
 /* dec_fields_write_c's runner choice (0 the plan runner, 2 plans off) and the runner, for callers
  * that call it themselves (with w->err 0). */
 extern signed char dec_pl_sel;
-struct dec_eres dec_plan_run_sse2(struct dec_ecall *c);
+struct dec_eres dec_plan_run(struct dec_ecall *c);
 /** dec_plan_hand - @e's plan (built now when it is not yet) as hand-overs @h (4- and 8-byte
  * pointers; the other sizes never); returns the room a caller must have in the buffer past the
  * EventData's start to use them (w->cap - mark > it: < 2^20), or 0 with both spans 0 (no plan,
