@@ -543,13 +543,161 @@ static void name_cat(char *o, size_t cap, const char *a, const char *b) {
   o[n] = 0;
 }
 
-/* Parse one <provider> element's contents (from *pos to </provider>) plus the document's
- * string table. Events are collected in a second pass once tasks/opcodes/templates are known. */
+/* an <event> while its provider is read (strings in the mctx arena) */
 struct pev {
   long value, version, level, task_v, opcode_v;
   char *symbol, *task, *opcode, *tmpl, *msg, *keywords;
 };
 
+/* A template's <data> or <struct> @t as its next field (struct members counted in the open
+ * structs @sstack[0..*@sdepth)): 0, or -1 when out of memory. */
+static int read_field(struct mctx *m, struct tmpl *cur_tm, const struct xtag *t, int *sstack, int *psdepth) {
+  int sdepth = *psdepth;
+  if (cur_tm->nf >= DEC_MAX_FIELDS - 1) return 0;
+  if (cur_tm->nf == cur_tm->cf) {
+    uint32_t nc = cur_tm->cf ? cur_tm->cf * 2 : 16;
+    struct dec_field *nf = realloc(cur_tm->f, nc * sizeof *nf);
+    if (!nf) return -1;
+    cur_tm->f = nf;
+    cur_tm->cf = nc;
+  }
+  struct dec_field *f = &cur_tm->f[cur_tm->nf];
+  memset(f, 0, sizeof *f);
+  f->name = attr_a(t, "name", &m->ar);
+  if (!f->name && (f->name = arena_alloc(&m->ar, 2))) memcpy(f->name, "_", 2);
+  f->len = -1;
+  f->count = 1;
+  f->len_ref = f->count_ref = -1;
+  struct tval t1, t2, t3, t4, t5;
+  const char *in = attr_t(t, "inType", &t1), *out = attr_t(t, "outType", &t2),
+             *len = attr_t(t, "length", &t3), *cnt = attr_t(t, "count", &t4), *map = attr_t(t, "map", &t5);
+  f->in = (uint16_t)(tag_is(t, "struct") ? 24 : in_type(in));
+  f->out = (uint16_t)out_type(out, in);
+  if (len) {
+    if (num(len) >= 0) f->len = (int32_t)num(len);
+    else
+      for (uint32_t k = 0; k < cur_tm->nf; k++)
+        if (!strcmp(cur_tm->f[k].name, len)) f->len_ref = (int32_t)k;
+  }
+  if (cnt) {
+    f->is_array = 1;
+    if (num(cnt) >= 0) f->count = (int32_t)num(cnt);
+    else
+      for (uint32_t k = 0; k < cur_tm->nf; k++)
+        if (!strcmp(cur_tm->f[k].name, cnt)) f->count_ref = (int32_t)k;
+  }
+  f->map = find_map(m, map);
+  tv_free(&t1), tv_free(&t2), tv_free(&t3), tv_free(&t4), tv_free(&t5);
+  for (int q = 0; q < sdepth; q++)
+    if ((uint32_t)sstack[q] < cur_tm->nf) cur_tm->f[sstack[q]].members++;
+  if (f->in == 24 && !t->selfclose && sdepth < DEC_MAX_DEPTH) sstack[sdepth++] = (int)cur_tm->nf;
+  cur_tm->nf++;
+  if (f->in == 0 && f->name) f->in = 1; /* unknown inType: read as string */
+  *psdepth = sdepth;
+  return 0;
+}
+
+/* A <map> entry @t of @cur_map (its text from the document's string table @docstr): 0, or -1
+ * when out of memory. */
+static int read_map_entry(struct dec_map *cur_map, const struct xtag *t, const struct mctx *docstr) {
+  if (cur_map->n >= 4096) return 0;
+  struct tval t1, t2;
+  const char *v = attr_t(t, "value", &t1), *msg = attr_t(t, "message", &t2);
+  uint32_t *nv = realloc(cur_map->val, (cur_map->n + 1) * sizeof *nv);
+  char **ns = nv ? realloc(cur_map->str, (cur_map->n + 1) * sizeof *ns) : NULL;
+  if (nv) cur_map->val = nv;
+  if (ns) cur_map->str = ns;
+  if (!nv || !ns) {
+    tv_free(&t1), tv_free(&t2);
+    return -1;
+  }
+  const char *txt = lookup_str(docstr, msg);
+  cur_map->val[cur_map->n] = (uint32_t)num(v);
+  cur_map->str[cur_map->n] = strdup(txt ? txt : (msg ? msg : ""));
+  cur_map->n++;
+  tv_free(&t1), tv_free(&t2);
+  return 0;
+}
+
+/* Event @pe of provider @p as a schema: its name from the task and opcode (tasks and templates
+ * found through the indexes @tix, @mix), its fields from its template. 0, or -1 when out of
+ * memory. */
+static int make_event(struct dec_provider *p, const struct pev *pe, const struct mctx *m, const struct mctx *docstr,
+                      const struct nidx *tix, const struct nidx *mix) {
+  if (pe->value < 0 || pe->value > 65535) return 0;
+  struct dec_event *e = calloc(1, sizeof *e);
+  if (!e) return -1;
+  e->id = (uint16_t)pe->value;
+  e->version = (uint8_t)pe->version;
+  e->level = (uint8_t)pe->level;
+  const char *tname = NULL, *oname = NULL;
+  long tv = 0, ov = 0;
+  int by_msg = 0;
+  /* the first task of that name (a lookup; a linear scan when the index is missing) */
+  uint32_t k0 = pe->task && tix->cap ? nidx_find(tix, pe->task, task_name_at, m->tasks) : 0;
+  for (uint32_t k = k0; pe->task && k < m->nt; k++)
+    if (m->tasks[k].name && !strcmp(m->tasks[k].name, pe->task)) {
+      const char *msg = lookup_str(docstr, m->tasks[k].msg);
+      if (!msg) msg = lookup_str(m, m->tasks[k].msg);
+      by_msg = msg && m->tasks[k].msg && strncmp(m->tasks[k].msg, "$(string.string", 15);
+      tname = msg ? msg : m->tasks[k].name;
+      tv = m->tasks[k].value;
+      break;
+    }
+  if (pe->opcode) {
+    const char *sd = std_opcode(pe->opcode, &ov);
+    if (sd) oname = sd;
+    else
+      for (int pass = 0; pass < 2 && !oname; pass++)
+        for (uint32_t k = 0; k < m->no; k++)
+          if (m->ops[k].name && !strcmp(m->ops[k].name, pe->opcode) && (pass || m->ops[k].task == tv)) {
+            const char *msg = lookup_str(docstr, m->ops[k].msg);
+            oname = msg ? msg : m->ops[k].name;
+            ov = m->ops[k].value;
+            break;
+          }
+  }
+  e->task = (uint16_t)tv;
+  e->opcode = (uint8_t)ov;
+  char nb[300];
+  if (tname && oname && *oname) name_cat(nb, sizeof nb, tname, oname);
+  else if (tname) name_cat(nb, sizeof nb, tname, NULL);
+  else if (pe->symbol) name_cat(nb, sizeof nb, pe->symbol, NULL);
+  else snprintf(nb, sizeof nb, "EventID(%ld)", pe->value);
+  e->name = etw_intern(nb);
+  e->task_name = tname ? etw_intern(tname) : NULL;
+  e->opcode_name = oname && *oname ? etw_intern(oname) : NULL;
+  if (pe->tmpl) {
+    for (uint32_t k = mix->cap ? nidx_find(mix, pe->tmpl, tmpl_tid_at, m->tm) : 0; k < m->ntm; k++) {
+      if (!m->tm[k].tid || strcmp(m->tm[k].tid, pe->tmpl)) continue;
+      e->f = calloc(m->tm[k].nf ? m->tm[k].nf : 1, sizeof *e->f);
+      if (!e->f) {
+        free(e);
+        return -1;
+      }
+      for (uint32_t q = 0; q < m->tm[k].nf; q++) {
+        e->f[q] = m->tm[k].f[q];
+        e->f[q].name = strdup(m->tm[k].f[q].name);
+        e->f[q].key = NULL;
+        if (e->f[q].map) { /* maps now owned by the provider: find by name */
+          struct dec_map *mm = NULL;
+          for (uint32_t z = 0; z < p->n_maps; z++)
+            if (p->maps[z] == e->f[q].map) mm = p->maps[z];
+          e->f[q].map = mm;
+        }
+      }
+      e->nf = m->tm[k].nf;
+      e->has_template = 1;
+      e->quality = by_msg ? 3 : 1;
+      break;
+    }
+  }
+  dec_event_add(p, e);
+  return 0;
+}
+
+/* Parse one <provider> element's contents (from *pos to </provider>) plus the document's
+ * string table. Events are collected in a second pass once tasks/opcodes/templates are known. */
 static int load_provider(struct etw_decoder *d, const struct xdoc *doc, uint32_t start,
                          const struct xtag *ptag, const struct mctx *docstr,
                          const unsigned char *force_guid) {
@@ -604,46 +752,7 @@ static int load_provider(struct etw_decoder *d, const struct xdoc *doc, uint32_t
       sdepth = 0;
       if (t.selfclose) cur_tm = NULL;
     } else if ((tag_is(&t, "data") || tag_is(&t, "struct")) && cur_tm) {
-      if (cur_tm->nf >= DEC_MAX_FIELDS - 1) continue;
-      if (cur_tm->nf == cur_tm->cf) {
-        uint32_t nc = cur_tm->cf ? cur_tm->cf * 2 : 16;
-        struct dec_field *nf = realloc(cur_tm->f, nc * sizeof *nf);
-        if (!nf) goto oom;
-        cur_tm->f = nf;
-        cur_tm->cf = nc;
-      }
-      struct dec_field *f = &cur_tm->f[cur_tm->nf];
-      memset(f, 0, sizeof *f);
-      f->name = attr_a(&t, "name", &m.ar);
-      if (!f->name && (f->name = arena_alloc(&m.ar, 2))) memcpy(f->name, "_", 2);
-      f->len = -1;
-      f->count = 1;
-      f->len_ref = f->count_ref = -1;
-      struct tval t1, t2, t3, t4, t5;
-      const char *in = attr_t(&t, "inType", &t1), *out = attr_t(&t, "outType", &t2),
-                 *len = attr_t(&t, "length", &t3), *cnt = attr_t(&t, "count", &t4), *map = attr_t(&t, "map", &t5);
-      f->in = (uint16_t)(tag_is(&t, "struct") ? 24 : in_type(in));
-      f->out = (uint16_t)out_type(out, in);
-      if (len) {
-        if (num(len) >= 0) f->len = (int32_t)num(len);
-        else
-          for (uint32_t k = 0; k < cur_tm->nf; k++)
-            if (!strcmp(cur_tm->f[k].name, len)) f->len_ref = (int32_t)k;
-      }
-      if (cnt) {
-        f->is_array = 1;
-        if (num(cnt) >= 0) f->count = (int32_t)num(cnt);
-        else
-          for (uint32_t k = 0; k < cur_tm->nf; k++)
-            if (!strcmp(cur_tm->f[k].name, cnt)) f->count_ref = (int32_t)k;
-      }
-      f->map = find_map(&m, map);
-      tv_free(&t1), tv_free(&t2), tv_free(&t3), tv_free(&t4), tv_free(&t5);
-      for (int q = 0; q < sdepth; q++)
-        if ((uint32_t)sstack[q] < cur_tm->nf) cur_tm->f[sstack[q]].members++;
-      if (f->in == 24 && !t.selfclose && sdepth < DEC_MAX_DEPTH) sstack[sdepth++] = (int)cur_tm->nf;
-      cur_tm->nf++;
-      if (f->in == 0 && f->name) f->in = 1; /* unknown inType: read as string */
+      if (read_field(&m, cur_tm, &t, sstack, &sdepth)) goto oom;
     } else if (tag_is(&t, "valueMap") || tag_is(&t, "bitMap")) {
       GROW(m.maps, m.nm, m.cm);
       struct dec_map *x = calloc(1, sizeof *x);
@@ -657,22 +766,7 @@ static int load_provider(struct etw_decoder *d, const struct xdoc *doc, uint32_t
       m.maps[m.nm++] = x;
       cur_map = t.selfclose ? NULL : x;
     } else if (tag_is(&t, "map") && cur_map) {
-      if (cur_map->n >= 4096) continue;
-      struct tval t1, t2;
-      const char *v = attr_t(&t, "value", &t1), *msg = attr_t(&t, "message", &t2);
-      uint32_t *nv = realloc(cur_map->val, (cur_map->n + 1) * sizeof *nv);
-      char **ns = nv ? realloc(cur_map->str, (cur_map->n + 1) * sizeof *ns) : NULL;
-      if (nv) cur_map->val = nv;
-      if (ns) cur_map->str = ns;
-      if (!nv || !ns) {
-        tv_free(&t1), tv_free(&t2);
-        goto oom;
-      }
-      const char *txt = lookup_str(docstr, msg);
-      cur_map->val[cur_map->n] = (uint32_t)num(v);
-      cur_map->str[cur_map->n] = strdup(txt ? txt : (msg ? msg : ""));
-      cur_map->n++;
-      tv_free(&t1), tv_free(&t2);
+      if (read_map_entry(cur_map, &t, docstr)) goto oom;
     } else if (tag_is(&t, "event")) {
       GROW(evs, ne, ce);
       struct pev *e = &evs[ne++];
@@ -712,78 +806,8 @@ static int load_provider(struct etw_decoder *d, const struct xdoc *doc, uint32_t
     nidx_build(&tix, m.nt, task_name_at, m.tasks);
     nidx_build(&mix, m.ntm, tmpl_tid_at, m.tm);
   }
-  for (uint32_t i = 0; i < ne; i++) {
-    struct pev *pe = &evs[i];
-    if (pe->value < 0 || pe->value > 65535) continue;
-    struct dec_event *e = calloc(1, sizeof *e);
-    if (!e) goto oom;
-    e->id = (uint16_t)pe->value;
-    e->version = (uint8_t)pe->version;
-    e->level = (uint8_t)pe->level;
-    const char *tname = NULL, *oname = NULL;
-    long tv = 0, ov = 0;
-    int by_msg = 0;
-    /* the first task of that name (a lookup; a linear scan when the index is missing) */
-    uint32_t k0 = pe->task && tix.cap ? nidx_find(&tix, pe->task, task_name_at, m.tasks) : 0;
-    for (uint32_t k = k0; pe->task && k < m.nt; k++)
-      if (m.tasks[k].name && !strcmp(m.tasks[k].name, pe->task)) {
-        const char *msg = lookup_str(docstr, m.tasks[k].msg);
-        if (!msg) msg = lookup_str(&m, m.tasks[k].msg);
-        by_msg = msg && m.tasks[k].msg && strncmp(m.tasks[k].msg, "$(string.string", 15);
-        tname = msg ? msg : m.tasks[k].name;
-        tv = m.tasks[k].value;
-        break;
-      }
-    if (pe->opcode) {
-      const char *sd = std_opcode(pe->opcode, &ov);
-      if (sd) oname = sd;
-      else
-        for (int pass = 0; pass < 2 && !oname; pass++)
-          for (uint32_t k = 0; k < m.no; k++)
-            if (m.ops[k].name && !strcmp(m.ops[k].name, pe->opcode) && (pass || m.ops[k].task == tv)) {
-              const char *msg = lookup_str(docstr, m.ops[k].msg);
-              oname = msg ? msg : m.ops[k].name;
-              ov = m.ops[k].value;
-              break;
-            }
-    }
-    e->task = (uint16_t)tv;
-    e->opcode = (uint8_t)ov;
-    char nb[300];
-    if (tname && oname && *oname) name_cat(nb, sizeof nb, tname, oname);
-    else if (tname) name_cat(nb, sizeof nb, tname, NULL);
-    else if (pe->symbol) name_cat(nb, sizeof nb, pe->symbol, NULL);
-    else snprintf(nb, sizeof nb, "EventID(%ld)", pe->value);
-    e->name = etw_intern(nb);
-    e->task_name = tname ? etw_intern(tname) : NULL;
-    e->opcode_name = oname && *oname ? etw_intern(oname) : NULL;
-    if (pe->tmpl) {
-      for (uint32_t k = mix.cap ? nidx_find(&mix, pe->tmpl, tmpl_tid_at, m.tm) : 0; k < m.ntm; k++) {
-        if (!m.tm[k].tid || strcmp(m.tm[k].tid, pe->tmpl)) continue;
-        e->f = calloc(m.tm[k].nf ? m.tm[k].nf : 1, sizeof *e->f);
-        if (!e->f) {
-          free(e);
-          goto oom;
-        }
-        for (uint32_t q = 0; q < m.tm[k].nf; q++) {
-          e->f[q] = m.tm[k].f[q];
-          e->f[q].name = strdup(m.tm[k].f[q].name);
-          e->f[q].key = NULL;
-          if (e->f[q].map) { /* maps now owned by the provider: find by name */
-            struct dec_map *mm = NULL;
-            for (uint32_t z = 0; z < p->n_maps; z++)
-              if (p->maps[z] == e->f[q].map) mm = p->maps[z];
-            e->f[q].map = mm;
-          }
-        }
-        e->nf = m.tm[k].nf;
-        e->has_template = 1;
-        e->quality = by_msg ? 3 : 1;
-        break;
-      }
-    }
-    dec_event_add(p, e);
-  }
+  for (uint32_t i = 0; i < ne; i++)
+    if (make_event(p, &evs[i], &m, docstr, &tix, &mix)) goto oom;
   rc = 0;
   goto out;
 oom:

@@ -72,17 +72,27 @@ _Static_assert(DEC_MAX_FIELDS * 8 <= UINT16_MAX && 2 * (3 * DEC_MAX_FIELDS + 1) 
 
 
 
-/* Build @e's plan (fields' keys built, e->nf in 1..DEC_MAX_FIELDS); 0 = attached. */
-__attribute__((noinline)) static int plan_build(struct dec_event *e) {
-  uint32_t nf = e->nf;
-  if (!nf || nf > DEC_MAX_FIELDS) return -1;
-  dec_plan_tables();
-  uint8_t *slot = calloc(nf, 1);
-  char **kt = calloc(nf, sizeof *kt);
-  size_t *kl = calloc(nf, sizeof *kl);
-  uint8_t *inner = calloc(nf, 1); /* 1 = a struct member, 2 = its first member */
-  int ok = slot && kt && kl && inner;
-  unsigned nslots = 1, nmc = 0;
+/* What plan_build works with (one schema, nf fields). */
+struct pbuild {
+  struct dec_event *e;
+  uint32_t nf;
+  uint8_t *slot;  /* sv[] slot of a field a count or length refers to (0 = none) */
+  uint8_t *inner; /* 1 = a struct member, 2 = its first member */
+  char **kt;      /* key texts */
+  size_t *kl;     /* their lengths */
+  const char *kpos[DEC_MAX_FIELDS]; /* the key texts in the plan's block */
+  struct pmc *mc;
+};
+
+/* Whether @e can have a plan: arrays of structs only of plain fixed-size scalars (no nesting,
+ * maps, padding); every field an op; references pointing back at integer scalars outside
+ * structs (their slots assigned). Counts the map ops in *@nmc. */
+static int plan_check(struct pbuild *b, unsigned *nmc) {
+  struct dec_event *e = b->e;
+  uint32_t nf = b->nf;
+  uint8_t *slot = b->slot, *inner = b->inner;
+  int ok = 1;
+  unsigned nslots = 1;
   /* arrays of structs whose members are plain fixed-size scalars (no nesting, maps, padding) */
   for (uint32_t i = 0; ok && i < nf; i++) {
     const struct dec_field *f = &e->f[i];
@@ -121,9 +131,20 @@ __attribute__((noinline)) static int plan_build(struct dec_event *e) {
         else slot[rf] = (uint8_t)nslots++;
       }
     }
-    if (OP_IS_MAP(op)) nmc++;
+    if (OP_IS_MAP(op)) (*nmc)++;
   }
-  /* key texts: `,"name":` (no comma for the first) and the value's opening text */
+  return ok;
+}
+
+/* The key texts: `,"name":` (no comma for the first) and the value's opening text; their total
+ * size in the plan's block in *@ktotal. */
+static int plan_keys(struct pbuild *b, size_t *ktotal_out) {
+  struct dec_event *e = b->e;
+  uint32_t nf = b->nf;
+  uint8_t *inner = b->inner;
+  char **kt = b->kt;
+  size_t *kl = b->kl;
+  int ok = 1;
   size_t ktotal = 0;
   for (uint32_t i = 0; ok && i < nf; i++) {
     const struct dec_field *f = &e->f[i];
@@ -145,6 +166,123 @@ __attribute__((noinline)) static int plan_build(struct dec_event *e) {
     memcpy(kt[i] + l, pre, pl);
     ktotal += ((kl[i] + 31) & ~(size_t)31) + 32;
   }
+  *ktotal_out = ktotal;
+  return ok;
+}
+
+/* The op list of plan @pl for pointer size 8 (@var 0) or 4 (1): an OP_CHK before each run of
+ * fixed-size ops, the ops (OP_KEY before a long key; a struct array's members between its
+ * OP_SARR and OP_SEND), pairs merged (OP_XX*, OP_AU32P), and each op's room. */
+static void plan_variant(struct pbuild *bd, struct plan *pl, int var) {
+  const struct dec_event *e = bd->e;
+  uint32_t nf = bd->nf;
+  const uint8_t *slot = bd->slot, *inner = bd->inner;
+  const size_t *kl = bd->kl;
+  const char *const *kpos = bd->kpos;
+  struct pmc *mc = bd->mc;
+  int ps = var ? 4 : 8;
+  struct pop *ops = pl->ops + (var ? pl->off4 : 0);
+  uint32_t no = 0;
+  unsigned mci = 0;
+  int prev_fixed = 0;
+  uint32_t sarr = 0; /* the open OP_SARR (while emitting its members) */
+  for (uint32_t i = 0; i < nf; i++) {
+    const struct dec_field *f = &e->f[i];
+    uint8_t op = f->in == 24 ? OP_SARR : plan_op(f, ps);
+    if (!inner[i] && OP_IS_FIXED(op) && !prev_fixed) {
+      uint32_t gb = 0;
+      for (uint32_t j = i; j < nf && e->f[j].in != 24 && OP_IS_FIXED(plan_op(&e->f[j], ps)); j++)
+        gb += OP_BYTES[plan_op(&e->f[j], ps)];
+      ops[no].op = OP_CHK;
+      ops[no].gb = (uint16_t)gb;
+      no++;
+    }
+    if (!inner[i]) prev_fixed = OP_IS_FIXED(op);
+    struct pop *o = &ops[no++];
+    if (kl[i] > 32) { /* the key (with the value's opening text) by itself */
+      o->op = OP_KEY;
+      o->klen = (uint16_t)kl[i];
+      o->lkey = kpos[i];
+      o = &ops[no++];
+      o->klen = 0; /* an empty key (the op's key[] stays zero) */
+    } else {
+      o->klen = (uint16_t)kl[i];
+      memcpy(o->key, kpos[i], kl[i]);
+    }
+    o->op = op;
+    o->slot = slot[i];
+    o->cslot = f->count_ref >= 0 ? slot[f->count_ref] : 0;
+    o->lslot = o->op == OP_GEN && f->len_ref >= 0 ? slot[f->len_ref] : 0;
+    o->f = f;
+    if (OP_IS_MAP(o->op)) {
+      o->mc = mc + (size_t)mci * PMC_N; /* shared by both pointer sizes */
+      mci++;
+    }
+    if (op == OP_SARR) {
+      sarr = (uint32_t)(o - ops);
+      o->eout = 3; /* '{', '}', ',' */
+    } else if (inner[i]) {
+      ops[sarr].eb += OP_BYTES[op];
+      ops[sarr].eout += (uint32_t)kl[i] + 24u;
+      if (i == sarr_end(e, ops[sarr].f)) { /* the last member: close the element */
+        struct pop *z = &ops[no++];
+        z->op = OP_SEND;
+        z->gb = (uint16_t)(no - 1 - (sarr + 1)); /* back to the first member op */
+        ops[sarr].gb = (uint16_t)(no - 1 - sarr);
+        uint64_t pb = 32 + ((uint64_t)ops[sarr].eout + 88u * ops[sarr].f->members) / ops[sarr].eb + 1;
+        if (pb > pl->perbyte) pl->perbyte = pb;
+        prev_fixed = 0;
+      }
+    }
+  }
+  ops[no].op = OP_END;
+  if (ops[0].op == OP_CHK) { /* (var 0: 8-byte pointers, [1]) */
+    pl->opoff[!var] += (uint32_t)sizeof(struct pop);
+    pl->gb0[!var] = ops[0].gb;
+  }
+  /* two hex fields in a row (the second op only lends its key); two UINT32 arrays of the
+   * same count in a row (the same) */
+  for (uint32_t k = 0; k + 1 < no; k++) {
+    struct pop *a = &ops[k], *b = &ops[k + 1];
+    if (a->op == OP_AU32 && b->op == OP_AU32 && a->cslot && a->cslot == b->cslot) {
+      a->op = OP_AU32P;
+      k++;
+      continue;
+    }
+    if ((a->op == OP_X32 || a->op == OP_X64) && (b->op == OP_X32 || b->op == OP_X64) && !a->slot && !b->slot) {
+      a->op = a->op == OP_X32 ? (b->op == OP_X32 ? OP_XX44 : OP_XX48) : (b->op == OP_X32 ? OP_XX84 : OP_XX88);
+      k++;
+    }
+  }
+  /* rooms, from the end: each op's room is the bound of what the ops after it write
+   * besides PL_OBYTE bytes per payload byte (their keys and 48 bytes each: fixed-size
+   * values ≤ 24, a map's cached text ≤ PMC_MAX, an array's or a string's closing text)
+   * and 64 bytes for the SIMD stores past the end; the runner reserves that and
+   * PL_OBYTE × the payload left once at its entry and again after each op that wrote
+   * through the writer (map texts not cached yet, OP_GEN, struct arrays) */
+  uint32_t room = 64;
+  for (uint32_t k = no; k-- > 0;) {
+    struct pop *o = &ops[k];
+    o->room = room;
+    if (o->op == OP_KEY) room += o->klen;
+    else if (o->op != OP_CHK && o->op != OP_SEND && o->op != OP_END) room += o->klen + 48u;
+  }
+  pl->room0 = room;
+}
+
+/* Build @e's plan (fields' keys built, e->nf in 1..DEC_MAX_FIELDS); 0 = attached. */
+__attribute__((noinline)) static int plan_build(struct dec_event *e) {
+  uint32_t nf = e->nf;
+  if (!nf || nf > DEC_MAX_FIELDS) return -1;
+  dec_plan_tables();
+  struct pbuild b = {.e = e, .nf = nf};
+  b.slot = calloc(nf, 1);
+  b.kt = calloc(nf, sizeof *b.kt);
+  b.kl = calloc(nf, sizeof *b.kl);
+  b.inner = calloc(nf, 1);
+  unsigned nmc = 0;
+  size_t ktotal = 0;
+  int ok = b.slot && b.kt && b.kl && b.inner && plan_check(&b, &nmc) && plan_keys(&b, &ktotal);
   int rc = -1;
   if (ok) {
     size_t ka = plan_key_area(e->f[0].key_len);
@@ -156,125 +294,35 @@ __attribute__((noinline)) static int plan_build(struct dec_event *e) {
     if (blk) {
       memcpy(blk, e->f[0].key, e->f[0].key_len);
       struct plan *pl = (struct plan *)(void *)(blk + ka);
-      struct pmc *mc = (struct pmc *)(void *)(blk + ka + psz);
+      b.mc = (struct pmc *)(void *)(blk + ka + psz);
       char *kp = blk + ka + psz + msz;
-      const char *kpos[DEC_MAX_FIELDS];
       for (uint32_t i = 0; i < nf; i++) {
-        memcpy(kp, kt[i], kl[i]);
-        kpos[i] = kp;
-        kp += ((kl[i] + 31) & ~(size_t)31) + 32;
+        memcpy(kp, b.kt[i], b.kl[i]);
+        b.kpos[i] = kp;
+        kp += ((b.kl[i] + 31) & ~(size_t)31) + 32;
       }
       for (size_t m = 0; m < (size_t)nmc * PMC_N; m++) {
-        mc[m].len = UINT32_MAX;
-        mc[m].v = m % PMC_N ? 0 : 1; /* (pmc_hash: 0 → 0, 1 → 2) */
+        b.mc[m].len = UINT32_MAX;
+        b.mc[m].v = m % PMC_N ? 0 : 1; /* (pmc_hash: 0 → 0, 1 → 2) */
       }
       pl->off4 = 3 * nf + 1;
       pl->opoff[0] = pl->off4 * (uint32_t)sizeof(struct pop);
       pl->opoff[1] = 0;
       pl->perbyte = 32;
       pl->slack = 8192 + (size_t)nf * 1300;
-      for (uint32_t i = 0; i < nf; i++) pl->slack += kl[i];
-      for (int var = 0; var < 2; var++) {
-        int ps = var ? 4 : 8;
-        struct pop *ops = pl->ops + (var ? pl->off4 : 0);
-        uint32_t no = 0;
-        unsigned mci = 0;
-        int prev_fixed = 0;
-        uint32_t sarr = 0; /* the open OP_SARR (while emitting its members) */
-        for (uint32_t i = 0; i < nf; i++) {
-          const struct dec_field *f = &e->f[i];
-          uint8_t op = f->in == 24 ? OP_SARR : plan_op(f, ps);
-          if (!inner[i] && OP_IS_FIXED(op) && !prev_fixed) {
-            uint32_t gb = 0;
-            for (uint32_t j = i; j < nf && e->f[j].in != 24 && OP_IS_FIXED(plan_op(&e->f[j], ps)); j++)
-              gb += OP_BYTES[plan_op(&e->f[j], ps)];
-            ops[no].op = OP_CHK;
-            ops[no].gb = (uint16_t)gb;
-            no++;
-          }
-          if (!inner[i]) prev_fixed = OP_IS_FIXED(op);
-          struct pop *o = &ops[no++];
-          if (kl[i] > 32) { /* the key (with the value's opening text) by itself */
-            o->op = OP_KEY;
-            o->klen = (uint16_t)kl[i];
-            o->lkey = kpos[i];
-            o = &ops[no++];
-            o->klen = 0; /* an empty key (the op's key[] stays zero) */
-          } else {
-            o->klen = (uint16_t)kl[i];
-            memcpy(o->key, kpos[i], kl[i]);
-          }
-          o->op = op;
-          o->slot = slot[i];
-          o->cslot = f->count_ref >= 0 ? slot[f->count_ref] : 0;
-          o->lslot = o->op == OP_GEN && f->len_ref >= 0 ? slot[f->len_ref] : 0;
-          o->f = f;
-          if (OP_IS_MAP(o->op)) {
-            o->mc = mc + (size_t)mci * PMC_N; /* shared by both pointer sizes */
-            mci++;
-          }
-          if (op == OP_SARR) {
-            sarr = (uint32_t)(o - ops);
-            o->eout = 3; /* '{', '}', ',' */
-          } else if (inner[i]) {
-            ops[sarr].eb += OP_BYTES[op];
-            ops[sarr].eout += (uint32_t)kl[i] + 24u;
-            if (i == sarr_end(e, ops[sarr].f)) { /* the last member: close the element */
-              struct pop *z = &ops[no++];
-              z->op = OP_SEND;
-              z->gb = (uint16_t)(no - 1 - (sarr + 1)); /* back to the first member op */
-              ops[sarr].gb = (uint16_t)(no - 1 - sarr);
-              uint64_t pb = 32 + ((uint64_t)ops[sarr].eout + 88u * ops[sarr].f->members) / ops[sarr].eb + 1;
-              if (pb > pl->perbyte) pl->perbyte = pb;
-              prev_fixed = 0;
-            }
-          }
-        }
-        ops[no].op = OP_END;
-        if (ops[0].op == OP_CHK) { /* (var 0: 8-byte pointers, [1]) */
-          pl->opoff[!var] += (uint32_t)sizeof(struct pop);
-          pl->gb0[!var] = ops[0].gb;
-        }
-        /* two hex fields in a row (the second op only lends its key); two UINT32 arrays of the
-         * same count in a row (the same) */
-        for (uint32_t k = 0; k + 1 < no; k++) {
-          struct pop *a = &ops[k], *b = &ops[k + 1];
-          if (a->op == OP_AU32 && b->op == OP_AU32 && a->cslot && a->cslot == b->cslot) {
-            a->op = OP_AU32P;
-            k++;
-            continue;
-          }
-          if ((a->op == OP_X32 || a->op == OP_X64) && (b->op == OP_X32 || b->op == OP_X64) && !a->slot && !b->slot) {
-            a->op = a->op == OP_X32 ? (b->op == OP_X32 ? OP_XX44 : OP_XX48) : (b->op == OP_X32 ? OP_XX84 : OP_XX88);
-            k++;
-          }
-        }
-        /* rooms, from the end: each op's room is the bound of what the ops after it write
-         * besides PL_OBYTE bytes per payload byte (their keys and 48 bytes each: fixed-size
-         * values ≤ 24, a map's cached text ≤ PMC_MAX, an array's or a string's closing text)
-         * and 64 bytes for the SIMD stores past the end; the runner reserves that and
-         * PL_OBYTE × the payload left once at its entry and again after each op that wrote
-         * through the writer (map texts not cached yet, OP_GEN, struct arrays) */
-        uint32_t room = 64;
-        for (uint32_t k = no; k-- > 0;) {
-          struct pop *o = &ops[k];
-          o->room = room;
-          if (o->op == OP_KEY) room += o->klen;
-          else if (o->op != OP_CHK && o->op != OP_SEND && o->op != OP_END) room += o->klen + 48u;
-        }
-        pl->room0 = room;
-      }
+      for (uint32_t i = 0; i < nf; i++) pl->slack += b.kl[i];
+      for (int var = 0; var < 2; var++) plan_variant(&b, pl, var);
       free(e->f[0].key);
       e->f[0].key = blk;
       rc = 0;
     }
   }
-  if (kt)
-    for (uint32_t i = 0; i < nf; i++) free(kt[i]);
-  free(kt);
-  free(kl);
-  free(slot);
-  free(inner);
+  if (b.kt)
+    for (uint32_t i = 0; i < nf; i++) free(b.kt[i]);
+  free(b.kt);
+  free(b.kl);
+  free(b.slot);
+  free(b.inner);
   return rc;
 }
 
