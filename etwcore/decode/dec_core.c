@@ -2,6 +2,7 @@
  * block, the Undecoded fallback (header + reason + base64 payload; nothing is dropped), and the
  * Unparsed member after EventData for payload bytes the applied schema did not consume.
  */
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -169,9 +170,31 @@ int dec_event_add(struct dec_provider *p, struct dec_event *e) {
   return 0;
 }
 
+/* the mode of new decoders and readers (etw_decode_set_default) */
+static _Atomic int decode_default;
+
+void etw_decode_set_default(enum etw_decode_mode m) {
+  atomic_store_explicit(&decode_default, m == ETW_DECODE_REFERENCE, memory_order_relaxed);
+}
+enum etw_decode_mode etw_decode_default(void) {
+  return atomic_load_explicit(&decode_default, memory_order_relaxed) ? ETW_DECODE_REFERENCE : ETW_DECODE_FAST;
+}
+int etw_decode_parse(const char *s, enum etw_decode_mode *m) {
+  if (s && !strcmp(s, "fast")) *m = ETW_DECODE_FAST;
+  else if (s && !strcmp(s, "reference")) *m = ETW_DECODE_REFERENCE;
+  else return -1;
+  return 0;
+}
+
+void etw_decoder_set_mode(struct etw_decoder *d, enum etw_decode_mode m) {
+  d->reference = m == ETW_DECODE_REFERENCE;
+  if (d->reference) dec_plans_free(d); /* (the dispatch finds no plan: every event on the general path) */
+}
+
 struct etw_decoder *etw_decoder_new(const char *manifest_dir) {
   struct etw_decoder *d = calloc(1, sizeof *d);
   if (!d) return NULL;
+  d->reference = etw_decode_default() == ETW_DECODE_REFERENCE;
   d->reg_gen = 1;
   dec_plans_init(d);
   d->eplan_mul = DEC_EPLAN_MUL;
@@ -735,12 +758,12 @@ __attribute__((noinline)) int dec_write_general(struct etw_decoder *d, const str
   uint32_t eslot = 0;
   int eplan = 0;
   if (r->kind == ETW_REC_EVENT && !cls && n.e && !n.tl && !is_es && !act && !rel && n.e->has_template &&
-      !(r->flags & ETW_EVH_STRING_ONLY) && !dec_mof_classic_guid(r->provider_id) && !d->sys_plain) {
+      !(r->flags & ETW_EVH_STRING_ONLY) && !dec_mof_classic_guid(r->provider_id) && !d->reference) {
     eslot = eplan_slot(d, r, d8);
     const struct dec_eplan *p0 = d->eplan[eslot], *p1 = d->eplan[eslot + 1];
     eplan = !(p0 && p0->e == n.e && eplan_hit(d, p0, r, d8)) && !(p1 && p1->e == n.e && eplan_hit(d, p1, r, d8));
   } else if (cls && !n.e && !is_ktc && !is_es && (r->kind == ETW_REC_CLASSIC || r->kind == ETW_REC_EVENT) && !r->n_ext &&
-             !act && !(r->flags & ETW_EVH_STRING_ONLY) && !d->sys_plain) {
+             !act && !(r->flags & ETW_EVH_STRING_ONLY) && !d->reference) {
     /* a classic record named by the built-in tables (no registry state): its type's plan */
     const char *t, *o;
     dec_mof_names(r, &t, &o);

@@ -229,9 +229,6 @@ static inline char *fx_hex(char *o, uint64_t v) {
   return fx_hex_tail(o + 3, v);
 }
 
-/* Test hook (dec_man.c): 0 = the walker only, 1 = compiled plans where a schema has one (the
- * default). Returns the previous setting. */
-int dec_plan_enable(int on);
 /* Test hook: how many times a plan gave the event back to the walker (process-wide count). */
 uint64_t dec_plan_bails(void);
 

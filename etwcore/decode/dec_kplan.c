@@ -108,7 +108,7 @@ static void kplan_ops(struct dec_kplan *pl, const struct etw_rec *r) {
 
 void dec_kplan_update(struct etw_decoder *d, uint32_t slot, uint64_t key, const struct etw_rec *r,
                       const struct etw_sys *s, uint64_t d8) {
-  if (!d->sysc || d->sys_plain || s->activity_id || s->related_activity_id) return;
+  if (!d->sysc || d->reference || s->activity_id || s->related_activity_id) return;
   struct dec_kplan *pl = d->kplan[slot] == &dec_kplan_none ? NULL : d->kplan[slot];
   uint32_t hv = ((uint32_t)r->hook_id << 8 | r->desc.version) + 1;
   if (pl && pl->hv == hv && pl->d8 == d8 && pl->kw == s->keywords && pl->prov == s->provider &&
@@ -163,7 +163,7 @@ static void ememo_reset(struct dec_eplan *pl, const struct dec_event *e, int cls
 
 void dec_eplan_update(struct etw_decoder *d, uint32_t slot, const struct etw_rec *r, const struct etw_sys *s,
                       uint64_t d8, struct dec_provider *p, struct dec_event *e, int cls) {
-  if (!d->sysc || d->sys_plain || s->activity_id || s->related_activity_id || !d->reg_gen) return;
+  if (!d->sysc || d->reference || s->activity_id || s->related_activity_id || !d->reg_gen) return;
   /* the way of set @slot (slots slot and slot + 1) whose text applies; else one to (re)build: an
    * empty or expired one, else the one built less recently */
   struct dec_eplan *pl = NULL;
@@ -448,9 +448,7 @@ __attribute__((noinline, cold)) static int eplan_fail(struct etw_decoder *d, con
 /* The EventData runner for a manifest plan's event (w->err 0: reserved): called directly when
  * plans are on (no dec_fields_write_c between). */
 TPL_INLINE struct dec_eres eplan_run(struct dec_ecall *c) {
-  int m = __atomic_load_n(&dec_pl_sel, __ATOMIC_RELAXED);
-  if (__builtin_expect(m == 0, 1)) return dec_plan_run(c);
-  return dec_fields_write_c(c);
+  return dec_plan_run(c); /* (fast mode: a decoder in reference mode has no plans) */
 }
 
 /* The runners' first op for record @r of manifest plan @pl (dec_ecall.op), or NULL (the runner's

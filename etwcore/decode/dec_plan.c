@@ -11,19 +11,7 @@
 
 #include "dec_man.h"
 
-
-static int plan_on = 1;
 uint64_t dec_plan_bail_count;
-/* the runner dec_fields_write_d calls: 0 = the plan runner, 2 = none (the walker: plans off);
- * from plan_on (pl_sel_set, after each change) */
-signed char dec_pl_sel;
-static void pl_sel_set(void);
-int dec_plan_enable(int on) {
-  int was = plan_on;
-  plan_on = on;
-  pl_sel_set();
-  return was;
-}
 uint64_t dec_plan_bails(void) { return __atomic_load_n(&dec_plan_bail_count, __ATOMIC_RELAXED); }
 
 
@@ -364,11 +352,12 @@ __attribute__((noinline)) void dec_compute_runs(struct dec_event *e) {
   }
 }
 
+/* reference mode (etw_decoder_set_mode; without a decoder, etw_decode_default) */
+static inline int reference(const struct etw_decoder *d) {
+  return d ? d->reference : etw_decode_default() == ETW_DECODE_REFERENCE;
+}
 
-static void pl_sel_set(void) { __atomic_store_n(&dec_pl_sel, (signed char)(!plan_on ? 2 : 0), __ATOMIC_RELAXED); }
-
-
-/* plans off (test hook): the walker */
+/* the walker (reference mode, and the cases the runner would hand to it anyway) */
 __attribute__((noinline)) static long plans_off(struct etw_decoder *d, struct etw_jw *w, const struct dec_event *e,
                                                 const unsigned char *p, size_t n, int ptr_size, const char **why) {
   if (!e->runs) dec_compute_runs((struct dec_event *)e);
@@ -377,12 +366,10 @@ __attribute__((noinline)) static long plans_off(struct etw_decoder *d, struct et
 
 long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct dec_event *e,
                         const unsigned char *p, size_t n, int ptr_size, const char **why) {
-  int m = __atomic_load_n(&dec_pl_sel, __ATOMIC_RELAXED);
-  if (__builtin_expect(m == 2 || w->err || n >= ((size_t)1 << 24), 0)) /* (the runners' walker cases) */
+  if (__builtin_expect(w->err || n >= ((size_t)1 << 24) || reference(d), 0)) /* (the runner's walker cases) */
     return plans_off(d, w, e, p, n, ptr_size, why);
   struct dec_ecall c = {.d = d, .w = w, .e = e, .p = p, .mark = w->len, .n = (uint32_t)n, .why = *why, .ptr_size = ptr_size};
-  struct dec_eres x;
-    x = dec_plan_run(&c);
+  struct dec_eres x = dec_plan_run(&c);
   if (x.o) w->len = (size_t)(x.o - w->buf);
   *why = c.why;
   return x.rc;
@@ -407,8 +394,7 @@ uint32_t dec_plan_hand(const struct dec_event *e, struct dec_ehand *h) {
 }
 
 struct dec_eres dec_fields_write_c(struct dec_ecall *c) {
-  int m = __atomic_load_n(&dec_pl_sel, __ATOMIC_RELAXED);
-  if (__builtin_expect(m == 0 && !c->w->err, 1)) return dec_plan_run(c);
+  if (__builtin_expect(!c->w->err && !reference(c->d), 1)) return dec_plan_run(c);
   return dec_eres_rc(plans_off(c->d, c->w, c->e, c->p, c->n, c->ptr_size, &c->why));
 }
 

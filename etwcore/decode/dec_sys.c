@@ -62,6 +62,10 @@ void dec_plans_init(struct etw_decoder *d) {
 void dec_sys_free(struct etw_decoder *d) {
   free(d->sysc);
   d->sysc = NULL;
+  dec_plans_free(d);
+}
+
+void dec_plans_free(struct etw_decoder *d) {
   for (size_t i = 0; i < sizeof d->kplan / sizeof d->kplan[0]; i++) {
     if (d->kplan[i] != &dec_kplan_none) free(d->kplan[i]);
     d->kplan[i] = &dec_kplan_none;
@@ -284,15 +288,15 @@ int dec_sys_emit_hint(struct etw_decoder *d, struct etw_jw *w, void *hint, uint6
                       int cpu) {
   struct dec_sysc *sc = d->sysc;
   struct sysc *c = (struct sysc *)hint;
-  if (!sc || d->sys_plain) return 0;
+  if (!sc || d->reference) return 0;
   sc->victim[c->set] = (unsigned char)(c == &sc->e[2 * c->set]); /* the other way goes next */
   return emit(sc, c, w, ft, pid, tid, cpu) == 0;
 }
 
 void dec_write_system(struct etw_decoder *d, struct etw_jw *w, const struct etw_sys *s, void **hint,
                       const void *tag, uint64_t d8) {
-  if (!d->sysc && (d->sysc = calloc(1, sizeof *d->sysc))) d->sysc->day = -1;
-  if (s->activity_id || s->related_activity_id || !s->filetime || !d->sysc || d->sys_plain) {
+  if (!d->reference && !d->sysc && (d->sysc = calloc(1, sizeof *d->sysc))) d->sysc->day = -1;
+  if (s->activity_id || s->related_activity_id || !s->filetime || !d->sysc || d->reference) {
     etw_event_write_system(w, s);
     return;
   }

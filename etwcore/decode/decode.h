@@ -532,7 +532,8 @@ struct etw_decoder {
   uint32_t kn_gen; /* bumped to invalidate every kn entry (no 40 KB memset per EventInfo event) */
   struct dec_cname cn[DEC_CNAME_N];
   struct dec_sysc *sysc; /* System block cache (dec_sys.c) */
-  int sys_plain;         /* 1 = always use etw_event_write_system (tests) */
+  int reference;         /* ETW_DECODE_REFERENCE: no plans, memos or System block cache: the
+                            walkers and etw_event_write_system only (etw_decoder_set_mode) */
   char *manifest_dir;
   int manifests_scanned;
   struct dec_lazy *lazy; /* manifests indexed, loaded per provider on first use (dec_man.c) */
@@ -596,9 +597,7 @@ static inline struct dec_eres dec_eres_rc(long rc) {
 /** dec_fields_write_c - dec_fields_write_d(c->d, c->w, c->e, c->p, c->n, c->ptr_size, &c->why) when
  * c->mark == c->w->len (the block is not changed), with the end of the text (above). */
 struct dec_eres dec_fields_write_c(struct dec_ecall *c);
-/* dec_fields_write_c's runner choice (0 the plan runner, 2 plans off) and the runner, for callers
- * that call it themselves (with w->err 0). */
-extern signed char dec_pl_sel;
+/* the plan runner, for callers that call it themselves (with w->err 0; fast mode) */
 struct dec_eres dec_plan_run(struct dec_ecall *c);
 /** dec_plan_hand - @e's plan (built now when it is not yet) as hand-overs @h (4- and 8-byte
  * pointers; the other sizes never); returns the room a caller must have in the buffer past the
@@ -628,6 +627,8 @@ struct dec_sys_hint {
 int dec_sys_emit_hint(struct etw_decoder *d, struct etw_jw *w, void *hint, uint64_t ft, int64_t pid, int64_t tid,
                       int cpu);
 void dec_sys_free(struct etw_decoder *d);
+/* free @d's kernel and manifest plans (the slots empty again) */
+void dec_plans_free(struct etw_decoder *d);
 /** dec_kplan_update - after the general path wrote kernel record @r (kn slot @slot, key @key,
  * System fields @s, no activity IDs): make the slot's plan valid for it (revalidated when its
  * text still applies, else rebuilt; none after DEC_KPLAN_BUILDS builds in the slot). */

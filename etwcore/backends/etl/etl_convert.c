@@ -1,6 +1,7 @@
 /* etl_convert.c — `etwd convert`: tracerpt for any OS.
  *
- *   etwd convert FILE... [--format ndjson|csv] [-o OUT] [--manifests DIR] [--quiet]
+ *   etwd convert FILE... [--format ndjson|csv] [-o OUT] [--manifests DIR] [--decode fast|reference]
+ *                [--quiet]
  *
  * Reads one or more .etl files, merges them into one time-ordered stream, decodes every event
  * and writes ndjson (one full event object `{"seq":N,"System":…}` per line) or CSV (header
@@ -19,11 +20,14 @@
 size_t etw_convert_writer_max = (size_t)64 << 20;
 
 static void usage(FILE *f) {
-  fputs("usage: etwd convert FILE... [--format ndjson|csv] [-o OUT] [--manifests DIR] [--quiet]\n"
+  fputs("usage: etwd convert FILE... [--format ndjson|csv] [-o OUT] [--manifests DIR]\n"
+        "                    [--decode fast|reference] [--quiet]\n"
         "  Decodes Windows .etl files (several files are merged in time order).\n"
         "  --format    ndjson (default): one event object per line; csv: one row per event\n"
         "  -o OUT      write to OUT instead of standard output\n"
         "  --manifests DIR  provider manifests (*.man, *.xml) for manifest-based events\n"
+        "  --decode    fast (default): the reader's and decoder's fast paths (plans, memos);\n"
+        "              reference: the plain walkers only (same output, slower)\n"
         "  --quiet     no progress on stderr\n",
         f);
 }
@@ -79,60 +83,147 @@ static void csv_data(FILE *out, const char *s, size_t n) {
   fputs("}\"", out);
 }
 
-int etw_convert_main(int argc, char **argv) {
-  const char *fmt = "ndjson", *out_path = NULL, *mdir = NULL;
-  int quiet = 0;
-  const char **files = calloc((size_t)(argc > 0 ? argc : 1), sizeof *files);
-  int nf = 0;
-  if (!files) return 1;
-  for (int i = 1; i < argc; i++) {
+/* One CSV row: event @seq (record @rec, its text in @w, its reference @ref; @t: scratch). */
+static void csv_row(FILE *out, struct etw_jw *w, struct etw_jw *t, const struct etw_rec *rec,
+                    const struct etw_evref *ref, uint64_t seq) {
+  const char *j = etw_jw_cstr(w);
+  size_t sys = json_span(j + 9, w->len - 9); /* after "System": */
+  const char *data = j + 9 + sys;         /* ,"EventData":{…}} or ,"Undecoded":… */
+  const char *colon = strchr(data, ':');
+  size_t dl = colon ? w->len - (size_t)(colon + 1 - j) - 1 : 0;
+  t->len = 0;
+  etw_jw_filetime(t, rec->filetime);
+  const char *ts = etw_jw_cstr(t);
+  fprintf(out, "%llu,%.*s,", (unsigned long long)seq, (int)(t->len - 2), ts + 1);
+  csv_field(out, ref->provider, strlen(ref->provider));
+  fputc(',', out);
+  csv_field(out, ref->name ? ref->name : "", ref->name ? strlen(ref->name) : 0);
+  fprintf(out, ",%u,%u,%u,%u,%u,0x%016llx,", rec->desc.id, rec->desc.version, rec->desc.level,
+          rec->desc.task, rec->desc.opcode, (unsigned long long)rec->desc.keyword);
+  if (rec->pid != 0xFFFFFFFFu) fprintf(out, "%u", rec->pid);
+  fputc(',', out);
+  if (rec->tid != 0xFFFFFFFFu) fprintf(out, "%u", rec->tid);
+  fprintf(out, ",%u,", rec->cpu);
+  if (colon) csv_data(out, colon + 1, dl);
+  fputc('\n', out);
+}
+
+/* etwd convert's options */
+struct copts {
+  const char *fmt, *out_path, *mdir;
+  int quiet, csv, nf;
+  const char **files; /* [nf] (argv's strings) */
+  enum etw_decode_mode mode;
+};
+
+/* Parse argv into @o (o->files allocated); -1 = go on, else the exit code (o->files freed). */
+static int parse_args(int argc, char **argv, struct copts *o) {
+  memset(o, 0, sizeof *o);
+  o->fmt = "ndjson";
+  o->mode = etw_decode_default();
+  o->files = calloc((size_t)(argc > 0 ? argc : 1), sizeof *o->files);
+  if (!o->files) return 1;
+  int rc = -1;
+  for (int i = 1; i < argc && rc < 0; i++) {
     const char *a = argv[i];
+    const char **val = NULL; /* an option with a value: where it goes */
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
       usage(stdout);
-      free(files);
-      return 0;
+      rc = 0;
     } else if (!strcmp(a, "--format") || !strcmp(a, "-f")) {
-      if (++i >= argc) goto missing;
-      fmt = argv[i];
+      val = &o->fmt;
     } else if (!strncmp(a, "--format=", 9)) {
-      fmt = a + 9;
+      o->fmt = a + 9;
     } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
-      if (++i >= argc) goto missing;
-      out_path = argv[i];
+      val = &o->out_path;
     } else if (!strcmp(a, "--manifests")) {
-      if (++i >= argc) goto missing;
-      mdir = argv[i];
+      val = &o->mdir;
     } else if (!strncmp(a, "--manifests=", 12)) {
-      mdir = a + 12;
+      o->mdir = a + 12;
+    } else if (!strcmp(a, "--decode") || !strncmp(a, "--decode=", 9)) {
+      const char *v = a[8] == '=' ? a + 9 : i + 1 < argc ? argv[++i] : NULL;
+      if (!v) {
+        fprintf(stderr, "etwd convert: option '%s' needs a value\n", a);
+        rc = 2;
+      } else if (etw_decode_parse(v, &o->mode)) {
+        fprintf(stderr, "etwd convert: unknown decode mode '%s' (fast or reference)\n", v);
+        rc = 2;
+      }
     } else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
-      quiet = 1;
+      o->quiet = 1;
     } else if (a[0] == '-' && a[1]) {
       fprintf(stderr, "etwd convert: unknown option '%s'\n", a);
       usage(stderr);
-      free(files);
-      return 2;
+      rc = 2;
     } else {
-      files[nf++] = a;
+      o->files[o->nf++] = a;
+    }
+    if (val) {
+      if (++i >= argc) {
+        fprintf(stderr, "etwd convert: option '%s' needs a value\n", a);
+        rc = 2;
+      } else {
+        *val = argv[i];
+      }
     }
   }
-  if (!nf) {
+  if (rc < 0 && !o->nf) {
     fprintf(stderr, "etwd convert: no input file\n");
     usage(stderr);
-    free(files);
-    return 2;
+    rc = 2;
   }
-  int csv = 0;
-  if (!strcmp(fmt, "csv")) csv = 1;
-  else if (strcmp(fmt, "ndjson")) {
-    fprintf(stderr, "etwd convert: unknown format '%s' (ndjson or csv)\n", fmt);
-    free(files);
-    return 2;
+  if (rc < 0 && !strcmp(o->fmt, "csv")) o->csv = 1;
+  else if (rc < 0 && strcmp(o->fmt, "ndjson")) {
+    fprintf(stderr, "etwd convert: unknown format '%s' (ndjson or csv)\n", o->fmt);
+    rc = 2;
   }
-  if (nf > ETW_ETL_MAX_FILES) {
+  if (rc < 0 && o->nf > ETW_ETL_MAX_FILES) {
     fprintf(stderr, "etwd convert: at most %d files\n", ETW_ETL_MAX_FILES);
-    free(files);
-    return 2;
+    rc = 2;
   }
+  if (rc >= 0) free(o->files);
+  return rc;
+}
+
+/* The end's messages on stderr: dropped events, damage (@k < 0: @st), and unless @quiet the
+ * events without a schema, too large, or with unparsed bytes. 1 = the exit status is 1. */
+static int convert_report(const struct etw_decoder *d, const struct etw_status *st, int k, int quiet,
+                          uint64_t seq, uint64_t dropped, uint64_t undecoded) {
+  int rc = 0;
+  if (dropped) {
+    fprintf(stderr,
+            "etwd convert: %llu events dropped: their text did not fit %llu bytes or found no memory "
+            "(the other events were written)\n",
+            (unsigned long long)dropped, (unsigned long long)etw_convert_writer_max);
+    rc = 1;
+  }
+  if (k < 0) {
+    fprintf(stderr, "etwd convert: %s (%llu events written before the damage)\n", st->msg,
+            (unsigned long long)(seq - dropped));
+    rc = 1;
+  } else if (!quiet && (undecoded || d->unparsed)) {
+    uint64_t big = d->too_large < undecoded ? d->too_large : undecoded;
+    fprintf(stderr, "etwd convert: %llu events", (unsigned long long)seq);
+    if (undecoded > big)
+      fprintf(stderr, ", %llu without a schema (written with \"Undecoded\")", (unsigned long long)(undecoded - big));
+    if (big)
+      fprintf(stderr, ", %llu too large for the writer's maximum (written with \"Undecoded\", \"event too large\")",
+              (unsigned long long)big);
+    if (d->unparsed)
+      fprintf(stderr, ", %llu with payload bytes after their schema's fields (written with \"Unparsed\")",
+              (unsigned long long)d->unparsed);
+    fputc('\n', stderr);
+  }
+  return rc;
+}
+
+int etw_convert_main(int argc, char **argv) {
+  struct copts opt;
+  int prc = parse_args(argc, argv, &opt);
+  if (prc >= 0) return prc;
+  const char *out_path = opt.out_path, *mdir = opt.mdir, **files = opt.files;
+  int quiet = opt.quiet, csv = opt.csv, nf = opt.nf;
+  etw_decode_set_default(opt.mode); /* (the reader's and the decoder's) */
   struct etw_etl_reader *r = etw_etl_reader_new();
   char *md_default = mdir ? NULL : etw_etl_manifest_dir();
   struct etw_decoder *d = etw_decoder_new(mdir ? mdir : md_default);
@@ -233,26 +324,7 @@ int etw_convert_main(int argc, char **argv) {
       if (!csv) {
         w.buf[w.len++] = '\n'; /* the writer keeps a byte past its length */
       } else {
-        const char *j = etw_jw_cstr(&w);
-        size_t sys = json_span(j + 9, w.len - 9); /* after "System": */
-        const char *data = j + 9 + sys;         /* ,"EventData":{…}} or ,"Undecoded":… */
-        const char *colon = strchr(data, ':');
-        size_t dl = colon ? w.len - (size_t)(colon + 1 - j) - 1 : 0;
-        t.len = 0;
-        etw_jw_filetime(&t, rec->filetime);
-        const char *ts = etw_jw_cstr(&t);
-        fprintf(out, "%llu,%.*s,", (unsigned long long)seq, (int)(t.len - 2), ts + 1);
-        csv_field(out, ref.provider, strlen(ref.provider));
-        fputc(',', out);
-        csv_field(out, ref.name ? ref.name : "", ref.name ? strlen(ref.name) : 0);
-        fprintf(out, ",%u,%u,%u,%u,%u,0x%016llx,", rec->desc.id, rec->desc.version, rec->desc.level,
-                rec->desc.task, rec->desc.opcode, (unsigned long long)rec->desc.keyword);
-        if (rec->pid != 0xFFFFFFFFu) fprintf(out, "%u", rec->pid);
-        fputc(',', out);
-        if (rec->tid != 0xFFFFFFFFu) fprintf(out, "%u", rec->tid);
-        fprintf(out, ",%u,", rec->cpu);
-        if (colon) csv_data(out, colon + 1, dl);
-        fputc('\n', out);
+        csv_row(out, &w, &t, rec, &ref, seq);
       }
       if (progress && (seq & 4095) == 0 && time(NULL) != last) {
         last = time(NULL);
@@ -270,37 +342,10 @@ int etw_convert_main(int argc, char **argv) {
     fprintf(stderr, "etwd convert: write error\n");
     rc = 1;
   }
-  if (dropped) {
-    fprintf(stderr,
-            "etwd convert: %llu events dropped: their text did not fit %llu bytes or found no memory "
-            "(the other events were written)\n",
-            (unsigned long long)dropped, (unsigned long long)etw_convert_writer_max);
-    rc = 1;
-  }
-  if (k < 0) {
-    fprintf(stderr, "etwd convert: %s (%llu events written before the damage)\n", st.msg,
-            (unsigned long long)(seq - dropped));
-    rc = 1;
-  } else if (!quiet && (undecoded || d->unparsed)) {
-    uint64_t big = d->too_large < undecoded ? d->too_large : undecoded;
-    fprintf(stderr, "etwd convert: %llu events", (unsigned long long)seq);
-    if (undecoded > big)
-      fprintf(stderr, ", %llu without a schema (written with \"Undecoded\")", (unsigned long long)(undecoded - big));
-    if (big)
-      fprintf(stderr, ", %llu too large for the writer's maximum (written with \"Undecoded\", \"event too large\")",
-              (unsigned long long)big);
-    if (d->unparsed)
-      fprintf(stderr, ", %llu with payload bytes after their schema's fields (written with \"Unparsed\")",
-              (unsigned long long)d->unparsed);
-    fputc('\n', stderr);
-  }
+  if (convert_report(d, &st, k, quiet, seq, dropped, undecoded)) rc = 1;
 done:
   etw_etl_reader_free(r);
   etw_decoder_free(d);
   free(files);
   return rc;
-missing:
-  fprintf(stderr, "etwd convert: option '%s' needs a value\n", argv[argc - 1]);
-  free(files);
-  return 2;
 }

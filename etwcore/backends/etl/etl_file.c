@@ -22,10 +22,8 @@ static int etl_fseek(FILE *fp, uint64_t off, int whence) {
 }
 
 
-/* Test hooks (not static so that the unit tests can set them): records per batch (1 ..
- * ETL_BATCH), and every record through parse_generic (no PERFINFO / EVENT_HEADER fast path). */
+/* Test hook (not static so that the unit tests can set it): records per batch (1 .. ETL_BATCH). */
 unsigned etw_etl_batch_max = ETL_BATCH;
-int etw_etl_generic_only;
 
 void etl_set_damage(struct etw_etl_reader *r, uint32_t file, uint64_t off, const char *what) {
   if (r->err_set) return;
@@ -36,7 +34,12 @@ void etl_set_damage(struct etw_etl_reader *r, uint32_t file, uint64_t off, const
 
 struct etw_etl_reader *etw_etl_reader_new(void) {
   struct etw_etl_reader *r = calloc(1, sizeof *r);
+  if (r) etw_etl_reader_set_mode(r, etw_decode_default());
   return r;
+}
+
+void etw_etl_reader_set_mode(struct etw_etl_reader *r, enum etw_decode_mode m) {
+  r->generic = m == ETW_DECODE_REFERENCE;
 }
 
 void etw_etl_reader_free(struct etw_etl_reader *r) {

@@ -97,10 +97,8 @@ struct stream {
 #define ETL_BATCH 128
 _Static_assert(ETL_BATCH < 64 * 3, "stream.dirty: a bit per slot");
 
-/* Test hooks (not static so that the unit tests can set them): records per batch (1 ..
- * ETL_BATCH), and every record through parse_generic (no PERFINFO / EVENT_HEADER fast path). */
+/* Test hook (etl_file.c): records per batch (1 .. ETL_BATCH). */
 extern unsigned etw_etl_batch_max;
-extern int etw_etl_generic_only;
 
 struct lent { /* a sorted list entry: a stream's current record and its time */
   uint64_t key;
@@ -134,6 +132,7 @@ struct etw_etl_reader {
   uint32_t raw_cap;
   uint64_t done, total;
   uint64_t mem;              /* bytes of stream payload buffers */
+  int generic;               /* ETW_DECODE_REFERENCE: every record through parse_generic */
   int err_set;
   struct etw_status err;
 };

@@ -487,7 +487,7 @@ ETL_NOINLINE int fill(struct etw_etl_reader *r, struct stream *s) {
         for (uint32_t i = 0; i < ETL_BATCH; i++) s->slots[i].file_offset = s->buf_off;
       }
       /* (one loop per clock kind: the test is out of the loop) */
-      if (etw_etl_generic_only) {
+      if (r->generic) { /* reference mode: parse_generic for every record */
         int unit = s->ft_unit;
         while ((k = parse_one(s, rec, &a, pe, pe8, unit, ft_base, 1, &s->pm, 0)) == 1 && ++rec < end) {
         }
