@@ -457,7 +457,7 @@ static long write_manifest_event(struct etw_decoder *d, struct etw_jw *w, const 
 
 /* The payload bytes after what the schema consumed: `,"Unparsed":{"Offset":N,"Bytes":M,"Data":"…"}`
  * after EventData (kept out of line: the hot path pays one comparison). */
-__attribute__((noinline)) static void write_unparsed(struct etw_jw *w, const struct etw_rec *r, size_t used) {
+ETW_NOINLINE static void write_unparsed(struct etw_jw *w, const struct etw_rec *r, size_t used) {
   etw_jw_lit(w, ",\"Unparsed\":{\"Offset\":");
   etw_jw_u64(w, used);
   etw_jw_lit(w, ",\"Bytes\":");
@@ -528,7 +528,7 @@ static int write_ktc(struct etw_jw *w, const struct etw_rec *r) {
 int dec_finish(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
                const char *prov, const char *name, size_t mark, long rc, const char *why) {
   if (rc >= 0 && !w->err) {
-    if (__builtin_expect((size_t)rc < r->user_len, 0)) {
+    if (ETW_EXPECT((size_t)rc < r->user_len, 0)) {
       etw_jw_ch(w, '}');
       write_unparsed(w, r, (size_t)rc);
       etw_jw_ch(w, '}');
@@ -579,7 +579,7 @@ static inline int eplan_hit(const struct etw_decoder *d, const struct dec_eplan 
   memcpy(&a1, r->activity_id + 8, 8);
   if (((g0 ^ p0) | (g1 ^ p1) | (pl->d8 ^ d8) | (pl->kw ^ r->desc.keyword) | a0 | a1) || pl->gen != d->reg_gen)
     return 0;
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#if ETW_LE
   _Static_assert(offsetof(struct etw_rec, kind) == 0 && offsetof(struct etw_rec, flags) == 2,
                  "kind, ptr_size, flags: the record's first word");
   uint32_t k4; /* the kind and the string-only flag in one test */
@@ -603,7 +603,7 @@ static inline int eplan_hit(const struct etw_decoder *d, const struct dec_eplan 
 static inline uint64_t kernel_key(const struct etw_decoder *d, const struct etw_rec *r, uint32_t *kslot) {
   uint32_t key32 = (uint32_t)r->hook_id << 8 | r->kind;
   *kslot = (key32 * 2654435761u) >> 22;
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#if ETW_LE
   _Static_assert(offsetof(struct etw_decoder, kn_gen) == offsetof(struct etw_decoder, kn_zero) + 4 &&
                      offsetof(struct etw_decoder, kn_zero) % 8 == 0,
                  "kn_zero, kn_gen: one aligned word");
@@ -615,7 +615,7 @@ static inline uint64_t kernel_key(const struct etw_decoder *d, const struct etw_
 #endif
 }
 
-__attribute__((noinline)) int dec_kernel_general(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
+ETW_NOINLINE int dec_kernel_general(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
                                                  struct etw_evref *ref) {
   uint64_t d8;
   memcpy(&d8, &r->desc, 8);
@@ -625,7 +625,7 @@ __attribute__((noinline)) int dec_kernel_general(struct etw_decoder *d, const st
 }
 
 /* A record without a plan (or a manifest/classic one without a valid plan). */
-__attribute__((noinline)) static int other_general(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
+ETW_NOINLINE static int other_general(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
                                                    struct etw_evref *ref) {
   uint64_t d8;
   memcpy(&d8, &r->desc, 8);
@@ -634,7 +634,7 @@ __attribute__((noinline)) static int other_general(struct etw_decoder *d, const 
 
 /* Manifest events and classic records, every case but the first way's plan for a record without
  * extended data: both ways' full tests, else the general path. */
-__attribute__((noinline)) static int eplan_slow(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
+ETW_NOINLINE static int eplan_slow(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
                                                 struct etw_evref *ref) {
   uint64_t d8;
   memcpy(&d8, &r->desc, 8);
@@ -650,7 +650,7 @@ __attribute__((noinline)) static int eplan_slow(struct etw_decoder *d, const str
  * first way's plan for a record with no extended data items (n_ext 0): every test of
  * eplan_hit in one word (the others: eplan_slow); the registry generation's by the
  * provider name's (an expired plan's pnamep is dec_eplan_dead: dec_reg_bump, eplan_settle). */
-static inline __attribute__((always_inline)) int eplan_dispatch(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
+static inline ETW_ALWAYS_INLINE int eplan_dispatch(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
                                                     struct etw_evref *ref) {
   uint64_t d8;
   memcpy(&d8, &r->desc, 8); /* id, version, channel, level, opcode, task */
@@ -666,7 +666,7 @@ static inline __attribute__((always_inline)) int eplan_dispatch(struct etw_decod
   memcpy(&a1, r->activity_id + 8, 8);
   uint64_t m = (g0 ^ p0) | (g1 ^ p1) | (pl->d8 ^ d8) | (pl->kw ^ r->desc.keyword) | a0 | a1 |
                ((uintptr_t)*pl->pnamep ^ (uintptr_t)pl->pname);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#if ETW_LE
   /* the kind and the string-only flag in one test (a record with extended data takes eplan_slow's
    * full test: n_ext below) */
   uint32_t k4;
@@ -676,12 +676,12 @@ static inline __attribute__((always_inline)) int eplan_dispatch(struct etw_decod
   m |= (uint64_t)(pl->kind != r->kind || (r->flags & ETW_EVH_STRING_ONLY));
 #endif
   m |= r->n_ext;
-  if (__builtin_expect(m == 0, 1)) return pl->run(d, r, w, ref, pl, d8);
+  if (ETW_EXPECT(m == 0, 1)) return pl->run(d, r, w, ref, pl, d8);
   return eplan_slow(d, r, w, ref);
 }
 
 /* A kernel record whose plan does not apply, or a record of another kind (not manifest or classic). */
-__attribute__((noinline)) static int kernel_slow(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
+ETW_NOINLINE static int kernel_slow(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
                                                  struct etw_evref *ref) {
   if (r->kind <= ETW_REC_PERFINFO && !r->n_ext) return dec_kernel_general(d, r, w, ref);
   return other_general(d, r, w, ref);
@@ -722,7 +722,7 @@ static void eplan_settle(struct etw_decoder *d, uint32_t slot) {
 /* Every record without a valid plan: names resolved, the System block (cached per schema), the
  * EventData writer of the record's kind. @kkey (0 = not a kernel record without extended data):
  * the kernel type's name cache key in slot @kslot. */
-__attribute__((noinline)) int dec_write_general(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
+ETW_NOINLINE int dec_write_general(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
                                                 struct etw_evref *ref, uint64_t d8, uint32_t kslot, uint64_t kkey) {
   struct names n;
   int is_es = r->kind == ETW_REC_EVENT && r->desc.id == 0xFFFE && r->desc.opcode == 254;
@@ -805,7 +805,7 @@ __attribute__((noinline)) int dec_write_general(struct etw_decoder *d, const str
       eplan_settle(d, eslot);
     }
   }
-  if (__builtin_expect(w->err, 0)) {
+  if (ETW_EXPECT(w->err, 0)) {
     /* the System block did not fit the writer's maximum (or a plan's reservation failed before
      * this): no usable text. The error stays set, so the caller drops and counts the event
      * (etw_batch_commit) instead of committing an `Undecoded` fragment without its System block. */

@@ -16,7 +16,7 @@
 /* Every call in a function's body inlined where the callee's body is visible (gcc): the writers
  * whose value formatting (dec_put_u32 …) gcc may otherwise leave out of line as the file grows (a
  * call costs its arguments and spills, and gave the Sample writer a frame). */
-#if defined(__GNUC__) && !defined(__clang__)
+#if ETW_GNUC && !defined(__clang__)
 #define DEC_FLATTEN __attribute__((flatten))
 #else
 #define DEC_FLATTEN
@@ -226,7 +226,7 @@ void dec_eplan_update(struct etw_decoder *d, uint32_t slot, const struct etw_rec
 TPL_INLINE int finish_t(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
                         const char *prov, const char *name, size_t mark, long rc, const char *why) {
   /* (rc -1 is SIZE_MAX as a size: never a payload length) */
-  if (__builtin_expect((size_t)rc == r->user_len && !w->err, 1)) {
+  if (ETW_EXPECT((size_t)rc == r->user_len && !w->err, 1)) {
     etw_jw_raw(w, "}}", 2);
     d->decoded++; /* (the reference: tpl_emit's) */
     return 1;
@@ -238,7 +238,7 @@ TPL_INLINE int finish_t(struct etw_decoder *d, const struct etw_rec *r, struct e
  * ends at @mark): every fixed-size op when the payload holds them, then the variable last one;
  * else (no ops for r's pointer size, a short payload) dec_mof_write. Returns as
  * etw_decoder_write. */
-__attribute__((noinline)) DEC_FLATTEN static int kops_run(struct etw_decoder *d, struct etw_jw *w, const struct etw_rec *r,
+ETW_NOINLINE DEC_FLATTEN static int kops_run(struct etw_decoder *d, struct etw_jw *w, const struct etw_rec *r,
                                               struct etw_evref *ref, const struct dec_kops *kk, char *p) {
   /* (out of line, 6 arguments: its callers jump here; the names and head length from @kk, the
    * names read where they are used: not kept in the frame) */
@@ -250,7 +250,7 @@ __attribute__((noinline)) DEC_FLATTEN static int kops_run(struct etw_decoder *d,
     return finish_t(d, r, w, ref, kk->prov, kk->name, mark, rc, why);
   }
   const unsigned char *q = r->user_data;
-#if defined(__GNUC__)
+#if ETW_GNUC
   /* threaded: each op's code writes its value, then the next op's key (32 bytes copied, klen
    * kept) and jumps to the next op's code; the variable last op or DEC_KOP_END ends the run
    * (with its key written: taken back below when it is not there) */
@@ -374,13 +374,13 @@ typedef int (*eplan_slow_fn)(struct etw_decoder *, const struct etw_rec *, struc
 TPL_INLINE int kplan_fast(struct etw_decoder *d, struct etw_jw *w, struct dec_kplan *pl, const struct etw_rec *r,
                           struct etw_evref *ref, kplan_fn slow) {
   char *p;
-  if (__builtin_expect(tpl_fast(&pl->t, w, r, ref, pl->room, &p), 0)) return slow(d, r, w, ref, pl);
+  if (ETW_EXPECT(tpl_fast(&pl->t, w, r, ref, pl->room, &p), 0)) return slow(d, r, w, ref, pl);
   return kops_run(d, w, r, ref, &pl->k, p);
 }
 TPL_INLINE int eplan_cls_fast(struct etw_decoder *d, struct etw_jw *w, struct dec_eplan *pl, const struct etw_rec *r,
                               struct etw_evref *ref, eplan_slow_fn slow) {
   char *p;
-  if (__builtin_expect(tpl_fast(&pl->t, w, r, ref, pl->room, &p), 0)) return slow(d, r, w, ref, pl); /* (d8: the record's, rec_d8) */
+  if (ETW_EXPECT(tpl_fast(&pl->t, w, r, ref, pl->room, &p), 0)) return slow(d, r, w, ref, pl); /* (d8: the record's, rec_d8) */
   return kops_run(d, w, r, ref, &pl->k, p);
 }
 
@@ -404,7 +404,7 @@ TPL_INLINE int eplan_cls(struct etw_decoder *d, struct etw_jw *w, struct dec_epl
 /* The memo of plan @pl after a miss: the record's payload and the text written for it at @txt
  * (@tlen bytes, `}}` included) kept, when they fit; the memo skipped for a while when it hits
  * fewer than 1 in 4 of 64 or more lookups. */
-__attribute__((noinline)) static void ememo_keep(struct dec_eplan *pl, const struct etw_rec *r, const char *txt,
+ETW_NOINLINE static void ememo_keep(struct dec_eplan *pl, const struct etw_rec *r, const char *txt,
                                                  size_t tlen) {
   struct dec_ememo *m = pl->memo;
   if (!m) {
@@ -438,7 +438,7 @@ __attribute__((noinline)) static void ememo_keep(struct dec_eplan *pl, const str
 
 /* finish_t's other case for a manifest plan's event (out of line: its names and reason are not
  * loaded on the common path). */
-__attribute__((noinline, cold)) static int eplan_fail(struct etw_decoder *d, const struct etw_rec *r,
+ETW_NOINLINE ETW_COLD static int eplan_fail(struct etw_decoder *d, const struct etw_rec *r,
                                                       struct etw_jw *w, struct etw_evref *ref,
                                                       const struct dec_eplan *pl, size_t mark, long rc,
                                                       const char *const *why) {
@@ -473,7 +473,7 @@ struct eplan_frame {
 /* The rest of a manifest plan's event (frame @f) after its EventData when the plan did not write
  * it to the payload's end (@x.o NULL: the walker wrote it or gave up, or a shorter template; w->len
  * is the text's end): as finish_t, and the memo kept (@keep) when the event is written. */
-__attribute__((noinline)) static int eplan_end(struct eplan_frame *f, struct dec_eres x, int keep) {
+ETW_NOINLINE static int eplan_end(struct eplan_frame *f, struct dec_eres x, int keep) {
   struct etw_jw *w = f->c.w;
   const struct etw_rec *r = f->r;
   size_t mark = f->c.mark - (sizeof EVD - 1); /* (the end of the System block) */
@@ -491,7 +491,7 @@ __attribute__((noinline)) static int eplan_end(struct eplan_frame *f, struct dec
 TPL_INLINE int eplan_body(struct eplan_frame *f, const int keep) {
   f->pl->p->seen++; /* (before the call: pl still in a register; nothing the runner reads) */
   struct dec_eres x = eplan_run(&f->c);
-  if (__builtin_expect(x.o != NULL, 1)) { /* (the whole payload, w->err 0, room: dec_eres) */
+  if (ETW_EXPECT(x.o != NULL, 1)) { /* (the whole payload, w->err 0, room: dec_eres) */
     struct etw_jw *w = f->c.w;
     memcpy(x.o, "}}", 2);
     w->len = (size_t)(x.o + 2 - w->buf);
@@ -553,8 +553,8 @@ TPL_INLINE int eplan_event(struct etw_decoder *d, struct etw_jw *w, struct dec_e
   char *p;
   if (tpl_emit(d->sysc, &pl->t, w->buf + w->len, r, &p, ref)) return dec_write_general(d, r, w, ref, d8, 0, 0);
   w->len = (size_t)(p - w->buf);
-  if (__builtin_expect(pl->hroom == UINT32_MAX, 0)) pl->hroom = pl->room + pl->hfar; /* (< 2^17 + 2^20; ememo_reset) */
-  if (__builtin_expect(pl->memo_skip == 0, 0)) return memo(d, w, pl, r, ref, p); /* (a tail call) */
+  if (ETW_EXPECT(pl->hroom == UINT32_MAX, 0)) pl->hroom = pl->room + pl->hfar; /* (< 2^17 + 2^20; ememo_reset) */
+  if (ETW_EXPECT(pl->memo_skip == 0, 0)) return memo(d, w, pl, r, ref, p); /* (a tail call) */
   pl->memo_skip--; /* (UINT64_MAX, "always", never gets to 0) */
   struct eplan_frame f = {.c = {.d = d, .w = w, .e = pl->e, .p = r->user_data, .mark = (size_t)(p - w->buf),
                                 .n = r->user_len, .why = "unknown event", .ptr_size = r->ptr_size,
@@ -570,10 +570,10 @@ TPL_INLINE int eplan_fast(struct etw_decoder *d, struct etw_jw *w, struct dec_ep
                           struct etw_evref *ref, eplan_memo_fn memo, eplan_slow_fn slow) {
   char *p;
   /* (the reservation with the runners' room: pl->room ≥ the System block and head, tpl_build) */
-  if (__builtin_expect(tpl_fast(&pl->t, w, r, ref, pl->hroom, &p), 0))
+  if (ETW_EXPECT(tpl_fast(&pl->t, w, r, ref, pl->hroom, &p), 0))
     return slow(d, r, w, ref, pl); /* (d8: the record's, rec_d8) */
   w->len = (size_t)(p - w->buf);
-  if (__builtin_expect(pl->memo_skip == 0, 0)) return memo(d, w, pl, r, ref, p); /* (a tail call) */
+  if (ETW_EXPECT(pl->memo_skip == 0, 0)) return memo(d, w, pl, r, ref, p); /* (a tail call) */
   pl->memo_skip--; /* (UINT64_MAX, "always", never gets to 0) */
   struct eplan_frame f = {.c = {.d = d, .w = w, .e = pl->e, .p = r->user_data, .mark = (size_t)(p - w->buf),
                                 .n = r->user_len, .why = "unknown event", .ptr_size = r->ptr_size,
@@ -642,18 +642,18 @@ TPL_INLINE int kplan_chk4(struct etw_jw *w, struct dec_kplan *pl, const struct e
                           uint64_t room, uint64_t *gp) {
   struct dec_tpl *t = &pl->t;
   /* (one compare and branch each, no flags combined, the record's own first: fewer live values) */
-  if (__builtin_expect(r->user_len != need, 0)) return 1;
-  if (__builtin_expect(r->ptr_size != 8u, 0)) return 1;
-  if (__builtin_expect(r->cpu >= 10, 0)) return 1;
-  if (__builtin_expect(jw_err(w), 0)) return 1;
-  if (__builtin_expect(((uint64_t)r->pid << 32 | r->tid) != t->xkey, 0)) return 1;
+  if (ETW_EXPECT(r->user_len != need, 0)) return 1;
+  if (ETW_EXPECT(r->ptr_size != 8u, 0)) return 1;
+  if (ETW_EXPECT(r->cpu >= 10, 0)) return 1;
+  if (ETW_EXPECT(jw_err(w), 0)) return 1;
+  if (ETW_EXPECT(((uint64_t)r->pid << 32 | r->tid) != t->xkey, 0)) return 1;
   uint64_t g = r->filetime - t->fb; /* digits 4-7 when in the slot's block, not its first 100 ns (tpl_emit) */
   int gm = g - 1u >= 9999u; /* another block of the second: its digits 1-3 first */
-  if (__builtin_expect(gm && r->filetime - t->ft1 >= 9999999u, 0)) return 1;
+  if (ETW_EXPECT(gm && r->filetime - t->ft1 >= 9999999u, 0)) return 1;
   /* (room < 2^62: no wrap; the same test as w->cap - w->len <= room, one instruction less) */
-  if (__builtin_expect(w->len + room >= w->cap, 0)) return 1;
+  if (ETW_EXPECT(w->len + room >= w->cap, 0)) return 1;
   /* nothing fails from here */
-  if (__builtin_expect(gm, 0)) {
+  if (ETW_EXPECT(gm, 0)) {
     uint64_t ft = r->filetime;
     tpl_block(t, (unsigned)(ft - t->ft1) + 1u);
     g = ft - t->fb;
@@ -676,7 +676,7 @@ TPL_INLINE int kplan_end4(struct etw_jw *w, struct dec_kplan *pl, const struct e
     uint64_t q0, q1;
     memcpy(&q0, q, 8);
     memcpy(&q1, q + 8, 8);
-    if (__builtin_expect(((q0 ^ pl->memo_q[0]) | (q1 ^ pl->memo_q[1])) != 0, 0)) return miss(w, q, pl, p);
+    if (ETW_EXPECT(((q0 ^ pl->memo_q[0]) | (q1 ^ pl->memo_q[1])) != 0, 0)) return miss(w, q, pl, p);
     memo_copy(p, pl->memo);
     w->len = (size_t)(p + pl->memo_len - w->buf);
     return 1;
@@ -692,7 +692,7 @@ TPL_INLINE int kplan_fix4(struct etw_decoder *d, struct etw_jw *w, struct dec_kp
                           kplan_miss_fn miss) {
   const unsigned need = OP_SIZE(t0) + OP_SIZE(t1) + OP_SIZE(t2) + OP_SIZE(t3);
   uint64_t g;
-  if (__builtin_expect(kplan_chk4(w, pl, r, need, pl->room, &g), 0)) return kplan_gen_s(d, r, w, ref, pl);
+  if (ETW_EXPECT(kplan_chk4(w, pl, r, need, pl->room, &g), 0)) return kplan_gen_s(d, r, w, ref, pl);
   d->decoded++;
   char *p = w->buf + w->len;
   unsigned cpu = r->cpu;
@@ -703,31 +703,31 @@ TPL_INLINE int kplan_fix4(struct etw_decoder *d, struct etw_jw *w, struct dec_kp
 
 /* The writers the plans point at (the out-of-line entries, suffix _s, around the inline bodies
  * above). The Sample writer has every value's formatting inlined (DEC_FLATTEN). */
-__attribute__((noinline)) static int kplan_genslow_s(struct etw_decoder *d, const struct etw_rec *r,
+ETW_NOINLINE static int kplan_genslow_s(struct etw_decoder *d, const struct etw_rec *r,
                                                      struct etw_jw *w, struct etw_evref *ref,
                                                      struct dec_kplan *pl) {
   return kplan_gen(d, w, pl, r, ref);
 }
-__attribute__((noinline)) static int kplan_gen_s(struct etw_decoder *d, const struct etw_rec *r,
+ETW_NOINLINE static int kplan_gen_s(struct etw_decoder *d, const struct etw_rec *r,
                                                  struct etw_jw *w, struct etw_evref *ref,
                                                  struct dec_kplan *pl) {
   return kplan_fast(d, w, pl, r, ref, kplan_genslow_s);
 }
-__attribute__((noinline)) DEC_FLATTEN static int kplan_smiss_s(struct etw_jw *w, const unsigned char *q,
+ETW_NOINLINE DEC_FLATTEN static int kplan_smiss_s(struct etw_jw *w, const unsigned char *q,
                                                                struct dec_kplan *pl, char *p) {
   return kplan_smiss(w, pl, q, p);
 }
-__attribute__((noinline)) static int eplan_miss_s(struct etw_decoder *d, struct etw_jw *w,
+ETW_NOINLINE static int eplan_miss_s(struct etw_decoder *d, struct etw_jw *w,
                                                   struct dec_eplan *pl, const struct etw_rec *r,
                                                   struct etw_evref *ref, char *p) {
   return eplan_miss(d, w, pl, r, ref, p);
 }
-__attribute__((noinline)) static int eplan_memo_s(struct etw_decoder *d, struct etw_jw *w,
+ETW_NOINLINE static int eplan_memo_s(struct etw_decoder *d, struct etw_jw *w,
                                                   struct dec_eplan *pl, const struct etw_rec *r,
                                                   struct etw_evref *ref, char *p) {
   return eplan_memo(d, w, pl, r, ref, p, eplan_miss_s);
 }
-__attribute__((noinline)) static int eplan_slow_s(struct etw_decoder *d, const struct etw_rec *r,
+ETW_NOINLINE static int eplan_slow_s(struct etw_decoder *d, const struct etw_rec *r,
                                                   struct etw_jw *w, struct etw_evref *ref,
                                                   struct dec_eplan *pl) {
   return eplan_event(d, w, pl, r, ref, rec_d8(r), eplan_memo_s);
@@ -737,7 +737,7 @@ static int eplan_event_s(struct etw_decoder *d, const struct etw_rec *r, struct 
   (void)d8; /* (the record's: rec_d8) */
   return eplan_fast(d, w, pl, r, ref, eplan_memo_s, eplan_slow_s);
 }
-__attribute__((noinline)) static int eplan_clsslow_s(struct etw_decoder *d, const struct etw_rec *r,
+ETW_NOINLINE static int eplan_clsslow_s(struct etw_decoder *d, const struct etw_rec *r,
                                                      struct etw_jw *w, struct etw_evref *ref,
                                                      struct dec_eplan *pl) {
   return eplan_cls(d, w, pl, r, ref, rec_d8(r));

@@ -7,6 +7,7 @@
 #ifndef ETWCORE_DEC_MAN_H
 #define ETWCORE_DEC_MAN_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -183,6 +184,6 @@ void dec_plan_tables(void);
 extern const uint8_t dec_op_bytes[];
 #define OP_BYTES dec_op_bytes
 /* plans given up (tests; decoders in other threads count too) */
-extern uint64_t dec_plan_bail_count;
+extern _Atomic uint64_t dec_plan_bail_count;
 
 #endif

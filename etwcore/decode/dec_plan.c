@@ -11,8 +11,8 @@
 
 #include "dec_man.h"
 
-uint64_t dec_plan_bail_count;
-uint64_t dec_plan_bails(void) { return __atomic_load_n(&dec_plan_bail_count, __ATOMIC_RELAXED); }
+_Atomic uint64_t dec_plan_bail_count;
+uint64_t dec_plan_bails(void) { return atomic_load_explicit(&dec_plan_bail_count, memory_order_relaxed); }
 
 
 /* The op for field @f alone (pointer size @ps), 0 = none (no plan for this schema). */
@@ -259,7 +259,7 @@ static void plan_variant(struct pbuild *bd, struct plan *pl, int var) {
 }
 
 /* Build @e's plan (fields' keys built, e->nf in 1..DEC_MAX_FIELDS); 0 = attached. */
-__attribute__((noinline)) static int plan_build(struct dec_event *e) {
+ETW_NOINLINE static int plan_build(struct dec_event *e) {
   uint32_t nf = e->nf;
   if (!nf || nf > DEC_MAX_FIELDS) return -1;
   dec_plan_tables();
@@ -322,7 +322,7 @@ __attribute__((noinline)) static int plan_build(struct dec_event *e) {
 
 /* Runs of fixed-size scalar fields (plain/hex/signed integers, pointers) with short keys:
  * rendered one after the other after one room check when the payload holds them all. */
-__attribute__((noinline)) void dec_compute_runs(struct dec_event *e) {
+ETW_NOINLINE void dec_compute_runs(struct dec_event *e) {
   uint16_t n = 0, b4 = 0, b8 = 0;
   for (uint32_t i = e->nf; i-- > 0;) {
     struct dec_field *f = &e->f[i];
@@ -358,7 +358,7 @@ static inline int reference(const struct etw_decoder *d) {
 }
 
 /* the walker (reference mode, and the cases the runner would hand to it anyway) */
-__attribute__((noinline)) static long plans_off(struct etw_decoder *d, struct etw_jw *w, const struct dec_event *e,
+ETW_NOINLINE static long plans_off(struct etw_decoder *d, struct etw_jw *w, const struct dec_event *e,
                                                 const unsigned char *p, size_t n, int ptr_size, const char **why) {
   if (!e->runs) dec_compute_runs((struct dec_event *)e);
   return dec_walk_all(d, w, e, p, n, ptr_size, why);
@@ -366,7 +366,7 @@ __attribute__((noinline)) static long plans_off(struct etw_decoder *d, struct et
 
 long dec_fields_write_d(struct etw_decoder *d, struct etw_jw *w, const struct dec_event *e,
                         const unsigned char *p, size_t n, int ptr_size, const char **why) {
-  if (__builtin_expect(w->err || n >= ((size_t)1 << 24) || reference(d), 0)) /* (the runner's walker cases) */
+  if (ETW_EXPECT(w->err || n >= ((size_t)1 << 24) || reference(d), 0)) /* (the runner's walker cases) */
     return plans_off(d, w, e, p, n, ptr_size, why);
   struct dec_ecall c = {.d = d, .w = w, .e = e, .p = p, .mark = w->len, .n = (uint32_t)n, .why = *why, .ptr_size = ptr_size};
   struct dec_eres x = dec_plan_run(&c);
@@ -394,7 +394,7 @@ uint32_t dec_plan_hand(const struct dec_event *e, struct dec_ehand *h) {
 }
 
 struct dec_eres dec_fields_write_c(struct dec_ecall *c) {
-  if (__builtin_expect(!c->w->err && !reference(c->d), 1)) return dec_plan_run(c);
+  if (ETW_EXPECT(!c->w->err && !reference(c->d), 1)) return dec_plan_run(c);
   return dec_eres_rc(plans_off(c->d, c->w, c->e, c->p, c->n, c->ptr_size, &c->why));
 }
 

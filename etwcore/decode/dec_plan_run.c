@@ -36,11 +36,13 @@ void dec_plan_tables(void) {
 #endif
 }
 
+#if ETW_GNUC
 /* the runners' sentinel event: fill the plan's code addresses (dec_plan_labels) */
 static struct dec_event pl_label_ev;
+#endif
 
 /* Dispatch: threaded (computed goto) where GNU C has it, a switch elsewhere. */
-#if defined(__GNUC__)
+#if ETW_GNUC
 #define PL_START goto *op->lab;
 #define PL_GO goto *op->lab
 #define PL_CASE(x) l_##x:
@@ -63,11 +65,11 @@ static struct dec_event pl_label_ev;
 #endif
 
 /* d_rd64, inlined for sure (gcc stopped inlining it in the pointer-array loop) */
-#if defined(__GNUC__)
+#if ETW_GNUC
 __attribute__((always_inline))
 #endif
 static inline uint64_t pl_rd64(const unsigned char *p) {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#if ETW_LE
   uint64_t v;
   memcpy(&v, p, 8);
   return v;
@@ -78,13 +80,13 @@ static inline uint64_t pl_rd64(const unsigned char *p) {
 
 
 
-#if defined(__SSE2__)
+#if ETW_SSE2
 /* vector constants as memory operands */
 #define PLK_R8(c) c, c, c, c, c, c, c, c
 #define PLK_R32(c) {PLK_R8(c), PLK_R8(c), PLK_R8(c), PLK_R8(c)}
 /* (0x0F and the hex digits: not const, so that gcc takes them from memory where used instead of
  * building them at the runner's entry for every event) */
-#if defined(__GNUC__) && !defined(_WIN32)
+#if ETW_GNUC && !defined(_WIN32)
 __attribute__((visibility("hidden")))
 #endif
 _Alignas(32) unsigned char dec_plk_0f[32] = PLK_R32(0x0F);
@@ -93,7 +95,7 @@ _Alignas(32) static const unsigned char PLK_09[32] = PLK_R32(9);
 _Alignas(32) static const unsigned char PLK_27[32] = PLK_R32('a' - '0' - 10);
 _Alignas(32) static const unsigned char PLK_30[32] = PLK_R32('0');
 /* the string blocks' constants: 0x60, -33, '"', '\\' (32 bytes each) */
-#if defined(__GNUC__) && !defined(_WIN32)
+#if ETW_GNUC && !defined(_WIN32)
 __attribute__((visibility("hidden")))
 #endif
 _Alignas(32) unsigned char dec_plk_str[128] = {PLK_R8(0x60), PLK_R8(0x60), PLK_R8(0x60), PLK_R8(0x60),
@@ -112,7 +114,7 @@ _Alignas(32) unsigned char dec_plk_str[128] = {PLK_R8(0x60), PLK_R8(0x60), PLK_R
 #define PLK(k) _mm_load_si128((const __m128i *)(const void *)(k))
 #endif
 
-#if defined(__SSE2__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#if ETW_SSE2 && ETW_LE
 /* the 16 hex digit values (0–15, one a byte) of the two 8-byte lanes of @x, most significant
  * first: lane 0's in *d0, lane 1's in *d1 */
 #define HEX_NIBBLES(x, d0, d1)                                                                     \
@@ -129,9 +131,9 @@ static inline __m128i hex_ascii_sse2(__m128i n) {
 /* @z: the leading zero digits (0–15) of v; returns v with its significant digits first,
  * byte-swapped */
 static inline uint64_t hex_lead(uint64_t v, unsigned *z) {
-  unsigned lz = (unsigned)__builtin_clzll(v | 1) >> 2;
+  unsigned lz = (unsigned)etw_clz64(v | 1) >> 2;
   *z = lz;
-  return __builtin_bswap64(v << (lz * 4));
+  return etw_bswap64(v << (lz * 4));
 }
 #define HEX_ARR_BODY(RD, WD, ASCII)                                                                \
   for (const unsigned char *qp = q + (size_t)(qe - q) / (2 * (WD)) * (2 * (WD)); q < qp; q += 2 * (WD)) \
@@ -181,14 +183,16 @@ static inline char *hex_arr32(char *o, const unsigned char *q, const unsigned ch
 
 /* an array element ≥ 10,000 (not −96…−1): out of line, so that the element loops keep no
  * constants of its digit code in registers */
-__attribute__((noinline)) static char *fx_put_u32c_big(char *o, uint32_t v) { return fx_put_u32c(o, v); }
+#if FX_T3_OK
+ETW_NOINLINE static char *fx_put_u32c_big(char *o, uint32_t v) { return fx_put_u32c(o, v); }
+#endif
 /* an array element with its comma (fx_put_u32c), the values below 10,000 and −96…−1 inline */
-#if defined(__GNUC__)
+#if ETW_GNUC
 __attribute__((always_inline))
 #endif
 static inline char *fx_put_u32e(char *o, uint32_t v) {
 #if FX_T3_OK
-  if (__builtin_expect(v < 10000, 1)) { /* 8 bytes stored (PL_TL4, filled by plan_build) */
+  if (ETW_EXPECT(v < 10000, 1)) { /* 8 bytes stored (PL_TL4, filled by plan_build) */
     memcpy(o, &PL_TL4.t[v], 8);
     return o + PL_TL4.l[v];
   }
@@ -213,7 +217,7 @@ static inline char *fx_put_u32e(char *o, uint32_t v) {
 /* Each op's code address in the runner: called once with the sentinel event (no payload; p: the
  * plan). Without labels as values: nothing. */
 void dec_plan_labels(struct plan *pl) {
-#if defined(__GNUC__)
+#if ETW_GNUC
   struct dec_ecall c = {.e = &pl_label_ev, .p = (const unsigned char *)pl, .ptr_size = 8};
   dec_plan_run(&c);
 #else
@@ -281,20 +285,16 @@ void dec_plan_labels(struct plan *pl) {
     v = (X);                                                                                       \
     goto map_miss;                                                                                 \
   } while (0)
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push /* (srem) */
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
 /* The plan of @e when it has one (and the writer is far from its maximum), else the walker. The
  * plan gives up with `goto bail`: the output is cut back and the walker renders the event. */
 /* (noinline: dec_plan_labels must take the code addresses of this one copy) */
-#if defined(__GNUC__)
-__attribute__((noinline))
+#if ETW_GNUC
+ETW_NOINLINE
 #endif
 struct dec_eres dec_plan_run(struct dec_ecall *ec) {
   /* (the arguments are read from @ec where they are used: gcc keeps no copies of them for the
    * rare paths, which it did of six register arguments) */
-#if defined(__GNUC__)
+#if ETW_GNUC
   static const void *const PL_L[] = {
       [OP_END] = &&l_end,   [OP_CHK] = &&l_OP_CHK,   [OP_KEY] = &&l_OP_KEY,   [OP_U8] = &&l_OP_U8,     [OP_U16] = &&l_OP_U16,
       [OP_U32] = &&l_OP_U32,   [OP_U64] = &&l_OP_U64,   [OP_I16] = &&l_OP_I16,   [OP_I32] = &&l_OP_I32,
@@ -307,10 +307,10 @@ struct dec_eres dec_plan_run(struct dec_ecall *ec) {
       [OP_XX88] = &&l_OP_XX88, [OP_AU32P] = &&l_OP_AU32P};
 #endif
   const struct pop *op = (const struct pop *)ec->op;
-  if (__builtin_expect(op != NULL, 1)) goto start; /* handed over (dec_ecall: tested by the caller) */
+  if (ETW_EXPECT(op != NULL, 1)) goto start; /* handed over (dec_ecall: tested by the caller) */
   int runs = ec->e->runs;
-  if (__builtin_expect(runs <= 1, 0)) {
-#if defined(__GNUC__)
+  if (ETW_EXPECT(runs <= 1, 0)) {
+#if ETW_GNUC
     if (ec->e == &pl_label_ev) { /* dec_plan_labels: each op's code address in this variant (ec->p: the plan) */
       struct plan *m = (struct plan *)(uintptr_t)ec->p;
       static const void *const PL_N[] = {[OP_U8] = &&n_OP_U8,   [OP_U16] = &&n_OP_U16, [OP_U32] = &&n_OP_U32,
@@ -331,31 +331,31 @@ struct dec_eres dec_plan_run(struct dec_ecall *ec) {
     }
     if (runs <= 1) return dec_eres_rc(dec_walk_all(ec->d, ec->w, ec->e, ec->p, ec->n, ec->ptr_size, &ec->why));
   }
-  if (__builtin_expect(((unsigned)ec->ptr_size - 4u) & ~4u, 0)) /* not 4 nor 8 (ec->w->err: 0, dec_ecall) */
+  if (ETW_EXPECT(((unsigned)ec->ptr_size - 4u) & ~4u, 0)) /* not 4 nor 8 (ec->w->err: 0, dec_ecall) */
     return dec_eres_rc(dec_walk_all(ec->d, ec->w, ec->e, ec->p, ec->n, ec->ptr_size, &ec->why));
   const struct plan *pl = (const struct plan *)(const void *)(ec->e->f[0].key + runs);
   /* the writer's maximum must be at least slack + (ec->n + 1) × perbyte away (no overflow: ec->n < 2^32,
    * perbyte < 2^26, slack < 2^32: no test of ec->n needed); that much room in the buffer already
    * (the usual case) is enough for that and for the reservation below (8 ec->n + room0 ≤ it) */
   uint64_t far = ((uint64_t)ec->n + 1) * pl->perbyte + pl->slack;
-  if (__builtin_expect(ec->w->cap - ec->mark <= far, 0)) {
+  if (ETW_EXPECT(ec->w->cap - ec->mark <= far, 0)) {
     if (far > ec->w->max - ec->mark) return dec_eres_rc(dec_walk_all(ec->d, ec->w, ec->e, ec->p, ec->n, ec->ptr_size, &ec->why)); /* near the maximum */
     if (etw_jw_grow(ec->w, (size_t)far)) goto bail;
   }
   op = (const struct pop *)(const void *)((const char *)pl->ops + pl->opoff[(unsigned)ec->ptr_size >> 3]);
-  if (__builtin_expect(ec->n < pl->gb0[(unsigned)ec->ptr_size >> 3], 0)) op--; /* the payload ends in the first run: its OP_CHK */
+  if (ETW_EXPECT(ec->n < pl->gb0[(unsigned)ec->ptr_size >> 3], 0)) op--; /* the payload ends in the first run: its OP_CHK */
 start:;
   const unsigned char *q = ec->p, *pe = ec->p + ec->n;
   uint64_t sv[PLAN_SLOTS];
   uint64_t v;
-  long cnt, srem; /* (srem: set by OP_SARR before its OP_SEND) */
+  long cnt, srem = 0; /* (srem: set by OP_SARR before its OP_SEND) */
   char *o = ec->w->buf + ec->mark; /* room: ec->n × PL_OBYTE + room0 (see plan_build) ≤ far */
   PL_START {
-#if !defined(__GNUC__)
+#if !ETW_GNUC
     PL_CASE(OP_END) goto l_end; /* (threaded: OP_END's code address is l_end's) */
 #endif
     PL_CASE(OP_CHK) /* a fixed-size run: all of it in the payload, or nothing left (q ≤ pe) */
-    if (__builtin_expect((size_t)(pe - q) < op->gb, 0)) {
+    if (ETW_EXPECT((size_t)(pe - q) < op->gb, 0)) {
       if (q == pe) goto done;
       goto bail;
     }
@@ -376,7 +376,7 @@ start:;
     PL_CASE(OP_X16) PL_FIXK(uint64_t, d_rd16(q), 2, fx_hex_tail)
     PL_CASE(OP_X32) PL_FIXK(uint64_t, d_rd32(q), 4, fx_hex_tail)
     PL_CASE(OP_X64) PL_FIXK(uint64_t, pl_rd64(q), 8, fx_hex_tail)
-#if defined(__GNUC__)
+#if ETW_GNUC
     /* the same for values no count or length refers to (not kept) */
   n_OP_U8: PL_FIXN(uint32_t, q[0], 1, fx_put_u32)
   n_OP_U16: PL_FIXN(uint32_t, d_rd16(q), 2, fx_put_u32)
@@ -440,12 +440,12 @@ start:;
   }
     PL_CASE(OP_S16) {
       if (q >= pe) goto done;
-#if defined(__SSE2__)
+#if ETW_SSE2
       PLK_STR_BASE;
 #endif
       o = key_put(o, op);
       size_t avail, units, got = 0; /* room: reserved at the start */
-#if defined(__SSE2__)
+#if ETW_SSE2
       avail = (size_t)(pe - q);
       units = avail / 2;
       /* plain ASCII 16 units at a time here (as jw.c's converter does), the rest there */
@@ -462,7 +462,7 @@ start:;
           got += 16;
           continue;
         }
-        unsigned good = (unsigned)__builtin_ctz(~m);
+        unsigned good = (unsigned)etw_ctz32(~m);
         o += good;
         got += good;
         if (!(q[2 * got] | q[2 * got + 1])) { /* the terminating NUL */
@@ -487,7 +487,7 @@ start:;
         _mm_storeu_si128((__m128i *)(void *)t, x);
         _mm_storeu_si128((__m128i *)(void *)(t + 16), x);
         memcpy(o, t + j, 16);
-        unsigned good = (unsigned)__builtin_ctz(~m); /* ≤ units - got */
+        unsigned good = (unsigned)etw_ctz32(~m); /* ≤ units - got */
         o += good;
         got += good;
         if (got == units) { /* no NUL before the payload's end: the rest */
@@ -637,7 +637,7 @@ start:;
       if (cnt < 0 || cnt > DEC_MAX_ARRAY || (uint64_t)cnt * op->eb > (uint64_t)(pe - q)) goto bail;
       o = key_put(o, op);
       uint64_t need = (uint64_t)cnt * op->eout + 2 + op->room + (uint64_t)(pe - q) * PL_OBYTE;
-      if (__builtin_expect((uint64_t)(ec->w->buf + ec->w->cap - o) <= need, 0)) {
+      if (ETW_EXPECT((uint64_t)(ec->w->buf + ec->w->cap - o) <= need, 0)) {
         ec->w->len = (size_t)(o - ec->w->buf);
         if (need > ec->w->max || etw_jw_grow(ec->w, (size_t)need)) goto bail;
         o = ec->w->buf + ec->w->len;
@@ -689,17 +689,14 @@ start:;
     }
   }
 l_end: /* the template's end: the payload's too, or a shorter template (the rest: "Unparsed") */
-  if (__builtin_expect(q != pe, 0)) {
+  if (ETW_EXPECT(q != pe, 0)) {
     ec->w->len = (size_t)(o - ec->w->buf);
     return dec_eres_rc((long)(q - ec->p));
   }
 done: /* (q = pe: every `goto done` has tested it) */
   return (struct dec_eres){o, (long)ec->n}; /* (ec->w->len: the caller's; ec->w->err is 0 here) */
 bail:
-  __atomic_fetch_add(&dec_plan_bail_count, 1, __ATOMIC_RELAXED);
+  atomic_fetch_add_explicit(&dec_plan_bail_count, 1, memory_order_relaxed);
   etw_jw_truncate(ec->w, ec->mark);
   return dec_eres_rc(dec_walk_all(ec->d, ec->w, ec->e, ec->p, ec->n, ec->ptr_size, &ec->why));
 }
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif

@@ -133,7 +133,7 @@ static inline char *put2(char *p, unsigned v) {
  * once in a 64-bit word (two 4-digit lanes, split into 2-digit then 1-digit lanes with multiply-
  * shift divisions, exact for these ranges), one 8-byte store; else one division per group. */
 static inline char *put_frac(char *p, unsigned frac) {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#if ETW_LE
   uint64_t hi = frac / 10000u, lo = frac - hi * 10000u;  /* the 8-digit text 0ddddddd: hi = 0ddd */
   uint64_t m = hi | lo << 32;                             /* lanes of 32 bits, each < 10000 */
   uint64_t t = (m * 10486u) >> 20 & 0x0000007F0000007Full; /* lane / 100 (exact below 43699) */
@@ -156,7 +156,7 @@ static inline char *put_frac(char *p, unsigned frac) {
 }
 
 /* The day's text changed: "YYYY-MM-DD" of @day from the shared writer; 0 = cached. */
-__attribute__((noinline)) static int new_day(struct dec_sysc *sc, int64_t day) {
+ETW_NOINLINE static int new_day(struct dec_sysc *sc, int64_t day) {
   const uint64_t DAY = 864000000000ULL;
   struct etw_jw t;
   etw_jw_init(&t, 64);
@@ -266,7 +266,7 @@ static inline int eq16(const unsigned char *a, const unsigned char *b) {
   return ((a0 ^ b0) | (a1 ^ b1)) == 0;
 }
 
-#if defined(__GNUC__)
+#if ETW_GNUC
 #define SYSC_INLINE static inline __attribute__((always_inline))
 #else
 #define SYSC_INLINE static inline
@@ -403,7 +403,7 @@ static void tpl_tail(struct dec_tpl *t) {
 }
 
 /* The (pid, tid) text of @key (pid << 32 | tid) into the template, and the tail after it. */
-__attribute__((noinline)) void dec_tpl_exec(struct dec_sysc *sc, struct dec_tpl *t, uint64_t key) {
+ETW_NOINLINE void dec_tpl_exec(struct dec_sysc *sc, struct dec_tpl *t, uint64_t key) {
   char *p = put_pidtid(sc, t->txt + t->tlen, (uint32_t)(key >> 32), (uint32_t)key); /* ≤ 47 bytes */
   t->xkey = key;
   t->rimg.pid = (uint32_t)(key >> 32);
@@ -417,7 +417,7 @@ __attribute__((noinline)) void dec_tpl_exec(struct dec_sysc *sc, struct dec_tpl 
  * turn FILETIME 0 into 1 as the general path does), or when dec_fill_ref's ts_ns is neither
  * linear in the FILETIME nor constant over the second (the one holding 1970 + INT64_MAX / 100
  * 100-ns units, in 2262). */
-__attribute__((noinline)) int dec_tpl_sec(struct dec_sysc *sc, struct dec_tpl *t, uint64_t ft, uint64_t sec) {
+ETW_NOINLINE int dec_tpl_sec(struct dec_sysc *sc, struct dec_tpl *t, uint64_t ft, uint64_t sec) {
   char b[48];
   if (!sec) return -1; /* 1601-01-01T00:00:00 (and FILETIME 0, written as 1): the general path */
   /* dec_fill_ref's ts_ns over the second [s0, s0 + 10^7): (ft - epoch) * 100 while that fits
@@ -455,7 +455,7 @@ void dec_tpl_names(struct dec_tpl *t, const char *prov, const char *name) {
 
 /* A processor number of two or more digits at @p's processor slot, then the rest of the template
  * (after the placeholder digit) moved behind it; the end. */
-__attribute__((noinline)) char *dec_tpl_cpu(const struct dec_tpl *t, char *p, unsigned cpu) {
+ETW_NOINLINE char *dec_tpl_cpu(const struct dec_tpl *t, char *p, unsigned cpu) {
   char *q = dec_put_u64(p + t->cpos, cpu);
   size_t k = (size_t)t->n - t->cpos - 1u;
   memcpy(q, t->txt + t->cpos + 1, k);

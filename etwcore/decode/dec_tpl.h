@@ -12,7 +12,7 @@
 
 #include "decode.h"
 
-#if defined(__SSE2__)
+#if ETW_SSE2
 #include <emmintrin.h>
 #endif
 
@@ -22,21 +22,21 @@
  * the chunk count (no loop; one `memcpy` of the ≈ 400 bytes takes glibc's loop path): 16-byte
  * SSE2 moves, else memcpy. The chunks are rounded up: up to 31 bytes more are read from the template (DEC_TPL_BYTES has the room) and written to
  * the output (the plans reserve for it). */
-#if defined(__GNUC__)
+#if ETW_GNUC
 #define TPL_INLINE static inline __attribute__((always_inline))
-#define DEC_UNREACHABLE() __builtin_unreachable()
+#define DEC_UNREACHABLE() ETW_UNREACHABLE()
 #else
 #define TPL_INLINE static inline
 #define DEC_UNREACHABLE() ((void)0)
 #endif
 
 /* @n bytes of template @t to @p, rounded up to whole 16-byte chunks. */
-#if defined(__SSE2__)
+#if ETW_SSE2
 #define C16(i) _mm_storeu_si128((__m128i *)(void *)(p + 16 * (i)), _mm_loadu_si128((const __m128i *)(const void *)(t + 16 * (i))))
 #endif
 TPL_INLINE void tpl_copy(char *p, const struct dec_tpl *tp) {
   const char *t = tp->txt;
-#if defined(__SSE2__)
+#if ETW_SSE2
   switch (tp->n16) { /* (≤ 48: tpl_tail) */
   case 48: C16(47); /* fall through */
   case 47: C16(46); /* fall through */
@@ -96,7 +96,7 @@ TPL_INLINE void tpl_copy(char *p, const struct dec_tpl *tp) {
 
 /* DEC_MEMO_COPY bytes of @t to @p (a kernel plan's memo, either way). */
 TPL_INLINE void memo_copy(char *p, const char *t) {
-#if defined(__SSE2__)
+#if ETW_SSE2
   C16(0);
   C16(1);
   C16(2);
@@ -136,7 +136,7 @@ int dec_tpl_build(struct dec_sysc *sc, struct dec_tpl *t, const struct etw_sys *
 /* The reference image of template @t to @ref: three 16-byte SSE2 moves (gcc chose `rep movsl`, 13 instructions, where registers were short). */
 TPL_INLINE void tpl_img(struct etw_evref *ref, const struct dec_tpl *t) {
   _Static_assert(sizeof *ref == 48, "etw_evref: 48 bytes");
-#if defined(__SSE2__)
+#if ETW_SSE2
   const char *s = (const char *)&t->rimg;
   char *o = (char *)ref;
   __m128i a = _mm_loadu_si128((const __m128i *)(const void *)s);
@@ -169,7 +169,7 @@ TPL_INLINE void tpl_copy_ref(char *p, const struct dec_tpl *t, struct etw_evref 
 
 /* The fraction's digits 4-7 (@lo < 10^4) at @p: one 4-byte store from T4. */
 static inline void put_lo4(char *p, unsigned lo) {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#if ETW_LE
   memcpy(p, &T4[lo], 4);
 #else
   dec_put4(p, lo);
@@ -181,7 +181,7 @@ static inline void put_lo4(char *p, unsigned lo) {
 TPL_INLINE void tpl_block(struct dec_tpl *t, unsigned frac) {
   unsigned hi = frac / 10000u;
   char *d = t->txt + t->plen + 21;
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#if ETW_LE
   memcpy(d, &T3[hi], 4); /* (its 4th byte over digit 4's place: every copy of the template rewrites it) */
 #else
   d[0] = (char)('0' + hi / 100);
@@ -200,7 +200,7 @@ TPL_INLINE int tpl_emit(struct dec_sysc *sc, struct dec_tpl *t, char *p, const s
                         char **end, struct etw_evref *ref) {
   uint64_t ft = r->filetime; /* (0, written as 1 by the general path: second 0 is never cached) */
   uint64_t g = ft - t->fb;   /* digits 4-7 when ft is in the slot's block, not its first */
-  if (__builtin_expect(g - 1u >= 9999u, 0)) { /* another block (or its first 100 ns) */
+  if (ETW_EXPECT(g - 1u >= 9999u, 0)) { /* another block (or its first 100 ns) */
     uint64_t f1 = ft - t->ft1; /* the fraction - 1 when ft is in the slot's second */
     if (f1 >= 9999999u) { /* another second, or a fraction of 0 */
       uint64_t sec = ft / 10000000u;
@@ -211,11 +211,11 @@ TPL_INLINE int tpl_emit(struct dec_sysc *sc, struct dec_tpl *t, char *p, const s
     g = ft - t->fb;
   }
   uint64_t key = (uint64_t)r->pid << 32 | r->tid;
-  if (__builtin_expect(key != t->xkey, 0)) dec_tpl_exec(sc, t, key);
+  if (ETW_EXPECT(key != t->xkey, 0)) dec_tpl_exec(sc, t, key);
   unsigned cpu = r->cpu;
   tpl_copy_ref(p, t, ref, g, cpu);
   put_lo4(p + t->plen + 24, (unsigned)g);
-  if (__builtin_expect(cpu < 10, 1)) {
+  if (ETW_EXPECT(cpu < 10, 1)) {
     p[t->cpos] = (char)('0' + cpu);
     *end = p + t->n;
   } else {
@@ -235,15 +235,15 @@ TPL_INLINE int tpl_fast(struct dec_tpl *t, struct etw_jw *w, const struct etw_re
                         uint32_t room, char **end) {
   /* (one compare and branch each, the record's own first, the processor read again after them:
    * fewer live values, as in kplan_fix4) */
-  if (__builtin_expect(r->cpu >= 10, 0)) return -1;
-  if (__builtin_expect(jw_err(w), 0)) return -1;
-  if (__builtin_expect(((uint64_t)r->pid << 32 | r->tid) != t->xkey, 0)) return -1;
+  if (ETW_EXPECT(r->cpu >= 10, 0)) return -1;
+  if (ETW_EXPECT(jw_err(w), 0)) return -1;
+  if (ETW_EXPECT(((uint64_t)r->pid << 32 | r->tid) != t->xkey, 0)) return -1;
   uint64_t ft = r->filetime;
   uint64_t g = ft - t->fb; /* digits 4-7 when in the slot's block, not its first 100 ns (tpl_emit) */
   int gm = g - 1u >= 9999u; /* another block of the second: its digits 1-3 first */
-  if (__builtin_expect(gm && ft - t->ft1 >= 9999999u, 0)) return -1;
-  if (__builtin_expect(w->cap - w->len <= room, 0)) return -1;
-  if (__builtin_expect(gm, 0)) {
+  if (ETW_EXPECT(gm && ft - t->ft1 >= 9999999u, 0)) return -1;
+  if (ETW_EXPECT(w->cap - w->len <= room, 0)) return -1;
+  if (ETW_EXPECT(gm, 0)) {
     tpl_block(t, (unsigned)(ft - t->ft1) + 1u);
     g = ft - t->fb;
   }
@@ -259,7 +259,7 @@ TPL_INLINE int tpl_fast(struct dec_tpl *t, struct etw_jw *w, const struct etw_re
 
 /* 0 … 999 as their digits (no leading zeros) in the low bytes of 32-bit words and the digit count
  * in the top byte (little-endian): one 4-byte store writes a small value (put_u32t). */
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#if ETW_LE
 #define S3E(n)                                                                                          \
   ((n) < 10    ? (uint32_t)('0' + (n)) | 1u << 24                                                       \
    : (n) < 100 ? (uint32_t)('0' + (n) / 10) | (uint32_t)('0' + (n) % 10) << 8 | 2u << 24                \
@@ -280,8 +280,8 @@ static const uint32_t S3[1000] = {S3_100(0),   S3_100(100), S3_100(200), S3_100(
  * from S3, 4 bytes written; with @t4 (a constant), < 10^4: T4's four digits — only in plan
  * writers: T4 is filled before the first template is built). */
 TPL_INLINE char *put_u32tx(char *p, uint32_t v, const int t4) {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-  if (__builtin_expect(v < 1000, 1)) {
+#if ETW_LE
+  if (ETW_EXPECT(v < 1000, 1)) {
     uint32_t e = S3[v];
     memcpy(p, &e, 4);
     return p + (e >> 24);
@@ -301,7 +301,7 @@ TPL_INLINE char *put_u32t(char *p, uint32_t v) { return put_u32tx(p, v, 1); }
 /* dec_put_u64's text of @v at @p, which has room for 4 bytes more than that text needs: below
  * 10^12 as a number below 10^4 (S3 or T4) and four-digit groups from T4 (plan writers only). */
 TPL_INLINE char *put_u64t(char *p, uint64_t v) {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#if ETW_LE
   uint32_t top, r;
   if (v < 100000000u) {
     if (v < 10000u) return put_u32tx(p, (uint32_t)v, 1);

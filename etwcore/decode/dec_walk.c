@@ -11,7 +11,7 @@
 #include "dec_man.h"
 
 /* Build f->key (first use; the decoder owns its schemas). */
-__attribute__((noinline)) void dec_build_key(struct dec_field *f) {
+ETW_NOINLINE void dec_build_key(struct dec_field *f) {
   struct etw_jw k;
   etw_jw_init(&k, 4096);
   etw_jw_ch(&k, ',');
@@ -61,7 +61,7 @@ static inline char *key_fast(struct etw_jw *w, const struct dec_field *f, int fi
 
 /* Replace the integer just written at w[mark..] by its map text: a valueMap entry, or the
  * "|"-joined names of a bitMap's set bits (unnamed remaining bits as hex). */
-__attribute__((noinline)) static void map_prep(struct dec_map *m) {
+ETW_NOINLINE static void map_prep(struct dec_map *m) {
   m->prep = 1;
   m->slen = malloc((m->n ? m->n : 1) * sizeof *m->slen);
   if (!m->slen) return;
@@ -431,7 +431,7 @@ static int walk_fields(struct walk *k, uint32_t start, uint32_t end, int depth, 
 }
 
 /* The walker over every field (kept out of the plan's path: its frame holds the 4 KiB vals). */
-__attribute__((noinline)) long dec_walk_all(struct etw_decoder *d, struct etw_jw *w, const struct dec_event *e,
+ETW_NOINLINE long dec_walk_all(struct etw_decoder *d, struct etw_jw *w, const struct dec_event *e,
                                                const unsigned char *p, size_t n, int ptr_size, const char **why) {
   struct walk kw;
   struct walk *k = &kw;

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "cc.h"
 #include "etwcore/etl.h"
 
 #define BH 0x48 /* WMI_BUFFER_HEADER size */

@@ -17,17 +17,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(__SSE2__)
+#include "etl_int.h"
+
+#if ETW_SSE2
 #include <emmintrin.h>
 #endif
 
-
-#include "etl_int.h"
-
-#if defined(__GNUC__)
+#if ETW_GNUC
 #define ETL_INLINE static inline __attribute__((always_inline))
-#define ETL_NOINLINE static __attribute__((noinline))
-#define ETL_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define ETL_NOINLINE static ETW_NOINLINE
+#define ETL_UNLIKELY(x) ETW_EXPECT(!!(x), 0)
 #else
 #define ETL_INLINE static inline
 #define ETL_NOINLINE static
@@ -48,7 +47,7 @@
    REC_OFF(cpu) == 88 && REC_OFF(n_ext) == 90 && REC_OFF(ext) == 96 &&                              \
    REC_OFF(wpp_flags) == REC_OFF(wpp_msg_number) + 2 &&                                             \
    REC_OFF(wpp_sequence) == REC_OFF(wpp_msg_number) + 4 && ETL_LITTLE_ENDIAN)
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#if ETW_LE
 #define ETL_LITTLE_ENDIAN 1
 #else
 #define ETL_LITTLE_ENDIAN 0
@@ -94,7 +93,7 @@ ETL_NOINLINE int parse_generic(const struct efile *f, const struct stream *s, st
                                const unsigned char *p, uint32_t n, uint32_t m, int64_t last_ts) {
   /* the record head up to ext[] zeroed: six 16-byte stores (memset compiles to `rep stos`,
    * slow to start and counted per word by callgrind) */
-#if defined(__SSE2__)
+#if ETW_SSE2
   if (offsetof(struct etw_rec, ext) == 96) {
     unsigned char *z = (unsigned char *)rec;
     for (int i = 0; i < 6; i++) _mm_storeu_si128((__m128i *)(void *)(z + 16 * i), _mm_setzero_si128());
@@ -265,8 +264,8 @@ static inline void slot_dirty(struct stream *s, const struct etw_rec *rec) {
 ETL_NOINLINE void slots_clean(struct stream *s) {
   for (unsigned w = 0; w < sizeof s->dirty / sizeof s->dirty[0]; w++)
     for (uint64_t m = s->dirty[w]; m; m &= m - 1) {
-#if defined(__GNUC__)
-      unsigned b = (unsigned)__builtin_ctzll(m);
+#if ETW_GNUC
+      unsigned b = (unsigned)etw_ctz64(m);
 #else
       unsigned b = 0;
       while (!(m >> b & 1)) b++;
@@ -481,7 +480,7 @@ ETL_NOINLINE int fill(struct etw_etl_reader *r, struct stream *s) {
       uint64_t ft_base = s->ft_base;
       if (s->slots_off != s->buf_off) { /* a new buffer */
         s->slots_off = s->buf_off;
-#if defined(__GNUC__) && !defined(__clang__)
+#if ETW_GNUC && !defined(__clang__)
 #pragma GCC unroll 8
 #endif
         for (uint32_t i = 0; i < ETL_BATCH; i++) s->slots[i].file_offset = s->buf_off;
@@ -754,7 +753,7 @@ static inline int list_insert(struct etw_etl_reader *r, struct stream *w, uint64
 
 /* list_move when @w's key @k equals the key before @q: the search goes on by the full rule
  * (as list_sift: past the entries of that key that @w comes before). */
-#if defined(__GNUC__) && !defined(__clang__)
+#if ETW_GNUC && !defined(__clang__)
 __attribute__((optimize("no-tree-loop-distribute-patterns")))
 #endif
 ETL_NOINLINE int list_move_tie(struct etw_etl_reader *r, struct stream *w, uint64_t k,
@@ -768,7 +767,7 @@ ETL_NOINLINE int list_move_tie(struct etw_etl_reader *r, struct stream *w, uint6
  * (*@rec, r->last_s; returns 1) and r->lkey its runner-up's time. A leaf: the place is
  * searched from the back first; an equal key goes on in list_move_tie, a full array to
  * list_move_slow, both before anything moved but the front sentinel. */
-#if defined(__GNUC__) && !defined(__clang__)
+#if ETW_GNUC && !defined(__clang__)
 /* (the shift loop moves ~1.3 entries: not a memmove call) */
 __attribute__((optimize("no-tree-loop-distribute-patterns")))
 #endif
@@ -810,7 +809,7 @@ int etw_etl_reader_next_ref(struct etw_etl_reader *r, const struct etw_rec **rec
 /* next_batch's switch when @w's key @k equals the key before the hole @q (the entries after it
  * moved up): the search goes on by the full rule as in list_move_tie, moving the entries @w
  * comes before; returns @w's place. */
-#if defined(__GNUC__) && !defined(__clang__)
+#if ETW_GNUC && !defined(__clang__)
 __attribute__((optimize("no-tree-loop-distribute-patterns")))
 #endif
 ETL_NOINLINE struct lent *list_tie_hole(const struct etw_rec *wc, uint64_t k, struct lent *q) {
@@ -835,7 +834,7 @@ ETL_NOINLINE struct lent *list_tie_hole(const struct etw_rec *wc, uint64_t k, st
  * already handed out), so the records handed out are exactly next_ref's, in the same order,
  * and the end or the damage comes in a later call. */
 
-#if defined(__GNUC__) && !defined(__clang__)
+#if ETW_GNUC && !defined(__clang__)
 __attribute__((optimize("no-tree-loop-distribute-patterns")))
 #endif
 ETL_INLINE int next_batch(struct etw_etl_reader *r, const struct etw_rec **recs, size_t max,
