@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "etwcore/linux.h"
@@ -141,10 +143,39 @@ static void frames_self(void) {
   etw_jw_free(&w);
 }
 
+/* a process that exits after its mappings were seen keeps module+symbol for its later stacks */
+static void frames_exited(void) {
+  pid_t c = fork();
+  if (c == 0) {
+    pause();
+    _exit(0);
+  }
+  CHECK(c > 0);
+  uint64_t a1 = (uint64_t)(uintptr_t)&etwd_sym_probe_fn + 1, a2 = (uint64_t)(uintptr_t)&main;
+  struct etw_jw w;
+  etw_jw_init(&w, 0);
+  lx_sym_frames(&w, (uint32_t)c, &a1, 1, 0); /* its mappings are read now */
+  CHECK(strstr(etw_jw_cstr(&w), "\"Symbol\":\"etwd_sym_probe_fn\",\"Offset\":1}") != NULL);
+  etw_jw_free(&w);
+  kill(c, SIGKILL);
+  waitpid(c, NULL, 0);
+  usleep(150000); /* past the re-read interval: a miss tries /proc/PID/maps again, and fails */
+  etw_jw_init(&w, 0);
+  lx_sym_frames(&w, (uint32_t)c, &a2, 1, 0);
+  CHECK(strstr(etw_jw_cstr(&w), "\"Module\":\"test_linux_sym\",\"Symbol\":\"main\",\"Offset\":0}") != NULL);
+  etw_jw_free(&w);
+  uint64_t nowhere = 0x1000;
+  etw_jw_init(&w, 0);
+  lx_sym_frames(&w, (uint32_t)c, &nowhere, 1, 0);
+  CHECK_STR(etw_jw_cstr(&w), "{\"Address\":\"0x1000\"}");
+  etw_jw_free(&w);
+}
+
 int main(void) {
   kallsyms_file();
   kallsyms_real();
   elf_self();
   frames_self();
+  frames_exited();
   T_DONE();
 }

@@ -656,12 +656,12 @@ static int drain(struct lx_rd *r, int max_pages) {
     pages++;
     atomic_fetch_add_explicit(&r->pages, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&r->raw_bytes, (uint64_t)n, memory_order_relaxed);
+    if (!r->dec.stk && atomic_load(&s->stk.want)) /* the session asked for stacks */
+      lx_stk_attach(&r->dec, atomic_load(&s->stk.want));
     if ((s->lim_events || s->lim_bytes) && !take_page(r)) continue;
     uint64_t ne;
     if (s->mode & ETW_MODE_REALTIME) {
       sync_systems(r);
-      if (!r->dec.stk && atomic_load(&s->stk.want)) /* the session asked for stacks */
-        lx_stk_attach(&r->dec, atomic_load(&s->stk.want));
       ne = lx_dec_page(&r->dec, r->page, &r->sink);
       if (r->sink.b && r->sink.b->n && now_ns(CLOCK_MONOTONIC) - r->batch_t0 >= LX_FLUSH_NS)
         publish(r);

@@ -1400,7 +1400,7 @@ static uint64_t page_kbuffer(struct lx_dec *d, void *page, struct lx_sink *s) {
     int sz = kbuffer_event_size(d->kbuf);
     if (sz <= 0) continue;
     if (s) dec_rec(d, ev, (uint32_t)sz, ts, s);
-    n++;
+    n += !d->stk || !lx_stk_is(d, ev, (uint32_t)sz);
   }
   return n;
 }
@@ -1430,7 +1430,7 @@ static uint64_t page_walk(struct lx_dec *d, const unsigned char *pg, struct lx_s
       uint32_t len = tl * 4;
       if (p + 4 + len > end) break;
       if (s) dec_rec(d, p + 4, len, ts, s);
-      n++;
+      n += !d->stk || !lx_stk_is(d, p + 4, len); /* stack records are not events */
       p += 4 + len;
       continue;
     }
@@ -1442,7 +1442,7 @@ static uint64_t page_walk(struct lx_dec *d, const unsigned char *pg, struct lx_s
         if (a0 < 4 || p + 4 + (uint64_t)a0 > end) return n;
         ts += delta;
         if (s) dec_rec(d, p + 8, a0 - 4, ts, s);
-        n++;
+        n += !d->stk || !lx_stk_is(d, p + 8, a0 - 4);
         p += 4 + ((a0 + 3) & ~3u);
         break;
       case RB_PADDING:

@@ -216,6 +216,8 @@ void lx_stk_attach(struct lx_dec *d, _Atomic uint8_t *want);
 void lx_stk_record(struct lx_dec *d, const unsigned char *data, uint32_t size, uint64_t ts,
                    struct lx_sink *s);
 void lx_stk_free(struct lx_dec *d);
+/** lx_stk_is - 1 if the record is a stack record (not an event: left out of event counts). */
+int lx_stk_is(const struct lx_dec *d, const unsigned char *data, uint32_t size);
 
 /* ---- trace.dat writer (linux_tdat.c) */
 struct lx_tdat;

@@ -104,6 +104,13 @@ void lx_stk_attach(struct lx_dec *d, _Atomic uint8_t *want) {
   d->stk = k;
 }
 
+int lx_stk_is(const struct lx_dec *d, const unsigned char *data, uint32_t size) {
+  if (size < 8) return 0;
+  uint16_t t;
+  memcpy(&t, data, 2);
+  return t == d->stk->kid || t == d->stk->uid;
+}
+
 void lx_stk_free(struct lx_dec *d) {
   if (!d->stk) return;
   etw_jw_free(&d->stk->ktxt);
