@@ -114,9 +114,13 @@ def test_stacks(e, exe):
     check(int(m.get('etwd_symcache_hits_total{cache="frames"}', 0)) > 0, "/metrics: frames reused: %r" % m)
     check(int(m.get('etwd_symcache_misses_total{cache="processes"}', 0)) >= 1, "/metrics: process maps read")
     check('etwd_symcache_evictions_total{cache="files"}' in m, "/metrics: evictions counted")
-    check(int(m.get('etwd_stack_records_total{result="attached"}', 0)) >= 2 * CALLS, "/metrics: stacks attached")
-    check(int(m.get('etwd_stack_records_total{result="dropped"}', 0)) >= CALLS,
-          "/metrics: the user stacks of the stacks:false events dropped")
+    # exactly the traced events' stacks reached the reader: a kernel and a user stack for each
+    # sys_enter, a user stack (dropped) after each sys_enter_getppid — none for other processes'
+    # syscalls (an unconditional stacktrace trigger would record one at every hit) or etwd's own
+    check(int(m.get('etwd_stack_records_total{result="attached"}', -1)) == 2 * CALLS, "/metrics: stacks attached: %r" % m)
+    check(int(m.get('etwd_stack_records_total{result="dropped"}', -1)) == CALLS,
+          "/metrics: only the user stacks of the stacks:false events dropped: %r" % m)
+    check(int(m.get('etwd_stack_records_total{result="orphaned"}', -1)) == 0, "/metrics: no orphaned stacks")
 
 
 def main():

@@ -501,6 +501,10 @@ static enum etw_err apply_provider(struct lx_sess *s, const struct etw_provider_
       break;
     }
   }
+  /* stacks: the old events' triggers off, the new ones' on (with the events' own filter) */
+  if (!rc && old && old->stacks)
+    lx_stk_set(&s->stk, s->inst, p->name, old->events, old->n_events, 0, NULL, pfx, NULL);
+  if (!rc && p->stacks) rc = lx_stk_set(&s->stk, s->inst, p->name, evs, nev, 1, comb, pfx, st);
   free(comb);
   if (!rc) {
     pthread_mutex_lock(&s->mu);
@@ -508,10 +512,6 @@ static enum etw_err apply_provider(struct lx_sess *s, const struct etw_provider_
     pthread_mutex_unlock(&s->mu);
     if (rc) etw_fail(st, rc, pfx, "too many providers");
   }
-  /* stacks: the old events' triggers off, the new ones' on, before any event flows */
-  if (!rc && old && old->stacks)
-    lx_stk_set(&s->stk, s->inst, p->name, old->events, old->n_events, 0, pfx, NULL);
-  if (!rc && p->stacks) rc = lx_stk_set(&s->stk, s->inst, p->name, evs, nev, 1, pfx, st);
   for (uint32_t j = 0; !rc && j < nev; j++) {
     if (tracefs_event_enable(s->inst, p->name, evs[j]) != 0) {
       snprintf(field, sizeof field, "%s/events/%u", pfx, j);
@@ -521,7 +521,7 @@ static enum etw_err apply_provider(struct lx_sess *s, const struct etw_provider_
   }
   if (rc) {
     tracefs_event_disable(s->inst, p->name, NULL);
-    lx_stk_set(&s->stk, s->inst, p->name, evs, nev, 0, pfx, NULL);
+    lx_stk_set(&s->stk, s->inst, p->name, evs, nev, 0, NULL, pfx, NULL);
     free_list(evs, nev);
     if (old) old->enabled = 0;
     return rc;
@@ -1181,7 +1181,7 @@ static enum etw_err lx_disable(void *vs, const char *provider, struct etw_status
                     provider ? provider : "(null)");
   }
   int r = tracefs_event_disable(s->inst, provider, NULL);
-  if (p->stacks) lx_stk_set(&s->stk, s->inst, provider, p->events, p->n_events, 0, "", NULL);
+  if (p->stacks) lx_stk_set(&s->stk, s->inst, provider, p->events, p->n_events, 0, NULL, "", NULL);
   p->enabled = p->stacks = 0;
   pthread_mutex_unlock(&s->mu);
   if (r != 0)

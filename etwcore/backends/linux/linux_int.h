@@ -204,10 +204,12 @@ struct lx_stkcfg {
   int ustack;                    /* options/userstacktrace is on */
 };
 /** lx_stk_set - (un)set the stacktrace trigger of @nev events of @sys and their want flags;
- *  options/userstacktrace is on while any event wants stacks. Field errors under @pfx. */
+ *  options/userstacktrace is on while any event wants stacks. @cond: the events' filter as
+ *  written to them ("0" or NULL: none), repeated in the trigger (see linux_stack.c). Field
+ *  errors under @pfx. */
 enum etw_err lx_stk_set(struct lx_stkcfg *c, struct tracefs_instance *inst, const char *sys,
-                        char *const *evs, uint32_t nev, int on, const char *pfx,
-                        struct etw_status *st);
+                        char *const *evs, uint32_t nev, int on, const char *cond,
+                        const char *pfx, struct etw_status *st);
 void lx_stkcfg_free(struct lx_stkcfg *c);
 /** lx_stk_attach - reader: from now on @d joins stack records to their events (idempotent). */
 void lx_stk_attach(struct lx_dec *d, _Atomic uint8_t *want);

@@ -49,9 +49,21 @@ static int event_id(struct tracefs_instance *inst, const char *sys, const char *
   return id > 0 && id <= 65535 ? id : -1;
 }
 
+/* The trigger always carries a condition, the event's own filter: a trigger without one runs
+ * at every hit of the tracepoint, before the event's filter and its pid filter are applied (so
+ * every syscall of every process, etwd's readers included, would record a kernel stack); a
+ * conditional trigger runs on the record, only when it matches, after the event is committed. */
+static char *trigger_text(const char *cond) {
+  if (!cond || !*cond || !strcmp(cond, "0")) cond = "common_pid >= 0";
+  size_t n = strlen(cond) + 32;
+  char *t = malloc(n);
+  if (t) snprintf(t, n, "stacktrace if %s", cond);
+  return t;
+}
+
 enum etw_err lx_stk_set(struct lx_stkcfg *c, struct tracefs_instance *inst, const char *sys,
-                        char *const *evs, uint32_t nev, int on, const char *pfx,
-                        struct etw_status *st) {
+                        char *const *evs, uint32_t nev, int on, const char *cond,
+                        const char *pfx, struct etw_status *st) {
   _Atomic uint8_t *want = atomic_load(&c->want);
   if (!want && !on) return ETW_E_OK;
   if (!want) {
@@ -63,8 +75,11 @@ enum etw_err lx_stk_set(struct lx_stkcfg *c, struct tracefs_instance *inst, cons
     int id = event_id(inst, sys, evs[j]);
     if (id < 0) continue;
     if (on == atomic_load(&want[id])) continue;
-    if (tracefs_event_file_write(inst, sys, evs[j], "trigger", on ? "stacktrace" : "!stacktrace") <
-        0) {
+    char *t = on ? trigger_text(cond) : strdup("!stacktrace");
+    if (!t) return etw_fail(st, ETW_E_NOMEM, NULL, NULL);
+    int r = tracefs_event_file_write(inst, sys, evs[j], "trigger", t);
+    free(t);
+    if (r < 0) {
       if (!on) continue;
       snprintf(field, sizeof field, "%s/stacks", pfx);
       return etw_fail(st, ETW_E_KERNEL, field, "cannot set the stacktrace trigger of %s:%s", sys,
