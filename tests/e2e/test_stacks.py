@@ -27,12 +27,19 @@ static long __attribute__((noinline)) inner(int n) {
   return r;
 }
 static long __attribute__((noinline)) outer(int n) { return inner(n) + 1; }
-int main(void) {
+int main(int argc, char **argv) {
   char b[8];
+  if (argc > 1) { /* stage 2, after the exec: the same calls from the new image */
+    long r = outer(CALLS);
+    if (write(1, "e", 1) != 1) return 1;
+    (void)!read(0, b, sizeof b);
+    return (int)(r & 0);
+  }
   if (write(1, "r", 1) != 1 || read(0, b, sizeof b) <= 0) return 1;
   long r = outer(CALLS);
   if (write(1, "d", 1) != 1) return 1;
-  (void)!read(0, b, sizeof b); /* stays alive until the test has read its events */
+  /* stays alive until the test has read its events; "x" = exec itself into stage 2 */
+  if (read(0, b, sizeof b) > 0 && b[0] == 'x') execl(argv[0], argv[0], "2", (char *)0);
   return (int)(r & 0);
 }
 """
@@ -63,6 +70,57 @@ def create(e, spec):
 
 def syms(stack):
     return [f.get("Symbol") for f in stack]
+
+
+def metrics(e):
+    st, h, body = e.request("GET", "/metrics", token="reader")
+    return {k: int(v) for k, v in re.findall(r'^(etwd_(?:symcache|stack_records)_\w+(?:\{[^}]*\})?) (\d+)$',
+                                             body.decode(), re.M)}
+
+
+def user_syms(r, exe):
+    return [f.get("Symbol") for f in r.get("Stack", []) if f.get("Module") == os.path.basename(exe)]
+
+
+def test_exec(e, exe):
+    """An exec makes the symboliser read the process's mappings again (sched_process_exec in the
+    session): the new image's stacks resolve, through a second read of /proc/PID/maps. The
+    program is pinned to one CPU, so its exec and its later events reach the same reader in
+    order."""
+    p = subprocess.Popen(["taskset", "-c", "0", exe], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    check(p.stdout.read(1) == b"r", "test program started")
+    sid = create(e, {"providers": [
+        {"name": "raw_syscalls", "events": ["sys_enter"], "filter": "id == 110", "stacks": True},
+        {"name": "sched", "events": ["sched_process_exec"]}], "pids": [p.pid]})
+    ws = e.ws("/api/v1/sessions/%d/events" % sid)
+    wait_subscribers(e, sid, 1)
+    m0 = metrics(e)
+    p.stdin.write(b"go\n")
+    p.stdin.flush()
+    check(p.stdout.read(1) == b"d", "stage 1 made its syscalls")
+    ev = lambda rs: [r for r in rs if "System" in r]
+    recs = ws_events(ws, lambda rs: len(ev(rs)) >= CALLS, timeout=60)
+    m1 = metrics(e)
+    p.stdin.write(b"x\n")
+    p.stdin.flush()
+    check(p.stdout.read(1) == b"e", "stage 2 (after the exec) made its syscalls")
+    recs += ws_events(ws, lambda rs: len(ev(rs)) >= CALLS + 1, timeout=60)
+    p.stdin.close()
+    p.wait()
+    e.json("POST", "/api/v1/sessions/%d/stop" % sid, expect=200)
+    recs += ws_events(ws, lambda rs: any(r.get("_closed") for r in rs), timeout=60)
+    m2 = metrics(e)
+    evs = ev(recs)
+    raw = [r for r in evs if r["System"].get("EventName") == "sys_enter"]
+    execs = [r for r in evs if r["System"].get("EventName") == "sched_process_exec"]
+    check(len(raw) == 2 * CALLS and len(execs) == 1, "%d sys_enter before and after 1 exec (%d, %d)" %
+          (2 * CALLS, len(raw), len(execs)))
+    check(all(user_syms(r, exe)[:3] == ["inner", "outer", "main"] for r in raw),
+          "both images' stacks resolve: %r" % [user_syms(r, exe) for r in raw])
+    pm = 'etwd_symcache_misses_total{cache="processes"}'
+    check(m1[pm] - m0[pm] == 1 and m2[pm] - m1[pm] == 1,
+          "the mappings are read once per image: %d, %d" % (m1[pm] - m0[pm], m2[pm] - m1[pm]))
+    e.request("DELETE", "/api/v1/sessions/%d" % sid)
 
 
 def test_stacks(e, exe):
@@ -131,6 +189,7 @@ def main():
         exe = build(d)
         with Etwd() as e:
             test_stacks(e, exe)
+            test_exec(e, exe)
     done()
 
 

@@ -206,7 +206,8 @@ static void elf_syms(struct lx_elf *e, Elf *elf, Elf_Scn *scn, const GElf_Shdr *
   qsort(e->s, e->ns, sizeof *e->s, esym_cmp);
 }
 
-struct lx_elf *lx_elf_load(const char *path) {
+/* the ELF file @path: its load segments and build-id, and with @syms its function symbols */
+static struct lx_elf *elf_load(const char *path, int syms) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return NULL;
   elf_version(EV_CURRENT);
@@ -228,13 +229,15 @@ struct lx_elf *lx_elf_load(const char *path) {
     else if (sh.sh_type == SHT_DYNSYM) dynsym = scn, sh_dyn = sh;
     else if (sh.sh_type == SHT_NOTE && !e->bid_len) elf_notes(e, scn);
   }
-  if (symtab) elf_syms(e, elf, symtab, &sh_sym);
-  if (!e->ns && dynsym) elf_syms(e, elf, dynsym, &sh_dyn);
+  if (syms && symtab) elf_syms(e, elf, symtab, &sh_sym);
+  if (syms && !e->ns && dynsym) elf_syms(e, elf, dynsym, &sh_dyn);
 out:
   if (elf) elf_end(elf);
   close(fd);
   return e;
 }
+
+struct lx_elf *lx_elf_load(const char *path) { return elf_load(path, 1); }
 
 void lx_elf_free(struct lx_elf *e) {
   if (!e) return;
@@ -293,7 +296,6 @@ struct file {
   struct lx_elf *e; /* NULL = empty */
   uint64_t dev, ino, used;
   uint32_t gen;
-  char base[64];
 };
 struct frame {
   uint64_t key_a;
@@ -409,23 +411,24 @@ static int bid_eq(const struct lx_elf *a, const struct lx_elf *b) {
   return a->bid_len == b->bid_len && !memcmp(a->bid, b->bid, a->bid_len);
 }
 
-/* bind mapping @m of @p to a file slot (loading the ELF if needed); the slot or -2 */
+/* bind mapping @m of @p to a file slot (loading the ELF if needed); the slot or -2. The object
+ * really mapped is /proc/PID/map_files/… (needs root); else the path, if still the same inode.
+ * A cached file of the same inode is taken only with the mapped object's build-id. */
 static int32_t file_bind(struct proc *p, struct pmap *m) {
   char obj[96];
-  const char *path = p->pool + m->path;
+  const char *path = p->pool + m->path, *src = obj;
   snprintf(obj, sizeof obj, "/proc/%u/map_files/%llx-%llx", p->pid,
            (unsigned long long)m->start, (unsigned long long)m->end);
-  struct lx_elf *fresh = lx_elf_load(obj); /* the object really mapped (needs root) */
-  if (!fresh) {
+  struct lx_elf *id = elf_load(obj, 0); /* segments and build-id only: cheap */
+  if (!id) {
     struct stat st;
-    /* else the path, if it is still the same inode */
-    if (stat(path, &st) == 0 && (uint64_t)st.st_ino == m->ino) fresh = lx_elf_load(path);
+    if (stat(path, &st) == 0 && (uint64_t)st.st_ino == m->ino) id = elf_load(src = path, 0);
   }
   struct file *free_slot = NULL, *lru = NULL;
   for (int i = 0; i < SYM_FILES; i++) {
     struct file *f = &g.files[i];
-    if (f->e && f->dev == m->dev && f->ino == m->ino && (!fresh || bid_eq(f->e, fresh))) {
-      lx_elf_free(fresh);
+    if (f->e && f->dev == m->dev && f->ino == m->ino && (!id || bid_eq(f->e, id))) {
+      lx_elf_free(id);
       g.hits[C_FILE]++;
       f->used = ++g.tick;
       return (int32_t)i;
@@ -437,6 +440,8 @@ static int32_t file_bind(struct proc *p, struct pmap *m) {
     }
   }
   g.misses[C_FILE]++;
+  struct lx_elf *fresh = id ? elf_load(src, 1) : NULL;
+  lx_elf_free(id);
   if (!fresh) return -2;
   struct file *f = free_slot;
   if (!f) {
@@ -449,8 +454,6 @@ static int32_t file_bind(struct proc *p, struct pmap *m) {
   f->ino = m->ino;
   f->gen++;
   f->used = ++g.tick;
-  const char *b = strrchr(path, '/');
-  snprintf(f->base, sizeof f->base, "%s", b ? b + 1 : path);
   return (int32_t)(f - g.files);
 }
 
