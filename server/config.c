@@ -46,7 +46,7 @@ void etwd_config_defaults(struct etwd_config *c) {
 void etwd_config_usage(const char *prog) {
   printf(
       "Usage: %s [serve] [OPTIONS]        run the server\n"
-      "       %s convert FILE... [--format ndjson|csv] [-o OUT] [--manifests DIR]\n"
+      "       %s convert FILE... [--format ndjson|csv|folded] [-o OUT] [--manifests DIR]\n"
       "                                   decode .etl files to JSON lines or CSV\n"
       "       %s tokens [--rotate] [--state-dir DIR]\n"
       "                                   show token ids/roles, or replace both tokens\n"

@@ -1,10 +1,11 @@
 /* etl_convert.c — `etwd convert`: tracerpt for any OS.
  *
- *   etwd convert FILE... [--format ndjson|csv] [-o OUT] [--manifests DIR] [--quiet]
+ *   etwd convert FILE... [--format ndjson|csv|folded] [-o OUT] [--manifests DIR] [--quiet]
  *
  * Reads one or more .etl files, merges them into one time-ordered stream, decodes every event
- * and writes ndjson (one full event object `{"seq":N,"System":…}` per line) or CSV (header
- * fields as columns, EventData as a JSON text column). Progress goes to stderr for inputs of
+ * and writes ndjson (one full event object `{"seq":N,"System":…}` per line), CSV (header
+ * fields as columns, EventData as a JSON text column) or folded stacks (the events' "Stack"
+ * members aggregated, etwcore/folded.h). Progress goes to stderr for inputs of
  * 32 MiB or more. Exit status: 0 ok, 1 unreadable/corrupt input (after writing every event
  * before the damage), 2 usage error.
  */
@@ -14,14 +15,16 @@
 #include <time.h>
 
 #include "etwcore/etl.h"
+#include "etwcore/folded.h"
 #include "decode.h" /* the decoder's counts (unparsed) */
 
 size_t etw_convert_writer_max = (size_t)64 << 20;
 
 static void usage(FILE *f) {
-  fputs("usage: etwd convert FILE... [--format ndjson|csv] [-o OUT] [--manifests DIR] [--quiet]\n"
+  fputs("usage: etwd convert FILE... [--format ndjson|csv|folded] [-o OUT] [--manifests DIR] [--quiet]\n"
         "  Decodes Windows .etl files (several files are merged in time order).\n"
-        "  --format    ndjson (default): one event object per line; csv: one row per event\n"
+        "  --format    ndjson (default): one event object per line; csv: one row per event;\n"
+        "              folded: the events' stacks, `root;...;leaf COUNT` per distinct stack\n"
         "  -o OUT      write to OUT instead of standard output\n"
         "  --manifests DIR  provider manifests (*.man, *.xml) for manifest-based events\n"
         "  --quiet     no progress on stderr\n",
@@ -122,9 +125,13 @@ int etw_convert_main(int argc, char **argv) {
     return 2;
   }
   int csv = 0;
+  struct etw_folded *fold = NULL; /* --format folded: the events' stacks aggregated (folded.h) */
   if (!strcmp(fmt, "csv")) csv = 1;
-  else if (strcmp(fmt, "ndjson")) {
-    fprintf(stderr, "etwd convert: unknown format '%s' (ndjson or csv)\n", fmt);
+  else if (!strcmp(fmt, "folded") && !(fold = etw_folded_new(0, 0))) {
+    free(files);
+    return 1;
+  } else if (!fold && strcmp(fmt, "ndjson")) {
+    fprintf(stderr, "etwd convert: unknown format '%s' (ndjson, csv or folded)\n", fmt);
     free(files);
     return 2;
   }
@@ -167,7 +174,7 @@ int etw_convert_main(int argc, char **argv) {
   static char obuf[1 << 16];
   if (csv) setvbuf(out, obuf, _IOFBF, sizeof obuf);
   else setvbuf(out, NULL, _IONBF, 0);
-  if (csv)
+  if (csv && !fold)
     fputs("seq,TimeCreated,Provider,EventName,EventID,Version,Level,Task,Opcode,Keywords,"
           "ProcessID,ThreadID,ProcessorID,EventData\n", out);
   struct etw_jw w, t;
@@ -200,7 +207,7 @@ int etw_convert_main(int argc, char **argv) {
         sq[0] = '1';
       }
       size_t start = 0;
-      if (csv) {
+      if (csv || fold) {
         w.len = 0;
       } else {
         if (w.len >= batch) {
@@ -230,7 +237,9 @@ int etw_convert_main(int argc, char **argv) {
         continue;
       }
       if (!ok) undecoded++;
-      if (!csv) {
+      if (fold) {
+        etw_folded_add(fold, w.buf, w.len);
+      } else if (!csv) {
         w.buf[w.len++] = '\n'; /* the writer keeps a byte past its length */
       } else {
         const char *j = etw_jw_cstr(&w);
@@ -262,7 +271,18 @@ int etw_convert_main(int argc, char **argv) {
       }
     }
   }
-  if (!csv && w.len) fwrite(w.buf, 1, w.len, out);
+  if (fold) {
+    uint64_t fe, fs, fd;
+    etw_folded_stats(fold, &fe, &fs, &fd);
+    if (etw_folded_write(fold, out)) rc = 1;
+    if (!quiet || fd)
+      fprintf(stderr, "etwd convert: %llu events, %llu with a stack, %llu distinct stacks%s\n",
+              (unsigned long long)seq, (unsigned long long)fe, (unsigned long long)fs,
+              fd ? " (some stacks beyond the bounds were dropped)" : "");
+    if (fd) rc = 1;
+  } else if (!csv && w.len) {
+    fwrite(w.buf, 1, w.len, out);
+  }
   if (progress) fprintf(stderr, "\retwd convert: 100%%  %llu events\n", (unsigned long long)seq);
   etw_jw_free(&w);
   etw_jw_free(&t);
@@ -295,6 +315,7 @@ int etw_convert_main(int argc, char **argv) {
     fputc('\n', stderr);
   }
 done:
+  etw_folded_free(fold);
   etw_etl_reader_free(r);
   etw_decoder_free(d);
   free(files);
