@@ -8,7 +8,7 @@
  *     /proc/PID/maps, read when the process's first stack is resolved and again on a miss (at
  *     most every SYM_REREAD_NS per process); a process that is gone keeps the mappings seen;
  *   - files: SYM_FILES ELF files (LRU) keyed by device, inode and build-id, each with at most
- *     SYM_FSYMS function symbols; a mapping is bound to its file once, through the object the
+ *     SYM_FSYMS function symbols, all of them together at most SYM_FILE_BYTES; a mapping is bound to its file once, through the object the
  *     process really maps (/proc/PID/map_files/…) when that can be opened: a cached entry of the
  *     same inode whose build-id differs from the mapped object's is loaded again;
  *   - frames: SYM_FRAMES resolved frames (direct-mapped by process generation and address).
@@ -33,6 +33,7 @@
 #define SYM_MAPS 512
 #define SYM_FILES 64
 #define SYM_FSYMS (1u << 20)
+#define SYM_FILE_BYTES ((size_t)256 << 20) /* symbols and names of all cached files */
 #define SYM_FRAMES 8192
 #define SYM_FRAME_TXT 232
 #define SYM_REREAD_NS 100000000LL
@@ -153,6 +154,7 @@ struct lx_elf {
   struct esym *s;
   uint32_t ns;
   char *pool;
+  size_t mem; /* bytes of s and pool */
   struct eload ld[16];
   uint32_t nld;
   uint8_t bid[64];
@@ -203,6 +205,7 @@ static void elf_syms(struct lx_elf *e, Elf *elf, Elf_Scn *scn, const GElf_Shdr *
     if (!o) break;
     e->s[e->ns++] = (struct esym){sym.st_value, sym.st_size, o};
   }
+  e->mem = cap * sizeof *e->s + pcap;
   qsort(e->s, e->ns, sizeof *e->s, esym_cmp);
 }
 
@@ -315,6 +318,7 @@ static struct {
   int frames_tried;
   uint64_t tick;
   uint32_t gen;
+  size_t file_bytes; /* the mem of every cached file */
   uint64_t hits[C_N], misses[C_N], evictions[C_N];
 } g = {.mu = PTHREAD_MUTEX_INITIALIZER};
 static _Atomic uint64_t g_stk[3];
@@ -443,12 +447,26 @@ static int32_t file_bind(struct proc *p, struct pmap *m) {
   struct lx_elf *fresh = id ? elf_load(src, 1) : NULL;
   lx_elf_free(id);
   if (!fresh) return -2;
-  struct file *f = free_slot;
-  if (!f) {
-    f = lru;
-    g.evictions[C_FILE]++;
-    lx_elf_free(f->e);
+  if (fresh->mem > SYM_FILE_BYTES) { /* alone over the budget: module+offset only */
+    lx_elf_free(fresh);
+    return -2;
   }
+  struct file *f = free_slot;
+  if (!f) f = lru;
+  for (;;) { /* evict the least recently used files until this one fits */
+    struct file *v = f->e ? f : NULL;
+    if (!v && g.file_bytes + fresh->mem > SYM_FILE_BYTES)
+      for (int i = 0; i < SYM_FILES; i++)
+        if (g.files[i].e && (!v || g.files[i].used < v->used)) v = &g.files[i];
+    if (!v) break;
+    g.evictions[C_FILE]++;
+    g.file_bytes -= v->e->mem;
+    lx_elf_free(v->e);
+    v->e = NULL;
+    v->gen++;
+    if (g.file_bytes + fresh->mem <= SYM_FILE_BYTES && !f->e) break;
+  }
+  g.file_bytes += fresh->mem;
   f->e = fresh;
   f->dev = m->dev;
   f->ino = m->ino;
