@@ -181,6 +181,35 @@ def test_stacks(e, exe):
     check(int(m.get('etwd_stack_records_total{result="orphaned"}', -1)) == 0, "/metrics: no orphaned stacks")
 
 
+def test_file(e, exe):
+    """A recording (mode both) keeps the stack records, with their formats: trace-cmd report shows
+    a kernel and a user stack after each traced event."""
+    p = start(exe)
+    sid = create(e, {"providers": [
+        {"name": "raw_syscalls", "events": ["sys_enter"], "filter": "id == 110", "stacks": True}],
+        "pids": [p.pid], "mode": "both"})
+    p.stdin.write(b"go\n")
+    p.stdin.flush()
+    check(p.stdout.read(1) == b"d", "test program made its syscalls")
+    time.sleep(0.3)
+    p.stdin.close()
+    p.wait()
+    e.json("POST", "/api/v1/sessions/%d/stop" % sid, expect=200)
+    st, h, data = e.request("GET", "/api/v1/sessions/%d/file" % sid, token="reader")
+    check(st == 200, "recording downloaded: %d" % st)
+    with tempfile.TemporaryDirectory(prefix="etwdstkf-") as d:
+        path = os.path.join(d, "trace.dat")
+        with open(path, "wb") as f:
+            f.write(data)
+        r = subprocess.run(["trace-cmd", "report", "-i", path], capture_output=True, text=True, timeout=60)
+    out = r.stdout
+    check(r.returncode == 0, "trace-cmd report opens the recording: %s" % r.stderr[-300:])
+    check(out.count("sys_enter:") == CALLS, "the %d events (%d)" % (CALLS, out.count("sys_enter:")))
+    check(out.count("kernel_stack:") == CALLS and out.count("user_stack:") == CALLS,
+          "a kernel and a user stack each: %d, %d" % (out.count("kernel_stack:"), out.count("user_stack:")))
+    e.request("DELETE", "/api/v1/sessions/%d" % sid)
+
+
 def main():
     if os.geteuid() != 0 or platform.machine() != "x86_64":
         check(False, "stack tests need root (tracefs) and x86_64 (the test program's inline syscall)")
@@ -190,6 +219,7 @@ def main():
         with Etwd() as e:
             test_stacks(e, exe)
             test_exec(e, exe)
+            test_file(e, exe)
     done()
 
 
