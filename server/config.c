@@ -54,9 +54,10 @@ void etwd_config_usage(const char *prog) {
 #endif
   printf(
       "Usage: %s [serve] [OPTIONS]        run the server\n"
-      "       %s convert FILE... [--format ndjson|csv|chrome] [-o OUT] [--manifests DIR] [filters]\n"
-      "                                   [--decode fast|reference]\n"
-      "                                   decode .etl files to JSON lines, CSV or Chrome JSON\n"
+      "       %s convert FILE... [--format ndjson|csv|chrome|folded] [-o OUT] [--manifests DIR]\n"
+      "                                   [filters] [--decode fast|reference]\n"
+      "                                   decode .etl files to JSON lines, CSV, Chrome JSON or\n"
+      "                                   folded stacks (etwd convert --help)\n"
       "       %s tokens [--rotate] [--state-dir DIR]\n"
       "                                   show token ids/roles, or replace both tokens\n"
       "       %s remote --url URL --token-file F [--fingerprint SHA256] COMMAND ...\n"

@@ -1,14 +1,14 @@
 /* etl_convert.c — `etwd convert`: tracerpt for any OS.
  *
- *   etwd convert FILE... [--format ndjson|csv|chrome] [-o OUT] [--manifests DIR] [--quiet]
+ *   etwd convert FILE... [--format ndjson|csv|chrome|folded] [-o OUT] [--manifests DIR] [--quiet]
  *                [--provider P,…] [--event E,…] [--pid N,…] [--from T] [--to T] [--limit N]
  *                [--decode fast|reference]
  *
  * Reads one or more .etl files, merges them into one time-ordered stream, decodes every event
  * and writes ndjson (one full event object `{"seq":N,"System":…}` per line), CSV (header fields
  * as columns, EventData as a JSON text column; when the selected events are all of one type, one
- * column per field instead, in two passes over the input) or Chrome trace-event JSON
- * (etl_chrome.c). The filters select events; `seq` stays the event's number in the whole input,
+ * column per field instead, in two passes over the input), Chrome trace-event JSON
+ * (etl_chrome.c) or folded stacks (the events' "Stack" members aggregated, etwcore/folded.h). The filters select events; `seq` stays the event's number in the whole input,
  * so a filtered line is the same line as in the unfiltered output. Progress goes to stderr for
  * inputs of 32 MiB or more. `--decode reference` makes the reader and decoder use their plain
  * walkers only (same bytes, slower). Exit status: 0 ok, 1 unreadable/corrupt input (after writing every
@@ -23,11 +23,12 @@
 #include "decode.h" /* the decoder's counts (unparsed) */
 #include "etl_conv.h"
 #include "etwcore/etl.h"
+#include "etwcore/folded.h"
 
 size_t etw_convert_writer_max = (size_t)64 << 20;
 
 enum { MAX_SEL = 64, MAX_FIELDS = 1024 };
-enum fmt { F_NDJSON, F_CSV, F_CHROME };
+enum fmt { F_NDJSON, F_CSV, F_CHROME, F_FOLDED };
 enum phase { P_WRITE, P_COLLECT }; /* P_COLLECT: the first pass of per-field CSV */
 
 /* The options and, for per-field CSV, what the first pass found. */
@@ -38,6 +39,7 @@ struct conv {
   enum etw_decode_mode mode; /* --decode: of the readers and decoders of both passes */
   const char **files;
   int nf;
+  struct etw_folded *fold; /* F_FOLDED: the selected events' stacks (etw_convert_main's) */
   char *prov[MAX_SEL], *ev[MAX_SEL];
   int nprov, nev, npid;
   int64_t pids[MAX_SEL];
@@ -55,13 +57,14 @@ struct conv {
 };
 
 static void usage(FILE *f) {
-  fputs("usage: etwd convert FILE... [--format ndjson|csv|chrome] [-o OUT] [--manifests DIR] [--quiet]\n"
+  fputs("usage: etwd convert FILE... [--format ndjson|csv|chrome|folded] [-o OUT] [--manifests DIR] [--quiet]\n"
         "                    [--provider P,...] [--event E,...] [--pid N,...] [--from T] [--to T] [--limit N]\n"
         "                    [--decode fast|reference]\n"
         "  Decodes Windows .etl files (several files are merged in time order).\n"
         "  --format    ndjson (default): one event object per line; csv: one row per event (one column\n"
         "              per field when the selected events are all of one type); chrome: Chrome\n"
-        "              trace-event JSON (ui.perfetto.dev, chrome://tracing)\n"
+        "              trace-event JSON (ui.perfetto.dev, chrome://tracing); folded: the events'\n"
+        "              stacks, `root;...;leaf COUNT` per distinct stack (flamegraph.pl, speedscope)\n"
         "  -o OUT      write to OUT instead of standard output\n"
         "  --manifests DIR  provider manifests (*.man, *.xml) for manifest-based events\n"
         "  --quiet     no progress on stderr\n"
@@ -306,8 +309,9 @@ static int parse_args(struct conv *c, int argc, char **argv, int *help) {
   }
   if (!strcmp(fmt, "csv")) c->fmt = F_CSV;
   else if (!strcmp(fmt, "chrome")) c->fmt = F_CHROME;
+  else if (!strcmp(fmt, "folded")) c->fmt = F_FOLDED;
   else if (strcmp(fmt, "ndjson")) {
-    fprintf(stderr, "etwd convert: unknown format '%s' (ndjson, csv or chrome)\n", fmt);
+    fprintf(stderr, "etwd convert: unknown format '%s' (ndjson, csv, chrome or folded)\n", fmt);
     return 2;
   }
   if (!c->nf) {
@@ -618,6 +622,8 @@ static int emit(struct pass *p, const struct conv_ev *e) {
               (unsigned long long)(etw_convert_chrome_max >> 20), (unsigned long long)p->n->written);
       return -1;
     }
+  } else if (c->fmt == F_FOLDED) {
+    etw_folded_add(c->fold, w->buf, w->len); /* (a stack beyond the bounds: counted, reported) */
   } else if (p->vals) {
     csv_fields_row(c, p->out, &p->t, e, p->vals, p->lens);
   } else {
@@ -788,6 +794,19 @@ static void summary(const struct conv *c, const struct counts *n) {
   }
 }
 
+/* --format folded: writes the lines and says how many events had a stack (unless quiet, and
+ * always when stacks were dropped by the aggregator's bounds). 1 = the exit status is 1. */
+static int folded_finish(const struct conv *c, FILE *out, const struct counts *n) {
+  uint64_t fe, fs, fd;
+  etw_folded_stats(c->fold, &fe, &fs, &fd);
+  int rc = etw_folded_write(c->fold, out) ? 1 : 0;
+  if (!c->quiet || fd)
+    fprintf(stderr, "etwd convert: %llu events, %llu with a stack, %llu distinct stacks%s\n",
+            (unsigned long long)n->written, (unsigned long long)fe, (unsigned long long)fs,
+            fd ? " (some stacks beyond the bounds were dropped)" : "");
+  return rc || fd;
+}
+
 int etw_convert_main(int argc, char **argv) {
   struct conv *c = calloc(1, sizeof *c);
   const char **files = calloc((size_t)(argc > 0 ? argc : 1), sizeof *files);
@@ -825,7 +844,7 @@ int etw_convert_main(int argc, char **argv) {
   static char obuf[1 << 16];
   if (c->fmt != F_NDJSON) setvbuf(out, obuf, _IOFBF, sizeof obuf);
   else setvbuf(out, NULL, _IONBF, 0);
-  if (c->fmt == F_CHROME && !(ch = conv_chrome_new())) {
+  if ((c->fmt == F_CHROME && !(ch = conv_chrome_new())) || (c->fmt == F_FOLDED && !(c->fold = etw_folded_new(0, 0)))) {
     fprintf(stderr, "etwd convert: out of memory\n");
     rc = 1;
     goto end;
@@ -845,6 +864,7 @@ int etw_convert_main(int argc, char **argv) {
     else if (rc) conv_chrome_finish(ch, NULL, NULL);
     ch = NULL;
   }
+  if (c->fold && !rc && folded_finish(c, out, &n)) rc = 1;
   if (fflush(out) || (out != stdout && fclose(out))) {
     fprintf(stderr, "etwd convert: write error\n");
     rc = 1;
@@ -857,6 +877,7 @@ end:
   for (int i = 0; i < c->nprov; i++) free(c->prov[i]);
   for (int i = 0; i < c->nev; i++) free(c->ev[i]);
   for (size_t i = 0; i < c->nfields; i++) free(c->fields[i]);
+  etw_folded_free(c->fold);
   free(c);
   free(files);
   return rc;

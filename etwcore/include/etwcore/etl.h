@@ -229,7 +229,7 @@ void etw_etl_set_dirs(const char *data_dir, const char *manifest_dir);
 char *etw_etl_manifest_dir(void);
 
 /**
- * etw_convert_main - `etwd convert FILE... [--format ndjson|csv] [-o OUT] [--manifests DIR]`.
+ * etw_convert_main - `etwd convert FILE... [--format ndjson|csv|folded] [-o OUT] [--manifests DIR]`.
  * argv[0] is "convert". Returns the process exit code: 0 ok, 1 corrupt/unreadable input (after
  * writing every event before the damage), 2 usage error.
  */
