@@ -2,6 +2,7 @@
  * in memory, single thread: what `etwd convert` does minus the output write.
  *
  *   bench_etl_convert FILE.etl [--manifests DIR] [--iter N] [--only PROVIDER/NAME | --types]
+ *                     [--decode fast|reference]
  *
  * Prints events, seconds and events/s per iteration (best of N). The first iteration also
  * loads the manifests; for steady-state instructions per event run under callgrind with
@@ -183,10 +184,16 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--iter") && i + 1 < argc) iter = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
     else if (!strcmp(argv[i], "--types")) types = 1;
+    else if (!strcmp(argv[i], "--decode") && i + 1 < argc) { /* the readers' and decoders' mode */
+      enum etw_decode_mode m;
+      if (etw_decode_parse(argv[++i], &m)) path = NULL, i = argc;
+      else etw_decode_set_default(m);
+    }
     else path = argv[i];
   }
   if (!path) {
-    fprintf(stderr, "usage: bench_etl_convert FILE.etl [--manifests DIR] [--iter N] [--only PROVIDER/NAME | --types]\n");
+    fprintf(stderr, "usage: bench_etl_convert FILE.etl [--manifests DIR] [--iter N] [--only PROVIDER/NAME | --types]\n"
+                    "                         [--decode fast|reference]\n");
     return 2;
   }
   FILE *f = fopen(path, "rb");

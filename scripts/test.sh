@@ -2,8 +2,9 @@
 # Installs what is missing, builds etwd with ASan+UBSan and runs every test: unit tests, API and
 # live-kernel tests against the spawned binary (real TLS, real clients, real tracefs — run as
 # root), ETL tests against ../shared/corpus (or tests/data/, fetched by scripts/fetch-corpus.sh from
-# the pinned public sources when ../shared is absent), the browser tests in Debian's Chromium, and each
-# fuzz target for a bounded time. Exits non-zero if anything fails.
+# the pinned public sources when ../shared is absent), the decode unit tests again in standard C11
+# (ETWD_STRICT_C11), the browser tests in Debian's Chromium, and each fuzz target for a bounded
+# time. Exits non-zero if anything fails.
 set -eu
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 ETWD_TEST_DEPS=1 "$ROOT/scripts/deps.sh"
@@ -22,6 +23,14 @@ cmake --build "$ROOT/build/test" -j"$(nproc)"
 "$ROOT/scripts/build-windows.sh" >/dev/null   # etwd.exe for the wine test (tests/e2e/test_windows_wine.py)
 cd "$ROOT/build/test"
 ctest --output-on-failure --timeout 900 "$@"
+# The decode path once more in standard C11 only (ETWD_STRICT_C11, etwcore/src/cc.h: no GNU C, SSE2
+# or byte-order shortcuts — every #else branch, what MSVC compiles): its unit tests, without
+# sanitizers (about a minute).
+cmake -S "$ROOT" -B "$ROOT/build/strict" -DETWD_STRICT_C11=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+strict=$(cd "$ROOT/tests/unit" && ls test_dec*.c test_etl_*.c test_jw.c | sed 's/\.c$//')
+# shellcheck disable=SC2086
+cmake --build "$ROOT/build/strict" -j"$(nproc)" --target $strict
+(cd "$ROOT/build/strict" && ctest --output-on-failure --timeout 900 -R '^unit\.test_(dec|etl_|jw$)')
 ETWD_BIN="$ROOT/build/test/server/etwd" ETWD_CORPUS="$CORPUS" "$ROOT/tests/browser/run.sh"
 FUZZ_SECONDS=${FUZZ_SECONDS:-60} "$ROOT/scripts/fuzz.sh"
 echo "test: all passed" >&2

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "etwcore/etl.h"
 #include "etwd_buildinfo.h" /* generated: ETWD_GIT_COMMIT, ETWD_BUILD_OPTIONS */
 #include "log.h"
 
@@ -53,8 +54,10 @@ void etwd_config_usage(const char *prog) {
 #endif
   printf(
       "Usage: %s [serve] [OPTIONS]        run the server\n"
-      "       %s convert FILE... [--format ndjson|csv|chrome] [-o OUT] [--manifests DIR] [filters]\n"
-      "                                   decode .etl files to JSON lines, CSV or Chrome JSON\n"
+      "       %s convert FILE... [--format ndjson|csv|chrome|folded] [-o OUT] [--manifests DIR]\n"
+      "                                   [filters] [--decode fast|reference]\n"
+      "                                   decode .etl files to JSON lines, CSV, Chrome JSON or\n"
+      "                                   folded stacks (etwd convert --help)\n"
       "       %s tokens [--rotate] [--state-dir DIR]\n"
       "                                   show token ids/roles, or replace both tokens\n"
       "       %s selftest [--json] [--state-dir DIR]\n"
@@ -102,6 +105,9 @@ void etwd_config_usage(const char *prog) {
       "                           (default -10: readers keep up under a CPU-saturating workload;\n"
       "                           0 leaves them at etwd's own priority)\n"
       "  --reader-pinning yes|no  Linux: pin the reader of CPU n to CPU n (default yes)\n"
+      "  --decode fast|reference  ETL files and Windows events: fast (default) uses the decoder's\n"
+      "                           plans and memos and the reader's fast record paths;\n"
+      "                           reference only the plain walkers (same output, slower)\n"
       "  --print-token            print the admin token at start-up\n"
       "  --config FILE            read options from FILE\n"
       "  -h, --help               this text\n"
@@ -222,6 +228,15 @@ static int apply(struct etwd_config *c, const char *name, const char *v) {
       return -1;
     }
     c->reader_nice = (int)n;
+    return 0;
+  }
+  if (!strcmp(name, "decode")) { /* process-wide: every ETL reader and decoder made from now on */
+    enum etw_decode_mode m;
+    if (etw_decode_parse(v, &m)) {
+      fprintf(stderr, "etwd: --decode: expected fast or reference, got \"%s\"\n", v);
+      return -1;
+    }
+    etw_decode_set_default(m);
     return 0;
   }
   if (!strcmp(name, "reader-pinning")) {

@@ -2,6 +2,7 @@
  * block, the Undecoded fallback (header + reason + base64 payload; nothing is dropped), and the
  * Unparsed member after EventData for payload bytes the applied schema did not consume.
  */
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -169,9 +170,31 @@ int dec_event_add(struct dec_provider *p, struct dec_event *e) {
   return 0;
 }
 
+/* the mode of new decoders and readers (etw_decode_set_default) */
+static _Atomic int decode_default;
+
+void etw_decode_set_default(enum etw_decode_mode m) {
+  atomic_store_explicit(&decode_default, m == ETW_DECODE_REFERENCE, memory_order_relaxed);
+}
+enum etw_decode_mode etw_decode_default(void) {
+  return atomic_load_explicit(&decode_default, memory_order_relaxed) ? ETW_DECODE_REFERENCE : ETW_DECODE_FAST;
+}
+int etw_decode_parse(const char *s, enum etw_decode_mode *m) {
+  if (s && !strcmp(s, "fast")) *m = ETW_DECODE_FAST;
+  else if (s && !strcmp(s, "reference")) *m = ETW_DECODE_REFERENCE;
+  else return -1;
+  return 0;
+}
+
+void etw_decoder_set_mode(struct etw_decoder *d, enum etw_decode_mode m) {
+  d->reference = m == ETW_DECODE_REFERENCE;
+  if (d->reference) dec_plans_free(d); /* (the dispatch finds no plan: every event on the general path) */
+}
+
 struct etw_decoder *etw_decoder_new(const char *manifest_dir) {
   struct etw_decoder *d = calloc(1, sizeof *d);
   if (!d) return NULL;
+  d->reference = etw_decode_default() == ETW_DECODE_REFERENCE;
   d->reg_gen = 1;
   dec_plans_init(d);
   d->eplan_mul = DEC_EPLAN_MUL;
@@ -434,7 +457,7 @@ static long write_manifest_event(struct etw_decoder *d, struct etw_jw *w, const 
 
 /* The payload bytes after what the schema consumed: `,"Unparsed":{"Offset":N,"Bytes":M,"Data":"…"}`
  * after EventData (kept out of line: the hot path pays one comparison). */
-__attribute__((noinline)) static void write_unparsed(struct etw_jw *w, const struct etw_rec *r, size_t used) {
+ETW_NOINLINE static void write_unparsed(struct etw_jw *w, const struct etw_rec *r, size_t used) {
   etw_jw_lit(w, ",\"Unparsed\":{\"Offset\":");
   etw_jw_u64(w, used);
   etw_jw_lit(w, ",\"Bytes\":");
@@ -505,7 +528,7 @@ static int write_ktc(struct etw_jw *w, const struct etw_rec *r) {
 int dec_finish(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w, struct etw_evref *ref,
                const char *prov, const char *name, size_t mark, long rc, const char *why) {
   if (rc >= 0 && !w->err) {
-    if (__builtin_expect((size_t)rc < r->user_len, 0)) {
+    if (ETW_EXPECT((size_t)rc < r->user_len, 0)) {
       etw_jw_ch(w, '}');
       write_unparsed(w, r, (size_t)rc);
       etw_jw_ch(w, '}');
@@ -556,7 +579,7 @@ static inline int eplan_hit(const struct etw_decoder *d, const struct dec_eplan 
   memcpy(&a1, r->activity_id + 8, 8);
   if (((g0 ^ p0) | (g1 ^ p1) | (pl->d8 ^ d8) | (pl->kw ^ r->desc.keyword) | a0 | a1) || pl->gen != d->reg_gen)
     return 0;
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#if ETW_LE
   _Static_assert(offsetof(struct etw_rec, kind) == 0 && offsetof(struct etw_rec, flags) == 2,
                  "kind, ptr_size, flags: the record's first word");
   uint32_t k4; /* the kind and the string-only flag in one test */
@@ -580,7 +603,7 @@ static inline int eplan_hit(const struct etw_decoder *d, const struct dec_eplan 
 static inline uint64_t kernel_key(const struct etw_decoder *d, const struct etw_rec *r, uint32_t *kslot) {
   uint32_t key32 = (uint32_t)r->hook_id << 8 | r->kind;
   *kslot = (key32 * 2654435761u) >> 22;
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#if ETW_LE
   _Static_assert(offsetof(struct etw_decoder, kn_gen) == offsetof(struct etw_decoder, kn_zero) + 4 &&
                      offsetof(struct etw_decoder, kn_zero) % 8 == 0,
                  "kn_zero, kn_gen: one aligned word");
@@ -592,7 +615,7 @@ static inline uint64_t kernel_key(const struct etw_decoder *d, const struct etw_
 #endif
 }
 
-__attribute__((noinline)) int dec_kernel_general(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
+ETW_NOINLINE int dec_kernel_general(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
                                                  struct etw_evref *ref) {
   uint64_t d8;
   memcpy(&d8, &r->desc, 8);
@@ -602,7 +625,7 @@ __attribute__((noinline)) int dec_kernel_general(struct etw_decoder *d, const st
 }
 
 /* A record without a plan (or a manifest/classic one without a valid plan). */
-__attribute__((noinline)) static int other_general(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
+ETW_NOINLINE static int other_general(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
                                                    struct etw_evref *ref) {
   uint64_t d8;
   memcpy(&d8, &r->desc, 8);
@@ -611,7 +634,7 @@ __attribute__((noinline)) static int other_general(struct etw_decoder *d, const 
 
 /* Manifest events and classic records, every case but the first way's plan for a record without
  * extended data: both ways' full tests, else the general path. */
-__attribute__((noinline)) static int eplan_slow(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
+ETW_NOINLINE static int eplan_slow(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
                                                 struct etw_evref *ref) {
   uint64_t d8;
   memcpy(&d8, &r->desc, 8);
@@ -627,7 +650,7 @@ __attribute__((noinline)) static int eplan_slow(struct etw_decoder *d, const str
  * first way's plan for a record with no extended data items (n_ext 0): every test of
  * eplan_hit in one word (the others: eplan_slow); the registry generation's by the
  * provider name's (an expired plan's pnamep is dec_eplan_dead: dec_reg_bump, eplan_settle). */
-static inline __attribute__((always_inline)) int eplan_dispatch(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
+static inline ETW_ALWAYS_INLINE int eplan_dispatch(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
                                                     struct etw_evref *ref) {
   uint64_t d8;
   memcpy(&d8, &r->desc, 8); /* id, version, channel, level, opcode, task */
@@ -643,7 +666,7 @@ static inline __attribute__((always_inline)) int eplan_dispatch(struct etw_decod
   memcpy(&a1, r->activity_id + 8, 8);
   uint64_t m = (g0 ^ p0) | (g1 ^ p1) | (pl->d8 ^ d8) | (pl->kw ^ r->desc.keyword) | a0 | a1 |
                ((uintptr_t)*pl->pnamep ^ (uintptr_t)pl->pname);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#if ETW_LE
   /* the kind and the string-only flag in one test (a record with extended data takes eplan_slow's
    * full test: n_ext below) */
   uint32_t k4;
@@ -653,12 +676,12 @@ static inline __attribute__((always_inline)) int eplan_dispatch(struct etw_decod
   m |= (uint64_t)(pl->kind != r->kind || (r->flags & ETW_EVH_STRING_ONLY));
 #endif
   m |= r->n_ext;
-  if (__builtin_expect(m == 0, 1)) return pl->run(d, r, w, ref, pl, d8);
+  if (ETW_EXPECT(m == 0, 1)) return pl->run(d, r, w, ref, pl, d8);
   return eplan_slow(d, r, w, ref);
 }
 
 /* A kernel record whose plan does not apply, or a record of another kind (not manifest or classic). */
-__attribute__((noinline)) static int kernel_slow(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
+ETW_NOINLINE static int kernel_slow(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
                                                  struct etw_evref *ref) {
   if (r->kind <= ETW_REC_PERFINFO && !r->n_ext) return dec_kernel_general(d, r, w, ref);
   return other_general(d, r, w, ref);
@@ -699,7 +722,7 @@ static void eplan_settle(struct etw_decoder *d, uint32_t slot) {
 /* Every record without a valid plan: names resolved, the System block (cached per schema), the
  * EventData writer of the record's kind. @kkey (0 = not a kernel record without extended data):
  * the kernel type's name cache key in slot @kslot. */
-__attribute__((noinline)) int dec_write_general(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
+ETW_NOINLINE int dec_write_general(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
                                                 struct etw_evref *ref, uint64_t d8, uint32_t kslot, uint64_t kkey) {
   struct names n;
   int is_es = r->kind == ETW_REC_EVENT && r->desc.id == 0xFFFE && r->desc.opcode == 254;
@@ -735,12 +758,12 @@ __attribute__((noinline)) int dec_write_general(struct etw_decoder *d, const str
   uint32_t eslot = 0;
   int eplan = 0;
   if (r->kind == ETW_REC_EVENT && !cls && n.e && !n.tl && !is_es && !act && !rel && n.e->has_template &&
-      !(r->flags & ETW_EVH_STRING_ONLY) && !dec_mof_classic_guid(r->provider_id) && !d->sys_plain) {
+      !(r->flags & ETW_EVH_STRING_ONLY) && !dec_mof_classic_guid(r->provider_id) && !d->reference) {
     eslot = eplan_slot(d, r, d8);
     const struct dec_eplan *p0 = d->eplan[eslot], *p1 = d->eplan[eslot + 1];
     eplan = !(p0 && p0->e == n.e && eplan_hit(d, p0, r, d8)) && !(p1 && p1->e == n.e && eplan_hit(d, p1, r, d8));
   } else if (cls && !n.e && !is_ktc && !is_es && (r->kind == ETW_REC_CLASSIC || r->kind == ETW_REC_EVENT) && !r->n_ext &&
-             !act && !(r->flags & ETW_EVH_STRING_ONLY) && !d->sys_plain) {
+             !act && !(r->flags & ETW_EVH_STRING_ONLY) && !d->reference) {
     /* a classic record named by the built-in tables (no registry state): its type's plan */
     const char *t, *o;
     dec_mof_names(r, &t, &o);
@@ -782,7 +805,7 @@ __attribute__((noinline)) int dec_write_general(struct etw_decoder *d, const str
       eplan_settle(d, eslot);
     }
   }
-  if (__builtin_expect(w->err, 0)) {
+  if (ETW_EXPECT(w->err, 0)) {
     /* the System block did not fit the writer's maximum (or a plan's reservation failed before
      * this): no usable text. The error stays set, so the caller drops and counts the event
      * (etw_batch_commit) instead of committing an `Undecoded` fragment without its System block. */

@@ -12,7 +12,7 @@
 
 #include "decode.h"
 
-#if defined(__GNUC__)
+#if ETW_GNUC
 #define FX_INLINE static inline __attribute__((always_inline))
 #else
 #define FX_INLINE static inline
@@ -33,7 +33,7 @@ static const char FX_N4[401] = "0,\000\0001,\000\0002,\000\0003,\000\0004,\000\0
                                "67,\00068,\00069,\00070,\00071,\00072,\00073,\00074,\00075,\00076,\00077,\00078,\000"
                                "79,\00080,\00081,\00082,\00083,\00084,\00085,\00086,\00087,\00088,\00089,\00090,\000"
                                "91,\00092,\00093,\00094,\00095,\00096,\00097,\00098,\00099,\000";
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#if ETW_LE
 #define FX_T3_OK 1
 /* v < 1000 as one 8-byte store: its digits and a comma in the low bytes (first digit lowest), the
  * digit count + 1 (with the comma) in the top byte. Built by the preprocessor. */
@@ -97,7 +97,7 @@ static inline void fx_put4(char *o, unsigned v) { /* exactly 4 digits of v < 100
   memcpy(o, FX_D2 + 2 * h, 2);
   memcpy(o + 2, FX_D2 + 2 * (v - h * 100), 2);
 }
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#if ETW_LE
 /* The 8 decimal digits of @v < 10^8 (leading zeros included) as values 0–9, the first digit in
  * the lowest byte: two 4-digit halves in 32-bit lanes, split into 2-digit and then 1-digit lanes
  * with multiplications by reciprocals (exact in these ranges) in one 64-bit register. */
@@ -118,10 +118,10 @@ FX_INLINE char *fx_put_u32(char *o, uint32_t v) {
   }
 #endif
   if (v < 10000) return fx_put_lt1e4(o, v);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#if ETW_LE
   if (v < 100000000) { /* 5–8 digits: the leading zeros shifted out (8 bytes stored) */
     uint64_t d = fx_swar8(v);
-    unsigned lz = (unsigned)__builtin_ctzll(d) >> 3;
+    unsigned lz = (unsigned)etw_ctz64(d) >> 3;
     d = (d + 0x3030303030303030ull) >> (8 * lz);
     memcpy(o, &d, 8);
     return o + 8 - lz;
@@ -196,12 +196,12 @@ static inline char *fx_hex_tail(char *o, uint64_t v) {
 
 /* The hex digits alone (16 bytes stored); returns their end. */
 static inline char *fx_hex_digits(char *o, uint64_t v) {
-  unsigned c = (unsigned)__builtin_clzll(v | 1) & 60u; /* leading zero digits × 4 */
+  unsigned c = (unsigned)etw_clz64(v | 1) & 60u; /* leading zero digits × 4 */
   unsigned nd = 16u - (c >> 2);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#if ETW_LE
   uint64_t t = v << c; /* the significant digits first */
-#if defined(__SSE2__)
-  uint64_t be = __builtin_bswap64(t);
+#if ETW_SSE2
+  uint64_t be = etw_bswap64(t);
   __m128i x = _mm_loadl_epi64((const __m128i *)(const void *)&be);
   const __m128i m = _mm_set1_epi8(0x0F);
   __m128i nib = _mm_unpacklo_epi8(_mm_and_si128(_mm_srli_epi16(x, 4), m), _mm_and_si128(x, m));
@@ -229,9 +229,6 @@ static inline char *fx_hex(char *o, uint64_t v) {
   return fx_hex_tail(o + 3, v);
 }
 
-/* Test hook (dec_man.c): 0 = the walker only, 1 = compiled plans where a schema has one (the
- * default). Returns the previous setting. */
-int dec_plan_enable(int on);
 /* Test hook: how many times a plan gave the event back to the walker (process-wide count). */
 uint64_t dec_plan_bails(void);
 

@@ -43,7 +43,7 @@ static void w_sid(struct etw_jw *w, const unsigned char *p, unsigned subs) {
 }
 
 /* "00" … "ff" as 16-bit little-endian words: the hex digits of a byte, the high one first. */
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#if ETW_LE
 #define HX4(n) HX(n), HX(n + 1), HX(n + 2), HX(n + 3)
 #define HX16(n) HX4(n), HX4(n + 4), HX4(n + 8), HX4(n + 12)
 #define HEXC(n) ((n) < 10 ? '0' + (n) : 'a' + (n) - 10)
@@ -94,7 +94,7 @@ static int fmt_ipv6(char *buf, const unsigned char *p) {
     if (i && i != best + bl) buf[k++] = ':';
     unsigned v = g[i];
     unsigned nd = 1u + (v >= 0x10) + (v >= 0x100) + (v >= 0x1000);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#if ETW_LE
     uint32_t four = (uint32_t)HEX2[v >> 8] | (uint32_t)HEX2[v & 255] << 16; /* 4 digits, the first first */
     four >>= 8 * (4 - nd);
     memcpy(buf + k, &four, 4);

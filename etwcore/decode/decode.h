@@ -14,9 +14,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cc.h"
 #include "etwcore/etl.h"
 
-#if defined(__SSE2__)
+#if ETW_SSE2
 #include <emmintrin.h>
 #endif
 
@@ -34,7 +35,7 @@ static inline unsigned dec_digits(uint64_t v) {
                                    1000000000000ull, 10000000000000ull, 100000000000000ull,
                                    1000000000000000ull, 10000000000000000ull, 100000000000000000ull,
                                    1000000000000000000ull, 10000000000000000000ull};
-  unsigned t = (unsigned)(64 - __builtin_clzll(v | 1)) * 1233u >> 12; /* ≈ log10, low by ≤ 1 */
+  unsigned t = (unsigned)(64 - etw_clz64(v | 1)) * 1233u >> 12; /* ≈ log10, low by ≤ 1 */
   return t + ((v | 1) >= P10[t]);
 }
 /* The same text for a 32-bit value, fewer instructions and no call: the length by comparisons (no
@@ -128,7 +129,7 @@ static inline void dec_i64(struct etw_jw *w, int64_t v) {
     dec_u64(w, (uint64_t)v);
   }
 }
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#if ETW_LE
 /* 8 lower-case hex digits of @x (most significant first) as 8 bytes in memory order. */
 static inline uint64_t dec_hex8(uint32_t x32) {
   uint64_t x = x32;
@@ -137,21 +138,21 @@ static inline uint64_t dec_hex8(uint32_t x32) {
   x = (x | (x << 4)) & 0x0F0F0F0F0F0F0F0Full; /* byte i = nibble i */
   uint64_t ge10 = ((x + 0x0606060606060606ull) >> 4) & 0x0101010101010101ull;
   x += 0x3030303030303030ull + ge10 * ('a' - '0' - 10);
-  return __builtin_bswap64(x);
+  return etw_bswap64(x);
 }
 #endif
 /* "0x…" (quoted) at @p, which must have 20 bytes of room; returns the end. */
 static inline char *dec_put_hex(char *p, uint64_t v) {
-  unsigned lz = (unsigned)__builtin_clzll(v | 1);
+  unsigned lz = (unsigned)etw_clz64(v | 1);
   unsigned nd = 16 - (lz >> 2); /* (64 - lz + 3) / 4 */
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#if ETW_LE
   memcpy(p, "\"0x0", 4); /* one store (the 4th byte is overwritten by the digits) */
   /* all 16 digits of v shifted so the significant ones come first (by 4 * (16 - nd) = lz & 60
    * bits); the quote overwrites the rest */
   uint64_t t = v << (lz & 60);
-#if defined(__SSE2__)
+#if ETW_SSE2
   /* SSE2: the 8 bytes most significant first, split into high/low nibbles, interleaved */
-  uint64_t be = __builtin_bswap64(t);
+  uint64_t be = etw_bswap64(t);
   __m128i x = _mm_loadl_epi64((const __m128i *)(const void *)&be);
   const __m128i m = _mm_set1_epi8(0x0F);
   __m128i nib = _mm_unpacklo_epi8(_mm_and_si128(_mm_srli_epi16(x, 4), m), _mm_and_si128(x, m));
@@ -184,7 +185,7 @@ static inline void dec_hex(struct etw_jw *w, uint64_t v) {
 }
 /* `"{xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx}"` (etw_jw_guid's text, 40 bytes) of GUID @g at @p. */
 static inline char *dec_put_guid(char *p, const unsigned char g[16]) {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#if ETW_LE
   uint64_t a = dec_hex8(d_rd32(g));
   uint64_t b = dec_hex8((uint32_t)d_rd16(g + 4) << 16 | d_rd16(g + 6));
   uint64_t c = dec_hex8((uint32_t)g[8] << 24 | (uint32_t)g[9] << 16 | (uint32_t)g[10] << 8 | g[11]);
@@ -532,7 +533,8 @@ struct etw_decoder {
   uint32_t kn_gen; /* bumped to invalidate every kn entry (no 40 KB memset per EventInfo event) */
   struct dec_cname cn[DEC_CNAME_N];
   struct dec_sysc *sysc; /* System block cache (dec_sys.c) */
-  int sys_plain;         /* 1 = always use etw_event_write_system (tests) */
+  int reference;         /* ETW_DECODE_REFERENCE: no plans, memos or System block cache: the
+                            walkers and etw_event_write_system only (etw_decoder_set_mode) */
   char *manifest_dir;
   int manifests_scanned;
   struct dec_lazy *lazy; /* manifests indexed, loaded per provider on first use (dec_man.c) */
@@ -596,10 +598,8 @@ static inline struct dec_eres dec_eres_rc(long rc) {
 /** dec_fields_write_c - dec_fields_write_d(c->d, c->w, c->e, c->p, c->n, c->ptr_size, &c->why) when
  * c->mark == c->w->len (the block is not changed), with the end of the text (above). */
 struct dec_eres dec_fields_write_c(struct dec_ecall *c);
-/* dec_fields_write_c's runner choice (0 the plan runner, 2 plans off) and the runner, for callers
- * that call it themselves (with w->err 0). */
-extern signed char dec_pl_sel;
-struct dec_eres dec_plan_run_sse2(struct dec_ecall *c);
+/* the plan runner, for callers that call it themselves (with w->err 0; fast mode) */
+struct dec_eres dec_plan_run(struct dec_ecall *c);
 /** dec_plan_hand - @e's plan (built now when it is not yet) as hand-overs @h (4- and 8-byte
  * pointers; the other sizes never); returns the room a caller must have in the buffer past the
  * EventData's start to use them (w->cap - mark > it: < 2^20), or 0 with both spans 0 (no plan,
@@ -628,6 +628,8 @@ struct dec_sys_hint {
 int dec_sys_emit_hint(struct etw_decoder *d, struct etw_jw *w, void *hint, uint64_t ft, int64_t pid, int64_t tid,
                       int cpu);
 void dec_sys_free(struct etw_decoder *d);
+/* free @d's kernel and manifest plans (the slots empty again) */
+void dec_plans_free(struct etw_decoder *d);
 /** dec_kplan_update - after the general path wrote kernel record @r (kn slot @slot, key @key,
  * System fields @s, no activity IDs): make the slot's plan valid for it (revalidated when its
  * text still applies, else rebuilt; none after DEC_KPLAN_BUILDS builds in the slot). */
@@ -673,14 +675,14 @@ static inline void dec_fill_ref(struct etw_evref *ref, const struct etw_rec *r, 
   const uint64_t epoch = 116444736000000000ULL; /* 1970-01-01 as FILETIME */
   uint64_t ft = r->filetime;
   uint64_t dt = ft - epoch; /* wraps when ft < epoch */
-#if defined(__GNUC__)
+#if ETW_GNUC
   int64_t ns; /* dt * 100 when 1 ≤ dt and it fits (as dt - 1 < INT64_MAX / 100) */
-  if (__builtin_expect((int64_t)dt > 0 && !__builtin_mul_overflow((int64_t)dt, (int64_t)100, &ns), 1)) ref->ts_ns = ns;
+  if (ETW_EXPECT((int64_t)dt > 0 && !__builtin_mul_overflow((int64_t)dt, (int64_t)100, &ns), 1)) ref->ts_ns = ns;
 #else
   if (dt - 1 < (uint64_t)INT64_MAX / 100) ref->ts_ns = (int64_t)dt * 100;
 #endif
   else ref->ts_ns = ft <= epoch ? 0 : INT64_MAX;
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#if ETW_LE
   _Static_assert(offsetof(struct etw_rec, pid) == offsetof(struct etw_rec, tid) + 4 &&
                      offsetof(struct etw_evref, tid) == offsetof(struct etw_evref, pid) + 4,
                  "tid, pid / pid, tid adjacent");
@@ -702,7 +704,7 @@ static inline void dec_fill_ref(struct etw_evref *ref, const struct etw_rec *r, 
 static inline int dec_finish_fast(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
                                   struct etw_evref *ref, const char *prov, const char *name, size_t mark, long rc,
                                   const char *why) {
-  if (__builtin_expect(rc >= 0 && (size_t)rc == r->user_len && !w->err, 1)) {
+  if (ETW_EXPECT(rc >= 0 && (size_t)rc == r->user_len && !w->err, 1)) {
     etw_jw_raw(w, "}}", 2);
     d->decoded++;
     if (ref) dec_fill_ref(ref, r, prov, name);

@@ -9,7 +9,7 @@
 #ifndef ETWD_CPU_H
 #define ETWD_CPU_H
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(_WIN32)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(_WIN32) && !defined(ETWD_STRICT_C11)
 #define ETW_CPU_X86_AVX2 1 /* AVX2 kernels are compiled (target attributes, <immintrin.h>) */
 #else
 #define ETW_CPU_X86_AVX2 0

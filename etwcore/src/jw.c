@@ -1,5 +1,6 @@
 /* jw.c — the hand-written JSON writer (see etwcore/jw.h). Hot path: keep it branch-light. */
 #include "etwcore/jw.h"
+#include "cc.h"
 #include "cpu.h"
 
 #include <math.h>
@@ -7,7 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#if defined(__SSE2__)
+#if ETW_SSE2
 #include <emmintrin.h>
 #define JW_SSE2 1
 #endif
@@ -97,7 +98,7 @@ static size_t utf8_valid(const unsigned char *s, size_t n) {
   return 0;
 }
 
-#if defined(__GNUC__)
+#if ETW_GNUC
 #define JW_STR_INLINE static inline __attribute__((always_inline))
 #else
 #define JW_STR_INLINE static inline
@@ -113,7 +114,7 @@ JW_STR_INLINE unsigned plain_mask(__m128i x) {
 }
 /* 0x60 and -34, 16 bytes each: not const, so that gcc keeps them memory operands (it would
  * rewrite x + 0x60 > -34 as !(-33 > x + 0x60) with plain_mask's constant: two more instructions) */
-#if defined(__GNUC__) && !defined(_WIN32)
+#if ETW_GNUC && !defined(_WIN32)
 __attribute__((visibility("hidden")))
 #endif
 _Alignas(16) unsigned char jw_knp[32] = {0x60, 0x60, 0x60, 0x60, 0x60, 0x60, 0x60, 0x60, 0x60, 0x60, 0x60,
@@ -137,7 +138,7 @@ JW_STR_INLINE unsigned nonplain_ctl_mask(__m128i x, unsigned *c) {
   return (unsigned)_mm_movemask_epi8(_mm_or_si128(qb, bad));
 }
 /* the lowest set bit of @e (≠ 0) as a size_t */
-JW_STR_INLINE size_t jw_low(size_t e) { return (size_t)(unsigned)__builtin_ctzll(e); }
+JW_STR_INLINE size_t jw_low(size_t e) { return (size_t)(unsigned)etw_ctz64(e); }
 /* UTF-16 unit @i of @s (x86: little-endian, one 16-bit load) */
 static inline uint32_t jw_u16(const unsigned char *s, size_t i) {
   uint16_t u;
@@ -193,7 +194,7 @@ JW_STR_INLINE void str_body(struct etw_jw *w, const char *str, size_t n, int sim
         i += 16;
         continue;
       }
-      size_t good = (size_t)(unsigned)__builtin_ctz(m);
+      size_t good = (size_t)(unsigned)etw_ctz32(m);
       p += good;
       i += good; /* s[i] is not plain: below */
       if (s[i] == '\\' || s[i] == '"') { /* (paths: escaped here, then the next block) */
@@ -281,7 +282,7 @@ static char *put_utf8(char *p, uint32_t cp) {
  * else takes the scalar path: \" \\ \n \r \t, \u00XX for
  * other controls and 0x7F, UTF-8 for the rest, unpaired surrogates → U+FFFD. The first NUL unit
  * ends the string. Returns the units converted. */
-#if defined(__GNUC__)
+#if ETW_GNUC
 #define JW_INLINE static inline __attribute__((always_inline))
 #else
 #define JW_INLINE static inline
@@ -303,7 +304,7 @@ JW_INLINE char *str16_put(char *p, const unsigned char *s, size_t units, size_t 
     unsigned mu = (m & 0xFFu) | (m >> 8) << (units - 8); /* by unit: bits from units on 0 */
     _mm_storel_epi64((__m128i *)(void *)p, x);
     _mm_storel_epi64((__m128i *)(void *)(p + units - 8), _mm_unpackhi_epi64(x, x));
-    i = (unsigned)__builtin_ctz(~mu); /* ≤ units */
+    i = (unsigned)etw_ctz32(~mu); /* ≤ units */
     p += i;
   }
 #endif
@@ -345,7 +346,7 @@ JW_INLINE char *str16_put(char *p, const unsigned char *s, size_t units, size_t 
         i += 16;
         continue;
       }
-      size_t good = (size_t)(unsigned)__builtin_ctz(c);
+      size_t good = (size_t)(unsigned)etw_ctz32(c);
       p += good;
       i += good;
       uint32_t u = jw_u16(s, i);
@@ -362,7 +363,7 @@ JW_INLINE char *str16_put(char *p, const unsigned char *s, size_t units, size_t 
       _mm_storeu_si128((__m128i *)(void *)t, x);
       _mm_storeu_si128((__m128i *)(void *)(t + 16), x);
       memcpy(p, t + sh, 16);
-      unsigned good = (unsigned)__builtin_ctz(~m); /* ≤ units - i */
+      unsigned good = (unsigned)etw_ctz32(~m); /* ≤ units - i */
       p += good;
       i += good;
       if (i == units) break;
@@ -648,16 +649,18 @@ void etw_jw_unix_ns(struct etw_jw *w, int64_t ns) {
   put_time(w, t);
 }
 
+static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+#if ETW_LE
 /* Two base64 characters per 12 bits (filled once: etw_jw_base64's table). */
 static uint16_t B64P[4096];
 static pthread_once_t b64_once = PTHREAD_ONCE_INIT;
-static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 static void b64_fill(void) {
   for (unsigned v = 0; v < 4096; v++) {
     unsigned char c[2] = {(unsigned char)b64[v >> 6], (unsigned char)b64[v & 63]};
     memcpy(&B64P[v], c, 2);
   }
 }
+#endif
 
 #if ETW_CPU_X86_AVX2
 #define JW_B64_AVX2 1
@@ -707,7 +710,7 @@ static void base64_body(struct etw_jw *w, const unsigned char *s, size_t n, int 
     }
   }
 #endif
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && defined(__GNUC__)
+#if ETW_LE
   if (n >= 8) {
     /* 6 bytes to 8 characters per step: one 8-byte read (2 bytes past the group: i + 8 <= n),
      * four 12-bit table entries, one 8-byte store (within the reservation: 8 ≤ the 8 + 2 left) */
@@ -715,7 +718,7 @@ static void base64_body(struct etw_jw *w, const unsigned char *s, size_t n, int 
     for (; i + 8 <= n; i += 6) {
       uint64_t v;
       memcpy(&v, s + i, 8);
-      v = __builtin_bswap64(v) >> 16; /* the 6 bytes, the first one highest */
+      v = etw_bswap64(v) >> 16; /* the 6 bytes, the first one highest */
       uint64_t o = (uint64_t)B64P[v >> 36] | (uint64_t)B64P[(v >> 24) & 4095] << 16 |
                    (uint64_t)B64P[(v >> 12) & 4095] << 32 | (uint64_t)B64P[v & 4095] << 48;
       memcpy(p, &o, 8);

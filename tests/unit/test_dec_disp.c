@@ -1,7 +1,7 @@
 /* test_dec_disp.c — the decoder dispatch (etw_decoder_write): the manifest/classic plans' one-word
  * hit test, whose registry generation is the provider name pointer's (a registry change sets every
  * plan's pnamep to a dead name: dec_reg_bump), and the kernel plans' key (kn generation, hook,
- * kind). A decoder with plans against one that takes the general path only (sys_plain), record by
+ * kind). A decoder with plans against one that takes the general path only (reference mode), record by
  * record over a corpus trace:
  *  - registry changes between records: every 97th manifest event's schema replaced by one with no
  *    fields (its text changes: the next event of the type must show it), every 89th an unrelated
@@ -76,7 +76,7 @@ static void run(const char *rel) {
   struct etw_status st;
   CHECK_EQ(etw_etl_reader_add_mem(r, rel, b, n, &st), ETW_E_OK);
   struct etw_decoder *fast = etw_decoder_new(tu_manifests()), *plain = etw_decoder_new(tu_manifests());
-  plain->sys_plain = 1;
+  etw_decoder_set_mode(plain, ETW_DECODE_REFERENCE);
   struct etw_jw a, c, before;
   etw_jw_init(&a, 0);
   etw_jw_init(&c, 0);
@@ -171,7 +171,7 @@ static void one_provider(void) {
   static const unsigned char G[16] = {0x21, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xf0, 0x01};
   static const unsigned char H[16] = {0x31, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xf0, 0x02};
   struct etw_decoder *d = etw_decoder_new(NULL), *q = etw_decoder_new(NULL);
-  q->sys_plain = 1;
+  etw_decoder_set_mode(q, ETW_DECODE_REFERENCE);
   struct etw_decoder *ds[2] = {d, q};
   for (int j = 0; j < 2; j++) {
     struct dec_provider *p = dec_provider_get(ds[j], G, 1);

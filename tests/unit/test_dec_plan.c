@@ -64,9 +64,9 @@ static void corpus(void) {
     if (!data) continue;
     for (int man = 0; man < 2; man++) { /* without manifests, with them */
       struct tu_trace a, b;
-      dec_plan_enable(0);
+      etw_decode_set_default(ETW_DECODE_REFERENCE);
       tu_decode(data, len, "t.etl", man ? tu_manifests() : NULL, &a);
-      dec_plan_enable(1);
+      etw_decode_set_default(ETW_DECODE_FAST);
       tu_decode(data, len, "t.etl", man ? tu_manifests() : NULL, &b);
       CHECK_EQ(a.n, b.n);
       for (size_t i = 0; i < a.n && i < b.n; i++) {
@@ -451,9 +451,9 @@ static void randomized(void) {
       }
       size_t max = below(6) == 0 ? 40 + below(400) : 0;
       const char *prefix = below(2) ? "{\"x\":1,\"EventData\":{" : "";
-      dec_plan_enable(0);
+      etw_decode_set_default(ETW_DECODE_REFERENCE);
       struct out a = render(s.e, pay, n, ps, max, prefix);
-      dec_plan_enable(1);
+      etw_decode_set_default(ETW_DECODE_FAST);
       for (int again = 0; again < 2; again++) {
         uint64_t b0 = dec_plan_bails();
         struct out b = again ? render_c(s.e, pay, n, ps, max, prefix) : render(s.e, pay, n, ps, max, prefix);

@@ -155,9 +155,9 @@ static struct out render_h(const struct dec_event *e, const unsigned char *p, si
 static size_t cases, bad, planned;
 /* walker vs plan; @must_plan: the plan may not give up */
 static void compare(const struct dec_event *e, const unsigned char *p, size_t n, int ps, int must_plan) {
-  dec_plan_enable(0);
+  etw_decode_set_default(ETW_DECODE_REFERENCE);
   struct out a = render(e, p, n, ps);
-  dec_plan_enable(1);
+  etw_decode_set_default(ETW_DECODE_FAST);
   uint64_t b0 = dec_plan_bails();
   struct out b = render(e, p, n, ps);
   int kept = dec_plan_bails() == b0;

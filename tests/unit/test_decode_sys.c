@@ -1,7 +1,7 @@
 /* test_decode_sys.c — the cached System-block writer (dec_sys.c) produces exactly the bytes of
  * the shared etw_event_write_system for every event of the corpus traces (all providers, kernel
  * and 32-bit records, day changes), compared event by event with a decoder that bypasses it.
- * That decoder (sys_plain) also bypasses the kernel plans (dec_kplan_*: System text and fixed
+ * That decoder (reference mode, etw_decoder_set_mode) also bypasses the kernel plans (dec_kplan_*: System text and fixed
  * EventData ops), so the plans are compared with the general path too, on the corpus records and
  * on mutated copies of records (short payloads, the other pointer size, other descriptor bytes,
  * keywords, pids, times, processors, activity IDs, the string-only flag), with the event refs,
@@ -11,7 +11,7 @@
 #include "test_etl_util.h"
 
 /* A corpus file's reader and two decoders: plans (fast) and the general path only (plain). */
-/* A corpus file's reader, a plan decoder and a general-path one (sys_plain), and a writer for each. */
+/* A corpus file's reader, a plan decoder and a general-path one (reference mode), and a writer for each. */
 struct pair {
   unsigned char *b;
   struct etw_etl_reader *r;
@@ -29,7 +29,7 @@ static int pair_open(struct pair *p, const char *rel) {
   CHECK_EQ(etw_etl_reader_add_mem(p->r, rel, p->b, n, &st), ETW_E_OK);
   p->fast = etw_decoder_new(tu_manifests());
   p->plain = etw_decoder_new(tu_manifests());
-  p->plain->sys_plain = 1;
+  etw_decoder_set_mode(p->plain, ETW_DECODE_REFERENCE);
   etw_jw_init(&p->a, 0);
   etw_jw_init(&p->c, 0);
   return 1;
@@ -393,7 +393,7 @@ static void time_edges(const char *rel) {
   while (etw_etl_reader_next(P.r, &rec, &st) == 1 && n++ < 3000) {
     if (n % 3) continue;
     struct etw_decoder *fast = etw_decoder_new(tu_manifests()), *plain = etw_decoder_new(tu_manifests());
-    plain->sys_plain = 1;
+    etw_decoder_set_mode(plain, ETW_DECODE_REFERENCE);
     for (size_t k = 0; k <= sizeof T / sizeof T[0]; k++) {
       struct etw_rec m = rec;
       if (k) m.filetime = T[k - 1];

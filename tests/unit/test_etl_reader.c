@@ -486,13 +486,12 @@ static void test_merge_list_tree(void) {
 
 
 /* The reader parses each stream's records ahead in batches (etw_etl_batch_max per batch, at
- * most ETL_BATCH = 64) and stores PERFINFO and EVENT_HEADER records by whole words; etw_etl_generic_only
- * sends every record through the field-by-field parser. Every field of every record (ext items
+ * most ETL_BATCH = 64) and stores PERFINFO and EVENT_HEADER records by whole words; a reader in reference mode
+ * (etw_decode_set_default) sends every record through the field-by-field parser. Every field of every record (ext items
  * and user data by content), the record order, the result and the damage message must be the
  * same with any batch size and either parser: on every corpus file, two files merged (every
  * time tied), and cut or corrupted copies. */
 extern unsigned etw_etl_batch_max;
-extern int etw_etl_generic_only;
 
 
 struct seq {
@@ -548,10 +547,10 @@ static size_t seq_check(unsigned char **img, const size_t *len, int nf, const ch
   seq_walk(img, len, nf, &ref);
   for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++) {
     etw_etl_batch_max = cfg[c].batch;
-    etw_etl_generic_only = cfg[c].generic;
+    etw_decode_set_default(cfg[c].generic ? ETW_DECODE_REFERENCE : ETW_DECODE_FAST);
     seq_walk(img, len, nf, &q);
     etw_etl_batch_max = dflt;
-    etw_etl_generic_only = 0;
+    etw_decode_set_default(ETW_DECODE_FAST);
     int same = q.h == ref.h && q.n == ref.n && q.rc == ref.rc && !strcmp(q.msg, ref.msg);
     if (!same)
       fprintf(stderr, "%s: batch %u generic %d: %zu records rc %d (%s) vs %zu rc %d (%s)\n", what,
@@ -571,11 +570,11 @@ static size_t seq_check(unsigned char **img, const size_t *len, int nf, const ch
     if (ref.n > 50000 && !bcfg[c].big) continue;
     walk_batch = bcfg[c].max;
     etw_etl_batch_max = bcfg[c].batch;
-    etw_etl_generic_only = bcfg[c].generic;
+    etw_decode_set_default(bcfg[c].generic ? ETW_DECODE_REFERENCE : ETW_DECODE_FAST);
     seq_walk(img, len, nf, &q);
     walk_batch = 0;
     etw_etl_batch_max = dflt;
-    etw_etl_generic_only = 0;
+    etw_decode_set_default(ETW_DECODE_FAST);
     int same = q.h == ref.h && q.n == ref.n && q.rc == ref.rc && !strcmp(q.msg, ref.msg);
     if (!same)
       fprintf(stderr, "%s: next_batch %d (parse batch %u generic %d): %zu records rc %d (%s) vs %zu rc %d (%s)\n",

@@ -3,7 +3,7 @@
  * 0x15, EVENT_HEADER 0x12/0x13 with and without extended items, WPP, garbage): random versions
  * (extension bits), sizes right, short or too long, random fields. The whole-word fast paths
  * (etl_reader.c parse_one) must give exactly what the field-by-field parse_generic gives
- * (etw_etl_generic_only): every field, the order, the result and the damage message; and
+ * (a reader in reference mode, etw_decode_set_default): every field, the order, the result and the damage message; and
  * etw_etl_reader_next_batch the same as next_ref. Both clock kinds (10 MHz: filetime by
  * addition; 3.3 MHz: to_filetime).
  */
@@ -11,7 +11,6 @@
 #include "test_etl_util.h"
 
 extern unsigned etw_etl_batch_max;
-extern int etw_etl_generic_only;
 
 #define NBUF 5
 #define BSZ 8192
@@ -254,9 +253,9 @@ static void test_random_records(void) {
     CHECK(b != NULL);
     if (!b) return;
     struct res ref, q;
-    etw_etl_generic_only = 1;
+    etw_decode_set_default(ETW_DECODE_REFERENCE);
     run(b, n, 0, &ref);
-    etw_etl_generic_only = 0;
+    etw_decode_set_default(ETW_DECODE_FAST);
     static const struct {
       unsigned pb;
       int batch;
@@ -298,9 +297,9 @@ static void test_repeated_perfinfo(void) {
     CHECK(b != NULL);
     if (!b) break;
     struct res ref, q;
-    etw_etl_generic_only = 1;
+    etw_decode_set_default(ETW_DECODE_REFERENCE);
     run(b, n, 0, &ref);
-    etw_etl_generic_only = 0;
+    etw_decode_set_default(ETW_DECODE_FAST);
     static const struct {
       unsigned pb;
       int batch;
@@ -389,9 +388,9 @@ static void test_image_end(void) {
           tu_w32(h + 0x30, BSZ - 4);
         }
         struct res ref, q;
-        etw_etl_generic_only = 1;
+        etw_decode_set_default(ETW_DECODE_REFERENCE);
         run(b, 2 * BSZ, 0, &ref);
-        etw_etl_generic_only = 0;
+        etw_decode_set_default(ETW_DECODE_FAST);
         static const unsigned pbs[] = {64, 3, 1};
         for (size_t c = 0; c < 3; c++) {
           etw_etl_batch_max = pbs[c];

@@ -1,15 +1,17 @@
 /* etl_convert.c — `etwd convert`: tracerpt for any OS.
  *
- *   etwd convert FILE... [--format ndjson|csv|chrome] [-o OUT] [--manifests DIR] [--quiet]
+ *   etwd convert FILE... [--format ndjson|csv|chrome|folded] [-o OUT] [--manifests DIR] [--quiet]
  *                [--provider P,…] [--event E,…] [--pid N,…] [--from T] [--to T] [--limit N]
+ *                [--decode fast|reference]
  *
  * Reads one or more .etl files, merges them into one time-ordered stream, decodes every event
  * and writes ndjson (one full event object `{"seq":N,"System":…}` per line), CSV (header fields
  * as columns, EventData as a JSON text column; when the selected events are all of one type, one
- * column per field instead, in two passes over the input) or Chrome trace-event JSON
- * (etl_chrome.c). The filters select events; `seq` stays the event's number in the whole input,
+ * column per field instead, in two passes over the input), Chrome trace-event JSON
+ * (etl_chrome.c) or folded stacks (the events' "Stack" members aggregated, etwcore/folded.h). The filters select events; `seq` stays the event's number in the whole input,
  * so a filtered line is the same line as in the unfiltered output. Progress goes to stderr for
- * inputs of 32 MiB or more. Exit status: 0 ok, 1 unreadable/corrupt input (after writing every
+ * inputs of 32 MiB or more. `--decode reference` makes the reader and decoder use their plain
+ * walkers only (same bytes, slower). Exit status: 0 ok, 1 unreadable/corrupt input (after writing every
  * event before the damage), 2 usage error. Single-threaded.
  */
 #include <stdio.h>
@@ -26,11 +28,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #endif
+#include "etwcore/folded.h"
 
 size_t etw_convert_writer_max = (size_t)64 << 20;
 
 enum { MAX_SEL = 64, MAX_FIELDS = 1024 };
-enum fmt { F_NDJSON, F_CSV, F_CHROME };
+enum fmt { F_NDJSON, F_CSV, F_CHROME, F_FOLDED };
 enum phase { P_WRITE, P_COLLECT }; /* P_COLLECT: the first pass of per-field CSV */
 
 /* The options and, for per-field CSV, what the first pass found. */
@@ -38,8 +41,10 @@ struct conv {
   enum fmt fmt;
   const char *out_path, *mdir;
   int quiet;
+  enum etw_decode_mode mode; /* --decode: of the readers and decoders of both passes */
   const char **files;
   int nf;
+  struct etw_folded *fold; /* F_FOLDED: the selected events' stacks (etw_convert_main's) */
   char *prov[MAX_SEL], *ev[MAX_SEL];
   int nprov, nev, npid;
   int64_t pids[MAX_SEL];
@@ -57,13 +62,15 @@ struct conv {
 };
 
 static void usage(FILE *f) {
-  fputs("usage: etwd convert FILE... [--format ndjson|csv|chrome] [-o OUT] [--manifests DIR] [--quiet]\n"
+  fputs("usage: etwd convert FILE... [--format ndjson|csv|chrome|folded] [-o OUT] [--manifests DIR] [--quiet]\n"
         "                    [--provider P,...] [--event E,...] [--pid N,...] [--from T] [--to T] [--limit N]\n"
+        "                    [--decode fast|reference]\n"
         "  Decodes Windows .etl files (several files are merged in time order); a FILE may also be\n"
         "  compressed: .zip (its .etl), .gz, .etlgz (recognised by content, at most 64 GiB unpacked)\n"
         "  --format    ndjson (default): one event object per line; csv: one row per event (one column\n"
         "              per field when the selected events are all of one type); chrome: Chrome\n"
-        "              trace-event JSON (ui.perfetto.dev, chrome://tracing)\n"
+        "              trace-event JSON (ui.perfetto.dev, chrome://tracing); folded: the events'\n"
+        "              stacks, `root;...;leaf COUNT` per distinct stack (flamegraph.pl, speedscope)\n"
         "  -o OUT      write to OUT instead of standard output\n"
         "  --manifests DIR  provider manifests (*.man, *.xml) for manifest-based events\n"
         "  --quiet     no progress on stderr\n"
@@ -72,7 +79,9 @@ static void usage(FILE *f) {
         "  --pid       only these process ids\n"
         "  --from, --to  only events at or after --from and before --to: an ISO 8601 UTC time\n"
         "              (2023-04-22T10:47:24.47Z) or seconds after the input's first event (1.5)\n"
-        "  --limit N   at most N events\n",
+        "  --limit N   at most N events\n"
+        "  --decode    fast (default): the reader's and decoder's fast paths (plans, memos);\n"
+        "              reference: the plain walkers only (same output, slower)\n",
         f);
 }
 
@@ -233,7 +242,7 @@ static int parse_args(struct conv *c, int argc, char **argv, int *help) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = NULL;
     static const char *const valued[] = {"--format", "-f", "-o", "--output", "--manifests", "--provider",
-                                         "--event", "--pid", "--from", "--to", "--limit", NULL};
+                                         "--event", "--pid", "--from", "--to", "--limit", "--decode", NULL};
     const char *eq = !strncmp(a, "--", 2) ? strchr(a, '=') : NULL;
     char name[32];
     snprintf(name, sizeof name, "%.*s", eq ? (int)(eq - a) : (int)strlen(a), a);
@@ -258,6 +267,11 @@ static int parse_args(struct conv *c, int argc, char **argv, int *help) {
       c->mdir = v;
     } else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
       c->quiet = 1;
+    } else if (!strcmp(name, "--decode")) {
+      if (etw_decode_parse(v, &c->mode)) {
+        fprintf(stderr, "etwd convert: unknown decode mode '%s' (fast or reference)\n", v);
+        return 2;
+      }
     } else if (!strcmp(name, "--provider") || !strcmp(name, "--event")) {
       int prov = !strcmp(name, "--provider");
       if (add_list(prov ? c->prov : c->ev, prov ? &c->nprov : &c->nev, v)) {
@@ -301,8 +315,9 @@ static int parse_args(struct conv *c, int argc, char **argv, int *help) {
   }
   if (!strcmp(fmt, "csv")) c->fmt = F_CSV;
   else if (!strcmp(fmt, "chrome")) c->fmt = F_CHROME;
+  else if (!strcmp(fmt, "folded")) c->fmt = F_FOLDED;
   else if (strcmp(fmt, "ndjson")) {
-    fprintf(stderr, "etwd convert: unknown format '%s' (ndjson, csv or chrome)\n", fmt);
+    fprintf(stderr, "etwd convert: unknown format '%s' (ndjson, csv, chrome or folded)\n", fmt);
     return 2;
   }
   if (!c->nf) {
@@ -526,185 +541,238 @@ static void csv_header(struct conv *c, FILE *out) {
 
 struct counts { uint64_t seq, written, undecoded, dropped, unparsed, too_large; int damaged; char damage[300]; };
 
-/* Reads every input file once. P_COLLECT only looks at the selected events (per-field CSV);
- * P_WRITE writes them to @out (@ch: the Chrome document being built). Returns 0, or 1 when an
- * input cannot be opened (said on stderr). */
-static int run_pass(struct conv *c, enum phase ph, FILE *out, struct conv_chrome *ch, struct counts *n) {
-  struct etw_etl_reader *r = etw_etl_reader_new();
-  char *md_default = c->mdir ? NULL : etw_etl_manifest_dir();
-  struct etw_decoder *d = etw_decoder_new(c->mdir ? c->mdir : md_default);
-  free(md_default);
+/* One pass's state: its reader, decoder and writers (owned by run_pass, one thread). */
+struct pass {
+  struct conv *c;
+  enum phase ph;
+  FILE *out;
+  struct conv_chrome *ch;   /* the Chrome document being built (F_CHROME) */
+  struct counts *n;
+  struct etw_etl_reader *r;
+  struct etw_decoder *d;
+  struct etw_jw w, t;       /* the event's text (ndjson: the block of lines); scratch */
+  int ndjson, filtered, need_exec;
+  const char **vals;        /* per-field CSV: a row's values [nfields] */
+  size_t *lens;
+  uint64_t from_ft, to_ft;  /* the --from/--to bounds, relative ones once the first event is seen */
+  int first;
+  char sq[24];              /* ndjson: seq + 1 as text, incremented in place */
+  size_t sqn, batch;
+};
+
+/* Increments the decimal text @sq (*@sqn digits) by one. */
+static void seq_next(char *sq, size_t *sqn) {
+  size_t i = *sqn;
+  while (i > 0 && sq[i - 1] == '9') sq[--i] = '0';
+  if (i > 0) {
+    sq[i - 1]++;
+  } else {
+    memmove(sq + 1, sq, (*sqn)++);
+    sq[0] = '1';
+  }
+}
+
+/* ndjson: writes out a full block, then appends `{"seq":N,` to p->w. Returns where the line
+ * starts (to truncate back to). Other formats: empties p->w, 0. */
+static size_t line_start(struct pass *p) {
+  struct etw_jw *w = &p->w;
+  if (!p->ndjson) {
+    w->len = 0;
+    return 0;
+  }
+  if (w->len >= p->batch) {
+    fwrite(w->buf, 1, w->len, p->out);
+    w->len = 0;
+  }
+  size_t start = w->len;
+  if (!w->err && w->cap - w->len > 7 + sizeof p->sq) { /* room for fixed-size copies */
+    char *o = w->buf + w->len;
+    memcpy(o, "{\"seq\":", 7);
+    memcpy(o + 7, p->sq, sizeof p->sq); /* the digits and what follows them (overwritten) */
+    o[7 + p->sqn] = ',';
+    w->len += 8 + p->sqn;
+  } else if (!etw_jw_reserve(w, 8 + p->sqn)) {
+    char *o = w->buf + w->len;
+    memcpy(o, "{\"seq\":", 7);
+    memcpy(o + 7, p->sq, p->sqn);
+    o[7 + p->sqn] = ',';
+    w->len += 8 + p->sqn;
+  }
+  return start;
+}
+
+/* Whether the record is inside --from/--to (relative bounds count from the input's first). */
+static int in_time(struct pass *p, const struct etw_rec *rec) {
+  const struct conv *c = p->c;
+  if (p->first) {
+    p->first = 0;
+    if (c->from_s && c->from_rel) p->from_ft = rec->filetime + (uint64_t)(c->from_sec * 1e7 + 0.5);
+    if (c->to_s && c->to_rel) p->to_ft = rec->filetime + (uint64_t)(c->to_sec * 1e7 + 0.5);
+  }
+  return !((c->from_s && rec->filetime < p->from_ft) || (c->to_s && rec->filetime >= p->to_ft));
+}
+
+/* Outputs the selected event @e (its text in p->w). 0, or -1 when the Chrome document is full
+ * (said on stderr). */
+static int emit(struct pass *p, const struct conv_ev *e) {
+  struct conv *c = p->c;
+  struct etw_jw *w = &p->w;
+  if (p->ph == P_COLLECT) {
+    collect(c, e);
+  } else if (p->ndjson) {
+    w->buf[w->len++] = '\n'; /* the writer keeps a byte past its length */
+  } else if (c->fmt == F_CHROME) {
+    if (conv_chrome_event(p->ch, e)) {
+      fprintf(stderr, "etwd convert: the Chrome document reached its maximum of %llu MiB after %llu events: "
+                      "select fewer events (--from/--to, --provider, --limit)\n",
+              (unsigned long long)(etw_convert_chrome_max >> 20), (unsigned long long)p->n->written);
+      return -1;
+    }
+  } else if (c->fmt == F_FOLDED) {
+    etw_folded_add(c->fold, w->buf, w->len); /* (a stack beyond the bounds: counted, reported) */
+  } else if (p->vals) {
+    csv_fields_row(c, p->out, &p->t, e, p->vals, p->lens);
+  } else {
+    const char *j = etw_jw_cstr(w);
+    const char *data = e->sys + e->sys_len; /* ,"EventData":{…}} or ,"Undecoded":… */
+    const char *colon = strchr(data, ':');
+    size_t dl = colon ? w->len - (size_t)(colon + 1 - j) - 1 : 0;
+    csv_common(p->out, &p->t, e);
+    fputc(',', p->out);
+    if (colon) csv_data(p->out, colon + 1, dl);
+    fputc('\n', p->out);
+  }
+  return 0;
+}
+
+/* Decodes one record and, when selected, outputs it. 0 go on, 1 the --limit is reached, -1 stop
+ * with exit status 1. */
+static int one_record(struct pass *p, const struct etw_rec *rec) {
+  struct conv *c = p->c;
+  struct etw_jw *w = &p->w;
+  struct etw_evref ref;
+  seq_next(p->sq, &p->sqn); /* sq = seq + 1 */
+  p->n->seq++;
+  if (!in_time(p, rec)) {
+    const char *pn, *en; /* not selected: its names only (schemas in the stream are read) */
+    etw_decoder_names(p->d, rec, &pn, &en);
+    return 0;
+  }
+  size_t start = line_start(p), body = w->len;
+  int ok = etw_decoder_write(p->d, rec, w, &ref);
+  if (w->err) { /* this event is not written: dropped and counted (the writer's error cleared) */
+    etw_jw_truncate(w, start);
+    p->n->dropped++;
+    return 0;
+  }
+  struct conv_ev e = {rec, &ref, p->n->seq, NULL, 0, NULL, 0, -1, -1};
+  if (p->filtered || !p->ndjson) {
+    const char *j = etw_jw_cstr(w) + body; /* "System":{…},"EventData":{…}} */
+    size_t jl = w->len - body;
+    e.sys = j + 9;
+    e.sys_len = conv_json_span(e.sys, jl - 9);
+    const char *rest = e.sys + e.sys_len;
+    if (!strncmp(rest, ",\"EventData\":", 13)) {
+      e.data = rest + 13;
+      e.data_len = conv_json_span(e.data, jl - (size_t)(e.data - j));
+    }
+    if (p->need_exec) exec_ids(&e);
+    if (!selected(c, &e)) {
+      etw_jw_truncate(w, start);
+      return 0;
+    }
+  }
+  if (!ok) p->n->undecoded++;
+  p->n->written++;
+  if (emit(p, &e)) return -1;
+  return c->limit && p->n->written >= c->limit;
+}
+
+/* Makes p->r (with every input file) and p->d. 0, or 1 (said on stderr). */
+static int pass_open(struct pass *p) {
+  const struct conv *c = p->c;
   struct etw_status st;
   etw_status_clear(&st);
-  int rc = 0;
-  memset(n, 0, sizeof *n);
-  if (!r || !d) {
+  p->r = etw_etl_reader_new();
+  char *md_default = c->mdir ? NULL : etw_etl_manifest_dir();
+  p->d = etw_decoder_new(c->mdir ? c->mdir : md_default);
+  free(md_default);
+  if (p->ph == P_WRITE && per_field(c)) {
+    p->vals = calloc(c->nfields + 1, sizeof *p->vals);
+    p->lens = calloc(c->nfields + 1, sizeof *p->lens);
+  }
+  if (!p->r || !p->d || (per_field(c) && p->ph == P_WRITE && (!p->vals || !p->lens))) {
     fprintf(stderr, "etwd convert: out of memory\n");
-    rc = 1;
-    goto done;
+    return 1;
   }
   for (int i = 0; i < c->nf; i++) {
-    if (etw_etl_reader_add_file(r, c->files[i], &st)) {
+    if (etw_etl_reader_add_file(p->r, c->files[i], &st)) {
       fprintf(stderr, "etwd convert: %s\n", st.msg);
-      rc = 1;
-      goto done;
+      return 1;
     }
   }
-  int ndjson = c->fmt == F_NDJSON && ph == P_WRITE;
-  int filtered = c->nprov || c->nev || c->npid || c->from_s || c->to_s || c->limit;
-  int need_exec = c->npid || c->fmt == F_CHROME;
-  const char **vals = NULL;
-  size_t *lens = NULL;
-  if (per_field(c) && ph == P_WRITE) {
-    vals = calloc(c->nfields + 1, sizeof *vals);
-    lens = calloc(c->nfields + 1, sizeof *lens);
-    if (!vals || !lens) {
-      fprintf(stderr, "etwd convert: out of memory\n");
-      rc = 1;
-      free(vals);
-      free(lens);
-      goto done;
-    }
-  }
+  return 0;
+}
+
+/* Reads every input file once. P_COLLECT only looks at the selected events (per-field CSV);
+ * P_WRITE writes them to @out (@ch: the Chrome document being built). Returns 0, or 1 when an
+ * input cannot be opened or the output's maximum is reached (said on stderr). */
+static int run_pass(struct conv *c, enum phase ph, FILE *out, struct conv_chrome *ch, struct counts *n) {
+  struct pass *p = calloc(1, sizeof *p);
+  if (!p) return 1;
+  memset(n, 0, sizeof *n);
+  *p = (struct pass){.c = c, .ph = ph, .out = out, .ch = ch, .n = n, .first = 1, .sq = "0", .sqn = 1};
+  p->ndjson = c->fmt == F_NDJSON && ph == P_WRITE;
+  p->filtered = c->nprov || c->nev || c->npid || c->from_s || c->to_s || c->limit;
+  p->need_exec = c->npid || c->fmt == F_CHROME;
+  p->from_ft = c->from_ft;
+  p->to_ft = c->to_ft;
+  /* ndjson: the lines are collected in w and written in blocks of about BATCH bytes */
+  enum { BATCH = 256 << 10 };
+  p->batch = etw_convert_writer_max / 4 < BATCH ? etw_convert_writer_max / 4 : BATCH;
+  etw_jw_init(&p->w, etw_convert_writer_max);
+  etw_jw_init(&p->t, 4096);
+  int rc = pass_open(p);
+  if (rc) goto done;
   if (ph == P_WRITE && c->fmt == F_CSV) csv_header(c, out);
-  struct etw_jw w, t;
-  etw_jw_init(&w, etw_convert_writer_max);
-  etw_jw_init(&t, 4096);
   /* (next_batch's loop without a bound test takes a call's first max - ETL_BATCH - 1 records) */
   const struct etw_rec *recs[512];
-  struct etw_evref ref;
-  uint64_t done = 0, total = 0, from_ft = c->from_ft, to_ft = c->to_ft;
-  etw_etl_reader_progress(r, &done, &total);
+  struct etw_status st;
+  etw_status_clear(&st);
+  uint64_t done = 0, total = 0;
+  etw_etl_reader_progress(p->r, &done, &total);
   int progress = !c->quiet && total >= (32u << 20) && ph == P_WRITE;
   time_t last = time(NULL);
-  int k, first = 1;
-  /* ndjson: the lines are collected in w (`{"seq":N,` appended before each event, N kept as
-   * text and incremented in place) and written in blocks of about BATCH bytes */
-  enum { BATCH = 256 << 10 };
-  size_t batch = etw_convert_writer_max / 4 < BATCH ? etw_convert_writer_max / 4 : BATCH;
-  char sq[24] = "0";
-  size_t sqn = 1;
+  int k, x = 0;
   /* the records come in batches (pointers into the reader, valid until the next call) */
-  while ((k = etw_etl_reader_next_batch(r, recs, sizeof recs / sizeof recs[0], &st)) > 0) {
-    for (int ri = 0; ri < k; ri++) {
-      const struct etw_rec *rec = recs[ri];
-      size_t i = sqn; /* sq = seq + 1 */
-      while (i > 0 && sq[i - 1] == '9') sq[--i] = '0';
-      if (i > 0) {
-        sq[i - 1]++;
-      } else {
-        memmove(sq + 1, sq, sqn++);
-        sq[0] = '1';
-      }
-      n->seq++;
-      if (first) { /* relative times count from the first event of the input */
-        first = 0;
-        if (c->from_s && c->from_rel) from_ft = rec->filetime + (uint64_t)(c->from_sec * 1e7 + 0.5);
-        if (c->to_s && c->to_rel) to_ft = rec->filetime + (uint64_t)(c->to_sec * 1e7 + 0.5);
-      }
-      if ((c->from_s && rec->filetime < from_ft) || (c->to_s && rec->filetime >= to_ft)) {
-        const char *pn, *en; /* not selected: its names only (schemas in the stream are read) */
-        etw_decoder_names(d, rec, &pn, &en);
-        continue;
-      }
-      size_t start = 0;
-      if (!ndjson) {
-        w.len = 0;
-      } else {
-        if (w.len >= batch) {
-          fwrite(w.buf, 1, w.len, out);
-          w.len = 0;
-        }
-        start = w.len;
-        if (!w.err && w.cap - w.len > 7 + sizeof sq) { /* room for fixed-size copies */
-          char *o = w.buf + w.len;
-          memcpy(o, "{\"seq\":", 7);
-          memcpy(o + 7, sq, sizeof sq); /* the digits and what follows them (overwritten) */
-          o[7 + sqn] = ',';
-          w.len += 8 + sqn;
-        } else if (!etw_jw_reserve(&w, 8 + sqn)) {
-          char *o = w.buf + w.len;
-          memcpy(o, "{\"seq\":", 7);
-          memcpy(o + 7, sq, sqn);
-          o[7 + sqn] = ',';
-          w.len += 8 + sqn;
-        }
-      }
-      size_t body = w.len;
-      int ok = etw_decoder_write(d, rec, &w, &ref);
-      if (w.err) { /* this event is not written: dropped and counted (the writer's error cleared) */
-        etw_jw_truncate(&w, start);
-        n->dropped++;
-        continue;
-      }
-      struct conv_ev e = {rec, &ref, n->seq, NULL, 0, NULL, 0, -1, -1};
-      if (filtered || !ndjson) {
-        const char *j = etw_jw_cstr(&w) + body; /* "System":{…},"EventData":{…}} */
-        size_t jl = w.len - body;
-        e.sys = j + 9;
-        e.sys_len = conv_json_span(e.sys, jl - 9);
-        const char *rest = e.sys + e.sys_len;
-        if (!strncmp(rest, ",\"EventData\":", 13)) {
-          e.data = rest + 13;
-          e.data_len = conv_json_span(e.data, jl - (size_t)(e.data - j));
-        }
-        if (need_exec) exec_ids(&e);
-        if (!selected(c, &e)) {
-          etw_jw_truncate(&w, start);
-          continue;
-        }
-      }
-      if (!ok) n->undecoded++;
-      n->written++;
-      if (ph == P_COLLECT) {
-        collect(c, &e);
-      } else if (ndjson) {
-        w.buf[w.len++] = '\n'; /* the writer keeps a byte past its length */
-      } else if (c->fmt == F_CHROME) {
-        if (conv_chrome_event(ch, &e)) {
-          fprintf(stderr, "etwd convert: the Chrome document reached its maximum of %llu MiB after %llu events: "
-                          "select fewer events (--from/--to, --provider, --limit)\n",
-                  (unsigned long long)(etw_convert_chrome_max >> 20), (unsigned long long)n->written);
-          rc = 1;
-          goto stop;
-        }
-      } else if (vals) {
-        csv_fields_row(c, out, &t, &e, vals, lens);
-      } else {
-        const char *j = etw_jw_cstr(&w);
-        const char *data = e.sys + e.sys_len; /* ,"EventData":{…}} or ,"Undecoded":… */
-        const char *colon = strchr(data, ':');
-        size_t dl = colon ? w.len - (size_t)(colon + 1 - j) - 1 : 0;
-        csv_common(out, &t, &e);
-        fputc(',', out);
-        if (colon) csv_data(out, colon + 1, dl);
-        fputc('\n', out);
-      }
-      if (c->limit && n->written >= c->limit) goto stop;
+  while (!x && (k = etw_etl_reader_next_batch(p->r, recs, sizeof recs / sizeof recs[0], &st)) > 0) {
+    for (int ri = 0; ri < k && !x; ri++) {
+      x = one_record(p, recs[ri]);
       if (progress && (n->seq & 4095) == 0 && time(NULL) != last) {
         last = time(NULL);
-        etw_etl_reader_progress(r, &done, &total);
+        etw_etl_reader_progress(p->r, &done, &total);
         fprintf(stderr, "\retwd convert: %3d%%  %llu events", (int)(total ? done * 100 / total : 0),
                 (unsigned long long)n->seq);
       }
     }
   }
-  if (k < 0) {
+  if (!x && k < 0) {
     n->damaged = 1;
     snprintf(n->damage, sizeof n->damage, "%s", st.msg);
   }
-stop:
-  if (ndjson && w.len) fwrite(w.buf, 1, w.len, out);
+  if (x < 0) rc = 1;
+  if (p->ndjson && p->w.len) fwrite(p->w.buf, 1, p->w.len, out);
   if (progress) fprintf(stderr, "\retwd convert: 100%%  %llu events\n", (unsigned long long)n->seq);
-  etw_jw_free(&w);
-  etw_jw_free(&t);
-  free(vals);
-  free(lens);
-  n->unparsed = d->unparsed;
-  n->too_large = d->too_large;
+  n->unparsed = p->d->unparsed;
+  n->too_large = p->d->too_large;
 done:
-  etw_etl_reader_free(r);
-  etw_decoder_free(d);
+  etw_jw_free(&p->w);
+  etw_jw_free(&p->t);
+  free(p->vals);
+  free(p->lens);
+  etw_etl_reader_free(p->r);
+  etw_decoder_free(p->d);
+  free(p);
   return rc;
 }
 
@@ -804,6 +872,19 @@ static void unpack_cleanup(struct conv *c, struct unpacked *u) {
   free(u->made);
 }
 
+/* --format folded: writes the lines and says how many events had a stack (unless quiet, and
+ * always when stacks were dropped by the aggregator's bounds). 1 = the exit status is 1. */
+static int folded_finish(const struct conv *c, FILE *out, const struct counts *n) {
+  uint64_t fe, fs, fd;
+  etw_folded_stats(c->fold, &fe, &fs, &fd);
+  int rc = etw_folded_write(c->fold, out) ? 1 : 0;
+  if (!c->quiet || fd)
+    fprintf(stderr, "etwd convert: %llu events, %llu with a stack, %llu distinct stacks%s\n",
+            (unsigned long long)n->written, (unsigned long long)fe, (unsigned long long)fs,
+            fd ? " (some stacks beyond the bounds were dropped)" : "");
+  return rc || fd;
+}
+
 int etw_convert_main(int argc, char **argv) {
   struct conv *c = calloc(1, sizeof *c);
   const char **files = calloc((size_t)(argc > 0 ? argc : 1), sizeof *files);
@@ -813,6 +894,7 @@ int etw_convert_main(int argc, char **argv) {
     return 1;
   }
   c->files = files;
+  c->mode = etw_decode_default();
   int help = 0, rc = parse_args(c, argc, argv, &help);
   FILE *out = stdout;
   struct conv_chrome *ch = NULL;
@@ -824,6 +906,7 @@ int etw_convert_main(int argc, char **argv) {
     goto end;
   }
   if ((rc = unpack_inputs(c, &u))) goto end;
+  etw_decode_set_default(c->mode); /* (the readers and decoders run_pass makes) */
   if (c->fmt == F_CSV) { /* per-field columns when the selection is one event type: a first pass */
     rc = run_pass(c, P_COLLECT, NULL, NULL, &n);
     if (rc) goto end;
@@ -842,7 +925,7 @@ int etw_convert_main(int argc, char **argv) {
   static char obuf[1 << 16];
   if (c->fmt != F_NDJSON) setvbuf(out, obuf, _IOFBF, sizeof obuf);
   else setvbuf(out, NULL, _IONBF, 0);
-  if (c->fmt == F_CHROME && !(ch = conv_chrome_new())) {
+  if ((c->fmt == F_CHROME && !(ch = conv_chrome_new())) || (c->fmt == F_FOLDED && !(c->fold = etw_folded_new(0, 0)))) {
     fprintf(stderr, "etwd convert: out of memory\n");
     rc = 1;
     goto end;
@@ -862,6 +945,7 @@ int etw_convert_main(int argc, char **argv) {
     else if (rc) conv_chrome_finish(ch, NULL, NULL);
     ch = NULL;
   }
+  if (c->fold && !rc && folded_finish(c, out, &n)) rc = 1;
   if (fflush(out) || (out != stdout && fclose(out))) {
     fprintf(stderr, "etwd convert: write error\n");
     rc = 1;
@@ -875,6 +959,7 @@ end:
   for (int i = 0; i < c->nprov; i++) free(c->prov[i]);
   for (int i = 0; i < c->nev; i++) free(c->ev[i]);
   for (size_t i = 0; i < c->nfields; i++) free(c->fields[i]);
+  etw_folded_free(c->fold);
   free(c);
   free(files);
   return rc;

@@ -1,4 +1,5 @@
-/* etl_reader.c — walks the buffers of .etl files and yields time-ordered records.
+/* etl_reader.c — the records of an ETL reader's loaded buffers (etl_file.c loads them): parsed a
+ * batch at a time per stream, then merged by time and handed out one by one or in runs.
  *
  * Per file: the first buffer's first record (the logfile header) gives the clock; then every
  * buffer header is indexed (offset, processor, sequence number, compression). Buffers are
@@ -16,655 +17,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(__SSE2__)
+#include "etl_int.h"
+
+#if ETW_SSE2
 #include <emmintrin.h>
 #endif
 
-#include "etwcore/etl.h"
-
-/* 64-bit file offsets on every platform (MinGW's off_t may be 32-bit). */
-static int etl_fseek(FILE *fp, uint64_t off, int whence) {
-#ifdef _WIN32
-  return _fseeki64(fp, (long long)off, whence);
-#else
-  return fseeko(fp, (off_t)off, whence);
-#endif
-}
-
-#define BH 0x48 /* WMI_BUFFER_HEADER size */
-
-static inline uint16_t rd16(const unsigned char *p) { return (uint16_t)(p[0] | p[1] << 8); }
-static inline uint32_t rd32(const unsigned char *p) {
-  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-static inline uint64_t rd64(const unsigned char *p) { return rd32(p) | (uint64_t)rd32(p + 4) << 32; }
-
-#define LT_NONE UINT32_MAX /* no stream (loser tree) */
-
-struct bufent {
-  uint64_t off;
-  uint64_t seq;
-  uint32_t size;  /* on disk */
-  uint16_t cpu;
-  uint16_t flag;
-};
-
-struct efile {
-  struct etw_etl_info info;
-  char *path;
-  FILE *fp;                  /* or NULL for memory images */
-  const unsigned char *mem;
-  uint64_t size;
-  struct bufent *bufs;
-  uint32_t n_bufs;
-  int damaged;               /* index stopped early */
-  uint64_t damage_off;
-  char damage_msg[160];
-};
-
-/* A stream's memos for its record loop (fill, parse_one). PERFINFO: what the fast path derives
- * from a record's first 8 bytes (@h0: marker, size, HookId), all a function of h0 alone, so a
- * record with the same 8 bytes (consecutive samples of a processor usually have them) takes them
- * from here; written only for a header that passed its checks, and starting as the values of a
- * real header (type 0x10, version 0, size and header 0x10, HookId 0), so it is right for every
- * input. EVENT_HEADER: the head word by the header's bytes 2..8. */
-struct pmemo {
-  uint64_t h0;
-  uint64_t head;  /* the record's first 8 bytes: kind, pointer size, HookId */
-  uint64_t desc;  /* bytes 48..56: version, opcode, task */
-  uintptr_t hdr;  /* header size */
-  uintptr_t adv;  /* record size rounded up to 8 */
-  uint32_t size, len; /* record size, user data size */
-  /* and the last EVENT_HEADER's bytes 2..8 (h0 >> 16: type, marker, flags, property) with the
-   * head word they give (starting as the one of 0) */
-  uint64_t ekey, ehead;
-};
-#define PMEMO_INIT                                                                              \
-  {0xC0100000u | (uint64_t)0x10 << 32, ETW_REC_PERFINFO | 4 << 8, 0, 0x10, 0x10, 0x10, 0, 0, \
-   ETW_REC_EVENT | 4 << 8 | (uint64_t)ETW_EVH_32_BIT_HEADER << 16}
-
-struct stream {
-  uint32_t file;
-  uint16_t cpu;
-  uint32_t *bi;              /* buffer indices in this file, sorted by sequence */
-  uint32_t n_bi, next_bi;
-  unsigned char *pay;        /* decompressed / copied record payload (owned) */
-  uint32_t pay_len, pay_cap, pos;
-  int has;                   /* cur is valid */
-  uint64_t buf_off;
-  int64_t last_ts;
-  /* the records parsed ahead: slots[0, lim - slots) of the current buffer, cur the current one
-   * (valid when has); pos is the payload offset of the first record not parsed yet; *lim (a
-   * slot too) has filetime UINT64_MAX. A slot whose kind is PERFINFO has the fields that kind
-   * leaves zero at zero and tid/pid at UINT64_MAX (only the reader writes the slots); file,
-   * file_index and cpu are set once per slot, file_offset per buffer. */
-  struct etw_rec *cur, *lim, *slots;
-  uint64_t slots_off;        /* the file_offset the slots hold */
-  const unsigned char *data; /* the current buffer's records: pay, or inside a memory image */
-  const struct efile *f;     /* its file (r->files no longer moves once streams exist) */
-  int ft_unit;               /* the file's clock counts 100 ns: filetime = ft_base + timestamp */
-  uint64_t ft_base;          /* start_time - t0 (mod 2^64) */
-  struct pmemo pm;           /* its memos (the last PERFINFO and EVENT_HEADER headers) */
-  /* slots whose n_ext or WPP fields may be other than 0 (bit i: slots[i]): every other slot
-   * has n_ext = 0, the WPP fields 0 and cpu = the stream's, so the fast record paths do not
-   * store them. Set for a slot parse_generic or parse_ext writes (also when the record then
-   * fails), cleared (the slot's fields reset) before the next batch is parsed into the slots */
-  uint64_t dirty[3];
-};
-
-/* Records parsed per batch (one loop over a buffer's records; the slots of a stream, one more
- * than this: the slot after a batch's last record holds time UINT64_MAX for next_batch's runs,
- * are allocated on its first batch and freed when it is exhausted). */
-#define ETL_BATCH 128
-_Static_assert(ETL_BATCH < 64 * 3, "stream.dirty: a bit per slot");
-
-/* Test hooks (not static so that the unit tests can set them): records per batch (1 ..
- * ETL_BATCH), and every record through parse_generic (no PERFINFO / EVENT_HEADER fast path). */
-unsigned etw_etl_batch_max = ETL_BATCH;
-int etw_etl_generic_only;
-
-struct lent { /* a sorted list entry: a stream's current record and its time */
-  uint64_t key;
-  struct etw_rec *c; /* (the stream: c->stream) */
-};
-
-struct etw_etl_reader {
-  struct efile *files;
-  uint32_t n_files;
-  struct stream *st;
-  uint32_t n_st;
-  uint32_t *tree;            /* loser tree: [0] the winner, [1..lt_p) each match's loser (stream
-                                indices; LT_NONE = an exhausted stream or an empty leaf) */
-  uint64_t *tft;             /* [n]: the record time of tree[n] (UINT64_MAX for LT_NONE) */
-  uint32_t *leaf;            /* per stream: its leaf, lt_p + k */
-  uint32_t lt_p;             /* leaves (a power of two) */
-  uint64_t runner_ft;        /* least record time of the losers on the winner's path (UINT64_MAX if none) */
-  int list;                  /* merge by the sorted list below instead of the tree (few streams) */
-  struct lent *lst;          /* list: [head, end) the streams with a record, earliest first,
-                                with their record times ([head]'s not kept); sentinels: [head -
-                                1] (NULL, 0) where a search needs it (written then) and [end]
-                                (UINT64_MAX; its stream not kept: the list is empty when head
-                                == end) */
-  struct lent *lh, *le;      /* list: head and end: the live part of lst (entries slide up) */
-  struct lent *llast;        /* list: &lst[ocap - 1], the last entry */
-  uint32_t ocap;
-  uint64_t lkey;             /* list: lh[1].key, the runner-up's record time; tree: 0 */
-  int started;
-  struct stream *last_s;     /* stream of the last returned record, or NULL */
-  unsigned char *raw;        /* scratch for reading a buffer */
-  uint32_t raw_cap;
-  uint64_t done, total;
-  uint64_t mem;              /* bytes of stream payload buffers */
-  int err_set;
-  struct etw_status err;
-};
-
-static void set_damage(struct etw_etl_reader *r, uint32_t file, uint64_t off, const char *what) {
-  if (r->err_set) return;
-  r->err_set = 1;
-  etw_fail(&r->err, ETW_E_CORRUPT, NULL, "%s: corrupt or truncated at offset %llu (0x%llx): %s",
-           r->files[file].path, (unsigned long long)off, (unsigned long long)off, what);
-}
-
-struct etw_etl_reader *etw_etl_reader_new(void) {
-  struct etw_etl_reader *r = calloc(1, sizeof *r);
-  return r;
-}
-
-void etw_etl_reader_free(struct etw_etl_reader *r) {
-  if (!r) return;
-  for (uint32_t i = 0; i < r->n_files; i++) {
-    if (r->files[i].fp) fclose(r->files[i].fp);
-    free(r->files[i].path);
-    free(r->files[i].bufs);
-  }
-  for (uint32_t i = 0; i < r->n_st; i++) {
-    free(r->st[i].bi);
-    free(r->st[i].pay);
-    free(r->st[i].slots);
-  }
-  free(r->files);
-  free(r->st);
-  free(r->tree);
-  free(r->tft);
-  free(r->leaf);
-  free(r->lst);
-  free(r->raw);
-  free(r);
-}
-
-/* Read @n bytes at @off of file @f into @dst; 0 on success. */
-static int fread_at(struct efile *f, uint64_t off, void *dst, size_t n) {
-  if (off > f->size || n > f->size - off) return -1;
-  if (f->mem) {
-    memcpy(dst, f->mem + off, n);
-    return 0;
-  }
-  if (etl_fseek(f->fp, off, SEEK_SET)) return -1;
-  return fread(dst, 1, n, f->fp) == n ? 0 : -1;
-}
-
-/* Bytes a stream's payload buffer keeps readable (zeroed) after the records, so that the record
- * loop may read a record's first 8 bytes without testing for them (fill, parse_one). */
-#define ETL_SLACK 16
-
-static int ensure(unsigned char **p, uint32_t *cap, uint32_t need) {
-  if (need <= *cap) return 0;
-  if (need > ETW_ETL_MAX_BUFFER + ETL_SLACK) return -1;
-  uint32_t nc = *cap ? *cap : 65536;
-  while (nc < need) nc = nc > ETW_ETL_MAX_BUFFER / 2 ? ETW_ETL_MAX_BUFFER + ETL_SLACK : nc * 2;
-  unsigned char *np = realloc(*p, nc);
-  if (!np) return -1;
-  *p = np;
-  *cap = nc;
-  return 0;
-}
-
-/* ensure() for a stream's payload, within the reader's memory budget (all streams together). */
-static int ensure_pay(struct etw_etl_reader *r, struct stream *s, uint32_t need) {
-  if (need <= s->pay_cap) return 0;
-  uint64_t before = s->pay_cap;
-  if (r->mem + need > ETW_ETL_MAX_MEMORY) return -1;
-  if (ensure(&s->pay, &s->pay_cap, need)) return -1;
-  r->mem += s->pay_cap - before;
-  return 0;
-}
-
-/* UTF-16LE (NUL-terminated within n bytes) → UTF-8 into out; returns bytes consumed incl. NUL. */
-static size_t utf16z_to_utf8(const unsigned char *s, size_t n, char *out, size_t cap) {
-  size_t i = 0, o = 0;
-  while (i + 1 < n) {
-    uint32_t c = rd16(s + i);
-    i += 2;
-    if (!c) break;
-    if (c >= 0xD800 && c < 0xDC00 && i + 1 < n) {
-      uint32_t c2 = rd16(s + i);
-      if (c2 >= 0xDC00 && c2 < 0xE000) {
-        c = 0x10000 + ((c - 0xD800) << 10) + (c2 - 0xDC00);
-        i += 2;
-      }
-    }
-    if (c >= 0xD800 && c < 0xE000) c = 0xFFFD;
-    char tmp[4];
-    size_t k;
-    if (c < 0x80) {
-      tmp[0] = (char)c;
-      k = 1;
-    } else if (c < 0x800) {
-      tmp[0] = (char)(0xC0 | c >> 6);
-      tmp[1] = (char)(0x80 | (c & 63));
-      k = 2;
-    } else if (c < 0x10000) {
-      tmp[0] = (char)(0xE0 | c >> 12);
-      tmp[1] = (char)(0x80 | ((c >> 6) & 63));
-      tmp[2] = (char)(0x80 | (c & 63));
-      k = 3;
-    } else {
-      tmp[0] = (char)(0xF0 | c >> 18);
-      tmp[1] = (char)(0x80 | ((c >> 12) & 63));
-      tmp[2] = (char)(0x80 | ((c >> 6) & 63));
-      tmp[3] = (char)(0x80 | (c & 63));
-      k = 4;
-    }
-    if (o + k < cap) {
-      memcpy(out + o, tmp, k);
-      o += k;
-    }
-  }
-  if (cap) out[o < cap ? o : cap - 1] = 0;
-  return i;
-}
-
-/* Raw clock → FILETIME (UTC 100 ns), exact integer arithmetic without 128-bit types. */
-static uint64_t to_filetime(const struct etw_etl_info *in, int64_t ts) {
-  uint64_t freq = in->perf_freq;
-  if (in->clock_type == 2) freq = 10000000;
-  else if (in->clock_type == 3) freq = (uint64_t)in->cpu_mhz * 1000000u;
-  if (!freq) freq = 10000000;
-  int neg = ts < in->t0;
-  uint64_t d = neg ? (uint64_t)in->t0 - (uint64_t)ts : (uint64_t)ts - (uint64_t)in->t0;
-  uint64_t q = d / freq, rem = d % freq, ticks;
-  if (freq == 10000000) {
-    ticks = d;
-  } else if (rem <= UINT64_MAX / 10000000u) {
-    ticks = q * 10000000u + rem * 10000000u / freq;
-  } else {
-    ticks = q * 10000000u + (uint64_t)((double)rem * 1e7 / (double)freq);
-  }
-  return neg ? in->start_time - ticks : in->start_time + ticks;
-}
-
-/* The clock frequency to_filetime uses. */
-static uint64_t clock_freq(const struct etw_etl_info *in) {
-  uint64_t freq = in->perf_freq;
-  if (in->clock_type == 2) freq = 10000000;
-  else if (in->clock_type == 3) freq = (uint64_t)in->cpu_mhz * 1000000u;
-  if (!freq) freq = 10000000;
-  return freq;
-}
-
-/* Parse the logfile header record at the start of buffer 0's payload. */
-static int parse_logfile_header(struct efile *f, const unsigned char *p, uint32_t n) {
-  if (n < 0x20) return -1;
-  uint32_t m = rd32(p);
-  unsigned type = (m >> 16) & 0xFF;
-  if ((m & 0xC0000000u) != 0xC0000000u || (type != 1 && type != 2) || rd16(p + 6) != 0) return -1;
-  uint32_t size = rd16(p + 4);
-  if (size > n || size < 0x20) return -1;
-  int is64 = type == 2;
-  const unsigned char *h = p + 0x20;
-  uint32_t hl = size - 0x20, need = is64 ? 0x118 : 0x110;
-  if (hl < need) return -1;
-  struct etw_etl_info *in = &f->info;
-  in->t0 = (int64_t)rd64(p + 0x10);
-  in->buffer_size = rd32(h);
-  in->version = rd32(h + 4);
-  in->provider_version = rd32(h + 8);
-  in->n_cpus = rd32(h + 0xC);
-  in->end_time = rd64(h + 0x10);
-  in->timer_resolution = rd32(h + 0x18);
-  in->max_file_size = rd32(h + 0x1C);
-  in->log_file_mode = rd32(h + 0x20);
-  in->buffers_written = rd32(h + 0x24);
-  in->start_buffers = rd32(h + 0x28);
-  in->pointer_size = rd32(h + 0x2C);
-  in->events_lost = rd32(h + 0x30);
-  in->cpu_mhz = rd32(h + 0x34);
-  uint32_t b = is64 ? 0x48 : 0x40; /* TimeZone */
-  in->tz_bias = (int32_t)rd32(h + b);
-  b += 176;
-  in->boot_time = rd64(h + b);
-  in->perf_freq = rd64(h + b + 8);
-  in->start_time = rd64(h + b + 16);
-  in->clock_type = rd32(h + b + 24);
-  in->buffers_lost = rd32(h + b + 28);
-  uint32_t s = need;
-  s += (uint32_t)utf16z_to_utf8(h + s, hl - s, in->logger_name, sizeof in->logger_name);
-  if (s < hl) utf16z_to_utf8(h + s, hl - s, in->log_file_name, sizeof in->log_file_name);
-  return 0;
-}
-
-/* Index the buffers of file @fi. */
-static enum etw_err index_file(struct etw_etl_reader *r, uint32_t fi, struct etw_status *st) {
-  struct efile *f = &r->files[fi];
-  unsigned char h[BH];
-  uint64_t off = 0;
-  uint32_t cap = 0;
-  while (off < f->size) {
-    if (f->size - off < BH) {
-      f->damaged = 1;
-      f->damage_off = off;
-      snprintf(f->damage_msg, sizeof f->damage_msg, "truncated buffer header (%llu bytes left)",
-               (unsigned long long)(f->size - off));
-      break;
-    }
-    if (fread_at(f, off, h, BH)) return etw_fail(st, ETW_E_IO, NULL, "%s: read error at %llu", f->path, (unsigned long long)off);
-    uint32_t bsize = rd32(h);
-    if (bsize == 0 && rd32(h + 0x30) == 0) break; /* preallocated, never written: end of data */
-    if (bsize < BH || bsize > ETW_ETL_MAX_BUFFER) {
-      f->damaged = 1;
-      f->damage_off = off;
-      snprintf(f->damage_msg, sizeof f->damage_msg, "bad buffer size %u", bsize);
-      break;
-    }
-    if (bsize > f->size - off) {
-      f->damaged = 1;
-      f->damage_off = off;
-      snprintf(f->damage_msg, sizeof f->damage_msg,
-               "buffer of %u bytes truncated (%llu bytes left)", bsize,
-               (unsigned long long)(f->size - off));
-      break;
-    }
-    if (f->n_bufs >= ETW_ETL_MAX_BUFFERS)
-      return etw_fail(st, ETW_E_LIMIT, NULL, "%s: more than %u buffers", f->path, ETW_ETL_MAX_BUFFERS);
-    if (f->n_bufs == cap) {
-      uint32_t nc = cap ? cap * 2 : 64;
-      struct bufent *nb = realloc(f->bufs, (size_t)nc * sizeof *nb);
-      if (!nb) return etw_fail(st, ETW_E_NOMEM, NULL, NULL);
-      f->bufs = nb;
-      cap = nc;
-    }
-    struct bufent *e = &f->bufs[f->n_bufs++];
-    e->off = off;
-    e->size = bsize;
-    e->seq = rd64(h + 0x18);
-    e->flag = rd16(h + 0x34);
-    e->cpu = (e->flag & 0x20) ? (rd16(h + 0x28) & 0x7FF) : h[0x28];
-    off += bsize;
-  }
-  r->total += f->size;
-  return ETW_E_OK;
-}
-
-static enum etw_err add_file(struct etw_etl_reader *r, const char *name, FILE *fp,
-                             const unsigned char *mem, uint64_t size, struct etw_status *st) {
-  if (r->started) {
-    if (fp) fclose(fp);
-    return etw_fail(st, ETW_E_STATE, NULL, "files must be added before reading");
-  }
-  if (r->n_files >= ETW_ETL_MAX_FILES) {
-    if (fp) fclose(fp);
-    return etw_fail(st, ETW_E_LIMIT, NULL, "at most %d files", ETW_ETL_MAX_FILES);
-  }
-  struct efile *nf = realloc(r->files, (r->n_files + 1) * sizeof *nf);
-  if (!nf) {
-    if (fp) fclose(fp);
-    return etw_fail(st, ETW_E_NOMEM, NULL, NULL);
-  }
-  r->files = nf;
-  struct efile *f = &r->files[r->n_files];
-  memset(f, 0, sizeof *f);
-  f->fp = fp;
-  f->mem = mem;
-  f->size = size;
-  f->path = strdup(name ? name : "(memory)");
-  if (!f->path) {
-    if (fp) fclose(fp);
-    return etw_fail(st, ETW_E_NOMEM, NULL, NULL);
-  }
-  f->info.path = f->path;
-  r->n_files++;
-  /* logfile header: first record of the first buffer (never compressed) */
-  unsigned char h[BH];
-  enum etw_err e = ETW_E_OK;
-  if (size < BH || fread_at(f, 0, h, BH)) {
-    e = etw_fail(st, ETW_E_CORRUPT, NULL, "%s: not an ETL file (shorter than a buffer header)", f->path);
-  } else {
-    uint32_t bsize = rd32(h), used = rd32(h + 0x30);
-    if (bsize < BH || bsize > ETW_ETL_MAX_BUFFER || used > bsize) used = bsize;
-    if (bsize < BH || bsize > ETW_ETL_MAX_BUFFER || bsize > size || used <= BH) {
-      e = etw_fail(st, ETW_E_CORRUPT, NULL, "%s: not an ETL file (bad first buffer header at offset 0)", f->path);
-    } else if (ensure(&r->raw, &r->raw_cap, bsize)) {
-      e = etw_fail(st, ETW_E_NOMEM, NULL, NULL);
-    } else if (fread_at(f, 0, r->raw, bsize)) {
-      e = etw_fail(st, ETW_E_IO, NULL, "%s: read error", f->path);
-    } else if (parse_logfile_header(f, r->raw + BH, used - BH)) {
-      e = etw_fail(st, ETW_E_CORRUPT, NULL, "%s: not an ETL file (no logfile header record at offset 0x48)", f->path);
-    } else {
-      f->info.compression = rd32(r->raw + 0x2C) & 0xFFFF;
-    }
-  }
-  if (!e) e = index_file(r, r->n_files - 1, st);
-  if (e) {
-    if (f->fp) fclose(f->fp);
-    free(f->path);
-    free(f->bufs);
-    r->n_files--;
-  }
-  return e;
-}
-
-enum etw_err etw_etl_reader_add_file(struct etw_etl_reader *r, const char *path,
-                                     struct etw_status *st) {
-  FILE *fp = fopen(path, "rb");
-  if (!fp) return etw_fail(st, errno == ENOENT ? ETW_E_NOT_FOUND : ETW_E_IO, NULL, "%s: %s", path, strerror(errno));
-  if (etl_fseek(fp, 0, SEEK_END)) {
-    fclose(fp);
-    return etw_fail(st, ETW_E_IO, NULL, "%s: cannot seek", path);
-  }
-#ifdef _WIN32
-  long long sz = _ftelli64(fp);
-#else
-  long long sz = (long long)ftello(fp);
-#endif
-  if (sz < 0) {
-    fclose(fp);
-    return etw_fail(st, ETW_E_IO, NULL, "%s: cannot get size", path);
-  }
-  return add_file(r, path, fp, NULL, (uint64_t)sz, st);
-}
-
-enum etw_err etw_etl_reader_add_mem(struct etw_etl_reader *r, const char *name, const void *data,
-                                    size_t len, struct etw_status *st) {
-  return add_file(r, name, NULL, data, len, st);
-}
-
-const struct etw_etl_info *etw_etl_reader_info(const struct etw_etl_reader *r, uint32_t i) {
-  return i < r->n_files ? &r->files[i].info : NULL;
-}
-
-void etw_etl_reader_progress(const struct etw_etl_reader *r, uint64_t *done, uint64_t *total) {
-  *done = r->done;
-  *total = r->total;
-}
-
-/* ---- streams */
-struct sortent {
-  uint64_t seq, off;
-  uint32_t idx;
-};
-static int cmp_sortent(const void *a, const void *b) {
-  const struct sortent *x = a, *y = b;
-  if (x->seq != y->seq) return x->seq < y->seq ? -1 : 1;
-  return x->off < y->off ? -1 : x->off > y->off;
-}
-
-/* Sort a stream's buffer indices by (sequence number, file offset); thread-safe. */
-static int sort_stream(const struct efile *f, struct stream *s) {
-  struct sortent *t = malloc((s->n_bi ? s->n_bi : 1) * sizeof *t);
-  if (!t) return -1;
-  for (uint32_t i = 0; i < s->n_bi; i++) {
-    t[i].seq = f->bufs[s->bi[i]].seq;
-    t[i].off = f->bufs[s->bi[i]].off;
-    t[i].idx = s->bi[i];
-  }
-  qsort(t, s->n_bi, sizeof *t, cmp_sortent);
-  for (uint32_t i = 0; i < s->n_bi; i++) s->bi[i] = t[i].idx;
-  free(t);
-  return 0;
-}
-
-/* Streams up to which the merge keeps a sorted list (an insertion per record, usually at the
- * front) rather than the loser tree (log2 streams per record); not static so that the unit
- * tests can force either way. */
-unsigned etw_etl_merge_list_max = 32;
-
-static enum etw_err build_streams(struct etw_etl_reader *r, struct etw_status *st) {
-  for (uint32_t fi = 0; fi < r->n_files; fi++) {
-    struct efile *f = &r->files[fi];
-    uint32_t first = r->n_st;
-    for (uint32_t b = 0; b < f->n_bufs; b++) {
-      uint16_t cpu = f->bufs[b].cpu;
-      struct stream *s = NULL;
-      for (uint32_t k = first; k < r->n_st; k++)
-        if (r->st[k].cpu == cpu) {
-          s = &r->st[k];
-          break;
-        }
-      if (!s) {
-        if (r->n_st >= ETW_ETL_MAX_STREAMS) return etw_fail(st, ETW_E_LIMIT, NULL, "too many processors");
-        struct stream *ns = realloc(r->st, (r->n_st + 1) * sizeof *ns);
-        if (!ns) return etw_fail(st, ETW_E_NOMEM, NULL, NULL);
-        r->st = ns;
-        s = &r->st[r->n_st++];
-        memset(s, 0, sizeof *s);
-        s->file = fi;
-        s->cpu = cpu;
-        s->last_ts = f->info.t0;
-        /* with 10^7 counts per second to_filetime is start_time ± |ts - t0|, which is
-         * start_time + (ts - t0) modulo 2^64 either way */
-        s->ft_unit = clock_freq(&f->info) == 10000000;
-        s->ft_base = f->info.start_time - (uint64_t)f->info.t0;
-        s->pm = (struct pmemo)PMEMO_INIT;
-      }
-      if ((s->n_bi & (s->n_bi - 1)) == 0 || s->n_bi == 0) {
-        uint32_t nc = s->n_bi ? s->n_bi * 2 : 8;
-        uint32_t *nb = realloc(s->bi, (size_t)nc * sizeof *nb);
-        if (!nb) return etw_fail(st, ETW_E_NOMEM, NULL, NULL);
-        s->bi = nb;
-      }
-      s->bi[s->n_bi++] = b;
-    }
-    for (uint32_t k = first; k < r->n_st; k++)
-      if (sort_stream(f, &r->st[k])) return etw_fail(st, ETW_E_NOMEM, NULL, NULL);
-    if (f->damaged) set_damage(r, fi, f->damage_off, f->damage_msg);
-  }
-  for (uint32_t k = 0; k < r->n_st; k++) r->st[k].f = &r->files[r->st[k].file];
-  r->lt_p = 1;
-  while (r->lt_p < r->n_st) r->lt_p *= 2;
-  r->tree = malloc(3 * (size_t)r->lt_p * sizeof *r->tree); /* past lt_p: the winners while building */
-  r->tft = malloc((size_t)r->lt_p * sizeof *r->tft);
-  r->leaf = malloc((r->n_st ? r->n_st : 1) * sizeof *r->leaf);
-  r->ocap = r->n_st + 2 + 1024;
-  r->lst = malloc((size_t)r->ocap * sizeof *r->lst);
-  r->list = r->n_st <= etw_etl_merge_list_max;
-  if (r->tree) r->tree[0] = LT_NONE;
-  if (!r->tree || !r->tft || !r->leaf || !r->lst) {
-    free(r->tree);
-    r->tree = NULL;
-    return etw_fail(st, ETW_E_NOMEM, NULL, NULL);
-  }
-  return ETW_E_OK;
-}
-
-/* Load the next buffer of stream @s; 0 = loaded, 1 = no more buffers. Damage is recorded. */
-static int load_buffer(struct etw_etl_reader *r, struct stream *s) {
-  struct efile *f = &r->files[s->file];
-  while (s->next_bi < s->n_bi) {
-    const struct bufent *b = &f->bufs[s->bi[s->next_bi++]];
-    r->done += b->size;
-    const unsigned char *h;
-    if (f->mem) { /* a memory image: read in place */
-      if (b->off > f->size || b->size > f->size - b->off) {
-        set_damage(r, s->file, b->off, "cannot read buffer");
-        continue;
-      }
-      h = f->mem + b->off;
-    } else if (!(b->flag & 0x40)) { /* not compressed: read straight into the payload buffer */
-      if (ensure_pay(r, s, b->size + ETL_SLACK)) {
-        set_damage(r, s->file, b->off, "buffer over the memory limit");
-        continue;
-      }
-      if (fread_at(f, b->off, s->pay, b->size)) {
-        set_damage(r, s->file, b->off, "cannot read buffer");
-        continue;
-      }
-      h = s->pay;
-    } else {
-      if (ensure(&r->raw, &r->raw_cap, b->size) || fread_at(f, b->off, r->raw, b->size)) {
-        set_damage(r, s->file, b->off, "cannot read buffer");
-        continue;
-      }
-      h = r->raw;
-    }
-    s->buf_off = b->off;
-    s->pos = 0;
-    uint32_t saved = rd32(h + 4), used = rd32(h + 0x30);
-    if (b->flag & 0x40) {
-      if (saved < BH || saved > ETW_ETL_MAX_BUFFER) {
-        set_damage(r, s->file, b->off, "bad uncompressed size of compressed buffer");
-        continue;
-      }
-      uint32_t outn = saved - BH;
-      if (ensure_pay(r, s, outn + ETL_SLACK)) {
-        set_damage(r, s->file, b->off, "decompressed size over the memory limit");
-        continue;
-      }
-      long got;
-      if (f->info.compression == 4)
-        got = etw_xpress_huff_decompress(h + BH, b->size - BH, s->pay, outn);
-      else if (f->info.compression == 3 || f->info.compression == 0)
-        got = etw_xpress_decompress(h + BH, b->size - BH, s->pay, outn);
-      else {
-        set_damage(r, s->file, b->off, "unsupported compression format (only XPRESS and XPRESS Huffman)");
-        continue;
-      }
-      if (got < 0) {
-        set_damage(r, s->file, b->off, "malformed compressed buffer");
-        continue;
-      }
-      s->data = s->pay;
-      s->pay_len = (uint32_t)got; /* a short result still holds the records before the damage */
-      memset(s->pay + got, 0, ETL_SLACK);
-      if ((uint32_t)got < outn) set_damage(r, s->file, b->off, "compressed buffer ends early");
-    } else {
-      if (used < BH || used > b->size) used = b->size; /* Offset is garbage: use everything */
-      /* the records in place: in the memory image (it outlives the reader) or in the payload
-       * buffer the file's buffer was read into */
-      s->data = h + BH;
-      s->pay_len = used - BH;
-      if (h == s->pay) { /* (read from the file into the payload buffer) */
-        memset(s->pay + b->size, 0, ETL_SLACK);
-      } else if (f->size - b->off - used < ETL_SLACK) {
-        /* the image ends within ETL_SLACK bytes after the records: they are copied */
-        if (ensure_pay(r, s, used - BH + ETL_SLACK)) {
-          set_damage(r, s->file, b->off, "buffer over the memory limit");
-          continue;
-        }
-        memcpy(s->pay, h + BH, used - BH);
-        memset(s->pay + used - BH, 0, ETL_SLACK);
-        s->data = s->pay;
-      }
-    }
-    return 0;
-  }
-  return 1;
-}
-
-#if defined(__GNUC__)
+#if ETW_GNUC
 #define ETL_INLINE static inline __attribute__((always_inline))
-#define ETL_NOINLINE static __attribute__((noinline))
-#define ETL_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define ETL_NOINLINE static ETW_NOINLINE
+#define ETL_UNLIKELY(x) ETW_EXPECT(!!(x), 0)
 #else
 #define ETL_INLINE static inline
 #define ETL_NOINLINE static
@@ -685,7 +47,7 @@ static int load_buffer(struct etw_etl_reader *r, struct stream *s) {
    REC_OFF(cpu) == 88 && REC_OFF(n_ext) == 90 && REC_OFF(ext) == 96 &&                              \
    REC_OFF(wpp_flags) == REC_OFF(wpp_msg_number) + 2 &&                                             \
    REC_OFF(wpp_sequence) == REC_OFF(wpp_msg_number) + 4 && ETL_LITTLE_ENDIAN)
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#if ETW_LE
 #define ETL_LITTLE_ENDIAN 1
 #else
 #define ETL_LITTLE_ENDIAN 0
@@ -731,7 +93,7 @@ ETL_NOINLINE int parse_generic(const struct efile *f, const struct stream *s, st
                                const unsigned char *p, uint32_t n, uint32_t m, int64_t last_ts) {
   /* the record head up to ext[] zeroed: six 16-byte stores (memset compiles to `rep stos`,
    * slow to start and counted per word by callgrind) */
-#if defined(__SSE2__)
+#if ETW_SSE2
   if (offsetof(struct etw_rec, ext) == 96) {
     unsigned char *z = (unsigned char *)rec;
     for (int i = 0; i < 6; i++) _mm_storeu_si128((__m128i *)(void *)(z + 16 * i), _mm_setzero_si128());
@@ -902,8 +264,8 @@ static inline void slot_dirty(struct stream *s, const struct etw_rec *rec) {
 ETL_NOINLINE void slots_clean(struct stream *s) {
   for (unsigned w = 0; w < sizeof s->dirty / sizeof s->dirty[0]; w++)
     for (uint64_t m = s->dirty[w]; m; m &= m - 1) {
-#if defined(__GNUC__)
-      unsigned b = (unsigned)__builtin_ctzll(m);
+#if ETW_GNUC
+      unsigned b = (unsigned)etw_ctz64(m);
 #else
       unsigned b = 0;
       while (!(m >> b & 1)) b++;
@@ -970,7 +332,7 @@ ETL_INLINE int parse_one(struct stream *s, struct etw_rec *rec, uintptr_t *pa, u
     st64(rb + 40, pm->desc);
     rec->user_data = p + pm->hdr;
     rec->user_len = pm->len;
-    rec->filetime = ft_unit ? ft_base + (uint64_t)ts : to_filetime(&s->f->info, ts);
+    rec->filetime = ft_unit ? ft_base + (uint64_t)ts : etl_to_filetime(&s->f->info, ts);
     *pa = a + pm->adv;
     return 1;
   } else if (ETL_REC_LAYOUT && (m & 0xC0FE0000u) == 0xC0120000u && !generic) {
@@ -1070,7 +432,7 @@ ETL_INLINE int parse_one(struct stream *s, struct etw_rec *rec, uintptr_t *pa, u
   rec->user_data = p + hdr;
   rec->user_len = size - hdr;
 done:
-  rec->filetime = ft_unit ? ft_base + (uint64_t)ts : to_filetime(&s->f->info, ts);
+  rec->filetime = ft_unit ? ft_base + (uint64_t)ts : etl_to_filetime(&s->f->info, ts);
   *pa = a + ((size + 7) & ~7u); /* (a + size ≤ pe) */
   return 1;
 #undef PFAIL
@@ -1087,7 +449,7 @@ ETL_NOINLINE int fill(struct etw_etl_reader *r, struct stream *s) {
      * kind for the PERFINFO memo path's test; ext[] only below n_ext — and calloc's memset of
      * the 26 KB was 1.2 instructions per event on net.etl) */
     if (r->mem + sz > ETW_ETL_MAX_MEMORY || !(s->slots = malloc(sz))) {
-      set_damage(r, s->file, s->buf_off, "records over the memory limit");
+      etl_set_damage(r, s->file, s->buf_off, "records over the memory limit");
       s->cur = s->lim = NULL;
       return s->has = 0;
     }
@@ -1118,13 +480,13 @@ ETL_NOINLINE int fill(struct etw_etl_reader *r, struct stream *s) {
       uint64_t ft_base = s->ft_base;
       if (s->slots_off != s->buf_off) { /* a new buffer */
         s->slots_off = s->buf_off;
-#if defined(__GNUC__) && !defined(__clang__)
+#if ETW_GNUC && !defined(__clang__)
 #pragma GCC unroll 8
 #endif
         for (uint32_t i = 0; i < ETL_BATCH; i++) s->slots[i].file_offset = s->buf_off;
       }
       /* (one loop per clock kind: the test is out of the loop) */
-      if (etw_etl_generic_only) {
+      if (r->generic) { /* reference mode: parse_generic for every record */
         int unit = s->ft_unit;
         while ((k = parse_one(s, rec, &a, pe, pe8, unit, ft_base, 1, &s->pm, 0)) == 1 && ++rec < end) {
         }
@@ -1147,10 +509,10 @@ ETL_NOINLINE int fill(struct etw_etl_reader *r, struct stream *s) {
     if (k < 0) {
       char msg[96];
       snprintf(msg, sizeof msg, "bad record at payload offset 0x%x of the buffer", (unsigned)s->pos + BH);
-      set_damage(r, s->file, s->buf_off, msg);
+      etl_set_damage(r, s->file, s->buf_off, msg);
     }
     s->pay_len = 0;
-    if (load_buffer(r, s)) { /* exhausted: give its memory back */
+    if (etl_load_buffer(r, s)) { /* exhausted: give its memory back */
       r->mem -= s->pay_cap + (ETL_BATCH + 1) * sizeof *s->slots;
       free(s->pay);
       s->pay = NULL;
@@ -1336,7 +698,7 @@ ETL_NOINLINE int next_slow(struct etw_etl_reader *r, const struct etw_rec **rec,
   } else {
     if (!r->started) {
       r->started = 1;
-      if (build_streams(r, st)) return -1;
+      if (etl_build_streams(r, st)) return -1;
       for (uint32_t i = 0; i < r->n_st; i++) fill(r, &r->st[i]);
       if (r->list) build_list(r);
       else build_tree(r);
@@ -1391,7 +753,7 @@ static inline int list_insert(struct etw_etl_reader *r, struct stream *w, uint64
 
 /* list_move when @w's key @k equals the key before @q: the search goes on by the full rule
  * (as list_sift: past the entries of that key that @w comes before). */
-#if defined(__GNUC__) && !defined(__clang__)
+#if ETW_GNUC && !defined(__clang__)
 __attribute__((optimize("no-tree-loop-distribute-patterns")))
 #endif
 ETL_NOINLINE int list_move_tie(struct etw_etl_reader *r, struct stream *w, uint64_t k,
@@ -1405,7 +767,7 @@ ETL_NOINLINE int list_move_tie(struct etw_etl_reader *r, struct stream *w, uint6
  * (*@rec, r->last_s; returns 1) and r->lkey its runner-up's time. A leaf: the place is
  * searched from the back first; an equal key goes on in list_move_tie, a full array to
  * list_move_slow, both before anything moved but the front sentinel. */
-#if defined(__GNUC__) && !defined(__clang__)
+#if ETW_GNUC && !defined(__clang__)
 /* (the shift loop moves ~1.3 entries: not a memmove call) */
 __attribute__((optimize("no-tree-loop-distribute-patterns")))
 #endif
@@ -1447,7 +809,7 @@ int etw_etl_reader_next_ref(struct etw_etl_reader *r, const struct etw_rec **rec
 /* next_batch's switch when @w's key @k equals the key before the hole @q (the entries after it
  * moved up): the search goes on by the full rule as in list_move_tie, moving the entries @w
  * comes before; returns @w's place. */
-#if defined(__GNUC__) && !defined(__clang__)
+#if ETW_GNUC && !defined(__clang__)
 __attribute__((optimize("no-tree-loop-distribute-patterns")))
 #endif
 ETL_NOINLINE struct lent *list_tie_hole(const struct etw_rec *wc, uint64_t k, struct lent *q) {
@@ -1472,7 +834,7 @@ ETL_NOINLINE struct lent *list_tie_hole(const struct etw_rec *wc, uint64_t k, st
  * already handed out), so the records handed out are exactly next_ref's, in the same order,
  * and the end or the damage comes in a later call. */
 
-#if defined(__GNUC__) && !defined(__clang__)
+#if ETW_GNUC && !defined(__clang__)
 __attribute__((optimize("no-tree-loop-distribute-patterns")))
 #endif
 ETL_INLINE int next_batch(struct etw_etl_reader *r, const struct etw_rec **recs, size_t max,
@@ -1607,3 +969,4 @@ int etw_etl_reader_next(struct etw_etl_reader *r, struct etw_rec *rec, struct et
   if (k == 1) *rec = *p;
   return k;
 }
+

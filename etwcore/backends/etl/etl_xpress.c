@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cc.h"
 #include "etwcore/etl.h"
 
 /* Copy a match of @len bytes at distance @off ending no later than out + n_out (room = bytes
@@ -33,7 +34,7 @@ static inline uint32_t rd32le(const unsigned char *p) {
 }
 
 static inline uint32_t rd16le(const unsigned char *p) {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#if ETW_LE
   uint16_t v;
   memcpy(&v, p, 2);
   return v;
@@ -76,9 +77,9 @@ static inline void copy_match_fast(unsigned char *d, size_t off, size_t len) {
   }
 }
 
-#if defined(__GNUC__)
+#if ETW_GNUC
 #define XP_INLINE static inline __attribute__((always_inline))
-#define XP_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define XP_UNLIKELY(x) ETW_EXPECT(!!(x), 0)
 #else
 #define XP_INLINE static inline
 #define XP_UNLIKELY(x) (x)
@@ -120,7 +121,7 @@ XP_INLINE int xp_fast(const unsigned char **pip, unsigned char **pop, const unsi
        * zeros of f), then that match. The literals are copied as 16 bytes whatever their
        * number (32 above 16: no branch on literal vs. match); shifting out the run and the
        * match's bit leaves 0 when the run reached the sentinel (the end of the word). */
-      size_t run = (size_t)(unsigned)__builtin_clzll(f);
+      size_t run = (size_t)(unsigned)etw_clz64(f);
       memcpy(op, ip, 16);
       if (XP_UNLIKELY(run > 16)) memcpy(op + 16, ip + 16, 16);
       op += run;
@@ -221,7 +222,7 @@ long etw_xpress_decompress(const unsigned char *in, size_t n_in, unsigned char *
     if (rc > 0) {
       /* the rest of that word goes the checked way: the sentinel is the lowest set bit, below
        * the flags not yet used */
-      nflags = 63 - __builtin_ctzll(f);
+      nflags = 63 - etw_ctz64(f);
       flags = nflags ? (uint32_t)(f >> 32) >> (32 - nflags) : 0;
     }
   }
@@ -237,7 +238,7 @@ long etw_xpress_decompress(const unsigned char *in, size_t n_in, unsigned char *
     if (!((flags >> nflags) & 1)) {
       /* a run of literals: this item and the following zero flag bits */
       uint32_t rest = nflags ? flags << (32 - nflags) : 0;
-      size_t run = 1 + (size_t)(rest ? __builtin_clz(rest) : nflags);
+      size_t run = 1 + (size_t)(rest ? (int)etw_clz32(rest) : nflags);
       if (run > n_in - ip) run = n_in - ip;
       if (run > n_out - op) run = n_out - op;
       if (!run) break;

@@ -100,6 +100,7 @@ struct lx_prov {
   uint32_t n_events;
   char *filter;  /* user's filter or NULL */
   int enabled;
+  int stacks;    /* its events have the stacktrace trigger (linux_stack.c) */
 };
 
 struct lx_sess;
@@ -172,6 +173,7 @@ struct lx_sess {
    * limit thread stops the session (within 100 ms) */
   uint64_t lim_events, lim_bytes;
   _Atomic uint64_t lim_ev_taken, lim_b_taken, lim_skipped;
+  struct lx_stkcfg stk; /* stacks: triggers, userstacktrace, the events that want them */
 };
 
 /* ---- small helpers */
@@ -195,28 +197,6 @@ static int64_t calib_offset(void) {
     }
   }
   return off;
-}
-
-static int valid_name(const char *s) {
-  if (!s || !*s || strlen(s) > 128) return 0;
-  if (!strcmp(s, ".") || !strcmp(s, "..")) return 0;
-  for (const char *p = s; *p; p++)
-    if (!(isalnum((unsigned char)*p) || *p == '_' || *p == '-' || *p == '.')) return 0;
-  return 1;
-}
-
-static int system_exists(const char *sys) {
-  if (!valid_name(sys) || !strcmp(sys, "ftrace")) return 0;
-  const char *dir = tracefs_tracing_dir();
-  if (!dir) return 0;
-  char path[PATH_MAX];
-  snprintf(path, sizeof path, "%s/events/%s/enable", dir, sys);
-  return access(path, F_OK) == 0;
-}
-
-static int event_exists(const char *sys, const char *ev) {
-  if (!valid_name(ev)) return 0;
-  return tracefs_event_file_exists(NULL, sys, ev, "format");
 }
 
 static void free_list(char **l, uint32_t n) {
@@ -315,93 +295,6 @@ static void lx_cleanup(void) {
     remove_instance(s);
     g_del(s);
   }
-}
-
-/* ---- providers API */
-
-static int cmp_str(const void *a, const void *b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static enum etw_err lx_list_providers(const char *q, struct etw_jw *w, struct etw_status *st) {
-  char **sys = tracefs_event_systems(NULL);
-  if (!sys) return etw_fail(st, ETW_E_IO, NULL, "cannot list tracefs event systems");
-  size_t n = 0;
-  while (sys[n]) n++;
-  qsort(sys, n, sizeof *sys, cmp_str);
-  etw_jw_ch(w, '[');
-  int first = 1;
-  for (size_t i = 0; i < n; i++) {
-    if (!strcmp(sys[i], "ftrace")) continue;
-    if (q && *q && !strcasestr(sys[i], q)) continue;
-    char **ev = tracefs_system_events(NULL, sys[i]);
-    size_t ne = 0;
-    while (ev && ev[ne]) ne++;
-    tracefs_list_free(ev);
-    if (!first) etw_jw_ch(w, ',');
-    first = 0;
-    etw_jw_lit(w, "{\"name\":");
-    etw_jw_cs(w, sys[i]);
-    etw_jw_lit(w, ",\"events\":");
-    etw_jw_u64(w, ne);
-    etw_jw_ch(w, '}');
-  }
-  etw_jw_ch(w, ']');
-  tracefs_list_free(sys);
-  return ETW_E_OK;
-}
-
-static void write_fields(struct etw_jw *w, struct tep_format_field *f, int common, int *first) {
-  for (; f; f = f->next) {
-    if (!*first) etw_jw_ch(w, ',');
-    *first = 0;
-    etw_jw_lit(w, "{\"name\":");
-    etw_jw_cs(w, f->name);
-    etw_jw_lit(w, ",\"type\":");
-    etw_jw_cs(w, f->type);
-    etw_jw_lit(w, ",\"offset\":");
-    etw_jw_i64(w, f->offset);
-    etw_jw_lit(w, ",\"size\":");
-    etw_jw_i64(w, f->size);
-    etw_jw_lit(w, ",\"signed\":");
-    etw_jw_bool(w, (f->flags & TEP_FIELD_IS_SIGNED) != 0);
-    if (common) etw_jw_lit(w, ",\"common\":true");
-    etw_jw_ch(w, '}');
-  }
-}
-
-static enum etw_err lx_describe_provider(const char *name, struct etw_jw *w,
-                                         struct etw_status *st) {
-  if (!system_exists(name))
-    return etw_fail(st, ETW_E_NOT_FOUND, NULL,
-                    "no tracepoint system '%s' in %s/events", name ? name : "",
-                    tracefs_tracing_dir() ? tracefs_tracing_dir() : "tracefs");
-  const char *systems[] = {name, NULL};
-  struct tep_handle *tep = lx_tep_new(systems);
-  if (!tep) return etw_fail(st, ETW_E_IO, NULL, "cannot parse the formats of '%s'", name);
-  struct tep_event **evs = tep_list_events(tep, TEP_EVENT_SORT_NAME);
-  etw_jw_lit(w, "{\"name\":");
-  etw_jw_cs(w, name);
-  etw_jw_lit(w, ",\"events\":[");
-  int firste = 1;
-  for (int i = 0; evs && evs[i]; i++) {
-    struct tep_event *ev = evs[i];
-    if (!ev->system || strcmp(ev->system, name)) continue;
-    if (!firste) etw_jw_ch(w, ',');
-    firste = 0;
-    etw_jw_lit(w, "{\"id\":");
-    etw_jw_i64(w, ev->id);
-    etw_jw_lit(w, ",\"name\":");
-    etw_jw_cs(w, ev->name);
-    etw_jw_lit(w, ",\"fields\":[");
-    int first = 1;
-    write_fields(w, ev->format.common_fields, 1, &first);
-    write_fields(w, ev->format.fields, 0, &first);
-    etw_jw_lit(w, "]}");
-  }
-  etw_jw_lit(w, "]}");
-  tep_free(tep);
-  return ETW_E_OK;
 }
 
 /* ---- filters and enabling */
@@ -515,7 +408,7 @@ static enum etw_err ensure_system_locked(struct lx_sess *s, const char *sys) {
 static enum etw_err check_provider(const struct etw_provider_spec *p, const char *pfx,
                                    struct etw_status *st) {
   char field[96];
-  if (!p->name || !system_exists(p->name)) {
+  if (!p->name || !lx_system_exists(p->name)) {
     snprintf(field, sizeof field, "%s/name", pfx);
     return etw_fail(st, ETW_E_INVALID, field, "unknown provider '%s': no tracepoint system of that name",
                     p->name ? p->name : "(null)");
@@ -525,7 +418,7 @@ static enum etw_err check_provider(const struct etw_provider_spec *p, const char
     return etw_fail(st, ETW_E_INVALID, field, "at most %d events per provider", ETW_SPEC_MAX_EVENTS);
   }
   for (uint32_t j = 0; j < p->n_events; j++) {
-    if (!p->events[j] || !event_exists(p->name, p->events[j])) {
+    if (!p->events[j] || !lx_event_exists(p->name, p->events[j])) {
       snprintf(field, sizeof field, "%s/events/%u", pfx, j);
       return etw_fail(st, ETW_E_INVALID, field, "unknown event '%s' in provider '%s'",
                       p->events[j] ? p->events[j] : "(null)", p->name);
@@ -608,6 +501,10 @@ static enum etw_err apply_provider(struct lx_sess *s, const struct etw_provider_
       break;
     }
   }
+  /* stacks: the old events' triggers off, the new ones' on (with the events' own filter) */
+  if (!rc && old && old->stacks)
+    lx_stk_set(&s->stk, s->inst, p->name, old->events, old->n_events, 0, NULL, pfx, NULL);
+  if (!rc && p->stacks) rc = lx_stk_set(&s->stk, s->inst, p->name, evs, nev, 1, comb, pfx, st);
   free(comb);
   if (!rc) {
     pthread_mutex_lock(&s->mu);
@@ -624,6 +521,7 @@ static enum etw_err apply_provider(struct lx_sess *s, const struct etw_provider_
   }
   if (rc) {
     tracefs_event_disable(s->inst, p->name, NULL);
+    lx_stk_set(&s->stk, s->inst, p->name, evs, nev, 0, NULL, pfx, NULL);
     free_list(evs, nev);
     if (old) old->enabled = 0;
     return rc;
@@ -644,6 +542,7 @@ static enum etw_err apply_provider(struct lx_sess *s, const struct etw_provider_
   old->n_events = nev;
   old->filter = p->filter ? strdup(p->filter) : NULL;
   old->enabled = 1;
+  old->stacks = p->stacks;
   return ETW_E_OK;
 }
 
@@ -757,6 +656,8 @@ static int drain(struct lx_rd *r, int max_pages) {
     pages++;
     atomic_fetch_add_explicit(&r->pages, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&r->raw_bytes, (uint64_t)n, memory_order_relaxed);
+    if (!r->dec.stk && atomic_load(&s->stk.want)) /* the session asked for stacks */
+      lx_stk_attach(&r->dec, atomic_load(&s->stk.want));
     if ((s->lim_events || s->lim_bytes) && !take_page(r)) continue;
     uint64_t ne;
     if (s->mode & ETW_MODE_REALTIME) {
@@ -996,6 +897,7 @@ static void sess_free(struct lx_sess *s) {
     free(s->rd);
   }
   if (s->tdat) lx_tdat_abort(s->tdat);
+  lx_stkcfg_free(&s->stk); /* after the readers' decoders (they point into it) */
   free(s->saved);
   free(s->excl);
   free(s->excl_str);
@@ -1063,7 +965,7 @@ static enum etw_err lx_open(const struct etw_backend_args *a, void **state, stru
   const struct etw_session_spec *sp = a->spec;
   *state = NULL;
   if (!a->os_name || strncmp(a->os_name, ETW_SESSION_PREFIX, strlen(ETW_SESSION_PREFIX)) ||
-      !valid_name(a->os_name))
+      !lx_valid_name(a->os_name))
     return etw_fail(st, ETW_E_INVALID, NULL, "bad instance name");
   if (sp->buffer_kb && (sp->buffer_kb < LX_BUF_KB_MIN || sp->buffer_kb > LX_BUF_KB_MAX))
     return etw_fail(st, ETW_E_INVALID, "/buffer_kb", "buffer_kb must be %d..%d (KiB per CPU), got %u",
@@ -1286,7 +1188,8 @@ static enum etw_err lx_disable(void *vs, const char *provider, struct etw_status
                     provider ? provider : "(null)");
   }
   int r = tracefs_event_disable(s->inst, provider, NULL);
-  p->enabled = 0;
+  if (p->stacks) lx_stk_set(&s->stk, s->inst, provider, p->events, p->n_events, 0, NULL, "", NULL);
+  p->enabled = p->stacks = 0;
   pthread_mutex_unlock(&s->mu);
   if (r != 0)
     return etw_fail(st, ETW_E_KERNEL, NULL, "cannot disable %s: %s", provider, strerror(errno));
@@ -1484,7 +1387,7 @@ const struct etw_backend etw_backend_linux = {
     .name = "linux",
     .caps = ETW_CAP_LIVE | ETW_CAP_FILE | ETW_CAP_LIST_PROVIDERS | ETW_CAP_FILTER_PID |
             ETW_CAP_FILTER_EXPR | ETW_CAP_ENABLE_RUNNING | ETW_CAP_EVENT_NAMES | ETW_CAP_BUFFER_SIZE |
-            ETW_CAP_ORDER_TIME | LX_CAPS_EXT,
+            ETW_CAP_ORDER_TIME | LX_CAPS_EXT | ETW_CAP_STACKS,
     .buffer_kb_min = LX_BUF_KB_MIN,
     .buffer_kb_max = LX_BUF_KB_MAX,
     .init = lx_init,

@@ -758,6 +758,7 @@ void lx_dec_reset(struct lx_dec *d) {
 
 void lx_dec_fini(struct lx_dec *d) {
   lx_dec_reset(d);
+  lx_stk_free(d);
   free(d->cache);
   free(d->built);
   d->cache = NULL;
@@ -1486,6 +1487,15 @@ static void lx_disp_init(void) {
   lx_dec_event(NULL, NULL, 0, 0, &s);
 }
 
+/* one record of a page: through the stack joiner once the session asks for stacks */
+static inline void dec_rec(struct lx_dec *d, const unsigned char *data, uint32_t size,
+                           uint64_t ts, struct lx_sink *s) {
+  if (__builtin_expect(d->stk != NULL, 0))
+    lx_stk_record(d, data, size, ts, s);
+  else
+    lx_dec_event(d, data, size, ts, s);
+}
+
 /* kbuffer's general walker, kept as the reference and the fallback */
 static uint64_t page_kbuffer(struct lx_dec *d, void *page, struct lx_sink *s) {
   unsigned long long ts;
@@ -1494,8 +1504,8 @@ static uint64_t page_kbuffer(struct lx_dec *d, void *page, struct lx_sink *s) {
   for (void *ev = kbuffer_read_event(d->kbuf, &ts); ev; ev = kbuffer_next_event(d->kbuf, &ts)) {
     int sz = kbuffer_event_size(d->kbuf);
     if (sz <= 0) continue;
-    if (s) lx_dec_event(d, ev, (uint32_t)sz, ts, s);
-    n++;
+    if (s) dec_rec(d, ev, (uint32_t)sz, ts, s);
+    n += !d->stk || !lx_stk_is(d, ev, (uint32_t)sz);
   }
   return n;
 }
@@ -1524,8 +1534,8 @@ static uint64_t page_walk(struct lx_dec *d, const unsigned char *pg, struct lx_s
       ts += delta;
       uint32_t len = tl * 4;
       if (p + 4 + len > end) break;
-      if (s) lx_dec_event(d, p + 4, len, ts, s);
-      n++;
+      if (s) dec_rec(d, p + 4, len, ts, s);
+      n += !d->stk || !lx_stk_is(d, p + 4, len); /* stack records are not events */
       p += 4 + len;
       continue;
     }
@@ -1536,8 +1546,8 @@ static uint64_t page_walk(struct lx_dec *d, const unsigned char *pg, struct lx_s
       case 0:
         if (a0 < 4 || p + 4 + (uint64_t)a0 > end) return n;
         ts += delta;
-        if (s) lx_dec_event(d, p + 8, a0 - 4, ts, s);
-        n++;
+        if (s) dec_rec(d, p + 8, a0 - 4, ts, s);
+        n += !d->stk || !lx_stk_is(d, p + 8, a0 - 4);
         p += 4 + ((a0 + 3) & ~3u);
         break;
       case RB_PADDING:

@@ -5,6 +5,10 @@
  * linux_tdat.c     trace.dat (v6) writer for file mode: per-CPU spools assembled at stop
  * linux_marker.c   markers: writes to the instance's trace_marker
  * linux_flight.c   flight mode (overwrite, snapshot drains into a trace.dat) and lx_ext
+ * linux_prov.c     providers API (list, describe) and the name checks
+ * linux_stack.c    stacks: stacktrace triggers and userstacktrace (control), and the stack
+ *                  records joined to their event (reader threads)
+ * linux_sym.c      stack symbolisation: kallsyms, /proc/PID/maps, ELF symbols (linux_sym.h)
  *
  * Nothing here is public: the only exported symbol of the backend is etw_backend_linux.
  */
@@ -22,6 +26,8 @@
 struct tep_handle;
 struct tep_event;
 struct kbuffer;
+struct tracefs_instance;
+struct lx_stk;
 
 /* Field kinds of the generic decoder. */
 enum lx_kind {
@@ -162,6 +168,9 @@ struct lx_dec {
   uint64_t cmdl_t;
   /* counters (read by stats() from other threads) */
   _Atomic uint64_t events, undecoded, enc_dropped;
+  /* stacks (linux_stack.c): NULL until the session asks for stacks; then every record of a
+   * page goes through lx_stk_record */
+  struct lx_stk *stk;
 };
 
 /** lx_tep_new - a tep handle with the header page and the formats of @systems (NULL-ended);
@@ -191,6 +200,39 @@ uint64_t lx_count_page(struct lx_dec *d, void *page);
 /** lx_dec_event - decode one raw event (record data, size, trace ts) into @s's batch. */
 void lx_dec_event(struct lx_dec *d, const unsigned char *data, uint32_t size, uint64_t ts,
                   struct lx_sink *s);
+
+/* ---- providers API and name checks (linux_prov.c) */
+int lx_valid_name(const char *s);
+int lx_system_exists(const char *sys);
+int lx_event_exists(const char *sys, const char *ev);
+enum etw_err lx_list_providers(const char *q, struct etw_jw *w, struct etw_status *st);
+enum etw_err lx_describe_provider(const char *name, struct etw_jw *w, struct etw_status *st);
+
+/* ---- stacks (linux_stack.c) */
+/* A session's stack configuration, owned by the control thread (open/enable/disable); the
+ * readers only read `want` (published once, freed after they are joined). */
+struct lx_stkcfg {
+  _Atomic uint8_t *_Atomic want; /* by event id: 1 = that event records stacks */
+  uint32_t nwant;                /* events with a stacktrace trigger */
+  int ustack;                    /* options/userstacktrace is on */
+};
+/** lx_stk_set - (un)set the stacktrace trigger of @nev events of @sys and their want flags;
+ *  options/userstacktrace is on while any event wants stacks. @cond: the events' filter as
+ *  written to them ("0" or NULL: none), repeated in the trigger (see linux_stack.c). Field
+ *  errors under @pfx. */
+enum etw_err lx_stk_set(struct lx_stkcfg *c, struct tracefs_instance *inst, const char *sys,
+                        char *const *evs, uint32_t nev, int on, const char *cond,
+                        const char *pfx, struct etw_status *st);
+void lx_stkcfg_free(struct lx_stkcfg *c);
+/** lx_stk_attach - reader: from now on @d joins stack records to their events (idempotent). */
+void lx_stk_attach(struct lx_dec *d, _Atomic uint8_t *want);
+/** lx_stk_record - reader: one raw record; a stack record goes onto the held event, anything
+ *  else is decoded by lx_dec_event (and held when its event wants stacks). */
+void lx_stk_record(struct lx_dec *d, const unsigned char *data, uint32_t size, uint64_t ts,
+                   struct lx_sink *s);
+void lx_stk_free(struct lx_dec *d);
+/** lx_stk_is - 1 if the record is a stack record (not an event: left out of event counts). */
+int lx_stk_is(const struct lx_dec *d, const unsigned char *data, uint32_t size);
 
 /* ---- trace.dat writer (linux_tdat.c) */
 /* ---- markers (linux_marker.c) */

@@ -126,8 +126,25 @@ static uint64_t write_header(struct lx_tdat *t, struct wbuf *b, const char *cons
     if (txt && sz > 0) wr(b, txt, (size_t)sz);
     free(txt);
   }
-  /* ftrace event formats: none */
-  wr_u32(b, 0);
+  /* ftrace event formats: the stack records (`stacks: true`, linux_stack.c), so that a
+   * recording's stacks are shown by trace-cmd */
+  {
+    static const char *const fev[2] = {"kernel_stack", "user_stack"};
+    char *ff[2] = {NULL, NULL};
+    int fs[2] = {0, 0};
+    uint32_t nf = 0;
+    for (int i = 0; i < 2; i++) {
+      ff[nf] = tracefs_event_file_read(NULL, "ftrace", fev[i], "format", &fs[nf]);
+      if (ff[nf] && fs[nf] > 0) nf++;
+      else free(ff[nf]), ff[nf] = NULL;
+    }
+    wr_u32(b, nf);
+    for (uint32_t i = 0; i < nf; i++) {
+      wr_u64(b, (uint64_t)fs[i]);
+      wr(b, ff[i], (size_t)fs[i]);
+      free(ff[i]);
+    }
+  }
   /* event formats of the recorded systems */
   uint32_t nsys = 0;
   while (systems && systems[nsys]) nsys++;

@@ -126,8 +126,27 @@ struct etw_rec {
 /* ---- reader */
 struct etw_etl_reader;
 
+/**
+ * Decode mode (`etwd serve|convert --decode fast|reference`). ETW_DECODE_FAST (the default):
+ * the reader's whole-word record paths and header memos, the decoder's kernel and manifest
+ * plans, templates, memos and System block cache. ETW_DECODE_REFERENCE: the plain paths only —
+ * the reader's generic record parser, the System block writer, the template and layout walkers.
+ * Both give the same bytes (the tests and fuzzers compare them); reference is the yardstick, and
+ * the way around a suspected fast-path bug.
+ */
+enum etw_decode_mode { ETW_DECODE_FAST = 0, ETW_DECODE_REFERENCE = 1 };
+/** etw_decode_set_default - the mode of the readers and decoders created after this call, and of
+ *  renderings without a decoder (process-wide; set once at start-up, or by single-threaded tests). */
+void etw_decode_set_default(enum etw_decode_mode m);
+enum etw_decode_mode etw_decode_default(void);
+/** etw_decode_parse - "fast" or "reference" into *@m: 0; anything else: -1 (*@m unchanged). */
+int etw_decode_parse(const char *s, enum etw_decode_mode *m);
+
 /** etw_etl_reader_new - empty reader; NULL on ENOMEM. Freed by etw_etl_reader_free. */
 struct etw_etl_reader *etw_etl_reader_new(void);
+/** etw_etl_reader_set_mode - how @r parses records from now on (initially etw_decode_default()):
+ *  ETW_DECODE_REFERENCE parses every record with the generic parser. */
+void etw_etl_reader_set_mode(struct etw_etl_reader *r, enum etw_decode_mode m);
 void etw_etl_reader_free(struct etw_etl_reader *r);
 /**
  * etw_etl_reader_add_file / _add_mem - add a file (opened and indexed now; the file stays open)
@@ -181,6 +200,9 @@ struct etw_decoder;
  *  manifests (recursively, bounded) the first time an unknown manifest provider is seen. */
 struct etw_decoder *etw_decoder_new(const char *manifest_dir);
 void etw_decoder_free(struct etw_decoder *d);
+/** etw_decoder_set_mode - @d's mode (initially etw_decode_default()); call it before @d's first
+ *  event (switching to reference later drops @d's plans; the output is the same either way). */
+void etw_decoder_set_mode(struct etw_decoder *d, enum etw_decode_mode m);
 
 /**
  * etw_decoder_write - append the event for @r to @w, without the leading `{"seq":N,`:
@@ -207,7 +229,7 @@ void etw_etl_set_dirs(const char *data_dir, const char *manifest_dir);
 char *etw_etl_manifest_dir(void);
 
 /**
- * etw_convert_main - `etwd convert FILE... [--format ndjson|csv] [-o OUT] [--manifests DIR]`.
+ * etw_convert_main - `etwd convert FILE... [--format ndjson|csv|folded] [-o OUT] [--manifests DIR]`.
  * argv[0] is "convert". Returns the process exit code: 0 ok, 1 corrupt/unreadable input (after
  * writing every event before the damage), 2 usage error.
  */

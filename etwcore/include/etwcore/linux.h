@@ -26,4 +26,12 @@ int etw_linux_reader_nice(void);
  */
 void etw_linux_set_reader_pinning(int on);
 
+struct etw_jw;
+/**
+ * etw_linux_metrics - append the Prometheus text of the stack symbolisation caches (hits,
+ * misses, evictions of processes, ELF files and frames; kernel symbols loaded) and of the stack
+ * records (attached, orphaned, dropped). Any thread.
+ */
+void etw_linux_metrics(struct etw_jw *w);
+
 #endif

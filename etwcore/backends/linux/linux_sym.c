@@ -1,0 +1,649 @@
+/* linux_sym.c — stack addresses → module, symbol and offset (see linux_sym.h).
+ *
+ * Ownership and threads: one cache for the whole server (g), every field guarded by g.mu; the
+ * reader threads of every session call lx_sym_frames with a stack's addresses and the cache
+ * fills itself. Everything is bounded:
+ *   - kernel: /proc/kallsyms read once at the first kernel frame (text symbols, sorted);
+ *   - processes: SYM_PROCS entries (LRU), each with at most SYM_MAPS executable file mappings of
+ *     /proc/PID/maps, read when the process's first stack is resolved and again on a miss (at
+ *     most every SYM_REREAD_NS per process); a process that is gone keeps the mappings seen;
+ *   - files: SYM_FILES ELF files (LRU) keyed by device, inode and build-id, each with at most
+ *     SYM_FSYMS function symbols, all of them together at most SYM_FILE_BYTES; a mapping is bound to its file once, through the object the
+ *     process really maps (/proc/PID/map_files/…) when that can be opened: a cached entry of the
+ *     same inode whose build-id differs from the mapped object's is loaded again;
+ *   - frames: SYM_FRAMES resolved frames (direct-mapped by process generation and address).
+ */
+#include "linux_sym.h"
+
+#include "etwcore/linux.h"
+
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SYM_PROCS 256
+#define SYM_MAPS 512
+#define SYM_FILES 64
+#define SYM_FSYMS (1u << 20)
+#define SYM_FILE_BYTES ((size_t)256 << 20) /* symbols and names of all cached files */
+#define SYM_FRAMES 8192
+#define SYM_FRAME_TXT 232
+#define SYM_REREAD_NS 100000000LL
+
+/* ---- kallsyms */
+
+struct ksym {
+  uint64_t a;
+  uint32_t name, mod; /* offsets in pool; mod 0 = core kernel */
+};
+struct lx_ksyms {
+  struct ksym *v;
+  uint32_t n;
+  char *pool;
+};
+
+static int ksym_cmp(const void *x, const void *y) {
+  const struct ksym *a = x, *b = y;
+  return a->a < b->a ? -1 : a->a > b->a;
+}
+
+/* append @s (n bytes) + NUL to a growing pool; the offset, or 0 on ENOMEM (offset 0 is "") */
+static uint32_t pool_add(char **pool, size_t *len, size_t *cap, const char *s, size_t n) {
+  if (*len + n + 1 > *cap) {
+    size_t nc = *cap ? *cap * 2 : 65536;
+    while (nc < *len + n + 1) nc *= 2;
+    if (nc > UINT32_MAX) return 0;
+    char *np = realloc(*pool, nc);
+    if (!np) return 0;
+    *pool = np;
+    *cap = nc;
+  }
+  if (!*len) (*pool)[(*len)++] = 0;
+  uint32_t off = (uint32_t)*len;
+  memcpy(*pool + *len, s, n);
+  (*pool)[*len + n] = 0;
+  *len += n + 1;
+  return off;
+}
+
+struct lx_ksyms *lx_ksyms_load(const char *path) {
+  FILE *f = fopen(path, "re");
+  if (!f) return NULL;
+  struct lx_ksyms *k = calloc(1, sizeof *k);
+  size_t cap = 0, plen = 0, pcap = 0;
+  char line[512];
+  while (k && fgets(line, sizeof line, f)) {
+    char *e;
+    uint64_t a = strtoull(line, &e, 16);
+    if (e == line || e[0] != ' ' || !e[1] || e[2] != ' ') continue;
+    char t = e[1];
+    if (t != 't' && t != 'T' && t != 'w' && t != 'W') continue;
+    char *name = e + 3, *end = name + strcspn(name, " \t\n");
+    if (end == name || !a) continue;
+    char *mod = NULL, *mend = NULL;
+    if (*end == '\t' || *end == ' ') {
+      mod = strchr(end, '[');
+      if (mod && (mend = strchr(mod, ']'))) mod++;
+      else mod = NULL;
+    }
+    if (k->n == cap) {
+      size_t nc = cap ? cap * 2 : 65536;
+      struct ksym *nv = realloc(k->v, nc * sizeof *nv);
+      if (!nv) break;
+      k->v = nv;
+      cap = nc;
+    }
+    struct ksym *s = &k->v[k->n];
+    s->a = a;
+    s->name = pool_add(&k->pool, &plen, &pcap, name, (size_t)(end - name));
+    s->mod = mod ? pool_add(&k->pool, &plen, &pcap, mod, (size_t)(mend - mod)) : 0;
+    if (s->name) k->n++;
+  }
+  fclose(f);
+  if (!k) return NULL;
+  if (!k->n) {
+    lx_ksyms_free(k);
+    return NULL;
+  }
+  qsort(k->v, k->n, sizeof *k->v, ksym_cmp);
+  return k;
+}
+
+void lx_ksyms_free(struct lx_ksyms *k) {
+  if (!k) return;
+  free(k->v);
+  free(k->pool);
+  free(k);
+}
+
+uint32_t lx_ksyms_count(const struct lx_ksyms *k) { return k ? k->n : 0; }
+
+const char *lx_ksyms_find(const struct lx_ksyms *k, uint64_t addr, const char **mod,
+                          uint64_t *off) {
+  if (!k || !k->n || addr < k->v[0].a) return NULL;
+  uint32_t lo = 0, hi = k->n; /* last entry with a <= addr */
+  while (hi - lo > 1) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    if (k->v[mid].a <= addr) lo = mid;
+    else hi = mid;
+  }
+  const struct ksym *s = &k->v[lo];
+  *mod = s->mod ? k->pool + s->mod : NULL;
+  *off = addr - s->a;
+  return k->pool + s->name;
+}
+
+/* ---- ELF files */
+
+struct esym {
+  uint64_t v, sz;
+  uint32_t name;
+};
+struct eload {
+  uint64_t off, vaddr, filesz;
+};
+struct lx_elf {
+  struct esym *s;
+  uint32_t ns;
+  char *pool;
+  size_t mem; /* bytes of s and pool */
+  struct eload ld[16];
+  uint32_t nld;
+  uint8_t bid[64];
+  uint32_t bid_len;
+};
+
+static int esym_cmp(const void *x, const void *y) {
+  const struct esym *a = x, *b = y;
+  if (a->v != b->v) return a->v < b->v ? -1 : 1;
+  return a->sz > b->sz ? -1 : a->sz < b->sz; /* the sized one first at equal addresses */
+}
+
+static void elf_notes(struct lx_elf *e, Elf_Scn *scn) {
+  Elf_Data *d = elf_getdata(scn, NULL);
+  if (!d) return;
+  GElf_Nhdr nh;
+  size_t off = 0, noff, doff;
+  while ((off = gelf_getnote(d, off, &nh, &noff, &doff)) > 0) {
+    if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+        !memcmp((char *)d->d_buf + noff, "GNU", 4) && nh.n_descsz <= sizeof e->bid) {
+      memcpy(e->bid, (char *)d->d_buf + doff, nh.n_descsz);
+      e->bid_len = nh.n_descsz;
+      return;
+    }
+  }
+}
+
+static void elf_syms(struct lx_elf *e, Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh) {
+  Elf_Data *d = elf_getdata(scn, NULL);
+  if (!d || !sh->sh_entsize) return;
+  size_t n = sh->sh_size / sh->sh_entsize, cap = 0, plen = 0, pcap = 0;
+  for (size_t i = 0; i < n && e->ns < SYM_FSYMS; i++) {
+    GElf_Sym sym;
+    if (!gelf_getsym(d, (int)i, &sym)) break;
+    int t = GELF_ST_TYPE(sym.st_info);
+    if ((t != STT_FUNC && t != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF || !sym.st_value)
+      continue;
+    const char *nm = elf_strptr(elf, sh->sh_link, sym.st_name);
+    if (!nm || !*nm) continue;
+    if (e->ns == cap) {
+      size_t nc = cap ? cap * 2 : 1024;
+      struct esym *nv = realloc(e->s, nc * sizeof *nv);
+      if (!nv) break;
+      e->s = nv;
+      cap = nc;
+    }
+    uint32_t o = pool_add(&e->pool, &plen, &pcap, nm, strlen(nm));
+    if (!o) break;
+    e->s[e->ns++] = (struct esym){sym.st_value, sym.st_size, o};
+  }
+  e->mem = cap * sizeof *e->s + pcap;
+  qsort(e->s, e->ns, sizeof *e->s, esym_cmp);
+}
+
+/* the ELF file @path: its load segments and build-id, and with @syms its function symbols */
+static struct lx_elf *elf_load(const char *path, int syms) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return NULL;
+  elf_version(EV_CURRENT);
+  Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+  struct lx_elf *e = NULL;
+  size_t np = 0;
+  if (!elf || elf_kind(elf) != ELF_K_ELF || elf_getphdrnum(elf, &np) != 0) goto out;
+  if (!(e = calloc(1, sizeof *e))) goto out;
+  for (size_t i = 0; i < np && e->nld < 16; i++) {
+    GElf_Phdr ph;
+    if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD)
+      e->ld[e->nld++] = (struct eload){ph.p_offset, ph.p_vaddr, ph.p_filesz};
+  }
+  Elf_Scn *scn = NULL, *symtab = NULL, *dynsym = NULL;
+  GElf_Shdr sh, sh_sym, sh_dyn;
+  while ((scn = elf_nextscn(elf, scn))) {
+    if (!gelf_getshdr(scn, &sh)) continue;
+    if (sh.sh_type == SHT_SYMTAB) symtab = scn, sh_sym = sh;
+    else if (sh.sh_type == SHT_DYNSYM) dynsym = scn, sh_dyn = sh;
+    else if (sh.sh_type == SHT_NOTE && !e->bid_len) elf_notes(e, scn);
+  }
+  if (syms && symtab) elf_syms(e, elf, symtab, &sh_sym);
+  if (syms && !e->ns && dynsym) elf_syms(e, elf, dynsym, &sh_dyn);
+out:
+  if (elf) elf_end(elf);
+  close(fd);
+  return e;
+}
+
+struct lx_elf *lx_elf_load(const char *path) { return elf_load(path, 1); }
+
+void lx_elf_free(struct lx_elf *e) {
+  if (!e) return;
+  free(e->s);
+  free(e->pool);
+  free(e);
+}
+
+int lx_elf_vaddr(const struct lx_elf *e, uint64_t fileoff, uint64_t *vaddr) {
+  for (uint32_t i = 0; i < e->nld; i++)
+    if (fileoff >= e->ld[i].off && fileoff - e->ld[i].off < e->ld[i].filesz) {
+      *vaddr = fileoff - e->ld[i].off + e->ld[i].vaddr;
+      return 0;
+    }
+  return -1;
+}
+
+const char *lx_elf_find(const struct lx_elf *e, uint64_t vaddr, uint64_t *off) {
+  if (!e->ns || vaddr < e->s[0].v) return NULL;
+  uint32_t lo = 0, hi = e->ns;
+  while (hi - lo > 1) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    if (e->s[mid].v <= vaddr) lo = mid;
+    else hi = mid;
+  }
+  while (lo > 0 && e->s[lo - 1].v == e->s[lo].v) lo--; /* the sized one of equal addresses */
+  const struct esym *s = &e->s[lo];
+  uint64_t end = s->sz ? s->v + s->sz : (lo + 1 < e->ns ? e->s[lo + 1].v : s->v + 1);
+  if (vaddr >= end) return NULL;
+  *off = vaddr - s->v;
+  return e->pool + s->name;
+}
+
+const uint8_t *lx_elf_build_id(const struct lx_elf *e, uint32_t *n) {
+  *n = e->bid_len;
+  return e->bid;
+}
+
+/* ---- the shared cache */
+
+struct pmap {
+  uint64_t start, end, off, dev, ino;
+  uint32_t path;  /* in the process's pool */
+  int32_t file;   /* slot in g.files, -1 = not bound yet, -2 = no ELF */
+  uint32_t fgen;  /* g.files[file].gen when bound */
+};
+struct proc {
+  uint32_t pid, gen; /* gen: 0 = empty slot */
+  uint64_t used;
+  int64_t read_ns;
+  struct pmap *m;
+  uint32_t nm;
+  char *pool;
+};
+struct file {
+  struct lx_elf *e; /* NULL = empty */
+  uint64_t dev, ino, used;
+  uint32_t gen;
+};
+struct frame {
+  uint64_t key_a;
+  uint32_t key_pid, key_gen; /* key_gen 0 = empty (kernel frames use gen 1) */
+  uint16_t len;
+  uint8_t key_first;         /* the innermost frame (looked up at its address, not - 1) */
+  char txt[SYM_FRAME_TXT];
+};
+enum { C_PROC, C_FILE, C_FRAME, C_N };
+static struct {
+  pthread_mutex_t mu;
+  int k_tried;
+  struct lx_ksyms *k;
+  struct proc procs[SYM_PROCS];
+  struct file files[SYM_FILES];
+  struct frame *frames;
+  int frames_tried;
+  uint64_t tick;
+  uint32_t gen;
+  size_t file_bytes; /* the mem of every cached file */
+  uint64_t hits[C_N], misses[C_N], evictions[C_N];
+} g = {.mu = PTHREAD_MUTEX_INITIALIZER};
+static _Atomic uint64_t g_stk[3];
+
+void lx_stk_count(int what, uint64_t n) {
+  if (what >= 0 && what < 3) atomic_fetch_add_explicit(&g_stk[what], n, memory_order_relaxed);
+}
+
+static int64_t mono_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+static void proc_clear(struct proc *p) {
+  free(p->m);
+  free(p->pool);
+  memset(p, 0, sizeof *p);
+}
+
+/* (re)read the executable file mappings of p->pid; -1 (mappings kept) when it cannot be read */
+static int proc_read(struct proc *p) {
+  char fn[64], line[4096 + 128];
+  snprintf(fn, sizeof fn, "/proc/%u/maps", p->pid);
+  p->read_ns = mono_ns();
+  FILE *f = fopen(fn, "re");
+  if (!f) return -1;
+  struct pmap *m = calloc(SYM_MAPS, sizeof *m);
+  char *pool = NULL;
+  size_t plen = 0, pcap = 0;
+  uint32_t n = 0;
+  while (m && n < SYM_MAPS && fgets(line, sizeof line, f)) {
+    unsigned long long s, e, off, ino;
+    unsigned maj, min;
+    char perm[8];
+    int pos = 0;
+    if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &s, &e, perm, &off, &maj, &min, &ino,
+               &pos) < 7 || perm[2] != 'x')
+      continue;
+    char *path = line + pos;
+    path[strcspn(path, "\n")] = 0;
+    if (path[0] != '/') continue;
+    uint32_t po = pool_add(&pool, &plen, &pcap, path, strlen(path));
+    if (!po) break;
+    m[n++] = (struct pmap){s, e, off, ((uint64_t)maj << 32) | min, ino, po, -1, 0};
+  }
+  fclose(f);
+  if (!m) {
+    free(pool);
+    return -1;
+  }
+  free(p->m);
+  free(p->pool);
+  p->m = m;
+  p->nm = n;
+  p->pool = pool;
+  do p->gen = ++g.gen; /* never 0 (empty) or 1 (the kernel's frames) */
+  while (p->gen <= 1);
+  return 0;
+}
+
+static struct proc *proc_get(uint32_t pid) {
+  struct proc *free_slot = NULL, *lru = NULL;
+  for (int i = 0; i < SYM_PROCS; i++) {
+    struct proc *p = &g.procs[i];
+    if (p->gen && p->pid == pid) {
+      g.hits[C_PROC]++;
+      p->used = ++g.tick;
+      return p;
+    }
+    if (!p->gen) {
+      if (!free_slot) free_slot = p;
+    } else if (!lru || p->used < lru->used) {
+      lru = p;
+    }
+  }
+  g.misses[C_PROC]++;
+  struct proc *p = free_slot;
+  if (!p) {
+    p = lru;
+    g.evictions[C_PROC]++;
+    proc_clear(p);
+  }
+  p->pid = pid;
+  if (proc_read(p) != 0) {
+    proc_clear(p);
+    return NULL;
+  }
+  p->used = ++g.tick;
+  return p;
+}
+
+static int bid_eq(const struct lx_elf *a, const struct lx_elf *b) {
+  return a->bid_len == b->bid_len && !memcmp(a->bid, b->bid, a->bid_len);
+}
+
+/* bind mapping @m of @p to a file slot (loading the ELF if needed); the slot or -2. The object
+ * really mapped is /proc/PID/map_files/… (needs root); else the path, if still the same inode.
+ * A cached file of the same inode is taken only with the mapped object's build-id. */
+static int32_t file_bind(struct proc *p, struct pmap *m) {
+  char obj[96];
+  const char *path = p->pool + m->path, *src = obj;
+  snprintf(obj, sizeof obj, "/proc/%u/map_files/%llx-%llx", p->pid,
+           (unsigned long long)m->start, (unsigned long long)m->end);
+  struct lx_elf *id = elf_load(obj, 0); /* segments and build-id only: cheap */
+  if (!id) {
+    struct stat st;
+    if (stat(path, &st) == 0 && (uint64_t)st.st_ino == m->ino) id = elf_load(src = path, 0);
+  }
+  struct file *free_slot = NULL, *lru = NULL;
+  for (int i = 0; i < SYM_FILES; i++) {
+    struct file *f = &g.files[i];
+    if (f->e && f->dev == m->dev && f->ino == m->ino && (!id || bid_eq(f->e, id))) {
+      lx_elf_free(id);
+      g.hits[C_FILE]++;
+      f->used = ++g.tick;
+      return (int32_t)i;
+    }
+    if (!f->e) {
+      if (!free_slot) free_slot = f;
+    } else if (!lru || f->used < lru->used) {
+      lru = f;
+    }
+  }
+  g.misses[C_FILE]++;
+  struct lx_elf *fresh = id ? elf_load(src, 1) : NULL;
+  lx_elf_free(id);
+  if (!fresh) return -2;
+  if (fresh->mem > SYM_FILE_BYTES) { /* alone over the budget: module+offset only */
+    lx_elf_free(fresh);
+    return -2;
+  }
+  struct file *f = free_slot;
+  if (!f) f = lru;
+  for (;;) { /* evict the least recently used files until this one fits */
+    struct file *v = f->e ? f : NULL;
+    if (!v && g.file_bytes + fresh->mem > SYM_FILE_BYTES)
+      for (int i = 0; i < SYM_FILES; i++)
+        if (g.files[i].e && (!v || g.files[i].used < v->used)) v = &g.files[i];
+    if (!v) break;
+    g.evictions[C_FILE]++;
+    g.file_bytes -= v->e->mem;
+    lx_elf_free(v->e);
+    v->e = NULL;
+    v->gen++;
+    if (g.file_bytes + fresh->mem <= SYM_FILE_BYTES && !f->e) break;
+  }
+  g.file_bytes += fresh->mem;
+  f->e = fresh;
+  f->dev = m->dev;
+  f->ino = m->ino;
+  f->gen++;
+  f->used = ++g.tick;
+  return (int32_t)(f - g.files);
+}
+
+static struct pmap *map_find(struct proc *p, uint64_t a) {
+  for (uint32_t i = 0; i < p->nm; i++)
+    if (a >= p->m[i].start && a < p->m[i].end) return &p->m[i];
+  return NULL;
+}
+
+static void put_frame(struct etw_jw *w, uint64_t a, const char *mod, size_t modlen,
+                      const char *sym, int has_off, uint64_t off) {
+  etw_jw_lit(w, "{\"Address\":");
+  etw_jw_hex(w, a);
+  if (mod) {
+    etw_jw_lit(w, ",\"Module\":");
+    etw_jw_str(w, mod, modlen);
+  }
+  if (sym) {
+    etw_jw_lit(w, ",\"Symbol\":");
+    etw_jw_cs(w, sym);
+  }
+  if (has_off) {
+    etw_jw_lit(w, ",\"Offset\":");
+    etw_jw_u64(w, off);
+  }
+  etw_jw_ch(w, '}');
+}
+
+/* resolve one frame into @w (lock held); @la is the lookup address (a - 1 for return addresses) */
+static void resolve(struct etw_jw *w, struct proc *p, uint64_t a, uint64_t la) {
+  if (!p) { /* the kernel */
+    const char *mod = NULL;
+    uint64_t off = 0;
+    const char *s = lx_ksyms_find(g.k, la, &mod, &off);
+    if (!s || off > (1u << 24)) {
+      put_frame(w, a, NULL, 0, NULL, 0, 0);
+      return;
+    }
+    put_frame(w, a, mod ? mod : "kernel", strlen(mod ? mod : "kernel"), s, 1, off + (a - la));
+    return;
+  }
+  struct pmap *m = map_find(p, la);
+  if (!m && mono_ns() - p->read_ns >= SYM_REREAD_NS && proc_read(p) == 0) m = map_find(p, la);
+  if (!m) {
+    put_frame(w, a, NULL, 0, NULL, 0, 0);
+    return;
+  }
+  uint64_t fo = la - m->start + m->off;
+  if (m->file >= 0 && g.files[m->file].gen != m->fgen) m->file = -1; /* evicted since */
+  if (m->file == -1) {
+    m->file = file_bind(p, m);
+    if (m->file >= 0) m->fgen = g.files[m->file].gen;
+  }
+  const char *path = p->pool + m->path, *base = strrchr(path, '/');
+  base = base ? base + 1 : path;
+  if (m->file < 0) {
+    put_frame(w, a, base, strlen(base), NULL, 1, fo + (a - la));
+    return;
+  }
+  struct file *f = &g.files[m->file];
+  f->used = ++g.tick;
+  uint64_t va, off = 0;
+  if (lx_elf_vaddr(f->e, fo, &va) != 0) {
+    put_frame(w, a, base, strlen(base), NULL, 1, fo + (a - la));
+    return;
+  }
+  const char *s = lx_elf_find(f->e, va, &off);
+  if (s)
+    put_frame(w, a, base, strlen(base), s, 1, off + (a - la));
+  else
+    put_frame(w, a, base, strlen(base), NULL, 1, va + (a - la));
+}
+
+void lx_sym_frames(struct etw_jw *w, uint32_t tgid, const uint64_t *a, uint32_t n, int comma) {
+  pthread_mutex_lock(&g.mu);
+  if (!tgid && !g.k_tried) {
+    g.k_tried = 1;
+    g.k = lx_ksyms_load("/proc/kallsyms");
+  }
+  if (!g.frames_tried) {
+    g.frames_tried = 1;
+    g.frames = calloc(SYM_FRAMES, sizeof *g.frames);
+  }
+  struct proc *p = tgid ? proc_get(tgid) : NULL;
+  for (uint32_t i = 0; i < n; i++) {
+    if (comma || i) etw_jw_ch(w, ',');
+    uint64_t la = i ? a[i] - 1 : a[i];
+    if (tgid && !p) { /* a process never seen and already gone: the raw address */
+      put_frame(w, a[i], NULL, 0, NULL, 0, 0);
+      continue;
+    }
+    uint32_t gen = p ? p->gen : 1;
+    uint8_t first = i == 0;
+    struct frame *fr = NULL;
+    if (g.frames) {
+      uint64_t h = (a[i] ^ ((uint64_t)gen << 40) ^ first) * 0x9E3779B97F4A7C15ULL;
+      fr = &g.frames[(h >> 40) & (SYM_FRAMES - 1)];
+      if (fr->key_gen == gen && fr->key_pid == tgid && fr->key_a == a[i] &&
+          fr->key_first == first) {
+        g.hits[C_FRAME]++;
+        etw_jw_raw(w, fr->txt, fr->len);
+        continue;
+      }
+      g.misses[C_FRAME]++;
+    }
+    size_t mark = w->len;
+    resolve(w, p, a[i], la);
+    /* (a re-read of the mappings in resolve gave the process a new generation: the frame is
+     * cached under that one, so frames resolved from the old mappings are never reused) */
+    if (fr && !w->err && w->len - mark <= SYM_FRAME_TXT) {
+      if (fr->key_gen) g.evictions[C_FRAME]++;
+      fr->key_gen = p ? p->gen : 1;
+      fr->key_pid = tgid;
+      fr->key_a = a[i];
+      fr->key_first = first;
+      fr->len = (uint16_t)(w->len - mark);
+      memcpy(fr->txt, w->buf + mark, fr->len);
+    }
+  }
+  pthread_mutex_unlock(&g.mu);
+}
+
+void lx_sym_forget(uint32_t tgid) {
+  pthread_mutex_lock(&g.mu);
+  for (int i = 0; i < SYM_PROCS; i++)
+    if (g.procs[i].gen && g.procs[i].pid == tgid) proc_clear(&g.procs[i]);
+  pthread_mutex_unlock(&g.mu);
+}
+
+static void metric3(struct etw_jw *w, const char *name, const char *help, const uint64_t v[C_N]) {
+  static const char *const cache[C_N] = {"processes", "files", "frames"};
+  etw_jw_lit(w, "# HELP etwd_symcache_");
+  etw_jw_lit(w, name);
+  etw_jw_lit(w, "_total ");
+  etw_jw_lit(w, help);
+  etw_jw_lit(w, "\n# TYPE etwd_symcache_");
+  etw_jw_lit(w, name);
+  etw_jw_lit(w, "_total counter\n");
+  for (int i = 0; i < C_N; i++) {
+    etw_jw_lit(w, "etwd_symcache_");
+    etw_jw_lit(w, name);
+    etw_jw_lit(w, "_total{cache=\"");
+    etw_jw_lit(w, cache[i]);
+    etw_jw_lit(w, "\"} ");
+    etw_jw_u64(w, v[i]);
+    etw_jw_ch(w, '\n');
+  }
+}
+
+void etw_linux_metrics(struct etw_jw *w) {
+  uint64_t h[C_N], m[C_N], e[C_N], ks;
+  pthread_mutex_lock(&g.mu);
+  memcpy(h, g.hits, sizeof h);
+  memcpy(m, g.misses, sizeof m);
+  memcpy(e, g.evictions, sizeof e);
+  ks = lx_ksyms_count(g.k);
+  pthread_mutex_unlock(&g.mu);
+  metric3(w, "hits", "Stack symbolisation cache hits (processes, ELF files, resolved frames).", h);
+  metric3(w, "misses", "Stack symbolisation cache misses (a read of /proc/PID/maps, an ELF file, a frame resolved).", m);
+  metric3(w, "evictions", "Stack symbolisation cache entries evicted to stay within bounds.", e);
+  etw_jw_lit(w, "# HELP etwd_symcache_kernel_symbols Text symbols loaded from /proc/kallsyms.\n"
+                "# TYPE etwd_symcache_kernel_symbols gauge\netwd_symcache_kernel_symbols ");
+  etw_jw_u64(w, ks);
+  etw_jw_lit(w, "\n# HELP etwd_stack_records_total Linux stack records: attached to their event, "
+                "orphaned (the event was already published), dropped (the event did not ask).\n"
+                "# TYPE etwd_stack_records_total counter\n");
+  static const char *const what[3] = {"attached", "orphaned", "dropped"};
+  for (int i = 0; i < 3; i++) {
+    etw_jw_lit(w, "etwd_stack_records_total{result=\"");
+    etw_jw_lit(w, what[i]);
+    etw_jw_lit(w, "\"} ");
+    etw_jw_u64(w, atomic_load_explicit(&g_stk[i], memory_order_relaxed));
+    etw_jw_ch(w, '\n');
+  }
+}

@@ -1,0 +1,52 @@
+/* linux_sym.h — symbolisation of stack addresses for the Linux backend (linux_sym.c).
+ *
+ * Kernel addresses resolve through /proc/kallsyms (read once, a sorted table), user addresses
+ * through the process's executable mappings (/proc/PID/maps) and the ELF symbol tables of the
+ * mapped files (.symtab, else .dynsym; libelf). One cache for the whole server, bounded in
+ * processes, files and resolved frames, guarded by one mutex: every function is safe from any
+ * thread (the readers of every session share it). Counters: lx_sym_metrics.
+ */
+#ifndef ETWD_LINUX_SYM_H
+#define ETWD_LINUX_SYM_H
+
+#include <stdint.h>
+
+#include "etwcore/jw.h"
+
+/** lx_sym_frames - append @n frames `{"Address":"0x…","Module":…,"Symbol":…,"Offset":N}`
+ *  (comma-separated, no brackets; a comma first when @comma) for the addresses @a of process
+ *  @tgid, or of the kernel when @tgid is 0. Frames after the first are return addresses and are
+ *  looked up at address - 1. Unresolvable parts are left out (an unknown address keeps only
+ *  "Address"). */
+void lx_sym_frames(struct etw_jw *w, uint32_t tgid, const uint64_t *a, uint32_t n, int comma);
+/** lx_sym_forget - @tgid exec'd (or exited): its mappings are read again on its next stack. */
+void lx_sym_forget(uint32_t tgid);
+
+/* ---- pieces, for the unit tests */
+struct lx_ksyms;
+/** lx_ksyms_load - parse a kallsyms-format file (text symbols only), sorted. NULL on error. */
+struct lx_ksyms *lx_ksyms_load(const char *path);
+void lx_ksyms_free(struct lx_ksyms *k);
+uint32_t lx_ksyms_count(const struct lx_ksyms *k);
+/** lx_ksyms_find - the symbol at or before @addr: its name (module in *@mod, NULL for the core
+ *  kernel) and *@off = addr - symbol. NULL when @addr is before the first symbol. */
+const char *lx_ksyms_find(const struct lx_ksyms *k, uint64_t addr, const char **mod,
+                          uint64_t *off);
+
+struct lx_elf;
+/** lx_elf_load - the function symbols, load segments and build-id of the ELF file @path. */
+struct lx_elf *lx_elf_load(const char *path);
+void lx_elf_free(struct lx_elf *e);
+/** lx_elf_vaddr - file offset → virtual address through the PT_LOAD segments; -1 if none. */
+int lx_elf_vaddr(const struct lx_elf *e, uint64_t fileoff, uint64_t *vaddr);
+/** lx_elf_find - the function symbol that contains @vaddr (*@off from its start), or NULL. */
+const char *lx_elf_find(const struct lx_elf *e, uint64_t vaddr, uint64_t *off);
+/** lx_elf_build_id - the GNU build-id (its length in *@n; 0 = none). */
+const uint8_t *lx_elf_build_id(const struct lx_elf *e, uint32_t *n);
+
+/* (the caches' Prometheus counters: etw_linux_metrics, etwcore/linux.h) */
+/** lx_stk_count - stack records: 0 attached, 1 orphaned (their event was gone), 2 dropped (their
+ *  event did not ask for a stack). Any thread. */
+void lx_stk_count(int what, uint64_t n);
+
+#endif
