@@ -150,8 +150,11 @@ def main():
         # read before the DELETE, so the server is still sending (its file open) when it arrives
         # (no pause here: a write blocked for civetweb's request_timeout_ms, 10 s, cuts the
         # download, so the client resumes reading as soon as the DELETE is answered).
+        # (random bytes are not an ETL file and uploads refuse those: put it in the data directory)
         big = os.urandom(1 << 20) * 48
-        e.json("POST", "/api/v1/files?name=big.etl", body=big, ctype="application/octet-stream", expect=201, timeout=300)
+        os.makedirs(os.path.join(e.state, "files"), exist_ok=True)
+        with open(os.path.join(e.state, "files", "big.etl"), "wb") as f:
+            f.write(big)
         c = e.conn(timeout=120)
         c.request("GET", "/api/v1/files/big.etl", headers={"Authorization": "Bearer " + e.tokens["reader"]})
         resp = c.getresponse()
