@@ -8,12 +8,12 @@
 # Outputs: each of the 13 corpus traces (.etl; .etl.zip unzipped; .etlgz gunzipped) as ndjson
 # without and with --manifests ../shared/manifests and as csv; a 3-file and a 5-file merge; all
 # files merged; net + gcevents + smallEtlFile each given twice (every record time tied). Run from
-# the repository root; needs unzip and gzip.
+# the repository root (or set ETWD_CORPUS / ETWD_MANIFESTS); needs unzip and gzip.
 set -eu
 ETWD=$(realpath "$1")
 OUT=$2
-CORPUS=../shared/corpus
-MAN=../shared/manifests
+CORPUS=${ETWD_CORPUS:-../shared/corpus}
+MAN=${ETWD_MANIFESTS:-../shared/manifests}
 mkdir -p "$OUT"
 OUT=$(realpath "$OUT")
 T=$(mktemp -d)
