@@ -1,5 +1,5 @@
 # ETWD_PORTABLE_CORE=ON: build only etwcore's portable part (the ETL reader, the decoders, the
-# JSON writer: no tracefs, no OpenSSL/civetweb/cJSON), the reader/decoder unit tests and
+# JSON writer, cJSON from Debian's source: no tracefs, no OpenSSL/civetweb), the reader/decoder unit tests and
 # etwd-convert (etwcore/tools/etwd_convert.c: `etwd convert` without the server). For proving
 # the code on other CPUs (cmake/aarch64-linux-gnu.cmake, scripts/test-arm64.sh); included by the
 # top-level CMakeLists.txt instead of everything else.
@@ -8,13 +8,20 @@ file(GLOB PCORE_SRC CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/etwcore/src/*.c
 # session.c and spec.c (the REST session layer) need cJSON
 list(FILTER PCORE_SRC EXCLUDE REGEX "/src/(session|spec)\\.c$")
 find_package(Threads REQUIRED)
+# cJSON (the folded-stack reader of `etwd convert --format folded` parses events with it) from
+# Debian's source package, as the Windows build takes it (scripts/deps.sh fetches it)
+set(PCORE_CJSON "${ETWD_THIRD_PARTY}/cjson")
+add_library(cjson STATIC "${PCORE_CJSON}/cJSON.c")
+configure_file("${PCORE_CJSON}/cJSON.h" "${CMAKE_BINARY_DIR}/cjson_inc/cjson/cJSON.h" COPYONLY)
+target_include_directories(cjson SYSTEM PUBLIC "${CMAKE_BINARY_DIR}/cjson_inc")
+target_compile_options(cjson PRIVATE -w)
 add_library(etwcore STATIC ${PCORE_SRC})
 target_include_directories(etwcore PUBLIC ${CMAKE_SOURCE_DIR}/etwcore/include
   PRIVATE ${CMAKE_SOURCE_DIR}/etwcore/src ${CMAKE_SOURCE_DIR}/etwcore/decode
   ${CMAKE_SOURCE_DIR}/etwcore/backends)
 target_compile_options(etwcore PRIVATE ${ETWD_WARN})
 target_compile_definitions(etwcore PUBLIC ETWD_BACKEND_ETL=1)
-target_link_libraries(etwcore PUBLIC Threads::Threads m)
+target_link_libraries(etwcore PUBLIC Threads::Threads m cjson)
 
 add_executable(etwd-convert ${CMAKE_SOURCE_DIR}/etwcore/tools/etwd_convert.c)
 target_compile_options(etwd-convert PRIVATE ${ETWD_WARN})
