@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "etwcore/sink.h"
 #include "etwcore/spec.h"
 #include "etwcore/util.h"
 
@@ -33,6 +34,8 @@ struct etw_session {
   char *record_dir;
   int64_t created_ns, stopped_ns;
   struct etw_backend_stats last; /* kept after destroy */
+  struct etw_sinks *sinks;       /* forwarding to NATS (sink.h); stopped by destroy_locked */
+  uint64_t sink_lost;            /* their loss, kept after they stopped */
 };
 
 #define MAX_BACKENDS 4
@@ -126,6 +129,10 @@ static void destroy_locked(struct etw_session *s) {
     s->bstate = NULL;
   }
   etw_hub_end(s->hub);
+  if (s->sinks) { /* they publish what they hold for up to 2 s, then count the rest as lost */
+    s->sink_lost = etw_sinks_stop(s->sinks);
+    s->sinks = NULL;
+  }
 }
 
 void etw_core_free(struct etw_core *c) {
@@ -294,6 +301,14 @@ setup:
   s->created_ns = now_ns();
   struct etw_backend_args a = {&s->spec, s->hub, s->os_name, s->record_path, on_ended, s};
   e = s->be->open(&a, &s->bstate, st);
+  if (e == ETW_E_OK && s->spec.n_sinks) { /* subscribed before the readers start */
+    char sess[80], dir[4200];
+    snprintf(sess, sizeof sess, "%s", s->spec.name ? s->spec.name : "");
+    if (!sess[0]) snprintf(sess, sizeof sess, "%llu", (unsigned long long)s->id);
+    snprintf(dir, sizeof dir, "%s/sinks/%s", c->cfg.state_dir ? c->cfg.state_dir : ".", s->os_name);
+    struct etw_sink_ctx kc = {sess, s->created_ns, c->cfg.state_dir ? dir : NULL};
+    e = etw_sinks_start(s->spec.sinks, s->spec.n_sinks, s->hub, &kc, &s->sinks, st);
+  }
   if (e == ETW_E_OK) {
     /* a replay waits for its first subscriber so that nobody misses its beginning */
     if (s->spec.n_files) {
@@ -519,8 +534,13 @@ static void stats_json_locked(struct etw_session *s, struct etw_jw *w) {
   kv(w, ",\"kernel_dropped\":", bs.kernel_dropped);
   kv(w, ",\"hub\":", hs.hub_dropped);
   kv(w, ",\"subscribers\":", hs.sub_dropped);
+  if (s->spec.n_sinks) kv(w, ",\"sink\":", s->sinks ? etw_sinks_lost(s->sinks) : s->sink_lost);
   etw_jw_lit(w, "},\"per_subscriber\":");
   etw_hub_subs_json(s->hub, w);
+  if (s->spec.n_sinks) {
+    etw_jw_lit(w, ",\"sinks\":");
+    etw_sinks_json(s->sinks, w);
+  }
   if (s->bstate && s->be->stats_json) {
     size_t mark = w->len;
     etw_jw_ch(w, ',');
@@ -650,6 +670,7 @@ void etw_core_metrics(struct etw_core *c, struct etw_jw *w) {
     pthread_mutex_lock(&s->mu);
     struct etw_backend_stats bs = s->last;
     if (s->bstate && s->be->stats) s->be->stats(s->bstate, &bs);
+    uint64_t sink_lost = s->sinks ? etw_sinks_lost(s->sinks) : s->sink_lost;
     pthread_mutex_unlock(&s->mu);
     pthread_mutex_lock(&s->smu);
     int running = s->state == S_RUNNING;
@@ -661,12 +682,13 @@ void etw_core_metrics(struct etw_core *c, struct etw_jw *w) {
     metric(w, "etwd_session_lost_events_total", s, ",layer=\"kernel\"", bs.kernel_lost);
     metric(w, "etwd_session_lost_events_total", s, ",layer=\"hub\"", hs.hub_dropped);
     metric(w, "etwd_session_lost_events_total", s, ",layer=\"subscriber\"", hs.sub_dropped);
+    if (s->spec.n_sinks) metric(w, "etwd_session_lost_events_total", s, ",layer=\"sink\"", sink_lost);
     metric(w, "etwd_session_undecoded_events_total", s, NULL, bs.decode_errors);
     metric(w, "etwd_session_unparsed_events_total", s, NULL, bs.unparsed);
     metric(w, "etwd_session_subscribers", s, NULL, hs.subscribers);
     metric(w, "etwd_session_running", s, NULL, (uint64_t)running);
     tot_ev += hs.produced;
-    tot_lost += bs.kernel_lost + hs.hub_dropped + hs.sub_dropped;
+    tot_lost += bs.kernel_lost + hs.hub_dropped + hs.sub_dropped + sink_lost;
     etw_session_put(s);
   }
   free(v);

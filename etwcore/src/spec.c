@@ -1,6 +1,7 @@
 /* spec.c — session spec JSON → struct etw_session_spec, with precise errors (JSON pointers).
  * Unknown members are rejected so that a typo never silently records the wrong thing. */
 #include "etwcore/spec.h"
+#include "etwcore/sink.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -197,7 +198,7 @@ static int valid_name(const char *s) {
 
 enum etw_err etw_spec_parse(const cJSON *body, struct etw_session_spec *s, struct etw_status *st) {
   static const char *const keys[] = {"name", "backend", "mode", "buffer_kb", "providers", "pids",
-                                     "exe_names", "files", "replay", "win", "attach", NULL};
+                                     "exe_names", "files", "replay", "win", "attach", "sinks", NULL};
   memset(s, 0, sizeof *s);
   s->mode = ETW_MODE_REALTIME;
   if (!cJSON_IsObject(body)) return etw_fail(st, ETW_E_INVALID, "", "the session spec must be a JSON object");
@@ -258,6 +259,10 @@ enum etw_err etw_spec_parse(const cJSON *body, struct etw_session_spec *s, struc
   }
   if ((v = cJSON_GetObjectItemCaseSensitive(body, "exe_names"))) {
     enum etw_err e = str_array(v, &s->exe_names, &s->n_exe_names, ETW_SPEC_MAX_PIDS, 255, "/exe_names", st);
+    if (e) return e;
+  }
+  if ((v = cJSON_GetObjectItemCaseSensitive(body, "sinks"))) {
+    enum etw_err e = etw_sinks_parse(v, &s->sinks, &s->n_sinks, st);
     if (e) return e;
   }
   if ((v = cJSON_GetObjectItemCaseSensitive(body, "win"))) {
@@ -329,6 +334,7 @@ void etw_spec_free(struct etw_session_spec *s) {
   free(s->pids);
   free_strv(s->exe_names, s->n_exe_names);
   free_strv(s->files, s->n_files);
+  etw_sinks_spec_free(s->sinks, s->n_sinks);
   memset(s, 0, sizeof *s);
 }
 
@@ -420,5 +426,10 @@ void etw_spec_json(const struct etw_session_spec *s, struct etw_jw *w) {
     etw_jw_bool(w, p->stacks);
     etw_jw_ch(w, '}');
   }
-  etw_jw_lit(w, "]}");
+  etw_jw_ch(w, ']');
+  if (s->n_sinks) {
+    etw_jw_lit(w, ",\"sinks\":");
+    etw_sinks_spec_json(s->sinks, s->n_sinks, w);
+  }
+  etw_jw_ch(w, '}');
 }

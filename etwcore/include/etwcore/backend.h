@@ -52,6 +52,8 @@ enum { ETW_MODE_REALTIME = 1, ETW_MODE_FILE = 2 };
 #define ETW_SPEC_MAX_PIDS 64
 #define ETW_SPEC_MAX_FILES 16
 
+struct etw_sink_spec;
+
 struct etw_provider_spec {
   char *name;             /* tracefs system, provider name or GUID text */
   char **events;          /* event names to enable; n_events == 0 means all */
@@ -84,6 +86,8 @@ struct etw_session_spec {
   char **files;   /* file source: absolute paths resolved by the API layer */
   uint32_t n_files;
   int replay_realtime; /* file source: 1 = at recorded speed, 0 = as fast as possible */
+  struct etw_sink_spec *sinks; /* where the events also go (sink.h); parsed by etw_sinks_parse */
+  uint32_t n_sinks;
 };
 
 /** Arguments to open(). Everything pointed to outlives the backend session. */
