@@ -61,6 +61,7 @@ struct nsink {
   struct spool sp;
   int stream_ok;
   uint64_t gap_pending; /* dropped since the last gap record went into the spool */
+  uint64_t last_seq;    /* the last event seq read from the hub */
   atomic_int quit;      /* 1: publish for up to 2 s more, then count the rest as loss */
   atomic_int connected;
   atomic_int batch_errors;
@@ -204,29 +205,34 @@ static void count_drop(struct nsink *k, uint64_t n) {
   k->gap_pending += n;
 }
 
+/* put a gap record for the drops not yet reported before the event @seq; 1 = done */
+static int push_gap(struct nsink *k, uint64_t seq) {
+  char g[160];
+  int gl = snprintf(g, sizeof g, "{\"Gap\":{\"Dropped\":%llu,\"Layer\":\"sink\",\"Reason\":\"sink spool full\"}}",
+                    (unsigned long long)k->gap_pending);
+  struct rec *gr = rec_new(seq | 1ull << 63, -1, "_gap", 4, "", 0, g, (size_t)gl); /* id: gap-SEQ */
+  if (!gr) return 0;
+  if (!spool_push(&k->sp, gr, &k->spooled_disk)) {
+    free(gr);
+    return 0;
+  }
+  k->gap_pending = 0;
+  atomic_fetch_add(&k->gaps, 1);
+  atomic_fetch_add(&k->spooled, 1);
+  return 1;
+}
+
 static void keep(struct nsink *k, struct rec *r) {
   if (!r) {
     count_drop(k, 1);
     return;
   }
-  if (k->gap_pending) { /* tell the stream's readers first (a record may exceed the bound by one) */
-    char g[160];
-    int gl = snprintf(g, sizeof g, "{\"Gap\":{\"Dropped\":%llu,\"Layer\":\"sink\",\"Reason\":\"sink spool full\"}}",
-                      (unsigned long long)k->gap_pending);
-    struct rec *gr = rec_new(r->seq, -1, "_gap", 4, "", 0, g, (size_t)gl);
-    if (gr) {
-      gr->seq |= 1ull << 63; /* a gap's message id: the next event's seq, marked */
-      int ok = spool_push(&k->sp, gr, &k->spooled_disk);
-      if (!ok) {
-        free(gr);
-        count_drop(k, 1);
-        free(r);
-        return;
-      }
-      k->gap_pending = 0;
-      atomic_fetch_add(&k->gaps, 1);
-      atomic_fetch_add(&k->spooled, 1);
-    }
+  k->last_seq = r->seq;
+  /* tell the stream's readers first (a gap record may exceed the bound by one) */
+  if (k->gap_pending && !push_gap(k, r->seq)) {
+    free(r);
+    count_drop(k, 1);
+    return;
   }
   if (spool_push(&k->sp, r, &k->spooled_disk))
     atomic_fetch_add(&k->spooled, 1);
@@ -441,6 +447,8 @@ static void *sink_thread(void *arg) {
     int up = atomic_load(&k->connected) && natsConnection_Status(k->nc) == NATS_CONN_STATUS_CONNECTED;
     drain_hub(k, &buf, busy && up && mono_ms() >= retry_at ? 0 : 50, &ended);
     atomic_store(&k->held, k->sp.n_mem + k->sp.n_disk);
+    if (ended && k->gap_pending) push_gap(k, k->last_seq + 1); /* drops after the last event */
+    busy = k->sp.head || k->sp.n_disk;
     if (ended && !busy) break;
     if (atomic_load(&k->quit)) {
       if (!quit_at) quit_at = mono_ms() + 2000;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef ETWD_HAVE_NATS
 static int str_ok(const char *s, size_t max, const char *bad) {
   size_t n = strlen(s);
   if (!n || n > max) return 0;
@@ -90,6 +91,8 @@ static enum etw_err parse_one(const cJSON *o, struct etw_sink_spec *k, const cha
   if ((e = get_num(o, "spool_disk_mb", 0, 1048576, 1024, &k->spool_disk_mb, ptr, st))) return e;
   return ETW_E_OK;
 }
+
+#endif
 
 enum etw_err etw_sinks_parse(const cJSON *v, struct etw_sink_spec **out, uint32_t *n,
                              struct etw_status *st) {

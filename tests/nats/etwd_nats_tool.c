@@ -135,6 +135,7 @@ int main(int argc, char **argv) {
   jsOptions jo;
   jsOptions_Init(&jo);
   jo.PublishAsync.MaxPending = 4096;
+  jo.Wait = 30000; /* a cluster that just lost a node may take a while to answer API requests */
   if ((s = natsConnection_JetStream(&js, nc, &jo)) != NATS_OK) return die("jetstream", s);
   int rc;
   if (!strcmp(argv[1], "fetch"))
