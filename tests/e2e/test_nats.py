@@ -155,6 +155,22 @@ def test_invalid(e):
     check(r.returncode != 0 and "--host-name" in r.stderr, "a bad --host-name is refused: %r" % r.stderr)
 
 
+def test_unreachable(e):
+    """A broker that is not there: the session runs, the sink says so, delete is prompt and the
+    spooled events are counted as sink loss."""
+    port = free_port()
+    j = create(e, {"name": "nowhere", "providers": [{"name": "sched", "events": ["sched_process_exec"]}],
+                   "sinks": [{"type": "nats", "url": "nats://127.0.0.1:%d" % port}]})
+    sid = j["id"]
+    prog = unique_prog("nowhere")
+    run_n(prog, 5)
+    k = wait_for("the executions spooled", lambda: sink_of(e, sid)["pending"] >= 5 and sink_of(e, sid))
+    check(k and not k["connected"] and k["acked"] == 0 and "connect" in (k["last_error"] or ""), "health: %r" % k)
+    t0 = time.time()
+    e.request("DELETE", "/api/v1/sessions/%d" % sid)
+    check(time.time() - t0 < 15, "delete with an unreachable broker took %.1f s" % (time.time() - t0))
+
+
 def test_exec_exact(e, nats):
     """N executions → N messages with the right subject, headers, message ids and content; the
     events carry System.Host on the WebSocket too."""
@@ -348,6 +364,7 @@ def main():
             raise StopIteration
         with Etwd(args=["--host-name", HOST]) as e:
             test_invalid(e)
+            test_unreachable(e)
             test_exec_exact(e, nats)
             test_outage(e, nats)
             test_tiny_spool(e, nats)
