@@ -18,6 +18,9 @@ static const struct etw_backend *const table[] = {
 #ifdef ETWD_BACKEND_ETL
     &etw_backend_etl,
 #endif
+#ifdef ETWD_HAVE_NATS
+    &etw_backend_nats, /* last: never the default backend */
+#endif
     NULL};
 
 const struct etw_backend *const *etw_backends(void) { return table; }

@@ -295,6 +295,61 @@ def test_tiny_spool(e, nats):
     e.request("DELETE", "/api/v1/sessions/%d" % sid)
 
 
+def test_fleet(nats):
+    """Two agents (different --host-name) publish; one central etwd with backend "nats" serves
+    both hosts' events to a WebSocket client: exact counts per host."""
+    prog = unique_prog("fleet")
+    N = 20
+    sink = {"type": "nats", "url": nats.url(), "stream": "FLEET", "subject": "fleet.{host}.{session}.{provider}"}
+    with Etwd(args=["--host-name", "agent-a"]) as a, Etwd(args=["--host-name", "agent-b"]) as b, \
+            Etwd(args=["--host-name", "central"]) as c:
+        ids = {}
+        for e in (a, b):
+            j = create(e, {"name": "ex", "providers": [{"name": "sched", "events": ["sched_process_exec"]}],
+                           "sinks": [dict(sink)]})
+            ids[e] = j["id"]
+            H.wait_subscribers(e, j["id"], 1)
+        run_n(prog, 1)  # the sinks create the stream
+        wait_for("the stream exists", lambda: nats.stream_msgs("FLEET"))
+        for bad, field in (({"backend": "nats", "subjects": ["fleet.>"]}, "/nats"),
+                           ({"backend": "nats", "nats": {"url": nats.url()}}, "/subjects"),
+                           ({"backend": "nats", "subjects": ["a.>.b"], "nats": {"url": nats.url()}}, "/subjects/0"),
+                           ({"subjects": ["fleet.>"], "providers": [{"name": "sched"}]}, "/subjects"),
+                           ({"backend": "nats", "subjects": ["fleet.>"], "nats": {"url": nats.url(), "stream": "NONE"}}, "/subjects")):
+            st, h, j = c.json("POST", "/api/v1/sessions", body=bad)
+            check(st in (400, 404) and (j or {}).get("field") == field, "%r → 4xx naming %s: %d %r" % (bad, field, st, j))
+        j = create(c, {"name": "fleet", "backend": "nats", "subjects": ["fleet.>"],
+                       "nats": {"url": nats.url(), "stream": "FLEET"}})
+        cid = j["id"]
+        check(j.get("backend") == "nats" and j["spec"].get("subjects") == ["fleet.>"], "central session: %r" % j)
+        ws = c.ws("/api/v1/sessions/%d/events?event=sched_process_exec&from=1" % cid)  # from its first event
+        H.wait_subscribers(c, cid, 1)
+        pids = run_n(prog, N)
+
+        def mine(rs):
+            return [r for r in rs if "System" in r and r.get("EventData", {}).get("filename") == prog]
+        recs = H.ws_events(ws, lambda rs: len(mine(rs)) >= 2 * (N + 1), timeout=120)
+        time.sleep(1.0)  # a wrong extra event would show up now
+        ws.settimeout(0.5)
+        try:
+            recs.extend(json.loads(ws.recv()))
+        except Exception:
+            pass
+        got = mine(recs)
+        for host in ("agent-a", "agent-b"):
+            hs = [r for r in got if r["System"].get("Host") == host]
+            check(len(hs) == N + 1, "central: %d events of %s from %s, want %d" % (len(hs), prog, host, N + 1))
+            check(set(pids) <= {r["EventData"]["pid"] for r in hs}, "central: %s's executions by pid" % host)
+        seqs = [r["seq"] for r in recs if "seq" in r]
+        check(seqs == sorted(seqs) and len(seqs) == len(set(seqs)), "the central session numbers its own seqs")
+        s = session(c, cid)
+        check(s["stats"]["per_provider"].get("sched", 0) >= 2 * (N + 1), "provider counts: %r" % s["stats"]["per_provider"])
+        ws.close()
+        c.request("DELETE", "/api/v1/sessions/%d" % cid)
+        for e in (a, b):
+            e.request("DELETE", "/api/v1/sessions/%d" % ids[e])
+
+
 def test_cluster():
     """Three nodes, stream replicas 3, ~10k events/s: SIGKILL one node while the session publishes
     → no loss (every seq present once after de-dup), the session never blocks; the restarted node
@@ -368,6 +423,7 @@ def main():
             test_exec_exact(e, nats)
             test_outage(e, nats)
             test_tiny_spool(e, nats)
+        test_fleet(nats)
     except StopIteration:
         pass
     finally:

@@ -53,6 +53,7 @@ enum { ETW_MODE_REALTIME = 1, ETW_MODE_FILE = 2 };
 #define ETW_SPEC_MAX_FILES 16
 
 struct etw_sink_spec;
+struct etw_nats_src;
 
 struct etw_provider_spec {
   char *name;             /* tracefs system, provider name or GUID text */
@@ -88,6 +89,7 @@ struct etw_session_spec {
   int replay_realtime; /* file source: 1 = at recorded speed, 0 = as fast as possible */
   struct etw_sink_spec *sinks; /* where the events also go (sink.h); parsed by etw_sinks_parse */
   uint32_t n_sinks;
+  struct etw_nats_src *nats; /* backend "nats": where to read (nats_src.h) */
 };
 
 /** Arguments to open(). Everything pointed to outlives the backend session. */
@@ -148,6 +150,7 @@ struct etw_backend {
 extern const struct etw_backend etw_backend_linux;
 extern const struct etw_backend etw_backend_etl;
 extern const struct etw_backend etw_backend_win;
+extern const struct etw_backend etw_backend_nats; /* with libnats (ETWD_HAVE_NATS) */
 
 /** etw_backends - NULL-terminated list of compiled-in backends (etwcore/src/backends.c). */
 const struct etw_backend *const *etw_backends(void);
