@@ -41,7 +41,7 @@ static const char schemas[] =
     "\"name\":{\"type\":[\"string\",\"null\"],\"pattern\":\"^[A-Za-z0-9._-]{1,64}$\"},"
     "\"backend\":{\"type\":\"string\",\"enum\":[\"linux\",\"etl\",\"win\",\"nats\"]},"
     "\"subjects\":{\"type\":\"array\",\"maxItems\":8,\"items\":{\"type\":\"string\"},\"description\":\"nats backend: subject filters of the stream to serve, e.g. etwd.>\"},"
-    "\"nats\":{\"type\":\"object\",\"additionalProperties\":false,\"description\":\"nats backend: where to read\",\"properties\":{\"url\":{\"type\":\"string\"},\"stream\":{\"type\":\"string\",\"default\":\"ETWD\"}}},"
+    "\"nats\":{\"type\":\"object\",\"additionalProperties\":false,\"description\":\"nats backend: where to read\",\"properties\":{\"url\":{\"type\":\"string\"},\"stream\":{\"type\":\"string\",\"default\":\"ETWD\"},\"start_seq\":{\"type\":\"integer\",\"description\":\"begin at this stream sequence\"},\"start_time\":{\"type\":\"string\",\"description\":\"begin at this UTC time (RFC 3339)\"}}},"
     "\"mode\":{\"type\":\"string\",\"enum\":[\"realtime\",\"file\",\"both\"],\"default\":\"realtime\"},"
     "\"buffer_kb\":{\"type\":\"integer\",\"description\":\"per-CPU buffer size in KiB\"},"
     "\"providers\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/components/schemas/ProviderSpec\"}},"

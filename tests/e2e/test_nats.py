@@ -324,6 +324,12 @@ def test_fleet(nats):
         check(j.get("backend") == "nats" and j["spec"].get("subjects") == ["fleet.>"], "central session: %r" % j)
         ws = c.ws("/api/v1/sessions/%d/events?event=sched_process_exec&from=1" % cid)  # from its first event
         H.wait_subscribers(c, cid, 1)
+        # a second central session that begins after what the stream holds now: new events only
+        wait_for("both agents' first execution in the stream", lambda: len(execs(fetch(nats.url(), "FLEET"), prog)) == 2)
+        j2 = create(c, {"name": "later", "backend": "nats", "subjects": ["fleet.*.*.sched"],
+                        "nats": {"url": nats.url(), "stream": "FLEET", "start_seq": nats.stream_msgs("FLEET") + 1}})
+        ws2 = c.ws("/api/v1/sessions/%d/events?from=1" % j2["id"])
+        H.wait_subscribers(c, j2["id"], 1)
         pids = run_n(prog, N)
 
         def mine(rs):
@@ -340,6 +346,13 @@ def test_fleet(nats):
             hs = [r for r in got if r["System"].get("Host") == host]
             check(len(hs) == N + 1, "central: %d events of %s from %s, want %d" % (len(hs), prog, host, N + 1))
             check(set(pids) <= {r["EventData"]["pid"] for r in hs}, "central: %s's executions by pid" % host)
+        later = mine(H.ws_events(ws2, lambda rs: len(mine(rs)) >= 2 * N, timeout=60))
+        check(sorted(r["System"]["Host"] for r in later) == ["agent-a"] * N + ["agent-b"] * N,
+              "start_seq: the later session has exactly the %d new executions per host (%d)" % (N, len(later)))
+        ws2.close()
+        st, h, j = c.json("POST", "/api/v1/sessions", body={"backend": "nats", "subjects": ["fleet.>"],
+                                                            "nats": {"url": nats.url(), "start_time": "yesterday"}})
+        check(st == 400 and j.get("field") == "/nats/start_time", "a bad start_time → 400: %d %r" % (st, j))
         seqs = [r["seq"] for r in recs if "seq" in r]
         check(seqs == sorted(seqs) and len(seqs) == len(set(seqs)), "the central session numbers its own seqs")
         s = session(c, cid)

@@ -2,7 +2,8 @@
  * etwd sinks (and anything else publishing the same shape) fill; served through the same hub,
  * WebSocket/ndjson and web page as a live session, so one central etwd shows many hosts.
  *
- * One pull consumer per subject filter (durable name etwd_<os name>_<i>, deliver all, no acks;
+ * One pull consumer per subject filter (durable name etwd_<os name>_<i>, from the stream's first
+ * message or the spec's start_seq / start_time, no acks;
  * deleted when the session is destroyed), one reader thread ("etwd-s<id>-nats") that fetches
  * up to 256 messages per consumer at a time and publishes them to the hub as one batch. A
  * message's body is an event as etwd writes it ({"seq":N,…}): its own seq is replaced by this
@@ -212,6 +213,13 @@ static enum etw_err nb_open(const struct etw_backend_args *a, void **state, stru
     so.Stream = src->stream;
     so.Config.AckPolicy = js_AckNone;
     so.Config.DeliverPolicy = js_DeliverAll;
+    if (src->start_seq) {
+      so.Config.DeliverPolicy = js_DeliverByStartSequence;
+      so.Config.OptStartSeq = src->start_seq;
+    } else if (src->start_time_ns) {
+      so.Config.DeliverPolicy = js_DeliverByStartTime;
+      so.Config.OptStartTime = src->start_time_ns;
+    }
     char durable[96];
     snprintf(durable, sizeof durable, "%s_%u", b->os_name, i);
     jsErrCode jerr = 0;

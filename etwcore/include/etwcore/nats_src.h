@@ -2,6 +2,8 @@
  * consumers (etwcore/backends/nats/nats_backend.c), served like a live session — one central etwd
  * shows the events many agents' sinks published (docs/fleet.md).
  *   {"backend":"nats","subjects":["etwd.>"],"nats":{"url":"nats://broker:4222","stream":"ETWD"}}
+ * and optionally where in the stream to begin: "start_seq": N (a stream sequence) or
+ * "start_time": "2026-11-29T05:00:00Z" (RFC 3339, UTC); default: its first message.
  * Ownership: the session spec owns it (etw_nats_src_free from etw_spec_free). */
 #ifndef ETWCORE_NATS_SRC_H
 #define ETWCORE_NATS_SRC_H
@@ -17,6 +19,8 @@ struct etw_nats_src {
   char *url, *stream;
   char *subjects[ETW_NATS_SUBJECTS_MAX];
   uint32_t n_subjects;
+  uint64_t start_seq;    /* 0 = not given */
+  int64_t start_time_ns; /* 0 = not given */
 };
 
 /** etw_nats_src_parse - the members "subjects" and "nats" of @body into s->nats (required for
