@@ -471,8 +471,10 @@ setup:
     e = etw_sinks_start(s->spec.sinks, s->spec.n_sinks, s->hub, &kc, &s->sinks, st);
   }
   if (e == ETW_E_OK) {
-    /* a replay waits for its first subscriber so that nobody misses its beginning */
-    if (s->spec.n_files) {
+    /* a replay waits for its first subscriber so that nobody misses its beginning (each
+     * subscriber then gets its own pass); with sinks, s->hub's pass (the sinks' subscription)
+     * starts at once, so that the file's events reach them without a client */
+    if (s->spec.n_files && !s->sinks) {
       s->state = S_PENDING;
     } else {
       s->state = S_RUNNING; /* no reader thread exists yet */
