@@ -9,6 +9,7 @@
 
 #include "etwcore/etl.h"
 #include "etwd_buildinfo.h" /* generated: ETWD_GIT_COMMIT, ETWD_BUILD_OPTIONS */
+#include "etwcore/host.h"
 #include "log.h"
 
 void etwd_config_defaults(struct etwd_config *c) {
@@ -77,6 +78,8 @@ void etwd_config_usage(const char *prog) {
       "  --cert FILE --key FILE   PEM certificate chain and private key (default: a self-signed\n"
       "                           certificate generated on first run into the state dir)\n"
       "  --log-level LEVEL        error | warn | info | debug (default info)\n"
+      "  --host-name NAME         the host name events carry (System.Host) and sinks publish\n"
+      "                           under; 1-63 of A-Z a-z 0-9 . _ - (default the machine's name)\n"
       "  --allow-origin ORIGIN    extra allowed WebSocket Origin, e.g. https://dash.example:443\n"
       "                           (repeatable; same-host origins are always allowed)\n"
       "  --max-sessions N         concurrent sessions (default 16)\n"
@@ -202,6 +205,13 @@ static int apply(struct etwd_config *c, const char *name, const char *v) {
   if (!strcmp(name, "data-dir")) return copy(c->data_dir, sizeof c->data_dir, name, v);
   if (!strcmp(name, "manifests")) return copy(c->manifest_dir, sizeof c->manifest_dir, name, v);
   if (!strcmp(name, "cert")) return copy(c->cert, sizeof c->cert, name, v);
+  if (!strcmp(name, "host-name")) {
+    if (!etw_host_valid(v)) {
+      fprintf(stderr, "etwd: --host-name must be 1-63 characters of A-Z a-z 0-9 . _ -, got \"%s\"\n", v);
+      return -1;
+    }
+    return copy(c->host_name, sizeof c->host_name, name, v);
+  }
   if (!strcmp(name, "key")) return copy(c->key, sizeof c->key, name, v);
   if (!strcmp(name, "log-level")) {
     int l = etwd_log_parse_level(v);

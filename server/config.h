@@ -32,6 +32,7 @@ struct etwd_config {
   uint32_t head_timeout_s;   /* TLS handshake and each request head must finish within this */
   uint32_t max_connections;  /* open connections in all = civetweb's worker pool (0 = automatic) */
   uint32_t max_per_address;  /* open connections from one peer address */
+  char host_name[64];        /* --host-name: System.Host and sink subjects (empty = machine's name) */
 };
 
 /** etwd_config_defaults - fill @c with defaults (state dir from $ETWD_STATE_DIR or /var/lib/etwd). */

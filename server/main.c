@@ -14,6 +14,7 @@
 #include "auth.h"
 #include "config.h"
 #include "etwcore/etl.h"
+#include "etwcore/host.h"
 #ifdef __linux__
 #include "etwcore/linux.h"
 #endif
@@ -170,6 +171,7 @@ int main(int argc, char **argv) {
     return 1;
   }
 
+  etw_host_set(cfg.host_name[0] ? cfg.host_name : NULL); /* checked by the parser */
   struct etw_core_config cc = {cfg.max_sessions, cfg.max_subscribers, cfg.sub_queue_events,
                                cfg.replay_kb * 1024, cfg.state_dir};
   struct etw_status st;

@@ -18,6 +18,9 @@ static const struct etw_backend *const table[] = {
 #ifdef ETWD_BACKEND_ETL
     &etw_backend_etl,
 #endif
+#ifdef ETWD_HAVE_NATS
+    &etw_backend_nats, /* last: never the default backend */
+#endif
     NULL};
 
 const struct etw_backend *const *etw_backends(void) { return table; }
@@ -34,7 +37,7 @@ void etw_caps_json(unsigned caps, struct etw_jw *w) {
                                       "filter_exe",    "level_keywords", "event_ids",
                                       "stacks",        "kernel_flags", "enable_running",
                                       "event_names",   "buffer_size",  "win_settings",
-                                      "order_time",      "markers",         "flight"};
+                                      "order_time",      "markers",         "flight",          "sinks",         "nats_source"};
   etw_jw_ch(w, '[');
   int first = 1;
   for (unsigned i = 0; i < sizeof names / sizeof names[0]; i++) {

@@ -24,6 +24,8 @@ static int g_startw(S *s, P *p) { (void)p; return s->start_when != NULL; }
 static int g_stopw(S *s, P *p) { (void)p; return s->stop_when != NULL; }
 static int g_fmb(S *s, P *p) { (void)p; return s->max_file_mb != 0; }
 static int g_order(S *s, P *p) { (void)p; return s->order_time != 0; }
+static int g_sinks(S *s, P *p) { (void)p; return s->n_sinks != 0; }
+static int g_nats(S *s, P *p) { (void)p; return s->nats != NULL; }
 static int g_events(S *s, P *p) { (void)s; return p->n_events != 0; }
 static int g_filter(S *s, P *p) { (void)s; return p->filter != NULL; }
 static int g_level(S *s, P *p) { (void)s; return p->level != 5; }
@@ -52,6 +54,9 @@ static const struct etw_member table[] = {
   {ETW_MEMBER_SPEC, "stop_when", ETW_CAP_LIVE, NULL, "{\"provider\":\"sched\",\"event\":\"sched_process_exec\"}", g_stopw, "stop trigger (as start_when): stops the session with stop_reason trigger"},
   {ETW_MEMBER_SPEC, "win", ETW_CAP_WIN_SETTINGS, NULL, "{\"flush_s\":1}", g_win, "Windows session settings"},
   {ETW_MEMBER_SPEC, "attach", ETW_CAP_WIN_SETTINGS, NULL, "\"etwd-none\"", g_attach, "attach read-only to a running ETW session"},
+  {ETW_MEMBER_SPEC, "sinks", ETW_CAP_SINKS, "[]", "[{\"type\":\"nats\",\"url\":\"nats://127.0.0.1:4222\"}]", g_sinks, "also publish the events to NATS JetStream (docs/fleet.md)"},
+  {ETW_MEMBER_SPEC, "subjects", ETW_CAP_NATS_SOURCE, NULL, "[\"fleet.>\"]", g_nats, "JetStream subjects to read (backend nats)"},
+  {ETW_MEMBER_SPEC, "nats", ETW_CAP_NATS_SOURCE, NULL, "{\"url\":\"nats://127.0.0.1:4222\"}", g_nats, "the NATS server and stream to read (backend nats)"},
   {ETW_MEMBER_PROVIDER, "name", 0, NULL, "\"sched\"", NULL, "tracepoint system, provider name or {GUID}"},
   {ETW_MEMBER_PROVIDER, "events", ETW_CAP_EVENT_NAMES, "[]", "[\"etwd_none\"]", g_events, "events to enable by name (default: all)"},
   {ETW_MEMBER_PROVIDER, "filter", ETW_CAP_FILTER_EXPR, NULL, "\"common_pid > 0\"", g_filter, "kernel filter expression"},

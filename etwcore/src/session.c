@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "etwcore/caps.h"
+#include "etwcore/sink.h"
 #include "etwcore/spec.h"
 #include "etwcore/trigger.h"
 #include "etwcore/util.h"
@@ -57,6 +58,9 @@ struct etw_session {
   uint32_t n_runs;
   struct etw_backend_stats runs_bs; /* summed over the runs that are gone */
   struct etw_hub_stats runs_hs;     /* (their provider counts went into s->hub's) */
+  struct etw_sinks *sinks; /* forwarding to NATS (sink.h), subscribed to s->hub; stopped by
+                            * destroy_locked */
+  uint64_t sink_lost;      /* their loss, kept after they stopped */
 };
 
 struct replay_run {
@@ -342,6 +346,10 @@ static void destroy_locked(struct etw_session *s) {
     s->bstate = NULL;
   }
   etw_hub_end(s->hub);
+  if (s->sinks) { /* they publish what they hold for up to 2 s, then count the rest as lost */
+    s->sink_lost = etw_sinks_stop(s->sinks);
+    s->sinks = NULL;
+  }
 }
 
 void etw_core_free(struct etw_core *c) {
@@ -547,9 +555,19 @@ setup:
   s->created_ns = now_ns();
   struct etw_backend_args a = {&s->spec, s->hub, s->os_name, s->record_path, on_ended, s};
   e = s->be->open(&a, &s->bstate, st);
+  if (e == ETW_E_OK && s->spec.n_sinks) { /* subscribed before the readers start */
+    char sess[80], dir[4200];
+    snprintf(sess, sizeof sess, "%s", s->spec.name ? s->spec.name : "");
+    if (!sess[0]) snprintf(sess, sizeof sess, "%llu", (unsigned long long)s->id);
+    snprintf(dir, sizeof dir, "%s/sinks/%s", c->cfg.state_dir ? c->cfg.state_dir : ".", s->os_name);
+    struct etw_sink_ctx kc = {sess, s->created_ns, c->cfg.state_dir ? dir : NULL};
+    e = etw_sinks_start(s->spec.sinks, s->spec.n_sinks, s->hub, &kc, &s->sinks, st);
+  }
   if (e == ETW_E_OK) {
-    /* a replay waits for its first subscriber so that nobody misses its beginning */
-    if (s->spec.n_files) {
+    /* a replay waits for its first subscriber so that nobody misses its beginning (each
+     * subscriber then gets its own pass); with sinks, s->hub's pass (the sinks' subscription)
+     * starts at once, so that the file's events reach them without a client */
+    if (s->spec.n_files && !s->sinks) {
       s->state = S_PENDING;
     } else if (s->t_start) { /* started by trig_start_fired */
       s->state = S_ARMED;
@@ -843,11 +861,16 @@ static void stats_json_locked(struct etw_session *s, struct etw_jw *w) {
     kv(w, ",\"order_early\":", hs.reorder_early);
   }
   kv(w, ",\"subscribers\":", hs.sub_dropped);
+  if (s->spec.n_sinks) kv(w, ",\"sink\":", s->sinks ? etw_sinks_lost(s->sinks) : s->sink_lost);
   etw_jw_lit(w, "},\"per_subscriber\":[");
   int first = 1;
   etw_hub_subs_items(s->hub, w, &first);
   for (struct replay_run *r = s->runs; r; r = r->next) etw_hub_subs_items(r->hub, w, &first);
   etw_jw_ch(w, ']');
+  if (s->spec.n_sinks) {
+    etw_jw_lit(w, ",\"sinks\":");
+    etw_sinks_json(s->sinks, w);
+  }
   if (s->bstate && s->be->stats_json) {
     size_t mark = w->len;
     etw_jw_ch(w, ',');
@@ -985,6 +1008,7 @@ void etw_core_metrics(struct etw_core *c, struct etw_jw *w) {
     struct etw_hub_stats hs;
     pthread_mutex_lock(&s->mu);
     totals_locked(s, &bs, &hs);
+    uint64_t sink_lost = s->sinks ? etw_sinks_lost(s->sinks) : s->sink_lost;
     pthread_mutex_unlock(&s->mu);
     pthread_mutex_lock(&s->smu);
     int running = s->state == S_RUNNING;
@@ -994,12 +1018,13 @@ void etw_core_metrics(struct etw_core *c, struct etw_jw *w) {
     metric(w, "etwd_session_lost_events_total", s, ",layer=\"kernel\"", bs.kernel_lost);
     metric(w, "etwd_session_lost_events_total", s, ",layer=\"hub\"", hs.hub_dropped);
     metric(w, "etwd_session_lost_events_total", s, ",layer=\"subscriber\"", hs.sub_dropped);
+    if (s->spec.n_sinks) metric(w, "etwd_session_lost_events_total", s, ",layer=\"sink\"", sink_lost);
     metric(w, "etwd_session_undecoded_events_total", s, NULL, bs.decode_errors);
     metric(w, "etwd_session_unparsed_events_total", s, NULL, bs.unparsed);
     metric(w, "etwd_session_subscribers", s, NULL, hs.subscribers);
     metric(w, "etwd_session_running", s, NULL, (uint64_t)running);
     tot_ev += hs.produced;
-    tot_lost += bs.kernel_lost + hs.hub_dropped + hs.sub_dropped;
+    tot_lost += bs.kernel_lost + hs.hub_dropped + hs.sub_dropped + sink_lost;
     etw_session_put(s);
   }
   free(v);

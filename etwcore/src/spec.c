@@ -1,6 +1,8 @@
 /* spec.c — session spec JSON → struct etw_session_spec, with precise errors (JSON pointers).
  * Unknown members are rejected so that a typo never silently records the wrong thing. */
 #include "etwcore/spec.h"
+#include "etwcore/nats_src.h"
+#include "etwcore/sink.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -351,7 +353,7 @@ static int valid_name(const char *s) {
 enum etw_err etw_spec_parse(const cJSON *body, struct etw_session_spec *s, struct etw_status *st) {
   static const char *const keys[] = {"name", "backend", "mode", "buffer_kb", "providers", "pids",
                                      "exe_names", "files", "replay", "win", "attach", "duration_s",
-                                     "max_events", "max_file_mb", "order", "start_when", "stop_when", NULL};
+                                     "max_events", "max_file_mb", "order", "start_when", "stop_when", "sinks", "subjects", "nats", NULL};
   memset(s, 0, sizeof *s);
   s->mode = ETW_MODE_REALTIME;
   if (!cJSON_IsObject(body)) return etw_fail(st, ETW_E_INVALID, "", "the session spec must be a JSON object");
@@ -370,8 +372,8 @@ enum etw_err etw_spec_parse(const cJSON *body, struct etw_session_spec *s, struc
   if ((v = cJSON_GetObjectItemCaseSensitive(body, "backend"))) {
     /* the shape is checked here; whether this build has the backend, at session creation */
     if (!cJSON_IsString(v) || (strcmp(v->valuestring, "linux") && strcmp(v->valuestring, "etl") &&
-                               strcmp(v->valuestring, "win")))
-      return etw_fail(st, ETW_E_INVALID, "/backend", "/backend must be \"linux\", \"etl\" or \"win\"");
+                               strcmp(v->valuestring, "win") && strcmp(v->valuestring, "nats")))
+      return etw_fail(st, ETW_E_INVALID, "/backend", "/backend must be \"linux\", \"etl\", \"win\" or \"nats\"");
     s->backend = dupstr(v->valuestring);
   } else {
     const struct etw_backend *const *all = etw_backends();
@@ -419,6 +421,14 @@ enum etw_err etw_spec_parse(const cJSON *body, struct etw_session_spec *s, struc
   }
   if ((v = cJSON_GetObjectItemCaseSensitive(body, "exe_names"))) {
     enum etw_err e = str_array(v, &s->exe_names, &s->n_exe_names, ETW_SPEC_MAX_PIDS, 255, "/exe_names", st);
+    if (e) return e;
+  }
+  {
+    enum etw_err e = etw_nats_src_parse(body, s, st);
+    if (e) return e;
+  }
+  if ((v = cJSON_GetObjectItemCaseSensitive(body, "sinks"))) {
+    enum etw_err e = etw_sinks_parse(v, &s->sinks, &s->n_sinks, st);
     if (e) return e;
   }
   if ((v = cJSON_GetObjectItemCaseSensitive(body, "win"))) {
@@ -478,7 +488,7 @@ enum etw_err etw_spec_parse(const cJSON *body, struct etw_session_spec *s, struc
     s->providers[0].level = 5;
     s->n_providers = 1;
   }
-  if (!is_file_source && !s->n_providers)
+  if (!is_file_source && !s->nats && !s->n_providers)
     return etw_fail(st, ETW_E_INVALID, "/providers", "a live session needs at least one provider in /providers");
   return ETW_E_OK;
 }
@@ -507,6 +517,8 @@ void etw_spec_free(struct etw_session_spec *s) {
   free_strv(s->files, s->n_files);
   free(s->start_when);
   free(s->stop_when);
+  etw_sinks_spec_free(s->sinks, s->n_sinks);
+  etw_nats_src_free(s->nats);
   memset(s, 0, sizeof *s);
 }
 
@@ -620,5 +632,11 @@ void etw_spec_json(const struct etw_session_spec *s, struct etw_jw *w) {
     etw_jw_bool(w, p->stacks);
     etw_jw_ch(w, '}');
   }
-  etw_jw_lit(w, "]}");
+  etw_jw_ch(w, ']');
+  etw_nats_src_json(s->nats, w);
+  if (s->n_sinks) {
+    etw_jw_lit(w, ",\"sinks\":");
+    etw_sinks_spec_json(s->sinks, s->n_sinks, w);
+  }
+  etw_jw_ch(w, '}');
 }

@@ -104,6 +104,10 @@ def main():
             st, h, j = e.json("POST", "/api/v1/sessions", body=body)
             check(st == 422 and "wine" in (j or {}).get("detail", "") and j.get("field") == "/backend",
                   "win session under wine → 422 with a clear reason: %d %r" % (st, j))
+        # no libnats in the Windows build: sinks are refused by name (issue 23)
+        st, h, j = e.json("POST", "/api/v1/sessions", body={"backend": "win", "providers": [{"name": "Microsoft-Windows-Kernel-Process"}],
+                                                            "sinks": [{"type": "nats", "url": "nats://127.0.0.1:4222"}]})
+        check(st == 400 and (j or {}).get("field") == "/sinks", "sinks in the Windows build → 400 naming /sinks: %d %r" % (st, j))
         e.json("GET", "/api/v1/health", token=None, expect=200)
         check(e.proc.poll() is None, "etwd.exe still running after the win requests")
         st, h, j = e.json("GET", "/api/v1/providers", token="reader")

@@ -16,6 +16,7 @@
 #include <tracefs.h>
 
 #include "etwcore/backend.h"
+#include "etwcore/host.h"
 #include "linux/linux_int.h"
 #include "t.h"
 
@@ -62,7 +63,7 @@ static char *decode_max(struct lx_dec *d, const unsigned char *rec, uint32_t siz
  * the descriptor reserves, but big enough for the event) must write the same bytes */
 static char *decode(struct lx_dec *d, const unsigned char *rec, uint32_t size, uint64_t ts) {
   char *fast = decode_max(d, rec, size, ts, 1 << 20);
-  char *slow = decode_max(d, rec, size, ts, 600);
+  char *slow = decode_max(d, rec, size, ts, 600 + strlen(etw_host_name()) + 10); /* + ,"Host":"…" */
   if (fast && slow) CHECK_STR(slow, fast);
   free(slow);
   return fast;
@@ -82,6 +83,15 @@ static char *expect_sys2(struct tep_event *e, int64_t ts_real, int32_t pid, int3
   s.tid = tid;
   s.cpu = cpu;
   etw_event_write_system(&w, &s);
+  /* System.Host follows the Provider object */
+  const char *at = strstr(w.buf, "},\"EventID\":");
+  size_t cut = at ? (size_t)(at - w.buf) + 1 : w.len;
+  char *tail = strndup(w.buf + cut, w.len - cut);
+  etw_jw_truncate(&w, cut);
+  etw_jw_lit(&w, ",\"Host\":");
+  etw_jw_cs(&w, etw_host_name());
+  etw_jw_lit(&w, tail);
+  free(tail);
   etw_jw_lit(&w, ",\"EventData\":{");
   etw_jw_lit(&w, data);
   etw_jw_lit(&w, "}}");
@@ -703,6 +713,13 @@ int main(void) {
     fprintf(stderr, "init: %s\n", st.msg);
     return 1;
   }
-  run();
+  /* the machine's name, then the longest host name (63 characters) */
+  for (int h = 0; h < 2; h++) {
+    if (h) CHECK_EQ(etw_host_set("h23456789.123456789.123456789.123456789.123456789.123456789.123"), 0);
+    fprintf(stderr, "-- host %s\n", etw_host_name());
+    run();
+  }
+  CHECK_EQ(etw_host_set("bad name"), -1);
+  CHECK_EQ(etw_host_set("h23456789.123456789.123456789.123456789.123456789.123456789.1234"), -1);
   T_DONE();
 }

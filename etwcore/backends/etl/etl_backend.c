@@ -466,7 +466,7 @@ static enum etw_err etl_describe_provider(const char *name, struct etw_jw *w, st
 const struct etw_backend etw_backend_etl = {
     .name = "etl",
     .caps = ETW_CAP_REPLAY | ETW_CAP_LIST_PROVIDERS | ETW_CAP_LEVEL_KEYWORDS | ETW_CAP_EVENT_IDS |
-            ETW_CAP_EVENT_NAMES | ETW_CAP_ORDER_TIME, /* a file's events always are in time order */
+            ETW_CAP_EVENT_NAMES | ETW_CAP_ORDER_TIME | ETW_CAP_SINKS_BUILT, /* a file's events always are in time order */
     .init = NULL,
     .open = etl_open,
     .enable = etl_enable,

@@ -1387,7 +1387,7 @@ const struct etw_backend etw_backend_linux = {
     .name = "linux",
     .caps = ETW_CAP_LIVE | ETW_CAP_FILE | ETW_CAP_LIST_PROVIDERS | ETW_CAP_FILTER_PID |
             ETW_CAP_FILTER_EXPR | ETW_CAP_ENABLE_RUNNING | ETW_CAP_EVENT_NAMES | ETW_CAP_BUFFER_SIZE |
-            ETW_CAP_ORDER_TIME | LX_CAPS_EXT | ETW_CAP_STACKS,
+            ETW_CAP_ORDER_TIME | LX_CAPS_EXT | ETW_CAP_STACKS | ETW_CAP_SINKS_BUILT,
     .buffer_kb_min = LX_BUF_KB_MIN,
     .buffer_kb_max = LX_BUF_KB_MAX,
     .init = lx_init,

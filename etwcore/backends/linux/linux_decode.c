@@ -29,11 +29,12 @@
 #include <kbuffer.h>
 #include <tracefs.h>
 
+#include "etwcore/host.h"
 #include "linux/linux_int.h"
 
 /* the fast encoder copies this many bytes of head (its length at most: provider + event name
  * up to 50 characters; the longest in Linux 6.1 have 46); longer heads take the checked path */
-#define LX_HEAD_COPY 256
+#define LX_HEAD_COPY 320
 #define MARK_TS 1234567800LL /* renders as 1970-01-01T00:00:01.2345678Z */
 #define MARK_PID 987654321
 #define MARK_TID 987654322
@@ -340,6 +341,28 @@ static int find_sub(const char *hay, size_t n, size_t from, const char *needle) 
   return -1;
 }
 
+/* etw_event_write_system with `"Host":…` (etw_host_name) after the Provider object: every
+ * Linux event says which machine it came from, so merged streams stay attributable. */
+static void write_system_host(struct etw_jw *w, const struct etw_sys *sys) {
+  size_t mark = w->len;
+  etw_event_write_system(w, sys);
+  if (w->err) return;
+  int at = find_sub(w->buf, w->len, mark, "},\"EventID\":"); /* no string holds a bare quote */
+  if (at < 0) return;
+  size_t cut = (size_t)at + 1, n = w->len - cut;
+  char *tail = malloc(n);
+  if (!tail) {
+    w->err = 2;
+    return;
+  }
+  memcpy(tail, w->buf + cut, n);
+  etw_jw_truncate(w, cut);
+  etw_jw_lit(w, ",\"Host\":");
+  etw_jw_cs(w, etw_host_name());
+  etw_jw_raw(w, tail, n);
+  free(tail);
+}
+
 /* The System block of @provider/@id/@name as the core writes it, with marker values for the
  * time, pid and tid, then `,"EventData":{`; the markers' positions in *a (the time's opening
  * quote), *b (pid) and *c (tid). Returns 0, or -1 (w is freed by the caller either way). */
@@ -355,7 +378,7 @@ static int render_system(struct lx_dec *d, struct etw_jw *w, const char *provide
   sys.pid = MARK_PID;
   sys.tid = MARK_TID;
   sys.cpu = d->cpu;
-  etw_event_write_system(w, &sys);
+  write_system_host(w, &sys);
   etw_jw_lit(w, ",\"EventData\":{");
   if (w->err) return -1;
   const char *s = w->buf;
@@ -390,7 +413,7 @@ static void build_template(struct lx_dec *d, struct lx_evdesc *e) {
     if (e->t_len[2] == d->t2_len && !memcmp(s + e->t_off[2], d->t2, d->t2_len) &&
         e->t_len[3] == d->t3_len && !memcmp(s + e->t_off[3], d->t3, d->t3_len) &&
         (size_t)b <= LX_HEAD_COPY) {
-      e->head = calloc(1, (size_t)b + 256 + 64);
+      e->head = calloc(1, (size_t)b + LX_HEAD_COPY + 64);
       if (e->head) {
         memcpy(e->head, s, (size_t)b);
         e->hlen = (uint16_t)b;
@@ -523,7 +546,7 @@ static uint8_t int_kind(unsigned size, int sgn) {
 /* The steps of @e from its fields, and the worst-case output of the fast encoder. 0 or -1. */
 static int build_ops(struct lx_evdesc *e) {
   struct opb b = {0};
-  size_t out = (size_t)e->hlen + 256 + 80 + 64; /* head (and its copy's overrun), id text, margin */
+  size_t out = (size_t)e->hlen + LX_HEAD_COPY + 80 + 64; /* head (and its copy's overrun), id text, margin */
   for (uint32_t j = 0; j < e->nf && !b.err; j++) {
     const struct lx_field *f = &e->f[j];
     opb_lit(&b, f->key, f->key_len);
@@ -875,7 +898,7 @@ static void write_undecoded(struct lx_dec *d, struct etw_jw *w, const unsigned c
   sys.pid = pid;
   sys.tid = tid;
   sys.cpu = d->cpu;
-  etw_event_write_system(w, &sys);
+  write_system_host(w, &sys);
   etw_jw_lit(w, ",\"Undecoded\":{\"Reason\":");
   etw_jw_cs(w, reason);
   etw_jw_lit(w, ",\"Payload\":");

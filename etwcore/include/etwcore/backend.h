@@ -48,8 +48,16 @@ enum {
   ETW_CAP_WIN_SETTINGS = 1u << 14,   /* "win" session settings and "attach" */
   ETW_CAP_ORDER_TIME = 1u << 15,     /* "order": "time" (events in time order across CPUs) */
   ETW_CAP_MARKERS = 1u << 16,        /* POST /sessions/{id}/markers (ext->marker) */
-  ETW_CAP_FLIGHT = 1u << 17          /* mode "flight" + POST /sessions/{id}/snapshot (ext) */
+  ETW_CAP_FLIGHT = 1u << 17,         /* mode "flight" + POST /sessions/{id}/snapshot (ext) */
+  ETW_CAP_SINKS = 1u << 18,          /* "sinks": events also go to NATS JetStream (sink.h) */
+  ETW_CAP_NATS_SOURCE = 1u << 19     /* "subjects" and "nats": reads JetStream (nats_src.h) */
 };
+/* ETW_CAP_SINKS where this build has libnats (etwcore's ETWD_HAVE_NATS), else 0 */
+#ifdef ETWD_HAVE_NATS
+#define ETW_CAP_SINKS_BUILT ETW_CAP_SINKS
+#else
+#define ETW_CAP_SINKS_BUILT 0
+#endif
 /* What each bit means to a session spec or stream: the member table in etwcore/caps.h. */
 
 /* ETW_MODE_FLIGHT (alone): the OS buffers keep the last events (overwrite), nothing is read
@@ -60,6 +68,9 @@ enum { ETW_MODE_REALTIME = 1, ETW_MODE_FILE = 2, ETW_MODE_FLIGHT = 4 };
 #define ETW_SPEC_MAX_EVENTS 256
 #define ETW_SPEC_MAX_PIDS 64
 #define ETW_SPEC_MAX_FILES 16
+
+struct etw_sink_spec;
+struct etw_nats_src;
 
 struct etw_provider_spec {
   char *name;             /* tracefs system, provider name or GUID text */
@@ -100,6 +111,9 @@ struct etw_session_spec {
   uint32_t max_file_mb; /* MiB in the recording (file mode only) */
   /* triggers (etwcore/trigger.h): the checked JSON objects as given, or NULL */
   char *start_when, *stop_when;
+  struct etw_sink_spec *sinks; /* where the events also go (sink.h); parsed by etw_sinks_parse */
+  uint32_t n_sinks;
+  struct etw_nats_src *nats; /* backend "nats": where to read (nats_src.h) */
 };
 
 /** Arguments to open(). Everything pointed to outlives the backend session. */
@@ -187,6 +201,7 @@ struct etw_backend_ext {
 extern const struct etw_backend etw_backend_linux;
 extern const struct etw_backend etw_backend_etl;
 extern const struct etw_backend etw_backend_win;
+extern const struct etw_backend etw_backend_nats; /* with libnats (ETWD_HAVE_NATS) */
 
 /** etw_backends - NULL-terminated list of compiled-in backends (etwcore/src/backends.c). */
 const struct etw_backend *const *etw_backends(void);

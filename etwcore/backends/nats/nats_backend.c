@@ -1,0 +1,315 @@
+/* nats_backend.c — backend "nats": a session whose events come from a JetStream stream that
+ * etwd sinks (and anything else publishing the same shape) fill; served through the same hub,
+ * WebSocket/ndjson and web page as a live session, so one central etwd shows many hosts.
+ *
+ * One pull consumer per subject filter (durable name etwd_<os name>_<i>, from the stream's first
+ * message or the spec's start_seq / start_time, no acks;
+ * deleted when the session is destroyed), one reader thread ("etwd-s<id>-nats") that fetches
+ * up to 256 messages per consumer at a time and publishes them to the hub as one batch. A
+ * message's body is an event as etwd writes it ({"seq":N,…}): its own seq is replaced by this
+ * session's (the event keeps System.Host, so its origin stays visible); the filter header
+ * (provider, name, pid, tid, id, level, time, cpu) is read back from the text. A gap message
+ * ({"Gap":{"Dropped":N,…}}) is counted as hub loss. Other bodies are skipped and counted.
+ * Ownership: the thread owns the subscriptions while it runs; open/destroy own the connection.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <nats/nats.h>
+
+#include "etwcore/backend.h"
+#include "etwcore/event.h"
+#include "etwcore/nats_src.h"
+
+struct nb {
+  const struct etw_nats_src *src;
+  struct etw_hub *hub;
+  void (*ended)(void *ctx, enum etw_err code, const char *msg);
+  void *ctx;
+  char os_name[64];
+  natsOptions *opts;
+  natsConnection *nc;
+  jsCtx *js;
+  natsSubscription *subs[ETW_NATS_SUBJECTS_MAX];
+  uint32_t nsubs;
+  pthread_t thread;
+  int started;
+  atomic_int stop;
+  _Atomic uint64_t events, bytes, skipped;
+  pthread_mutex_t mu; /* closed */
+  pthread_cond_t cv;
+  int closed;
+};
+
+static void on_closed(natsConnection *nc, void *closure) {
+  struct nb *b = closure;
+  (void)nc;
+  pthread_mutex_lock(&b->mu);
+  b->closed = 1;
+  pthread_cond_signal(&b->cv);
+  pthread_mutex_unlock(&b->mu);
+}
+
+/* the number after @key in [p, e), or @def */
+static int64_t num_after(const char *p, const char *e, const char *key, int64_t def) {
+  size_t kl = strlen(key);
+  for (const char *q = p; (q = memchr(q, key[0], (size_t)(e - q))) && (size_t)(e - q) > kl; q++)
+    if (!memcmp(q, key, kl)) {
+      q += kl;
+      if (q < e && (*q == '-' || (*q >= '0' && *q <= '9'))) return strtoll(q, NULL, 10);
+      return def;
+    }
+  return def;
+}
+
+/* the escaped text of the string after @key (NUL-terminated copy in @out) */
+static int str_after(const char *p, const char *e, const char *key, char *out, size_t cap) {
+  size_t kl = strlen(key);
+  for (const char *q = p; (q = memchr(q, key[0], (size_t)(e - q))) && (size_t)(e - q) > kl; q++)
+    if (!memcmp(q, key, kl)) {
+      const char *s = q + kl, *t = s;
+      while (t < e && *t != '"') t += (*t == '\\') ? 2 : 1;
+      size_t n = (size_t)((t > e ? e : t) - s);
+      if (n >= cap) n = cap - 1;
+      memcpy(out, s, n);
+      out[n] = 0;
+      return 1;
+    }
+  out[0] = 0;
+  return 0;
+}
+
+/* "YYYY-MM-DDTHH:MM:SS.fffffffZ" → UTC ns since 1970 (0 if it is not that) */
+static int64_t parse_time(const char *p, const char *e) {
+  char t[40];
+  if (!str_after(p, e, "\"TimeCreated\":\"", t, sizeof t)) return 0;
+  struct tm tm = {0};
+  int frac = 0, nd = 0;
+  if (sscanf(t, "%4d-%2d-%2dT%2d:%2d:%2d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
+             &tm.tm_min, &tm.tm_sec) != 6)
+    return 0;
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  for (const char *f = strchr(t, '.'); f && *++f >= '0' && *f <= '9' && nd < 9; nd++) frac = frac * 10 + (*f - '0');
+  while (nd++ < 9) frac *= 10;
+  return (int64_t)timegm(&tm) * 1000000000LL + frac;
+}
+
+/* one message into @bt; 1 = an event was added */
+static int take(struct nb *b, struct etw_batch *bt, const char *d, size_t n) {
+  const char *e = d + n;
+  if (n > 8 && !memcmp(d, "{\"Gap\":", 7)) {
+    int64_t k = num_after(d, e, "\"Dropped\":", 0);
+    if (k > 0) etw_hub_drop(b->hub, (uint64_t)k);
+    return 0;
+  }
+  const char *c = n > 8 && !memcmp(d, "{\"seq\":", 7) ? memchr(d, ',', n) : NULL;
+  if (!c || e[-1] != '}') {
+    atomic_fetch_add(&b->skipped, 1);
+    return 0;
+  }
+  char prov[256], name[256];
+  struct etw_evref h;
+  memset(&h, 0, sizeof h);
+  str_after(c, e, "\"Provider\":{\"Name\":\"", prov, sizeof prov);
+  h.provider = etw_intern(prov[0] ? prov : "(none)");
+  h.name = str_after(c, e, "\"EventName\":\"", name, sizeof name) ? etw_intern(name) : NULL;
+  h.event_id = (uint16_t)num_after(c, e, "\"EventID\":", 0);
+  h.level = (uint8_t)num_after(c, e, "\"Level\":", 0);
+  h.pid = (uint32_t)num_after(c, e, "\"ProcessID\":", 0);
+  h.tid = (uint32_t)num_after(c, e, "\"ThreadID\":", 0);
+  h.cpu = (uint8_t)num_after(c, e, "\"ProcessorID\":", 0);
+  h.ts_ns = parse_time(c, e);
+  size_t mark = bt->data.len;
+  etw_jw_raw(&bt->data, c + 1, (size_t)(e - (c + 1))); /* the object without its {"seq":N, */
+  if (etw_batch_commit(bt, mark, &h)) {
+    etw_hub_drop(b->hub, 1);
+    return 0;
+  }
+  atomic_fetch_add(&b->events, 1);
+  atomic_fetch_add(&b->bytes, n);
+  return 1;
+}
+
+static void *reader(void *arg) {
+  struct nb *b = arg;
+  while (!atomic_load(&b->stop)) {
+    struct etw_batch *bt = etw_batch_new(256 * ETW_NATS_SUBJECTS_MAX, 16u << 20);
+    if (!bt) break;
+    for (uint32_t i = 0; i < b->nsubs && bt && !atomic_load(&b->stop); i++) {
+      natsMsgList l = {0};
+      jsErrCode jerr = 0;
+      natsStatus s = natsSubscription_Fetch(&l, b->subs[i], 256, b->nsubs > 1 ? 20 : 100, &jerr);
+      if (s != NATS_OK && s != NATS_TIMEOUT) {
+        struct timespec ts = {0, 100 * 1000000}; /* broker away: libnats reconnects */
+        nanosleep(&ts, NULL);
+      }
+      for (int k = 0; k < l.Count && bt; k++) {
+        if (etw_batch_full(bt)) {
+          etw_hub_publish(b->hub, bt);
+          bt = etw_batch_new(256 * ETW_NATS_SUBJECTS_MAX, 16u << 20);
+          if (!bt) {
+            etw_hub_drop(b->hub, (uint64_t)(l.Count - k));
+            break;
+          }
+        }
+        take(b, bt, natsMsg_GetData(l.Msgs[k]), (size_t)natsMsg_GetDataLength(l.Msgs[k]));
+      }
+      natsMsgList_Destroy(&l);
+    }
+    if (bt) etw_hub_publish(b->hub, bt); /* consumes it, also when empty */
+  }
+  return NULL;
+}
+
+static enum etw_err fail(struct etw_status *st, const char *what, natsStatus s) {
+  const char *le = nats_GetLastError(NULL);
+  return etw_fail(st, s == NATS_NO_SERVER || s == NATS_TIMEOUT ? ETW_E_IO : ETW_E_INVALID, "/nats",
+                  "nats: %s: %s%s%.200s", what, natsStatus_GetText(s), le ? ": " : "", le ? le : "");
+}
+
+static void nb_destroy(void *state);
+
+static enum etw_err nb_open(const struct etw_backend_args *a, void **state, struct etw_status *st) {
+  const struct etw_nats_src *src = a->spec->nats;
+  if (!src) return etw_fail(st, ETW_E_INVALID, "/nats", "the \"nats\" backend needs /nats and /subjects");
+  if (a->spec->n_providers || a->spec->n_pids || a->spec->n_exe_names || (a->spec->mode & ETW_MODE_FILE))
+    return etw_fail(st, ETW_E_INVALID, a->spec->n_providers ? "/providers" : a->spec->n_pids ? "/pids" : a->spec->n_exe_names ? "/exe_names" : "/mode",
+                    "a nats session reads /subjects of a stream: providers, pids, exe_names and file mode do not apply (filter its clients instead)");
+  struct nb *b = calloc(1, sizeof *b);
+  if (!b) return etw_fail(st, ETW_E_NOMEM, NULL, NULL);
+  pthread_mutex_init(&b->mu, NULL);
+  pthread_cond_init(&b->cv, NULL);
+  b->src = src;
+  b->hub = a->hub;
+  b->ended = a->ended;
+  b->ctx = a->ctx;
+  snprintf(b->os_name, sizeof b->os_name, "%s", a->os_name);
+  *state = b;
+  natsStatus s = natsOptions_Create(&b->opts);
+  if (s != NATS_OK) goto nfail;
+  char urls[1100], *save = NULL;
+  const char *srv[16];
+  int ns = 0;
+  snprintf(urls, sizeof urls, "%s", src->url);
+  for (char *u = strtok_r(urls, ",", &save); u && ns < 16; u = strtok_r(NULL, ",", &save)) srv[ns++] = u;
+  natsOptions_SetServers(b->opts, srv, ns);
+  natsOptions_SetMaxReconnect(b->opts, -1);
+  natsOptions_SetClosedCB(b->opts, on_closed, b);
+  natsOptions_SetTimeout(b->opts, 2000);
+  natsOptions_SetName(b->opts, "etwd-nats-backend");
+  if ((s = natsConnection_Connect(&b->nc, b->opts)) != NATS_OK) goto nfail;
+  jsOptions jo;
+  jsOptions_Init(&jo);
+  jo.Wait = 5000;
+  if ((s = natsConnection_JetStream(&b->js, b->nc, &jo)) != NATS_OK) goto nfail;
+  for (uint32_t i = 0; i < src->n_subjects; i++) {
+    jsSubOptions so;
+    jsSubOptions_Init(&so);
+    so.Stream = src->stream;
+    so.Config.AckPolicy = js_AckNone;
+    so.Config.DeliverPolicy = js_DeliverAll;
+    if (src->start_seq) {
+      so.Config.DeliverPolicy = js_DeliverByStartSequence;
+      so.Config.OptStartSeq = src->start_seq;
+    } else if (src->start_time_ns) {
+      so.Config.DeliverPolicy = js_DeliverByStartTime;
+      so.Config.OptStartTime = src->start_time_ns;
+    }
+    char durable[96];
+    snprintf(durable, sizeof durable, "%s_%u", b->os_name, i);
+    jsErrCode jerr = 0;
+    if ((s = js_PullSubscribe(&b->subs[i], b->js, src->subjects[i], durable, NULL, &so, &jerr)) != NATS_OK) {
+      enum etw_err e = etw_fail(st, s == NATS_NOT_FOUND ? ETW_E_NOT_FOUND : ETW_E_INVALID, "/subjects",
+                                "nats: cannot read %s from stream %s: %s %s", src->subjects[i], src->stream,
+                                natsStatus_GetText(s), nats_GetLastError(NULL) ? nats_GetLastError(NULL) : "");
+      nb_destroy(b);
+      *state = NULL;
+      return e;
+    }
+    b->nsubs++;
+  }
+  return ETW_E_OK;
+nfail:;
+  enum etw_err e = fail(st, "connect", s);
+  nb_destroy(b);
+  *state = NULL;
+  return e;
+}
+
+static enum etw_err nb_start(void *state, struct etw_status *st) {
+  struct nb *b = state;
+  if (pthread_create(&b->thread, NULL, reader, b)) return etw_fail(st, ETW_E_NOMEM, NULL, "cannot start the reader");
+  b->started = 1;
+  return ETW_E_OK;
+}
+
+static void nb_stop(void *state) {
+  struct nb *b = state;
+  atomic_store(&b->stop, 1);
+  if (b->started) pthread_join(b->thread, NULL);
+  b->started = 0;
+}
+
+static void nb_destroy(void *state) {
+  struct nb *b = state;
+  nb_stop(b);
+  for (uint32_t i = 0; i < b->nsubs; i++) {
+    natsSubscription_Unsubscribe(b->subs[i]); /* deletes the consumer the subscribe created */
+    natsSubscription_Destroy(b->subs[i]);
+  }
+  if (b->js) jsCtx_Destroy(b->js);
+  int gone = 1;
+  if (b->nc) { /* callbacks come from libnats's threads until the closed callback ran */
+    natsConnection_Close(b->nc);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 10;
+    pthread_mutex_lock(&b->mu);
+    while (!b->closed && pthread_cond_timedwait(&b->cv, &b->mu, &until) == 0) {
+    }
+    gone = b->closed;
+    pthread_mutex_unlock(&b->mu);
+    natsConnection_Destroy(b->nc);
+  }
+  if (b->opts) natsOptions_Destroy(b->opts);
+  if (gone) {
+    pthread_mutex_destroy(&b->mu);
+    pthread_cond_destroy(&b->cv);
+    free(b);
+  }
+}
+
+static void nb_stats(void *state, struct etw_backend_stats *out) {
+  struct nb *b = state;
+  memset(out, 0, sizeof *out);
+  out->read_events = atomic_load(&b->events);
+  out->read_bytes = atomic_load(&b->bytes);
+  out->decode_errors = atomic_load(&b->skipped);
+}
+
+static enum etw_err nb_enable(void *s, const struct etw_provider_spec *p, struct etw_status *st) {
+  (void)s, (void)p;
+  return etw_fail(st, ETW_E_UNSUPPORTED, NULL, "a nats session reads subjects, not providers");
+}
+
+static enum etw_err nb_disable(void *s, const char *provider, struct etw_status *st) {
+  (void)s, (void)provider;
+  return etw_fail(st, ETW_E_UNSUPPORTED, NULL, "a nats session reads subjects, not providers");
+}
+
+const struct etw_backend etw_backend_nats = {
+    .name = "nats",
+    .caps = ETW_CAP_NATS_SOURCE | ETW_CAP_SINKS, /* built only with libnats */
+    .open = nb_open,
+    .enable = nb_enable,
+    .disable = nb_disable,
+    .start = nb_start,
+    .stop = nb_stop,
+    .destroy = nb_destroy,
+    .stats = nb_stats,
+};
