@@ -377,10 +377,10 @@ void etw_core_free(struct etw_core *c) {
   free(c);
 }
 
-static void on_ended(void *ctx, enum etw_err code, const char *msg) {
-  struct etw_session *s = ctx;
-  /* called from the backend's reader thread: never takes s->mu (stop() joins this thread while
-   * holding it), only the small state lock. */
+/* The session ended by itself (a reader's end of file, damage, or a replay pass's max_events):
+ * its state says so. Called from a backend's reader thread: never takes s->mu (stop() joins this
+ * thread while holding it), only the small state lock. */
+static void mark_ended(struct etw_session *s, enum etw_err code, const char *msg) {
   pthread_mutex_lock(&s->smu);
   if (s->state == S_RUNNING) {
     int limited = code == ETW_E_OK && msg && !strcmp(msg, ETW_ENDED_MAX_EVENTS);
@@ -391,7 +391,21 @@ static void on_ended(void *ctx, enum etw_err code, const char *msg) {
     pthread_cond_broadcast(&s->cv);
   }
   pthread_mutex_unlock(&s->smu);
+}
+
+static void on_ended(void *ctx, enum etw_err code, const char *msg) {
+  struct etw_session *s = ctx;
+  mark_ended(s, code, msg);
   etw_hub_end(s->hub);
+}
+
+/* ended() of a replay client's own pass: the session's state as on_ended, and its hub ends too —
+ * unless the session has sinks, whose own pass publishes into that hub and ends it itself (so a
+ * client's pass that finishes first cannot cut the sinks' tail off). */
+static void on_pass_ended(void *ctx, enum etw_err code, const char *msg) {
+  struct etw_session *s = ctx;
+  mark_ended(s, code, msg);
+  if (!s->spec.n_sinks) etw_hub_end(s->hub);
 }
 
 
@@ -1111,7 +1125,7 @@ static struct etw_sub *run_subscribe(struct etw_session *s, const struct etw_sub
   if (r && r->hub) r->sub = etw_hub_subscribe(r->hub, f, from_seq, err);
   struct etw_status st;
   etw_status_clear(&st);
-  struct etw_backend_args a = {&s->spec, r ? r->hub : NULL, s->os_name, NULL, on_ended, s};
+  struct etw_backend_args a = {&s->spec, r ? r->hub : NULL, s->os_name, NULL, on_pass_ended, s};
   enum etw_err e = r && r->sub ? s->be->open(&a, &r->bstate, &st) : ETW_E_NOMEM;
   pthread_mutex_lock(&s->mu);
   if (!e && s->n_runs >= c->cfg.max_subscribers) e = ETW_E_LIMIT;
