@@ -8,7 +8,7 @@
  * loads the manifests; for steady-state instructions per event run under callgrind with
  * --toggle-collect=bench_iter (only the iterations after the first are collected):
  *   valgrind --tool=callgrind --toggle-collect=bench_iter bench_etl_convert F --iter 2
- * (docs/etl.md has the commands and the numbers).
+ * (docs/etl.md "Benchmark" has the commands, docs/benchmarks.md the numbers).
  *
  * Per event type: `--only "Windows Kernel/PerfInfo/Sample"` (provider, '/', event name as in
  * the JSON) calls etw_decoder_write for the matching events of the iterations after the first

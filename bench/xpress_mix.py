@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""xpress_mix.py — the item mix of a trace's plain XPRESS buffers (docs/etl.md, round 8):
+"""xpress_mix.py — the item mix of a trace's plain XPRESS buffers (written for round 8; its notes
+are in the git history of docs/etl.md):
 matches by length form and distance class, literal runs before a match, flag words.
 
     bench/xpress_mix.py /tmp/net.etl

@@ -1,4 +1,4 @@
-/* test_dec_plan.c — the template walker's compiled plans (dec_man.c) against the walker itself.
+/* test_dec_plan.c — the template walker's compiled plans (dec_plan.c, dec_plan_run.c) against the walker itself.
  *
  * A schema whose fields are all top-level gets a plan on first use; the plan renders the
  * ordinary case and gives up (the walker then renders the event from its start) on anything

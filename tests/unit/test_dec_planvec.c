@@ -1,10 +1,10 @@
-/* test_dec_planvec.c — the compiled plans' vector paths (dec_man.c) at their block boundaries,
+/* test_dec_planvec.c — the compiled plans' vector paths (dec_plan_run.c) at their block boundaries,
  * against the walker (plans off) (the cases name the block steps of the AVX2 runner this test
- * was written for; they stay as edge cases of the SSE2 runner's 16-byte steps):
+ * was written for, since removed; they stay as edge cases of the SSE2 runner's 16-byte steps):
  *
  * 1. Hex pointer arrays (ClrStack/Walk's Stack: a FrameCount, then that many pointers): 0–13
  *    elements of 8 and of 4 bytes, every digit count (0, 2^k − 1, 2^k, 2^k + 1 for every k), a
- *    value ≥ 2^52 (the AVX2 four-value step's limit) at every place of a four-value block, runs
+ *    value ≥ 2^52 (the removed AVX2 four-value step's limit) at every place of a four-value block, runs
  *    of equal digit counts, random values.
  * 2. UTF-16 strings followed by other fields (DCStopVerbose's three strings, then a UINT16): a
  *    special unit (quote, backslash, control, DEL, non-ASCII, surrogates paired and not, NUL) at
@@ -19,12 +19,12 @@
  *    or path edge (999/1000, 9999/10000, 10^k ± 1, −97…−1 and the rest as UINT32) at every place,
  *    random values of every size, payloads cut inside.
  * 5. UTF-16 strings in the last 0–70 bytes of a payload that ends at a page the process may not
- *    read, or 1–63 bytes before it (the AVX2 runner's masked loads of the last 4–63 bytes, which
+ *    read, or 1–63 bytes before it (the removed AVX2 runner's masked loads of the last 4–63 bytes, which
  *    it makes only when their 64 bytes are on one page, its 16-unit step at 32–63): strings of
  *    0–40 units with a special unit at every place or none, with and without their NUL, an odd
  *    byte after them, after 6- and 9-byte headers.
- * 6. Two hex pairs in a row (DCStopVerbose's first four: the AVX2 runner's four-value op, which
- *    loads 32 bytes when its fixed-size run has them): 4–7 hex fields of 8 and 4 bytes and
+ * 6. Two hex pairs in a row (DCStopVerbose's first four: the removed AVX2 runner's four-value op,
+ *    which loaded 32 bytes when its fixed-size run has them): 4–7 hex fields of 8 and 4 bytes and
  *    pointers, then 0–4 other fields (integers, a hex one, a string), a value ≥ 2^52 at each place
  *    or none, edge and random values; each payload ending at a page the process may not read, and
  *    cut shorter (all lengths for a quarter of them).

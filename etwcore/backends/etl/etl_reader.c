@@ -4,7 +4,8 @@
  * Per file: the first buffer's first record (the logfile header) gives the clock; then every
  * buffer header is indexed (offset, processor, sequence number, compression). Buffers are
  * grouped into one stream per (file, processor), sorted by sequence number, and the streams
- * are merged by record time with a tournament (loser) tree. A stream holds one decoded buffer at a time,
+ * are merged by record time (a sorted list up to etw_etl_merge_list_max streams, a tournament
+ * (loser) tree beyond). A stream holds one decoded buffer at a time,
  * so memory is O(streams × buffer size), whatever the file size.
  *
  * Damage (truncated file, bad buffer header, bad record, failed decompression) never stops

@@ -1,7 +1,8 @@
 /* etl_xpress.c — XPRESS decompressors for compressed ETL buffers (MS-XCA §2.1–2.4).
  *
- * Written from the prose description of the format (docs/etl.md, etl-format.md §3.3). Both
- * functions are bounded by their input and output sizes and never read or write outside them.
+ * Written from the prose description of the format (../shared/docs/etl-format.md §3.3; what
+ * etwd does with it: docs/etl.md). Both functions are bounded by their input and output sizes
+ * and never read or write outside them.
  * The bulk of a plain XPRESS buffer goes through whole flag words without per-item bounds
  * (xp_fast), the rest and every other case through the checked loop.
  */
