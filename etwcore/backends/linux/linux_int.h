@@ -2,6 +2,7 @@
  *
  * linux_backend.c  instance lifecycle, spec validation, providers API, reader threads, stats
  * linux_decode.c   per-event field descriptors and the hot decode+encode loop (one per thread)
+ * linux_task.c     the task of an event: tgid cache (/proc), saved_cmdlines, id-text slots
  * linux_tdat.c     trace.dat (v6) writer for file mode: per-CPU spools assembled at stop
  * linux_marker.c   markers: writes to the instance's trace_marker
  * linux_flight.c   flight mode (overwrite, snapshot drains into a trace.dat) and lx_ext
@@ -103,6 +104,11 @@ struct lx_evdesc {
 };
 
 #define LX_IDS 256 /* id-text slots per reader (64 KB) */
+#define LX_TGID_SLOTS 4096
+#define LX_TGID_TTL 2000000000ULL  /* ns of trace time */
+#define LX_TGID_LOOKUPS 2000       /* per second per reader: at most ~20 ms of /proc reads */
+#define LX_CMDL_EVERY 50000000ULL  /* saved_cmdlines is read again at most this often (trace ns) */
+#define LX_CMDL_MAX (256u << 10)   /* and at most this much of it (6552 entries: ~100 KB) */
 #define LX_IDTXT_MAX 224 /* id text: 11 + 17 + 6 * 15 + 12 + 11 + 42 bytes at most, + copy slack */
 
 /* Per-thread decoder state. Owned by one reader thread (or a test / benchmark). */
@@ -184,6 +190,11 @@ int lx_dec_init(struct lx_dec *d, struct tep_handle *tep, int cpu, int64_t mono_
 void lx_dec_fini(struct lx_dec *d);
 /** lx_dec_reset - forget cached descriptors (after new formats were parsed into the tep). */
 void lx_dec_reset(struct lx_dec *d);
+/** lx_task_slow - the id-text slot of @tid (its ProcessID and ProcessName) when the slot holds
+ *  another task or its answer expired at @ts (linux_task.c; the encoder's task_get calls it). */
+struct lx_idtxt *lx_task_slow(struct lx_dec *d, int32_t tid, uint64_t ts);
+/** lx_task_forget - @tid's comm changed (exec, rename): ask /proc again at its next event. */
+void lx_task_forget(struct lx_dec *d, int32_t tid);
 
 /* The sink the decoder appends to. `flush` is called when the batch is full; it must publish
  * the batch and install a fresh one in *bp (or leave NULL: further events are dropped+counted). */
