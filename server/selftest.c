@@ -51,6 +51,8 @@ struct st_run {
 };
 
 /* step - record one result; the human form is printed at once (a hang later shows where). */
+static int step(struct st_run *r, const char *name, int ok, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 static int step(struct st_run *r, const char *name, int ok, const char *fmt, ...) {
   if (r->n >= ST_MAX_STEPS) return ok;
   snprintf(r->s[r->n].step, sizeof r->s[r->n].step, "%s", name);
