@@ -35,7 +35,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
   char ptr[200];
   (void)etwd_json_find_nul(body, strlen(body), ptr, sizeof ptr);
-  (void)etwd_json_find_nul(body, size - (size_t)(body - buf), ptr, 16); /* raw NULs, short room */
+  size_t blen = body < buf + size ? size - (size_t)(body - buf) : 0; /* body may start past the end */
+  (void)etwd_json_find_nul(body, blen, ptr, 16); /* raw NULs, short room */
   cJSON *j = cJSON_ParseWithLength(body, strlen(body));
   if (j) {
     struct etw_session_spec spec;
