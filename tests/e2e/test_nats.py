@@ -330,6 +330,14 @@ def test_fleet(nats):
                         "nats": {"url": nats.url(), "stream": "FLEET", "start_seq": nats.stream_msgs("FLEET") + 1}})
         ws2 = c.ws("/api/v1/sessions/%d/events?from=1" % j2["id"])
         H.wait_subscribers(c, j2["id"], 1)
+        # a hostile publisher: a second line, trailing text, broken JSON — each skipped and
+        # counted, never passed into the clients' frames (a broken frame fails ws_events below)
+        fake = '{"seq":9,"System":{"Provider":{"Name":"sched"},"EventName":"sched_process_exec"},' \
+               '"EventData":{"filename":"%s"}}' % prog
+        for evil in ('{"seq":1,"a":"x"}\n' + fake, '{"seq":1,"a":1}},"b":{"c":2}', '{"seq":1,"a":"x}'):
+            r = subprocess.run([TOOL, "body", nats.url(), "fleet.evil.1.sched", evil], capture_output=True,
+                               text=True, timeout=60)
+            check(r.returncode == 0, "hostile message published: %s" % r.stderr[-300:])
         pids = run_n(prog, N)
 
         def mine(rs):
@@ -357,6 +365,8 @@ def test_fleet(nats):
         check(seqs == sorted(seqs) and len(seqs) == len(set(seqs)), "the central session numbers its own seqs")
         s = session(c, cid)
         check(s["stats"]["per_provider"].get("sched", 0) >= 2 * (N + 1), "provider counts: %r" % s["stats"]["per_provider"])
+        check(not [r for r in got if "Host" not in r["System"]], "no injected event reached the client")
+        check(s["stats"].get("decode_errors", 0) >= 3, "the 3 hostile messages are counted: %r" % s["stats"])
         ws.close()
         c.request("DELETE", "/api/v1/sessions/%d" % cid)
         for e in (a, b):

@@ -123,9 +123,18 @@ static int pub(jsCtx *js, const char *stream, const char *subject, long n, long 
   return 0;
 }
 
+/* one message with the body @body on @subject of an existing stream (a hostile publisher) */
+static int body(jsCtx *js, const char *subject, const char *text) {
+  jsPubAck *pa = NULL;
+  natsStatus s = js_Publish(&pa, js, subject, text, (int)strlen(text), NULL, NULL);
+  if (s != NATS_OK) return die("publish", s);
+  jsPubAck_Destroy(pa);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc < 5) {
-    fprintf(stderr, "usage: etwd_nats_tool fetch URL STREAM FILTER | pub URL STREAM SUBJECT N SIZE [BATCH]\n");
+    fprintf(stderr, "usage: etwd_nats_tool fetch URL STREAM FILTER | pub URL STREAM SUBJECT N SIZE [BATCH] | body URL SUBJECT TEXT\n");
     return 2;
   }
   natsConnection *nc = NULL;
@@ -142,6 +151,8 @@ int main(int argc, char **argv) {
     rc = fetch(js, argv[3], argv[4]);
   else if (!strcmp(argv[1], "pub") && argc >= 7)
     rc = pub(js, argv[3], argv[4], atol(argv[5]), atol(argv[6]), argc > 7 ? atol(argv[7]) : 1024);
+  else if (!strcmp(argv[1], "body") && argc >= 5)
+    rc = body(js, argv[3], argv[4]);
   else
     rc = 2;
   fflush(stdout);

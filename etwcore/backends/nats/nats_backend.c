@@ -99,6 +99,19 @@ static int64_t parse_time(const char *p, const char *e) {
   return (int64_t)timegm(&tm) * 1000000000LL + frac;
 }
 
+/* Is @d one JSON object and nothing else, without a raw control byte? A body goes into clients'
+ * frames as it is (ndjson lines, WebSocket arrays), so anything else from a publisher — a second
+ * line, trailing text, broken JSON — would inject events or break every viewer's frames. */
+static int one_object(const char *d, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if ((unsigned char)d[i] < 0x20) return 0;
+  const char *end = NULL;
+  cJSON *j = cJSON_ParseWithLengthOpts(d, n, &end, 0);
+  int ok = j && cJSON_IsObject(j) && end == d + n;
+  cJSON_Delete(j);
+  return ok;
+}
+
 /* one message into @bt; 1 = an event was added */
 static int take(struct nb *b, struct etw_batch *bt, const char *d, size_t n) {
   const char *e = d + n;
@@ -108,7 +121,7 @@ static int take(struct nb *b, struct etw_batch *bt, const char *d, size_t n) {
     return 0;
   }
   const char *c = n > 8 && !memcmp(d, "{\"seq\":", 7) ? memchr(d, ',', n) : NULL;
-  if (!c || e[-1] != '}') {
+  if (!c || e[-1] != '}' || !one_object(d, n)) {
     atomic_fetch_add(&b->skipped, 1);
     return 0;
   }
