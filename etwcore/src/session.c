@@ -61,10 +61,19 @@ struct etw_session {
   struct etw_sinks *sinks; /* forwarding to NATS (sink.h), subscribed to s->hub; stopped by
                             * destroy_locked */
   uint64_t sink_lost;      /* their loss, kept after they stopped */
+  /* a replay's passes still reading (clients' and the sinks' pass over s->hub) and the outcome
+   * of those that ended by themselves (the first failure wins): s->smu. The session ends when
+   * the last reading pass is over and at least one of them read to its end. */
+  uint32_t passes_live;
+  int pass_done, main_live; /* main_live: the sinks' pass over s->hub is reading */
+  enum etw_err pass_code;
+  char pass_msg[256];
 };
 
 struct replay_run {
   struct replay_run *next;
+  struct etw_session *s;
+  int live, ended; /* counted in s->passes_live / it ended by itself (s->smu) */
   struct etw_hub *hub;
   void *bstate;
   struct etw_sub *sub; /* owned by the stream that subscribed; closed by etw_session_unsubscribe */
@@ -272,6 +281,12 @@ static void triggers_free(struct etw_session *s) {
 
 /* start consuming (s->mu held): a flight session only fills the OS buffers */
 static enum etw_err be_start(struct etw_session *s, struct etw_status *st) {
+  if (s->spec.n_files) { /* a replay's sinks' pass: one of its passes (pass_over) */
+    pthread_mutex_lock(&s->smu);
+    if (!s->main_live) s->passes_live++;
+    s->main_live = 1;
+    pthread_mutex_unlock(&s->smu);
+  }
   if (s->spec.mode & ETW_MODE_FLIGHT) return s->be->ext->flight_start(s->bstate, st);
   return s->be->start(s->bstate, st);
 }
@@ -393,19 +408,48 @@ static void mark_ended(struct etw_session *s, enum etw_err code, const char *msg
   pthread_mutex_unlock(&s->smu);
 }
 
-static void on_ended(void *ctx, enum etw_err code, const char *msg) {
-  struct etw_session *s = ctx;
-  mark_ended(s, code, msg);
-  etw_hub_end(s->hub);
+/* A replay's pass is over (@ended: by itself, with @code/@msg; else stopped, e.g. its client
+ * left): once no pass is reading any more and one of them read to its end, the session's state
+ * says so (mark_ended) and s->hub ends — unless the session has sinks, whose own pass publishes
+ * into s->hub and ends it itself (so a client's pass cannot cut the sinks' tail off). Called from
+ * a reader thread (ended) or under s->mu (run_free): takes only s->smu. */
+static void pass_over(struct etw_session *s, int *live, int ended, enum etw_err code, const char *msg) {
+  pthread_mutex_lock(&s->smu);
+  if (*live) {
+    *live = 0;
+    s->passes_live--;
+  }
+  if (ended && (!s->pass_done || (code != ETW_E_OK && s->pass_code == ETW_E_OK))) {
+    s->pass_code = code;
+    snprintf(s->pass_msg, sizeof s->pass_msg, "%s", msg ? msg : "");
+  }
+  s->pass_done |= ended;
+  int last = s->passes_live == 0 && s->pass_done;
+  enum etw_err c = s->pass_code;
+  char m[sizeof s->pass_msg];
+  memcpy(m, s->pass_msg, sizeof m);
+  pthread_mutex_unlock(&s->smu);
+  if (!last) return;
+  mark_ended(s, c, m);
+  if (!s->spec.n_sinks) etw_hub_end(s->hub);
 }
 
-/* ended() of a replay client's own pass: the session's state as on_ended, and its hub ends too —
- * unless the session has sinks, whose own pass publishes into that hub and ends it itself (so a
- * client's pass that finishes first cannot cut the sinks' tail off). */
+/* ended() of a replay client's own pass */
 static void on_pass_ended(void *ctx, enum etw_err code, const char *msg) {
+  struct replay_run *r = ctx;
+  pass_over(r->s, &r->live, 1, code, msg);
+}
+
+/* ended() of s->hub's reader: a live session's, or a replay's sinks' pass (one of its passes) */
+static void on_ended(void *ctx, enum etw_err code, const char *msg) {
   struct etw_session *s = ctx;
+  if (s->spec.n_files) {
+    pass_over(s, &s->main_live, 1, code, msg);
+    etw_hub_end(s->hub); /* (pass_over leaves it to the sinks' pass: this one) */
+    return;
+  }
   mark_ended(s, code, msg);
-  if (!s->spec.n_sinks) etw_hub_end(s->hub);
+  etw_hub_end(s->hub);
 }
 
 
@@ -1103,6 +1147,7 @@ static void run_free(struct etw_session *s, struct replay_run *r) {
     bs_add(&s->runs_bs, &rb);
     s->be->destroy(r->bstate);
   }
+  pass_over(s, &r->live, 0, ETW_E_OK, NULL); /* stopped before its end (no-op if it ended) */
   struct etw_hub_stats rh;
   etw_hub_stats(r->hub, &rh);
   rh.subscribers = 0;
@@ -1125,7 +1170,8 @@ static struct etw_sub *run_subscribe(struct etw_session *s, const struct etw_sub
   if (r && r->hub) r->sub = etw_hub_subscribe(r->hub, f, from_seq, err);
   struct etw_status st;
   etw_status_clear(&st);
-  struct etw_backend_args a = {&s->spec, r ? r->hub : NULL, s->os_name, NULL, on_pass_ended, s};
+  if (r) r->s = s;
+  struct etw_backend_args a = {&s->spec, r ? r->hub : NULL, s->os_name, NULL, on_pass_ended, r};
   enum etw_err e = r && r->sub ? s->be->open(&a, &r->bstate, &st) : ETW_E_NOMEM;
   pthread_mutex_lock(&s->mu);
   if (!e && s->n_runs >= c->cfg.max_subscribers) e = ETW_E_LIMIT;
@@ -1135,7 +1181,13 @@ static struct etw_sub *run_subscribe(struct etw_session *s, const struct etw_sub
   if (first) s->state = S_RUNNING;
   pthread_mutex_unlock(&s->smu);
   if (!e && stopped) e = ETW_E_STATE; /* raced with a stop: the caller subscribes to s->hub */
-  if (!e) e = s->be->start(r->bstate, &st);
+  if (!e) { /* reading from now on (its end may come before start() returns) */
+    pthread_mutex_lock(&s->smu);
+    r->live = 1;
+    s->passes_live++;
+    pthread_mutex_unlock(&s->smu);
+    e = s->be->start(r->bstate, &st);
+  }
   /* the replay's duration_s counts from its first pass (stop_locked ends every pass) */
   if (!e && first && limits_start(s)) e = ETW_E_NOMEM;
   if (e) {
