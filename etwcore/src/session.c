@@ -274,9 +274,12 @@ static int limits_start(struct etw_session *s) {
 /* Before destroying the session: end the trigger threads and watchers (s->mu NOT held: their
  * fired() takes it). Whoever took the session out of the table. */
 static void triggers_free(struct etw_session *s) {
-  etw_trigger_free(s->t_start);
-  etw_trigger_free(s->t_stop);
+  pthread_mutex_lock(&s->mu); /* etw_session_json reads them under s->mu */
+  struct etw_trigger *a = s->t_start, *b = s->t_stop;
   s->t_start = s->t_stop = NULL;
+  pthread_mutex_unlock(&s->mu);
+  etw_trigger_free(a);
+  etw_trigger_free(b);
 }
 
 /* start consuming (s->mu held): a flight session only fills the OS buffers */
@@ -980,6 +983,15 @@ void etw_session_json(struct etw_session *s, struct etw_jw *w) {
     etw_jw_lit(w, ",\"recording_url\":\"/api/v1/recordings/");
     etw_jw_lit(w, strrchr(s->record_dir, '/') + 1); /* [A-Za-z0-9-]: nothing to escape */
     etw_jw_ch(w, '"');
+  }
+  if (s->t_start || s->t_stop) { /* what their watchers see (trigger.h) */
+    etw_jw_lit(w, ",\"triggers\":{");
+    if (s->t_start) etw_jw_lit(w, "\"start_when\":");
+    if (s->t_start) etw_trigger_json(s->t_start, w);
+    if (s->t_start && s->t_stop) etw_jw_ch(w, ',');
+    if (s->t_stop) etw_jw_lit(w, "\"stop_when\":");
+    if (s->t_stop) etw_trigger_json(s->t_stop, w);
+    etw_jw_ch(w, '}');
   }
   etw_jw_lit(w, ",\"spec\":");
   etw_spec_json(&s->spec, w);

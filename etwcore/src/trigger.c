@@ -4,7 +4,13 @@
  * parses each event it gets (cJSON): an event match needs the provider (and event name, if
  * given) and every filter field of EventData equal to the given value (strings by text, numbers
  * by value); a rate rule counts the matching events in 1-s windows and fires when `for_s`
- * consecutive windows are above `rate_above` (or below `rate_below`) events/s. Before
+ * consecutive windows are above `rate_above` (or below `rate_below`) events/s. The watcher's
+ * queue may drop events when they come faster than the thread parses them: a window's rate is
+ * then the matches seen plus the window's dropped events times the share of matches among the
+ * events seen so far (all dropped events when the rule has no filter: the watcher enables only
+ * the rule's provider and event, so every event of it matches) — so overload can neither hide a
+ * rate above the limit nor fake one below it. The last window's rate and the drops are shown in
+ * the session (etw_trigger_json). Before
  * etw_trigger_arm nothing is evaluated. Once the condition holds, the thread waits after_s and
  * calls fired(). Bounds: the watcher's subscriber queue is the hub's (overflow drops and is
  * counted there; a dropped event cannot fire a trigger), one read takes at most 1 MiB.
@@ -34,7 +40,9 @@ struct etw_trigger {
   void *ctx;
   pthread_t th;
   int th_started;
-  atomic_int armed, quit;
+  atomic_int armed, quit, hit;
+  /* what the thread saw (etw_trigger_json reads them while it runs) */
+  atomic_uint_fast64_t seen, matched, dropped, rate_milli, run_ms;
 };
 
 static double mono_s(void) {
@@ -112,14 +120,16 @@ static int event_matches(const struct etw_trigger *t, const cJSON *e) {
   return 1;
 }
 
-/* matching events in the ndjson lines of @w */
-static uint64_t count_matches(const struct etw_trigger *t, const struct etw_jw *w) {
+/* matching events in the ndjson lines of @w; the events among them (not gap records) in *@ev */
+static uint64_t count_matches(const struct etw_trigger *t, const struct etw_jw *w, uint64_t *ev) {
   uint64_t n = 0;
+  *ev = 0;
   const char *p = w->buf, *end = w->buf + w->len;
   while (p < end) {
     const char *nl = memchr(p, '\n', (size_t)(end - p));
     size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
     cJSON *e = cJSON_ParseWithLength(p, len);
+    if (e && cJSON_GetObjectItemCaseSensitive(e, "System")) ++*ev;
     if (e && event_matches(t, e)) n++;
     cJSON_Delete(e);
     p += len + 1;
@@ -127,16 +137,28 @@ static uint64_t count_matches(const struct etw_trigger *t, const struct etw_jw *
   return n;
 }
 
+/* a rate rule's count for a window: @m matches among @ev events seen, and @drop events the
+ * watcher's queue dropped, of which the same share as so far is taken to match (see top) */
+static double window_count(const struct etw_trigger *t, uint64_t m, uint64_t drop) {
+  if (!t->filter) return (double)(m + drop);
+  uint64_t seen = atomic_load(&t->seen), matched = atomic_load(&t->matched);
+  return (double)m + (seen ? (double)drop * (double)matched / (double)seen : 0);
+}
+
 static void *trig_main(void *arg) {
   struct etw_trigger *t = arg;
   struct etw_jw w;
   etw_jw_init(&w, 2u << 20);
-  double win_start = 0, run = 0, hit_at = -1;
-  uint64_t win_n = 0;
+  double win_start = 0, run = 0, hit_at = -1, win_n = 0;
+  uint64_t drop_seen = 0;
   while (!atomic_load(&t->quit)) {
     w.len = 0;
     int n = etw_sub_read(t->sub, &w, ETW_FMT_NDJSON, 1u << 20, 100);
     if (n < 0) break; /* the watcher ended (failed): the trigger can never fire */
+    struct etw_sub_stats ss;
+    etw_sub_stats(t->sub, &ss);
+    uint64_t drop = ss.dropped - drop_seen;
+    drop_seen = ss.dropped;
     if (!atomic_load(&t->armed)) continue;
     double now = mono_s();
     if (hit_at >= 0) {
@@ -146,21 +168,27 @@ static void *trig_main(void *arg) {
       }
       continue;
     }
-    uint64_t m = n > 0 ? count_matches(t, &w) : 0;
+    uint64_t ev = 0, m = n > 0 ? count_matches(t, &w, &ev) : 0;
+    atomic_fetch_add(&t->dropped, drop);
     if (!t->rate) {
       if (m) hit_at = now;
     } else {
       if (win_start == 0) win_start = now;
-      win_n += m;
+      win_n += window_count(t, m, drop);
       if (now - win_start >= 1.0) { /* a window ended: its rate */
-        double rate = (double)win_n / (now - win_start);
+        double rate = win_n / (now - win_start);
         int ok = t->rate == 1 ? rate > t->n : rate < t->n;
         run = ok ? run + (now - win_start) : 0;
         win_start = now;
         win_n = 0;
+        atomic_store(&t->rate_milli, (uint64_t)(rate * 1000 + 0.5));
+        atomic_store(&t->run_ms, (uint64_t)(run * 1000));
         if (run >= t->for_s - 0.05) hit_at = now;
       }
     }
+    atomic_fetch_add(&t->seen, ev);
+    atomic_fetch_add(&t->matched, m);
+    if (hit_at >= 0) atomic_store(&t->hit, 1);
     if (hit_at >= 0 && t->after_s == 0) {
       t->fired(t->ctx);
       break;
@@ -173,6 +201,22 @@ static void *trig_main(void *arg) {
   t->sub = NULL;
   t->watch = NULL;
   return NULL;
+}
+
+void etw_trigger_json(struct etw_trigger *t, struct etw_jw *w) {
+  char b[320];
+  if (t->rate)
+    snprintf(b, sizeof b, "{\"armed\":%s,\"met\":%s,\"rate\":%.3f,\"for_s_met\":%.1f,\"seen\":%llu,"
+             "\"matched\":%llu,\"dropped\":%llu}", atomic_load(&t->armed) ? "true" : "false",
+             atomic_load(&t->hit) ? "true" : "false", (double)atomic_load(&t->rate_milli) / 1000,
+             (double)atomic_load(&t->run_ms) / 1000, (unsigned long long)atomic_load(&t->seen),
+             (unsigned long long)atomic_load(&t->matched), (unsigned long long)atomic_load(&t->dropped));
+  else
+    snprintf(b, sizeof b, "{\"armed\":%s,\"met\":%s,\"seen\":%llu,\"matched\":%llu,\"dropped\":%llu}",
+             atomic_load(&t->armed) ? "true" : "false", atomic_load(&t->hit) ? "true" : "false",
+             (unsigned long long)atomic_load(&t->seen), (unsigned long long)atomic_load(&t->matched),
+             (unsigned long long)atomic_load(&t->dropped));
+  etw_jw_lit(w, b);
 }
 
 enum etw_err etw_trigger_new(struct etw_core *c, const char *backend, const char *json,

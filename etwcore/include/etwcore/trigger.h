@@ -19,6 +19,7 @@
 
 struct etw_core;
 struct etw_trigger;
+struct etw_jw;
 
 /** etw_trigger_check - validate the trigger object @v at JSON pointer @ptr ("/stop_when"). */
 enum etw_err etw_trigger_check(const cJSON *v, const char *ptr, struct etw_status *st);
@@ -32,6 +33,9 @@ void etw_trigger_arm(struct etw_trigger *t);
 /** etw_trigger_disarm - never fire; the thread ends within 100 ms and discards its watcher.
  *  Non-blocking (the session calls it when it stops, with its lock held). NULL is fine. */
 void etw_trigger_disarm(struct etw_trigger *t);
+/** etw_trigger_json - {"armed","met",("rate","for_s_met",)"seen","matched","dropped"}: what the
+ *  watcher saw (a rate rule's last 1-s window rate, estimated over the watcher's drops). */
+void etw_trigger_json(struct etw_trigger *t, struct etw_jw *w);
 /** etw_trigger_free - end the thread (joined), discard the watcher, free. NULL is fine. */
 void etw_trigger_free(struct etw_trigger *t);
 
