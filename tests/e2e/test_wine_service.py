@@ -101,7 +101,10 @@ def main():
         check(rc == 1 and "not running" in err, "stop twice: %d %r" % (rc, err))
 
         rc, out, err = etwd("start")
-        check(rc == 0 and health(port) or (time.sleep(3) or health(port)), "start again: %d %r" % (rc, err))
+        deadline = time.time() + 120
+        while rc == 0 and not health(port) and time.time() < deadline:
+            time.sleep(0.5)
+        check(rc == 0 and health(port), "start again: %d %r" % (rc, err))
         rc, out, err = etwd("uninstall")
         check(rc == 0 and "stopped" in out and "removed" in out, "uninstall a running service: %d %r %r" % (rc, out, err))
         check("SERVICE_NAME" not in query() and not health(port), "uninstalled: the service is gone")
