@@ -30,5 +30,5 @@ log="$SRC/build.log"
   echo "build-windows-openssl: build failed (full log: $log)" >&2
   exit 1
 }
-cp libcrypto-3-x64.dll libssl-3-x64.dll "$OUT/"
+cp libcrypto-3-x64.dll libssl-3-x64.dll LICENSE.txt "$OUT/" # the licence travels with the DLLs (the zip)
 echo "$OUT"

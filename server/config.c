@@ -65,6 +65,8 @@ void etwd_config_usage(const char *prog) {
       "                                   check step by step that tracing and HTTPS work here\n"
       "       %s remote --url URL --token-file F [--fingerprint SHA256] COMMAND ...\n"
       "                                   drive another etwd (etwd remote --help)\n"
+      "       %s service install [OPTIONS] | uninstall | start | stop\n"
+      "                                   Windows: etwd as a service (Linux: the systemd unit)\n"
       "\n"
       "Server options (also accepted as `name = value` lines in --config FILE):\n"
       "  --listen HOST:PORT[,HOST:PORT...]\n"
@@ -118,7 +120,7 @@ void etwd_config_usage(const char *prog) {
       "\n"
       "On start etwd prints the URL, the certificate's SHA-256 fingerprint and the token file.\n"
       "Stop it with Ctrl-C or SIGTERM: sessions are stopped and their kernel objects removed.\n",
-      prog, prog, prog, prog, prog);
+      prog, prog, prog, prog, prog, prog);
 }
 
 /* the host part of one HOST:PORT entry is loopback: a dotted 127.x.x.x address, localhost or

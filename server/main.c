@@ -117,8 +117,14 @@ int main(int argc, char **argv) {
     return 2;
 #endif
   }
-#ifdef _WIN32 /* started by the Service Control Manager: server/win/service.c */
+#ifdef _WIN32 /* install/start/stop, and run under the Service Control Manager: server/win/ */
   if (argc > 1 && !strcmp(argv[1], "service")) return etwd_win_service(argc, argv, main);
+#else
+  if (argc > 1 && !strcmp(argv[1], "service")) {
+    fprintf(stderr, "etwd service: Windows only (it manages the Windows service). On Linux the Debian package\n"
+                    "installs the systemd unit etwd.service: systemctl enable --now etwd\n");
+    return 2;
+  }
 #endif
   int from = (argc > 1 && !strcmp(argv[1], "serve")) ? 2 : 1;
   limit_malloc_arenas();

@@ -293,9 +293,10 @@ static void resolve(struct etw_decoder *d, const struct etw_rec *r, struct names
     }
     n->p = p;
     if (p && p->name) n->prov = p->name;
-    else {
+    else { /* no manifest or metadata named it: the built-in table, else the GUID */
       guid_name(buf, r->provider_id);
-      n->prov = intern_n(buf, strlen(buf));
+      const char *kn = dec_known_provider(buf);
+      n->prov = kn ? intern_n(kn, strlen(kn)) : intern_n(buf, strlen(buf));
     }
     if (r->desc.id == 0xFFFE && r->desc.opcode == 254) {
       n->name = intern_n("ManifestData", 12);

@@ -760,6 +760,12 @@ void dec_clr_fix(const struct dec_provider *p, struct dec_event *e);
  * directory or several joined by ':' (';' on Windows); each is walked and sorted by path, the
  * directories in the order given (earlier ones win). Caller frees each path and *list. */
 void dec_manifest_paths(const char *dirs, char ***list, int *n);
+/** dec_known_provider - the registered name of a well-known provider GUID ("{...}" lower
+ * case, etw_format_guid's text), or NULL (dec_known.c); the names with the lowest precedence. */
+const char *dec_known_provider(const char *guid_text);
+/** dec_known_providers - the table itself, for tests: up to @max GUIDs and names; returns the
+ * number of entries. */
+size_t dec_known_providers(const char **guids, const char **names, size_t max);
 /** dec_eventsource_chunk - feed an EventSource ManifestData (0xFFFE) payload. */
 void dec_eventsource_chunk(struct etw_decoder *d, const struct etw_rec *r);
 /** dec_eventinfo - feed a KernelTraceControl MetaData EventInfo/EventMapInfo payload. */

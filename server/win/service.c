@@ -1,5 +1,6 @@
-/* service.c — `etwd service [OPTIONS]`: run as a Windows service under the Service Control
- * Manager (sc.exe create etwd binPath= "C:\...\etwd.exe service --state-dir ..."). The SCM
+/* service.c — `etwd service run [OPTIONS]`: run as a Windows service under the Service Control
+ * Manager (`etwd service install [OPTIONS]` registers that command line: svcctl.c, which also
+ * has uninstall, start and stop; the older form `etwd service --option ...` still runs). The SCM
  * thread runs etwd's own main() with `serve OPTIONS`; a stop or shutdown request becomes the
  * same ordered stop as Ctrl+C (every ETW session etwd created is stopped). stdout/stderr go to
  * %ProgramData%\etwd\service.log (a service has no console). Windows builds only. */
@@ -18,7 +19,7 @@ void etwd_win_request_stop(int sig); /* win_compat.c */
 
 static int (*g_main)(int, char **);
 static int g_argc, g_rc;
-static char *g_argv[MAX_ARGS + 2];
+static char *g_argv[MAX_ARGS + 3];
 static SERVICE_STATUS_HANDLE g_h;
 static SERVICE_STATUS g_st;
 
@@ -69,22 +70,37 @@ static void WINAPI service_main(DWORD n, LPWSTR *args) {
   report(SERVICE_STOPPED, g_rc);
 }
 
+int etwd_win_svcctl(int argc, char **argv); /* svcctl.c */
+
+static int usage(void) {
+  fprintf(stderr, "usage: etwd service install [OPTIONS] | uninstall | start | stop\n"
+                  "  install registers `etwd.exe service run OPTIONS` with the Service Control Manager\n"
+                  "  (name etwd, or $ETWD_SERVICE_NAME; starts at boot); run it from an administrator's prompt\n");
+  return 2;
+}
+
 int etwd_win_service(int argc, char **argv, int (*real_main)(int, char **)) {
-  if (argc - 2 > MAX_ARGS) {
+  if (argc < 3) return usage();
+  const char *c = argv[2];
+  if (!strcmp(c, "install") || !strcmp(c, "uninstall") || !strcmp(c, "start") || !strcmp(c, "stop"))
+    return etwd_win_svcctl(argc, argv);
+  int first = !strcmp(c, "run") ? 3 : 2; /* `service --opt ...`: the form before `run` existed */
+  if (first == 2 && c[0] != '-') return usage();
+  if (argc - first > MAX_ARGS) {
     fprintf(stderr, "etwd service: too many arguments\n");
     return 2;
   }
   g_main = real_main;
   g_argv[0] = argv[0];
   g_argv[1] = "serve";
-  for (int i = 2; i < argc; i++) g_argv[i] = argv[i];
-  g_argc = argc;
-  g_argv[argc] = NULL;
+  g_argc = 2;
+  for (int i = first; i < argc; i++) g_argv[g_argc++] = argv[i];
+  g_argv[g_argc] = NULL;
   SERVICE_TABLE_ENTRYW table[] = {{L"etwd", service_main}, {NULL, NULL}};
   if (!StartServiceCtrlDispatcherW(table)) {
     if (GetLastError() == ERROR_FAILED_SERVICE_CONTROLLER_CONNECT)
-      fprintf(stderr, "etwd service: only the Service Control Manager starts this; install it with\n"
-                      "  sc.exe create etwd binPath= \"C:\\path\\etwd.exe service [OPTIONS]\" start= auto\n"
+      fprintf(stderr, "etwd service run: only the Service Control Manager starts this; install the service with\n"
+                      "  etwd service install [OPTIONS]\n"
                       "or run `etwd serve [OPTIONS]` in a console\n");
     else
       fprintf(stderr, "etwd service: StartServiceCtrlDispatcher failed (Win32 error %lu)\n", GetLastError());

@@ -1,6 +1,7 @@
 """`etwd --help` and README.md's Configuration section name the same options (issue 24): every
 `--option` the binary's help text mentions is in the README's Configuration section, and every
-`--option` that section mentions is one the binary knows."""
+`--option` that section mentions is one the binary knows; every command of the help's usage lines
+(convert, tokens, selftest, remote, service, …) has its row in that section's table."""
 import os
 import re
 import subprocess
@@ -28,6 +29,12 @@ def main():
           "in `etwd --help` but not in README's Configuration: %s" % sorted(helped - documented))
     check(not documented - helped,
           "in README's Configuration but not in `etwd --help`: %s" % sorted(documented - helped))
+    commands = set(re.findall(r"^(?:Usage:)?\s+etwd ([a-z]+) ", r.stdout, re.M)) - {"serve"}
+    check({"convert", "tokens", "selftest", "remote", "service"} <= commands, "commands in --help: %s" % sorted(commands))
+    section = readme_configuration()
+    check(not [c for c in commands if "| `%s" % c not in section],
+          "commands of `etwd --help` without a row in README's Configuration: %s"
+          % sorted(c for c in commands if "| `%s" % c not in section))
     done()
 
 
