@@ -151,9 +151,79 @@ def test_names(d):
     check(fast == ref and len(fast) > 1000, "4 files merged: fast and reference decode the same bytes")
 
 
+def rewrite_header(src, dst, start=0, t0=0, boot=0):
+    """A copy of @src whose logfile header has StartTime += @start and BootTime += @boot (100 ns
+    ticks) and whose header record's raw timestamp (T0) += @t0; every other byte (every other
+    record's raw QPC value) unchanged."""
+    b = bytearray(open(src, "rb").read())
+    rec = 0x48
+    is64 = b[rec + 2] == 2
+    body = rec + 0x20
+    o = body + (0x48 if is64 else 0x40) + 176
+    for off, add in ((rec + 0x10, t0), (o, boot), (o + 16, start)):
+        struct.pack_into("<Q", b, off, struct.unpack_from("<Q", b, off)[0] + add)
+    with open(dst, "wb") as f:
+        f.write(b)
+
+
+def key(e):
+    s = e["System"]
+    return (s["TimeCreated"], s["Provider"].get("Name"), s.get("EventName"), s["EventID"], s["Execution"]["ThreadID"])
+
+
+def is_header(e):
+    return e["System"]["Provider"].get("Name") == "Windows Kernel" and e["System"].get("EventName") == "EventTrace"
+
+
+def test_clocks(d):
+    for src in (os.path.join(CORPUS, "airbus-cert+etl-parser/tests/example/ShutdownPerfDiagLogger.etl"), SMALL):
+        name = os.path.basename(src)
+        a = events([src])
+        hdr = a[0]["EventData"]
+        freq = hdr["PerfFreq"]
+        check(len(a) > 1 and hdr["ReservedFlags"] == 1, "%s: QPC clock, %d events" % (name, len(a)))
+        # one boot, same raw QPC values, StartTime 35.2 µs off (the headers disagreeing)
+        b = os.path.join(d, "b-" + name)
+        rewrite_header(src, b, start=352)
+        # one boot, started 1 s later on the same counter, StartTime 4.8 µs off
+        c = os.path.join(d, "c-" + name)
+        rewrite_header(src, c, start=10**7 + 48, t0=freq)
+        # another boot (BootTime differs), else as b: its own header aligns it
+        x = os.path.join(d, "x-" + name)
+        rewrite_header(src, x, start=352, boot=1)
+        want = collections.Counter(key(e) for e in a if not is_header(e))
+        for files in ((src, b), (b, src), (c, src), (src, c, b)):
+            m = events(list(files))
+            got = collections.Counter(key(e) for e in m if not is_header(e))
+            check(got == collections.Counter({k: v * len(files) for k, v in want.items()}),
+                  "%s: %s merged: every event at the time of the original's (raw QPC alignment)" %
+                  (name, [os.path.basename(f)[:2] for f in files]))
+        r = convert([src, c, x])
+        err = r.stderr.decode()
+        check("aligned on the raw timestamps with %s's header: %s %s" % (src, src, c) in err and
+              "no clock shared with another input, aligned by its own header's StartTime: %s" % x in err,
+              "%s: the summary says how the clocks were aligned: %r" % (name, err))
+        m = [json.loads(l) for l in r.stdout.splitlines()]
+        shifted = collections.Counter()
+        for k, v in want.items():
+            iso = k[0]
+            ft = filetime(iso) + 352
+            shifted[(iso_of(ft),) + k[1:]] += v
+        got = collections.Counter(key(e) for e in m if not is_header(e))
+        check(got == want + want + shifted, "%s: the file of another boot keeps its header's alignment (+35.2 µs)" % name)
+        check(convert(["--quiet", src, c, x]).stdout == convert(["--quiet", src, c, x, "--decode", "reference"]).stdout,
+              "%s: merged, fast and reference decode the same bytes" % name)
+
+
+def iso_of(ft):
+    t = EPOCH + datetime.timedelta(seconds=ft // 10**7)
+    return t.strftime("%Y-%m-%dT%H:%M:%S") + ".%07dZ" % (ft % 10**7)
+
+
 def main():
     with tempfile.TemporaryDirectory(prefix="etwdmerge-") as d:
         test_names(d)
+        test_clocks(d)
     done()
 
 
