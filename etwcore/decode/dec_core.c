@@ -80,6 +80,7 @@ struct dec_provider *dec_provider_get(struct etw_decoder *d, const unsigned char
   while (d->prov[j]) j = (j + 1) & (d->prov_cap - 1);
   d->prov[j] = p;
   d->n_prov++;
+  dec_builtin_provider(p);
   return p;
 }
 
@@ -295,6 +296,7 @@ static void resolve(struct etw_decoder *d, const struct etw_rec *r, struct names
       return;
     }
     struct dec_provider *p = dec_provider_get(d, r->provider_id, 0); /* (indexes the manifests first) */
+    if (!p) p = dec_builtin_get(d, r->provider_id);
     n->p = p;
     if (p && p->name) n->prov = p->name;
     else {
@@ -447,7 +449,7 @@ static long write_manifest_event(struct etw_decoder *d, struct etw_jw *w, const 
     return (long)r->user_len;
   }
   if (!n->e) {
-    *why = n->p ? "no schema for this event id/version in the provider's manifest"
+    *why = n->p && (n->p->source || !n->p->builtin_only) ? "no schema for this event id/version in the provider's manifest"
                 : "no schema for this provider (add its manifest to the manifests directory)";
     return -1;
   }

@@ -1,4 +1,5 @@
-"""`etwd convert` of several .etl files recorded side by side (issue 25 items 2 and 3).
+"""`etwd convert` of several .etl files recorded side by side (issue 25 items 2 and 3), and the
+manifests search path with ../shared/manifests-next (item 5).
 
 Names (item 2): a merged conversion names every event as the conversion of its own file alone
 does, whatever the order of the files and of their records. The corpus has no set of files from
@@ -220,10 +221,55 @@ def iso_of(ft):
     return t.strftime("%Y-%m-%dT%H:%M:%S") + ".%07dZ" % (ft % 10**7)
 
 
+MANIFESTS_NEXT = os.environ.get("ETWD_MANIFESTS_NEXT") or os.path.join(os.path.dirname(os.path.abspath(MANIFESTS)),
+                                                                       "manifests-next")
+NEW_GC = {(4, 2), (10, 4), (205, 4), (208, 0), (209, 0)}  # what only manifests-next / built-ins know
+
+
+def test_manifests_next(d):
+    """Issue 25 item 5: --manifests takes a search path, manifests-next first; the built-in
+    schemas decode the .NET 5+ GC events of gcevents.etl without any manifest."""
+    check(os.path.isfile(os.path.join(MANIFESTS_NEXT, "dotnet+runtime/src/coreclr/vm/ClrEtwAll.man")),
+          "manifests-next at %s (ETWD_MANIFESTS_NEXT; scripts/fetch-corpus.sh)" % MANIFESTS_NEXT)
+    gc = os.path.join(d, "PerfViewData.etl")
+    if not os.path.exists(gc):
+        gc = unzip("gcevents.etl.zip", d)
+    both = events([gc, "--manifests", MANIFESTS_NEXT + ":" + MANIFESTS])
+    main = events([gc, "--manifests", MANIFESTS])
+    bare = events([gc])
+    nxt = events([gc, "--manifests", MANIFESTS_NEXT])
+    check(len(both) == len(main) == len(bare) == len(nxt) == 71, "gcevents: 71 events each way")
+    clr = [i for i, e in enumerate(both) if e["System"]["Provider"]["Guid"] == CLR[0]]
+    check(len(clr) == 69 and all("EventData" in both[i] for i in clr),
+          "manifests-next:manifests: every CLR event of gcevents decoded")
+    for i in clr:
+        check(both[i] == nxt[i], "event %d: the search path decodes as manifests-next (its schemas first)" % i)
+    hs = [both[i] for i in clr if (both[i]["System"]["EventID"], both[i]["System"]["Version"]) == (4, 2)]
+    check(len(hs) == 2 and all(str(e.get("EventData", {}).get("GenerationSize4")).startswith("0x") for e in hs),
+          "GCHeapStats v2: GenerationSize4 as manifests-next's HexInt64: %r" % [e.get("EventData", {}).get("GenerationSize4") for e in hs])
+    n = 0
+    for a, b, m in zip(bare, both, main):
+        k = (a["System"]["EventID"], a["System"]["Version"])
+        if a["System"]["Provider"]["Guid"] != CLR[0] or k not in NEW_GC:
+            continue
+        n += 1
+        check(a.get("EventData") == b.get("EventData") == m.get("EventData") and a["System"]["EventName"] == b["System"]["EventName"],
+              "%r without manifests (built in) decodes as with the manifests: %r / %r" % (k, a.get("EventData", a.get("Undecoded")), b.get("EventData")))
+    check(n == 18, "gcevents: 18 events of the built-in layouts (GCHeapStats v2, GCAllocationTick v4, "
+          "GCGlobalHeapHistory v4, GCLOHCompact, GCFitBucketInfo): %d" % n)
+    for args in ([gc], [gc, "--manifests", MANIFESTS_NEXT + ":" + MANIFESTS]):
+        check(convert(["--quiet"] + args).stdout == convert(["--quiet", "--decode", "reference"] + args).stdout,
+              "%r: fast and reference decode the same bytes" % args[1:])
+    # a missing or empty element of the search path is skipped
+    again = events([gc, "--manifests", ":" + os.path.join(d, "none") + ":" + MANIFESTS_NEXT + "::" + MANIFESTS])
+    check(again == both, "a missing directory and empty elements in the search path are skipped")
+
+
 def main():
     with tempfile.TemporaryDirectory(prefix="etwdmerge-") as d:
         test_names(d)
         test_clocks(d)
+        test_manifests_next(d)
     done()
 
 
