@@ -6,14 +6,15 @@
 #   diff -r OUTDIR.before OUTDIR.after       # (or cmp each file)
 #
 # Outputs: each of the 13 corpus traces (.etl; .etl.zip unzipped; .etlgz gunzipped) as ndjson
-# without and with --manifests ../shared/manifests and as csv; a 3-file and a 5-file merge; all
+# without and with --manifests ../shared/manifests-next:../shared/manifests and as csv; a 3-file and a 5-file merge; all
 # files merged; net + gcevents + smallEtlFile each given twice (every record time tied). Run from
-# the repository root (or set ETWD_CORPUS / ETWD_MANIFESTS); needs unzip and gzip.
+# the repository root (or set ETWD_CORPUS / ETWD_MANIFESTS / ETWD_MANIFESTS_NEXT); needs unzip and gzip.
 set -eu
 ETWD=$(realpath "$1")
 OUT=$2
 CORPUS=${ETWD_CORPUS:-../shared/corpus}
 MAN=${ETWD_MANIFESTS:-../shared/manifests}
+MAN="${ETWD_MANIFESTS_NEXT:-$(dirname "$MAN")/manifests-next}:$MAN" # the newer CLR manifest first
 mkdir -p "$OUT"
 OUT=$(realpath "$OUT")
 T=$(mktemp -d)

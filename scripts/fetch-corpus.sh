@@ -1,7 +1,8 @@
 #!/bin/sh
 # Fetches the ETL test data (real .etl files and provider manifests, listed with their public
 # source and SHA-256 in tests/data-sources.txt) into DEST (default tests/data/, git-ignored):
-# DEST/corpus and DEST/manifests, the layout ETWD_CORPUS and ETWD_MANIFESTS point at.
+# DEST/corpus, DEST/manifests and DEST/manifests-next, the layout ETWD_CORPUS, ETWD_MANIFESTS and
+# ETWD_MANIFESTS_NEXT point at.
 #   scripts/fetch-corpus.sh [DEST]
 # ETWD_FETCH_MIRROR=DIR copies from DIR/corpus and DIR/manifests (e.g. ../shared) instead of
 # downloading: CI uses it to test the checksums and the layout without network.

@@ -1,9 +1,14 @@
-/* dec_clr.c — schemas that no public permissive manifest carries, added after the manifests
- * directory was loaded (facts from ../shared/manifests/README.md "Gaps"): newer versions of
- * .NET runtime GC events (GCHeapStats v2, GCAllocationTick v4, GCGlobalHeapHistory v4) and
- * GCLOHCompact / GCFitBucketInfo, whose array elements are C structs with alignment padding;
- * and the CLR stack walk template corrected in every schema that declares it (dec_clr_fix).
+/* dec_clr.c — built-in schemas of .NET runtime events that the manifests in ../shared lack or
+ * that a trace may meet without any manifest (facts from ../shared/manifests/README.md "Gaps"
+ * and the public layouts named below): GCHeapStats v2, GCAllocationTick v4, GCGlobalHeapHistory
+ * v3/v4, GCLOHCompact and GCFitBucketInfo (array elements are C structs with alignment padding)
+ * of Microsoft-Windows-DotNETRuntime, GCSettingsRundown of -Rundown. They are added, at quality
+ * 2, when the registry creates either provider (dec_builtin_provider: also without a manifests
+ * directory), so a manifest's own schema for the same (id, version) replaces them and they never
+ * shadow one. And the CLR stack walk template corrected in every schema that declares it
+ * (dec_clr_fix). Registry state belongs to its decoder's thread.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -70,108 +75,182 @@ void dec_clr_fix(const struct dec_provider *p, struct dec_event *e) {
   e->runs = 0;
 }
 
+/* ---- built-in schemas (the layouts are facts from the public sources named at each) */
 struct fdef {
   const char *name;
-  uint16_t in;
-  int32_t count_ref; /* -1 or index */
-  uint16_t members;
+  uint16_t in, out;   /* manifest InType / OutType numbers (out 0: the InType's default) */
+  int32_t count_ref;  /* -1, or the index (in this list) of the field holding the count */
+  uint16_t members;   /* in 24 (struct): the member fields that follow */
+  uint8_t kind_map;   /* 1: GCAllocationKindMap */
+};
+#define HEX64 10, 4 /* win:UInt64, OutType win:HexInt64 (dec_man.c's numbering) */
+#define HEX32 8, 4  /* win:UInt32, win:HexInt32 */
+
+struct sdef {
+  int rundown;        /* 0 Microsoft-Windows-DotNETRuntime, 1 -Rundown */
+  uint16_t id;
+  uint8_t version, level, opcode;
+  uint16_t task;
+  uint64_t keywords;
+  const char *task_name, *opcode_name;
+  const struct fdef *f;
+  uint32_t nf;
 };
 
-static struct dec_event *new_event(uint16_t id, uint8_t ver, const char *name, const struct dec_event *like,
-                                   const struct fdef *extra, uint32_t n_extra) {
+/* GCHeapStats v2 (Runtime 4): GCHeapStats_V1, then the POH's size and promoted size
+ * (dotnet/runtime ClrEtwAll.man @ 00845426, template GCHeapStats_V2: ../shared/manifests-next). */
+static const struct fdef HEAPSTATS2[] = {
+    {"GenerationSize0", HEX64, -1, 0, 0},         {"TotalPromotedSize0", HEX64, -1, 0, 0},
+    {"GenerationSize1", HEX64, -1, 0, 0},         {"TotalPromotedSize1", HEX64, -1, 0, 0},
+    {"GenerationSize2", HEX64, -1, 0, 0},         {"TotalPromotedSize2", HEX64, -1, 0, 0},
+    {"GenerationSize3", HEX64, -1, 0, 0},         {"TotalPromotedSize3", HEX64, -1, 0, 0},
+    {"FinalizationPromotedSize", HEX64, -1, 0, 0}, {"FinalizationPromotedCount", 10, 0, -1, 0, 0},
+    {"PinnedObjectCount", 8, 0, -1, 0, 0},        {"SinkBlockCount", 8, 0, -1, 0, 0},
+    {"GCHandleCount", 8, 0, -1, 0, 0},            {"ClrInstanceID", 6, 0, -1, 0, 0},
+    {"GenerationSize4", HEX64, -1, 0, 0},         {"TotalPromotedSize4", HEX64, -1, 0, 0}};
+/* GCAllocationTick v4 (Runtime 10): GCAllocationTick_V3 (both ClrEtwAll.man copies), then
+ * ObjectSize UInt64 (PerfView ClrTraceEventParser.cs, GCAllocationTickTraceData: version 4). */
+static const struct fdef ALLOCTICK4[] = {
+    {"AllocationAmount", HEX32, -1, 0, 0}, {"AllocationKind", 8, 0, -1, 0, 1}, {"ClrInstanceID", 6, 0, -1, 0, 0},
+    {"AllocationAmount64", HEX64, -1, 0, 0}, {"TypeID", 16, 0, -1, 0, 0},     {"TypeName", 1, 0, -1, 0, 0},
+    {"HeapIndex", 8, 0, -1, 0, 0},         {"Address", 16, 0, -1, 0, 0},     {"ObjectSize", 10, 0, -1, 0, 0}};
+/* GCGlobalHeapHistory v3 / v4 (Runtime 205): GCGlobalHeap_V2 (ClrEtwAll.man), then CondemnReasons0,
+ * CondemnReasons1 (v3, 46 bytes), then Count UInt32 and Times UInt32[Count] (v4) (PerfView
+ * GCGlobalHeapHistoryTraceData; dotnet/runtime GCGlobalHeap_V3). */
+static const struct fdef GHH4[] = {
+    {"FinalYoungestDesired", HEX64, -1, 0, 0}, {"NumHeaps", 7, 0, -1, 0, 0},      {"CondemnedGeneration", 8, 0, -1, 0, 0},
+    {"Gen0ReductionCount", 8, 0, -1, 0, 0},    {"Reason", 8, 0, -1, 0, 0},        {"GlobalMechanisms", 8, 0, -1, 0, 0},
+    {"ClrInstanceID", 6, 0, -1, 0, 0},         {"PauseMode", 8, 0, -1, 0, 0},     {"MemoryPressure", 8, 0, -1, 0, 0},
+    {"CondemnReasons0", 8, 0, -1, 0, 0},       {"CondemnReasons1", 8, 0, -1, 0, 0}, {"Count", 8, 0, -1, 0, 0},
+    {"Times", 8, 0, 11, 0, 0}};
+/* GCLOHCompact (Runtime 208): ClrInstanceID, Count, then Count C structs {TimePlan, TimeCompact,
+ * TimeRelocate u32, TotalRefs, ZeroRefs pointer}: 32 bytes on 64-bit (padding before TotalRefs),
+ * 20 on 32-bit (PerfView GCLOHCompactTraceData). */
+static const struct fdef LOHCOMPACT[] = {
+    {"ClrInstanceID", 6, 0, -1, 0, 0}, {"Count", 6, 0, -1, 0, 0},        {"Values", 24, 0, 1, 6, 0},
+    {"TimePlan", 8, 0, -1, 0, 0},      {"TimeCompact", 8, 0, -1, 0, 0},  {"TimeRelocate", 8, 0, -1, 0, 0},
+    {"_align", DEC_IN_ALIGN_PTR, 0, -1, 0, 0}, {"TotalRefs", 308, 0, -1, 0, 0}, {"ZeroRefs", 308, 0, -1, 0, 0}};
+/* GCFitBucketInfo (Runtime 209): ClrInstanceID, BucketKind u16, TotalSize u64, Count u16, then
+ * Count C structs {Index u16 (+2 padding), Count u32, Size pointer}: 16 bytes on 64-bit, 12 on
+ * 32-bit (PerfView GCFitBucketInfoTraceData). */
+static const struct fdef FITBUCKET[] = {
+    {"ClrInstanceID", 6, 0, -1, 0, 0}, {"BucketKind", 6, 0, -1, 0, 0}, {"TotalSize", 10, 0, -1, 0, 0},
+    {"Count", 6, 0, -1, 0, 0},         {"Values", 24, 0, 3, 4, 0},     {"Index", 6, 0, -1, 0, 0},
+    {"_align", DEC_IN_ALIGN_4, 0, -1, 0, 0}, {"Count", 8, 0, -1, 0, 0}, {"Size", 308, 0, -1, 0, 0}};
+/* GCSettingsRundown (Rundown 10, .NET 8): task CLRGCRundown (40), opcode GCSettingsRundown (10),
+ * Informational, no keyword; template GCSettingsRundown (the .NET 8 ClrEtwAll.man as published
+ * in Maoni0/runtime @ 5e6d1304, a fork of dotnet/runtime, MIT): 50 bytes. */
+static const struct fdef GCSETTINGS[] = {
+    {"HardLimit", 10, 0, -1, 0, 0},          {"LOHThreshold", 10, 0, -1, 0, 0},
+    {"PhysicalMemoryConfig", 10, 0, -1, 0, 0}, {"Gen0MinBudgetConfig", 10, 0, -1, 0, 0},
+    {"Gen0MaxBudgetConfig", 10, 0, -1, 0, 0}, {"HighMemPercentConfig", 8, 0, -1, 0, 0},
+    {"BitSettings", 8, 0, -1, 0, 0},         {"ClrInstanceID", 6, 0, -1, 0, 0}};
+
+#define N(a) (uint32_t)(sizeof a / sizeof a[0])
+static const struct sdef BUILTIN[] = {
+    {0, 4, 2, 4, 133, 1, 1, "GC", "HeapStats", HEAPSTATS2, N(HEAPSTATS2)},
+    {0, 10, 4, 5, 11, 1, 1, "GC", "AllocationTick", ALLOCTICK4, N(ALLOCTICK4)},
+    {0, 205, 3, 4, 205, 1, 1, "GC", "GlobalHeapHistory", GHH4, N(GHH4) - 2},
+    {0, 205, 4, 4, 205, 1, 1, "GC", "GlobalHeapHistory", GHH4, N(GHH4)},
+    {0, 208, 0, 4, 208, 1, 1, "GC", "LOHCompact", LOHCOMPACT, N(LOHCOMPACT)},
+    {0, 209, 0, 5, 209, 1, 1, "GC", "FitBucketInfo", FITBUCKET, N(FITBUCKET)},
+    {1, 10, 0, 4, 10, 40, 0, "GC", "SettingsRundown", GCSETTINGS, N(GCSETTINGS)}};
+
+static const unsigned char *const BUILTIN_GUID[2] = {CLR_STACK_PROVIDERS[0], CLR_STACK_PROVIDERS[1]};
+
+/* The AllocationKind value map of @p (both ClrEtwAll.man copies: 0 Small, 1 Large; 2 Pinned,
+ * PerfView's GCAllocationKind), made once per provider. */
+static struct dec_map *kind_map(struct dec_provider *p) {
+  for (uint32_t i = 0; i < p->n_maps; i++)
+    if (p->maps[i]->name && !strcmp(p->maps[i]->name, "etwd:GCAllocationKind")) return p->maps[i];
+  static const char *const txt[] = {"Small", "Large", "Pinned"};
+  struct dec_map *m = calloc(1, sizeof *m);
+  struct dec_map **nm = m ? realloc(p->maps, (p->n_maps + 1) * sizeof *nm) : NULL;
+  if (!nm) {
+    free(m);
+    return NULL;
+  }
+  p->maps = nm;
+  m->name = strdup("etwd:GCAllocationKind");
+  m->val = calloc(3, sizeof *m->val);
+  m->str = calloc(3, sizeof *m->str);
+  for (uint32_t i = 0; m->name && m->val && m->str && i < 3; i++) {
+    m->val[i] = i;
+    if ((m->str[i] = strdup(txt[i]))) m->n = i + 1;
+  }
+  if (m->n != 3) {
+    dec_map_free(m);
+    return NULL;
+  }
+  p->maps[p->n_maps++] = m;
+  return m;
+}
+
+static struct dec_event *new_event(struct dec_provider *p, const struct sdef *s) {
   struct dec_event *e = calloc(1, sizeof *e);
   if (!e) return NULL;
-  uint32_t base = like ? like->nf : 0;
-  e->f = calloc(base + n_extra ? base + n_extra : 1, sizeof *e->f);
+  e->f = calloc(s->nf, sizeof *e->f);
   if (!e->f) {
     free(e);
     return NULL;
   }
-  if (like) {
-    e->level = like->level;
-    e->opcode = like->opcode;
-    e->task = like->task;
-    e->keywords = like->keywords;
-    e->name = like->name;
-    e->task_name = like->task_name;
-    e->opcode_name = like->opcode_name;
-    for (uint32_t i = 0; i < base; i++) {
-      e->f[i] = like->f[i];
-      e->f[i].name = strdup(like->f[i].name ? like->f[i].name : "_");
-      e->f[i].key = NULL;
-      e->f[i].key_len = 0;
-      e->f[i].kind = 0;
-    }
-  } else {
-    if (!name) name = "GC/?";
-    e->name = etw_intern(name);
-    e->task_name = etw_intern("GC");
-    const char *sl = strchr(name, '/');
-    e->opcode_name = sl ? etw_intern(sl + 1) : NULL;
-    e->level = 4;
-    e->task = 1;
-  }
-  for (uint32_t i = 0; i < n_extra; i++) {
-    struct dec_field *f = &e->f[base + i];
-    memset(f, 0, sizeof *f);
-    f->name = strdup(extra[i].name);
-    f->in = extra[i].in;
+  char nb[96];
+  snprintf(nb, sizeof nb, "%s/%s", s->task_name, s->opcode_name);
+  e->name = etw_intern(nb);
+  e->task_name = etw_intern(s->task_name);
+  e->opcode_name = etw_intern(s->opcode_name);
+  e->id = s->id;
+  e->version = s->version;
+  e->level = s->level;
+  e->opcode = s->opcode;
+  e->task = s->task;
+  e->keywords = s->keywords;
+  e->nf = s->nf;
+  for (uint32_t i = 0; i < s->nf; i++) {
+    struct dec_field *f = &e->f[i];
+    const struct fdef *x = &s->f[i];
+    f->name = strdup(x->name);
+    f->in = x->in;
+    f->out = x->out;
     f->len = -1;
     f->count = 1;
     f->len_ref = -1;
-    f->count_ref = extra[i].count_ref >= 0 ? (int32_t)base + extra[i].count_ref : -1;
-    f->is_array = extra[i].count_ref >= 0;
-    f->members = extra[i].members;
-  }
-  e->nf = base + n_extra;
-  for (uint32_t i = 0; i < e->nf; i++)
-    if (!e->f[i].name) {
+    f->count_ref = x->count_ref;
+    f->is_array = x->count_ref >= 0;
+    f->members = x->members;
+    if (x->kind_map) f->map = kind_map(p);
+    if (!f->name || (x->kind_map && !f->map)) {
       dec_event_free(e);
       return NULL;
     }
-  e->id = id;
-  e->version = ver;
+  }
   e->has_template = 1;
-  e->quality = 3;
+  e->quality = 2; /* as a schema carried in the trace: any manifest's own (quality 3) replaces it */
   return e;
 }
 
-static void extend(struct dec_provider *p, uint16_t id, uint8_t from, const struct fdef *x, uint32_t n) {
-  if (dec_event_find(p, id, (uint8_t)(from + 1))) return;
-  struct dec_event *like = dec_event_find(p, id, from);
-  if (!like || !like->has_template) return;
-  struct dec_event *e = new_event(id, (uint8_t)(from + 1), NULL, like, x, n);
-  if (e) dec_event_add(p, e);
+void dec_builtin_provider(struct dec_provider *p) {
+  for (size_t i = 0; i < sizeof BUILTIN / sizeof BUILTIN[0]; i++) {
+    const struct sdef *s = &BUILTIN[i];
+    if (memcmp(p->guid, BUILTIN_GUID[s->rundown], 16) || dec_event_find(p, s->id, s->version)) continue;
+    struct dec_event *e = new_event(p, s);
+    if (e) dec_event_add(p, e);
+  }
+}
+
+struct dec_provider *dec_builtin_get(struct etw_decoder *d, const unsigned char guid[16]) {
+  for (int i = 0; i < 2; i++)
+    if (!memcmp(guid, BUILTIN_GUID[i], 16)) {
+      struct dec_provider *p = dec_provider_get(d, guid, 1);
+      if (p && !p->source) p->builtin_only = 1;
+      return p;
+    }
+  return NULL;
 }
 
 void dec_builtin_supplements(struct etw_decoder *d) {
-  struct dec_provider *p = dec_provider_get(d, CLR_RUNTIME, 0);
-  if (!p) return;
-  static const struct fdef heapstats2[] = {{"GenerationSize4", 10, -1, 0}, {"TotalPromotedSize4", 10, -1, 0}};
-  extend(p, 4, 1, heapstats2, 2);
-  static const struct fdef alloctick4[] = {{"ObjectSize", 10, -1, 0}};
-  extend(p, 10, 3, alloctick4, 1);
-  static const struct fdef ghh3[] = {{"CondemnReasons0", 8, -1, 0}, {"CondemnReasons1", 8, -1, 0}};
-  extend(p, 205, 2, ghh3, 2);
-  static const struct fdef ghh4[] = {{"Count", 8, -1, 0}, {"Times", 8, 0, 0}};
-  extend(p, 205, 3, ghh4, 2);
-  if (!dec_event_find(p, 208, 0)) {
-    static const struct fdef lc[] = {
-        {"ClrInstanceID", 6, -1, 0}, {"Count", 6, -1, 0}, {"Values", 24, 1, 6},
-        {"TimePlan", 8, -1, 0},      {"TimeCompact", 8, -1, 0}, {"TimeRelocate", 8, -1, 0},
-        {"_align", DEC_IN_ALIGN_PTR, -1, 0}, {"TotalRefs", 308, -1, 0}, {"ZeroRefs", 308, -1, 0}};
-    struct dec_event *e = new_event(208, 0, "GC/LOHCompact", NULL, lc, 9);
-    if (e) {
-      e->opcode = 208 & 0xFF;
-      dec_event_add(p, e);
-    }
-  }
-  if (!dec_event_find(p, 209, 0)) {
-    static const struct fdef fb[] = {
-        {"ClrInstanceID", 6, -1, 0}, {"BucketKind", 6, -1, 0}, {"TotalSize", 10, -1, 0},
-        {"Count", 6, -1, 0},         {"Values", 24, 3, 4},     {"Index", 6, -1, 0},
-        {"_align", DEC_IN_ALIGN_4, -1, 0}, {"Count", 8, -1, 0}, {"Size", 308, -1, 0}};
-    struct dec_event *e = new_event(209, 0, "GC/FitBucketInfo", NULL, fb, 9);
-    if (e) dec_event_add(p, e);
+  for (int i = 0; i < 2; i++) {
+    struct dec_provider *p = dec_provider_get(d, BUILTIN_GUID[i], 0);
+    if (p) dec_builtin_provider(p);
   }
 }

@@ -39,7 +39,16 @@ static const char *intern_n(const char *s, size_t n) {
 /* ---- registry */
 static uint32_t guid_hash(const unsigned char g[16]) { return d_rd32(g) ^ d_rd32(g + 4) ^ d_rd32(g + 8) ^ d_rd32(g + 12); }
 
+/* The manifests directory is indexed before the registry answers its first question, whatever
+ * asks it (an event, an EventInfo/EventMapInfo blob, an EventSource manifest, TraceLogging): a
+ * provider's manifests are then always loaded before any schema the trace carries for it, so the
+ * schema precedence (dec_event_add: quality, then first loaded) and every name it gives are the
+ * same whichever record comes first — in a merge of several files, in any order (issue 25). */
 struct dec_provider *dec_provider_get(struct etw_decoder *d, const unsigned char guid[16], int create) {
+  if (ETW_EXPECT(!d->manifests_scanned, 0) && d->manifest_dir) {
+    d->manifests_scanned = 1;
+    dec_manifest_index_dir(d, d->manifest_dir);
+  }
   if (d->prov_cap) {
     uint32_t i = guid_hash(guid) & (d->prov_cap - 1);
     while (d->prov[i]) {
@@ -71,6 +80,7 @@ struct dec_provider *dec_provider_get(struct etw_decoder *d, const unsigned char
   while (d->prov[j]) j = (j + 1) & (d->prov_cap - 1);
   d->prov[j] = p;
   d->n_prov++;
+  dec_builtin_provider(p);
   return p;
 }
 
@@ -285,12 +295,8 @@ static void resolve(struct etw_decoder *d, const struct etw_rec *r, struct names
       if (n->p) remember_tl_name(n->p, n->name);
       return;
     }
-    struct dec_provider *p = dec_provider_get(d, r->provider_id, 0);
-    if ((!p || !p->n_ev) && !d->manifests_scanned && d->manifest_dir) {
-      d->manifests_scanned = 1;
-      dec_manifest_index_dir(d, d->manifest_dir);
-      p = dec_provider_get(d, r->provider_id, 0);
-    }
+    struct dec_provider *p = dec_provider_get(d, r->provider_id, 0); /* (indexes the manifests first) */
+    if (!p) p = dec_builtin_get(d, r->provider_id);
     n->p = p;
     if (p && p->name) n->prov = p->name;
     else { /* no manifest or metadata named it: the built-in table, else the GUID */
@@ -444,7 +450,7 @@ static long write_manifest_event(struct etw_decoder *d, struct etw_jw *w, const 
     return (long)r->user_len;
   }
   if (!n->e) {
-    *why = n->p ? "no schema for this event id/version in the provider's manifest"
+    *why = n->p && (n->p->source || !n->p->builtin_only) ? "no schema for this event id/version in the provider's manifest"
                 : "no schema for this provider (add its manifest to the manifests directory)";
     return -1;
   }

@@ -7,7 +7,6 @@
  * "<task>/<opcode>" using the task/opcode message strings when present, else their names; the
  * Info opcode is omitted; without a task the event symbol is used.
  */
-#include <dirent.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -938,42 +937,14 @@ static void load_file(struct etw_decoder *d, const char *path) {
   free(buf);
 }
 
-/* Collect *.man / *.xml under @dir (depth ≤ 6, ≤ 4096 files). */
-static void scan(const char *dir, int depth, char ***list, int *n) {
-  if (depth > 6 || *n >= 4096) return;
-  DIR *dp = opendir(dir);
-  if (!dp) return;
-  struct dirent *de;
-  while ((de = readdir(dp)) && *n < 4096) {
-    if (de->d_name[0] == '.') continue;
-    char path[4096];
-    int k = snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
-    if (k <= 0 || (size_t)k >= sizeof path) continue;
-    struct stat sb;
-    if (stat(path, &sb)) continue;
-    if (S_ISDIR(sb.st_mode)) {
-      scan(path, depth + 1, list, n);
-      continue;
-    }
-    size_t l = strlen(de->d_name);
-    if (l < 4 || (strcmp(de->d_name + l - 4, ".man") && strcmp(de->d_name + l - 4, ".xml"))) continue;
-    char **nl = realloc(*list, (size_t)(*n + 1) * sizeof *nl);
-    if (!nl) break;
-    *list = nl;
-    if ((nl[*n] = strdup(path))) (*n)++;
-  }
-  closedir(dp);
-}
-
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
-/* Load every manifest under @dir in sorted path order. For the same (provider, id, version)
- * the first schema that has a template wins (so put the most complete manifests first). */
+/* Load every manifest of the search path @dir (dec_manifest_paths: DIR[:DIR...], each
+ * directory's files in sorted path order, the directories in the order given). For the same
+ * (provider, id, version) the first schema of the best quality wins (so list the newest, most
+ * complete manifests first: ../shared/manifests-next before ../shared/manifests). */
 void dec_manifest_scan_dir(struct etw_decoder *d, const char *dir) {
   int n = 0;
   char **list = NULL;
-  scan(dir, 0, &list, &n);
-  if (list) qsort(list, (size_t)n, sizeof *list, cmp_str);
+  dec_manifest_paths(dir, &list, &n);
   for (int i = 0; i < n; i++) {
     load_file(d, list[i]);
     free(list[i]);
@@ -1177,8 +1148,7 @@ void dec_lazy_free(struct etw_decoder *d) {
 void dec_manifest_index_dir(struct etw_decoder *d, const char *dir) {
   int n = 0;
   char **list = NULL;
-  scan(dir, 0, &list, &n);
-  if (list) qsort(list, (size_t)n, sizeof *list, cmp_str);
+  dec_manifest_paths(dir, &list, &n);
   struct dec_lazy *L = calloc(1, sizeof *L);
   if (L) L->f = calloc(n ? (size_t)n : 1, sizeof *L->f);
   if (!L || !L->f) { /* no memory for the index: load everything now */

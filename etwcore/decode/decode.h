@@ -331,6 +331,7 @@ struct dec_provider {
   /* TraceLogging: event names seen (interned), for the providers API */
   const char **tl_names;
   uint32_t n_tl;
+  uint8_t builtin_only; /* created for its built-in schemas alone (dec_builtin_get) */
 };
 #define DEC_MAX_TL_NAMES 1024
 
@@ -751,8 +752,15 @@ void dec_manifest_index_dir(struct etw_decoder *d, const char *dir);
  * dec_provider_get when @guid is not in the registry); 1 = something was loaded. */
 int dec_lazy_load(struct etw_decoder *d, const unsigned char guid[16]);
 void dec_lazy_free(struct etw_decoder *d);
-/** dec_builtin_supplements - add schemas public manifests lack (dec_clr.c). */
+/** dec_builtin_supplements - add the built-in schemas (dec_clr.c) to the CLR providers that
+ *  exist and lack them. */
 void dec_builtin_supplements(struct etw_decoder *d);
+/** dec_builtin_provider - add the built-in schemas of provider @p (if any) it lacks; called when
+ *  the registry creates a provider. */
+void dec_builtin_provider(struct dec_provider *p);
+/** dec_builtin_get - the provider @guid when it has built-in schemas (created if needed: a
+ *  trace's events decode by them without any manifest), else NULL. */
+struct dec_provider *dec_builtin_get(struct etw_decoder *d, const unsigned char guid[16]);
 /** dec_clr_fix - correct a CLR schema of @p a source gets wrong (the ClrStackWalk template's
  * Stack count, BulkType's TypeParameters count) before @e is added (dec_clr.c). */
 void dec_clr_fix(const struct dec_provider *p, struct dec_event *e);

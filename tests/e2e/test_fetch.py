@@ -44,7 +44,8 @@ def main():
     check(len(src) >= 40, "tests/data-sources.txt lists only %d files" % len(src))
     for s, size, rel, url in src:
         check(url.startswith("https://github.com/") and "/raw/" in url, "%s: not a pinned GitHub URL: %s" % (rel, url))
-        check(rel.split("/")[0] in ("corpus", "manifests"), "%s: not under corpus/ or manifests/" % rel)
+        check(rel.split("/")[0] in ("corpus", "manifests", "manifests-next"),
+              "%s: not under corpus/, manifests/ or manifests-next/" % rel)
     work = tempfile.mkdtemp(prefix="etwd-fetch-")
     try:
         # 1. a good mirror: every file arrives with its checksum and size

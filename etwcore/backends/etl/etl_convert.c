@@ -72,7 +72,8 @@ static void usage(FILE *f) {
         "              trace-event JSON (ui.perfetto.dev, chrome://tracing); folded: the events'\n"
         "              stacks, `root;...;leaf COUNT` per distinct stack (flamegraph.pl, speedscope)\n"
         "  -o OUT      write to OUT instead of standard output\n"
-        "  --manifests DIR  provider manifests (*.man, *.xml) for manifest-based events\n"
+        "  --manifests DIR[:DIR...]  provider manifests (*.man, *.xml) for manifest-based events; of\n"
+        "              several directories the first listed wins (newest manifests first)\n"
         "  --quiet     no progress on stderr\n"
         "  --provider  only these providers (names, case-insensitive)\n"
         "  --event     only these events (EventName, case-insensitive, or EventID)\n"
@@ -714,6 +715,37 @@ static int pass_open(struct pass *p) {
   return 0;
 }
 
+/* How the input files' clocks were aligned (etw_etl_reader_clock_ref), on stderr, when more
+ * than one file is merged: each group of files of one boot and QPC clock, then each file on its
+ * own header. */
+static void clock_note(struct etw_etl_reader *r, int nf) {
+  if (nf < 2) return;
+  int own = 0;
+  for (int i = 0; i < nf; i++) {
+    int ref = etw_etl_reader_clock_ref(r, (uint32_t)i), n = 0;
+    for (int j = 0; j < nf; j++) n += etw_etl_reader_clock_ref(r, (uint32_t)j) == ref;
+    if (n < 2) {
+      own++;
+      continue;
+    }
+    if (ref != i) continue; /* (said with its reference) */
+    fprintf(stderr, "etwd convert: one boot and QPC clock (same BootTime and PerfFreq), aligned on the raw timestamps "
+                    "with %s's header:", etw_etl_reader_info(r, (uint32_t)ref)->path);
+    for (int j = 0; j < nf; j++)
+      if (etw_etl_reader_clock_ref(r, (uint32_t)j) == ref) fprintf(stderr, " %s", etw_etl_reader_info(r, (uint32_t)j)->path);
+    fputc('\n', stderr);
+  }
+  if (own) {
+    fprintf(stderr, "etwd convert: no clock shared with another input, aligned by its own header's StartTime:");
+    for (int i = 0; i < nf; i++) {
+      int ref = etw_etl_reader_clock_ref(r, (uint32_t)i), n = 0;
+      for (int j = 0; j < nf; j++) n += etw_etl_reader_clock_ref(r, (uint32_t)j) == ref;
+      if (n < 2) fprintf(stderr, " %s", etw_etl_reader_info(r, (uint32_t)i)->path);
+    }
+    fputc('\n', stderr);
+  }
+}
+
 /* Reads every input file once. P_COLLECT only looks at the selected events (per-field CSV);
  * P_WRITE writes them to @out (@ch: the Chrome document being built). Returns 0, or 1 when an
  * input cannot be opened or the output's maximum is reached (said on stderr). */
@@ -763,6 +795,7 @@ static int run_pass(struct conv *c, enum phase ph, FILE *out, struct conv_chrome
   if (x < 0) rc = 1;
   if (p->ndjson && p->w.len) fwrite(p->w.buf, 1, p->w.len, out);
   if (progress) fprintf(stderr, "\retwd convert: 100%%  %llu events\n", (unsigned long long)n->seq);
+  if (ph == P_WRITE && !c->quiet) clock_note(p->r, c->nf);
   n->unparsed = p->d->unparsed;
   n->too_large = p->d->too_large;
 done:

@@ -143,14 +143,17 @@ static size_t utf16z_to_utf8(const unsigned char *s, size_t n, char *out, size_t
   return i;
 }
 
-/* Raw clock → FILETIME (UTC 100 ns), exact integer arithmetic without 128-bit types. */
-uint64_t etl_to_filetime(const struct etw_etl_info *in, int64_t ts) {
+/* Raw clock → FILETIME (UTC 100 ns), exact integer arithmetic without 128-bit types, on the
+ * clock reference of file @f (etl_align_clocks). */
+uint64_t etl_to_filetime(const struct efile *f, int64_t ts) {
+  const struct etw_etl_info *in = &f->info;
+  int64_t t0 = f->clk_t0;
   uint64_t freq = in->perf_freq;
   if (in->clock_type == 2) freq = 10000000;
   else if (in->clock_type == 3) freq = (uint64_t)in->cpu_mhz * 1000000u;
   if (!freq) freq = 10000000;
-  int neg = ts < in->t0;
-  uint64_t d = neg ? (uint64_t)in->t0 - (uint64_t)ts : (uint64_t)ts - (uint64_t)in->t0;
+  int neg = ts < t0;
+  uint64_t d = neg ? (uint64_t)t0 - (uint64_t)ts : (uint64_t)ts - (uint64_t)t0;
   uint64_t q = d / freq, rem = d % freq, ticks;
   if (freq == 10000000) {
     ticks = d;
@@ -159,7 +162,51 @@ uint64_t etl_to_filetime(const struct etw_etl_info *in, int64_t ts) {
   } else {
     ticks = q * 10000000u + (uint64_t)((double)rem * 1e7 / (double)freq);
   }
-  return neg ? in->start_time - ticks : in->start_time + ticks;
+  return neg ? f->clk_start - ticks : f->clk_start + ticks;
+}
+
+/* Do files @a and @b count one clock? Both QPC (clock type 1) at the same frequency, recorded in
+ * the same boot (the same BootTime FILETIME): their raw timestamps are then values of the one
+ * counter the OS reads for every session of that boot. */
+static int same_clock(const struct etw_etl_info *a, const struct etw_etl_info *b) {
+  return a->clock_type == 1 && b->clock_type == 1 && a->perf_freq && a->perf_freq == b->perf_freq && a->boot_time &&
+         a->boot_time == b->boot_time;
+}
+
+/* Is file @a's session the earlier-started one of @a and @b (least header timestamp, then least
+ * StartTime, then the first given)? A total order: the choice does not depend on the order of
+ * the files but for identical headers. */
+static int started_before(const struct etw_etl_reader *r, uint32_t a, uint32_t b) {
+  const struct etw_etl_info *x = &r->files[a].info, *y = &r->files[b].info;
+  if (x->t0 != y->t0) return x->t0 < y->t0;
+  if (x->start_time != y->start_time) return x->start_time < y->start_time;
+  return a < b;
+}
+
+/* The file whose header aligns file @i: of the files sharing @i's clock, the one whose session
+ * started first on that clock (started_before); else @i. */
+static uint32_t clock_ref(const struct etw_etl_reader *r, uint32_t i) {
+  uint32_t best = i;
+  for (uint32_t j = 0; j < r->n_files; j++)
+    if (j != i && same_clock(&r->files[i].info, &r->files[j].info) && started_before(r, j, best)) best = j;
+  return best;
+}
+
+/* Files of one boot and QPC clock are aligned on their raw timestamps, as the OS orders them:
+ * every one is converted with one header's (StartTime, timestamp) pair, the first-started
+ * file's, so the µs by which the headers' StartTimes disagree no longer shift whole files
+ * against each other (and reorder near-ties). Any other file keeps its own header. */
+void etl_align_clocks(struct etw_etl_reader *r) {
+  for (uint32_t i = 0; i < r->n_files; i++) {
+    struct efile *f = &r->files[i];
+    f->clk_ref = clock_ref(r, i);
+    f->clk_t0 = r->files[f->clk_ref].info.t0;
+    f->clk_start = r->files[f->clk_ref].info.start_time;
+  }
+}
+
+int etw_etl_reader_clock_ref(const struct etw_etl_reader *r, uint32_t i) {
+  return i < r->n_files ? (int)clock_ref(r, i) : -1;
 }
 
 /* The clock frequency to_filetime uses. */
@@ -388,6 +435,7 @@ static int sort_stream(const struct efile *f, struct stream *s) {
 unsigned etw_etl_merge_list_max = 32;
 
 enum etw_err etl_build_streams(struct etw_etl_reader *r, struct etw_status *st) {
+  etl_align_clocks(r);
   for (uint32_t fi = 0; fi < r->n_files; fi++) {
     struct efile *f = &r->files[fi];
     uint32_t first = r->n_st;
@@ -409,10 +457,10 @@ enum etw_err etl_build_streams(struct etw_etl_reader *r, struct etw_status *st) 
         s->file = fi;
         s->cpu = cpu;
         s->last_ts = f->info.t0;
-        /* with 10^7 counts per second to_filetime is start_time ± |ts - t0|, which is
-         * start_time + (ts - t0) modulo 2^64 either way */
+        /* with 10^7 counts per second to_filetime is clk_start ± |ts - clk_t0|, which is
+         * clk_start + (ts - clk_t0) modulo 2^64 either way */
         s->ft_unit = clock_freq(&f->info) == 10000000;
-        s->ft_base = f->info.start_time - (uint64_t)f->info.t0;
+        s->ft_base = f->clk_start - (uint64_t)f->clk_t0;
         s->pm = (struct pmemo)PMEMO_INIT;
       }
       if ((s->n_bi & (s->n_bi - 1)) == 0 || s->n_bi == 0) {

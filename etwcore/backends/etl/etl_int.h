@@ -37,6 +37,9 @@ struct efile {
   uint64_t size;
   struct bufent *bufs;
   uint32_t n_bufs;
+  uint32_t clk_ref;          /* the file whose header aligns this one's raw clock (etl_align_clocks) */
+  int64_t clk_t0;            /* its raw timestamp of the logfile header record ... */
+  uint64_t clk_start;        /* ... and its StartTime: filetime = clk_start + (ts - clk_t0) / freq */
   int damaged;               /* index stopped early */
   uint64_t damage_off;
   char damage_msg[160];
@@ -144,7 +147,8 @@ struct etw_etl_reader {
 
 /* etl_file.c */
 void etl_set_damage(struct etw_etl_reader *r, uint32_t file, uint64_t off, const char *what);
-uint64_t etl_to_filetime(const struct etw_etl_info *in, int64_t ts);
+uint64_t etl_to_filetime(const struct efile *f, int64_t ts);
+void etl_align_clocks(struct etw_etl_reader *r);
 enum etw_err etl_build_streams(struct etw_etl_reader *r, struct etw_status *st);
 int etl_load_buffer(struct etw_etl_reader *r, struct stream *s);
 

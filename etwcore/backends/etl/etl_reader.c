@@ -333,7 +333,7 @@ ETL_INLINE int parse_one(struct stream *s, struct etw_rec *rec, uintptr_t *pa, u
     st64(rb + 40, pm->desc);
     rec->user_data = p + pm->hdr;
     rec->user_len = pm->len;
-    rec->filetime = ft_unit ? ft_base + (uint64_t)ts : etl_to_filetime(&s->f->info, ts);
+    rec->filetime = ft_unit ? ft_base + (uint64_t)ts : etl_to_filetime(s->f, ts);
     *pa = a + pm->adv;
     return 1;
   } else if (ETL_REC_LAYOUT && (m & 0xC0FE0000u) == 0xC0120000u && !generic) {
@@ -433,7 +433,7 @@ ETL_INLINE int parse_one(struct stream *s, struct etw_rec *rec, uintptr_t *pa, u
   rec->user_data = p + hdr;
   rec->user_len = size - hdr;
 done:
-  rec->filetime = ft_unit ? ft_base + (uint64_t)ts : etl_to_filetime(&s->f->info, ts);
+  rec->filetime = ft_unit ? ft_base + (uint64_t)ts : etl_to_filetime(s->f, ts);
   *pa = a + ((size + 7) & ~7u); /* (a + size ≤ pe) */
   return 1;
 #undef PFAIL

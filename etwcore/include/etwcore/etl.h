@@ -181,6 +181,11 @@ int etw_etl_reader_next_batch(struct etw_etl_reader *r, const struct etw_rec **r
                               struct etw_status *st);
 /** etw_etl_reader_info - logfile header of file @i (0-based), or NULL. */
 const struct etw_etl_info *etw_etl_reader_info(const struct etw_etl_reader *r, uint32_t i);
+/** etw_etl_reader_clock_ref - the file (0-based) whose logfile header aligns file @i's raw
+ *  timestamps: @i itself, or, when files share @i's clock (QPC, same frequency and BootTime: one
+ *  boot), the first-started of them, so all of them are aligned on their raw QPC values; -1 for
+ *  a bad index. */
+int etw_etl_reader_clock_ref(const struct etw_etl_reader *r, uint32_t i);
 /** etw_etl_reader_progress - bytes of buffers consumed so far / total bytes of all files. */
 void etw_etl_reader_progress(const struct etw_etl_reader *r, uint64_t *done, uint64_t *total);
 
