@@ -1,5 +1,7 @@
 /* api.h — the REST layer: server context, per-request context, the route table, and the
  * response helpers every handler uses (one write per response; problem+json for every error).
+ * Layering: server/ → api/ → etwcore: nothing here sees server/ (its own CMake target); the
+ * server fills struct etwd_api_config and the TLS hook in struct etwd_server before starting it.
  *
  * Threads: civetweb runs each request on one of its worker threads; a handler runs start to
  * finish on that thread. WebSocket streams get their own sender thread (stream.c).
@@ -11,15 +13,42 @@
 #include <cjson/cJSON.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "auth.h"
-#include "config.h"
 #include "etwcore/err.h"
 #include "etwcore/jw.h"
 #include "etwcore/session.h"
 
+#define ETWD_MAX_ORIGINS 8
+#define ETWD_MAX_LISTEN 8 /* addresses in --listen */
+
+/* What the REST layer needs of the configuration (the server's struct etwd_config embeds it and
+ * fills it from flags and the config file); read-only once the server has started. */
+struct etwd_api_config {
+  char listen[512];        /* host:port[,host:port...] */
+  char state_dir[1024];    /* recordings (<state>/recordings) */
+  char data_dir[1024];     /* ETL files served by /api/v1/files */
+  char manifest_dir[1024]; /* provider manifests */
+  uint32_t max_sessions, max_streams, max_requests;
+  uint32_t max_decodes; /* concurrent GET /files/{name}/events decodes */
+  size_t max_body, max_upload;
+  char origins[ETWD_MAX_ORIGINS][256]; /* extra allowed WebSocket Origins */
+  int n_origins;
+  uint32_t io_timeout_s;    /* a connection making no progress this long is closed (civetweb's request_timeout) */
+  uint32_t head_timeout_s;  /* TLS handshake and each request head must finish within this */
+  uint32_t max_connections; /* open connections in all = civetweb's worker pool */
+  uint32_t max_per_address; /* open connections from one peer address */
+};
+
+/** etwd_listen_split - split a --listen list into @out (at most @max entries); count, or -1. */
+int etwd_listen_split(const char *list, char out[][128], int max);
+
 struct etwd_server {
-  struct etwd_config *cfg;
+  const struct etwd_api_config *cfg;
+  /* civetweb's init_ssl: load @cert/@key into its SSL_CTX (the server's TLS code); 1 = ok.
+   * Needed when tls is set. */
+  int (*tls_init)(void *ssl_ctx, const char *cert, const char *key);
   struct etw_core *core;
   struct etwd_auth *auth;
   struct mg_context *mg;

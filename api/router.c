@@ -9,7 +9,6 @@
 #include "api.h"
 #include "log.h"
 #include "netguard.h"
-#include "tls.h"
 
 /* clang-format off */
 const struct etwd_route etwd_routes[] = {
@@ -378,8 +377,21 @@ static int http_error(struct mg_connection *conn, int status, const char *msg) {
 
 static int init_ssl(void *ssl_ctx, void *user_data) {
   struct etwd_server *s = user_data;
-  int rc = etwd_tls_init_ctx(ssl_ctx, s->cert, s->key);
+  int rc = s->tls_init ? s->tls_init(ssl_ctx, s->cert, s->key) : 0;
   return rc == 1 ? 1 : -1;
+}
+
+int etwd_listen_split(const char *list, char out[][128], int max) {
+  int n = 0;
+  const char *p = list;
+  for (;;) {
+    size_t k = strcspn(p, ",");
+    if (n >= max || k == 0 || k >= 128) return -1;
+    memcpy(out[n], p, k);
+    out[n++][k] = 0;
+    if (!p[k]) return n;
+    p += k + 1;
+  }
 }
 
 int etwd_server_start(struct etwd_server *s, char *err, size_t errlen) {
