@@ -7,7 +7,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "etwcore/etl.h"
 #include "etwd_buildinfo.h" /* generated: ETWD_GIT_COMMIT, ETWD_BUILD_OPTIONS */
 #include "etwcore/host.h"
 #include "log.h"
@@ -227,15 +226,8 @@ static int apply(struct etwd_config *c, const char *name, const char *v) {
     c->reader_nice = (int)n;
     return 0;
   }
-  if (!strcmp(name, "decode")) { /* process-wide: every ETL reader and decoder made from now on */
-    enum etw_decode_mode m;
-    if (etw_decode_parse(v, &m)) {
-      fprintf(stderr, "etwd: --decode: expected fast or reference, got \"%s\"\n", v);
-      return -1;
-    }
-    etw_decode_set_default(m);
-    return 0;
-  }
+  if (!strcmp(name, "decode")) /* checked and applied by etw_backends_configure (main.c) */
+    return copy(c->decode, sizeof c->decode, name, v);
   if (!strcmp(name, "reader-pinning")) {
     int on = !strcmp(v, "yes") || !strcmp(v, "true") || !strcmp(v, "1");
     if (!on && strcmp(v, "no") && strcmp(v, "false") && strcmp(v, "0")) {

@@ -21,6 +21,7 @@ struct etwd_config {
   int print_token; /* print the admin token at start-up (README's run command) */
   int reader_nice; /* Linux: nice value of the per-CPU reader threads (-20..19; 0 = unchanged) */
   int reader_pinning; /* Linux: 1 = the reader of CPU n runs only on CPU n */
+  char decode[16];    /* --decode fast|reference ("" = fast) */
   char host_name[64];        /* --host-name: System.Host and sink subjects (empty = machine's name) */
 };
 

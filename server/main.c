@@ -13,11 +13,9 @@
 #include "api.h"
 #include "auth.h"
 #include "config.h"
-#include "etwcore/etl.h"
+#include "etwcore/backend.h"
+#include "etwcore/etl.h" /* etw_convert_main */
 #include "etwcore/host.h"
-#ifdef __linux__
-#include "etwcore/linux.h"
-#endif
 #include "etwcore/util.h"
 #include "log.h"
 #include "selftest.h"
@@ -129,6 +127,16 @@ int main(int argc, char **argv) {
   if (rc) return rc > 0 ? 0 : 2;
   exec_without_tcache(argv); /* before any thread exists */
   etwd_log_set_level((enum etwd_log_level)cfg.log_level);
+  /* the backends' process-wide knobs: one etwcore-level call (etwcore/backend.h) */
+  struct etw_backends_config bc = {cfg.api.data_dir, cfg.api.manifest_dir, cfg.decode[0] ? cfg.decode : NULL,
+                                   cfg.reader_nice, cfg.reader_pinning};
+  struct etw_status bst;
+  etw_status_clear(&bst);
+  if (etw_backends_configure(&bc, &bst)) {
+    for (char *p = bst.field; *p; p++) *p = *p == '_' ? '-' : *p; /* the flag's name */
+    fprintf(stderr, "etwd: --%s: %s\n", bst.field, bst.msg);
+    return 2;
+  }
 #ifdef SIGPIPE /* Windows has none: a closed socket is an error return there */
   signal(SIGPIPE, SIG_IGN);
 #endif
@@ -147,11 +155,6 @@ int main(int argc, char **argv) {
   chmod(cfg.api.state_dir, 0700);
   etw_mkdirs(cfg.api.data_dir);
   etw_mkdirs(cfg.api.manifest_dir);
-  etw_etl_set_dirs(cfg.api.data_dir, cfg.api.manifest_dir);
-#ifdef __linux__
-  etw_linux_set_reader_nice(cfg.reader_nice);
-  etw_linux_set_reader_pinning(cfg.reader_pinning);
-#endif
 
   char err[512];
   struct etwd_server srv;

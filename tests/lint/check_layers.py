@@ -1,0 +1,54 @@
+#!/usr/bin/env python3
+"""Layering and error-table checks over the sources (ctest lint.check_layers).
+
+The dependency direction is server/ -> api/ -> etwcore (core -> backends). CMake enforces most
+of it (each layer is its own target and sees only the include paths of the layers below), so a
+plain `#include "config.h"` in api/ does not compile; this catches what CMake cannot see:
+relative includes that climb into another layer, and build files that compile another layer's
+sources. Prints every violation and exits 1 if there is any."""
+import os
+import re
+import sys
+
+ROOT = os.environ.get("ETWD_SRC") or os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+problems = []
+
+
+def sources(top, exts=(".c", ".h", ".in")):
+    for d, _, files in os.walk(os.path.join(ROOT, top)):
+        for f in files:
+            if f.endswith(exts):
+                yield os.path.join(d, f)
+
+
+def rel(p):
+    return os.path.relpath(p, ROOT)
+
+
+INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
+# layer -> directories (of the tree) its sources must never reach
+FORBIDDEN = {"api": ("server/",), "etwcore": ("server/", "api/")}
+
+for layer, bad in FORBIDDEN.items():
+    for p in sources(layer):
+        for m in INCLUDE.finditer(open(p, encoding="utf-8", errors="replace").read()):
+            target = os.path.normpath(os.path.join(os.path.dirname(rel(p)), m.group(1))) + "/"
+            if m.group(1).startswith("..") and any(target.startswith(b) for b in bad):
+                problems.append("%s includes %s (a layer above %s/)" % (rel(p), m.group(1), layer))
+
+# server/ reaches the backends' process-wide knobs only through etw_backends_configure
+# (etwcore/backend.h): no backend-specific header, no backend setter
+KNOB_HEADERS = ("etwcore/linux.h", "etwcore/winreq.h", "etwcore/nats_src.h")
+KNOB_CALLS = re.compile(r"\b(etw_linux_set_\w+|etw_etl_set_dirs|etw_decode_set_default)\s*\(")
+for p in sources("server"):
+    text = open(p, encoding="utf-8", errors="replace").read()
+    for m in INCLUDE.finditer(text):
+        if m.group(1) in KNOB_HEADERS:
+            problems.append("%s includes the backend header %s (use etw_backends_configure)" % (rel(p), m.group(1)))
+    for m in KNOB_CALLS.finditer(text):
+        problems.append("%s calls the backend knob %s (use etw_backends_configure)" % (rel(p), m.group(1)))
+
+for p in problems:
+    print("layering:", p)
+print("%d layering problem(s)" % len(problems))
+sys.exit(1 if problems else 0)
