@@ -23,6 +23,9 @@
 #include "remote.h"
 #endif
 #include "tls.h"
+#ifdef _WIN32
+#include "win/signals.h" /* sigwait on console/service stop events, etwd_win_service */
+#endif
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif

@@ -35,6 +35,22 @@ for layer, bad in FORBIDDEN.items():
             target = os.path.normpath(os.path.join(os.path.dirname(rel(p)), m.group(1))) + "/"
             if m.group(1).startswith("..") and any(target.startswith(b) for b in bad):
                 problems.append("%s includes %s (a layer above %s/)" % (rel(p), m.group(1), layer))
+# a layer's build file compiles no source of a layer above it
+for layer, bad in FORBIDDEN.items():
+    cm = os.path.join(ROOT, layer, "CMakeLists.txt")
+    text = open(cm, encoding="utf-8").read()
+    for b in bad:
+        for line in text.splitlines():
+            if "${CMAKE_SOURCE_DIR}/" + b in line and not line.lstrip().startswith("#"):
+                problems.append("%s uses %s: %s" % (rel(cm), b, line.strip()))
+
+
+# the flags every own source gets (the Windows force-included header, its include path) come
+# from the lowest layer
+for line in open(os.path.join(ROOT, "CMakeLists.txt"), encoding="utf-8").read().splitlines():
+    if ("-include" in line or "-I" in line) and re.search(r"\$\{CMAKE_SOURCE_DIR\}/(server|api)/", line) \
+            and not line.lstrip().startswith("#"):
+        problems.append("CMakeLists.txt gives every source a flag from a higher layer: %s" % line.strip())
 
 # server/ reaches the backends' process-wide knobs only through etw_backends_configure
 # (etwcore/backend.h): no backend-specific header, no backend setter
