@@ -19,6 +19,7 @@
 #include "etwcore/err.h"
 #include "etwcore/jw.h"
 #include "etwcore/session.h"
+#include "problem.h"
 
 #define ETWD_MAX_ORIGINS 8
 #define ETWD_MAX_LISTEN 8 /* addresses in --listen */
@@ -104,20 +105,22 @@ void etwd_reply(struct etwd_req *r, int status, const char *ctype, const char *b
                 const char *extra_headers);
 /** etwd_reply_jw - reply with the JSON in @w (application/json). */
 void etwd_reply_jw(struct etwd_req *r, int status, struct etw_jw *w, const char *extra_headers);
-/** etwd_problem - RFC 7807 problem+json reply; @name is the stable type suffix. */
-void etwd_problem(struct etwd_req *r, int status, const char *name, const char *title,
-                  const char *detail, const char *field, const char *extra_headers);
-/** etwd_fail - problem reply for a core error: the ONE table maps codes to statuses. */
+/** etwd_problem - RFC 9457 problem+json reply: status, type and title from @p's row of the one
+ *  table (problem.h); @detail (and @field, the offending input) are this occurrence's. */
+void etwd_problem(struct etwd_req *r, enum etwd_prob p, const char *detail, const char *field,
+                  const char *extra_headers);
+/** etwd_fail - problem reply for a core error (its row of the table), detail from @st. */
 void etwd_fail(struct etwd_req *r, enum etw_err code, const struct etw_status *st);
-/** etwd_status_for - HTTP status of a core error code (the one table). */
+/** etwd_status_for - HTTP status of a core error code (its row of the one table). */
 int etwd_status_for(enum etw_err code);
 /* HSTS on every HTTPS response (never on plain HTTP: RFC 6797 §7.2); a year, this host only */
 #define ETWD_HSTS_HEADER "Strict-Transport-Security: max-age=31536000\r\n"
 /** etwd_hsts - ETWD_HSTS_HEADER if @c is a TLS connection, else "". */
 const char *etwd_hsts(const struct mg_connection *c);
-/** etwd_problem_conn - problem reply outside a routed request (WebSocket refusals, 404s). */
-void etwd_problem_conn(struct mg_connection *c, int status, const char *name, const char *detail,
-                       const char *extra_headers);
+/** etwd_problem_conn - problem reply outside a routed request (WebSocket refusals, civetweb's
+ *  own errors); returns the status sent. */
+int etwd_problem_conn(struct mg_connection *c, enum etwd_prob p, const char *detail,
+                      const char *extra_headers);
 const char *etwd_reason(int status);
 
 /* ---- helpers */

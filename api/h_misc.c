@@ -108,7 +108,7 @@ static void whoami_body(struct etw_jw *w, const struct etwd_principal *p) {
 
 void h_login(struct etwd_req *r) {
   if (r->who.via_cookie) {
-    etwd_problem(r, 400, "invalid-argument", NULL, "log in with Authorization: Bearer <token>", NULL, NULL);
+    etwd_problem(r, ETWD_P_INVALID, "log in with Authorization: Bearer <token>", NULL, NULL);
     return;
   }
   char cookie[65], hdr[256];
@@ -143,7 +143,7 @@ void h_whoami(struct etwd_req *r) {
 void h_rotate(struct etwd_req *r) {
   char a[80], rd[80];
   if (etwd_auth_rotate(r->srv->auth, a, rd)) {
-    etwd_problem(r, 500, "io-error", NULL, "could not write the token file", NULL, NULL);
+    etwd_problem(r, ETWD_P_IO, "could not write the token file", NULL, NULL);
     return;
   }
   struct etw_jw w;
@@ -224,7 +224,7 @@ void h_providers(struct etwd_req *r) {
   etw_jw_ch(&w, ']');
   if (have_b && !found) {
     etw_jw_free(&w);
-    etwd_problem(r, 400, "invalid-argument", NULL, "?backend= names no backend of this server", "backend", NULL);
+    etwd_problem(r, ETWD_P_INVALID, "?backend= names no backend of this server", "backend", NULL);
     return;
   }
   etwd_reply_jw(r, 200, &w, NULL);

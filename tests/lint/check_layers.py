@@ -64,7 +64,29 @@ for p in sources("server"):
     for m in KNOB_CALLS.finditer(text):
         problems.append("%s calls the backend knob %s (use etw_backends_configure)" % (rel(p), m.group(1)))
 
+# every error goes through the one table (api/problem.h): a problem call names a row
+# (ETWD_P_..., etwd_prob_of(e), a variable), never a literal status or type name, and only
+# api/http.c writes the type URI
+PROBLEM_CALL = re.compile(r"\betwd_problem(_conn)?\s*\(\s*[^,()]+,\s*([0-9\"][^,]*)")
+for top in ("api", "server"):
+    for p in sources(top, (".c", ".h")):
+        text = open(p, encoding="utf-8", errors="replace").read()
+        for m in PROBLEM_CALL.finditer(text):
+            line = text.count("\n", 0, m.start()) + 1
+            problems.append("%s:%d: etwd_problem%s with a literal %s instead of a row of api/problem.h"
+                            % (rel(p), line, m.group(1) or "", m.group(2).strip()))
+        if "urn:etwd:problem:" in text and rel(p) not in ("api/http.c", "api/openapi.c", "api/problem.h"):
+            problems.append("%s writes a problem type URI itself (only api/http.c does)" % rel(p))
+
+# one row per type name: a type has one status and one title (core names: etwcore/err.h)
+names = re.findall(r'^\s*X\(\w+,\s*"([a-z-]+)"', open(os.path.join(ROOT, "etwcore/include/etwcore/err.h")).read(), re.M)
+names += re.findall(r'^\s*X\(\w+,\s*\d+,\s*"([a-z-]+)"', open(os.path.join(ROOT, "api/problem.h")).read(), re.M)
+for n in sorted(set(x for x in names if names.count(x) > 1)):
+    problems.append("problem type %s has more than one row (etwcore/err.h, api/problem.h)" % n)
+if len(names) < 20:
+    problems.append("found only %d problem rows in etwcore/err.h and api/problem.h" % len(names))
+
 for p in problems:
-    print("layering:", p)
-print("%d layering problem(s)" % len(problems))
+    print("check_layers:", p)
+print("%d problem(s)" % len(problems))
 sys.exit(1 if problems else 0)
