@@ -7,9 +7,6 @@
 #include "netguard.h"
 #include "etwcore/backend.h"
 #include "etwcore/caps.h"
-#ifdef ETWD_BACKEND_LINUX
-#include "etwcore/linux.h"
-#endif
 
 void h_health(struct etwd_req *r) {
   static const char body[] = "{\"status\":\"ok\"}";
@@ -170,9 +167,7 @@ void h_metrics(struct etwd_req *r) {
   etw_jw_u64(&w, atomic_load(&r->srv->active_streams));
   etw_jw_ch(&w, '\n');
   etwd_netguard_metrics(&w);
-#ifdef ETWD_BACKEND_LINUX
-  etw_linux_metrics(&w); /* stack symbolisation caches */
-#endif
+  etw_backends_metrics(&w); /* each backend's own (Linux: stack symbolisation caches) */
   etwd_reply(r, 200, "text/plain; version=0.0.4; charset=utf-8", etw_jw_cstr(&w), w.len, NULL);
   etw_jw_free(&w);
 }

@@ -55,6 +55,14 @@ enum etw_err etw_backends_configure(const struct etw_backends_config *c, struct 
   return ETW_E_OK;
 }
 
+void etw_backends_metrics(struct etw_jw *w) {
+#ifdef ETWD_BACKEND_LINUX
+  etw_linux_metrics(w);
+#else
+  (void)w;
+#endif
+}
+
 void etw_caps_json(unsigned caps, struct etw_jw *w) {
   static const char *const names[] = {"live",          "file",         "replay",
                                       "list_providers", "filter_pid",  "filter_expression",

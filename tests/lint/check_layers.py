@@ -52,11 +52,12 @@ for line in open(os.path.join(ROOT, "CMakeLists.txt"), encoding="utf-8").read().
             and not line.lstrip().startswith("#"):
         problems.append("CMakeLists.txt gives every source a flag from a higher layer: %s" % line.strip())
 
-# server/ reaches the backends' process-wide knobs only through etw_backends_configure
-# (etwcore/backend.h): no backend-specific header, no backend setter
+# server/ and api/ reach the backends' process-wide knobs and counters only through
+# etwcore/backend.h (etw_backends_configure, etw_backends_metrics): no backend-specific header,
+# no backend setter
 KNOB_HEADERS = ("etwcore/linux.h", "etwcore/winreq.h", "etwcore/nats_src.h")
 KNOB_CALLS = re.compile(r"\b(etw_linux_set_\w+|etw_etl_set_dirs|etw_decode_set_default)\s*\(")
-for p in sources("server"):
+for p in list(sources("server")) + list(sources("api")):
     text = open(p, encoding="utf-8", errors="replace").read()
     for m in INCLUDE.finditer(text):
         if m.group(1) in KNOB_HEADERS:

@@ -222,6 +222,9 @@ struct etw_backends_config {
  *  ETW_E_INVALID with the setting's name in @st->field ("decode", "reader_nice"), a sentence in
  *  @st->msg, and nothing applied. */
 enum etw_err etw_backends_configure(const struct etw_backends_config *c, struct etw_status *st);
+/** etw_backends_metrics - append the Prometheus text of every backend compiled in that has
+ *  process-wide counters (Linux: stack symbolisation caches and stack records). Any thread. */
+void etw_backends_metrics(struct etw_jw *w);
 /** etw_caps_json - write the capability bits of @caps as a JSON array of names. */
 void etw_caps_json(unsigned caps, struct etw_jw *w);
 
