@@ -1,5 +1,7 @@
 /* api.h — the REST layer: server context, per-request context, the route table, and the
  * response helpers every handler uses (one write per response; problem+json for every error).
+ * Layering: server/ → api/ → etwcore: nothing here sees server/ (its own CMake target); the
+ * server fills struct etwd_api_config and the TLS hook in struct etwd_server before starting it.
  *
  * Threads: civetweb runs each request on one of its worker threads; a handler runs start to
  * finish on that thread. WebSocket streams get their own sender thread (stream.c).
@@ -11,15 +13,43 @@
 #include <cjson/cJSON.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "auth.h"
-#include "config.h"
 #include "etwcore/err.h"
 #include "etwcore/jw.h"
 #include "etwcore/session.h"
+#include "problem.h"
+
+#define ETWD_MAX_ORIGINS 8
+#define ETWD_MAX_LISTEN 8 /* addresses in --listen */
+
+/* What the REST layer needs of the configuration (the server's struct etwd_config embeds it and
+ * fills it from flags and the config file); read-only once the server has started. */
+struct etwd_api_config {
+  char listen[512];        /* host:port[,host:port...] */
+  char state_dir[1024];    /* recordings (<state>/recordings) */
+  char data_dir[1024];     /* ETL files served by /api/v1/files */
+  char manifest_dir[1024]; /* provider manifests */
+  uint32_t max_sessions, max_streams, max_requests;
+  uint32_t max_decodes; /* concurrent GET /files/{name}/events decodes */
+  size_t max_body, max_upload;
+  char origins[ETWD_MAX_ORIGINS][256]; /* extra allowed WebSocket Origins */
+  int n_origins;
+  uint32_t io_timeout_s;    /* a connection making no progress this long is closed (civetweb's request_timeout) */
+  uint32_t head_timeout_s;  /* TLS handshake and each request head must finish within this */
+  uint32_t max_connections; /* open connections in all = civetweb's worker pool */
+  uint32_t max_per_address; /* open connections from one peer address */
+};
+
+/** etwd_listen_split - split a --listen list into @out (at most @max entries); count, or -1. */
+int etwd_listen_split(const char *list, char out[][128], int max);
 
 struct etwd_server {
-  struct etwd_config *cfg;
+  const struct etwd_api_config *cfg;
+  /* civetweb's init_ssl: load @cert/@key into its SSL_CTX (the server's TLS code); 1 = ok.
+   * Needed when tls is set. */
+  int (*tls_init)(void *ssl_ctx, const char *cert, const char *key);
   struct etw_core *core;
   struct etwd_auth *auth;
   struct mg_context *mg;
@@ -75,20 +105,22 @@ void etwd_reply(struct etwd_req *r, int status, const char *ctype, const char *b
                 const char *extra_headers);
 /** etwd_reply_jw - reply with the JSON in @w (application/json). */
 void etwd_reply_jw(struct etwd_req *r, int status, struct etw_jw *w, const char *extra_headers);
-/** etwd_problem - RFC 7807 problem+json reply; @name is the stable type suffix. */
-void etwd_problem(struct etwd_req *r, int status, const char *name, const char *title,
-                  const char *detail, const char *field, const char *extra_headers);
-/** etwd_fail - problem reply for a core error: the ONE table maps codes to statuses. */
+/** etwd_problem - RFC 9457 problem+json reply: status, type and title from @p's row of the one
+ *  table (problem.h); @detail (and @field, the offending input) are this occurrence's. */
+void etwd_problem(struct etwd_req *r, enum etwd_prob p, const char *detail, const char *field,
+                  const char *extra_headers);
+/** etwd_fail - problem reply for a core error (its row of the table), detail from @st. */
 void etwd_fail(struct etwd_req *r, enum etw_err code, const struct etw_status *st);
-/** etwd_status_for - HTTP status of a core error code (the one table). */
+/** etwd_status_for - HTTP status of a core error code (its row of the one table). */
 int etwd_status_for(enum etw_err code);
 /* HSTS on every HTTPS response (never on plain HTTP: RFC 6797 §7.2); a year, this host only */
 #define ETWD_HSTS_HEADER "Strict-Transport-Security: max-age=31536000\r\n"
 /** etwd_hsts - ETWD_HSTS_HEADER if @c is a TLS connection, else "". */
 const char *etwd_hsts(const struct mg_connection *c);
-/** etwd_problem_conn - problem reply outside a routed request (WebSocket refusals, 404s). */
-void etwd_problem_conn(struct mg_connection *c, int status, const char *name, const char *detail,
-                       const char *extra_headers);
+/** etwd_problem_conn - problem reply outside a routed request (WebSocket refusals, civetweb's
+ *  own errors); returns the status sent. */
+int etwd_problem_conn(struct mg_connection *c, enum etwd_prob p, const char *detail,
+                      const char *extra_headers);
 const char *etwd_reason(int status);
 
 /* ---- helpers */

@@ -151,11 +151,11 @@ static int check_etl(struct etwd_req *r, const char *tmp) {
   char detail[300];
   snprintf(detail, sizeof detail, "the upload is not an ETL file:%s%.240s", *why == ' ' ? "" : " ", why);
   if (e == ETW_E_CORRUPT)
-    etwd_problem(r, 415, "not-etl", "Not an ETL file", detail, NULL, NULL);
+    etwd_problem(r, ETWD_P_NOT_ETL, detail, NULL, NULL);
   else if (e == ETW_E_LIMIT) /* more buffers than the reader takes */
-    etwd_problem(r, 413, "too-large", NULL, why, NULL, NULL);
+    etwd_problem(r, ETWD_P_TOO_LARGE, why, NULL, NULL);
   else
-    etwd_problem(r, etwd_status_for(e), etw_err_name(e), NULL, "could not check the upload", NULL, NULL);
+    etwd_problem(r, etwd_prob_of(e), "could not check the upload", NULL, NULL);
   return -1;
 }
 
@@ -170,7 +170,7 @@ static int unpack_upload(struct etwd_req *r, const char *tmp, size_t max, size_t
   int rc = etw_unpack_file(tmp, k, out, max, NULL, 0, err, sizeof err);
   struct stat sb;
   if (rc > 0) {
-    etwd_problem(r, 413, "too-large", NULL, "the decompressed upload exceeds the server's --max-upload", NULL, NULL);
+    etwd_problem(r, ETWD_P_TOO_LARGE, "the decompressed upload exceeds the server's --max-upload", NULL, NULL);
     return -1;
   }
   size_t tl = strlen(tmp);
@@ -179,12 +179,12 @@ static int unpack_upload(struct etwd_req *r, const char *tmp, size_t max, size_t
     char detail[400];
     snprintf(detail, sizeof detail, "the %s upload cannot be decompressed: %.300s",
              k == ETW_PACK_ZIP ? "zip" : "gzip", why);
-    etwd_problem(r, 400, "invalid-argument", NULL, detail, NULL, NULL);
+    etwd_problem(r, ETWD_P_INVALID, detail, NULL, NULL);
     return -1;
   }
   if (rename(out, tmp) || stat(tmp, &sb)) {
     unlink(out);
-    etwd_problem(r, 500, "io-error", NULL, "could not store the upload", NULL, NULL);
+    etwd_problem(r, ETWD_P_IO, "could not store the upload", NULL, NULL);
     return -1;
   }
   *total = (size_t)sb.st_size;
@@ -212,7 +212,7 @@ void h_file_upload(struct etwd_req *r) {
   struct etw_status st;
   etw_status_clear(&st);
   if (etwd_query(r, "name", name, sizeof name)) {
-    etwd_problem(r, 400, "invalid-argument", NULL, "give the file name as ?name=NAME.etl", "name", NULL);
+    etwd_problem(r, ETWD_P_INVALID, "give the file name as ?name=NAME.etl", "name", NULL);
     return;
   }
   etwd_query(r, "overwrite", ow, sizeof ow);
@@ -228,35 +228,35 @@ void h_file_upload(struct etwd_req *r) {
   int fd = -1, status;
   snprintf(tmp, sizeof tmp, "%s/.upload-%ld-%p", r->srv->cfg->data_dir, (long)getpid(), (void *)r);
   if (upload_ctype_refused(etwd_header(r, "Content-Type"))) {
-    etwd_problem(r, 415, "unsupported-media-type", NULL,
+    etwd_problem(r, ETWD_P_MEDIA_TYPE,
                  "send the ETL file itself as the body (application/octet-stream), not a form", NULL,
                  "Connection: close\r\n");
   } else if (r->ri->content_length > (long long)max) {
-    etwd_problem(r, 413, "too-large", NULL, "the upload exceeds the server's --max-upload", NULL,
+    etwd_problem(r, ETWD_P_TOO_LARGE, "the upload exceeds the server's --max-upload", NULL,
                  "Connection: close\r\n");
   } else if (!stat(path, &sb) && strcmp(ow, "true")) {
-    etwd_problem(r, 409, "already-exists", NULL, "a file of that name exists; add ?overwrite=true to replace it",
+    etwd_problem(r, ETWD_P_EXISTS, "a file of that name exists; add ?overwrite=true to replace it",
                  "name", NULL);
   } else if (etw_mkdirs(r->srv->cfg->data_dir)) {
-    etwd_problem(r, 500, "io-error", NULL, "cannot create the data directory", NULL, NULL);
+    etwd_problem(r, ETWD_P_IO, "cannot create the data directory", NULL, NULL);
   } else if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) < 0) {
-    etwd_problem(r, 500, "io-error", NULL, "cannot create a temporary file in the data directory", NULL, NULL);
+    etwd_problem(r, ETWD_P_IO, "cannot create a temporary file in the data directory", NULL, NULL);
   } else {
     status = receive_body(r, fd, max, &total);
     if (close(fd) && !status) status = 500;
     if (status == 413)
-      etwd_problem(r, 413, "too-large", NULL, "the upload exceeds the server's --max-upload", NULL,
+      etwd_problem(r, ETWD_P_TOO_LARGE, "the upload exceeds the server's --max-upload", NULL,
                    "Connection: close\r\n");
     else if (status == 400)
-      etwd_problem(r, 400, "incomplete-body", NULL,
+      etwd_problem(r, ETWD_P_INCOMPLETE_BODY,
                    "the upload ended before all of its bytes arrived; nothing was kept", NULL,
                    "Connection: close\r\n");
     else if (status)
-      etwd_problem(r, 500, "io-error", NULL, "could not store the upload", NULL, NULL);
+      etwd_problem(r, ETWD_P_IO, "could not store the upload", NULL, NULL);
     else if (total == 0)
-      etwd_problem(r, 400, "invalid-argument", NULL, "the upload is empty", NULL, NULL);
+      etwd_problem(r, ETWD_P_INVALID, "the upload is empty", NULL, NULL);
     else if (!unpack_upload(r, tmp, max, &total) && !check_etl(r, tmp) && rename(tmp, path))
-      etwd_problem(r, 500, "io-error", NULL, "could not store the upload", NULL, NULL);
+      etwd_problem(r, ETWD_P_IO, "could not store the upload", NULL, NULL);
     else if (r->status == 0)
       upload_reply(r, name, total);
     if (r->status != 201) unlink(tmp);
@@ -285,7 +285,7 @@ void h_file_delete(struct etwd_req *r) {
   char *path = path_param_or_reply(r);
   if (!path) return;
   if (unlink(path))
-    etwd_problem(r, 500, "io-error", NULL, "could not delete the file", NULL, NULL);
+    etwd_problem(r, ETWD_P_IO, "could not delete the file", NULL, NULL);
   else
     etwd_reply(r, 204, "application/json", "", 0, NULL);
   free(path);
@@ -337,7 +337,7 @@ static int decode_slot_take(struct etwd_server *s) {
 /* A decode's memory is bounded by its subscriber queue: --max-decodes bounds how many exist. */
 void h_file_events(struct etwd_req *r) {
   if (!decode_slot_take(r->srv)) {
-    etwd_problem(r, 429, "limit-reached", NULL, "too many file decodes at once (--max-decodes)", NULL,
+    etwd_problem(r, ETWD_P_LIMIT, "too many file decodes at once (--max-decodes)", NULL,
                  "Retry-After: 1\r\n");
     return;
   }

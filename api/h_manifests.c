@@ -115,7 +115,7 @@ static int store(const char *dir, const char *name, const char *buf, size_t n, c
 void h_manifest_upload(struct etwd_req *r) {
   char name[256] = "", ow[8] = "";
   if (etwd_query(r, "name", name, sizeof name) || !manifest_name_ok(name)) {
-    etwd_problem(r, 400, "invalid-argument", NULL,
+    etwd_problem(r, ETWD_P_INVALID,
                  "give the manifest's file name as ?name=NAME.man or NAME.xml (letters, digits, . _ - +)",
                  "name", NULL);
     return;
@@ -127,7 +127,7 @@ void h_manifest_upload(struct etwd_req *r) {
   struct stat sb;
   snprintf(path, sizeof path, "%s/%s", dir, name);
   if (!stat(path, &sb) && strcmp(ow, "true")) {
-    etwd_problem(r, 409, "already-exists", NULL, "a manifest of that name exists; add ?overwrite=true to replace it",
+    etwd_problem(r, ETWD_P_EXISTS, "a manifest of that name exists; add ?overwrite=true to replace it",
                  "name", NULL);
     return;
   }
@@ -135,19 +135,19 @@ void h_manifest_upload(struct etwd_req *r) {
   size_t n = 0;
   int st = read_body(r, ETWD_MANIFEST_UPLOAD_MAX, &buf, &n);
   if (st == 413)
-    etwd_problem(r, 413, "too-large", NULL, "a manifest may have at most 16 MiB", NULL, "Connection: close\r\n");
+    etwd_problem(r, ETWD_P_TOO_LARGE, "a manifest may have at most 16 MiB", NULL, "Connection: close\r\n");
   else if (st == 400)
-    etwd_problem(r, 400, "incomplete-body", NULL, "the manifest ended before all of its bytes arrived", NULL,
+    etwd_problem(r, ETWD_P_INCOMPLETE_BODY, "the manifest ended before all of its bytes arrived", NULL,
                  "Connection: close\r\n");
   else if (st)
-    etwd_problem(r, 500, "out-of-memory", NULL, "out of memory", NULL, NULL);
+    etwd_problem(r, ETWD_P_NOMEM, "out of memory", NULL, NULL);
   else if (etw_manifest_check(buf, n))
-    etwd_problem(r, 422, "invalid-manifest", "Not a provider manifest",
+    etwd_problem(r, ETWD_P_INVALID_MANIFEST,
                  "the body is not an instrumentation manifest the decoder can load (no <provider> with a "
                  "name and GUID in <instrumentationManifest>); nothing was stored",
                  NULL, NULL);
   else if (etw_mkdirs(dir) || store(dir, name, buf, n, r))
-    etwd_problem(r, 500, "io-error", NULL, "could not store the manifest", NULL, NULL);
+    etwd_problem(r, ETWD_P_IO, "could not store the manifest", NULL, NULL);
   else {
     struct etw_jw w;
     etw_jw_init(&w, 512);

@@ -7,9 +7,6 @@
 #include "netguard.h"
 #include "etwcore/backend.h"
 #include "etwcore/caps.h"
-#ifdef ETWD_BACKEND_LINUX
-#include "etwcore/linux.h"
-#endif
 
 void h_health(struct etwd_req *r) {
   static const char body[] = "{\"status\":\"ok\"}";
@@ -108,7 +105,7 @@ static void whoami_body(struct etw_jw *w, const struct etwd_principal *p) {
 
 void h_login(struct etwd_req *r) {
   if (r->who.via_cookie) {
-    etwd_problem(r, 400, "invalid-argument", NULL, "log in with Authorization: Bearer <token>", NULL, NULL);
+    etwd_problem(r, ETWD_P_INVALID, "log in with Authorization: Bearer <token>", NULL, NULL);
     return;
   }
   char cookie[65], hdr[256];
@@ -143,7 +140,7 @@ void h_whoami(struct etwd_req *r) {
 void h_rotate(struct etwd_req *r) {
   char a[80], rd[80];
   if (etwd_auth_rotate(r->srv->auth, a, rd)) {
-    etwd_problem(r, 500, "io-error", NULL, "could not write the token file", NULL, NULL);
+    etwd_problem(r, ETWD_P_IO, "could not write the token file", NULL, NULL);
     return;
   }
   struct etw_jw w;
@@ -170,9 +167,7 @@ void h_metrics(struct etwd_req *r) {
   etw_jw_u64(&w, atomic_load(&r->srv->active_streams));
   etw_jw_ch(&w, '\n');
   etwd_netguard_metrics(&w);
-#ifdef ETWD_BACKEND_LINUX
-  etw_linux_metrics(&w); /* stack symbolisation caches */
-#endif
+  etw_backends_metrics(&w); /* each backend's own (Linux: stack symbolisation caches) */
   etwd_reply(r, 200, "text/plain; version=0.0.4; charset=utf-8", etw_jw_cstr(&w), w.len, NULL);
   etw_jw_free(&w);
 }
@@ -224,7 +219,7 @@ void h_providers(struct etwd_req *r) {
   etw_jw_ch(&w, ']');
   if (have_b && !found) {
     etw_jw_free(&w);
-    etwd_problem(r, 400, "invalid-argument", NULL, "?backend= names no backend of this server", "backend", NULL);
+    etwd_problem(r, ETWD_P_INVALID, "?backend= names no backend of this server", "backend", NULL);
     return;
   }
   etwd_reply_jw(r, 200, &w, NULL);

@@ -44,7 +44,7 @@ static int rec_or_404(struct etwd_req *r, char *path, size_t n, struct stat *sb)
   if (i < 0) {
     char d[300];
     snprintf(d, sizeof d, "no recording \"%.200s\"", r->params[0]);
-    etwd_problem(r, 404, "not-found", NULL, d, NULL, NULL);
+    etwd_problem(r, ETWD_P_NOT_FOUND, d, NULL, NULL);
   }
   return i;
 }
@@ -139,7 +139,7 @@ void h_recording_delete(struct etwd_req *r) {
     snprintf(d, sizeof d, "session %llu is still writing recording \"%.200s\": stop the session first",
              (unsigned long long)owner, r->params[0]);
     snprintf(r->audit_detail, sizeof r->audit_detail, "recording %.200s: in use", r->params[0]);
-    etwd_problem(r, 409, "wrong-state", NULL, d, NULL, NULL);
+    etwd_problem(r, ETWD_P_STATE, d, NULL, NULL);
     return;
   }
   int rc = unlink(path);
@@ -147,7 +147,7 @@ void h_recording_delete(struct etwd_req *r) {
   snprintf(r->audit_detail, sizeof r->audit_detail, "recording %.200s: %s", r->params[0],
            rc ? strerror(err) : "deleted");
   if (rc) {
-    etwd_problem(r, 500, "io-error", NULL, "the recording could not be deleted", NULL, NULL);
+    etwd_problem(r, ETWD_P_IO, "the recording could not be deleted", NULL, NULL);
     return;
   }
   /* what a killed server may have left beside it (a snapshot being written), then the directory */

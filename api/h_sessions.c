@@ -15,7 +15,7 @@ static struct etw_session *session_or_404(struct etwd_req *r) {
   if (!s) {
     char d[300];
     snprintf(d, sizeof d, "no session \"%.200s\"", r->params[0]);
-    etwd_problem(r, 404, "not-found", NULL, d, NULL, NULL);
+    etwd_problem(r, ETWD_P_NOT_FOUND, d, NULL, NULL);
   }
   return s;
 }
@@ -117,7 +117,7 @@ void h_session_stop(struct etwd_req *r) {
 void h_session_marker(struct etwd_req *r) {
   const cJSON *text = cJSON_GetObjectItemCaseSensitive(r->body, "text");
   if (!cJSON_IsObject(r->body) || !cJSON_IsString(text)) {
-    etwd_problem(r, 400, "invalid-argument", NULL, "the body must be {\"text\":\"…\"}", "/text", NULL);
+    etwd_problem(r, ETWD_P_INVALID, "the body must be {\"text\":\"…\"}", "/text", NULL);
     return;
   }
   struct etw_session *s = session_or_404(r);
@@ -128,7 +128,7 @@ void h_session_marker(struct etwd_req *r) {
   snprintf(r->audit_detail, sizeof r->audit_detail, "session %s: marker %s", r->params[0],
            e ? etw_err_name(e) : "written");
   if (e == ETW_E_UNSUPPORTED) /* the backend has no way to do it: not implemented there */
-    etwd_problem(r, 501, "unsupported", NULL, st.msg, NULL, NULL);
+    etwd_problem(r, ETWD_P_NOT_IMPLEMENTED, st.msg, NULL, NULL);
   else if (e)
     etwd_fail(r, e, &st);
   else
@@ -187,14 +187,14 @@ static int64_t wait_ms(struct etwd_req *r, struct etw_session *s) {
   char v[32];
   if (etwd_query(r, "wait", v, sizeof v) || !strcmp(v, "false") || !strcmp(v, "0")) return 0;
   if (strcmp(v, "true") && strcmp(v, "1")) {
-    etwd_problem(r, 400, "invalid-argument", NULL, "wait must be true or false", "wait", NULL);
+    etwd_problem(r, ETWD_P_INVALID, "wait must be true or false", "wait", NULL);
     return -1;
   }
   if (etwd_query(r, "timeout_s", v, sizeof v) == 0) {
     char *end;
     double t = strtod(v, &end);
     if (end == v || *end || !(t > 0 && t <= 86400)) {
-      etwd_problem(r, 400, "invalid-argument", NULL, "timeout_s must be a number of seconds, above 0 and at most 86400",
+      etwd_problem(r, ETWD_P_INVALID, "timeout_s must be a number of seconds, above 0 and at most 86400",
                    "timeout_s", NULL);
       return -1;
     }
@@ -202,7 +202,7 @@ static int64_t wait_ms(struct etwd_req *r, struct etw_session *s) {
   }
   int64_t left = etw_session_remaining_ms(s);
   if (left < 0) {
-    etwd_problem(r, 400, "invalid-argument", NULL,
+    etwd_problem(r, ETWD_P_INVALID,
                  "this session has no duration_s, so there is no end to wait for: give timeout_s", "timeout_s",
                  NULL);
     return -1;
@@ -220,7 +220,7 @@ void h_session_file(struct etwd_req *r) {
   int64_t ms = p ? wait_ms(r, s) : 0;
   int w = ms > 0 ? etw_session_wait_stopped(s, ms, &r->srv->stopping) : 0;
   if (!p) {
-    etwd_problem(r, 404, "not-found", NULL, "this session does not record to a file (mode realtime)",
+    etwd_problem(r, ETWD_P_NOT_FOUND, "this session does not record to a file (mode realtime)",
                  NULL, NULL);
   } else if (ms < 0) {
     /* answered */
@@ -228,16 +228,16 @@ void h_session_file(struct etwd_req *r) {
     char d[200];
     snprintf(d, sizeof d, "session %s was still running after %.1f s: ask again, or stop it", r->params[0],
              (double)ms / 1000);
-    etwd_problem(r, 504, "timeout", "Still running", d, NULL, NULL);
+    etwd_problem(r, ETWD_P_TIMEOUT, d, NULL, NULL);
   } else if (w == 2) {
-    etwd_problem(r, 503, "shutting-down", NULL, "the server is stopping", NULL, NULL);
+    etwd_problem(r, ETWD_P_SHUTTING_DOWN, "the server is stopping", NULL, NULL);
   } else {
     char name[64];
     const char *ext = strrchr(p, '.');
     snprintf(name, sizeof name, "etwd-session-%s%s", r->params[0], ext ? ext : "");
     struct stat sb;
     if (stat(p, &sb) && errno == ENOENT && !etw_session_is_recording(s))
-      etwd_problem(r, 404, "not-found", NULL, "the recording of this session was deleted", NULL, NULL);
+      etwd_problem(r, ETWD_P_NOT_FOUND, "the recording of this session was deleted", NULL, NULL);
     else
       etwd_send_file(r, p, "application/octet-stream", name);
   }
@@ -255,7 +255,7 @@ void h_session_events(struct etwd_req *r) {
   const char *accept = etwd_header(r, "Accept");
   if (accept && !strstr(accept, "application/x-ndjson") && !strstr(accept, "*/*") &&
       !strstr(accept, "application/*")) {
-    etwd_problem(r, 406, "not-acceptable", NULL,
+    etwd_problem(r, ETWD_P_NOT_ACCEPTABLE,
                  "this stream is application/x-ndjson over HTTP, or a WebSocket upgrade", NULL, NULL);
   } else {
     etwd_stream_ndjson(r, s);

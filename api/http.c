@@ -13,22 +13,48 @@
 
 #include "api.h"
 
-/* The one table: core error → HTTP status. */
-static const struct {
-  enum etw_err code;
-  int status;
-} status_map[] = {
-    {ETW_E_OK, 200},          {ETW_E_INVALID, 400},  {ETW_E_BAD_JSON, 400},
-    {ETW_E_NOT_FOUND, 404},   {ETW_E_EXISTS, 409},   {ETW_E_STATE, 409},
-    {ETW_E_LIMIT, 429},       {ETW_E_TOO_LARGE, 413}, {ETW_E_NOMEM, 503},
-    {ETW_E_IO, 500},          {ETW_E_PERM, 403},     {ETW_E_UNSUPPORTED, 422},
-    {ETW_E_KERNEL, 400},      {ETW_E_CORRUPT, 422},  {ETW_E_INTERNAL, 500},
+/* The one table (problem.h): the status of each core error, and the HTTP layer's own rows. */
+static const short core_status[ETW_E__COUNT] = {
+#define CORE_STATUS_(e, st) [ETW_E_##e] = st,
+    ETWD_CORE_STATUS(CORE_STATUS_)
+#undef CORE_STATUS_
 };
+enum { /* a row per core error: with -Woverride-init (-Wextra) against duplicates, all of them */
+#define CORE_ROW_(e, st) CORE_ROW_##e,
+  ETWD_CORE_STATUS(CORE_ROW_)
+#undef CORE_ROW_
+  CORE_ROWS
+};
+_Static_assert((int)CORE_ROWS == (int)ETW_E__COUNT, "ETWD_CORE_STATUS must give every core error a status");
+
+static const struct etwd_prob_info http_rows[] = {
+#define HTTP_ROW_(e, st, n, t) {st, n, t},
+    ETWD_HTTP_PROBLEMS(HTTP_ROW_)
+#undef HTTP_ROW_
+};
+_Static_assert(sizeof http_rows / sizeof http_rows[0] == (size_t)((int)ETWD_P__COUNT - (int)ETW_E__COUNT),
+               "one row per problem");
+
+struct etwd_prob_info etwd_prob_info(enum etwd_prob p) {
+  if ((unsigned)p < ETW_E__COUNT) {
+    struct etwd_prob_info i = {core_status[p], etw_err_name((enum etw_err)p), etw_err_msg((enum etw_err)p)};
+    return i;
+  }
+  if ((unsigned)p < ETWD_P__COUNT) return http_rows[p - ETW_E__COUNT];
+  return etwd_prob_info(ETWD_P_INTERNAL);
+}
+
+enum etwd_prob etwd_prob_for_status(int status) {
+  if (status == 404) return ETWD_P_NOT_FOUND;
+  if (status == 413) return ETWD_P_TOO_LARGE;
+  for (int p = ETW_E__COUNT; p < ETWD_P__COUNT; p++) /* the first row of the HTTP layer's with it */
+    if (http_rows[p - ETW_E__COUNT].status == status && (status < 500 || status == 501 || status == 505))
+      return (enum etwd_prob)p;
+  return status >= 400 && status < 500 ? ETWD_P_BAD_REQUEST : ETWD_P_INTERNAL;
+}
 
 int etwd_status_for(enum etw_err code) {
-  for (size_t i = 0; i < sizeof status_map / sizeof status_map[0]; i++)
-    if (status_map[i].code == code) return status_map[i].status;
-  return 500;
+  return (unsigned)code < ETW_E__COUNT ? core_status[code] : 500;
 }
 
 const char *etwd_reason(int s) {
@@ -127,20 +153,20 @@ void etwd_reply(struct etwd_req *r, int status, const char *ctype, const char *b
 
 void etwd_reply_jw(struct etwd_req *r, int status, struct etw_jw *w, const char *extra) {
   if (w->err) {
-    etwd_problem(r, 500, "internal-error", "Response too large", "the response exceeded its maximum size", NULL, NULL);
+    etwd_problem(r, ETWD_P_INTERNAL, "the response exceeded its maximum size", NULL, NULL);
     return;
   }
   etwd_reply(r, status, "application/json", w->buf ? w->buf : "", w->len, extra);
 }
 
-static void problem_body(struct etw_jw *w, int status, const char *name, const char *title,
-                         const char *detail, const char *field) {
+static void problem_body(struct etw_jw *w, const struct etwd_prob_info *p, const char *detail,
+                         const char *field) {
   etw_jw_lit(w, "{\"type\":\"urn:etwd:problem:");
-  etw_jw_lit(w, name);
+  etw_jw_lit(w, p->name);
   etw_jw_lit(w, "\",\"title\":");
-  etw_jw_cs(w, title ? title : etwd_reason(status));
+  etw_jw_cs(w, p->title);
   etw_jw_lit(w, ",\"status\":");
-  etw_jw_u64(w, (uint64_t)status);
+  etw_jw_u64(w, (uint64_t)p->status);
   if (detail && *detail) {
     etw_jw_lit(w, ",\"detail\":");
     etw_jw_cs(w, detail);
@@ -152,29 +178,30 @@ static void problem_body(struct etw_jw *w, int status, const char *name, const c
   etw_jw_ch(w, '}');
 }
 
-void etwd_problem(struct etwd_req *r, int status, const char *name, const char *title,
-                  const char *detail, const char *field, const char *extra) {
+void etwd_problem(struct etwd_req *r, enum etwd_prob prob, const char *detail, const char *field,
+                  const char *extra) {
+  struct etwd_prob_info p = etwd_prob_info(prob);
   struct etw_jw w;
   etw_jw_init(&w, 16384);
-  problem_body(&w, status, name, title, detail, field);
-  r->status = status;
-  raw_reply(r->conn, status, "application/problem+json", etw_jw_cstr(&w), w.len, extra, &r->bytes_out);
+  problem_body(&w, &p, detail, field);
+  r->status = p.status;
+  raw_reply(r->conn, p.status, "application/problem+json", etw_jw_cstr(&w), w.len, extra, &r->bytes_out);
   etw_jw_free(&w);
 }
 
-void etwd_problem_conn(struct mg_connection *c, int status, const char *name, const char *detail,
-                       const char *extra) {
+int etwd_problem_conn(struct mg_connection *c, enum etwd_prob prob, const char *detail, const char *extra) {
+  struct etwd_prob_info p = etwd_prob_info(prob);
   struct etw_jw w;
   etw_jw_init(&w, 16384);
-  problem_body(&w, status, name, NULL, detail, NULL);
-  raw_reply(c, status, "application/problem+json", etw_jw_cstr(&w), w.len, extra, NULL);
+  problem_body(&w, &p, detail, NULL);
+  raw_reply(c, p.status, "application/problem+json", etw_jw_cstr(&w), w.len, extra, NULL);
   etw_jw_free(&w);
+  return p.status;
 }
 
 void etwd_fail(struct etwd_req *r, enum etw_err code, const struct etw_status *st) {
-  int status = etwd_status_for(code);
   const char *detail = st && st->msg[0] ? st->msg : etw_err_msg(code);
-  etwd_problem(r, status, etw_err_name(code), etw_err_msg(code), detail, st ? st->field : NULL, NULL);
+  etwd_problem(r, etwd_prob_of(code), detail, st ? st->field : NULL, NULL);
 }
 
 const char *etwd_header(const struct etwd_req *r, const char *name) {
@@ -423,7 +450,7 @@ static void send_body(struct etwd_req *r, int fd, const char *head, size_t hn,
   size_t bufsz = 256 * 1024;
   char *buf = malloc(bufsz);
   if (!buf) {
-    etwd_problem(r, 503, "out-of-memory", NULL, NULL, NULL, NULL);
+    etwd_problem(r, ETWD_P_NOMEM, NULL, NULL, NULL);
     return;
   }
   memcpy(buf, head, hn);
@@ -460,7 +487,7 @@ void etwd_send_file(struct etwd_req *r, const char *path, const char *ctype, con
   struct stat sb;
   if (fd < 0 || fstat(fd, &sb) || !S_ISREG(sb.st_mode)) {
     if (fd >= 0) close(fd);
-    etwd_problem(r, 404, "not-found", NULL, "the file does not exist (yet)", NULL, NULL);
+    etwd_problem(r, ETWD_P_NOT_FOUND, "the file does not exist (yet)", NULL, NULL);
     return;
   }
   char etag[96], lm[64], extra[256];
@@ -474,7 +501,7 @@ void etwd_send_file(struct etwd_req *r, const char *path, const char *ctype, con
   } else if (pre == 412 || kind == RANGE_UNSATISFIABLE) {
     int u = pre != 412;
     snprintf(extra, sizeof extra, u ? "ETag: %s\r\nContent-Range: bytes */%llu\r\n" : "ETag: %s\r\n", etag, size);
-    etwd_problem(r, u ? 416 : 412, u ? "range-not-satisfiable" : "precondition-failed", NULL,
+    etwd_problem(r, u ? ETWD_P_RANGE : ETWD_P_PRECONDITION,
                  u ? "the requested range is outside the file"
                    : "the file is not the version the request's If-Match/If-Unmodified-Since names",
                  NULL, extra);

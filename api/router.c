@@ -9,7 +9,6 @@
 #include "api.h"
 #include "log.h"
 #include "netguard.h"
-#include "tls.h"
 
 /* clang-format off */
 const struct etwd_route etwd_routes[] = {
@@ -135,7 +134,7 @@ static int refuse_nul(struct etwd_req *r, const char *uri) {
     while (pair > q && pair[-1] != '&') pair--;
     snprintf(field, sizeof field, "%.*s", (int)strcspn(pair, "=&"), pair);
   }
-  etwd_problem(r, 400, "invalid-argument", NULL, "a NUL character (%00) is not allowed in a path or query value",
+  etwd_problem(r, ETWD_P_INVALID, "a NUL character (%00) is not allowed in a path or query value",
                field, NULL);
   return 1;
 }
@@ -187,20 +186,20 @@ static int serve_asset(struct etwd_req *r, const char *uri) {
 /* read a JSON body with the size limit; 0 ok, else a reply was sent */
 static int read_json_body(struct etwd_req *r) {
   if (!is_json_ctype(etwd_header(r, "Content-Type"))) {
-    etwd_problem(r, 415, "unsupported-media-type", NULL, "the request body must be application/json",
+    etwd_problem(r, ETWD_P_MEDIA_TYPE, "the request body must be application/json",
                  NULL, NULL);
     return -1;
   }
   size_t max = r->srv->cfg->max_body;
   long long cl = r->ri->content_length;
   if (cl > (long long)max) {
-    etwd_problem(r, 413, "too-large", NULL, "the request body exceeds the server's --max-body", NULL,
+    etwd_problem(r, ETWD_P_TOO_LARGE, "the request body exceeds the server's --max-body", NULL,
                  "Connection: close\r\n");
     return -1;
   }
   char *buf = malloc(max + 2);
   if (!buf) {
-    etwd_problem(r, 503, "out-of-memory", NULL, NULL, NULL, NULL);
+    etwd_problem(r, ETWD_P_NOMEM, NULL, NULL, NULL);
     return -1;
   }
   size_t len = 0;
@@ -212,7 +211,7 @@ static int read_json_body(struct etwd_req *r) {
   }
   if (len > max) {
     free(buf);
-    etwd_problem(r, 413, "too-large", NULL, "the request body exceeds the server's --max-body", NULL,
+    etwd_problem(r, ETWD_P_TOO_LARGE, "the request body exceeds the server's --max-body", NULL,
                  "Connection: close\r\n");
     return -1;
   }
@@ -220,7 +219,7 @@ static int read_json_body(struct etwd_req *r) {
   char ptr[200];
   if (etwd_json_find_nul(buf, len, ptr, sizeof ptr)) { /* cJSON would end the string there */
     free(buf);
-    etwd_problem(r, 400, "invalid-argument", NULL, "a NUL character (\\u0000) is not allowed in a JSON string",
+    etwd_problem(r, ETWD_P_INVALID, "a NUL character (\\u0000) is not allowed in a JSON string",
                  ptr[0] ? ptr : NULL, NULL);
     return -1;
   }
@@ -231,7 +230,7 @@ static int read_json_body(struct etwd_req *r) {
     snprintf(detail, sizeof detail, "malformed JSON near byte %ld of the body",
              endp ? (long)(endp - buf) : (long)(cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() - buf : 0));
     free(buf);
-    etwd_problem(r, 400, "malformed-json", "Request body is not valid JSON", detail, NULL, NULL);
+    etwd_problem(r, ETWD_P_BAD_JSON, detail, NULL, NULL);
     return -1;
   }
   free(buf);
@@ -247,7 +246,7 @@ static void options_reply(struct etwd_req *r, const char *uri, const char *allow
     const char *u = strcmp(uri, "/") ? uri : "/index.html";
     while (a->path && strcmp(a->path, u)) a++;
     if (!a->path) {
-      etwd_problem(r, 404, "not-found", NULL, "no such route", NULL, NULL);
+      etwd_problem(r, ETWD_P_NOT_FOUND, "no such route", NULL, NULL);
       return;
     }
     allow = "GET";
@@ -297,21 +296,21 @@ static int dispatch(struct mg_connection *conn, void *cbdata) {
       char extra[160], detail[200];
       snprintf(extra, sizeof extra, "Allow: %s\r\n", allow);
       snprintf(detail, sizeof detail, "%s is not allowed on %s; allowed: %s", method, uri, allow);
-      etwd_problem(&r, 405, "method-not-allowed", NULL, detail, NULL, extra);
+      etwd_problem(&r, ETWD_P_METHOD, detail, NULL, extra);
     } else {
-      etwd_problem(&r, 404, "not-found", NULL, "no such route", NULL, NULL);
+      etwd_problem(&r, ETWD_P_NOT_FOUND, "no such route", NULL, NULL);
     }
     goto done;
   }
   if (!is_stream && active > s->cfg->max_requests) {
-    etwd_problem(&r, 429, "limit-reached", NULL, "too many concurrent requests; retry shortly", NULL,
+    etwd_problem(&r, ETWD_P_LIMIT, "too many concurrent requests; retry shortly", NULL,
                  "Retry-After: 1\r\n");
     goto done;
   }
   if (rt->role != ROLE_NONE) {
     etwd_principal_of(s, conn, &r.who);
     if (r.who.role == ROLE_NONE) {
-      etwd_problem(&r, 401, "unauthorized", NULL,
+      etwd_problem(&r, ETWD_P_UNAUTHORIZED,
                    "a valid token is required: Authorization: Bearer <token>, or log in for a cookie",
                    NULL, "WWW-Authenticate: Bearer realm=\"etwd\"\r\n");
       goto done;
@@ -319,19 +318,19 @@ static int dispatch(struct mg_connection *conn, void *cbdata) {
     /* a quarter of --max-requests is kept for the admin: readers cannot lock control out */
     if (!is_stream && r.who.role == ROLE_READER &&
         active > s->cfg->max_requests - s->cfg->max_requests / 4) {
-      etwd_problem(&r, 429, "limit-reached", NULL,
+      etwd_problem(&r, ETWD_P_LIMIT,
                    "too many concurrent requests for the reader role; retry shortly", NULL,
                    "Retry-After: 1\r\n");
       goto done;
     }
     if (r.who.role < rt->role) {
-      etwd_problem(&r, 403, "forbidden", NULL, "this action needs the admin role", NULL, NULL);
+      etwd_problem(&r, ETWD_P_FORBIDDEN, "this action needs the admin role", NULL, NULL);
       goto done;
     }
     /* cookie-authenticated changes must come from an allowed Origin (CSRF) */
     if (r.who.via_cookie && strcmp(method, "GET") && strcmp(method, "HEAD") &&
         !cookie_change_allowed(s, &r)) {
-      etwd_problem(&r, 403, "forbidden-origin", NULL, "cross-origin request refused", NULL, NULL);
+      etwd_problem(&r, ETWD_P_FORBIDDEN_ORIGIN, "cross-origin request refused", NULL, NULL);
       goto done;
     }
   }
@@ -357,18 +356,9 @@ static int log_message(const struct mg_connection *conn, const char *message) {
 static int http_error(struct mg_connection *conn, int status, const char *msg) {
   if (status < 400) return 1; /* civetweb's reply (no body) */
   const struct mg_request_info *ri = mg_get_request_info(conn);
-  const char *name = status == 400   ? "bad-request"
-                     : status == 404 ? "not-found"
-                     : status == 405 ? "method-not-allowed"
-                     : status == 411 ? "length-required"
-                     : status == 413 ? "too-large"
-                     : status == 426 ? "upgrade-required"
-                     : status == 505 ? "http-version-not-supported"
-                     : status >= 500 ? "internal-error"
-                                     : "bad-request";
   if (status == 404 && mg_get_header(conn, "Upgrade"))
     msg = "no WebSocket endpoint at this path (event streams: /api/v1/sessions/{id}/events)";
-  etwd_problem_conn(conn, status, name, msg, "Connection: close\r\n");
+  status = etwd_problem_conn(conn, etwd_prob_for_status(status), msg, "Connection: close\r\n");
   char q1[300], q2[64], q3[300];
   etwd_log(LOG_INFO, "request refused by the HTTP layer", "kind=access path=%s status=%d remote=%s detail=%s",
            etwd_logq(q1, sizeof q1, ri && ri->request_uri ? ri->request_uri : "-"), status,
@@ -378,8 +368,21 @@ static int http_error(struct mg_connection *conn, int status, const char *msg) {
 
 static int init_ssl(void *ssl_ctx, void *user_data) {
   struct etwd_server *s = user_data;
-  int rc = etwd_tls_init_ctx(ssl_ctx, s->cert, s->key);
+  int rc = s->tls_init ? s->tls_init(ssl_ctx, s->cert, s->key) : 0;
   return rc == 1 ? 1 : -1;
+}
+
+int etwd_listen_split(const char *list, char out[][128], int max) {
+  int n = 0;
+  const char *p = list;
+  for (;;) {
+    size_t k = strcspn(p, ",");
+    if (n >= max || k == 0 || k >= 128) return -1;
+    memcpy(out[n], p, k);
+    out[n++][k] = 0;
+    if (!p[k]) return n;
+    p += k + 1;
+  }
 }
 
 int etwd_server_start(struct etwd_server *s, char *err, size_t errlen) {

@@ -339,32 +339,32 @@ static int ws_connect(const struct mg_connection *cconn, void *cbdata) {
   struct etwd_principal p;
   char q1[300], q2[64];
   etwd_principal_of(s, conn, &p);
-  int status = 0;
-  const char *name = NULL, *detail = NULL;
+  enum etwd_prob prob = ETWD_P_OK;
+  const char *detail = NULL;
   char err[200];
   struct etw_sub_filter f;
   unsigned long long from;
   if (p.role < ROLE_READER) {
-    status = 401, name = "unauthorized", detail = "WebSocket upgrade needs a token (bearer or cookie)";
+    prob = ETWD_P_UNAUTHORIZED, detail = "WebSocket upgrade needs a token (bearer or cookie)";
   } else if (!etwd_origin_allowed(s, ri, mg_get_header(conn, "Origin"))) {
-    status = 403, name = "forbidden-origin", detail = "WebSocket upgrade from a foreign Origin refused";
+    prob = ETWD_P_FORBIDDEN_ORIGIN, detail = "WebSocket upgrade from a foreign Origin refused";
   } else if (atomic_load(&s->stopping)) {
-    status = 503, name = "shutting-down", detail = "the server is stopping";
+    prob = ETWD_P_SHUTTING_DOWN, detail = "the server is stopping";
   } else if (atomic_load(&s->active_streams) >= s->cfg->max_streams) {
-    status = 429, name = "limit-reached", detail = "too many streaming clients (--max-streams)";
+    prob = ETWD_P_LIMIT, detail = "too many streaming clients (--max-streams)";
   } else if (etwd_sub_filter_from_query(ri->query_string, &f, &from, err, sizeof err)) {
-    status = 400, name = "invalid-argument", detail = err;
+    prob = ETWD_P_INVALID, detail = err;
   } else {
     unsigned long long id = ws_session_id(ri);
     struct etw_session *sess = id ? etw_session_get(s->core, id) : NULL;
     if (!sess)
-      status = 404, name = "not-found", detail = "no such session";
+      prob = ETWD_P_NOT_FOUND, detail = "no such session";
     else
       etw_session_put(sess);
   }
-  if (status) {
-    etwd_problem_conn(conn, status, name, detail,
-                      status == 401 ? "WWW-Authenticate: Bearer realm=\"etwd\"\r\n" : NULL);
+  if (prob != ETWD_P_OK) {
+    int status = etwd_problem_conn(conn, prob, detail,
+                                   prob == ETWD_P_UNAUTHORIZED ? "WWW-Authenticate: Bearer realm=\"etwd\"\r\n" : NULL);
     etwd_log(LOG_INFO, "websocket refused", "kind=access path=%s status=%d remote=%s",
              etwd_logq(q1, sizeof q1, ri->local_uri), status, etwd_logq(q2, sizeof q2, ri->remote_addr));
     return 1;
@@ -548,12 +548,12 @@ void etwd_stream_ndjson(struct etwd_req *r, struct etw_session *sess) {
   unsigned long long from;
   char err[200];
   if (etwd_sub_filter_from_query(r->ri->query_string, &f, &from, err, sizeof err)) {
-    etwd_problem(r, 400, "invalid-argument", NULL, err, NULL, NULL);
+    etwd_problem(r, ETWD_P_INVALID, err, NULL, NULL);
     return;
   }
   if (atomic_fetch_add(&s->active_streams, 1) >= s->cfg->max_streams) {
     atomic_fetch_sub(&s->active_streams, 1);
-    etwd_problem(r, 429, "limit-reached", NULL, "too many streaming clients (--max-streams)", NULL,
+    etwd_problem(r, ETWD_P_LIMIT, "too many streaming clients (--max-streams)", NULL,
                  "Retry-After: 1\r\n");
     return;
   }

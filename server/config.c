@@ -7,37 +7,36 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "etwcore/etl.h"
 #include "etwd_buildinfo.h" /* generated: ETWD_GIT_COMMIT, ETWD_BUILD_OPTIONS */
 #include "etwcore/host.h"
 #include "log.h"
 
 void etwd_config_defaults(struct etwd_config *c) {
   memset(c, 0, sizeof *c);
-  snprintf(c->listen, sizeof c->listen, "127.0.0.1:8443");
+  snprintf(c->api.listen, sizeof c->api.listen, "127.0.0.1:8443");
   const char *sd = getenv("ETWD_STATE_DIR");
 #ifdef _WIN32 /* default: %ProgramData%\etwd */
   char pd[600];
   snprintf(pd, sizeof pd, "%.580s\\etwd", getenv("ProgramData") ? getenv("ProgramData") : "C:\\ProgramData");
   if (!sd || !*sd) sd = pd;
 #endif
-  snprintf(c->state_dir, sizeof c->state_dir, "%s", sd && *sd ? sd : "/var/lib/etwd");
+  snprintf(c->api.state_dir, sizeof c->api.state_dir, "%s", sd && *sd ? sd : "/var/lib/etwd");
   c->log_level = LOG_INFO;
-  c->max_sessions = 16;
-  c->max_streams = 64;
-  c->max_requests = 32;
+  c->api.max_sessions = 16;
+  c->api.max_streams = 64;
+  c->api.max_requests = 32;
   c->max_subscribers = 64;
-  c->max_decodes = 4;
-  c->max_body = 1 << 20;
-  c->max_upload = (size_t)1 << 30;
+  c->api.max_decodes = 4;
+  c->api.max_body = 1 << 20;
+  c->api.max_upload = (size_t)1 << 30;
   c->sub_queue_events = 65536;
   c->replay_kb = 16384;
   c->reader_nice = -10; /* ETW_LINUX_READER_NICE_DEFAULT (etwcore/linux.h) */
   c->reader_pinning = 1;
-  c->io_timeout_s = 10;
-  c->head_timeout_s = 5;
-  c->max_connections = 0; /* ETWD_MAX_CONNECTIONS_DEFAULT, or more for large --max-streams/requests */
-  c->max_per_address = 128;
+  c->api.io_timeout_s = 10;
+  c->api.head_timeout_s = 5;
+  c->api.max_connections = 0; /* ETWD_MAX_CONNECTIONS_DEFAULT, or more for large --max-streams/requests */
+  c->api.max_per_address = 128;
 }
 
 #ifdef _WIN32
@@ -139,19 +138,6 @@ int etwd_listen_is_loopback(const char *l) {
   return (size_t)used == hl && part[0] == 127 && part[1] < 256 && part[2] < 256 && part[3] < 256;
 }
 
-int etwd_listen_split(const char *list, char out[][128], int max) {
-  int n = 0;
-  const char *p = list;
-  for (;;) {
-    size_t k = strcspn(p, ",");
-    if (n >= max || k == 0 || k >= 128) return -1;
-    memcpy(out[n], p, k);
-    out[n++][k] = 0;
-    if (!p[k]) return n;
-    p += k + 1;
-  }
-}
-
 /* --listen: a comma-separated list of HOST:PORT (no spaces, no civetweb suffixes like "s") */
 static int check_listen(const char *v) {
   char e[ETWD_MAX_LISTEN][128];
@@ -201,11 +187,11 @@ static int apply(struct etwd_config *c, const char *name, const char *v) {
   unsigned long long x;
   if (!strcmp(name, "listen")) {
     if (check_listen(v)) return -1;
-    return copy(c->listen, sizeof c->listen, name, v);
+    return copy(c->api.listen, sizeof c->api.listen, name, v);
   }
-  if (!strcmp(name, "state-dir")) return copy(c->state_dir, sizeof c->state_dir, name, v);
-  if (!strcmp(name, "data-dir")) return copy(c->data_dir, sizeof c->data_dir, name, v);
-  if (!strcmp(name, "manifests")) return copy(c->manifest_dir, sizeof c->manifest_dir, name, v);
+  if (!strcmp(name, "state-dir")) return copy(c->api.state_dir, sizeof c->api.state_dir, name, v);
+  if (!strcmp(name, "data-dir")) return copy(c->api.data_dir, sizeof c->api.data_dir, name, v);
+  if (!strcmp(name, "manifests")) return copy(c->api.manifest_dir, sizeof c->api.manifest_dir, name, v);
   if (!strcmp(name, "cert")) return copy(c->cert, sizeof c->cert, name, v);
   if (!strcmp(name, "host-name")) {
     if (!etw_host_valid(v)) {
@@ -225,11 +211,11 @@ static int apply(struct etwd_config *c, const char *name, const char *v) {
     return 0;
   }
   if (!strcmp(name, "allow-origin")) {
-    if (c->n_origins >= ETWD_MAX_ORIGINS) {
+    if (c->api.n_origins >= ETWD_MAX_ORIGINS) {
       fprintf(stderr, "etwd: --allow-origin: at most %d origins\n", ETWD_MAX_ORIGINS);
       return -1;
     }
-    return copy(c->origins[c->n_origins++], sizeof c->origins[0], name, v);
+    return copy(c->api.origins[c->api.n_origins++], sizeof c->api.origins[0], name, v);
   }
   if (!strcmp(name, "reader-nice")) {
     char *end;
@@ -242,15 +228,8 @@ static int apply(struct etwd_config *c, const char *name, const char *v) {
     c->reader_nice = (int)n;
     return 0;
   }
-  if (!strcmp(name, "decode")) { /* process-wide: every ETL reader and decoder made from now on */
-    enum etw_decode_mode m;
-    if (etw_decode_parse(v, &m)) {
-      fprintf(stderr, "etwd: --decode: expected fast or reference, got \"%s\"\n", v);
-      return -1;
-    }
-    etw_decode_set_default(m);
-    return 0;
-  }
+  if (!strcmp(name, "decode")) /* checked and applied by etw_backends_configure (main.c) */
+    return copy(c->decode, sizeof c->decode, name, v);
   if (!strcmp(name, "reader-pinning")) {
     int on = !strcmp(v, "yes") || !strcmp(v, "true") || !strcmp(v, "1");
     if (!on && strcmp(v, "no") && strcmp(v, "false") && strcmp(v, "0")) {
@@ -266,19 +245,19 @@ static int apply(struct etwd_config *c, const char *name, const char *v) {
     c->field = (__typeof__(c->field))x;                \
     return 0;                                          \
   }
-  U("max-sessions", max_sessions, 1, 1024)
-  U("max-streams", max_streams, 1, 4096)
-  U("max-requests", max_requests, 1, 4096)
+  U("max-sessions", api.max_sessions, 1, 1024)
+  U("max-streams", api.max_streams, 1, 4096)
+  U("max-requests", api.max_requests, 1, 4096)
   U("max-subscribers", max_subscribers, 1, 4096)
-  U("max-decodes", max_decodes, 1, 1024)
-  U("max-body", max_body, 1024, 1ull << 30)
-  U("max-upload", max_upload, 1024, 1ull << 40)
+  U("max-decodes", api.max_decodes, 1, 1024)
+  U("max-body", api.max_body, 1024, 1ull << 30)
+  U("max-upload", api.max_upload, 1024, 1ull << 40)
   U("queue-events", sub_queue_events, 64, 1u << 26)
   U("replay-kb", replay_kb, 0, 1u << 22)
-  U("io-timeout", io_timeout_s, 1, 3600)
-  U("head-timeout", head_timeout_s, 1, 600)
-  U("max-connections", max_connections, 8, 16384)
-  U("max-connections-per-address", max_per_address, 1, 16384)
+  U("io-timeout", api.io_timeout_s, 1, 3600)
+  U("head-timeout", api.head_timeout_s, 1, 600)
+  U("max-connections", api.max_connections, 8, 16384)
+  U("max-connections-per-address", api.max_per_address, 1, 16384)
 #undef U
   fprintf(stderr, "etwd: unknown option --%s (see --help)\n", name);
   return -1;
@@ -388,25 +367,25 @@ int etwd_config_parse(struct etwd_config *c, int argc, char **argv, int from) {
     if (!strcmp(name, "config")) continue;
     if (apply(c, name, val)) return -1;
   }
-  if (!c->data_dir[0]) snprintf(c->data_dir, sizeof c->data_dir, "%.1000s/files", c->state_dir);
-  if (!c->manifest_dir[0])
-    snprintf(c->manifest_dir, sizeof c->manifest_dir, "%.1000s/manifests", c->state_dir);
+  if (!c->api.data_dir[0]) snprintf(c->api.data_dir, sizeof c->api.data_dir, "%.1000s/files", c->api.state_dir);
+  if (!c->api.manifest_dir[0])
+    snprintf(c->api.manifest_dir, sizeof c->api.manifest_dir, "%.1000s/manifests", c->api.state_dir);
   if (!!c->cert[0] != !!c->key[0]) {
     fprintf(stderr, "etwd: --cert and --key must be given together\n");
     return -1;
   }
-  if (c->head_timeout_s > c->io_timeout_s) c->head_timeout_s = c->io_timeout_s;
-  uint32_t need = c->max_streams + c->max_requests + 4;
-  if (!c->max_connections) {
-    c->max_connections = need + 64 > ETWD_MAX_CONNECTIONS_DEFAULT ? need + 64 : ETWD_MAX_CONNECTIONS_DEFAULT;
-  } else if (c->max_connections < need) {
+  if (c->api.head_timeout_s > c->api.io_timeout_s) c->api.head_timeout_s = c->api.io_timeout_s;
+  uint32_t need = c->api.max_streams + c->api.max_requests + 4;
+  if (!c->api.max_connections) {
+    c->api.max_connections = need + 64 > ETWD_MAX_CONNECTIONS_DEFAULT ? need + 64 : ETWD_MAX_CONNECTIONS_DEFAULT;
+  } else if (c->api.max_connections < need) {
     fprintf(stderr, "etwd: --max-connections %u is below --max-streams + --max-requests + 4 = %u\n",
-            c->max_connections, need);
+            c->api.max_connections, need);
     return -1;
   }
   if (c->plain_http) { /* every address of the list: plain HTTP only where no one else can listen */
     char e[ETWD_MAX_LISTEN][128];
-    int n = etwd_listen_split(c->listen, e, ETWD_MAX_LISTEN);
+    int n = etwd_listen_split(c->api.listen, e, ETWD_MAX_LISTEN);
     for (int i = 0; i < n; i++)
       if (!etwd_listen_is_loopback(e[i])) {
         fprintf(stderr,

@@ -6,32 +6,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ETWD_MAX_ORIGINS 8
-#define ETWD_MAX_LISTEN 8 /* addresses in --listen */
+#include "api.h" /* struct etwd_api_config: the part of the configuration the REST layer reads */
+
 #define ETWD_MAX_CONNECTIONS_DEFAULT 1024
 
 struct etwd_config {
-  char listen[512];      /* host:port[,host:port...], default 127.0.0.1:8443 */
+  struct etwd_api_config api; /* listen, dirs, limits, origins, time-outs */
   int plain_http;        /* --insecure-http: only accepted on loopback */
-  char state_dir[1024];  /* certificate, tokens, recordings */
-  char data_dir[1024];   /* ETL files served by /api/v1/files (default <state>/files) */
-  char manifest_dir[1024]; /* provider manifests (default <state>/manifests) */
   char cert[1024], key[1024]; /* empty = generated self-signed in state_dir */
   int log_level;
-  uint32_t max_sessions, max_streams, max_requests, max_subscribers;
-  uint32_t max_decodes; /* concurrent GET /files/{name}/events decodes */
-  size_t max_body, max_upload;
+  uint32_t max_subscribers;
   uint32_t sub_queue_events;
   size_t replay_kb;
-  char origins[ETWD_MAX_ORIGINS][256]; /* extra allowed WebSocket Origins */
-  int n_origins;
   int print_token; /* print the admin token at start-up (README's run command) */
   int reader_nice; /* Linux: nice value of the per-CPU reader threads (-20..19; 0 = unchanged) */
   int reader_pinning; /* Linux: 1 = the reader of CPU n runs only on CPU n */
-  uint32_t io_timeout_s; /* a connection making no progress this long is closed (civetweb's request_timeout) */
-  uint32_t head_timeout_s;   /* TLS handshake and each request head must finish within this */
-  uint32_t max_connections;  /* open connections in all = civetweb's worker pool (0 = automatic) */
-  uint32_t max_per_address;  /* open connections from one peer address */
+  char decode[16];    /* --decode fast|reference ("" = fast) */
   char host_name[64];        /* --host-name: System.Host and sink subjects (empty = machine's name) */
 };
 
@@ -47,7 +37,5 @@ int etwd_config_parse(struct etwd_config *c, int argc, char **argv, int from);
 void etwd_config_usage(const char *prog);
 /** etwd_listen_is_loopback - 1 if the host of one HOST:PORT is 127.0.0.0/8, ::1 or localhost. */
 int etwd_listen_is_loopback(const char *listen);
-/** etwd_listen_split - split a --listen list into @out (at most @max entries); count, or -1. */
-int etwd_listen_split(const char *list, char out[][128], int max);
 
 #endif

@@ -13,11 +13,9 @@
 #include "api.h"
 #include "auth.h"
 #include "config.h"
-#include "etwcore/etl.h"
+#include "etwcore/backend.h"
+#include "etwcore/etl.h" /* etw_convert_main */
 #include "etwcore/host.h"
-#ifdef __linux__
-#include "etwcore/linux.h"
-#endif
 #include "etwcore/util.h"
 #include "log.h"
 #include "selftest.h"
@@ -25,6 +23,9 @@
 #include "remote.h"
 #endif
 #include "tls.h"
+#ifdef _WIN32
+#include "win/signals.h" /* sigwait on console/service stop events, etwd_win_service */
+#endif
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
@@ -75,18 +76,18 @@ static int cmd_tokens(int argc, char **argv) {
     if (!strcmp(argv[i], "--rotate"))
       rotate = 1;
     else if (!strcmp(argv[i], "--state-dir") && i + 1 < argc)
-      snprintf(cfg.state_dir, sizeof cfg.state_dir, "%s", argv[++i]);
+      snprintf(cfg.api.state_dir, sizeof cfg.api.state_dir, "%s", argv[++i]);
     else {
       fprintf(stderr, "etwd tokens: unknown argument \"%s\" (usage: etwd tokens [--rotate] [--state-dir DIR])\n", argv[i]);
       return 2;
     }
   }
-  if (etw_mkdirs(cfg.state_dir)) {
-    fprintf(stderr, "etwd tokens: cannot create %s: %s\n", cfg.state_dir, strerror(errno));
+  if (etw_mkdirs(cfg.api.state_dir)) {
+    fprintf(stderr, "etwd tokens: cannot create %s: %s\n", cfg.api.state_dir, strerror(errno));
     return 1;
   }
   char err[512];
-  struct etwd_auth *a = etwd_auth_open(cfg.state_dir, err, sizeof err);
+  struct etwd_auth *a = etwd_auth_open(cfg.api.state_dir, err, sizeof err);
   if (!a) {
     fprintf(stderr, "etwd tokens: %s\n", err);
     return 1;
@@ -135,6 +136,16 @@ int main(int argc, char **argv) {
   if (rc) return rc > 0 ? 0 : 2;
   exec_without_tcache(argv); /* before any thread exists */
   etwd_log_set_level((enum etwd_log_level)cfg.log_level);
+  /* the backends' process-wide knobs: one etwcore-level call (etwcore/backend.h) */
+  struct etw_backends_config bc = {cfg.api.data_dir, cfg.api.manifest_dir, cfg.decode[0] ? cfg.decode : NULL,
+                                   cfg.reader_nice, cfg.reader_pinning};
+  struct etw_status bst;
+  etw_status_clear(&bst);
+  if (etw_backends_configure(&bc, &bst)) {
+    for (char *p = bst.field; *p; p++) *p = *p == '_' ? '-' : *p; /* the flag's name */
+    fprintf(stderr, "etwd: --%s: %s\n", bst.field, bst.msg);
+    return 2;
+  }
 #ifdef SIGPIPE /* Windows has none: a closed socket is an error return there */
   signal(SIGPIPE, SIG_IGN);
 #endif
@@ -146,40 +157,36 @@ int main(int argc, char **argv) {
   sigaddset(&stopsigs, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stopsigs, NULL);
 
-  if (etw_mkdirs(cfg.state_dir)) {
-    fprintf(stderr, "etwd: cannot create the state directory %s: %s\n", cfg.state_dir, strerror(errno));
+  if (etw_mkdirs(cfg.api.state_dir)) {
+    fprintf(stderr, "etwd: cannot create the state directory %s: %s\n", cfg.api.state_dir, strerror(errno));
     return 1;
   }
-  chmod(cfg.state_dir, 0700);
-  etw_mkdirs(cfg.data_dir);
-  etw_mkdirs(cfg.manifest_dir);
-  etw_etl_set_dirs(cfg.data_dir, cfg.manifest_dir);
-#ifdef __linux__
-  etw_linux_set_reader_nice(cfg.reader_nice);
-  etw_linux_set_reader_pinning(cfg.reader_pinning);
-#endif
+  chmod(cfg.api.state_dir, 0700);
+  etw_mkdirs(cfg.api.data_dir);
+  etw_mkdirs(cfg.api.manifest_dir);
 
   char err[512];
   struct etwd_server srv;
   memset(&srv, 0, sizeof srv);
-  srv.cfg = &cfg;
+  srv.cfg = &cfg.api;
+  srv.tls_init = etwd_tls_init_ctx;
   srv.tls = !cfg.plain_http;
   snprintf(srv.cert, sizeof srv.cert, "%s", cfg.cert);
   snprintf(srv.key, sizeof srv.key, "%s", cfg.key);
-  if (srv.tls && etwd_tls_prepare(cfg.state_dir, srv.cert, sizeof srv.cert, srv.key, sizeof srv.key,
+  if (srv.tls && etwd_tls_prepare(cfg.api.state_dir, srv.cert, sizeof srv.cert, srv.key, sizeof srv.key,
                                   srv.fingerprint, err, sizeof err)) {
     fprintf(stderr, "etwd: TLS set-up failed: %s\n", err);
     return 1;
   }
-  srv.auth = etwd_auth_open(cfg.state_dir, err, sizeof err);
+  srv.auth = etwd_auth_open(cfg.api.state_dir, err, sizeof err);
   if (!srv.auth) {
     fprintf(stderr, "etwd: %s\n", err);
     return 1;
   }
 
   etw_host_set(cfg.host_name[0] ? cfg.host_name : NULL); /* checked by the parser */
-  struct etw_core_config cc = {cfg.max_sessions, cfg.max_subscribers, cfg.sub_queue_events,
-                               cfg.replay_kb * 1024, cfg.state_dir};
+  struct etw_core_config cc = {cfg.api.max_sessions, cfg.max_subscribers, cfg.sub_queue_events,
+                               cfg.replay_kb * 1024, cfg.api.state_dir};
   struct etw_status st;
   etw_status_clear(&st);
   srv.core = etw_core_new(&cc, &st);
@@ -196,7 +203,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   char addrs[ETWD_MAX_LISTEN][128];
-  int naddr = etwd_listen_split(cfg.listen, addrs, ETWD_MAX_LISTEN);
+  int naddr = etwd_listen_split(cfg.api.listen, addrs, ETWD_MAX_LISTEN);
   printf("etwd %s listening on", ETWD_VERSION);
   for (int i = 0; i < naddr; i++)
     printf("%s %s://%s/", i ? "," : "", srv.tls ? "https" : "http", addrs[i]);
@@ -209,7 +216,7 @@ int main(int argc, char **argv) {
     printf("admin token: %s\n", adm);
   }
   fflush(stdout);
-  etwd_log(LOG_INFO, "started", "listen=%s tls=%d state_dir=%s", cfg.listen, srv.tls, cfg.state_dir);
+  etwd_log(LOG_INFO, "started", "listen=%s tls=%d state_dir=%s", cfg.api.listen, srv.tls, cfg.api.state_dir);
 
   int sig = 0;
   sigwait(&stopsigs, &sig);

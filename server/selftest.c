@@ -359,11 +359,12 @@ static void run_https(struct st_run *r, const char *state_dir) {
     step(r, "https", 0, "invalid state directory %s", state_dir);
     return;
   }
-  snprintf(cfg.listen, sizeof cfg.listen, "127.0.0.1:0"); /* civetweb picks a free port */
+  snprintf(cfg.api.listen, sizeof cfg.api.listen, "127.0.0.1:0"); /* civetweb picks a free port */
   char err[512], detail[600];
   struct etwd_server srv;
   memset(&srv, 0, sizeof srv);
-  srv.cfg = &cfg;
+  srv.cfg = &cfg.api;
+  srv.tls_init = etwd_tls_init_ctx;
   srv.tls = 1;
   if (etw_mkdirs(state_dir)) {
     step(r, "https", 0, "cannot create the state directory %s: %s", state_dir, strerror(errno));
@@ -404,7 +405,7 @@ int etwd_selftest_main(int argc, char **argv) {
     if (!strcmp(argv[i], "--json"))
       r->json = 1;
     else if (!strcmp(argv[i], "--state-dir") && i + 1 < argc)
-      snprintf(cfg.state_dir, sizeof cfg.state_dir, "%s", argv[++i]);
+      snprintf(cfg.api.state_dir, sizeof cfg.api.state_dir, "%s", argv[++i]);
     else {
       fprintf(stderr, "etwd selftest: unknown argument \"%s\" (usage: etwd selftest [--json] [--state-dir DIR])\n",
               argv[i]);
@@ -419,7 +420,7 @@ int etwd_selftest_main(int argc, char **argv) {
 #else
   step(r, "session", 0, "no live tracing backend on this operating system");
 #endif
-  run_https(r, cfg.state_dir);
+  run_https(r, cfg.api.state_dir);
   if (r->json)
     print_json(r);
   else

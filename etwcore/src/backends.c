@@ -7,6 +7,12 @@
 #include <unistd.h>
 
 #include "etwcore/backend.h"
+#ifdef ETWD_BACKEND_ETL
+#include "etwcore/etl.h"
+#endif
+#ifdef ETWD_BACKEND_LINUX
+#include "etwcore/linux.h"
+#endif
 
 static const struct etw_backend *const table[] = {
 #ifdef ETWD_BACKEND_LINUX
@@ -29,6 +35,32 @@ const struct etw_backend *etw_backend_find(const char *name) {
   for (int i = 0; table[i]; i++)
     if (name && !strcmp(table[i]->name, name)) return table[i];
   return NULL;
+}
+
+enum etw_err etw_backends_configure(const struct etw_backends_config *c, struct etw_status *st) {
+  if (c->reader_nice < -20 || c->reader_nice > 19)
+    return etw_fail(st, ETW_E_INVALID, "reader_nice", "expected an integer between -20 and 19, got %d",
+                    c->reader_nice);
+#ifdef ETWD_BACKEND_ETL
+  enum etw_decode_mode mode = etw_decode_default();
+  if (c->decode && etw_decode_parse(c->decode, &mode))
+    return etw_fail(st, ETW_E_INVALID, "decode", "expected fast or reference, got \"%.64s\"", c->decode);
+  etw_decode_set_default(mode); /* every ETL reader and decoder made from now on */
+  etw_etl_set_dirs(c->data_dir, c->manifest_dir);
+#endif
+#ifdef ETWD_BACKEND_LINUX
+  etw_linux_set_reader_nice(c->reader_nice);
+  etw_linux_set_reader_pinning(c->reader_pinning);
+#endif
+  return ETW_E_OK;
+}
+
+void etw_backends_metrics(struct etw_jw *w) {
+#ifdef ETWD_BACKEND_LINUX
+  etw_linux_metrics(w);
+#else
+  (void)w;
+#endif
 }
 
 void etw_caps_json(unsigned caps, struct etw_jw *w) {

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-void etwd_win_request_stop(int sig); /* win_compat.c */
+#include "win/signals.h" /* etwd_win_request_stop (signals.c) */
 
 #define MAX_ARGS 256
 

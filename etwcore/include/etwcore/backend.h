@@ -207,6 +207,24 @@ extern const struct etw_backend etw_backend_nats; /* with libnats (ETWD_HAVE_NAT
 const struct etw_backend *const *etw_backends(void);
 /** etw_backend_find - by name, or NULL. */
 const struct etw_backend *etw_backend_find(const char *name);
+
+/* Process-wide settings of the backends (`etwd serve`'s flags): the server gives them once, at
+ * start-up in the main thread before any session, through etw_backends_configure, which hands
+ * each backend compiled in what is its own (the only way the server reaches backend knobs). */
+struct etw_backends_config {
+  const char *data_dir;     /* ETL: files listed and described as providers (NULL = unchanged) */
+  const char *manifest_dir; /* ETL and Windows: provider manifests (NULL = unchanged) */
+  const char *decode;       /* ETL and Windows: "fast" | "reference" (NULL = unchanged; etl.h) */
+  int reader_nice;          /* Linux: nice value of the per-CPU readers, -20..19 (0 = unchanged) */
+  int reader_pinning;       /* Linux: 1 = the reader of CPU n runs only on CPU n */
+};
+/** etw_backends_configure - check every setting of @c, then apply them all: ETW_E_OK, or
+ *  ETW_E_INVALID with the setting's name in @st->field ("decode", "reader_nice"), a sentence in
+ *  @st->msg, and nothing applied. */
+enum etw_err etw_backends_configure(const struct etw_backends_config *c, struct etw_status *st);
+/** etw_backends_metrics - append the Prometheus text of every backend compiled in that has
+ *  process-wide counters (Linux: stack symbolisation caches and stack records). Any thread. */
+void etw_backends_metrics(struct etw_jw *w);
 /** etw_caps_json - write the capability bits of @caps as a JSON array of names. */
 void etw_caps_json(unsigned caps, struct etw_jw *w);
 

@@ -4,8 +4,8 @@
  * where a caller needs the reason, fills a `struct etw_status` with a human-readable detail
  * (e.g. the kernel's own message for a rejected tracefs filter). The list below is the single
  * source: it produces the enum, the stable names (used as problem+json `type` suffixes) and
- * the default messages. The HTTP mapping lives in exactly one table: the core error → HTTP status table in
- * api/http.c.
+ * the default messages (used as problem titles). The HTTP status of each lives in the API's one
+ * error table, api/problem.h (etwcore knows nothing of HTTP).
  */
 #ifndef ETWCORE_ERR_H
 #define ETWCORE_ERR_H

@@ -1,4 +1,4 @@
-/* sys/utsname.h — uname() for Windows builds (server/win/win_compat.c fills it from
+/* sys/utsname.h — uname() for Windows builds (etwcore/compat/win_compat.c fills it from
  * RtlGetVersion / GetNativeSystemInfo / GetComputerNameA). Only on the Windows include path. */
 #ifndef ETWD_WIN_SYS_UTSNAME_H
 #define ETWD_WIN_SYS_UTSNAME_H

@@ -1,6 +1,6 @@
 /* openssl/sha.h, openssl/rand.h, openssl/crypto.h — on Windows builds without OpenSSL headers
- * (MinGW from Debian), the four calls server/auth.c makes are implemented in
- * server/win/win_compat.c with the Windows CNG (bcrypt: BCryptGenRandom, BCryptHash SHA-256),
+ * (MinGW from Debian), the four calls api/auth.c makes are implemented in
+ * api/win/crypto_cng.c with the Windows CNG (bcrypt: BCryptGenRandom, BCryptHash SHA-256),
  * so tokens are as strong as on Linux. TLS itself is civetweb's run-time loaded OpenSSL DLLs. */
 #ifndef ETWD_WIN_OPENSSL_SHIM_H
 #define ETWD_WIN_OPENSSL_SHIM_H

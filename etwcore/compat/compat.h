@@ -3,7 +3,8 @@
  * Windows builds only: the top-level CMakeLists.txt force-includes this header (-include) into
  * etwd's own sources (etwcore, api, server, never civetweb/cJSON), so the shared files need no
  * Windows branches for these. Everything here is a thin mapping onto the C runtime or Win32;
- * the functions that need a body live in server/win/win_compat.c.
+ * the functions that need a body live in etwcore/compat/win_compat.c. It is the lowest layer:
+ * what only the server needs (stop signals, the service) is in server/win/signals.h.
  *
  *  - mkdir(path, mode) → _mkdir(path)  (NTFS permissions come from the parent's ACL: the
  *    README tells Windows users to keep the state directory under an admin-only folder)
@@ -14,9 +15,6 @@
  *    fopen(…, "r…") → CreateFile with FILE_SHARE_DELETE (an open file can be deleted)
  *  - struct stat gains st_mtim (a struct timespec) — `stat` is mapped to etwd_stat, which
  *    fills it from _stat64, so `sb.st_mtim.tv_sec` works unchanged
- *  - sigemptyset/sigaddset/sigwait: sigwait waits for Ctrl+C, Ctrl+Break, console close,
- *    log-off/shutdown or a service stop and reports SIGINT/SIGTERM
- *  - etwd_win_service: `etwd service …` under the Service Control Manager
  */
 #ifndef ETWD_WIN_COMPAT_H
 #define ETWD_WIN_COMPAT_H
@@ -27,7 +25,6 @@
 #include <fcntl.h>
 #include <io.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/stat.h>
@@ -86,27 +83,6 @@ int etwd_stat(const char *path, struct etwd_stat *sb);
 int etwd_fstat(int fd, struct etwd_stat *sb);
 #define stat etwd_stat
 #define fstat etwd_fstat
-
-/* ---- signals: main.c blocks SIGINT/SIGTERM and takes them with sigwait */
-#ifndef _POSIX
-typedef _sigset_t sigset_t;
-#endif
-static inline int etwd_sigemptyset(sigset_t *set) {
-  *set = 0;
-  return 0;
-}
-static inline int etwd_sigaddset(sigset_t *set, int sig) {
-  *set |= (sigset_t)1 << sig;
-  return 0;
-}
-#define sigemptyset etwd_sigemptyset
-#define sigaddset etwd_sigaddset
-#undef sigwait
-int etwd_win_sigwait(const sigset_t *set, int *sig);
-#define sigwait(set, sig) etwd_win_sigwait((set), (sig))
-
-/* ---- `etwd service`: main() hands over to the Service Control Manager (server/win/service.c) */
-int etwd_win_service(int argc, char **argv, int (*real_main)(int, char **));
 
 #endif /* _WIN32 */
 #endif

@@ -1,20 +1,13 @@
-/* win_compat.c — bodies of the Windows compatibility layer (server/win/compat.h and the shim
- * headers in server/win/include/): pread, stat with st_mtim, sigwait on console/service stop
- * events, uname, and the SHA-256 / CSPRNG / constant-time helpers auth.c uses, on the Windows
- * CNG (bcrypt). Compiled into Windows builds only (api/CMakeLists.txt). */
+/* win_compat.c — bodies of the Windows POSIX layer (etwcore/compat/compat.h and the shim header
+ * in etwcore/compat/include/): pread, rename, shared-delete opens, stat with st_mtim, uname, and
+ * stdout in binary mode. The lowest layer: compiled into etwcore in Windows builds only
+ * (etwcore/CMakeLists.txt); the stop signals are the server's (server/win/signals.c), the
+ * OpenSSL-named CNG helpers the API's (api/win/crypto_cng.c). */
 #ifdef _WIN32
 #include <windows.h>
-#include <bcrypt.h>
 
-#include <stdatomic.h>
 #include <string.h>
 #include <sys/utsname.h>
-
-#include "openssl/sha.h"
-
-#ifndef BCRYPT_SHA256_ALG_HANDLE /* Windows 10 pseudo-handle; MinGW 10 headers lack it */
-#define BCRYPT_SHA256_ALG_HANDLE ((BCRYPT_ALG_HANDLE)(uintptr_t)0x00000041)
-#endif
 
 ssize_t etwd_pread(int fd, void *buf, size_t n, int64_t off) {
   if (n > 0x7fffffffu) n = 0x7fffffffu;
@@ -79,41 +72,6 @@ int etwd_fstat(int fd, struct etwd_stat *sb) {
   return 0;
 }
 
-/* ---- stop requests: the console handler runs on a system thread; it sets the event and
- * returns TRUE so the process is not killed before main() has stopped every ETW session. */
-static HANDLE g_stop_ev;
-static atomic_int g_stop_sig;
-
-static BOOL WINAPI console_handler(DWORD type) {
-  int sig = type == CTRL_C_EVENT ? SIGINT : SIGTERM;
-  atomic_store(&g_stop_sig, sig);
-  if (g_stop_ev) SetEvent(g_stop_ev);
-  if (type == CTRL_CLOSE_EVENT || type == CTRL_LOGOFF_EVENT || type == CTRL_SHUTDOWN_EVENT)
-    Sleep(5000); /* the system ends the process when we return: give main() time to clean up */
-  return TRUE;
-}
-
-__attribute__((constructor)) static void compat_init(void) {
-  /* byte-identical output on every OS: `etwd convert` to stdout writes LF, not CRLF */
-  _setmode(_fileno(stdout), _O_BINARY);
-  g_stop_ev = CreateEventW(NULL, TRUE, FALSE, NULL);
-  SetConsoleCtrlHandler(console_handler, TRUE);
-}
-
-void etwd_win_request_stop(int sig);
-void etwd_win_request_stop(int sig) { /* used by the service control handler */
-  atomic_store(&g_stop_sig, sig);
-  if (g_stop_ev) SetEvent(g_stop_ev);
-}
-
-int etwd_win_sigwait(const sigset_t *set, int *sig) {
-  (void)set;
-  if (!g_stop_ev) return EINVAL;
-  WaitForSingleObject(g_stop_ev, INFINITE);
-  *sig = atomic_load(&g_stop_sig);
-  return 0;
-}
-
 /* ---- uname */
 typedef LONG(WINAPI *rtl_get_version_fn)(OSVERSIONINFOW *);
 typedef const char *(__cdecl *wine_get_version_fn)(void);
@@ -141,32 +99,9 @@ int uname(struct utsname *u) {
   return 0;
 }
 
-/* ---- crypto helpers (CNG) */
-unsigned char *SHA256(const unsigned char *d, size_t n, unsigned char *md) {
-  if (n > 0xffffffffu) return NULL;
-  NTSTATUS s = BCryptHash(BCRYPT_SHA256_ALG_HANDLE, NULL, 0, (PUCHAR)(uintptr_t)d, (ULONG)n, md, 32);
-  if (s < 0) { /* before Windows 10 there are no pseudo-handles: open the provider */
-    BCRYPT_ALG_HANDLE h;
-    if (BCryptOpenAlgorithmProvider(&h, BCRYPT_SHA256_ALGORITHM, NULL, 0) < 0) return NULL;
-    s = BCryptHash(h, NULL, 0, (PUCHAR)(uintptr_t)d, (ULONG)n, md, 32);
-    BCryptCloseAlgorithmProvider(h, 0);
-    if (s < 0) return NULL;
-  }
-  return md;
+__attribute__((constructor)) static void compat_init(void) {
+  /* byte-identical output on every OS: `etwd convert` to stdout writes LF, not CRLF */
+  _setmode(_fileno(stdout), _O_BINARY);
 }
-
-int RAND_bytes(unsigned char *buf, int num) {
-  if (num < 0) return 0;
-  return BCryptGenRandom(NULL, buf, (ULONG)num, BCRYPT_USE_SYSTEM_PREFERRED_RNG) >= 0 ? 1 : 0;
-}
-
-int CRYPTO_memcmp(const void *a, const void *b, size_t len) {
-  const volatile unsigned char *x = a, *y = b;
-  unsigned char r = 0;
-  for (size_t i = 0; i < len; i++) r |= (unsigned char)(x[i] ^ y[i]);
-  return r;
-}
-
-void OPENSSL_cleanse(void *ptr, size_t len) { SecureZeroMemory(ptr, len); }
 
 #endif
