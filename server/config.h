@@ -33,6 +33,8 @@ struct etwd_config {
   uint32_t max_connections;  /* open connections in all = civetweb's worker pool (0 = automatic) */
   uint32_t max_per_address;  /* open connections from one peer address */
   char host_name[64];        /* --host-name: System.Host and sink subjects (empty = machine's name) */
+  char sink_secrets_dir[1024]; /* sinks' creds/tls_* files must be in it (default <state>/sink-secrets) */
+  uint64_t sink_spool_memory_mb, sink_spool_disk_mb; /* caps on the sum of all sinks' spools */
 };
 
 /** etwd_config_defaults - fill @c with defaults (state dir from $ETWD_STATE_DIR or /var/lib/etwd). */

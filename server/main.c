@@ -15,6 +15,7 @@
 #include "config.h"
 #include "etwcore/etl.h"
 #include "etwcore/host.h"
+#include "etwcore/sink.h"
 #ifdef __linux__
 #include "etwcore/linux.h"
 #endif
@@ -148,6 +149,8 @@ int main(int argc, char **argv) {
   etw_mkdirs(cfg.data_dir);
   etw_mkdirs(cfg.manifest_dir);
   etw_etl_set_dirs(cfg.data_dir, cfg.manifest_dir);
+  etw_mkdirs(cfg.sink_secrets_dir);
+  etw_sinks_configure(cfg.sink_secrets_dir, cfg.sink_spool_memory_mb, cfg.sink_spool_disk_mb);
 #ifdef __linux__
   etw_linux_set_reader_nice(cfg.reader_nice);
   etw_linux_set_reader_pinning(cfg.reader_pinning);
