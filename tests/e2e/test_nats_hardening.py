@@ -113,8 +113,8 @@ def test_refused(e, nats):
 
 
 def test_delete_hung_broker(e):
-    """The broker hangs (SIGSTOP) with a batch in flight and ack_timeout_ms 60 s: DELETE is
-    prompt anyway."""
+    """The broker hangs (SIGSTOP) with a batch in flight and ack_timeout_ms 60 s, then it is gone:
+    DELETE is prompt anyway (the unacknowledged events are counted as sink loss)."""
     nats = Nats("hung").start()
     try:
         j = create(e, exec_spec("hung", nats, "HUNG", ack_timeout_ms=60000))
@@ -135,6 +135,17 @@ def test_delete_hung_broker(e):
         t0 = time.time()
         e.json("GET", "/api/v1/sessions", token="reader", expect=200)
         check(time.time() - t0 < 5, "the server answers after the delete")
+        nats.proc.send_signal(signal.SIGCONT)
+        nats.stop()  # now nobody listens there: the sink reconnects with back-off
+        j = create(e, exec_spec("gone", nats, "HUNG", ack_timeout_ms=60000))
+        sid = j["id"]
+        H.wait_subscribers(e, sid, 1)
+        run_n(prog, 3)
+        wait_for("the events spooled", lambda: sink_of(e, sid)["pending"] >= 3)
+        t0 = time.time()
+        st = e.request("DELETE", "/api/v1/sessions/%d" % sid, timeout=150)[0]
+        took = time.time() - t0
+        check(st == 204 and took < 8, "DELETE with the broker gone: %d after %.1f s (at most 8)" % (st, took))
     finally:
         if nats.proc:
             nats.proc.send_signal(signal.SIGCONT)
