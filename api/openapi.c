@@ -106,7 +106,7 @@ static const char schemas[] =
     "\"per_provider\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"integer\"}},"
     "\"subscribers\":{\"type\":\"integer\"},\"loss\":{\"type\":\"object\",\"required\":[\"kernel\",\"hub\",\"subscribers\"],\"properties\":{"
     "\"kernel\":{\"type\":\"integer\"},\"kernel_overrun\":{\"type\":\"integer\"},\"kernel_dropped\":{\"type\":\"integer\"},\"hub\":{\"type\":\"integer\"},\"subscribers\":{\"type\":\"integer\"},\"sink\":{\"type\":\"integer\",\"description\":\"events no sink could keep (spools full)\"}}},"
-    "\"sinks\":{\"type\":\"array\",\"description\":\"each sink's health: connected, acked, pending, spooled, spooled_disk, dropped, gap_records, hub_dropped, retries, connects, last_error\",\"items\":{\"type\":\"object\"}},"
+    "\"sinks\":{\"type\":\"array\",\"description\":\"each sink's health: connected, acked, pending, spooled, spooled_disk, dropped, memory_bytes, disk_bytes, refused, gap_records, hub_dropped, retries, connects, last_error\",\"items\":{\"type\":\"object\"}},"
     "\"per_subscriber\":{\"type\":\"array\",\"items\":{\"type\":\"object\"}},\"per_cpu\":{\"type\":\"array\",\"description\":\"linux: the kernel buffer of each CPU\",\"items\":{\"type\":\"object\",\"properties\":{\"cpu\":{\"type\":\"integer\"},\"overrun\":{\"type\":\"integer\"},\"dropped\":{\"type\":\"integer\"},\"entries\":{\"type\":\"integer\"},\"read_events\":{\"type\":\"integer\"},\"read_bytes\":{\"type\":\"integer\"}}}}}}}},"
     "\"OsSessions\":{\"type\":\"object\",\"description\":\"by backend: an array of {name, etwd, owner_alive} or {error}\","
     "\"additionalProperties\":{}},"

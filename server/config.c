@@ -37,6 +37,8 @@ void etwd_config_defaults(struct etwd_config *c) {
   c->api.head_timeout_s = 5;
   c->api.max_connections = 0; /* ETWD_MAX_CONNECTIONS_DEFAULT, or more for large --max-streams/requests */
   c->api.max_per_address = 128;
+  c->sink_spool_memory_mb = 512;
+  c->sink_spool_disk_mb = 8192;
 }
 
 #ifdef _WIN32
@@ -112,6 +114,12 @@ void etwd_config_usage(const char *prog) {
       "  --decode fast|reference  ETL files and Windows events: fast (default) uses the decoder's\n"
       "                           plans and memos and the reader's fast record paths;\n"
       "                           reference only the plain walkers (same output, slower)\n"
+      "  --sink-secrets-dir DIR   the only directory whose files a sink's creds, tls_ca,\n"
+      "                           tls_cert, tls_key may name (default STATE/sink-secrets)\n"
+      "  --sink-spool-memory-mb N, --sink-spool-disk-mb N\n"
+      "                           caps on the sum of all sessions' sink spools in memory and\n"
+      "                           on disk (default 512, 8192); beyond them events are dropped\n"
+      "                           and counted as loss sink\n"
       "  --print-token            print the admin token at start-up\n"
       "  --config FILE            read options from FILE\n"
       "  -h, --help               this text\n"
@@ -193,6 +201,7 @@ static int apply(struct etwd_config *c, const char *name, const char *v) {
   if (!strcmp(name, "data-dir")) return copy(c->api.data_dir, sizeof c->api.data_dir, name, v);
   if (!strcmp(name, "manifests")) return copy(c->api.manifest_dir, sizeof c->api.manifest_dir, name, v);
   if (!strcmp(name, "cert")) return copy(c->cert, sizeof c->cert, name, v);
+  if (!strcmp(name, "sink-secrets-dir")) return copy(c->sink_secrets_dir, sizeof c->sink_secrets_dir, name, v);
   if (!strcmp(name, "host-name")) {
     if (!etw_host_valid(v)) {
       fprintf(stderr, "etwd: --host-name must be 1-63 characters of A-Z a-z 0-9 . _ -, got \"%s\"\n", v);
@@ -258,6 +267,8 @@ static int apply(struct etwd_config *c, const char *name, const char *v) {
   U("head-timeout", api.head_timeout_s, 1, 600)
   U("max-connections", api.max_connections, 8, 16384)
   U("max-connections-per-address", api.max_per_address, 1, 16384)
+  U("sink-spool-memory-mb", sink_spool_memory_mb, 0, 1u << 20)
+  U("sink-spool-disk-mb", sink_spool_disk_mb, 0, 1u << 30)
 #undef U
   fprintf(stderr, "etwd: unknown option --%s (see --help)\n", name);
   return -1;
@@ -370,6 +381,8 @@ int etwd_config_parse(struct etwd_config *c, int argc, char **argv, int from) {
   if (!c->api.data_dir[0]) snprintf(c->api.data_dir, sizeof c->api.data_dir, "%.1000s/files", c->api.state_dir);
   if (!c->api.manifest_dir[0])
     snprintf(c->api.manifest_dir, sizeof c->api.manifest_dir, "%.1000s/manifests", c->api.state_dir);
+  if (!c->sink_secrets_dir[0])
+    snprintf(c->sink_secrets_dir, sizeof c->sink_secrets_dir, "%.1000s/sink-secrets", c->api.state_dir);
   if (!!c->cert[0] != !!c->key[0]) {
     fprintf(stderr, "etwd: --cert and --key must be given together\n");
     return -1;

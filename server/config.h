@@ -23,6 +23,8 @@ struct etwd_config {
   int reader_pinning; /* Linux: 1 = the reader of CPU n runs only on CPU n */
   char decode[16];    /* --decode fast|reference ("" = fast) */
   char host_name[64];        /* --host-name: System.Host and sink subjects (empty = machine's name) */
+  char sink_secrets_dir[1024]; /* sinks' creds/tls_* files must be in it (default <state>/sink-secrets) */
+  uint64_t sink_spool_memory_mb, sink_spool_disk_mb; /* caps on the sum of all sinks' spools */
 };
 
 /** etwd_config_defaults - fill @c with defaults (state dir from $ETWD_STATE_DIR or /var/lib/etwd). */

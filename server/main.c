@@ -138,7 +138,8 @@ int main(int argc, char **argv) {
   etwd_log_set_level((enum etwd_log_level)cfg.log_level);
   /* the backends' process-wide knobs: one etwcore-level call (etwcore/backend.h) */
   struct etw_backends_config bc = {cfg.api.data_dir, cfg.api.manifest_dir, cfg.decode[0] ? cfg.decode : NULL,
-                                   cfg.reader_nice, cfg.reader_pinning};
+                                   cfg.reader_nice, cfg.reader_pinning, cfg.sink_secrets_dir,
+                                   cfg.sink_spool_memory_mb, cfg.sink_spool_disk_mb};
   struct etw_status bst;
   etw_status_clear(&bst);
   if (etw_backends_configure(&bc, &bst)) {
@@ -164,6 +165,7 @@ int main(int argc, char **argv) {
   chmod(cfg.api.state_dir, 0700);
   etw_mkdirs(cfg.api.data_dir);
   etw_mkdirs(cfg.api.manifest_dir);
+  etw_mkdirs(cfg.sink_secrets_dir);
 
   char err[512];
   struct etwd_server srv;

@@ -3,15 +3,22 @@
  * One thread per sink ("etwd-sink"): reads its hub subscriber (ndjson), pushes every event into
  * the spool, and while the connection is up publishes the spool's first `batch` records with
  * js_PublishMsgAsync and waits for their acknowledgements with js_PublishAsyncComplete in 20 ms
- * steps, draining the hub between steps (so a slow broker delays nothing but this thread). A
- * batch is removed from the spool only when every message was acknowledged; otherwise it is sent
- * again (same Nats-Msg-Id: the stream's duplicate window drops the copies).
+ * steps, draining the hub between steps (so a slow broker delays nothing but this thread). When
+ * every message of a batch was answered, the acknowledged ones leave the spool; the rest is sent
+ * again (same Nats-Msg-Id: the stream's duplicate window drops the copies). A message the broker
+ * refuses outright (an error ack naming the message, not a timeout or an unavailable cluster)
+ * is dropped after TRIES_MAX refusals, one larger than the server's max_payload at once: both
+ * count as loss "sink" (gap record, stats) and the messages behind it go on.
+ * Stop (etw_sinks_stop) gives every sink ETW_SINK_FLUSH_MS: every wait (acks, stream requests,
+ * the hub) ends by then, and whatever is not acknowledged is counted as loss "sink".
  * libnats owns its own threads (reconnects with our back-off, acks); its callbacks only touch
- * the atomics and the error text below, under `mu`.
+ * the atomics, the error text and the refused seqs below, under `mu`.
  * The spool: a FIFO of records in memory (up to spool_memory_kb), then — once that is full, and
- * until it is empty again — an append-only file <spool_dir>/sink<I>.spool (up to spool_disk_mb;
- * emptied and truncated whenever the reader catches up). Order is kept: records enter the file
- * only while it is not empty, and the memory FIFO is refilled from its head.
+ * until it is empty again — segment files <spool_dir>/sink<I>.<N>.spool (up to spool_disk_mb in
+ * all; a segment is deleted as soon as it has been read back, so space returns during partial
+ * drains). Order is kept: records go to disk only while it holds some, and the memory FIFO is
+ * refilled from its head. The sum of all sinks' spools is capped server-wide
+ * (etw_sinks_configure); beyond it events are dropped and counted like a full spool.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -32,7 +39,8 @@
 
 struct rec {
   struct rec *next;
-  uint64_t seq;
+  uint32_t tries;      /* publishes the broker refused (not in the file: 0 when read back) */
+  uint64_t seq;        /* the event's seq; gap records: 1 << 63 | their number */
   int64_t pid;         /* -1: none */
   uint32_t len;        /* payload bytes */
   uint16_t plen, nlen; /* provider, event name (JSON-escaped text as it was in the event) */
@@ -40,14 +48,25 @@ struct rec {
 };
 #define REC_HDR offsetof(struct rec, data) /* the file holds records from `seq` on */
 #define REC_FILE_OFF offsetof(struct rec, seq)
+#define REC_SIZE(r) (REC_HDR + (r)->len + (r)->plen + (r)->nlen)
+#define GAP_BIT (1ull << 63)
+#define TRIES_MAX 5 /* a record the broker refused this often is dropped */
 
+/* The disk part is a chain of segment files <base>.<N>.spool, each at most seg_max bytes: the
+ * writer appends to segment wseg, the reader reads segment rseg from offset rd; a segment read to
+ * its end is deleted, so an outage with partial drains never holds more than disk_max bytes of
+ * records not yet sent (plus the read part of one segment). No files while n_disk is 0. */
 struct spool {
   struct rec *head, *tail;
   uint64_t n_mem, mem, mem_max;
-  int fd;
-  char path[4200];
-  uint64_t n_disk, wr, rd, disk_max;
+  char base[4200]; /* empty: no disk spool */
+  int wfd, rfd;
+  uint64_t wseg, rseg, wr, rd;
+  uint64_t n_disk, disk, disk_max, seg_max; /* disk: bytes in the segment files */
 };
+
+/* the sum over every sink of every session (server-wide caps: etw_sinks_configure) */
+static _Atomic uint64_t g_mem, g_disk;
 
 struct nsink {
   const struct etw_sink_spec *spec;
@@ -60,16 +79,21 @@ struct nsink {
   jsCtx *js;
   struct spool sp;
   int stream_ok;
-  uint64_t gap_pending; /* dropped since the last gap record went into the spool */
-  uint64_t last_seq;    /* the last event seq read from the hub */
-  atomic_int quit;      /* 1: publish for up to 2 s more, then count the rest as loss */
+  uint64_t gap_pending;     /* sink drops since the last gap record went into the spool */
+  const char *gap_reason;   /* why the latest of them was dropped */
+  uint64_t sub_gap_pending; /* hub drops for our queue (layer "subscriber") not yet in the spool */
+  uint64_t gap_no;          /* gap records made (their message ids: gap-N) */
+  _Atomic int64_t stop_by;  /* stopping: publish until this (monotonic ms), then count the rest
+                             as loss; 0 while running */
   atomic_int connected;
-  atomic_int batch_errors;
   _Atomic uint64_t held, acked, published, dropped, spooled, spooled_disk, retries, reconnects, gaps;
-  pthread_mutex_t mu; /* guards last_error, closed */
+  _Atomic uint64_t refused, held_mem, held_disk;
+  pthread_mutex_t mu; /* guards last_error, closed, failed */
   pthread_cond_t cv;  /* signalled by on_closed */
   int closed;         /* libnats made its last callback: the struct may go */
   char last_error[256];
+  uint64_t failed[64]; /* seqs of the current batch the broker refused (on_pub_err) */
+  uint32_t n_failed;
 };
 
 struct etw_sinks {
@@ -81,6 +105,12 @@ static int64_t mono_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* stopping and its flush time is over: every wait ends */
+static int out_of_time(struct nsink *k) {
+  int64_t t = atomic_load(&k->stop_by);
+  return t && mono_ms() >= t;
 }
 
 static void set_error(struct nsink *k, const char *what, natsStatus s, const char *detail) {
@@ -100,64 +130,144 @@ static void rec_free_list(struct rec *r) {
   }
 }
 
+/* reserve @n bytes of a server-wide cap (0 = none) */
+static int g_take(_Atomic uint64_t *g, uint64_t n, uint64_t cap) {
+  if (atomic_fetch_add(g, n) + n <= cap) return 1;
+  atomic_fetch_sub(g, n);
+  return 0;
+}
+
 static void mem_append(struct spool *sp, struct rec *r) {
   r->next = NULL;
   if (sp->tail) sp->tail->next = r; else sp->head = r;
   sp->tail = r;
   sp->n_mem++;
-  sp->mem += REC_HDR + r->len + r->plen + r->nlen;
+  sp->mem += REC_SIZE(r);
+}
+
+/* unlink the record after @prev (NULL: the head) and free it */
+static void mem_remove(struct spool *sp, struct rec *prev) {
+  struct rec *r = prev ? prev->next : sp->head;
+  if (prev) prev->next = r->next; else sp->head = r->next;
+  if (sp->tail == r) sp->tail = prev;
+  sp->n_mem--;
+  sp->mem -= REC_SIZE(r);
+  atomic_fetch_sub(&g_mem, REC_SIZE(r));
+  free(r);
+}
+
+static void seg_path(const struct spool *sp, uint64_t n, char *o, size_t cap) {
+  snprintf(o, cap, "%s.%llu.spool", sp->base, (unsigned long long)n);
+}
+
+static int seg_open(struct spool *sp, uint64_t n) {
+  char p[4300];
+  seg_path(sp, n, p, sizeof p);
+  return open(p, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+}
+
+/* delete segment @n (its fd @fd) and give its bytes back */
+static void seg_drop(struct spool *sp, uint64_t n, int fd, uint64_t bytes) {
+  char p[4300];
+  if (fd >= 0) close(fd);
+  seg_path(sp, n, p, sizeof p);
+  unlink(p);
+  sp->disk -= bytes;
+  atomic_fetch_sub(&g_disk, bytes);
 }
 
 /* 1 = kept (memory or file), 0 = no room (the caller counts the loss) */
 static int spool_push(struct spool *sp, struct rec *r, _Atomic uint64_t *to_disk) {
-  size_t sz = REC_HDR + r->len + r->plen + r->nlen;
-  if (!sp->n_disk && sp->mem + sz <= sp->mem_max) {
+  size_t sz = REC_SIZE(r);
+  if (!sp->n_disk && sp->mem + sz <= sp->mem_max && g_take(&g_mem, sz, etw_sinks_total_bytes(0))) {
     mem_append(sp, r);
     return 1;
   }
   size_t fsz = sz - REC_FILE_OFF;
-  if (sp->fd < 0 || sp->wr + fsz > sp->disk_max) return 0;
-  if (pwrite(sp->fd, (const char *)r + REC_FILE_OFF, fsz, (off_t)sp->wr) != (ssize_t)fsz) return 0;
+  if (!sp->base[0] || sp->disk + fsz > sp->disk_max || !g_take(&g_disk, fsz, etw_sinks_total_bytes(1)))
+    return 0;
+  int ok = 1;
+  if (sp->wfd < 0) { /* the first record on disk */
+    sp->wseg = sp->rseg = sp->rseg + 1;
+    sp->wr = sp->rd = 0;
+    ok = (sp->wfd = seg_open(sp, sp->wseg)) >= 0 && (sp->rfd = dup(sp->wfd)) >= 0;
+    if (!ok && sp->wfd >= 0) {
+      seg_drop(sp, sp->wseg, sp->wfd, 0);
+      sp->wfd = -1;
+    }
+  } else if (sp->wr && sp->wr + fsz > sp->seg_max) { /* the next segment */
+    int fd = seg_open(sp, sp->wseg + 1);
+    if ((ok = fd >= 0)) {
+      close(sp->wfd); /* the reader has its own descriptor (dup) */
+      sp->wfd = fd;
+      sp->wseg++;
+      sp->wr = 0;
+    }
+  }
+  if (!ok || pwrite(sp->wfd, (const char *)r + REC_FILE_OFF, fsz, (off_t)sp->wr) != (ssize_t)fsz) {
+    atomic_fetch_sub(&g_disk, fsz);
+    return 0;
+  }
   sp->wr += fsz;
+  sp->disk += fsz;
   sp->n_disk++;
   atomic_fetch_add(to_disk, 1);
   free(r);
   return 1;
 }
 
-/* move records from the file's head into memory while they fit (at least one) */
+/* move records from the disk's head into memory while they fit (at least one) */
 static void spool_refill(struct spool *sp) {
   while (sp->n_disk) {
     struct rec h;
     size_t fixed = REC_HDR - REC_FILE_OFF;
-    if (pread(sp->fd, (char *)&h + REC_FILE_OFF, fixed, (off_t)sp->rd) != (ssize_t)fixed) break;
+    ssize_t got = pread(sp->rfd, (char *)&h + REC_FILE_OFF, fixed, (off_t)sp->rd);
+    if (got == 0 && sp->rseg < sp->wseg) { /* this segment is read: delete it, go on */
+      seg_drop(sp, sp->rseg, sp->rfd, sp->rd);
+      sp->rseg++;
+      if (sp->rseg == sp->wseg) sp->rfd = dup(sp->wfd);
+      else {
+        char p[4300];
+        seg_path(sp, sp->rseg, p, sizeof p);
+        sp->rfd = open(p, O_RDONLY | O_CLOEXEC);
+      }
+      sp->rd = 0;
+      continue;
+    }
+    if (got != (ssize_t)fixed) break;
     size_t sz = REC_HDR + h.len + h.plen + h.nlen;
     if (sp->n_mem && sp->mem + sz > sp->mem_max) break;
+    if (!g_take(&g_mem, sz, etw_sinks_total_bytes(0))) {
+      if (sp->n_mem) break;
+      atomic_fetch_add(&g_mem, sz); /* one record always, so that the spool moves */
+    }
     struct rec *r = malloc(sz);
-    if (!r || pread(sp->fd, (char *)r + REC_FILE_OFF, sz - REC_FILE_OFF, (off_t)sp->rd) != (ssize_t)(sz - REC_FILE_OFF)) {
+    if (!r || pread(sp->rfd, (char *)r + REC_FILE_OFF, sz - REC_FILE_OFF, (off_t)sp->rd) != (ssize_t)(sz - REC_FILE_OFF)) {
+      atomic_fetch_sub(&g_mem, sz);
       free(r);
       break;
     }
+    r->tries = 0;
     sp->rd += sz - REC_FILE_OFF;
     sp->n_disk--;
     mem_append(sp, r);
   }
-  if (!sp->n_disk && sp->wr) {
-    sp->wr = sp->rd = 0;
-    if (ftruncate(sp->fd, 0)) { /* the space comes back at the next truncate */
-    }
+  if (!sp->n_disk && sp->wfd >= 0) { /* all read: the last segment goes too */
+    close(sp->rfd);
+    seg_drop(sp, sp->wseg, sp->wfd, sp->disk);
+    sp->wfd = sp->rfd = -1;
   }
 }
 
-static void spool_pop(struct spool *sp, uint32_t n) {
-  for (uint32_t i = 0; i < n && sp->head; i++) {
-    struct rec *r = sp->head;
-    sp->head = r->next;
-    if (!sp->head) sp->tail = NULL;
-    sp->n_mem--;
-    sp->mem -= REC_HDR + r->len + r->plen + r->nlen;
-    free(r);
-  }
+/* stop: delete every segment file left */
+static void spool_close(struct spool *sp) {
+  if (sp->wfd < 0) return;
+  close(sp->rfd);
+  close(sp->wfd);
+  for (uint64_t n = sp->rseg; n <= sp->wseg; n++) seg_drop(sp, n, -1, 0);
+  atomic_fetch_sub(&g_disk, sp->disk);
+  sp->disk = 0;
+  sp->wfd = sp->rfd = -1;
 }
 
 /* ---- events from the hub */
@@ -168,6 +278,7 @@ static struct rec *rec_new(uint64_t seq, int64_t pid, const char *prov, size_t p
   if (nlen > 512) nlen = 512;
   struct rec *r = malloc(REC_HDR + plen + nlen + len);
   if (!r) return NULL;
+  r->tries = 0;
   r->seq = seq;
   r->pid = pid;
   r->plen = (uint16_t)plen;
@@ -200,45 +311,56 @@ static const char *str_after(const char *p, const char *e, const char *key, size
   return s;
 }
 
-static void count_drop(struct nsink *k, uint64_t n) {
+static void count_drop(struct nsink *k, uint64_t n, const char *why) {
   atomic_fetch_add(&k->dropped, n);
   k->gap_pending += n;
+  k->gap_reason = why;
 }
 
-/* put a gap record for the drops not yet reported before the event @seq; 1 = done */
-static int push_gap(struct nsink *k, uint64_t seq) {
-  char g[160];
-  int gl = snprintf(g, sizeof g, "{\"Gap\":{\"Dropped\":%llu,\"Layer\":\"sink\",\"Reason\":\"sink spool full\"}}",
-                    (unsigned long long)k->gap_pending);
-  struct rec *gr = rec_new(seq | 1ull << 63, -1, "_gap", 4, "", 0, g, (size_t)gl); /* id: gap-SEQ */
+/* put one gap record into the spool; 1 = done */
+static int push_gap(struct nsink *k, uint64_t n, const char *layer, const char *why) {
+  char g[200];
+  int gl = snprintf(g, sizeof g, "{\"Gap\":{\"Dropped\":%llu,\"Layer\":\"%s\",\"Reason\":\"%s\"}}",
+                    (unsigned long long)n, layer, why);
+  struct rec *gr = rec_new(GAP_BIT | (k->gap_no + 1), -1, "_gap", 4, "", 0, g, (size_t)gl);
   if (!gr) return 0;
   if (!spool_push(&k->sp, gr, &k->spooled_disk)) {
     free(gr);
     return 0;
   }
-  k->gap_pending = 0;
+  k->gap_no++;
   atomic_fetch_add(&k->gaps, 1);
   atomic_fetch_add(&k->spooled, 1);
   return 1;
 }
 
+/* the gap records not yet in the spool: drops of our hub queue (counted by the hub as loss
+ * "subscribers"), then the sink's own (loss "sink"); 1 = none left */
+static int flush_gaps(struct nsink *k) {
+  if (k->sub_gap_pending &&
+      push_gap(k, k->sub_gap_pending, "subscriber", "the sink's hub queue was full"))
+    k->sub_gap_pending = 0;
+  if (k->gap_pending && push_gap(k, k->gap_pending, "sink", k->gap_reason ? k->gap_reason : "sink spool full"))
+    k->gap_pending = 0;
+  return !k->sub_gap_pending && !k->gap_pending;
+}
+
 static void keep(struct nsink *k, struct rec *r) {
   if (!r) {
-    count_drop(k, 1);
+    count_drop(k, 1, "out of memory");
     return;
   }
-  k->last_seq = r->seq;
   /* tell the stream's readers first (a gap record may exceed the bound by one) */
-  if (k->gap_pending && !push_gap(k, r->seq)) {
+  if (!flush_gaps(k)) {
     free(r);
-    count_drop(k, 1);
+    count_drop(k, 1, "sink spool full");
     return;
   }
   if (spool_push(&k->sp, r, &k->spooled_disk))
     atomic_fetch_add(&k->spooled, 1);
   else {
     free(r);
-    count_drop(k, 1);
+    count_drop(k, 1, "sink spool full");
   }
 }
 
@@ -256,8 +378,12 @@ static void take_lines(struct nsink *k, const char *p, size_t n) {
       const char *pd = after(p, le, "\"ProcessID\":");
       int64_t pid = pd && pd < le && *pd >= '0' && *pd <= '9' ? strtoll(pd, NULL, 10) : -1;
       keep(k, rec_new(seq, pid, pr, prl, nm, nml, p, (size_t)(le - p)));
+    } else if (!strncmp(p, "{\"Gap\":{\"Dropped\":", 18)) {
+      /* our own hub queue overflowed (the hub counts it: hub_dropped, loss.subscribers); the
+       * stream's readers get a gap record for it where the events are missing */
+      k->sub_gap_pending += strtoull(p + 18, NULL, 10);
+      flush_gaps(k);
     }
-    /* gap records: our own hub queue overflowed; etw_sub_stats counts that (hub_dropped) */
     p = le + 1;
   }
 }
@@ -286,11 +412,28 @@ static void subject_of(struct nsink *k, const struct rec *r, char *o, size_t cap
   o[at] = 0;
 }
 
+/* errors the broker may stop giving without anything changing in the message */
+static int transient(jsErrCode c) {
+  return !c || c == JSClusterNotAvailErr || c == JSClusterNotLeaderErr ||
+         c == JSInsufficientResourcesErr || c == JSMemoryResourcesExceededErr ||
+         c == JSStorageResourcesExceededErr || c == JSStreamOfflineErr;
+}
+
+/* libnats' thread: a message of the batch was refused; a refusal of the message itself (not a
+ * timeout or an unavailable cluster) is noted by its seq, parsed back from its Nats-Msg-Id */
 static void on_pub_err(jsCtx *js, jsPubAckErr *pae, void *closure) {
   struct nsink *k = closure;
+  const char *id = NULL;
   (void)js;
-  atomic_fetch_add(&k->batch_errors, 1);
   set_error(k, "publish", pae->Err, pae->ErrText);
+  if (transient(pae->ErrCode) || !pae->Msg || natsMsgHeader_Get(pae->Msg, "Nats-Msg-Id", &id) != NATS_OK)
+    return;
+  const char *t = strrchr(id, '/');
+  t = t ? t + 1 : id;
+  uint64_t seq = !strncmp(t, "gap-", 4) ? GAP_BIT | strtoull(t + 4, NULL, 10) : strtoull(t, NULL, 10);
+  pthread_mutex_lock(&k->mu);
+  if (k->n_failed < sizeof k->failed / sizeof k->failed[0]) k->failed[k->n_failed++] = seq;
+  pthread_mutex_unlock(&k->mu); /* more in one batch: the others are noted when resent */
 }
 
 static void on_disc(natsConnection *nc, void *closure) {
@@ -332,7 +475,13 @@ static int64_t backoff(natsConnection *nc, int attempts, void *closure) {
 static int ensure_stream(struct nsink *k) {
   jsErrCode jerr = 0;
   jsStreamInfo *si = NULL;
-  natsStatus s = js_GetStreamInfo(&si, k->js, k->spec->stream, NULL, &jerr);
+  jsOptions jo; /* while stopping, the requests wait only until stop_by */
+  jsOptions_Init(&jo);
+  jo.Wait = 2000;
+  int64_t by = atomic_load(&k->stop_by), now = mono_ms();
+  if (by && (jo.Wait = by - now) < 50) return 0;
+  if (jo.Wait > 2000) jo.Wait = 2000;
+  natsStatus s = js_GetStreamInfo(&si, k->js, k->spec->stream, &jo, &jerr);
   if (s == NATS_OK) {
     jsStreamInfo_Destroy(si);
     return 1;
@@ -360,35 +509,48 @@ static int ensure_stream(struct nsink *k) {
   cfg.SubjectsLen = 1;
   cfg.Storage = js_FileStorage;
   cfg.Replicas = (int64_t)k->spec->replicas;
-  s = js_AddStream(&si, k->js, &cfg, NULL, &jerr);
+  s = js_AddStream(&si, k->js, &cfg, &jo, &jerr);
   if (s == NATS_OK) jsStreamInfo_Destroy(si);
   else set_error(k, "create stream", s, nats_GetLastError(NULL));
   return s == NATS_OK;
 }
 
-static natsMsg *make_msg(struct nsink *k, const struct rec *r) {
+static void set_hdr(natsMsg *m, const char *key, const char *v, size_t *bytes) {
+  natsMsgHeader_Set(m, key, v);
+  *bytes += strlen(key) + strlen(v) + 4; /* "key: value\r\n" */
+}
+
+/* the message of @r; *@bytes: its size as the server counts it against max_payload */
+static natsMsg *make_msg(struct nsink *k, const struct rec *r, size_t *bytes) {
   char subj[512], v[600];
   subject_of(k, r, subj, sizeof subj);
   natsMsg *m = NULL;
   const char *payload = r->data + r->plen + r->nlen;
   if (natsMsg_Create(&m, subj, NULL, payload, (int)r->len) != NATS_OK) return NULL;
-  if (r->seq >> 63)
-    snprintf(v, sizeof v, "%sgap-%llu", k->msgid_pfx, (unsigned long long)(r->seq & ~(1ull << 63)));
+  *bytes = r->len + 12; /* "NATS/1.0\r\n" … "\r\n" */
+  if (r->seq & GAP_BIT)
+    snprintf(v, sizeof v, "%sgap-%llu", k->msgid_pfx, (unsigned long long)(r->seq & ~GAP_BIT));
   else
     snprintf(v, sizeof v, "%s%llu", k->msgid_pfx, (unsigned long long)r->seq);
-  natsMsgHeader_Set(m, "Nats-Msg-Id", v);
-  natsMsgHeader_Set(m, "Etwd-Host", etw_host_name());
+  set_hdr(m, "Nats-Msg-Id", v, bytes);
+  set_hdr(m, "Etwd-Host", etw_host_name(), bytes);
   snprintf(v, sizeof v, "%.*s", (int)r->plen, r->data);
-  natsMsgHeader_Set(m, "Etwd-Provider", v);
+  set_hdr(m, "Etwd-Provider", v, bytes);
   if (r->nlen) {
     snprintf(v, sizeof v, "%.*s", (int)r->nlen, r->data + r->plen);
-    natsMsgHeader_Set(m, "Etwd-Event", v);
+    set_hdr(m, "Etwd-Event", v, bytes);
   }
   if (r->pid >= 0) {
     snprintf(v, sizeof v, "%lld", (long long)r->pid);
-    natsMsgHeader_Set(m, "Etwd-Pid", v);
+    set_hdr(m, "Etwd-Pid", v, bytes);
   }
   return m;
+}
+
+static void show_held(struct nsink *k) {
+  atomic_store(&k->held, k->sp.n_mem + k->sp.n_disk);
+  atomic_store(&k->held_mem, k->sp.mem);
+  atomic_store(&k->held_disk, k->sp.disk);
 }
 
 static void drain_hub(struct nsink *k, struct etw_jw *buf, int timeout_ms, int *ended) {
@@ -396,21 +558,67 @@ static void drain_hub(struct nsink *k, struct etw_jw *buf, int timeout_ms, int *
   etw_jw_truncate(buf, 0);
   int r = etw_sub_read(k->sub, buf, ETW_FMT_NDJSON, 1u << 20, timeout_ms);
   if (r < 0) *ended = 1;
-  else if (r > 0) take_lines(k, buf->buf, buf->len);
+  else if (r > 0) {
+    take_lines(k, buf->buf, buf->len);
+    show_held(k);
+  }
 }
 
-/* publish the spool's first records and wait for their acks; 1 = acknowledged and removed */
+/* after a batch of @n: remove what was acknowledged (all but the refused ones, when @complete),
+ * count a refusal for the refused ones and drop those refused TRIES_MAX times; 1 = all sent */
+static int settle(struct nsink *k, uint32_t n, int complete) {
+  uint64_t failed[64];
+  pthread_mutex_lock(&k->mu);
+  uint32_t nf = k->n_failed;
+  memcpy(failed, k->failed, nf * sizeof failed[0]);
+  k->n_failed = 0;
+  pthread_mutex_unlock(&k->mu);
+  uint32_t bad = 0, done = 0;
+  struct rec *prev = NULL;
+  for (uint32_t i = 0; i < n; i++) {
+    struct rec *r = prev ? prev->next : k->sp.head;
+    int refused = r->tries >= TRIES_MAX; /* larger than the server takes: at once */
+    for (uint32_t j = 0; j < nf && !refused; j++) refused = failed[j] == r->seq;
+    if (refused && ++r->tries >= TRIES_MAX) {
+      if (!(r->seq & GAP_BIT)) count_drop(k, 1, "refused by the broker");
+      atomic_fetch_add(&k->refused, 1);
+      mem_remove(&k->sp, prev);
+    } else if (refused || !complete) {
+      bad += refused;
+      prev = r;
+    } else {
+      mem_remove(&k->sp, prev);
+      done++;
+    }
+  }
+  atomic_fetch_add(&k->acked, done);
+  atomic_fetch_add(&k->published, done);
+  return complete && !bad;
+}
+
+/* publish the spool's first records and wait for their acks; 1 = all acknowledged */
 static int publish_batch(struct nsink *k, struct etw_jw *buf, int *ended) {
   spool_refill(&k->sp);
+  pthread_mutex_lock(&k->mu);
+  k->n_failed = 0;
+  pthread_mutex_unlock(&k->mu);
   uint32_t n = 0;
-  atomic_store(&k->batch_errors, 0);
+  int sent_all = 1;
+  int64_t maxp = natsConnection_GetMaxPayload(k->nc);
   for (struct rec *r = k->sp.head; r && n < k->spec->batch; r = r->next, n++) {
-    natsMsg *m = make_msg(k, r);
+    size_t bytes = 0;
+    natsMsg *m = make_msg(k, r, &bytes);
+    if (m && maxp > 0 && bytes > (uint64_t)maxp) { /* the server would refuse it (and close) */
+      natsMsg_Destroy(m);
+      set_error(k, "publish", NATS_MAX_PAYLOAD, "a message larger than the server's max_payload was dropped");
+      r->tries = TRIES_MAX;
+      continue;
+    }
     natsStatus s = m ? js_PublishMsgAsync(k->js, &m, NULL) : NATS_NO_MEMORY;
     if (s != NATS_OK) {
       natsMsg_Destroy(m);
       set_error(k, "publish", s, nats_GetLastError(NULL));
-      atomic_fetch_add(&k->batch_errors, 1);
+      sent_all = 0;
       break;
     }
   }
@@ -419,20 +627,18 @@ static int publish_batch(struct nsink *k, struct etw_jw *buf, int *ended) {
   jsPubOptions_Init(&po);
   po.MaxWait = 20;
   natsStatus s;
+  /* every ack or refusal, unless the time is up or the session is being deleted */
   while ((s = js_PublishAsyncComplete(k->js, &po)) == NATS_TIMEOUT && mono_ms() < deadline &&
-         !atomic_load(&k->batch_errors))
+         !out_of_time(k))
     drain_hub(k, buf, 0, ended); /* keep the hub queue short while the broker answers */
-  if (s == NATS_OK && !atomic_load(&k->batch_errors)) {
-    spool_pop(&k->sp, n);
-    atomic_fetch_add(&k->acked, n);
-    atomic_fetch_add(&k->published, n);
-    return 1;
+  if (s != NATS_OK) {
+    natsMsgList pl = {0};
+    if (js_PublishAsyncGetPendingList(&pl, k->js) == NATS_OK) natsMsgList_Destroy(&pl);
+    if (s == NATS_TIMEOUT) set_error(k, "ack", s, "no acknowledgement in time");
   }
-  natsMsgList pl = {0};
-  if (js_PublishAsyncGetPendingList(&pl, k->js) == NATS_OK) natsMsgList_Destroy(&pl);
-  if (s == NATS_TIMEOUT) set_error(k, "ack", s, "no acknowledgement in time");
+  if (settle(k, n, s == NATS_OK && sent_all)) return 1;
   atomic_fetch_add(&k->retries, 1);
-  k->stream_ok = 0; /* check the stream again (it may have been deleted) */
+  if (s != NATS_OK || !sent_all) k->stream_ok = 0; /* check the stream again (it may be gone) */
   return 0;
 }
 
@@ -441,39 +647,37 @@ static void *sink_thread(void *arg) {
   struct etw_jw buf;
   etw_jw_init(&buf, 2u << 20);
   int ended = 0;
-  int64_t quit_at = 0, retry_at = 0, wait = 100;
+  int64_t retry_at = 0, wait = 100;
   for (;;) {
     int busy = k->sp.head || k->sp.n_disk;
     int up = atomic_load(&k->connected) && natsConnection_Status(k->nc) == NATS_CONN_STATUS_CONNECTED;
     drain_hub(k, &buf, busy && up && mono_ms() >= retry_at ? 0 : 50, &ended);
-    atomic_store(&k->held, k->sp.n_mem + k->sp.n_disk);
-    if (ended && k->gap_pending) push_gap(k, k->last_seq + 1); /* drops after the last event */
+    if (k->gap_pending || k->sub_gap_pending) flush_gaps(k); /* e.g. refused, or after the last event */
+    show_held(k);
     busy = k->sp.head || k->sp.n_disk;
-    if (ended && !busy) break;
-    if (atomic_load(&k->quit)) {
-      if (!quit_at) quit_at = mono_ms() + 2000;
-      if (mono_ms() >= quit_at) break;
-    }
+    if ((ended && !busy) || out_of_time(k)) break;
     if (!up || !busy || mono_ms() < retry_at) {
       if (ended && busy) usleep(20000);
       continue;
     }
     if (!k->stream_ok) k->stream_ok = ensure_stream(k);
     if (k->stream_ok && publish_batch(k, &buf, &ended)) {
-      atomic_store(&k->held, k->sp.n_mem + k->sp.n_disk);
+      show_held(k);
       wait = 100;
       continue;
     }
     retry_at = mono_ms() + wait; /* back off: 100 ms doubling to 5 s */
     wait = wait * 2 > 5000 ? 5000 : wait * 2;
   }
-  /* what is still spooled now is lost: count it (and the file goes) */
-  spool_refill(&k->sp);
-  uint64_t left = k->sp.n_mem + k->sp.n_disk;
-  for (struct rec *r = k->sp.head; r; r = r->next)
-    if (r->seq >> 63) left--; /* gap records are not events */
+  /* what is still spooled or queued for us now is lost: count it (the files go at free_one) */
+  uint64_t left = 0;
+  for (spool_refill(&k->sp); k->sp.head; spool_refill(&k->sp))
+    while (k->sp.head) {
+      left += !(k->sp.head->seq & GAP_BIT); /* gap records are not events */
+      mem_remove(&k->sp, NULL);
+    }
   atomic_fetch_add(&k->dropped, left);
-  atomic_store(&k->held, 0);
+  show_held(k);
   etw_jw_free(&buf);
   return NULL;
 }
@@ -490,18 +694,20 @@ static enum etw_err start_one(struct nsink *k, uint32_t i, struct etw_hub *hub,
   pthread_mutex_init(&k->mu, NULL);
   pthread_cond_init(&k->cv, NULL);
   k->inited = 1;
-  k->sp.fd = -1;
+  k->sp.wfd = k->sp.rfd = -1;
   k->sp.mem_max = sp->spool_memory_kb * 1024;
   k->sp.disk_max = sp->spool_disk_mb << 20;
+  k->sp.seg_max = k->sp.disk_max / 8 > (64u << 10) ? k->sp.disk_max / 8 : (64u << 10);
   snprintf(k->session, sizeof k->session, "%s", ctx->session);
   snprintf(k->msgid_pfx, sizeof k->msgid_pfx, "%s/%s@%lld/", etw_host_name(), ctx->session,
            (long long)(ctx->started_ns / 1000000));
   if (sp->spool_disk_mb && ctx->spool_dir) {
     if (etw_mkdirs(ctx->spool_dir))
       return etw_fail(st, ETW_E_IO, NULL, "cannot create %s: %s", ctx->spool_dir, strerror(errno));
-    snprintf(k->sp.path, sizeof k->sp.path, "%s/sink%u.spool", ctx->spool_dir, i);
-    k->sp.fd = open(k->sp.path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (k->sp.fd < 0) return etw_fail(st, ETW_E_IO, NULL, "cannot create %s: %s", k->sp.path, strerror(errno));
+    snprintf(k->sp.base, sizeof k->sp.base, "%s/sink%u", ctx->spool_dir, i);
+    int fd = seg_open(&k->sp, 0); /* fail now, not at the first outage */
+    if (fd < 0) return etw_fail(st, ETW_E_IO, NULL, "cannot create %s.0.spool: %s", k->sp.base, strerror(errno));
+    seg_drop(&k->sp, 0, fd, 0);
   }
   if ((s = natsOptions_Create(&k->opts)) != NATS_OK) return nats_fail(st, i, "options", s);
   { /* "url1,url2,…": the cluster's servers (libnats tries the others when one goes) */
@@ -551,7 +757,6 @@ static enum etw_err start_one(struct nsink *k, uint32_t i, struct etw_hub *hub,
 /* 0 when libnats may still call back into @k (it must then never be freed) */
 static int free_one(struct nsink *k) {
   if (k->started) {
-    atomic_store(&k->quit, 1);
     etw_sub_wake(k->sub);
     pthread_join(k->thread, NULL);
   }
@@ -571,12 +776,12 @@ static int free_one(struct nsink *k) {
     natsConnection_Destroy(k->nc);
   }
   if (k->opts) natsOptions_Destroy(k->opts);
+  atomic_fetch_sub(&g_mem, k->sp.mem);
   rec_free_list(k->sp.head);
-  if (k->sp.fd >= 0) {
-    close(k->sp.fd);
-    unlink(k->sp.path);
-    *strrchr(k->sp.path, '/') = 0;
-    rmdir(k->sp.path); /* the session's spool directory, once its last sink's file is gone */
+  spool_close(&k->sp);
+  if (k->sp.base[0]) {
+    *strrchr(k->sp.base, '/') = 0;
+    rmdir(k->sp.base); /* the session's spool directory, once its last sink's files are gone */
   }
   if (k->inited && gone) {
     pthread_mutex_destroy(&k->mu);
@@ -611,7 +816,10 @@ enum etw_err etw_sinks_start(const struct etw_sink_spec *v, uint32_t n, struct e
 
 uint64_t etw_sinks_stop(struct etw_sinks *s) {
   if (!s) return 0;
-  for (uint32_t i = 0; i < s->n; i++) atomic_store(&s->k[i].quit, 1); /* all flush at once */
+  int64_t by = mono_ms() + ETW_SINK_FLUSH_MS;
+  for (uint32_t i = 0; i < s->n; i++) { /* all flush at once, until @by */
+    atomic_store(&s->k[i].stop_by, by);
+  }
   int gone = 1;
   for (uint32_t i = 0; i < s->n; i++) gone &= free_one(&s->k[i]);
   uint64_t lost = etw_sinks_lost(s);
@@ -648,6 +856,12 @@ void etw_sinks_json(struct etw_sinks *s, struct etw_jw *w) {
     etw_jw_u64(w, atomic_load(&k->spooled_disk));
     etw_jw_lit(w, ",\"dropped\":");
     etw_jw_u64(w, dr);
+    etw_jw_lit(w, ",\"memory_bytes\":");
+    etw_jw_u64(w, atomic_load(&k->held_mem));
+    etw_jw_lit(w, ",\"disk_bytes\":");
+    etw_jw_u64(w, atomic_load(&k->held_disk));
+    etw_jw_lit(w, ",\"refused\":");
+    etw_jw_u64(w, atomic_load(&k->refused));
     etw_jw_lit(w, ",\"gap_records\":");
     etw_jw_u64(w, atomic_load(&k->gaps));
     etw_jw_lit(w, ",\"hub_dropped\":");

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "etwcore/backend.h"
+#include "etwcore/sink.h"
 #ifdef ETWD_BACKEND_ETL
 #include "etwcore/etl.h"
 #endif
@@ -52,6 +53,7 @@ enum etw_err etw_backends_configure(const struct etw_backends_config *c, struct 
   etw_linux_set_reader_nice(c->reader_nice);
   etw_linux_set_reader_pinning(c->reader_pinning);
 #endif
+  etw_sinks_configure(c->sink_secrets_dir, c->sink_spool_memory_mb, c->sink_spool_disk_mb);
   return ETW_E_OK;
 }
 

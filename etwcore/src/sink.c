@@ -2,11 +2,55 @@
  * refusal in builds without libnats. The running sinks are etwcore/sinks/sink_nats.c. */
 #include "etwcore/sink.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+
+/* set once at start-up (etw_sinks_configure), read-only afterwards */
+static char g_secrets[4096];
+static uint64_t g_total[2] = {UINT64_MAX, UINT64_MAX};
+
+void etw_sinks_configure(const char *secrets_dir, uint64_t total_memory_mb, uint64_t total_disk_mb) {
+  snprintf(g_secrets, sizeof g_secrets, "%s", secrets_dir ? secrets_dir : "");
+  g_total[0] = total_memory_mb << 20;
+  g_total[1] = total_disk_mb << 20;
+}
+
+uint64_t etw_sinks_total_bytes(int disk) {
+  return g_total[disk ? 1 : 0];
+}
 
 #ifdef ETWD_HAVE_NATS
+/* @key of @o, if present: a regular file inside the secrets directory once every symlink and
+ * ".." is resolved (a relative name is taken relative to it); *out = the resolved path */
+static enum etw_err secret_file(const cJSON *o, const char *key, char **out, const char *ptr,
+                                struct etw_status *st) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+  *out = NULL;
+  if (!v) return ETW_E_OK;
+  char f[64];
+  snprintf(f, sizeof f, "%s/%s", ptr, key);
+  if (!g_secrets[0])
+    return etw_fail(st, ETW_E_INVALID, f, "%s/%s: this server takes no sink credential files (no --sink-secrets-dir)", ptr, key);
+  char joined[8200];
+  snprintf(joined, sizeof joined, "%s%s%s", v->valuestring[0] == '/' ? "" : g_secrets,
+           v->valuestring[0] == '/' ? "" : "/", v->valuestring);
+  char *root = realpath(g_secrets, NULL), *real = realpath(joined, NULL);
+  size_t rl = root ? strlen(root) : 0;
+  struct stat sb;
+  int ok = root && real && !strncmp(real, root, rl) && real[rl] == '/' && !stat(real, &sb) &&
+           S_ISREG(sb.st_mode);
+  free(root);
+  if (!ok) {
+    free(real);
+    return etw_fail(st, ETW_E_INVALID, f, "%s/%s must name an existing file inside the sink secrets directory (--sink-secrets-dir; symlinks and .. leading out of it are refused)", ptr, key);
+  }
+  *out = real;
+  return ETW_E_OK;
+}
+
 static int str_ok(const char *s, size_t max, const char *bad) {
   size_t n = strlen(s);
   if (!n || n > max) return 0;
@@ -73,14 +117,13 @@ static enum etw_err parse_one(const cJSON *o, struct etw_sink_spec *k, const cha
   if (!k->stream) k->stream = strdup("ETWD");
   if (!k->stream || !str_ok(k->stream, 64, ".*>/\\\"'"))
     return etw_fail(st, ETW_E_INVALID, ptr, "%s/stream must be 1-64 characters without . * > / \\", ptr);
-  k->creds = dup_opt(o, "creds");
-  k->tls_ca = dup_opt(o, "tls_ca");
-  k->tls_cert = dup_opt(o, "tls_cert");
-  k->tls_key = dup_opt(o, "tls_key");
-  if (!k->tls_cert != !k->tls_key)
-    return etw_fail(st, ETW_E_INVALID, ptr, "%s: tls_cert and tls_key go together", ptr);
   uint64_t x;
   enum etw_err e;
+  if ((e = secret_file(o, "creds", &k->creds, ptr, st)) || (e = secret_file(o, "tls_ca", &k->tls_ca, ptr, st)) ||
+      (e = secret_file(o, "tls_cert", &k->tls_cert, ptr, st)) || (e = secret_file(o, "tls_key", &k->tls_key, ptr, st)))
+    return e;
+  if (!k->tls_cert != !k->tls_key)
+    return etw_fail(st, ETW_E_INVALID, ptr, "%s: tls_cert and tls_key go together", ptr);
   if ((e = get_num(o, "replicas", 1, 5, 1, &x, ptr, st))) return e;
   k->replicas = (uint32_t)x;
   if ((e = get_num(o, "batch", 1, 65536, 1024, &x, ptr, st))) return e;

@@ -23,8 +23,8 @@ HOST = "agent-one"
 class Nats:
     """One nats-server with JetStream; @routes makes it a node of a loopback cluster."""
 
-    def __init__(self, name="n1", cluster_port=None, routes=None):
-        self.name = name
+    def __init__(self, name="n1", cluster_port=None, routes=None, extra=()):
+        self.name, self.extra = name, list(extra)
         self.port, self.mport = free_port(), free_port()
         self.cluster_port, self.routes = cluster_port, routes
         self.dir = tempfile.mkdtemp(prefix="etwd-nats-")
@@ -39,6 +39,7 @@ class Nats:
         if self.cluster_port:
             cmd += ["--cluster_name", "c1", "--cluster", "nats://127.0.0.1:%d" % self.cluster_port,
                     "--routes", self.routes]
+        cmd += self.extra
         self.log = open(os.path.join(self.dir, "log"), "ab")
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.time() + 60
@@ -456,4 +457,5 @@ def main():
     done()
 
 
-main()
+if __name__ == "__main__":
+    main()

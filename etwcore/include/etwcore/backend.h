@@ -217,6 +217,10 @@ struct etw_backends_config {
   const char *decode;       /* ETL and Windows: "fast" | "reference" (NULL = unchanged; etl.h) */
   int reader_nice;          /* Linux: nice value of the per-CPU readers, -20..19 (0 = unchanged) */
   int reader_pinning;       /* Linux: 1 = the reader of CPU n runs only on CPU n */
+  /* sinks (sink.h, etw_sinks_configure): the only directory creds/tls_* files may name, and the
+   * caps on the sum of all sinks' spools (MiB) */
+  const char *sink_secrets_dir;
+  uint64_t sink_spool_memory_mb, sink_spool_disk_mb;
 };
 /** etw_backends_configure - check every setting of @c, then apply them all: ETW_E_OK, or
  *  ETW_E_INVALID with the setting's name in @st->field ("decode", "reader_nice"), a sentence in

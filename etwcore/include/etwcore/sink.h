@@ -34,13 +34,23 @@ struct etw_sink_spec {
   char *url;       /* nats://host:port[,nats://host:port…] (tls:// for TLS) */
   char *subject;   /* template: {host} {session} {provider} {event} */
   char *stream;    /* JetStream stream (created when missing: subjects from the template) */
-  char *creds;     /* optional NATS .creds file */
-  char *tls_ca, *tls_cert, *tls_key; /* optional PEM files (client certificate: both) */
+  char *creds;     /* optional NATS .creds file (resolved, inside the secrets directory) */
+  char *tls_ca, *tls_cert, *tls_key; /* optional PEM files (client certificate: both); ditto */
   uint32_t replicas;       /* replicas of a stream the sink creates (1..5) */
   uint32_t batch;          /* messages per acknowledged batch */
   uint32_t ack_timeout_ms; /* a batch not acknowledged in this time is sent again */
   uint64_t spool_memory_kb, spool_disk_mb; /* the two spool bounds (0 = none of that kind) */
 };
+
+#define ETW_SINK_FLUSH_MS 2000 /* at stop, a sink publishes what it holds for this long at most */
+
+/** etw_sinks_configure - server-wide settings (process-wide; call before sessions exist; copies
+ *  @secrets_dir): the directory that creds/tls_* files must be in (NULL: none may be named),
+ *  and the caps on the sum of all sinks' spools in memory and on disk (MiB). Without a call:
+ *  no files allowed, no caps. */
+void etw_sinks_configure(const char *secrets_dir, uint64_t total_memory_mb, uint64_t total_disk_mb);
+/** etw_sinks_total_bytes - the server-wide spool cap in bytes: @disk 0 memory, 1 disk. */
+uint64_t etw_sinks_total_bytes(int disk);
 
 /** etw_sinks_parse - the spec's "sinks" member (@v) → *out (n entries). Errors name the JSON
  *  pointer (/sinks/I/member). Free with etw_sinks_spec_free in every case. */
@@ -61,7 +71,8 @@ struct etw_sink_ctx {
 enum etw_err etw_sinks_start(const struct etw_sink_spec *v, uint32_t n, struct etw_hub *hub,
                              const struct etw_sink_ctx *ctx, struct etw_sinks **out,
                              struct etw_status *st);
-/** etw_sinks_stop - after etw_hub_end: each sink publishes what it holds for up to 2 s more,
+/** etw_sinks_stop - after etw_hub_end: each sink publishes what it holds for up to
+ *  ETW_SINK_FLUSH_MS more (whatever the broker does: the whole stop takes a few seconds at most),
  *  then counts the rest as loss, unsubscribes and ends; frees @s (NULL: nothing). Returns the
  *  sinks' final loss (etw_sinks_lost). */
 uint64_t etw_sinks_stop(struct etw_sinks *s);
