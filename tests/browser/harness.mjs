@@ -92,6 +92,7 @@ export async function startEtwd(tag, extra = []) {
   srv.stderr.pipe(srvLog);
   const e = { base, tokens: {}, exited: null, logFile };
   srv.on('exit', (c, sg) => { e.exited = `${c ?? sg}`; });
+  srv.on('error', (x) => { e.exited = 'not started: ' + x.message; }); // (no binary: no exit event)
   e.req = (method, p, body, ctype) => request(method, base + p, e.tokens.admin, body, ctype);
   e.stop = async () => {
     if (e.exited === null) { srv.kill('SIGTERM'); for (let i = 0; i < 1200 && e.exited === null; i++) await sleep(100); if (e.exited === null) srv.kill('SIGKILL'); }
