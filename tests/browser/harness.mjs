@@ -68,7 +68,9 @@ function request(method, url, token, body, ctype) {
     const headers = { Accept: 'application/json' };
     if (token) headers.Authorization = 'Bearer ' + token;
     if (body !== undefined) headers['Content-Type'] = ctype || 'application/json';
-    const r = https.request(url, { method, rejectUnauthorized: false, headers, timeout: 30000 }, (x) => {
+    // agent: false — a connection of its own (node 20 keeps idle ones alive, and a request on one
+    // the server has closed meanwhile fails with EPIPE)
+    const r = https.request(url, { method, rejectUnauthorized: false, headers, timeout: 30000, agent: false }, (x) => {
       const parts = [];
       x.on('data', (d) => parts.push(d));
       x.on('end', () => { const t = Buffer.concat(parts).toString('utf8'); let j = t; try { j = JSON.parse(t); } catch { /* text */ } res([x.statusCode, j]); });
