@@ -112,7 +112,7 @@ const Flame = (() => {
         btn('fg-only', 'Only events with this frame', () => filterTo(), 'Adds stack == "frame" to the Where filter (Enter)'),
         h('span', { id: 'fg-info', class: 'muted', role: 'status' })),
       h('div', { class: 'fg-wrap' }, cv, tip),
-      h('p', { class: 'muted hint', text: 'Stacks of the events the table shows, callers above callees. Click a frame to zoom to it, hover for its count; "Only events with this frame" filters the table. Export → Collapsed stacks writes them for flamegraph.pl or speedscope.' }));
+      h('p', { class: 'muted hint', text: 'Stacks of the events the table shows, callers above callees. Click a frame to zoom to it (keys: ↓ widest callee, ↑ caller, ←/→ neighbours, Esc all), hover for its count; "Only events with this frame" (Enter) filters the table. Export → Collapsed stacks writes them for flamegraph.pl or speedscope.' }));
     cv.addEventListener('click', (e) => { const i = hit(e.offsetX, e.offsetY); if (i >= 0) zoomTo(pathOf(i)); });
     cv.addEventListener('mousemove', (e) => hoverAt(e.offsetX, e.offsetY));
     cv.addEventListener('mouseleave', () => hoverAt(-1, -1));
@@ -124,10 +124,20 @@ const Flame = (() => {
     new ResizeObserver((es) => { const w = Math.round(es[es.length - 1].contentRect.width); if (w && w !== F.W) { F.W = w; paint(); } }).observe(cv);
     return panel;
   }
+  /* keys on the canvas: ↓ zooms to the widest callee, ↑ to the caller, ←/→ to the neighbour
+   * frames (same caller), Enter filters the table to the zoomed frame, Esc or 0 shows all */
   function key(e) {
+    const chain = F.acc ? focusChain() : [];
+    const at = chain[chain.length - 1], up = chain[chain.length - 2];
     if (e.key === 'Escape' || e.key === '0') zoomTo([]);
-    else if (e.key === 'ArrowUp' || e.key === 'Backspace') zoomTo(F.zoom.slice(0, -1));
-    else if (e.key === 'Enter') filterTo();
+    else if (e.key === 'ArrowUp' || e.key === 'Backspace') zoomTo(F.zoom.slice(0, chain.length - 2));
+    else if (e.key === 'ArrowDown' && at && at.kids.size) {
+      const w = sorted(at).reduce((a, b) => (b.n > a.n ? b : a));
+      zoomTo([...F.zoom.slice(0, chain.length - 1), w.name]);
+    } else if ((e.key === 'ArrowLeft' || e.key === 'ArrowRight') && up) {
+      const sib = sorted(up), i = sib.indexOf(at) + (e.key === 'ArrowLeft' ? -1 : 1);
+      if (i >= 0 && i < sib.length) zoomTo([...F.zoom.slice(0, chain.length - 2), sib[i].name]);
+    } else if (e.key === 'Enter') filterTo();
     else return;
     e.preventDefault();
   }

@@ -196,8 +196,9 @@ function applyState(st) {
 function globalKey(e) {
   if (!S.viewer || e.ctrlKey || e.metaKey || e.altKey || S.tab !== 'sessions') return;
   const t = e.target;
-  // (the timeline canvas has its own keys: arrows pan, +/− zoom, Esc clears its range)
-  if (t.closest && t.closest('input, textarea, select, [contenteditable], #timeline')) return;
+  // (the timeline canvas has its own keys: arrows pan, +/− zoom, Esc clears its range; so has the
+  // flame graph's: arrows move the zoom)
+  if (t.closest && t.closest('input, textarea, select, [contenteditable], #timeline, #flame')) return;
   if (e.key === '/') { e.preventDefault(); $('field-filter').focus(); return; }
   if (e.key === ' ' && !(t.closest && t.closest('button, summary, a'))) { e.preventDefault(); S.viewer.setPaused(!S.viewer.paused); return; }
   if (/^Arrow(Up|Down)$|^Page(Up|Down)$/.test(e.key) && !(t.closest && t.closest('#grid'))) S.viewer.key(e);

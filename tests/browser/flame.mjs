@@ -203,6 +203,12 @@ await S.step('a live session with stacks: the flame graph holds main → outer �
   await page.mouse.move(box.x + inner.x + Math.min(inner.w / 2, 40), box.y + inner.y + 9);
   await until(async () => (await page.locator('#fg-tip').isVisible()) && (await page.locator('#fg-tip').textContent()) === `${MOD}!inner\n${CALLS} events, 100.0% of all`, 'the tooltip: ' + await page.locator('#fg-tip').textContent().catch(() => ''));
   await page.screenshot({ path: path.join(ART, 'page-flame.png') });
+  // the event panel: the frames of a sys_enter event, innermost first
+  const ev = await page.evaluate(() => { const r = S.viewer.rows.find((x) => x.ev.Stack); S.viewer.select(r, false); return r.ev; });
+  const shown = await page.locator('#detail-stack li .fr').allTextContents();
+  assert(JSON.stringify(shown) === JSON.stringify(ev.Stack.map(label)) && shown.includes(`${MOD}!inner+0x${ev.Stack.find((f) => f.Symbol === 'inner').Offset.toString(16)}`),
+    'the panel lists the stack: ' + JSON.stringify(shown));
+  assert(shown.some((s) => /^kernel!do_syscall_64\+0x[0-9a-f]+$/.test(s)), 'with the kernel frames');
 });
 
 await stepWhenBuilt('a click zooms to a frame; the zoom is in the URL; Reset and Esc go back to all', async () => {
@@ -225,6 +231,14 @@ await stepWhenBuilt('a click zooms to a frame; the zoom is in the URL; Reset and
   await page.mouse.click(box.x + outer.x + 3, box.y + outer.y + 9);
   await page.locator('#flame').press('Escape');
   assert((await page.evaluate(() => Flame.zoomPath())).length === 0, 'Esc');
+  // keys: ↓ the widest callee (from all: the root frame, then down to inner), ↑ the caller
+  const sel0 = await page.evaluate(() => S.viewer.sel && S.viewer.sel.n);
+  for (let i = 0; i < outer.path.length + 1; i++) await page.locator('#flame').press('ArrowDown');
+  assert((await page.evaluate(() => Flame.zoomPath().join(';'))) === outer.path.join(';') + `;${MOD}!inner`, '↓ to inner: ' + await page.evaluate(() => Flame.zoomPath().join(';')));
+  await page.locator('#flame').press('ArrowUp');
+  assert((await page.evaluate(() => Flame.zoomPath().join(';'))) === outer.path.join(';'), '↑ to outer');
+  assert((await page.evaluate(() => S.viewer.sel && S.viewer.sel.n)) === sel0, 'the arrows did not move the table\'s selection');
+  await page.locator('#flame').press('Escape');
 });
 
 await stepWhenBuilt('"Only events with this frame" filters the table to the events whose stack holds it', async () => {
@@ -298,7 +312,9 @@ await stepWhenBuilt('a busy session (every process\'s syscalls with stacks for 3
   const r = await page.evaluate(() => { window.__stop = true; return { withStack: S.viewer.view.filter((x) => EtwStacks.of(x.ev)).length, rows: S.viewer.rows.length, gap: window.__gap }; });
   log(`     ${r.rows} events, ${r.withStack} with a stack; the flame graph's longest task ${st.slowest.toFixed(0)} ms, longest frame ${r.gap.toFixed(0)} ms`);
   assert(r.withStack > 1000 && st.tree.n === r.withStack, `every stack counted: ${st.tree.n} of ${r.withStack}`);
-  assert(st.slowest < 500, `no long task in the flame graph: ${st.slowest} ms`);
+  // (its work in one go, garbage collection included: typically 30-100 ms here, 400 ms seen on a
+  // loaded machine; counting a burst of rows at once, before the slices, took 390 ms here)
+  assert(st.slowest < 1000, `no long task in the flame graph: ${st.slowest} ms`);
   const txt = (await download(page, 'folded')).split('\n').filter(Boolean);
   assert(txt.reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0) === r.withStack, 'the export counts them too');
 });
