@@ -872,6 +872,7 @@ class Viewer {
   showDetail() {
     const r = this.sel;
     $('detail').textContent = !r ? 'Select a row (click, or arrow keys in the table).' : jsonText(r.ev);
+    showStack(r && !r.gap ? r.ev : null); // web/flame.js: the frames above the JSON
   }
 
   key(e) {

@@ -15,7 +15,11 @@
  * Semantics: a missing field makes every test false (so `!(x == 1)` is true for events without x).
  * ==, != and the ordering operators compare as numbers when both sides are numbers (64-bit exact),
  * else as strings (case-sensitive). `~` is a case-insensitive substring test, or with /re/ a regex
- * test; `!~` is its negation. `in` is == against any of the listed values. */
+ * test; `!~` is its negation. `in` is == against any of the listed values.
+ * `stack` (any case) is the event's call stack (web/stacks.js): its frames as the flame graph and
+ * the folded export name them (`kernel!do_syscall_64`, `libc.so.6+0x2724a`); `==`, `in` and `~`
+ * hold when some frame matches, `!=` and `!~` when none does (`stack == "prog!inner"`); an event
+ * without a stack fails every test. The ordering operators do not apply to it. */
 'use strict';
 (function (root) {
   const SHORT = {
@@ -25,7 +29,9 @@
     process: 'System.Execution.ProcessName', seq: 'seq',
   };
   const TOP = new Set(['seq', 'System', 'EventData', 'Undecoded', 'Gap']);
-  const SHORT_NAMES = ['pid', 'tid', 'cpu', 'Provider', 'Event', 'Level', 'Id', 'Opcode', 'Task', 'Keywords', 'Time', 'Process', 'seq'];
+  const SHORT_NAMES = ['pid', 'tid', 'cpu', 'Provider', 'Event', 'Level', 'Id', 'Opcode', 'Task', 'Keywords', 'Time', 'Process', 'seq', 'stack'];
+  // the frame names of an event's stack (web/stacks.js: a global in the page, require() in node)
+  const stackNames = (ev) => (typeof module !== 'undefined' && module.exports ? require('./stacks.js') : root.EtwStacks).names(ev);
 
   class FilterError extends Error {
     constructor(msg, pos) { super(`${msg} at column ${pos + 1}`); this.pos = pos; }
@@ -154,6 +160,7 @@
       if (f.t !== 'word' || !/^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/.test(f.v))
         throw new FilterError('expected a field name' + gotText(f), f.p);
       i++;
+      if (f.v.toLowerCase() === 'stack') return stackTest();
       const get = getter(resolve(f.v));
       const o = tk[i];
       if (o.t === 'word' && o.v === 'in') {
@@ -180,6 +187,28 @@
       const has = lit.re ? (s) => { lit.re.lastIndex = 0; return lit.re.test(s); } : ((w) => (s) => s.toLowerCase().includes(w))(lit.str.toLowerCase());
       const neg = o.t === '!~';
       return (ev) => { const v = get(ev); return v !== undefined && has(textOfValue(v)) !== neg; };
+    }
+    /* `stack op value`: a test on each frame name; == in ~ hold for some frame, != !~ for none */
+    function stackTest() {
+      const o = tk[i];
+      const isIn = o.t === 'word' && o.v === 'in';
+      if (!isIn && !['==', '!=', '~', '!~'].includes(o.t))
+        throw new FilterError("expected an operator (== != ~ !~ in) after 'stack'" + gotText(o), o.p);
+      i++;
+      let lits;
+      if (isIn) {
+        want('(', "'(' after in");
+        lits = [literal()];
+        while (peek().t === ',') { i++; lits.push(literal()); }
+        want(')', "')' to close the list");
+      } else lits = [literal()];
+      const l0 = lits[0];
+      if (l0.re && o.t !== '~' && o.t !== '!~') throw new FilterError(`a /regex/ needs ~ or !~, not ${o.t}`, o.p);
+      const one = o.t === '~' || o.t === '!~'
+        ? (l0.re ? (s) => { l0.re.lastIndex = 0; return l0.re.test(s); } : ((w) => (s) => s.toLowerCase().includes(w))(l0.str.toLowerCase()))
+        : (s) => lits.some((l) => s === l.str);
+      const neg = o.t === '!=' || o.t === '!~';
+      return (ev) => { const n = stackNames(ev); return !!n && n.some(one) !== neg; };
     }
     function unary() {
       const t = peek();

@@ -138,12 +138,13 @@ function doExport(kind) {
   let text, type, ext;
   if (kind === 'ndjson') { text = EtwExport.ndjson(list); type = 'application/x-ndjson'; ext = 'ndjson'; }
   else if (kind === 'csv') { text = EtwExport.csv(list, v.cols, valText); type = 'text/csv'; ext = 'csv'; }
+  else if (kind === 'folded') { text = EtwStacks.foldedText(EtwStacks.fold(list)); type = 'text/plain'; ext = 'folded.txt'; }
   else { text = EtwExport.chromeText(list, src); type = 'application/json'; ext = 'chrome.json'; }
-  const n = list.filter((e) => e && !e.Gap).length;
+  const n = kind === 'folded' ? list.filter((e) => EtwStacks.of(e)).length : list.filter((e) => e && !e.Gap).length;
   const a = h('a', { href: URL.createObjectURL(new Blob([text], { type })), download: `etwd-session-${v.id}.${ext}` });
   a.click(); // not in the document: its click does not reach the menus' close-on-outside-click
   setTimeout(() => URL.revokeObjectURL(a.href), 60000);
-  $('export-msg').textContent = `${fmtN(n)} events exported as ${kind}.`;
+  $('export-msg').textContent = kind === 'folded' ? `The stacks of ${fmtN(n)} events exported as collapsed stacks.` : `${fmtN(n)} events exported as ${kind}.`;
 }
 
 /* ----- the view in the URL fragment (web/state.js) ----- */
@@ -158,6 +159,8 @@ function currentState() {
     cols: cols.join(',') === COLS_DEFAULT ? undefined : cols,
     sort: v && v.sort ? (v.sort.dir < 0 ? '-' : '') + v.sort.id : undefined,
     rel: REL.mode === 'sel' ? 'sel' : undefined,
+    flame: v && Flame.isOpen() ? '1' : undefined,
+    fz: v && Flame.isOpen() ? Flame.zoomPath().join(';') : undefined,
   };
 }
 function syncUrl(push) {
@@ -183,6 +186,7 @@ function applyState(st) {
       const m = /^(-?)(.+)$/.exec(st.sort || '');
       S.viewer.sort = m && COLS.some((c) => c.id === m[2]) ? { id: m[2], dir: m[1] ? -1 : 1 } : null;
       S.viewer.setCols();
+      Flame.applyState(st.flame === '1', st.fz); // web/flame.js
     }
     applyWhere(false);
   } finally { applying = false; }
@@ -192,8 +196,9 @@ function applyState(st) {
 function globalKey(e) {
   if (!S.viewer || e.ctrlKey || e.metaKey || e.altKey || S.tab !== 'sessions') return;
   const t = e.target;
-  // (the timeline canvas has its own keys: arrows pan, +/− zoom, Esc clears its range)
-  if (t.closest && t.closest('input, textarea, select, [contenteditable], #timeline')) return;
+  // (the timeline canvas has its own keys: arrows pan, +/− zoom, Esc clears its range; so has the
+  // flame graph's: arrows move the zoom)
+  if (t.closest && t.closest('input, textarea, select, [contenteditable], #timeline, #flame')) return;
   if (e.key === '/') { e.preventDefault(); $('field-filter').focus(); return; }
   if (e.key === ' ' && !(t.closest && t.closest('button, summary, a'))) { e.preventDefault(); S.viewer.setPaused(!S.viewer.paused); return; }
   if (/^Arrow(Up|Down)$|^Page(Up|Down)$/.test(e.key) && !(t.closest && t.closest('#grid'))) S.viewer.key(e);
