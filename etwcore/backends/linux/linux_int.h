@@ -113,7 +113,7 @@ struct lx_evdesc {
 #define LX_IDS 256 /* id-text slots per reader (64 KB) */
 #define LX_TGID_SLOTS 4096
 #define LX_TGID_TTL 2000000000ULL  /* ns of trace time */
-#define LX_TGID_LOOKUPS 2000       /* per second per reader: at most ~20 ms of /proc reads */
+#define LX_TGID_LOOKUPS 2000       /* per second per reader: two small /proc reads each */
 #define LX_TICK_NS 10000000ULL    /* /proc's start times are in ticks of at most this */
 #define LX_IDTXT_MAX 224 /* id text: 11 + 17 + 6 * 15 + 12 + 11 + 42 bytes at most, + copy slack */
 

@@ -143,9 +143,10 @@ static void name_at(struct lx_dec *d, int32_t tid, uint64_t ts, const struct lx_
     char c[16];
     int r = lx_comm_get(d->cm, tid, ts, c, &when);
     if (r == LX_COMM_KNOWN || r == LX_COMM_BORN) {
-      /* not sure: a later life of the tid may not be recorded yet; the task alive now that
-       * was alive at the change is the same life */
-      if (sure || (pe && pe->start && pe->start <= when)) memcpy(out, c, 16);
+      /* not sure: a later life of the tid, or a later change, may not be recorded yet; the
+       * task alive now that was alive at the change and still has that name is the same */
+      if (sure || (pe && pe->start && pe->start <= when && !strncmp(pe->comm, c, 16)))
+        memcpy(out, c, 16);
       return;
     }
     if (r == LX_COMM_LATER) return; /* /proc has the name from after the change */
@@ -316,14 +317,13 @@ struct lx_idtxt *lx_task_cm(struct lx_dec *d, const struct lx_evdesc *e,
                           memory_order_relaxed);
     return NULL;
   }
-  if (!self[0] || tid <= 0) {
-    struct lx_idtxt *x = &d->ids[(uint32_t)tid % LX_IDS];
-    if (x->key == (uint32_t)tid && ts - x->t < LX_TGID_TTL && x->cseq == seq_of(d, tid)) return x;
-    return lx_task_slow(d, tid, ts);
-  }
+  struct lx_idtxt *x = &d->ids[(uint32_t)tid % LX_IDS];
+  uint32_t sq = seq_of(d, tid);
+  int hit = x->key == (uint32_t)tid && ts - x->t < LX_TGID_TTL && x->cseq == sq;
+  if (!self[0] || tid <= 0) return hit ? x : lx_task_slow(d, tid, ts);
+  if (hit && !memcmp(x->comm, self, 16)) return x; /* (the usual case: sched_switch's prev) */
   uint64_t t;
   const struct lx_tgid *pe;
-  uint32_t sq = seq_of(d, tid);
   int32_t pid = tgid_of(d, tid, ts, &t, &pe);
   return slot_put(d, tid, pid, t, self, sq);
 }
