@@ -1161,7 +1161,17 @@ void lx_dec_event(struct lx_dec *d, const unsigned char *data, uint32_t size, ui
   if (__builtin_expect(!e || size - e->fmin > e->fspan, 0)) goto any;
   const struct lx_idtxt *x;
   if (__builtin_expect(e->cm != 0, 0)) {
-    if (!(x = lx_task_cm(d, e, data, size, tid, ts))) return; /* hidden */
+    /* a comm of its own task that its slot already shows (sched_switch's prev): the slot;
+     * anything else (other comms, changes, hidden events) goes through lx_task_cm */
+    int32_t p0;
+    memcpy(&p0, data + e->cm_pid[0], 4);
+    x = &d->ids[(uint32_t)tid % LX_IDS];
+    if (!(e->cm == LX_CM_PAIRS && p0 == tid && x->key == (uint32_t)tid &&
+          ts - x->t < LX_TGID_TTL && !memcmp(x->comm, data + e->cm_comm[0], 16) &&
+          x->cseq == atomic_load_explicit(&d->cseq[(uint32_t)tid & (LX_COMM_SLOTS - 1)],
+                                          memory_order_relaxed)) &&
+        !(x = lx_task_cm(d, e, data, size, tid, ts)))
+      return; /* hidden */
   } else {
     x = task_get(d, tid, ts);
   }
