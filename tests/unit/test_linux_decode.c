@@ -268,6 +268,8 @@ static void test_ids(struct lx_dec *d, struct tep_event *se, int64_t off) {
   }
 }
 
+static char *with_pname(char *want, const char *name);
+
 /* sched_switch's s32 (pids, priorities) and s64 (prev_state) fields at every length and edge,
  * negative included, against printf */
 static void test_small_ints(struct lx_dec *d, struct tep_event *sw, int64_t off) {
@@ -290,8 +292,11 @@ static void test_small_ints(struct lx_dec *d, struct tep_event *sw, int64_t off)
   put(rec, sw, "prev_comm", "a", 2);
   put(rec, sw, "next_comm", "b", 2);
   int cases = 0;
+  const char *cur = NULL; /* task 9's comm as the events so far named it (prev/next_pid 9) */
   for (size_t i = 0; i < nv; i++) {
     int32_t v32 = (int32_t)vals[i], w32 = (int32_t)vals[(i + 7) % nv];
+    if (v32 == 9) cur = "a";
+    else if (w32 == 9) cur = "b";
     int64_t v64 = vals[(i + 3) % nv];
     put(rec, sw, "prev_pid", &v32, 4);
     put(rec, sw, "prev_prio", &w32, 4);
@@ -304,7 +309,7 @@ static void test_small_ints(struct lx_dec *d, struct tep_event *sw, int64_t off)
              "\"next_comm\":\"b\",\"next_pid\":%d,\"next_prio\":%d",
              (int)v32, (int)w32, (long long)v64, (int)w32, (int)v32);
     char *got = decode(d, rec, 64, 555);
-    char *want = expect_sys(sw, 555 + off, 9, 1, data);
+    char *want = with_pname(expect_sys(sw, 555 + off, 9, 1, data), cur);
     CHECK_STR(got, want);
     free(got);
     free(want);
@@ -340,28 +345,9 @@ static char *proc_name(int32_t tid) {
   return strndup(buf + 6, k > 15 ? 15 : k);
 }
 
-/* the comm of @tid in the kernel's saved_cmdlines, or NULL (the decoder's answer for a task
- * that is gone from /proc) */
-static char *cmdl_name(int32_t tid) {
-  FILE *f = fopen("/sys/kernel/tracing/saved_cmdlines", "r");
-  if (!f) return NULL;
-  char line[128];
-  char *r = NULL;
-  while (!r && fgets(line, sizeof line, f)) {
-    char *sp = strchr(line, ' ');
-    if (!sp || atoi(line) != tid) continue;
-    sp[1 + strcspn(sp + 1, "\n")] = 0;
-    r = strndup(sp + 1, 15);
-  }
-  fclose(f);
-  return r;
-}
-
-/* the decoder's ProcessName of @tid now: /proc, else saved_cmdlines */
-static char *task_name(int32_t tid) {
-  char *n = proc_name(tid);
-  return n ? n : cmdl_name(tid);
-}
+/* the decoder's ProcessName of @tid now: /proc (a task that is gone has none: saved_cmdlines
+ * may name another task that had the pid since) */
+static char *task_name(int32_t tid) { return proc_name(tid); }
 
 /* @want with `,"ProcessName":"@name"` after its ProcessID (plain names only; NULL: unchanged) */
 static char *with_pname(char *want, const char *name) {
@@ -460,11 +446,16 @@ static void test_tgid(struct lx_dec *d, struct tep_event *se, int64_t off) {
    * tgid cache slot too (most likely no such tasks: ProcessID = ThreadID) */
   const int32_t other = ttid < INT32_MAX - 3 * LX_IDS ? ttid + 3 * LX_IDS : ttid - 3 * LX_IDS;
   const int32_t other2 = ttid < INT32_MAX - 4096 ? ttid + 4096 : ttid - 4096;
-  const uint64_t T = 10000000000ULL, TTL = 2000000000ULL; /* LX_TGID_TTL */
+  /* trace times after the tasks started: /proc's answer is taken only for a task that surely
+   * existed at the event (its start time a tick before it) */
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  const uint64_t T = (uint64_t)now.tv_sec * 1000000000ULL + (uint64_t)now.tv_nsec + 50000000ULL;
+  const uint64_t TTL = 2000000000ULL; /* LX_TGID_TTL */
   /* the comm of each task as /proc had it when its answer was made (the thread's is this
    * process's; "" once the thread is gone) */
   char *mename = proc_name(me), *oname = task_name(other), *o2name = task_name(other2);
-  char *gname = NULL; /* the thread's, once it is gone (saved_cmdlines) */
+  char *gname = NULL; /* the thread's, once it is gone: none */
   struct { int32_t tid; uint64_t ts; int32_t pid; } seq[] = {
       {ttid, T, me}, {ttid, T + 1, me}, {other, T + 2, proc_pid(other)},
       {ttid, T + 3, me}, /* the tgid entry made at T */
@@ -480,7 +471,6 @@ static void test_tgid(struct lx_dec *d, struct tep_event *se, int64_t off) {
       pthread_join(th, NULL);
       for (int i = 0; i < 60000 && proc_pid(ttid) != ttid; i++) usleep(1000); /* <= ~60 s */
       CHECK_EQ(proc_pid(ttid), ttid);
-      gname = cmdl_name(ttid);
     }
     hdr(rec, se, seq[k].tid);
     char *got = decode(d, rec, 72, seq[k].ts);
@@ -500,6 +490,10 @@ static void test_tgid(struct lx_dec *d, struct tep_event *se, int64_t off) {
   free(o2name);
   free(gname);
   for (int i = 0; i < 4; i++) close(fds[i]);
+}
+
+static void slots_reset(struct lx_dec *d) {
+  for (uint32_t i = 0; i < LX_IDS; i++) d->ids[i].key = UINT64_MAX;
 }
 
 /* real pages from a throwaway instance: the direct walker and kbuffer must agree exactly */
@@ -543,7 +537,9 @@ static void test_walkers(struct lx_dec *d) {
       struct lx_sink a = {.b = etw_batch_new(4096, 8 << 20), .flush = flush_none};
       struct lx_sink b = {.b = etw_batch_new(4096, 8 << 20), .flush = flush_none};
       d->walk = 1;
+      slots_reset(d); /* the same names for both: comms in the payload name their tasks */
       uint64_t na = lx_dec_page(d, page, &a);
+      slots_reset(d);
       d->walk = 0;
       uint64_t nb = lx_dec_page(d, page, &b);
       d->walk = 1;
@@ -596,6 +592,7 @@ static void run(void) {
                             "\"prev_comm\":\"a\\\"b\\\\c\xef\xbf\xbd\",\"prev_pid\":4242,"
                             "\"prev_prio\":120,\"prev_state\":-5,"
                             "\"next_comm\":\"0123456789abcdef\",\"next_pid\":7,\"next_prio\":99");
+    want = with_pname(want, "a\\u0022b\\u005cc\\u00ff"); /* prev_pid is the task: its comm */
     CHECK_STR(got, want);
     free(got);
     free(want);
@@ -675,6 +672,8 @@ static void run(void) {
     char *got = decode(&d, rec, offs + len, 1000);
     char *want = expect_sys(ex, 1000 + off, 77, 1,
                             "\"filename\":\"/usr/bin/\xe2\x82\xac\\ttrue\",\"pid\":77,\"old_pid\":76");
+    /* the comm exec gives: the file's name (its bytes as /proc escapes are written \u00XX) */
+    want = with_pname(want, "\\u00e2\\u0082\\u00ac\\u0009true");
     CHECK_STR(got, want);
     free(got);
     free(want);

@@ -123,6 +123,7 @@ struct lx_rd {
   unsigned char *page;
   _Atomic uint64_t raw_events, raw_bytes, pages;
   unsigned read_errors;  /* consecutive failed reads (not EAGAIN) */
+  unsigned hide_seen;    /* the session's hide mask this reader applies */
 };
 
 struct lx_sess {
@@ -174,6 +175,10 @@ struct lx_sess {
   uint64_t lim_events, lim_bytes;
   _Atomic uint64_t lim_ev_taken, lim_b_taken, lim_skipped;
   struct lx_stkcfg stk; /* stacks: triggers, userstacktrace, the events that want them */
+  /* realtime: the comm table (linux_comm.c) and the task events etwd enabled for it alone,
+   * hidden from the stream (LX_HIDE_*; readers pick changes up at their next page) */
+  struct lx_comm *cm;
+  atomic_uint hide;
 };
 
 /* ---- small helpers */
@@ -662,7 +667,10 @@ static int drain(struct lx_rd *r, int max_pages) {
     uint64_t ne;
     if (s->mode & ETW_MODE_REALTIME) {
       sync_systems(r);
+      unsigned hm = atomic_load_explicit(&s->hide, memory_order_relaxed);
+      if (hm != r->hide_seen) lx_task_hide(&r->dec, r->hide_seen = hm);
       ne = lx_dec_page(&r->dec, r->page, &r->sink);
+      lx_comm_applied(s->cm, r->cpu, r->dec.last_ts);
       if (r->sink.b && r->sink.b->n && now_ns(CLOCK_MONOTONIC) - r->batch_t0 >= LX_FLUSH_NS)
         publish(r);
     } else {
@@ -726,6 +734,11 @@ static void *reader_main(void *arg) {
   pthread_mutex_unlock(&s->mu);
   struct tep_handle *tep = lx_tep_new((const char *const *)sys);
   if (lx_dec_init(&r->dec, tep, r->cpu, 0) == 0) r->dec_ok = 1;
+  if (s->cm) {
+    r->dec.cm = s->cm;
+    r->dec.cseq = s->cm->seq;
+  }
+  lx_task_hide(&r->dec, r->hide_seen = atomic_load(&s->hide));
   r->page = calloc(1, (size_t)s->page_size);
   r->sink.flush = sink_flush;
   r->sink.ctx = r;
@@ -738,16 +751,22 @@ static void *reader_main(void *arg) {
   while (!s->go) pthread_cond_wait(&s->cv, &s->mu);
   int go = s->go;
   pthread_mutex_unlock(&s->mu);
-  if (go != 1) return NULL;
+  if (go != 1) {
+    lx_comm_applied(s->cm, r->cpu, UINT64_MAX); /* no reader waits for this one */
+    return NULL;
+  }
   r->dec.mono_to_real = atomic_load(&s->mono_to_real);
   publish(r); /* allocates the first batch */
   if (!r->dec_ok || !r->page) {
+    lx_comm_applied(s->cm, r->cpu, UINT64_MAX);
     if (s->ended && !atomic_exchange(&s->ended_called, 1))
       s->ended(s->ctx, ETW_E_NOMEM, "reader setup failed");
     return NULL;
   }
   int64_t last_cal = now_ns(CLOCK_MONOTONIC);
-  struct pollfd pfd = {.fd = r->fd, .events = POLLIN};
+  /* [1]: the comm table's wake-up (lx_comm_wait: another reader needs this CPU read now) */
+  struct pollfd pfd[2] = {{.fd = r->fd, .events = POLLIN},
+                          {.fd = s->cm ? s->cm->wake[r->cpu] : -1, .events = POLLIN}};
   while (!atomic_load_explicit(&s->stopping, memory_order_acquire)) {
     /* poll wakes early only when buffer_percent (50 %) is reached, i.e. at high rates; a
      * timeout means a low rate: publish at once so an event waits at most ~20 ms */
@@ -757,11 +776,18 @@ static void *reader_main(void *arg) {
     const int64_t period = (int64_t)LX_POLL_MS * 1000000;
     int64_t left = period - now_ns(CLOCK_MONOTONIC) % period; /* 1 ns .. 20 ms */
     struct timespec to = {0, (long)left};
-    int woke = ppoll(&pfd, 1, &to, NULL) > 0;
+    int woke = ppoll(pfd, 2, &to, NULL) > 0;
+    if (woke && (pfd[1].revents & POLLIN)) { /* a poke: read now, as after a time-out */
+      uint64_t v;
+      if (read(pfd[1].fd, &v, sizeof v) < 0) v = 0;
+      woke = (pfd[0].revents & POLLIN) != 0;
+    }
     /* "order": "time": everything this CPU's buffer holds from before now is read by the drain
      * (1 ms less: an event reserved just before may be committed just after) */
-    int64_t wm = now_ns(CLOCK_MONOTONIC) + r->dec.mono_to_real - 1000000;
+    int64_t wm_mono = now_ns(CLOCK_MONOTONIC) - 1000000;
+    int64_t wm = wm_mono + r->dec.mono_to_real;
     drain(r, 1 << 20);
+    lx_comm_applied(s->cm, r->cpu, (uint64_t)wm_mono); /* the comm table: all of it decoded */
     int64_t t = now_ns(CLOCK_MONOTONIC);
     /* (no batch: an allocation failed; publish() retries it and reports the dropped events) */
     if (!r->sink.b || (r->sink.b->n && (!woke || t - r->batch_t0 >= LX_FLUSH_NS / 2))) publish(r);
@@ -773,6 +799,7 @@ static void *reader_main(void *arg) {
   }
   /* final drain: tracing is off, so this ends; bounded anyway */
   drain(r, 1 << 22);
+  lx_comm_applied(s->cm, r->cpu, UINT64_MAX);
   publish(r);
   if (r->sink.b) {
     etw_batch_unref(r->sink.b);
@@ -887,6 +914,7 @@ static void sess_free(struct lx_sess *s) {
     free(s->prov[i].filter);
   }
   for (uint32_t i = 0; i < s->n_sys; i++) free(s->systems[i]);
+  lx_comm_free(s->cm);
   if (s->rd) {
     for (int i = 0; i < s->ncpu; i++) {
       struct lx_rd *r = &s->rd[i];
@@ -959,6 +987,31 @@ static int online_cpus(void) {
   if (n < 1) n = 1;
   if (n > LX_MAX_CPUS) n = LX_MAX_CPUS;
   return (int)n;
+}
+
+/* The comm table's sources (realtime sessions): task:task_newtask and task:task_rename — every
+ * new task and every comm change, a record per fork, exec or rename — enabled in the instance
+ * without a filter unless the user's own `task` provider has them; those etwd enabled for
+ * itself are hidden from the stream (s->hide). Called by the session owner after any change to
+ * the providers; best effort (without them names come from /proc). */
+static void task_internal(struct lx_sess *s) {
+  static const char *const ev[2] = {"task_newtask", "task_rename"};
+  if (!s->cm || !s->inst || !lx_event_exists("task", ev[0])) return;
+  pthread_mutex_lock(&s->mu);
+  struct lx_prov *p = prov_find(s, "task");
+  unsigned hide = 0;
+  for (int i = 0; i < 2; i++) {
+    int user = p && p->enabled && !p->n_events;
+    for (uint32_t j = 0; p && p->enabled && j < p->n_events; j++)
+      user |= !strcmp(p->events[j], ev[i]);
+    if (user) continue;
+    char kerr[64];
+    write_filter(s, "task", ev[i], "0", kerr, sizeof kerr);
+    if (tracefs_event_enable(s->inst, "task", ev[i]) == 0) hide |= 1u << i;
+  }
+  if (hide) ensure_system_locked(s, "task");
+  atomic_store(&s->hide, hide);
+  pthread_mutex_unlock(&s->mu);
 }
 
 static enum etw_err lx_open(const struct etw_backend_args *a, void **state, struct etw_status *st) {
@@ -1045,6 +1098,7 @@ static enum etw_err lx_open(const struct etw_backend_args *a, void **state, stru
   s->ncpu = online_cpus();
   s->rd = calloc((size_t)s->ncpu, sizeof *s->rd);
   s->excl = calloc(LX_MAX_EXCL, sizeof *s->excl);
+  if (sp->mode & ETW_MODE_REALTIME) s->cm = lx_comm_new(s->ncpu); /* NULL: names from /proc */
   enum etw_err rc = ETW_E_OK;
   if (!s->name || !s->rd || !s->excl) {
     rc = etw_fail(st, ETW_E_NOMEM, NULL, NULL);
@@ -1128,6 +1182,7 @@ static enum etw_err lx_open(const struct etw_backend_args *a, void **state, stru
     rc = apply_provider(s, &sp->providers[i], pfx, st);
   }
   if (rc) goto fail;
+  task_internal(s);
   int re = reserve_room(s);
   if (re) {
     rc = etw_fail(st, ETW_E_IO, "/mode", "no room beside %s for the recording: %s", a->record_path,
@@ -1171,6 +1226,7 @@ static enum etw_err lx_enable(void *vs, const struct etw_provider_spec *p, struc
   /* no session lock across the kernel writes (enabling all of `syscalls` takes ~1 s): the
    * readers only take it briefly to learn new systems */
   rc = apply_provider(s, p, "/providers/0", st);
+  if (!strcmp(p->name, "task")) task_internal(s);
   /* a new system's formats go into the final header: keep room for them (best effort: without
    * it the final write makes room by removing the last snapshot) */
   if (!rc) reserve_room(s);
@@ -1191,6 +1247,7 @@ static enum etw_err lx_disable(void *vs, const char *provider, struct etw_status
   if (p->stacks) lx_stk_set(&s->stk, s->inst, provider, p->events, p->n_events, 0, NULL, "", NULL);
   p->enabled = p->stacks = 0;
   pthread_mutex_unlock(&s->mu);
+  if (!strcmp(provider, "task")) task_internal(s);
   if (r != 0)
     return etw_fail(st, ETW_E_KERNEL, NULL, "cannot disable %s: %s", provider, strerror(errno));
   return ETW_E_OK;
@@ -1331,6 +1388,24 @@ static void lx_stats_json(void *vs, struct etw_jw *w) {
     etw_jw_ch(w, '}');
   }
   etw_jw_ch(w, ']');
+  if (s->cm) { /* Execution.ProcessName: the comm table and what it cost */
+    uint64_t in = 0;
+    for (int i = 0; i < s->ncpu; i++) in += atomic_load(&s->rd[i].dec.internal);
+    pthread_mutex_lock(&s->cm->mu);
+    uint64_t ch = s->cm->changes, ev = s->cm->evicted;
+    pthread_mutex_unlock(&s->cm->mu);
+    etw_jw_lit(w, ",\"comm_table\":{\"internal_events\":");
+    etw_jw_u64(w, in);
+    etw_jw_lit(w, ",\"changes\":");
+    etw_jw_u64(w, ch);
+    etw_jw_lit(w, ",\"evicted\":");
+    etw_jw_u64(w, ev);
+    etw_jw_lit(w, ",\"waits\":");
+    etw_jw_u64(w, atomic_load(&s->cm->waits));
+    etw_jw_lit(w, ",\"wait_timeouts\":");
+    etw_jw_u64(w, atomic_load(&s->cm->wait_timeouts));
+    etw_jw_ch(w, '}');
+  }
   if (s->lim_events || s->lim_bytes) {
     etw_jw_lit(w, ",\"limit_skipped\":");
     etw_jw_u64(w, atomic_load(&s->lim_skipped));

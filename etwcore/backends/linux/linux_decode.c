@@ -661,11 +661,8 @@ static struct lx_evdesc *desc_build(struct lx_dec *d, struct tep_event *ev) {
     }
   }
   e->max_out = out;
-  /* the comm of the task changes with these: they take the checked path, which asks /proc
-   * again first (lx_task_forget) */
-  e->renames = (!strcmp(e->provider, "sched") && !strcmp(e->name, "sched_process_exec")) ||
-               (!strcmp(e->provider, "task") && !strcmp(e->name, "task_rename"));
-  if (!flex && e->head && !e->renames && build_ops(e) == 0 && e->min_size <= 65536) {
+  lx_task_desc(e, ev); /* comms in the payload: lx_task_cm names the task from them */
+  if (!flex && e->head && build_ops(e) == 0 && e->min_size <= 65536) {
     e->fast = 1;
     e->fmin = e->min_size;
     e->fspan = 65536 - e->min_size;
@@ -726,6 +723,7 @@ int lx_dec_init(struct lx_dec *d, struct tep_handle *tep, int cpu, int64_t mono_
   d->resolve_tgid = 1;
   pthread_once(&lx_t4_once, t4_fill);
   d->tg = calloc(LX_TGID_SLOTS, sizeof *d->tg); /* NULL: ProcessID = ThreadID */
+  d->cseq = lx_cseq_none;
   d->page_size = (uint32_t)getpagesize();
   /* the direct page walker assumes the 64-bit little-endian page header (u64 ts, u64 commit) */
   d->walk = (sizeof(long) == 8 && !tep_is_bigendian() && tep && d->page_size >= 64) ? 1 : 0;
@@ -786,8 +784,6 @@ void lx_dec_fini(struct lx_dec *d) {
   if (d->tep) tep_free(d->tep);
   free(d->tg);
   d->tg = NULL;
-  free(d->cmdl);
-  d->cmdl = NULL;
   d->kbuf = NULL;
   d->tep = NULL;
 }
@@ -944,7 +940,9 @@ static inline char *put_id(char *p, int32_t v) {
 static inline __attribute__((always_inline)) struct lx_idtxt *task_get(struct lx_dec *d,
                                                                        int32_t tid, uint64_t ts) {
   struct lx_idtxt *x = &d->ids[(uint32_t)tid % LX_IDS];
-  if (__builtin_expect(x->key != (uint32_t)tid || ts - x->t >= LX_TGID_TTL, 0))
+  if (__builtin_expect(x->key != (uint32_t)tid || ts - x->t >= LX_TGID_TTL ||
+                           x->cseq != atomic_load_explicit(&d->cseq[(uint32_t)tid & (LX_COMM_SLOTS - 1)],
+                                                           memory_order_relaxed), 0))
     x = lx_task_slow(d, tid, ts);
   return x;
 }
@@ -1007,8 +1005,8 @@ static __attribute__((noinline)) void dec_event_any(struct lx_dec *d, const unsi
   if (size >= d->type_off + d->type_size) type = (uint32_t)ld_u(data + d->type_off, d->type_size);
   if (size >= d->pid_off + 4) tid = (int32_t)ld_s(data + d->pid_off, 4);
   struct lx_evdesc *e = desc_get(d, type);
-  if (e && e->renames) lx_task_forget(d, tid); /* this event already shows the new comm */
-  const struct lx_idtxt *x = task_get(d, tid, ts);
+  const struct lx_idtxt *x = e && e->cm ? lx_task_cm(d, e, data, size, tid, ts) : task_get(d, tid, ts);
+  if (!x) return; /* hidden: etwd enabled it for the comm table only */
   int32_t pid = (int32_t)x->pid;
   int64_t tsr = (int64_t)ts + d->mono_to_real;
   struct etw_evref h;
@@ -1158,10 +1156,25 @@ void lx_dec_event(struct lx_dec *d, const unsigned char *data, uint32_t size, ui
   int32_t tid;
   memcpy(&type, data, 2);
   memcpy(&tid, data + 4, 4);
-  const struct lx_idtxt *x = task_get(d, tid, ts);
   struct lx_evdesc *e = d->cache[type]; /* 65536 entries (else hdr_min excludes this path) */
   if (__builtin_expect(!e, 0)) e = desc_get(d, type);
   if (__builtin_expect(!e || size - e->fmin > e->fspan, 0)) goto any;
+  const struct lx_idtxt *x;
+  if (__builtin_expect(e->cm != 0, 0)) {
+    /* a comm of its own task that its slot already shows (sched_switch's prev): the slot;
+     * anything else (other comms, changes, hidden events) goes through lx_task_cm */
+    int32_t p0;
+    memcpy(&p0, data + e->cm_pid[0], 4);
+    x = &d->ids[(uint32_t)tid % LX_IDS];
+    if (!(e->cm == LX_CM_PAIRS && p0 == tid && x->key == (uint32_t)tid &&
+          ts - x->t < LX_TGID_TTL && !memcmp(x->comm, data + e->cm_comm[0], 16) &&
+          x->cseq == atomic_load_explicit(&d->cseq[(uint32_t)tid & (LX_COMM_SLOTS - 1)],
+                                          memory_order_relaxed)) &&
+        !(x = lx_task_cm(d, e, data, size, tid, ts)))
+      return; /* hidden */
+  } else {
+    x = task_get(d, tid, ts);
+  }
   struct etw_jw *w = &bt->data;
   size_t mark = w->len;
   size_t need = e->max_out + (size_t)e->dyn_mul * size;
@@ -1343,6 +1356,16 @@ static void lx_disp_init(void) {
 }
 
 /* one record of a page: through the stack joiner once the session asks for stacks */
+/* 1 if a record is an event: stack records and hidden events (d->hide) are not */
+static inline int rec_counts(const struct lx_dec *d, const unsigned char *p, uint32_t len) {
+  if (__builtin_expect(d->hide != 0, 0) && len >= 2) {
+    uint16_t t;
+    memcpy(&t, p, 2);
+    if (t == d->hide_id[0] || t == d->hide_id[1]) return 0;
+  }
+  return !d->stk || !lx_stk_is(d, p, len);
+}
+
 static inline void dec_rec(struct lx_dec *d, const unsigned char *data, uint32_t size,
                            uint64_t ts, struct lx_sink *s) {
   if (__builtin_expect(d->stk != NULL, 0))
@@ -1360,8 +1383,9 @@ static uint64_t page_kbuffer(struct lx_dec *d, void *page, struct lx_sink *s) {
     int sz = kbuffer_event_size(d->kbuf);
     if (sz <= 0) continue;
     if (s) dec_rec(d, ev, (uint32_t)sz, ts, s);
-    n += !d->stk || !lx_stk_is(d, ev, (uint32_t)sz);
+    n += rec_counts(d, ev, (uint32_t)sz);
   }
+  d->last_ts = ts;
   return n;
 }
 
@@ -1390,7 +1414,7 @@ static uint64_t page_walk(struct lx_dec *d, const unsigned char *pg, struct lx_s
       uint32_t len = tl * 4;
       if (p + 4 + len > end) break;
       if (s) dec_rec(d, p + 4, len, ts, s);
-      n += !d->stk || !lx_stk_is(d, p + 4, len); /* stack records are not events */
+      n += rec_counts(d, p + 4, len);
       p += 4 + len;
       continue;
     }
@@ -1399,16 +1423,16 @@ static uint64_t page_walk(struct lx_dec *d, const unsigned char *pg, struct lx_s
     memcpy(&a0, p + 4, 4);
     switch (tl) {
       case 0:
-        if (a0 < 4 || p + 4 + (uint64_t)a0 > end) return n;
+        if (a0 < 4 || p + 4 + (uint64_t)a0 > end) { d->last_ts = ts; return n; }
         ts += delta;
         if (s) dec_rec(d, p + 8, a0 - 4, ts, s);
-        n += !d->stk || !lx_stk_is(d, p + 8, a0 - 4);
+        n += rec_counts(d, p + 8, a0 - 4);
         p += 4 + ((a0 + 3) & ~3u);
         break;
       case RB_PADDING:
-        if (!delta) return n; /* the rest of the page is empty */
+        if (!delta) { d->last_ts = ts; return n; } /* the rest of the page is empty */
         ts += delta;
-        if (a0 < 4 || p + 4 + (uint64_t)a0 > end) return n;
+        if (a0 < 4 || p + 4 + (uint64_t)a0 > end) { d->last_ts = ts; return n; }
         p += 4 + ((a0 + 3) & ~3u);
         break;
       case RB_TIME_EXTEND:
@@ -1421,7 +1445,7 @@ static uint64_t page_walk(struct lx_dec *d, const unsigned char *pg, struct lx_s
         break;
     }
   }
-  return n;
+  { d->last_ts = ts; return n; }
 }
 
 uint64_t lx_dec_page(struct lx_dec *d, void *page, struct lx_sink *s) {

@@ -2,7 +2,8 @@
  *
  * linux_backend.c  instance lifecycle, spec validation, providers API, reader threads, stats
  * linux_decode.c   per-event field descriptors and the hot decode+encode loop (one per thread)
- * linux_task.c     the task of an event: tgid cache (/proc), saved_cmdlines, id-text slots
+ * linux_task.c     the task of an event: tgid cache (/proc), its comm as of the event, id-text slots
+ * linux_comm.c     the session's comm table (tid → comm changes by trace time), shared by readers
  * linux_tdat.c     trace.dat (v6) writer for file mode: per-CPU spools assembled at stop
  * linux_marker.c   markers: writes to the instance's trace_marker
  * linux_flight.c   flight mode (overwrite, snapshot drains into a trace.dat) and lx_ext
@@ -16,6 +17,7 @@
 #ifndef ETWD_LINUX_INT_H
 #define ETWD_LINUX_INT_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -92,7 +94,12 @@ struct lx_evdesc {
    * date part of the reader's cached second (d->secpfx); then the id text (pid, ThreadID, ProcessorID
    * and `,"EventData":{`, shared by every event id of the reader); then the steps. */
   int fast;          /* head + ops built and t2/t3 are the reader's: the fast encoder applies */
-  int renames;       /* sched_process_exec / task_rename: the task's comm changes (checked path) */
+  /* comms in the payload (linux_task.c, lx_task_desc): cm is LX_CM_* (0: none); up to two
+   * (pid, comm) field pairs; LX_CM_EXEC: cm_comm[0] is the filename's __data_loc; LX_CM_RENAME:
+   * cm_comm[1] is oldcomm. cm_hide: the bit of d->hide that hides this event (etwd enabled it
+   * for the comm table only) */
+  uint8_t cm, ncm, cm_hide;
+  uint32_t cm_pid[2], cm_comm[2];
   char *head;        /* hlen (<= 256) bytes + slack: copied as 256 bytes */
   uint16_t hlen, hpos; /* hpos: the time's opening quote */
   struct lx_op *ops; /* ending with an LX_END step */
@@ -106,9 +113,8 @@ struct lx_evdesc {
 #define LX_IDS 256 /* id-text slots per reader (64 KB) */
 #define LX_TGID_SLOTS 4096
 #define LX_TGID_TTL 2000000000ULL  /* ns of trace time */
-#define LX_TGID_LOOKUPS 2000       /* per second per reader: at most ~20 ms of /proc reads */
-#define LX_CMDL_EVERY 50000000ULL  /* saved_cmdlines is read again at most this often (trace ns) */
-#define LX_CMDL_MAX (256u << 10)   /* and at most this much of it (6552 entries: ~100 KB) */
+#define LX_TGID_LOOKUPS 2000       /* per second per reader: two small /proc reads each */
+#define LX_TICK_NS 10000000ULL    /* /proc's start times are in ticks of at most this */
 #define LX_IDTXT_MAX 224 /* id text: 11 + 17 + 6 * 15 + 12 + 11 + 42 bytes at most, + copy slack */
 
 /* Per-thread decoder state. Owned by one reader thread (or a test / benchmark). */
@@ -150,6 +156,7 @@ struct lx_dec {
     uint64_t key, t;
     uint32_t pid, tid; /* as etw_evref holds them */
     uint32_t len;
+    uint32_t cseq;           /* the comm table's seq of this tid when the name was found */
     uint16_t nm_off, nm_len; /* `,"ProcessName":"<comm>"` inside txt (nm_len 0: comm unknown) */
     char comm[16];           /* the comm the text was made with */
     char txt[LX_IDTXT_MAX];  /* len <= LX_IDTXT_MAX - 32 (copy slack) */
@@ -162,18 +169,23 @@ struct lx_dec {
    * cache filled from /proc/<tid>/status, entries valid for LX_TGID_TTL of trace time; at most
    * LX_TGID_LOOKUPS lookups per second (beyond: ProcessID = ThreadID, retried soon). */
   int resolve_tgid; /* 0 = ProcessID is the thread id (tests) */
-  struct lx_tgid { int32_t tid, tgid; uint64_t t; char comm[16]; } *tg; /* comm: the
-   * thread's Name from the same /proc read ("" = unknown), Execution.ProcessName */
+  struct lx_tgid { int32_t tid, tgid; uint64_t t, start; char comm[16]; } *tg; /* comm: the
+   * thread's Name from the same /proc read ("" = unknown); start: when the task now at that
+   * tid started (trace ns, to LX_TICK_NS; 0 = unknown) */
   uint64_t tg_win;
   int tg_left;
-  /* the kernel's saved_cmdlines (pid → comm of recently scheduled tasks, as trace-cmd shows
-   * them), read when /proc no longer has a task: at most every LX_CMDL_EVERY of trace time,
-   * at most LX_CMDL_MAX bytes (the reader's own copy; NULL until needed) */
-  char *cmdl;
-  size_t cmdl_len;
-  uint64_t cmdl_t;
+  /* the session's comm table (linux_comm.c; NULL: names from /proc only) and its per-tid change
+   * counters (a zero array without a table): an id-text slot is stale once its tid's changed */
+  struct lx_comm *cm;
+  _Atomic uint32_t *cseq;
+  uint64_t cw_win; /* the second of trace time whose waiting cw_left (ns) counts down */
+  int64_t cw_left;
+  /* events etwd enabled for the comm table only (LX_HIDE_*): not delivered, not counted */
+  uint8_t hide;
+  uint16_t hide_id[2];
+  uint64_t last_ts; /* the time of the last record of the last page walked */
   /* counters (read by stats() from other threads) */
-  _Atomic uint64_t events, undecoded, enc_dropped;
+  _Atomic uint64_t events, undecoded, enc_dropped, internal;
   /* stacks (linux_stack.c): NULL until the session asks for stacks; then every record of a
    * page goes through lx_stk_record */
   struct lx_stk *stk;
@@ -195,6 +207,60 @@ void lx_dec_reset(struct lx_dec *d);
 struct lx_idtxt *lx_task_slow(struct lx_dec *d, int32_t tid, uint64_t ts);
 /** lx_task_forget - @tid's comm changed (exec, rename): ask /proc again at its next event. */
 void lx_task_forget(struct lx_dec *d, int32_t tid);
+/** lx_task_desc - find the comm fields of @ev for @e (e->cm …); @ev is a struct tep_event. */
+void lx_task_desc(struct lx_evdesc *e, struct tep_event *ev);
+/** lx_task_cm - the id-text slot of an event whose payload names tasks (e->cm): records the
+ *  changes it reports in the comm table and names its own task from it when it can. NULL: the
+ *  event is hidden (d->hide), counted in d->internal, not to be encoded. */
+struct lx_idtxt *lx_task_cm(struct lx_dec *d, const struct lx_evdesc *e,
+                            const unsigned char *data, uint32_t size, int32_t tid, uint64_t ts);
+/** lx_task_hide - hide the events of @mask (LX_HIDE_*) from now on (their ids from d->tep). */
+void lx_task_hide(struct lx_dec *d, unsigned mask);
+/** lx_cseq_none - the change counters of a reader without a comm table (all zero) */
+extern _Atomic uint32_t lx_cseq_none[];
+#define LX_HIDE_NEWTASK 1u
+#define LX_HIDE_RENAME 2u
+enum { LX_CM_PAIRS = 1, LX_CM_BIRTH, LX_CM_FORK, LX_CM_RENAME, LX_CM_EXEC };
+
+/* ---- the comm table (linux_comm.c) */
+#define LX_COMM_SLOTS 8192           /* direct-mapped by tid: ~1 MiB per realtime session */
+#define LX_COMM_HIST 3               /* changes kept per tid */
+#define LX_COMM_WAIT_NS 20000000LL   /* a lookup waits at most this for the other readers */
+#define LX_COMM_WAIT_BUDGET 100000000LL /* and a reader at most this per second of trace time */
+enum { LX_COMM_UNKNOWN, LX_COMM_KNOWN, LX_COMM_BORN, LX_COMM_LATER };
+struct lx_comm_slot {
+  int32_t tid;
+  uint32_t n;
+  char old[16]; /* the comm before h[0] ("" = unknown) */
+  struct { uint64_t ts; char comm[16]; uint8_t birth; } h[LX_COMM_HIST];
+};
+struct lx_comm {
+  pthread_mutex_t mu; /* guards slot[], changes, evicted */
+  int mu_ok, ncpu;
+  struct lx_comm_slot *slot;
+  _Atomic uint64_t *applied; /* per CPU: trace ns up to which its reader has decoded */
+  int *wake;                 /* per CPU: an eventfd its reader polls (-1: none) */
+  uint64_t changes, evicted;
+  _Atomic uint64_t waits, wait_timeouts;
+  _Atomic uint32_t seq[LX_COMM_SLOTS]; /* per slot, bumped on every change */
+};
+struct lx_comm *lx_comm_new(int ncpu);
+void lx_comm_free(struct lx_comm *c);
+/** lx_comm_set - @tid's comm is @comm (at most @max bytes) from trace time @ts on; @old: its
+ *  comm before (a rename's oldcomm) or NULL; @birth: @ts is the task's creation. */
+void lx_comm_set(struct lx_comm *c, int32_t tid, uint64_t ts, const char *comm, size_t max,
+                 const char *old, int birth);
+/** lx_comm_get - @tid's comm at @ts into @out (LX_COMM_KNOWN / BORN: from the change at *@when);
+ *  LX_COMM_LATER: it changed after @ts and what it was is not known; LX_COMM_UNKNOWN. */
+int lx_comm_get(struct lx_comm *c, int32_t tid, uint64_t ts, char out[16], uint64_t *when);
+/** lx_comm_applied - the reader of @cpu has decoded everything up to trace time @ts. */
+void lx_comm_applied(struct lx_comm *c, int cpu, uint64_t ts);
+/** lx_comm_horizon - the time up to which every reader but @cpu's has decoded (-1: none). */
+uint64_t lx_comm_horizon(struct lx_comm *c, int cpu);
+/** lx_comm_wait - wait (at most @max_ns) until every other reader has applied @ts (the reader of
+ *  @cpu has decoded everything before @ts: it calls this at an event); 1 = they have (a lookup
+ *  at @ts is complete), 0 = timed out; *@waited: the ns spent. */
+int lx_comm_wait(struct lx_comm *c, int cpu, uint64_t ts, int64_t max_ns, int64_t *waited);
 
 /* The sink the decoder appends to. `flush` is called when the batch is full; it must publish
  * the batch and install a fresh one in *bp (or leave NULL: further events are dropped+counted). */

@@ -8,9 +8,15 @@
  *     /proc/PID/maps, read when the process's first stack is resolved and again on a miss (at
  *     most every SYM_REREAD_NS per process); a process that is gone keeps the mappings seen;
  *   - files: SYM_FILES ELF files (LRU) keyed by device, inode and build-id, each with at most
- *     SYM_FSYMS function symbols, all of them together at most SYM_FILE_BYTES; a mapping is bound to its file once, through the object the
- *     process really maps (/proc/PID/map_files/…) when that can be opened: a cached entry of the
- *     same inode whose build-id differs from the mapped object's is loaded again;
+ *     SYM_FSYMS function symbols of at most SYM_NAME_MAX bytes each, within SYM_FILE_BYTES,
+ *     bounded while the table is read (what is cut is counted: g_cut); all files together at
+ *     most SYM_FILE_BYTES; a mapping is bound to its file once, through the object the process
+ *     really maps (/proc/PID/map_files/…) when that can be opened, else its path if that is the
+ *     mapped inode (opened without following a symlink or blocking, a regular file only): a
+ *     cached entry of the same inode whose build-id differs from the mapped object's is loaded
+ *     again. Files are opened and read OUTSIDE g.mu (bind_file): the lookup under the lock
+ *     stops at the first mapping that needs its file, the file is read unlocked, its result
+ *     published under the lock, and the lookup starts again (at most SYM_BIND_ROUNDS times);
  *   - frames: SYM_FRAMES resolved frames (direct-mapped by process generation and address).
  */
 #include "linux_sym.h"
@@ -26,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -37,6 +44,11 @@
 #define SYM_FRAMES 8192
 #define SYM_FRAME_TXT 232
 #define SYM_REREAD_NS 100000000LL
+#define SYM_NAME_MAX 1024 /* bytes of a symbol name kept (C++ names can be long; a file can lie) */
+#define SYM_BIND_ROUNDS 8 /* files read per lx_sym_frames call (a stack has at most 8 user frames) */
+
+/* symbols cut while loading: 0 over the count, 1 over the bytes, 2 names shortened */
+static _Atomic uint64_t g_cut[3];
 
 /* ---- kallsyms */
 
@@ -57,9 +69,10 @@ static int ksym_cmp(const void *x, const void *y) {
 
 /* append @s (n bytes) + NUL to a growing pool; the offset, or 0 on ENOMEM (offset 0 is "") */
 static uint32_t pool_add(char **pool, size_t *len, size_t *cap, const char *s, size_t n) {
-  if (*len + n + 1 > *cap) {
+  size_t need = *len + n + 1 + (*len ? 0 : 1); /* (the first call also writes the "" at 0) */
+  if (need > *cap) {
     size_t nc = *cap ? *cap * 2 : 65536;
-    while (nc < *len + n + 1) nc *= 2;
+    while (nc < need) nc *= 2;
     if (nc > UINT32_MAX) return 0;
     char *np = realloc(*pool, nc);
     if (!np) return 0;
@@ -159,6 +172,7 @@ struct lx_elf {
   uint32_t nld;
   uint8_t bid[64];
   uint32_t bid_len;
+  int cut; /* symbols were left out: an unsized symbol no longer runs to the next one */
 };
 
 static int esym_cmp(const void *x, const void *y) {
@@ -182,11 +196,16 @@ static void elf_notes(struct lx_elf *e, Elf_Scn *scn) {
   }
 }
 
-static void elf_syms(struct lx_elf *e, Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh) {
+/* the function symbols of one table, bounded WHILE they are read: at most @max_syms of them,
+ * their array and names within @max_bytes (the growth that would pass it is not made), each
+ * name at most SYM_NAME_MAX bytes; what does not fit is counted in g_cut */
+static void elf_syms(struct lx_elf *e, Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh,
+                     uint32_t max_syms, size_t max_bytes) {
   Elf_Data *d = elf_getdata(scn, NULL);
   if (!d || !sh->sh_entsize) return;
   size_t n = sh->sh_size / sh->sh_entsize, cap = 0, plen = 0, pcap = 0;
-  for (size_t i = 0; i < n && e->ns < SYM_FSYMS; i++) {
+  uint64_t cut[3] = {0, 0, 0};
+  for (size_t i = 0; i < n && i <= INT32_MAX; i++) {
     GElf_Sym sym;
     if (!gelf_getsym(d, (int)i, &sym)) break;
     int t = GELF_ST_TYPE(sym.st_info);
@@ -194,25 +213,43 @@ static void elf_syms(struct lx_elf *e, Elf *elf, Elf_Scn *scn, const GElf_Shdr *
       continue;
     const char *nm = elf_strptr(elf, sh->sh_link, sym.st_name);
     if (!nm || !*nm) continue;
-    if (e->ns == cap) {
-      size_t nc = cap ? cap * 2 : 1024;
+    if (e->ns >= max_syms) {
+      cut[0]++;
+      continue;
+    }
+    size_t nl = strnlen(nm, SYM_NAME_MAX + 1);
+    if (nl > SYM_NAME_MAX) {
+      nl = SYM_NAME_MAX;
+      cut[2]++;
+    }
+    size_t nc = cap, pc = pcap; /* what the arrays grow to for this symbol */
+    if (e->ns == cap) nc = cap ? cap * 2 : 1024;
+    if (plen + nl + 2 > pcap)
+      for (pc = pcap ? pcap : 65536; pc < plen + nl + 2;) pc *= 2;
+    if (nc * sizeof *e->s + pc > max_bytes) {
+      cut[1]++;
+      continue;
+    }
+    if (nc != cap) {
       struct esym *nv = realloc(e->s, nc * sizeof *nv);
       if (!nv) break;
       e->s = nv;
       cap = nc;
     }
-    uint32_t o = pool_add(&e->pool, &plen, &pcap, nm, strlen(nm));
+    uint32_t o = pool_add(&e->pool, &plen, &pcap, nm, nl);
     if (!o) break;
     e->s[e->ns++] = (struct esym){sym.st_value, sym.st_size, o};
   }
+  for (int k = 0; k < 3; k++)
+    if (cut[k]) atomic_fetch_add_explicit(&g_cut[k], cut[k], memory_order_relaxed);
+  e->cut = cut[0] || cut[1];
   e->mem = cap * sizeof *e->s + pcap;
-  qsort(e->s, e->ns, sizeof *e->s, esym_cmp);
+  if (e->ns) qsort(e->s, e->ns, sizeof *e->s, esym_cmp);
 }
 
-/* the ELF file @path: its load segments and build-id, and with @syms its function symbols */
-static struct lx_elf *elf_load(const char *path, int syms) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return NULL;
+/* the ELF file open at @fd (left open): its load segments and build-id, and with @max_syms its
+ * function symbols (elf_syms' bounds) */
+static struct lx_elf *elf_load_fd(int fd, uint32_t max_syms, size_t max_bytes) {
   elf_version(EV_CURRENT);
   Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
   struct lx_elf *e = NULL;
@@ -232,15 +269,37 @@ static struct lx_elf *elf_load(const char *path, int syms) {
     else if (sh.sh_type == SHT_DYNSYM) dynsym = scn, sh_dyn = sh;
     else if (sh.sh_type == SHT_NOTE && !e->bid_len) elf_notes(e, scn);
   }
-  if (syms && symtab) elf_syms(e, elf, symtab, &sh_sym);
-  if (syms && !e->ns && dynsym) elf_syms(e, elf, dynsym, &sh_dyn);
+  if (max_syms && symtab) elf_syms(e, elf, symtab, &sh_sym, max_syms, max_bytes);
+  if (max_syms && !e->ns && dynsym) elf_syms(e, elf, dynsym, &sh_dyn, max_syms, max_bytes);
 out:
   if (elf) elf_end(elf);
+  return e;
+}
+
+int lx_elf_open(const char *path, int follow, uint64_t dev, uint64_t ino) {
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW));
+  if (fd < 0) return -1;
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+      (ino && ((uint64_t)st.st_ino != ino ||
+               (((uint64_t)major(st.st_dev) << 32) | minor(st.st_dev)) != dev))) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+struct lx_elf *lx_elf_load_max(const char *path, uint32_t max_syms, size_t max_bytes) {
+  int fd = lx_elf_open(path, 1, 0, 0);
+  if (fd < 0) return NULL;
+  struct lx_elf *e = elf_load_fd(fd, max_syms, max_bytes);
   close(fd);
   return e;
 }
 
-struct lx_elf *lx_elf_load(const char *path) { return elf_load(path, 1); }
+struct lx_elf *lx_elf_load(const char *path) {
+  return lx_elf_load_max(path, SYM_FSYMS, SYM_FILE_BYTES);
+}
 
 void lx_elf_free(struct lx_elf *e) {
   if (!e) return;
@@ -268,11 +327,15 @@ const char *lx_elf_find(const struct lx_elf *e, uint64_t vaddr, uint64_t *off) {
   }
   while (lo > 0 && e->s[lo - 1].v == e->s[lo].v) lo--; /* the sized one of equal addresses */
   const struct esym *s = &e->s[lo];
-  uint64_t end = s->sz ? s->v + s->sz : (lo + 1 < e->ns ? e->s[lo + 1].v : s->v + 1);
+  uint64_t end = s->sz || e->cut ? s->v + (s->sz ? s->sz : 1)
+                                 : (lo + 1 < e->ns ? e->s[lo + 1].v : s->v + 1);
   if (vaddr >= end) return NULL;
   *off = vaddr - s->v;
   return e->pool + s->name;
 }
+
+uint32_t lx_elf_nsyms(const struct lx_elf *e) { return e->ns; }
+size_t lx_elf_mem(const struct lx_elf *e) { return e->mem; }
 
 const uint8_t *lx_elf_build_id(const struct lx_elf *e, uint32_t *n) {
   *n = e->bid_len;
@@ -415,45 +478,34 @@ static int bid_eq(const struct lx_elf *a, const struct lx_elf *b) {
   return a->bid_len == b->bid_len && !memcmp(a->bid, b->bid, a->bid_len);
 }
 
-/* bind mapping @m of @p to a file slot (loading the ELF if needed); the slot or -2. The object
- * really mapped is /proc/PID/map_files/… (needs root); else the path, if still the same inode.
- * A cached file of the same inode is taken only with the mapped object's build-id. */
-static int32_t file_bind(struct proc *p, struct pmap *m) {
-  char obj[96];
-  const char *path = p->pool + m->path, *src = obj;
-  snprintf(obj, sizeof obj, "/proc/%u/map_files/%llx-%llx", p->pid,
-           (unsigned long long)m->start, (unsigned long long)m->end);
-  struct lx_elf *id = elf_load(obj, 0); /* segments and build-id only: cheap */
-  if (!id) {
-    struct stat st;
-    if (stat(path, &st) == 0 && (uint64_t)st.st_ino == m->ino) id = elf_load(src = path, 0);
-  }
-  struct file *free_slot = NULL, *lru = NULL;
+/* a mapping whose file is to be read (outside g.mu): which process generation and mapping */
+struct bindreq {
+  uint32_t pid, gen;
+  uint64_t start, end, dev, ino;
+  int pending;
+  char path[4096];
+};
+
+/* the cached file of @dev/@ino with @id's build-id (without @id: any); its slot or -1 */
+static int32_t file_find(uint64_t dev, uint64_t ino, const struct lx_elf *id) {
   for (int i = 0; i < SYM_FILES; i++) {
     struct file *f = &g.files[i];
-    if (f->e && f->dev == m->dev && f->ino == m->ino && (!id || bid_eq(f->e, id))) {
-      lx_elf_free(id);
-      g.hits[C_FILE]++;
-      f->used = ++g.tick;
-      return (int32_t)i;
-    }
-    if (!f->e) {
-      if (!free_slot) free_slot = f;
-    } else if (!lru || f->used < lru->used) {
-      lru = f;
-    }
+    if (f->e && f->dev == dev && f->ino == ino && (!id || bid_eq(f->e, id))) return (int32_t)i;
   }
-  g.misses[C_FILE]++;
-  struct lx_elf *fresh = id ? elf_load(src, 1) : NULL;
-  lx_elf_free(id);
-  if (!fresh) return -2;
-  if (fresh->mem > SYM_FILE_BYTES) { /* alone over the budget: module+offset only */
+  return -1;
+}
+
+/* @fresh into the cache (lock held), evicting the least recently used files until it fits;
+ * its slot, or -2 (alone over the budget: module+offset) */
+static int32_t file_insert(struct lx_elf *fresh, uint64_t dev, uint64_t ino) {
+  if (fresh->mem > SYM_FILE_BYTES) { /* (the load's bounds keep it below) */
     lx_elf_free(fresh);
     return -2;
   }
-  struct file *f = free_slot;
-  if (!f) f = lru;
-  for (;;) { /* evict the least recently used files until this one fits */
+  struct file *f = NULL;
+  for (int i = 0; i < SYM_FILES; i++) /* a free slot, else the least recently used */
+    if (!g.files[i].e ? (!f || f->e) : (!f || (f->e && g.files[i].used < f->used))) f = &g.files[i];
+  for (;;) {
     struct file *v = f->e ? f : NULL;
     if (!v && g.file_bytes + fresh->mem > SYM_FILE_BYTES)
       for (int i = 0; i < SYM_FILES; i++)
@@ -468,11 +520,73 @@ static int32_t file_bind(struct proc *p, struct pmap *m) {
   }
   g.file_bytes += fresh->mem;
   f->e = fresh;
-  f->dev = m->dev;
-  f->ino = m->ino;
+  f->dev = dev;
+  f->ino = ino;
   f->gen++;
   f->used = ++g.tick;
   return (int32_t)(f - g.files);
+}
+
+/* bind the mapping of @rq to @slot (lock held), if the process still has it unbound */
+static void req_publish(const struct bindreq *rq, int32_t slot) {
+  for (int i = 0; i < SYM_PROCS; i++) {
+    struct proc *p = &g.procs[i];
+    if (!p->gen || p->pid != rq->pid || p->gen != rq->gen) continue;
+    for (uint32_t k = 0; k < p->nm; k++) {
+      struct pmap *m = &p->m[k];
+      if (m->start != rq->start || m->end != rq->end || m->file != -1) continue;
+      m->file = slot;
+      if (slot >= 0) m->fgen = g.files[slot].gen;
+    }
+  }
+}
+
+/* Read the file of @rq's mapping and publish it. Called WITHOUT g.mu (file I/O never holds it).
+ * The object really mapped is /proc/PID/map_files/… (needs root); else the path, opened
+ * without following a symlink or blocking (a FIFO swapped in), a regular file of the mapped
+ * device and inode only. A cached file of the same inode is taken with the mapped object's
+ * build-id (any, when neither can be opened); else the symbols are read, unlocked too. */
+static void bind_file(const struct bindreq *rq) {
+  char obj[96];
+  snprintf(obj, sizeof obj, "/proc/%u/map_files/%llx-%llx", rq->pid,
+           (unsigned long long)rq->start, (unsigned long long)rq->end);
+  int fd = lx_elf_open(obj, 1, 0, 0);
+  if (fd < 0) fd = lx_elf_open(rq->path, 0, rq->dev, rq->ino);
+  struct lx_elf *id = fd >= 0 ? elf_load_fd(fd, 0, 0) : NULL; /* segments, build-id: cheap */
+  pthread_mutex_lock(&g.mu);
+  int32_t slot = file_find(rq->dev, rq->ino, id);
+  if (slot >= 0 || !id) {
+    if (slot >= 0) {
+      g.hits[C_FILE]++;
+      g.files[slot].used = ++g.tick;
+    } else {
+      g.misses[C_FILE]++;
+      slot = -2;
+    }
+    req_publish(rq, slot);
+    pthread_mutex_unlock(&g.mu);
+    lx_elf_free(id);
+    if (fd >= 0) close(fd);
+    return;
+  }
+  g.misses[C_FILE]++;
+  pthread_mutex_unlock(&g.mu);
+  struct lx_elf *fresh = elf_load_fd(fd, SYM_FSYMS, SYM_FILE_BYTES);
+  close(fd);
+  lx_elf_free(id);
+  pthread_mutex_lock(&g.mu);
+  slot = -2;
+  if (fresh) {
+    int32_t again = file_find(rq->dev, rq->ino, fresh); /* another reader was quicker */
+    if (again >= 0) {
+      lx_elf_free(fresh);
+      slot = again;
+    } else {
+      slot = file_insert(fresh, rq->dev, rq->ino);
+    }
+  }
+  req_publish(rq, slot);
+  pthread_mutex_unlock(&g.mu);
 }
 
 static struct pmap *map_find(struct proc *p, uint64_t a) {
@@ -500,53 +614,60 @@ static void put_frame(struct etw_jw *w, uint64_t a, const char *mod, size_t modl
   etw_jw_ch(w, '}');
 }
 
-/* resolve one frame into @w (lock held); @la is the lookup address (a - 1 for return addresses) */
-static void resolve(struct etw_jw *w, struct proc *p, uint64_t a, uint64_t la) {
+/* resolve one frame into @w (lock held); @la is the lookup address (a - 1 for return addresses).
+ * 0: done; 1: its mapping's file must be read first (*@rq filled; @w holds nothing useful);
+ * 2: done without its file (no @rq: no more reads in this call): not to be cached */
+static int resolve(struct etw_jw *w, struct proc *p, uint64_t a, uint64_t la,
+                   struct bindreq *rq) {
   if (!p) { /* the kernel */
     const char *mod = NULL;
     uint64_t off = 0;
     const char *s = lx_ksyms_find(g.k, la, &mod, &off);
     if (!s || off > (1u << 24)) {
       put_frame(w, a, NULL, 0, NULL, 0, 0);
-      return;
+      return 0;
     }
     put_frame(w, a, mod ? mod : "kernel", strlen(mod ? mod : "kernel"), s, 1, off + (a - la));
-    return;
+    return 0;
   }
   struct pmap *m = map_find(p, la);
   if (!m && mono_ns() - p->read_ns >= SYM_REREAD_NS && proc_read(p) == 0) m = map_find(p, la);
   if (!m) {
     put_frame(w, a, NULL, 0, NULL, 0, 0);
-    return;
+    return 0;
   }
   uint64_t fo = la - m->start + m->off;
   if (m->file >= 0 && g.files[m->file].gen != m->fgen) m->file = -1; /* evicted since */
-  if (m->file == -1) {
-    m->file = file_bind(p, m);
-    if (m->file >= 0) m->fgen = g.files[m->file].gen;
-  }
   const char *path = p->pool + m->path, *base = strrchr(path, '/');
   base = base ? base + 1 : path;
+  if (m->file == -1 && rq) { /* its file is read outside the lock, then this starts again */
+    *rq = (struct bindreq){p->pid, p->gen, m->start, m->end, m->dev, m->ino, 1, {0}};
+    snprintf(rq->path, sizeof rq->path, "%s", path);
+    return 1;
+  }
   if (m->file < 0) {
     put_frame(w, a, base, strlen(base), NULL, 1, fo + (a - la));
-    return;
+    return m->file == -1 ? 2 : 0;
   }
   struct file *f = &g.files[m->file];
   f->used = ++g.tick;
   uint64_t va, off = 0;
   if (lx_elf_vaddr(f->e, fo, &va) != 0) {
     put_frame(w, a, base, strlen(base), NULL, 1, fo + (a - la));
-    return;
+    return 0;
   }
   const char *s = lx_elf_find(f->e, va, &off);
   if (s)
     put_frame(w, a, base, strlen(base), s, 1, off + (a - la));
   else
     put_frame(w, a, base, strlen(base), NULL, 1, va + (a - la));
+  return 0;
 }
 
-void lx_sym_frames(struct etw_jw *w, uint32_t tgid, const uint64_t *a, uint32_t n, int comma) {
-  pthread_mutex_lock(&g.mu);
+/* one pass over the frames under g.mu; 1 when it stopped at a mapping whose file must be read
+ * first (*rq; @w then holds a partial text) */
+static int frames_locked(struct etw_jw *w, uint32_t tgid, const uint64_t *a, uint32_t n,
+                         int comma, struct bindreq *rq) {
   if (!tgid && !g.k_tried) {
     g.k_tried = 1;
     g.k = lx_ksyms_load("/proc/kallsyms");
@@ -575,13 +696,14 @@ void lx_sym_frames(struct etw_jw *w, uint32_t tgid, const uint64_t *a, uint32_t 
         etw_jw_raw(w, fr->txt, fr->len);
         continue;
       }
-      g.misses[C_FRAME]++;
     }
     size_t mark = w->len;
-    resolve(w, p, a[i], la);
+    int r = resolve(w, p, a[i], la, rq);
+    if (r == 1) return 1;
+    if (fr) g.misses[C_FRAME]++;
     /* (a re-read of the mappings in resolve gave the process a new generation: the frame is
      * cached under that one, so frames resolved from the old mappings are never reused) */
-    if (fr && !w->err && w->len - mark <= SYM_FRAME_TXT) {
+    if (fr && r == 0 && !w->err && w->len - mark <= SYM_FRAME_TXT) {
       if (fr->key_gen) g.evictions[C_FRAME]++;
       fr->key_gen = p ? p->gen : 1;
       fr->key_pid = tgid;
@@ -591,7 +713,22 @@ void lx_sym_frames(struct etw_jw *w, uint32_t tgid, const uint64_t *a, uint32_t 
       memcpy(fr->txt, w->buf + mark, fr->len);
     }
   }
-  pthread_mutex_unlock(&g.mu);
+  return 0;
+}
+
+void lx_sym_frames(struct etw_jw *w, uint32_t tgid, const uint64_t *a, uint32_t n, int comma) {
+  size_t mark = w->len;
+  struct bindreq rq;
+  for (int round = 0;; round++) {
+    struct bindreq *q = round < SYM_BIND_ROUNDS ? &rq : NULL; /* NULL: no more file reads */
+    rq.pending = 0;
+    pthread_mutex_lock(&g.mu);
+    int again = frames_locked(w, tgid, a, n, comma, q);
+    pthread_mutex_unlock(&g.mu);
+    if (!again) break;
+    etw_jw_truncate(w, mark);
+    bind_file(&rq);
+  }
 }
 
 void lx_sym_forget(uint32_t tgid) {
@@ -635,7 +772,18 @@ void etw_linux_metrics(struct etw_jw *w) {
   etw_jw_lit(w, "# HELP etwd_symcache_kernel_symbols Text symbols loaded from /proc/kallsyms.\n"
                 "# TYPE etwd_symcache_kernel_symbols gauge\netwd_symcache_kernel_symbols ");
   etw_jw_u64(w, ks);
-  etw_jw_lit(w, "\n# HELP etwd_stack_records_total Linux stack records: attached to their event, "
+  etw_jw_lit(w, "\n# HELP etwd_symcache_symbols_cut_total ELF function symbols left out while "
+                "loading (over the per-file count or bytes) or names shortened (over 1024 bytes).\n"
+                "# TYPE etwd_symcache_symbols_cut_total counter\n");
+  static const char *const why[3] = {"count", "bytes", "name"};
+  for (int i = 0; i < 3; i++) {
+    etw_jw_lit(w, "etwd_symcache_symbols_cut_total{reason=\"");
+    etw_jw_lit(w, why[i]);
+    etw_jw_lit(w, "\"} ");
+    etw_jw_u64(w, atomic_load_explicit(&g_cut[i], memory_order_relaxed));
+    etw_jw_ch(w, '\n');
+  }
+  etw_jw_lit(w, "# HELP etwd_stack_records_total Linux stack records: attached to their event, "
                 "orphaned (the event was already published), dropped (the event did not ask).\n"
                 "# TYPE etwd_stack_records_total counter\n");
   static const char *const what[3] = {"attached", "orphaned", "dropped"};

@@ -9,6 +9,7 @@
 #ifndef ETWD_LINUX_SYM_H
 #define ETWD_LINUX_SYM_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "etwcore/jw.h"
@@ -34,13 +35,25 @@ const char *lx_ksyms_find(const struct lx_ksyms *k, uint64_t addr, const char **
                           uint64_t *off);
 
 struct lx_elf;
-/** lx_elf_load - the function symbols, load segments and build-id of the ELF file @path. */
+/** lx_elf_load - the function symbols, load segments and build-id of the ELF file @path
+ *  (lx_elf_load_max with the cache's bounds). */
 struct lx_elf *lx_elf_load(const char *path);
+/** lx_elf_load_max - the same, reading at most @max_syms function symbols whose table and names
+ *  take at most @max_bytes (bounded while reading; what is left out, and names cut to 1024
+ *  bytes, are counted in etwd_symcache_symbols_cut_total). */
+struct lx_elf *lx_elf_load_max(const char *path, uint32_t max_syms, size_t max_bytes);
+/** lx_elf_open - open @path to read an ELF file: O_NONBLOCK (a FIFO never blocks), O_NOFOLLOW
+ *  unless @follow, a regular file only, and with @ino (not 0) that device (maps' major << 32 |
+ *  minor) and inode. The descriptor, or -1. */
+int lx_elf_open(const char *path, int follow, uint64_t dev, uint64_t ino);
 void lx_elf_free(struct lx_elf *e);
 /** lx_elf_vaddr - file offset → virtual address through the PT_LOAD segments; -1 if none. */
 int lx_elf_vaddr(const struct lx_elf *e, uint64_t fileoff, uint64_t *vaddr);
 /** lx_elf_find - the function symbol that contains @vaddr (*@off from its start), or NULL. */
 const char *lx_elf_find(const struct lx_elf *e, uint64_t vaddr, uint64_t *off);
+/** lx_elf_nsyms, lx_elf_mem - the function symbols kept, and the bytes they take. */
+uint32_t lx_elf_nsyms(const struct lx_elf *e);
+size_t lx_elf_mem(const struct lx_elf *e);
 /** lx_elf_build_id - the GNU build-id (its length in *@n; 0 = none). */
 const uint8_t *lx_elf_build_id(const struct lx_elf *e, uint32_t *n);
 
