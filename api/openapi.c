@@ -96,6 +96,8 @@ static const char schemas[] =
     "\"read_events\":{\"type\":\"integer\"},\"read_bytes\":{\"type\":\"integer\"},"
     "\"decode_errors\":{\"type\":\"integer\",\"description\":\"events delivered with Undecoded\"},"
     "\"unparsed\":{\"type\":\"integer\",\"description\":\"events delivered with Unparsed\"},"
+    "\"stack_walks\":{\"type\":\"integer\",\"description\":\"replays: stack walk events of the files\"},"
+    "\"stack_walks_unattached\":{\"type\":\"integer\",\"description\":\"of those, not attached to an event\"},"
     "\"per_provider\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"integer\"}},"
     "\"subscribers\":{\"type\":\"integer\"},\"loss\":{\"type\":\"object\",\"required\":[\"kernel\",\"hub\",\"subscribers\"],\"properties\":{"
     "\"kernel\":{\"type\":\"integer\"},\"kernel_overrun\":{\"type\":\"integer\"},\"kernel_dropped\":{\"type\":\"integer\"},\"hub\":{\"type\":\"integer\"},\"subscribers\":{\"type\":\"integer\"},\"sink\":{\"type\":\"integer\",\"description\":\"events no sink could keep (spools full)\"}}},"

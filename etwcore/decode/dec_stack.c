@@ -502,7 +502,7 @@ void etw_stk_learn_end(struct etw_stk *k) {
     if (k->procs[i].pid != 0xFFFFFFFFu) proc_sort(&k->procs[i]);
 }
 
-int etw_stk_prepass(struct etw_stk *k, const char *const *files, int nf) {
+int etw_stk_prepass(struct etw_stk *k, const char *const *files, int nf, _Atomic int *stop) {
   struct etw_etl_reader *rd_ = etw_etl_reader_new();
   struct etw_status st;
   etw_status_clear(&st);
@@ -514,12 +514,17 @@ int etw_stk_prepass(struct etw_stk *k, const char *const *files, int nf) {
     }
   const struct etw_rec *recs[512];
   int n;
-  while ((n = etw_etl_reader_next_batch(rd_, recs, 512, &st)) > 0)
+  while ((n = etw_etl_reader_next_batch(rd_, recs, 512, &st)) > 0) {
+    if (stop && *stop) {
+      etw_etl_reader_free(rd_);
+      return -1;
+    }
     for (int i = 0; i < n; i++) {
       const struct etw_rec *r = recs[i];
       /* only the records learn looks at (a cheap test first) */
       if (r->kind == ETW_REC_EVENT ? clr_provider(r) : r->kind != ETW_REC_WPP) etw_stk_learn(k, r);
     }
+  }
   etw_etl_reader_free(rd_);
   etw_stk_learn_end(k);
   return 0;

@@ -51,7 +51,8 @@ void etw_stk_claim(struct etw_stk *k, const struct etw_rec *r);
 /** etw_stk_counts - the counts so far (unattached: final after the last event). */
 void etw_stk_counts(const struct etw_stk *k, struct etw_stk_counts *c);
 /** etw_stk_prepass - phase 1 over @files: a reader of its own reads every record once, then
- *  etw_stk_learn_end. 0, or -1 when a file cannot be opened (the caller's own reader reports it). */
-int etw_stk_prepass(struct etw_stk *k, const char *const *files, int nf);
+ *  etw_stk_learn_end. 0, or -1 when a file cannot be opened (the caller's own reader reports it)
+ *  or *@stop (may be NULL) was set meanwhile. */
+int etw_stk_prepass(struct etw_stk *k, const char *const *files, int nf, _Atomic int *stop);
 
 #endif

@@ -12,7 +12,10 @@ stack walk rows delivered as well as attached):
   inside a JIT-compiled method (Method/LoadVerbose, DCStartVerbose, DCStopVerbose) its
   Namespace.Name and offset; CLR events' frames are ≥ 90 % resolved, with clr.dll and ntdll.dll;
 * without --stackwalk-events no walk row is written, the other events are the same with the same
-  stacks; --decode reference writes the same bytes."""
+  stacks; --decode reference writes the same bytes;
+* the server: a file decode gives the same events (?stackwalk_events=true: with the walk rows);
+  a replay session's stats count the walks and the unattached ones; stackwalk_events is refused
+  where it cannot be honoured (a session stream, a linux session, a bad value)."""
 import bisect
 import collections
 import json
@@ -22,7 +25,9 @@ import subprocess
 import tempfile
 import zipfile
 
-from etwd_harness import check, done, BIN, CORPUS, MANIFESTS
+import time
+
+from etwd_harness import check, done, BIN, CORPUS, MANIFESTS, Etwd
 
 NET_ZIP = os.path.join(CORPUS, "microsoft+perfview/src/TraceEvent/TraceEvent.Tests/inputs/net.4.5.2.x64.etl.zip")
 WALKS = {"StackWalk/Stack", "StackWalk/KeyKernel", "StackWalk/KeyUser", "ClrStack/Walk"}
@@ -168,7 +173,47 @@ def main():
         check(all(json.loads(l)["seq"] == k + 1 for k, l in enumerate(lines[:1000])), "seq numbers without gaps")
         ref, _ = convert(etl, "--decode", "reference")
         check(ref == out, "--decode reference writes the same bytes")
+        server(etl, lines, len(evs), (walks, unatt))
     done()
+
+
+def server(etl, lines, n_sw, counts):
+    def bare(l):
+        return re.sub(rb'^\{"seq":\d+,', b"", l.rstrip(b"\n"))
+    with Etwd(args=["--manifests", MANIFESTS]) as e:
+        st, h, j = e.json("POST", "/api/v1/files?name=net.etl", body=open(etl, "rb").read(), ctype="application/octet-stream")
+        check(st == 201, "upload: %d" % st)
+        st, h, body = e.request("GET", "/api/v1/files/net.etl/events", token="reader", headers={"Accept": "application/x-ndjson"})
+        got = [bare(l) for l in body.splitlines() if l.strip()]
+        check(st == 200 and got == [bare(l) for l in lines], "file decode = convert's events with their stacks (%d / %d)" % (len(got), len(lines)))
+        st, h, body = e.request("GET", "/api/v1/files/net.etl/events?stackwalk_events=true&provider=Windows%20Kernel",
+                                token="reader", headers={"Accept": "application/x-ndjson"})
+        check(st == 200 and b"StackWalk/KeyUser" in body, "?stackwalk_events=true: the walk rows (%d)" % st)
+        st, h, body = e.request("GET", "/api/v1/files/net.etl/events?stackwalk_events=true", token="reader",
+                                headers={"Accept": "application/x-ndjson"})
+        check(st == 200 and body.count(b"\n") == n_sw, "?stackwalk_events=true: %d rows, want %d" % (body.count(b"\n"), n_sw))
+        st, h, body = e.request("GET", "/api/v1/files/net.etl/events?stackwalk_events=1", token="reader",
+                                headers={"Accept": "application/x-ndjson"})
+        check(st == 400 and b"stackwalk_events" in body, "stackwalk_events=1: 400 (%d %r)" % (st, body[:200]))
+        st, h, j = e.json("POST", "/api/v1/sessions", body={"files": ["net.etl"], "stackwalk_events": True}, expect=201)
+        sid = j["id"]
+        check(j["spec"].get("stackwalk_events") is True, "spec shows stackwalk_events: %r" % j["spec"])
+        st, h, body = e.request("GET", "/api/v1/sessions/%d/events?stackwalk_events=true" % sid, token="reader",
+                                headers={"Accept": "application/x-ndjson"})
+        check(st == 400 and b"stackwalk_events" in body, "a session stream refuses ?stackwalk_events: %d %r" % (st, body[:200]))
+        n = sum(1 for _ in e.ndjson("/api/v1/sessions/%d/events" % sid, timeout=120))
+        check(n == n_sw, "replay with stackwalk_events: %d events, want %d" % (n, n_sw))
+        stats = {}
+        for _ in range(100):
+            stats = e.json("GET", "/api/v1/sessions/%d" % sid)[2].get("stats", {})
+            if stats.get("stack_walks_unattached") is not None:
+                break
+            time.sleep(0.1)
+        check((stats.get("stack_walks"), stats.get("stack_walks_unattached")) == counts,
+              "session stats: %r, want %r" % ({k: stats.get(k) for k in ("stack_walks", "stack_walks_unattached")}, counts))
+        st, h, j = e.json("POST", "/api/v1/sessions", body={"backend": "linux", "providers": ["sched"], "stackwalk_events": True})
+        check(st == 400 and "/stackwalk_events" in json.dumps(j), "linux refuses stackwalk_events: %d %r" % (st, j))
+        check(e.stop() == 0, "clean exit")
 
 
 main()

@@ -734,7 +734,7 @@ static int pass_open(struct pass *p) {
   }
   if (p->ph == P_WRITE) { /* the stacks: one read of the input before the events are written */
     p->stk = etw_stk_new(1);
-    if (!p->stk || etw_stk_prepass(p->stk, c->files, c->nf)) {
+    if (!p->stk || etw_stk_prepass(p->stk, c->files, c->nf, NULL)) {
       fprintf(stderr, "etwd convert: out of memory\n");
       return 1;
     }
