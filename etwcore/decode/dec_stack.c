@@ -8,9 +8,10 @@
  * written (etw_stk_prepass) and the stacks are indexed by the event they belong to.
  *
  * The index: entries (file, raw timestamp, thread, CPU, pid, kind, frames) in a hash by (file,
- * timestamp). An event claims every unclaimed entry with its file and timestamp whose thread is
- * its thread (an event without a thread in its header — PerfInfo — the entries logged on its CPU);
- * kernel parts render before user parts, each innermost first. A key reference refers to the
+ * timestamp). An event claims, per part (kernel, user, CLR), the first unclaimed entry with its
+ * file and timestamp whose thread is its thread (PerfInfo/Sample: the sampled thread of its
+ * payload; another event without a thread in its header: the entries logged on its CPU); kernel
+ * parts render before user parts, each innermost first. A key reference refers to the
  * NEXT definition of its key (keys are reused once an entry is evicted). ClrStack/Walk belongs to
  * the previous event of a CLR provider on its thread (TraceEvent's rule).
  *
@@ -555,11 +556,14 @@ static int find_claim(struct etw_stk *k, const struct etw_rec *r, uint32_t got[K
   if (!k->ne || etw_stk_is_walk(r) || (r->kind == ETW_REC_CLASSIC && !memcmp(r->provider_id, KTC_METADATA, 16)))
     return 0;
   int clr = r->kind == ETW_REC_EVENT && clr_provider(r);
+  uint32_t tid = r->tid;
+  if (r->kind == ETW_REC_PERFINFO && r->hook_id == 0x0F2E && r->user_len >= r->ptr_size + 4u)
+    memcpy(&tid, r->user_data + r->ptr_size, 4); /* PerfInfo/Sample: the sampled thread */
   uint32_t best[K_PARTS] = {0};
   for (uint32_t i = k->hash[mix((uint64_t)r->timestamp, r->file_index) & k->hmask]; i; i = k->e[i - 1].next) {
     struct ent *e = &k->e[i - 1];
     if (e->ts != (uint64_t)r->timestamp || e->file != r->file_index || e->state) continue;
-    if (r->tid != 0xFFFFFFFFu ? e->tid != r->tid : e->cpu != r->cpu) continue;
+    if (tid != 0xFFFFFFFFu ? e->tid != tid : e->cpu != r->cpu) continue;
     if (e->part == K_CLR && !clr) continue;
     if (!best[e->part] || i < best[e->part]) best[e->part] = i;
   }

@@ -6,7 +6,8 @@ stack walk rows delivered as well as attached):
   in the rows equal the summary's count, and attached + not attached = that count;
 * each walk's frames (a key reference's: those of the NEXT KeyCreate/KeyRundown/KeyDelete of its
   key) appear, as one run, in the Stack of an earlier event of its thread (ClrStack/Walk: the
-  nearest earlier CLR event of its thread); such walks number the attached ones (± 0.1 %);
+  nearest earlier CLR event of its thread; PerfInfo/Sample: its sampled thread); such walks number
+  exactly the attached ones;
 * every frame is resolved as the Image and Method events of the trace say: an address inside an
   image of its process (the kernel's for kernel addresses) has that image's file name and offset;
   inside a JIT-compiled method (Method/LoadVerbose, DCStartVerbose, DCStopVerbose) its
@@ -113,6 +114,8 @@ def main():
                 ex = x["Execution"]
                 if clr:
                     mine = x["Provider"]["Name"] == CLR and ex["ThreadID"] == e["System"]["Execution"]["ThreadID"]
+                elif names[j] == "PerfInfo/Sample":  # no thread in its header: the sampled one
+                    mine = evs[j]["EventData"]["ThreadId"] == dt["StackThread"]
                 else:
                     mine = ex["ThreadID"] == dt["StackThread"] or (
                         ex["ThreadID"] is None and ex["ProcessorID"] == e["System"]["Execution"]["ProcessorID"])
@@ -126,9 +129,7 @@ def main():
                     break
                 if clr:
                     break
-        # (the test has no raw timestamps: a few walks match a look-alike stack of the thread, a
-        # few events lie further back than it looks)
-        check(abs(found - att) <= att // 1000, "walks whose frames are in the Stack of their event: %d (attached: %d)" % (found, att))
+        check(found == att, "walks whose frames are in the Stack of their event: %d (attached: %d)" % (found, att))
 
         # resolution against the trace's Image and Method events
         rs = ranges(evs)

@@ -1,7 +1,8 @@
 /* test_dec_stack.c — dec_stack.c on hand-built records: the live path (images and methods learnt
  * as they come, an event's own stack-trace extended item rendered and resolved), the file path
  * (a StackWalk/Stack after its event, a KeyUser reference and its later key definition, a
- * reference whose definition never comes, ClrStack/Walk after a CLR event), and a writer
+ * reference whose definition never comes, ClrStack/Walk after a CLR event, a profile sample
+ * matched by the thread in its payload), and a writer
  * without room. The expected texts are written out here. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -167,6 +168,17 @@ static void file(void) {
   memcpy(cw + 8, &f3, 8);
   struct etw_rec cwr = clr_event(82, 42, 9, 4100, cw, sizeof cw);
   etw_stk_learn(k, &cwr);
+  /* StackWalk/Stack of a profile sample at ts 5000 of thread 11, logged on CPU 2 */
+  unsigned char w5[16 + 8];
+  uint64_t ts5 = 5000, f5 = 0x400100;
+  uint32_t tid11 = 11;
+  memcpy(w5, &ts5, 8);
+  memcpy(w5 + 8, &pid, 4);
+  memcpy(w5 + 12, &tid11, 4);
+  memcpy(w5 + 16, &f5, 8);
+  struct etw_rec walk5 = kernel(0x1820, 2, w5, sizeof w5);
+  walk5.cpu = 2;
+  etw_stk_learn(k, &walk5);
   etw_stk_learn_end(k);
   CHECK(etw_stk_is_walk(&walk) && etw_stk_is_walk(&cwr) && !etw_stk_is_walk(&ce) && !etw_stk_is_walk(&r));
 
@@ -198,10 +210,20 @@ static void file(void) {
   s = attach(k, &ce, &rc);
   CHECK_STR(s, "{,\"Stack\":[{\"Address\":\"0x400abc\",\"Module\":\"b.dll\",\"Offset\":2748}]}");
   free(s);
+  /* PerfInfo/Sample (no thread in its header) on CPU 5: its payload's thread, 11, takes it */
+  unsigned char sp[16] = {0};
+  memcpy(sp + 8, &tid11, 4);
+  struct etw_rec smp = kernel(0x0F2E, 2, sp, sizeof sp);
+  smp.kind = ETW_REC_PERFINFO;
+  smp.timestamp = 5000;
+  smp.cpu = 5;
+  s = attach(k, &smp, &rc);
+  CHECK_STR(s, "{,\"Stack\":[{\"Address\":\"0x400100\",\"Module\":\"b.dll\",\"Offset\":256}]}");
+  free(s);
   struct etw_stk_counts c;
   etw_stk_counts(k, &c);
-  CHECK_EQ(c.walks, 4);
-  CHECK_EQ(c.attached, 3);
+  CHECK_EQ(c.walks, 5);
+  CHECK_EQ(c.attached, 4);
   CHECK_EQ(c.unattached, 1);
   etw_stk_free(k);
 }
