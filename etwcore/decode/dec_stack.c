@@ -374,10 +374,14 @@ static struct pend *pend_slot(struct etw_stk *k, uint64_t key, int make) {
   }
   if (!make) return NULL;
   if (free_at != UINT32_MAX) i = free_at;
-  else if ((k->npend + 1) * 2 > k->pdmask + 1) { /* grow, without the removed slots */
-    uint32_t nm = k->pdmask * 2 + 1, live = 0;
+  else if ((k->npend + 1) * 2 > k->pdmask + 1) { /* rebuild without the removed slots; grow
+                                                       * only when a quarter is live */
+    uint32_t live = 0;
+    for (uint32_t j = 0; j <= k->pdmask; j++) live += k->pend[j].st == 1;
+    uint32_t nm = (live + 1) * 4 > k->pdmask + 1 ? k->pdmask * 2 + 1 : k->pdmask;
     struct pend *np = calloc(nm + 1, sizeof *np);
     if (!np) return NULL;
+    live = 0;
     for (uint32_t j = 0; j <= k->pdmask; j++) {
       if (k->pend[j].st != 1) continue;
       uint32_t x = mix(k->pend[j].key, 1) & nm;

@@ -228,8 +228,54 @@ static void file(void) {
   etw_stk_free(k);
 }
 
+/* many cache entries whose keys are reused (the pending-key table is rebuilt many times): each
+ * reference still takes its own definition */
+static void reuse(void) {
+  struct etw_stk *k = etw_stk_new(1);
+  uint32_t pid = 7, tid = 99;
+  for (uint32_t i = 0; i < 20000; i++) {
+    unsigned char ref[24], def[16];
+    uint64_t ts = 10000 + i, key = 0x1000 + (i % 700) * 16 + (i / 700) % 3, fr = 0x5000 + i;
+    memcpy(ref, &ts, 8);
+    memcpy(ref + 8, &pid, 4);
+    memcpy(ref + 12, &tid, 4);
+    memcpy(ref + 16, &key, 8);
+    struct etw_rec x = kernel(0x1826, 2, ref, 24);
+    etw_stk_learn(k, &x);
+    if (i % 3 == 2 || i == 19999) { /* defined after a few other references */
+      memcpy(def, &key, 8);
+      memcpy(def + 8, &fr, 8);
+      x = kernel(0x1824, 2, def, 16);
+      etw_stk_learn(k, &x);
+    }
+  }
+  etw_stk_learn_end(k);
+  /* what each reference should get, computed backwards: the next definition of its key */
+  static int64_t next_def[700 * 16 + 3], want_fr[20000];
+  for (size_t j = 0; j < sizeof next_def / sizeof next_def[0]; j++) next_def[j] = -1;
+  for (uint32_t i = 20000; i-- > 0;) {
+    uint32_t kx = (i % 700) * 16 + (i / 700) % 3;
+    if (i % 3 == 2 || i == 19999) next_def[kx] = 0x5000 + i;
+    want_fr[i] = next_def[kx];
+  }
+  struct etw_rec ev = kernel(0x0301, 3, NULL, 0);
+  ev.tid = tid, ev.pid = pid;
+  int rc, bad = 0;
+  for (uint32_t i = 0; i < 20000; i++) {
+    ev.timestamp = 10000 + i;
+    char *s = attach(k, &ev, &rc);
+    char want[128] = "{}";
+    if (want_fr[i] >= 0) snprintf(want, sizeof want, "{,\"Stack\":[{\"Address\":\"0x%llx\"}]}", (long long)want_fr[i]);
+    bad += strcmp(s, want) != 0;
+    free(s);
+  }
+  CHECK_EQ(bad, 0);
+  etw_stk_free(k);
+}
+
 int main(void) {
   live();
   file();
+  reuse();
   T_DONE();
 }
