@@ -7,8 +7,9 @@
  * hold of events could attach none of those, so a file is read once before its events are
  * written (etw_stk_prepass) and the stacks are indexed by the event they belong to.
  *
- * The index: entries (file, raw timestamp, thread, CPU, pid, kind, frames) in a hash by (file,
- * timestamp). An event claims, per part (kernel, user, CLR), the first unclaimed entry with its
+ * The index: entries (file, raw timestamp, thread, CPU, pid, kind, frames), in (file, timestamp)
+ * order once learnt; events come in time order, so a cursor per file walks it forward (an event
+ * earlier than the cursor — a clock anomaly — is found by binary search). An event claims, per part (kernel, user, CLR), the first unclaimed entry with its
  * file and timestamp whose thread is its thread (PerfInfo/Sample: the sampled thread of its
  * payload; another event without a thread in its header: the entries logged on its CPU); kernel
  * parts render before user parts, each innermost first. A key reference refers to the
@@ -37,7 +38,7 @@ enum { K_KERNEL = 0, K_USER = 1, K_CLR = 2, K_PARTS }; /* the order parts render
 
 struct ent {
   uint64_t ts, key;
-  uint32_t file, tid, pid, next; /* next: hash chain (index + 1, 0 = end) */
+  uint32_t file, tid, pid;
   uint32_t off, n;               /* frames[off..off+n) */
   uint32_t pnext;                /* pending key references: next with the same key (index + 1) */
   uint16_t cpu;
@@ -46,12 +47,12 @@ struct ent {
 
 struct range {
   uint64_t start, end;
-  uint32_t name; /* offset in pool */
-  uint8_t method;
+  uint64_t maxend; /* the highest end of the ranges up to this one (sorted): stops the scan back */
+  uint32_t frag, fraglen; /* `,"Module":"name","Offset":` (or "Symbol") rendered, in the pool */
 };
 
 struct proc {
-  uint32_t pid, n, cap, sorted;
+  uint32_t pid, n, cap, sorted, last; /* last: the range found last (frames repeat a module) */
   struct range *r;
 };
 
@@ -61,7 +62,8 @@ struct last { uint32_t tid, file; uint64_t ts; uint16_t cpu; uint8_t used; }; /*
 struct etw_stk {
   struct ent *e;
   uint32_t ne, cap_e;
-  uint32_t *hash, hmask; /* (file, ts) → entry index + 1 */
+  uint32_t *ord, nord;   /* entry indexes in (file, ts, index) order (learn_end) */
+  uint32_t fstart[ETW_ETL_MAX_FILES + 1], cur[ETW_ETL_MAX_FILES]; /* per file: its run of ord, cursor */
   uint64_t *fr;
   uint32_t nfr, cap_fr;
   struct proc *procs; /* open addressing by pid; pid 0xFFFFFFFF = empty */
@@ -79,6 +81,8 @@ struct etw_stk {
 /* the kernel's Image class 2cb15d1d-5fc1-11d2-abe1-00a0c911f518 (classic records of relogged traces) */
 static const unsigned char IMAGE_GUID[16] = {0x1d, 0x5d, 0xb1, 0x2c, 0xc1, 0x5f, 0xd2, 0x11,
                                              0xab, 0xe1, 0x00, 0xa0, 0xc9, 0x11, 0xf5, 0x18};
+static int ord_build(struct etw_stk *k);
+
 static const unsigned char CLR_RUNTIME[16] = {0x23, 0x0d, 0x3c, 0xe1, 0xbc, 0xcc, 0x12, 0x4e,
                                               0x93, 0x1b, 0xd9, 0xcc, 0x2e, 0xee, 0x27, 0xe4};
 static const unsigned char CLR_RUNDOWN[16] = {0x1c, 0x02, 0x69, 0xa6, 0x50, 0xc4, 0x09, 0x46,
@@ -108,15 +112,13 @@ struct etw_stk *etw_stk_new(int index_walks) {
   struct etw_stk *k = calloc(1, sizeof *k);
   if (!k) return NULL;
   k->index_walks = index_walks;
-  k->hmask = 4095;
   k->pmask = 63;
   k->pdmask = 1023;
   k->lmask = 1023;
-  k->hash = calloc(k->hmask + 1, sizeof *k->hash);
   k->procs = malloc((k->pmask + 1) * sizeof *k->procs);
   k->pend = calloc(k->pdmask + 1, sizeof *k->pend);
   k->last = calloc(k->lmask + 1, sizeof *k->last);
-  if (!k->hash || !k->procs || !k->pend || !k->last) {
+  if (!k->procs || !k->pend || !k->last) {
     etw_stk_free(k);
     return NULL;
   }
@@ -130,7 +132,7 @@ void etw_stk_free(struct etw_stk *k) {
     for (uint32_t i = 0; i <= k->pmask; i++) free(k->procs[i].r);
   free(k->procs);
   free(k->e);
-  free(k->hash);
+  free(k->ord);
   free(k->fr);
   free(k->pool);
   free(k->pend);
@@ -250,12 +252,19 @@ static void range_add(struct etw_stk *k, uint32_t pid, uint64_t start, uint64_t 
     k->over++;
     return;
   }
-  uint32_t at = pool_add(k, name, nl);
+  struct etw_jw t; /* the frame's text after its address, rendered once */
+  etw_jw_init(&t, 4096);
+  etw_jw_lit(&t, method ? ",\"Symbol\":" : ",\"Module\":");
+  etw_jw_str(&t, name, nl);
+  etw_jw_lit(&t, ",\"Offset\":");
+  uint32_t at = t.err ? UINT32_MAX : pool_add(k, t.buf, t.len);
+  uint32_t tl = (uint32_t)t.len;
+  etw_jw_free(&t);
   if (at == UINT32_MAX) {
     k->over++;
     return;
   }
-  p->r[p->n++] = (struct range){start, start + size, at, (uint8_t)method};
+  p->r[p->n++] = (struct range){start, start + size, 0, at, tl};
   p->sorted = 0;
   k->nranges++;
 }
@@ -272,6 +281,8 @@ static void proc_sort(struct proc *p) {
   for (uint32_t i = 0; i < p->n; i++)
     if (!o || p->r[o - 1].start != p->r[i].start || p->r[o - 1].end != p->r[i].end) p->r[o++] = p->r[i];
   p->n = o;
+  for (uint32_t i = 0; i < o; i++) p->r[i].maxend = i && p->r[i - 1].maxend > p->r[i].end ? p->r[i - 1].maxend : p->r[i].end;
+  p->last = 0;
   p->sorted = 1;
 }
 
@@ -279,14 +290,21 @@ static void proc_sort(struct proc *p) {
 static const struct range *range_find(struct proc *p, uint64_t a) {
   if (!p || !p->n) return NULL;
   proc_sort(p);
+  if (p->last < p->n && a >= p->r[p->last].start && a < p->r[p->last].end) {
+    uint32_t nx = p->last + 1; /* (a later range nested in it would win below: rare, checked) */
+    if (nx == p->n || p->r[nx].start > a) return &p->r[p->last];
+  }
   uint32_t lo = 0, hi = p->n;
   while (lo < hi) {
     uint32_t mid = lo + (hi - lo) / 2;
     if (p->r[mid].start <= a) lo = mid + 1;
     else hi = mid;
   }
-  for (uint32_t i = lo, seen = 0; i-- > 0 && seen < 64; seen++)
-    if (a < p->r[i].end) return &p->r[i];
+  for (uint32_t i = lo, steps = 0; i-- > 0 && p->r[i].maxend > a && steps < 256; steps++) /* (bounded: nested ranges) */
+    if (a < p->r[i].end) {
+      p->last = i;
+      return &p->r[i];
+    }
   return NULL;
 }
 
@@ -333,27 +351,12 @@ static struct ent *ent_add(struct etw_stk *k, uint32_t file, uint64_t ts, uint32
     k->over++;
     return NULL;
   }
-  if ((k->ne + 1) * 2 > k->hmask + 1) { /* rehash */
-    uint32_t nm = k->hmask * 2 + 1;
-    uint32_t *nh = calloc(nm + 1, sizeof *nh);
-    if (!nh) {
-      k->over++;
-      return NULL;
-    }
-    free(k->hash);
-    k->hash = nh;
-    k->hmask = nm;
-    for (uint32_t i = 0; i < k->ne; i++) {
-      uint32_t h = mix(k->e[i].ts, k->e[i].file) & nm;
-      k->e[i].next = nh[h];
-      nh[h] = i + 1;
-    }
+  if (file >= ETW_ETL_MAX_FILES) {
+    k->over++;
+    return NULL;
   }
-  struct ent *e = &k->e[k->ne];
+  struct ent *e = &k->e[k->ne++];
   *e = (struct ent){.ts = ts, .file = file, .tid = tid, .pid = pid, .cpu = cpu, .part = part};
-  uint32_t h = mix(ts, file) & k->hmask;
-  e->next = k->hash[h];
-  k->hash[h] = ++k->ne;
   return e;
 }
 
@@ -503,6 +506,7 @@ void etw_stk_learn(struct etw_stk *k, const struct etw_rec *r) {
 }
 
 void etw_stk_learn_end(struct etw_stk *k) {
+  if (k->ne) ord_build(k);
   for (uint32_t i = 0; i <= k->pmask; i++)
     if (k->procs[i].pid != 0xFFFFFFFFu) proc_sort(&k->procs[i]);
 }
@@ -537,19 +541,76 @@ int etw_stk_prepass(struct etw_stk *k, const char *const *files, int nf, _Atomic
 
 /* ---- rendering */
 
+/* @v in lower-case hex without leading zeros (at least one digit) at @o; the digits written */
+static size_t put_hex(char *o, uint64_t v) {
+  char t[16];
+  size_t n = 0;
+  do {
+    t[n++] = "0123456789abcdef"[v & 15];
+    v >>= 4;
+  } while (v);
+  for (size_t i = 0; i < n; i++) o[i] = t[n - 1 - i];
+  return n;
+}
+
+static size_t put_dec(char *o, uint64_t v) {
+  char t[20];
+  size_t n = 0;
+  do {
+    t[n++] = (char)('0' + v % 10);
+    v /= 10;
+  } while (v);
+  for (size_t i = 0; i < n; i++) o[i] = t[n - 1 - i];
+  return n;
+}
+
+/* one frame, `{"Address":"0x…"` + the range's text and offset + `}`, with one reservation */
 static void put_frame(struct etw_stk *k, struct etw_jw *w, struct proc *p, struct proc *kp, uint64_t a, int comma) {
-  if (comma) etw_jw_ch(w, ',');
-  etw_jw_lit(w, "{\"Address\":");
-  etw_jw_hex(w, a);
   const struct range *g = range_find(p, a);
   if (!g && kp != p) g = range_find(kp, a);
+  if (etw_jw_reserve(w, 64 + (g ? g->fraglen : 0))) return;
+  char *o = w->buf + w->len;
+  if (comma) *o++ = ',';
+  memcpy(o, "{\"Address\":\"0x", 14);
+  o += 14;
+  o += put_hex(o, a);
+  *o++ = '"';
   if (g) {
-    etw_jw_lit(w, g->method ? ",\"Symbol\":" : ",\"Module\":");
-    etw_jw_cs(w, k->pool + g->name);
-    etw_jw_lit(w, ",\"Offset\":");
-    etw_jw_u64(w, a - g->start);
+    memcpy(o, k->pool + g->frag, g->fraglen);
+    o += g->fraglen;
+    o += put_dec(o, a - g->start);
   }
-  etw_jw_ch(w, '}');
+  *o++ = '}';
+  w->len = (size_t)(o - w->buf);
+}
+
+static const struct ent *g_sort_e; /* (qsort has no context argument; one sort at a time) */
+
+static int ord_cmp(const void *a, const void *b) {
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  const struct ent *ex = &g_sort_e[x], *ey = &g_sort_e[y];
+  if (ex->file != ey->file) return ex->file < ey->file ? -1 : 1;
+  if (ex->ts != ey->ts) return ex->ts < ey->ts ? -1 : 1;
+  return x < y ? -1 : x > y;
+}
+
+/* the (file, ts) order of the entries and each file's run of it; 0, or -1 without memory */
+static int ord_build(struct etw_stk *k) {
+  free(k->ord);
+  k->nord = 0;
+  k->ord = malloc((k->ne ? k->ne : 1) * sizeof *k->ord);
+  if (!k->ord) return -1;
+  for (uint32_t i = 0; i < k->ne; i++) k->ord[i] = i;
+  g_sort_e = k->e;
+  qsort(k->ord, k->ne, sizeof *k->ord, ord_cmp);
+  k->nord = k->ne;
+  uint32_t i = 0;
+  for (uint32_t f = 0; f <= ETW_ETL_MAX_FILES; f++) { /* fstart[f]: the first entry of file ≥ f */
+    while (i < k->nord && k->e[k->ord[i]].file < f) i++;
+    k->fstart[f] = i;
+  }
+  for (uint32_t f = 0; f < ETW_ETL_MAX_FILES; f++) k->cur[f] = k->fstart[f];
+  return 0;
 }
 
 /* The entries of @r's event, at most one per part: of several candidates (two events of one
@@ -557,19 +618,37 @@ static void put_frame(struct etw_stk *k, struct etw_jw *w, struct proc *p, struc
 static int find_claim(struct etw_stk *k, const struct etw_rec *r, uint32_t got[K_PARTS]) {
   /* (KernelTraceControl's schema records of a relogged trace carry the time and thread of the
    * first event of their type, just before it: never an event of a stack) */
-  if (!k->ne || etw_stk_is_walk(r) || (r->kind == ETW_REC_CLASSIC && !memcmp(r->provider_id, KTC_METADATA, 16)))
+  if (!k->ne || r->file_index >= ETW_ETL_MAX_FILES || etw_stk_is_walk(r) ||
+      (r->kind == ETW_REC_CLASSIC && !memcmp(r->provider_id, KTC_METADATA, 16)))
     return 0;
+  if (k->nord != k->ne && ord_build(k)) return 0; /* (learnt since the last sort) */
+  uint32_t f = r->file_index, lo = k->fstart[f], hi = k->fstart[f + 1], c = k->cur[f];
+  uint64_t ts = (uint64_t)r->timestamp;
+  if (c > lo && k->e[k->ord[c - 1]].ts >= ts) { /* behind the cursor: binary search */
+    uint32_t a = lo, b = c;
+    while (a < b) {
+      uint32_t m = a + (b - a) / 2;
+      if (k->e[k->ord[m]].ts < ts) a = m + 1;
+      else b = m;
+    }
+    c = a;
+  } else {
+    while (c < hi && k->e[k->ord[c]].ts < ts) c++;
+    k->cur[f] = c;
+  }
+  if (c >= hi || k->e[k->ord[c]].ts != ts) return 0;
   int clr = r->kind == ETW_REC_EVENT && clr_provider(r);
   uint32_t tid = r->tid;
   if (r->kind == ETW_REC_PERFINFO && r->hook_id == 0x0F2E && r->user_len >= r->ptr_size + 4u)
     memcpy(&tid, r->user_data + r->ptr_size, 4); /* PerfInfo/Sample: the sampled thread */
   uint32_t best[K_PARTS] = {0};
-  for (uint32_t i = k->hash[mix((uint64_t)r->timestamp, r->file_index) & k->hmask]; i; i = k->e[i - 1].next) {
-    struct ent *e = &k->e[i - 1];
-    if (e->ts != (uint64_t)r->timestamp || e->file != r->file_index || e->state) continue;
+  for (; c < hi && k->e[k->ord[c]].ts == ts; c++) { /* (index order within one ts) */
+    uint32_t i = k->ord[c] + 1;
+    const struct ent *e = &k->e[i - 1];
+    if (e->state) continue;
     if (tid != 0xFFFFFFFFu ? e->tid != tid : e->cpu != r->cpu) continue;
     if (e->part == K_CLR && !clr) continue;
-    if (!best[e->part] || i < best[e->part]) best[e->part] = i;
+    if (!best[e->part]) best[e->part] = i;
   }
   int ng = 0;
   for (int p = 0; p < K_PARTS; p++)
