@@ -63,6 +63,7 @@ static const char schemas[] =
     "\"exe_names\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
     "\"files\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":\"etl backend: names in the data directory\"},"
     "\"replay\":{\"type\":\"string\",\"enum\":[\"fast\",\"recorded\"]},"
+    "\"stackwalk_events\":{\"type\":\"boolean\",\"default\":false,\"description\":\"etl backend: also deliver the stack walk events (StackWalk/*, ClrStack/Walk), otherwise only attached to their events as Stack\"},"
     "\"attach\":{\"type\":\"string\",\"description\":\"win backend: attach read-only to this running ETW session\"},"
     "\"duration_s\":{\"type\":\"number\",\"minimum\":0.1,\"description\":\"stop after this many seconds\"},"
     "\"max_events\":{\"type\":\"integer\",\"minimum\":1,\"description\":\"stop after this many events read\"},"
