@@ -402,6 +402,16 @@ static struct pend *pend_slot(struct etw_stk *k, uint64_t key, int make) {
   return &k->pend[i];
 }
 
+/* a reference to a key of the stack cache (the definition comes later): an entry waiting for it */
+static void key_ref(struct etw_stk *k, struct ent *e, uint64_t key) {
+  e->key = key;
+  e->state = 1;
+  struct pend *pd = pend_slot(k, key, 1);
+  if (!pd) return; /* (stays waiting: counted unattached) */
+  e->pnext = pd->head;
+  pd->head = (uint32_t)(e - k->e) + 1;
+}
+
 /* Kernel StackWalk group records: 32 Stack, 34–36 key definitions, 37/38 key references */
 static void learn_walk(struct etw_stk *k, const struct etw_rec *r) {
   unsigned P = r->ptr_size, op = r->desc.opcode;
@@ -423,12 +433,7 @@ static void learn_walk(struct etw_stk *k, const struct etw_rec *r) {
       if (e->off == UINT32_MAX) e->off = e->n = 0, k->over++;
       return;
     }
-    e->key = rd(u + 16, P);
-    e->state = 1;
-    struct pend *pd = pend_slot(k, e->key, 1);
-    if (!pd) return; /* (stays waiting: counted unattached) */
-    e->pnext = pd->head;
-    pd->head = k->ne;
+    key_ref(k, e, rd(u + 16, P));
   } else if (op >= 34 && op <= 36) {
     if (n < P) return;
     uint64_t key = rd(u, P);
@@ -480,7 +485,15 @@ void etw_stk_learn(struct etw_stk *k, const struct etw_rec *r) {
     if (t == 2 || t == 3 || t == 4 || t == 10) learn_image(k, r);
     return;
   }
-  if (r->kind != ETW_REC_EVENT || !clr_provider(r)) return;
+  if (r->kind != ETW_REC_EVENT) return;
+  for (uint16_t i = 0; k->index_walks && i < r->n_ext; i++) { /* the event's stack in the cache */
+    const struct etw_ext_item *x = &r->ext[i];
+    unsigned P = x->type == ETW_EXT_STACK_KEY64 ? 8 : 4;
+    if ((x->type != ETW_EXT_STACK_KEY32 && x->type != ETW_EXT_STACK_KEY64) || x->len < 8 + P) continue;
+    struct ent *e = ent_add(k, r->file_index, (uint64_t)r->timestamp, r->tid, r->pid, r->cpu, K_USER);
+    if (e) key_ref(k, e, rd(x->data + 8, P));
+  }
+  if (!clr_provider(r)) return;
   if (r->desc.id >= 143 && r->desc.id <= 146) learn_method(k, r);
   if (!k->index_walks) return;
   struct last *l = last_slot(k, r->tid);
@@ -531,7 +544,7 @@ int etw_stk_prepass(struct etw_stk *k, const char *const *files, int nf, _Atomic
     for (int i = 0; i < n; i++) {
       const struct etw_rec *r = recs[i];
       /* only the records learn looks at (a cheap test first) */
-      if (r->kind == ETW_REC_EVENT ? clr_provider(r) : r->kind != ETW_REC_WPP) etw_stk_learn(k, r);
+      if (r->kind == ETW_REC_EVENT ? r->n_ext || clr_provider(r) : r->kind != ETW_REC_WPP) etw_stk_learn(k, r);
     }
   }
   etw_etl_reader_free(rd_);

@@ -22,7 +22,8 @@
 struct etw_stk;
 
 struct etw_stk_counts {
-  uint64_t walks;      /* stack walk events indexed (Stack, KeyKernel, KeyUser, ClrStack/Walk) */
+  uint64_t walks;      /* stack walks indexed (Stack, KeyKernel, KeyUser, ClrStack/Walk, and the
+                          events' stack-key extended items) */
   uint64_t attached;   /* of those, attached to an event */
   uint64_t unattached; /* of those, not attached: no event with their time and thread, a key
                           reference whose definition never came, or beyond the index's bounds */

@@ -2,7 +2,8 @@
  * as they come, an event's own stack-trace extended item rendered and resolved), the file path
  * (a StackWalk/Stack after its event, a KeyUser reference and its later key definition, a
  * reference whose definition never comes, ClrStack/Walk after a CLR event, a profile sample
- * matched by the thread in its payload), and a writer
+ * matched by the thread in its payload, an event's STACK_KEY64 item and its later definition), and a
+ * writer
  * without room. The expected texts are written out here. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -179,6 +180,20 @@ static void file(void) {
   struct etw_rec walk5 = kernel(0x1820, 2, w5, sizeof w5);
   walk5.cpu = 2;
   etw_stk_learn(k, &walk5);
+  /* an event whose stack is in the cache (extended item STACK_KEY64: MatchId, key), defined
+   * later by a KeyDelete (34) */
+  unsigned char sk[16] = {0}, d34[16];
+  uint64_t key3 = 0x777, f6 = 0x400200;
+  memcpy(sk + 8, &key3, 8);
+  memcpy(d34, &key3, 8);
+  memcpy(d34 + 8, &f6, 8);
+  struct etw_rec kev = clr_event(5, 42, 12, 6000, NULL, 0);
+  kev.provider_id[0] ^= 1; /* not a CLR provider */
+  kev.n_ext = 1;
+  kev.ext[0] = (struct etw_ext_item){ETW_EXT_STACK_KEY64, sizeof sk, sk};
+  etw_stk_learn(k, &kev);
+  x = kernel(0x1822, 2, d34, 16);
+  etw_stk_learn(k, &x);
   etw_stk_learn_end(k);
   CHECK(etw_stk_is_walk(&walk) && etw_stk_is_walk(&cwr) && !etw_stk_is_walk(&ce) && !etw_stk_is_walk(&r));
 
@@ -220,10 +235,13 @@ static void file(void) {
   s = attach(k, &smp, &rc);
   CHECK_STR(s, "{,\"Stack\":[{\"Address\":\"0x400100\",\"Module\":\"b.dll\",\"Offset\":256}]}");
   free(s);
+  s = attach(k, &kev, &rc);
+  CHECK_STR(s, "{,\"Stack\":[{\"Address\":\"0x400200\",\"Module\":\"b.dll\",\"Offset\":512}]}");
+  free(s);
   struct etw_stk_counts c;
   etw_stk_counts(k, &c);
-  CHECK_EQ(c.walks, 5);
-  CHECK_EQ(c.attached, 4);
+  CHECK_EQ(c.walks, 6);
+  CHECK_EQ(c.attached, 5);
   CHECK_EQ(c.unattached, 1);
   etw_stk_free(k);
 }
