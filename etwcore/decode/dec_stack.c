@@ -57,7 +57,7 @@ struct proc {
 };
 
 struct pend { uint64_t key; uint32_t head; uint8_t st; }; /* key → first waiting reference (index + 1); st: 0 empty, 1 live, 2 removed */
-struct last { uint32_t tid, file; uint64_t ts; uint16_t cpu; uint8_t used; }; /* CLR event per thread */
+struct last { uint32_t tid, file; uint64_t ts; uint16_t cpu; uint8_t used; }; /* CLR event per (file, thread) */
 
 struct etw_stk {
   struct ent *e;
@@ -462,8 +462,8 @@ static int clr_walk(const struct etw_rec *r) {
                                       (r->desc.id == 0 && !memcmp(r->provider_id, CLR_RUNDOWN, 16)));
 }
 
-static struct last *last_slot(struct etw_stk *k, uint32_t tid) {
-  return &k->last[mix(tid, 2) & k->lmask]; /* a collision forgets the older thread's event */
+static struct last *last_slot(struct etw_stk *k, uint32_t file, uint32_t tid) {
+  return &k->last[mix(tid, 2 + file) & k->lmask]; /* a collision forgets the older thread's event */
 }
 
 int etw_stk_is_walk(const struct etw_rec *r) {
@@ -496,7 +496,7 @@ void etw_stk_learn(struct etw_stk *k, const struct etw_rec *r) {
   if (!clr_provider(r)) return;
   if (r->desc.id >= 143 && r->desc.id <= 146) learn_method(k, r);
   if (!k->index_walks) return;
-  struct last *l = last_slot(k, r->tid);
+  struct last *l = last_slot(k, r->file_index, r->tid);
   if (!clr_walk(r)) {
     *l = (struct last){r->tid, r->file_index, r->timestamp, r->cpu, 1};
     return;
@@ -506,7 +506,7 @@ void etw_stk_learn(struct etw_stk *k, const struct etw_rec *r) {
   uint32_t nf;
   memcpy(&nf, r->user_data + 4, 4);
   if (nf > (r->user_len - 8) / P) nf = (r->user_len - 8) / P;
-  if (!l->used || l->tid != r->tid) { /* no event of this thread before it */
+  if (!l->used || l->tid != r->tid || l->file != r->file_index) { /* no event of this thread before it */
     k->walks++;
     return;
   }

@@ -13,7 +13,8 @@ stack walk rows delivered as well as attached):
   inside a JIT-compiled method (Method/LoadVerbose, DCStartVerbose, DCStopVerbose) its
   Namespace.Name and offset; CLR events' frames are ≥ 90 % resolved, with clr.dll and ntdll.dll;
 * without --stackwalk-events no walk row is written, the other events are the same with the same
-  stacks; --decode reference writes the same bytes;
+  stacks; --decode reference writes the same bytes; the file given twice gives every event
+  twice with the same stack;
 * the server: a file decode gives the same events (?stackwalk_events=true: with the walk rows);
   a replay session's stats count the walks and the unattached ones; stackwalk_events is refused
   where it cannot be honoured (a session stream, a linux session, a bad value)."""
@@ -174,6 +175,13 @@ def main():
         check(all(json.loads(l)["seq"] == k + 1 for k, l in enumerate(lines[:1000])), "seq numbers without gaps")
         ref, _ = convert(etl, "--decode", "reference")
         check(ref == out, "--decode reference writes the same bytes")
+        # the file given twice (two files merged, every time tied): each copy's events get their own
+        # stacks, the same as alone
+        two, err2 = convert(etl, etl)
+        check(summary(err2) == (2 * walks, 2 * att, 2 * unatt), "twice: %r" % (summary(err2),))
+        one = collections.Counter(re.sub(rb'^\{"seq":\d+,', b"", l) for l in lines)
+        both = collections.Counter(re.sub(rb'^\{"seq":\d+,', b"", l) for l in two.splitlines())
+        check(both == collections.Counter({k: 2 * v for k, v in one.items()}), "twice: every event twice, with the same stack")
         server(etl, lines, len(evs), (walks, unatt))
     done()
 
