@@ -195,8 +195,9 @@ void h_file_events(struct etwd_req *r);
 /* stream.c */
 void etwd_stream_register(struct etwd_server *s);
 void etwd_stream_shutdown(struct etwd_server *s);
-/** etwd_stream_ndjson - stream a session's events as chunked ndjson on this request. */
-void etwd_stream_ndjson(struct etwd_req *r, struct etw_session *sess);
+/** etwd_stream_ndjson - stream a session's events as chunked ndjson on this request, filtered by
+ *  the stream parameters in @query (the request's, or what a handler left of them). */
+void etwd_stream_ndjson(struct etwd_req *r, struct etw_session *sess, const char *query);
 /** etwd_sub_filter_from_query - build a subscriber filter from ?provider=&event=&pid=&level=. */
 int etwd_sub_filter_from_query(const char *query, struct etw_sub_filter *f, unsigned long long *from,
                                char *err, size_t errlen);

@@ -308,6 +308,26 @@ static void file_events(struct etwd_req *r) {
   cJSON_AddItemToArray(files, cJSON_CreateString(r->params[0]));
   cJSON_AddStringToObject(body, "backend", "etl");
   cJSON_AddStringToObject(body, "replay", "fast");
+  /* stackwalk_events=true|false: the file's stack walk rows too (a spec member of the private
+   * session); the other parameters go to the stream */
+  const char *q = r->ri->query_string ? r->ri->query_string : "";
+  char rest[2048], swv[8] = "";
+  size_t rl = 0;
+  for (const char *p = q; *p;) {
+    size_t k = strcspn(p, "&");
+    if (k > 17 && !strncmp(p, "stackwalk_events=", 17)) snprintf(swv, sizeof swv, "%.*s", (int)(k - 17), p + 17);
+    else if (k && rl + k + 2 < sizeof rest) rl += (size_t)snprintf(rest + rl, sizeof rest - rl, "%s%.*s", rl ? "&" : "", (int)k, p);
+    p += k;
+    if (*p) p++;
+  }
+  rest[rl] = 0;
+  if (swv[0] && strcmp(swv, "true") && strcmp(swv, "false")) {
+    cJSON_Delete(body);
+    free(path);
+    etwd_problem(r, ETWD_P_INVALID, "stackwalk_events must be true or false", NULL, NULL);
+    return;
+  }
+  if (!strcmp(swv, "true")) cJSON_AddTrueToObject(body, "stackwalk_events");
   const char *paths[2] = {path, NULL};
   struct etw_session *s = NULL;
   enum etw_err e = etw_session_create_private(r->srv->core, body, paths, &s, &st);
@@ -318,7 +338,7 @@ static void file_events(struct etwd_req *r) {
     etwd_fail(r, e, &st);
     return;
   }
-  etwd_stream_ndjson(r, s);
+  etwd_stream_ndjson(r, s, strlen(q) < sizeof rest ? rest : q);
   etw_session_discard(s); /* frees its memory (and trims malloc's) now */
 }
 

@@ -258,7 +258,7 @@ void h_session_events(struct etwd_req *r) {
     etwd_problem(r, ETWD_P_NOT_ACCEPTABLE,
                  "this stream is application/x-ndjson over HTTP, or a WebSocket upgrade", NULL, NULL);
   } else {
-    etwd_stream_ndjson(r, s);
+    etwd_stream_ndjson(r, s, r->ri->query_string);
   }
   etw_session_put(s);
 }

@@ -125,6 +125,12 @@ int etwd_sub_filter_from_query(const char *q, struct etw_sub_filter *f, unsigned
     p += k;
     if (*p) p++;
   }
+  if ((r = qvar(q, ql, "stackwalk_events", v, sizeof v, err, errlen)) < 0) return -1;
+  if (r) { /* file decodes take it (h_files.c removes it); a session's passes follow its spec */
+    snprintf(err, errlen, "stackwalk_events is a parameter of file decodes (GET /api/v1/files/{name}/events); "
+                          "a replay session takes it in its spec (\"stackwalk_events\": true)");
+    return -1;
+  }
   if ((r = qvar(q, ql, "provider", v, sizeof v, err, errlen)) < 0) return -1;
   if (r && name_list(v, f->providers, &f->n_providers)) {
     snprintf(err, errlen, "provider: at most %d comma-separated names of 1-%d bytes", ETW_FILTER_MAX,
@@ -542,12 +548,12 @@ void etwd_stream_shutdown(struct etwd_server *s) {
   }
 }
 
-void etwd_stream_ndjson(struct etwd_req *r, struct etw_session *sess) {
+void etwd_stream_ndjson(struct etwd_req *r, struct etw_session *sess, const char *query) {
   struct etwd_server *s = r->srv;
   struct etw_sub_filter f;
   unsigned long long from;
   char err[200];
-  if (etwd_sub_filter_from_query(r->ri->query_string, &f, &from, err, sizeof err)) {
+  if (etwd_sub_filter_from_query(query, &f, &from, err, sizeof err)) {
     etwd_problem(r, ETWD_P_INVALID, err, NULL, NULL);
     return;
   }

@@ -24,6 +24,7 @@ static int g_startw(S *s, P *p) { (void)p; return s->start_when != NULL; }
 static int g_stopw(S *s, P *p) { (void)p; return s->stop_when != NULL; }
 static int g_fmb(S *s, P *p) { (void)p; return s->max_file_mb != 0; }
 static int g_order(S *s, P *p) { (void)p; return s->order_time != 0; }
+static int g_swev(S *s, P *p) { (void)p; return s->stackwalk_events != 0; }
 static int g_sinks(S *s, P *p) { (void)p; return s->n_sinks != 0; }
 static int g_nats(S *s, P *p) { (void)p; return s->nats != NULL; }
 static int g_events(S *s, P *p) { (void)s; return p->n_events != 0; }
@@ -50,6 +51,7 @@ static const struct etw_member table[] = {
   {ETW_MEMBER_SPEC, "max_events", 0, NULL, "1000", NULL, "stop after this many events (stop_reason max_events)"},
   {ETW_MEMBER_SPEC, "max_file_mb", ETW_CAP_FILE, NULL, "1", g_fmb, "stop when the recording reaches this many MiB (mode file or both)"},
   {ETW_MEMBER_SPEC, "order", ETW_CAP_ORDER_TIME, "\"none\"", "\"time\"", g_order, "\"time\": events in time order across CPUs with increasing seq (live: each waits 100 ms in the hub; replays always are)"},
+  {ETW_MEMBER_SPEC, "stackwalk_events", ETW_CAP_REPLAY, "false", "true", g_swev, "replays: also deliver the stack walk events (StackWalk/*, ClrStack/Walk), which are otherwise only attached to their events as \"Stack\""},
   {ETW_MEMBER_SPEC, "start_when", ETW_CAP_LIVE, NULL, "{\"provider\":\"sched\",\"event\":\"sched_process_exec\"}", g_startw, "start trigger: event match {provider,event,filter,after_s} or rate rule {provider,rate_above|rate_below,for_s,after_s}; the session is armed until it fires"},
   {ETW_MEMBER_SPEC, "stop_when", ETW_CAP_LIVE, NULL, "{\"provider\":\"sched\",\"event\":\"sched_process_exec\"}", g_stopw, "stop trigger (as start_when): stops the session with stop_reason trigger"},
   {ETW_MEMBER_SPEC, "win", ETW_CAP_WIN_SETTINGS, NULL, "{\"flush_s\":1}", g_win, "Windows session settings"},
@@ -72,6 +74,7 @@ static const struct etw_member table[] = {
   {ETW_MEMBER_STREAM, "level", 0, NULL, "\"4\"", NULL, "only events with Level <= this"},
   {ETW_MEMBER_STREAM, "from", 0, NULL, "\"1\"", NULL, "resume at this sequence number (replay window)"},
   {ETW_MEMBER_STREAM, "queue", 0, NULL, "\"1024\"", NULL, "this client's queue bound in events"},
+  {ETW_MEMBER_STREAM, "stackwalk_events", ETW_CAP_REPLAY, NULL, "\"true\"", NULL, "file decodes (GET /api/v1/files/{name}/events): also the stack walk rows (a replay session: its spec member)"},
   {ETW_MEMBER_STREAM, "limit", 0, NULL, "\"5\"", NULL, "end the stream cleanly after this many events"},
   {ETW_MEMBER_SPEC, NULL, 0, NULL, NULL, NULL, NULL},
 };

@@ -903,6 +903,10 @@ static void stats_json_locked(struct etw_session *s, struct etw_jw *w) {
   kv(w, ",\"read_bytes\":", bs.read_bytes);
   kv(w, ",\"decode_errors\":", bs.decode_errors);
   kv(w, ",\"unparsed\":", bs.unparsed);
+  if (bs.stack_walks) {
+    kv(w, ",\"stack_walks\":", bs.stack_walks);
+    kv(w, ",\"stack_walks_unattached\":", bs.stack_walks_unattached);
+  }
   etw_jw_lit(w, ",\"per_provider\":");
   struct etw_hub_limits nolim = {0, 16, 1, 0};
   struct etw_hub *sum = s->runs ? etw_hub_new(&nolim) : NULL; /* a replay's passes, summed */
@@ -1119,6 +1123,8 @@ static void bs_add(struct etw_backend_stats *a, const struct etw_backend_stats *
   a->read_bytes += b->read_bytes;
   a->decode_errors += b->decode_errors;
   a->unparsed += b->unparsed;
+  a->stack_walks += b->stack_walks;
+  a->stack_walks_unattached += b->stack_walks_unattached;
 }
 
 static void hs_add(struct etw_hub_stats *a, const struct etw_hub_stats *b) {

@@ -353,7 +353,7 @@ static int valid_name(const char *s) {
 enum etw_err etw_spec_parse(const cJSON *body, struct etw_session_spec *s, struct etw_status *st) {
   static const char *const keys[] = {"name", "backend", "mode", "buffer_kb", "providers", "pids",
                                      "exe_names", "files", "replay", "win", "attach", "duration_s",
-                                     "max_events", "max_file_mb", "order", "start_when", "stop_when", "sinks", "subjects", "nats", NULL};
+                                     "max_events", "max_file_mb", "order", "stackwalk_events", "start_when", "stop_when", "sinks", "subjects", "nats", NULL};
   memset(s, 0, sizeof *s);
   s->mode = ETW_MODE_REALTIME;
   if (!cJSON_IsObject(body)) return etw_fail(st, ETW_E_INVALID, "", "the session spec must be a JSON object");
@@ -391,6 +391,11 @@ enum etw_err etw_spec_parse(const cJSON *body, struct etw_session_spec *s, struc
     if (!cJSON_IsString(v) || (strcmp(v->valuestring, "fast") && strcmp(v->valuestring, "recorded")))
       return etw_fail(st, ETW_E_INVALID, "/replay", "/replay must be \"fast\" or \"recorded\"");
     s->replay_realtime = !strcmp(v->valuestring, "recorded");
+  }
+  if ((v = cJSON_GetObjectItemCaseSensitive(body, "stackwalk_events"))) {
+    if (!cJSON_IsBool(v))
+      return etw_fail(st, ETW_E_INVALID, "/stackwalk_events", "/stackwalk_events must be true or false");
+    s->stackwalk_events = cJSON_IsTrue(v);
   }
   if ((v = cJSON_GetObjectItemCaseSensitive(body, "order"))) {
     if (!cJSON_IsString(v) || (strcmp(v->valuestring, "none") && strcmp(v->valuestring, "time")))
@@ -569,6 +574,7 @@ void etw_spec_json(const struct etw_session_spec *s, struct etw_jw *w) {
     etw_jw_cs(w, s->replay_realtime ? "recorded" : "fast");
   }
   if (s->order_time) etw_jw_lit(w, ",\"order\":\"time\"");
+  if (s->stackwalk_events) etw_jw_lit(w, ",\"stackwalk_events\":true");
   if (s->win.set) {
     etw_jw_lit(w, ",\"win\":{\"min_buffers\":");
     etw_jw_u64(w, s->win.min_buffers);

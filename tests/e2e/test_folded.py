@@ -1,7 +1,8 @@
 """`etwd convert --format folded` (issue 21 item 5): the collapsed-stack text equals the folding
 of the same file's ndjson events done here (every event with a top-level "Stack", frames
 reversed to root first, named Module!Symbol, else Module+0xOFFSET, else the Address), line for
-line and count for count; the summary on stderr counts the same events. On net.4.5.2.x64.etl."""
+line and count for count; the summary on stderr counts the same events. On net.4.5.2.x64.etl,
+whose stack walks are attached to their events: > 20,000 events with stacks, modules and methods."""
 import collections
 import json
 import os
@@ -49,6 +50,11 @@ def main():
         check(all(re.fullmatch(r"\S+ [1-9]\d*", l) for l in lines), "every line is `frames COUNT`: %r" % lines[:3])
         got = collections.Counter({l.rsplit(" ", 1)[0]: int(l.rsplit(" ", 1)[1]) for l in lines})
         check(len(got) == len(lines), "one line per distinct stack")
+        # the trace's stack walks are attached to their events (test_etl_stacks.py): real content
+        check(sum(want.values()) > 20000 and len(want) > 1000, "events with a stack: %d, distinct %d" % (sum(want.values()), len(want)))
+        check(any(";clr.dll+0x" in k or k.startswith("clr.dll") for k in want) and any("ntoskrnl.exe" in k for k in want),
+              "frames named by module (clr.dll, ntoskrnl.exe)")
+        check(any(re.search(r";System\.[A-Za-z.]+\.[A-Za-z_]+", k) for k in want), "JIT-compiled frames named by method")
         check(got == want, "folded output equals the folding of the ndjson events (%d vs %d stacks, %d vs %d events)" %
               (len(got), len(want), sum(got.values()), sum(want.values())))
         check(lines == sorted(lines, key=lambda l: l.rsplit(" ", 1)[0].encode()), "lines sorted by stack")

@@ -283,7 +283,7 @@ def http_client_tls(e, maxv):
 def unit_tests():
     """The portable unit tests cross-built by scripts/build-windows.sh, run as Windows programs."""
     tdir = os.path.join(os.path.dirname(os.path.dirname(EXE)), "tests", "win")
-    names = ["test_winreq", "test_decode_tl", "test_etl_sih", "test_etl_synth", "test_hub", "test_win_rec"]
+    names = ["test_winreq", "test_decode_tl", "test_etl_sih", "test_etl_synth", "test_hub", "test_win_rec", "test_dec_stack"]
     env = wine_env()
     env.update(ETWD_CORPUS=winpath(CORPUS), ETWD_MANIFESTS=winpath(H.MANIFESTS), ETWD_SRC=winpath(SRC))
     for n in names:

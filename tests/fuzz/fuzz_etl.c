@@ -13,12 +13,14 @@
  * Every record is decoded twice, by a decoder in fast mode and one in reference mode
  * (etw_decoder_set_mode: plans, templates and memos against the plain walkers): the same bytes,
  * the same result and the same event reference, unless one of the two writers ran out of room
- * (a mismatch aborts). */
+ * (a mismatch aborts). The records also go through dec_stack.c (learnt, then the fast
+ * decoder's text gets its stack): an attached stack must leave a well-formed tail. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "dec_stack.h"
 #include "decode.h"
 #include "etwcore/etl.h"
 
@@ -87,6 +89,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       etw_etl_reader_free(b);
       b = NULL;
     }
+    struct etw_stk *stk = etw_stk_new(1);
     const struct etw_rec *batch[256];
     int bn = 0, bi = 0, brc = 1, n = 0, rc;
     while (n < 100000 && (rc = etw_etl_reader_next(r, &rec, &st)) == 1) {
@@ -95,6 +98,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       int k1 = etw_decoder_write(d, &rec, &w, &ref);
       int k2 = etw_decoder_write(dr, &rec, &wr, &rref);
       same_event(n, &w, k1, &ref, &wr, k2, &rref);
+      if (stk) { /* stacks: learnt and attached in the same pass (hostile walks, images, methods) */
+        etw_stk_learn(stk, &rec);
+        size_t before = w.len;
+        int a = w.err ? 0 : etw_stk_attach(stk, &rec, &w);
+        if ((a == 1 && (w.len <= before || w.buf[w.len - 1] != '}' || !strstr(etw_jw_cstr(&w), ",\"Stack\":["))) ||
+            (a != 1 && w.len != before)) {
+          fprintf(stderr, "fuzz_etl: record %d: a stack attached badly (%d)\n", n, a);
+          abort();
+        }
+      }
       if (b) {
         const struct etw_rec *o = NULL;
         if (bi == bn && brc == 1) {
@@ -126,6 +139,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       }
     }
     etw_etl_reader_free(b);
+    etw_stk_free(stk);
     etw_jw_free(&w);
     etw_jw_free(&wr);
   }

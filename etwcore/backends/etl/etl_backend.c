@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "dec_stack.h"
 #include "decode.h"
 #include "etwcore/backend.h"
 #include "etwcore/etl.h"
@@ -83,10 +84,11 @@ struct etl_sess {
   struct etw_backend_args args;
   struct etw_etl_reader *rd;
   struct etw_decoder *dec;
+  struct etw_stk *stk; /* the files' stacks: learnt by the reader thread before its first event */
   pthread_t th;
   int started, joined;
   atomic_int stop;
-  atomic_uint_fast64_t events, bytes, errors, unparsed;
+  atomic_uint_fast64_t events, bytes, errors, unparsed, walks, walks_unattached;
   pthread_mutex_t mu;
   const struct etw_provider_spec **want; /* the spec's providers (names/GUID text): a filter */
   uint32_t n_want;
@@ -140,6 +142,12 @@ static void *reader_main(void *arg) {
   uint64_t ft0 = 0;
   uint64_t done0 = 0;
   int rc = 0, n = 0, ri = 0, limited = 0;
+  /* one read of the files first: the stack walks indexed by their events (dec_stack.h) */
+  if (etw_stk_prepass(s->stk, (const char *const *)s->args.spec->files, (int)s->args.spec->n_files, &s->stop) == 0) {
+    struct etw_stk_counts kc;
+    etw_stk_counts(s->stk, &kc);
+    atomic_store(&s->walks, kc.walks);
+  }
   /* the records come in batches (pointers into the reader, valid until the next call); the
    * reader only reads buffers inside that call, so its progress is taken once per batch */
   while (!atomic_load(&s->stop)) {
@@ -154,6 +162,11 @@ static void *reader_main(void *arg) {
     }
     const struct etw_rec *rec = recs[ri++];
     atomic_fetch_add(&s->events, 1);
+    if (!s->args.spec->stackwalk_events && etw_stk_is_walk(rec)) { /* only attached: its names read */
+      const char *pn, *en;
+      etw_decoder_names(s->dec, rec, &pn, &en);
+      continue;
+    }
     if (s->args.spec->replay_realtime) {
       if (!wall0) {
         wall0 = now_ns();
@@ -182,6 +195,7 @@ static void *reader_main(void *arg) {
     size_t mark = b->data.len;
     struct etw_evref ref;
     if (!etw_decoder_write(s->dec, rec, &b->data, &ref)) atomic_fetch_add(&s->errors, 1);
+    etw_stk_attach(s->stk, rec, &b->data); /* (no room: the event without its stack) */
     if (s->dec->unparsed != atomic_load_explicit(&s->unparsed, memory_order_relaxed)) /* the stats' copy */
       atomic_store_explicit(&s->unparsed, s->dec->unparsed, memory_order_relaxed);
     if (s->n_want && !wanted(s, ref.provider, rec, &ref)) {
@@ -209,6 +223,11 @@ static void *reader_main(void *arg) {
     if (b->n) etw_hub_publish(hub, b);
     else etw_batch_unref(b);
   }
+  if (rc >= 0 && !limited && !atomic_load(&s->stop)) { /* the whole file was read */
+    struct etw_stk_counts kc;
+    etw_stk_counts(s->stk, &kc);
+    atomic_store(&s->walks_unattached, kc.unattached);
+  }
   /* ended() reports a session that ends by itself (end of file, damage), not a stop() */
   if (s->args.ended && !atomic_load(&s->stop)) {
     if (rc < 0) s->args.ended(s->args.ctx, st.code ? st.code : ETW_E_CORRUPT, st.msg);
@@ -232,8 +251,9 @@ static enum etw_err etl_open(const struct etw_backend_args *a, void **state, str
   char *md = etw_etl_manifest_dir();
   s->dec = etw_decoder_new(md);
   free(md);
+  s->stk = etw_stk_new(1);
   enum etw_err e = ETW_E_OK;
-  if (!s->rd || !s->dec) e = etw_fail(st, ETW_E_NOMEM, NULL, NULL);
+  if (!s->rd || !s->dec || !s->stk) e = etw_fail(st, ETW_E_NOMEM, NULL, NULL);
   for (uint32_t i = 0; !e && i < spec->n_files; i++) {
     e = etw_etl_reader_add_file(s->rd, spec->files[i], st);
     if (e && st) snprintf(st->field, sizeof st->field, "/files/%u", i);
@@ -247,6 +267,7 @@ static enum etw_err etl_open(const struct etw_backend_args *a, void **state, str
   if (e) {
     etw_etl_reader_free(s->rd);
     etw_decoder_free(s->dec);
+    etw_stk_free(s->stk);
     free(s->want);
     pthread_mutex_destroy(&s->mu);
     free(s);
@@ -302,6 +323,7 @@ static void etl_destroy(void *sv) {
   etl_stop(s);
   etw_etl_reader_free(s->rd);
   etw_decoder_free(s->dec);
+  etw_stk_free(s->stk);
   free(s->want);
   pthread_mutex_destroy(&s->mu);
   free(s);
@@ -314,6 +336,8 @@ static void etl_stats(void *sv, struct etw_backend_stats *out) {
   out->read_bytes = atomic_load(&s->bytes);
   out->decode_errors = atomic_load(&s->errors);
   out->unparsed = atomic_load(&s->unparsed);
+  out->stack_walks = atomic_load(&s->walks);
+  out->stack_walks_unattached = atomic_load(&s->walks_unattached);
 }
 
 /* ---- provider catalog: manifests + the files in the data directory */

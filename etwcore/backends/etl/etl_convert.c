@@ -2,7 +2,7 @@
  *
  *   etwd convert FILE... [--format ndjson|csv|chrome|folded] [-o OUT] [--manifests DIR] [--quiet]
  *                [--provider P,…] [--event E,…] [--pid N,…] [--from T] [--to T] [--limit N]
- *                [--decode fast|reference]
+ *                [--decode fast|reference] [--stackwalk-events]
  *
  * Reads one or more .etl files, merges them into one time-ordered stream, decodes every event
  * and writes ndjson (one full event object `{"seq":N,"System":…}` per line), CSV (header fields
@@ -11,7 +11,9 @@
  * (etl_chrome.c) or folded stacks (the events' "Stack" members aggregated, etwcore/folded.h). The filters select events; `seq` stays the event's number in the whole input,
  * so a filtered line is the same line as in the unfiltered output. Progress goes to stderr for
  * inputs of 32 MiB or more. `--decode reference` makes the reader and decoder use their plain
- * walkers only (same bytes, slower). Exit status: 0 ok, 1 unreadable/corrupt input (after writing every
+ * walkers only (same bytes, slower). Stacks: the input is read once before the events are written
+ * (dec_stack.h: the stack walks indexed by their event); each event carries its "Stack", and the
+ * stack walk rows themselves are written only with --stackwalk-events. Exit status: 0 ok, 1 unreadable/corrupt input (after writing every
  * event before the damage), 2 usage error. Single-threaded.
  */
 #include <stdio.h>
@@ -20,6 +22,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "dec_stack.h"
 #include "decode.h" /* the decoder's counts (unparsed) */
 #include "etl_conv.h"
 #include "etwcore/etl.h"
@@ -41,6 +44,7 @@ struct conv {
   enum fmt fmt;
   const char *out_path, *mdir;
   int quiet;
+  int walks; /* --stackwalk-events: the stack walk rows are written too */
   enum etw_decode_mode mode; /* --decode: of the readers and decoders of both passes */
   const char **files;
   int nf;
@@ -64,7 +68,7 @@ struct conv {
 static void usage(FILE *f) {
   fputs("usage: etwd convert FILE... [--format ndjson|csv|chrome|folded] [-o OUT] [--manifests DIR] [--quiet]\n"
         "                    [--provider P,...] [--event E,...] [--pid N,...] [--from T] [--to T] [--limit N]\n"
-        "                    [--decode fast|reference]\n"
+        "                    [--decode fast|reference] [--stackwalk-events]\n"
         "  Decodes Windows .etl files (several files are merged in time order); a FILE may also be\n"
         "  compressed: .zip (its .etl), .gz, .etlgz (recognised by content, at most 64 GiB unpacked)\n"
         "  --format    ndjson (default): one event object per line; csv: one row per event (one column\n"
@@ -82,7 +86,9 @@ static void usage(FILE *f) {
         "              (2023-04-22T10:47:24.47Z) or seconds after the input's first event (1.5)\n"
         "  --limit N   at most N events\n"
         "  --decode    fast (default): the reader's and decoder's fast paths (plans, memos);\n"
-        "              reference: the plain walkers only (same output, slower)\n",
+        "              reference: the plain walkers only (same output, slower)\n"
+        "  --stackwalk-events  also write the stack walk events (StackWalk/*, ClrStack/Walk), which\n"
+        "              are otherwise only attached to their events as \"Stack\"\n",
         f);
 }
 
@@ -266,6 +272,8 @@ static int parse_args(struct conv *c, int argc, char **argv, int *help) {
       c->out_path = v;
     } else if (!strcmp(name, "--manifests")) {
       c->mdir = v;
+    } else if (!strcmp(a, "--stackwalk-events")) {
+      c->walks = 1;
     } else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
       c->quiet = 1;
     } else if (!strcmp(name, "--decode")) {
@@ -540,7 +548,12 @@ static void csv_header(struct conv *c, FILE *out) {
 
 /* ---- the pass over the input */
 
-struct counts { uint64_t seq, written, undecoded, dropped, unparsed, too_large; int damaged; char damage[300]; };
+struct counts {
+  uint64_t seq, written, undecoded, dropped, unparsed, too_large;
+  struct etw_stk_counts stk;
+  int damaged;
+  char damage[300];
+};
 
 /* One pass's state: its reader, decoder and writers (owned by run_pass, one thread). */
 struct pass {
@@ -551,6 +564,7 @@ struct pass {
   struct counts *n;
   struct etw_etl_reader *r;
   struct etw_decoder *d;
+  struct etw_stk *stk;      /* the input's stacks (P_WRITE) */
   struct etw_jw w, t;       /* the event's text (ndjson: the block of lines); scratch */
   int ndjson, filtered, need_exec;
   const char **vals;        /* per-field CSV: a row's values [nfields] */
@@ -652,11 +666,16 @@ static int one_record(struct pass *p, const struct etw_rec *rec) {
   struct conv *c = p->c;
   struct etw_jw *w = &p->w;
   struct etw_evref ref;
+  const char *pn, *en;
+  if (!c->walks && etw_stk_is_walk(rec)) { /* not an event of the output: its names only */
+    etw_decoder_names(p->d, rec, &pn, &en);
+    return 0;
+  }
   seq_next(p->sq, &p->sqn); /* sq = seq + 1 */
   p->n->seq++;
-  if (!in_time(p, rec)) {
-    const char *pn, *en; /* not selected: its names only (schemas in the stream are read) */
+  if (!in_time(p, rec)) { /* not selected: its names only (schemas in the stream are read) */
     etw_decoder_names(p->d, rec, &pn, &en);
+    if (p->stk) etw_stk_claim(p->stk, rec);
     return 0;
   }
   size_t start = line_start(p), body = w->len;
@@ -664,8 +683,10 @@ static int one_record(struct pass *p, const struct etw_rec *rec) {
   if (w->err) { /* this event is not written: dropped and counted (the writer's error cleared) */
     etw_jw_truncate(w, start);
     p->n->dropped++;
+    if (p->stk) etw_stk_claim(p->stk, rec);
     return 0;
   }
+  if (p->stk) etw_stk_attach(p->stk, rec, w); /* (no room for the stack: the event without it) */
   struct conv_ev e = {rec, &ref, p->n->seq, NULL, 0, NULL, 0, -1, -1};
   if (p->filtered || !p->ndjson) {
     const char *j = etw_jw_cstr(w) + body; /* "System":{…},"EventData":{…}} */
@@ -709,6 +730,13 @@ static int pass_open(struct pass *p) {
   for (int i = 0; i < c->nf; i++) {
     if (etw_etl_reader_add_file(p->r, c->files[i], &st)) {
       fprintf(stderr, "etwd convert: %s\n", st.msg);
+      return 1;
+    }
+  }
+  if (p->ph == P_WRITE) { /* the stacks: one read of the input before the events are written */
+    p->stk = etw_stk_new(1);
+    if (!p->stk || etw_stk_prepass(p->stk, c->files, c->nf, NULL)) {
+      fprintf(stderr, "etwd convert: out of memory\n");
       return 1;
     }
   }
@@ -798,7 +826,9 @@ static int run_pass(struct conv *c, enum phase ph, FILE *out, struct conv_chrome
   if (ph == P_WRITE && !c->quiet) clock_note(p->r, c->nf);
   n->unparsed = p->d->unparsed;
   n->too_large = p->d->too_large;
+  if (p->stk) etw_stk_counts(p->stk, &n->stk);
 done:
+  etw_stk_free(p->stk);
   etw_jw_free(&p->w);
   etw_jw_free(&p->t);
   free(p->vals);
@@ -829,6 +859,13 @@ static void summary(const struct conv *c, const struct counts *n) {
     if (n->unparsed)
       fprintf(stderr, ", %llu with payload bytes after their schema's fields (written with \"Unparsed\")",
               (unsigned long long)n->unparsed);
+    fputc('\n', stderr);
+  }
+  const struct etw_stk_counts *k = &n->stk;
+  if (!n->damaged && (k->unattached || (!c->quiet && (k->walks || k->in_event)))) {
+    fprintf(stderr, "etwd convert: %llu stack walks: %llu attached to their events, %llu not attached",
+            (unsigned long long)k->walks, (unsigned long long)k->attached, (unsigned long long)k->unattached);
+    if (k->in_event) fprintf(stderr, "; %llu events with their own stack", (unsigned long long)k->in_event);
     fputc('\n', stderr);
   }
 }

@@ -41,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dec_stack.h"
 #include "decode.h"
 #include "etwcore/backend.h"
 #include "etwcore/etl.h"
@@ -380,6 +381,7 @@ struct win_sess {
   atomic_int stop, os_stopped;
   /* consumer-thread state */
   struct etw_decoder *dec;
+  struct etw_stk *stk; /* images/methods seen, and the events' own stack-trace items (`stacks`) */
   struct etw_batch *b;
   struct tried *tried;
   uint32_t n_tried;
@@ -462,6 +464,8 @@ static void WINAPI on_event(PEVENT_RECORD er) {
   size_t mark = s->b->data.len;
   struct etw_evref ref;
   if (!etw_decoder_write(s->dec, &r, &s->b->data, &ref)) atomic_fetch_add(&s->errors, 1);
+  etw_stk_learn(s->stk, &r);
+  etw_stk_attach(s->stk, &r, &s->b->data); /* (no room: the event without its stack) */
   if (s->dec->unparsed != atomic_load_explicit(&s->unparsed, memory_order_relaxed)) /* the stats' copy */
     atomic_store_explicit(&s->unparsed, s->dec->unparsed, memory_order_relaxed);
   if (etw_batch_commit(s->b, mark, &ref)) etw_hub_drop(s->args.hub, 1);
@@ -515,6 +519,7 @@ static void *flusher_main(void *arg) {
 static void sess_free(struct win_sess *s) {
   if (!s) return;
   etw_decoder_free(s->dec);
+  etw_stk_free(s->stk);
   free(s->tried);
   free(s->tei);
   free(s->prov);
@@ -654,7 +659,8 @@ static enum etw_err win_open(const struct etw_backend_args *a, void **state, str
     free(md);
     s->tried = calloc(TDH_TRIED_MAX, sizeof *s->tried);
     s->tei = malloc(TEI_MAX);
-    if (!s->dec || !s->tried || !s->tei) e = etw_fail(st, ETW_E_NOMEM, NULL, NULL);
+    s->stk = etw_stk_new(0);
+    if (!s->dec || !s->tried || !s->tei || !s->stk) e = etw_fail(st, ETW_E_NOMEM, NULL, NULL);
     if (!e && tdh_ready(NULL) != ETW_E_OK) { /* decode without TDH: TraceLogging, manifests on disk */
       free(s->tried);
       s->tried = NULL;

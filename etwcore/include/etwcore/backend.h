@@ -105,6 +105,7 @@ struct etw_session_spec {
   uint32_t n_files;
   int replay_realtime; /* file source: 1 = at recorded speed, 0 = as fast as possible */
   int order_time;      /* "order": "time": live events merged by time before seq (hub.h) */
+  int stackwalk_events; /* file source: the stack walk rows are delivered too (else only attached) */
   /* stop limits (0 = none): the session stops at the first one reached (session.c) */
   double duration_s;    /* seconds after the session started consuming */
   uint64_t max_events;  /* events read (stats read_events) */
@@ -139,6 +140,8 @@ struct etw_backend_stats {
   uint64_t decode_errors;    /* events delivered undecoded */
   uint64_t unparsed;         /* events decoded with payload bytes left after their schema's
                               * fields (delivered in the event's "Unparsed" member) */
+  uint64_t stack_walks;      /* ETL: stack walk events of the files (dec_stack.h) */
+  uint64_t stack_walks_unattached; /* of those, not attached to an event */
 };
 
 struct etw_backend {

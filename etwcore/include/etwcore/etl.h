@@ -57,6 +57,8 @@ enum etw_rec_kind {
 #define ETW_EXT_TS_ID 3
 #define ETW_EXT_STACK_TRACE32 5
 #define ETW_EXT_STACK_TRACE64 6
+#define ETW_EXT_STACK_KEY32 17 /* MatchId (u64), then the stack cache key (u32 / u64) */
+#define ETW_EXT_STACK_KEY64 18
 #define ETW_EXT_EVENT_SCHEMA_TL 11
 #define ETW_EXT_PROV_TRAITS 12
 
