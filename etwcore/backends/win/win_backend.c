@@ -44,6 +44,7 @@
 #include "decode.h"
 #include "etwcore/backend.h"
 #include "etwcore/etl.h"
+#include "etwcore/host.h"
 #include "etwcore/winreq.h"
 #include "win_rec.h"
 
@@ -652,6 +653,7 @@ static enum etw_err win_open(const struct etw_backend_args *a, void **state, str
       s->dec = etw_decoder_new(md);
     }
     free(md);
+    if (s->dec) etw_decoder_set_host(s->dec, etw_host_name()); /* System.Host: --host-name, else the machine's */
     s->tried = calloc(TDH_TRIED_MAX, sizeof *s->tried);
     s->tei = malloc(TEI_MAX);
     if (!s->dec || !s->tried || !s->tei) e = etw_fail(st, ETW_E_NOMEM, NULL, NULL);
