@@ -110,7 +110,7 @@ unsigned dec_proc_text(const struct etw_decoder *d, uint32_t pid, const char **t
 
 const char *dec_proc_name(const struct etw_decoder *d, int64_t pid) {
   const struct pent *e = pid < 0 || pid > 0xFFFFFFFEll ? NULL : pfind(d->proc, (uint32_t)pid);
-  return e ? e->name : NULL;
+  return e && e->tlen ? e->name : NULL;
 }
 
 /* ---- the tables: open addressing, at most half full; rebuilt to grow or to drop ended entries */
