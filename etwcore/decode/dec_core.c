@@ -714,8 +714,9 @@ static inline ETW_ALWAYS_INLINE int dispatch(struct etw_decoder *d, const struct
  * event): the tables updated, then the record with the PID/TID its payload gives. */
 ETW_NOINLINE static int proc_write(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
                                    struct etw_evref *ref) {
-  struct etw_rec tmp;
-  return dispatch(d, dec_proc_apply(d, r, &tmp), w, ref);
+  const struct etw_rec *x = r->hook_id == 0x0F2E && r->kind == ETW_REC_PERFINFO ? dec_proc_sample(d, r, &d->rtmp)
+                                                                                : dec_proc_apply(d, r, &d->rtmp);
+  return dispatch(d, x, w, ref); /* (the copy in the decoder: no frame here) */
 }
 
 int etw_decoder_write(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,

@@ -22,6 +22,7 @@
  * that changes tells dec_sys.c, whose cached (pid, name, tid) texts must follow (the fast paths
  * stay byte-identical to etw_event_write_system, which takes dec_proc_name).
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -205,8 +206,8 @@ static void thread_set(struct dec_proc *x, uint32_t tid, uint32_t pid, int ended
   x->t[i] = (struct tent){.tid = tid, .pid = pid, .used = 1, .ended = (uint8_t)ended};
 }
 
-static uint32_t thread_pid(const struct dec_proc *x, uint32_t tid) {
-  if (!x || !x->tn || tid == 0xFFFFFFFFu) return 0xFFFFFFFFu;
+static inline uint32_t thread_pid(const struct dec_proc *x, uint32_t tid) {
+  if (!x || !x->tn) return 0xFFFFFFFFu;
   uint32_t m = x->tcap - 1;
   for (uint32_t i = hash32(tid) & m; x->t[i].used; i = (i + 1) & m)
     if (x->t[i].tid == tid) return x->t[i].pid;
@@ -349,10 +350,33 @@ static unsigned group_of(const struct etw_rec *r, unsigned *type) {
   return 0;
 }
 
+/* @r with @pid and @tid: @r itself when they are its own, else @tmp */
+static const struct etw_rec *with_ids(const struct etw_rec *r, struct etw_rec *tmp, uint32_t pid, uint32_t tid) {
+  if (pid == r->pid && tid == r->tid) return r;
+  if (r->n_ext) {
+    *tmp = *r;
+  } else { /* (no extended data: the items' array, most of the record, is not read) */
+    memcpy(tmp, r, offsetof(struct etw_rec, ext));
+    memcpy(&tmp->user_data, &r->user_data, sizeof *r - offsetof(struct etw_rec, user_data));
+  }
+  tmp->pid = pid;
+  tmp->tid = tid;
+  return tmp;
+}
+
+/* PerfInfo/Sample, the most frequent (its own small function: no registers to save for the
+ * general one's cases) */
+const struct etw_rec *dec_proc_sample(struct etw_decoder *d, const struct etw_rec *r, struct etw_rec *tmp) {
+  if (r->user_len < (uint32_t)r->ptr_size + 4) return r;
+  uint32_t stid = rd32(r->user_data + r->ptr_size);
+  return with_ids(r, tmp, thread_pid(d->proc, stid), stid);
+}
+
 const struct etw_rec *dec_proc_apply(struct etw_decoder *d, const struct etw_rec *r, struct etw_rec *tmp) {
-  unsigned t = 0, g = group_of(r, &t);
+  if (r->hook_id == 0x0F2E && r->kind == ETW_REC_PERFINFO) return dec_proc_sample(d, r, tmp);
   const unsigned char *u = r->user_data;
   size_t n = r->user_len, P = r->ptr_size;
+  unsigned t = 0, g = group_of(r, &t);
   uint32_t pid = r->pid, tid = r->tid, x;
   /* a kernel header with both ids says which process the thread is in */
   if (r->kind == ETW_REC_SYSTEM && pid != 0xFFFFFFFFu && tid != 0xFFFFFFFFu && tid && proc_get(d))
@@ -424,9 +448,5 @@ const struct etw_rec *dec_proc_apply(struct etw_decoder *d, const struct etw_rec
   default:
     return r;
   }
-  if (pid == r->pid && tid == r->tid) return r;
-  *tmp = *r;
-  tmp->pid = pid;
-  tmp->tid = tid;
-  return tmp;
+  return with_ids(r, tmp, pid, tid);
 }

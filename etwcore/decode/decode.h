@@ -544,6 +544,7 @@ struct etw_decoder {
   uint64_t unparsed; /* decoded events whose schema left payload bytes ("Unparsed" member) */
   uint64_t too_large; /* of the undecoded: "event too large" (fields did not fit the writer) */
   struct dec_proc *proc; /* process names and thread owners from the stream (dec_proc.c) */
+  struct etw_rec rtmp;   /* a record with the ids its payload gives (dec_proc_apply's copy) */
   const char *host;      /* System.Host (interned), or NULL (dec_proc.c: etw_decoder_set_host) */
   int host_fixed;        /* set by etw_decoder_set_host: the stream's ComputerName does not replace it */
 };
@@ -556,6 +557,8 @@ extern const unsigned char dec_proc_groups[256];
 /* The record to decode for @r: @r itself, or @tmp (a copy of it) with the PID/TID its payload
  * gives; the tables updated from its Process/Thread payload first. */
 const struct etw_rec *dec_proc_apply(struct etw_decoder *d, const struct etw_rec *r, struct etw_rec *tmp);
+/* dec_proc_apply of a PerfInfo/Sample record (HookId 0x0F2E, PERFINFO kind) */
+const struct etw_rec *dec_proc_sample(struct etw_decoder *d, const struct etw_rec *r, struct etw_rec *tmp);
 /* `,"ProcessName":"…"` of @pid (its length; 0 and "" when the pid has no name) */
 unsigned dec_proc_text(const struct etw_decoder *d, uint32_t pid, const char **txt);
 /* @pid's name (NULL when none; pid < 0: none) */
