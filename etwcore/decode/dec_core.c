@@ -427,6 +427,9 @@ void etw_decoder_names(struct etw_decoder *d, const struct etw_rec *r, const cha
                        const char **name) {
   struct names n;
   if (r->kind == ETW_REC_EVENT && r->desc.id == 0xFFFE && r->desc.opcode == 254) dec_eventsource_chunk(d, r);
+  /* the process names, thread owners and host the record carries (as etw_decoder_write takes them) */
+  if (r->kind >= ETW_REC_SYSTEM ? dec_proc_groups[r->hook_id >> 8] : r->kind == ETW_REC_CLASSIC)
+    (void)dec_proc_apply(d, r, &d->rtmp);
   int cls = as_classic(r);
   if (cls && !memcmp(r->provider_id, KTC_METADATA, 16)) dec_eventinfo(d, r);
   resolve(d, r, &n, cls);

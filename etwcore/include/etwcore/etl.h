@@ -220,8 +220,9 @@ uint64_t etw_decoder_proc_dropped(const struct etw_decoder *d);
 int etw_decoder_write(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
                       struct etw_evref *ref);
 /** etw_decoder_names - provider and event name (PerfView style "Task/Opcode") the decoder
- *  would use for @r; both are interned. Decodes schemas carried in the stream as a side
- *  effect (so call it for every record, in order, when not calling etw_decoder_write). */
+ *  would use for @r; both are interned. Decodes schemas, process names, thread owners and the
+ *  host carried in the stream as a side effect (so call it for every record, in order, when not
+ *  calling etw_decoder_write). */
 void etw_decoder_names(struct etw_decoder *d, const struct etw_rec *r, const char **provider,
                        const char **name);
 /** etw_decoder_providers_json - `[{"name":..,"guid":..,"events":N,"source":..},…]` of the
