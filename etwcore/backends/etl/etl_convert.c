@@ -539,7 +539,7 @@ static void csv_header(struct conv *c, FILE *out) {
 
 /* ---- the pass over the input */
 
-struct counts { uint64_t seq, written, undecoded, dropped, unparsed, too_large; int damaged; char damage[300]; };
+struct counts { uint64_t seq, written, undecoded, dropped, unparsed, too_large, proc_dropped; int damaged; char damage[300]; };
 
 /* One pass's state: its reader, decoder and writers (owned by run_pass, one thread). */
 struct pass {
@@ -765,6 +765,7 @@ static int run_pass(struct conv *c, enum phase ph, FILE *out, struct conv_chrome
   if (progress) fprintf(stderr, "\retwd convert: 100%%  %llu events\n", (unsigned long long)n->seq);
   n->unparsed = p->d->unparsed;
   n->too_large = p->d->too_large;
+  n->proc_dropped = etw_decoder_proc_dropped(p->d);
 done:
   etw_jw_free(&p->w);
   etw_jw_free(&p->t);
@@ -777,6 +778,11 @@ done:
 }
 
 static void summary(const struct conv *c, const struct counts *n) {
+  if (n->proc_dropped)
+    fprintf(stderr,
+            "etwd convert: %llu process names or thread owners not kept (the decoder's tables were full of "
+            "live processes and threads): some events go without ProcessName or payload ProcessID\n",
+            (unsigned long long)n->proc_dropped);
   if (n->dropped)
     fprintf(stderr,
             "etwd convert: %llu events dropped: their text did not fit %llu bytes or found no memory "
