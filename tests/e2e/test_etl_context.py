@@ -10,8 +10,10 @@ real binary (`etwd convert`) and the real server (a replay session's ndjson stre
   events put that thread in);
 - System.Host: the ComputerName of the trace's SystemConfig/CPU event, on that event and every
   later one (none before it, none in a file without it);
-- `--decode reference` writes the same bytes; `--pid` (convert) and `pid=` (stream) select the
-  re-attributed events."""
+- `--decode reference` writes the same bytes; csv's ProcessID/ThreadID columns are the events';
+  `--pid` (convert) and `pid=` (stream) select the re-attributed events."""
+import csv
+import io
 import json
 import os
 import re
@@ -157,6 +159,14 @@ def test_net(tmp):
         line = raw.splitlines()[cpu[0]].decode()
         check('"Guid":"{01853a65-418f-4f36-aefc-dc0f1d2fd235}"},"Host":"BRIANROB-W8","EventID":' in line,
               "net: Host after Provider: %s" % line[:200])
+    # csv: the ProcessID/ThreadID columns are the events' (they were the headers' before)
+    csv.field_size_limit(1 << 30)
+    rows = list(csv.reader(io.StringIO(convert(path, "--format", "csv").decode())))
+    ip, it = rows[0].index("ProcessID"), rows[0].index("ThreadID")
+    txt = lambda v: "" if v is None else str(v)
+    diff = sum((r[ip], r[it]) != (txt(e["System"]["Execution"]["ProcessID"]), txt(e["System"]["Execution"]["ThreadID"]))
+               for r, e in zip(rows[1:], evs))
+    check(len(rows) == len(evs) + 1 and diff == 0, "csv: %d rows, %d with other ids than the ndjson events" % (len(rows) - 1, diff))
     # --pid selects the re-attributed events (samples of Test.x64 had no ProcessID before)
     sel = events(convert(path, "--pid", "3676"))
     check([e["seq"] for e in sel] == [e["seq"] for e in mine], "convert --pid 3676: %d events, want %d" % (len(sel), len(mine)))

@@ -411,9 +411,10 @@ static void csv_common(FILE *out, struct etw_jw *t, const struct conv_ev *e) {
   csv_field(out, e->ref->name ? e->ref->name : "", e->ref->name ? strlen(e->ref->name) : 0);
   fprintf(out, ",%u,%u,%u,%u,%u,0x%016llx,", rec->desc.id, rec->desc.version, rec->desc.level,
           rec->desc.task, rec->desc.opcode, (unsigned long long)rec->desc.keyword);
-  if (rec->pid != 0xFFFFFFFFu) fprintf(out, "%u", rec->pid);
+  /* the event's ids (the decoder's: a kernel event's may come from its payload), not the header's */
+  if (e->ref->pid != 0xFFFFFFFFu) fprintf(out, "%u", e->ref->pid);
   fputc(',', out);
-  if (rec->tid != 0xFFFFFFFFu) fprintf(out, "%u", rec->tid);
+  if (e->ref->tid != 0xFFFFFFFFu) fprintf(out, "%u", e->ref->tid);
   fprintf(out, ",%u", rec->cpu);
 }
 
