@@ -234,6 +234,7 @@ void etw_decoder_free(struct etw_decoder *d) {
   }
   free(d->prov);
   dec_sys_free(d);
+  dec_proc_free(d);
   dec_lazy_free(d);
   free(d->manifest_dir);
   free(d);
@@ -433,6 +434,9 @@ void etw_decoder_names(struct etw_decoder *d, const struct etw_rec *r, const cha
                        const char **name) {
   struct names n;
   if (r->kind == ETW_REC_EVENT && r->desc.id == 0xFFFE && r->desc.opcode == 254) dec_eventsource_chunk(d, r);
+  /* the process names, thread owners and host the record carries (as etw_decoder_write takes them) */
+  if (r->kind >= ETW_REC_SYSTEM ? dec_proc_groups[r->hook_id >> 8] : r->kind == ETW_REC_CLASSIC)
+    (void)dec_proc_apply(d, r, &d->rtmp);
   int cls = as_classic(r);
   if (cls && !memcmp(r->provider_id, KTC_METADATA, 16)) dec_eventinfo(d, r);
   resolve(d, r, &n, cls);
@@ -694,8 +698,9 @@ ETW_NOINLINE static int kernel_slow(struct etw_decoder *d, const struct etw_rec 
   return other_general(d, r, w, ref);
 }
 
-int etw_decoder_write(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
-                      struct etw_evref *ref) {
+/* The record's plan, else the general path. */
+static inline ETW_ALWAYS_INLINE int dispatch(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
+                                             struct etw_evref *ref) {
   _Static_assert(offsetof(struct etw_rec, desc.keyword) - offsetof(struct etw_rec, desc) == 8,
                  "the descriptor's first 8 bytes are id, version, channel, level, opcode, task");
   /* (tail calls with at most 6 arguments only: no frame here) */
@@ -713,6 +718,22 @@ int etw_decoder_write(struct etw_decoder *d, const struct etw_rec *r, struct etw
   struct dec_kplan *pl = d->kplan[kslot]; /* (never NULL: dec_kplan_none's key is 0) */
   if (((pl->key ^ kkey) | (pl->d8 ^ d8) | (pl->kw ^ r->desc.keyword) | r->n_ext) == 0) return pl->run(d, r, w, ref, pl);
   return kernel_slow(d, r, w, ref);
+}
+
+/* A record of a kernel group with process context (or a classic one: maybe a live kernel
+ * event): the tables updated, then the record with the PID/TID its payload gives. */
+ETW_NOINLINE static int proc_write(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
+                                   struct etw_evref *ref) {
+  const struct etw_rec *x = r->hook_id == 0x0F2E && r->kind == ETW_REC_PERFINFO ? dec_proc_sample(d, r, &d->rtmp)
+                                                                                : dec_proc_apply(d, r, &d->rtmp);
+  return dispatch(d, x, w, ref); /* (the copy in the decoder: no frame here) */
+}
+
+int etw_decoder_write(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
+                      struct etw_evref *ref) {
+  if (ETW_EXPECT(r->kind >= ETW_REC_SYSTEM ? dec_proc_groups[r->hook_id >> 8] : r->kind == ETW_REC_CLASSIC, 0))
+    return proc_write(d, r, w, ref);
+  return dispatch(d, r, w, ref);
 }
 
 /* After dec_eplan_update on set @slot: its expired ways (a failed build: gen 0) read dec_eplan_dead
@@ -805,6 +826,8 @@ ETW_NOINLINE int dec_write_general(struct etw_decoder *d, const struct etw_rec *
     s.pid = pid;
     s.tid = tid;
     s.cpu = r->cpu;
+    s.host = d->host;
+    s.process_name = dec_proc_name(d, pid);
     dec_write_system(d, w, &s, hint, tag, d8);
     if (kplan) dec_kplan_update(d, kslot, kkey, r, &s, d8);
     if (eplan) {

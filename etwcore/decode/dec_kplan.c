@@ -98,7 +98,7 @@ static uint32_t kops_build(struct dec_kops *k, struct dec_tpl *t, const struct e
   if (n) dec_tpl_head(t, head, hlen);
   else dec_tpl_head(t, EVD, sizeof EVD - 1);
   k->hlen = t->hlen;
-  return (uint32_t)t->tlen + 224 + k->nops * 72u;
+  return (uint32_t)t->tlen + 224 + DEC_PNAME_MAX + k->nops * 72u; /* (the process name: ≤ DEC_PNAME_MAX) */
 }
 
 static void kplan_ops(struct dec_kplan *pl, const struct etw_rec *r) {
@@ -215,7 +215,7 @@ void dec_eplan_update(struct etw_decoder *d, uint32_t slot, const struct etw_rec
   pl->k.prov = pl->prov;
   pl->k.name = pl->name;
   dec_tpl_names(&pl->t, pl->prov, pl->name);
-  pl->room = (uint32_t)pl->t.tlen + 128; /* ≤ tlen + 47 + 5 + 2 + 14, rounded up by 31 */
+  pl->room = (uint32_t)pl->t.tlen + 192; /* ≤ tlen + 111 + 5 + 2 + 14, rounded up by 31 */
   if (pl->cls) pl->room = kops_build(&pl->k, &pl->t, r); /* the layout's ops and first key */
     pl->run = pl->cls ? eplan_cls_s : eplan_event_s;
   pl->gen = d->reg_gen;

@@ -31,14 +31,16 @@ struct sysc {
   char buf[SYSC_BYTES];
 };
 
-/* The text `PID,"ThreadID":TID,"ProcessorID":` of a (pid, tid) pair (≤ 10 + 12 + 10 + 15 = 47
- * bytes; copied as EXC_COPY bytes). */
+/* The text `PID,"ProcessName":"…","ThreadID":TID,"ProcessorID":` of a (pid, tid) pair and the
+ * pid's current name (≤ 10 + DEC_PNAME_MAX + 12 + 10 + 15 = 111 bytes; copied as EXC_COPY bytes).
+ * dec_sys_pid_renamed empties the entries of a pid whose name changed. */
 #define EXC_N 256
-#define EXC_COPY 48
+#define EXC_COPY 112
+_Static_assert(10 + DEC_PNAME_MAX + 12 + 10 + 15 <= EXC_COPY, "EXC_COPY: the longest (pid, name, tid) text");
 struct exc {
   uint64_t key; /* pid << 32 | tid as the record has them (0xFFFFFFFF = none) */
   uint32_t len; /* 0 = empty */
-  char txt[52]; /* 64-byte entries */
+  char txt[116]; /* 128-byte entries */
 };
 
 struct dec_sysc {
@@ -51,6 +53,7 @@ struct dec_sysc {
   uint64_t sec;         /* cached second (FILETIME / 10^7), valid when sec_ok */
   int sec_ok;
   char sectext[24];     /* "\"YYYY-MM-DDTHH:MM:SS." (21 bytes) */
+  const struct etw_decoder *dec; /* its decoder (the process names: dec_proc_text) */
 };
 
 struct dec_kplan dec_kplan_none; /* (key 0: a record's key is never 0) */
@@ -86,6 +89,7 @@ static int sys_text(const struct etw_sys *s, char *buf, size_t cap, uint16_t *pl
   struct etw_sys t = *s;
   t.filetime = 1; /* "1601-01-01T00:00:00.0000001Z" */
   t.pid = t.tid = -1;
+  t.process_name = NULL; /* (the (pid, name, tid) text is put_pidtid's) */
   t.cpu = -1;
   t.activity_id = t.related_activity_id = NULL;
   struct etw_jw w;
@@ -223,6 +227,10 @@ static inline char *put_pidtid(struct dec_sysc *sc, char *p, uint32_t pid, uint3
     p += 4;
   } else {
     p = dec_put_u64(p, pid);
+    const char *nt;
+    unsigned nl = dec_proc_text(sc->dec, pid, &nt); /* `,"ProcessName":"…"` or nothing */
+    memcpy(p, nt, nl);
+    p += nl;
   }
   memcpy(p, ",\"ThreadID\":", 12);
   p += 12;
@@ -240,7 +248,7 @@ static inline char *put_pidtid(struct dec_sysc *sc, char *p, uint32_t pid, uint3
   return p;
 }
 
-/* `PID,"ThreadID":TID,"ProcessorID":CPU}}` at @p (≤ 96 bytes of room) for the record's @pid and
+/* `PID,"ProcessName":"…","ThreadID":TID,"ProcessorID":CPU}}` at @p (≤ 136 bytes of room) for the record's @pid and
  * @tid (0xFFFFFFFF = null): the (pid, tid) text from the per-thread-id cache. */
 static inline char *put_exec(struct dec_sysc *sc, char *p, uint32_t pid, uint32_t tid, int cpu) {
   p = put_pidtid(sc, p, pid, tid);
@@ -295,7 +303,10 @@ int dec_sys_emit_hint(struct etw_decoder *d, struct etw_jw *w, void *hint, uint6
 
 void dec_write_system(struct etw_decoder *d, struct etw_jw *w, const struct etw_sys *s, void **hint,
                       const void *tag, uint64_t d8) {
-  if (!d->reference && !d->sysc && (d->sysc = calloc(1, sizeof *d->sysc))) d->sysc->day = -1;
+  if (!d->reference && !d->sysc && (d->sysc = calloc(1, sizeof *d->sysc))) {
+    d->sysc->day = -1;
+    d->sysc->dec = d;
+  }
   if (s->activity_id || s->related_activity_id || !s->filetime || !d->sysc || d->reference) {
     etw_event_write_system(w, s);
     return;
@@ -367,8 +378,8 @@ static struct sysc *lookup(struct dec_sysc *sc, const struct etw_sys *s) {
  * the time cannot be formatted (the shared writer is used then). */
 static inline int emit(struct dec_sysc *sc, const struct sysc *c, struct etw_jw *w, uint64_t ft, int64_t pid,
                        int64_t tid, int cpu) {
-  /* one reservation for the whole block: prefix, time (≤ 32), middle, execution (≤ 96) */
-  if (etw_jw_reserve(w, (size_t)c->plen + c->mlen + 128)) return 0;
+  /* one reservation for the whole block: prefix, time (≤ 32), middle, execution (≤ 136) */
+  if (etw_jw_reserve(w, (size_t)c->plen + c->mlen + 192)) return 0;
   char *p = w->buf + w->len;
   memcpy(p, c->buf, c->plen);
   p = put_time_p(sc, p + c->plen, ft);
@@ -404,7 +415,7 @@ static void tpl_tail(struct dec_tpl *t) {
 
 /* The (pid, tid) text of @key (pid << 32 | tid) into the template, and the tail after it. */
 ETW_NOINLINE void dec_tpl_exec(struct dec_sysc *sc, struct dec_tpl *t, uint64_t key) {
-  char *p = put_pidtid(sc, t->txt + t->tlen, (uint32_t)(key >> 32), (uint32_t)key); /* ≤ 47 bytes */
+  char *p = put_pidtid(sc, t->txt + t->tlen, (uint32_t)(key >> 32), (uint32_t)key); /* ≤ 111 bytes */
   t->xkey = key;
   t->rimg.pid = (uint32_t)(key >> 32);
   t->rimg.tid = (uint32_t)key;
@@ -495,3 +506,36 @@ int dec_tpl_build(struct dec_sysc *sc, struct dec_tpl *t, const struct etw_sys *
 
 /* fill T3 and T4 once (before a plan writer uses them) */
 void dec_tpl_tables(void) { pthread_once(&t3_once, t3_fill); }
+
+
+/* Process @pid's name changed (@all: every pid's, or the host): the cached (pid, name, tid)
+ * texts that hold it are dropped, and every plan template that shows it is written again for
+ * its (pid, tid), so the fast paths keep writing what etw_event_write_system writes. */
+void dec_sys_pid_renamed(struct etw_decoder *d, uint32_t pid, int all) {
+  struct dec_sysc *sc = d->sysc;
+  if (!sc) return;
+  for (size_t i = 0; i < EXC_N; i++)
+    if (all || (uint32_t)(sc->ex[i].key >> 32) == pid) sc->ex[i].len = 0;
+  for (size_t i = 0; i < sizeof d->kplan / sizeof d->kplan[0]; i++) {
+    struct dec_kplan *pl = d->kplan[i];
+    if (pl != &dec_kplan_none && pl->t.tlen && (all || (uint32_t)(pl->t.xkey >> 32) == pid))
+      dec_tpl_exec(sc, &pl->t, pl->t.xkey);
+  }
+  for (size_t i = 0; i < DEC_EPLAN_N; i++) {
+    struct dec_eplan *pl = d->eplan[i];
+    if (pl && pl->t.tlen && (all || (uint32_t)(pl->t.xkey >> 32) == pid)) dec_tpl_exec(sc, &pl->t, pl->t.xkey);
+  }
+}
+
+/* The host text changed: every cached System text is dropped (the entries' hints no longer
+ * match: lookup builds them again) and every plan goes. */
+void dec_sys_reset(struct etw_decoder *d) {
+  if (d->sysc) {
+    for (size_t i = 0; i < SYSC_N; i++) {
+      d->sysc->e[i].plen = 0;
+      d->sysc->e[i].k.tag = NULL;
+    }
+    for (size_t i = 0; i < EXC_N; i++) d->sysc->ex[i].len = 0;
+  }
+  dec_plans_free(d);
+}

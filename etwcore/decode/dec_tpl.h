@@ -113,7 +113,7 @@ TPL_INLINE void memo_copy(char *p, const char *t) {
 #undef A32
 #undef C16
 
-#if DEC_TXT_MAX + 47 + 3 + 64 + 31 > DEC_TPL_BYTES || DEC_TPL_BYTES > 48 * 16 || DEC_TPL_BYTES > 24 * 32
+#if DEC_TXT_MAX + 111 + 3 + 64 + 31 > DEC_TPL_BYTES || DEC_TPL_BYTES > 48 * 16 || DEC_TPL_BYTES > 24 * 32
 #error "copy: DEC_TPL_BYTES"
 #endif
 

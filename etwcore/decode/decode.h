@@ -386,7 +386,7 @@ struct dec_kops {
   struct dec_kop ops[DEC_KOPS + 1]; /* and a DEC_KOP_END after the last when it is not variable */
 };
 /* A plan's System text: at most DEC_TXT_MAX bytes of prefix, time slot and middle. */
-#define DEC_TXT_MAX 608
+#define DEC_TXT_MAX 544
 /* A plan's live template (dec_sys.c): the System text of the type with the second of the last
  * event in its time slot and the last (pid, tid) text after `"ProcessID":`, then a processor
  * digit, `}}` and the head (`,"EventData":{` and, for kernel ops, the first key): one copy writes
@@ -544,7 +544,31 @@ struct etw_decoder {
   uint64_t decoded, undecoded;
   uint64_t unparsed; /* decoded events whose schema left payload bytes ("Unparsed" member) */
   uint64_t too_large; /* of the undecoded: "event too large" (fields did not fit the writer) */
+  struct dec_proc *proc; /* process names and thread owners from the stream (dec_proc.c) */
+  struct etw_rec rtmp;   /* a record with the ids its payload gives (dec_proc_apply's copy) */
+  const char *host;      /* System.Host (interned), or NULL (dec_proc.c: etw_decoder_set_host) */
+  int host_fixed;        /* set by etw_decoder_set_host: the stream's ComputerName does not replace it */
 };
+
+/* process context (dec_proc.c): ProcessName from the stream's Process events, PID/TID of kernel
+ * events from their payload, System.Host */
+#define DEC_PNAME_MAX 64 /* bytes of `,"ProcessName":"…"` at most */
+/* kernel groups (HookId >> 8) whose records dec_proc_apply looks at */
+extern const unsigned char dec_proc_groups[256];
+/* The record to decode for @r: @r itself, or @tmp (a copy of it) with the PID/TID its payload
+ * gives; the tables updated from its Process/Thread payload first. */
+const struct etw_rec *dec_proc_apply(struct etw_decoder *d, const struct etw_rec *r, struct etw_rec *tmp);
+/* dec_proc_apply of a PerfInfo/Sample record (HookId 0x0F2E, PERFINFO kind) */
+const struct etw_rec *dec_proc_sample(struct etw_decoder *d, const struct etw_rec *r, struct etw_rec *tmp);
+/* `,"ProcessName":"…"` of @pid (its length; 0 and "" when the pid has no name) */
+unsigned dec_proc_text(const struct etw_decoder *d, uint32_t pid, const char **txt);
+/* @pid's name (NULL when none; pid < 0: none) */
+const char *dec_proc_name(const struct etw_decoder *d, int64_t pid);
+void dec_proc_free(struct etw_decoder *d);
+/* dec_sys.c: the cached texts that show @pid's name (@all: every pid's) are written again;
+ * dec_sys_reset: every cached System text and plan is dropped (the host changed) */
+void dec_sys_pid_renamed(struct etw_decoder *d, uint32_t pid, int all);
+void dec_sys_reset(struct etw_decoder *d);
 
 /* registry (dec_core.c) */
 struct dec_provider *dec_provider_get(struct etw_decoder *d, const unsigned char guid[16], int create);

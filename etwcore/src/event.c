@@ -84,7 +84,12 @@ void etw_event_write_system(struct etw_jw *w, const struct etw_sys *s) {
     etw_jw_lit(w, ",\"Guid\":");
     etw_jw_guid(w, s->provider_guid);
   }
-  etw_jw_lit(w, "},\"EventID\":");
+  etw_jw_ch(w, '}');
+  if (s->host) {
+    etw_jw_lit(w, ",\"Host\":");
+    etw_jw_cs(w, s->host);
+  }
+  etw_jw_lit(w, ",\"EventID\":");
   etw_jw_u64(w, s->event_id);
   etw_jw_lit(w, ",\"Version\":");
   etw_jw_u64(w, s->version);
@@ -115,6 +120,10 @@ void etw_event_write_system(struct etw_jw *w, const struct etw_sys *s) {
   }
   etw_jw_lit(w, ",\"Execution\":{\"ProcessID\":");
   if (s->pid < 0) etw_jw_lit(w, "null"); else etw_jw_i64(w, s->pid);
+  if (s->process_name) {
+    etw_jw_lit(w, ",\"ProcessName\":");
+    etw_jw_cs(w, s->process_name);
+  }
   etw_jw_lit(w, ",\"ThreadID\":");
   if (s->tid < 0) etw_jw_lit(w, "null"); else etw_jw_i64(w, s->tid);
   etw_jw_lit(w, ",\"ProcessorID\":");

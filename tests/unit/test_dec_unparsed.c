@@ -315,7 +315,7 @@ static void convert(const unsigned char *img, size_t len, const char *mdir) {
   CHECK_EQ(etw_convert_main(7, (char **)a1), 0);
   char *t = slurp(out);
   CHECK(t && strstr(t, "\"EventName\":\"ClrEnableParameters\",\"TaskName\":\"ClrEnableParameters\",\"Execution\":{\"ProcessID\":3988,"
-                       "\"ThreadID\":3780,\"ProcessorID\":4}},\"EventData\":{\"keywords\":89142578365,\"level\":\"Verbose\"},"
+                       "\"ProcessName\":\"PerfView\",\"ThreadID\":3780,\"ProcessorID\":4}},\"EventData\":{\"keywords\":89142578365,\"level\":\"Verbose\"},"
                        "\"Unparsed\":{\"Offset\":12,\"Bytes\":4,\"Data\":\"AAAAAA==\"}}\n"));
   free(t);
   const char *a2[] = {"convert", in, "--manifests", mdir, "--format", "csv", "-o", out, "--quiet"};

@@ -420,9 +420,10 @@ static void csv_common(FILE *out, struct etw_jw *t, const struct conv_ev *e) {
   csv_field(out, e->ref->name ? e->ref->name : "", e->ref->name ? strlen(e->ref->name) : 0);
   fprintf(out, ",%u,%u,%u,%u,%u,0x%016llx,", rec->desc.id, rec->desc.version, rec->desc.level,
           rec->desc.task, rec->desc.opcode, (unsigned long long)rec->desc.keyword);
-  if (rec->pid != 0xFFFFFFFFu) fprintf(out, "%u", rec->pid);
+  /* the event's ids (the decoder's: a kernel event's may come from its payload), not the header's */
+  if (e->ref->pid != 0xFFFFFFFFu) fprintf(out, "%u", e->ref->pid);
   fputc(',', out);
-  if (rec->tid != 0xFFFFFFFFu) fprintf(out, "%u", rec->tid);
+  if (e->ref->tid != 0xFFFFFFFFu) fprintf(out, "%u", e->ref->tid);
   fprintf(out, ",%u", rec->cpu);
 }
 
@@ -549,7 +550,7 @@ static void csv_header(struct conv *c, FILE *out) {
 /* ---- the pass over the input */
 
 struct counts {
-  uint64_t seq, written, undecoded, dropped, unparsed, too_large;
+  uint64_t seq, written, undecoded, dropped, unparsed, too_large, proc_dropped;
   struct etw_stk_counts stk;
   int damaged;
   char damage[300];
@@ -827,6 +828,7 @@ static int run_pass(struct conv *c, enum phase ph, FILE *out, struct conv_chrome
   n->unparsed = p->d->unparsed;
   n->too_large = p->d->too_large;
   if (p->stk) etw_stk_counts(p->stk, &n->stk);
+  n->proc_dropped = etw_decoder_proc_dropped(p->d);
 done:
   etw_stk_free(p->stk);
   etw_jw_free(&p->w);
@@ -840,6 +842,11 @@ done:
 }
 
 static void summary(const struct conv *c, const struct counts *n) {
+  if (n->proc_dropped)
+    fprintf(stderr,
+            "etwd convert: %llu process names or thread owners not kept (the decoder's tables were full of "
+            "live processes and threads): some events go without ProcessName or payload ProcessID\n",
+            (unsigned long long)n->proc_dropped);
   if (n->dropped)
     fprintf(stderr,
             "etwd convert: %llu events dropped: their text did not fit %llu bytes or found no memory "

@@ -45,6 +45,7 @@
 #include "decode.h"
 #include "etwcore/backend.h"
 #include "etwcore/etl.h"
+#include "etwcore/host.h"
 #include "etwcore/winreq.h"
 #include "win_rec.h"
 
@@ -657,6 +658,7 @@ static enum etw_err win_open(const struct etw_backend_args *a, void **state, str
       s->dec = etw_decoder_new(md);
     }
     free(md);
+    if (s->dec) etw_decoder_set_host(s->dec, etw_host_name()); /* System.Host: --host-name, else the machine's */
     s->tried = calloc(TDH_TRIED_MAX, sizeof *s->tried);
     s->tei = malloc(TEI_MAX);
     s->stk = etw_stk_new(0);

@@ -210,6 +210,14 @@ void etw_decoder_free(struct etw_decoder *d);
 /** etw_decoder_set_mode - @d's mode (initially etw_decode_default()); call it before @d's first
  *  event (switching to reference later drops @d's plans; the output is the same either way). */
 void etw_decoder_set_mode(struct etw_decoder *d, enum etw_decode_mode m);
+/** etw_decoder_set_host - write `"Host":@host` (1..63 of A-Z a-z 0-9 . _ -; NULL: none) in
+ *  @d's events from now on (the Windows live consumer: etw_host_name()). Without it a decoder
+ *  takes the ComputerName of the stream's SystemConfig/CPU event from that event on. -1 if
+ *  @host is not a valid name. */
+int etw_decoder_set_host(struct etw_decoder *d, const char *host);
+/** etw_decoder_proc_dropped - process names and thread owners the decoder could not keep (its
+ *  bounded tables were full of live processes/threads); their events go without them. */
+uint64_t etw_decoder_proc_dropped(const struct etw_decoder *d);
 
 /**
  * etw_decoder_write - append the event for @r to @w, without the leading `{"seq":N,`:
@@ -219,8 +227,9 @@ void etw_decoder_set_mode(struct etw_decoder *d, enum etw_decode_mode m);
 int etw_decoder_write(struct etw_decoder *d, const struct etw_rec *r, struct etw_jw *w,
                       struct etw_evref *ref);
 /** etw_decoder_names - provider and event name (PerfView style "Task/Opcode") the decoder
- *  would use for @r; both are interned. Decodes schemas carried in the stream as a side
- *  effect (so call it for every record, in order, when not calling etw_decoder_write). */
+ *  would use for @r; both are interned. Decodes schemas, process names, thread owners and the
+ *  host carried in the stream as a side effect (so call it for every record, in order, when not
+ *  calling etw_decoder_write). */
 void etw_decoder_names(struct etw_decoder *d, const struct etw_rec *r, const char **provider,
                        const char **name);
 /** etw_decoder_providers_json - `[{"name":..,"guid":..,"events":N,"source":..},…]` of the

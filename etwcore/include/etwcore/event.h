@@ -84,6 +84,8 @@ struct etw_sys {
   int32_t cpu;            /* -1 = unknown */
   const unsigned char *activity_id;         /* 16 bytes or NULL */
   const unsigned char *related_activity_id; /* 16 bytes or NULL */
+  const char *host;         /* `"Host"` after Provider, or NULL (omitted) */
+  const char *process_name; /* `"ProcessName"` after ProcessID, or NULL (omitted) */
 };
 
 /** etw_event_write_system - append `"System":{…}` (no leading/trailing comma). */
