@@ -136,7 +136,11 @@ def test_net(tmp):
     named, names = check_names(evs, "net")
     check(names.get(3676) == "Test.x64" and names.get(0) == "Idle" and names.get(4) == "System",
           "net: Process events name 3676 Test.x64, 0 Idle, 4 System: %r" % {k: names.get(k) for k in (0, 4, 3676)})
-    n = check_pids(evs, "net")
+    # the stack walk rows are attached to their events unless asked for: their own ids are checked here
+    walks = convert(path, "--stackwalk-events")
+    check(walks == convert(path, "--stackwalk-events", "--decode", "reference"),
+          "net --stackwalk-events: --decode reference writes other bytes")
+    n = check_pids(events(walks), "net")
     check(n["stack"] > 9000 and n["thread"] > 1000 and n["sample"] == 79528 and n["sample_known"] > 70000
           and n["process"] >= 60 and n["image"] > 3000, "net: too few events of each kind checked: %r" % n)
     # PerfView's baseline (TraceEvent's PName): every Test.x64 line with a known pid carries that name

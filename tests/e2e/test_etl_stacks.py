@@ -117,9 +117,9 @@ def main():
                     mine = x["Provider"]["Name"] == CLR and ex["ThreadID"] == e["System"]["Execution"]["ThreadID"]
                 elif names[j] == "PerfInfo/Sample":  # no thread in its header: the sampled one
                     mine = evs[j]["EventData"]["ThreadId"] == dt["StackThread"]
-                else:
-                    mine = ex["ThreadID"] == dt["StackThread"] or (
-                        ex["ThreadID"] is None and ex["ProcessorID"] == e["System"]["Execution"]["ProcessorID"])
+                else:  # the walk's thread, or its CPU: events whose ids are their payload's (Thread/Start:
+                    # the new thread; Process: none) were logged by the walk's thread on its CPU
+                    mine = ex["ThreadID"] == dt["StackThread"] or ex["ProcessorID"] == e["System"]["Execution"]["ProcessorID"]
                 if not mine or j not in stacks:
                     if clr and mine:
                         break  # the previous CLR event of the thread has no stack
