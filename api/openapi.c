@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "api.h"
+#include "etwcore/caps.h"
 
 static const char schemas[] =
     "\"Problem\":{\"type\":\"object\",\"description\":\"RFC 7807 problem details; every 4xx/5xx.\","
@@ -121,6 +122,7 @@ static const char schemas[] =
     "\"Event\":{\"type\":\"object\",\"description\":\"One event (WebSocket frames carry a JSON array of these; "
     "ndjson one per line). A record with Gap instead of System reports events dropped for this client.\",\"anyOf\":[{\"required\":[\"seq\",\"System\"]},{\"required\":[\"Gap\"]},{\"required\":[\"Heartbeat\"]}],"
     "\"properties\":{\"seq\":{\"type\":\"integer\",\"description\":\"per-session sequence number; resume with ?from=\"},"
+    "\"stream_seq\":{\"type\":\"integer\",\"description\":\"backend nats: the message's JetStream stream sequence; resume with ?from_stream_seq=\"},"
     "\"System\":{\"type\":\"object\",\"required\":[\"Provider\",\"EventID\",\"TimeCreated\"],\"properties\":{\"Provider\":{\"type\":\"object\",\"properties\":{"
     "\"Name\":{\"type\":\"string\"},\"Guid\":{\"type\":\"string\"}}},\"Host\":{\"type\":\"string\",\"description\":\"the machine (--host-name); Linux events\"},\"EventID\":{\"type\":\"integer\"},"
     "\"Version\":{\"type\":\"integer\"},\"Level\":{\"type\":\"integer\"},\"Task\":{\"type\":\"integer\"},"
@@ -173,6 +175,12 @@ static void op(struct etw_jw *w, const struct etwd_route *r) {
       first = 0;
       etw_jw_lit(w, "{\"name\":");
       etw_jw_str(w, q, k - (size_t)required);
+      for (const struct etw_member *mb = etw_members(); mb->name; mb++) /* a stream parameter's doc */
+        if (mb->kind == ETW_MEMBER_STREAM && strlen(mb->name) == k && !memcmp(mb->name, q, k)) {
+          etw_jw_lit(w, ",\"description\":");
+          etw_jw_cs(w, mb->doc);
+          break;
+        }
       etw_jw_lit(w, required ? ",\"in\":\"query\",\"required\":true,\"schema\":{\"type\":\"string\"}}"
                             : ",\"in\":\"query\",\"required\":false,\"schema\":{\"type\":\"string\"}}");
       q += k;
