@@ -146,6 +146,29 @@ def test_from(e, nats, cid, t_mid, n1, n2, own):
           "session counts: %r %r" % (st["per_provider"], st["stream_readers"]))
 
 
+def test_bound(nats, n):
+    """--max-subscribers bounds the passes of a session: one more is refused (problem+json), and
+    the consumer it made is deleted at once"""
+    with Etwd(args=["--max-subscribers", "1"]) as e:
+        cid = create(e, {"backend": "nats", "subjects": ["froms.>"], "nats": {"url": nats.url(), "stream": STREAM}})["id"]
+        own = wait_for("the session's consumer", lambda: consumers(nats))
+        ws = e.ws("/api/v1/sessions/%d/events?from_stream_seq=1" % cid)
+        wait_for("the first pass", lambda: session(e, cid)["stats"]["stream_readers"]["active"] == 1)
+        st, ct, j = problem(e, "/api/v1/sessions/%d/events?from_stream_seq=2" % cid)
+        check(st in (429, 503) and ct.startswith("application/problem+json"), "a second pass is refused: %d %r" % (st, j))
+        check(len(consumers(nats)) == 2, "the refused pass left no consumer: %r" % consumers(nats))
+        got = []
+        deadline = time.time() + 60
+        while len(got) < n and time.time() < deadline:
+            ws.settimeout(max(0.1, deadline - time.time()))
+            got += [r["stream_seq"] for r in json.loads(ws.recv()) if "stream_seq" in r]
+        check(got == list(range(1, n + 1)), "the first pass reads the whole stream: %d events" % len(got))
+        ws.close()
+        wait_for("its consumer is deleted", lambda: consumers(nats) == own)
+        e.request("DELETE", "/api/v1/sessions/%d" % cid)
+        wait_for("every consumer is gone with the session", lambda: consumers(nats) == [])
+
+
 def main():
     nats = Nats().start()
     try:
@@ -169,6 +192,7 @@ def main():
             test_from(e, nats, cid, t_mid, n1, n2, own)
             e.request("DELETE", "/api/v1/sessions/%d" % cid)
             wait_for("every consumer is gone with the session", lambda: consumers(nats) == [])
+        test_bound(nats, n1 + n2 + 5)
     finally:
         nats.cleanup()
     done()
