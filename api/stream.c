@@ -588,10 +588,14 @@ void etwd_stream_ndjson(struct etwd_req *r, struct etw_session *sess) {
   struct etwd_server *s = r->srv;
   struct etw_sub_filter f;
   unsigned long long from;
-  char err[400];
-  if (etwd_sub_filter_from_query(r->ri->query_string, &f, &from, err, sizeof err) ||
-      stream_refused(r->ri->query_string, sess, err, sizeof err)) {
+  char err[200];
+  if (etwd_sub_filter_from_query(r->ri->query_string, &f, &from, err, sizeof err)) {
     etwd_problem(r, ETWD_P_INVALID, err, NULL, NULL);
+    return;
+  }
+  char why[400]; /* a parameter this session's backend cannot honour (caps.h) */
+  if (stream_refused(r->ri->query_string, sess, why, sizeof why)) {
+    etwd_problem(r, ETWD_P_INVALID, why, NULL, NULL);
     return;
   }
   if (atomic_fetch_add(&s->active_streams, 1) >= s->cfg->max_streams) {
