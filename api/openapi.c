@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "api.h"
+#include "etwcore/caps.h"
 
 static const char schemas[] =
     "\"Problem\":{\"type\":\"object\",\"description\":\"RFC 7807 problem details; every 4xx/5xx.\","
@@ -109,6 +110,7 @@ static const char schemas[] =
     "\"per_provider\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"integer\"}},"
     "\"subscribers\":{\"type\":\"integer\"},\"loss\":{\"type\":\"object\",\"required\":[\"kernel\",\"hub\",\"subscribers\"],\"properties\":{"
     "\"kernel\":{\"type\":\"integer\"},\"kernel_overrun\":{\"type\":\"integer\"},\"kernel_dropped\":{\"type\":\"integer\"},\"hub\":{\"type\":\"integer\"},\"subscribers\":{\"type\":\"integer\"},\"sink\":{\"type\":\"integer\",\"description\":\"events no sink could keep (spools full)\"}}},"
+    "\"stream_readers\":{\"type\":\"object\",\"description\":\"backend nats: the clients' own consumers (?from_stream_seq, ?from_time): active now, opened in all, events delivered through them\",\"properties\":{\"active\":{\"type\":\"integer\"},\"opened\":{\"type\":\"integer\"},\"events\":{\"type\":\"integer\"}}},"
     "\"sinks\":{\"type\":\"array\",\"description\":\"each sink's health: connected, acked, pending, spooled, spooled_disk, dropped, memory_bytes, disk_bytes, refused, gap_records, hub_dropped, retries, connects, last_error\",\"items\":{\"type\":\"object\"}},"
     "\"per_subscriber\":{\"type\":\"array\",\"items\":{\"type\":\"object\"}},\"per_cpu\":{\"type\":\"array\",\"description\":\"linux: the kernel buffer of each CPU\",\"items\":{\"type\":\"object\",\"properties\":{\"cpu\":{\"type\":\"integer\"},\"overrun\":{\"type\":\"integer\"},\"dropped\":{\"type\":\"integer\"},\"entries\":{\"type\":\"integer\"},\"read_events\":{\"type\":\"integer\"},\"read_bytes\":{\"type\":\"integer\"}}}}}}}},"
     "\"OsSessions\":{\"type\":\"object\",\"description\":\"by backend: an array of {name, etwd, owner_alive} or {error}\","
@@ -124,6 +126,7 @@ static const char schemas[] =
     "\"Event\":{\"type\":\"object\",\"description\":\"One event (WebSocket frames carry a JSON array of these; "
     "ndjson one per line). A record with Gap instead of System reports events dropped for this client.\",\"anyOf\":[{\"required\":[\"seq\",\"System\"]},{\"required\":[\"Gap\"]},{\"required\":[\"Heartbeat\"]}],"
     "\"properties\":{\"seq\":{\"type\":\"integer\",\"description\":\"per-session sequence number; resume with ?from=\"},"
+    "\"stream_seq\":{\"type\":\"integer\",\"description\":\"backend nats: the message's JetStream stream sequence; resume with ?from_stream_seq=\"},"
     "\"System\":{\"type\":\"object\",\"required\":[\"Provider\",\"EventID\",\"TimeCreated\"],\"properties\":{\"Provider\":{\"type\":\"object\",\"properties\":{"
     "\"Name\":{\"type\":\"string\"},\"Guid\":{\"type\":\"string\"}}},\"Host\":{\"type\":\"string\",\"description\":\"the machine (--host-name); Linux events\"},\"EventID\":{\"type\":\"integer\"},"
     "\"Version\":{\"type\":\"integer\"},\"Level\":{\"type\":\"integer\"},\"Task\":{\"type\":\"integer\"},"
@@ -176,6 +179,12 @@ static void op(struct etw_jw *w, const struct etwd_route *r) {
       first = 0;
       etw_jw_lit(w, "{\"name\":");
       etw_jw_str(w, q, k - (size_t)required);
+      for (const struct etw_member *mb = etw_members(); mb->name; mb++) /* a stream parameter's doc */
+        if (mb->kind == ETW_MEMBER_STREAM && strlen(mb->name) == k && !memcmp(mb->name, q, k)) {
+          etw_jw_lit(w, ",\"description\":");
+          etw_jw_cs(w, mb->doc);
+          break;
+        }
       etw_jw_lit(w, required ? ",\"in\":\"query\",\"required\":true,\"schema\":{\"type\":\"string\"}}"
                             : ",\"in\":\"query\",\"required\":false,\"schema\":{\"type\":\"string\"}}");
       q += k;

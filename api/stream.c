@@ -25,6 +25,7 @@
 
 #include "api.h"
 #include "etwcore/caps.h"
+#include "etwcore/nats_src.h"
 #include "log.h"
 
 #define FRAME_MAX (512 * 1024)       /* frames are cut here (one larger event still goes alone) */
@@ -209,6 +210,43 @@ int etwd_sub_filter_from_query(const char *q, struct etw_sub_filter *f, unsigned
     }
     *from = x;
   }
+  if ((r = qvar(q, ql, "from_stream_seq", v, sizeof v, err, errlen)) < 0) return -1;
+  if (r) {
+    char *end;
+    unsigned long long x = strtoull(v, &end, 10);
+    if (*end || end == v || v[0] == '-' || x == 0 || x > 0x7fffffffffffffffull) {
+      snprintf(err, errlen, "from_stream_seq must be a stream sequence number (>= 1)");
+      return -1;
+    }
+    f->from_stream_seq = x;
+  }
+  if ((r = qvar(q, ql, "from_time", v, sizeof v, err, errlen)) < 0) return -1;
+  if (r && etw_rfc3339_ns(v, &f->from_time_ns)) {
+    snprintf(err, errlen, "from_time must be an RFC 3339 time like 2026-11-29T05:00:00Z or 2026-11-29T06:00:00.5%%2B01:00");
+    return -1;
+  }
+  if ((*from != 0) + (f->from_stream_seq != 0) + (f->from_time_ns != 0) > 1) {
+    snprintf(err, errlen, "give one of from (a session seq), from_stream_seq and from_time");
+    return -1;
+  }
+  return 0;
+}
+
+/* 0, or -1 with @err naming the first parameter of @q that the session's backend cannot honour
+ * (caps.h's table) */
+static int stream_refused(const char *q, struct etw_session *sess, char *err, size_t errlen) {
+  const struct etw_backend *b = etw_session_backend(sess);
+  for (const char *p = q ? q : ""; *p;) {
+    size_t k = strcspn(p, "&"), nk = strcspn(p, "=&");
+    const struct etw_member *m = k ? etw_stream_param_refused(b, p, nk) : NULL;
+    if (m) {
+      snprintf(err, errlen, "backend \"%s\" cannot honour stream parameter %s (%s) — see GET /api/v1/backends",
+               b->name, m->name, m->doc);
+      return -1;
+    }
+    p += k;
+    if (*p) p++;
+  }
   return 0;
 }
 
@@ -347,7 +385,7 @@ static int ws_connect(const struct mg_connection *cconn, void *cbdata) {
   etwd_principal_of(s, conn, &p);
   enum etwd_prob prob = ETWD_P_OK;
   const char *detail = NULL;
-  char err[200];
+  char err[400];
   struct etw_sub_filter f;
   unsigned long long from;
   if (p.role < ROLE_READER) {
@@ -365,8 +403,9 @@ static int ws_connect(const struct mg_connection *cconn, void *cbdata) {
     struct etw_session *sess = id ? etw_session_get(s->core, id) : NULL;
     if (!sess)
       prob = ETWD_P_NOT_FOUND, detail = "no such session";
-    else
-      etw_session_put(sess);
+    else if (stream_refused(ri->query_string, sess, err, sizeof err))
+      prob = ETWD_P_INVALID, detail = err;
+    if (sess) etw_session_put(sess);
   }
   if (prob != ETWD_P_OK) {
     int status = etwd_problem_conn(conn, prob, detail,
@@ -456,8 +495,11 @@ static void ws_ready(struct mg_connection *conn, void *cbdata) {
     atomic_fetch_sub(&s->active_streams, 1);
     static const char busy[] = "\x03\xf5subscriber limit reached";     /* 1013 try again later */
     static const char gone[] = "\x03\xf3session gone or out of memory"; /* 1011 */
+    static const char nostream[] = "\x03\xf3" "cannot open a consumer of the session's stream"; /* 1011 */
     if (e == ETW_E_LIMIT)
       mg_websocket_write(conn, MG_WEBSOCKET_OPCODE_CONNECTION_CLOSE, busy, sizeof busy - 1);
+    else if (e == ETW_E_IO || e == ETW_E_INVALID || e == ETW_E_NOT_FOUND)
+      mg_websocket_write(conn, MG_WEBSOCKET_OPCODE_CONNECTION_CLOSE, nostream, sizeof nostream - 1);
     else
       mg_websocket_write(conn, MG_WEBSOCKET_OPCODE_CONNECTION_CLOSE, gone, sizeof gone - 1);
     if (cl && cl->sess) etw_session_put(cl->sess);
@@ -557,6 +599,11 @@ void etwd_stream_ndjson(struct etwd_req *r, struct etw_session *sess, const char
     etwd_problem(r, ETWD_P_INVALID, err, NULL, NULL);
     return;
   }
+  char why[400]; /* a parameter this session's backend cannot honour (caps.h) */
+  if (stream_refused(r->ri->query_string, sess, why, sizeof why)) {
+    etwd_problem(r, ETWD_P_INVALID, why, NULL, NULL);
+    return;
+  }
   if (atomic_fetch_add(&s->active_streams, 1) >= s->cfg->max_streams) {
     atomic_fetch_sub(&s->active_streams, 1);
     etwd_problem(r, ETWD_P_LIMIT, "too many streaming clients (--max-streams)", NULL,
@@ -567,7 +614,13 @@ void etwd_stream_ndjson(struct etwd_req *r, struct etw_session *sess, const char
   struct etw_sub *sub = etw_session_subscribe(sess, &f, from, &e);
   if (!sub) {
     atomic_fetch_sub(&s->active_streams, 1);
-    etwd_fail(r, e ? (enum etw_err)e : ETW_E_NOMEM, NULL);
+    struct etw_status st; /* from_stream_seq / from_time: the client's own consumer failed */
+    etw_status_clear(&st);
+    if (e == ETW_E_IO || e == ETW_E_INVALID || e == ETW_E_NOT_FOUND)
+      etw_fail(&st, (enum etw_err)e, NULL, "cannot open a consumer of the session's stream (is its broker reachable?)");
+    else if (e == ETW_E_STATE)
+      etw_fail(&st, ETW_E_STATE, NULL, "the session is stopped: from_stream_seq and from_time need a running session");
+    etwd_fail(r, e ? (enum etw_err)e : ETW_E_NOMEM, st.msg[0] ? &st : NULL);
     return;
   }
   etw_sub_set_linger(sub, LINGER_MS, LINGER_BYTES);

@@ -76,6 +76,8 @@ static const struct etw_member table[] = {
   {ETW_MEMBER_STREAM, "queue", 0, NULL, "\"1024\"", NULL, "this client's queue bound in events"},
   {ETW_MEMBER_STREAM, "stackwalk_events", ETW_CAP_REPLAY, NULL, "\"true\"", NULL, "file decodes (GET /api/v1/files/{name}/events): also the stack walk rows (a replay session: its spec member)"},
   {ETW_MEMBER_STREAM, "limit", 0, NULL, "\"5\"", NULL, "end the stream cleanly after this many events"},
+  {ETW_MEMBER_STREAM, "from_stream_seq", ETW_CAP_NATS_SOURCE, NULL, "\"1\"", NULL, "backend nats: read the JetStream stream from this stream sequence (events carry stream_seq), through a consumer of this client's own"},
+  {ETW_MEMBER_STREAM, "from_time", ETW_CAP_NATS_SOURCE, NULL, "\"2026-11-29T05:00:00Z\"", NULL, "backend nats: read the JetStream stream from the messages it stored at or after this RFC 3339 time, through a consumer of this client's own"},
   {ETW_MEMBER_SPEC, NULL, 0, NULL, NULL, NULL, NULL},
 };
 /* clang-format on */
@@ -117,6 +119,13 @@ enum etw_err etw_caps_check_spec(const struct etw_backend *b, const struct etw_s
     if (e) return e;
   }
   return ETW_E_OK;
+}
+
+const struct etw_member *etw_stream_param_refused(const struct etw_backend *b, const char *name, size_t n) {
+  for (const struct etw_member *m = table; m->name; m++)
+    if (m->kind == ETW_MEMBER_STREAM && strlen(m->name) == n && !memcmp(m->name, name, n))
+      return honours(b, m) ? NULL : m;
+  return NULL;
 }
 
 int etw_stream_param_known(const char *name, size_t n) {

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "etwcore/caps.h"
+#include "etwcore/nats_src.h"
 #include "etwcore/sink.h"
 #include "etwcore/spec.h"
 #include "etwcore/trigger.h"
@@ -58,6 +59,10 @@ struct etw_session {
   uint32_t n_runs;
   struct etw_backend_stats runs_bs; /* summed over the runs that are gone */
   struct etw_hub_stats runs_hs;     /* (their provider counts went into s->hub's) */
+  /* backend nats: the same list holds the clients' own passes over the stream (?from_stream_seq,
+   * ?from_time), each with its own consumer; they re-read the stream, so their counts stay out
+   * of the session's (stats.stream_readers instead) */
+  uint64_t runs_opened;
   struct etw_sinks *sinks; /* forwarding to NATS (sink.h), subscribed to s->hub; stopped by
                             * destroy_locked */
   uint64_t sink_lost;      /* their loss, kept after they stopped */
@@ -77,6 +82,10 @@ struct replay_run {
   struct etw_hub *hub;
   void *bstate;
   struct etw_sub *sub; /* owned by the stream that subscribed; closed by etw_session_unsubscribe */
+  /* backend nats: this pass's copies of the session's spec and source, with the client's start
+   * and an ephemeral consumer (they outlive its backend state: both go in run_free) */
+  struct etw_session_spec spec;
+  struct etw_nats_src src;
 };
 
 #define MAX_BACKENDS 4
@@ -177,6 +186,8 @@ void etw_session_put(struct etw_session *s) {
 }
 
 uint64_t etw_session_id(const struct etw_session *s) { return s->id; }
+
+const struct etw_backend *etw_session_backend(const struct etw_session *s) { return s->be; }
 
 /* stop consuming: caller holds s->mu. @why: the stop_reason if this stops a running session. */
 static void stop_locked(struct etw_session *s, enum st final, const char *why) {
@@ -909,7 +920,7 @@ static void stats_json_locked(struct etw_session *s, struct etw_jw *w) {
   }
   etw_jw_lit(w, ",\"per_provider\":");
   struct etw_hub_limits nolim = {0, 16, 1, 0};
-  struct etw_hub *sum = s->runs ? etw_hub_new(&nolim) : NULL; /* a replay's passes, summed */
+  struct etw_hub *sum = s->runs && !s->spec.nats ? etw_hub_new(&nolim) : NULL; /* a replay's passes */
   if (sum) {
     etw_hub_add_provider_counts(sum, s->hub);
     for (struct replay_run *r = s->runs; r; r = r->next) etw_hub_add_provider_counts(sum, r->hub);
@@ -932,6 +943,18 @@ static void stats_json_locked(struct etw_session *s, struct etw_jw *w) {
   etw_hub_subs_items(s->hub, w, &first);
   for (struct replay_run *r = s->runs; r; r = r->next) etw_hub_subs_items(r->hub, w, &first);
   etw_jw_ch(w, ']');
+  if (s->spec.nats) { /* the clients' own passes over the stream (from_stream_seq, from_time) */
+    uint64_t ev = s->runs_hs.produced;
+    for (struct replay_run *r = s->runs; r; r = r->next) {
+      struct etw_hub_stats rh;
+      etw_hub_stats(r->hub, &rh);
+      ev += rh.produced;
+    }
+    kv(w, ",\"stream_readers\":{\"active\":", s->n_runs);
+    kv(w, ",\"opened\":", s->runs_opened);
+    kv(w, ",\"events\":", ev);
+    etw_jw_ch(w, '}');
+  }
   if (s->spec.n_sinks) {
     etw_jw_lit(w, ",\"sinks\":");
     etw_sinks_json(s->sinks, w);
@@ -1142,14 +1165,21 @@ static void totals_locked(struct etw_session *s, struct etw_backend_stats *bs, s
   *bs = s->last;
   if (s->bstate && s->be->stats) s->be->stats(s->bstate, bs);
   etw_hub_stats(s->hub, hs);
-  bs_add(bs, &s->runs_bs);
-  hs_add(hs, &s->runs_hs);
+  if (s->spec.nats) /* clients' passes re-read the stream: only their subscribers count here */
+    hs->sub_dropped += s->runs_hs.sub_dropped;
+  else
+    bs_add(bs, &s->runs_bs), hs_add(hs, &s->runs_hs);
   for (struct replay_run *r = s->runs; r; r = r->next) {
     struct etw_backend_stats rb;
     struct etw_hub_stats rh;
     memset(&rb, 0, sizeof rb);
     if (s->be->stats) s->be->stats(r->bstate, &rb);
     etw_hub_stats(r->hub, &rh);
+    if (s->spec.nats) {
+      hs->subscribers += rh.subscribers;
+      hs->sub_dropped += rh.sub_dropped;
+      continue;
+    }
     bs_add(bs, &rb);
     hs_add(hs, &rh);
   }
@@ -1170,14 +1200,17 @@ static void run_free(struct etw_session *s, struct replay_run *r) {
   etw_hub_stats(r->hub, &rh);
   rh.subscribers = 0;
   hs_add(&s->runs_hs, &rh);
-  etw_hub_add_provider_counts(s->hub, r->hub);
+  if (!s->spec.nats) etw_hub_add_provider_counts(s->hub, r->hub);
   etw_hub_free(r->hub);
   free(r);
 }
 
 /* a replay's subscriber gets its own pass over the files: a lossless hub with it as the only
- * subscriber, then a reader (the backend opened again) that publishes into it. s->mu is not
- * held on entry (opening indexes the files). NULL with *err set on failure. */
+ * subscriber, then a reader (the backend opened again) that publishes into it. So does a nats
+ * session's subscriber with from_stream_seq / from_time: its reader has a consumer of its own,
+ * ephemeral, from that point of the stream, paced by the client (lossless: the broker keeps the
+ * rest), deleted when it leaves. At most --max-subscribers passes per session. s->mu is not
+ * held on entry (opening indexes the files, or asks the broker). NULL with *err set on failure. */
 static struct etw_sub *run_subscribe(struct etw_session *s, const struct etw_sub_filter *f,
                                      uint64_t from_seq, int *err) {
   struct etw_core *c = s->core;
@@ -1189,12 +1222,22 @@ static struct etw_sub *run_subscribe(struct etw_session *s, const struct etw_sub
   struct etw_status st;
   etw_status_clear(&st);
   if (r) r->s = s;
-  struct etw_backend_args a = {&s->spec, r ? r->hub : NULL, s->os_name, NULL, on_pass_ended, r};
+  const struct etw_session_spec *spec = &s->spec;
+  if (r && s->spec.nats) { /* shallow copies: what they point to is the session's */
+    r->src = *s->spec.nats;
+    r->src.start_seq = f->from_stream_seq;
+    r->src.start_time_ns = f->from_stream_seq ? 0 : f->from_time_ns;
+    r->src.ephemeral = 1;
+    r->spec = s->spec;
+    r->spec.nats = &r->src;
+    spec = &r->spec;
+  }
+  struct etw_backend_args a = {spec, r ? r->hub : NULL, s->os_name, NULL, on_pass_ended, r};
   enum etw_err e = r && r->sub ? s->be->open(&a, &r->bstate, &st) : ETW_E_NOMEM;
   pthread_mutex_lock(&s->mu);
   if (!e && s->n_runs >= c->cfg.max_subscribers) e = ETW_E_LIMIT;
   pthread_mutex_lock(&s->smu);
-  int stopped = s->state == S_STOPPED;
+  int stopped = s->state == S_STOPPED || (s->spec.nats && s->state != S_RUNNING);
   int first = !e && !stopped && s->state == S_PENDING;
   if (first) s->state = S_RUNNING;
   pthread_mutex_unlock(&s->smu);
@@ -1219,12 +1262,19 @@ static struct etw_sub *run_subscribe(struct etw_session *s, const struct etw_sub
   r->next = s->runs;
   s->runs = r;
   s->n_runs++;
+  s->runs_opened++;
   pthread_mutex_unlock(&s->mu);
   return r->sub;
 }
 
 struct etw_sub *etw_session_subscribe(struct etw_session *s, const struct etw_sub_filter *f,
                                       uint64_t from_seq, int *err) {
+  if (s->spec.nats && (f->from_stream_seq || f->from_time_ns)) { /* its own consumer */
+    int e = 0;
+    struct etw_sub *sub = run_subscribe(s, f, 0, &e);
+    if (!sub && err) *err = e;
+    return sub;
+  }
   if (s->spec.n_files) { /* a replay: the whole file for every subscriber, unless stopped */
     pthread_mutex_lock(&s->smu);
     int stopped = s->state == S_STOPPED;

@@ -6,8 +6,13 @@
  * message or the spec's start_seq / start_time, no acks;
  * deleted when the session is destroyed), one reader thread ("etwd-s<id>-nats") that fetches
  * up to 256 messages per consumer at a time and publishes them to the hub as one batch. A
+ * client's own pass (?from_stream_seq / ?from_time, session.c) opens this backend again with
+ * src->ephemeral: ephemeral consumers (the server drops them after INACTIVE_S without a fetch,
+ * should etwd die) and a lossless hub, cancelled by stop. A
  * message's body is an event as etwd writes it ({"seq":N,…}): its own seq is replaced by this
- * session's (the event keeps System.Host, so its origin stays visible); the filter header
+ * session's, followed by "stream_seq":<the message's stream sequence> (replacing one a central
+ * etwd's sink put there), which a client gives as ?from_stream_seq to resume (the event keeps
+ * System.Host, so its origin stays visible); the filter header
  * (provider, name, pid, tid, id, level, time, cpu) is read back from the text. A gap message
  * ({"Gap":{"Dropped":N,…}}) is counted as hub loss. Other bodies are skipped and counted.
  * Ownership: the thread owns the subscriptions while it runs; open/destroy own the connection.
@@ -24,6 +29,8 @@
 #include "etwcore/backend.h"
 #include "etwcore/event.h"
 #include "etwcore/nats_src.h"
+
+#define INACTIVE_S 120 /* an ephemeral consumer without fetches for this long is the server's to drop */
 
 struct nb {
   const struct etw_nats_src *src;
@@ -112,8 +119,8 @@ static int one_object(const char *d, size_t n) {
   return ok;
 }
 
-/* one message into @bt; 1 = an event was added */
-static int take(struct nb *b, struct etw_batch *bt, const char *d, size_t n) {
+/* one message (stream sequence @sseq) into @bt; 1 = an event was added */
+static int take(struct nb *b, struct etw_batch *bt, const char *d, size_t n, uint64_t sseq) {
   const char *e = d + n;
   if (n > 8 && !memcmp(d, "{\"Gap\":", 7)) {
     int64_t k = num_after(d, e, "\"Dropped\":", 0);
@@ -138,7 +145,18 @@ static int take(struct nb *b, struct etw_batch *bt, const char *d, size_t n) {
   h.cpu = (uint8_t)num_after(c, e, "\"ProcessorID\":", 0);
   h.ts_ns = parse_time(c, e);
   size_t mark = bt->data.len;
-  etw_jw_raw(&bt->data, c + 1, (size_t)(e - (c + 1))); /* the object without its {"seq":N, */
+  const char *rest = c + 1; /* the object without its {"seq":N, (nor a "stream_seq":K, after it) */
+  if ((size_t)(e - rest) > 14 && !memcmp(rest, "\"stream_seq\":", 13)) {
+    const char *q = rest + 13;
+    while (q < e && *q >= '0' && *q <= '9') q++;
+    if (q < e && *q == ',' && q > rest + 13) rest = q + 1;
+  }
+  if (sseq) {
+    etw_jw_lit(&bt->data, "\"stream_seq\":");
+    etw_jw_u64(&bt->data, sseq);
+    etw_jw_ch(&bt->data, ',');
+  }
+  etw_jw_raw(&bt->data, rest, (size_t)(e - rest));
   if (etw_batch_commit(bt, mark, &h)) {
     etw_hub_drop(b->hub, 1);
     return 0;
@@ -170,12 +188,16 @@ static void *reader(void *arg) {
             break;
           }
         }
-        take(b, bt, natsMsg_GetData(l.Msgs[k]), (size_t)natsMsg_GetDataLength(l.Msgs[k]));
+        jsMsgMetaData *md = NULL;
+        uint64_t sseq = natsMsg_GetMetaData(&md, l.Msgs[k]) == NATS_OK ? md->Sequence.Stream : 0;
+        jsMsgMetaData_Destroy(md);
+        take(b, bt, natsMsg_GetData(l.Msgs[k]), (size_t)natsMsg_GetDataLength(l.Msgs[k]), sseq);
       }
       natsMsgList_Destroy(&l);
     }
     if (bt) etw_hub_publish(b->hub, bt); /* consumes it, also when empty */
   }
+  etw_hub_end(b->hub); /* stopped: a client's pass ends (a session's hub is ended by its stop) */
   return NULL;
 }
 
@@ -235,8 +257,10 @@ static enum etw_err nb_open(const struct etw_backend_args *a, void **state, stru
     }
     char durable[96];
     snprintf(durable, sizeof durable, "%s_%u", b->os_name, i);
+    if (src->ephemeral) so.Config.InactiveThreshold = (int64_t)INACTIVE_S * 1000000000LL;
     jsErrCode jerr = 0;
-    if ((s = js_PullSubscribe(&b->subs[i], b->js, src->subjects[i], durable, NULL, &so, &jerr)) != NATS_OK) {
+    if ((s = js_PullSubscribe(&b->subs[i], b->js, src->subjects[i], src->ephemeral ? NULL : durable, NULL, &so,
+                              &jerr)) != NATS_OK) {
       enum etw_err e = etw_fail(st, s == NATS_NOT_FOUND ? ETW_E_NOT_FOUND : ETW_E_INVALID, "/subjects",
                                 "nats: cannot read %s from stream %s: %s %s", src->subjects[i], src->stream,
                                 natsStatus_GetText(s), nats_GetLastError(NULL) ? nats_GetLastError(NULL) : "");
@@ -264,6 +288,7 @@ static enum etw_err nb_start(void *state, struct etw_status *st) {
 static void nb_stop(void *state) {
   struct nb *b = state;
   atomic_store(&b->stop, 1);
+  etw_hub_cancel(b->hub); /* a client's pass: a publish waiting for its room returns now */
   if (b->started) pthread_join(b->thread, NULL);
   b->started = 0;
 }

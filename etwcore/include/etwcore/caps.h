@@ -36,6 +36,9 @@ enum etw_err etw_caps_check_provider(const struct etw_backend *b, const struct e
 
 /** etw_stream_param_known - 1 if @name[0..n) is a stream parameter of the table. */
 int etw_stream_param_known(const char *name, size_t n);
+/** etw_stream_param_refused - the table's row of stream parameter @name[0..n) when backend @b
+ *  cannot honour it (the stream then refuses it with 400), else NULL. */
+const struct etw_member *etw_stream_param_refused(const struct etw_backend *b, const char *name, size_t n);
 
 /** etw_backend_caps_json - write `"capabilities":[…],"provider_strings":[…],"members":[…],
  *  "stream_parameters":[…],"limits":{…}` (members of an object the caller opens and closes). */

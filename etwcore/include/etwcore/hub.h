@@ -68,6 +68,10 @@ struct etw_sub_filter {
   int max_level; /* -1 = any; else Level <= max_level */
   uint32_t queue_events; /* this subscriber's queue bound; 0 = the hub's; never above it */
   uint64_t limit;        /* end the stream (etw_sub_read -1) after this many events; 0 = never */
+  /* where a nats session's subscriber starts reading the stream, through a consumer of its own
+   * (session.c): a stream sequence or a time; 0 = not given. The hub ignores them. */
+  uint64_t from_stream_seq;
+  int64_t from_time_ns;
 };
 
 struct etw_hub_stats {

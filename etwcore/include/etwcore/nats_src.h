@@ -21,11 +21,17 @@ struct etw_nats_src {
   uint32_t n_subjects;
   uint64_t start_seq;    /* 0 = not given */
   int64_t start_time_ns; /* 0 = not given */
+  int ephemeral;         /* a client's own pass (?from_stream_seq / ?from_time, session.c): an
+                          * ephemeral consumer that the server also drops when left inactive */
 };
 
 /** etw_nats_src_parse - the members "subjects" and "nats" of @body into s->nats (required for
  *  backend "nats", refused for the others). */
 enum etw_err etw_nats_src_parse(const cJSON *body, struct etw_session_spec *s, struct etw_status *st);
+/** etw_rfc3339_ns - "YYYY-MM-DDTHH:MM:SS[.fraction](Z|+HH:MM|-HH:MM)" (a space instead of the
+ *  '+', as form decoding of a query string gives it) → *@ns since 1970 UTC; 0 on success, -1
+ *  if @s is not that. */
+int etw_rfc3339_ns(const char *s, int64_t *ns);
 void etw_nats_src_free(struct etw_nats_src *n);
 /** etw_nats_src_json - `,"subjects":[…],"nats":{…}` (with its leading comma) or nothing. */
 void etw_nats_src_json(const struct etw_nats_src *n, struct etw_jw *w);

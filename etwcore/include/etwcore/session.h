@@ -51,6 +51,8 @@ void etw_session_discard(struct etw_session *s);
 struct etw_session *etw_session_get(struct etw_core *c, uint64_t id);
 void etw_session_put(struct etw_session *s);
 uint64_t etw_session_id(const struct etw_session *s);
+/** etw_session_backend - the session's backend (for its capabilities). */
+const struct etw_backend *etw_session_backend(const struct etw_session *s);
 
 /** etw_session_stop - stop consuming (the stream ends; stats and recording stay). */
 enum etw_err etw_session_stop(struct etw_session *s, struct etw_status *st);
