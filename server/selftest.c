@@ -419,7 +419,11 @@ static int kp_match(const char *line, void *ctx) {
   if (!strstr(line, KP_GUID)) return 0;
   c->n_kp++;
   const char *d = strstr(line, "\"EventData\":{");
-  return strstr(line, "\"EventID\":1,") && d && strstr(d, c->pid_field);
+  if (!strstr(line, "\"EventID\":1,") || !d) return 0;
+  size_t n = strlen(c->pid_field);
+  for (const char *p = d; (p = strstr(p, c->pid_field)); p += n)
+    if (p[n] < '0' || p[n] > '9') return 1; /* the whole number: pid 12 is not 123 */
+  return 0;
 }
 
 static void win_kernel_process(struct st_run *r, struct win_st *w) {
