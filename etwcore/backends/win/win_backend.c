@@ -46,6 +46,7 @@
 #include "etwcore/backend.h"
 #include "etwcore/etl.h"
 #include "etwcore/host.h"
+#include "etwcore/winprov.h"
 #include "etwcore/winreq.h"
 #include "win_rec.h"
 
@@ -1035,6 +1036,24 @@ enum etw_err etw_win_sessions_json(struct etw_jw *w, struct etw_status *st) {
   enum etw_err e = each_session(sessjson_cb, &c, st);
   etw_jw_ch(w, ']');
   return e;
+}
+
+/* ---- for `etwd selftest` (winprov.h) */
+const char *etw_win_wine_version(void) {
+  pthread_once(&g_once, detect);
+  return g_wine ? g_wine_ver : NULL;
+}
+
+void etw_win_force_calls(void) {
+  pthread_once(&g_once, detect);
+  if (g_wine) g_wine_calls = 1;
+}
+
+uint32_t etw_win_session_query(const char *name) {
+  unsigned char *q = malloc(ETW_ETP_MAX);
+  ULONG rc = q ? control_by_name(name, EVENT_TRACE_CONTROL_QUERY, q) : ERROR_NOT_ENOUGH_MEMORY;
+  free(q);
+  return rc;
 }
 
 const struct etw_backend etw_backend_win = {
