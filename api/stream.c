@@ -25,7 +25,7 @@
 
 #include "api.h"
 #include "etwcore/caps.h"
-#include "etwcore/nats_src.h"
+#include "etwcore/util.h"
 #include "log.h"
 
 #define FRAME_MAX (512 * 1024)       /* frames are cut here (one larger event still goes alone) */

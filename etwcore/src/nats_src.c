@@ -1,5 +1,6 @@
 /* nats_src.c — parsing the spec of a "nats" backend session (see nats_src.h). */
 #include "etwcore/nats_src.h"
+#include "etwcore/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,43 +17,6 @@ static int filter_ok(const char *s) {
     if (*p == '>' && p[1]) return 0;
   }
   return 1;
-}
-
-int etw_rfc3339_ns(const char *s, int64_t *ns) {
-  struct tm tm = {0};
-  int used = 0, oh = 0, om = 0;
-  if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
-             &tm.tm_min, &tm.tm_sec, &used) != 6 || used != 19 || tm.tm_year < 1970 || tm.tm_mon < 1 ||
-      tm.tm_mon > 12 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 60)
-    return -1;
-  const char *p = s + used;
-  int64_t frac = 0;
-  if (*p == '.') {
-    int nd = 0;
-    for (p++; *p >= '0' && *p <= '9'; p++, nd++)
-      if (nd < 9) frac = frac * 10 + (*p - '0');
-    if (!nd) return -1;
-    for (; nd < 9; nd++) frac *= 10;
-  }
-  int sign = 0;
-  if (*p == 'Z' && !p[1]) {
-  } else if ((*p == '+' || *p == ' ' || *p == '-') && strlen(p) == 6 && p[3] == ':' &&
-             sscanf(p + 1, "%2d:%2d", &oh, &om) == 2 && p[1] >= '0' && p[4] >= '0' && oh < 24 && om < 60) {
-    sign = *p == '-' ? -1 : 1;
-  } else {
-    return -1;
-  }
-  tm.tm_year -= 1900;
-  tm.tm_mon -= 1;
-#ifdef _WIN32
-  int64_t t = (int64_t)_mkgmtime(&tm);
-#else
-  int64_t t = (int64_t)timegm(&tm);
-#endif
-  t -= sign * (oh * 3600 + om * 60);
-  if (t < 0) return -1;
-  *ns = t * 1000000000LL + frac;
-  return 0;
 }
 
 enum etw_err etw_nats_src_parse(const cJSON *body, struct etw_session_spec *s, struct etw_status *st) {

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #ifdef _WIN32
 #include <direct.h>
@@ -36,3 +37,40 @@ void etw_mem_trim(void) { malloc_trim(0); }
 #else
 void etw_mem_trim(void) {}
 #endif
+
+int etw_rfc3339_ns(const char *s, int64_t *ns) {
+  struct tm tm = {0};
+  int used = 0, oh = 0, om = 0;
+  if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
+             &tm.tm_min, &tm.tm_sec, &used) != 6 || used != 19 || tm.tm_year < 1970 || tm.tm_mon < 1 ||
+      tm.tm_mon > 12 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 60)
+    return -1;
+  const char *p = s + used;
+  int64_t frac = 0;
+  if (*p == '.') {
+    int nd = 0;
+    for (p++; *p >= '0' && *p <= '9'; p++, nd++)
+      if (nd < 9) frac = frac * 10 + (*p - '0');
+    if (!nd) return -1;
+    for (; nd < 9; nd++) frac *= 10;
+  }
+  int sign = 0;
+  if (*p == 'Z' && !p[1]) {
+  } else if ((*p == '+' || *p == ' ' || *p == '-') && strlen(p) == 6 && p[3] == ':' &&
+             sscanf(p + 1, "%2d:%2d", &oh, &om) == 2 && p[1] >= '0' && p[4] >= '0' && oh < 24 && om < 60) {
+    sign = *p == '-' ? -1 : 1;
+  } else {
+    return -1;
+  }
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+#ifdef _WIN32
+  int64_t t = (int64_t)_mkgmtime(&tm);
+#else
+  int64_t t = (int64_t)timegm(&tm);
+#endif
+  t -= sign * (oh * 3600 + om * 60);
+  if (t < 0) return -1;
+  *ns = t * 1000000000LL + frac;
+  return 0;
+}

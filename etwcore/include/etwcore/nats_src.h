@@ -28,10 +28,6 @@ struct etw_nats_src {
 /** etw_nats_src_parse - the members "subjects" and "nats" of @body into s->nats (required for
  *  backend "nats", refused for the others). */
 enum etw_err etw_nats_src_parse(const cJSON *body, struct etw_session_spec *s, struct etw_status *st);
-/** etw_rfc3339_ns - "YYYY-MM-DDTHH:MM:SS[.fraction](Z|+HH:MM|-HH:MM)" (a space instead of the
- *  '+', as form decoding of a query string gives it) → *@ns since 1970 UTC; 0 on success, -1
- *  if @s is not that. */
-int etw_rfc3339_ns(const char *s, int64_t *ns);
 void etw_nats_src_free(struct etw_nats_src *n);
 /** etw_nats_src_json - `,"subjects":[…],"nats":{…}` (with its leading comma) or nothing. */
 void etw_nats_src_json(const struct etw_nats_src *n, struct etw_jw *w);

@@ -2,6 +2,8 @@
 #ifndef ETWCORE_UTIL_H
 #define ETWCORE_UTIL_H
 
+#include <stdint.h>
+
 /** etw_mkdirs - create @path and its missing parents with mode 0700 (like mkdir -p).
  *  Returns 0, or -1 with errno set. */
 int etw_mkdirs(const char *path);
@@ -10,5 +12,10 @@ int etw_mkdirs(const char *path);
  *  elsewhere). Called when a session is freed: its batches were spread over the threads'
  *  arenas and would otherwise stay in the process. */
 void etw_mem_trim(void);
+
+/** etw_rfc3339_ns - "YYYY-MM-DDTHH:MM:SS[.fraction](Z|+HH:MM|-HH:MM)" (a space instead of the
+ *  '+', as form decoding of a query string gives it) → *@ns since 1970 UTC; 0 on success, -1
+ *  if @s is not that. */
+int etw_rfc3339_ns(const char *s, int64_t *ns);
 
 #endif
