@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #ifdef _WIN32
 #include <direct.h>
 #define MKDIR(p) _mkdir(p)
@@ -36,3 +37,13 @@ void etw_mem_trim(void) { malloc_trim(0); }
 #else
 void etw_mem_trim(void) {}
 #endif
+
+void etw_cond_init_mono(pthread_cond_t *cv) {
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+#ifndef _WIN32
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+#endif
+  pthread_cond_init(cv, &ca);
+  pthread_condattr_destroy(&ca);
+}

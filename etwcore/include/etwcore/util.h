@@ -2,6 +2,8 @@
 #ifndef ETWCORE_UTIL_H
 #define ETWCORE_UTIL_H
 
+#include <pthread.h>
+
 /** etw_mkdirs - create @path and its missing parents with mode 0700 (like mkdir -p).
  *  Returns 0, or -1 with errno set. */
 int etw_mkdirs(const char *path);
@@ -10,5 +12,9 @@ int etw_mkdirs(const char *path);
  *  elsewhere). Called when a session is freed: its batches were spread over the threads'
  *  arenas and would otherwise stay in the process. */
 void etw_mem_trim(void);
+
+/** etw_cond_init_mono - pthread_cond_init @cv to time its waits on CLOCK_MONOTONIC (the clock
+ *  the callers' deadlines are taken on; Windows' pthreads have no choice of clock). */
+void etw_cond_init_mono(pthread_cond_t *cv);
 
 #endif
