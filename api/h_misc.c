@@ -13,6 +13,17 @@ void h_health(struct etwd_req *r) {
   etwd_reply(r, 200, "application/json", body, sizeof body - 1, NULL);
 }
 
+/* a backend's ,"available":bool and, when it is not, ,"error":"why" (GET /version, /backends) */
+static void backend_available(struct etwd_req *r, const struct etw_backend *b, struct etw_jw *w) {
+  const char *e = etw_core_backend_error(r->srv->core, b);
+  etw_jw_lit(w, ",\"available\":");
+  etw_jw_bool(w, e == NULL);
+  if (e) {
+    etw_jw_lit(w, ",\"error\":");
+    etw_jw_cs(w, e);
+  }
+}
+
 void h_version(struct etwd_req *r) {
   struct etw_jw w;
   etw_jw_init(&w, 1 << 16);
@@ -34,13 +45,7 @@ void h_version(struct etwd_req *r) {
     etw_jw_cs(&w, b[i]->name);
     etw_jw_lit(&w, ",\"capabilities\":");
     etw_caps_json(b[i]->caps, &w);
-    const char *e = etw_core_backend_error(r->srv->core, b[i]);
-    etw_jw_lit(&w, ",\"available\":");
-    etw_jw_bool(&w, e == NULL);
-    if (e) {
-      etw_jw_lit(&w, ",\"error\":");
-      etw_jw_cs(&w, e);
-    }
+    backend_available(r, b[i], &w);
     etw_jw_ch(&w, '}');
   }
   etw_jw_lit(&w, "],\"limits\":{\"max_sessions\":");
@@ -69,13 +74,7 @@ void h_backends(struct etwd_req *r) {
     if (i) etw_jw_ch(&w, ',');
     etw_jw_lit(&w, "{\"name\":");
     etw_jw_cs(&w, b[i]->name);
-    const char *e = etw_core_backend_error(r->srv->core, b[i]);
-    etw_jw_lit(&w, ",\"available\":");
-    etw_jw_bool(&w, e == NULL);
-    if (e) {
-      etw_jw_lit(&w, ",\"error\":");
-      etw_jw_cs(&w, e);
-    }
+    backend_available(r, b[i], &w);
     etw_jw_ch(&w, ',');
     etw_backend_caps_json(b[i], &w);
     etw_jw_ch(&w, '}');

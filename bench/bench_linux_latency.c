@@ -17,12 +17,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "etwcore/backend.h"
-#include "etwcore/hub.h"
+#include "bench_linux.h"
 
 #define MAX_SAMPLES (1u << 22)
 
-static const struct etw_backend *B = &etw_backend_linux;
 static double *g_lat;
 static size_t g_n;
 static char g_key[64];
@@ -80,11 +78,6 @@ static int cmp_d(const void *a, const void *b) {
 int main(int argc, char **argv) {
   double rate = argc > 1 ? atof(argv[1]) : 10000;
   double secs = argc > 2 ? atof(argv[2]) : 5;
-  struct etw_status st;
-  if (B->init(&st)) {
-    fprintf(stderr, "init: %s\n", st.msg);
-    return 1;
-  }
   g_lat = malloc(MAX_SAMPLES * sizeof *g_lat);
   int go[2];
   if (!g_lat || pipe(go)) return 1;
@@ -120,33 +113,16 @@ int main(int argc, char **argv) {
   char *evs[] = {"sys_enter"};
   struct etw_provider_spec p = {.name = "raw_syscalls", .events = evs, .n_events = 1,
                                 .filter = filt, .level = 5};
-  struct etw_session_spec sp = {.backend = "linux", .mode = ETW_MODE_REALTIME, .providers = &p,
-                                .n_providers = 1};
-  struct etw_hub_limits lim = {.replay_max_bytes = 0, .sub_queue_events = 1u << 20,
-                               .max_subscribers = 2};
-  struct etw_hub *hub = etw_hub_new(&lim);
-  int err;
-  struct etw_sub *sub = etw_hub_subscribe(hub, NULL, 0, &err);
-  char name[64];
-  snprintf(name, sizeof name, "%slat_%d", ETW_SESSION_PREFIX, (int)getpid());
-  struct etw_backend_args a = {.spec = &sp, .hub = hub, .os_name = name};
-  void *s;
-  if (B->open(&a, &s, &st)) {
-    fprintf(stderr, "open: %s %s\n", st.field, st.msg);
-    return 1;
-  }
-  pthread_t th;
-  pthread_create(&th, NULL, sub_main, sub);
-  B->start(s, &st);
+  struct bench_session b;
+  if (bench_open(&b, &p, 0, "lat")) return 1;
+  pthread_t th = bench_start(&b, sub_main);
   if (write(go[1], "x", 1) != 1) return 1;
   waitpid(child, NULL, 0);
   usleep(200000);
-  B->stop(s);
-  etw_hub_end(hub);
-  pthread_join(th, NULL);
+  bench_stop(&b, th);
   struct etw_backend_stats bs;
-  B->stats(s, &bs);
-  B->destroy(s);
+  B->stats(b.s, &bs);
+  B->destroy(b.s);
   qsort(g_lat, g_n, sizeof *g_lat, cmp_d);
   if (!g_n) {
     printf("no events\n");
@@ -155,8 +131,7 @@ int main(int argc, char **argv) {
   printf("rate=%.0f events=%zu lost=%llu latency_ms p50=%.2f p90=%.2f p99=%.2f max=%.2f\n", rate,
          g_n, (unsigned long long)bs.kernel_lost, g_lat[g_n / 2], g_lat[g_n * 9 / 10],
          g_lat[g_n * 99 / 100], g_lat[g_n - 1]);
-  etw_sub_close(sub);
-  etw_hub_free(hub);
+  bench_close(&b);
   free(g_lat);
   return 0;
 }

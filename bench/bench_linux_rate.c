@@ -24,37 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "etwcore/backend.h"
-#include "etwcore/hub.h"
+#include "bench_linux.h"
 #include "etwcore/linux.h"
-
-static const struct etw_backend *B = &etw_backend_linux;
-static volatile int g_sub_stop;
-static uint64_t g_sub_records, g_sub_bytes;
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void *sub_main(void *arg) {
-  struct etw_sub *sub = arg;
-  struct etw_jw w;
-  etw_jw_init(&w, 4u << 20);
-  for (;;) {
-    etw_jw_truncate(&w, 0);
-    int r = etw_sub_read(sub, &w, ETW_FMT_NDJSON, 1u << 20, 50);
-    if (r > 0) {
-      g_sub_records += (uint64_t)r;
-      g_sub_bytes += w.len;
-    } else if (r < 0 || g_sub_stop) {
-      break;
-    }
-  }
-  etw_jw_free(&w);
-  return NULL;
-}
 
 static int g_pipe[2];
 
@@ -68,17 +39,17 @@ static void load(int cpu, double per_s, double secs) {
   CPU_ZERO(&set);
   CPU_SET(cpu, &set);
   sched_setaffinity(0, sizeof set, &set);
-  double t0 = now(), end = t0 + secs;
+  double t0 = bench_now(), end = t0 + secs;
   uint64_t done = 0;
   if (per_s <= 0) {
-    while (now() < end) {
+    while (bench_now() < end) {
       for (int i = 0; i < 1000; i++) syscall(SYS_getppid);
       done += 1000;
     }
     load_done(done);
   }
   for (;;) {
-    double t = now();
+    double t = bench_now();
     if (t >= end) break;
     uint64_t due = (uint64_t)((t - t0) * per_s);
     while (done < due) {
@@ -89,23 +60,6 @@ static void load(int cpu, double per_s, double secs) {
   load_done(done);
 }
 
-static void inst_stats(const char *inst, uint64_t *ov, uint64_t *dr, uint64_t *rd) {
-  *ov = *dr = *rd = 0;
-  for (int cpu = 0; cpu < 256; cpu++) {
-    char p[256], line[256];
-    snprintf(p, sizeof p, "%s/instances/%s/per_cpu/cpu%d/stats", "/sys/kernel/tracing", inst, cpu);
-    FILE *f = fopen(p, "r");
-    if (!f) break;
-    while (fgets(line, sizeof line, f)) {
-      unsigned long long v;
-      if (sscanf(line, "overrun: %llu", &v) == 1) *ov += v;
-      else if (sscanf(line, "dropped events: %llu", &v) == 1) *dr += v;
-      else if (sscanf(line, "read events: %llu", &v) == 1) *rd += v;
-    }
-    fclose(f);
-  }
-}
-
 int main(int argc, char **argv) {
   double rate = argc > 1 ? atof(argv[1]) : 0;
   double secs = argc > 2 ? atof(argv[2]) : 3;
@@ -113,31 +67,11 @@ int main(int argc, char **argv) {
   int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
   if (argc > 4) etw_linux_set_reader_nice(atoi(argv[4]));
   if (argc > 5) etw_linux_set_reader_pinning(atoi(argv[5]));
-  struct etw_status st;
-  if (B->init(&st)) {
-    fprintf(stderr, "init: %s\n", st.msg);
-    return 1;
-  }
   char *evs[] = {"sys_enter"};
   struct etw_provider_spec p = {.name = "raw_syscalls", .events = evs, .n_events = 1, .level = 5};
-  struct etw_session_spec sp = {.backend = "linux", .mode = ETW_MODE_REALTIME, .providers = &p,
-                                .n_providers = 1, .buffer_kb = bkb};
-  struct etw_hub_limits lim = {.replay_max_bytes = 0, .sub_queue_events = 1u << 20,
-                               .max_subscribers = 2};
-  struct etw_hub *hub = etw_hub_new(&lim);
-  int err;
-  struct etw_sub *sub = etw_hub_subscribe(hub, NULL, 0, &err);
-  char name[64];
-  snprintf(name, sizeof name, "%srate_%d", ETW_SESSION_PREFIX, (int)getpid());
-  struct etw_backend_args a = {.spec = &sp, .hub = hub, .os_name = name};
-  void *s;
-  if (B->open(&a, &s, &st)) {
-    fprintf(stderr, "open: %s %s\n", st.field, st.msg);
-    return 1;
-  }
-  pthread_t th;
-  pthread_create(&th, NULL, sub_main, sub);
-  B->start(s, &st);
+  struct bench_session b;
+  if (bench_open(&b, &p, bkb, "rate")) return 1;
+  pthread_t th = bench_start(&b, bench_drain);
 
   /* trace-cmd in its own instance (not our prefix) */
   char tcinst[64], tcout[128], bstr[32], sl[32];
@@ -158,7 +92,7 @@ int main(int argc, char **argv) {
 
   pid_t kids[256];
   if (pipe(g_pipe)) return 1;
-  double t0 = now();
+  double t0 = bench_now();
   for (int c = 0; c < ncpu; c++) {
     kids[c] = fork();
     if (kids[c] == 0) load(c, rate / ncpu, secs);
@@ -169,25 +103,22 @@ int main(int argc, char **argv) {
     if (read(g_pipe[0], &n, sizeof n) == (ssize_t)sizeof n) issued += n;
   }
   for (int c = 0; c < ncpu; c++) waitpid(kids[c], NULL, 0);
-  double dt = now() - t0;
+  double dt = bench_now() - t0;
   int tcst = 0;
   waitpid(tc, &tcst, 0);
-  B->stop(s);
-  g_sub_stop = 1;
-  etw_hub_end(hub);
-  pthread_join(th, NULL);
+  bench_stop(&b, th);
 
   struct etw_backend_stats bs;
-  B->stats(s, &bs);
+  B->stats(b.s, &bs);
   uint64_t our_ov, our_dr, our_rd;
-  inst_stats(name, &our_ov, &our_dr, &our_rd);
+  bench_inst_stats(b.name, &our_ov, &our_dr, &our_rd);
   struct etw_hub_stats hs;
-  etw_hub_stats(hub, &hs);
+  etw_hub_stats(b.hub, &hs);
   struct etw_sub_stats ss;
-  etw_sub_stats(sub, &ss);
-  B->destroy(s);
+  etw_sub_stats(b.sub, &ss);
+  B->destroy(b.s);
   uint64_t tc_ov, tc_dr, tc_rd;
-  inst_stats(tcinst, &tc_ov, &tc_dr, &tc_rd);
+  bench_inst_stats(tcinst, &tc_ov, &tc_dr, &tc_rd);
   char path[256];
   snprintf(path, sizeof path, "/sys/kernel/tracing/instances/%s", tcinst);
   rmdir(path); /* trace-cmd leaves its instance behind */
@@ -211,7 +142,6 @@ int main(int argc, char **argv) {
          tc_total ? 100.0 * (double)(tc_ov + tc_dr) / (double)tc_total : 0.0, (double)tcsize / 1e6,
          (double)our_rd / dt, (double)tc_rd / dt);
   (void)bs;
-  etw_sub_close(sub);
-  etw_hub_free(hub);
+  bench_close(&b);
   return 0;
 }

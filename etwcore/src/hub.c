@@ -36,6 +36,7 @@
 #include <time.h>
 
 #include "etwcore/err.h"
+#include "etwcore/util.h"
 
 #ifdef __linux__ /* readers sleep on a futex (no mutex to re-take after a wake-up) */
 #include <linux/futex.h>
@@ -147,13 +148,7 @@ struct etw_hub *etw_hub_new(const struct etw_hub_limits *lim) {
   if (!h->lim.max_subscribers) h->lim.max_subscribers = 128;
   h->next_seq = 1;
   pthread_mutex_init(&h->mu, NULL);
-  pthread_condattr_t ca;
-  pthread_condattr_init(&ca);
-#ifndef _WIN32
-  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-#endif
-  pthread_cond_init(&h->room, &ca);
-  pthread_condattr_destroy(&ca);
+  etw_cond_init_mono(&h->room);
   return h;
 }
 
@@ -669,13 +664,7 @@ struct etw_sub *etw_hub_subscribe(struct etw_hub *h, const struct etw_sub_filter
     return NULL;
   }
   s->qmask = cap - 1;
-  pthread_condattr_t ca;
-  pthread_condattr_init(&ca);
-#ifndef _WIN32
-  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-#endif
-  pthread_cond_init(&s->cv, &ca);
-  pthread_condattr_destroy(&ca);
+  etw_cond_init_mono(&s->cv);
   pthread_mutex_init(&s->mu, NULL);
   pthread_mutex_lock(&h->mu);
   if (h->nsubs >= h->lim.max_subscribers) {

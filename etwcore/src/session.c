@@ -500,13 +500,7 @@ static enum etw_err create(struct etw_core *c, const cJSON *body, const char *co
   atomic_init(&s->refs, 1);
   pthread_mutex_init(&s->mu, NULL);
   pthread_mutex_init(&s->smu, NULL);
-  pthread_condattr_t ca;
-  pthread_condattr_init(&ca);
-#ifndef _WIN32
-  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-#endif
-  pthread_cond_init(&s->cv, &ca);
-  pthread_condattr_destroy(&ca);
+  etw_cond_init_mono(&s->cv);
   s->core = c;
   enum etw_err e = etw_spec_parse(body, &s->spec, st);
   if (e) goto fail;

@@ -74,3 +74,13 @@ int etw_rfc3339_ns(const char *s, int64_t *ns) {
   *ns = t * 1000000000LL + frac;
   return 0;
 }
+
+void etw_cond_init_mono(pthread_cond_t *cv) {
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+#ifndef _WIN32
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+#endif
+  pthread_cond_init(cv, &ca);
+  pthread_condattr_destroy(&ca);
+}

@@ -7,121 +7,27 @@
 // Screenshots: artifacts/ (copied to docs/ with ETWD_UPDATE_SCREENSHOT=1).
 //
 // Env: ETWD_BIN, ETWD_CORPUS (../shared/corpus), ETWD_MANIFESTS (CORPUS/../manifests), CHROMIUM.
-import { spawn, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import net from 'node:net';
-import https from 'node:https';
 import { createRequire } from 'node:module';
-import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
+import { ROOT, ART, BIN, CORPUS, MANIFESTS, WAIT, assert, until, suite, startEtwd, launchBrowser,
+  newPage as pageOf, login as loginAs, download, finish } from './harness.mjs';
 
-const HERE = path.dirname(fileURLToPath(import.meta.url));
-const ROOT = path.resolve(HERE, '../..');
-const ART = path.join(HERE, 'artifacts');
-const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
-const BIN = process.env.ETWD_BIN || path.join(ROOT, 'build/test/server/etwd');
-const CORPUS = process.env.ETWD_CORPUS || path.resolve(ROOT, '../shared/corpus');
-const MANIFESTS = process.env.ETWD_MANIFESTS || path.resolve(CORPUS, '../manifests');
 const PS_ETL = path.join(CORPUS, 'microsoft+krabsetw/examples/NativeExamples/powershell.etl');
 const require = createRequire(import.meta.url);
 const EtwFilter = require(path.join(ROOT, 'web/filter.js'));
-fs.mkdirSync(ART, { recursive: true });
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const log = (...a) => console.log(...a);
-const results = [];
+const S = suite('a');
+const step = S.step;
 let page;
-async function step(name, fn) {
-  const t0 = Date.now();
-  try {
-    await fn();
-    results.push([name, true]);
-    log(`ok   ${name} (${Date.now() - t0} ms)`);
-  } catch (e) {
-    results.push([name, false]);
-    log(`FAIL ${name}: ${e && e.stack ? e.stack : e}`);
-    if (page) await page.screenshot({ path: path.join(ART, `fail-a-${name.replace(/\W+/g, '_')}.png`), fullPage: true }).catch(() => {});
-  }
-}
-function assert(c, msg) { if (!c) throw new Error('assertion failed: ' + msg); }
-const WAIT = Number(process.env.ETWD_BROWSER_WAIT) || 60000; // ms; a smaller value makes a failing run quick
-async function until(fn, what, ms = WAIT, every = 100) {
-  const end = Date.now() + ms;
-  let last;
-  for (;;) {
-    try { last = await fn(); if (last) return last; } catch (e) { last = e; }
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what} (last: ${last && last.message ? last.message : JSON.stringify(last)})`);
-    await sleep(every);
-  }
-}
-async function freePort() {
-  return new Promise((res, rej) => {
-    const s = net.createServer();
-    s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => res(p)); });
-    s.on('error', rej);
-  });
-}
-/* one HTTPS request with the admin token: [status, parsed JSON or text] */
-function req(method, url, body, ctype) {
-  return new Promise((res, rej) => {
-    const headers = { Authorization: 'Bearer ' + tokens.admin, Accept: 'application/json' };
-    if (body !== undefined) headers['Content-Type'] = ctype || 'application/json';
-    const r = https.request(url, { method, rejectUnauthorized: false, headers, timeout: 30000 }, (x) => {
-      const parts = [];
-      x.on('data', (d) => parts.push(d));
-      x.on('end', () => { const t = Buffer.concat(parts).toString('utf8'); let j = t; try { j = JSON.parse(t); } catch { /* text */ } res([x.statusCode, j]); });
-    });
-    r.on('error', rej);
-    r.on('timeout', () => r.destroy(new Error('timeout')));
-    if (body !== undefined) r.write(typeof body === 'string' || Buffer.isBuffer(body) ? body : JSON.stringify(body));
-    r.end();
-  });
-}
 
 /* ---------- server and browser ---------- */
-if (!fs.existsSync(CHROMIUM)) { console.error(`FATAL: Chromium not found at ${CHROMIUM}`); process.exit(2); }
-const state = fs.mkdtempSync(path.join(os.tmpdir(), 'etwd-browser-a-'));
-const port = await freePort();
-const base = `https://127.0.0.1:${port}`;
-const srv = spawn(BIN, ['--listen', `127.0.0.1:${port}`, '--state-dir', state, '--replay-kb', '256', '--manifests', MANIFESTS],
-  { stdio: ['ignore', 'ignore', 'pipe'] });
-const srvLog = fs.createWriteStream(path.join(ART, 'etwd-analysis.log'));
-srv.stderr.pipe(srvLog);
-let srvExited = null;
-srv.on('exit', (c, s) => { srvExited = `${c ?? s}`; });
-let browser;
-async function cleanup() {
-  try { if (browser) await browser.close(); } catch { /* gone */ }
-  if (srvExited === null) { srv.kill('SIGTERM'); for (let i = 0; i < 1200 && srvExited === null; i++) await sleep(100); if (srvExited === null) srv.kill('SIGKILL'); }
-  fs.rmSync(state, { recursive: true, force: true });
-}
-let tokens = {};
-try {
-  await until(async () => srvExited === null && fs.existsSync(path.join(state, 'tokens')) &&
-    (await new Promise((r) => https.get(`${base}/api/v1/health`, { rejectUnauthorized: false }, (x) => { x.resume(); r(x.statusCode); }).on('error', () => r(0)))) === 200,
-  'etwd to answer', 2 * WAIT, 200);
-} catch (e) { console.error(`FATAL: etwd did not start (${BIN}): ${e.message}`); await cleanup(); process.exit(2); }
-tokens = Object.fromEntries(fs.readFileSync(path.join(state, 'tokens'), 'utf8').split('\n')
-  .filter((l) => l && !l.startsWith('#')).map((l) => l.split(/\s+/)).map(([, role, secret]) => [role, secret]));
-browser = await chromium.launch({ executablePath: CHROMIUM, headless: true,
-  args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'] });
+const etwd = await startEtwd('analysis', ['--replay-kb', '256', '--manifests', MANIFESTS]);
+const base = etwd.base;
+const browser = await launchBrowser();
 const pageErrors = [];
-async function newPage(opt = {}) {
-  const ctx = await browser.newContext(Object.assign({ ignoreHTTPSErrors: true, viewport: { width: 1280, height: 800 }, acceptDownloads: true }, opt));
-  ctx.setDefaultTimeout(WAIT);
-  const p = await ctx.newPage();
-  p.on('dialog', (d) => d.accept());
-  p.on('pageerror', (e) => { pageErrors.push(String(e)); log('page error:', String(e)); });
-  return p;
-}
-async function login(p, url = base + '/') {
-  await p.goto(url);
-  await p.locator('#token').fill(tokens.admin);
-  await p.getByRole('button', { name: 'Log in' }).click();
-  await p.locator('#who').waitFor({ state: 'visible' });
-}
+const newPage = (opt = {}) => pageOf(browser, pageErrors, Object.assign({ viewport: { width: 1280, height: 800 } }, opt));
+const login = (p, url = base + '/') => loginAs(p, etwd.tokens.admin, url);
 const status = (p) => p.locator('#ev-status').textContent();
 const counts = async (p) => {
   const m = /([\d,]+) (?:of ([\d,]+) )?rows/.exec((await status(p)) || '');
@@ -129,16 +35,6 @@ const counts = async (p) => {
 };
 const viewSeqs = (p) => p.evaluate(() => S.viewer.view.filter((r) => !r.gap).map((r) => r.ev.seq));
 const headLabels = (p) => p.evaluate(() => [...document.querySelectorAll('#grid-head [role=columnheader]')].map((s) => s.textContent.replace(/ [▲▼]$/, '')));
-const exportMenu = async (p, open) => { if ((await p.locator('#export-menu').getAttribute('open')) !== (open ? '' : null)) await p.locator('#export-menu summary').click(); };
-async function download(p, kind, scope = 'view') {
-  await exportMenu(p, true);
-  await p.locator(`input[name="export-scope"][value="${scope}"]`).check();
-  const [dl] = await Promise.all([p.waitForEvent('download'), p.locator(`[data-export="${kind}"]`).click()]);
-  const f = path.join(ART, 'export-' + dl.suggestedFilename());
-  await dl.saveAs(f);
-  await exportMenu(p, false);
-  return fs.readFileSync(f, 'utf8');
-}
 
 /* ---------- the corpus file, its events as `etwd convert` decodes them ---------- */
 const convert = execFileSync(BIN, ['convert', PS_ETL, '--manifests', MANIFESTS], { maxBuffer: 64 << 20 }).toString('utf8')
@@ -157,14 +53,14 @@ await step('the field filter selects exactly the events `etwd convert` + the sam
   assert(convert.length > 100 && expectSeqs.length > 5 && expectSeqs.length < convert.length / 2, `a useful selection: ${expectSeqs.length} of ${convert.length}`);
   const pred = EtwFilter.compile(EXPR);
   assert(JSON.stringify(convert.filter(pred).map((e) => e.seq)) === JSON.stringify(expectSeqs), 'filter.js agrees with the hand-written predicate');
-  let [st, f] = await req('POST', `${base}/api/v1/files?name=powershell.etl`, fs.readFileSync(PS_ETL), 'application/octet-stream');
+  let [st, f] = await etwd.req('POST', `/api/v1/files?name=powershell.etl`, fs.readFileSync(PS_ETL), 'application/octet-stream');
   assert(st === 201 || st === 200, 'upload ' + st + JSON.stringify(f));
-  [st, f] = await req('POST', `${base}/api/v1/sessions`, { files: ['powershell.etl'], replay: 'fast', name: 'ps-a' });
+  [st, f] = await etwd.req('POST', `/api/v1/sessions`, { files: ['powershell.etl'], replay: 'fast', name: 'ps-a' });
   assert(st === 201, 'replay ' + st + JSON.stringify(f));
   psId = f.id;
-  [st, f] = await req('POST', `${base}/api/v1/sessions`, { files: ['powershell.etl'], replay: 'fast', name: 'ps-b' });
+  [st, f] = await etwd.req('POST', `/api/v1/sessions`, { files: ['powershell.etl'], replay: 'fast', name: 'ps-b' });
   ps2Id = f.id;
-  page = await newPage();
+  page = S.page = await newPage();
   // a URL with the session: after login the page opens it
   await login(page, `${base}/#session=${psId}`);
   await page.locator('#viewer').waitFor({ state: 'visible' });
@@ -390,10 +286,10 @@ await step('the syscalls event picker is a searchable list that fits its contain
 });
 
 await step('a running session\'s history beyond the replay window: "older events not loaded", not "dropped"', async () => {
-  const [st, s] = await req('POST', `${base}/api/v1/sessions`, { name: 'busy', providers: [{ name: 'sched', events: ['sched_switch', 'sched_wakeup'] }] });
+  const [st, s] = await etwd.req('POST', `/api/v1/sessions`, { name: 'busy', providers: [{ name: 'sched', events: ['sched_switch', 'sched_wakeup'] }] });
   assert(st === 201, 'live session ' + st + JSON.stringify(s));
   try {
-    await until(async () => { const [, x] = await req('GET', `${base}/api/v1/sessions/${s.id}`); return x.stats && x.stats.events > 20000; }, 'events beyond the 256 KiB window', WAIT, 300);
+    await until(async () => { const [, x] = await etwd.req('GET', `/api/v1/sessions/${s.id}`); return x.stats && x.stats.events > 20000; }, 'events beyond the 256 KiB window', WAIT, 300);
     const p = await newPage();
     await login(p, `${base}/#session=${s.id}`);
     await p.locator('#viewer').waitFor({ state: 'visible' });
@@ -415,7 +311,7 @@ await step('a running session\'s history beyond the replay window: "older events
     }, from), 'rows from the asked seq');
     await p.context().close();
   } finally {
-    await req('POST', `${base}/api/v1/sessions/${s.id}/stop`);
+    await etwd.req('POST', `/api/v1/sessions/${s.id}/stop`);
   }
 });
 
@@ -424,14 +320,4 @@ await step('no script errors', async () => { assert(!pageErrors.length, pageErro
 if (process.env.ETWD_UPDATE_SCREENSHOT === '1')
   for (const f of ['page-filter.png', 'page-dark.png', 'page-picker.png']) if (fs.existsSync(path.join(ART, f))) fs.copyFileSync(path.join(ART, f), path.join(ROOT, 'docs', f));
 
-await cleanup();
-await new Promise((r) => srvLog.end(r));
-{
-  const slog = fs.readFileSync(path.join(ART, 'etwd-analysis.log'), 'utf8');
-  const san = slog.split('\n').filter((l) => /ERROR: (Address|Leak|Thread)Sanitizer|runtime error:/.test(l));
-  results.push(['etwd exits cleanly with no sanitizer report', srvExited === '0' && !san.length]);
-  log(`${srvExited === '0' && !san.length ? 'ok  ' : 'FAIL'} etwd exits cleanly with no sanitizer report (exit ${srvExited})`);
-}
-const failed = results.filter((r) => !r[1]).length;
-console.log(`\nanalysis: ${results.length - failed} passed, ${failed} failed`);
-process.exit(failed ? 1 : 0);
+await finish(S, 'analysis', browser, etwd);

@@ -1,5 +1,5 @@
-// The browser tests' shared harness (the helpers run.mjs, views.mjs and analysis.mjs each define
-// for themselves; new suites import them from here): steps with results and a failure
+// The browser tests' shared harness (every suite imports it; run.mjs keeps its own Chromium
+// launch and pages, which record every console error): steps with results and a failure
 // screenshot, polling, the spawned etwd (its tokens, HTTPS requests with a token, a clean stop
 // checked for sanitizer reports), Debian's Chromium through playwright-core, pages, login and
 // downloads.

@@ -7,53 +7,18 @@
 //
 // Env: ETWD_BIN (etwd binary), ETWD_CORPUS (../shared/corpus), CHROMIUM (/usr/bin/chromium),
 // ETWD_UPDATE_SCREENSHOT=1 to refresh docs/screenshot.png.
-import { spawn, execFileSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import net from 'node:net';
 import https from 'node:https';
-import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
+import { ROOT, ART, BIN, CORPUS, CHROMIUM, WAIT, sleep, log, assert, until, suite, startEtwd, finish } from './harness.mjs';
 
-const HERE = path.dirname(fileURLToPath(import.meta.url));
-const ROOT = path.resolve(HERE, '../..');
-const ART = path.join(HERE, 'artifacts');
-const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const SIH_REL = 'jtmoon79+super-speedy-syslog-searcher/logs/Windows11Pro/Logs/SIH/SIH.20230422.034724.362.1.etl';
-
-function findBin() {
-  if (process.env.ETWD_BIN) return process.env.ETWD_BIN;
-  for (const d of ['build/test', 'build-web', 'build-main', 'build-rel', 'build'])
-    for (const f of [path.join(ROOT, d, 'server/etwd'), path.join(ROOT, d, 'etwd')]) if (fs.existsSync(f)) return f;
-  throw new Error('etwd binary not found: set ETWD_BIN');
-}
-const BIN = findBin();
-const CORPUS = process.env.ETWD_CORPUS || path.resolve(ROOT, '../shared/corpus');
 
 if (!fs.existsSync(CHROMIUM)) {
   console.error(`FATAL: Chromium not found at ${CHROMIUM} (apt-get install chromium); the browser tests cannot run`);
   process.exit(2);
-}
-fs.mkdirSync(ART, { recursive: true });
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const log = (...a) => console.log(...a);
-
-async function freePort() {
-  return new Promise((res, rej) => {
-    const s = net.createServer();
-    s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => res(p)); });
-    s.on('error', rej);
-  });
-}
-
-function get(url) {
-  return new Promise((res, rej) => {
-    const r = https.get(url, { rejectUnauthorized: false, timeout: 10000 }, (x) => { x.resume(); x.on('end', () => res(x.statusCode)); });
-    r.on('error', rej);
-    r.on('timeout', () => r.destroy(new Error('timeout')));
-  });
 }
 
 function getBody(url, token) {
@@ -67,61 +32,18 @@ function getBody(url, token) {
   });
 }
 
-/* ---------- a tiny harness ---------- */
-const results = [];
-let page; // the current page, for screenshots on failure
-async function step(name, fn) {
-  const t0 = Date.now();
-  try {
-    await fn();
-    results.push([name, true]);
-    log(`ok   ${name} (${Date.now() - t0} ms)`);
-  } catch (e) {
-    results.push([name, false]);
-    log(`FAIL ${name}: ${e && e.stack ? e.stack : e}`);
-    if (page) await page.screenshot({ path: path.join(ART, `fail-${name.replace(/\W+/g, '_')}.png`), fullPage: true }).catch(() => {});
-  }
-}
-function assert(c, msg) { if (!c) throw new Error('assertion failed: ' + msg); }
-// deadlines are generous on purpose: a step waits for a condition, and a loaded machine is slow
-const WAIT = 60000;
-async function until(fn, what, ms = WAIT, every = 100) {
-  const end = Date.now() + ms;
-  let last;
-  for (;;) {
-    try { last = await fn(); if (last) return last; } catch (e) { last = e; }
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what} (last: ${last && last.message ? last.message : JSON.stringify(last)})`);
-    await sleep(every);
-  }
-}
+/* ---------- steps (tests/browser/harness.mjs) ---------- */
+const S = suite('browser');
+const step = S.step;
+let page; // the current page, for screenshots on failure (S.page)
 const runTrue = (n = 1) => { const pids = []; for (let i = 0; i < n; i++) { const c = spawn('/bin/true'); pids.push(c.pid); } return pids; };
 
 /* ---------- server ---------- */
-const state = fs.mkdtempSync(path.join(os.tmpdir(), 'etwd-browser-'));
-const port = await freePort();
-const base = `https://127.0.0.1:${port}`;
-const srv = spawn(BIN, ['--listen', `127.0.0.1:${port}`, '--state-dir', state, '--replay-kb', '32'], { stdio: ['ignore', 'ignore', 'pipe'] });
-const srvLog = fs.createWriteStream(path.join(ART, 'etwd.log'));
-srv.stderr.pipe(srvLog);
-let srvExited = null;
-srv.on('exit', (c, s) => { srvExited = `${c ?? s}`; });
+const etwd = await startEtwd('browser', ['--replay-kb', '32']);
+const base = etwd.base;
+const tokens = etwd.tokens;
 let browser;
-async function cleanup() {
-  try { if (browser) await browser.close(); } catch { /* gone */ }
-  if (srvExited === null) { srv.kill('SIGTERM'); for (let i = 0; i < 1200 && srvExited === null; i++) await sleep(100); if (srvExited === null) srv.kill('SIGKILL'); }
-  fs.rmSync(state, { recursive: true, force: true });
-}
-process.on('SIGINT', async () => { await cleanup(); process.exit(130); });
-
-try {
-  await until(async () => srvExited === null && (await get(`${base}/api/v1/health`)) === 200, 'etwd to answer /api/v1/health', 2 * WAIT, 200);
-} catch (e) {
-  console.error(`FATAL: etwd did not start (${BIN}): ${e.message}; exit=${srvExited}`);
-  await cleanup();
-  process.exit(2);
-}
-const tokens = Object.fromEntries(fs.readFileSync(path.join(state, 'tokens'), 'utf8').split('\n')
-  .filter((l) => l && !l.startsWith('#')).map((l) => l.split(/\s+/)).map(([, role, secret]) => [role, secret]));
+process.on('SIGINT', async () => { try { if (browser) await browser.close(); } catch { /* gone */ } await etwd.stop(); process.exit(130); });
 log(`etwd ${BIN} on ${base}; chromium ${CHROMIUM}; corpus ${CORPUS}`);
 
 browser = await chromium.launch({
@@ -170,7 +92,7 @@ let liveId = null;
 let livePids = [];
 
 await step('login with the admin token (then the cookie)', async () => {
-  page = await newPage();
+  page = S.page = await newPage();
   await page.goto(base + '/');
   await page.locator('#login-view').waitFor({ state: 'visible' });
   // a wrong token is refused next to the field
@@ -569,7 +491,7 @@ await step('delete a session (admin)', async () => {
 
 await step('a reader token sees no control buttons', async () => {
   const p = await newPage();
-  page = p;
+  page = S.page = p;
   await login(p, tokens.reader);
   assert(/reader/.test(await p.locator('#who').textContent()), 'role reader');
   await p.locator(`#sessions-body tr[data-id="${liveId}"]`).waitFor();
@@ -613,18 +535,7 @@ await step('no script errors and no CSP violations', async () => {
 if (process.env.ETWD_UPDATE_SCREENSHOT === '1' && fs.existsSync(path.join(ART, 'overview-1280.png')))
   fs.copyFileSync(path.join(ART, 'overview-1280.png'), path.join(ROOT, 'docs/screenshot.png'));
 
-await cleanup();
-await new Promise((r) => srvLog.end(r));
-{
-  // a sanitizer build reports memory errors and UB on stderr: they fail the run too
-  const slog = fs.readFileSync(path.join(ART, 'etwd.log'), 'utf8');
-  const san = slog.split('\n').filter((l) => /ERROR: (Address|Leak|Thread)Sanitizer|runtime error:/.test(l));
-  results.push(['etwd exits cleanly with no sanitizer report', srvExited === '0' && !san.length]);
-  log(`${srvExited === '0' && !san.length ? 'ok  ' : 'FAIL'} etwd exits cleanly with no sanitizer report (exit ${srvExited}${san.length ? '; ' + san.slice(0, 5).join(' | ') : ''})`);
-}
-const failed = results.filter((r) => !r[1]).length;
-console.log(`\nbrowser: ${results.length - failed} passed, ${failed} failed`);
-process.exit(failed ? 1 : 0);
+await finish(S, 'browser', browser, etwd);
 
 /* "2023-04-22T03:47:24.3632943-07:00 Provider={…} … PID=6412 … Info="wmain"" → fields; time in UTC */
 function parseS4(line) {

@@ -7,71 +7,16 @@
 // (copied to docs/page-timeline.png and docs/page-group.png with ETWD_UPDATE_SCREENSHOT=1).
 //
 // Env: ETWD_BIN (etwd binary), ETWD_CORPUS (../shared/corpus), CHROMIUM (/usr/bin/chromium).
-import { spawn, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import net from 'node:net';
-import https from 'node:https';
-import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
+import { ROOT, ART, BIN, CORPUS, sleep, log, assert, until, suite, startEtwd, launchBrowser, newPage, login, finish } from './harness.mjs';
 
-const HERE = path.dirname(fileURLToPath(import.meta.url));
-const ROOT = path.resolve(HERE, '../..');
-const ART = path.join(HERE, 'artifacts');
-const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
-const BIN = process.env.ETWD_BIN || path.join(ROOT, 'build/test/server/etwd');
-const CORPUS = process.env.ETWD_CORPUS || path.resolve(ROOT, '../shared/corpus');
 // two files replayed as one session (merged in time order, as `etwd convert A B` does): 3 providers
 const ETLS = [path.join(CORPUS, 'airbus-cert+etl-parser/tests/example/ShutdownPerfDiagLogger.etl'),
   path.join(CORPUS, 'microsoft+krabsetw/examples/NativeExamples/powershell.etl')];
-const WAIT = 60000;
-fs.mkdirSync(ART, { recursive: true });
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const log = (...a) => console.log(...a);
-if (!fs.existsSync(CHROMIUM)) { console.error(`FATAL: Chromium not found at ${CHROMIUM}`); process.exit(2); }
-
-const results = [];
-let page;
-async function step(name, fn) {
-  const t0 = Date.now();
-  try {
-    await fn();
-    results.push([name, true]);
-    log(`ok   ${name} (${Date.now() - t0} ms)`);
-  } catch (e) {
-    results.push([name, false]);
-    log(`FAIL ${name}: ${e && e.stack ? e.stack : e}`);
-    if (page) await page.screenshot({ path: path.join(ART, `fail-views-${name.replace(/\W+/g, '_')}.png`), fullPage: true }).catch(() => {});
-  }
-}
-function assert(c, msg) { if (!c) throw new Error('assertion failed: ' + msg); }
-async function until(fn, what, ms = WAIT, every = 100) {
-  const end = Date.now() + ms;
-  let last;
-  for (;;) {
-    try { last = await fn(); if (last) return last; } catch (e) { last = e; }
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what} (last: ${last && last.message ? last.message : JSON.stringify(last)})`);
-    await sleep(every);
-  }
-}
-const freePort = () => new Promise((res, rej) => {
-  const s = net.createServer();
-  s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => res(p)); });
-  s.on('error', rej);
-});
-function request(method, url, token, body) {
-  return new Promise((res, rej) => {
-    const r = https.request(url, { method, rejectUnauthorized: false, timeout: 20000, headers: token ? { Authorization: 'Bearer ' + token, 'Content-Type': 'application/octet-stream' } : {} }, (x) => {
-      const parts = [];
-      x.on('data', (d) => parts.push(d));
-      x.on('end', () => res([x.statusCode, Buffer.concat(parts).toString('utf8')]));
-    });
-    r.on('error', rej);
-    r.on('timeout', () => r.destroy(new Error('timeout')));
-    r.end(body);
-  });
-}
+const S = suite('views');
+const step = S.step;
 
 /* the expected events: `etwd convert` of the same file */
 const events = execFileSync(BIN, ['convert', ...ETLS, '--quiet'], { maxBuffer: 1 << 28 }).toString('utf8')
@@ -81,39 +26,11 @@ const countBy = (f) => { const m = {}; for (const e of events) { const k = f(e);
 const msOf = (s) => Date.parse(s.slice(0, 23) + 'Z') + Number('0.' + s.slice(23, -1).padEnd(1, '0'));
 
 /* ---------- server and browser ---------- */
-const state = fs.mkdtempSync(path.join(os.tmpdir(), 'etwd-views-'));
-const port = await freePort();
-const base = `https://127.0.0.1:${port}`;
-const srv = spawn(BIN, ['--listen', `127.0.0.1:${port}`, '--state-dir', state], { stdio: ['ignore', 'ignore', 'pipe'] });
-const srvLog = fs.createWriteStream(path.join(ART, 'etwd-views.log'));
-srv.stderr.pipe(srvLog);
-let srvExited = null;
-srv.on('exit', (c, s) => { srvExited = `${c ?? s}`; });
-let browser;
-async function cleanup() {
-  try { if (browser) await browser.close(); } catch { /* gone */ }
-  if (srvExited === null) { srv.kill('SIGTERM'); for (let i = 0; i < 1200 && srvExited === null; i++) await sleep(100); if (srvExited === null) srv.kill('SIGKILL'); }
-  fs.rmSync(state, { recursive: true, force: true });
-}
-try {
-  await until(async () => srvExited === null && (await request('GET', `${base}/api/v1/health`))[0] === 200, 'etwd to answer', 2 * WAIT, 200);
-} catch (e) {
-  console.error(`FATAL: etwd did not start (${BIN}): ${e.message}`);
-  await cleanup();
-  process.exit(2);
-}
-const tokens = Object.fromEntries(fs.readFileSync(path.join(state, 'tokens'), 'utf8').split('\n')
-  .filter((l) => l && !l.startsWith('#')).map((l) => l.split(/\s+/)).map(([, role, secret]) => [role, secret]));
-browser = await chromium.launch({
-  executablePath: CHROMIUM, headless: true,
-  args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'],
-});
+const etwd = await startEtwd('views');
+const browser = await launchBrowser();
 const pageErrors = [];
-const ctx = await browser.newContext({ ignoreHTTPSErrors: true, viewport: { width: 1280, height: 900 } });
-ctx.setDefaultTimeout(WAIT);
-page = await ctx.newPage();
-page.on('pageerror', (e) => { pageErrors.push(String(e)); log('page error:', String(e)); });
-page.on('console', (m) => { if (m.type() === 'error' && /Content Security Policy|Refused to/i.test(m.text())) pageErrors.push(m.text()); });
+const page = await newPage(browser, pageErrors);
+S.page = page;
 const statusCounts = async () => {
   const t = await page.locator('#ev-status').textContent();
   const m = /([\d,]+) (?:of ([\d,]+) )?rows( match)?/.exec(t || '');
@@ -123,13 +40,10 @@ const statusCounts = async () => {
 
 await step('replay two corpus ETLs; every event of `etwd convert` arrives', async () => {
   for (const f of ETLS) {
-    const [st] = await request('POST', `${base}/api/v1/files?name=${path.basename(f)}`, tokens.admin, fs.readFileSync(f));
+    const [st] = await etwd.req('POST', `/api/v1/files?name=${path.basename(f)}`, fs.readFileSync(f), 'application/octet-stream');
     assert(st === 201 || st === 200, 'upload ' + st);
   }
-  await page.goto(base + '/');
-  await page.locator('#token').fill(tokens.admin);
-  await page.getByRole('button', { name: 'Log in' }).click();
-  await page.locator('#who').waitFor({ state: 'visible' });
+  await login(page, etwd.tokens.admin, etwd.base + '/');
   await page.evaluate(async (files) => {
     const s = await api('POST', '/api/v1/sessions', { files, replay: 'fast', name: 'views' });
     updateSessions([...S.sessions.values(), s]);
@@ -413,14 +327,4 @@ await step('no script errors and no CSP violations', async () => {
 if (process.env.ETWD_UPDATE_SCREENSHOT === '1')
   for (const f of ['page-timeline.png', 'page-group.png']) if (fs.existsSync(path.join(ART, f))) fs.copyFileSync(path.join(ART, f), path.join(ROOT, 'docs', f));
 
-await cleanup();
-await new Promise((r) => srvLog.end(r));
-{
-  const slog = fs.readFileSync(path.join(ART, 'etwd-views.log'), 'utf8');
-  const san = slog.split('\n').filter((l) => /ERROR: (Address|Leak|Thread)Sanitizer|runtime error:/.test(l));
-  results.push(['etwd exits cleanly with no sanitizer report', srvExited === '0' && !san.length]);
-  log(`${srvExited === '0' && !san.length ? 'ok  ' : 'FAIL'} etwd exits cleanly with no sanitizer report (exit ${srvExited})`);
-}
-const failed = results.filter((r) => !r[1]).length;
-console.log(`\nbrowser views: ${results.length - failed} passed, ${failed} failed`);
-process.exit(failed ? 1 : 0);
+await finish(S, 'browser views', browser, etwd);

@@ -299,3 +299,83 @@ def ws_events(ws, until, timeout=60):
         if op == 1:
             recs.extend(json.loads(data))
     return recs
+
+
+# ---- helpers shared by the test files (each used by several)
+
+def session(e, sid):
+    """GET /api/v1/sessions/@sid as the reader: the session's JSON."""
+    return e.json("GET", "/api/v1/sessions/%d" % sid, token="reader")[2]
+
+
+def wait_state(e, sid, states, timeout=30):
+    """Poll session @sid until its state is one of @states or @timeout passes; returns it last seen."""
+    deadline = time.time() + timeout
+    s = session(e, sid)
+    while s["state"] not in states and time.time() < deadline:
+        time.sleep(0.05)
+        s = session(e, sid)
+    return s
+
+
+def problem(st, h, data, status, what):
+    """Check that a response (status, headers, body) is a problem+json with @status."""
+    check(st == status and h.get("content-type", "").startswith("application/problem+json"),
+          "%s: %d %s, want %d problem+json: %r" % (what, st, h.get("content-type"), status, data[:300]))
+
+
+def unique_prog(tag):
+    """A copy of /bin/true at a path of its own (etwdtest_@tag_<pid>), to find its exec in a trace."""
+    d = tempfile.mkdtemp(prefix="etwdprog-")
+    p = os.path.join(d, "etwdtest_%s_%d" % (tag, os.getpid()))
+    shutil.copy("/bin/true", p)
+    os.chmod(p, 0o755)
+    return p
+
+
+def drop_prog(p):
+    os.unlink(p)
+    os.rmdir(os.path.dirname(p))
+
+
+def trace_report(data):
+    """`trace-cmd report` of a trace.dat (Debian's trace-cmd): its lines."""
+    d = tempfile.mkdtemp(prefix="etwdrep-")
+    path = os.path.join(d, "trace.dat")
+    with open(path, "wb") as f:
+        f.write(data)
+    r = subprocess.run(["trace-cmd", "report", "-i", path], capture_output=True, text=True, timeout=120)
+    os.unlink(path)
+    os.rmdir(d)
+    check(r.returncode == 0, "trace-cmd report reads the recording: rc %d %s" % (r.returncode, r.stderr[-300:]))
+    return r.stdout.splitlines()
+
+
+def hold(e, path, token="reader"):
+    """Send GET @path on a raw TLS socket and read only the status line: the server's answer
+    (an ndjson stream or a big download) then stays blocked on a client that does not read.
+    Returns (socket, status)."""
+    raw = socket.create_connection(("127.0.0.1", e.port), timeout=60)
+    s = e.ssl_context().wrap_socket(raw, server_hostname="127.0.0.1")
+    s.sendall(("GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\n"
+               "Accept: application/x-ndjson\r\n\r\n" % (path, e.tokens[token])).encode())
+    head = b""
+    while len(head) < 12:
+        b = s.recv(12 - len(head))
+        if not b:
+            break
+        head += b
+    return s, int(head[9:12]) if head.startswith(b"HTTP/1.1 ") else 0
+
+
+def folded_name(fr):
+    """A stack frame's name as folded-stack text writes it (the server's rule)."""
+    if isinstance(fr, str):
+        n = fr
+    elif fr.get("Symbol"):
+        n = (fr["Module"] + "!" if fr.get("Module") else "") + fr["Symbol"]
+    elif fr.get("Module"):
+        n = fr["Module"] + ("+0x%x" % fr["Offset"] if isinstance(fr.get("Offset"), int) else "")
+    else:
+        n = fr.get("Address", "?")
+    return re.sub(r"[;\x00- ]", "_", n)

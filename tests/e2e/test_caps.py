@@ -12,26 +12,13 @@ import json
 import os
 import shutil
 import subprocess
-import tempfile
 import time
 import zipfile
 
-from etwd_harness import Etwd, check, done, CORPUS, MANIFESTS
+from etwd_harness import Etwd, check, done, CORPUS, MANIFESTS, session, unique_prog
 
 NET_ZIP = os.path.join(CORPUS, "microsoft+perfview/src/TraceEvent/TraceEvent.Tests/inputs/net.4.5.2.x64.etl.zip")
 SIH = os.path.join(CORPUS, "jtmoon79+super-speedy-syslog-searcher/logs/Windows11Pro/Logs/SIH/SIH.20230422.034724.362.1.etl")
-
-
-def unique_prog(tag):
-    d = tempfile.mkdtemp(prefix="etwdcaps-")
-    p = os.path.join(d, "etwdcaps_%s_%d" % (tag, os.getpid()))
-    shutil.copy("/bin/true", p)
-    os.chmod(p, 0o755)
-    return p
-
-
-def session(e, sid):
-    return e.json("GET", "/api/v1/sessions/%d" % sid, token="reader")[2]
 
 
 def wait_events(e, sid, n, timeout=60):

@@ -6,27 +6,13 @@ usage and the unknown-format message name every format."""
 import collections
 import json
 import os
-import re
 import subprocess
 import tempfile
 import zipfile
 
-from etwd_harness import check, done, BIN, CORPUS
+from etwd_harness import check, done, BIN, CORPUS, folded_name as name
 
 NET_ZIP = os.path.join(CORPUS, "microsoft+perfview/src/TraceEvent/TraceEvent.Tests/inputs/net.4.5.2.x64.etl.zip")
-
-
-def name(fr):
-    """A frame's name in folded text (as test_folded.py, which runs when imported)."""
-    if isinstance(fr, str):
-        n = fr
-    elif fr.get("Symbol"):
-        n = (fr["Module"] + "!" if fr.get("Module") else "") + fr["Symbol"]
-    elif fr.get("Module"):
-        n = fr["Module"] + ("+0x%x" % fr["Offset"] if isinstance(fr.get("Offset"), int) else "")
-    else:
-        n = fr.get("Address", "?")
-    return re.sub(r"[;\x00- ]", "_", n)
 
 
 def convert(args):

@@ -38,6 +38,19 @@ def read_all(s, limit=1 << 20):
     return out
 
 
+def parse_head(head):
+    """A response head (bytes, without the blank line): (status or None, headers (lower-case
+    name -> list of values), the status line)."""
+    lines = head.decode(errors="replace").split("\r\n")
+    parts = lines[0].split(" ", 2)
+    status = int(parts[1]) if len(parts) > 1 and parts[0].startswith("HTTP/1.") else None
+    hdrs = {}
+    for ln in lines[1:]:
+        k, _, v = ln.partition(":")
+        hdrs.setdefault(k.strip().lower(), []).append(v.strip())
+    return status, hdrs, lines[0]
+
+
 def read_response(s):
     """One response with a Content-Length body (or none): (status, headers, body, rest)."""
     buf = b""
@@ -47,14 +60,8 @@ def read_response(s):
             return None, {}, b"", buf
         buf += d
     head, rest = buf.split(b"\r\n\r\n", 1)
-    lines = head.decode(errors="replace").split("\r\n")
-    parts = lines[0].split(" ", 2)
-    status = int(parts[1]) if len(parts) > 1 and parts[0].startswith("HTTP/1.") else None
-    hdrs = {}
-    for ln in lines[1:]:
-        k, _, v = ln.partition(":")
-        hdrs.setdefault(k.strip().lower(), []).append(v.strip())
-    return status, hdrs, rest, lines[0]
+    status, hdrs, first = parse_head(head)
+    return status, hdrs, rest, first
 
 
 def exchange(e, data):
@@ -66,13 +73,7 @@ def exchange(e, data):
     if b"\r\n\r\n" not in got:
         return None, {}, b"", got
     head, body = got.split(b"\r\n\r\n", 1)
-    lines = head.decode(errors="replace").split("\r\n")
-    parts = lines[0].split(" ", 2)
-    status = int(parts[1]) if len(parts) > 1 and parts[0].startswith("HTTP/1.") else None
-    hdrs = {}
-    for ln in lines[1:]:
-        k, _, v = ln.partition(":")
-        hdrs.setdefault(k.strip().lower(), []).append(v.strip())
+    status, hdrs, _ = parse_head(head)
     return status, hdrs, body, got
 
 

@@ -4,7 +4,6 @@ accounting), never how fast."""
 import glob
 import json
 import os
-import shutil
 import signal
 import subprocess
 import tempfile
@@ -12,7 +11,7 @@ import threading
 import time
 
 import etwd_harness as H
-from etwd_harness import Etwd, check, done, ws_events, wait_subscribers
+from etwd_harness import Etwd, check, done, ws_events, wait_subscribers, session, unique_prog
 
 TRACEFS = "/sys/kernel/tracing"
 
@@ -33,14 +32,6 @@ def instances():
 OURS = set()  # pids of the etwd processes this test started
 
 
-def unique_prog(tag):
-    d = tempfile.mkdtemp(prefix="etwdlive-")
-    p = os.path.join(d, "etwdtest_%s_%d" % (tag, os.getpid()))
-    shutil.copy("/bin/true", p)
-    os.chmod(p, 0o755)
-    return p
-
-
 def run_n(prog, n):
     pids = []
     for _ in range(n):
@@ -56,10 +47,6 @@ def create(e, spec, expect=201):
     if st == 201:
         check(h.get("location") == "/api/v1/sessions/%d" % j["id"], "Location header %r" % h.get("location"))
     return j
-
-
-def session(e, sid):
-    return e.json("GET", "/api/v1/sessions/%d" % sid, token="reader")[2]
 
 
 def exec_events(recs, prog):

@@ -7,14 +7,13 @@ while the release build stays flat (19 -> 23 MB over 80 decodes), so no RSS chec
 is checked is that the server runs with glibc's per-thread cache off (the bench's finding)."""
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
 import zipfile
 
 sys.path.insert(0, os.path.dirname(__file__))
-from etwd_harness import BIN, CORPUS, Etwd, check, done  # noqa: E402
+from etwd_harness import BIN, CORPUS, Etwd, check, done, hold  # noqa: E402
 
 NET_ZIP = os.path.join(CORPUS, "microsoft+perfview/src/TraceEvent/TraceEvent.Tests/inputs/net.4.5.2.x64.etl.zip")
 SPD = os.path.join(CORPUS, "airbus-cert+etl-parser/tests/example/ShutdownPerfDiagLogger.etl")
@@ -24,21 +23,6 @@ SIH = os.path.join(CORPUS, "jtmoon79+super-speedy-syslog-searcher/logs/Windows11
 def big_etl():
     z = zipfile.ZipFile(NET_ZIP)
     return z.read([n for n in z.namelist() if n.endswith(".etl")][0])
-
-
-def hold(e, path, token="reader"):
-    """GET @path on a raw TLS socket, reading only the status line (the stream then blocks)."""
-    raw = socket.create_connection(("127.0.0.1", e.port), timeout=60)
-    s = e.ssl_context().wrap_socket(raw, server_hostname="127.0.0.1")
-    s.sendall(("GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\n"
-               "Accept: application/x-ndjson\r\n\r\n" % (path, e.tokens[token])).encode())
-    head = b""
-    while len(head) < 12:
-        b = s.recv(12 - len(head))
-        if not b:
-            break
-        head += b
-    return s, int(head[9:12]) if head.startswith(b"HTTP/1.1 ") else 0
 
 
 def decode(e, name):

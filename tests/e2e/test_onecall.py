@@ -17,52 +17,12 @@ import tempfile
 import threading
 import time
 
-from etwd_harness import Etwd, check, done, CORPUS
+from etwd_harness import Etwd, check, done, CORPUS, drop_prog, session, trace_report, unique_prog, wait_state
 
 NCPU = os.cpu_count()
 PAGE_EVENTS = 4096 // 16  # a ring-buffer page holds fewer sys_enter records than this
 PS = os.path.join(CORPUS, "microsoft+krabsetw/examples/NativeExamples/powershell.etl")
 SIH = os.path.join(CORPUS, "jtmoon79+super-speedy-syslog-searcher/logs/Windows11Pro/Logs/SIH/SIH.20230422.034724.362.1.etl")
-
-
-def unique_prog(tag):
-    d = tempfile.mkdtemp(prefix="etwdone-")
-    p = os.path.join(d, "etwdone_%s_%d" % (tag, os.getpid()))
-    with open("/bin/true", "rb") as src, open(p, "wb") as dst:
-        dst.write(src.read())
-    os.chmod(p, 0o755)
-    return p
-
-
-def drop_prog(p):
-    os.unlink(p)
-    os.rmdir(os.path.dirname(p))
-
-
-def report(data):
-    """`trace-cmd report` of a trace.dat (Debian's trace-cmd): its lines."""
-    d = tempfile.mkdtemp(prefix="etwdone-")
-    path = os.path.join(d, "trace.dat")
-    with open(path, "wb") as f:
-        f.write(data)
-    r = subprocess.run(["trace-cmd", "report", "-i", path], capture_output=True, text=True, timeout=120)
-    os.unlink(path)
-    os.rmdir(d)
-    check(r.returncode == 0, "trace-cmd report reads the recording: rc %d %s" % (r.returncode, r.stderr[-300:]))
-    return r.stdout.splitlines()
-
-
-def session(e, sid):
-    return e.json("GET", "/api/v1/sessions/%d" % sid, token="reader")[2]
-
-
-def wait_state(e, sid, timeout=30):
-    deadline = time.time() + timeout
-    s = session(e, sid)
-    while s["state"] == "running" and time.time() < deadline:
-        time.sleep(0.05)
-        s = session(e, sid)
-    return s
 
 
 def test_duration(e):
@@ -89,7 +49,7 @@ def test_duration(e):
     th.join()
     check(code == 200, "?wait=true serves the file: %d %r" % (code, data[:300]))
     check(2.5 <= took < 15, "it came when the 3 s were over: %.1f s after the POST" % took)
-    lines = report(data)
+    lines = trace_report(data)
     execs = [l for l in lines if "sched_process_exec" in l and os.path.basename(prog) in l]
     check(len(execs) == 5, "the trace.dat holds the program's 5 execs: %d" % len(execs))
     s = session(e, sid)
@@ -133,7 +93,7 @@ def test_max_events(e):
         "providers": [{"name": "raw_syscalls", "events": ["sys_enter"]}], "max_events": 2000})
     load = subprocess.Popen(["dd", "if=/dev/zero", "of=/dev/null", "bs=1", "count=200000000"], stderr=subprocess.DEVNULL)
     try:
-        s = wait_state(e, j["id"])
+        s = wait_state(e, j["id"], ("stopped", "ended", "failed"))
         check(s["state"] == "stopped" and s.get("stop_reason") == "max_events",
               "max_events stops a realtime session: %r %r" % (s["state"], s.get("stop_reason")))
         n = s["stats"]["read_events"]
@@ -147,7 +107,7 @@ def test_max_events(e):
     check(code == 200, "?wait=true&timeout_s serves a max_events recording: %d %r" % (code, data[:300]))
     s = session(e, j["id"])
     check(s["state"] == "stopped" and s.get("stop_reason") == "max_events", "stopped by max_events: %r" % s.get("stop_reason"))
-    n = sum(1 for l in report(data) if "sys_enter" in l)
+    n = sum(1 for l in trace_report(data) if "sys_enter" in l)
     check(5000 <= n <= 5000 + NCPU * PAGE_EVENTS and n == s["stats"]["file_events"],
           "the file holds 5000 events and at most a page per CPU more: %d (file_events %d)" % (n, s["stats"]["file_events"]))
     print("max_events 5000: %d events read, %d in the file, %d dropped past the limit" % (
@@ -172,7 +132,7 @@ def test_max_file_mb(e):
     check(s["state"] == "stopped" and s.get("stop_reason") == "max_file_mb", "stopped by max_file_mb: %r" % s.get("stop_reason"))
     check(1 << 20 <= fb <= (1 << 20) + NCPU * 4096 and len(data) >= fb,
           "1 MiB of pages and at most a page per CPU more: %d bytes, file %d" % (fb, len(data)))
-    check(len(report(data)) > 1000, "trace-cmd reads it")
+    check(len(trace_report(data)) > 1000, "trace-cmd reads it")
     print("max_file_mb 1: %d bytes of pages, file %d bytes, %d events dropped past the limit" % (
         fb, len(data), s["stats"].get("limit_skipped", -1)))
     e.request("DELETE", "/api/v1/sessions/%d" % j["id"])
@@ -257,7 +217,7 @@ def test_failed_recording():
         st, h, j = e.json("POST", "/api/v1/sessions", expect=201, body={
             "providers": [{"name": "raw_syscalls", "events": ["sys_enter"]}], "mode": "file", "duration_s": 60})
         load = subprocess.Popen(["dd", "if=/dev/zero", "of=/dev/null", "bs=1", "count=1000000000"], stderr=subprocess.DEVNULL)
-        s = wait_state(e, j["id"])
+        s = wait_state(e, j["id"], ("stopped", "ended", "failed"))
         load.kill()
         load.wait()
         load = None

@@ -4,13 +4,12 @@ concurrency limit is the admin's alone. Real etwd, real TLS, raw sockets where a
 a request open without reading."""
 import json
 import os
-import socket
 import sys
 import time
 import zipfile
 
 sys.path.insert(0, os.path.dirname(__file__))
-from etwd_harness import CORPUS, Etwd, check, done  # noqa: E402
+from etwd_harness import CORPUS, Etwd, check, done, hold  # noqa: E402
 
 NET_ZIP = os.path.join(CORPUS, "microsoft+perfview/src/TraceEvent/TraceEvent.Tests/inputs/net.4.5.2.x64.etl.zip")
 
@@ -18,22 +17,6 @@ NET_ZIP = os.path.join(CORPUS, "microsoft+perfview/src/TraceEvent/TraceEvent.Tes
 def big_etl():
     z = zipfile.ZipFile(NET_ZIP)
     return z.read([n for n in z.namelist() if n.endswith(".etl")][0])
-
-
-def hold(e, path, token="reader"):
-    """Send GET @path on a raw TLS socket and read only the status line: the server's answer
-    (an ndjson stream or a big download) then stays blocked on a client that does not read."""
-    raw = socket.create_connection(("127.0.0.1", e.port), timeout=60)
-    s = e.ssl_context().wrap_socket(raw, server_hostname="127.0.0.1")
-    s.sendall(("GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\n"
-               "Accept: application/x-ndjson\r\n\r\n" % (path, e.tokens[token])).encode())
-    head = b""
-    while len(head) < 12:
-        b = s.recv(12 - len(head))
-        if not b:
-            break
-        head += b
-    return s, int(head[9:12]) if head.startswith(b"HTTP/1.1 ") else 0
 
 
 def test_decodes_take_no_session_slot():

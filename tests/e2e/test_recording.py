@@ -13,7 +13,7 @@ import subprocess
 import tempfile
 import time
 
-from etwd_harness import Etwd, check, done
+from etwd_harness import Etwd, check, done, session, trace_report, unique_prog
 
 TRACEFS = "/sys/kernel/tracing"
 
@@ -76,21 +76,9 @@ def test_zombie_restart():
         e.cleanup()
 
 
-def session(e, sid):
-    return e.json("GET", "/api/v1/sessions/%d" % sid, token="reader")[2]
-
-
 def report_count(data, word):
     """Events whose line names @word in `trace-cmd report` of @data (Debian's trace-cmd)."""
-    d = tempfile.mkdtemp(prefix="etwdrec-")
-    path = os.path.join(d, "trace.dat")
-    with open(path, "wb") as f:
-        f.write(data)
-    r = subprocess.run(["trace-cmd", "report", "-i", path], capture_output=True, text=True, timeout=120)
-    os.unlink(path)
-    os.rmdir(d)
-    check(r.returncode == 0, "trace-cmd report reads the recording: rc %d %s" % (r.returncode, r.stderr[-300:]))
-    return sum(1 for l in r.stdout.splitlines() if word in l)
+    return sum(1 for l in trace_report(data) if word in l)
 
 
 def test_disk_full():
@@ -191,15 +179,6 @@ def test_stop_on_full_disk():
         os.rmdir(mnt)
         os.unlink(prog)
         os.rmdir(os.path.dirname(prog))
-
-
-def unique_prog(tag):
-    d = tempfile.mkdtemp(prefix="etwdrec-")
-    p = os.path.join(d, "etwdrec_%s_%d" % (tag, os.getpid()))
-    with open("/bin/true", "rb") as src, open(p, "wb") as dst:
-        dst.write(src.read())
-    os.chmod(p, 0o755)
-    return p
 
 
 def run_n(prog, n):

@@ -19,39 +19,16 @@ real TLS:
 import json
 import os
 import subprocess
-import tempfile
 import threading
 import time
 
-from etwd_harness import Etwd, check, done, CORPUS
+from etwd_harness import Etwd, check, done, CORPUS, drop_prog, problem, session, trace_report, unique_prog, wait_state
 
 SIH = os.path.join(CORPUS, "jtmoon79+super-speedy-syslog-searcher/logs/Windows11Pro/Logs/SIH/SIH.20230422.034724.362.1.etl")
 
 
-def report(data):
-    """`trace-cmd report` of a trace.dat (Debian's trace-cmd): its lines."""
-    d = tempfile.mkdtemp(prefix="etwdtrig-")
-    path = os.path.join(d, "trace.dat")
-    with open(path, "wb") as f:
-        f.write(data)
-    r = subprocess.run(["trace-cmd", "report", "-i", path], capture_output=True, text=True, timeout=120)
-    os.unlink(path)
-    os.rmdir(d)
-    check(r.returncode == 0, "trace-cmd report reads the recording: rc %d %s" % (r.returncode, r.stderr[-300:]))
-    return r.stdout.splitlines()
-
-
-def session(e, sid):
-    return e.json("GET", "/api/v1/sessions/%d" % sid, token="reader")[2]
-
-
 def marker(e, sid, text, token="admin"):
     return e.request("POST", "/api/v1/sessions/%d/markers" % sid, body={"text": text}, token=token)
-
-
-def problem(st, h, data, status, what):
-    check(st == status and h.get("content-type", "").startswith("application/problem+json"),
-          "%s: %d %s, want %d problem+json: %r" % (what, st, h.get("content-type"), status, data[:300]))
 
 
 def test_markers(e):
@@ -84,7 +61,7 @@ def test_markers(e):
     st, h, _ = e.request("POST", "/api/v1/sessions/%d/stop" % sid)
     code, h, data = e.request("GET", "/api/v1/sessions/%d/file?wait=true&timeout_s=60" % sid, token="reader", timeout=120)
     check(code == 200, "the recording downloads: %d %r" % (code, data[:300]))
-    lines = report(data)
+    lines = trace_report(data)
     marks = [l for l in lines if " print: " in l]  # (no kallsyms in the file: the ip stays an address)
     check(len(marks) == 3 and all(t in m for t, m in zip(texts, marks)),
           "trace-cmd report shows the 3 markers: %r" % marks)
@@ -119,34 +96,11 @@ def test_markers(e):
         e.request("DELETE", "/api/v1/sessions/%d" % i)
 
 
-def unique_prog(tag):
-    d = tempfile.mkdtemp(prefix="etwdtrig-")
-    p = os.path.join(d, "etwdtrig_%s_%d" % (tag, os.getpid()))
-    with open("/bin/true", "rb") as src, open(p, "wb") as dst:
-        dst.write(src.read())
-    os.chmod(p, 0o755)
-    return p
-
-
-def drop_prog(p):
-    os.unlink(p)
-    os.rmdir(os.path.dirname(p))
-
-
 def utc(ts):
     """an ISO UTC time of the API ("…T05:33:45.123456789Z") as seconds since the epoch"""
     import calendar
     base, frac = ts.rstrip("Z").split(".") if "." in ts else (ts.rstrip("Z"), "0")
     return calendar.timegm(time.strptime(base, "%Y-%m-%dT%H:%M:%S")) + float("0." + frac)
-
-
-def wait_for(e, sid, states, timeout=30):
-    deadline = time.time() + timeout
-    s = session(e, sid)
-    while s["state"] not in states and time.time() < deadline:
-        time.sleep(0.05)
-        s = session(e, sid)
-    return s
 
 
 def test_stop_trigger(e):
@@ -167,7 +121,7 @@ def test_stop_trigger(e):
     check(s["state"] == "running", "another program's exec does not stop it: %r" % s["state"])
     t_exec = time.time()
     subprocess.run([prog], check=True)
-    s = wait_for(e, sid, ("stopped", "failed"), timeout=after + 10)
+    s = wait_state(e, sid, ("stopped", "failed"), timeout=after + 10)
     check(s["state"] == "stopped" and s.get("stop_reason") == "trigger",
           "the stop trigger stopped it: %r %r" % (s["state"], s.get("stop_reason")))
     took = utc(s["stopped"]) - t_exec if s.get("stopped") else 99
@@ -227,7 +181,7 @@ def test_start_trigger(e):
     check(s["state"] == "armed" and s["stats"]["read_events"] == 0,
           "still armed, nothing read: %r %r" % (s["state"], s["stats"]["read_events"]))
     subprocess.run([prog], check=True)
-    s = wait_for(e, sid, ("running", "stopped", "failed"), timeout=10)
+    s = wait_state(e, sid, ("running", "stopped", "failed"), timeout=10)
     check(s["state"] == "running", "the start trigger fired: %r %r" % (s["state"], s.get("message")))
     time.sleep(0.3)
     subprocess.run([after], check=True)
@@ -237,7 +191,7 @@ def test_start_trigger(e):
     check(before not in names, "and nothing of the armed time: %r" % names)
     st, h, _ = e.request("POST", "/api/v1/sessions/%d/stop" % sid)
     code, h, data = e.request("GET", "/api/v1/sessions/%d/file?wait=true&timeout_s=60" % sid, token="reader", timeout=120)
-    lines = report(data)
+    lines = trace_report(data)
     check(any(after in l for l in lines) and not any(before in l for l in lines),
           "the recording holds the exec after the trigger, not the one before: %d lines" % len(lines))
     # stopping an armed session works, and it never starts afterwards
@@ -279,7 +233,7 @@ def test_flight(e):
           "the snapshot is a listed recording: %r" % snap)
     code, h, data = e.request("GET", "/api/v1/recordings/%s" % name, token="reader")
     check(code == 200 and len(data) == snap.get("size"), "downloads, of the size it said: %d %d %r" % (code, len(data), snap.get("size")))
-    lines = report(data)
+    lines = trace_report(data)
     execs = [l for l in lines if "sched_process_exec" in l]
     check(any(os.path.basename(new) in l for l in execs), "the snapshot has the last program's exec: %r" % execs[-3:])
     check(not any(os.path.basename(old) in l for l in execs), "not the overwritten one's: %r" % execs[:3])
@@ -300,13 +254,13 @@ def test_flight(e):
     time.sleep(0.5)
     subprocess.run([new], check=True)
     subprocess.run([stop], check=True)
-    s = wait_for(e, j["id"], ("stopped", "failed"), timeout=10)
+    s = wait_state(e, j["id"], ("stopped", "failed"), timeout=10)
     check(s["state"] == "stopped" and s.get("stop_reason") == "trigger", "the trigger stopped it: %r" % s["state"])
     added = recording_names(e) - before
     check(len(added) == 1, "and wrote one recording: %r" % added)
     if added:
         code, h, data = e.request("GET", "/api/v1/recordings/%s" % added.pop(), token="reader")
-        check(any(os.path.basename(new) in l for l in report(data)), "holding the exec before the trigger")
+        check(any(os.path.basename(new) in l for l in trace_report(data)), "holding the exec before the trigger")
     for i in (sid, rt["id"], j["id"]):
         e.request("DELETE", "/api/v1/sessions/%d" % i)
     for p in (old, new, stop):

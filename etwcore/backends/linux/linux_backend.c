@@ -62,6 +62,7 @@
 
 #include "etwcore/backend.h"
 #include "etwcore/linux.h"
+#include "etwcore/util.h"
 #include "linux/linux_int.h"
 
 #define LX_BUF_KB_MIN 4
@@ -1080,13 +1081,7 @@ static enum etw_err lx_open(const struct etw_backend_args *a, void **state, stru
   }
   pthread_mutex_init(&s->mu, NULL);
   pthread_cond_init(&s->cv, NULL);
-  {
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&s->snap_cv, &ca);
-    pthread_condattr_destroy(&ca);
-  }
+  etw_cond_init_mono(&s->snap_cv);
   s->name = strdup(a->os_name);
   s->hub = a->hub;
   s->mode = sp->mode;

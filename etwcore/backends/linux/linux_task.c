@@ -28,17 +28,24 @@ static char *id_text(char *p, int32_t v) {
   return p + n;
 }
 
+/* The start of /proc/<tid>/@file (one read, at most @size - 1 bytes) into @buf, NUL-terminated:
+ * its length, or <= 0 (gone, unreadable, empty) */
+static ssize_t proc_read(int32_t tid, const char *file, char *buf, size_t size) {
+  char path[48];
+  snprintf(path, sizeof path, "/proc/%d/%s", (int)tid, file);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  ssize_t n = read(fd, buf, size - 1);
+  close(fd);
+  if (n > 0) buf[n] = 0;
+  return n;
+}
+
 /* When the task now at @tid started, as trace (CLOCK_MONOTONIC) ns rounded down to /proc's
  * tick (field 22 of /proc/<tid>/stat: clock ticks since boot, CLOCK_BOOTTIME); 0 = unknown */
 static uint64_t proc_start(int32_t tid) {
-  char path[48], buf[1024];
-  snprintf(path, sizeof path, "/proc/%d/stat", (int)tid);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0) return 0;
-  buf[n] = 0;
+  char buf[1024];
+  if (proc_read(tid, "stat", buf, sizeof buf) <= 0) return 0;
   const char *p = strrchr(buf, ')'); /* the comm may hold spaces and parentheses */
   for (int f = 2; p && f < 22; f++) p = strchr(p + 1, ' '); /* to field 22 */
   if (!p) return 0;
@@ -57,14 +64,8 @@ static uint64_t proc_start(int32_t tid) {
 static int32_t proc_tgid(int32_t tid, char comm[16], uint64_t *start) {
   comm[0] = 0;
   *start = proc_start(tid);
-  char path[48], buf[512];
-  snprintf(path, sizeof path, "/proc/%d/status", (int)tid);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0) return 0;
-  buf[n] = 0;
+  char buf[512];
+  if (proc_read(tid, "status", buf, sizeof buf) <= 0) return 0;
   if (!strncmp(buf, "Name:\t", 6)) { /* the first line */
     size_t k = strcspn(buf + 6, "\n");
     if (k > 15) k = 15;

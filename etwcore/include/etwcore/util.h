@@ -3,6 +3,7 @@
 #define ETWCORE_UTIL_H
 
 #include <stdint.h>
+#include <pthread.h>
 
 /** etw_mkdirs - create @path and its missing parents with mode 0700 (like mkdir -p).
  *  Returns 0, or -1 with errno set. */
@@ -17,5 +18,8 @@ void etw_mem_trim(void);
  *  '+', as form decoding of a query string gives it) → *@ns since 1970 UTC; 0 on success, -1
  *  if @s is not that. */
 int etw_rfc3339_ns(const char *s, int64_t *ns);
+/** etw_cond_init_mono - pthread_cond_init @cv to time its waits on CLOCK_MONOTONIC (the clock
+ *  the callers' deadlines are taken on; Windows' pthreads have no choice of clock). */
+void etw_cond_init_mono(pthread_cond_t *cv);
 
 #endif
