@@ -45,6 +45,7 @@ struct conv {
   const char *out_path, *mdir;
   int quiet;
   int walks; /* --stackwalk-events: the stack walk rows are written too */
+  int nostacks; /* --no-stacks: no stack index, nothing attached, walk rows written as they are */
   enum etw_decode_mode mode; /* --decode: of the readers and decoders of both passes */
   const char **files;
   int nf;
@@ -68,7 +69,7 @@ struct conv {
 static void usage(FILE *f) {
   fputs("usage: etwd convert FILE... [--format ndjson|csv|chrome|folded] [-o OUT] [--manifests DIR] [--quiet]\n"
         "                    [--provider P,...] [--event E,...] [--pid N,...] [--from T] [--to T] [--limit N]\n"
-        "                    [--decode fast|reference] [--stackwalk-events]\n"
+        "                    [--decode fast|reference] [--stackwalk-events | --no-stacks]\n"
         "  Decodes Windows .etl files (several files are merged in time order); a FILE may also be\n"
         "  compressed: .zip (its .etl), .gz, .etlgz (recognised by content, at most 64 GiB unpacked)\n"
         "  --format    ndjson (default): one event object per line; csv: one row per event (one column\n"
@@ -88,7 +89,9 @@ static void usage(FILE *f) {
         "  --decode    fast (default): the reader's and decoder's fast paths (plans, memos);\n"
         "              reference: the plain walkers only (same output, slower)\n"
         "  --stackwalk-events  also write the stack walk events (StackWalk/*, ClrStack/Walk), which\n"
-        "              are otherwise only attached to their events as \"Stack\"\n",
+        "              are otherwise only attached to their events as \"Stack\"\n"
+        "  --no-stacks  attach no stacks (the input is read once, not twice): the stack walk\n"
+        "              events are written as they are, with raw addresses\n",
         f);
 }
 
@@ -274,6 +277,8 @@ static int parse_args(struct conv *c, int argc, char **argv, int *help) {
       c->mdir = v;
     } else if (!strcmp(a, "--stackwalk-events")) {
       c->walks = 1;
+    } else if (!strcmp(a, "--no-stacks")) {
+      c->nostacks = c->walks = 1;
     } else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
       c->quiet = 1;
     } else if (!strcmp(name, "--decode")) {
@@ -734,7 +739,7 @@ static int pass_open(struct pass *p) {
       return 1;
     }
   }
-  if (p->ph == P_WRITE) { /* the stacks: one read of the input before the events are written */
+  if (p->ph == P_WRITE && !c->nostacks) { /* the stacks: one read of the input before the events */
     p->stk = etw_stk_new(1);
     if (!p->stk || etw_stk_prepass(p->stk, c->files, c->nf, NULL)) {
       fprintf(stderr, "etwd convert: out of memory\n");
