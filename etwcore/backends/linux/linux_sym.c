@@ -15,8 +15,9 @@
  *     mapped inode (opened without following a symlink or blocking, a regular file only): a
  *     cached entry of the same inode whose build-id differs from the mapped object's is loaded
  *     again. Files are opened and read OUTSIDE g.mu (bind_file): the lookup under the lock
- *     stops at the first mapping that needs its file, the file is read unlocked, its result
- *     published under the lock, and the lookup starts again (at most SYM_BIND_ROUNDS times);
+ *     stops at the first mapping that needs its file, the file is read unlocked (read(2), never
+ *     a mapping: a file rewritten in place meanwhile would raise SIGBUS), its result published
+ *     under the lock, and the lookup starts again (at most SYM_BIND_ROUNDS times);
  *   - frames: SYM_FRAMES resolved frames (direct-mapped by process generation and address).
  */
 #include "linux_sym.h"
