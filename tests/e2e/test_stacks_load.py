@@ -8,6 +8,8 @@ ndjson): the server must neither die nor stop answering.
   symboliser reads that library for their user stacks, and a file read through a memory mapping
   raises SIGBUS when it shrinks underneath (etwd died of it before linux_sym.c read files with
   read(2); unit.test_linux_symtrunc is the deterministic twin);
+- first, a GET /api/v1/sessions made while a slow session (`syscalls`) is being created is
+  answered at once, without that session (it waited for the creation before);
 - every GET /api/v1/sessions is answered within 30 s (ANSWER_S), the server is alive at the end, stacks
   were attached, and it exits cleanly on SIGTERM without sanitizer reports (the harness).
 
@@ -20,6 +22,7 @@ import tempfile
 import threading
 import time
 import http.client
+import json
 import re
 
 import websocket
@@ -76,6 +79,34 @@ def build(d):
         r = subprocess.run(cmd, capture_output=True, text=True)
         check(r.returncode == 0, "build %s: %s" % (cmd[-1], r.stderr))
     return lib, prog
+
+
+def list_while_creating(e):
+    """GET /api/v1/sessions answers at once while another session is still being created (its
+    backend writing the kernel's files for every event of `syscalls`: seconds), leaving it out;
+    it waited for that creation to end before."""
+    res = {}
+
+    def create():
+        t0 = time.time()
+        res["create"] = e.json("POST", "/api/v1/sessions", body={"providers": [{"name": "syscalls"}]}, timeout=120)
+        res["create_s"] = time.time() - t0
+    t = threading.Thread(target=create)
+    t.start()
+    time.sleep(0.3)
+    t0 = time.time()
+    st, h, body = e.request("GET", "/api/v1/sessions", token="reader", timeout=120)
+    took, busy = time.time() - t0, t.is_alive()
+    t.join()
+    sid = res["create"][2]["id"]
+    check(st == 200 and took < 2.0, "GET /api/v1/sessions during a creation: %d in %.1fs (the creation took %.1fs)"
+          % (st, took, res["create_s"]))
+    if busy:
+        check(sid not in [x["id"] for x in json.loads(body)], "the session being created is not listed yet")
+    st, h, body = e.request("GET", "/api/v1/sessions", token="reader")
+    check(sid in [x["id"] for x in json.loads(body)], "the session is listed once created")
+    e.request("DELETE", "/api/v1/sessions/%d" % sid, timeout=120)
+    print("list during a creation: %.2fs (creation %.1fs, %s)" % (took, res["create_s"], "overlapped" if busy else "done first"))
 
 
 def main():
@@ -177,6 +208,7 @@ def main():
                 time.sleep(0.05)
 
     with Etwd(args=["--io-timeout", "3"]) as e:
+        list_while_creating(e)
         specs = [({"providers": [{"name": "raw_syscalls", "stacks": True}]}, 3.0),
                  ({"providers": [{"name": "raw_syscalls", "events": ["sys_enter"], "stacks": True},
                                  {"name": "sched", "events": ["sched_switch", "sched_process_exec"],
