@@ -24,6 +24,9 @@ static const char *const state_names[] = {"running", "stopped", "ended", "failed
 
 struct etw_session {
   atomic_int refs;
+  /* 1 while create() sets it up (s->mu held all along, the backend's open writing the kernel's
+   * files: seconds when tracefs is busy): the list and /metrics leave it out rather than wait */
+  atomic_int creating;
   struct etw_core *core;
   uint64_t id;
   pthread_mutex_t mu;  /* guards spec, bstate; held across backend calls */
@@ -596,6 +599,7 @@ static enum etw_err create(struct etw_core *c, const cJSON *body, const char *co
    * session becomes visible, so a concurrent delete or stats read waits until it is set up
    * (lock order: c->mu, then s->mu). */
   pthread_mutex_lock(&s->mu);
+  atomic_store(&s->creating, 1);
   c->tab[c->n++] = s;
   atomic_fetch_add(&s->refs, 1); /* the table's reference */
   pthread_mutex_unlock(&c->mu);
@@ -650,6 +654,7 @@ setup:
     destroy_locked(s);
     goto fail_remove;
   }
+  atomic_store(&s->creating, 0);
   pthread_mutex_unlock(&s->mu);
   *out = s; /* the creation reference becomes the caller's */
   return ETW_E_OK;
@@ -1028,10 +1033,10 @@ static struct etw_session **snapshot(struct etw_core *c, uint32_t *n) {
   *n = 0;
   if (v) {
     for (uint32_t i = 0; i < c->n; i++) {
-      v[i] = c->tab[i];
-      atomic_fetch_add(&v[i]->refs, 1);
+      if (atomic_load(&c->tab[i]->creating)) continue; /* not created yet: no waiting for it */
+      v[*n] = c->tab[i];
+      atomic_fetch_add(&v[(*n)++]->refs, 1);
     }
-    *n = c->n;
   }
   pthread_mutex_unlock(&c->mu);
   /* stable order by id */

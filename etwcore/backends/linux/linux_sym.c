@@ -15,8 +15,9 @@
  *     mapped inode (opened without following a symlink or blocking, a regular file only): a
  *     cached entry of the same inode whose build-id differs from the mapped object's is loaded
  *     again. Files are opened and read OUTSIDE g.mu (bind_file): the lookup under the lock
- *     stops at the first mapping that needs its file, the file is read unlocked, its result
- *     published under the lock, and the lookup starts again (at most SYM_BIND_ROUNDS times);
+ *     stops at the first mapping that needs its file, the file is read unlocked (read(2), never
+ *     a mapping: a file rewritten in place meanwhile would raise SIGBUS), its result published
+ *     under the lock, and the lookup starts again (at most SYM_BIND_ROUNDS times);
  *   - frames: SYM_FRAMES resolved frames (direct-mapped by process generation and address).
  */
 #include "linux_sym.h"
@@ -45,6 +46,7 @@
 #define SYM_FRAME_TXT 232
 #define SYM_REREAD_NS 100000000LL
 #define SYM_NAME_MAX 1024 /* bytes of a symbol name kept (C++ names can be long; a file can lie) */
+#define SYM_RAW_MAX ((uint64_t)512 << 20) /* a symbol or string table read into memory */
 #define SYM_BIND_ROUNDS 8 /* files read per lx_sym_frames call (a stack has at most 8 user frames) */
 
 /* symbols cut while loading: 0 over the count, 1 over the bytes, 2 names shortened */
@@ -247,11 +249,24 @@ static void elf_syms(struct lx_elf *e, Elf *elf, Elf_Scn *scn, const GElf_Shdr *
   if (e->ns) qsort(e->s, e->ns, sizeof *e->s, esym_cmp);
 }
 
+/* a symbol table and its names that libelf may read into memory for elf_syms (the file's size
+ * bounds them too); a larger table is not read (counted as cut: bytes) */
+static int table_fits(Elf *elf, const GElf_Shdr *sh) {
+  GElf_Shdr str;
+  Elf_Scn *s = elf_getscn(elf, sh->sh_link);
+  if (sh->sh_size <= SYM_RAW_MAX && s && gelf_getshdr(s, &str) && str.sh_size <= SYM_RAW_MAX)
+    return 1;
+  atomic_fetch_add_explicit(&g_cut[1], 1, memory_order_relaxed);
+  return 0;
+}
+
 /* the ELF file open at @fd (left open): its load segments and build-id, and with @max_syms its
- * function symbols (elf_syms' bounds) */
+ * function symbols (elf_syms' bounds). Read with read(2), never through a mapping: a mapped file
+ * that someone truncates meanwhile (rewritten in place) would raise SIGBUS; a short read is an
+ * error here (nothing, or less, loaded). */
 static struct lx_elf *elf_load_fd(int fd, uint32_t max_syms, size_t max_bytes) {
   elf_version(EV_CURRENT);
-  Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+  Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
   struct lx_elf *e = NULL;
   size_t np = 0;
   if (!elf || elf_kind(elf) != ELF_K_ELF || elf_getphdrnum(elf, &np) != 0) goto out;
@@ -269,8 +284,10 @@ static struct lx_elf *elf_load_fd(int fd, uint32_t max_syms, size_t max_bytes) {
     else if (sh.sh_type == SHT_DYNSYM) dynsym = scn, sh_dyn = sh;
     else if (sh.sh_type == SHT_NOTE && !e->bid_len) elf_notes(e, scn);
   }
-  if (max_syms && symtab) elf_syms(e, elf, symtab, &sh_sym, max_syms, max_bytes);
-  if (max_syms && !e->ns && dynsym) elf_syms(e, elf, dynsym, &sh_dyn, max_syms, max_bytes);
+  if (max_syms && symtab && table_fits(elf, &sh_sym))
+    elf_syms(e, elf, symtab, &sh_sym, max_syms, max_bytes);
+  if (max_syms && !e->ns && dynsym && table_fits(elf, &sh_dyn))
+    elf_syms(e, elf, dynsym, &sh_dyn, max_syms, max_bytes);
 out:
   if (elf) elf_end(elf);
   return e;
