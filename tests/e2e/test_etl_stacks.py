@@ -83,6 +83,15 @@ def main():
             z.extractall(d)
         etl = [os.path.join(d, f) for f in os.listdir(d) if f.endswith(".etl")][0]
         sw_out, sw_err = convert(etl, "--stackwalk-events")
+        # --no-stacks: nothing attached, no summary, every walk row written as it is
+        ns_out, ns_err = convert(etl, "--no-stacks")
+        ns = [json.loads(l) for l in ns_out.splitlines()]
+        check(not any("Stack" in e for e in ns) and "stack walks" not in ns_err,
+              "--no-stacks: no event carries a Stack, no stack summary")
+        check([e["System"].get("EventName") for e in ns] ==
+              [json.loads(l)["System"].get("EventName") for l in sw_out.splitlines()],
+              "--no-stacks writes the same events as --stackwalk-events, walk rows included")
+        del ns, ns_out
         evs = [json.loads(l) for l in sw_out.splitlines()]
         names = [e["System"].get("EventName") for e in evs]
         nwalk = sum(n in WALKS for n in names)
