@@ -144,9 +144,14 @@ try {
     for (const t of tasks) {
       maxCpu = Math.max(maxCpu, t.tdur || 0);
       const kids = new Map();
-      for (const e of onMain) if (e !== t && e.ts >= t.ts && e.ts + e.dur <= t.ts + t.dur && e.name !== 'RunTask') kids.set(e.name, (kids.get(e.name) || 0) + (e.tdur || 0));
+      for (const e of onMain) {
+        if (e === t || e.ts < t.ts || e.ts + e.dur > t.ts + t.dur || e.name === 'RunTask') continue;
+        const k = kids.get(e.name) || [0, 0];
+        kids.set(e.name, [k[0] + e.dur, k[1] + (e.tdur || 0)]);
+      }
       cpu += t.tdur || 0; wall += t.dur;
-      console.log(`  task ${Math.round(t.dur / 1000)} ms wall, ${Math.round((t.tdur || 0) / 1000)} ms cpu: ` + [...kids].sort((a, b) => b[1] - a[1]).slice(0, 5).map(([k, us]) => `${k} ${Math.round(us / 1000)}`).join(', '));
+      console.log(`  task ${Math.round(t.dur / 1000)} ms wall, ${Math.round((t.tdur || 0) / 1000)} ms cpu; its parts, ms wall/cpu: ` +
+        [...kids].sort((a, b) => b[1][0] - a[1][0]).slice(0, 5).map(([k, [w, c]]) => `${k} ${Math.round(w / 1000)}/${Math.round(c / 1000)}`).join(', '));
     }
     console.log(`  tasks over 100 ms: ${tasks.length}, ${Math.round(wall / 1000)} ms wall, ${Math.round(cpu / 1000)} ms on a core`);
     const all = onMain.filter((e) => e.name === 'RunTask');
