@@ -4,12 +4,14 @@
  * (free text, the field filter of filter.js, the timeline's time range, the chosen group), keeps
  * the filtered and sorted view, and answers the page's questions: the rows of the table's visible
  * window with the counts for the status line (asked once per animation frame while something
- * changed), the timeline's bins, the group counts, an export's text, the fields seen. The page's
+ * changed), the timeline's bins, the group counts, the flame graph's tree, an export's text, the
+ * fields seen. The page's
  * main thread holds none of the kept events (their parsing and garbage collection are here), only
  * what it draws. Messages: see web/app.js (class Viewer) and docs/architecture.md "The web page".
- * A classic worker script; filter.js, export.js, columns.js and events.js are loaded by it. */
+ * A classic worker script; stacks.js, filter.js, export.js, columns.js and events.js are loaded
+ * by it. */
 'use strict';
-importScripts('/filter.js', '/export.js', '/columns.js', '/events.js');
+importScripts('/stacks.js', '/filter.js', '/export.js', '/columns.js', '/events.js');
 const E = EtwEvents;
 
 const W = {
@@ -243,8 +245,50 @@ function group(m) {
   }
   return { counts: [...counts], total };
 }
+/* the flame graph (web/flame.js): the tree of the stacks of the rows passing every filter, in
+ * arrival order, bounded at FLAME_MAX frames (a stack that would add more is counted in `dropped`,
+ * not added). Sent flat, in pre-order: the frame's name (web/stacks.js names, = the folded
+ * export's), its parent's index (-1: the root "all"), the events through it and ending in it;
+ * `shown`: the filtered rows that are events (with a stack or not). */
+const FLAME_MAX = 200000;
+function flame() {
+  const node = (name) => ({ name, n: 0, self: 0, kids: new Map() });
+  const root = node('all'), filtered = W.preds.size > 0;
+  let nodes = 0, dropped = 0, shown = 0;
+  for (const r of W.rows) {
+    if (r.gap || (filtered && !match(r))) continue;
+    shown++;
+    const names = EtwStacks.names(r.ev);
+    if (!names) continue;
+    let nd = root, d = 0;
+    while (d < names.length && nd.kids.has(names[d])) nd = nd.kids.get(names[d++]);
+    if (nodes + names.length - d > FLAME_MAX) { dropped++; continue; }
+    nd = root;
+    nd.n++;
+    for (const nm of names) {
+      let k = nd.kids.get(nm);
+      if (!k) { nd.kids.set(nm, (k = node(nm))); nodes++; }
+      k.n++;
+      nd = k;
+    }
+    nd.self++;
+  }
+  const N = nodes + 1, name = new Array(N), up = new Int32Array(N), n = new Float64Array(N), self = new Float64Array(N);
+  const todo = [[root, -1]];
+  let i = 0;
+  while (todo.length) {
+    const [nd, u] = todo.pop();
+    name[i] = nd.name; up[i] = u; n[i] = nd.n; self[i] = nd.self;
+    for (const k of nd.kids.values()) todo.push([k, i]);
+    i++;
+  }
+  return { res: { name, up, n, self, nodes, dropped, shown }, transfer: [up.buffer, n.buffer, self.buffer] };
+}
 function exportText(m) {
   const list = (m.scope === 'kept' ? W.rows : view()).map((r) => r.ev);
+  if (m.kind === 'folded') { // = etwcore/src/folded.c (`etwd convert --format folded`)
+    return { text: EtwStacks.foldedText(EtwStacks.fold(list)), n: list.filter((e) => EtwStacks.of(e)).length };
+  }
   const n = list.filter((e) => e && !e.Gap).length;
   if (m.kind === 'ndjson') return { text: EtwExport.ndjson(list), n };
   if (m.kind === 'csv') {
@@ -286,6 +330,7 @@ onmessage = (e) => {
     case 'win': win(m); break;
     case 'timeline': timeline(m); break;
     case 'group': reply(group(m)); break;
+    case 'flame': { const f = flame(); postMessage({ op: 'reply', id: m.id, res: f.res }, f.transfer); break; }
     case 'export': reply(exportText(m)); break;
     case 'fields': reply(fields()); break;
     case 'dump': { // tests, selection by index
