@@ -6,119 +6,35 @@
 // from the convert output), that the cap's discards and a gap's drops are counted on screen.
 //
 // Env: ETWD_BIN (etwd binary), ETWD_CORPUS (../shared/corpus), CHROMIUM (/usr/bin/chromium).
-import { spawn, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import net from 'node:net';
-import https from 'node:https';
-import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
+import { BIN, CORPUS, log, assert, until, suite, startEtwd, launchBrowser, newPage, login, finish } from './harness.mjs';
 
-const HERE = path.dirname(fileURLToPath(import.meta.url));
-const ROOT = path.resolve(HERE, '../..');
-const ART = path.join(HERE, 'artifacts');
-const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
-const BIN = process.env.ETWD_BIN || path.join(ROOT, 'build/test/server/etwd');
-const CORPUS = process.env.ETWD_CORPUS || path.resolve(ROOT, '../shared/corpus');
 const ETL = path.join(CORPUS, 'airbus-cert+etl-parser/tests/example/ShutdownPerfDiagLogger.etl'); // 17,078 events
-const WAIT = 60000;
-fs.mkdirSync(ART, { recursive: true });
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const log = (...a) => console.log(...a);
-if (!fs.existsSync(CHROMIUM)) { console.error(`FATAL: Chromium not found at ${CHROMIUM}`); process.exit(2); }
-
-const results = [];
-let page;
-async function step(name, fn) {
-  const t0 = Date.now();
-  try {
-    await fn();
-    results.push([name, true]);
-    log(`ok   ${name} (${Date.now() - t0} ms)`);
-  } catch (e) {
-    results.push([name, false]);
-    log(`FAIL ${name}: ${e && e.stack ? e.stack : e}`);
-    if (page) await page.screenshot({ path: path.join(ART, `fail-worker-${name.replace(/\W+/g, '_')}.png`), fullPage: true }).catch(() => {});
-  }
-}
-function assert(c, msg) { if (!c) throw new Error('assertion failed: ' + msg); }
-async function until(fn, what, ms = WAIT, every = 100) {
-  const end = Date.now() + ms;
-  let last;
-  for (;;) {
-    try { last = await fn(); if (last) return last; } catch (e) { last = e; }
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what} (last: ${last && last.message ? last.message : JSON.stringify(last)})`);
-    await sleep(every);
-  }
-}
-const freePort = () => new Promise((res, rej) => {
-  const s = net.createServer();
-  s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => res(p)); });
-  s.on('error', rej);
-});
-function request(method, url, token, body) {
-  return new Promise((res, rej) => {
-    const r = https.request(url, { method, rejectUnauthorized: false, timeout: 20000, headers: token ? { Authorization: 'Bearer ' + token, 'Content-Type': 'application/octet-stream' } : {} }, (x) => {
-      const parts = [];
-      x.on('data', (d) => parts.push(d));
-      x.on('end', () => res([x.statusCode, Buffer.concat(parts).toString('utf8')]));
-    });
-    r.on('error', rej);
-    r.on('timeout', () => r.destroy(new Error('timeout')));
-    r.end(body);
-  });
-}
+const S = suite('worker');
+const step = S.step;
 
 /* the expected events: `etwd convert` of the same file */
 const events = execFileSync(BIN, ['convert', ETL, '--quiet'], { maxBuffer: 1 << 28 }).toString('utf8')
   .split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
-const countBy = (f) => { const m = {}; for (const e of events) { const k = f(e); m[k] = (m[k] || 0) + 1; } return m; };
 
 /* ---------- server and browser ---------- */
-const state = fs.mkdtempSync(path.join(os.tmpdir(), 'etwd-worker-'));
-const port = await freePort();
-const base = `https://127.0.0.1:${port}`;
-const srv = spawn(BIN, ['--listen', `127.0.0.1:${port}`, '--state-dir', state], { stdio: ['ignore', 'ignore', 'pipe'] });
-const srvLog = fs.createWriteStream(path.join(ART, 'etwd-worker.log'));
-srv.stderr.pipe(srvLog);
-let srvExited = null;
-srv.on('exit', (c, s) => { srvExited = `${c ?? s}`; });
-let browser;
-async function cleanup() {
-  try { if (browser) await browser.close(); } catch { /* gone */ }
-  if (srvExited === null) { srv.kill('SIGTERM'); for (let i = 0; i < 1200 && srvExited === null; i++) await sleep(100); if (srvExited === null) srv.kill('SIGKILL'); }
-  fs.rmSync(state, { recursive: true, force: true });
-}
+let etwd, browser;
 try {
-  await until(async () => srvExited === null && (await request('GET', `${base}/api/v1/health`))[0] === 200, 'etwd to answer', 2 * WAIT, 200);
-} catch (e) {
-  console.error(`FATAL: etwd did not start (${BIN}): ${e.message}`);
-  await cleanup();
-  process.exit(2);
-}
-const tokens = Object.fromEntries(fs.readFileSync(path.join(state, 'tokens'), 'utf8').split('\n')
-  .filter((l) => l && !l.startsWith('#')).map((l) => l.split(/\s+/)).map(([, role, secret]) => [role, secret]));
-browser = await chromium.launch({
-  executablePath: CHROMIUM, headless: true,
-  args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'],
-});
+  etwd = await startEtwd('worker');
+  browser = await launchBrowser();
+} catch (e) { console.error('FATAL: ' + e.message); if (etwd) await etwd.stop(); process.exit(2); }
 const pageErrors = [];
-const ctx = await browser.newContext({ ignoreHTTPSErrors: true, viewport: { width: 1280, height: 900 } });
-ctx.setDefaultTimeout(WAIT);
-page = await ctx.newPage();
-page.on('pageerror', (e) => { pageErrors.push(String(e)); log('page error:', String(e)); });
-page.on('console', (m) => { if (m.type() === 'error' && /Content Security Policy|Refused to/i.test(m.text())) pageErrors.push(m.text()); });
+const page = await newPage(browser, pageErrors);
+S.page = page;
 const status = () => page.locator('#ev-status').textContent();
 const fmt = (n) => n.toLocaleString('en-US');
 
 await step('replay a corpus ETL: every event arrives through the worker, counts equal the server\'s stats', async () => {
-  const [st] = await request('POST', `${base}/api/v1/files?name=${path.basename(ETL)}`, tokens.admin, fs.readFileSync(ETL));
+  const [st] = await etwd.req('POST', `/api/v1/files?name=${path.basename(ETL)}`, fs.readFileSync(ETL), 'application/octet-stream');
   assert(st === 201 || st === 200, 'upload ' + st);
-  await page.goto(base + '/');
-  await page.locator('#token').fill(tokens.admin);
-  await page.getByRole('button', { name: 'Log in' }).click();
-  await page.locator('#who').waitFor({ state: 'visible' });
+  await login(page, etwd.tokens.admin, etwd.base + '/');
   const id = await page.evaluate(async (file) => {
     document.getElementById('cap').value = '50000';
     const s = await api('POST', '/api/v1/sessions', { files: [file], replay: 'fast', name: 'worker' });
@@ -128,8 +44,7 @@ await step('replay a corpus ETL: every event arrives through the worker, counts 
   }, path.basename(ETL));
   await until(async () => /ended/.test(await page.locator('#viewer-conn').textContent()) && new RegExp(`^${fmt(events.length)} rows · ${fmt(events.length)} received`).test(await status()),
     `${events.length} rows and the end of the stream`);
-  const [, body] = await request('GET', `${base}/api/v1/sessions/${id}`, tokens.admin);
-  const s = JSON.parse(body);
+  const [, s] = await etwd.req('GET', `/api/v1/sessions/${id}`);
   const r = await page.evaluate(() => ({ received: S.viewer.received, gaps: S.viewer.gaps, dropped: S.viewer.gapDropped, worker: S.viewer.worker instanceof Worker,
     rows: S.viewer.rows, win: S.viewer.win.rows.length, dom: document.querySelectorAll('#grid-rows .grid-row').length }));
   log('   ' + JSON.stringify({ ...r, server: s.stats.events, loss: s.stats.loss }));
@@ -172,7 +87,4 @@ await step('a cap below the file: kept + discarded = all, said on screen; a gap\
 
 await step('no script errors', async () => { assert(!pageErrors.length, pageErrors.join('\n')); });
 
-await cleanup();
-const failed = results.filter(([, ok]) => !ok);
-log(`\nworker: ${results.length - failed.length} passed, ${failed.length} failed`);
-process.exit(failed.length ? 1 : 0);
+await finish(S, 'worker', browser, etwd);
