@@ -91,14 +91,22 @@ try {
       .observe({ type: 'event', durationThreshold: 16 });
     m.slow = {};
     const wrap = (o, k, name) => { const f = o[k]; if (!f) return; o[k] = function (...a) { const t = performance.now(); try { return f.apply(this, a); } finally { m.slow[name] = Math.max(m.slow[name] || 0, Math.round(performance.now() - t)); } }; };
-    wrap(S.viewer, 'flush', 'flush');
+    wrap(S.viewer, 'flush', 'flush');       // before the worker (562a4a4…da88675): the page's own data path
     wrap(S.viewer, 'onFrame', 'onFrame');
     wrap(S.viewer, 'runJob', 'refilter slice');
     wrap(S.viewer, 'setPredicate', 'setPredicate');
+    wrap(S.viewer, 'onWin', 'onWin');       // with web/worker.js: the page draws a window the worker sent
     wrap(window, 'poll', 'poll');
     const tick = () => { m.frames++; if (!m.stop) requestAnimationFrame(tick); };
     requestAnimationFrame(tick);
   });
+  // BUSY_PROFILE=1: a CPU profile of the page's main thread during the run; the top functions by
+  // self time are printed at the end (the garbage collector shows as "(garbage collector)")
+  const cdp = process.env.BUSY_PROFILE ? await ctx.newCDPSession(page) : null;
+  if (cdp) { await cdp.send('Profiler.enable'); await cdp.send('Profiler.setSamplingInterval', { interval: 500 }); await cdp.send('Profiler.start'); }
+  // BUSY_TRACE=1: a Chromium trace of the run; each main-thread task over 100 ms is printed with
+  // its wall time, its thread's CPU time (much less: the thread waited for a core) and its parts
+  if (process.env.BUSY_TRACE) await browser.startTracing(page, { categories: ['devtools.timeline', 'v8', 'disabled-by-default-devtools.timeline'] });
   const r0 = await page.evaluate(() => ({ t: performance.now(), received: S.viewer.received, f: __m.frames }));
   load.stdin.write('go\n');
   // interactions every ~2 s while events flow: real mouse and keyboard input
@@ -123,8 +131,55 @@ try {
     await fn();
     console.log(`  ${name}: ${Date.now() - a} ms in playwright`);
   }
-  const r1 = await page.evaluate(() => ({ t: performance.now(), received: S.viewer.received, f: __m.frames, long: __m.long, events: __m.events, rows: S.viewer.rows.length, slow: __m.slow, tl: typeof Timeline === 'undefined' ? 0 : Timeline.state().slowest, grp: typeof Group === 'undefined' ? 0 : Group.slowest(), status: document.getElementById('ev-status').textContent }));
+  const r1 = await page.evaluate(() => ({ t: performance.now(), received: S.viewer.received, f: __m.frames, long: __m.long, events: __m.events, rows: S.viewer.rows ? S.viewer.rows.length : S.viewer.st.kept, slow: __m.slow, tl: typeof Timeline === 'undefined' ? 0 : Timeline.state().slowest, grp: typeof Group === 'undefined' ? 0 : Group.slowest(), status: document.getElementById('ev-status').textContent }));
   await page.evaluate(() => { __m.stop = true; });
+  let traced = {};
+  if (process.env.BUSY_TRACE) {
+    const tr = JSON.parse((await browser.stopTracing()).toString('utf8'));
+    const evs = tr.traceEvents || tr;
+    const main = new Set(evs.filter((e) => e.name === 'thread_name' && e.args && e.args.name === 'CrRendererMain').map((e) => `${e.pid}/${e.tid}`));
+    const onMain = evs.filter((e) => main.has(`${e.pid}/${e.tid}`) && e.ph === 'X' && e.dur);
+    const tasks = onMain.filter((e) => e.name === 'RunTask' && e.dur > 100000);
+    let cpu = 0, wall = 0, maxCpu = 0;
+    for (const t of tasks) {
+      maxCpu = Math.max(maxCpu, t.tdur || 0);
+      const kids = new Map();
+      for (const e of onMain) {
+        if (e === t || e.ts < t.ts || e.ts + e.dur > t.ts + t.dur || e.name === 'RunTask') continue;
+        const k = kids.get(e.name) || [0, 0];
+        kids.set(e.name, [k[0] + e.dur, k[1] + (e.tdur || 0)]);
+      }
+      cpu += t.tdur || 0; wall += t.dur;
+      console.log(`  task ${Math.round(t.dur / 1000)} ms wall, ${Math.round((t.tdur || 0) / 1000)} ms cpu; its parts, ms wall/cpu: ` +
+        [...kids].sort((a, b) => b[1][0] - a[1][0]).slice(0, 5).map(([k, [w, c]]) => `${k} ${Math.round(w / 1000)}/${Math.round(c / 1000)}`).join(', '));
+    }
+    console.log(`  tasks over 100 ms: ${tasks.length}, ${Math.round(wall / 1000)} ms wall, ${Math.round(cpu / 1000)} ms on a core`);
+    const all = onMain.filter((e) => e.name === 'RunTask');
+    traced = { traced_tasks_over_100ms_cpu_ms: Math.round(cpu / 1000), traced_max_cpu_of_a_task_over_100ms: Math.round(maxCpu / 1000),
+      traced_max_task_cpu_ms: Math.round(Math.max(0, ...all.map((e) => e.tdur || 0)) / 1000), traced_main_cpu_ms: Math.round(all.reduce((a, e) => a + (e.tdur || 0), 0) / 1000) };
+  }
+  if (cdp) {
+    const { profile } = await cdp.send('Profiler.stop');
+    const self = new Map(), dt = profile.timeDeltas, byId = new Map(profile.nodes.map((n) => [n.id, n]));
+    profile.samples.forEach((id, i) => { const n = byId.get(id), k = `${n.callFrame.functionName || '(anonymous)'} ${n.callFrame.url.replace(/^.*\//, '')}:${n.callFrame.lineNumber + 1}`; self.set(k, (self.get(k) || 0) + (dt[i] || 0)); });
+    const all = [...self.values()].reduce((a, b) => a + b, 0);
+    console.log('main thread, self time (ms), of ' + Math.round(all / 1000) + ' ms sampled:');
+    for (const [k, us] of [...self].sort((a, b) => b[1] - a[1]).slice(0, 25)) console.log(`  ${Math.round(us / 1000)}\t${k}`);
+    // stretches of > 100 ms without an idle sample, and what they spent their time on
+    let run = null;
+    const flush = () => {
+      if (run && run.t > 100000) console.log(`  busy ${Math.round(run.t / 1000)} ms: ` + [...run.m].sort((a, b) => b[1] - a[1]).slice(0, 6).map(([k, us]) => `${k} ${Math.round(us / 1000)}`).join(', '));
+      run = null;
+    };
+    profile.samples.forEach((id, i) => {
+      const n = byId.get(id), k = n.callFrame.functionName || '(anonymous)';
+      if (k === '(idle)') { flush(); return; }
+      if (!run) run = { t: 0, m: new Map() };
+      run.t += dt[i] || 0;
+      run.m.set(k, (run.m.get(k) || 0) + (dt[i] || 0));
+    });
+    flush();
+  }
   const secs = (r1.t - r0.t) / 1000;
   // stop the session, let the page drain, then compare with the server's count
   await new Promise((res) => { if (loadOut) res(); else load.stdout.once('data', res); });
@@ -149,7 +204,7 @@ try {
     page_received: fin.received - fin.gaps, page_gap_dropped: fin.dropped,
     slowest_ms: { ...r1.slow, timeline_draw: Math.round(r1.tl || 0), group_draw: Math.round(r1.grp || 0) },
     all_counted: fin.received - fin.gaps + fin.dropped === sess.stats.events,
-    status: fin.status, cap_notice: fin.cap,
+    status: fin.status, cap_notice: fin.cap, ...traced,
   };
   console.log(JSON.stringify(out, null, 1));
 } finally {

@@ -1,8 +1,9 @@
 /* etwd web page — plain JS, no framework, no build step, nothing fetched from elsewhere.
  *
  * Parts: api() (fetch + problem+json errors), login/role, the sessions list (polled every second;
- * events/s and loss/s come from successive stats), the session viewer (WebSocket stream, a
- * virtualized event table fed in requestAnimationFrame batches with a capped row store, chart),
+ * events/s and loss/s come from successive stats), the session viewer (a virtualized event table
+ * whose rows come from the viewer's Worker, web/worker.js, which owns the WebSocket, the capped
+ * row store and the filters; chart),
  * the new-session form (provider picker, capability-dependent filters, server validation messages
  * next to the field) and files (upload, replay, download). */
 'use strict';
@@ -75,41 +76,9 @@ function say(msg, isError) {
   g.classList.toggle('error', !!isError);
 }
 
-/* ---------- JSON with exact 64-bit integers ---------- */
+/* ---------- JSON with exact 64-bit integers (web/events.js) ---------- */
 
-/* 64-bit values stay exact: integer literals of 16+ digits are turned into strings marked with a
- * leading NUL before JSON.parse (a cheap native regex pass; JSON.parse with a reviver is ~6x slower
- * and cannot keep up with 100k events/s). A literal inside a JSON string would make the text
- * invalid, so then the slow exact reviver (JSON.parse source text access) is used instead. */
-const LONG_INT = /([:,[]\s*)(-?\d{16,})(?=\s*[,}\]])/g;
-const BIG = /^\u0000-?\d{16,}$/;
-const isBig = (v) => typeof v === 'string' && v.charCodeAt(0) === 0 && BIG.test(v);
-function exactReviver(k, v, ctx) {
-  if (typeof v === 'number' && !Number.isSafeInteger(v) && ctx && /^-?\d+$/.test(ctx.source)) return '\u0000' + ctx.source;
-  return v;
-}
-function parseEvents(text) {
-  const marked = text.replace(LONG_INT, '$1"\\u0000$2"');
-  if (marked === text) return JSON.parse(text);
-  try { return JSON.parse(marked); } catch { return JSON.parse(text, exactReviver); }
-}
-function jsonText(v, ind = '', step = '  ') {
-  if (v === null || v === undefined) return 'null';
-  switch (typeof v) {
-    case 'number': return Number.isFinite(v) ? String(v) : 'null';
-    case 'boolean': return String(v);
-    case 'string': return isBig(v) ? v.slice(1) : JSON.stringify(v);
-  }
-  const nl = step ? '\n' : '', ni = ind + step, sep = step ? ': ' : ':';
-  if (Array.isArray(v)) {
-    if (!v.length) return '[]';
-    return '[' + nl + v.map((x) => ni + jsonText(x, ni, step)).join(',' + nl) + nl + ind + ']';
-  }
-  const ks = Object.keys(v);
-  if (!ks.length) return '{}';
-  return '{' + nl + ks.map((k) => ni + JSON.stringify(k) + sep + jsonText(v[k], ni, step)).join(',' + nl) + nl + ind + '}';
-}
-const valText = (v) => (v === null || v === undefined ? '' : typeof v === 'object' ? jsonText(v, '', '') : isBig(v) ? v.slice(1) : String(v));
+const { jsonText, valText, isBig } = EtwEvents;
 
 /* ---------- state ---------- */
 
@@ -398,45 +367,26 @@ function shortN(v) {
 
 /* ---------- the event table ---------- */
 
+const CELL = EtwEvents.CELLS; // cell values by column id (web/events.js: the worker sorts by the same)
 const COLS = [
-  { id: 'seq', label: 'Seq', w: '5.5em', on: true, get: (e) => e.seq },
-  { id: 'time', label: 'Time (UTC)', w: '11.5em', on: true, get: (e) => timeOf(e) },
-  { id: 'rel', label: 'Δt (s)', w: '8em', on: false, get: (e) => EtwColumns.relText(e, REL.base), sortGet: (e) => EtwColumns.relNs(e, REL.base) },
-  { id: 'provider', label: 'Provider', w: '9em', on: true, get: (e) => e.System && e.System.Provider && e.System.Provider.Name },
-  { id: 'event', label: 'Event', w: '12em', on: true, get: (e) => e.System && e.System.EventName },
-  { id: 'id', label: 'ID', w: '3.5em', on: true, get: (e) => e.System && e.System.EventID },
-  { id: 'level', label: 'Level', w: '3.5em', on: false, get: (e) => e.System && e.System.Level },
-  { id: 'opcode', label: 'Opcode', w: '4em', on: false, get: (e) => e.System && e.System.Opcode },
-  { id: 'keywords', label: 'Keywords', w: '11em', on: false, get: (e) => e.System && e.System.Keywords },
-  { id: 'pid', label: 'PID', w: '5em', on: true, get: (e) => exe(e).ProcessID },
-  { id: 'tid', label: 'TID', w: '5em', on: true, get: (e) => exe(e).ThreadID },
-  { id: 'cpu', label: 'CPU', w: '3.5em', on: false, get: (e) => exe(e).ProcessorID },
-  { id: 'data', label: 'Data', w: 'minmax(16em, 1fr)', on: true, get: (e) => dataText(e) },
+  { id: 'seq', label: 'Seq', w: '5.5em', on: true, get: CELL.seq },
+  { id: 'time', label: 'Time (UTC)', w: '11.5em', on: true, get: CELL.time },
+  { id: 'rel', label: 'Δt (s)', w: '8em', on: false, get: (e) => EtwColumns.relText(e, REL.base) },
+  { id: 'provider', label: 'Provider', w: '9em', on: true, get: CELL.provider },
+  { id: 'event', label: 'Event', w: '12em', on: true, get: CELL.event },
+  { id: 'id', label: 'ID', w: '3.5em', on: true, get: CELL.id },
+  { id: 'level', label: 'Level', w: '3.5em', on: false, get: CELL.level },
+  { id: 'opcode', label: 'Opcode', w: '4em', on: false, get: CELL.opcode },
+  { id: 'keywords', label: 'Keywords', w: '11em', on: false, get: CELL.keywords },
+  { id: 'pid', label: 'PID', w: '5em', on: true, get: CELL.pid },
+  { id: 'tid', label: 'TID', w: '5em', on: true, get: CELL.tid },
+  { id: 'cpu', label: 'CPU', w: '3.5em', on: false, get: CELL.cpu },
+  { id: 'data', label: 'Data', w: 'minmax(16em, 1fr)', on: true, get: CELL.data },
 ];
 const COLS_DEFAULT = COLS.filter((c) => c.on).map((c) => c.id).join(',');
 const REL = { mode: 'start', base: null }; // the Δt column counts from base ([s, ns]): first event or the selected one
 let WIDTHS = {};                             // column id -> width set by dragging its header edge
 try { WIDTHS = JSON.parse(localStorage.getItem('etwd.widths') || '{}') || {}; } catch { /* defaults */ }
-const exe = (e) => (e.System && e.System.Execution) || {};
-function timeOf(e) {
-  const t = e.System && e.System.TimeCreated;
-  if (typeof t !== 'string') return '';
-  const i = t.indexOf('T');
-  return i >= 0 ? t.slice(i + 1).replace('Z', '') : t;
-}
-function dataText(e) {
-  const d = e.EventData;
-  let s = '';
-  if (d && typeof d === 'object') {
-    for (const k in d) {
-      const v = d[k];
-      s += (s ? ' ' : '') + k + '=' + valText(v);
-      if (s.length > 400) break;
-    }
-  }
-  if (e.Undecoded) s += (s ? ' ' : '') + 'Undecoded: ' + (e.Undecoded.Reason || '');
-  return s;
-}
 const isOlder = (g) => /older than the replay window/.test(g.Reason || '');
 function gapText(g) {
   if (isOlder(g)) return `${fmtN(Number(g.Dropped || 0))} older events not loaded (${g.Layer}: ${g.Reason})`;
@@ -452,17 +402,17 @@ function loadCols(ids) {
   if (!COLS.some((c) => c.on)) COLS.find((c) => c.id === 'data').on = true;
 }
 const ROW_H = 22;
-const ALL = EtwFilter.KEEP_ALL;
+const TICK_MS = 100; // new rows are drawn at most this often (Viewer.ask)
 
 /* Views of the kept events in other files (timeline.js, group.js, …) register here and are told
- * when a viewer opens or closes and when its rows change. The viewer's data for them:
- *   viewer.kept()      the kept rows, oldest first: {n, ev, gap, text} (ev = the parsed event)
- *   viewer.filtered()  the rows passing every predicate (what the table shows)
- *   viewer.setPredicate(name, fn | null)  add/replace/remove a named filter fn(row) → bool;
- *                      the table shows the rows passing all of them (re-filtered in time slices)
- *   viewer.matchExcept(name, row)  passes every predicate but `name` (a view's own)
- *   change(viewer, c): c = {added, removed}: rows appended to / dropped from the front of kept();
- *   or {reset, name}: filtered() was rebuilt (predicate `name` changed, or none: clear/cap).
+ * when a viewer opens or closes and when its rows change. The kept events are in the viewer's
+ * Worker (web/worker.js): a view asks it for what it draws and gets an answer later —
+ *   viewer.call({op: 'timeline' | 'group', …})  bins / counts computed over the kept rows
+ *   viewer.dump('kept' | 'filtered')  the rows themselves, [{n, ev, gap}] (costly: tests)
+ *   viewer.setPredicate(name, data | null)  add/replace/remove a named filter, as data the worker
+ *                      understands (worker.js predOf); the table shows the rows passing all
+ *   change(viewer, c): c = {added, removed} (counts): rows arrived / left by the cap;
+ *   or {reset, name}: the filtered view was rebuilt (predicate `name` changed, or none: clear/cap).
  *   All on the page's main thread. */
 const EventViews = []; // {open(viewer), close(), change(viewer, c)}
 /* a view's toggle button in the viewer's #views bar and its panel below it */
@@ -474,283 +424,156 @@ function installView(v, label, id) {
   $('views-panels').append(panel);
 }
 
+/* The viewer of one session. Its data path runs in a Worker (web/worker.js): the WebSocket, the
+ * parsing, the kept rows, the filters, the sort and the counts are there. This class (main thread)
+ * sends it the user's choices as data and, once per animation frame while something changed, asks
+ * for the rows of the table's visible window and the counts of the status line; it keeps only
+ * those (this.win) and the selected row. */
 class Viewer {
   constructor(id, params) {
     this.id = id;
     this.params = params || { from: '1' };
-    this.filterWords = [];
-    this.preds = new Map(); // name -> fn(row) → bool (see EventViews; 'where' is the field filter)
-    this.job = null;        // a re-filter running in time slices: {next: row n, out: new view}
+    this.filter = '';
+    this.where = '';
+    this.preds = {};        // name -> the filter's data as sent to the worker (see setPredicate)
     this.sort = null;       // {id, dir: 1 | -1} or null (arrival order)
-    this.older = 0;         // events before the server's replay window (not loaded)
-    this.t0 = null;         // time of the first event received ([s, ns]), base of Δt
-    this.rows = [];         // retained rows (oldest first), each {n, ev, gap, text}
-    this.view = this.rows;  // rows passing the text filter (this.rows itself when no filter)
-    this.incoming = [];     // received, not yet added (flushed in requestAnimationFrame)
-    this.held = [];         // received while paused
-    this.heldDropped = 0;
-    this.n = 0;             // rows ever received
-    this.discarded = 0;     // rows dropped by the cap
-    this.received = 0; this.gaps = 0; this.gapDropped = 0; this.lastSeq = 0;
+    this.st = { kept: 0, shown: 0, filtered: false, received: 0, gaps: 0, gapDropped: 0, older: 0, discarded: 0, held: 0, heldDropped: 0, lastSeq: 0, t0: null, n: 0 };
+    this.total = 0;         // rows in the filtered view
+    this.win = { first: 0, rows: [] }; // the rows of the view around the visible ones
+    this.selIdx = -1;       // the selected row's index in the view (-1: none or not in it)
     this.cap = Number($('cap').value);
     this.paused = false;
-    this.filter = '';
-    this.sel = null;        // selected row object
+    this.sel = null;        // selected row {n, ev, gap}
     this.pool = [];
     this.raf = 0;
+    this.asking = false;    // a 'win' request is out
+    this.lastWin = 0;       // when the last one was answered
+    this.tickTimer = 0;
+    this.again = false;     // ask again when it is answered
     this.closed = false;
-    this.ws = null;
+    this.calls = new Map(); // id -> resolve of a request
+    this.callId = 0;
     this.rateWin = [];      // [time, received] for the client-side rate
     this.progScroll = false;
     $('grid').scrollTop = 0;
+    const u = new URL(`/api/v1/sessions/${id}/events`, location.href);
+    u.protocol = location.protocol === 'https:' ? 'wss:' : 'ws:';
+    for (const [k, v] of Object.entries(this.params)) if (v) u.searchParams.set(k, v);
+    this.worker = new Worker('/worker.js');
+    this.worker.onmessage = (e) => this.onMessage(e.data);
+    this.worker.onerror = (e) => this.setConn('the page\'s worker failed: ' + (e.message || 'error'));
+    this.setConn('connecting…');
+    this.post({ op: 'open', session: id, url: u.href, cap: this.cap });
     this.setCols();
-    this.schedule();
-    this.connect(false);
     for (const v of EventViews) v.open(this);
   }
 
-  kept() { return this.rows; }
-  filtered() { return this.view; }
+  /* counts mirrored from the worker (bench/page_busy.mjs and the tests read them) */
+  get received() { return this.st.received; }
+  get gaps() { return this.st.gaps; }
+  get gapDropped() { return this.st.gapDropped; }
+  get discarded() { return this.st.discarded; }
+  get older() { return this.st.older; }
+  get lastSeq() { return this.st.lastSeq; }
+  get t0() { return this.st.t0; }
+
+  post(m) { if (!this.closed) this.worker.postMessage(m); }
+  /* a request with an answer: {op: 'group' | 'timeline' | 'export' | 'fields' | 'dump' | 'ping', …} */
+  call(m) {
+    if (this.closed) return new Promise(() => {});
+    const id = ++this.callId;
+    return new Promise((ok) => { this.calls.set(id, ok); this.post(Object.assign({ id }, m)); });
+  }
+  /* the kept rows or the filtered view, [{n, ev, gap}] (tests, other views) */
+  dump(what) { return this.call({ op: 'dump', what }); }
+  /* resolves when the worker has handled every message sent before and the page drew it */
+  async settled() {
+    await this.call({ op: 'ping' });
+    this.ask();
+    while (this.raf || this.asking || this.again) await new Promise((ok) => setTimeout(ok, 10));
+    await new Promise((ok) => requestAnimationFrame(() => requestAnimationFrame(ok)));
+  }
   notify(c) { for (const v of EventViews) v.change(this, c); }
 
-  /* ----- stream ----- */
-  connect(resume) {
+  onMessage(m) {
     if (this.closed) return;
-    const u = new URL(`/api/v1/sessions/${this.id}/events`, location.href);
-    u.protocol = location.protocol === 'https:' ? 'wss:' : 'ws:';
-    for (const [k, v] of Object.entries(this.params)) if (v) u.searchParams.set(k, v);
-    if (resume && this.lastSeq) u.searchParams.set('from', String(this.lastSeq + 1));
-    this.setConn('connecting…');
-    let ws;
-    try { ws = new WebSocket(u.href); } catch (e) { this.setConn('cannot connect: ' + e.message); return; }
-    this.ws = ws;
-    ws.onopen = () => { if (this.ws === ws) { this.setConn('streaming'); this.retry = 0; } };
-    ws.onmessage = (m) => { if (this.ws === ws) this.onFrame(m.data); };
-    ws.onclose = async (c) => {
-      if (this.ws !== ws) return;
-      this.ws = null;
-      if (this.closed) return;
-      if (c.code === 1000) {
-        this.setConn(`stream ended${c.reason ? ': ' + c.reason : ''}`);
-        return;
-      }
-      // an abnormal close: reconnect (from the next sequence number) only while the session runs
-      let s = S.sessions.get(this.id);
-      try { s = await api('GET', `/api/v1/sessions/${this.id}`); } catch { /* keep the last known state */ }
-      if (this.closed || this.ws) return;
-      const live = s && (s.state === 'running' || s.state === 'pending');
-      if (live && (this.retry || 0) < 10) {
-        this.retry = (this.retry || 0) + 1;
-        this.setConn(`stream closed (${c.code}); reconnecting…`);
-        this.retryTimer = setTimeout(() => this.connect(true), 1000 * this.retry);
-      } else {
-        this.setConn(`stream closed${s ? ' (session ' + s.state + ')' : ''}`);
-      }
-    };
+    switch (m.op) {
+      case 'tick': this.ask(true); break;
+      case 'conn': this.setConn(m.text); break;
+      case 'reset': this.notify({ reset: true, name: m.name }); break;
+      case 'reply': { const ok = this.calls.get(m.id); this.calls.delete(m.id); if (ok) ok(m.res); break; }
+      case 'win': this.onWin(m); break;
+    }
   }
-  disconnect() {
-    clearTimeout(this.retryTimer);
-    const ws = this.ws;
-    this.ws = null;
-    if (ws) try { ws.close(); } catch { /* closing */ }
+  /* ask for the visible window at the next animation frame (one request at a time); new rows
+   * (a tick) are shown at most every TICK_MS — no one reads 50k rows a second, and each redraw of
+   * the table costs the main thread style, layout and paint — the user's own moves at once */
+  ask(fromTick) {
+    if (this.asking) { this.again = true; return; }
+    if (this.raf || this.closed) return;
+    const wait = fromTick ? TICK_MS - (performance.now() - this.lastWin) : 0;
+    if (wait > 0) { if (!this.tickTimer) this.tickTimer = setTimeout(() => { this.tickTimer = 0; this.ask(false); }, wait); return; }
+    this.raf = requestAnimationFrame(() => {
+      this.raf = 0;
+      const grid = $('grid');
+      const count = Math.ceil(grid.clientHeight / ROW_H) + 1;
+      const tail = $('autoscroll').checked && !this.paused;
+      const first = Math.max(0, Math.floor(grid.scrollTop / ROW_H) - count);
+      this.asking = true;
+      this.again = false;
+      this.post({ op: 'win', first, count: tail ? count : 3 * count, tail, sel: this.sel ? this.sel.n : -1 });
+    });
+  }
+  onWin(m) {
+    this.asking = false;
+    this.lastWin = performance.now();
+    const prev = this.st;
+    this.st = m.st;
+    this.total = m.total;
+    this.win = { first: m.first, rows: m.rows };
+    this.selIdx = m.selIdx;
+    if (this.sel && m.selIdx < 0 && this.st.kept && this.sel.n < this.st.n - this.st.kept) this.sel = null; // dropped by the cap
+    if (this.st.t0 && !prev.t0 && REL.mode === 'start') REL.base = this.st.t0;
+    if (m.st.n !== prev.n || m.st.kept !== prev.kept) this.notify({ added: m.st.n - prev.n, removed: Math.max(0, prev.kept + m.st.n - prev.n - m.st.kept) });
+    this.render(true);
+    if (this.again) { this.again = false; this.ask(true); }
   }
   setConn(t) { $('viewer-conn').textContent = t; }
 
-  onFrame(text) {
-    let arr;
-    try { arr = parseEvents(text); } catch { return; }
-    if (!Array.isArray(arr)) arr = [arr];
-    const dst = this.paused ? this.held : this.incoming;
-    for (const ev of arr) {
-      // every field set here (one object shape for all rows: faster loops over 200k of them);
-      // t, lk, lm are timeline.js's caches (time in ms, lane key, lane mode)
-      const row = { n: 0, ev, gap: ev && ev.Gap ? ev.Gap : null, text: null, t: undefined, lk: null, lm: null };
-      if (row.gap) {
-        if (isOlder(row.gap)) this.older += Number(row.gap.Dropped || 0);
-        else { this.gaps++; this.gapDropped += Number(row.gap.Dropped || 0); }
-      } else if (typeof ev.seq === 'number') this.lastSeq = ev.seq;
-      if (!this.t0 && !row.gap) { this.t0 = EtwExport.timeOf(ev); if (REL.mode === 'start') REL.base = this.t0; }
-      this.received++;
-      dst.push(row);
-    }
-    if (this.paused && this.held.length > this.cap) {
-      const d = this.held.length - this.cap;
-      this.held.splice(0, d);
-      this.heldDropped += d;
-    } else if (this.incoming.length > 2 * this.cap) {
-      // no animation frames in a background tab: keep what the table would keep anyway
-      const d = this.incoming.length - this.cap;
-      this.incoming.splice(0, d);
-      this.discarded += d;
-    }
-    this.schedule();
-  }
+  /* tests: a frame as if the socket had sent it */
+  onFrame(text) { this.post({ op: 'inject', text }); }
 
-  schedule() {
-    if (!this.raf && !this.closed) this.raf = requestAnimationFrame(() => { this.raf = 0; this.flush(); });
-  }
-
-  flush() {
-    if (this.closed) return;
-    const inc = this.incoming;
-    if (inc.length) {
-      this.incoming = [];
-      for (const r of inc) r.n = this.n++;
-      const rows = this.rows;
-      for (let i = 0; i < inc.length; i++) rows.push(inc[i]);
-      let gone = [];
-      if (rows.length > this.cap) {
-        const d = rows.length - this.cap;
-        gone = rows.splice(0, d);
-        this.discarded += d;
-      }
-      let added = inc;
-      if (gone.length && gone[gone.length - 1].n >= inc[0].n) { // more new rows than the cap
-        added = inc.filter((r) => r.n >= rows[0].n);
-        gone = gone.filter((r) => r.n < inc[0].n);
-      }
-      if (this.job) { /* a running re-filter reaches the new rows itself (and sorts at its end) */ }
-      else if (this.sort) this.mergeSorted(added);
-      else if (this.view !== rows) {
-        const first = rows.length ? rows[0].n : this.n;
-        let k = 0;
-        while (k < this.view.length && this.view[k].n < first) k++;
-        if (k) this.view.splice(0, k);
-        for (const r of added) if (this.match(r)) this.view.push(r);
-      }
-      this.notify({ added, removed: gone });
-      if (this.sel && this.rows.length && this.sel.n < this.rows[0].n) this.sel = null;
-    }
-    this.render(true);
-  }
-
-  /* a row is shown when it passes every named predicate: text (the free-text words, in what
-   * EtwFilter.textOf shows: never seq or time), where (the field filter), time, group (views) */
-  match(r) {
-    for (const p of this.preds.values()) if (!p(r)) return false;
-    return true;
-  }
-  matchExcept(name, r) { // every predicate but one view's own (its counts then show the other choices)
-    for (const [k, p] of this.preds) if (k !== name && !p(r)) return false;
-    return true;
-  }
-  textMatch(r) {
-    if (!r.text) r.text = EtwFilter.textOf(r.ev); // lower case; never seq, time or keywords
-    for (const w of this.filterWords) if (!r.text.includes(w)) return false;
-    return true;
-  }
   setFilter(f) {
     this.filter = f.trim().toLowerCase();
-    this.filterWords = this.filter.split(/\s+/).filter(Boolean);
-    if (!this.filterWords.length) for (const r of this.rows) r.text = null; // the texts cost memory (and GC time)
-    this.setPredicate('text', this.filterWords.length ? (r) => this.textMatch(r) : null);
+    this.setPredicate('text', this.filter || null);
   }
-  /* the field filter (web/filter.js compile(): a predicate on the event; KEEP_ALL = none) */
-  setWhere(pred) { this.setPredicate('where', pred && pred !== ALL ? (r) => pred(r.ev) : null); }
-  setPredicate(name, fn) {
-    if (fn) this.preds.set(name, fn); else this.preds.delete(name);
-    this.refilter(name);
+  /* the field filter's expression (web/filter.js; the worker compiles it too) */
+  setWhere(expr) { this.where = (expr || '').trim(); this.setPredicate('where', this.where || null); }
+  /* a named filter as data (the worker applies it): text (words), where (an expression), time
+   * ([a, b] ms, the timeline's range), group ({by, path, key}); null removes it */
+  setPredicate(name, value) {
+    if (value === null || value === undefined) delete this.preds[name]; else this.preds[name] = value;
+    this.post({ op: 'pred', name, value: value ?? null });
   }
-
-  /* Rebuilds the filtered view in slices of ~8 ms (a click on a filter is answered at once and
-   * no long task blocks the page at 200k rows); rows arriving meanwhile are covered by the job.
-   * A sorted view is sorted when the job ends. */
-  refilter(name) {
-    if (!this.preds.size) {
-      this.job = null;
-      this.view = this.sort ? this.rows.slice().sort(this.sortCmp()) : this.rows;
-      this.notify({ reset: true, name }); this.render(true); return;
-    }
-    const job = { next: this.rows.length ? this.rows[0].n : this.n, out: [], name };
-    this.job = job;
-    this.view = job.out;
-    this.runJob(job);
-  }
-  runJob(job) {
-    if (this.job !== job || this.closed) return;
-    const t0 = performance.now(), rows = this.rows;
-    for (;;) {
-      const base = rows.length ? rows[0].n : this.n;
-      let i = Math.max(0, job.next - base);
-      const end = Math.min(rows.length, i + 250);
-      for (; i < end; i++) if (this.match(rows[i])) job.out.push(rows[i]);
-      job.next = base + i;
-      if (i >= rows.length) break;
-      if (performance.now() - t0 > 8) { setTimeout(() => this.runJob(job), 0); this.render(false); return; }
-    }
-    const first = rows.length ? rows[0].n : this.n;
-    let k = 0;
-    while (k < job.out.length && job.out[k].n < first) k++;
-    if (k) job.out.splice(0, k);
-    if (this.sort) job.out.sort(this.sortCmp());
-    this.job = null;
-    this.notify({ reset: true, name: job.name });
-    this.render(true);
-  }
-  /* the sort order changes the view's order only (not which rows pass): no re-filter, no notify */
   setSort(sort) {
     this.sort = sort;
     this.setCols();
-    if (!this.job) {
-      if (sort) this.view = (this.view === this.rows ? this.rows.slice() : this.view).sort(this.sortCmp());
-      else if (!this.preds.size) this.view = this.rows;
-      else this.view.sort((a, b) => a.n - b.n);
-    }
-    this.render(true);
+    this.post({ op: 'sort', sort, relBase: REL.base });
   }
-  sortCmp() {
-    const c = COLS.find((x) => x.id === this.sort.id);
-    const get = c ? c.sortGet || c.get : () => undefined, d = this.sort.dir;
-    return (a, b) => (a.gap || b.gap ? (a.gap ? 1 : 0) - (b.gap ? 1 : 0) : d * EtwColumns.compare(get(a.ev), get(b.ev))) || a.n - b.n;
-  }
-  /* sorted view: drop rows the cap discarded, merge the new matching rows in (one pass) */
-  mergeSorted(inc) {
-    const first = this.rows.length ? this.rows[0].n : this.n;
-    let v = this.view === this.rows ? this.rows.slice() : this.view;
-    if (v.length && v.some((r) => r.n < first)) v = v.filter((r) => r.n >= first);
-    const cmp = this.sortCmp();
-    const add = inc.filter((r) => r.n >= first && this.match(r)).sort(cmp);
-    if (!add.length) { this.view = v; return; }
-    const out = new Array(v.length + add.length);
-    let i = 0, j = 0, k = 0;
-    while (i < v.length && j < add.length) out[k++] = cmp(v[i], add[j]) <= 0 ? v[i++] : add[j++];
-    while (i < v.length) out[k++] = v[i++];
-    while (j < add.length) out[k++] = add[j++];
-    this.view = out;
-  }
-
   setPaused(p) {
     this.paused = p;
     const b = $('pause');
     b.textContent = p ? 'Resume' : 'Pause';
     b.setAttribute('aria-pressed', String(p));
-    if (!p) {
-      for (const r of this.held) this.incoming.push(r);
-      this.held = [];
-      this.heldDropped = 0;
-      this.schedule();
-    }
+    this.post({ op: 'pause', on: p });
     this.render(false);
   }
-
   clear() {
-    this.rows.length = 0;
-    this.view = this.rows;
-    this.held = []; this.incoming = []; this.heldDropped = 0;
-    this.discarded = 0; this.sel = null; this.older = 0;
-    this.setFilter($('text-filter').value);
+    this.sel = null;
+    this.post({ op: 'clear' });
     this.showDetail();
   }
-
-  setCap(c) {
-    this.cap = c;
-    if (this.rows.length > c) {
-      const d = this.rows.length - c;
-      this.rows.splice(0, d);
-      this.discarded += d;
-      this.setFilter($('text-filter').value);
-    } else this.render(false);
-  }
+  setCap(c) { this.cap = c; this.post({ op: 'cap', cap: c }); }
 
   setCols() {
     this.cols = COLS.filter((c) => c.on);
@@ -772,11 +595,11 @@ class Viewer {
     this.render(false);
   }
 
-  /* ----- rendering: only the visible rows exist in the DOM ----- */
+  /* ----- rendering: only the visible rows exist in the DOM; rows outside the window the worker
+   * sent are asked for (and drawn empty until they come) ----- */
   render(fromData) {
     const grid = $('grid');
-    const view = this.view;
-    const total = view.length;
+    const total = this.total;
     $('grid-body').style.height = total * ROW_H + 'px';
     grid.setAttribute('aria-rowcount', String(total + 1));
     if (fromData && $('autoscroll').checked && !this.paused) {
@@ -786,27 +609,32 @@ class Viewer {
     const top = grid.scrollTop;
     const first = Math.max(0, Math.floor(top / ROW_H));
     const count = Math.min(total - first, Math.ceil(grid.clientHeight / ROW_H) + 1);
+    const w = this.win;
+    if (count > 0 && (first < w.first || first + count > w.first + w.rows.length)) this.ask();
     const wrap = $('grid-rows');
     wrap.style.transform = `translateY(${first * ROW_H}px)`;
     while (this.pool.length < Math.max(0, count)) {
       const r = h('div', { class: 'grid-row', role: 'row' });
       for (let i = 0; i < this.cols.length; i++) r.append(h('span', { role: 'gridcell' }));
-      r.addEventListener('click', () => { if (r._row) this.select(r._row, false); });
+      r.addEventListener('click', () => { if (r._row) this.select(r._row, r._idx, false); });
       this.pool.push(r);
       wrap.append(r);
     }
+    const seln = this.sel ? this.sel.n : -1;
     for (let i = 0; i < this.pool.length; i++) {
       const el = this.pool[i];
-      if (i >= count) { el.hidden = true; el._row = null; continue; }
-      const row = view[first + i];
+      const row = i < count ? w.rows[first + i - w.first] : undefined;
+      if (!row) { el.hidden = i >= count; el._row = null; if (!el.hidden) for (const c of el.children) c.textContent = ''; continue; }
       el.hidden = false;
+      el._idx = first + i;
       el.setAttribute('aria-rowindex', String(first + i + 2));
-      if (el._row === row && el._cols === this.cols) { el.classList.toggle('sel', row === this.sel); continue; }
+      const isSel = row.n === seln;
+      if (el._row && el._row.n === row.n && el._cols === this.cols) { el.classList.toggle('sel', isSel); continue; }
       el._row = row;
       el._cols = this.cols;
-      el.classList.toggle('sel', row === this.sel);
-      el.id = row === this.sel ? 'ev-selected' : '';
-      el.setAttribute('aria-selected', String(row === this.sel));
+      el.classList.toggle('sel', isSel);
+      el.id = isSel ? 'ev-selected' : '';
+      el.setAttribute('aria-selected', String(isSel));
       const cells = el.children;
       if (row.gap) {
         el.classList.add('gap');
@@ -829,37 +657,37 @@ class Viewer {
   }
 
   status() {
-    const now = performance.now();
-    this.rateWin.push([now, this.received]);
+    const st = this.st, now = performance.now();
+    this.rateWin.push([now, st.received]);
     while (this.rateWin.length > 2 && now - this.rateWin[0][0] > 2000) this.rateWin.shift();
     const [t0, r0] = this.rateWin[0];
-    const rate = now - t0 > 200 ? ((this.received - r0) * 1000) / (now - t0) : 0;
-    const shown = (!this.preds.size ? `${fmtN(this.rows.length)} rows` : `${fmtN(this.view.length)} of ${fmtN(this.rows.length)} rows match`) +
-      (this.job ? ` (filtering: ${Math.round((100 * (this.job.next - (this.rows.length ? this.rows[0].n : 0))) / Math.max(1, this.rows.length))}%)` : '');
-    $('ev-status').textContent = `${shown} · ${fmtN(this.received)} received · ${fmtN(Math.round(rate))}/s in this page` +
-      (this.gaps ? ` · ${fmtN(this.gapDropped)} dropped for this page in ${fmtN(this.gaps)} gap${this.gaps === 1 ? '' : 's'}` : '') +
-      (this.older ? ` · ${fmtN(this.older)} older events not loaded` : '');
+    const rate = now - t0 > 200 ? ((st.received - r0) * 1000) / (now - t0) : 0;
+    const shown = !st.filtered ? `${fmtN(st.kept)} rows` : `${fmtN(this.total)} of ${fmtN(st.kept)} rows match`;
+    $('ev-status').textContent = `${shown} · ${fmtN(st.received)} received · ${fmtN(Math.round(rate))}/s in this page` +
+      (st.gaps ? ` · ${fmtN(st.gapDropped)} dropped for this page in ${fmtN(st.gaps)} gap${st.gaps === 1 ? '' : 's'}` : '') +
+      (st.older ? ` · ${fmtN(st.older)} older events not loaded` : '');
     const on = $('older-notice');
-    if (on.hidden !== !this.older) {
-      on.hidden = !this.older;
+    if (on.hidden !== !st.older) {
+      on.hidden = !st.older;
       const s = S.sessions.get(this.id);
-      $('older-text').textContent = `${fmtN(this.older)} older events not loaded: they are no longer in the server's replay window (--replay-kb)` +
+      $('older-text').textContent = `${fmtN(st.older)} older events not loaded: they are no longer in the server's replay window (--replay-kb)` +
         (s && s.recording ? '; the session\'s recording holds them.' : '.') + ' Another start:';
-      if (!$('older-from').value) $('older-from').value = String(this.older + 1);
+      if (!$('older-from').value) $('older-from').value = String(st.older + 1);
     }
     const cn = $('cap-notice');
-    cn.hidden = !this.discarded;
-    if (this.discarded) cn.textContent = `Only the last ${fmtN(this.cap)} rows are kept: ${fmtN(this.discarded)} older rows were discarded from this table.`;
+    cn.hidden = !st.discarded;
+    if (st.discarded) cn.textContent = `Only the last ${fmtN(this.cap)} rows are kept: ${fmtN(st.discarded)} older rows were discarded from this table.`;
     const pn = $('pause-notice');
     pn.hidden = !this.paused;
-    if (this.paused) pn.textContent = `Paused: ${fmtN(this.held.length)} new events held` + (this.heldDropped ? `, ${fmtN(this.heldDropped)} dropped while paused` : '') + '. Resume to add them.';
+    if (this.paused) pn.textContent = `Paused: ${fmtN(st.held)} new events held` + (st.heldDropped ? `, ${fmtN(st.heldDropped)} dropped while paused` : '') + '. Resume to add them.';
   }
 
-  select(row, scroll) {
+  /* select the row at index idx of the view (row: that row when known) */
+  select(row, idx, scroll) {
     this.sel = row;
+    this.selIdx = row ? idx : -1;
     if (REL.mode === 'sel') REL.base = row && !row.gap ? EtwExport.timeOf(row.ev) : this.t0;
-    const idx = this.view.indexOf(row);
-    if (scroll && idx >= 0) {
+    if (scroll && row && idx >= 0) {
       const grid = $('grid');
       const y = idx * ROW_H;
       if (y < grid.scrollTop) grid.scrollTop = y;
@@ -869,6 +697,16 @@ class Viewer {
     this.render(false);
     this.showDetail();
   }
+  /* select by index in the view (keys, tests): the row comes from the window, else is asked for */
+  async selectAt(i, scroll = true) {
+    if (i < 0 || i >= this.total) return;
+    let row = this.win.rows[i - this.win.first];
+    if (!row) {
+      const rows = await this.call({ op: 'dump', what: 'filtered', first: i, count: 1 });
+      row = rows[0];
+    }
+    if (row) this.select(row, i, scroll);
+  }
   showDetail() {
     const r = this.sel;
     $('detail').textContent = !r ? 'Select a row (click, or arrow keys in the table).' : jsonText(r.ev);
@@ -876,23 +714,23 @@ class Viewer {
   }
 
   key(e) {
-    const v = this.view;
-    if (!v.length) return;
-    let i = this.sel ? v.indexOf(this.sel) : -1;
+    const n = this.total;
+    if (!n) return;
+    let i = this.sel ? this.selIdx : -1;
     const page = Math.max(1, Math.floor($('grid').clientHeight / ROW_H) - 1);
     switch (e.key) {
-      case 'ArrowDown': i = Math.min(v.length - 1, i + 1); break;
-      case 'ArrowUp': i = i < 0 ? v.length - 1 : Math.max(0, i - 1); break;
-      case 'PageDown': i = Math.min(v.length - 1, i + page); break;
+      case 'ArrowDown': i = Math.min(n - 1, i + 1); break;
+      case 'ArrowUp': i = i < 0 ? n - 1 : Math.max(0, i - 1); break;
+      case 'PageDown': i = Math.min(n - 1, i + page); break;
       case 'PageUp': i = Math.max(0, i - page); break;
       case 'Home': i = 0; break;
-      case 'End': i = v.length - 1; break;
-      case 'Escape': this.sel = null; for (const el of this.pool) el._row = null; this.render(false); this.showDetail(); return;
+      case 'End': i = n - 1; break;
+      case 'Escape': this.sel = null; this.selIdx = -1; for (const el of this.pool) el._row = null; this.render(false); this.showDetail(); return;
       default: return;
     }
     e.preventDefault();
     if (e.key !== 'End') setAutoscroll(false);
-    this.select(v[i], true);
+    this.selectAt(i, true);
   }
 
   onScroll() {
@@ -923,10 +761,11 @@ class Viewer {
   }
 
   close() {
+    this.post({ op: 'close' });
     this.closed = true;
+    this.worker.terminate();
     cancelAnimationFrame(this.raf);
-    this.disconnect();
-    this.job = null;
+    clearTimeout(this.tickTimer);
     for (const v of EventViews) v.close(this);
     for (const el of this.pool) el.remove();
     this.pool = [];
@@ -947,7 +786,7 @@ function openViewer(id, params) {
   if (!params) $('stream-form').reset();
   S.viewer = new Viewer(id, params);
   if (!schemaFields.has(id)) loadSchemaFields(id).catch(() => {});
-  try { S.viewer.setWhere(EtwFilter.compile($('field-filter').value)); } catch { /* the box shows the error */ }
+  try { EtwFilter.compile($('field-filter').value); S.viewer.setWhere($('field-filter').value); } catch { /* the box shows the error */ }
   S.viewer.setFilter($('text-filter').value);
   S.viewer.onSession(s);
   for (const [rid, tr] of S.rows) tr.classList.toggle('open', rid === id);

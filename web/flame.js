@@ -6,98 +6,62 @@
  * adds `stack == "frame"` to the Where filter (web/filter.js), so the table — and this graph —
  * keep the events whose stack contains it.
  *
- * The tree ({name, n: events through it, self: events ending in it, kids}) is kept up to date as
- * rows arrive and leave (a row counted is remembered, so it is taken off exactly once), rebuilt in
- * ~8 ms slices when a filter changes, bounded at MAX_NODES frames (stacks beyond are counted and
- * reported, not drawn), and painted at most 4 times a second, only while the panel is open.
- * Main thread only; uses app.js's h(), $(), fmtN(), EventViews and tools.js's applyWhere(). */
+ * The tree ({name, n: events through it, self: events ending in it, kids}) is built by the viewer's
+ * Worker over the rows passing every filter (web/worker.js 'flame': bounded at 200k frames, stacks
+ * beyond are counted and reported, not drawn), asked again at most 4 times a second while rows
+ * arrive and at once when a filter changes, only while the panel is open; the page rebuilds it
+ * from the flat answer and paints it. Main thread only; uses app.js's h(), $(), fmtN(),
+ * EventViews and tools.js's applyWhere(). */
 'use strict';
 
 const Flame = (() => {
-  const ROW = 18, MAX_NODES = 200000, MAX_DEPTH = 256, MIN_W = 0.5;
+  const ROW = 18, MAX_NODES = 200000, MAX_DEPTH = 256, MIN_W = 0.5; // MAX_NODES: worker.js FLAME_MAX
   const node = (name) => ({ name, n: 0, self: 0, kids: new Map(), order: null }); // order: kids sorted by name (cached)
   const F = {
     viewer: null, acc: null, job: null, dirty: true, timer: 0, el: null,
-    queue: [], qi: 0, qtimer: 0, // rows that arrived, counted in slices (drain)
     zoom: [],  // the zoomed frame: its path of names from the root (empty: all)
     rects: [], // what was painted, for hit tests: {x, y, w, node, up (parent rect index), depth}
     hover: -1, lastMs: 0,
   };
-  const newAcc = () => ({ root: node('all'), nodes: 0, dropped: 0, counted: new WeakSet() });
 
-  /* ----- counting ----- */
-  function add(r, acc) {
-    if (r.gap || !F.viewer.match(r)) return;
-    const names = EtwStacks.names(r.ev);
-    if (!names) return;
-    let nd = acc.root, d = 0;
-    while (d < names.length && nd.kids.has(names[d])) nd = nd.kids.get(names[d++]);
-    if (acc.nodes + names.length - d > MAX_NODES) { acc.dropped++; return; }
-    nd = acc.root;
-    nd.n++;
-    for (const nm of names) {
-      let k = nd.kids.get(nm);
-      if (!k) { nd.kids.set(nm, (k = node(nm))); nd.order = null; acc.nodes++; }
-      k.n++;
-      nd = k;
+  /* ----- the tree, from the worker ----- */
+  /* the worker's flat pre-order answer → {root, nodes, dropped, shown} */
+  function treeOf(res) {
+    const all = new Array(res.name.length);
+    for (let i = 0; i < all.length; i++) {
+      const nd = (all[i] = node(res.name[i]));
+      nd.n = res.n[i];
+      nd.self = res.self[i];
+      if (res.up[i] >= 0) all[res.up[i]].kids.set(nd.name, nd);
     }
-    nd.self++;
-    acc.counted.add(r);
+    return { root: all[0], nodes: res.nodes, dropped: res.dropped, shown: res.shown };
   }
-  function remove(r, acc) {
-    if (!acc.counted.has(r)) return;
-    acc.counted.delete(r);
-    const names = EtwStacks.names(r.ev);
-    let nd = acc.root;
-    nd.n--;
-    for (let d = 0; d < names.length; d++) {
-      const k = nd.kids.get(names[d]);
-      if (--k.n === 0) { nd.kids.delete(names[d]); nd.order = null; acc.nodes -= names.length - d; return; }
-      nd = k;
-    }
-    nd.self--;
-  }
-  /* rows that arrived: counted in slices of ~8 ms (a burst of 20k rows never blocks the page);
-   * a row that left before its turn is skipped (remove() ignores it: it was never counted) */
-  function drain() {
-    F.qtimer = 0;
-    if (!F.acc || F.job || F.dirty) { F.queue = []; F.qi = 0; return; }
-    const rows = F.viewer.kept(), first = rows.length ? rows[0].n : Infinity, t0 = performance.now();
-    const q = F.queue;
-    while (F.qi < q.length) {
-      const end = Math.min(q.length, F.qi + 500);
-      for (; F.qi < end; F.qi++) if (q[F.qi].n >= first) add(q[F.qi], F.acc);
-      if (performance.now() - t0 > 8) break;
-    }
-    F.slowest = Math.max(F.slowest || 0, performance.now() - t0);
-    if (F.qi < q.length) { F.qtimer = setTimeout(drain, 0); return; }
-    F.queue = []; F.qi = 0;
-    schedule(Math.max(250, 10 * F.lastMs));
-  }
-
-  /* a recount of the rows the table shows, in slices of ~8 ms; rows arriving meanwhile are
-   * reached by the job, rows it counted that leave are taken off by change() */
+  /* a recount by the worker; paints when it is answered (changes meanwhile ask again later) */
   function startRecount() {
-    const rows = F.viewer ? F.viewer.kept() : [];
-    F.job = { next: rows.length ? rows[0].n : 0, acc: newAcc() };
+    const v = F.viewer;
+    if (!v) return;
+    const job = (F.job = {}), asked = performance.now();
     F.dirty = false;
-    runRecount(F.job);
+    v.call({ op: 'flame' }).then((res) => {
+      if (F.job !== job) return;
+      F.job = null;
+      const t0 = performance.now();
+      F.askMs = t0 - asked;
+      F.acc = treeOf(res);
+      F.slowest = Math.max(F.slowest || 0, performance.now() - t0);
+      if (F.dirty) schedule(pause()); // (before paint: it would ask at once)
+      paint();
+    });
   }
-  function runRecount(job) {
-    if (F.job !== job || !F.viewer) return;
-    const rows = F.viewer.kept(), t0 = performance.now();
-    for (;;) {
-      const base = rows.length ? rows[0].n : job.next;
-      let i = Math.max(0, job.next - base);
-      const end = Math.min(rows.length, i + 1000);
-      for (; i < end; i++) add(rows[i], job.acc);
-      job.next = base + i;
-      if (i >= rows.length) break;
-      if (performance.now() - t0 > 8) { setTimeout(() => runRecount(job), 0); return; }
-    }
-    F.job = null;
-    F.acc = job.acc;
-    paint();
+  /* the wait before a recount while rows arrive: at least 250 ms, and the worker busy with the
+   * graph at most a third of the time, the page's paint a tenth */
+  const pause = () => Math.max(250, 10 * F.lastMs, 2 * (F.askMs || 0));
+  /* the timer's work: a recount when something changed, else a paint */
+  function refresh() {
+    F.timer = 0;
+    if (!F.el || F.el.panel.hidden) return;
+    if ((F.dirty || !F.acc) && !F.job) startRecount();
+    else if (!F.job) paint();
   }
 
   /* ----- DOM ----- */
@@ -162,7 +126,7 @@ const Flame = (() => {
   /* ----- painting ----- */
   function schedule(ms) {
     if (F.timer || !F.el || F.el.panel.hidden) return;
-    F.timer = setTimeout(() => { F.timer = 0; paint(); }, ms);
+    F.timer = setTimeout(refresh, ms);
   }
   /* the zoomed node and its ancestors (as far as the path still exists) */
   function focusChain() {
@@ -183,11 +147,9 @@ const Flame = (() => {
   }
 
   function paint() {
-    clearTimeout(F.timer);
-    F.timer = 0;
     if (!F.el || F.el.panel.hidden) return;
-    if (F.dirty || !F.acc) { if (!F.job) startRecount(); return; } // runRecount paints when done
-    if (F.job) return;
+    if (!F.acc) { if (!F.job) startRecount(); return; } // it paints when answered
+    if (F.dirty && !F.job) schedule(0); // (paints what it has meanwhile)
     const t0 = performance.now();
     const cv = F.el.cv, chain = focusChain(), focus = chain[chain.length - 1];
     const dpr = window.devicePixelRatio || 1, W = Math.max(50, F.W || (F.W = cv.clientWidth));
@@ -246,10 +208,8 @@ const Flame = (() => {
         g.restore();
       }
     });
-    const acc = F.acc, v = F.viewer;
-    let shown = 0;
-    if (v) for (const r of v.filtered()) if (!r.gap) shown++;
-    const info = `${fmtN(acc.root.n)} of ${fmtN(shown)} events in the table have a stack · ${fmtN(acc.nodes)} frames` +
+    const acc = F.acc;
+    const info = `${fmtN(acc.root.n)} of ${fmtN(acc.shown)} events in the table have a stack · ${fmtN(acc.nodes)} frames` +
       (acc.dropped ? ` · ${fmtN(acc.dropped)} stacks not drawn (more than ${fmtN(MAX_NODES)} frames)` : '') +
       (F.zoom.length ? ` · zoomed to ${focus.name}: ${fmtN(focus.n)} events (${pct(focus.n, acc.root.n)})` : '');
     $('fg-info').textContent = info;
@@ -296,20 +256,9 @@ const Flame = (() => {
     close(v) { if (F.viewer === v) { F.viewer = null; F.job = null; F.acc = null; F.rects = []; } },
     change(v, c) {
       if (v !== F.viewer) return;
-      const t0 = performance.now();
-      if (c.reset) F.dirty = true;
-      else if (F.job) { for (const r of c.removed) if (r.n < F.job.next) remove(r, F.job.acc); }
-      else if (!F.dirty && F.acc) {
-        if (F.el.panel.hidden) F.dirty = true; // recount when shown: nothing to keep up meanwhile
-        else {
-          for (const r of c.removed) remove(r, F.acc);
-          for (const r of c.added) F.queue.push(r);
-          if (!F.qtimer) F.qtimer = setTimeout(drain, 0);
-        }
-      }
-      F.slowest = Math.max(F.slowest || 0, performance.now() - t0);
-      if (F.dirty) schedule(0);
-      else if (!F.qtimer) schedule(Math.max(250, 10 * F.lastMs)); // (drain schedules its own)
+      F.dirty = true; // rows came or left, or a filter changed: a recount (when shown)
+      if (c.reset) { clearTimeout(F.timer); F.timer = 0; }
+      schedule(c.reset ? 0 : pause());
     },
     show(on) {
       F.el.panel.hidden = !on;
@@ -325,7 +274,7 @@ const Flame = (() => {
     applyState(open, path) { F.zoom = path ? path.split(';').filter(Boolean) : []; if (open !== api.isOpen()) api.show(open); else paint(); },
     // for tests: the tree's counts ({name, n, self, kids: […]}, kids widest first) once counted
     state() {
-      const busy = !!(F.job || F.dirty || F.timer || F.qtimer || !F.acc);
+      const busy = !!(F.job || F.dirty || F.timer || !F.acc);
       const out = (nd, d) => ({ name: nd.name, n: nd.n, self: nd.self, kids: d ? [...nd.kids.values()].sort((a, b) => b.n - a.n).map((k) => out(k, d - 1)) : [] });
       return { busy, slowest: F.slowest || 0, zoom: F.zoom.slice(), tree: F.acc ? out(F.acc.root, 3) : null, dropped: F.acc ? F.acc.dropped : 0 };
     },

@@ -1,22 +1,16 @@
 /* etwd web page: group-by counts of the viewer's events (provider, event, process, thread, CPU,
  * level or any field path) as a sortable table with bars; a click on a group filters the table to
  * it (predicate "group"), a second click clears. The counts cover the kept rows passing every
- * other filter (so the other groups stay visible while one is chosen), are kept up to date
- * incrementally as rows arrive and leave, and are redrawn at most 4 times a second, only while
- * the panel is open. Main thread only; uses app.js's h(), fmtN(), valText() and EventViews. */
+ * other filter (so the other groups stay visible while one is chosen); the viewer's Worker counts
+ * them (web/worker.js 'group', keys of web/events.js groupKey), asked at most 4 times a second
+ * while rows arrive, only while the panel is open. Main thread only; uses app.js's h(), fmtN()
+ * and EventViews. */
 'use strict';
 
 const Group = (() => {
-  const sysOf = (e) => (e && e.System) || {};
-  const exOf = (e) => sysOf(e).Execution || {};
-  const KEYS = {
-    provider: { label: 'Provider', get: (e) => (sysOf(e).Provider || {}).Name },
-    event: { label: 'Event', get: (e) => { const s = sysOf(e); return `${(s.Provider || {}).Name || ''}/${s.EventName != null && s.EventName !== '' ? s.EventName : '#' + s.EventID}`; } },
-    process: { label: 'Process ID', get: (e) => exOf(e).ProcessID },
-    thread: { label: 'Thread ID', get: (e) => exOf(e).ThreadID },
-    cpu: { label: 'CPU', get: (e) => exOf(e).ProcessorID },
-    level: { label: 'Level', get: (e) => sysOf(e).Level },
-    field: { label: 'Field', get: null }, // a path typed by the user
+  const KEYS = { // the keys themselves: web/events.js GROUP
+    provider: { label: 'Provider' }, event: { label: 'Event' }, process: { label: 'Process ID' }, thread: { label: 'Thread ID' },
+    cpu: { label: 'CPU' }, level: { label: 'Level' }, field: { label: 'Field' }, // field: a path typed by the user
   };
   const MAX_SHOWN = 500;
   const G = {
@@ -24,56 +18,20 @@ const Group = (() => {
     sort: 'count', desc: true, dirty: true, timer: 0, el: null,
   };
 
-  /* the key of a row for the current grouping; null = not counted (gap rows) */
-  function keyOf(r) {
-    if (r.gap) return null;
-    let v;
-    if (G.by === 'field') {
-      v = r.ev;
-      for (const p of G.path) { if (v == null || typeof v !== 'object') { v = undefined; break; } v = v[p]; }
-    } else v = KEYS[G.by].get(r.ev);
-    return v === undefined || v === null || v === '' ? '(none)' : valText(v);
-  }
-  const counted = (r) => G.viewer.matchExcept('group', r);
-
-  function add(r, d, acc = G) { // acc: G itself, or a recount's {counts, total}
-    const k = keyOf(r);
-    if (k === null || !counted(r)) return;
-    const c = (acc.counts.get(k) || 0) + d;
-    if (c > 0) acc.counts.set(k, c); else acc.counts.delete(k);
-    acc.total += d;
-  }
-  function recount() { // at once (for counts())
-    G.job = null;
-    G.counts = new Map();
-    G.total = 0;
-    if (G.viewer) for (const r of G.viewer.kept()) add(r, 1);
-    G.dirty = false;
-  }
-  /* a recount in slices of ~8 ms (200k rows): rows arriving meanwhile are reached by the job,
-   * rows it counted and that leave are taken off by change() */
+  /* a recount by the worker; draws when it is answered (changes meanwhile ask again) */
   function startRecount() {
-    const rows = G.viewer ? G.viewer.kept() : [];
-    G.job = { next: rows.length ? rows[0].n : 0, counts: new Map(), total: 0 };
+    const v = G.viewer;
+    if (!v) return Promise.resolve();
+    const job = (G.job = {});
     G.dirty = false;
-    runRecount(G.job);
-  }
-  function runRecount(job) {
-    if (G.job !== job || !G.viewer) return;
-    const rows = G.viewer.kept(), t0 = performance.now();
-    for (;;) {
-      const base = rows.length ? rows[0].n : job.next;
-      let i = Math.max(0, job.next - base);
-      const end = Math.min(rows.length, i + 1000);
-      for (; i < end; i++) add(rows[i], 1, job);
-      job.next = base + i;
-      if (i >= rows.length) break;
-      if (performance.now() - t0 > 8) { setTimeout(() => runRecount(job), 0); return; }
-    }
-    G.job = null;
-    G.counts = job.counts;
-    G.total = job.total;
-    draw();
+    return v.call({ op: 'group', by: G.by, path: G.path }).then((res) => {
+      if (G.job !== job) return;
+      G.job = null;
+      G.counts = new Map(res.counts);
+      G.total = res.total;
+      if (G.dirty) schedule(250);
+      draw();
+    });
   }
 
   function build() {
@@ -111,15 +69,16 @@ const Group = (() => {
     const had = G.sel !== null;
     G.sel = null;
     G.dirty = true;
-    if (had && G.viewer) G.viewer.setPredicate('group', null); // reset → recount
-    else schedule(0);
+    G.job = null; // an answer for the old grouping is not drawn
+    if (had && G.viewer) G.viewer.setPredicate('group', null);
+    schedule(0);
   }
 
   function choose(key) {
     G.sel = key;
     if (!G.viewer) return;
     const want = key;
-    G.viewer.setPredicate('group', key === null ? null : (r) => keyOf(r) === want);
+    G.viewer.setPredicate('group', key === null ? null : { by: G.by, path: G.path, key: want });
     draw();
   }
 
@@ -144,7 +103,7 @@ const Group = (() => {
     G.timer = 0;
     const el = G.el;
     if (!el || el.panel.hidden) return;
-    if (G.dirty) { startRecount(); return; } // runRecount draws when it is done
+    if (G.dirty && !G.job) { startRecount(); return; } // it draws when it is answered
     if (G.job) return;
     const arr = [...G.counts];
     const dir = G.desc ? -1 : 1;
@@ -175,23 +134,22 @@ const Group = (() => {
   }
 
   const api = {
-    open(v) { G.viewer = v; G.sel = null; G.dirty = true; schedule(0); },
+    open(v) { G.viewer = v; G.sel = null; G.dirty = true; G.job = null; schedule(0); },
     close(v) { if (G.viewer === v) { G.viewer = null; G.job = null; G.counts = new Map(); G.total = 0; G.sel = null; if (G.el) G.el.body.textContent = ''; } },
     change(v, c) {
-      if (v !== G.viewer) return;
-      if (c.reset) { if (c.name !== 'group') G.dirty = true; }
-      else if (G.job) { for (const r of c.removed) if (r.n < G.job.next) add(r, -1, G.job); }
-      else if (!G.dirty) {
-        if (G.el.panel.hidden) G.dirty = true; // recount when shown: nothing to keep up meanwhile
-        else { for (const r of c.removed) add(r, -1); for (const r of c.added) add(r, 1); }
-      }
-      schedule(250);
+      if (v !== G.viewer || (c.reset && c.name === 'group')) return;
+      G.dirty = true;
+      schedule(c.reset ? 0 : 250);
     },
     show(on) { G.el.panel.hidden = !on; if (on) draw(); },
     build, draw,
     slowest: () => G.slowest,
-    // for tests and other views: the current counts (after a recount if needed)
-    counts() { if (G.dirty || G.job) { recount(); schedule(0); } return Object.fromEntries(G.counts); },
+    // for tests and other views: a promise of the current counts (a fresh count by the worker)
+    async counts() {
+      if (!G.viewer) return {};
+      const res = await G.viewer.call({ op: 'group', by: G.by, path: G.path });
+      return Object.fromEntries(res.counts);
+    },
     setBy(by, path) { G.by = by; G.el.by.value = by; G.el.path.hidden = by !== 'field'; if (path != null) { G.el.path.value = path; G.path = path.split('.').filter(Boolean); } regroup(); },
     choose,
   };

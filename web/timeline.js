@@ -3,40 +3,20 @@
  * more events than can be drawn one by one (more than a quarter of its width in pixels) it is a
  * heat strip of counts per pixel column. Wheel or +/- zooms, shift+drag, middle drag or the arrow
  * keys pan, a drag brushes a time range that filters the table (predicate "time"), a click or
- * Escape clears it. One pass over the kept rows per redraw (times are parsed once per row and
- * cached on it); redraws are coalesced to one per animation frame and, while events stream in,
- * at most 4 a second. Main thread only; uses app.js's h(), fmtN() and EventViews. */
+ * Escape clears it. The bins are counted by the viewer's Worker (web/worker.js 'timeline': one
+ * pass over the kept rows, their times parsed once and cached there); this file asks for them and
+ * paints. Redraws are coalesced to one per animation frame and, while events stream in, at most 4
+ * a second. Main thread only; uses app.js's h(), fmtN() and EventViews. */
 'use strict';
 
 const Timeline = (() => {
-  const LANE_H = 18, AXIS_H = 20, LABEL_W = 120, MAX_LANES = 12, MAX_KEYS = 256;
+  const LANE_H = 18, AXIS_H = 20, LABEL_W = 120, MAX_LANES = 12;
   const COLORS = ['#0b5cad', '#2ca02c', '#d62728', '#9467bd', '#ff7f0e', '#17becf', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22', '#1f77b4', '#6b4e00', '#888'];
   const T = {
     viewer: null, by: 'provider', win: null, range: null, drag: null, el: null,
     raf: 0, timer: 0, lastDraw: 0, full: [0, 0], shown: 0, lanes: [],
   };
 
-  /* ----- times: TimeCreated "YYYY-MM-DDTHH:MM:SS.fffffffZ" → ms since 1970 (a double; 0.25 µs
-   * resolution today), parsed once per row; the minute prefix goes through Date.parse, cached ----- */
-  const minuteCache = new Map();
-  function parseTime(s) {
-    if (typeof s !== 'string' || s.length < 20 || s[s.length - 1] !== 'Z' || s[19] !== '.') {
-      const v = typeof s === 'string' ? Date.parse(s) : NaN;
-      return Number.isNaN(v) ? NaN : v;
-    }
-    const mk = s.slice(0, 16);
-    let m = minuteCache.get(mk);
-    if (m === undefined) {
-      if (minuteCache.size > 4096) minuteCache.clear();
-      m = Date.parse(mk + ':00Z');
-      minuteCache.set(mk, m);
-    }
-    return m + Number(s.slice(17, 19)) * 1000 + Number('0.' + s.slice(20, -1)) * 1000;
-  }
-  function tOf(r) {
-    if (r.t === undefined) r.t = r.gap ? NaN : parseTime(r.ev && r.ev.System && r.ev.System.TimeCreated);
-    return r.t;
-  }
   const fmtT = (ms) => {
     if (!Number.isFinite(ms)) return '';
     const base = Math.floor(ms);
@@ -44,11 +24,10 @@ const Timeline = (() => {
     return new Date(base).toISOString().slice(11, 23) + String(us).padStart(3, '0').slice(0, 3);
   };
 
-  const sysOf = (e) => (e && e.System) || {};
-  const LANES = {
-    provider: { label: 'Provider', key: (e) => (sysOf(e).Provider || {}).Name || '(none)', name: (k) => k },
-    process: { label: 'Process', key: (e) => { const x = sysOf(e).Execution; return x && x.ProcessID != null ? String(x.ProcessID) : '(none)'; }, name: (k) => (k[0] === '(' ? k : 'pid ' + k) },
-    cpu: { label: 'CPU', key: (e) => { const x = sysOf(e).Execution; return x && x.ProcessorID != null ? String(x.ProcessorID) : '(none)'; }, name: (k) => (k[0] === '(' ? k : 'CPU ' + k) },
+  const LANES = { // the lane keys: web/events.js LANE
+    provider: { label: 'Provider', name: (k) => k },
+    process: { label: 'Process', name: (k) => (k[0] === '(' ? k : 'pid ' + k) },
+    cpu: { label: 'CPU', name: (k) => (k[0] === '(' ? k : 'CPU ' + k) },
   };
 
   /* ----- DOM ----- */
@@ -147,14 +126,14 @@ const Timeline = (() => {
     T.range = r && r[1] >= r[0] ? [r[0], r[1]] : null;
     if (T.viewer) {
       const rg = T.range;
-      T.viewer.setPredicate('time', rg ? (row) => { const t = tOf(row); return t >= rg[0] && t <= rg[1]; } : null);
+      T.viewer.setPredicate('time', rg ? [rg[0], rg[1]] : null);
     }
     paint();
   }
 
   /* ----- drawing ----- */
-  /* redraw(): re-bin the rows (in slices of ~8 ms: no long task at 200k rows), then paint;
-   * paint(): only repaint the last bins (the brush being dragged) */
+  /* redraw(): ask the worker for new bins, then paint; paint(): only repaint the last bins (the
+   * brush being dragged) */
   function redraw(now) {
     if (!T.el || T.el.panel.hidden) return;
     if (now) { cancelAnimationFrame(T.raf); T.raf = 0; clearTimeout(T.timer); T.timer = 0; startBin(); return; }
@@ -170,77 +149,22 @@ const Timeline = (() => {
   }
 
   function startBin() {
-    const rows = T.viewer ? T.viewer.kept() : [];
-    T.job = { phase: 0, next: rows.length ? rows[0].n : 0, lo: Infinity, hi: -Infinity, by: T.by, W: plotW(), fixed: T.win && T.win.slice(),
-      perKey: new Map(), other: null, shown: 0, ms: 0 };
+    const v = T.viewer;
+    if (!v) { T.bins = { lanes: [], shown: 0, win: T.win || T.full, W: plotW(), by: T.by }; paint(); return; }
+    const job = (T.job = { t0: performance.now() });
     T.again = false;
-    T.lastDraw = performance.now();
-    runBin(T.job);
-  }
-  function runBin(job) {
-    if (T.job !== job) return;
-    const t0 = performance.now();
-    const rows = T.viewer ? T.viewer.kept() : [];
-    for (;;) {
-      const base = rows.length ? rows[0].n : job.next;
-      let i = Math.max(0, job.next - base);
-      const end = Math.min(rows.length, i + 20000);
-      if (job.phase === 0) for (; i < end; i++) { const t = tOf(rows[i]); if (t < job.lo) job.lo = t; if (t > job.hi) job.hi = t; }
-      else { binRows(job, rows, i, end); i = end; }
-      job.next = base + i;
-      if (i < rows.length) {
-        if (performance.now() - t0 > 8) { job.ms += performance.now() - t0; setTimeout(() => runBin(job), 0); return; }
-        continue;
-      }
-      if (job.phase === 1) break;
-      let lo = job.lo, hi = job.hi; // the full span, padded by 1 %
-      if (!(hi >= lo)) { lo = 0; hi = 1; }
-      if (hi - lo < 0.001) { lo -= 0.5; hi += 0.5; }
-      const pad = (hi - lo) * 0.01;
-      job.full = [lo - pad, hi + pad];
-      job.win = job.fixed || job.full;
-      job.scale = job.W / (job.win[1] - job.win[0]);
-      job.phase = 1;
-      job.next = rows.length ? rows[0].n : 0;
-    }
-    job.ms += performance.now() - t0;
-    T.job = null;
-    T.lastMs = job.ms;
-    T.slowest = Math.max(T.slowest || 0, job.ms); // for bench/page_busy.mjs (work, not wall time)
-    T.full = job.full;
-    T.bins = lanesOf(job);
-    paint();
-    if (T.again) redrawLive();
-  }
-  function binRows(job, rows, from, to) {
-    const L = LANES[job.by], [a, b] = job.win, W = job.W, scale = job.scale, by = job.by, perKey = job.perKey;
-    for (let i = from; i < to; i++) {
-      const r = rows[i];
-      const t = tOf(r);
-      if (!(t >= a && t <= b)) continue;
-      if (r.lm !== by) { r.lk = L.key(r.ev); r.lm = by; }
-      let lane = perKey.get(r.lk);
-      if (!lane) {
-        if (perKey.size < MAX_KEYS) perKey.set(r.lk, (lane = { k: r.lk, n: 0, bins: new Uint32Array(W) }));
-        else lane = job.other || (job.other = { k: '(other)', n: 0, bins: new Uint32Array(W) });
-      }
-      lane.n++;
-      lane.bins[Math.min(W - 1, ((t - a) * scale) | 0)]++;
-      job.shown++;
-    }
-  }
-  function lanesOf(job) { // the busiest MAX_LANES - 1 keys, then "(other)"
-    const W = job.W, other = job.other;
-    let lanes = [...job.perKey.values()].sort((x, y) => y.n - x.n || (x.k < y.k ? -1 : 1));
-    if (lanes.length > MAX_LANES || other) {
-      const rest = lanes.slice(MAX_LANES - 1);
-      if (other) rest.push(other);
-      lanes = lanes.slice(0, MAX_LANES - 1);
-      const o = { k: '(other)', n: 0, bins: new Uint32Array(W), many: rest.length };
-      for (const l of rest) { o.n += l.n; for (let x = 0; x < W; x++) o.bins[x] += l.bins[x]; }
-      lanes.push(o);
-    }
-    return { lanes, shown: job.shown, win: job.win, W, by: job.by };
+    T.lastDraw = job.t0;
+    v.call({ op: 'timeline', by: T.by, win: T.win && T.win.slice(), W: plotW(), max: MAX_LANES }).then((res) => {
+      if (T.job !== job) return;
+      T.job = null;
+      T.lastMs = performance.now() - job.t0; // the worker's time and the wait for it
+      const t0 = performance.now();
+      T.full = res.full;
+      T.bins = res;
+      paint();
+      T.slowest = Math.max(T.slowest || 0, performance.now() - t0); // for bench/page_busy.mjs (the page's work)
+      if (T.again) redrawLive();
+    });
   }
 
   function paint() {
@@ -250,7 +174,7 @@ const Timeline = (() => {
     const { lanes, shown, W, by } = T.bins;
     const [a, b] = T.bins.win;
     const L = LANES[by];
-    const rows = T.viewer ? T.viewer.kept() : [];
+    const kept = T.viewer ? T.viewer.st.kept : 0;
     T.lanes = lanes.map((l) => ({ key: l.k, count: l.n }));
     T.shown = shown;
     // canvas size
@@ -312,7 +236,7 @@ const Timeline = (() => {
       g.fillText(lbl, Math.min(LABEL_W + W - 40, Math.max(LABEL_W + 40, x)), ay + 5);
     }
     g.textAlign = 'left';
-    if (!lanes.length) { g.fillStyle = fg; g.fillText(rows.length ? 'No events in this time window.' : 'No events yet.', LABEL_W + 8, LANE_H); }
+    if (!lanes.length) { g.fillStyle = fg; g.fillText(kept ? 'No events in this time window.' : 'No events yet.', LABEL_W + 8, LANE_H); }
     // brushed range (and the range being dragged)
     for (const [rg, alpha] of [[T.range, 0.18], [T.brush, 0.28]]) {
       if (!rg) continue;
@@ -336,14 +260,13 @@ const Timeline = (() => {
   }
 
   return {
-    open(v) { T.viewer = v; T.win = null; T.range = null; redraw(); },
-    close(v) { if (T.viewer === v) { T.viewer = null; T.range = null; } },
+    open(v) { T.viewer = v; T.win = null; T.range = null; T.job = null; redraw(); },
+    close(v) { if (T.viewer === v) { T.viewer = null; T.range = null; T.job = null; } },
     change(v, c) { if (v === T.viewer && c.name !== 'time') redrawLive(); },
     show(on) { T.el.panel.hidden = !on; if (on) redraw(true); },
     build,
     resize() { redraw(); },
     // for tests and other views
-    tOf, parseTime,
     setRange, setWindow(w) { T.win = w ? [w[0], w[1]] : null; redraw(true); }, setLanes(by) { T.by = by; T.el.by.value = by; redraw(true); },
     state() { return { busy: !!(T.job || T.raf || T.timer), slowest: T.slowest, by: T.bins ? T.bins.by : T.by, win: curWin().slice(), range: T.range && T.range.slice(), lanes: T.lanes, shown: T.shown }; },
     xAt: (t) => xAt(t), tAt: (x) => tAt(x),

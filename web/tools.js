@@ -62,7 +62,7 @@ function applyWhere(push) {
   }
   err.textContent = '';
   box.removeAttribute('aria-invalid');
-  if (S.viewer) S.viewer.setWhere(pred);
+  if (S.viewer && pred) S.viewer.setWhere(box.value); // the worker compiles it again
   syncUrl(push);
   return true;
 }
@@ -85,15 +85,28 @@ async function loadSchemaFields(id) {
     } catch { /* no schema: observed fields only */ }
   }
 }
-function knownFields() {
-  const set = new Set(S.viewer ? schemaFields.get(S.viewer.id) || [] : []);
-  const rows = S.viewer ? S.viewer.rows : [];
-  for (let i = Math.max(0, rows.length - 2000); i < rows.length; i++) if (!rows[i].gap) EtwFilter.fieldsOf(rows[i].ev, set);
+/* the fields seen in the last 2,000 kept rows come from the worker: the last answer is used at
+ * once, a fresh one is asked for (and suggest() runs again if the box still has the focus) */
+let seenFields = [], askingFields = false;
+function knownFields(again) {
+  const v = S.viewer;
+  if (v && !askingFields) {
+    askingFields = true;
+    v.call({ op: 'fields' }).then((list) => {
+      askingFields = false;
+      const changed = list.length !== seenFields.length;
+      seenFields = list;
+      if (changed && again && document.activeElement === $(again)) (again === 'field-filter' ? suggest() : fillColFields());
+    });
+  }
+  const set = new Set(v ? schemaFields.get(v.id) || [] : []);
+  for (const f of seenFields) set.add(f);
   return [...set].sort();
 }
+function fillColFields() { const dl = $('col-fields'); dl.textContent = ''; for (const f of knownFields()) dl.append(h('option', { value: f })); }
 function suggest() {
   const box = $('field-filter'), ul = $('field-suggest');
-  const c = EtwFilter.complete(box.value, box.selectionStart ?? box.value.length, knownFields());
+  const c = EtwFilter.complete(box.value, box.selectionStart ?? box.value.length, knownFields(askingFields ? null : 'field-filter'));
   ul.textContent = '';
   const typed = box.value.slice(c.start, c.end);
   const items = c.items.filter((f) => f !== typed);
@@ -128,19 +141,16 @@ function suggestKey(e) {
   } else if (e.key === 'Escape') { e.preventDefault(); hideSuggest(); }
 }
 
-/* export the rows that match the filters, or all kept rows */
-function doExport(kind) {
+/* export the rows that match the filters, or all kept rows (the worker writes the text) */
+async function doExport(kind) {
   const v = S.viewer;
   if (!v) return;
   const scope = document.querySelector('input[name="export-scope"]:checked').value;
-  const list = (scope === 'kept' ? v.rows : v.view).map((r) => r.ev);
   const src = `etwd session ${v.id}`;
-  let text, type, ext;
-  if (kind === 'ndjson') { text = EtwExport.ndjson(list); type = 'application/x-ndjson'; ext = 'ndjson'; }
-  else if (kind === 'csv') { text = EtwExport.csv(list, v.cols, valText); type = 'text/csv'; ext = 'csv'; }
-  else if (kind === 'folded') { text = EtwStacks.foldedText(EtwStacks.fold(list)); type = 'text/plain'; ext = 'folded.txt'; }
-  else { text = EtwExport.chromeText(list, src); type = 'application/json'; ext = 'chrome.json'; }
-  const n = kind === 'folded' ? list.filter((e) => EtwStacks.of(e)).length : list.filter((e) => e && !e.Gap).length;
+  $('export-msg').textContent = `Exporting as ${kind}…`;
+  const { text, n } = await v.call({ op: 'export', kind, scope, src, relBase: REL.base, cols: v.cols.map((c) => ({ id: c.id, label: c.label })) });
+  const type = kind === 'ndjson' ? 'application/x-ndjson' : kind === 'csv' ? 'text/csv' : kind === 'folded' ? 'text/plain' : 'application/json';
+  const ext = kind === 'ndjson' ? 'ndjson' : kind === 'csv' ? 'csv' : kind === 'folded' ? 'folded.txt' : 'chrome.json';
   const a = h('a', { href: URL.createObjectURL(new Blob([text], { type })), download: `etwd-session-${v.id}.${ext}` });
   a.click(); // not in the document: its click does not reach the menus' close-on-outside-click
   setTimeout(() => URL.revokeObjectURL(a.href), 60000);
@@ -184,8 +194,7 @@ function applyState(st) {
     if (S.viewer) {
       S.viewer.setFilter($('text-filter').value);
       const m = /^(-?)(.+)$/.exec(st.sort || '');
-      S.viewer.sort = m && COLS.some((c) => c.id === m[2]) ? { id: m[2], dir: m[1] ? -1 : 1 } : null;
-      S.viewer.setCols();
+      S.viewer.setSort(m && COLS.some((c) => c.id === m[2]) ? { id: m[2], dir: m[1] ? -1 : 1 } : null); // the worker sorts
       Flame.applyState(st.flame === '1', st.fz); // web/flame.js
     }
     applyWhere(false);
@@ -224,11 +233,11 @@ function wireTools() {
   $('field-filter').addEventListener('blur', () => setTimeout(hideSuggest, 100));
   $('col-add').addEventListener('click', addColumnFromInput);
   $('col-field').addEventListener('keydown', (e) => { if (e.key === 'Enter') { e.preventDefault(); addColumnFromInput(); } });
-  $('col-field').addEventListener('focus', () => { const dl = $('col-fields'); dl.textContent = ''; for (const f of knownFields()) dl.append(h('option', { value: f })); });
+  $('col-field').addEventListener('focus', () => { fillColFields(); knownFields('col-field'); });
   $('rel-base').addEventListener('change', () => {
     REL.mode = $('rel-base').value;
     REL.base = REL.mode === 'sel' && S.viewer && S.viewer.sel ? EtwExport.timeOf(S.viewer.sel.ev) : S.viewer && S.viewer.t0;
-    if (S.viewer) S.viewer.setCols();
+    if (S.viewer) { if (S.viewer.sort && S.viewer.sort.id === 'rel') S.viewer.setSort(S.viewer.sort); else S.viewer.setCols(); }
     syncUrl(false);
   });
   for (const b of document.querySelectorAll('[data-export]')) b.addEventListener('click', () => doExport(b.dataset.export));

@@ -33,7 +33,7 @@ const counts = async (p) => {
   const m = /([\d,]+) (?:of ([\d,]+) )?rows/.exec((await status(p)) || '');
   return m ? { shown: Number(m[1].replace(/,/g, '')), kept: Number((m[2] || m[1]).replace(/,/g, '')) } : { shown: -1, kept: -1 };
 };
-const viewSeqs = (p) => p.evaluate(() => S.viewer.view.filter((r) => !r.gap).map((r) => r.ev.seq));
+const viewSeqs = (p) => p.evaluate(async () => (await S.viewer.dump('filtered')).filter((r) => !r.gap).map((r) => r.ev.seq));
 const headLabels = (p) => p.evaluate(() => [...document.querySelectorAll('#grid-head [role=columnheader]')].map((s) => s.textContent.replace(/ [▲▼]$/, '')));
 
 /* ---------- the corpus file, its events as `etwd convert` decodes them ---------- */
@@ -119,6 +119,7 @@ await step('field columns, sort, resize, relative time', async () => {
   assert(labels.includes('ContextInfo') && labels.includes('Δt (s)'), 'new columns: ' + labels);
   await page.locator('#grid').focus();
   await page.keyboard.press('Home');
+  await page.evaluate(() => S.viewer.settled()); // the worker sends the first rows
   const first = await page.evaluate(() => [...document.querySelectorAll('#grid-rows .grid-row:not([hidden])')][0].textContent);
   assert(first.includes('+0.000000'), 'first row at Δt 0: ' + first);
   // Δt of the last event = its time minus the first's
@@ -128,11 +129,11 @@ await step('field columns, sort, resize, relative time', async () => {
   await page.locator('#grid-head [data-col="pid"] button').click();
   await page.locator('#grid-head [data-col="pid"] button').click();
   assert((await page.locator('#grid-head [data-col="pid"]').getAttribute('aria-sort')) === 'descending', 'aria-sort');
-  const pids = await page.evaluate(() => S.viewer.view.slice(0, 200).map((r) => r.ev.System.Execution.ProcessID));
+  const pids = await page.evaluate(async () => (await S.viewer.dump('filtered')).slice(0, 200).map((r) => r.ev.System.Execution.ProcessID));
   const maxPid = Math.max(...convert.map((e) => e.System.Execution.ProcessID));
   assert(pids[0] === maxPid && pids.every((p, i) => !i || p <= pids[i - 1]), 'sorted by pid, descending');
   // a field column shows the field's value
-  const ci = await page.evaluate(() => { const i = S.viewer.cols.findIndex((c) => c.id === 'f:EventData.ContextInfo'); const r = [...document.querySelectorAll('#grid-rows .grid-row:not([hidden])')].find((x) => x.children[i].textContent); return r ? r.children[i].textContent : ''; });
+  const ci = await page.evaluate(async () => { await S.viewer.settled(); const i = S.viewer.cols.findIndex((c) => c.id === 'f:EventData.ContextInfo'); const r = [...document.querySelectorAll('#grid-rows .grid-row:not([hidden])')].find((x) => x.children[i].textContent); return r ? r.children[i].textContent : ''; });
   assert(/Severity = /.test(ci), 'ContextInfo cell: ' + ci);
   // resize the Event column by dragging its right edge
   const ev = page.locator('#grid-head [data-col="event"]');
@@ -222,9 +223,12 @@ await step('keyboard: / focuses the filter, space pauses, arrows move the select
   await until(async () => (await page.locator('#pause').getAttribute('aria-pressed')) === 'true', 'paused');
   await page.keyboard.press(' ');
   await until(async () => (await page.locator('#pause').getAttribute('aria-pressed')) === 'false', 'resumed');
-  await page.keyboard.press('ArrowDown');
+  await until(async () => (await counts(page)).shown > 1, 'rows in the table');
+  await page.keyboard.press('ArrowDown'); // the first row: the worker sends it when it is not drawn
+  await page.evaluate(() => S.viewer.settled());
   const a = JSON.parse(await page.locator('#detail').textContent());
   await page.keyboard.press('ArrowDown');
+  await page.evaluate(() => S.viewer.settled());
   const b = JSON.parse(await page.locator('#detail').textContent());
   const v = await viewSeqs(page);
   assert(v.indexOf(b.seq) === v.indexOf(a.seq) + 1, `the next row: ${a.seq} -> ${b.seq}`);
@@ -296,7 +300,7 @@ await step('a running session\'s history beyond the replay window: "older events
     await until(async () => / older events not loaded/.test(await status(p)), 'older events in the status');
     const t = await status(p);
     assert(!/dropped for this page/.test(t), 'not reported as dropped: ' + t);
-    const first = await p.evaluate(() => (S.viewer.rows[0].gap ? gapText(S.viewer.rows[0].gap) : ''));
+    const first = await p.evaluate(async () => { const r0 = (await S.viewer.dump('kept'))[0]; return r0.gap ? gapText(r0.gap) : ''; });
     assert(/^[\d,]+ older events not loaded \(hub: .*replay window/.test(first), 'first row: ' + first);
     assert(await p.locator('#older-notice').isVisible(), 'the notice with from=');
     assert(/older events not loaded/.test(await p.locator('#older-text').textContent()), 'notice text');
@@ -305,9 +309,9 @@ await step('a running session\'s history beyond the replay window: "older events
     await p.locator('#older-from').fill(from);
     await p.getByRole('button', { name: 'Load', exact: true }).click();
     // the new stream starts at that seq, or (a busy session moves its window on) says how many older ones it missed
-    await until(async () => p.evaluate((f) => {
-      const v = S.viewer, r = v && v.rows.find((x) => !x.gap);
-      return v && v.params.from === f && r && (r.ev.seq === Number(f) || (r.ev.seq > Number(f) && v.rows[0].gap && isOlder(v.rows[0].gap) && Number(v.rows[0].gap.Dropped) === r.ev.seq - Number(f)));
+    await until(async () => p.evaluate(async (f) => {
+      const v = S.viewer, rows = v ? await v.dump('kept') : [], r = rows.find((x) => !x.gap);
+      return v && v.params.from === f && r && (r.ev.seq === Number(f) || (r.ev.seq > Number(f) && rows[0].gap && isOlder(rows[0].gap) && Number(rows[0].gap.Dropped) === r.ev.seq - Number(f)));
     }, from), 'rows from the asked seq');
     await p.context().close();
   } finally {

@@ -35,7 +35,14 @@ const counts = async (p) => {
   const n = (x) => Number(x.replace(/,/g, ''));
   return m ? { shown: n(m[1]), kept: n(m[2] || m[1]) } : { shown: -1, kept: -1 };
 };
-const flameIdle = (p) => until(() => p.evaluate(() => { const s = Flame.state(); return !s.busy && !S.viewer.job && s; }), 'the flame graph counted');
+// (settled(): every filter change and row the worker had is known to the page, so to the graph)
+const flameIdle = (p) => until(() => p.evaluate(async () => { await S.viewer.settled(); const s = Flame.state(); return !s.busy && s; }), 'the flame graph counted');
+/* select the row of the filtered view with this seq (the worker has the rows: dump(), selectAt()) */
+const selectSeq = (p, seq, scroll = true) => p.evaluate(async ([q, sc]) => {
+  const i = (await S.viewer.dump('filtered')).findIndex((x) => x.ev && x.ev.seq === q);
+  await S.viewer.selectAt(i, sc);
+  return S.viewer.sel && S.viewer.sel.ev;
+}, [seq, scroll]);
 async function openFlame(p) {
   if ((await p.locator('#fg-toggle').getAttribute('aria-pressed')) !== 'true') await p.locator('#fg-toggle').click();
   await p.locator('#flame').waitFor({ state: 'visible' });
@@ -114,7 +121,7 @@ await S.step(`the collapsed stacks exported from a replayed ETL equal \`etwd con
     'convert counts every event with a stack');
   await where(page, `pid == ${PID}`);
   const nPid = netEvents.filter((e) => e.System.Execution.ProcessID === PID).length;
-  await until(async () => (await counts(page)).shown === nPid && !(await page.evaluate(() => S.viewer.job)), `${nPid} events of pid ${PID}`);
+  await until(async () => (await counts(page)).shown === nPid && (await page.evaluate(async () => { await S.viewer.settled(); return S.viewer.total; })) === nPid, `${nPid} events of pid ${PID}`);
   const one = convertFolded('--pid', String(PID));
   const mineOne = await download(page, 'folded');
   assert(mineOne === one, `pid ${PID}: line for line (${mineOne.split('\n').length - 1} vs ${one.split('\n').length - 1} lines)`);
@@ -148,14 +155,14 @@ await S.step('the event panel lists the selected event\'s stack, innermost first
   const ev = netEvents.find((e) => Stk.of(e)) || netEvents.find((e) => Stk.walkOf(e));
   assert(ev, 'an event with a stack in the trace');
   const frames = Stk.of(ev) || Stk.walkOf(ev);
-  await page.evaluate((seq) => { const r = S.viewer.rows.find((x) => x.ev.seq === seq); S.viewer.select(r, true); }, ev.seq);
+  assert((await selectSeq(page, ev.seq)).seq === ev.seq, 'selected');
   await page.locator('#detail-stack-box').waitFor({ state: 'visible' });
   const shown = await page.locator('#detail-stack li .fr').allTextContents();
   assert(JSON.stringify(shown) === JSON.stringify(frames.slice(0, 512).map(label)), `frames: ${JSON.stringify(shown.slice(0, 4))} vs ${JSON.stringify(frames.slice(0, 4).map(label))}`);
   const head = await page.locator('#detail-stack-h').textContent();
   assert(Stk.of(ev) ? /^Stack, innermost first/.test(head) : new RegExp(`^Stack walk of thread ${ev.EventData.StackThread} `).test(head), 'heading: ' + head);
   const plain = netEvents.find((e) => !Stk.of(e) && !Stk.walkOf(e));
-  await page.evaluate((seq) => { const r = S.viewer.rows.find((x) => x.ev.seq === seq); S.viewer.select(r, true); }, plain.seq);
+  assert((await selectSeq(page, plain.seq)).seq === plain.seq, 'selected');
   assert(await page.locator('#detail-stack-box').isHidden(), 'no stack box for an event without a stack');
   await page.context().close();
   page = S.page = null;
@@ -204,7 +211,9 @@ await S.step('a live session with stacks: the flame graph holds main â†’ outer â
   await until(async () => (await page.locator('#fg-tip').isVisible()) && (await page.locator('#fg-tip').textContent()) === `${MOD}!inner\n${CALLS} events, 100.0% of all`, 'the tooltip: ' + await page.locator('#fg-tip').textContent().catch(() => ''));
   await page.screenshot({ path: path.join(ART, 'page-flame.png') });
   // the event panel: the frames of a sys_enter event, innermost first
-  const ev = await page.evaluate(() => { const r = S.viewer.rows.find((x) => x.ev.Stack); S.viewer.select(r, false); return r.ev; });
+  const seq = await page.evaluate(async () => (await S.viewer.dump('filtered')).find((x) => x.ev && x.ev.Stack).ev.seq);
+  const ev = await selectSeq(page, seq, false);
+  await page.locator('#detail-stack-box').waitFor({ state: 'visible' });
   const shown = await page.locator('#detail-stack li .fr').allTextContents();
   assert(JSON.stringify(shown) === JSON.stringify(ev.Stack.map(label)) && shown.includes(`${MOD}!inner+0x${ev.Stack.find((f) => f.Symbol === 'inner').Offset.toString(16)}`),
     'the panel lists the stack: ' + JSON.stringify(shown));
@@ -250,7 +259,7 @@ await stepWhenBuilt('"Only events with this frame" filters the table to the even
   await page.locator('#fg-only').click();
   assert((await page.locator('#field-filter').inputValue()) === `stack == "${MOD}!inner"`, 'the Where filter: ' + await page.locator('#field-filter').inputValue());
   await until(async () => { const c = await counts(page); return c.shown === CALLS && c.kept === 2 * CALLS; }, `${CALLS} of ${2 * CALLS} rows`);
-  const names = await page.evaluate(() => S.viewer.view.map((r) => r.ev.System.EventName));
+  const names = await page.evaluate(async () => (await S.viewer.dump('filtered')).map((r) => r.ev.System.EventName));
   assert(names.every((n) => n === 'sys_enter'), 'the sys_enter events (with stacks): ' + names);
   const st = await flameIdle(page);
   assert(st.tree.n === CALLS, 'the graph still counts them');
@@ -309,7 +318,7 @@ await stepWhenBuilt('a busy session (every process\'s syscalls with stacks for 3
   let prev = -1;
   await until(async () => { const k = await page.evaluate(() => S.viewer.received); const same = k === prev; prev = k; return same; }, 'all events in', WAIT, 1500);
   const st = await flameIdle(page);
-  const r = await page.evaluate(() => { window.__stop = true; return { withStack: S.viewer.view.filter((x) => EtwStacks.of(x.ev)).length, rows: S.viewer.rows.length, gap: window.__gap }; });
+  const r = await page.evaluate(async () => { window.__stop = true; return { withStack: (await S.viewer.dump('filtered')).filter((x) => EtwStacks.of(x.ev)).length, rows: (await S.viewer.dump('kept')).length, gap: window.__gap }; });
   log(`     ${r.rows} events, ${r.withStack} with a stack; the flame graph's longest task ${st.slowest.toFixed(0)} ms, longest frame ${r.gap.toFixed(0)} ms`);
   assert(r.withStack > 1000 && st.tree.n === r.withStack, `every stack counted: ${st.tree.n} of ${r.withStack}`);
   // (its work in one go, garbage collection included: typically 30-100 ms here, 400 ms seen on a

@@ -81,6 +81,14 @@ const st = { session: 5, filter: 'pid == 1 && x ~ "a b"', text: 'w', cols: ['tim
 eq(ST.parse(ST.format(st)), st, 'state round trip');
 eq(ST.format({ sort: 'x', session: 2 }), '#session=2&sort=x', 'state order');
 eq(ST.parse('#session=abc&zz=1&filter=a'), { filter: 'a' }, 'state ignores junk');
+// events.js (shared by the page and its worker): exact 64-bit integers, cells, time, keys
+const EV = require(path.join(WEB, 'events.js'));
+const pe = EV.parseEvents('[{"seq":1,"System":{"Keywords":18446744073709551615,"Provider":{"Name":"p"},"EventID":7,"TimeCreated":"2026-01-01T00:00:01.2500000Z","Execution":{"ProcessID":4}},"EventData":{"s":"x 12345678901234567890"}}]');
+eq([EV.valText(pe[0].System.Keywords), EV.isBig(pe[0].System.Keywords), pe[0].EventData.s], ['18446744073709551615', true, 'x 12345678901234567890'], 'parseEvents keeps 64-bit integers exact');
+eq(EV.jsonText(pe[0].System.Keywords), '18446744073709551615', 'jsonText of a 64-bit integer');
+eq(EV.msOf(pe[0]) - Date.UTC(2026, 0, 1), 1250, 'msOf: TimeCreated in ms');
+eq([EV.groupKey(pe[0], 'event'), EV.groupKey(pe[0], 'process'), EV.groupKey(pe[0], 'field', ['EventData', 'nope']), EV.groupKey({ Gap: {} }, 'provider')], ['p/#7', '4', '(none)', null], 'groupKey');
+eq([EV.LANE.cpu(pe[0]), EV.CELLS.time(pe[0]), EV.sortGetter('f:pid')(pe[0])], ['(none)', '00:00:01.2500000', 4], 'lane, cell, sort getter');
 
 console.log(`modules: ${passed} passed, ${failed} failed`);
 process.exit(failed ? 1 : 0);
