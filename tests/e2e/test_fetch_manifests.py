@@ -14,6 +14,7 @@ import subprocess
 import tempfile
 
 from etwd_harness import Etwd, check, done, SRC, CORPUS, MANIFESTS
+from test_fetch import sources as fetch_sources
 
 FETCH = os.path.join(SRC, "scripts/fetch-manifests.sh")
 PS_ETL = os.path.join(CORPUS, "microsoft+krabsetw/examples/NativeExamples/powershell.etl")
@@ -21,13 +22,7 @@ PS_GUID = "{a0c1853b-5c40-4b15-8766-3cf1c58f985a}"
 
 
 def sources():
-    out = []
-    with open(os.path.join(SRC, "tests/data-sources.txt")) as f:
-        for line in f:
-            if line.strip() and not line.startswith("#"):
-                sha, size, rel, url = line.split()
-                out.append((sha, int(size), rel))
-    return out
+    return [(sha, size, rel) for sha, size, rel, url in fetch_sources()]
 
 
 def sha(path):

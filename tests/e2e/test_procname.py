@@ -14,7 +14,7 @@ import sys
 import tempfile
 import time
 
-from etwd_harness import Etwd, check, done
+from etwd_harness import ws_events, Etwd, check, done
 
 NCPU = os.cpu_count()
 
@@ -22,24 +22,11 @@ NCPU = os.cpu_count()
 def collect(e, sid, pid, until, timeout=30):
     """Records of @pid from the session's start (replay window) until until(recs) or timeout."""
     ws = e.ws("/api/v1/sessions/%d/events?from=1&pid=%d" % (sid, pid))
-    recs = []
-    deadline = time.time() + timeout
-    import websocket
     try:
-        while time.time() < deadline and not until(recs):
-            ws.settimeout(max(0.1, deadline - time.time()))
-            try:
-                op, data = ws.recv_data()
-            except websocket.WebSocketTimeoutException:
-                break
-            if op == 8:
-                break
-            if op == 1:
-                import json
-                recs.extend(r for r in json.loads(data) if "System" in r)
+        recs = ws_events(ws, lambda rs: until([r for r in rs if "System" in r]), timeout)
     finally:
         ws.close()
-    return recs
+    return [r for r in recs if "System" in r]
 
 
 def name_of(r):

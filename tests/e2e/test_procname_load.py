@@ -24,7 +24,7 @@ import time
 
 import websocket
 
-from etwd_harness import Etwd, check, done
+from etwd_harness import ws_events, Etwd, check, done
 
 NCPU = os.cpu_count() or 1
 CHILDREN = int(os.environ.get("ETWD_PROCNAME_CHILDREN", "600"))
@@ -64,22 +64,11 @@ def spawn_all(d, names):
 def collect(e, sid, want_exits, timeout=60):
     """Every record of the session from seq 1 until @want_exits(recs) or the timeout."""
     ws = e.ws("/api/v1/sessions/%d/events?from=1" % sid)
-    recs = []
-    deadline = time.time() + timeout
     try:
-        while time.time() < deadline and not want_exits(recs):
-            ws.settimeout(max(0.1, min(2.0, deadline - time.time())))
-            try:
-                op, data = ws.recv_data()
-            except websocket.WebSocketTimeoutException:
-                continue
-            if op == 8:
-                break
-            if op == 1:
-                recs.extend(r for r in json.loads(data) if "System" in r)
+        recs = ws_events(ws, lambda rs: want_exits([r for r in rs if "System" in r]), timeout)
     finally:
         ws.close()
-    return recs
+    return [r for r in recs if "System" in r]
 
 
 def main():
