@@ -445,31 +445,24 @@ static struct lx_prov *prov_find(struct lx_sess *s, const char *name) {
 
 /* the filter written to a provider's events: the user's @filter and etwd's own exclusions */
 static char *combined_filter(const struct lx_sess *s, const char *filter) {
-  const char *excl = s->excl_str ? s->excl_str : "";
-  size_t flen = (filter ? strlen(filter) : 0) + strlen(excl) + 16;
-  char *comb = malloc(flen);
-  if (!comb) return NULL;
-  if (filter && *filter && *excl)
-    snprintf(comb, flen, "(%s) && (%s)", filter, excl);
-  else if (filter && *filter)
-    snprintf(comb, flen, "%s", filter);
-  else
-    snprintf(comb, flen, "%s", *excl ? excl : "0");
-  return comb;
+  const char *x = s->excl_str ? s->excl_str : "";
+  size_t n = (filter ? strlen(filter) : 0) + strlen(x) + 16;
+  char *c = malloc(n);
+  if (c && filter && *filter && *x) snprintf(c, n, "(%s) && (%s)", filter, x);
+  else if (c) snprintf(c, n, "%s", filter && *filter ? filter : *x ? x : "0");
+  return c;
 }
 
-/* A provider without stacks joined a session in stacks option mode (linux_stack.c): kernel
- * stacks from per-event triggers from now on, so that its events record none. Best effort: on
- * failure the option stays on (its events' stacks are dropped by the readers, counted). */
+/* A provider without stacks joined a session in option mode (linux_stack.c): triggers from now
+ * on. Best effort: on failure the option stays (the readers drop the extra stacks, counted). */
 static void stacks_to_triggers(struct lx_sess *s) {
   enum etw_err rc = ETW_E_OK;
   for (uint32_t i = 0; i < s->n_prov && !rc; i++) {
     struct lx_prov *q = &s->prov[i];
     if (!q->enabled || !q->stacks) continue;
     char *comb = combined_filter(s, q->filter);
-    rc = comb ? lx_stk_to_triggers(&s->stk, s->inst, q->name, q->events, q->n_events, comb, "",
-                                   NULL)
-              : ETW_E_NOMEM;
+    if (!comb) return;
+    rc = lx_stk_to_triggers(&s->stk, s->inst, q->name, q->events, q->n_events, comb, "", NULL);
     free(comb);
   }
   if (!rc) lx_stk_opt_off(&s->stk, s->inst);
@@ -1195,10 +1188,8 @@ static enum etw_err lx_open(const struct etw_backend_args *a, void **state, stru
     rc = etw_fail(st, ETW_E_NOMEM, NULL, NULL);
     goto fail;
   }
-  /* every provider wants stacks: kernel stacks from the instance's option, no triggers */
-  s->stk.opt = sp->n_providers > 0;
-  for (uint32_t i = 0; i < sp->n_providers; i++)
-    if (!sp->providers[i].stacks) s->stk.opt = 0;
+  s->stk.opt = sp->n_providers > 0; /* every provider wants stacks: option mode (linux_stack.c) */
+  for (uint32_t i = 0; i < sp->n_providers; i++) s->stk.opt &= !!sp->providers[i].stacks;
   for (uint32_t i = 0; i < sp->n_providers && !rc; i++) {
     char pfx[48];
     snprintf(pfx, sizeof pfx, "/providers/%u", i);

@@ -1,22 +1,23 @@
 /* linux_stack.c — call stacks of Linux live events.
  *
- * Kernel side (control thread: open/enable/disable, lx_stk_set): when every provider of the
- * session wants stacks (option mode, c->opt, chosen at open), the instance's `stacktrace`
- * option records a kernel stack after every event of the instance, committed ones only (the
- * filters apply first), and the few that follow events which want none (etwd's hidden task
- * events, markers) are dropped here, counted. Otherwise (a mixed session, or a provider without
- * stacks enabled later: lx_stk_to_triggers) an event of a provider with `stacks: true` gets
- * the per-event `stacktrace` trigger, which records its kernel stack. Option mode exists
- * because removing a trigger costs the kernel an RCU grace period (~70 ms here) under the
- * global event_mutex: removing a session with triggers on all of `syscalls` (~700 events) took
- * ~50 s, blocking every tracefs operation of the machine meanwhile. The
- * instance's `userstacktrace` option records a user stack after EVERY event of the instance (the
- * kernel has no per-event user-stack trigger), so it is on while any event wants stacks and the
- * stacks that follow other events are dropped here (counted). User stacks are unwound by
- * frame pointers, at most 8 frames (the kernel's user_stack record).
+ * Kernel side (control thread: open/enable/disable, lx_stk_set). Kernel stacks come from one
+ * of two sources. Option mode (c->opt: every provider of the session wants stacks at open, or
+ * more than LX_STK_TRIGGERS_MAX events do): the instance's `stacktrace` option records a kernel
+ * stack after every committed event of the instance (the filters apply first; markers get
+ * none); those that follow events which want none (etwd's hidden task events, a provider
+ * without stacks) are dropped here, counted. Trigger mode (a mixed session with few stack
+ * events, or a provider without stacks enabled later: lx_stk_to_triggers): each event that
+ * wants stacks gets the per-event `stacktrace` trigger. Option mode exists because removing a
+ * trigger costs the kernel an RCU grace period (~70-100 ms here) under its global event_mutex:
+ * removing a session with triggers on all of `syscalls` (~700 events) took ~60 s, blocking
+ * every tracefs operation of the machine meanwhile. User stacks: the instance's
+ * `userstacktrace` option records one after EVERY event of the instance (the kernel has no
+ * per-event user-stack trigger), so it is on while any event wants stacks and the user stacks
+ * that follow other events are dropped here (counted). They are unwound by frame pointers, at
+ * most 8 frames (the kernel's user_stack record).
  *
  * Reader side (one lx_stk per reader thread, lx_stk_record): the stacks are separate records of
- * the ftrace system (`user_stack`, then `kernel_stack` from the trigger) that follow their event
+ * the ftrace system (`user_stack` and `kernel_stack`, in either order) that follow their event
  * on the same CPU. An event that wants stacks is encoded and committed as usual and then HELD:
  * it is the batch's last event, so each stack record that follows rewrites its tail,
  * `…}` → `…,"Stack":[kernel frames…, user frames…]}` (innermost first; frames from linux_sym.c).
@@ -92,14 +93,16 @@ static enum etw_err options_apply(struct lx_stkcfg *c, struct tracefs_instance *
   if (u != c->ustack) {
     int r = u ? tracefs_option_enable(inst, TRACEFS_OPTION_USERSTACKTRACE)
               : tracefs_option_disable(inst, TRACEFS_OPTION_USERSTACKTRACE);
-    if (r != 0 && u) return etw_fail(st, ETW_E_KERNEL, field, "cannot turn the userstacktrace option on");
+    if (r != 0 && u)
+      return etw_fail(st, ETW_E_KERNEL, field, "cannot turn the userstacktrace option on");
     c->ustack = u;
   }
   int k = c->opt && c->nwant > 0;
   if (k != c->kopt) {
     int r = k ? tracefs_option_enable(inst, TRACEFS_OPTION_STACKTRACE)
               : tracefs_option_disable(inst, TRACEFS_OPTION_STACKTRACE);
-    if (r != 0 && k) return etw_fail(st, ETW_E_KERNEL, field, "cannot turn the stacktrace option on");
+    if (r != 0 && k)
+      return etw_fail(st, ETW_E_KERNEL, field, "cannot turn the stacktrace option on");
     c->kopt = k;
   }
   return ETW_E_OK;
