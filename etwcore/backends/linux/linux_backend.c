@@ -101,7 +101,7 @@ struct lx_prov {
   uint32_t n_events;
   char *filter;  /* user's filter or NULL */
   int enabled;
-  int stacks;    /* its events have the stacktrace trigger (linux_stack.c) */
+  int stacks;    /* its events record stacks (linux_stack.c) */
 };
 
 struct lx_sess;
@@ -443,6 +443,31 @@ static struct lx_prov *prov_find(struct lx_sess *s, const char *name) {
   return NULL;
 }
 
+/* the filter written to a provider's events: the user's @filter and etwd's own exclusions */
+static char *combined_filter(const struct lx_sess *s, const char *filter) {
+  const char *x = s->excl_str ? s->excl_str : "";
+  size_t n = (filter ? strlen(filter) : 0) + strlen(x) + 16;
+  char *c = malloc(n);
+  if (c && filter && *filter && *x) snprintf(c, n, "(%s) && (%s)", filter, x);
+  else if (c) snprintf(c, n, "%s", filter && *filter ? filter : *x ? x : "0");
+  return c;
+}
+
+/* A provider without stacks joined a session in option mode (linux_stack.c): triggers from now
+ * on. Best effort: on failure the option stays (the readers drop the extra stacks, counted). */
+static void stacks_to_triggers(struct lx_sess *s) {
+  enum etw_err rc = ETW_E_OK;
+  for (uint32_t i = 0; i < s->n_prov && !rc; i++) {
+    struct lx_prov *q = &s->prov[i];
+    if (!q->enabled || !q->stacks) continue;
+    char *comb = combined_filter(s, q->filter);
+    if (!comb) return;
+    rc = lx_stk_to_triggers(&s->stk, s->inst, q->name, q->events, q->n_events, comb, "", NULL);
+    free(comb);
+  }
+  if (!rc) lx_stk_opt_off(&s->stk, s->inst);
+}
+
 /* Apply filters and enable the events of @p (validated). Called by the session owner (open,
  * enable: never concurrently); takes s->mu only to publish a new system to the readers. */
 static enum etw_err apply_provider(struct lx_sess *s, const struct etw_provider_spec *p,
@@ -475,20 +500,12 @@ static enum etw_err apply_provider(struct lx_sess *s, const struct etw_provider_
       if ((evs[nev] = strdup(all[j]))) nev++;
     tracefs_list_free(all);
   }
-  const char *excl = s->excl_str ? s->excl_str : "";
-  size_t flen = (p->filter ? strlen(p->filter) : 0) + strlen(excl) + 16;
-  char *comb = malloc(flen);
+  char *comb = combined_filter(s, p->filter);
   char kerr[400];
   if (!comb) {
     free_list(evs, nev);
     return etw_fail(st, ETW_E_NOMEM, NULL, NULL);
   }
-  if (p->filter && *p->filter && *excl)
-    snprintf(comb, flen, "(%s) && (%s)", p->filter, excl);
-  else if (p->filter && *p->filter)
-    snprintf(comb, flen, "%s", p->filter);
-  else
-    snprintf(comb, flen, "%s", *excl ? excl : "0");
   /* the provider's previous events (re-enable on a running session) */
   struct lx_prov *old = prov_find(s, p->name);
   if (old && old->enabled) tracefs_event_disable(s->inst, p->name, NULL);
@@ -1171,6 +1188,8 @@ static enum etw_err lx_open(const struct etw_backend_args *a, void **state, stru
     rc = etw_fail(st, ETW_E_NOMEM, NULL, NULL);
     goto fail;
   }
+  s->stk.opt = sp->n_providers > 0; /* every provider wants stacks: option mode (linux_stack.c) */
+  for (uint32_t i = 0; i < sp->n_providers; i++) s->stk.opt &= !!sp->providers[i].stacks;
   for (uint32_t i = 0; i < sp->n_providers && !rc; i++) {
     char pfx[48];
     snprintf(pfx, sizeof pfx, "/providers/%u", i);
@@ -1221,6 +1240,7 @@ static enum etw_err lx_enable(void *vs, const struct etw_provider_spec *p, struc
   /* no session lock across the kernel writes (enabling all of `syscalls` takes ~1 s): the
    * readers only take it briefly to learn new systems */
   rc = apply_provider(s, p, "/providers/0", st);
+  if (!rc && !p->stacks && lx_stk_can_trigger(&s->stk)) stacks_to_triggers(s);
   if (!strcmp(p->name, "task")) task_internal(s);
   /* a new system's formats go into the final header: keep room for them (best effort: without
    * it the final write makes room by removing the last snapshot) */

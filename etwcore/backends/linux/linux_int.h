@@ -290,16 +290,32 @@ enum etw_err lx_describe_provider(const char *name, struct etw_jw *w, struct etw
  * readers only read `want` (published once, freed after they are joined). */
 struct lx_stkcfg {
   _Atomic uint8_t *_Atomic want; /* by event id: 1 = that event records stacks */
-  uint32_t nwant;                /* events with a stacktrace trigger */
+  uint32_t nwant;                /* events that want stacks */
+  uint32_t ntrig;                /* events with a stacktrace trigger */
   int ustack;                    /* options/userstacktrace is on */
+  int opt;   /* kernel stacks from options/stacktrace for new events, no triggers */
+  int kopt;  /* options/stacktrace is on */
 };
-/** lx_stk_set - (un)set the stacktrace trigger of @nev events of @sys and their want flags;
- *  options/userstacktrace is on while any event wants stacks. @cond: the events' filter as
+/** lx_stk_set - (un)set the stacktrace trigger of @nev events of @sys (in option mode, c->opt:
+ *  no trigger) and their want flags; options/userstacktrace (and in option mode
+ *  options/stacktrace) is on while any event wants stacks. @cond: the events' filter as
  *  written to them ("0" or NULL: none), repeated in the trigger (see linux_stack.c). Field
  *  errors under @pfx. */
 enum etw_err lx_stk_set(struct lx_stkcfg *c, struct tracefs_instance *inst, const char *sys,
                         char *const *evs, uint32_t nev, int on, const char *cond,
                         const char *pfx, struct etw_status *st);
+/* at most this many stacktrace triggers per session (each costs an RCU grace period, ~70 ms,
+ * when removed): beyond it, option mode */
+#define LX_STK_TRIGGERS_MAX 64u
+/** lx_stk_can_trigger - option mode, and its events few enough for triggers. */
+int lx_stk_can_trigger(const struct lx_stkcfg *c);
+/** lx_stk_to_triggers - leave option mode (c->opt): the stacktrace trigger (@cond) on each
+ *  of @nev events of @sys that wants stacks; call for every provider with stacks, then
+ *  lx_stk_opt_off. */
+enum etw_err lx_stk_to_triggers(struct lx_stkcfg *c, struct tracefs_instance *inst,
+                                const char *sys, char *const *evs, uint32_t nev,
+                                const char *cond, const char *pfx, struct etw_status *st);
+void lx_stk_opt_off(struct lx_stkcfg *c, struct tracefs_instance *inst);
 void lx_stkcfg_free(struct lx_stkcfg *c);
 /** lx_stk_attach - reader: from now on @d joins stack records to their events (idempotent). */
 void lx_stk_attach(struct lx_dec *d, _Atomic uint8_t *want);

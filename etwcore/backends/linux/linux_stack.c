@@ -1,14 +1,23 @@
 /* linux_stack.c — call stacks of Linux live events.
  *
- * Kernel side (control thread: open/enable/disable, lx_stk_set): an event of a provider with
- * `stacks: true` gets the per-event `stacktrace` trigger, which records its kernel stack; the
- * instance's `userstacktrace` option records a user stack after EVERY event of the instance (the
- * kernel has no per-event user-stack trigger), so it is on while any event wants stacks and the
- * user stacks that follow other events are dropped here (counted). User stacks are unwound by
- * frame pointers, at most 8 frames (the kernel's user_stack record).
+ * Kernel side (control thread: open/enable/disable, lx_stk_set). Kernel stacks come from one
+ * of two sources. Option mode (c->opt: every provider of the session wants stacks at open, or
+ * more than LX_STK_TRIGGERS_MAX events do): the instance's `stacktrace` option records a kernel
+ * stack after every committed event of the instance (the filters apply first; markers get
+ * none); those that follow events which want none (etwd's hidden task events, a provider
+ * without stacks) are dropped here, counted. Trigger mode (a mixed session with few stack
+ * events, or a provider without stacks enabled later: lx_stk_to_triggers): each event that
+ * wants stacks gets the per-event `stacktrace` trigger. Option mode exists because removing a
+ * trigger costs the kernel an RCU grace period (~70-100 ms here) under its global event_mutex:
+ * removing a session with triggers on all of `syscalls` (~700 events) took ~60 s, blocking
+ * every tracefs operation of the machine meanwhile. User stacks: the instance's
+ * `userstacktrace` option records one after EVERY event of the instance (the kernel has no
+ * per-event user-stack trigger), so it is on while any event wants stacks and the user stacks
+ * that follow other events are dropped here (counted). They are unwound by frame pointers, at
+ * most 8 frames (the kernel's user_stack record).
  *
  * Reader side (one lx_stk per reader thread, lx_stk_record): the stacks are separate records of
- * the ftrace system (`user_stack`, then `kernel_stack` from the trigger) that follow their event
+ * the ftrace system (`user_stack` and `kernel_stack`, in either order) that follow their event
  * on the same CPU. An event that wants stacks is encoded and committed as usual and then HELD:
  * it is the batch's last event, so each stack record that follows rewrites its tail,
  * `…}` → `…,"Stack":[kernel frames…, user frames…]}` (innermost first; frames from linux_sym.c).
@@ -61,6 +70,44 @@ static char *trigger_text(const char *cond) {
   return t;
 }
 
+/* want[id]: 0 = no stacks, WANT_OPT = stacks from the option, WANT_TRIG = from its trigger */
+#define WANT_OPT 1
+#define WANT_TRIG 2
+
+/* the stacktrace trigger of one event on (@cond) or off; 0 or -1 */
+static int trigger_write(struct tracefs_instance *inst, const char *sys, const char *ev, int on,
+                         const char *cond) {
+  char *t = on ? trigger_text(cond) : strdup("!stacktrace");
+  if (!t) return -1;
+  int r = tracefs_event_file_write(inst, sys, ev, "trigger", t);
+  free(t);
+  return r < 0 ? -1 : 0;
+}
+
+/* the instance's options as the want flags need them (c->nwant) */
+static enum etw_err options_apply(struct lx_stkcfg *c, struct tracefs_instance *inst,
+                                  const char *pfx, struct etw_status *st) {
+  char field[128];
+  snprintf(field, sizeof field, "%s/stacks", pfx);
+  int u = c->nwant > 0;
+  if (u != c->ustack) {
+    int r = u ? tracefs_option_enable(inst, TRACEFS_OPTION_USERSTACKTRACE)
+              : tracefs_option_disable(inst, TRACEFS_OPTION_USERSTACKTRACE);
+    if (r != 0 && u)
+      return etw_fail(st, ETW_E_KERNEL, field, "cannot turn the userstacktrace option on");
+    c->ustack = u;
+  }
+  int k = c->opt && c->nwant > 0;
+  if (k != c->kopt) {
+    int r = k ? tracefs_option_enable(inst, TRACEFS_OPTION_STACKTRACE)
+              : tracefs_option_disable(inst, TRACEFS_OPTION_STACKTRACE);
+    if (r != 0 && k)
+      return etw_fail(st, ETW_E_KERNEL, field, "cannot turn the stacktrace option on");
+    c->kopt = k;
+  }
+  return ETW_E_OK;
+}
+
 enum etw_err lx_stk_set(struct lx_stkcfg *c, struct tracefs_instance *inst, const char *sys,
                         char *const *evs, uint32_t nev, int on, const char *cond,
                         const char *pfx, struct etw_status *st) {
@@ -70,35 +117,59 @@ enum etw_err lx_stk_set(struct lx_stkcfg *c, struct tracefs_instance *inst, cons
     if (!(want = calloc(65536, 1))) return etw_fail(st, ETW_E_NOMEM, NULL, NULL);
     atomic_store(&c->want, want);
   }
+  /* too many triggers to remove in reasonable time: the option from now on (the triggers
+   * already set stay until the instance goes, their events' second kernel stack replacing the
+   * first) */
+  if (on && !c->opt && c->ntrig + nev > LX_STK_TRIGGERS_MAX) c->opt = 1;
   char field[128];
   for (uint32_t j = 0; j < nev; j++) {
     int id = event_id(inst, sys, evs[j]);
     if (id < 0) continue;
-    if (on == atomic_load(&want[id])) continue;
-    char *t = on ? trigger_text(cond) : strdup("!stacktrace");
-    if (!t) return etw_fail(st, ETW_E_NOMEM, NULL, NULL);
-    int r = tracefs_event_file_write(inst, sys, evs[j], "trigger", t);
-    free(t);
-    if (r < 0) {
-      if (!on) continue;
+    uint8_t w = atomic_load(&want[id]);
+    if (!!on == !!w) continue;
+    if (w == WANT_TRIG || (on && !c->opt)) {
+      if (trigger_write(inst, sys, evs[j], on, cond) != 0) {
+        if (!on) continue;
+        snprintf(field, sizeof field, "%s/stacks", pfx);
+        return etw_fail(st, ETW_E_KERNEL, field, "cannot set the stacktrace trigger of %s:%s", sys,
+                        evs[j]);
+      }
+      c->ntrig = on ? c->ntrig + 1 : c->ntrig - 1;
+    }
+    atomic_store(&want[id], (uint8_t)(!on ? 0 : c->opt ? WANT_OPT : WANT_TRIG));
+    c->nwant = on ? c->nwant + 1 : c->nwant - 1;
+  }
+  return options_apply(c, inst, pfx, st);
+}
+
+int lx_stk_can_trigger(const struct lx_stkcfg *c) {
+  return c->opt && c->nwant && c->ntrig + c->nwant <= LX_STK_TRIGGERS_MAX;
+}
+
+enum etw_err lx_stk_to_triggers(struct lx_stkcfg *c, struct tracefs_instance *inst,
+                                const char *sys, char *const *evs, uint32_t nev,
+                                const char *cond, const char *pfx, struct etw_status *st) {
+  _Atomic uint8_t *want = atomic_load(&c->want);
+  for (uint32_t j = 0; want && j < nev; j++) {
+    int id = event_id(inst, sys, evs[j]);
+    if (id < 0 || atomic_load(&want[id]) != WANT_OPT) continue;
+    if (trigger_write(inst, sys, evs[j], 1, cond) != 0) {
+      char field[128];
       snprintf(field, sizeof field, "%s/stacks", pfx);
       return etw_fail(st, ETW_E_KERNEL, field, "cannot set the stacktrace trigger of %s:%s", sys,
                       evs[j]);
     }
-    atomic_store(&want[id], (uint8_t)on);
-    c->nwant = on ? c->nwant + 1 : c->nwant - 1;
-  }
-  int u = c->nwant > 0;
-  if (u != c->ustack) {
-    int r = u ? tracefs_option_enable(inst, TRACEFS_OPTION_USERSTACKTRACE)
-              : tracefs_option_disable(inst, TRACEFS_OPTION_USERSTACKTRACE);
-    if (r != 0 && u) {
-      snprintf(field, sizeof field, "%s/stacks", pfx);
-      return etw_fail(st, ETW_E_KERNEL, field, "cannot turn the userstacktrace option on");
-    }
-    c->ustack = u;
+    atomic_store(&want[id], WANT_TRIG);
+    c->ntrig++;
   }
   return ETW_E_OK;
+}
+
+/* after the triggers are on (an event may get two kernel stacks meanwhile: the last wins) */
+void lx_stk_opt_off(struct lx_stkcfg *c, struct tracefs_instance *inst) {
+  c->opt = 0;
+  if (c->kopt) tracefs_option_disable(inst, TRACEFS_OPTION_STACKTRACE);
+  c->kopt = 0;
 }
 
 void lx_stkcfg_free(struct lx_stkcfg *c) {
