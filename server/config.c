@@ -56,8 +56,9 @@ void etwd_config_usage(const char *prog) {
 #endif
   printf(
       "Usage: %s [serve] [OPTIONS]        run the server\n"
-      "       %s convert FILE... [--format ndjson|csv|chrome|folded] [-o OUT] [--manifests DIR]\n"
+      "       %s convert FILE... [--format ndjson|csv|chrome|folded] [-o OUT] [--manifests DIR[:DIR...]]\n"
       "                                   [filters] [--decode fast|reference]\n"
+      "                                   [--stackwalk-events | --no-stacks]\n"
       "                                   decode .etl files to JSON lines, CSV, Chrome JSON or\n"
       "                                   folded stacks (etwd convert --help)\n"
       "       %s tokens [--rotate] [--state-dir DIR]\n"
