@@ -94,6 +94,9 @@ struct nsink {
   char last_error[256];
   uint64_t failed[64]; /* seqs of the current batch the broker refused (on_pub_err) */
   uint32_t n_failed;
+  int unsure; /* the current batch had an error not in failed[] (transient, no id, list full):
+               * none of it counts as acknowledged, the whole batch is sent again (the broker
+               * de-duplicates by Nats-Msg-Id) */
 };
 
 struct etw_sinks {
@@ -426,14 +429,19 @@ static void on_pub_err(jsCtx *js, jsPubAckErr *pae, void *closure) {
   const char *id = NULL;
   (void)js;
   set_error(k, "publish", pae->Err, pae->ErrText);
-  if (transient(pae->ErrCode) || !pae->Msg || natsMsgHeader_Get(pae->Msg, "Nats-Msg-Id", &id) != NATS_OK)
+  if (transient(pae->ErrCode) || !pae->Msg || natsMsgHeader_Get(pae->Msg, "Nats-Msg-Id", &id) != NATS_OK) {
+    pthread_mutex_lock(&k->mu);
+    k->unsure = 1;
+    pthread_mutex_unlock(&k->mu);
     return;
+  }
   const char *t = strrchr(id, '/');
   t = t ? t + 1 : id;
   uint64_t seq = !strncmp(t, "gap-", 4) ? GAP_BIT | strtoull(t + 4, NULL, 10) : strtoull(t, NULL, 10);
   pthread_mutex_lock(&k->mu);
   if (k->n_failed < sizeof k->failed / sizeof k->failed[0]) k->failed[k->n_failed++] = seq;
-  pthread_mutex_unlock(&k->mu); /* more in one batch: the others are noted when resent */
+  else k->unsure = 1; /* more in one batch: all of it is sent again, the others noted then */
+  pthread_mutex_unlock(&k->mu);
 }
 
 static void on_disc(natsConnection *nc, void *closure) {
@@ -572,6 +580,8 @@ static int settle(struct nsink *k, uint32_t n, int complete) {
   uint32_t nf = k->n_failed;
   memcpy(failed, k->failed, nf * sizeof failed[0]);
   k->n_failed = 0;
+  if (k->unsure) complete = 0; /* an error we cannot pin on a message: nothing is known sent */
+  k->unsure = 0;
   pthread_mutex_unlock(&k->mu);
   uint32_t bad = 0, done = 0;
   struct rec *prev = NULL;
@@ -601,6 +611,7 @@ static int publish_batch(struct nsink *k, struct etw_jw *buf, int *ended) {
   spool_refill(&k->sp);
   pthread_mutex_lock(&k->mu);
   k->n_failed = 0;
+  k->unsure = 0;
   pthread_mutex_unlock(&k->mu);
   uint32_t n = 0;
   int sent_all = 1;
