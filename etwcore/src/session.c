@@ -975,6 +975,15 @@ static void time_or_null(struct etw_jw *w, int64_t ns) {
     etw_jw_lit(w, "null");
 }
 
+uint64_t etw_session_lost_before_hub(struct etw_session *s) {
+  struct etw_backend_stats bs;
+  struct etw_hub_stats hs;
+  pthread_mutex_lock(&s->mu);
+  totals_locked(s, &bs, &hs);
+  pthread_mutex_unlock(&s->mu);
+  return bs.kernel_lost + hs.hub_dropped;
+}
+
 void etw_session_json(struct etw_session *s, struct etw_jw *w) {
   pthread_mutex_lock(&s->mu);
   kv(w, "{\"id\":", s->id);

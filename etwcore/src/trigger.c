@@ -5,8 +5,9 @@
  * given) and every filter field of EventData equal to the given value (strings by text, numbers
  * by value); a rate rule counts the matching events in 1-s windows and fires when `for_s`
  * consecutive windows are above `rate_above` (or below `rate_below`) events/s. The watcher's
- * queue may drop events when they come faster than the thread parses them: a window's rate is
- * then the matches seen plus the window's dropped events times the share of matches among the
+ * queue may drop events when they come faster than the thread parses them, and its session's
+ * kernel buffers when they come faster than its readers decode them: a window's rate is then
+ * the matches seen plus the window's lost events (both kinds) times the share of matches among the
  * events seen so far (all dropped events when the rule has no filter: the watcher enables only
  * the rule's provider and event, so every event of it matches) — so overload can neither hide a
  * rate above the limit nor fake one below it. The last window's rate and the drops are shown in
@@ -151,16 +152,22 @@ static void *trig_main(void *arg) {
   etw_jw_init(&w, 2u << 20);
   double win_start = 0, run = 0, hit_at = -1, win_n = 0;
   uint64_t drop_seen = 0;
+  double lost_at = 0;
   while (!atomic_load(&t->quit)) {
     w.len = 0;
     int n = etw_sub_read(t->sub, &w, ETW_FMT_NDJSON, 1u << 20, 100);
     if (n < 0) break; /* the watcher ended (failed): the trigger can never fire */
-    struct etw_sub_stats ss;
-    etw_sub_stats(t->sub, &ss);
-    uint64_t drop = ss.dropped - drop_seen;
-    drop_seen = ss.dropped;
-    if (!atomic_load(&t->armed)) continue;
     double now = mono_s();
+    uint64_t drop = 0;
+    if (now - lost_at >= 0.1) { /* the losses (queue, hub, kernel: the backend's counters) */
+      struct etw_sub_stats ss;
+      etw_sub_stats(t->sub, &ss);
+      uint64_t lost = ss.dropped + etw_session_lost_before_hub(t->watch);
+      drop = lost - drop_seen;
+      drop_seen = lost;
+      lost_at = now;
+    }
+    if (!atomic_load(&t->armed)) continue;
     if (hit_at >= 0) {
       if (now >= hit_at + t->after_s) {
         t->fired(t->ctx);

@@ -73,6 +73,9 @@ enum etw_err etw_session_patch(struct etw_session *s, const cJSON *body, struct 
 
 /** etw_session_json - the session as JSON (id, name, state, spec, stats). */
 void etw_session_json(struct etw_session *s, struct etw_jw *w);
+/** etw_session_lost_before_hub - events lost before any subscriber could get them: in the
+ *  kernel/OS buffers and by the hub (a trigger's rate rule counts them). */
+uint64_t etw_session_lost_before_hub(struct etw_session *s);
 /** etw_core_sessions_json - JSON array of every session. */
 void etw_core_sessions_json(struct etw_core *c, struct etw_jw *w);
 /** etw_core_metrics - Prometheus text exposition of every session and the process. */
