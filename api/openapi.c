@@ -91,7 +91,7 @@ static const char schemas[] =
     "\"armed\":{\"type\":\"boolean\"},\"met\":{\"type\":\"boolean\"},"
     "\"rate\":{\"type\":\"number\",\"description\":\"a rate rule's last 1-s window, events/s, dropped events included\"},"
     "\"for_s_met\":{\"type\":\"number\"},\"seen\":{\"type\":\"integer\"},\"matched\":{\"type\":\"integer\"},"
-    "\"dropped\":{\"type\":\"integer\",\"description\":\"events the watcher's queue dropped (a rate rule counts them)\"}}},"
+    "\"dropped\":{\"type\":\"integer\",\"description\":\"events the watcher lost: its queue, its session's hub and kernel buffers (a rate rule counts them)\"}}},"
     "\"Session\":{\"type\":\"object\",\"required\":[\"id\",\"name\",\"backend\",\"state\",\"created\",\"stopped\",\"recording\",\"spec\",\"stats\"],\"properties\":{\"id\":{\"type\":\"integer\"},\"name\":{\"type\":[\"string\",\"null\"]},"
     "\"backend\":{\"type\":\"string\"},\"state\":{\"type\":\"string\",\"enum\":[\"pending\",\"armed\",\"running\",\"stopped\",\"ended\",\"failed\"]},"
     "\"message\":{\"type\":\"string\"},\"os_name\":{\"type\":\"string\"},\"created\":{\"type\":\"string\"},"
