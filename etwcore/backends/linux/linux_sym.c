@@ -755,6 +755,18 @@ void lx_sym_forget(uint32_t tgid) {
   pthread_mutex_unlock(&g.mu);
 }
 
+/* three lines `<head><label i>"} <counter i>` of one labelled counter (@head: its name and `{label="`) */
+static void labelled3(struct etw_jw *w, const char *head, const char *const label[3],
+                      _Atomic uint64_t *v) {
+  for (int i = 0; i < 3; i++) {
+    etw_jw_lit(w, head);
+    etw_jw_lit(w, label[i]);
+    etw_jw_lit(w, "\"} ");
+    etw_jw_u64(w, atomic_load_explicit(&v[i], memory_order_relaxed));
+    etw_jw_ch(w, '\n');
+  }
+}
+
 static void metric3(struct etw_jw *w, const char *name, const char *help, const uint64_t v[C_N]) {
   static const char *const cache[C_N] = {"processes", "files", "frames"};
   etw_jw_lit(w, "# HELP etwd_symcache_");
@@ -793,22 +805,10 @@ void etw_linux_metrics(struct etw_jw *w) {
                 "loading (over the per-file count or bytes) or names shortened (over 1024 bytes).\n"
                 "# TYPE etwd_symcache_symbols_cut_total counter\n");
   static const char *const why[3] = {"count", "bytes", "name"};
-  for (int i = 0; i < 3; i++) {
-    etw_jw_lit(w, "etwd_symcache_symbols_cut_total{reason=\"");
-    etw_jw_lit(w, why[i]);
-    etw_jw_lit(w, "\"} ");
-    etw_jw_u64(w, atomic_load_explicit(&g_cut[i], memory_order_relaxed));
-    etw_jw_ch(w, '\n');
-  }
+  labelled3(w, "etwd_symcache_symbols_cut_total{reason=\"", why, g_cut);
   etw_jw_lit(w, "# HELP etwd_stack_records_total Linux stack records: attached to their event, "
                 "orphaned (the event was already published), dropped (the event did not ask).\n"
                 "# TYPE etwd_stack_records_total counter\n");
   static const char *const what[3] = {"attached", "orphaned", "dropped"};
-  for (int i = 0; i < 3; i++) {
-    etw_jw_lit(w, "etwd_stack_records_total{result=\"");
-    etw_jw_lit(w, what[i]);
-    etw_jw_lit(w, "\"} ");
-    etw_jw_u64(w, atomic_load_explicit(&g_stk[i], memory_order_relaxed));
-    etw_jw_ch(w, '\n');
-  }
+  labelled3(w, "etwd_stack_records_total{result=\"", what, g_stk);
 }
