@@ -1,6 +1,11 @@
 /* linux_int.h — internal types shared by the files of the Linux (tracefs) backend.
  *
- * linux_backend.c  instance lifecycle, spec validation, providers API, reader threads, stats
+ * linux_backend.c  the backend table, init/cleanup, instance lifecycle (open/start/stop/destroy)
+ * linux_enable.c   a session's providers: checks, filters, etwd's exclusions, enable/disable
+ * linux_reader.c   the reader threads (one per CPU): poll, drain, decode, publish
+ * linux_record.c   file mode: the snapshot thread, the reserve, the final trace.dat
+ * linux_stats.c    stats, progress, stats_json, the list of tracefs instances
+ * linux_sess.h     the session's state (struct lx_sess, lx_rd) shared by the five above
  * linux_decode.c   per-event field descriptors and the hot decode+encode loop (one per thread)
  * linux_task.c     the task of an event: tgid cache (/proc), its comm as of the event, id-text slots
  * linux_comm.c     the session's comm table (tid → comm changes by trace time), shared by readers

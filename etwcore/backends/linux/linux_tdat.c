@@ -7,7 +7,7 @@
  * writes header + spools to `<path>.part` and renames it onto <path> — so <path> is always either
  * absent or a complete file. At open, <path> gets a valid trace.dat with no events; while
  * recording, the backend refreshes it the same way about every second (lx_tdat_snapshot) as long
- * as the recording is small (LX_SNAPSHOT_MAX in linux_backend.c), so a download during the
+ * as the recording is small (LX_SNAPSHOT_MAX in linux_sess.h), so a download during the
  * recording gets the events up to about a second ago and never a torn file.
  *
  * A failed spool write (disk full, EIO) freezes the recording: no page is spooled after it
