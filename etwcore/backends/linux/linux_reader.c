@@ -335,7 +335,7 @@ void lx_release_readers(struct lx_sess *s, int go) {
 }
 
 void lx_join_readers(struct lx_sess *s) {
-  for (int i = 0; i < s->ncpu; i++) {
+  for (int i = 0; s->rd && i < s->ncpu; i++) { /* no array: its allocation failed in open */
     struct lx_rd *r = &s->rd[i];
     if (r->th_ok) pthread_join(r->th, NULL);
     r->th_ok = 0;
