@@ -78,6 +78,19 @@ static int name_list(const char *v, char names[][ETW_FILTER_NAME_MAX], uint32_t 
   return 0;
 }
 
+/* process=: patterns (event.h) into f->procs; -1 if one is not a pattern or there are too many */
+static int proc_list(const char *v, struct etw_sub_filter *f) {
+  for (const char *p = v;; p++) {
+    size_t k = strcspn(p, ",");
+    if (k >= ETW_PNAME_PAT_MAX || f->n_procs >= ETW_FILTER_MAX) return -1;
+    memcpy(f->procs[f->n_procs], p, k);
+    f->procs[f->n_procs][k] = 0;
+    if (!etw_pname_pattern_ok(f->procs[f->n_procs++])) return -1;
+    p += k;
+    if (!*p) return 0;
+  }
+}
+
 static int parse_u32s(const char *v, uint32_t *out, uint32_t *n) {
   char buf[1024];
   snprintf(buf, sizeof buf, "%s", v);
@@ -168,6 +181,13 @@ int etwd_sub_filter_from_query(const char *q, struct etw_sub_filter *f, unsigned
   if ((r = qvar(q, ql, "pid", v, sizeof v, err, errlen)) < 0) return -1;
   if (r && parse_u32s(v, f->pids, &f->n_pids)) {
     snprintf(err, errlen, "pid must be a comma-separated list of at most %d process ids", ETW_FILTER_MAX);
+    return -1;
+  }
+  if ((r = qvar(q, ql, "process", v, sizeof v, err, errlen)) < 0) return -1;
+  if (r && proc_list(v, f)) {
+    snprintf(err, errlen, "process must be a comma-separated list of at most %d process names (ProcessName, "
+                          "ASCII case ignored), each 1-%d bytes without control characters, or a name prefix "
+                          "followed by * (\"kworker*\")", ETW_FILTER_MAX, ETW_PNAME_PAT_MAX - 1);
     return -1;
   }
   if ((r = qvar(q, ql, "level", v, sizeof v, err, errlen)) < 0) return -1;
