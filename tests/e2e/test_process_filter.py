@@ -5,17 +5,21 @@
   ndjson and WebSocket: exactly the events of the unfiltered stream whose
   System.Execution.ProcessName matches, as this file's own rule (written here) selects them;
 - `etwd convert --process` on the same file: exactly the unfiltered output's matching lines;
-- bad values: 400 problem+json (stream), exit 2 with a message (convert)."""
+- bad values: 400 problem+json (stream), exit 2 with a message (convert);
+- a crafted .etl with 16,484 live processes (Process/Start records) overflows the decoder's process
+  table (16,384 pids): the replay session's stats.process_table_dropped and convert's stderr say
+  100, and exactly those 100 processes' events go without ProcessName."""
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.parse
 
-from etwd_harness import Etwd, check, done, problem, wait_state, ws_events, BIN, CORPUS
+from etwd_harness import Etwd, check, done, problem, wait_state, session, ws_events, BIN, CORPUS
 
 SHUTDOWN = os.path.join(CORPUS, "airbus-cert+etl-parser/tests/example/ShutdownPerfDiagLogger.etl")
 PATTERNS = ["svchost", "EXPLORER", "Microsoft*"]  # exact, another case, a prefix
@@ -148,6 +152,8 @@ def test_replay(e):
     got = events_of(e.ndjson("/api/v1/sessions/%d/events?%s&event=Thread/DCStart" % (sid, query(["svchost"])), timeout=120))
     want2 = [r for r in everything if matches(r, ["svchost"]) and r["System"].get("EventName") == "Thread/DCStart"]
     check(got == want2 and len(want2) > 10, "replay process=svchost&event=Thread/DCStart: %d events, want %d" % (len(got), len(want2)))
+    s = session(e, sid)
+    check(s["stats"].get("process_table_dropped") == 0, "replay stats: process_table_dropped 0: %r" % s["stats"])
     return sid
 
 
@@ -187,6 +193,74 @@ def test_bad(e, sid):
     check(r.returncode == 2 and b"needs a value" in r.stderr, "convert --process without a value: exit %d" % r.returncode)
 
 
+# ---- the process table at its bound: a crafted file
+
+def write_etl(path, records, t0=1000):
+    """A minimal 64-bit ETL file (QPC clock at 10 MHz): the header buffer (SYSTEM64 logfile header
+    record) and buffers of at most ~60 KB of the given records."""
+    lh = bytearray(0x20 + 0x118 + 4)  # record header, TRACE_LOGFILE_HEADER, two empty names
+    struct.pack_into("<HBBHHIIQ", lh, 0, 2, 2, 0xC0, len(lh), 0, 11, 22, t0)
+    struct.pack_into("<IIII", lh, 0x20, 65536, 0x0501000A, 19041, 1)
+    struct.pack_into("<I", lh, 0x20 + 0x2C, 8)
+    struct.pack_into("<QQQI", lh, 0x20 + 0x48 + 176, 132999000000000000, 10**7, 133000000000000000, 1)
+
+    def buffer(payload, seq):
+        size = 0x48 + len(payload) + (-(0x48 + len(payload)) % 8)
+        hdr = bytearray(0x48)
+        struct.pack_into("<II", hdr, 0, size, 0x48 + len(payload))
+        struct.pack_into("<Q", hdr, 0x18, seq)
+        struct.pack_into("<IHH", hdr, 0x30, 0x48 + len(payload), 0x21, 0 if seq else 4)
+        return bytes(hdr) + payload + b"\xff" * (size - 0x48 - len(payload))
+
+    out, body = [buffer(bytes(lh), 0)], bytearray()
+    for rec in records:
+        if len(body) + len(rec) > 60000:
+            out.append(buffer(bytes(body), len(out)))
+            body = bytearray()
+        body += rec
+    out.append(buffer(bytes(body), len(out)))
+    with open(path, "wb") as f:
+        f.write(b"".join(out))
+
+
+def process_start(ts, pid, image):
+    """A kernel Process/Start (SYSTEM64 header, hook 0x0301, v4 payload: key, pid, parent, session,
+    exit status, DTB, flags, no SID, ANSI image name, three empty UTF-16 strings)."""
+    p = bytearray(36)
+    struct.pack_into("<I", p, 8, pid)
+    p += b"\0\0\0\0" + image.encode() + b"\0" + b"\0" * 6
+    rec = bytearray(0x20)
+    struct.pack_into("<HBBHHIIQII", rec, 0, 4, 2, 0xC0, 0x20 + len(p), 0x0301, 0, 4, ts, 0, 0)
+    return bytes(rec + p + b"\0" * (-(len(rec) + len(p)) % 8))
+
+
+TABLE = 16384  # dec_proc.c's DEC_PROC_MAX
+EXTRA = 100
+
+
+def test_table_full(e, tmp):
+    path = os.path.join(tmp, "procs.etl")
+    write_etl(path, [process_start(2000 + i, 1000 + 4 * i, "p%d.exe" % i) for i in range(TABLE + EXTRA)])
+    sid = replay(e, "procs.etl", path)
+    recs = events_of(e.ndjson("/api/v1/sessions/%d/events" % sid, timeout=120))
+    starts = [r for r in recs if r["System"].get("EventName") == "Process/Start"]
+    unnamed = [r["EventData"]["ProcessId"] for r in starts if "ProcessName" not in r["System"]["Execution"]]
+    check(len(starts) == TABLE + EXTRA and unnamed == [1000 + 4 * i for i in range(TABLE, TABLE + EXTRA)],
+          "crafted file: %d starts, the last %d without ProcessName: %d unnamed" % (len(starts), EXTRA, len(unnamed)))
+    st = None
+    for _ in range(100):  # the pass's counters join the session's when its stream has ended
+        st = session(e, sid)["stats"]
+        if st.get("process_table_dropped"):
+            break
+        time.sleep(0.05)
+    check(st.get("process_table_dropped") == EXTRA, "replay stats: process_table_dropped %d: %r" % (EXTRA, st))
+    r = convert(path, "--quiet")
+    check(r.returncode == 0 and b"etwd convert: %d process names or thread owners not kept" % EXTRA in r.stderr,
+          "convert's summary counts the %d names not kept: exit %d %r" % (EXTRA, r.returncode, r.stderr[-400:]))
+    r = convert(SHUTDOWN, "--quiet")
+    check(b"not kept" not in r.stderr, "convert of a file that fits the table: no such line: %r" % r.stderr[-300:])
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp, Etwd() as e:
         t0 = time.time()
@@ -196,7 +270,8 @@ def main():
         test_convert()
         t2 = time.time()
         test_bad(e, sid)
-        print("live %.1f s, replay+convert %.1f s, bad %.1f s" % (t1 - t0, t2 - t1, time.time() - t2))
+        test_table_full(e, tmp)
+        print("live %.1f s, replay+convert %.1f s, bad+table %.1f s" % (t1 - t0, t2 - t1, time.time() - t2))
     done()
 
 
