@@ -2,7 +2,7 @@
 - a stream's `process=` (names, ASCII case ignored, `NAME*` a prefix) on a live Linux session (a
   copy of /bin/dd under a unique name, traced with its parent, this python3) and on a replay of a
   corpus file (ShutdownPerfDiagLogger.etl, kernel events named from its Process events), over
-  ndjson and WebSocket: exactly the events of the unfiltered stream whose
+  ndjson and WebSocket, and on a file decode (GET /api/v1/files/{name}/events): exactly the events of the unfiltered stream whose
   System.Execution.ProcessName matches, as this file's own rule (written here) selects them;
 - `etwd convert --process` on the same file: exactly the unfiltered output's matching lines;
 - bad values: 400 problem+json (stream), exit 2 with a message (convert);
@@ -148,6 +148,11 @@ def test_replay(e):
     finally:
         ws.close()
     check(events_of(recs) == want, "replay WebSocket %s: %d events, want %d" % (PATTERNS, len(events_of(recs)), len(want)))
+    # a file decode (GET /api/v1/files/{name}/events) takes it too
+    decoded = events_of(e.ndjson("/api/v1/files/sd.etl/events", timeout=120))
+    got = events_of(e.ndjson("/api/v1/files/sd.etl/events?%s" % query(PATTERNS), timeout=120))
+    want_d = [r for r in decoded if matches(r, PATTERNS)]
+    check(got == want_d and len(want_d) == len(want), "file decode %s: %d events, want %d" % (PATTERNS, len(got), len(want_d)))
     # with another filter: both must hold
     got = events_of(e.ndjson("/api/v1/sessions/%d/events?%s&event=Thread/DCStart" % (sid, query(["svchost"])), timeout=120))
     want2 = [r for r in everything if matches(r, ["svchost"]) and r["System"].get("EventName") == "Thread/DCStart"]
