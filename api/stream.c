@@ -78,19 +78,6 @@ static int name_list(const char *v, char names[][ETW_FILTER_NAME_MAX], uint32_t 
   return 0;
 }
 
-/* process=: patterns (event.h) into f->procs; -1 if one is not a pattern or there are too many */
-static int proc_list(const char *v, struct etw_sub_filter *f) {
-  for (const char *p = v;; p++) {
-    size_t k = strcspn(p, ",");
-    if (k >= ETW_PNAME_PAT_MAX || f->n_procs >= ETW_FILTER_MAX) return -1;
-    memcpy(f->procs[f->n_procs], p, k);
-    f->procs[f->n_procs][k] = 0;
-    if (!etw_pname_pattern_ok(f->procs[f->n_procs++])) return -1;
-    p += k;
-    if (!*p) return 0;
-  }
-}
-
 static int parse_u32s(const char *v, uint32_t *out, uint32_t *n) {
   char buf[1024];
   snprintf(buf, sizeof buf, "%s", v);
@@ -184,7 +171,7 @@ int etwd_sub_filter_from_query(const char *q, struct etw_sub_filter *f, unsigned
     return -1;
   }
   if ((r = qvar(q, ql, "process", v, sizeof v, err, errlen)) < 0) return -1;
-  if (r && proc_list(v, f)) {
+  if (r && etw_pname_list(v, f->procs, ETW_FILTER_MAX, &f->n_procs)) {
     snprintf(err, errlen, "process must be a comma-separated list of at most %d process names (ProcessName, "
                           "ASCII case ignored), each 1-%d bytes without control characters, or a name prefix "
                           "followed by * (\"kworker*\")", ETW_FILTER_MAX, ETW_PNAME_PAT_MAX - 1);

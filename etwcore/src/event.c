@@ -210,6 +210,18 @@ int etw_pname_pattern_ok(const char *pat) {
   return 1;
 }
 
+int etw_pname_list(const char *v, char (*pats)[ETW_PNAME_PAT_MAX], uint32_t max, uint32_t *n) {
+  for (const char *p = v;; p++) {
+    size_t k = strcspn(p, ",");
+    if (k >= ETW_PNAME_PAT_MAX || *n >= max) return -1;
+    memcpy(pats[*n], p, k);
+    pats[*n][k] = 0;
+    if (!etw_pname_pattern_ok(pats[(*n)++])) return -1;
+    p += k;
+    if (!*p) return 0;
+  }
+}
+
 static int lower(int c) { return c >= 'A' && c <= 'Z' ? c + 32 : c; }
 
 int etw_pname_match(const char *name, size_t len, const char *pat) {

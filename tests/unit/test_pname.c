@@ -3,8 +3,8 @@
  * character), from a batch's text or the System object alone; Linux-style \u00XX escapes and
  * surrogate pairs (a lone one: U+FFFD); none when the System block has no ProcessName (a
  * "ProcessName" member of EventData is not it), when the text is cut inside the name, or when the
- * key is only inside a string; the buffer's bound. etw_pname_pattern_ok and etw_pname_match: the
- * rule of the stream's process= and convert's --process. */
+ * key is only inside a string; the buffer's bound. etw_pname_pattern_ok, etw_pname_list and
+ * etw_pname_match: the rule of the stream's process= and convert's --process. */
 #include <stdint.h>
 #include <string.h>
 
@@ -95,6 +95,18 @@ int main(void) {
   big[ETW_PNAME_PAT_MAX - 1] = 'a';
   big[ETW_PNAME_PAT_MAX] = 0;
   CHECK(!etw_pname_pattern_ok(big));
+  char pats[3][ETW_PNAME_PAT_MAX];
+  uint32_t np = 0;
+  CHECK_EQ(etw_pname_list("a,b*", pats, 3, &np), 0);
+  CHECK_EQ(np, 2);
+  CHECK_STR(pats[1], "b*");
+  CHECK_EQ(etw_pname_list("c", pats, 3, &np), 0); /* appended (an option given twice) */
+  CHECK_EQ(np, 3);
+  CHECK_EQ(etw_pname_list("d", pats, 3, &np), -1); /* one too many */
+  np = 0;
+  CHECK_EQ(etw_pname_list("a,,b", pats, 3, &np), -1);
+  np = 0;
+  CHECK_EQ(etw_pname_list("a,", pats, 3, &np), -1);
   CHECK(etw_pname_match("SvcHost", 7, "svchost"));
   CHECK(!etw_pname_match("svchost", 7, "svchos"));
   CHECK(!etw_pname_match("svchos", 6, "svchost"));

@@ -52,7 +52,8 @@ struct conv {
   int nf;
   struct etw_folded *fold; /* F_FOLDED: the selected events' stacks (etw_convert_main's) */
   char *prov[MAX_SEL], *ev[MAX_SEL];
-  int nprov, nev, npid, nproc;
+  int nprov, nev, npid;
+  uint32_t nproc;
   int64_t pids[MAX_SEL];
   char procs[MAX_SEL][ETW_PNAME_PAT_MAX]; /* --process patterns (etwcore/event.h) */
   const char *from_s, *to_s; /* as given */
@@ -252,19 +253,6 @@ static int parse_time(const char *s, int *rel, double *sec, uint64_t *ft) {
   return 0;
 }
 
-/* --process: patterns into c->procs; -1 if one is not a pattern or there are too many */
-static int proc_list(struct conv *c, const char *v) {
-  for (const char *p = v;; p++) {
-    size_t k = strcspn(p, ",");
-    if (k >= ETW_PNAME_PAT_MAX || c->nproc >= MAX_SEL) return -1;
-    memcpy(c->procs[c->nproc], p, k);
-    c->procs[c->nproc][k] = 0;
-    if (!etw_pname_pattern_ok(c->procs[c->nproc++])) return -1;
-    p += k;
-    if (!*p) return 0;
-  }
-}
-
 static int parse_args(struct conv *c, int argc, char **argv, int *help) {
   const char *fmt = "ndjson";
   for (int i = 1; i < argc; i++) {
@@ -322,7 +310,7 @@ static int parse_args(struct conv *c, int argc, char **argv, int *help) {
         p = *end ? end + 1 : end;
       }
     } else if (!strcmp(name, "--process")) {
-      if (proc_list(c, v)) {
+      if (etw_pname_list(v, c->procs, MAX_SEL, &c->nproc)) {
         fprintf(stderr, "etwd convert: --process %s: want process names separated by ',' (at most %d, each 1-%d "
                         "bytes without control characters; NAME* for a prefix)\n", v, MAX_SEL, ETW_PNAME_PAT_MAX - 1);
         return 2;
@@ -401,7 +389,7 @@ static int selected(const struct conv *c, const struct conv_ev *e) {
   char nm[256];
   int n = etw_event_pname(e->sys, e->sys_len, nm, sizeof nm);
   ok = 0;
-  for (int i = 0; i < c->nproc && !ok && n >= 0; i++) ok = etw_pname_match(nm, (size_t)n, c->procs[i]);
+  for (uint32_t i = 0; i < c->nproc && !ok && n >= 0; i++) ok = etw_pname_match(nm, (size_t)n, c->procs[i]);
   return ok;
 }
 

@@ -99,6 +99,9 @@ void etw_event_write_system(struct etw_jw *w, const struct etw_sys *s);
 /** etw_pname_pattern_ok - 1 when @pat is a pattern: 1-127 bytes, no control character, no ','
  *  and '*' only last, after at least one other byte. */
 int etw_pname_pattern_ok(const char *pat);
+/** etw_pname_list - the comma-separated patterns of @v appended to pats[*n…] (at most @max in
+ *  all): 0, or -1 if one is not a pattern or there are too many. */
+int etw_pname_list(const char *v, char (*pats)[ETW_PNAME_PAT_MAX], uint32_t max, uint32_t *n);
 /** etw_pname_match - whether the name @name (@len bytes) matches pattern @pat. */
 int etw_pname_match(const char *name, size_t len, const char *pat);
 /** etw_event_pname - System.Execution.ProcessName of the encoded event @ev (@n bytes: a batch's
