@@ -198,7 +198,7 @@ void etwd_stream_shutdown(struct etwd_server *s);
 /** etwd_stream_ndjson - stream a session's events as chunked ndjson on this request, filtered by
  *  the stream parameters in @query (the request's, or what a handler left of them). */
 void etwd_stream_ndjson(struct etwd_req *r, struct etw_session *sess, const char *query);
-/** etwd_sub_filter_from_query - build a subscriber filter from ?provider=&event=&pid=&level=. */
+/** etwd_sub_filter_from_query - build a subscriber filter from ?provider=&event=&pid=&process=&level=. */
 int etwd_sub_filter_from_query(const char *query, struct etw_sub_filter *f, unsigned long long *from,
                                char *err, size_t errlen);
 

@@ -107,6 +107,7 @@ static const char schemas[] =
     "\"unparsed\":{\"type\":\"integer\",\"description\":\"events delivered with Unparsed\"},"
     "\"stack_walks\":{\"type\":\"integer\",\"description\":\"replays: stack walk events of the files\"},"
     "\"stack_walks_unattached\":{\"type\":\"integer\",\"description\":\"of those, not attached to an event\"},"
+    "\"process_table_dropped\":{\"type\":\"integer\",\"description\":\"replays: process names and thread owners the decoder's bounded tables could not keep (events of those processes go without ProcessName)\"},"
     "\"per_provider\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"integer\"}},"
     "\"subscribers\":{\"type\":\"integer\"},\"loss\":{\"type\":\"object\",\"required\":[\"kernel\",\"hub\",\"subscribers\"],\"properties\":{"
     "\"kernel\":{\"type\":\"integer\"},\"kernel_overrun\":{\"type\":\"integer\"},\"kernel_dropped\":{\"type\":\"integer\"},\"hub\":{\"type\":\"integer\"},\"subscribers\":{\"type\":\"integer\"},\"sink\":{\"type\":\"integer\",\"description\":\"events no sink could keep (spools full)\"}}},"

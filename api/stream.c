@@ -170,6 +170,13 @@ int etwd_sub_filter_from_query(const char *q, struct etw_sub_filter *f, unsigned
     snprintf(err, errlen, "pid must be a comma-separated list of at most %d process ids", ETW_FILTER_MAX);
     return -1;
   }
+  if ((r = qvar(q, ql, "process", v, sizeof v, err, errlen)) < 0) return -1;
+  if (r && etw_pname_list(v, f->procs, ETW_FILTER_MAX, &f->n_procs)) {
+    snprintf(err, errlen, "process must be a comma-separated list of at most %d process names (ProcessName, "
+                          "ASCII case ignored), each 1-%d bytes without control characters, or a name prefix "
+                          "followed by * (\"kworker*\")", ETW_FILTER_MAX, ETW_PNAME_PAT_MAX - 1);
+    return -1;
+  }
   if ((r = qvar(q, ql, "level", v, sizeof v, err, errlen)) < 0) return -1;
   if (r) {
     char *end;

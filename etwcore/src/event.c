@@ -197,3 +197,124 @@ out:
   pthread_mutex_unlock(&intern_mu);
   return res;
 }
+
+/* ---- process-name filters */
+
+int etw_pname_pattern_ok(const char *pat) {
+  size_t n = strlen(pat);
+  if (n == 0 || n >= ETW_PNAME_PAT_MAX || !strcmp(pat, "*")) return 0;
+  for (size_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)pat[i];
+    if (c < 0x20 || c == 0x7f || c == ',' || (c == '*' && i != n - 1)) return 0;
+  }
+  return 1;
+}
+
+int etw_pname_list(const char *v, char (*pats)[ETW_PNAME_PAT_MAX], uint32_t max, uint32_t *n) {
+  for (const char *p = v;; p++) {
+    size_t k = strcspn(p, ",");
+    if (k >= ETW_PNAME_PAT_MAX || *n >= max) return -1;
+    memcpy(pats[*n], p, k);
+    pats[*n][k] = 0;
+    if (!etw_pname_pattern_ok(pats[(*n)++])) return -1;
+    p += k;
+    if (!*p) return 0;
+  }
+}
+
+static int lower(int c) { return c >= 'A' && c <= 'Z' ? c + 32 : c; }
+
+int etw_pname_match(const char *name, size_t len, const char *pat) {
+  size_t n = strlen(pat);
+  int prefix = n && pat[n - 1] == '*';
+  if (prefix) n--;
+  if (prefix ? len < n : len != n) return 0;
+  for (size_t i = 0; i < n; i++)
+    if (lower((unsigned char)name[i]) != lower((unsigned char)pat[i])) return 0;
+  return 1;
+}
+
+static int hexval(const char *p, const char *end, uint32_t *v) {
+  if (end - p < 4) return -1;
+  *v = 0;
+  for (int i = 0; i < 4; i++) {
+    char c = p[i];
+    int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    if (d < 0) return -1;
+    *v = *v << 4 | (uint32_t)d;
+  }
+  return 0;
+}
+
+/* append @cp as UTF-8 to @buf at *o (what does not fit @cap is left out) */
+static void put_cp(char *buf, size_t cap, size_t *o, uint32_t cp) {
+  char t[4];
+  size_t k;
+  if (cp < 0x80) {
+    t[0] = (char)cp;
+    k = 1;
+  } else if (cp < 0x800) {
+    t[0] = (char)(0xC0 | cp >> 6);
+    t[1] = (char)(0x80 | (cp & 0x3F));
+    k = 2;
+  } else if (cp < 0x10000) {
+    t[0] = (char)(0xE0 | cp >> 12);
+    t[1] = (char)(0x80 | (cp >> 6 & 0x3F));
+    t[2] = (char)(0x80 | (cp & 0x3F));
+    k = 3;
+  } else {
+    t[0] = (char)(0xF0 | cp >> 18);
+    t[1] = (char)(0x80 | (cp >> 12 & 0x3F));
+    t[2] = (char)(0x80 | (cp >> 6 & 0x3F));
+    t[3] = (char)(0x80 | (cp & 0x3F));
+    k = 4;
+  }
+  for (size_t i = 0; i < k && *o < cap; i++) buf[(*o)++] = t[i];
+}
+
+int etw_event_pname(const char *ev, size_t n, char *buf, size_t cap) {
+  /* the writers put `"Execution":{"ProcessID":N,"ProcessName":"…"` in the System object, which
+   * comes first; the key cannot occur inside a JSON string (its quotes would be escaped) */
+  static const char EXEC[] = "\"Execution\":{\"ProcessID\":", NAME[] = ",\"ProcessName\":\"";
+  const char *p = ev, *end = ev + n, *q = NULL;
+  while (p + sizeof EXEC - 1 <= end && (p = memchr(p, '"', (size_t)(end - p))) != NULL) {
+    if ((size_t)(end - p) >= sizeof EXEC - 1 && !memcmp(p, EXEC, sizeof EXEC - 1)) {
+      q = p + sizeof EXEC - 1;
+      break;
+    }
+    p++;
+  }
+  if (!q) return -1;
+  while (q < end && *q != ',' && *q != '}') q++; /* the id: digits or null */
+  if ((size_t)(end - q) < sizeof NAME - 1 || memcmp(q, NAME, sizeof NAME - 1)) return -1;
+  size_t o = 0;
+  for (q += sizeof NAME - 1; q < end && *q != '"'; q++) {
+    if (*q != '\\') {
+      if (o < cap) buf[o++] = *q;
+      continue;
+    }
+    if (++q == end) return -1;
+    uint32_t cp, lo;
+    switch (*q) {
+    case 'b': cp = '\b'; break;
+    case 'f': cp = '\f'; break;
+    case 'n': cp = '\n'; break;
+    case 'r': cp = '\r'; break;
+    case 't': cp = '\t'; break;
+    case 'u':
+      if (hexval(q + 1, end, &cp)) return -1;
+      q += 4;
+      if (cp >= 0xD800 && cp < 0xDC00 && end - q > 6 && q[1] == '\\' && q[2] == 'u' && !hexval(q + 3, end, &lo) &&
+          lo >= 0xDC00 && lo < 0xE000) {
+        cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+        q += 6;
+      } else if (cp >= 0xD800 && cp < 0xE000) {
+        cp = 0xFFFD;
+      }
+      break;
+    default: cp = (unsigned char)*q; /* \" \\ \/ */
+    }
+    put_cp(buf, cap, &o, cp);
+  }
+  return q < end ? (int)o : -1; /* (@cap is small: a name's buffer) */
+}

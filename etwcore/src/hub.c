@@ -175,7 +175,16 @@ static struct timespec to_ts(int64_t ns) {
   return t;
 }
 
-static int match(const struct etw_sub *s, const struct etw_evref *e) {
+/* whether the event's ProcessName matches one of the filter's patterns (read from its text) */
+static int proc_match(const struct etw_sub_filter *f, const struct etw_batch *b, const struct etw_evref *e) {
+  char nm[256];
+  int n = etw_event_pname(b->data.buf + e->off, e->len, nm, sizeof nm);
+  for (uint32_t i = 0; n >= 0 && i < f->n_procs; i++)
+    if (etw_pname_match(nm, (size_t)n, f->procs[i])) return 1;
+  return 0;
+}
+
+static int match(const struct etw_sub *s, const struct etw_batch *b, const struct etw_evref *e) {
   if (s->match_all) return 1;
   const struct etw_sub_filter *f = &s->f;
   if (f->max_level >= 0 && e->level > f->max_level) return 0;
@@ -195,13 +204,13 @@ static int match(const struct etw_sub *s, const struct etw_evref *e) {
     while (i < f->n_pids && f->pids[i] != e->pid) i++;
     if (i == f->n_pids) return 0;
   }
-  return 1;
+  return !f->n_procs || proc_match(f, b, e);
 }
 
 static uint64_t count_matching(const struct etw_sub *s, const struct etw_batch *b, uint32_t from) {
   if (s->match_all) return b->n - from;
   uint64_t k = 0;
-  for (uint32_t i = from; i < b->n; i++) k += (uint64_t)match(s, &b->ev[i]);
+  for (uint32_t i = from; i < b->n; i++) k += (uint64_t)match(s, b, &b->ev[i]);
   return k;
 }
 
@@ -648,7 +657,7 @@ struct etw_sub *etw_hub_subscribe(struct etw_hub *h, const struct etw_sub_filter
   s->h = h;
   if (f) {
     s->f = *f;
-    s->match_all = !f->n_providers && !f->n_names && !f->n_ids && !f->n_pids && f->max_level < 0;
+    s->match_all = !f->n_providers && !f->n_names && !f->n_ids && !f->n_pids && !f->n_procs && f->max_level < 0;
   } else {
     s->f.max_level = -1;
     s->match_all = 1;
@@ -870,7 +879,7 @@ int etw_sub_read(struct etw_sub *s, struct etw_jw *out, enum etw_sub_fmt fmt, si
     }
     for (; j < b->n; j++) {
       const struct etw_evref *e = &b->ev[j];
-      if (!match(s, e)) continue;
+      if (!match(s, b, e)) continue;
       if (delivered >= left || (out->len - start_len + e->len + 32 > max_bytes && records > 0)) {
         full = 1;
         break;

@@ -917,6 +917,8 @@ static void stats_json_locked(struct etw_session *s, struct etw_jw *w) {
     kv(w, ",\"stack_walks\":", bs.stack_walks);
     kv(w, ",\"stack_walks_unattached\":", bs.stack_walks_unattached);
   }
+  if (s->spec.n_files || bs.proc_dropped) /* replays: never silent about a missing ProcessName */
+    kv(w, ",\"process_table_dropped\":", bs.proc_dropped);
   etw_jw_lit(w, ",\"per_provider\":");
   struct etw_hub_limits nolim = {0, 16, 1, 0};
   struct etw_hub *sum = s->runs && !s->spec.nats ? etw_hub_new(&nolim) : NULL; /* a replay's passes */
@@ -1156,6 +1158,7 @@ static void bs_add(struct etw_backend_stats *a, const struct etw_backend_stats *
   a->unparsed += b->unparsed;
   a->stack_walks += b->stack_walks;
   a->stack_walks_unattached += b->stack_walks_unattached;
+  a->proc_dropped += b->proc_dropped;
 }
 
 static void hs_add(struct etw_hub_stats *a, const struct etw_hub_stats *b) {

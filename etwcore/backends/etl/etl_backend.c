@@ -89,6 +89,7 @@ struct etl_sess {
   int started, joined;
   atomic_int stop;
   atomic_uint_fast64_t events, bytes, errors, unparsed, walks, walks_unattached;
+  atomic_uint_fast64_t proc_dropped; /* the decoder's count, copied once per batch of records */
   pthread_mutex_t mu;
   const struct etw_provider_spec **want; /* the spec's providers (names/GUID text): a filter */
   uint32_t n_want;
@@ -159,6 +160,7 @@ static void *reader_main(void *arg) {
       etw_etl_reader_progress(s->rd, &done, &total);
       atomic_fetch_add(&s->bytes, done - done0);
       done0 = done;
+      atomic_store_explicit(&s->proc_dropped, etw_decoder_proc_dropped(s->dec), memory_order_relaxed);
     }
     const struct etw_rec *rec = recs[ri++];
     atomic_fetch_add(&s->events, 1);
@@ -219,6 +221,7 @@ static void *reader_main(void *arg) {
       break;
     }
   }
+  atomic_store(&s->proc_dropped, etw_decoder_proc_dropped(s->dec));
   if (b) {
     if (b->n) etw_hub_publish(hub, b);
     else etw_batch_unref(b);
@@ -338,6 +341,7 @@ static void etl_stats(void *sv, struct etw_backend_stats *out) {
   out->unparsed = atomic_load(&s->unparsed);
   out->stack_walks = atomic_load(&s->walks);
   out->stack_walks_unattached = atomic_load(&s->walks_unattached);
+  out->proc_dropped = atomic_load(&s->proc_dropped);
 }
 
 /* ---- provider catalog: manifests + the files in the data directory */

@@ -1,7 +1,8 @@
 /* etl_convert.c — `etwd convert`: tracerpt for any OS.
  *
  *   etwd convert FILE... [--format ndjson|csv|chrome|folded] [-o OUT] [--manifests DIR] [--quiet]
- *                [--provider P,…] [--event E,…] [--pid N,…] [--from T] [--to T] [--limit N]
+ *                [--provider P,…] [--event E,…] [--pid N,…] [--process NAME,…] [--from T] [--to T]
+ *                [--limit N]
  *                [--decode fast|reference] [--stackwalk-events]
  *
  * Reads one or more .etl files, merges them into one time-ordered stream, decodes every event
@@ -52,7 +53,9 @@ struct conv {
   struct etw_folded *fold; /* F_FOLDED: the selected events' stacks (etw_convert_main's) */
   char *prov[MAX_SEL], *ev[MAX_SEL];
   int nprov, nev, npid;
+  uint32_t nproc;
   int64_t pids[MAX_SEL];
+  char procs[MAX_SEL][ETW_PNAME_PAT_MAX]; /* --process patterns (etwcore/event.h) */
   const char *from_s, *to_s; /* as given */
   int from_rel, to_rel;      /* seconds after the first event (else absolute) */
   double from_sec, to_sec;
@@ -68,7 +71,8 @@ struct conv {
 
 static void usage(FILE *f) {
   fputs("usage: etwd convert FILE... [--format ndjson|csv|chrome|folded] [-o OUT] [--manifests DIR] [--quiet]\n"
-        "                    [--provider P,...] [--event E,...] [--pid N,...] [--from T] [--to T] [--limit N]\n"
+        "                    [--provider P,...] [--event E,...] [--pid N,...] [--process NAME,...]\n"
+        "                    [--from T] [--to T] [--limit N]\n"
         "                    [--decode fast|reference] [--stackwalk-events | --no-stacks]\n"
         "  Decodes Windows .etl files (several files are merged in time order); a FILE may also be\n"
         "  compressed: .zip (its .etl), .gz, .etlgz (recognised by content, at most 64 GiB unpacked)\n"
@@ -83,6 +87,8 @@ static void usage(FILE *f) {
         "  --provider  only these providers (names, case-insensitive)\n"
         "  --event     only these events (EventName, case-insensitive, or EventID)\n"
         "  --pid       only these process ids\n"
+        "  --process   only these process names (System.Execution.ProcessName, ASCII case ignored;\n"
+        "              NAME* matches names that start with NAME)\n"
         "  --from, --to  only events at or after --from and before --to: an ISO 8601 UTC time\n"
         "              (2023-04-22T10:47:24.47Z) or seconds after the input's first event (1.5)\n"
         "  --limit N   at most N events\n"
@@ -252,7 +258,7 @@ static int parse_args(struct conv *c, int argc, char **argv, int *help) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = NULL;
     static const char *const valued[] = {"--format", "-f", "-o", "--output", "--manifests", "--provider",
-                                         "--event", "--pid", "--from", "--to", "--limit", "--decode", NULL};
+                                         "--event", "--pid", "--process", "--from", "--to", "--limit", "--decode", NULL};
     const char *eq = !strncmp(a, "--", 2) ? strchr(a, '=') : NULL;
     char name[32];
     snprintf(name, sizeof name, "%.*s", eq ? (int)(eq - a) : (int)strlen(a), a);
@@ -302,6 +308,12 @@ static int parse_args(struct conv *c, int argc, char **argv, int *help) {
         }
         c->pids[c->npid++] = x;
         p = *end ? end + 1 : end;
+      }
+    } else if (!strcmp(name, "--process")) {
+      if (etw_pname_list(v, c->procs, MAX_SEL, &c->nproc)) {
+        fprintf(stderr, "etwd convert: --process %s: want process names separated by ',' (at most %d, each 1-%d "
+                        "bytes without control characters; NAME* for a prefix)\n", v, MAX_SEL, ETW_PNAME_PAT_MAX - 1);
+        return 2;
       }
     } else if (!strcmp(name, "--from") || !strcmp(name, "--to")) {
       int from = !strcmp(name, "--from");
@@ -373,6 +385,11 @@ static int selected(const struct conv *c, const struct conv_ev *e) {
   if (!ok) return 0;
   ok = !c->npid;
   for (int i = 0; i < c->npid && !ok; i++) ok = c->pids[i] == e->pid;
+  if (!ok || !c->nproc) return ok;
+  char nm[256];
+  int n = etw_event_pname(e->sys, e->sys_len, nm, sizeof nm);
+  ok = 0;
+  for (uint32_t i = 0; i < c->nproc && !ok && n >= 0; i++) ok = etw_pname_match(nm, (size_t)n, c->procs[i]);
   return ok;
 }
 
@@ -789,7 +806,7 @@ static int run_pass(struct conv *c, enum phase ph, FILE *out, struct conv_chrome
   memset(n, 0, sizeof *n);
   *p = (struct pass){.c = c, .ph = ph, .out = out, .ch = ch, .n = n, .first = 1, .sq = "0", .sqn = 1};
   p->ndjson = c->fmt == F_NDJSON && ph == P_WRITE;
-  p->filtered = c->nprov || c->nev || c->npid || c->from_s || c->to_s || c->limit;
+  p->filtered = c->nprov || c->nev || c->npid || c->nproc || c->from_s || c->to_s || c->limit;
   p->need_exec = c->npid || c->fmt == F_CHROME;
   p->from_ft = c->from_ft;
   p->to_ft = c->to_ft;

@@ -18,6 +18,7 @@
 #define ETWCORE_EVENT_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "etwcore/jw.h"
@@ -90,6 +91,23 @@ struct etw_sys {
 
 /** etw_event_write_system - append `"System":{…}` (no leading/trailing comma). */
 void etw_event_write_system(struct etw_jw *w, const struct etw_sys *s);
+
+/* Process-name filters (a stream's `process=`, `etwd convert --process`): a pattern is a name,
+ * or a name prefix followed by '*', matched against System.Execution.ProcessName as the client
+ * reads it (the JSON string's value), ASCII letters without regard to case. */
+#define ETW_PNAME_PAT_MAX 128 /* bytes of a pattern, its NUL included */
+/** etw_pname_pattern_ok - 1 when @pat is a pattern: 1-127 bytes, no control character, no ','
+ *  and '*' only last, after at least one other byte. */
+int etw_pname_pattern_ok(const char *pat);
+/** etw_pname_list - the comma-separated patterns of @v appended to pats[*n…] (at most @max in
+ *  all): 0, or -1 if one is not a pattern or there are too many. */
+int etw_pname_list(const char *v, char (*pats)[ETW_PNAME_PAT_MAX], uint32_t max, uint32_t *n);
+/** etw_pname_match - whether the name @name (@len bytes) matches pattern @pat. */
+int etw_pname_match(const char *name, size_t len, const char *pat);
+/** etw_event_pname - System.Execution.ProcessName of the encoded event @ev (@n bytes: a batch's
+ *  `"System":{…},…` or the System object alone), its JSON escapes undone, into @buf (cut at @cap
+ *  bytes, no NUL added): its length, or -1 when the event has no ProcessName. Any thread. */
+int etw_event_pname(const char *ev, size_t n, char *buf, size_t cap);
 
 /**
  * etw_intern - return a process-lifetime copy of @s (same pointer for equal strings).

@@ -6,7 +6,8 @@
  * producer: the batch is dropped *for that subscriber*, the events in it that match the
  * subscriber's filter are counted, and the subscriber's next read starts with a gap record
  * carrying the count. Publishing costs O(subscribers) per batch, not per event; filters are
- * evaluated by the subscriber's own sender thread against the etw_evref headers.
+ * evaluated by the subscriber's own sender thread against the etw_evref headers (a process-name
+ * filter reads the event's ProcessName from its System text).
  *
  * Invariant per subscriber: delivered + dropped = produced-matching-its-filter (counted from
  * its subscription on, plus whatever it asked to replay).
@@ -65,6 +66,8 @@ struct etw_sub_filter {
   uint32_t n_ids;
   uint32_t pids[ETW_FILTER_MAX];
   uint32_t n_pids;
+  char procs[ETW_FILTER_MAX][ETW_PNAME_PAT_MAX]; /* process-name patterns (event.h) */
+  uint32_t n_procs;
   int max_level; /* -1 = any; else Level <= max_level */
   uint32_t queue_events; /* this subscriber's queue bound; 0 = the hub's; never above it */
   uint64_t limit;        /* end the stream (etw_sub_read -1) after this many events; 0 = never */
