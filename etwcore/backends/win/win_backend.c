@@ -389,7 +389,7 @@ struct win_sess {
   uint32_t n_tried;
   unsigned char *tei;
   /* counters */
-  atomic_uint_fast64_t events, bytes, errors, tdh_misses, unparsed;
+  atomic_uint_fast64_t events, bytes, errors, tdh_misses, unparsed, proc_dropped;
   struct etw_win_props_stats last; /* at stop */
   int have_last;
 };
@@ -470,6 +470,7 @@ static void WINAPI on_event(PEVENT_RECORD er) {
   etw_stk_attach(s->stk, &r, &s->b->data); /* (no room: the event without its stack) */
   if (s->dec->unparsed != atomic_load_explicit(&s->unparsed, memory_order_relaxed)) /* the stats' copy */
     atomic_store_explicit(&s->unparsed, s->dec->unparsed, memory_order_relaxed);
+  atomic_store_explicit(&s->proc_dropped, etw_decoder_proc_dropped(s->dec), memory_order_relaxed);
   if (etw_batch_commit(s->b, mark, &ref)) etw_hub_drop(s->args.hub, 1);
   if (etw_batch_full(s->b)) publish(s);
 }
@@ -817,6 +818,7 @@ static void win_stats(void *sv, struct etw_backend_stats *out) {
   out->read_bytes = atomic_load(&s->bytes);
   out->decode_errors = atomic_load(&s->errors);
   out->unparsed = atomic_load(&s->unparsed);
+  out->proc_dropped = atomic_load(&s->proc_dropped);
 }
 
 static void win_stats_json(void *sv, struct etw_jw *w) {

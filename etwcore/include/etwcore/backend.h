@@ -142,7 +142,7 @@ struct etw_backend_stats {
                               * fields (delivered in the event's "Unparsed" member) */
   uint64_t stack_walks;      /* ETL: stack walk events of the files (dec_stack.h) */
   uint64_t stack_walks_unattached; /* of those, not attached to an event */
-  uint64_t proc_dropped;     /* ETL: process names and thread owners the decoder's bounded tables
+  uint64_t proc_dropped;     /* ETL, Windows: process names and thread owners the decoder's bounded tables
                               * could not keep (etw_decoder_proc_dropped): some events of those
                               * processes go without ProcessName or payload ProcessID */
 };
