@@ -9,7 +9,8 @@ Workload: one python load process per CPU, pinned, calling getppid() (RATE per s
 session traces raw_syscalls:sys_enter and sched:sched_switch of those processes (pids filter),
 buffer_kb 8192. One client reads the ndjson stream over TLS on a raw socket, counting records
 (no parsing; this process runs at nice -5 so it keeps up). Prints per case: events delivered, events/s, the session's loss, etwd's CPU
-seconds (utime+stime from /proc, including threads that ended) and CPU µs per event.
+seconds (utime+stime from /proc, including threads that ended), CPU µs per event, and the
+context switches of etwd's threads during the case by thread name (over 100 only).
 PERF=prefix in the environment: `perf record` of etwd during each case into prefix.none/.time
 (`perf report -i prefix.time --stdio`)."""
 import os, socket, subprocess, sys, time
@@ -27,6 +28,20 @@ def cpu_seconds(pid):
     return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def switches(pid):
+    """{thread name prefix: context switches (voluntary + not)} over etwd's live threads"""
+    out = {}
+    for t in os.listdir("/proc/%d/task" % pid):
+        try:
+            st = open("/proc/%d/task/%s/status" % (pid, t)).read().splitlines()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        name = st[0].split(None, 1)[1].split("-c")[0] if st[0].startswith("Name:") else "?"
+        n = sum(int(l.split()[-1]) for l in st if "ctxt_switches" in l)
+        out[name] = out.get(name, 0) + n
+    return out
+
+
 def run_case(e, order, secs, rate):
     ncpu = os.cpu_count()
     kids = [subprocess.Popen(["/usr/bin/python3", "-c", LOAD % (secs, rate)], stdin=subprocess.PIPE,
@@ -42,6 +57,7 @@ def run_case(e, order, secs, rate):
                "Accept: application/x-ndjson\r\n\r\n" % (sid, e.tokens["reader"])).encode())
     time.sleep(0.3)
     c0 = cpu_seconds(e.proc.pid)
+    w0 = switches(e.proc.pid)
     perf = None
     if os.environ.get("PERF"):  # PERF=prefix: perf record etwd during the case → prefix.<order>
         perf = subprocess.Popen(["perf", "record", "-q", "-p", str(e.proc.pid), "-o",
@@ -64,6 +80,7 @@ def run_case(e, order, secs, rate):
         got += d.count(b'{"seq":')
         tail = d[-6:]
     c1 = cpu_seconds(e.proc.pid)
+    w1 = switches(e.proc.pid)
     if perf:
         perf.send_signal(2)
         perf.wait()
@@ -73,7 +90,8 @@ def run_case(e, order, secs, rate):
     s.close()
     e.request("DELETE", "/api/v1/sessions/%d" % sid)
     loss = {k: v for k, v in sess["stats"]["loss"].items() if v}
-    return got, got / secs, loss, c1 - c0
+    sw = {k: v - w0.get(k, 0) for k, v in w1.items() if v - w0.get(k, 0) > 100}
+    return got, got / secs, loss, c1 - c0, sw
 
 
 def main():
@@ -88,9 +106,10 @@ def main():
         print("%d CPUs, %gs per case, load %s getppid/s per CPU" % (os.cpu_count(), secs, rate or "max"))
         for _ in range(pairs):
             for order in ("none", "time"):
-                got, rate_s, loss, cpu = run_case(e, order, secs, rate)
-                print("order %-4s events %9d  %8.0f/s  etwd CPU %6.2f s  %.3f µs/event  loss %s"
-                      % (order, got, rate_s, cpu, cpu * 1e6 / got if got else 0, loss), flush=True)
+                got, rate_s, loss, cpu, sw = run_case(e, order, secs, rate)
+                print("order %-4s events %9d  %8.0f/s  etwd CPU %6.2f s  %.3f µs/event  loss %s  "
+                      "context switches %s" % (order, got, rate_s, cpu, cpu * 1e6 / got if got else 0,
+                                               loss, sw), flush=True)
     finally:
         e.stop()
         e.cleanup()
