@@ -37,6 +37,7 @@
 
 #include "etwcore/err.h"
 #include "etwcore/util.h"
+#include "ro_heap.h"
 
 #ifdef __linux__ /* readers sleep on a futex (no mutex to re-take after a wake-up) */
 #include <linux/futex.h>
@@ -125,9 +126,10 @@ struct etw_hub {
   /* time order (etw_hub_set_order): published batches wait here, each with its next event,
    * until every producer has said (etw_hub_tick) that it has nothing older left, or the events
    * are reorder_ms old (UTC), or more than reorder_events are held; then they are merged by
-   * time into new batches, which get their seq numbers (hub's mutex) */
-  struct ro_ent { struct etw_batch *b; uint32_t pos; } *ro;
-  uint32_t nro, ro_cap;
+   * time into new batches, which get their seq numbers (hub's mutex); a heap on each held
+   * batch's next event (ro_heap.h) */
+  struct ro_heap ro;
+  uint64_t ro_arrivals; /* batches held so far: the heap's tie-break */
   uint64_t ro_events;
   int64_t ro_last;   /* time of the last event released */
   uint64_t ro_late, ro_early;
@@ -154,8 +156,8 @@ struct etw_hub *etw_hub_new(const struct etw_hub_limits *lim) {
 
 void etw_hub_free(struct etw_hub *h) {
   if (!h) return;
-  for (uint32_t i = 0; i < h->nro; i++) etw_batch_unref(h->ro[i].b);
-  free(h->ro);
+  for (uint32_t i = 0; i < h->ro.n; i++) etw_batch_unref(h->ro.a[i].b);
+  ro_heap_free(&h->ro);
   while (h->subs) etw_sub_close(h->subs); /* defensive: callers close their own */
   for (uint32_t i = 0; i < h->rp_count; i++) etw_batch_unref(h->rp[(h->rp_head + i) % h->rp_cap]);
   free(h->rp);
@@ -487,24 +489,16 @@ static int64_t real_ns(void) {
 
 /* the held events up to @horizon (UTC ns; every one when more than reorder_events are held:
  * the oldest go early, counted) merged by time into batches, delivered (the hub's mutex held).
- * One scan of the held batches per event: they are few (each reader publishes every 10-20 ms) */
+ * The held batches are a heap on their next events: O(log batches) per event (there are about
+ * CPUs × batches per poll period of them: thousands on a busy many-CPU machine) */
 static void ro_release(struct etw_hub *h, int64_t horizon) {
   struct etw_batch *out = NULL;
-  for (;;) {
-    uint32_t best = UINT32_MAX;
-    int64_t bt = 0;
-    for (uint32_t i = 0; i < h->nro; i++) {
-      int64_t t = h->ro[i].b->ev[h->ro[i].pos].ts_ns;
-      if (best == UINT32_MAX || t < bt) {
-        best = i;
-        bt = t;
-      }
-    }
-    if (best == UINT32_MAX) break;
+  while (h->ro.n) {
+    const struct ro_ent *r = &h->ro.a[0];
+    int64_t bt = r->ts;
     int over = h->ro_events > h->reorder_events;
     if (bt > horizon && !over) break;
     if (bt > horizon) h->ro_early++;
-    struct ro_ent *r = &h->ro[best];
     const struct etw_evref *e = &r->b->ev[r->pos];
     if (!out && (out = etw_batch_new(1024, 1u << 20)) != NULL) etw_jw_reserve(&out->data, 64u << 10);
     if (out) {
@@ -516,10 +510,8 @@ static void ro_release(struct etw_hub *h, int64_t horizon) {
     }
     h->ro_last = bt;
     h->ro_events--;
-    if (++r->pos == r->b->n) {
-      etw_batch_unref(r->b);
-      *r = h->ro[--h->nro];
-    }
+    struct etw_batch *done = ro_heap_next(&h->ro); /* r is stale from here on */
+    if (done) etw_batch_unref(done);
     if (out && etw_batch_full(out)) {
       etw_batch_trim(out);
       deliver(h, out, etw_batch_mem(out));
@@ -562,17 +554,8 @@ static void ro_publish(struct etw_hub *h, struct etw_batch *b) {
   if (h->ended) k = b->n; /* late publish after end, as without order */
   h->hub_dropped += k;
   if (!h->ended) h->ro_late += k;
-  if (k < b->n && h->nro == h->ro_cap) {
-    uint32_t nc = h->ro_cap ? h->ro_cap * 2 : 32;
-    struct ro_ent *n = realloc(h->ro, nc * sizeof *n);
-    if (n) {
-      h->ro = n;
-      h->ro_cap = nc;
-    }
-  }
   if (!h->ended) ro_mark(h, b->ev[b->n - 1].cpu, b->ev[b->n - 1].ts_ns);
-  if (k < b->n && h->nro < h->ro_cap) {
-    h->ro[h->nro++] = (struct ro_ent){b, k};
+  if (k < b->n && ro_heap_push(&h->ro, b, k, h->ro_arrivals++) == 0) {
     h->ro_events += b->n - k;
     b = NULL;
   } else if (k < b->n) {
@@ -592,7 +575,7 @@ void etw_hub_tick(struct etw_hub *h, uint32_t src, int64_t wm) {
   if (!h->reorder_ms) return;
   pthread_mutex_lock(&h->mu);
   ro_mark(h, src, wm);
-  if (h->nro && !h->ended) ro_release(h, ro_horizon(h));
+  if (h->ro.n && !h->ended) ro_release(h, ro_horizon(h));
   pthread_mutex_unlock(&h->mu);
 }
 
