@@ -159,7 +159,7 @@ TPL_INLINE void tpl_copy_ref(char *p, const struct dec_tpl *t, struct etw_evref 
     tpl_img(ref, t);
     tpl_copy(p, t);
     ref->ts_ns = (int64_t)(t->ts_fb + g * t->ts_mul);
-    ref->cpu = (uint8_t)cpu;
+    ref->cpu = (uint16_t)cpu;
   } else {
     tpl_copy(p, t);
   }

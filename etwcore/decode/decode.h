@@ -721,7 +721,7 @@ static inline void dec_fill_ref(struct etw_evref *ref, const struct etw_rec *r, 
 #endif
   ref->event_id = r->desc.id;
   ref->level = r->desc.level;
-  ref->cpu = (uint8_t)r->cpu;
+  ref->cpu = r->cpu;
 }
 
 

@@ -46,7 +46,7 @@ static struct etw_batch *mk(int64_t t0, int span, int n, int cpu, uint64_t arriv
     struct etw_evref r = {0};
     r.provider = etw_intern("sched");
     r.ts_ns = ts[i];
-    r.cpu = (uint8_t)cpu;
+    r.cpu = (uint16_t)cpu;
     CHECK(etw_batch_commit(b, mark, &r) == 0);
     refs[(*nref)++] = (struct ref){ts[i], arrival, (uint32_t)i, (*id)++};
   }
@@ -186,6 +186,40 @@ static void hub_vs_sort(void) {
   etw_hub_free(hub);
 }
 
+/* CPU 256 and CPU 0 are two producers: CPU 256's batch far ahead in time must not move CPU 0's
+ * watermark (an 8-bit cpu in the event header did: CPU 0's older event then came late, dropped) */
+static void cpu_over_255(void) {
+  static struct ref refs[4];
+  uint32_t nref = 0, id = 0;
+  struct etw_hub_limits lim = {0, 1000, 2, 0};
+  struct etw_hub *hub = etw_hub_new(&lim);
+  etw_hub_set_order(hub, ETW_ORDER_WINDOW_MS, 1000);
+  struct etw_sub *s = etw_hub_subscribe(hub, NULL, 0, NULL);
+  etw_hub_tick(hub, 0, INT64_MIN);
+  etw_hub_tick(hub, 256, INT64_MIN);
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  const int64_t T = (int64_t)now.tv_sec * 1000000000LL + 3600000000000LL; /* +1 h: no window */
+  etw_hub_publish(hub, mk(T + 5000, 1, 1, 256, 0, refs, &nref, &id));
+  etw_hub_tick(hub, 256, T + 5000);
+  etw_hub_publish(hub, mk(T + 1000, 1, 1, 0, 1, refs, &nref, &id));
+  etw_hub_tick(hub, 0, T + 6000);
+  etw_hub_tick(hub, 256, T + 6000);
+  etw_hub_end(hub);
+  struct etw_jw w;
+  etw_jw_init(&w, 1 << 20);
+  while (etw_sub_read(s, &w, ETW_FMT_NDJSON, 1 << 20, 0) > 0) {
+  }
+  const char *k0 = memmem(w.buf, w.len, "\"k\":1}", 6), *k1 = memmem(w.buf, w.len, "\"k\":0}", 6);
+  CHECK(k0 && k1 && k0 < k1); /* CPU 0's event (id 1, earlier) first, then CPU 256's */
+  struct etw_hub_stats hs;
+  etw_hub_stats(hub, &hs);
+  CHECK_EQ(hs.reorder_late, 0);
+  etw_jw_free(&w);
+  etw_sub_close(s);
+  etw_hub_free(hub);
+}
+
 int main(void) {
   srand(20261129);
   for (int i = 0; i < 20; i++) {
@@ -193,5 +227,6 @@ int main(void) {
     heap_vs_sort(30, 1 + rand() % 20, 1 + rand() % 50, 1);
   }
   for (int i = 0; i < 5; i++) hub_vs_sort();
+  cpu_over_255();
   T_DONE();
 }

@@ -668,12 +668,14 @@ static struct lx_evdesc *desc_build(struct lx_dec *d, struct tep_event *ev) {
     e->fspan = 65536 - e->min_size;
   }
   e->dyn_mul = e->dyn ? 22u : 0u;
+  _Static_assert(offsetof(struct etw_evref, event_id) + sizeof e->evtail <= sizeof(struct etw_evref),
+                 "evtail: the evref's tail from event_id on");
   struct etw_evref r;
   memset(&r, 0, sizeof r);
   r.event_id = e->id;
   r.level = 4;
-  r.cpu = (uint8_t)d->cpu;
-  memcpy(&e->evtail, (const char *)&r + offsetof(struct etw_evref, event_id), 4);
+  r.cpu = (uint16_t)d->cpu;
+  memcpy(&e->evtail, (const char *)&r + offsetof(struct etw_evref, event_id), sizeof e->evtail);
   return e;
 }
 
@@ -1015,7 +1017,7 @@ static __attribute__((noinline)) void dec_event_any(struct lx_dec *d, const unsi
   h.pid = (uint32_t)pid;
   h.tid = (uint32_t)tid;
   h.level = 4;
-  h.cpu = (uint8_t)d->cpu;
+  h.cpu = (uint16_t)d->cpu;
   h.event_id = (uint16_t)type;
   if (!e || !e->tmpl_ok) {
     write_undecoded(d, w, data, size, ts, type, pid, tid, e ? "template" : "unknown event id");
@@ -1194,7 +1196,7 @@ void lx_dec_event(struct lx_dec *d, const unsigned char *data, uint32_t size, ui
   memcpy(&r->provider, &e->provider, 2 * sizeof(char *)); /* provider, name */
   r->ts_ns = tsr;
   memcpy(&r->pid, &x->pid, 8); /* pid, tid */
-  memcpy((char *)r + offsetof(struct etw_evref, event_id), &e->evtail, 4); /* id, level, cpu */
+  memcpy((char *)r + offsetof(struct etw_evref, event_id), &e->evtail, sizeof e->evtail); /* id, level, cpu */
   /* EventData: every fixed field is inside the record and the room is reserved, so no
    * reserve or bounds checks per field. */
   const struct lx_op *o = e->ops;

@@ -112,7 +112,7 @@ struct lx_evdesc {
   /* the hot path's checks, folded: records of fmin .. fmin + fspan bytes take the fast encoder
    * (fspan 0 and fmin 0: never); it reserves max_out + dyn_mul * size */
   uint32_t fmin, fspan, dyn_mul;
-  uint32_t evtail; /* etw_evref's event_id, level and cpu as they lie in memory */
+  uint64_t evtail; /* etw_evref's event_id, level and cpu (and padding) as they lie in memory */
 };
 
 #define LX_IDS 256 /* id-text slots per reader (64 KB) */

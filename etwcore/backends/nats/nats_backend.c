@@ -142,7 +142,7 @@ static int take(struct nb *b, struct etw_batch *bt, const char *d, size_t n, uin
   h.level = (uint8_t)num_after(c, e, "\"Level\":", 0);
   h.pid = (uint32_t)num_after(c, e, "\"ProcessID\":", 0);
   h.tid = (uint32_t)num_after(c, e, "\"ThreadID\":", 0);
-  h.cpu = (uint8_t)num_after(c, e, "\"ProcessorID\":", 0);
+  h.cpu = (uint16_t)num_after(c, e, "\"ProcessorID\":", 0);
   h.ts_ns = parse_time(c, e);
   size_t mark = bt->data.len;
   const char *rest = c + 1; /* the object without its {"seq":N, (nor a "stream_seq":K, after it) */

@@ -32,7 +32,7 @@ struct etw_evref {
   uint32_t pid, tid;
   uint16_t event_id;
   uint8_t level;
-  uint8_t cpu;
+  uint16_t cpu; /* processor number (ETW: up to 2,047; Linux: any the watermarks take) */
 };
 
 /** A batch of encoded events. Reference-counted: the hub and every subscriber queue that
