@@ -584,8 +584,10 @@ static int create_stream(struct nsink *k, jsOptions *jo) {
 /* Does the sink's stream take @subj (NULL: at least one subject of the template's pattern,
  * pattern_of)? A missing stream is created if the sink never found it before (its start);
  * once it existed, its deletion is the operator's: reported, never undone. ST_OK clears the
- * stream error, ST_BAD sets it (set_stream_err), ST_UNKNOWN (no answer within @wait_ms, no
- * connection) notes last_error only. Called by start_one, then by the sink thread only. */
+ * stream error, ST_BAD sets it (set_stream_err; start_one refuses the session), ST_UNKNOWN (no
+ * answer within @wait_ms, no connection) notes last_error — or the stream error when the
+ * broker has no JetStream, which is not refused either. Called by start_one, then by the sink
+ * thread only. */
 static int check_stream(struct nsink *k, const char *subj, int64_t wait_ms) {
   jsErrCode jerr = 0;
   jsStreamInfo *si = NULL;
@@ -605,10 +607,10 @@ static int check_stream(struct nsink *k, const char *subj, int64_t wait_ms) {
     set_stream_err(k, "JetStream stream \"%s\" does not exist (it was deleted; etwd creates a missing stream only when the sink starts): create it with subjects that take %s",
                    k->spec->stream, subj ? subj : pat);
     return ST_BAD;
-  } else if (s == NATS_NO_RESPONDERS) {
+  } else if (s == NATS_NO_RESPONDERS) { /* shown, not refused: the broker's setup may change */
     set_stream_err(k, "JetStream stream \"%s\": the broker does not answer JetStream requests (JetStream not enabled for this account?)",
                    k->spec->stream);
-    return ST_BAD;
+    return ST_UNKNOWN;
   } else if (s != NATS_OK) {
     set_error(k, "stream info", s, nats_GetLastError(NULL));
     return ST_UNKNOWN;

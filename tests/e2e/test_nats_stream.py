@@ -97,8 +97,26 @@ def test_create_specs(e, nats, sink, pids):
     check(time.time() - t0 < 6, "creation with an unreachable broker took %.1f s" % (time.time() - t0))
     k = sink_of(e, j["id"])
     check(k["state"] == "disconnected" and k["error"] is None and not k["connected"], "unreachable: %r" % k)
-    for sid in ok + [j["id"]]:
-        e.request("DELETE", "/api/v1/sessions/%d" % sid)
+    ok.append(j["id"])
+    # a broker without JetStream: not refused either (its setup may change), but the sink says so
+    port = free_port()
+    plain = subprocess.Popen(["nats-server", "-a", "127.0.0.1", "-p", str(port)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for("nats-server without JetStream", lambda: subprocess.run(
+            ["bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/%d" % port], capture_output=True).returncode == 0)
+        j = create(e, {"name": "nojs", "providers": [SYSCALLS], "pids": pids,
+                       "sinks": [{"type": "nats", "url": "nats://127.0.0.1:%d" % port}]})
+        ok.append(j["id"])
+        k = sink_of(e, j["id"])
+        check(k["state"] == "error" and "does not answer JetStream requests" in (k["error"] or ""),
+              "no JetStream: %r" % k)
+        check(metric(e, j["id"]) == 0, "/metrics: etwd_session_sink_ok 0 without JetStream")
+    finally:
+        for sid in ok:
+            e.request("DELETE", "/api/v1/sessions/%d" % sid)
+        plain.kill()
+        plain.wait()
 
 
 class Child:
