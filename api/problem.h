@@ -26,6 +26,7 @@
   X(UNSUPPORTED, 422)                                                                              \
   X(KERNEL, 400)                                                                                   \
   X(CORRUPT, 422)                                                                                  \
+  X(SINK_STREAM, 400)                                                                              \
   X(INTERNAL, 500)
 
 /* X(NAME, HTTP status, "type name", "title") — errors only the HTTP layer has */

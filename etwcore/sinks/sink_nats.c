@@ -9,10 +9,15 @@
  * refuses outright (an error ack naming the message, not a timeout or an unavailable cluster)
  * is dropped after TRIES_MAX refusals, one larger than the server's max_payload at once: both
  * count as loss "sink" (gap record, stats) and the messages behind it go on.
+ * The stream (check_stream): at start (the creating thread, when connected) a stream that exists
+ * and cannot take the template's subjects refuses the session, a missing one is created; later
+ * a publish nobody answers ("no responders": the stream is gone or its subjects changed) makes
+ * the thread check it again with back-off, in state "error" with the reason meanwhile; the
+ * events wait in the spool, and publishing resumes once the stream takes them again.
  * Stop (etw_sinks_stop) gives every sink ETW_SINK_FLUSH_MS: every wait (acks, stream requests,
  * the hub) ends by then, and whatever is not acknowledged is counted as loss "sink".
  * libnats owns its own threads (reconnects with our back-off, acks); its callbacks only touch
- * the atomics, the error text and the refused seqs below, under `mu`.
+ * the atomics, the error text, the refused seqs and the no-responders subject, under `mu`.
  * The spool: a FIFO of records in memory (up to spool_memory_kb), then — once that is full, and
  * until it is empty again — segment files <spool_dir>/sink<I>.<N>.spool (up to spool_disk_mb in
  * all; a segment is deleted as soon as it has been read back, so space returns during partial
@@ -23,6 +28,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +57,8 @@ struct rec {
 #define REC_SIZE(r) (REC_HDR + (r)->len + (r)->plen + (r)->nlen)
 #define GAP_BIT (1ull << 63)
 #define TRIES_MAX 5 /* a record the broker refused this often is dropped */
+#define CHECK_START_MS 1000 /* session creation waits this long (per request) for the stream */
+enum { ST_OK, ST_UNKNOWN, ST_BAD }; /* check_stream */
 
 /* The disk part is a chain of segment files <base>.<N>.spool, each at most seg_max bytes: the
  * writer appends to segment wseg, the reader reads segment rseg from offset rd; a segment read to
@@ -78,7 +86,9 @@ struct nsink {
   natsConnection *nc;
   jsCtx *js;
   struct spool sp;
-  int stream_ok;
+  int stream_ok;            /* the stream was found taking our subjects (sink thread's) */
+  int stream_seen;          /* it existed once: a missing stream is an error, not re-created */
+  char check_subj[512];     /* the subject a publish found no stream for (thread's) */
   uint64_t gap_pending;     /* sink drops since the last gap record went into the spool */
   const char *gap_reason;   /* why the latest of them was dropped */
   uint64_t sub_gap_pending; /* hub drops for our queue (layer "subscriber") not yet in the spool */
@@ -88,10 +98,13 @@ struct nsink {
   atomic_int connected;
   _Atomic uint64_t held, acked, published, dropped, spooled, spooled_disk, retries, reconnects, gaps;
   _Atomic uint64_t refused, held_mem, held_disk;
-  pthread_mutex_t mu; /* guards last_error, closed, failed */
+  pthread_mutex_t mu; /* guards last_error, stream_err, no_route, closed, failed */
   pthread_cond_t cv;  /* signalled by on_closed */
   int closed;         /* libnats made its last callback: the struct may go */
   char last_error[256];
+  char stream_err[512];  /* why the stream does not take our events (state "error"); "" = none */
+  int no_route;          /* a publish found no stream (no responders): nr_subj is its subject */
+  char nr_subj[512];
   uint64_t failed[64]; /* seqs of the current batch the broker refused (on_pub_err) */
   uint32_t n_failed;
   int unsure; /* the current batch had an error not in failed[] (transient, no id, list full):
@@ -402,17 +415,58 @@ static void tok(char *o, size_t *at, size_t cap, const char *s, size_t n) {
   }
 }
 
+/* the template's text [t, e) with its placeholders expanded; @r NULL: no event (the caller
+ * gives {provider} and {event} tokens a '*') */
+static void expand(struct nsink *k, const struct rec *r, const char *t, const char *e, char *o,
+                   size_t *at, size_t cap) {
+  const char *h = etw_host_name();
+  while (t < e && *at + 1 < cap) {
+    if (!strncmp(t, "{host}", 6)) tok(o, at, cap, h, strlen(h)), t += 6;
+    else if (!strncmp(t, "{session}", 9)) tok(o, at, cap, k->session, strlen(k->session)), t += 9;
+    else if (r && !strncmp(t, "{provider}", 10)) tok(o, at, cap, r->data, r->plen), t += 10;
+    else if (r && !strncmp(t, "{event}", 7)) tok(o, at, cap, r->data + r->plen, r->nlen), t += 7;
+    else o[(*at)++] = *t++;
+  }
+}
+
 static void subject_of(struct nsink *k, const struct rec *r, char *o, size_t cap) {
   size_t at = 0;
-  const char *h = etw_host_name();
-  for (const char *t = k->spec->subject; *t && at + 1 < cap;) {
-    if (!strncmp(t, "{host}", 6)) tok(o, &at, cap, h, strlen(h)), t += 6;
-    else if (!strncmp(t, "{session}", 9)) tok(o, &at, cap, k->session, strlen(k->session)), t += 9;
-    else if (!strncmp(t, "{provider}", 10)) tok(o, &at, cap, r->data, r->plen), t += 10;
-    else if (!strncmp(t, "{event}", 7)) tok(o, &at, cap, r->data + r->plen, r->nlen), t += 7;
-    else o[at++] = *t++;
+  expand(k, r, k->spec->subject, k->spec->subject + strlen(k->spec->subject), o, &at, cap);
+  o[at] = 0;
+}
+
+/* the subjects this sink can publish to: {host} and {session} expanded, a token with
+ * {provider} or {event} is '*' (etwd.agent-one.sec.*); with @all_wild every placeholder
+ * token is '*' (the subjects of a stream the sink creates: etwd.*.*.*) */
+static void pattern_of(struct nsink *k, int all_wild, char *o, size_t cap) {
+  size_t at = 0;
+  for (const char *t = k->spec->subject; *t && at + 2 < cap;) {
+    size_t n = strcspn(t, ".");
+    const char *e = t + n;
+    int wild = 0;
+    for (const char *q = t; q < e && (q = memchr(q, '{', (size_t)(e - q))); q++)
+      wild |= all_wild || !strncmp(q, "{provider}", 10) || !strncmp(q, "{event}", 7);
+    if (wild) o[at++] = '*';
+    else expand(k, NULL, t, e, o, &at, cap - 1);
+    t = e;
+    if (*t == '.') o[at++] = *t++;
   }
   o[at] = 0;
+}
+
+/* NATS subject matching: does the stream subject @f ('*' one token, '>' one or more) take
+ * subject @p, whose '*' tokens stand for any token — @all 1: every subject @p stands for, 0:
+ * at least one */
+static int takes(const char *f, const char *p, int all) {
+  for (;;) {
+    size_t fl = strcspn(f, "."), pl = strcspn(p, ".");
+    if (fl == 1 && *f == '>') return pl > 0; /* '>' takes the rest, wildcards too */
+    int fw = fl == 1 && *f == '*', pw = pl == 1 && *p == '*';
+    if (!(fw || (pw ? !all : fl == pl && !memcmp(f, p, fl)))) return 0;
+    f += fl, p += pl;
+    if (!*f || !*p) return !*f && !*p;
+    f++, p++;
+  }
 }
 
 /* errors the broker may stop giving without anything changing in the message */
@@ -429,6 +483,12 @@ static void on_pub_err(jsCtx *js, jsPubAckErr *pae, void *closure) {
   const char *id = NULL;
   (void)js;
   set_error(k, "publish", pae->Err, pae->ErrText);
+  if (pae->Err == NATS_NO_RESPONDERS) { /* no stream takes its subject: check_stream says why */
+    pthread_mutex_lock(&k->mu);
+    k->no_route = 1;
+    snprintf(k->nr_subj, sizeof k->nr_subj, "%s", pae->Msg ? natsMsg_GetSubject(pae->Msg) : "");
+    pthread_mutex_unlock(&k->mu);
+  }
   if (transient(pae->ErrCode) || !pae->Msg || natsMsgHeader_Get(pae->Msg, "Nats-Msg-Id", &id) != NATS_OK) {
     pthread_mutex_lock(&k->mu);
     k->unsure = 1;
@@ -479,36 +539,24 @@ static int64_t backoff(natsConnection *nc, int attempts, void *closure) {
   return d > 5000 ? 5000 : d; /* 100 ms, doubling, at most 5 s */
 }
 
-/* the stream exists (created with the template's subjects, '*' for every placeholder token) */
-static int ensure_stream(struct nsink *k) {
-  jsErrCode jerr = 0;
-  jsStreamInfo *si = NULL;
-  jsOptions jo; /* while stopping, the requests wait only until stop_by */
-  jsOptions_Init(&jo);
-  jo.Wait = 2000;
-  int64_t by = atomic_load(&k->stop_by), now = mono_ms();
-  if (by && (jo.Wait = by - now) < 50) return 0;
-  if (jo.Wait > 2000) jo.Wait = 2000;
-  natsStatus s = js_GetStreamInfo(&si, k->js, k->spec->stream, &jo, &jerr);
-  if (s == NATS_OK) {
-    jsStreamInfo_Destroy(si);
-    return 1;
-  }
-  if (s != NATS_NOT_FOUND) {
-    set_error(k, "stream info", s, nats_GetLastError(NULL));
-    return 0;
-  }
+static void set_stream_err(struct nsink *k, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* the stream cannot take our events: the sink's state is "error" with this text (also
+ * last_error) until a check finds it fixed */
+static void set_stream_err(struct nsink *k, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  pthread_mutex_lock(&k->mu);
+  vsnprintf(k->stream_err, sizeof k->stream_err, fmt, ap);
+  snprintf(k->last_error, sizeof k->last_error, "%s", k->stream_err);
+  pthread_mutex_unlock(&k->mu);
+  va_end(ap);
+}
+
+/* create the missing stream: subjects = the template with '*' for every placeholder token */
+static int create_stream(struct nsink *k, jsOptions *jo) {
   char subj[256];
-  size_t at = 0;
-  for (const char *t = k->spec->subject; *t && at + 2 < sizeof subj;) {
-    const char *dot = strchr(t, '.');
-    size_t n = dot ? (size_t)(dot - t) : strlen(t);
-    if (memchr(t, '{', n)) subj[at++] = '*';
-    else for (size_t i = 0; i < n && at + 2 < sizeof subj; i++) subj[at++] = t[i];
-    t += n;
-    if (*t == '.') subj[at++] = *t++;
-  }
-  subj[at] = 0;
+  pattern_of(k, 1, subj, sizeof subj);
   const char *subjects[1] = {subj};
   jsStreamConfig cfg;
   jsStreamConfig_Init(&cfg);
@@ -517,10 +565,78 @@ static int ensure_stream(struct nsink *k) {
   cfg.SubjectsLen = 1;
   cfg.Storage = js_FileStorage;
   cfg.Replicas = (int64_t)k->spec->replicas;
-  s = js_AddStream(&si, k->js, &cfg, &jo, &jerr);
-  if (s == NATS_OK) jsStreamInfo_Destroy(si);
-  else set_error(k, "create stream", s, nats_GetLastError(NULL));
-  return s == NATS_OK;
+  jsErrCode jerr = 0;
+  jsStreamInfo *si = NULL;
+  natsStatus s = js_AddStream(&si, k->js, &cfg, jo, &jerr);
+  if (s == NATS_OK) {
+    jsStreamInfo_Destroy(si);
+    return ST_OK;
+  }
+  if (jerr == JSStreamSubjectOverlapErr) { /* another stream has them: a setup error */
+    set_stream_err(k, "JetStream stream \"%s\" does not exist and cannot be created with subjects %s: %.200s",
+                   k->spec->stream, subj, nats_GetLastError(NULL) ? nats_GetLastError(NULL) : "");
+    return ST_BAD;
+  }
+  set_error(k, "create stream", s, nats_GetLastError(NULL));
+  return ST_UNKNOWN;
+}
+
+/* Does the sink's stream take @subj (NULL: at least one subject of the template's pattern,
+ * pattern_of)? A missing stream is created if the sink never found it before (its start);
+ * once it existed, its deletion is the operator's: reported, never undone. ST_OK clears the
+ * stream error, ST_BAD sets it (set_stream_err; start_one refuses the session), ST_UNKNOWN (no
+ * answer within @wait_ms, no connection) notes last_error — or the stream error when the
+ * broker has no JetStream, which is not refused either. Called by start_one, then by the sink
+ * thread only. */
+static int check_stream(struct nsink *k, const char *subj, int64_t wait_ms) {
+  jsErrCode jerr = 0;
+  jsStreamInfo *si = NULL;
+  jsOptions jo; /* while stopping, the requests wait only until stop_by */
+  jsOptions_Init(&jo);
+  int64_t by = atomic_load(&k->stop_by), now = mono_ms();
+  if (by && by - now < 50) return ST_UNKNOWN;
+  jo.Wait = by && by - now < wait_ms ? by - now : wait_ms;
+  natsStatus s = js_GetStreamInfo(&si, k->js, k->spec->stream, &jo, &jerr);
+  char pat[512], list[300];
+  pattern_of(k, 0, pat, sizeof pat);
+  if (s == NATS_NOT_FOUND && !k->stream_seen) {
+    int r = create_stream(k, &jo);
+    k->stream_seen = r == ST_OK;
+    if (r != ST_OK) return r;
+  } else if (s == NATS_NOT_FOUND) {
+    set_stream_err(k, "JetStream stream \"%s\" does not exist (it was deleted; etwd creates a missing stream only when the sink starts): create it with subjects that take %s",
+                   k->spec->stream, subj ? subj : pat);
+    return ST_BAD;
+  } else if (s == NATS_NO_RESPONDERS) { /* shown, not refused: the broker's setup may change */
+    set_stream_err(k, "JetStream stream \"%s\": the broker does not answer JetStream requests (JetStream not enabled for this account?)",
+                   k->spec->stream);
+    return ST_UNKNOWN;
+  } else if (s != NATS_OK) {
+    set_error(k, "stream info", s, nats_GetLastError(NULL));
+    return ST_UNKNOWN;
+  } else {
+    k->stream_seen = 1;
+    int ok = 0;
+    size_t at = 0;
+    list[0] = 0;
+    for (int i = 0; si->Config && i < si->Config->SubjectsLen; i++) {
+      const char *f = si->Config->Subjects[i];
+      ok |= takes(f, subj ? subj : pat, 0);
+      if (at < sizeof list - 1) at += (size_t)snprintf(list + at, sizeof list - at, "%s%s", i ? ", " : "", f);
+    }
+    if (at >= sizeof list - 1) strcpy(list + sizeof list - 4, "...");
+    jsStreamInfo_Destroy(si);
+    if (!ok) {
+      set_stream_err(k, "JetStream stream \"%s\" (subjects: %s) does not take subject %s%s", k->spec->stream,
+                     list[0] ? list : "none", subj ? subj : pat,
+                     subj ? "" : " (the sink's subject; * stands for any provider or event)");
+      return ST_BAD;
+    }
+  }
+  pthread_mutex_lock(&k->mu);
+  k->stream_err[0] = 0;
+  pthread_mutex_unlock(&k->mu);
+  return ST_OK;
 }
 
 static void set_hdr(natsMsg *m, const char *key, const char *v, size_t *bytes) {
@@ -649,7 +765,12 @@ static int publish_batch(struct nsink *k, struct etw_jw *buf, int *ended) {
   }
   if (settle(k, n, s == NATS_OK && sent_all)) return 1;
   atomic_fetch_add(&k->retries, 1);
-  if (s != NATS_OK || !sent_all) k->stream_ok = 0; /* check the stream again (it may be gone) */
+  pthread_mutex_lock(&k->mu);
+  int no_route = k->no_route;
+  if (no_route) snprintf(k->check_subj, sizeof k->check_subj, "%s", k->nr_subj);
+  k->no_route = 0;
+  pthread_mutex_unlock(&k->mu);
+  if (s != NATS_OK || !sent_all || no_route) k->stream_ok = 0; /* check the stream again */
   return 0;
 }
 
@@ -671,7 +792,8 @@ static void *sink_thread(void *arg) {
       if (ended && busy) usleep(20000);
       continue;
     }
-    if (!k->stream_ok) k->stream_ok = ensure_stream(k);
+    if (!k->stream_ok) /* until it is fixed, the events stay in the spool (within its bounds) */
+      k->stream_ok = check_stream(k, k->check_subj[0] ? k->check_subj : NULL, 2000) == ST_OK;
     if (k->stream_ok && publish_batch(k, &buf, &ended)) {
       show_held(k);
       wait = 100;
@@ -756,6 +878,17 @@ static enum etw_err start_one(struct nsink *k, uint32_t i, struct etw_hub *hub,
   jo.PublishAsync.ErrHandler = on_pub_err;
   jo.PublishAsync.ErrHandlerClosure = k;
   if ((s = natsConnection_JetStream(&k->js, k->nc, &jo)) != NATS_OK) return nats_fail(st, i, "jetstream", s);
+  if (atomic_load(&k->connected)) {
+    /* a stream that exists and cannot take our subjects is a setup error, refused now; no
+     * answer in time is not (the thread checks again while the spool holds the events) */
+    int r = check_stream(k, NULL, CHECK_START_MS);
+    if (r == ST_BAD) {
+      char f[48];
+      snprintf(f, sizeof f, "/sinks/%u/stream", i);
+      return etw_fail(st, ETW_E_SINK_STREAM, f, "/sinks/%u: %s", i, k->stream_err);
+    }
+    k->stream_ok = r == ST_OK;
+  }
   int err = 0;
   k->sub = etw_hub_subscribe(hub, NULL, 0, &err);
   if (!k->sub) return etw_fail(st, ETW_E_LIMIT, NULL, "/sinks/%u: no subscriber slot left on the session", i);
@@ -854,7 +987,14 @@ void etw_sinks_json(struct etw_sinks *s, struct etw_jw *w) {
     struct etw_sub_stats ss = {0};
     if (k->sub) etw_sub_stats(k->sub, &ss);
     if (i) etw_jw_ch(w, ',');
-    etw_jw_lit(w, "{\"type\":\"nats\",\"connected\":");
+    pthread_mutex_lock(&k->mu);
+    int bad = k->stream_err[0] != 0;
+    etw_jw_lit(w, "{\"type\":\"nats\",\"state\":"); /* see etw_sinks_ok */
+    etw_jw_lit(w, bad ? "\"error\"" : atomic_load(&k->connected) ? "\"ok\"" : "\"disconnected\"");
+    etw_jw_lit(w, ",\"error\":");
+    if (bad) etw_jw_cs(w, k->stream_err); else etw_jw_lit(w, "null");
+    pthread_mutex_unlock(&k->mu);
+    etw_jw_lit(w, ",\"connected\":");
     etw_jw_bool(w, atomic_load(&k->connected));
     etw_jw_lit(w, ",\"acked\":");
     etw_jw_u64(w, atomic_load(&k->acked));
@@ -888,4 +1028,13 @@ void etw_sinks_json(struct etw_sinks *s, struct etw_jw *w) {
     etw_jw_ch(w, '}');
   }
   etw_jw_ch(w, ']');
+}
+
+int etw_sinks_ok(struct etw_sinks *s, uint32_t i) {
+  if (!s || i >= s->n) return -1;
+  struct nsink *k = &s->k[i];
+  pthread_mutex_lock(&k->mu);
+  int ok = !k->stream_err[0] && atomic_load(&k->connected);
+  pthread_mutex_unlock(&k->mu);
+  return ok;
 }

@@ -1107,7 +1107,9 @@ void etw_core_metrics(struct etw_core *c, struct etw_jw *w) {
              "# HELP etwd_session_subscribers Current subscribers.\n"
              "# TYPE etwd_session_subscribers gauge\n"
              "# HELP etwd_session_running 1 while the session is running.\n"
-             "# TYPE etwd_session_running gauge\n");
+             "# TYPE etwd_session_running gauge\n"
+             "# HELP etwd_session_sink_ok 1 while the sink is connected and its JetStream stream takes its events.\n"
+             "# TYPE etwd_session_sink_ok gauge\n");
   uint64_t tot_ev = 0, tot_lost = 0;
   for (uint32_t i = 0; i < n; i++) {
     struct etw_session *s = v[i];
@@ -1116,6 +1118,8 @@ void etw_core_metrics(struct etw_core *c, struct etw_jw *w) {
     pthread_mutex_lock(&s->mu);
     totals_locked(s, &bs, &hs);
     uint64_t sink_lost = s->sinks ? etw_sinks_lost(s->sinks) : s->sink_lost;
+    int sink_ok[ETW_SINKS_MAX]; /* -1: stopped */
+    for (uint32_t k = 0; k < ETW_SINKS_MAX; k++) sink_ok[k] = etw_sinks_ok(s->sinks, k);
     pthread_mutex_unlock(&s->mu);
     pthread_mutex_lock(&s->smu);
     int running = s->state == S_RUNNING;
@@ -1130,6 +1134,11 @@ void etw_core_metrics(struct etw_core *c, struct etw_jw *w) {
     metric(w, "etwd_session_unparsed_events_total", s, NULL, bs.unparsed);
     metric(w, "etwd_session_subscribers", s, NULL, hs.subscribers);
     metric(w, "etwd_session_running", s, NULL, (uint64_t)running);
+    for (uint32_t k = 0; k < ETW_SINKS_MAX && sink_ok[k] >= 0; k++) {
+      char lab[32];
+      snprintf(lab, sizeof lab, ",sink=\"%u\"", k);
+      metric(w, "etwd_session_sink_ok", s, lab, (uint64_t)sink_ok[k]);
+    }
     tot_ev += hs.produced;
     tot_lost += bs.kernel_lost + hs.hub_dropped + hs.sub_dropped + sink_lost;
     etw_session_put(s);

@@ -231,4 +231,8 @@ void etw_sinks_json(struct etw_sinks *s, struct etw_jw *w) {
   (void)s;
   etw_jw_lit(w, "[]");
 }
+int etw_sinks_ok(struct etw_sinks *s, uint32_t i) {
+  (void)s, (void)i;
+  return -1;
+}
 #endif

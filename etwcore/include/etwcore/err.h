@@ -28,6 +28,7 @@
   X(UNSUPPORTED, "unsupported", "not supported by this backend")                    \
   X(KERNEL, "kernel-rejected", "the kernel rejected the request")                   \
   X(CORRUPT, "corrupt-input", "input is corrupt or truncated")                      \
+  X(SINK_STREAM, "sink-stream-mismatch", "the sink's JetStream stream cannot take its subject") \
   X(INTERNAL, "internal-error", "internal error")
 
 enum etw_err {

@@ -33,7 +33,8 @@ struct etw_sink_spec {
   char *type;      /* "nats" */
   char *url;       /* nats://host:port[,nats://host:port…] (tls:// for TLS) */
   char *subject;   /* template: {host} {session} {provider} {event} */
-  char *stream;    /* JetStream stream (created when missing: subjects from the template) */
+  char *stream;    /* JetStream stream (created when missing at the sink's start: subjects from
+                    * the template; one that exists must take them, or the session is refused) */
   char *creds;     /* optional NATS .creds file (resolved, inside the secrets directory) */
   char *tls_ca, *tls_cert, *tls_key; /* optional PEM files (client certificate: both); ditto */
   uint32_t replicas;       /* replicas of a stream the sink creates (1..5) */
@@ -78,7 +79,11 @@ enum etw_err etw_sinks_start(const struct etw_sink_spec *v, uint32_t n, struct e
 uint64_t etw_sinks_stop(struct etw_sinks *s);
 /** etw_sinks_lost - events dropped by all sinks (loss layer "sink"). */
 uint64_t etw_sinks_lost(struct etw_sinks *s);
-/** etw_sinks_json - `[{"type":"nats","connected":…,"acked":…,…}]`, the sinks' health. */
+/** etw_sinks_json - `[{"type":"nats","state":"ok","error":null,"connected":…,"acked":…,…}]`,
+ *  the sinks' health: state "error" (with `error`) while the stream cannot take the events. */
 void etw_sinks_json(struct etw_sinks *s, struct etw_jw *w);
+/** etw_sinks_ok - 1 while sink @i is connected and its stream takes its events (state "ok"),
+ *  0 when not, -1 when there is no sink @i (or @s is NULL). */
+int etw_sinks_ok(struct etw_sinks *s, uint32_t i);
 
 #endif
