@@ -916,6 +916,8 @@ static void stats_json_locked(struct etw_session *s, struct etw_jw *w) {
   if (bs.stack_walks) {
     kv(w, ",\"stack_walks\":", bs.stack_walks);
     kv(w, ",\"stack_walks_unattached\":", bs.stack_walks_unattached);
+    kv(w, ",\"stack_walks_dropped\":", bs.stack_walks_dropped);
+    kv(w, ",\"stack_images_dropped\":", bs.stack_images_dropped);
   }
   etw_jw_lit(w, ",\"per_provider\":");
   struct etw_hub_limits nolim = {0, 16, 1, 0};
@@ -1105,7 +1107,10 @@ void etw_core_metrics(struct etw_core *c, struct etw_jw *w) {
              "# HELP etwd_session_subscribers Current subscribers.\n"
              "# TYPE etwd_session_subscribers gauge\n"
              "# HELP etwd_session_running 1 while the session is running.\n"
-             "# TYPE etwd_session_running gauge\n");
+             "# TYPE etwd_session_running gauge\n"
+             "# HELP etwd_session_stack_walks_dropped_total Stack walks of a replay the stack index did not keep "
+             "(its bounds or --stack-index-mb): events without that stack.\n"
+             "# TYPE etwd_session_stack_walks_dropped_total counter\n");
   uint64_t tot_ev = 0, tot_lost = 0;
   for (uint32_t i = 0; i < n; i++) {
     struct etw_session *s = v[i];
@@ -1128,6 +1133,7 @@ void etw_core_metrics(struct etw_core *c, struct etw_jw *w) {
     metric(w, "etwd_session_unparsed_events_total", s, NULL, bs.unparsed);
     metric(w, "etwd_session_subscribers", s, NULL, hs.subscribers);
     metric(w, "etwd_session_running", s, NULL, (uint64_t)running);
+    if (bs.stack_walks) metric(w, "etwd_session_stack_walks_dropped_total", s, NULL, bs.stack_walks_dropped);
     tot_ev += hs.produced;
     tot_lost += bs.kernel_lost + hs.hub_dropped + hs.sub_dropped + sink_lost;
     etw_session_put(s);
@@ -1156,6 +1162,8 @@ static void bs_add(struct etw_backend_stats *a, const struct etw_backend_stats *
   a->unparsed += b->unparsed;
   a->stack_walks += b->stack_walks;
   a->stack_walks_unattached += b->stack_walks_unattached;
+  a->stack_walks_dropped += b->stack_walks_dropped;
+  a->stack_images_dropped += b->stack_images_dropped;
 }
 
 static void hs_add(struct etw_hub_stats *a, const struct etw_hub_stats *b) {
