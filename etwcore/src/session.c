@@ -86,7 +86,8 @@ struct replay_run {
   void *bstate;
   struct etw_sub *sub; /* owned by the stream that subscribed; closed by etw_session_unsubscribe */
   /* backend nats: this pass's copies of the session's spec and source, with the client's start
-   * and an ephemeral consumer (they outlive its backend state: both go in run_free) */
+   * and an ephemeral consumer (they outlive its backend state: both go in run_free); a replay
+   * client's ?stackwalk_events: the spec's shallow copy with its own stackwalk_events */
   struct etw_session_spec spec;
   struct etw_nats_src src;
 };
@@ -1246,6 +1247,10 @@ static struct etw_sub *run_subscribe(struct etw_session *s, const struct etw_sub
     r->src.ephemeral = 1;
     r->spec = s->spec;
     r->spec.nats = &r->src;
+    spec = &r->spec;
+  } else if (r && f->stackwalk_events) { /* ?stackwalk_events= for this pass only */
+    r->spec = s->spec;
+    r->spec.stackwalk_events = f->stackwalk_events == 2;
     spec = &r->spec;
   }
   struct etw_backend_args a = {spec, r ? r->hub : NULL, s->os_name, NULL, on_pass_ended, r};

@@ -11,7 +11,11 @@ net.4.5.2.x64 (24,342 stack walks; one index needs ≈ 9 MiB of it):
   the indexes never held more than the budget (`etwd_stack_index_peak_bytes`) and give it all
   back when their passes end (`etwd_stack_index_bytes` 0);
 * with the default budget the same replay, two subscribers at once, gives each exactly convert's
-  events with all their stacks, and nothing dropped."""
+  events with all their stacks, and nothing dropped;
+* a replay's stream takes ?stackwalk_events=true|false for its own pass (each pass has its own
+  reader): with true convert --stackwalk-events's events while a neighbour's pass of the same
+  session goes without the rows; false on a session whose spec says true leaves them out; any
+  other value is a 400 problem."""
 import os
 import re
 import subprocess
@@ -80,14 +84,17 @@ def test_convert(etl, full, walks):
         check(rc == 2 and "--stack-index-mb" in err, "--stack-index-mb %s: usage error: %d %r" % (bad, rc, err[-200:]))
 
 
-def replay(e, n):
-    """a replay session of net.etl and @n subscribers connected before any reads: their lines"""
-    st, h, j = e.json("POST", "/api/v1/sessions", body={"files": ["net.etl"], "replay": "fast"}, expect=201)
+def replay(e, n, queries=None, spec=None):
+    """a replay session of net.etl (@spec's members added) and @n subscribers (their query
+    strings: @queries) connected before any reads: their lines"""
+    body = {"files": ["net.etl"], "replay": "fast"}
+    body.update(spec or {})
+    st, h, j = e.json("POST", "/api/v1/sessions", body=body, expect=201)
     sid = j["id"]
     conns = []
-    for _ in range(n):
+    for i in range(n):
         c = e.conn(timeout=300)
-        c.request("GET", "/api/v1/sessions/%d/events" % sid,
+        c.request("GET", "/api/v1/sessions/%d/events%s" % (sid, queries[i] if queries else ""),
                   headers={"Authorization": "Bearer " + e.tokens["reader"], "Accept": "application/x-ndjson"})
         r = c.getresponse()
         check(r.status == 200, "subscribe: %d" % r.status)
@@ -159,7 +166,25 @@ def test_server_budget(etl, full, walks):
         check(e.stop() == 0, "clean exit")
 
 
-def test_server_default(etl, full, walks):
+def test_stackwalk_per_pass(e, full, with_walks):
+    """?stackwalk_events= of a replay's stream: this client's pass only, either way"""
+    sid, outs, stats, seen = replay(e, 2, ["?stackwalk_events=true", ""])
+    check([bare(l) for l in outs[0]] == [bare(l) for l in with_walks],
+          "?stackwalk_events=true: convert --stackwalk-events's events (%d lines, want %d)" % (len(outs[0]), len(with_walks)))
+    check([bare(l) for l in outs[1]] == [bare(l) for l in full], "its neighbour's pass without the rows: %d lines" % len(outs[1]))
+    e.request("DELETE", "/api/v1/sessions/%d" % sid)
+    sid, outs, stats, seen = replay(e, 1, ["?stackwalk_events=false"], {"stackwalk_events": True})
+    check([bare(l) for l in outs[0]] == [bare(l) for l in full],
+          "spec true, ?stackwalk_events=false: without the rows (%d lines, want %d)" % (len(outs[0]), len(full)))
+    for bad in ("yes", "1", ""):
+        st, h, body = e.request("GET", "/api/v1/sessions/%d/events?stackwalk_events=%s" % (sid, bad), token="reader",
+                                headers={"Accept": "application/x-ndjson"})
+        check(st == 400 and b"stackwalk_events must be true or false" in body and
+              h.get("content-type", "").startswith("application/problem+json"), "?stackwalk_events=%s: %d %r" % (bad, st, body[:200]))
+    e.request("DELETE", "/api/v1/sessions/%d" % sid)
+
+
+def test_server_default(etl, full, walks, with_walks):
     with Etwd(args=["--manifests", MANIFESTS]) as e:
         e.json("POST", "/api/v1/files?name=net.etl", body=open(etl, "rb").read(), ctype="application/octet-stream", expect=201)
         sid, outs, stats, seen = replay(e, 2)
@@ -173,6 +198,7 @@ def test_server_default(etl, full, walks):
         check(m.get("etwd_stack_index_budget_bytes") == 1024 << 20 and m.get("etwd_stack_index_refused_total") == 0
               and m.get("etwd_stack_walks_dropped_total") == 0, "default budget /metrics: %r" % {k: v for k, v in m.items() if "stack" in k})
         e.request("DELETE", "/api/v1/sessions/%d" % sid)
+        test_stackwalk_per_pass(e, full, with_walks)
         check(e.stop() == 0, "clean exit")
 
 
@@ -190,7 +216,9 @@ def main():
         t0 = time.time()
         test_server_budget(etl, full, walks)
         t1 = time.time()
-        test_server_default(etl, full, walks)
+        rc, with_walks, err = convert(etl, "--stackwalk-events")
+        check(rc == 0 and len(with_walks) > len(full) + walks, "convert --stackwalk-events: %d, %d lines" % (rc, len(with_walks)))
+        test_server_default(etl, full, walks, with_walks)
         print("server budget %.1fs, default %.1fs" % (t1 - t0, time.time() - t1))
     done()
 
