@@ -107,6 +107,8 @@ static const char schemas[] =
     "\"unparsed\":{\"type\":\"integer\",\"description\":\"events delivered with Unparsed\"},"
     "\"stack_walks\":{\"type\":\"integer\",\"description\":\"replays: stack walk events of the files\"},"
     "\"stack_walks_unattached\":{\"type\":\"integer\",\"description\":\"of those, not attached to an event\"},"
+    "\"stack_walks_dropped\":{\"type\":\"integer\",\"description\":\"of those, not kept by the stack index (its bounds or --stack-index-mb): their events go without that stack\"},"
+    "\"stack_images_dropped\":{\"type\":\"integer\",\"description\":\"images and JIT methods the stack index did not keep (their frames show the address only)\"},"
     "\"process_table_dropped\":{\"type\":\"integer\",\"description\":\"replays: process names and thread owners the decoder's bounded tables could not keep (events of those processes go without ProcessName)\"},"
     "\"per_provider\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"integer\"}},"
     "\"subscribers\":{\"type\":\"integer\"},\"loss\":{\"type\":\"object\",\"required\":[\"kernel\",\"hub\",\"subscribers\"],\"properties\":{"

@@ -127,10 +127,12 @@ int etwd_sub_filter_from_query(const char *q, struct etw_sub_filter *f, unsigned
     if (*p) p++;
   }
   if ((r = qvar(q, ql, "stackwalk_events", v, sizeof v, err, errlen)) < 0) return -1;
-  if (r) { /* file decodes take it (h_files.c removes it); a session's passes follow its spec */
-    snprintf(err, errlen, "stackwalk_events is a parameter of file decodes (GET /api/v1/files/{name}/events); "
-                          "a replay session takes it in its spec (\"stackwalk_events\": true)");
-    return -1;
+  if (r) { /* a replay's pass (its own reader) for this client; file decodes take it in their spec */
+    if (strcmp(v, "true") && strcmp(v, "false")) {
+      snprintf(err, errlen, "stackwalk_events must be true or false");
+      return -1;
+    }
+    f->stackwalk_events = !strcmp(v, "true") ? 2 : 1;
   }
   if ((r = qvar(q, ql, "provider", v, sizeof v, err, errlen)) < 0) return -1;
   if (r && name_list(v, f->providers, &f->n_providers)) {

@@ -39,6 +39,7 @@ void etwd_config_defaults(struct etwd_config *c) {
   c->api.max_per_address = 128;
   c->sink_spool_memory_mb = 512;
   c->sink_spool_disk_mb = 8192;
+  c->stack_index_mb = 1024; /* ETW_STK_BUDGET_DEFAULT_MB (etwcore/decode/dec_stack.h) */
 }
 
 #ifdef _WIN32
@@ -58,7 +59,7 @@ void etwd_config_usage(const char *prog) {
       "Usage: %s [serve] [OPTIONS]        run the server\n"
       "       %s convert FILE... [--format ndjson|csv|chrome|folded] [-o OUT] [--manifests DIR[:DIR...]]\n"
       "                                   [filters] [--decode fast|reference]\n"
-      "                                   [--stackwalk-events | --no-stacks]\n"
+      "                                   [--stackwalk-events | --no-stacks] [--stack-index-mb N]\n"
       "                                   decode .etl files to JSON lines, CSV, Chrome JSON or\n"
       "                                   folded stacks (etwd convert --help)\n"
       "       %s tokens [--rotate] [--state-dir DIR]\n"
@@ -115,6 +116,11 @@ void etwd_config_usage(const char *prog) {
       "  --decode fast|reference  ETL files and Windows events: fast (default) uses the decoder's\n"
       "                           plans and memos and the reader's fast record paths;\n"
       "                           reference only the plain walkers (same output, slower)\n"
+      "  --stack-index-mb N       ETL replays, file decodes and Windows live: MiB all stack\n"
+      "                           indexes (one per reader: per replay subscriber) may hold\n"
+      "                           together (default 1024); an index that finds none grows no\n"
+      "                           more: later events of its pass go without their stacks,\n"
+      "                           counted (stats stack_walks_dropped, /metrics)\n"
       "  --sink-secrets-dir DIR   the only directory whose files a sink's creds, tls_ca,\n"
       "                           tls_cert, tls_key may name (default STATE/sink-secrets)\n"
       "  --sink-spool-memory-mb N, --sink-spool-disk-mb N\n"
@@ -270,6 +276,7 @@ static int apply(struct etwd_config *c, const char *name, const char *v) {
   U("max-connections-per-address", api.max_per_address, 1, 16384)
   U("sink-spool-memory-mb", sink_spool_memory_mb, 0, 1u << 20)
   U("sink-spool-disk-mb", sink_spool_disk_mb, 0, 1u << 30)
+  U("stack-index-mb", stack_index_mb, 1, 1u << 30)
 #undef U
   fprintf(stderr, "etwd: unknown option --%s (see --help)\n", name);
   return -1;

@@ -25,6 +25,7 @@ struct etwd_config {
   char host_name[64];        /* --host-name: System.Host and sink subjects (empty = machine's name) */
   char sink_secrets_dir[1024]; /* sinks' creds/tls_* files must be in it (default <state>/sink-secrets) */
   uint64_t sink_spool_memory_mb, sink_spool_disk_mb; /* caps on the sum of all sinks' spools */
+  uint64_t stack_index_mb; /* --stack-index-mb: all ETL/Windows stack indexes together */
 };
 
 /** etwd_config_defaults - fill @c with defaults (state dir from $ETWD_STATE_DIR or /var/lib/etwd). */

@@ -139,7 +139,7 @@ int main(int argc, char **argv) {
   /* the backends' process-wide knobs: one etwcore-level call (etwcore/backend.h) */
   struct etw_backends_config bc = {cfg.api.data_dir, cfg.api.manifest_dir, cfg.decode[0] ? cfg.decode : NULL,
                                    cfg.reader_nice, cfg.reader_pinning, cfg.sink_secrets_dir,
-                                   cfg.sink_spool_memory_mb, cfg.sink_spool_disk_mb};
+                                   cfg.sink_spool_memory_mb, cfg.sink_spool_disk_mb, cfg.stack_index_mb};
   struct etw_status bst;
   etw_status_clear(&bst);
   if (etw_backends_configure(&bc, &bst)) {

@@ -21,9 +21,16 @@
  * EndVerbose: start, size, namespace, name); kernel addresses against the images of pid 0
  * (the kernel and drivers). A frame is {"Address","Module","Offset"} (offset from the image's
  * base), {"Address","Symbol","Offset"} (a method; offset from its start) or {"Address"}.
+ *
+ * Memory: every table of an index is bounded on its own (STK_MAX_*) and all indexes of the
+ * process together by one byte budget (etw_stk_budget_set, `--stack-index-mb`): an index
+ * reserves from it (one atomic counter) before it grows and gives back what it holds when freed.
+ * A refused reservation stops that index growing for good; what it could not keep from then on
+ * (walks, images and methods, like what is beyond its own bounds) is counted: `dropped`.
  */
 #include "dec_stack.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,7 +49,8 @@ struct ent {
   uint32_t off, n;               /* frames[off..off+n) */
   uint32_t pnext;                /* pending key references: next with the same key (index + 1) */
   uint16_t cpu;
-  uint8_t part, state;           /* state: 0 ready, 1 waiting for its key's definition, 2 claimed */
+  uint8_t part, state;           /* state: 0 ready, 1 waiting for its key's definition, 2 claimed,
+                                    3 dropped (its frames not kept: never attached) */
 };
 
 struct range {
@@ -74,7 +82,10 @@ struct etw_stk {
   uint32_t pdmask, npend;
   struct last *last;
   uint32_t lmask;
-  uint64_t walks, attached, in_event, over;
+  uint64_t walks, attached, in_event;
+  uint64_t dropped, rdropped; /* walks / images and methods not kept (bounds, budget) */
+  uint64_t held;   /* bytes reserved from the budget */
+  int full;        /* a reservation was refused: the index grows no more */
   int index_walks; /* 0: live (events are published before their walks come): images, methods only */
 };
 
@@ -108,6 +119,59 @@ static uint32_t mix(uint64_t a, uint64_t b) {
   return (uint32_t)(h ^ (h >> 32));
 }
 
+/* ---- the budget of all indexes of the process (any thread: atomics only) */
+
+static _Atomic uint64_t g_limit = (uint64_t)ETW_STK_BUDGET_DEFAULT_MB << 20;
+static _Atomic uint64_t g_used, g_peak, g_refused, g_wdropped, g_rdropped;
+
+void etw_stk_budget_set(uint64_t bytes) { atomic_store(&g_limit, bytes); }
+
+void etw_stk_budget_get(struct etw_stk_budget *b) {
+  b->limit = atomic_load(&g_limit);
+  b->used = atomic_load(&g_used);
+  b->peak = atomic_load(&g_peak);
+  b->refused = atomic_load(&g_refused);
+  b->walks_dropped = atomic_load(&g_wdropped);
+  b->images_dropped = atomic_load(&g_rdropped);
+}
+
+static void peak_note(uint64_t now) {
+  uint64_t p = atomic_load(&g_peak);
+  while (now > p && !atomic_compare_exchange_weak(&g_peak, &p, now)) {
+  }
+}
+
+/* reserves @n more bytes for @k: 0, or -1 (refused: @k is full from now on) */
+static int budget_take(struct etw_stk *k, size_t n) {
+  if (k->full) return -1;
+  uint64_t cur = atomic_load(&g_used);
+  do {
+    if (cur + n > atomic_load(&g_limit) || cur + n < cur) {
+      k->full = 1;
+      atomic_fetch_add(&g_refused, 1);
+      return -1;
+    }
+  } while (!atomic_compare_exchange_weak(&g_used, &cur, cur + n));
+  k->held += n;
+  peak_note(cur + n);
+  return 0;
+}
+
+static void budget_give(struct etw_stk *k, size_t n) {
+  k->held -= n;
+  atomic_fetch_sub(&g_used, n);
+}
+
+static void drop_walks(struct etw_stk *k, uint64_t n) {
+  k->dropped += n;
+  atomic_fetch_add(&g_wdropped, n);
+}
+
+static void drop_range(struct etw_stk *k) {
+  k->rdropped++;
+  atomic_fetch_add(&g_rdropped, 1);
+}
+
 struct etw_stk *etw_stk_new(int index_walks) {
   struct etw_stk *k = calloc(1, sizeof *k);
   if (!k) return NULL;
@@ -115,6 +179,10 @@ struct etw_stk *etw_stk_new(int index_walks) {
   k->pmask = 63;
   k->pdmask = 1023;
   k->lmask = 1023;
+  /* the first tables (≈ 45 KiB) are counted but never refused: an index always exists */
+  k->held = sizeof *k + (k->pmask + 1) * sizeof *k->procs + (k->pdmask + 1) * sizeof *k->pend +
+            (k->lmask + 1) * sizeof *k->last;
+  peak_note(atomic_fetch_add(&g_used, k->held) + k->held);
   k->procs = malloc((k->pmask + 1) * sizeof *k->procs);
   k->pend = calloc(k->pdmask + 1, sizeof *k->pend);
   k->last = calloc(k->lmask + 1, sizeof *k->last);
@@ -137,25 +205,33 @@ void etw_stk_free(struct etw_stk *k) {
   free(k->pool);
   free(k->pend);
   free(k->last);
+  atomic_fetch_sub(&g_used, k->held);
   free(k);
 }
 
 /* ---- growable arrays (bounded) */
 
-static int grow(void **p, uint32_t *cap, uint32_t need, size_t el, uint32_t max) {
+/* @p holds *@cap elements of @el bytes; room for @need, at most @max: reserves @acc bytes per
+ * element added from the budget (@acc >= @el: the entries' sort order is reserved with them) */
+static int grow(struct etw_stk *k, void **p, uint32_t *cap, uint32_t need, size_t el, size_t acc, uint32_t max) {
   if (need <= *cap) return 0;
   if (need > max) return -1;
   uint32_t nc = *cap ? *cap : 256;
   while (nc < need) nc = nc > max / 2 ? max : nc * 2;
+  size_t more = (size_t)(nc - *cap) * acc;
+  if (budget_take(k, more)) return -1;
   void *q = realloc(*p, (size_t)nc * el);
-  if (!q) return -1;
+  if (!q) {
+    budget_give(k, more);
+    return -1;
+  }
   *p = q;
   *cap = nc;
   return 0;
 }
 
 static uint32_t pool_add(struct etw_stk *k, const char *s, size_t n) {
-  if (grow((void **)&k->pool, &k->cap_pool, k->npool + (uint32_t)n + 1, 1, STK_MAX_POOL)) return UINT32_MAX;
+  if (grow(k, (void **)&k->pool, &k->cap_pool, k->npool + (uint32_t)n + 1, 1, 1, STK_MAX_POOL)) return UINT32_MAX;
   uint32_t at = k->npool;
   memcpy(k->pool + at, s, n);
   k->pool[at + n] = 0;
@@ -219,8 +295,13 @@ static struct proc *proc_get(struct etw_stk *k, uint32_t pid, int make) {
   if (!make || k->nprocs >= STK_MAX_PROCS) return NULL;
   if ((k->nprocs + 1) * 2 > k->pmask + 1) { /* rehash */
     uint32_t nm = k->pmask * 2 + 1;
+    size_t more = (size_t)(nm - k->pmask) * sizeof *k->procs;
+    if (budget_take(k, more)) return NULL;
     struct proc *np = malloc((nm + 1) * sizeof *np);
-    if (!np) return NULL;
+    if (!np) {
+      budget_give(k, more);
+      return NULL;
+    }
     for (uint32_t j = 0; j <= nm; j++) np[j] = (struct proc){.pid = 0xFFFFFFFFu};
     for (uint32_t j = 0; j <= k->pmask; j++) {
       if (k->procs[j].pid == 0xFFFFFFFFu) continue;
@@ -243,13 +324,14 @@ static void range_add(struct etw_stk *k, uint32_t pid, uint64_t start, uint64_t 
   if (!size || start + size < start) return;
   struct proc *p = proc_get(k, pid, 1);
   if (!p) {
-    k->over++;
+    drop_range(k);
     return;
   }
   for (uint32_t i = p->n; i-- > 0 && i + 8 >= p->n;) /* a rundown repeating a load: once */
     if (p->r[i].start == start && p->r[i].end == start + size) return;
-  if (k->nranges >= STK_MAX_RANGES || grow((void **)&p->r, &p->cap, p->n + 1, sizeof *p->r, STK_MAX_RANGES)) {
-    k->over++;
+  if (k->nranges >= STK_MAX_RANGES ||
+      grow(k, (void **)&p->r, &p->cap, p->n + 1, sizeof *p->r, sizeof *p->r, STK_MAX_RANGES)) {
+    drop_range(k);
     return;
   }
   struct etw_jw t; /* the frame's text after its address, rendered once */
@@ -261,7 +343,7 @@ static void range_add(struct etw_stk *k, uint32_t pid, uint64_t start, uint64_t 
   uint32_t tl = (uint32_t)t.len;
   etw_jw_free(&t);
   if (at == UINT32_MAX) {
-    k->over++;
+    drop_range(k);
     return;
   }
   p->r[p->n++] = (struct range){start, start + size, 0, at, tl};
@@ -276,7 +358,7 @@ static int range_cmp(const void *a, const void *b) {
 
 static void proc_sort(struct proc *p) {
   if (p->sorted) return;
-  qsort(p->r, p->n, sizeof *p->r, range_cmp);
+  if (p->n) qsort(p->r, p->n, sizeof *p->r, range_cmp); /* (none: r may be NULL, its growth refused) */
   uint32_t o = 0; /* identical ranges once (a DCStart and a DCEnd of one image) */
   for (uint32_t i = 0; i < p->n; i++)
     if (!o || p->r[o - 1].start != p->r[i].start || p->r[o - 1].end != p->r[i].end) p->r[o++] = p->r[i];
@@ -347,12 +429,9 @@ static void learn_method(struct etw_stk *k, const struct etw_rec *r) {
 static struct ent *ent_add(struct etw_stk *k, uint32_t file, uint64_t ts, uint32_t tid, uint32_t pid,
                            uint16_t cpu, uint8_t part) {
   k->walks++;
-  if (k->ne >= STK_MAX_ENTRIES || grow((void **)&k->e, &k->cap_e, k->ne + 1, sizeof *k->e, STK_MAX_ENTRIES)) {
-    k->over++;
-    return NULL;
-  }
-  if (file >= ETW_ETL_MAX_FILES) {
-    k->over++;
+  if (file >= ETW_ETL_MAX_FILES || k->ne >= STK_MAX_ENTRIES ||
+      grow(k, (void **)&k->e, &k->cap_e, k->ne + 1, sizeof *k->e, sizeof *k->e + sizeof *k->ord, STK_MAX_ENTRIES)) {
+    drop_walks(k, 1);
     return NULL;
   }
   struct ent *e = &k->e[k->ne++];
@@ -362,7 +441,7 @@ static struct ent *ent_add(struct etw_stk *k, uint32_t file, uint64_t ts, uint32
 
 /* stores @n frames of @ptr bytes each; the offset, or UINT32_MAX beyond the bound */
 static uint32_t frames_add(struct etw_stk *k, const unsigned char *p, uint32_t n, unsigned ptr) {
-  if (grow((void **)&k->fr, &k->cap_fr, k->nfr + n, sizeof *k->fr, STK_MAX_FRAMES)) return UINT32_MAX;
+  if (grow(k, (void **)&k->fr, &k->cap_fr, k->nfr + n, sizeof *k->fr, sizeof *k->fr, STK_MAX_FRAMES)) return UINT32_MAX;
   uint32_t at = k->nfr;
   for (uint32_t i = 0; i < n; i++) k->fr[at + i] = rd(p + (size_t)i * ptr, ptr);
   k->nfr += n;
@@ -382,8 +461,13 @@ static struct pend *pend_slot(struct etw_stk *k, uint64_t key, int make) {
     uint32_t live = 0;
     for (uint32_t j = 0; j <= k->pdmask; j++) live += k->pend[j].st == 1;
     uint32_t nm = (live + 1) * 4 > k->pdmask + 1 ? k->pdmask * 2 + 1 : k->pdmask;
+    size_t more = (size_t)(nm - k->pdmask) * sizeof *k->pend;
+    if (more && budget_take(k, more)) return NULL;
     struct pend *np = calloc(nm + 1, sizeof *np);
-    if (!np) return NULL;
+    if (!np) {
+      if (more) budget_give(k, more);
+      return NULL;
+    }
     live = 0;
     for (uint32_t j = 0; j <= k->pdmask; j++) {
       if (k->pend[j].st != 1) continue;
@@ -407,7 +491,11 @@ static void key_ref(struct etw_stk *k, struct ent *e, uint64_t key) {
   e->key = key;
   e->state = 1;
   struct pend *pd = pend_slot(k, key, 1);
-  if (!pd) return; /* (stays waiting: counted unattached) */
+  if (!pd) { /* no room to wait for the key: never attached */
+    e->state = 3;
+    drop_walks(k, 1);
+    return;
+  }
   e->pnext = pd->head;
   pd->head = (uint32_t)(e - k->e) + 1;
 }
@@ -430,7 +518,7 @@ static void learn_walk(struct etw_stk *k, const struct etw_rec *r) {
     if (op == 32) {
       e->off = frames_add(k, u + 16, nf, P);
       e->n = nf;
-      if (e->off == UINT32_MAX) e->off = e->n = 0, k->over++;
+      if (e->off == UINT32_MAX) e->off = e->n = 0, e->state = 3, drop_walks(k, 1);
       return;
     }
     key_ref(k, e, rd(u + 16, P));
@@ -442,12 +530,15 @@ static void learn_walk(struct etw_stk *k, const struct etw_rec *r) {
     uint32_t nf = (n - P) / P, off = frames_add(k, u + P, nf, P);
     for (uint32_t i = pd->head; i; i = k->e[i - 1].pnext) {
       struct ent *e = &k->e[i - 1];
-      if (off == UINT32_MAX) continue;
+      if (off == UINT32_MAX) { /* the references' frames not kept */
+        e->state = 3;
+        drop_walks(k, 1);
+        continue;
+      }
       e->off = off;
       e->n = nf;
       e->state = 0;
     }
-    if (off == UINT32_MAX) k->over++;
     pd->head = 0; /* the key may be reused by the next cache entry */
     pd->st = 2;
   }
@@ -515,7 +606,7 @@ void etw_stk_learn(struct etw_stk *k, const struct etw_rec *r) {
   if (!e) return;
   e->off = frames_add(k, r->user_data + 8, nf, P);
   e->n = nf;
-  if (e->off == UINT32_MAX) e->off = e->n = 0, k->over++;
+  if (e->off == UINT32_MAX) e->off = e->n = 0, e->state = 3, drop_walks(k, 1);
 }
 
 void etw_stk_learn_end(struct etw_stk *k) {
@@ -597,7 +688,9 @@ static void put_frame(struct etw_stk *k, struct etw_jw *w, struct proc *p, struc
   w->len = (size_t)(o - w->buf);
 }
 
-static const struct ent *g_sort_e; /* (qsort has no context argument; one sort at a time) */
+/* (qsort has no context argument: one sort at a time per thread; the reader threads of a
+ * replay's passes sort at the same moments) */
+static _Thread_local const struct ent *g_sort_e;
 
 static int ord_cmp(const void *a, const void *b) {
   uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
@@ -719,4 +812,6 @@ void etw_stk_counts(const struct etw_stk *k, struct etw_stk_counts *c) {
   c->attached = k->attached;
   c->unattached = k->walks - k->attached;
   c->in_event = k->in_event;
+  c->dropped = k->dropped;
+  c->images_dropped = k->rdropped;
 }

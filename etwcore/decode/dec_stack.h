@@ -10,7 +10,9 @@
  *     belong to: (file, raw timestamp, thread) — TraceEvent's rule.
  *  2. attach: for each event written, its stacks (the indexed ones and the stack-trace extended
  *     data item the event itself carries) become `,"Stack":[frames…]` before its closing brace.
- * Threads: one etw_stk per reader/consumer thread (no locks). Memory: bounded (counted beyond).
+ * Threads: one etw_stk per reader/consumer thread (no locks). Memory: bounded per index (counted
+ * beyond) and, for all indexes of the process together, by one byte budget (etw_stk_budget_set:
+ * atomics, any thread); an index whose reservation is refused grows no more (counted the same).
  */
 #ifndef ETWCORE_DEC_STACK_H
 #define ETWCORE_DEC_STACK_H
@@ -28,7 +30,23 @@ struct etw_stk_counts {
   uint64_t unattached; /* of those, not attached: no event with their time and thread, a key
                           reference whose definition never came, or beyond the index's bounds */
   uint64_t in_event;   /* events with a stack-trace extended data item (their own stack) */
+  uint64_t dropped;    /* of the walks, not kept by the index (its bounds, or the budget was
+                          spent): their events go without that stack (counted unattached too) */
+  uint64_t images_dropped; /* images and JIT methods not kept (same reasons): frames in them
+                              show their Address only */
 };
+
+/* ---- the process-wide budget of all stack indexes (`--stack-index-mb`) */
+#define ETW_STK_BUDGET_DEFAULT_MB 1024
+struct etw_stk_budget {
+  uint64_t limit, used, peak; /* bytes: the budget, reserved now, the most ever reserved */
+  uint64_t refused;           /* reservations refused (each stopped one index growing) */
+  uint64_t walks_dropped, images_dropped; /* of all indexes so far (etw_stk_counts' dropped) */
+};
+/** etw_stk_budget_set - the bytes all indexes together may reserve (default
+ *  ETW_STK_BUDGET_DEFAULT_MB MiB); indexes made before keep what they hold. Any thread. */
+void etw_stk_budget_set(uint64_t bytes);
+void etw_stk_budget_get(struct etw_stk_budget *b);
 
 /** etw_stk_new - @index_walks: 1 for a file (a learning pass before the events are written: the
  *  stack walks are indexed), 0 for a live consumer (only images, methods and the events' own

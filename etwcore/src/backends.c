@@ -48,6 +48,7 @@ enum etw_err etw_backends_configure(const struct etw_backends_config *c, struct 
     return etw_fail(st, ETW_E_INVALID, "decode", "expected fast or reference, got \"%.64s\"", c->decode);
   etw_decode_set_default(mode); /* every ETL reader and decoder made from now on */
   etw_etl_set_dirs(c->data_dir, c->manifest_dir);
+  if (c->stack_index_mb) etw_etl_set_stack_index_mb(c->stack_index_mb);
 #endif
 #ifdef ETWD_BACKEND_LINUX
   etw_linux_set_reader_nice(c->reader_nice);
@@ -58,10 +59,12 @@ enum etw_err etw_backends_configure(const struct etw_backends_config *c, struct 
 }
 
 void etw_backends_metrics(struct etw_jw *w) {
+  (void)w;
 #ifdef ETWD_BACKEND_LINUX
   etw_linux_metrics(w);
-#else
-  (void)w;
+#endif
+#ifdef ETWD_BACKEND_ETL
+  etw_etl_metrics(w);
 #endif
 }
 

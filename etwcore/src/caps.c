@@ -75,7 +75,7 @@ static const struct etw_member table[] = {
   {ETW_MEMBER_STREAM, "level", 0, NULL, "\"4\"", NULL, "only events with Level <= this"},
   {ETW_MEMBER_STREAM, "from", 0, NULL, "\"1\"", NULL, "resume at this sequence number (replay window)"},
   {ETW_MEMBER_STREAM, "queue", 0, NULL, "\"1024\"", NULL, "this client's queue bound in events"},
-  {ETW_MEMBER_STREAM, "stackwalk_events", ETW_CAP_REPLAY, NULL, "\"true\"", NULL, "file decodes (GET /api/v1/files/{name}/events): also the stack walk rows (a replay session: its spec member)"},
+  {ETW_MEMBER_STREAM, "stackwalk_events", ETW_CAP_REPLAY, NULL, "\"true\"", NULL, "replay sessions and file decodes: this client's own pass also delivers (true) or leaves out (false) the stack walk rows, whatever the session's spec says"},
   {ETW_MEMBER_STREAM, "limit", 0, NULL, "\"5\"", NULL, "end the stream cleanly after this many events"},
   {ETW_MEMBER_STREAM, "from_stream_seq", ETW_CAP_NATS_SOURCE, NULL, "\"1\"", NULL, "backend nats: read the JetStream stream from this stream sequence (events carry stream_seq), through a consumer of this client's own"},
   {ETW_MEMBER_STREAM, "from_time", ETW_CAP_NATS_SOURCE, NULL, "\"2026-11-29T05:00:00Z\"", NULL, "backend nats: read the JetStream stream from the messages it stored at or after this RFC 3339 time, through a consumer of this client's own"},

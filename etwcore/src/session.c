@@ -86,7 +86,8 @@ struct replay_run {
   void *bstate;
   struct etw_sub *sub; /* owned by the stream that subscribed; closed by etw_session_unsubscribe */
   /* backend nats: this pass's copies of the session's spec and source, with the client's start
-   * and an ephemeral consumer (they outlive its backend state: both go in run_free) */
+   * and an ephemeral consumer (they outlive its backend state: both go in run_free); a replay
+   * client's ?stackwalk_events: the spec's shallow copy with its own stackwalk_events */
   struct etw_session_spec spec;
   struct etw_nats_src src;
 };
@@ -916,6 +917,8 @@ static void stats_json_locked(struct etw_session *s, struct etw_jw *w) {
   if (bs.stack_walks) {
     kv(w, ",\"stack_walks\":", bs.stack_walks);
     kv(w, ",\"stack_walks_unattached\":", bs.stack_walks_unattached);
+    kv(w, ",\"stack_walks_dropped\":", bs.stack_walks_dropped);
+    kv(w, ",\"stack_images_dropped\":", bs.stack_images_dropped);
   }
   if (s->spec.n_files || bs.proc_dropped) /* replays: never silent about a missing ProcessName */
     kv(w, ",\"process_table_dropped\":", bs.proc_dropped);
@@ -1109,7 +1112,10 @@ void etw_core_metrics(struct etw_core *c, struct etw_jw *w) {
              "# HELP etwd_session_running 1 while the session is running.\n"
              "# TYPE etwd_session_running gauge\n"
              "# HELP etwd_session_sink_ok 1 while the sink is connected and its JetStream stream takes its events.\n"
-             "# TYPE etwd_session_sink_ok gauge\n");
+             "# TYPE etwd_session_sink_ok gauge\n"
+             "# HELP etwd_session_stack_walks_dropped_total Stack walks of a replay the stack index did not keep "
+             "(its bounds or --stack-index-mb): events without that stack.\n"
+             "# TYPE etwd_session_stack_walks_dropped_total counter\n");
   uint64_t tot_ev = 0, tot_lost = 0;
   for (uint32_t i = 0; i < n; i++) {
     struct etw_session *s = v[i];
@@ -1139,6 +1145,7 @@ void etw_core_metrics(struct etw_core *c, struct etw_jw *w) {
       snprintf(lab, sizeof lab, ",sink=\"%u\"", k);
       metric(w, "etwd_session_sink_ok", s, lab, (uint64_t)sink_ok[k]);
     }
+    if (bs.stack_walks) metric(w, "etwd_session_stack_walks_dropped_total", s, NULL, bs.stack_walks_dropped);
     tot_ev += hs.produced;
     tot_lost += bs.kernel_lost + hs.hub_dropped + hs.sub_dropped + sink_lost;
     etw_session_put(s);
@@ -1168,6 +1175,8 @@ static void bs_add(struct etw_backend_stats *a, const struct etw_backend_stats *
   a->stack_walks += b->stack_walks;
   a->stack_walks_unattached += b->stack_walks_unattached;
   a->proc_dropped += b->proc_dropped;
+  a->stack_walks_dropped += b->stack_walks_dropped;
+  a->stack_images_dropped += b->stack_images_dropped;
 }
 
 static void hs_add(struct etw_hub_stats *a, const struct etw_hub_stats *b) {
@@ -1250,6 +1259,10 @@ static struct etw_sub *run_subscribe(struct etw_session *s, const struct etw_sub
     r->src.ephemeral = 1;
     r->spec = s->spec;
     r->spec.nats = &r->src;
+    spec = &r->spec;
+  } else if (r && f->stackwalk_events) { /* ?stackwalk_events= for this pass only */
+    r->spec = s->spec;
+    r->spec.stackwalk_events = f->stackwalk_events == 2;
     spec = &r->spec;
   }
   struct etw_backend_args a = {spec, r ? r->hub : NULL, s->os_name, NULL, on_pass_ended, r};

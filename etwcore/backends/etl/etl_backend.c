@@ -79,17 +79,53 @@ static void sleep_ns(int64_t ns) {
   nanosleep(&ts, NULL);
 }
 
+/* ---- the stack indexes' budget (dec_stack.c holds it) */
+void etw_etl_set_stack_index_mb(uint64_t mb) { etw_stk_budget_set(mb << 20); }
+
+static void metric(struct etw_jw *w, const char *help, const char *name, const char *type, uint64_t v) {
+  etw_jw_lit(w, "# HELP ");
+  etw_jw_lit(w, name);
+  etw_jw_ch(w, ' ');
+  etw_jw_lit(w, help);
+  etw_jw_lit(w, "\n# TYPE ");
+  etw_jw_lit(w, name);
+  etw_jw_ch(w, ' ');
+  etw_jw_lit(w, type);
+  etw_jw_ch(w, '\n');
+  etw_jw_lit(w, name);
+  etw_jw_ch(w, ' ');
+  etw_jw_u64(w, v);
+  etw_jw_ch(w, '\n');
+}
+
+void etw_etl_metrics(struct etw_jw *w) {
+  struct etw_stk_budget b;
+  etw_stk_budget_get(&b);
+  metric(w, "Bytes all ETL stack indexes may hold together (--stack-index-mb).", "etwd_stack_index_budget_bytes",
+         "gauge", b.limit);
+  metric(w, "Bytes the ETL stack indexes hold now.", "etwd_stack_index_bytes", "gauge", b.used);
+  metric(w, "The most bytes the ETL stack indexes held at once.", "etwd_stack_index_peak_bytes", "gauge", b.peak);
+  metric(w, "Stack index reservations refused by the budget (each stopped one index growing).",
+         "etwd_stack_index_refused_total", "counter", b.refused);
+  metric(w, "Stack walks the stack indexes did not keep (their bounds or the budget): events without that stack.",
+         "etwd_stack_walks_dropped_total", "counter", b.walks_dropped);
+  metric(w, "Images and JIT methods the stack indexes did not keep: frames in them show their Address only.",
+         "etwd_stack_images_dropped_total", "counter", b.images_dropped);
+}
+
 /* ---- session */
 struct etl_sess {
   struct etw_backend_args args;
   struct etw_etl_reader *rd;
   struct etw_decoder *dec;
-  struct etw_stk *stk; /* the files' stacks: learnt by the reader thread before its first event */
+  struct etw_stk *stk; /* the files' stacks: made by start (a session's own state, never
+                        * started when it has passes, holds none), learnt by the reader thread
+                        * before its first event */
   pthread_t th;
   int started, joined;
   atomic_int stop;
-  atomic_uint_fast64_t events, bytes, errors, unparsed, walks, walks_unattached;
   atomic_uint_fast64_t proc_dropped; /* the decoder's count, copied once per batch of records */
+  atomic_uint_fast64_t events, bytes, errors, unparsed, walks, walks_unattached, walks_dropped, images_dropped;
   pthread_mutex_t mu;
   const struct etw_provider_spec **want; /* the spec's providers (names/GUID text): a filter */
   uint32_t n_want;
@@ -148,6 +184,8 @@ static void *reader_main(void *arg) {
     struct etw_stk_counts kc;
     etw_stk_counts(s->stk, &kc);
     atomic_store(&s->walks, kc.walks);
+    atomic_store(&s->walks_dropped, kc.dropped); /* (final: the index is not grown afterwards) */
+    atomic_store(&s->images_dropped, kc.images_dropped);
   }
   /* the records come in batches (pointers into the reader, valid until the next call); the
    * reader only reads buffers inside that call, so its progress is taken once per batch */
@@ -231,6 +269,8 @@ static void *reader_main(void *arg) {
     etw_stk_counts(s->stk, &kc);
     atomic_store(&s->walks_unattached, kc.unattached);
   }
+  etw_stk_free(s->stk); /* its share of the stack index budget back at once, not when the client leaves */
+  s->stk = NULL;
   /* ended() reports a session that ends by itself (end of file, damage), not a stop() */
   if (s->args.ended && !atomic_load(&s->stop)) {
     if (rc < 0) s->args.ended(s->args.ctx, st.code ? st.code : ETW_E_CORRUPT, st.msg);
@@ -254,9 +294,8 @@ static enum etw_err etl_open(const struct etw_backend_args *a, void **state, str
   char *md = etw_etl_manifest_dir();
   s->dec = etw_decoder_new(md);
   free(md);
-  s->stk = etw_stk_new(1);
   enum etw_err e = ETW_E_OK;
-  if (!s->rd || !s->dec || !s->stk) e = etw_fail(st, ETW_E_NOMEM, NULL, NULL);
+  if (!s->rd || !s->dec) e = etw_fail(st, ETW_E_NOMEM, NULL, NULL);
   for (uint32_t i = 0; !e && i < spec->n_files; i++) {
     e = etw_etl_reader_add_file(s->rd, spec->files[i], st);
     if (e && st) snprintf(st->field, sizeof st->field, "/files/%u", i);
@@ -270,7 +309,6 @@ static enum etw_err etl_open(const struct etw_backend_args *a, void **state, str
   if (e) {
     etw_etl_reader_free(s->rd);
     etw_decoder_free(s->dec);
-    etw_stk_free(s->stk);
     free(s->want);
     pthread_mutex_destroy(&s->mu);
     free(s);
@@ -298,6 +336,10 @@ static enum etw_err etl_start(void *sv, struct etw_status *st) {
   if (s->started) {
     pthread_mutex_unlock(&s->mu);
     return etw_fail(st, ETW_E_STATE, NULL, "already started");
+  }
+  if (!s->stk && !(s->stk = etw_stk_new(1))) {
+    pthread_mutex_unlock(&s->mu);
+    return etw_fail(st, ETW_E_NOMEM, NULL, NULL);
   }
   if (pthread_create(&s->th, NULL, reader_main, s)) {
     pthread_mutex_unlock(&s->mu);
@@ -342,6 +384,8 @@ static void etl_stats(void *sv, struct etw_backend_stats *out) {
   out->stack_walks = atomic_load(&s->walks);
   out->stack_walks_unattached = atomic_load(&s->walks_unattached);
   out->proc_dropped = atomic_load(&s->proc_dropped);
+  out->stack_walks_dropped = atomic_load(&s->walks_dropped);
+  out->stack_images_dropped = atomic_load(&s->images_dropped);
 }
 
 /* ---- provider catalog: manifests + the files in the data directory */

@@ -3,7 +3,7 @@
  *   etwd convert FILE... [--format ndjson|csv|chrome|folded] [-o OUT] [--manifests DIR] [--quiet]
  *                [--provider P,…] [--event E,…] [--pid N,…] [--process NAME,…] [--from T] [--to T]
  *                [--limit N]
- *                [--decode fast|reference] [--stackwalk-events]
+ *                [--decode fast|reference] [--stackwalk-events | --no-stacks] [--stack-index-mb N]
  *
  * Reads one or more .etl files, merges them into one time-ordered stream, decodes every event
  * and writes ndjson (one full event object `{"seq":N,"System":…}` per line), CSV (header fields
@@ -14,8 +14,10 @@
  * inputs of 32 MiB or more. `--decode reference` makes the reader and decoder use their plain
  * walkers only (same bytes, slower). Stacks: the input is read once before the events are written
  * (dec_stack.h: the stack walks indexed by their event); each event carries its "Stack", and the
- * stack walk rows themselves are written only with --stackwalk-events. Exit status: 0 ok, 1 unreadable/corrupt input (after writing every
- * event before the damage), 2 usage error. Single-threaded.
+ * stack walk rows themselves are written only with --stackwalk-events; the index is bounded
+ * (dec_stack.h, --stack-index-mb). Exit status: 0 ok, 1 unreadable/corrupt input (after writing
+ * every event before the damage) or something counted as dropped (events, stacks: every other
+ * event written), 2 usage error. Single-threaded.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,7 +75,7 @@ static void usage(FILE *f) {
   fputs("usage: etwd convert FILE... [--format ndjson|csv|chrome|folded] [-o OUT] [--manifests DIR] [--quiet]\n"
         "                    [--provider P,...] [--event E,...] [--pid N,...] [--process NAME,...]\n"
         "                    [--from T] [--to T] [--limit N]\n"
-        "                    [--decode fast|reference] [--stackwalk-events | --no-stacks]\n"
+        "                    [--decode fast|reference] [--stackwalk-events | --no-stacks] [--stack-index-mb N]\n"
         "  Decodes Windows .etl files (several files are merged in time order); a FILE may also be\n"
         "  compressed: .zip (its .etl), .gz, .etlgz (recognised by content, at most 64 GiB unpacked)\n"
         "  --format    ndjson (default): one event object per line; csv: one row per event (one column\n"
@@ -97,7 +99,9 @@ static void usage(FILE *f) {
         "  --stackwalk-events  also write the stack walk events (StackWalk/*, ClrStack/Walk), which\n"
         "              are otherwise only attached to their events as \"Stack\"\n"
         "  --no-stacks  attach no stacks (the input is read once, not twice): the stack walk\n"
-        "              events are written as they are, with raw addresses\n",
+        "              events are written as they are, with raw addresses\n"
+        "  --stack-index-mb N  MiB the stack index may hold (default 1024); beyond them later\n"
+        "              events go without their stacks, counted on stderr, exit status 1\n",
         f);
 }
 
@@ -258,7 +262,8 @@ static int parse_args(struct conv *c, int argc, char **argv, int *help) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = NULL;
     static const char *const valued[] = {"--format", "-f", "-o", "--output", "--manifests", "--provider",
-                                         "--event", "--pid", "--process", "--from", "--to", "--limit", "--decode", NULL};
+                                         "--event", "--pid", "--process", "--from", "--to", "--limit", "--decode",
+                                         "--stack-index-mb", NULL};
     const char *eq = !strncmp(a, "--", 2) ? strchr(a, '=') : NULL;
     char name[32];
     snprintf(name, sizeof name, "%.*s", eq ? (int)(eq - a) : (int)strlen(a), a);
@@ -332,6 +337,14 @@ static int parse_args(struct conv *c, int argc, char **argv, int *help) {
         return 2;
       }
       c->limit = (uint64_t)x;
+    } else if (!strcmp(name, "--stack-index-mb")) {
+      char *end;
+      long long x = strtoll(v, &end, 10);
+      if (!*v || *end || x < 1 || x > (1ll << 30)) {
+        fprintf(stderr, "etwd convert: --stack-index-mb %s: want a number of MiB, 1 to %lld\n", v, 1ll << 30);
+        return 2;
+      }
+      etw_stk_budget_set((uint64_t)x << 20);
     } else if (a[0] == '-' && a[1]) {
       fprintf(stderr, "etwd convert: unknown option '%s'\n", a);
       return 2;
@@ -897,6 +910,19 @@ static void summary(const struct conv *c, const struct counts *n) {
     if (k->in_event) fprintf(stderr, "; %llu events with their own stack", (unsigned long long)k->in_event);
     fputc('\n', stderr);
   }
+  if (k->dropped || k->images_dropped) { /* (exit status 1) */
+    struct etw_stk_budget b;
+    etw_stk_budget_get(&b);
+    fprintf(stderr, "etwd convert: the stack index kept no more (its bounds, or --stack-index-mb %llu):",
+            (unsigned long long)(b.limit >> 20));
+    if (k->dropped)
+      fprintf(stderr, " %llu stack walks dropped, their events written without that stack%s",
+              (unsigned long long)k->dropped, k->images_dropped ? ";" : "");
+    if (k->images_dropped)
+      fprintf(stderr, " %llu images or methods dropped, their frames written with the address only",
+              (unsigned long long)k->images_dropped);
+    fputc('\n', stderr);
+  }
 }
 
 /* ---- compressed inputs: each is decompressed into DIR/<i>/<name inside>, a private temporary
@@ -1051,7 +1077,7 @@ int etw_convert_main(int argc, char **argv) {
   }
   out = stdout;
   if (!rc) summary(c, &n);
-  if (n.dropped || n.damaged) rc = 1;
+  if (n.dropped || n.damaged || n.stk.dropped || n.stk.images_dropped) rc = 1;
 end:
   unpack_cleanup(c, &u);
   if (out != stdout) fclose(out);

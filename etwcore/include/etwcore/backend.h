@@ -142,6 +142,9 @@ struct etw_backend_stats {
                               * fields (delivered in the event's "Unparsed" member) */
   uint64_t stack_walks;      /* ETL: stack walk events of the files (dec_stack.h) */
   uint64_t stack_walks_unattached; /* of those, not attached to an event */
+  uint64_t stack_walks_dropped;    /* of those, not kept by the stack index (its bounds or the
+                                      server's --stack-index-mb budget): events without that stack */
+  uint64_t stack_images_dropped;   /* images and JIT methods the index did not keep */
   uint64_t proc_dropped;     /* ETL, Windows: process names and thread owners the decoder's bounded tables
                               * could not keep (etw_decoder_proc_dropped): some events of those
                               * processes go without ProcessName or payload ProcessID */
@@ -227,13 +230,16 @@ struct etw_backends_config {
    * caps on the sum of all sinks' spools (MiB) */
   const char *sink_secrets_dir;
   uint64_t sink_spool_memory_mb, sink_spool_disk_mb;
+  /* ETL and Windows: MiB all stack indexes (dec_stack.h) may hold together (0 = unchanged) */
+  uint64_t stack_index_mb;
 };
 /** etw_backends_configure - check every setting of @c, then apply them all: ETW_E_OK, or
  *  ETW_E_INVALID with the setting's name in @st->field ("decode", "reader_nice"), a sentence in
  *  @st->msg, and nothing applied. */
 enum etw_err etw_backends_configure(const struct etw_backends_config *c, struct etw_status *st);
 /** etw_backends_metrics - append the Prometheus text of every backend compiled in that has
- *  process-wide counters (Linux: stack symbolisation caches and stack records). Any thread. */
+ *  process-wide counters (Linux: stack symbolisation caches and stack records; ETL: the stack
+ *  index budget). Any thread. */
 void etw_backends_metrics(struct etw_jw *w);
 /** etw_caps_json - write the capability bits of @caps as a JSON array of names. */
 void etw_caps_json(unsigned caps, struct etw_jw *w);

@@ -243,6 +243,12 @@ void etw_etl_set_dirs(const char *data_dir, const char *manifest_dir);
 /** etw_etl_manifest_dir - current manifest directory (or NULL); the returned copy is owned by
  *  the caller (free). */
 char *etw_etl_manifest_dir(void);
+/** etw_etl_set_stack_index_mb - the MiB all stack indexes of the process (one per ETL reader
+ *  thread or Windows consumer, etl.md "Stacks") may hold together; beyond it an index grows no
+ *  more and counts what it could not keep. Default 1024. */
+void etw_etl_set_stack_index_mb(uint64_t mb);
+/** etw_etl_metrics - the stack index budget's Prometheus text (etwd_stack_index_*). Any thread. */
+void etw_etl_metrics(struct etw_jw *w);
 
 /**
  * etw_convert_main - `etwd convert FILE... [--format ndjson|csv|folded] [-o OUT] [--manifests DIR]`.

@@ -75,6 +75,9 @@ struct etw_sub_filter {
    * (session.c): a stream sequence or a time; 0 = not given. The hub ignores them. */
   uint64_t from_stream_seq;
   int64_t from_time_ns;
+  /* a replay subscriber's own pass (session.c): its stack walk rows delivered (2) or not (1),
+   * whatever the session's spec says; 0 = as the spec says. The hub ignores it. */
+  int stackwalk_events;
 };
 
 struct etw_hub_stats {
