@@ -84,7 +84,7 @@ static void usage(FILE *f) {
         "                                    events to stdout until Ctrl-C, --limit or the session's end\n"
         "  stop ID | marker ID TEXT | snapshot ID\n"
         "  (record/stream --dry-run: print the session spec the PROVIDER arguments make, send nothing)\n"
-        "PROVIDER: system:event, system:*, or Name[:Level[:EventIDs[:AnyKeywords[:AllKeywords]]]]\n"
+        "PROVIDER: system:event[,event...], system:*, or Name[:Level[:EventIDs[:AnyKeywords[:AllKeywords]]]]\n"
         "exit codes: 0 ok, 1 local error, 2 usage, 3 unreachable/connection broken, 4 TLS verification\n"
         "  failed, 5 token refused (401/403), 6 request refused (other 4xx), 7 server error (5xx),\n"
         "  8 recording did not end in time\n",
@@ -173,8 +173,17 @@ char *etwd_remote_spec(int n, char **args, const char *mode, double duration_s, 
       if (strcmp(parts[1], "*")) cJSON_AddArrayToObject(o, "events");
     }
     cJSON *ev = cJSON_GetObjectItem(o, "events");
-    if (!strcmp(parts[1], "*")) cJSON_DeleteItemFromObject(o, "events"); /* all of the system's events */
-    else if (ev) cJSON_AddItemToArray(ev, cJSON_CreateString(parts[1]));
+    if (!strcmp(parts[1], "*")) {
+      cJSON_DeleteItemFromObject(o, "events"); /* all of the system's events */
+    } else if (ev) { /* system:a,b — as the server's provider strings: one event each */
+      int added = 0;
+      for (char *save = NULL, *e = strtok_r(parts[1], ",", &save); e; e = strtok_r(NULL, ",", &save), added++)
+        cJSON_AddItemToArray(ev, cJSON_CreateString(e));
+      if (!added) { /* "sched:," — an empty list would mean every event */
+        snprintf(err, en, "provider \"%s\": no event name after ':'", args[i]);
+        goto bad;
+      }
+    }
   }
   cJSON_AddStringToObject(spec, "mode", mode);
   if (duration_s > 0) cJSON_AddNumberToObject(spec, "duration_s", duration_s);

@@ -1,0 +1,57 @@
+"""Defects found by following README.md as a new user (the review of 2026-11-29), each checked
+against a spawned etwd over real TLS, on the real kernel's tracefs:
+- etwd remote: `system:a,b` (one PROVIDER argument, events separated by ',', as the server's
+  provider strings) becomes two events, not one event named "a,b"."""
+import json
+import os
+import subprocess
+import time
+
+from etwd_harness import BIN, Etwd, check, done
+
+
+def remote(e, args, timeout=120):
+    """`etwd remote …` against @e (its certificate as the CA); returns (rc, stdout, stderr)."""
+    tok = os.path.join(e.state, "tokens")
+    cmd = [BIN, "remote", "--url", "https://127.0.0.1:%d" % e.port, "--token-file", tok,
+           "--cacert", os.path.join(e.state, "cert.pem")]
+    p = subprocess.run(cmd + args, capture_output=True, timeout=timeout, env=e.env)
+    return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
+
+
+def test_remote_event_list(e):
+    """README: PROVIDER is `system:event` …; the server's provider strings take
+    `system:event[,event…]`. The remote CLI used to send events ["a,b"] (400 unknown event)."""
+    p = subprocess.run([BIN, "remote", "record", "sched:sched_switch,sched_wakeup", "sched:sched_waking",
+                        "--duration", "2", "--dry-run"], capture_output=True, timeout=60)
+    want = {"providers": [{"name": "sched", "events": ["sched_switch", "sched_wakeup", "sched_waking"]}],
+            "mode": "file", "duration_s": 2}
+    check(p.returncode == 0 and json.loads(p.stdout or b"null") == want,
+          "remote system:a,b: %s %s" % (p.stdout, p.stderr))
+    p = subprocess.run([BIN, "remote", "stream", "sched:,", "--dry-run"], capture_output=True, timeout=60)
+    check(p.returncode == 2 and b"no event name" in p.stderr, "remote sched:, refused: %d %s" % (p.returncode, p.stderr))
+    # against the server: the stream's session is created (it was a 400) and gets an exec
+    proc = subprocess.Popen([BIN, "remote", "--url", "https://127.0.0.1:%d" % e.port, "--token-file",
+                             os.path.join(e.state, "tokens"), "--cacert", os.path.join(e.state, "cert.pem"),
+                             "stream", "sched:sched_process_exec,sched_process_exit", "--limit", "1"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=e.env)
+    deadline = time.time() + 60
+    while proc.poll() is None and time.time() < deadline:
+        subprocess.run(["/bin/true"])
+        time.sleep(0.2)
+    if proc.poll() is None:
+        proc.kill()
+    so, se = proc.communicate()
+    ev = json.loads(so.splitlines()[0]) if so.strip() else {}
+    check(proc.returncode == 0 and ev.get("System", {}).get("EventName") in ("sched_process_exec", "sched_process_exit"),
+          "remote stream sched:a,b: rc %s %s %s" % (proc.returncode, so[:300], se[-300:]))
+
+
+def main():
+    with Etwd() as e:
+        test_remote_event_list(e)
+    done()
+
+
+if __name__ == "__main__":
+    main()
