@@ -1,7 +1,9 @@
 """Defects found by following README.md as a new user (the review of 2026-11-29), each checked
 against a spawned etwd over real TLS, on the real kernel's tracefs:
 - etwd remote: `system:a,b` (one PROVIDER argument, events separated by ',', as the server's
-  provider strings) becomes two events, not one event named "a,b"."""
+  provider strings) becomes two events, not one event named "a,b".
+- GET /sessions/{id}/file?wait=true of a session that has stopped already serves the file (it
+  was a 400 "no end to wait for" when the session had no duration_s)."""
 import json
 import os
 import subprocess
@@ -47,9 +49,27 @@ def test_remote_event_list(e):
           "remote stream sched:a,b: rc %s %s %s" % (proc.returncode, so[:300], se[-300:]))
 
 
+def test_wait_on_stopped(e):
+    st, h, d = e.json("POST", "/api/v1/sessions", {"providers": ["sched:sched_process_exec"], "mode": "file"},
+                      expect=201)
+    sid = d["id"]
+    subprocess.run(["/bin/true"])
+    e.json("POST", "/api/v1/sessions/%d/stop" % sid, expect=200)
+    st, h, data = e.request("GET", "/api/v1/sessions/%d/file?wait=true" % sid, token="reader")
+    check(st == 200 and data[:10] == b"\x17\x08\x44tracing", "wait=true on a stopped session: %d %r" % (st, data[:200]))
+    # a running one without duration_s still needs timeout_s
+    st, h, d = e.json("POST", "/api/v1/sessions", {"providers": ["sched:sched_process_exec"], "mode": "file"},
+                      expect=201)
+    st, h, data = e.request("GET", "/api/v1/sessions/%d/file?wait=true" % d["id"], token="reader")
+    check(st == 400 and b"timeout_s" in data, "wait=true on a running session without duration_s: %d %r" % (st, data[:200]))
+    e.json("DELETE", "/api/v1/sessions/%d" % d["id"], expect=204)
+    e.json("DELETE", "/api/v1/sessions/%d" % sid, expect=204)
+
+
 def main():
     with Etwd() as e:
         test_remote_event_list(e)
+        test_wait_on_stopped(e)
     done()
 
 
