@@ -495,6 +495,23 @@ static int record_dir_claim(struct etw_core *c, uint64_t id, char *dir, size_t n
 
 /* @private: a file decode's session — not in the table (it takes no --max-sessions slot and is
  * invisible to the API), no replay window (nobody else can subscribe to it). */
+static struct etw_session **snapshot(struct etw_core *c, uint32_t *n);
+
+/* how many sessions in the table have ended (stopped, ended, failed): they keep a slot of
+ * max_sessions until they are deleted, which the limit's message says (c->mu not held) */
+static uint32_t count_ended(struct etw_core *c) {
+  uint32_t n, k = 0;
+  struct etw_session **v = snapshot(c, &n);
+  for (uint32_t i = 0; v && i < n; i++) {
+    pthread_mutex_lock(&v[i]->smu);
+    k += v[i]->state == S_STOPPED || v[i]->state == S_ENDED || v[i]->state == S_FAILED;
+    pthread_mutex_unlock(&v[i]->smu);
+    etw_session_put(v[i]);
+  }
+  free(v);
+  return k;
+}
+
 static enum etw_err create(struct etw_core *c, const cJSON *body, const char *const *files,
                            int private, struct etw_session **out, struct etw_status *st) {
   *out = NULL;
@@ -573,7 +590,12 @@ static enum etw_err create(struct etw_core *c, const cJSON *body, const char *co
   }
   if (c->n >= c->cfg.max_sessions) {
     pthread_mutex_unlock(&c->mu);
-    e = etw_fail(st, ETW_E_LIMIT, NULL, "the server allows at most %u sessions", c->cfg.max_sessions);
+    uint32_t ended = count_ended(c);
+    e = ended ? etw_fail(st, ETW_E_LIMIT, NULL,
+                         "the server allows at most %u sessions; %u of them have ended and keep their slot "
+                         "until they are deleted (DELETE /api/v1/sessions/{id}; their recordings stay)",
+                         c->cfg.max_sessions, ended)
+              : etw_fail(st, ETW_E_LIMIT, NULL, "the server allows at most %u sessions", c->cfg.max_sessions);
     goto fail;
   }
   if (s->spec.name)

@@ -3,7 +3,9 @@ against a spawned etwd over real TLS, on the real kernel's tracefs:
 - etwd remote: `system:a,b` (one PROVIDER argument, events separated by ',', as the server's
   provider strings) becomes two events, not one event named "a,b".
 - GET /sessions/{id}/file?wait=true of a session that has stopped already serves the file (it
-  was a 400 "no end to wait for" when the session had no duration_s)."""
+  was a 400 "no end to wait for" when the session had no duration_s).
+- A full --max-sessions whose sessions have ended says so (they keep their slot until DELETE),
+  since the README's one-call recording used to leave its session behind."""
 import json
 import os
 import subprocess
@@ -66,7 +68,23 @@ def test_wait_on_stopped(e):
     e.json("DELETE", "/api/v1/sessions/%d" % sid, expect=204)
 
 
+def test_limit_names_ended():
+    with Etwd(args=["--max-sessions", "2"]) as e:
+        for _ in range(2):
+            st, h, d = e.json("POST", "/api/v1/sessions", {"providers": ["sched:sched_process_exec"],
+                                                           "mode": "file", "duration_s": 0.2}, expect=201)
+            st, h, data = e.request("GET", "/api/v1/sessions/%d/file?wait=true" % d["id"], token="reader")
+            check(st == 200, "one-call recording: %d" % st)
+        st, h, d = e.json("POST", "/api/v1/sessions", {"providers": ["sched:sched_process_exec"]})
+        detail = (d or {}).get("detail", "") if isinstance(d, dict) else ""
+        check(st == 429 and "2 of them have ended" in detail and "DELETE" in detail,
+              "429 names the ended sessions: %d %r" % (st, d))
+        e.json("DELETE", "/api/v1/sessions/1", expect=204)
+        st, h, d = e.json("POST", "/api/v1/sessions", {"providers": ["sched:sched_process_exec"]}, expect=201)
+
+
 def main():
+    test_limit_names_ended()
     with Etwd() as e:
         test_remote_event_list(e)
         test_wait_on_stopped(e)
