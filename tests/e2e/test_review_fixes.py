@@ -5,7 +5,9 @@ against a spawned etwd over real TLS, on the real kernel's tracefs:
 - GET /sessions/{id}/file?wait=true of a session that has stopped already serves the file (it
   was a 400 "no end to wait for" when the session had no duration_s).
 - A full --max-sessions whose sessions have ended says so (they keep their slot until DELETE),
-  since the README's one-call recording used to leave its session behind."""
+  since the README's one-call recording used to leave its session behind.
+- A stream that ended at its ?limit=N counts no subscriber loss (the README's first stream,
+  limit=3, used to leave loss.subscribers > 0: what its queue held after the limit)."""
 import json
 import os
 import subprocess
@@ -83,11 +85,31 @@ def test_limit_names_ended():
         st, h, d = e.json("POST", "/api/v1/sessions", {"providers": ["sched:sched_process_exec"]}, expect=201)
 
 
+def test_limit_no_loss(e):
+    busy = [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(2)]
+    try:
+        st, h, d = e.json("POST", "/api/v1/sessions", {"providers": ["sched:sched_switch,sched_wakeup,sched_waking"]},
+                          expect=201)
+        sid = d["id"]
+        for n in (3, 500):
+            got = [r for r in e.ndjson("/api/v1/sessions/%d/events?limit=%d" % (sid, n))]
+            check(len([r for r in got if "seq" in r]) == n, "limit=%d: %d records" % (n, len(got)))
+        time.sleep(0.5)
+        st, h, d = e.json("GET", "/api/v1/sessions/%d" % sid, expect=200)
+        check(d["stats"]["loss"]["subscribers"] == 0, "loss after limit streams: %r" % d["stats"]["loss"])
+        e.json("DELETE", "/api/v1/sessions/%d" % sid, expect=204)
+    finally:
+        for p in busy:
+            p.kill()
+            p.wait()
+
+
 def main():
     test_limit_names_ended()
     with Etwd() as e:
         test_remote_event_list(e)
         test_wait_on_stopped(e)
+        test_limit_no_loss(e)
     done()
 
 
