@@ -467,6 +467,13 @@ static int cmd_providers(struct remote *R, const char *q) {
   return RX_OK;
 }
 
+/* the events a session has read: stats.read_events (a file-mode session publishes none, so its
+ * stats.events stays 0), else stats.events */
+static double events_read(const cJSON *stats) {
+  const cJSON *r = cJSON_GetObjectItem(stats, "read_events");
+  return cJSON_IsNumber(r) ? r->valuedouble : jnum(stats, "events");
+}
+
 static int cmd_sessions(struct remote *R) {
   int rc;
   cJSON *j = call_json(R, "GET", "/api/v1/sessions", NULL, "sessions", &rc);
@@ -480,7 +487,7 @@ static int cmd_sessions(struct remote *R) {
     cJSON_ArrayForEach(s, list_of(j, "sessions")) {
       const cJSON *spec = cJSON_GetObjectItem(s, "spec"), *st = cJSON_GetObjectItem(s, "stats");
       printf("%.0f\t%s\t%s\t%s\t%.0f\t", jnum(s, "id"), jstr(s, "state"), jstr(spec, "mode"),
-             jstr(s, "backend"), jnum(st, "events"));
+             jstr(s, "backend"), events_read(st));
       int first = 1;
       cJSON_ArrayForEach(p, cJSON_GetObjectItem(spec, "providers")) {
         printf("%s%s", first ? "" : ",", jstr(p, "name"));
@@ -656,7 +663,7 @@ static int session_state(struct remote *R, long id, char *state, size_t n, doubl
   if (!j) return rc;
   snprintf(state, n, "%s", jstr(j, "state"));
   snprintf(msg, mn, "%s", jstr(j, "message"));
-  *events = jnum(cJSON_GetObjectItem(j, "stats"), "events");
+  *events = events_read(cJSON_GetObjectItem(j, "stats"));
   cJSON_Delete(j);
   return RX_OK;
 }

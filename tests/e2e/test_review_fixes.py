@@ -7,9 +7,12 @@ against a spawned etwd over real TLS, on the real kernel's tracefs:
 - A full --max-sessions whose sessions have ended says so (they keep their slot until DELETE),
   since the README's one-call recording used to leave its session behind.
 - A stream that ended at its ?limit=N counts no subscriber loss (the README's first stream,
-  limit=3, used to leave loss.subscribers > 0: what its queue held after the limit)."""
+  limit=3, used to leave loss.subscribers > 0: what its queue held after the limit).
+- etwd remote record's progress and `remote sessions` count a file session's events read (they
+  showed stats.events, always 0 for mode file)."""
 import json
 import os
+import re
 import subprocess
 import time
 
@@ -104,12 +107,29 @@ def test_limit_no_loss(e):
             p.wait()
 
 
+def test_remote_file_events(e):
+    tmp = os.path.join(e.state, "rec.dat")
+    busy = subprocess.Popen(["sh", "-c", "while :; do /bin/true; done"])
+    try:
+        rc, so, se = remote(e, ["record", "sched:sched_switch,sched_process_exec", "--duration", "2", "-o", tmp, "--keep"])
+    finally:
+        busy.kill()
+        busy.wait()
+    counts = [int(n) for n in re.findall(r"record: session \d+ \w+, \d+ s, (\d+) events", se)]
+    check(rc == 0 and counts and counts[-1] > 0, "record progress counts the events read: %d %r" % (rc, se[-600:]))
+    m = re.search(r"record: session (\d+)", se)
+    rc, so, se2 = remote(e, ["sessions"])
+    row = [l.split("\t") for l in so.splitlines() if m and l.startswith(m.group(1) + "\t")]
+    check(rc == 0 and row and row[0][2] == "file" and int(row[0][4]) > 0, "sessions: events of a file session: %r" % so)
+
+
 def main():
     test_limit_names_ended()
     with Etwd() as e:
         test_remote_event_list(e)
         test_wait_on_stopped(e)
         test_limit_no_loss(e)
+        test_remote_file_events(e)
     done()
 
 
