@@ -9,7 +9,9 @@ against a spawned etwd over real TLS, on the real kernel's tracefs:
 - A stream that ended at its ?limit=N counts no subscriber loss (the README's first stream,
   limit=3, used to leave loss.subscribers > 0: what its queue held after the limit).
 - etwd remote record's progress and `remote sessions` count a file session's events read (they
-  showed stats.events, always 0 for mode file)."""
+  showed stats.events, always 0 for mode file).
+- The start-up banner's "`etwd tokens` shows them" names --state-dir when the state directory is
+  not the default one (`etwd tokens` alone showed another directory's tokens)."""
 import json
 import os
 import re
@@ -123,6 +125,18 @@ def test_remote_file_events(e):
     check(rc == 0 and row and row[0][2] == "file" and int(row[0][4]) > 0, "sessions: events of a file session: %r" % so)
 
 
+def test_banner_tokens_hint(e):
+    m = re.search(r"^tokens: .*`(etwd tokens[^`]*)` shows them", e.stdout, re.M)
+    check(m and m.group(1) == "etwd tokens --state-dir " + e.state, "banner hint: %r" % e.stdout)
+    if m:  # the hint, run as printed, shows this server's admin token
+        p = subprocess.run([BIN] + m.group(1).split()[1:], capture_output=True, timeout=60, env=e.env)
+        check(e.tokens["admin"] in p.stdout.decode(), "the hint shows the tokens: %r" % p.stdout)
+    # with ETWD_STATE_DIR naming it, the state dir is the default one: no --state-dir needed
+    env = dict(os.environ, ETWD_STATE_DIR=e.state)
+    with Etwd(state=e.state, env=env) as e2:
+        check("`etwd tokens` shows them" in e2.stdout, "banner with ETWD_STATE_DIR: %r" % e2.stdout)
+
+
 def main():
     test_limit_names_ended()
     with Etwd() as e:
@@ -130,6 +144,8 @@ def main():
         test_wait_on_stopped(e)
         test_limit_no_loss(e)
         test_remote_file_events(e)
+    with Etwd() as e:
+        test_banner_tokens_hint(e)
     done()
 
 
