@@ -11,14 +11,16 @@ against a spawned etwd over real TLS, on the real kernel's tracefs:
 - etwd remote record's progress and `remote sessions` count a file session's events read (they
   showed stats.events, always 0 for mode file).
 - The start-up banner's "`etwd tokens` shows them" names --state-dir when the state directory is
-  not the default one (`etwd tokens` alone showed another directory's tokens)."""
+  not the default one (`etwd tokens` alone showed another directory's tokens).
+- An upload named like PerfView's `x.etl.zip` (or `x.etl.gz`, `x.etlgz`) is stored as `x.etl`
+  (it was a 400 "not a valid file name", though zip and gzip bodies are unpacked)."""
 import json
 import os
 import re
 import subprocess
 import time
 
-from etwd_harness import BIN, Etwd, check, done
+from etwd_harness import BIN, CORPUS, Etwd, check, done
 
 
 def remote(e, args, timeout=120):
@@ -137,6 +139,20 @@ def test_banner_tokens_hint(e):
         check("`etwd tokens` shows them" in e2.stdout, "banner with ETWD_STATE_DIR: %r" % e2.stdout)
 
 
+def test_upload_archive_names(e):
+    gc = os.path.join(CORPUS, "microsoft+perfview/src/TraceEvent/TraceEvent.Tests/inputs/gcevents.etl.zip")
+    cld = os.path.join(CORPUS, "jtmoon79+super-speedy-syslog-searcher/logs/programs/OneDrive/Local/Microsoft/"
+                       "OneDrive/logs/Personal/CldFlt0-2025-12-21-121418.etlgz")
+    for path, name, want in ((gc, "gc.etl.zip", "gc.etl"), (gc, "GC2.ETL.ZIP", "GC2.ETL"), (cld, "cld.etlgz", "cld.etl")):
+        with open(path, "rb") as f:
+            st, h, d = e.json("POST", "/api/v1/files?name=" + name, f.read(), ctype="application/octet-stream")
+        check(st == 201 and isinstance(d, dict) and d.get("name") == want, "upload %s: %d %r" % (name, st, d))
+        st, h, data = e.request("GET", "/api/v1/files/%s/events?limit=1" % want, token="reader")
+        check(st == 200 and b'"seq":1' in data, "decode of %s: %d %r" % (want, st, data[:200]))
+    st, h, d = e.json("POST", "/api/v1/files?name=x.zip", b"PK", ctype="application/octet-stream")
+    check(st == 400 and "name" in str(d), "x.zip still refused: %d %r" % (st, d))
+
+
 def main():
     test_limit_names_ended()
     with Etwd() as e:
@@ -146,6 +162,7 @@ def main():
         test_remote_file_events(e)
     with Etwd() as e:
         test_banner_tokens_hint(e)
+        test_upload_archive_names(e)
     done()
 
 
