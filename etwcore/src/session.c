@@ -493,8 +493,6 @@ static int record_dir_claim(struct etw_core *c, uint64_t id, char *dir, size_t n
   return -1;
 }
 
-/* @private: a file decode's session — not in the table (it takes no --max-sessions slot and is
- * invisible to the API), no replay window (nobody else can subscribe to it). */
 static struct etw_session **snapshot(struct etw_core *c, uint32_t *n);
 
 /* how many sessions in the table have ended (stopped, ended, failed): they keep a slot of
@@ -512,6 +510,8 @@ static uint32_t count_ended(struct etw_core *c) {
   return k;
 }
 
+/* @private: a file decode's session — not in the table (it takes no --max-sessions slot and is
+ * invisible to the API), no replay window (nobody else can subscribe to it). */
 static enum etw_err create(struct etw_core *c, const cJSON *body, const char *const *files,
                            int private, struct etw_session **out, struct etw_status *st) {
   *out = NULL;
