@@ -1356,12 +1356,27 @@ void etw_session_unsubscribe(struct etw_session *s, struct etw_sub *sub, struct 
 
 const char *etw_session_record_path(struct etw_session *s) { return s->record_path; }
 
+/* 1 if @name ("<UTC stamp>-s<id>[-N]", record_dir_claim) is a snapshot of the flight session @s:
+ * its id, and a stamp not before @s was created (ids restart at 1 in every run, so an earlier
+ * run's "-s<id>" is older than this run's session of that id) */
+static int is_snapshot_of(const struct etw_session *s, const char *name) {
+  const char *p = strstr(name, "-s");
+  char *end, stamp[32];
+  if (!(s->spec.mode & ETW_MODE_FLIGHT) || !p || p - name != 16) return 0;
+  if (strtoull(p + 2, &end, 10) != s->id || (*end && *end != '-')) return 0;
+  time_t t = (time_t)(s->created_ns / 1000000000LL);
+  struct tm tm;
+  gmtime_r(&t, &tm);
+  strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+  return strncmp(name, stamp, 16) >= 0;
+}
+
 uint64_t etw_core_recording_owner(struct etw_core *c, const char *name) {
   uint64_t id = 0;
   pthread_mutex_lock(&c->mu);
   for (uint32_t i = 0; i < c->n && !id; i++) {
     const char *d = c->tab[i]->record_dir, *sl = d ? strrchr(d, '/') : NULL;
-    if (sl && !strcmp(sl + 1, name)) id = c->tab[i]->id;
+    if ((sl && !strcmp(sl + 1, name)) || is_snapshot_of(c->tab[i], name)) id = c->tab[i]->id;
   }
   pthread_mutex_unlock(&c->mu);
   return id;

@@ -13,7 +13,9 @@ against a spawned etwd over real TLS, on the real kernel's tracefs:
 - The start-up banner's "`etwd tokens` shows them" names --state-dir when the state directory is
   not the default one (`etwd tokens` alone showed another directory's tokens).
 - An upload named like PerfView's `x.etl.zip` (or `x.etl.gz`, `x.etlgz`) is stored as `x.etl`
-  (it was a 400 "not a valid file name", though zip and gzip bodies are unpacked)."""
+  (it was a 400 "not a valid file name", though zip and gzip bodies are unpacked).
+- The recordings list names the flight session a snapshot belongs to (it said "session": null
+  while the session was still there)."""
 import json
 import os
 import re
@@ -153,6 +155,24 @@ def test_upload_archive_names(e):
     check(st == 400 and "name" in str(d), "x.zip still refused: %d %r" % (st, d))
 
 
+def test_snapshot_owner(e):
+    st, h, d = e.json("POST", "/api/v1/sessions", {"providers": ["sched:sched_process_exec"], "mode": "flight"},
+                      expect=201)
+    sid = d["id"]
+    names = []
+    for _ in range(2):
+        subprocess.run(["/bin/true"])
+        st, h, d = e.json("POST", "/api/v1/sessions/%d/snapshot" % sid, expect=201)
+        names.append((d or {}).get("recording_name"))
+    st, h, recs = e.json("GET", "/api/v1/recordings", token="reader", expect=200)
+    owners = {r["name"]: r["session"] for r in recs if r["name"] in names}
+    check(owners == {n: sid for n in names}, "snapshots' session: %r (want %d)" % (owners, sid))
+    e.json("DELETE", "/api/v1/sessions/%d" % sid, expect=204)
+    st, h, recs = e.json("GET", "/api/v1/recordings", token="reader", expect=200)
+    owners = {r["name"]: r["session"] for r in recs if r["name"] in names}
+    check(owners == {n: None for n in names}, "snapshots of a deleted session: %r" % owners)
+
+
 def main():
     test_limit_names_ended()
     with Etwd() as e:
@@ -163,6 +183,7 @@ def main():
     with Etwd() as e:
         test_banner_tokens_hint(e)
         test_upload_archive_names(e)
+        test_snapshot_owner(e)
     done()
 
 

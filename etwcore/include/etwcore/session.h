@@ -94,7 +94,8 @@ void etw_session_unsubscribe(struct etw_session *s, struct etw_sub *sub, struct 
 /** etw_session_record_path - recording file (exists once recording began) or NULL. */
 const char *etw_session_record_path(struct etw_session *s);
 /** etw_core_recording_owner - id of the session in the table that records into
- *  <state_dir>/recordings/@name, or 0 (a recording of an earlier run, or of a deleted session). */
+ *  <state_dir>/recordings/@name or whose snapshot it is (mode flight), or 0 (a recording of an
+ *  earlier run, or of a deleted session). */
 uint64_t etw_core_recording_owner(struct etw_core *c, const char *name);
 /** etw_session_is_recording - 1 until the backend's stop() has completed the recording. */
 int etw_session_is_recording(struct etw_session *s);
