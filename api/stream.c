@@ -410,8 +410,10 @@ static int ws_connect(const struct mg_connection *cconn, void *cbdata) {
   if (prob != ETWD_P_OK) {
     int status = etwd_problem_conn(conn, prob, detail,
                                    prob == ETWD_P_UNAUTHORIZED ? "WWW-Authenticate: Bearer realm=\"etwd\"\r\n" : NULL);
-    etwd_log(LOG_INFO, "websocket refused", "kind=access path=%s status=%d remote=%s",
-             etwd_logq(q1, sizeof q1, ri->local_uri), status, etwd_logq(q2, sizeof q2, ri->remote_addr));
+    char q3[500];
+    etwd_log(LOG_INFO, "websocket refused", "kind=access path=%s status=%d remote=%s detail=%s",
+             etwd_logq(q1, sizeof q1, ri->local_uri), status, etwd_logq(q2, sizeof q2, ri->remote_addr),
+             etwd_logq(q3, sizeof q3, detail ? detail : ""));
     return 1;
   }
   return 0;

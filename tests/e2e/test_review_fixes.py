@@ -15,7 +15,9 @@ against a spawned etwd over real TLS, on the real kernel's tracefs:
 - An upload named like PerfView's `x.etl.zip` (or `x.etl.gz`, `x.etlgz`) is stored as `x.etl`
   (it was a 400 "not a valid file name", though zip and gzip bodies are unpacked).
 - The recordings list names the flight session a snapshot belongs to (it said "session": null
-  while the session was still there)."""
+  while the session was still there).
+- A refused WebSocket upgrade's log line says why (it gave only the status: a bearer client of
+  websocket-client, which sends `Origin: http://HOST` by default, could not tell what was wrong)."""
 import json
 import os
 import re
@@ -173,6 +175,23 @@ def test_snapshot_owner(e):
     check(owners == {n: None for n in names}, "snapshots of a deleted session: %r" % owners)
 
 
+def test_ws_refusal_logged(e):
+    import websocket
+    st, h, d = e.json("POST", "/api/v1/sessions", {"providers": ["sched:sched_process_exec"]}, expect=201)
+    # what websocket-client sends unless told otherwise: Origin http://HOST:PORT (not https)
+    try:
+        e.ws("/api/v1/sessions/%d/events" % d["id"], origin="http://127.0.0.1:%d" % e.port).close()
+        check(False, "a foreign Origin was accepted")
+    except websocket.WebSocketBadStatusException as ex:
+        check(ex.status_code == 403, "refusal status %d" % ex.status_code)
+    deadline = time.time() + 10
+    while time.time() < deadline and "detail=\"WebSocket upgrade from a foreign Origin" not in e.stderr():
+        time.sleep(0.1)
+    line = [l for l in e.stderr().splitlines() if "websocket refused" in l]
+    check(line and "detail=\"WebSocket upgrade from a foreign Origin refused\"" in line[-1], "log line: %r" % line[-1:])
+    e.json("DELETE", "/api/v1/sessions/%d" % d["id"], expect=204)
+
+
 def main():
     test_limit_names_ended()
     with Etwd() as e:
@@ -184,6 +203,7 @@ def main():
         test_banner_tokens_hint(e)
         test_upload_archive_names(e)
         test_snapshot_owner(e)
+        test_ws_refusal_logged(e)
     done()
 
 
