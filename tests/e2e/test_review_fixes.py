@@ -17,7 +17,9 @@ against a spawned etwd over real TLS, on the real kernel's tracefs:
 - The recordings list names the flight session a snapshot belongs to (it said "session": null
   while the session was still there).
 - A refused WebSocket upgrade's log line says why (it gave only the status: a bearer client of
-  websocket-client, which sends `Origin: http://HOST` by default, could not tell what was wrong)."""
+  websocket-client, which sends `Origin: http://HOST` by default, could not tell what was wrong).
+- `etwd convert` (and an upload) of a Linux recording says it is a trace-cmd file, not just
+  "bad first buffer header"."""
 import json
 import os
 import re
@@ -192,6 +194,19 @@ def test_ws_refusal_logged(e):
     e.json("DELETE", "/api/v1/sessions/%d" % d["id"], expect=204)
 
 
+def test_convert_trace_dat(e):
+    st, h, d = e.json("POST", "/api/v1/sessions", {"providers": ["sched:sched_process_exec"], "mode": "file",
+                                                   "duration_s": 0.3}, expect=201)
+    st, h, data = e.request("GET", "/api/v1/sessions/%d/file?wait=true" % d["id"], token="reader")
+    path = os.path.join(e.state, "linux.dat")
+    with open(path, "wb") as f:
+        f.write(data)
+    p = subprocess.run([BIN, "convert", path], capture_output=True, timeout=60)
+    check(p.returncode != 0 and b"trace-cmd file" in p.stderr, "convert trace.dat: %d %r" % (p.returncode, p.stderr))
+    st, h, d = e.json("POST", "/api/v1/files?name=linux.etl", data, ctype="application/octet-stream")
+    check(st == 415 and "trace-cmd" in str(d), "upload of a trace.dat: %d %r" % (st, d))
+
+
 def main():
     test_limit_names_ended()
     with Etwd() as e:
@@ -204,6 +219,7 @@ def main():
         test_upload_archive_names(e)
         test_snapshot_owner(e)
         test_ws_refusal_logged(e)
+        test_convert_trace_dat(e)
     done()
 
 
