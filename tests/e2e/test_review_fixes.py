@@ -19,7 +19,8 @@ against a spawned etwd over real TLS, on the real kernel's tracefs:
 - A refused WebSocket upgrade's log line says why (it gave only the status: a bearer client of
   websocket-client, which sends `Origin: http://HOST` by default, could not tell what was wrong).
 - `etwd convert` (and an upload) of a Linux recording says it is a trace-cmd file, not just
-  "bad first buffer header"."""
+  "bad first buffer header".
+- `etwd convert` with filters that match nothing says so on stderr (it wrote nothing, silently)."""
 import json
 import os
 import re
@@ -207,7 +208,20 @@ def test_convert_trace_dat(e):
     check(st == 415 and "trace-cmd" in str(d), "upload of a trace.dat: %d %r" % (st, d))
 
 
+def test_convert_no_match():
+    amsi = os.path.join(CORPUS, "airbus-cert+etl-parser/tests/example/AMSITrace.etl")
+    p = subprocess.run([BIN, "convert", amsi, "--provider", "NoSuchProvider"], capture_output=True, timeout=60)
+    check(p.returncode == 0 and not p.stdout and b"no event matched the filters" in p.stderr,
+          "convert, no match: %d %r %r" % (p.returncode, p.stdout[:100], p.stderr))
+    p = subprocess.run([BIN, "convert", amsi, "--provider", "AmsiTrace", "--limit", "1"], capture_output=True, timeout=60)
+    check(p.returncode == 0 and p.stdout.count(b"\n") == 1 and b"no event matched" not in p.stderr,
+          "convert, a match: %d %r" % (p.returncode, p.stderr))
+    p = subprocess.run([BIN, "convert", amsi, "--provider", "NoSuchProvider", "--quiet"], capture_output=True, timeout=60)
+    check(p.returncode == 0 and not p.stderr, "convert --quiet, no match: %r" % p.stderr)
+
+
 def main():
+    test_convert_no_match()
     test_limit_names_ended()
     with Etwd() as e:
         test_remote_event_list(e)

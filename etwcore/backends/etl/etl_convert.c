@@ -847,6 +847,9 @@ done:
 }
 
 static void summary(const struct conv *c, const struct counts *n) {
+  if (!c->quiet && !n->damaged && !n->written && n->seq && (c->nprov || c->nev || c->npid || c->from_s || c->to_s))
+    fprintf(stderr, "etwd convert: no event matched the filters (%llu events in the input)\n",
+            (unsigned long long)n->seq);
   if (n->proc_dropped)
     fprintf(stderr,
             "etwd convert: %llu process names or thread owners not kept (the decoder's tables were full of "
