@@ -1116,6 +1116,9 @@ void etw_core_metrics(struct etw_core *c, struct etw_jw *w) {
   etw_jw_lit(w,
              "# HELP etwd_session_events_total Events published by the session's readers.\n"
              "# TYPE etwd_session_events_total counter\n"
+             "# HELP etwd_session_read_events_total Events the session's readers took from the kernel or file "
+             "(also those only recorded, mode file).\n"
+             "# TYPE etwd_session_read_events_total counter\n"
              "# HELP etwd_session_bytes_total Encoded JSON bytes published.\n"
              "# TYPE etwd_session_bytes_total counter\n"
              "# HELP etwd_session_lost_events_total Events lost, by layer (kernel, hub, subscriber).\n"
@@ -1141,6 +1144,7 @@ void etw_core_metrics(struct etw_core *c, struct etw_jw *w) {
     int running = s->state == S_RUNNING;
     pthread_mutex_unlock(&s->smu);
     metric(w, "etwd_session_events_total", s, NULL, hs.produced);
+    metric(w, "etwd_session_read_events_total", s, NULL, bs.read_events);
     metric(w, "etwd_session_bytes_total", s, NULL, hs.bytes);
     metric(w, "etwd_session_lost_events_total", s, ",layer=\"kernel\"", bs.kernel_lost);
     metric(w, "etwd_session_lost_events_total", s, ",layer=\"hub\"", hs.hub_dropped);

@@ -20,7 +20,8 @@ against a spawned etwd over real TLS, on the real kernel's tracefs:
   websocket-client, which sends `Origin: http://HOST` by default, could not tell what was wrong).
 - `etwd convert` (and an upload) of a Linux recording says it is a trace-cmd file, not just
   "bad first buffer header".
-- `etwd convert` with filters that match nothing says so on stderr (it wrote nothing, silently)."""
+- `etwd convert` with filters that match nothing says so on stderr (it wrote nothing, silently).
+- /metrics has etwd_session_read_events_total: a file-mode session's events_total is always 0."""
 import json
 import os
 import re
@@ -220,6 +221,21 @@ def test_convert_no_match():
     check(p.returncode == 0 and not p.stderr, "convert --quiet, no match: %r" % p.stderr)
 
 
+def test_metrics_read_events(e):
+    st, h, d = e.json("POST", "/api/v1/sessions", {"providers": ["sched:sched_switch"], "mode": "file",
+                                                   "duration_s": 0.5}, expect=201)
+    sid = d["id"]
+    e.request("GET", "/api/v1/sessions/%d/file?wait=true" % sid, token="reader")
+    st, h, body = e.request("GET", "/metrics", token="reader")
+    text = body.decode()
+    m = re.search(r'^etwd_session_read_events_total\{session="%d"\} (\d+)$' % sid, text, re.M)
+    ev = re.search(r'^etwd_session_events_total\{session="%d"\} (\d+)$' % sid, text, re.M)
+    check(m and int(m.group(1)) > 0 and ev and ev.group(1) == "0",
+          "read_events_total of a file session: %r %r" % (m and m.group(0), ev and ev.group(0)))
+    check("# TYPE etwd_session_read_events_total counter" in text, "its TYPE line")
+    e.json("DELETE", "/api/v1/sessions/%d" % sid, expect=204)
+
+
 def main():
     test_convert_no_match()
     test_limit_names_ended()
@@ -234,6 +250,7 @@ def main():
         test_snapshot_owner(e)
         test_ws_refusal_logged(e)
         test_convert_trace_dat(e)
+        test_metrics_read_events(e)
     done()
 
 
