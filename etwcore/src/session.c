@@ -53,6 +53,8 @@ struct etw_session {
   char os_name[64];
   char *record_path;
   char *record_dir;
+  uint32_t n_snapshots;    /* mode flight: snapshots written, and the last one's name (s->mu) */
+  char last_snapshot[64];
   int64_t created_ns, stopped_ns;
   struct etw_backend_stats last; /* kept after destroy */
   /* replays (spec.n_files): one pass over the files per subscriber, each with its own backend
@@ -785,6 +787,8 @@ static enum etw_err snapshot_locked(struct etw_session *s, char *name, size_t n,
   if (stat(path, &sb) == 0) *bytes = (uint64_t)sb.st_size; /* the file's size, as downloaded */
   const char *b = strrchr(dir, '/');
   snprintf(name, n, "%s", b ? b + 1 : dir);
+  s->n_snapshots++;
+  snprintf(s->last_snapshot, sizeof s->last_snapshot, "%s", name);
   return e; /* (a failed one keeps what it wrote, as a recording) */
 }
 
@@ -1040,6 +1044,16 @@ void etw_session_json(struct etw_session *s, struct etw_jw *w) {
     etw_jw_lit(w, ",\"recording_url\":\"/api/v1/recordings/");
     etw_jw_lit(w, strrchr(s->record_dir, '/') + 1); /* [A-Za-z0-9-]: nothing to escape */
     etw_jw_ch(w, '"');
+  }
+  if (s->spec.mode & ETW_MODE_FLIGHT) { /* its snapshots are recordings of their own */
+    kv(w, ",\"snapshots\":", s->n_snapshots);
+    if (s->n_snapshots) {
+      etw_jw_lit(w, ",\"last_snapshot\":{\"recording_name\":");
+      etw_jw_cs(w, s->last_snapshot);
+      etw_jw_lit(w, ",\"recording_url\":\"/api/v1/recordings/");
+      etw_jw_lit(w, s->last_snapshot); /* record_dir_claim's [A-Za-z0-9-]: nothing to escape */
+      etw_jw_lit(w, "\"}");
+    }
   }
   if (s->t_start || s->t_stop) { /* what their watchers see (trigger.h) */
     etw_jw_lit(w, ",\"triggers\":{");

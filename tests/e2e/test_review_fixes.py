@@ -21,10 +21,13 @@ against a spawned etwd over real TLS, on the real kernel's tracefs:
 - `etwd convert` (and an upload) of a Linux recording says it is a trace-cmd file, not just
   "bad first buffer header".
 - `etwd convert` with filters that match nothing says so on stderr (it wrote nothing, silently).
-- /metrics has etwd_session_read_events_total: a file-mode session's events_total is always 0."""
+- /metrics has etwd_session_read_events_total: a file-mode session's events_total is always 0.
+- A flight session shows `snapshots` and `last_snapshot` (the recording its stop trigger wrote
+  was findable only by listing every recording)."""
 import json
 import os
 import re
+import shutil
 import subprocess
 import time
 
@@ -236,6 +239,35 @@ def test_metrics_read_events(e):
     e.json("DELETE", "/api/v1/sessions/%d" % sid, expect=204)
 
 
+def test_flight_last_snapshot(e):
+    prog = os.path.join(e.state, "etwd-review-trigger")
+    shutil.copy("/bin/true", prog)
+    spec = {"providers": ["sched:sched_process_exec"], "mode": "flight",
+            "stop_when": {"provider": "sched", "event": "sched_process_exec", "filter": {"filename": prog}}}
+    st, h, d = e.json("POST", "/api/v1/sessions", spec, expect=201)
+    sid = d["id"]
+    check(d.get("snapshots") == 0 and "last_snapshot" not in d, "a new flight session: %r" % d)
+    st, h, snap = e.json("POST", "/api/v1/sessions/%d/snapshot" % sid, expect=201)
+    st, h, d = e.json("GET", "/api/v1/sessions/%d" % sid, expect=200)
+    check(d.get("snapshots") == 1 and d.get("last_snapshot") == {"recording_name": snap["recording_name"],
+                                                                  "recording_url": snap["recording_url"]},
+          "after a snapshot: %r vs %r" % (d.get("last_snapshot"), snap))
+    deadline = time.time() + 30
+    while time.time() < deadline and d.get("state") == "running":
+        subprocess.run([prog])
+        time.sleep(0.3)
+        st, h, d = e.json("GET", "/api/v1/sessions/%d" % sid, expect=200)
+    last = d.get("last_snapshot") or {}
+    check(d.get("stop_reason") == "trigger" and d.get("snapshots") == 2 and last.get("recording_name") not in
+          (None, snap["recording_name"]), "after the trigger: %r" % d)
+    st, h, data = e.request("GET", last.get("recording_url", "/x"), token="reader")
+    check(st == 200 and prog.encode() in data, "the trigger's snapshot holds the exec: %d, %d bytes" % (st, len(data)))
+    e.json("DELETE", "/api/v1/sessions/%d" % sid, expect=204)
+    st, h, d = e.json("POST", "/api/v1/sessions", {"providers": ["sched:sched_process_exec"]}, expect=201)
+    check("snapshots" not in d, "a realtime session has no snapshots member: %r" % d)
+    e.json("DELETE", "/api/v1/sessions/%d" % d["id"], expect=204)
+
+
 def main():
     test_convert_no_match()
     test_limit_names_ended()
@@ -251,6 +283,7 @@ def main():
         test_ws_refusal_logged(e)
         test_convert_trace_dat(e)
         test_metrics_read_events(e)
+        test_flight_last_snapshot(e)
     done()
 
 
