@@ -23,7 +23,9 @@ against a spawned etwd over real TLS, on the real kernel's tracefs:
 - `etwd convert` with filters that match nothing says so on stderr (it wrote nothing, silently).
 - /metrics has etwd_session_read_events_total: a file-mode session's events_total is always 0.
 - A flight session shows `snapshots` and `last_snapshot` (the recording its stop trigger wrote
-  was findable only by listing every recording)."""
+  was findable only by listing every recording).
+- An unknown spec member close to a known one says which was likely meant ("duration" →
+  "duration_s")."""
 import json
 import os
 import re
@@ -268,6 +270,17 @@ def test_flight_last_snapshot(e):
     e.json("DELETE", "/api/v1/sessions/%d" % d["id"], expect=204)
 
 
+def test_unknown_member_hint(e):
+    for body, want in (({"providers": ["sched"], "duration": 3}, 'unknown member "duration" at / (did you mean "duration_s"?)'),
+                       ({"provider": ["sched"]}, '(did you mean "providers"?)'),
+                       ({"providers": [{"name": "sched", "event": ["sched_switch"]}]}, '(did you mean "events"?)'),
+                       ({"providers": ["sched"], "zzz": 1}, 'unknown member "zzz" at /')):
+        st, h, d = e.json("POST", "/api/v1/sessions", body)
+        detail = d.get("detail", "") if isinstance(d, dict) else ""
+        check(st == 400 and want in detail and (want.endswith("?)") or "did you mean" not in detail),
+              "hint for %r: %d %r" % (body, st, detail))
+
+
 def main():
     test_convert_no_match()
     test_limit_names_ended()
@@ -284,6 +297,7 @@ def main():
         test_convert_trace_dat(e)
         test_metrics_read_events(e)
         test_flight_last_snapshot(e)
+        test_unknown_member_hint(e)
     done()
 
 
