@@ -201,7 +201,9 @@ static enum etw_err goetw_string(const char *str, struct etw_provider_spec *p, c
   uint64_t x;
   if (nf > 1 && len[1]) {
     if (str_num(fld[1], len[1], 255, &x))
-      return etw_fail(st, ETW_E_INVALID, ptr, "%s: \"%.100s\": %s must be 0-255 (decimal or 0x hex)", ptr, str, what[1]);
+      return etw_fail(st, ETW_E_INVALID, ptr, "%s: \"%.100s\": %s must be 0-255 (decimal or 0x hex)%s", ptr, str,
+                      what[1], nf == 2 ? "; system:event is the linux backend's form, this backend takes "
+                                         "Name[:Level[:EventIDs[:AnyKeywords[:AllKeywords]]]]" : "");
     p->level = (int)x;
   }
   if (nf > 2 && len[2]) {

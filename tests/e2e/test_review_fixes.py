@@ -25,7 +25,9 @@ against a spawned etwd over real TLS, on the real kernel's tracefs:
 - A flight session shows `snapshots` and `last_snapshot` (the recording its stop trigger wrote
   was findable only by listing every recording).
 - An unknown spec member close to a known one says which was likely meant ("duration" →
-  "duration_s")."""
+  "duration_s").
+- A linux provider string (`sched:sched_switch`) in an etl replay's spec says it is the linux
+  form (it said only "Level must be 0-255")."""
 import json
 import os
 import re
@@ -279,6 +281,12 @@ def test_unknown_member_hint(e):
         detail = d.get("detail", "") if isinstance(d, dict) else ""
         check(st == 400 and want in detail and (want.endswith("?)") or "did you mean" not in detail),
               "hint for %r: %d %r" % (body, st, detail))
+    with open(os.path.join(CORPUS, "airbus-cert+etl-parser/tests/example/lxcore_kernel.etl"), "rb") as f:
+        e.json("POST", "/api/v1/files?name=lx.etl", f.read(), ctype="application/octet-stream", expect=201)
+    st, h, d = e.json("POST", "/api/v1/sessions", {"files": ["lx.etl"], "providers": ["sched:sched_switch"]})
+    check(st == 400 and "linux backend's form" in d.get("detail", ""), "etl + system:event: %d %r" % (st, d))
+    st, h, d = e.json("POST", "/api/v1/sessions", {"files": ["lx.etl"], "providers": ["X:abc:1"]})
+    check(st == 400 and "Level must be" in str(d) and "linux" not in str(d), "etl + bad level: %d %r" % (st, d))
 
 
 def main():
