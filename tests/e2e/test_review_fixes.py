@@ -27,7 +27,8 @@ against a spawned etwd over real TLS, on the real kernel's tracefs:
 - An unknown spec member close to a known one says which was likely meant ("duration" →
   "duration_s").
 - A linux provider string (`sched:sched_switch`) in an etl replay's spec says it is the linux
-  form (it said only "Level must be 0-255")."""
+  form (it said only "Level must be 0-255").
+- An `etwd convert` usage error prints the error and the synopsis, not all 30 lines of --help."""
 import json
 import os
 import re
@@ -289,7 +290,18 @@ def test_unknown_member_hint(e):
     check(st == 400 and "Level must be" in str(d) and "linux" not in str(d), "etl + bad level: %d %r" % (st, d))
 
 
+def test_convert_usage_error():
+    amsi = os.path.join(CORPUS, "airbus-cert+etl-parser/tests/example/AMSITrace.etl")
+    p = subprocess.run([BIN, "convert", amsi, "--limit", "0"], capture_output=True, timeout=60)
+    err = p.stderr.decode()
+    check(p.returncode == 2 and "--limit 0: want a positive number" in err and "--help" in err
+          and len(err.splitlines()) <= 6, "usage error: %d %r" % (p.returncode, err))
+    p = subprocess.run([BIN, "convert", "--help"], capture_output=True, timeout=60)
+    check(p.returncode == 0 and b"--stackwalk-events  also write" in p.stdout, "--help: %d %r" % (p.returncode, p.stdout[-300:]))
+
+
 def main():
+    test_convert_usage_error()
     test_convert_no_match()
     test_limit_names_ended()
     with Etwd() as e:
