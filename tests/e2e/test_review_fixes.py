@@ -28,7 +28,9 @@ against a spawned etwd over real TLS, on the real kernel's tracefs:
   "duration_s").
 - A linux provider string (`sched:sched_switch`) in an etl replay's spec says it is the linux
   form (it said only "Level must be 0-255").
-- An `etwd convert` usage error prints the error and the synopsis, not all 30 lines of --help."""
+- An `etwd convert` usage error prints the error and the synopsis, not all 30 lines of --help.
+- The harness's trace_report reads trace-cmd's output whatever its bytes (a program path that is
+  not UTF-8 made test_onecall fail now and then with UnicodeDecodeError)."""
 import json
 import os
 import re
@@ -300,6 +302,25 @@ def test_convert_usage_error():
     check(p.returncode == 0 and b"--stackwalk-events  also write" in p.stdout, "--help: %d %r" % (p.returncode, p.stdout[-300:]))
 
 
+def test_trace_report_bytes(e):
+    from etwd_harness import trace_report
+    d = os.path.join(e.state.encode(), b"\xe9t\xe9")
+    os.mkdir(d)
+    prog = os.path.join(d, b"true")
+    shutil.copy(b"/bin/true", prog)
+    st, h, s = e.json("POST", "/api/v1/sessions", {"providers": ["sched:sched_process_exec"], "mode": "file"},
+                      expect=201)
+    subprocess.run([prog])
+    e.json("POST", "/api/v1/sessions/%d/stop" % s["id"], expect=200)
+    st, h, data = e.request("GET", "/api/v1/sessions/%d/file" % s["id"], token="reader")
+    try:
+        lines = trace_report(data)
+        check(any("\ufffdt\ufffd/true" in l for l in lines), "the exec is in the report: %r" % lines[:5])
+    except UnicodeDecodeError as ex:
+        check(False, "trace_report: %s" % ex)
+    e.json("DELETE", "/api/v1/sessions/%d" % s["id"], expect=204)
+
+
 def main():
     test_convert_usage_error()
     test_convert_no_match()
@@ -318,6 +339,7 @@ def main():
         test_metrics_read_events(e)
         test_flight_last_snapshot(e)
         test_unknown_member_hint(e)
+        test_trace_report_bytes(e)
     done()
 
 
