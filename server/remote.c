@@ -76,10 +76,10 @@ static void usage(FILE *f) {
         "commands:\n"
         "  providers [QUERY]                 list the server's providers (name, events, source)\n"
         "  sessions                          list sessions (id, state, mode, events, providers)\n"
-        "  record PROVIDER... --duration 10s -o FILE [--keep]\n"
+        "  record PROVIDER... [--duration 10s] -o FILE [--keep]\n"
         "                                    record to a file on the server, wait, download it (resumed\n"
         "                                    after a broken connection); the session is deleted after a\n"
-        "                                    complete download unless --keep\n"
+        "                                    complete download unless --keep (--duration: 10 s if not given)\n"
         "  stream PROVIDER...|--session ID [--filter K=V]... [--format ndjson|csv] [--limit N]\n"
         "                                    events to stdout until Ctrl-C, --limit or the session's end\n"
         "  stop ID | marker ID TEXT | snapshot ID\n"
@@ -1073,9 +1073,16 @@ static int check_cli(struct cli *o, struct remote *R) {
     say("unknown command \"%s\"", cmd);
     return RX_USAGE;
   }
-  if ((want > 0 && o->npos != want) || (want == -2 && o->npos > 2) || (want == -1 && (o->npos < 2 || !o->out)) ||
-      (want == 0 && (o->npos < 2) == (o->session <= 0))) {
-    say("%s: wrong arguments (see etwd remote --help)", cmd);
+  const char *why = NULL; /* what is wrong, in the words of the usage */
+  if (want == -1 && o->npos < 2) why = "give at least one PROVIDER";
+  else if (want == -1 && !o->out) why = "-o FILE is required (where the recording is downloaded to)";
+  else if (want == 0 && o->npos < 2 && o->session <= 0) why = "give PROVIDER... or --session ID";
+  else if (want == 0 && o->npos >= 2 && o->session > 0) why = "give PROVIDER... or --session ID, not both";
+  else if (want == -2 && o->npos > 2) why = "at most one QUERY";
+  else if (want > 0 && o->npos != want)
+    why = want == 1 ? "takes no arguments" : want == 2 ? "want a session ID" : "want a session ID and a TEXT";
+  if (why) {
+    say("%s: %s", cmd, why);
     return RX_USAGE;
   }
   return 0;

@@ -30,7 +30,8 @@ against a spawned etwd over real TLS, on the real kernel's tracefs:
   form (it said only "Level must be 0-255").
 - An `etwd convert` usage error prints the error and the synopsis, not all 30 lines of --help.
 - The harness's trace_report reads trace-cmd's output whatever its bytes (a program path that is
-  not UTF-8 made test_onecall fail now and then with UnicodeDecodeError)."""
+  not UTF-8 made test_onecall fail now and then with UnicodeDecodeError).
+- etwd remote's argument errors say what is wrong ("-o FILE is required"), not "wrong arguments"."""
 import json
 import os
 import re
@@ -321,7 +322,22 @@ def test_trace_report_bytes(e):
     e.json("DELETE", "/api/v1/sessions/%d" % s["id"], expect=204)
 
 
+def test_remote_usage_messages():
+    base = [BIN, "remote", "--url", "https://127.0.0.1:1", "--token-file", "/nonexistent"]
+    for args, want in ((["record", "sched"], "record: -o FILE is required"),
+                       (["record", "-o", "x.dat"], "record: give at least one PROVIDER"),
+                       (["stream"], "stream: give PROVIDER... or --session ID"),
+                       (["stream", "sched", "--session", "3"], "not both"),
+                       (["stop"], "stop: want a session ID"),
+                       (["marker", "3"], "marker: want a session ID and a TEXT"),
+                       (["sessions", "x"], "sessions: takes no arguments")):
+        p = subprocess.run(base + args, capture_output=True, timeout=60)
+        err = p.stderr.decode()
+        check(p.returncode == 2 and want in err and "wrong arguments" not in err, "remote %s: %d %r" % (args, p.returncode, err))
+
+
 def main():
+    test_remote_usage_messages()
     test_convert_usage_error()
     test_convert_no_match()
     test_limit_names_ended()
