@@ -1381,6 +1381,7 @@ static int is_snapshot_of(const struct etw_session *s, const char *name) {
   const char *p = strstr(name, "-s");
   char *end, stamp[32];
   if (!(s->spec.mode & ETW_MODE_FLIGHT) || !p || p - name != 16) return 0;
+  if (atomic_load(&s->creating)) return 0; /* created_ns is set before creating is cleared */
   if (strtoull(p + 2, &end, 10) != s->id || (*end && *end != '-')) return 0;
   time_t t = (time_t)(s->created_ns / 1000000000LL);
   struct tm tm;
