@@ -31,7 +31,8 @@ against a spawned etwd over real TLS, on the real kernel's tracefs:
 - An `etwd convert` usage error prints the error and the synopsis, not all 30 lines of --help.
 - The harness's trace_report reads trace-cmd's output whatever its bytes (a program path that is
   not UTF-8 made test_onecall fail now and then with UnicodeDecodeError).
-- etwd remote's argument errors say what is wrong ("-o FILE is required"), not "wrong arguments"."""
+- etwd remote's argument errors say what is wrong ("-o FILE is required"), not "wrong arguments".
+- The page's upload picker offers .zip/.gz/.etlgz files too (the server unpacks them)."""
 import json
 import os
 import re
@@ -349,6 +350,9 @@ def main():
     with Etwd() as e:
         test_banner_tokens_hint(e)
         test_upload_archive_names(e)
+        st, h, page = e.request("GET", "/", token=None)
+        check(st == 200 and b'id="upload-file" accept=".etl,.zip,.gz,.etlgz"' in page, "upload picker: %r" %
+              re.findall(rb'<input type="file"[^>]*>', page))
         test_snapshot_owner(e)
         test_ws_refusal_logged(e)
         test_convert_trace_dat(e)
