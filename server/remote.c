@@ -3,7 +3,7 @@
  *   etwd remote --url https://host:8443 --token-file F [--fingerprint SHA256 | --cacert F] CMD …
  *     providers [QUERY] | sessions | record PROVIDER… --duration 10s -o FILE |
  *     stream PROVIDER…|--session ID [--filter K=V] [--format ndjson|csv] [--limit N] |
- *     stop ID | marker ID TEXT | snapshot ID
+ *     stop ID | marker ID TEXT | snapshot ID [-o FILE]
  *
  * Single-threaded: one curl easy handle, reused for every request (one TLS connection). The
  * server's identity is checked either by --fingerprint (the SHA-256 of the certificate's DER
@@ -82,7 +82,8 @@ static void usage(FILE *f) {
         "                                    complete download unless --keep (--duration: 10 s if not given)\n"
         "  stream PROVIDER...|--session ID [--filter K=V]... [--format ndjson|csv] [--limit N]\n"
         "                                    events to stdout until Ctrl-C, --limit or the session's end\n"
-        "  stop ID | marker ID TEXT | snapshot ID\n"
+        "  stop ID | marker ID TEXT | snapshot ID [-o FILE]\n"
+        "                                    snapshot: the recording's name, url and size (-o: downloaded)\n"
         "  (record/stream --dry-run: print the session spec the PROVIDER arguments make, send nothing)\n"
         "PROVIDER: system:event[,event...], system:*, or Name[:Level[:EventIDs[:AnyKeywords[:AllKeywords]]]]\n"
         "exit codes: 0 ok, 1 local error, 2 usage, 3 unreachable/connection broken, 4 TLS verification\n"
@@ -501,8 +502,9 @@ static int cmd_sessions(struct remote *R) {
 }
 
 /* POST /sessions/ID/ACTION; a 404 for a session that exists means the route is not there. */
+/* POST /sessions/ID/@action; the answer's body goes to *@answer (the caller frees it) if given */
 static int cmd_action(struct remote *R, const char *what, const char *id_s, const char *action,
-                      const char *json, const char *feature) {
+                      const char *json, const char *feature, char **answer) {
   long id = parse_id(id_s);
   if (id < 0) {
     say("%s: \"%s\" is not a session id", what, id_s);
@@ -523,7 +525,35 @@ static int cmd_action(struct remote *R, const char *what, const char *id_s, cons
   }
   if (!rc) rc = status_error(&r, what);
   if (!rc && !R->quiet) say("%s: session %ld: done", what, id);
+  if (!rc && answer) {
+    *answer = r.body;
+    r.body = NULL;
+  }
   free(r.body);
+  return rc;
+}
+
+static int download(struct remote *R, const char *path, const char *out);
+
+/* snapshot ID [-o FILE]: the new recording's name, url and size on stdout (--json: the server's
+ * answer); with -o it is downloaded to FILE as record downloads */
+static int cmd_snapshot(struct remote *R, const char *id_s, const char *out) {
+  char *body = NULL;
+  int rc = cmd_action(R, "snapshot", id_s, "snapshot", NULL, "snapshots", &body);
+  cJSON *j = rc ? NULL : cJSON_Parse(body ? body : "");
+  const char *url = jstr(j, "recording_url");
+  if (!rc && !url[0]) {
+    say("snapshot: the server's answer names no recording");
+    rc = RX_SERVER;
+  } else if (!rc && R->json) {
+    printf("%s\n", body);
+  } else if (!rc) {
+    printf("%s\t%s\t%.0f\n", jstr(j, "recording_name"), url, jnum(j, "size"));
+  }
+  fflush(stdout);
+  if (!rc && out) rc = download(R, url, out);
+  cJSON_Delete(j);
+  free(body);
   return rc;
 }
 
@@ -714,7 +744,7 @@ static int cmd_record(struct remote *R, int n, char **provs, double dur, const c
       int quiet = R->quiet;
       R->quiet = 1;
       stop_flag = 0; /* let the stop and the download go through */
-      rc = cmd_action(R, "record: stop", path, "stop", NULL, NULL);
+      rc = cmd_action(R, "record: stop", path, "stop", NULL, NULL, NULL);
       R->quiet = quiet;
       if (rc) return rc;
       if (server_stops && t - t0 >= dur + 30) return RX_TIMEOUT;
@@ -1103,14 +1133,14 @@ static int dispatch(struct cli *o, struct remote *R) {
   const char *cmd = o->cmd;
   if (!strcmp(cmd, "providers")) return cmd_providers(R, o->npos > 1 ? o->pos[1] : NULL);
   if (!strcmp(cmd, "sessions")) return cmd_sessions(R);
-  if (!strcmp(cmd, "stop")) return cmd_action(R, "stop", o->pos[1], "stop", NULL, NULL);
-  if (!strcmp(cmd, "snapshot")) return cmd_action(R, "snapshot", o->pos[1], "snapshot", NULL, "snapshots");
+  if (!strcmp(cmd, "stop")) return cmd_action(R, "stop", o->pos[1], "stop", NULL, NULL, NULL);
+  if (!strcmp(cmd, "snapshot")) return cmd_snapshot(R, o->pos[1], o->out);
   if (!strcmp(cmd, "marker")) {
     cJSON *m = cJSON_CreateObject();
     cJSON_AddStringToObject(m, "text", o->pos[2]);
     char *body = cJSON_PrintUnformatted(m);
     cJSON_Delete(m);
-    int rc = cmd_action(R, "marker", o->pos[1], "markers", body, "markers");
+    int rc = cmd_action(R, "marker", o->pos[1], "markers", body, "markers", NULL);
     free(body);
     return rc;
   }

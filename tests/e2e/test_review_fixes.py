@@ -32,7 +32,9 @@ against a spawned etwd over real TLS, on the real kernel's tracefs:
 - The harness's trace_report reads trace-cmd's output whatever its bytes (a program path that is
   not UTF-8 made test_onecall fail now and then with UnicodeDecodeError).
 - etwd remote's argument errors say what is wrong ("-o FILE is required"), not "wrong arguments".
-- The page's upload picker offers .zip/.gz/.etlgz files too (the server unpacks them)."""
+- The page's upload picker offers .zip/.gz/.etlgz files too (the server unpacks them).
+- etwd remote snapshot prints the recording it made (and downloads it with -o FILE): it said
+  only "done", so the CLI could neither name nor fetch the snapshot."""
 import json
 import os
 import re
@@ -337,6 +339,25 @@ def test_remote_usage_messages():
         check(p.returncode == 2 and want in err and "wrong arguments" not in err, "remote %s: %d %r" % (args, p.returncode, err))
 
 
+def test_remote_snapshot(e):
+    st, h, d = e.json("POST", "/api/v1/sessions", {"providers": ["sched:sched_process_exec"], "mode": "flight"},
+                      expect=201)
+    sid = d["id"]
+    subprocess.run(["/bin/true"])
+    rc, so, se = remote(e, ["snapshot", str(sid)])
+    row = so.strip().split("\t")
+    check(rc == 0 and len(row) == 3 and row[1] == "/api/v1/recordings/" + row[0] and int(row[2]) > 0,
+          "snapshot prints the recording: %d %r %r" % (rc, so, se))
+    out = os.path.join(e.state, "snap.dat")
+    subprocess.run(["/bin/true"])
+    rc, so, se = remote(e, ["--json", "snapshot", str(sid), "-o", out])
+    j = json.loads(so) if rc == 0 and so.strip() else {}
+    st, h, data = e.request("GET", j.get("recording_url", "/x"), token="reader")
+    check(rc == 0 and st == 200 and os.path.exists(out) and open(out, "rb").read() == data and data[:3] == b"\x17\x08\x44",
+          "snapshot -o: rc %d %r, %d bytes" % (rc, se[-300:], len(data)))
+    e.json("DELETE", "/api/v1/sessions/%d" % sid, expect=204)
+
+
 def main():
     test_remote_usage_messages()
     test_convert_usage_error()
@@ -360,6 +381,7 @@ def main():
         test_flight_last_snapshot(e)
         test_unknown_member_hint(e)
         test_trace_report_bytes(e)
+        test_remote_snapshot(e)
     done()
 
 
