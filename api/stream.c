@@ -26,6 +26,7 @@
 #include "api.h"
 #include "etwcore/caps.h"
 #include "etwcore/util.h"
+#include "files.h"
 #include "log.h"
 
 #define FRAME_MAX (512 * 1024)       /* frames are cut here (one larger event still goes alone) */
@@ -613,12 +614,14 @@ void etwd_stream_ndjson(struct etwd_req *r, struct etw_session *sess, const char
     return;
   }
   int e = 0;
-  struct etw_sub *sub = etw_session_subscribe(sess, &f, from, &e);
+  struct etw_status st; /* a replay's pass or the client's own NATS consumer: why it failed */
+  etw_status_clear(&st);
+  struct etw_sub *sub = etw_session_subscribe_why(sess, &f, from, &e, &st);
   if (!sub) {
     atomic_fetch_sub(&s->active_streams, 1);
-    struct etw_status st; /* from_stream_seq / from_time: the client's own consumer failed */
-    etw_status_clear(&st);
-    if (e == ETW_E_IO || e == ETW_E_INVALID || e == ETW_E_NOT_FOUND)
+    if (st.msg[0] && !f.from_stream_seq && !f.from_time_ns) /* a replay: which file, and why */
+      etwd_hide_dir(&st, s->cfg->data_dir);
+    else if (e == ETW_E_IO || e == ETW_E_INVALID || e == ETW_E_NOT_FOUND)
       etw_fail(&st, (enum etw_err)e, NULL, "cannot open a consumer of the session's stream (is its broker reachable?)");
     else if (e == ETW_E_STATE)
       etw_fail(&st, ETW_E_STATE, NULL, "the session is stopped: from_stream_seq and from_time need a running session");

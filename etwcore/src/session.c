@@ -1260,7 +1260,7 @@ static void run_free(struct etw_session *s, struct replay_run *r) {
  * rest), deleted when it leaves. At most --max-subscribers passes per session. s->mu is not
  * held on entry (opening indexes the files, or asks the broker). NULL with *err set on failure. */
 static struct etw_sub *run_subscribe(struct etw_session *s, const struct etw_sub_filter *f,
-                                     uint64_t from_seq, int *err) {
+                                     uint64_t from_seq, int *err, struct etw_status *why) {
   struct etw_core *c = s->core;
   struct replay_run *r = calloc(1, sizeof *r);
   /* no replay window: the pass has one subscriber from its start (from= is skip_below) */
@@ -1305,6 +1305,7 @@ static struct etw_sub *run_subscribe(struct etw_session *s, const struct etw_sub
     else free(r);
     pthread_mutex_unlock(&s->mu);
     if (err) *err = (int)e;
+    if (why && st.msg[0]) *why = st; /* the backend's reason (its open) */
     return NULL;
   }
   r->next = s->runs;
@@ -1317,9 +1318,14 @@ static struct etw_sub *run_subscribe(struct etw_session *s, const struct etw_sub
 
 struct etw_sub *etw_session_subscribe(struct etw_session *s, const struct etw_sub_filter *f,
                                       uint64_t from_seq, int *err) {
+  return etw_session_subscribe_why(s, f, from_seq, err, NULL);
+}
+
+struct etw_sub *etw_session_subscribe_why(struct etw_session *s, const struct etw_sub_filter *f,
+                                          uint64_t from_seq, int *err, struct etw_status *why) {
   if (s->spec.nats && (f->from_stream_seq || f->from_time_ns)) { /* its own consumer */
     int e = 0;
-    struct etw_sub *sub = run_subscribe(s, f, 0, &e);
+    struct etw_sub *sub = run_subscribe(s, f, 0, &e, why);
     if (!sub && err) *err = e;
     return sub;
   }
@@ -1329,7 +1335,7 @@ struct etw_sub *etw_session_subscribe(struct etw_session *s, const struct etw_su
     pthread_mutex_unlock(&s->smu);
     if (!stopped) {
       int e = 0;
-      struct etw_sub *sub = run_subscribe(s, f, from_seq, &e);
+      struct etw_sub *sub = run_subscribe(s, f, from_seq, &e, why);
       if (sub || e != ETW_E_STATE) {
         if (!sub && err) *err = e;
         return sub;

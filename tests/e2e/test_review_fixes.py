@@ -34,7 +34,10 @@ against a spawned etwd over real TLS, on the real kernel's tracefs:
 - etwd remote's argument errors say what is wrong ("-o FILE is required"), not "wrong arguments".
 - The page's upload picker offers .zip/.gz/.etlgz files too (the server unpacks them).
 - etwd remote snapshot prints the recording it made (and downloads it with -o FILE): it said
-  only "done", so the CLI could neither name nor fetch the snapshot."""
+  only "done", so the CLI could neither name nor fetch the snapshot.
+- A replay whose file was deleted from the data directory answers a new subscriber with the
+  file's problem (it said "cannot open a consumer of the session's stream (is its broker
+  reachable?)", a NATS message, for an etl session)."""
 import json
 import os
 import re
@@ -358,6 +361,21 @@ def test_remote_snapshot(e):
     e.json("DELETE", "/api/v1/sessions/%d" % sid, expect=204)
 
 
+def test_replay_deleted_file(e):
+    with open(os.path.join(CORPUS, "airbus-cert+etl-parser/tests/example/lxcore_kernel.etl"), "rb") as f:
+        e.json("POST", "/api/v1/files?name=gone.etl", f.read(), ctype="application/octet-stream", expect=201)
+    st, h, d = e.json("POST", "/api/v1/sessions", {"files": ["gone.etl"]}, expect=201)
+    sid = d["id"]
+    got = [r for r in e.ndjson("/api/v1/sessions/%d/events?limit=1" % sid)]
+    check(len(got) == 1, "first pass: %r" % got)
+    e.json("DELETE", "/api/v1/files/gone.etl", expect=204)
+    st, h, data = e.request("GET", "/api/v1/sessions/%d/events?limit=1" % sid, token="reader")
+    text = data.decode(errors="replace")
+    check(st in (404, 422, 500) and "gone.etl" in text and "broker" not in text and e.state not in text,
+          "a pass over a deleted file: %d %s" % (st, text[:300]))
+    e.json("DELETE", "/api/v1/sessions/%d" % sid, expect=204)
+
+
 def main():
     test_remote_usage_messages()
     test_convert_usage_error()
@@ -382,6 +400,7 @@ def main():
         test_unknown_member_hint(e)
         test_trace_report_bytes(e)
         test_remote_snapshot(e)
+        test_replay_deleted_file(e)
     done()
 
 
