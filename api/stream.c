@@ -492,15 +492,25 @@ static void ws_ready(struct mg_connection *conn, void *cbdata) {
   /* the connect handler's check is early; this one is exact (check-and-increment) */
   int over = atomic_fetch_add(&s->active_streams, 1) >= s->cfg->max_streams;
   if (over) e = ETW_E_LIMIT;
-  if (cl && cl->sess && !over) cl->sub = etw_session_subscribe(cl->sess, &f, from, &e);
+  struct etw_status why; /* a replay's pass or the client's own NATS consumer: why it failed */
+  etw_status_clear(&why);
+  if (cl && cl->sess && !over) cl->sub = etw_session_subscribe_why(cl->sess, &f, from, &e, &why);
   if (cl && cl->sub) etw_sub_set_linger(cl->sub, LINGER_MS, LINGER_BYTES);
   if (!cl || !cl->sub) {
     atomic_fetch_sub(&s->active_streams, 1);
     static const char busy[] = "\x03\xf5subscriber limit reached";     /* 1013 try again later */
     static const char gone[] = "\x03\xf3session gone or out of memory"; /* 1011 */
     static const char nostream[] = "\x03\xf3" "cannot open a consumer of the session's stream"; /* 1011 */
+    char pass[2 + 123];                                                /* 1011 + the file's problem */
+    if (why.msg[0] && !f.from_stream_seq && !f.from_time_ns) {
+      etwd_hide_dir(&why, s->cfg->data_dir); /* file names only: ASCII (etwd_file_name_valid) */
+      pass[0] = '\x03', pass[1] = '\xf3';
+      snprintf(pass + 2, sizeof pass - 2, "%s", why.msg);
+    }
     if (e == ETW_E_LIMIT)
       mg_websocket_write(conn, MG_WEBSOCKET_OPCODE_CONNECTION_CLOSE, busy, sizeof busy - 1);
+    else if (why.msg[0] && !f.from_stream_seq && !f.from_time_ns)
+      mg_websocket_write(conn, MG_WEBSOCKET_OPCODE_CONNECTION_CLOSE, pass, 2 + strlen(pass + 2));
     else if (e == ETW_E_IO || e == ETW_E_INVALID || e == ETW_E_NOT_FOUND)
       mg_websocket_write(conn, MG_WEBSOCKET_OPCODE_CONNECTION_CLOSE, nostream, sizeof nostream - 1);
     else

@@ -373,6 +373,11 @@ def test_replay_deleted_file(e):
     text = data.decode(errors="replace")
     check(st in (404, 422, 500) and "gone.etl" in text and "broker" not in text and e.state not in text,
           "a pass over a deleted file: %d %s" % (st, text[:300]))
+    ws = e.ws("/api/v1/sessions/%d/events" % sid)  # over a WebSocket: the close frame's reason
+    op, data = ws.recv_data(control_frame=True)
+    ws.close()
+    check(op == 8 and data[:2] == b"\x03\xf3" and b"gone.etl" in data and b"broker" not in data
+          and e.state.encode() not in data, "WebSocket close: %r %r" % (op, data))
     e.json("DELETE", "/api/v1/sessions/%d" % sid, expect=204)
 
 
