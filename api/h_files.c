@@ -205,6 +205,20 @@ static void upload_reply(struct etwd_req *r, const char *name, size_t total) {
   etw_jw_free(&w);
 }
 
+/* An archive's name is that of the .etl it is stored as: x.etl.zip, x.etl.gz and x.etlgz
+ * (PerfView's and OneDrive's names) become x.etl; other names stay as they are. */
+static void archive_name(char *n) {
+  size_t len = strlen(n);
+  if (len > 6 && !strcasecmp(n + len - 6, ".etlgz")) {
+    n[len - 2] = 0;
+    return;
+  }
+  if (len > 8 && !strcasecmp(n + len - 8, ".etl.zip"))
+    n[len - 4] = 0;
+  else if (len > 7 && !strcasecmp(n + len - 7, ".etl.gz"))
+    n[len - 3] = 0;
+}
+
 /* Upload: the body goes to a temporary name in the data directory and is renamed over @name
  * only when it arrived complete and is an ETL file; anything else leaves no trace. */
 void h_file_upload(struct etwd_req *r) {
@@ -216,6 +230,7 @@ void h_file_upload(struct etwd_req *r) {
     return;
   }
   etwd_query(r, "overwrite", ow, sizeof ow);
+  archive_name(name);
   char *path = etwd_file_resolve(r->srv, name, 0, "name", &st);
   if (!path) {
     etwd_fail(r, st.code, &st);

@@ -200,6 +200,7 @@ static int64_t wait_ms(struct etwd_req *r, struct etw_session *s) {
     }
     return t < 0.001 ? 1 : (int64_t)(t * 1000);
   }
+  if (!etw_session_is_recording(s)) return 0; /* stopped already: the file is complete */
   int64_t left = etw_session_remaining_ms(s);
   if (left < 0) {
     etwd_problem(r, ETWD_P_INVALID,

@@ -26,6 +26,7 @@
 #include "api.h"
 #include "etwcore/caps.h"
 #include "etwcore/util.h"
+#include "files.h"
 #include "log.h"
 
 #define FRAME_MAX (512 * 1024)       /* frames are cut here (one larger event still goes alone) */
@@ -419,8 +420,10 @@ static int ws_connect(const struct mg_connection *cconn, void *cbdata) {
   if (prob != ETWD_P_OK) {
     int status = etwd_problem_conn(conn, prob, detail,
                                    prob == ETWD_P_UNAUTHORIZED ? "WWW-Authenticate: Bearer realm=\"etwd\"\r\n" : NULL);
-    etwd_log(LOG_INFO, "websocket refused", "kind=access path=%s status=%d remote=%s",
-             etwd_logq(q1, sizeof q1, ri->local_uri), status, etwd_logq(q2, sizeof q2, ri->remote_addr));
+    char q3[500];
+    etwd_log(LOG_INFO, "websocket refused", "kind=access path=%s status=%d remote=%s detail=%s",
+             etwd_logq(q1, sizeof q1, ri->local_uri), status, etwd_logq(q2, sizeof q2, ri->remote_addr),
+             etwd_logq(q3, sizeof q3, detail ? detail : ""));
     return 1;
   }
   return 0;
@@ -498,15 +501,25 @@ static void ws_ready(struct mg_connection *conn, void *cbdata) {
   /* the connect handler's check is early; this one is exact (check-and-increment) */
   int over = atomic_fetch_add(&s->active_streams, 1) >= s->cfg->max_streams;
   if (over) e = ETW_E_LIMIT;
-  if (cl && cl->sess && !over) cl->sub = etw_session_subscribe(cl->sess, &f, from, &e);
+  struct etw_status why; /* a replay's pass or the client's own NATS consumer: why it failed */
+  etw_status_clear(&why);
+  if (cl && cl->sess && !over) cl->sub = etw_session_subscribe_why(cl->sess, &f, from, &e, &why);
   if (cl && cl->sub) etw_sub_set_linger(cl->sub, LINGER_MS, LINGER_BYTES);
   if (!cl || !cl->sub) {
     atomic_fetch_sub(&s->active_streams, 1);
     static const char busy[] = "\x03\xf5subscriber limit reached";     /* 1013 try again later */
     static const char gone[] = "\x03\xf3session gone or out of memory"; /* 1011 */
     static const char nostream[] = "\x03\xf3" "cannot open a consumer of the session's stream"; /* 1011 */
+    char pass[2 + 123];                                                /* 1011 + the file's problem */
+    if (why.msg[0] && !f.from_stream_seq && !f.from_time_ns) {
+      etwd_hide_dir(&why, s->cfg->data_dir); /* file names only: ASCII (etwd_file_name_valid) */
+      pass[0] = '\x03', pass[1] = '\xf3';
+      snprintf(pass + 2, sizeof pass - 2, "%s", why.msg);
+    }
     if (e == ETW_E_LIMIT)
       mg_websocket_write(conn, MG_WEBSOCKET_OPCODE_CONNECTION_CLOSE, busy, sizeof busy - 1);
+    else if (why.msg[0] && !f.from_stream_seq && !f.from_time_ns)
+      mg_websocket_write(conn, MG_WEBSOCKET_OPCODE_CONNECTION_CLOSE, pass, 2 + strlen(pass + 2));
     else if (e == ETW_E_IO || e == ETW_E_INVALID || e == ETW_E_NOT_FOUND)
       mg_websocket_write(conn, MG_WEBSOCKET_OPCODE_CONNECTION_CLOSE, nostream, sizeof nostream - 1);
     else
@@ -620,12 +633,14 @@ void etwd_stream_ndjson(struct etwd_req *r, struct etw_session *sess, const char
     return;
   }
   int e = 0;
-  struct etw_sub *sub = etw_session_subscribe(sess, &f, from, &e);
+  struct etw_status st; /* a replay's pass or the client's own NATS consumer: why it failed */
+  etw_status_clear(&st);
+  struct etw_sub *sub = etw_session_subscribe_why(sess, &f, from, &e, &st);
   if (!sub) {
     atomic_fetch_sub(&s->active_streams, 1);
-    struct etw_status st; /* from_stream_seq / from_time: the client's own consumer failed */
-    etw_status_clear(&st);
-    if (e == ETW_E_IO || e == ETW_E_INVALID || e == ETW_E_NOT_FOUND)
+    if (st.msg[0] && !f.from_stream_seq && !f.from_time_ns) /* a replay: which file, and why */
+      etwd_hide_dir(&st, s->cfg->data_dir);
+    else if (e == ETW_E_IO || e == ETW_E_INVALID || e == ETW_E_NOT_FOUND)
       etw_fail(&st, (enum etw_err)e, NULL, "cannot open a consumer of the session's stream (is its broker reachable?)");
     else if (e == ETW_E_STATE)
       etw_fail(&st, ETW_E_STATE, NULL, "the session is stopped: from_stream_seq and from_time need a running session");

@@ -211,7 +211,13 @@ int main(int argc, char **argv) {
     printf("%s %s://%s/", i ? "," : "", srv.tls ? "https" : "http", addrs[i]);
   printf("\n");
   if (srv.tls) printf("certificate SHA-256 fingerprint: %s\n", srv.fingerprint);
-  printf("tokens: %s (admin and reader; `etwd tokens` shows them)\n", etwd_auth_path(srv.auth));
+  /* `etwd tokens` alone reads the default state directory: name ours if it is another */
+  struct etwd_config *dflt = calloc(1, sizeof *dflt);
+  if (dflt) etwd_config_defaults(dflt);
+  int other_dir = !dflt || strcmp(dflt->api.state_dir, cfg.api.state_dir);
+  free(dflt);
+  printf("tokens: %s (admin and reader; `etwd tokens%s%s` shows them)\n", etwd_auth_path(srv.auth),
+         other_dir ? " --state-dir " : "", other_dir ? cfg.api.state_dir : "");
   if (cfg.print_token) {
     char adm[80];
     etwd_auth_secret(srv.auth, ROLE_ADMIN, adm, sizeof adm);

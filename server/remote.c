@@ -3,7 +3,7 @@
  *   etwd remote --url https://host:8443 --token-file F [--fingerprint SHA256 | --cacert F] CMD …
  *     providers [QUERY] | sessions | record PROVIDER… --duration 10s -o FILE |
  *     stream PROVIDER…|--session ID [--filter K=V] [--format ndjson|csv] [--limit N] |
- *     stop ID | marker ID TEXT | snapshot ID
+ *     stop ID | marker ID TEXT | snapshot ID [-o FILE]
  *
  * Single-threaded: one curl easy handle, reused for every request (one TLS connection). The
  * server's identity is checked either by --fingerprint (the SHA-256 of the certificate's DER
@@ -76,15 +76,16 @@ static void usage(FILE *f) {
         "commands:\n"
         "  providers [QUERY]                 list the server's providers (name, events, source)\n"
         "  sessions                          list sessions (id, state, mode, events, providers)\n"
-        "  record PROVIDER... --duration 10s -o FILE [--keep]\n"
+        "  record PROVIDER... [--duration 10s] -o FILE [--keep]\n"
         "                                    record to a file on the server, wait, download it (resumed\n"
         "                                    after a broken connection); the session is deleted after a\n"
-        "                                    complete download unless --keep\n"
+        "                                    complete download unless --keep (--duration: 10 s if not given)\n"
         "  stream PROVIDER...|--session ID [--filter K=V]... [--format ndjson|csv] [--limit N]\n"
         "                                    events to stdout until Ctrl-C, --limit or the session's end\n"
-        "  stop ID | marker ID TEXT | snapshot ID\n"
+        "  stop ID | marker ID TEXT | snapshot ID [-o FILE]\n"
+        "                                    snapshot: the recording's name, url and size (-o: downloaded)\n"
         "  (record/stream --dry-run: print the session spec the PROVIDER arguments make, send nothing)\n"
-        "PROVIDER: system:event, system:*, or Name[:Level[:EventIDs[:AnyKeywords[:AllKeywords]]]]\n"
+        "PROVIDER: system:event[,event...], system:*, or Name[:Level[:EventIDs[:AnyKeywords[:AllKeywords]]]]\n"
         "exit codes: 0 ok, 1 local error, 2 usage, 3 unreachable/connection broken, 4 TLS verification\n"
         "  failed, 5 token refused (401/403), 6 request refused (other 4xx), 7 server error (5xx),\n"
         "  8 recording did not end in time\n",
@@ -173,8 +174,17 @@ char *etwd_remote_spec(int n, char **args, const char *mode, double duration_s, 
       if (strcmp(parts[1], "*")) cJSON_AddArrayToObject(o, "events");
     }
     cJSON *ev = cJSON_GetObjectItem(o, "events");
-    if (!strcmp(parts[1], "*")) cJSON_DeleteItemFromObject(o, "events"); /* all of the system's events */
-    else if (ev) cJSON_AddItemToArray(ev, cJSON_CreateString(parts[1]));
+    if (!strcmp(parts[1], "*")) {
+      cJSON_DeleteItemFromObject(o, "events"); /* all of the system's events */
+    } else if (ev) { /* system:a,b — as the server's provider strings: one event each */
+      int added = 0;
+      for (char *save = NULL, *e = strtok_r(parts[1], ",", &save); e; e = strtok_r(NULL, ",", &save), added++)
+        cJSON_AddItemToArray(ev, cJSON_CreateString(e));
+      if (!added) { /* "sched:," — an empty list would mean every event */
+        snprintf(err, en, "provider \"%s\": no event name after ':'", args[i]);
+        goto bad;
+      }
+    }
   }
   cJSON_AddStringToObject(spec, "mode", mode);
   if (duration_s > 0) cJSON_AddNumberToObject(spec, "duration_s", duration_s);
@@ -458,6 +468,13 @@ static int cmd_providers(struct remote *R, const char *q) {
   return RX_OK;
 }
 
+/* the events a session has read: stats.read_events (a file-mode session publishes none, so its
+ * stats.events stays 0), else stats.events */
+static double events_read(const cJSON *stats) {
+  const cJSON *r = cJSON_GetObjectItem(stats, "read_events");
+  return cJSON_IsNumber(r) ? r->valuedouble : jnum(stats, "events");
+}
+
 static int cmd_sessions(struct remote *R) {
   int rc;
   cJSON *j = call_json(R, "GET", "/api/v1/sessions", NULL, "sessions", &rc);
@@ -471,7 +488,7 @@ static int cmd_sessions(struct remote *R) {
     cJSON_ArrayForEach(s, list_of(j, "sessions")) {
       const cJSON *spec = cJSON_GetObjectItem(s, "spec"), *st = cJSON_GetObjectItem(s, "stats");
       printf("%.0f\t%s\t%s\t%s\t%.0f\t", jnum(s, "id"), jstr(s, "state"), jstr(spec, "mode"),
-             jstr(s, "backend"), jnum(st, "events"));
+             jstr(s, "backend"), events_read(st));
       int first = 1;
       cJSON_ArrayForEach(p, cJSON_GetObjectItem(spec, "providers")) {
         printf("%s%s", first ? "" : ",", jstr(p, "name"));
@@ -485,8 +502,9 @@ static int cmd_sessions(struct remote *R) {
 }
 
 /* POST /sessions/ID/ACTION; a 404 for a session that exists means the route is not there. */
+/* POST /sessions/ID/@action; the answer's body goes to *@answer (the caller frees it) if given */
 static int cmd_action(struct remote *R, const char *what, const char *id_s, const char *action,
-                      const char *json, const char *feature) {
+                      const char *json, const char *feature, char **answer) {
   long id = parse_id(id_s);
   if (id < 0) {
     say("%s: \"%s\" is not a session id", what, id_s);
@@ -507,7 +525,35 @@ static int cmd_action(struct remote *R, const char *what, const char *id_s, cons
   }
   if (!rc) rc = status_error(&r, what);
   if (!rc && !R->quiet) say("%s: session %ld: done", what, id);
+  if (!rc && answer) {
+    *answer = r.body;
+    r.body = NULL;
+  }
   free(r.body);
+  return rc;
+}
+
+static int download(struct remote *R, const char *path, const char *out);
+
+/* snapshot ID [-o FILE]: the new recording's name, url and size on stdout (--json: the server's
+ * answer); with -o it is downloaded to FILE as record downloads */
+static int cmd_snapshot(struct remote *R, const char *id_s, const char *out) {
+  char *body = NULL;
+  int rc = cmd_action(R, "snapshot", id_s, "snapshot", NULL, "snapshots", &body);
+  cJSON *j = rc ? NULL : cJSON_Parse(body ? body : "");
+  const char *url = jstr(j, "recording_url");
+  if (!rc && !url[0]) {
+    say("snapshot: the server's answer names no recording");
+    rc = RX_SERVER;
+  } else if (!rc && R->json) {
+    printf("%s\n", body);
+  } else if (!rc) {
+    printf("%s\t%s\t%.0f\n", jstr(j, "recording_name"), url, jnum(j, "size"));
+  }
+  fflush(stdout);
+  if (!rc && out) rc = download(R, url, out);
+  cJSON_Delete(j);
+  free(body);
   return rc;
 }
 
@@ -647,7 +693,7 @@ static int session_state(struct remote *R, long id, char *state, size_t n, doubl
   if (!j) return rc;
   snprintf(state, n, "%s", jstr(j, "state"));
   snprintf(msg, mn, "%s", jstr(j, "message"));
-  *events = jnum(cJSON_GetObjectItem(j, "stats"), "events");
+  *events = events_read(cJSON_GetObjectItem(j, "stats"));
   cJSON_Delete(j);
   return RX_OK;
 }
@@ -698,7 +744,7 @@ static int cmd_record(struct remote *R, int n, char **provs, double dur, const c
       int quiet = R->quiet;
       R->quiet = 1;
       stop_flag = 0; /* let the stop and the download go through */
-      rc = cmd_action(R, "record: stop", path, "stop", NULL, NULL);
+      rc = cmd_action(R, "record: stop", path, "stop", NULL, NULL, NULL);
       R->quiet = quiet;
       if (rc) return rc;
       if (server_stops && t - t0 >= dur + 30) return RX_TIMEOUT;
@@ -1057,9 +1103,16 @@ static int check_cli(struct cli *o, struct remote *R) {
     say("unknown command \"%s\"", cmd);
     return RX_USAGE;
   }
-  if ((want > 0 && o->npos != want) || (want == -2 && o->npos > 2) || (want == -1 && (o->npos < 2 || !o->out)) ||
-      (want == 0 && (o->npos < 2) == (o->session <= 0))) {
-    say("%s: wrong arguments (see etwd remote --help)", cmd);
+  const char *why = NULL; /* what is wrong, in the words of the usage */
+  if (want == -1 && o->npos < 2) why = "give at least one PROVIDER";
+  else if (want == -1 && !o->out) why = "-o FILE is required (where the recording is downloaded to)";
+  else if (want == 0 && o->npos < 2 && o->session <= 0) why = "give PROVIDER... or --session ID";
+  else if (want == 0 && o->npos >= 2 && o->session > 0) why = "give PROVIDER... or --session ID, not both";
+  else if (want == -2 && o->npos > 2) why = "at most one QUERY";
+  else if (want > 0 && o->npos != want)
+    why = want == 1 ? "takes no arguments" : want == 2 ? "want a session ID" : "want a session ID and a TEXT";
+  if (why) {
+    say("%s: %s", cmd, why);
     return RX_USAGE;
   }
   return 0;
@@ -1080,14 +1133,14 @@ static int dispatch(struct cli *o, struct remote *R) {
   const char *cmd = o->cmd;
   if (!strcmp(cmd, "providers")) return cmd_providers(R, o->npos > 1 ? o->pos[1] : NULL);
   if (!strcmp(cmd, "sessions")) return cmd_sessions(R);
-  if (!strcmp(cmd, "stop")) return cmd_action(R, "stop", o->pos[1], "stop", NULL, NULL);
-  if (!strcmp(cmd, "snapshot")) return cmd_action(R, "snapshot", o->pos[1], "snapshot", NULL, "snapshots");
+  if (!strcmp(cmd, "stop")) return cmd_action(R, "stop", o->pos[1], "stop", NULL, NULL, NULL);
+  if (!strcmp(cmd, "snapshot")) return cmd_snapshot(R, o->pos[1], o->out);
   if (!strcmp(cmd, "marker")) {
     cJSON *m = cJSON_CreateObject();
     cJSON_AddStringToObject(m, "text", o->pos[2]);
     char *body = cJSON_PrintUnformatted(m);
     cJSON_Delete(m);
-    int rc = cmd_action(R, "marker", o->pos[1], "markers", body, "markers");
+    int rc = cmd_action(R, "marker", o->pos[1], "markers", body, "markers", NULL);
     free(body);
     return rc;
   }

@@ -944,9 +944,13 @@ void etw_sub_close_final(struct etw_sub *s, struct etw_sub_stats *o) {
   if (!s) return;
   struct etw_hub *h = s->h;
   pthread_mutex_lock(&h->mu);
-  /* what its queue still holds is lost to it (the client went away): counted as its loss.
-   * Under the hub's mutex, so that no publish adds to the queue meanwhile. */
-  atomic_fetch_add(&s->dropped, queued_matching(s));
+  /* what its queue still holds is lost to it (the client went away): counted as its loss —
+   * but with ?limit=N only up to N: the rest was never its to get (a stream that ended at its
+   * limit lost nothing). Under the hub's mutex, so that no publish adds to the queue meanwhile. */
+  uint64_t lost = queued_matching(s), sent = atomic_load(&s->delivered);
+  if (s->f.limit && lost > (sent < s->f.limit ? s->f.limit - sent : 0))
+    lost = sent < s->f.limit ? s->f.limit - sent : 0;
+  atomic_fetch_add(&s->dropped, lost);
   if (o) etw_sub_stats(s, o);
   pthread_cond_broadcast(&h->room); /* a lossless publisher no longer waits for s */
   if (s->prev)

@@ -53,6 +53,8 @@ struct etw_session {
   char os_name[64];
   char *record_path;
   char *record_dir;
+  uint32_t n_snapshots;    /* mode flight: snapshots written, and the last one's name (s->mu) */
+  char last_snapshot[64];
   int64_t created_ns, stopped_ns;
   struct etw_backend_stats last; /* kept after destroy */
   /* replays (spec.n_files): one pass over the files per subscriber, each with its own backend
@@ -494,6 +496,23 @@ static int record_dir_claim(struct etw_core *c, uint64_t id, char *dir, size_t n
   return -1;
 }
 
+static struct etw_session **snapshot(struct etw_core *c, uint32_t *n);
+
+/* how many sessions in the table have ended (stopped, ended, failed): they keep a slot of
+ * max_sessions until they are deleted, which the limit's message says (c->mu not held) */
+static uint32_t count_ended(struct etw_core *c) {
+  uint32_t n, k = 0;
+  struct etw_session **v = snapshot(c, &n);
+  for (uint32_t i = 0; v && i < n; i++) {
+    pthread_mutex_lock(&v[i]->smu);
+    k += v[i]->state == S_STOPPED || v[i]->state == S_ENDED || v[i]->state == S_FAILED;
+    pthread_mutex_unlock(&v[i]->smu);
+    etw_session_put(v[i]);
+  }
+  free(v);
+  return k;
+}
+
 /* @private: a file decode's session — not in the table (it takes no --max-sessions slot and is
  * invisible to the API), no replay window (nobody else can subscribe to it). */
 static enum etw_err create(struct etw_core *c, const cJSON *body, const char *const *files,
@@ -574,7 +593,12 @@ static enum etw_err create(struct etw_core *c, const cJSON *body, const char *co
   }
   if (c->n >= c->cfg.max_sessions) {
     pthread_mutex_unlock(&c->mu);
-    e = etw_fail(st, ETW_E_LIMIT, NULL, "the server allows at most %u sessions", c->cfg.max_sessions);
+    uint32_t ended = count_ended(c);
+    e = ended ? etw_fail(st, ETW_E_LIMIT, NULL,
+                         "the server allows at most %u sessions; %u of them have ended and keep their slot "
+                         "until they are deleted (DELETE /api/v1/sessions/{id}; their recordings stay)",
+                         c->cfg.max_sessions, ended)
+              : etw_fail(st, ETW_E_LIMIT, NULL, "the server allows at most %u sessions", c->cfg.max_sessions);
     goto fail;
   }
   if (s->spec.name)
@@ -764,6 +788,8 @@ static enum etw_err snapshot_locked(struct etw_session *s, char *name, size_t n,
   if (stat(path, &sb) == 0) *bytes = (uint64_t)sb.st_size; /* the file's size, as downloaded */
   const char *b = strrchr(dir, '/');
   snprintf(name, n, "%s", b ? b + 1 : dir);
+  s->n_snapshots++;
+  snprintf(s->last_snapshot, sizeof s->last_snapshot, "%s", name);
   return e; /* (a failed one keeps what it wrote, as a recording) */
 }
 
@@ -1024,6 +1050,16 @@ void etw_session_json(struct etw_session *s, struct etw_jw *w) {
     etw_jw_lit(w, strrchr(s->record_dir, '/') + 1); /* [A-Za-z0-9-]: nothing to escape */
     etw_jw_ch(w, '"');
   }
+  if (s->spec.mode & ETW_MODE_FLIGHT) { /* its snapshots are recordings of their own */
+    kv(w, ",\"snapshots\":", s->n_snapshots);
+    if (s->n_snapshots) {
+      etw_jw_lit(w, ",\"last_snapshot\":{\"recording_name\":");
+      etw_jw_cs(w, s->last_snapshot);
+      etw_jw_lit(w, ",\"recording_url\":\"/api/v1/recordings/");
+      etw_jw_lit(w, s->last_snapshot); /* record_dir_claim's [A-Za-z0-9-]: nothing to escape */
+      etw_jw_lit(w, "\"}");
+    }
+  }
   if (s->t_start || s->t_stop) { /* what their watchers see (trigger.h) */
     etw_jw_lit(w, ",\"triggers\":{");
     if (s->t_start) etw_jw_lit(w, "\"start_when\":");
@@ -1099,6 +1135,9 @@ void etw_core_metrics(struct etw_core *c, struct etw_jw *w) {
   etw_jw_lit(w,
              "# HELP etwd_session_events_total Events published by the session's readers.\n"
              "# TYPE etwd_session_events_total counter\n"
+             "# HELP etwd_session_read_events_total Events the session's readers took from the kernel or file "
+             "(also those only recorded, mode file).\n"
+             "# TYPE etwd_session_read_events_total counter\n"
              "# HELP etwd_session_bytes_total Encoded JSON bytes published.\n"
              "# TYPE etwd_session_bytes_total counter\n"
              "# HELP etwd_session_lost_events_total Events lost, by layer (kernel, hub, subscriber).\n"
@@ -1131,6 +1170,7 @@ void etw_core_metrics(struct etw_core *c, struct etw_jw *w) {
     int running = s->state == S_RUNNING;
     pthread_mutex_unlock(&s->smu);
     metric(w, "etwd_session_events_total", s, NULL, hs.produced);
+    metric(w, "etwd_session_read_events_total", s, NULL, bs.read_events);
     metric(w, "etwd_session_bytes_total", s, NULL, hs.bytes);
     metric(w, "etwd_session_lost_events_total", s, ",layer=\"kernel\"", bs.kernel_lost);
     metric(w, "etwd_session_lost_events_total", s, ",layer=\"hub\"", hs.hub_dropped);
@@ -1241,7 +1281,7 @@ static void run_free(struct etw_session *s, struct replay_run *r) {
  * rest), deleted when it leaves. At most --max-subscribers passes per session. s->mu is not
  * held on entry (opening indexes the files, or asks the broker). NULL with *err set on failure. */
 static struct etw_sub *run_subscribe(struct etw_session *s, const struct etw_sub_filter *f,
-                                     uint64_t from_seq, int *err) {
+                                     uint64_t from_seq, int *err, struct etw_status *why) {
   struct etw_core *c = s->core;
   struct replay_run *r = calloc(1, sizeof *r);
   /* no replay window: the pass has one subscriber from its start (from= is skip_below) */
@@ -1290,6 +1330,7 @@ static struct etw_sub *run_subscribe(struct etw_session *s, const struct etw_sub
     else free(r);
     pthread_mutex_unlock(&s->mu);
     if (err) *err = (int)e;
+    if (why && st.msg[0]) *why = st; /* the backend's reason (its open) */
     return NULL;
   }
   r->next = s->runs;
@@ -1302,9 +1343,14 @@ static struct etw_sub *run_subscribe(struct etw_session *s, const struct etw_sub
 
 struct etw_sub *etw_session_subscribe(struct etw_session *s, const struct etw_sub_filter *f,
                                       uint64_t from_seq, int *err) {
+  return etw_session_subscribe_why(s, f, from_seq, err, NULL);
+}
+
+struct etw_sub *etw_session_subscribe_why(struct etw_session *s, const struct etw_sub_filter *f,
+                                          uint64_t from_seq, int *err, struct etw_status *why) {
   if (s->spec.nats && (f->from_stream_seq || f->from_time_ns)) { /* its own consumer */
     int e = 0;
-    struct etw_sub *sub = run_subscribe(s, f, 0, &e);
+    struct etw_sub *sub = run_subscribe(s, f, 0, &e, why);
     if (!sub && err) *err = e;
     return sub;
   }
@@ -1314,7 +1360,7 @@ struct etw_sub *etw_session_subscribe(struct etw_session *s, const struct etw_su
     pthread_mutex_unlock(&s->smu);
     if (!stopped) {
       int e = 0;
-      struct etw_sub *sub = run_subscribe(s, f, from_seq, &e);
+      struct etw_sub *sub = run_subscribe(s, f, from_seq, &e, why);
       if (sub || e != ETW_E_STATE) {
         if (!sub && err) *err = e;
         return sub;
@@ -1359,12 +1405,28 @@ void etw_session_unsubscribe(struct etw_session *s, struct etw_sub *sub, struct 
 
 const char *etw_session_record_path(struct etw_session *s) { return s->record_path; }
 
+/* 1 if @name ("<UTC stamp>-s<id>[-N]", record_dir_claim) is a snapshot of the flight session @s:
+ * its id, and a stamp not before @s was created (ids restart at 1 in every run, so an earlier
+ * run's "-s<id>" is older than this run's session of that id) */
+static int is_snapshot_of(const struct etw_session *s, const char *name) {
+  const char *p = strstr(name, "-s");
+  char *end, stamp[32];
+  if (!(s->spec.mode & ETW_MODE_FLIGHT) || !p || p - name != 16) return 0;
+  if (atomic_load(&s->creating)) return 0; /* created_ns is set before creating is cleared */
+  if (strtoull(p + 2, &end, 10) != s->id || (*end && *end != '-')) return 0;
+  time_t t = (time_t)(s->created_ns / 1000000000LL);
+  struct tm tm;
+  gmtime_r(&t, &tm);
+  strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+  return strncmp(name, stamp, 16) >= 0;
+}
+
 uint64_t etw_core_recording_owner(struct etw_core *c, const char *name) {
   uint64_t id = 0;
   pthread_mutex_lock(&c->mu);
   for (uint32_t i = 0; i < c->n && !id; i++) {
     const char *d = c->tab[i]->record_dir, *sl = d ? strrchr(d, '/') : NULL;
-    if (sl && !strcmp(sl + 1, name)) id = c->tab[i]->id;
+    if ((sl && !strcmp(sl + 1, name)) || is_snapshot_of(c->tab[i], name)) id = c->tab[i]->id;
   }
   pthread_mutex_unlock(&c->mu);
   return id;

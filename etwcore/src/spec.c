@@ -23,13 +23,26 @@ static char *dupn(const char *s, size_t n) { /* strndup is not on every platform
   return d;
 }
 
+/* a known member that @name is a prefix of, or that is a prefix of @name ("duration" for
+ * "duration_s", "pid" for "pids"), case-insensitively: the likely meant one, or NULL */
+static const char *meant(const char *name, const char *const *keys) {
+  size_t n = strlen(name);
+  for (int i = 0; n >= 3 && keys[i]; i++) {
+    size_t j = 0;
+    while (name[j] && keys[i][j] && tolower((unsigned char)name[j]) == tolower((unsigned char)keys[i][j])) j++;
+    if (!name[j] || !keys[i][j]) return keys[i];
+  }
+  return NULL;
+}
+
 static int known(const cJSON *o, const char *const *keys, const char *ptr, struct etw_status *st) {
   for (const cJSON *c = o->child; c; c = c->next) {
     int ok = 0;
     for (int i = 0; keys[i] && !ok; i++) ok = c->string && !strcmp(c->string, keys[i]);
     if (!ok) {
-      etw_fail(st, ETW_E_INVALID, ptr, "unknown member \"%s\" at %s", c->string ? c->string : "",
-               *ptr ? ptr : "/");
+      const char *m = c->string ? meant(c->string, keys) : NULL;
+      etw_fail(st, ETW_E_INVALID, ptr, "unknown member \"%s\" at %s%s%s%s", c->string ? c->string : "",
+               *ptr ? ptr : "/", m ? " (did you mean \"" : "", m ? m : "", m ? "\"?)" : "");
       return -1;
     }
   }
@@ -188,7 +201,9 @@ static enum etw_err goetw_string(const char *str, struct etw_provider_spec *p, c
   uint64_t x;
   if (nf > 1 && len[1]) {
     if (str_num(fld[1], len[1], 255, &x))
-      return etw_fail(st, ETW_E_INVALID, ptr, "%s: \"%.100s\": %s must be 0-255 (decimal or 0x hex)", ptr, str, what[1]);
+      return etw_fail(st, ETW_E_INVALID, ptr, "%s: \"%.100s\": %s must be 0-255 (decimal or 0x hex)%s", ptr, str,
+                      what[1], nf == 2 ? "; system:event is the linux backend's form, this backend takes "
+                                         "Name[:Level[:EventIDs[:AnyKeywords[:AllKeywords]]]]" : "");
     p->level = (int)x;
   }
   if (nf > 2 && len[2]) {

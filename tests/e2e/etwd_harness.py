@@ -344,7 +344,8 @@ def trace_report(data):
     path = os.path.join(d, "trace.dat")
     with open(path, "wb") as f:
         f.write(data)
-    r = subprocess.run(["trace-cmd", "report", "-i", path], capture_output=True, text=True, timeout=120)
+    r = subprocess.run(["trace-cmd", "report", "-i", path], capture_output=True, text=True, errors="replace",
+                       timeout=120)  # comm names and paths may be any bytes
     os.unlink(path)
     os.rmdir(d)
     check(r.returncode == 0, "trace-cmd report reads the recording: rc %d %s" % (r.returncode, r.stderr[-300:]))

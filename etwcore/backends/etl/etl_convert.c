@@ -71,12 +71,18 @@ struct conv {
   size_t nfields;
 };
 
-static void usage(FILE *f) {
-  fputs("usage: etwd convert FILE... [--format ndjson|csv|chrome|folded] [-o OUT] [--manifests DIR] [--quiet]\n"
-        "                    [--provider P,...] [--event E,...] [--pid N,...] [--process NAME,...]\n"
-        "                    [--from T] [--to T] [--limit N]\n"
-        "                    [--decode fast|reference] [--stackwalk-events | --no-stacks] [--stack-index-mb N]\n"
-        "  Decodes Windows .etl files (several files are merged in time order); a FILE may also be\n"
+/* the synopsis; with @full every option (--help), else a pointer to it (after a usage error) */
+static void usage(FILE *f, int full) {
+  fputs("usage: etwd convert FILE... [--format ndjson|csv|chrome|folded] [-o OUT] [--manifests DIR[:DIR...]]\n"
+        "                    [--quiet] [--provider P,...] [--event E,...] [--pid N,...] [--process NAME,...]\n"
+        "                    [--from T] [--to T] [--limit N] [--decode fast|reference]\n"
+        "                    [--stackwalk-events | --no-stacks] [--stack-index-mb N]\n",
+        f);
+  if (!full) {
+    fputs("(etwd convert --help describes every option)\n", f);
+    return;
+  }
+  fputs("  Decodes Windows .etl files (several files are merged in time order); a FILE may also be\n"
         "  compressed: .zip (its .etl), .gz, .etlgz (recognised by content, at most 64 GiB unpacked)\n"
         "  --format    ndjson (default): one event object per line; csv: one row per event (one column\n"
         "              per field when the selected events are all of one type); chrome: Chrome\n"
@@ -877,6 +883,9 @@ done:
 }
 
 static void summary(const struct conv *c, const struct counts *n) {
+  if (!c->quiet && !n->damaged && !n->written && n->seq && (c->nprov || c->nev || c->npid || c->from_s || c->to_s))
+    fprintf(stderr, "etwd convert: no event matched the filters (%llu events in the input)\n",
+            (unsigned long long)n->seq);
   if (n->proc_dropped)
     fprintf(stderr,
             "etwd convert: %llu process names or thread owners not kept (the decoder's tables were full of "
@@ -1027,7 +1036,7 @@ int etw_convert_main(int argc, char **argv) {
   struct unpacked u;
   memset(&u, 0, sizeof u);
   if (help || rc) {
-    usage(help ? stdout : stderr);
+    usage(help ? stdout : stderr, help);
     goto end;
   }
   if ((rc = unpack_inputs(c, &u))) goto end;

@@ -344,6 +344,11 @@ static enum etw_err add_file(struct etw_etl_reader *r, const char *name, FILE *f
   enum etw_err e = ETW_E_OK;
   if (size < BH || fread_at(f, 0, h, BH)) {
     e = etw_fail(st, ETW_E_CORRUPT, NULL, "%s: not an ETL file (shorter than a buffer header)", f->path);
+  } else if (!memcmp(h, "\x17\x08\x44tracing", 10)) { /* etwd's own Linux recordings */
+    e = etw_fail(st, ETW_E_CORRUPT, NULL,
+                 "%s: not an ETL file but a trace-cmd file (a Linux recording): read it with "
+                 "trace-cmd report -i FILE",
+                 f->path);
   } else {
     uint32_t bsize = rd32(h), used = rd32(h + 0x30);
     if (bsize < BH || bsize > ETW_ETL_MAX_BUFFER || used > bsize) used = bsize;

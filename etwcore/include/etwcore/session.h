@@ -88,13 +88,18 @@ uint32_t etw_core_session_count(struct etw_core *c);
  *  etw_session_unsubscribe. */
 struct etw_sub *etw_session_subscribe(struct etw_session *s, const struct etw_sub_filter *f,
                                       uint64_t from_seq, int *err);
+/** etw_session_subscribe_why - etw_session_subscribe, and when a pass or consumer of its own
+ *  cannot be opened, the backend's reason in @why (left as it was when there is none). */
+struct etw_sub *etw_session_subscribe_why(struct etw_session *s, const struct etw_sub_filter *f,
+                                          uint64_t from_seq, int *err, struct etw_status *why);
 /** etw_session_unsubscribe - close @sub (what its queue held counts as its loss; final counters
  *  in @final if not NULL) and end its replay pass if it had one. */
 void etw_session_unsubscribe(struct etw_session *s, struct etw_sub *sub, struct etw_sub_stats *final);
 /** etw_session_record_path - recording file (exists once recording began) or NULL. */
 const char *etw_session_record_path(struct etw_session *s);
 /** etw_core_recording_owner - id of the session in the table that records into
- *  <state_dir>/recordings/@name, or 0 (a recording of an earlier run, or of a deleted session). */
+ *  <state_dir>/recordings/@name or whose snapshot it is (mode flight), or 0 (a recording of an
+ *  earlier run, or of a deleted session). */
 uint64_t etw_core_recording_owner(struct etw_core *c, const char *name);
 /** etw_session_is_recording - 1 until the backend's stop() has completed the recording. */
 int etw_session_is_recording(struct etw_session *s);
