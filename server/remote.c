@@ -3,7 +3,7 @@
  *   etwd remote --url https://host:8443 --token-file F [--fingerprint SHA256 | --cacert F] CMD …
  *     providers [QUERY] | sessions | record PROVIDER… --duration 10s -o FILE |
  *     stream PROVIDER…|--session ID [--filter K=V] [--format ndjson|csv] [--limit N] |
- *     stop ID | marker ID TEXT | snapshot ID
+ *     stop ID | marker ID TEXT | snapshot ID [-o FILE]
  *
  * Single-threaded: one curl easy handle, reused for every request (one TLS connection). The
  * server's identity is checked either by --fingerprint (the SHA-256 of the certificate's DER
@@ -82,7 +82,9 @@ static void usage(FILE *f) {
         "                                    complete download unless --keep\n"
         "  stream PROVIDER...|--session ID [--filter K=V]... [--format ndjson|csv] [--limit N]\n"
         "                                    events to stdout until Ctrl-C, --limit or the session's end\n"
-        "  stop ID | marker ID TEXT | snapshot ID\n"
+        "  stop ID | marker ID TEXT\n"
+        "  snapshot ID [-o FILE]             a flight session's buffers into a new recording on the\n"
+        "                                    server: prints its name, size and URL; -o downloads it\n"
         "  (record/stream --dry-run: print the session spec the PROVIDER arguments make, send nothing)\n"
         "PROVIDER: system:event, system:*, or Name[:Level[:EventIDs[:AnyKeywords[:AllKeywords]]]]\n"
         "exit codes: 0 ok, 1 local error, 2 usage, 3 unreachable/connection broken, 4 TLS verification\n"
@@ -485,8 +487,9 @@ static int cmd_sessions(struct remote *R) {
 }
 
 /* POST /sessions/ID/ACTION; a 404 for a session that exists means the route is not there. */
+/* @answer: when not NULL, gets the answer's body (malloc'd) on success. */
 static int cmd_action(struct remote *R, const char *what, const char *id_s, const char *action,
-                      const char *json, const char *feature) {
+                      const char *json, const char *feature, char **answer) {
   long id = parse_id(id_s);
   if (id < 0) {
     say("%s: \"%s\" is not a session id", what, id_s);
@@ -507,6 +510,10 @@ static int cmd_action(struct remote *R, const char *what, const char *id_s, cons
   }
   if (!rc) rc = status_error(&r, what);
   if (!rc && !R->quiet) say("%s: session %ld: done", what, id);
+  if (!rc && answer) {
+    *answer = r.body;
+    r.body = NULL;
+  }
   free(r.body);
   return rc;
 }
@@ -560,7 +567,7 @@ static int dl_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, c
 
 /* GET @path into @out (via @out.part), resuming with Range + If-Range after a broken
  * connection (up to 5 times; a changed file, answered with 200, starts again from 0). */
-static int download(struct remote *R, const char *path, const char *out) {
+static int download(struct remote *R, const char *what, const char *path, const char *out) {
   char part[4200];
   snprintf(part, sizeof part, "%s.part", out);
   struct dl d;
@@ -569,10 +576,11 @@ static int download(struct remote *R, const char *path, const char *out) {
   d.name = out;
   d.f = fopen(part, "wb");
   if (!d.f) {
-    say("record: cannot write %s: %s", part, strerror(errno));
+    say("%s: cannot write %s: %s", what, part, strerror(errno));
     return RX_LOCAL;
   }
-  char etag[160] = "";
+  char etag[160] = "", dwhat[64];
+  snprintf(dwhat, sizeof dwhat, "%s: download", what);
   int rc = RX_CONNECT;
   for (int attempt = 0; attempt < 6 && !stop_flag; attempt++) {
     struct curl_slist *h = NULL;
@@ -607,7 +615,7 @@ static int download(struct remote *R, const char *path, const char *out) {
     if (hdr.etag[0]) snprintf(etag, sizeof etag, "%s", hdr.etag);
     if (d.failed_status) {
       d.err.status = hdr.status;
-      rc = status_error(&d.err, "record: download");
+      rc = status_error(&d.err, dwhat);
       break;
     }
     if (!e) {
@@ -615,25 +623,25 @@ static int download(struct remote *R, const char *path, const char *out) {
       break;
     }
     if (e == CURLE_ABORTED_BY_CALLBACK && stop_flag) {
-      say("record: download interrupted after %lld bytes (%s removed)", d.have, part);
+      say("%s: download interrupted after %lld bytes (%s removed)", what, d.have, part);
       rc = RX_LOCAL;
       break;
     }
-    rc = transport_error(R, e, "record: download");
+    rc = transport_error(R, e, dwhat);
     if (rc == RX_TLS || rc == RX_USAGE || rc == RX_LOCAL || stop_flag) break;
-    if (!R->quiet) say("record: download broken after %lld bytes; resuming (attempt %d of 5)", d.have, attempt + 1);
+    if (!R->quiet) say("%s: download broken after %lld bytes; resuming (attempt %d of 5)", what, d.have, attempt + 1);
     if (d.have == before) sleep_ms(1000);
   }
   free(d.err.body);
   if (fclose(d.f) && !rc) {
-    say("record: cannot write %s: %s", part, strerror(errno));
+    say("%s: cannot write %s: %s", what, part, strerror(errno));
     rc = RX_LOCAL;
   }
   if (!rc && rename(part, out)) {
-    say("record: cannot rename %s to %s: %s", part, out, strerror(errno));
+    say("%s: cannot rename %s to %s: %s", what, part, out, strerror(errno));
     rc = RX_LOCAL;
   }
-  if (!rc && !R->quiet) say("record: %s: %lld bytes", out, d.have);
+  if (!rc && !R->quiet) say("%s: %s: %lld bytes", what, out, d.have);
   if (rc) unlink(part);
   return rc;
 }
@@ -698,7 +706,7 @@ static int cmd_record(struct remote *R, int n, char **provs, double dur, const c
       int quiet = R->quiet;
       R->quiet = 1;
       stop_flag = 0; /* let the stop and the download go through */
-      rc = cmd_action(R, "record: stop", path, "stop", NULL, NULL);
+      rc = cmd_action(R, "record: stop", path, "stop", NULL, NULL, NULL);
       R->quiet = quiet;
       if (rc) return rc;
       if (server_stops && t - t0 >= dur + 30) return RX_TIMEOUT;
@@ -718,7 +726,7 @@ static int cmd_record(struct remote *R, int n, char **provs, double dur, const c
   }
   char path[96];
   snprintf(path, sizeof path, "/api/v1/sessions/%ld/file", id);
-  rc = download(R, path, out);
+  rc = download(R, "record", path, out);
   if (!rc && !keep) {
     snprintf(path, sizeof path, "/api/v1/sessions/%ld", id);
     struct resp d;
@@ -727,6 +735,29 @@ static int cmd_record(struct remote *R, int n, char **provs, double dur, const c
   } else if (!rc && !R->quiet) {
     say("record: session %ld kept on the server", id);
   }
+  return rc;
+}
+
+/* snapshot ID [-o FILE]: a flight session's buffers into a new recording on the server; its
+ * name, size and URL on stdout (--json: the server's answer), and with -o the download. */
+static int cmd_snapshot(struct remote *R, const char *id_s, const char *out) {
+  char *body = NULL;
+  int rc = cmd_action(R, "snapshot", id_s, "snapshot", NULL, "snapshots", &body);
+  if (rc) return rc;
+  cJSON *j = cJSON_Parse(body ? body : "");
+  const char *url = jstr(j, "recording_url");
+  if (!url[0] || strncmp(url, "/api/v1/recordings/", 19)) {
+    say("snapshot: the server's answer names no recording: %.200s", body ? body : "");
+    rc = RX_SERVER;
+  } else if (R->json) {
+    printf("%s\n", body);
+  } else {
+    printf("%s\t%.0f\t%s\n", jstr(j, "recording_name"), jnum(j, "size"), url);
+  }
+  fflush(stdout);
+  if (!rc && out) rc = download(R, "snapshot", url, out);
+  cJSON_Delete(j);
+  free(body);
   return rc;
 }
 
@@ -1080,14 +1111,14 @@ static int dispatch(struct cli *o, struct remote *R) {
   const char *cmd = o->cmd;
   if (!strcmp(cmd, "providers")) return cmd_providers(R, o->npos > 1 ? o->pos[1] : NULL);
   if (!strcmp(cmd, "sessions")) return cmd_sessions(R);
-  if (!strcmp(cmd, "stop")) return cmd_action(R, "stop", o->pos[1], "stop", NULL, NULL);
-  if (!strcmp(cmd, "snapshot")) return cmd_action(R, "snapshot", o->pos[1], "snapshot", NULL, "snapshots");
+  if (!strcmp(cmd, "stop")) return cmd_action(R, "stop", o->pos[1], "stop", NULL, NULL, NULL);
+  if (!strcmp(cmd, "snapshot")) return cmd_snapshot(R, o->pos[1], o->out);
   if (!strcmp(cmd, "marker")) {
     cJSON *m = cJSON_CreateObject();
     cJSON_AddStringToObject(m, "text", o->pos[2]);
     char *body = cJSON_PrintUnformatted(m);
     cJSON_Delete(m);
-    int rc = cmd_action(R, "marker", o->pos[1], "markers", body, "markers");
+    int rc = cmd_action(R, "marker", o->pos[1], "markers", body, "markers", NULL);
     free(body);
     return rc;
   }
