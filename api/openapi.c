@@ -66,6 +66,7 @@ static const char schemas[] =
     "\"replay\":{\"type\":\"string\",\"enum\":[\"fast\",\"recorded\"]},"
     "\"stackwalk_events\":{\"type\":\"boolean\",\"default\":false,\"description\":\"etl backend: also deliver the stack walk events (StackWalk/*, ClrStack/Walk), otherwise only attached to their events as Stack\"},"
     "\"attach\":{\"type\":\"string\",\"description\":\"win backend: attach read-only to this running ETW session\"},"
+    "\"flight_s\":{\"type\":\"number\",\"minimum\":0.1,\"maximum\":86400,\"description\":\"mode flight: a snapshot keeps the last this many seconds (whole pages)\"},"
     "\"duration_s\":{\"type\":\"number\",\"minimum\":0.1,\"description\":\"stop after this many seconds\"},"
     "\"max_events\":{\"type\":\"integer\",\"minimum\":1,\"description\":\"stop after this many events read\"},"
     "\"max_file_mb\":{\"type\":\"integer\",\"minimum\":1,\"description\":\"mode file|both: stop when the recording holds this many MiB\"},"

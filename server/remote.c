@@ -82,8 +82,9 @@ static void usage(FILE *f) {
         "                                    complete download unless --keep (--duration: 10 s if not given)\n"
         "  stream PROVIDER...|--session ID [--filter K=V]... [--format ndjson|csv] [--limit N]\n"
         "                                    events to stdout until Ctrl-C, --limit or the session's end\n"
-        "  stop ID | marker ID TEXT | snapshot ID [-o FILE]\n"
-        "                                    snapshot: the recording's name, url and size (-o: downloaded)\n"
+        "  stop ID | marker ID TEXT\n"
+        "  snapshot ID [-o FILE]             a flight session's buffers into a new recording on the\n"
+        "                                    server: prints its name, size and URL; -o downloads it\n"
         "  (record/stream --dry-run: print the session spec the PROVIDER arguments make, send nothing)\n"
         "PROVIDER: system:event[,event...], system:*, or Name[:Level[:EventIDs[:AnyKeywords[:AllKeywords]]]]\n"
         "exit codes: 0 ok, 1 local error, 2 usage, 3 unreachable/connection broken, 4 TLS verification\n"
@@ -502,7 +503,7 @@ static int cmd_sessions(struct remote *R) {
 }
 
 /* POST /sessions/ID/ACTION; a 404 for a session that exists means the route is not there. */
-/* POST /sessions/ID/@action; the answer's body goes to *@answer (the caller frees it) if given */
+/* @answer: when not NULL, gets the answer's body (malloc'd) on success. */
 static int cmd_action(struct remote *R, const char *what, const char *id_s, const char *action,
                       const char *json, const char *feature, char **answer) {
   long id = parse_id(id_s);
@@ -530,30 +531,6 @@ static int cmd_action(struct remote *R, const char *what, const char *id_s, cons
     r.body = NULL;
   }
   free(r.body);
-  return rc;
-}
-
-static int download(struct remote *R, const char *path, const char *out);
-
-/* snapshot ID [-o FILE]: the new recording's name, url and size on stdout (--json: the server's
- * answer); with -o it is downloaded to FILE as record downloads */
-static int cmd_snapshot(struct remote *R, const char *id_s, const char *out) {
-  char *body = NULL;
-  int rc = cmd_action(R, "snapshot", id_s, "snapshot", NULL, "snapshots", &body);
-  cJSON *j = rc ? NULL : cJSON_Parse(body ? body : "");
-  const char *url = jstr(j, "recording_url");
-  if (!rc && !url[0]) {
-    say("snapshot: the server's answer names no recording");
-    rc = RX_SERVER;
-  } else if (!rc && R->json) {
-    printf("%s\n", body);
-  } else if (!rc) {
-    printf("%s\t%s\t%.0f\n", jstr(j, "recording_name"), url, jnum(j, "size"));
-  }
-  fflush(stdout);
-  if (!rc && out) rc = download(R, url, out);
-  cJSON_Delete(j);
-  free(body);
   return rc;
 }
 
@@ -606,7 +583,7 @@ static int dl_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, c
 
 /* GET @path into @out (via @out.part), resuming with Range + If-Range after a broken
  * connection (up to 5 times; a changed file, answered with 200, starts again from 0). */
-static int download(struct remote *R, const char *path, const char *out) {
+static int download(struct remote *R, const char *what, const char *path, const char *out) {
   char part[4200];
   snprintf(part, sizeof part, "%s.part", out);
   struct dl d;
@@ -615,10 +592,11 @@ static int download(struct remote *R, const char *path, const char *out) {
   d.name = out;
   d.f = fopen(part, "wb");
   if (!d.f) {
-    say("record: cannot write %s: %s", part, strerror(errno));
+    say("%s: cannot write %s: %s", what, part, strerror(errno));
     return RX_LOCAL;
   }
-  char etag[160] = "";
+  char etag[160] = "", dwhat[64];
+  snprintf(dwhat, sizeof dwhat, "%s: download", what);
   int rc = RX_CONNECT;
   for (int attempt = 0; attempt < 6 && !stop_flag; attempt++) {
     struct curl_slist *h = NULL;
@@ -653,7 +631,7 @@ static int download(struct remote *R, const char *path, const char *out) {
     if (hdr.etag[0]) snprintf(etag, sizeof etag, "%s", hdr.etag);
     if (d.failed_status) {
       d.err.status = hdr.status;
-      rc = status_error(&d.err, "record: download");
+      rc = status_error(&d.err, dwhat);
       break;
     }
     if (!e) {
@@ -661,25 +639,25 @@ static int download(struct remote *R, const char *path, const char *out) {
       break;
     }
     if (e == CURLE_ABORTED_BY_CALLBACK && stop_flag) {
-      say("record: download interrupted after %lld bytes (%s removed)", d.have, part);
+      say("%s: download interrupted after %lld bytes (%s removed)", what, d.have, part);
       rc = RX_LOCAL;
       break;
     }
-    rc = transport_error(R, e, "record: download");
+    rc = transport_error(R, e, dwhat);
     if (rc == RX_TLS || rc == RX_USAGE || rc == RX_LOCAL || stop_flag) break;
-    if (!R->quiet) say("record: download broken after %lld bytes; resuming (attempt %d of 5)", d.have, attempt + 1);
+    if (!R->quiet) say("%s: download broken after %lld bytes; resuming (attempt %d of 5)", what, d.have, attempt + 1);
     if (d.have == before) sleep_ms(1000);
   }
   free(d.err.body);
   if (fclose(d.f) && !rc) {
-    say("record: cannot write %s: %s", part, strerror(errno));
+    say("%s: cannot write %s: %s", what, part, strerror(errno));
     rc = RX_LOCAL;
   }
   if (!rc && rename(part, out)) {
-    say("record: cannot rename %s to %s: %s", part, out, strerror(errno));
+    say("%s: cannot rename %s to %s: %s", what, part, out, strerror(errno));
     rc = RX_LOCAL;
   }
-  if (!rc && !R->quiet) say("record: %s: %lld bytes", out, d.have);
+  if (!rc && !R->quiet) say("%s: %s: %lld bytes", what, out, d.have);
   if (rc) unlink(part);
   return rc;
 }
@@ -764,7 +742,7 @@ static int cmd_record(struct remote *R, int n, char **provs, double dur, const c
   }
   char path[96];
   snprintf(path, sizeof path, "/api/v1/sessions/%ld/file", id);
-  rc = download(R, path, out);
+  rc = download(R, "record", path, out);
   if (!rc && !keep) {
     snprintf(path, sizeof path, "/api/v1/sessions/%ld", id);
     struct resp d;
@@ -773,6 +751,29 @@ static int cmd_record(struct remote *R, int n, char **provs, double dur, const c
   } else if (!rc && !R->quiet) {
     say("record: session %ld kept on the server", id);
   }
+  return rc;
+}
+
+/* snapshot ID [-o FILE]: a flight session's buffers into a new recording on the server; its
+ * name, size and URL on stdout (--json: the server's answer), and with -o the download. */
+static int cmd_snapshot(struct remote *R, const char *id_s, const char *out) {
+  char *body = NULL;
+  int rc = cmd_action(R, "snapshot", id_s, "snapshot", NULL, "snapshots", &body);
+  if (rc) return rc;
+  cJSON *j = cJSON_Parse(body ? body : "");
+  const char *url = jstr(j, "recording_url");
+  if (!url[0] || strncmp(url, "/api/v1/recordings/", 19)) {
+    say("snapshot: the server's answer names no recording: %.200s", body ? body : "");
+    rc = RX_SERVER;
+  } else if (R->json) {
+    printf("%s\n", body);
+  } else {
+    printf("%s\t%.0f\t%s\n", jstr(j, "recording_name"), jnum(j, "size"), url);
+  }
+  fflush(stdout);
+  if (!rc && out) rc = download(R, "snapshot", url, out);
+  cJSON_Delete(j);
+  free(body);
   return rc;
 }
 

@@ -1010,6 +1010,12 @@ function buildSpec() {
   return spec;
 }
 
+// /providers/N past the picked cards is one of the provider strings (buildSpec appends them)
+function stringsField(ptr) {
+  const m = /^\/providers\/(\d+)(\/|$)/.exec(ptr);
+  return m && Number(m[1]) >= document.querySelectorAll('.prov-card').length ? '/providers/strings' : ptr;
+}
+
 async function submitSession(ev) {
   ev.preventDefault();
   const form = $('new-form');
@@ -1024,7 +1030,7 @@ async function submitSession(ev) {
     openViewer(s.id);
   } catch (e) {
     const p = e.problem || {};
-    showFieldError(form, e.field || '', (p.title && p.detail ? `${p.title}: ${p.detail}` : e.message));
+    showFieldError(form, stringsField(e.field || ''), (p.title && p.detail ? `${p.title}: ${p.detail}` : e.message));
   } finally {
     btn.disabled = false;
   }

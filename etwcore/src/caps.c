@@ -23,6 +23,7 @@ static int g_attach(S *s, P *p) { /* spec.c turns "attach" into the provider "at
 static int g_startw(S *s, P *p) { (void)p; return s->start_when != NULL; }
 static int g_stopw(S *s, P *p) { (void)p; return s->stop_when != NULL; }
 static int g_fmb(S *s, P *p) { (void)p; return s->max_file_mb != 0; }
+static int g_flights(S *s, P *p) { (void)p; return s->flight_s > 0; }
 static int g_order(S *s, P *p) { (void)p; return s->order_time != 0; }
 static int g_swev(S *s, P *p) { (void)p; return s->stackwalk_events != 0; }
 static int g_sinks(S *s, P *p) { (void)p; return s->n_sinks != 0; }
@@ -50,6 +51,7 @@ static const struct etw_member table[] = {
   {ETW_MEMBER_SPEC, "duration_s", 0, NULL, "3", NULL, "stop after this many seconds (stop_reason duration)"},
   {ETW_MEMBER_SPEC, "max_events", 0, NULL, "1000", NULL, "stop after this many events (stop_reason max_events)"},
   {ETW_MEMBER_SPEC, "max_file_mb", ETW_CAP_FILE, NULL, "1", g_fmb, "stop when the recording reaches this many MiB (mode file or both)"},
+  {ETW_MEMBER_SPEC, "flight_s", ETW_CAP_FLIGHT, NULL, "10", g_flights, "mode flight: a snapshot keeps only the events of the last this many seconds (whole ring-buffer pages: a page is dropped when the next one began before then)"},
   {ETW_MEMBER_SPEC, "order", ETW_CAP_ORDER_TIME, "\"none\"", "\"time\"", g_order, "\"time\": events in time order across CPUs with increasing seq (live: each waits 100 ms in the hub; replays always are)"},
   {ETW_MEMBER_SPEC, "stackwalk_events", ETW_CAP_REPLAY, "false", "true", g_swev, "replays: also deliver the stack walk events (StackWalk/*, ClrStack/Walk), which are otherwise only attached to their events as \"Stack\""},
   {ETW_MEMBER_SPEC, "start_when", ETW_CAP_LIVE, NULL, "{\"provider\":\"sched\",\"event\":\"sched_process_exec\"}", g_startw, "start trigger: event match {provider,event,filter,after_s} or rate rule {provider,rate_above|rate_below,for_s,after_s}; the session is armed until it fires"},

@@ -565,6 +565,11 @@ static enum etw_err create(struct etw_core *c, const cJSON *body, const char *co
                  (s->be->caps & ETW_CAP_FILE) ? "" : ", which this backend cannot");
     goto fail;
   }
+  if (s->spec.flight_s > 0 && !(s->spec.mode & ETW_MODE_FLIGHT)) {
+    e = etw_fail(st, ETW_E_INVALID, "/flight_s", "/flight_s limits what a flight recorder's snapshot keeps: it "
+                 "needs mode \"flight\"");
+    goto fail;
+  }
   /* the triggers' watchers, before the session is visible (their errors are this create's) */
   if (s->spec.start_when &&
       (e = etw_trigger_new(c, s->spec.backend, s->spec.start_when, "/start_when", trig_start_fired, s,

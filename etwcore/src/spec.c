@@ -354,6 +354,11 @@ static enum etw_err parse_limits(const cJSON *body, struct etw_session_spec *s, 
       return etw_fail(st, ETW_E_INVALID, "/max_file_mb", "/max_file_mb must be an integer 1-1048576 (MiB)");
     s->max_file_mb = (uint32_t)x;
   }
+  if ((v = cJSON_GetObjectItemCaseSensitive(body, "flight_s"))) {
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0.1 && v->valuedouble <= 86400))
+      return etw_fail(st, ETW_E_INVALID, "/flight_s", "/flight_s must be a number of seconds, 0.1 to 86400");
+    s->flight_s = v->valuedouble;
+  }
   return ETW_E_OK;
 }
 
@@ -368,7 +373,7 @@ static int valid_name(const char *s) {
 enum etw_err etw_spec_parse(const cJSON *body, struct etw_session_spec *s, struct etw_status *st) {
   static const char *const keys[] = {"name", "backend", "mode", "buffer_kb", "providers", "pids",
                                      "exe_names", "files", "replay", "win", "attach", "duration_s",
-                                     "max_events", "max_file_mb", "order", "stackwalk_events", "start_when", "stop_when", "sinks", "subjects", "nats", NULL};
+                                     "max_events", "max_file_mb", "flight_s", "order", "stackwalk_events", "start_when", "stop_when", "sinks", "subjects", "nats", NULL};
   memset(s, 0, sizeof *s);
   s->mode = ETW_MODE_REALTIME;
   if (!cJSON_IsObject(body)) return etw_fail(st, ETW_E_INVALID, "", "the session spec must be a JSON object");
@@ -624,6 +629,11 @@ void etw_spec_json(const struct etw_session_spec *s, struct etw_jw *w) {
   if (s->max_file_mb) {
     etw_jw_lit(w, ",\"max_file_mb\":");
     etw_jw_u64(w, s->max_file_mb);
+  }
+  if (s->flight_s > 0) {
+    char b[40];
+    snprintf(b, sizeof b, ",\"flight_s\":%.15g", s->flight_s);
+    etw_jw_lit(w, b);
   }
   etw_jw_lit(w, ",\"providers\":[");
   for (uint32_t i = 0; i < s->n_providers; i++) {

@@ -349,7 +349,7 @@ def test_remote_snapshot(e):
     subprocess.run(["/bin/true"])
     rc, so, se = remote(e, ["snapshot", str(sid)])
     row = so.strip().split("\t")
-    check(rc == 0 and len(row) == 3 and row[1] == "/api/v1/recordings/" + row[0] and int(row[2]) > 0,
+    check(rc == 0 and len(row) == 3 and row[2] == "/api/v1/recordings/" + row[0] and int(row[1]) > 0,
           "snapshot prints the recording: %d %r %r" % (rc, so, se))
     out = os.path.join(e.state, "snap.dat")
     subprocess.run(["/bin/true"])

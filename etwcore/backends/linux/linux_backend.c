@@ -286,6 +286,7 @@ static struct lx_sess *sess_new(const struct etw_backend_args *a) {
   s->hub = a->hub;
   s->mode = sp->mode;
   s->lim_events = sp->max_events;
+  s->flight_ns = (int64_t)(sp->flight_s * 1e9);
   s->lim_bytes = (sp->mode & ETW_MODE_FILE) ? (uint64_t)sp->max_file_mb << 20 : 0;
   s->ended = a->ended;
   s->ctx = a->ctx;

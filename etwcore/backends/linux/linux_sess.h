@@ -120,6 +120,7 @@ struct lx_sess {
    * that crosses it included) and drop the rest, counted in limit_skipped, until the core's
    * limit thread stops the session (within 100 ms) */
   uint64_t lim_events, lim_bytes;
+  int64_t flight_ns; /* mode flight: a snapshot keeps the pages of the last flight_ns (0 = all) */
   _Atomic uint64_t lim_ev_taken, lim_b_taken, lim_skipped;
   struct lx_stkcfg stk; /* stacks: triggers, userstacktrace, the events that want them */
   /* realtime: the comm table (linux_comm.c) and the task events etwd enabled for it alone,

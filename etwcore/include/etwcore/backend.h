@@ -110,6 +110,7 @@ struct etw_session_spec {
   double duration_s;    /* seconds after the session started consuming */
   uint64_t max_events;  /* events read (stats read_events) */
   uint32_t max_file_mb; /* MiB in the recording (file mode only) */
+  double flight_s;      /* mode flight: a snapshot keeps the last this many seconds (0 = all) */
   /* triggers (etwcore/trigger.h): the checked JSON objects as given, or NULL */
   char *start_when, *stop_when;
   struct etw_sink_spec *sinks; /* where the events also go (sink.h); parsed by etw_sinks_parse */
