@@ -30,6 +30,8 @@
  */
 #include "dec_stack.h"
 
+#include "decode.h"
+
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -645,44 +647,19 @@ int etw_stk_prepass(struct etw_stk *k, const char *const *files, int nf, _Atomic
 
 /* ---- rendering */
 
-/* @v in lower-case hex without leading zeros (at least one digit) at @o; the digits written */
-static size_t put_hex(char *o, uint64_t v) {
-  char t[16];
-  size_t n = 0;
-  do {
-    t[n++] = "0123456789abcdef"[v & 15];
-    v >>= 4;
-  } while (v);
-  for (size_t i = 0; i < n; i++) o[i] = t[n - 1 - i];
-  return n;
-}
-
-static size_t put_dec(char *o, uint64_t v) {
-  char t[20];
-  size_t n = 0;
-  do {
-    t[n++] = (char)('0' + v % 10);
-    v /= 10;
-  } while (v);
-  for (size_t i = 0; i < n; i++) o[i] = t[n - 1 - i];
-  return n;
-}
-
-/* one frame, `{"Address":"0x…"` + the range's text and offset + `}`, with one reservation */
+/* one frame, `{"Address":"0x…"` + the range's text and offset + `}`, with one reservation (the
+ * numbers by the decoder's writers: dec_put_hex needs 20 bytes of room, dec_put_u64 20) */
 static void put_frame(struct etw_stk *k, struct etw_jw *w, struct proc *p, struct proc *kp, uint64_t a, int comma) {
   const struct range *g = range_find(p, a);
   if (!g && kp != p) g = range_find(kp, a);
   if (etw_jw_reserve(w, 64 + (g ? g->fraglen : 0))) return;
   char *o = w->buf + w->len;
   if (comma) *o++ = ',';
-  memcpy(o, "{\"Address\":\"0x", 14);
-  o += 14;
-  o += put_hex(o, a);
-  *o++ = '"';
+  memcpy(o, "{\"Address\":", 11);
+  o = dec_put_hex(o + 11, a);
   if (g) {
     memcpy(o, k->pool + g->frag, g->fraglen);
-    o += g->fraglen;
-    o += put_dec(o, a - g->start);
+    o = dec_put_u64(o + g->fraglen, a - g->start);
   }
   *o++ = '}';
   w->len = (size_t)(o - w->buf);
