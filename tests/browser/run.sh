@@ -30,7 +30,7 @@ PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error
 # the page's pure modules in node, then the page in Chromium (run.mjs: the live table, sessions,
 # files; views.mjs: the timeline and group-by panels; analysis.mjs: field filter, columns,
 # export, links, picker, keys, dark mode; flame.mjs: the flame graph, stacks, folded export;
-# worker.mjs: the data path in its Worker). Every suite runs; any failure fails the script.
+# worker.mjs: the data path in its Worker; audit_reltime.mjs: the Δt column). Every suite runs; any failure fails the script.
 rc=0
 node modules.test.mjs || rc=1
 node run.mjs || rc=1
@@ -38,4 +38,5 @@ node views.mjs || rc=1
 node analysis.mjs || rc=1
 node flame.mjs || rc=1
 node worker.mjs || rc=1
+node audit_reltime.mjs || rc=1
 exit $rc
