@@ -31,7 +31,8 @@ PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error
 # files; views.mjs: the timeline and group-by panels; analysis.mjs: field filter, columns,
 # export, links, picker, keys, dark mode; flame.mjs: the flame graph, stacks, folded export;
 # worker.mjs: the data path in its Worker; audit_reltime.mjs: the Δt column;
-# audit_chrome_syscalls.mjs: a live session's Chrome export). Every suite runs; any failure fails the script.
+# audit_chrome_syscalls.mjs: a live session's Chrome export; audit_schema_complete.mjs: completion
+# from the event schemas). Every suite runs; any failure fails the script.
 rc=0
 node modules.test.mjs || rc=1
 node run.mjs || rc=1
@@ -41,4 +42,5 @@ node flame.mjs || rc=1
 node worker.mjs || rc=1
 node audit_reltime.mjs || rc=1
 node audit_chrome_syscalls.mjs || rc=1
+node audit_schema_complete.mjs || rc=1
 exit $rc
