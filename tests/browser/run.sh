@@ -32,7 +32,7 @@ PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error
 # export, links, picker, keys, dark mode; flame.mjs: the flame graph, stacks, folded export;
 # worker.mjs: the data path in its Worker; audit_reltime.mjs: the Δt column;
 # audit_chrome_syscalls.mjs: a live session's Chrome export; audit_schema_complete.mjs: completion
-# from the event schemas). Every suite runs; any failure fails the script.
+# from the event schemas; audit_timeline_heat.mjs: heat strips and ticks). Every suite runs; any failure fails the script.
 rc=0
 node modules.test.mjs || rc=1
 node run.mjs || rc=1
@@ -43,4 +43,5 @@ node worker.mjs || rc=1
 node audit_reltime.mjs || rc=1
 node audit_chrome_syscalls.mjs || rc=1
 node audit_schema_complete.mjs || rc=1
+node audit_timeline_heat.mjs || rc=1
 exit $rc
