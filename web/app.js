@@ -533,7 +533,8 @@ class Viewer {
     this.win = { first: m.first, rows: m.rows };
     this.selIdx = m.selIdx;
     if (this.sel && m.selIdx < 0 && this.st.kept && this.sel.n < this.st.n - this.st.kept) this.sel = null; // dropped by the cap
-    if (this.st.t0 && !prev.t0 && REL.mode === 'start') REL.base = this.st.t0;
+    // Δt counts from the first event until a row is selected (also in "selected event" mode: after a reload)
+    if (this.st.t0 && !prev.t0 && (REL.mode === 'start' || !this.sel)) REL.base = this.st.t0;
     if (m.st.n !== prev.n || m.st.kept !== prev.kept) this.notify({ added: m.st.n - prev.n, removed: Math.max(0, prev.kept + m.st.n - prev.n - m.st.kept) });
     this.render(true);
     if (this.again) { this.again = false; this.ask(true); }

@@ -42,6 +42,19 @@
     return [Math.floor(ms / 1000), Number((m[2] || '').padEnd(9, '0'))];
   }
 
+  /* [1 start | 2 stop | 0, the key a start and its stop share]: ETW's Opcode 1/2 of one provider,
+   * Task and thread; Linux (no provider GUID) syscalls' sys_enter_NAME/sys_exit_NAME and
+   * raw_syscalls' sys_enter/sys_exit of one syscall id, of one thread */
+  function startStop(s, d, prov, tid) {
+    const n = String(s.EventName || '');
+    if (!(s.Provider && s.Provider.Guid)) {
+      let m;
+      if (prov === 'syscalls' && (m = /^sys_(enter|exit)_(.+)$/.exec(n))) return [m[1] === 'enter' ? 1 : 2, `${prov}\u0001${m[2]}\u0001${tid}`];
+      if (prov === 'raw_syscalls' && (n === 'sys_enter' || n === 'sys_exit')) return [n === 'sys_enter' ? 1 : 2, `${prov}\u0001${d.id}\u0001${tid}`];
+    }
+    return [s.Opcode === 1 ? 1 : s.Opcode === 2 ? 2 : 0, `${prov}\u0001${s.Task ?? ''}\u0001${tid}`];
+  }
+
   /* the Chrome trace-event JSON object (see the README's mapping) */
   function chrome(list, source) {
     const evs = events(list);
@@ -74,9 +87,9 @@
       }
       if (x.ThreadName) tnames.set(`${pid}/${tid}`, [pid, tid, String(x.ThreadName)]);
       if (d.ThreadName !== undefined) tnames.set(`${pid}/${tid}`, [pid, tid, String(d.ThreadName)]);
-      const key = `${prov}\u0001${s.Task ?? ''}\u0001${tid}`;
-      if (s.Opcode === 1) open.set(key, ev);
-      else if (s.Opcode === 2 && open.has(key)) {
+      const [pair, key] = startStop(s, d, prov, tid);
+      if (pair === 1) open.set(key, ev);
+      else if (pair === 2 && open.has(key)) {
         const st = open.get(key);
         open.delete(key);
         out.push({ name: st.name, cat: prov, ph: 'X', ts: st.ts, dur: Math.round((ev.ts - st.ts) * 1000) / 1000, pid: st.pid, tid: st.tid,

@@ -84,6 +84,8 @@ async function loadSchemaFields(id) {
       }
     } catch { /* no schema: observed fields only */ }
   }
+  // typed while the schemas were on their way: offer them now, not at the next key
+  if (set.size && S.viewer && S.viewer.id === id && document.activeElement === $('field-filter')) suggest();
 }
 /* the fields seen in the last 2,000 kept rows come from the worker: the last answer is used at
  * once, a fresh one is asked for (and suggest() runs again if the box still has the focus) */

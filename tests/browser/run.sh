@@ -30,7 +30,10 @@ PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error
 # the page's pure modules in node, then the page in Chromium (run.mjs: the live table, sessions,
 # files; views.mjs: the timeline and group-by panels; analysis.mjs: field filter, columns,
 # export, links, picker, keys, dark mode; flame.mjs: the flame graph, stacks, folded export;
-# worker.mjs: the data path in its Worker; audit_strings.mjs: provider strings in the form). Every suite runs; any failure fails the script.
+# worker.mjs: the data path in its Worker; audit_strings.mjs: provider strings in the form;
+# audit_reltime.mjs: the Δt column; audit_chrome_syscalls.mjs: a live session's Chrome export;
+# audit_schema_complete.mjs: completion from the event schemas; audit_timeline_heat.mjs: heat
+# strips and ticks). Every suite runs; any failure fails the script.
 rc=0
 node modules.test.mjs || rc=1
 node run.mjs || rc=1
@@ -39,4 +42,8 @@ node analysis.mjs || rc=1
 node flame.mjs || rc=1
 node worker.mjs || rc=1
 node audit_strings.mjs || rc=1
+node audit_reltime.mjs || rc=1
+node audit_chrome_syscalls.mjs || rc=1
+node audit_schema_complete.mjs || rc=1
+node audit_timeline_heat.mjs || rc=1
 exit $rc
