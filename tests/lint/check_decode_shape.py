@@ -3,7 +3,8 @@
 
 - no inline assembly anywhere in the project's C sources (etwcore, api, server, bench, tests);
 - in the decode path (etwcore/decode, etwcore/backends/etl): no file over 1,500 lines and no
-  function over 150 lines, except the one documented op interpreter (dec_plan_run).
+  function over 150 lines, except the one documented op interpreter (dec_plan_run);
+- docs/architecture.md's ETL part (the path of a record) a map of at most 20 lines (item 6).
 
 A function's length is counted from the line of its name to the line of its closing brace (as
 universal-ctags' line/end fields do). Prints every violation and the longest functions; exits 1
@@ -14,7 +15,7 @@ import sys
 
 ROOT = os.environ.get("ETWD_SRC") or os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DECODE_DIRS = ("etwcore/decode", "etwcore/backends/etl")
-MAX_FILE, MAX_FN = 1500, 150
+MAX_FILE, MAX_FN, MAX_DOC = 1500, 150, 20
 EXCEPTIONS = {"dec_plan_run"}  # the op interpreter (dec_plan_run.c's header says why)
 ATTR = re.compile(r"__attribute__\s*\(\((?:[^()]|\((?:[^()]|\([^()]*\))*\))*\)\)")
 ASM = re.compile(r"\b(__asm__|__asm|asm)\s*(volatile|__volatile__|goto|inline)?\s*\(")
@@ -121,6 +122,11 @@ def main():
                 longest.append((length, r, ln, name))
                 if length > MAX_FN and name not in EXCEPTIONS:
                     problems.append("%s:%d: %s is %d lines (at most %d)" % (r, ln, name, length, MAX_FN))
+    arch = open(os.path.join(ROOT, "docs/architecture.md"), encoding="utf-8").read()
+    m = re.search(r"^### ETL replay.*?(?=^#)", arch, re.M | re.S)
+    n = len([l for l in m.group(0).splitlines() if l.strip()]) if m else 0
+    if not m or n > MAX_DOC:
+        problems.append("docs/architecture.md: the ETL section is %d lines (at most %d)" % (n, MAX_DOC))
     longest.sort(reverse=True)
     print("decode path: %d functions; longest: %s" % (len(longest), ", ".join(
         "%s %d" % (name, length) for length, _, _, name in longest[:5])))
