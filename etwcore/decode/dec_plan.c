@@ -318,8 +318,6 @@ ETW_NOINLINE static int plan_build(struct dec_event *e) {
 
 
 
-/* each op's code address in the runners (threaded dispatch), set when the plan is built */
-
 /* Runs of fixed-size scalar fields (plain/hex/signed integers, pointers) with short keys:
  * rendered one after the other after one room check when the payload holds them all. */
 ETW_NOINLINE void dec_compute_runs(struct dec_event *e) {

@@ -36,20 +36,16 @@ void dec_plan_tables(void) {
 #endif
 }
 
+/* Dispatch: threaded (computed goto through the runner's own table PL_D, indexed by the op's
+ * disp) where GNU C has it, a switch elsewhere. */
 #if ETW_GNUC
-/* the runners' sentinel event: fill the plan's code addresses (dec_plan_labels) */
-static struct dec_event pl_label_ev;
-#endif
-
-/* Dispatch: threaded (computed goto) where GNU C has it, a switch elsewhere. */
-#if ETW_GNUC
-#define PL_START goto *op->lab;
-#define PL_GO goto *op->lab
+#define PL_START goto *PL_D[op->disp];
+#define PL_GO goto *PL_D[op->disp]
 #define PL_CASE(x) l_##x:
 #define PL_NEXT                                                                                    \
   do {                                                                                             \
     op++;                                                                                          \
-    goto *op->lab;                                                                           \
+    goto *PL_D[op->disp];                                                                          \
   } while (0)
 #else
 #define PL_START                                                                                   \
@@ -214,15 +210,13 @@ static inline char *fx_put_u32e(char *o, uint32_t v) {
 #endif
 }
 
-/* Each op's code address in the runner: called once with the sentinel event (no payload; p: the
- * plan). Without labels as values: nothing. */
+/* Each op's dispatch index (struct pop.disp): a fixed-size op whose value no count or length
+ * refers to (slot 0) takes its variant that does not keep it. */
 void dec_plan_labels(struct plan *pl) {
-#if ETW_GNUC
-  struct dec_ecall c = {.e = &pl_label_ev, .p = (const unsigned char *)pl, .ptr_size = 8};
-  dec_plan_run(&c);
-#else
-  (void)pl;
-#endif
+  for (uint32_t k = 0; k < 2 * pl->off4; k++) {
+    struct pop *x = &pl->ops[k];
+    x->disp = (uint8_t)(!x->slot && OP_IS_FIXED(x->op) ? PL_NOKEEP + x->op : x->op);
+  }
 }
 
 /* two "0x…" values (ops op and op + 1), one by one */
@@ -287,15 +281,11 @@ void dec_plan_labels(struct plan *pl) {
   } while (0)
 /* The plan of @e when it has one (and the writer is far from its maximum), else the walker. The
  * plan gives up with `goto bail`: the output is cut back and the walker renders the event. */
-/* (noinline: dec_plan_labels must take the code addresses of this one copy) */
-#if ETW_GNUC
-ETW_NOINLINE
-#endif
 struct dec_eres dec_plan_run(struct dec_ecall *ec) {
   /* (the arguments are read from @ec where they are used: gcc keeps no copies of them for the
    * rare paths, which it did of six register arguments) */
 #if ETW_GNUC
-  static const void *const PL_L[] = {
+  static const void *const PL_D[] = {
       [OP_END] = &&l_end,   [OP_CHK] = &&l_OP_CHK,   [OP_KEY] = &&l_OP_KEY,   [OP_U8] = &&l_OP_U8,     [OP_U16] = &&l_OP_U16,
       [OP_U32] = &&l_OP_U32,   [OP_U64] = &&l_OP_U64,   [OP_I16] = &&l_OP_I16,   [OP_I32] = &&l_OP_I32,
       [OP_I64] = &&l_OP_I64,   [OP_X8] = &&l_OP_X8,     [OP_X16] = &&l_OP_X16,   [OP_X32] = &&l_OP_X32,
@@ -304,27 +294,18 @@ struct dec_eres dec_plan_run(struct dec_ecall *ec) {
       [OP_AU32] = &&l_OP_AU32, [OP_AU64] = &&l_OP_AU64, [OP_AX8] = &&l_OP_AX8,   [OP_AX16] = &&l_OP_AX16,
       [OP_AX32] = &&l_OP_AX32, [OP_AX64] = &&l_OP_AX64, [OP_GEN] = &&l_OP_GEN,   [OP_SARR] = &&l_OP_SARR,
       [OP_SEND] = &&l_OP_SEND, [OP_XX44] = &&l_OP_XX44, [OP_XX48] = &&l_OP_XX48, [OP_XX84] = &&l_OP_XX84,
-      [OP_XX88] = &&l_OP_XX88, [OP_AU32P] = &&l_OP_AU32P};
+      [OP_XX88] = &&l_OP_XX88, [OP_AU32P] = &&l_OP_AU32P,
+      /* the variants that do not keep the value (disp PL_NOKEEP + op) */
+      [PL_NOKEEP + OP_U8] = &&n_OP_U8,   [PL_NOKEEP + OP_U16] = &&n_OP_U16, [PL_NOKEEP + OP_U32] = &&n_OP_U32,
+      [PL_NOKEEP + OP_U64] = &&n_OP_U64, [PL_NOKEEP + OP_I16] = &&n_OP_I16, [PL_NOKEEP + OP_I32] = &&n_OP_I32,
+      [PL_NOKEEP + OP_I64] = &&n_OP_I64, [PL_NOKEEP + OP_X8] = &&n_OP_X8,   [PL_NOKEEP + OP_X16] = &&n_OP_X16,
+      [PL_NOKEEP + OP_X32] = &&n_OP_X32, [PL_NOKEEP + OP_X64] = &&n_OP_X64, [PL_NOKEEP + OP_M8] = &&n_OP_M8,
+      [PL_NOKEEP + OP_M16] = &&n_OP_M16, [PL_NOKEEP + OP_M32] = &&n_OP_M32, [PL_NOKEEP + OP_M64] = &&n_OP_M64};
 #endif
   const struct pop *op = (const struct pop *)ec->op;
   if (ETW_EXPECT(op != NULL, 1)) goto start; /* handed over (dec_ecall: tested by the caller) */
   int runs = ec->e->runs;
   if (ETW_EXPECT(runs <= 1, 0)) {
-#if ETW_GNUC
-    if (ec->e == &pl_label_ev) { /* dec_plan_labels: each op's code address in this variant (ec->p: the plan) */
-      struct plan *m = (struct plan *)(uintptr_t)ec->p;
-      static const void *const PL_N[] = {[OP_U8] = &&n_OP_U8,   [OP_U16] = &&n_OP_U16, [OP_U32] = &&n_OP_U32,
-                                         [OP_U64] = &&n_OP_U64, [OP_I16] = &&n_OP_I16, [OP_I32] = &&n_OP_I32,
-                                         [OP_I64] = &&n_OP_I64, [OP_X8] = &&n_OP_X8,   [OP_X16] = &&n_OP_X16,
-                                         [OP_X32] = &&n_OP_X32, [OP_X64] = &&n_OP_X64, [OP_M8] = &&n_OP_M8,
-                                         [OP_M16] = &&n_OP_M16, [OP_M32] = &&n_OP_M32, [OP_M64] = &&n_OP_M64};
-      for (uint32_t k = 0; k < 2 * m->off4; k++) {
-        struct pop *x = &m->ops[k];
-        x->lab = !x->slot && x->op >= OP_U8 && x->op <= OP_M64 ? PL_N[x->op] : PL_L[x->op];
-      }
-      return dec_eres_rc(0);
-    }
-#endif
     if (!runs) {
       dec_compute_runs((struct dec_event *)ec->e);
       runs = ec->e->runs;
@@ -352,7 +333,7 @@ start:;
   char *o = ec->w->buf + ec->mark; /* room: ec->n × PL_OBYTE + room0 (see plan_build) ≤ far */
   PL_START {
 #if !ETW_GNUC
-    PL_CASE(OP_END) goto l_end; /* (threaded: OP_END's code address is l_end's) */
+    PL_CASE(OP_END) goto l_end; /* (threaded: PL_D[OP_END] is l_end) */
 #endif
     PL_CASE(OP_CHK) /* a fixed-size run: all of it in the payload, or nothing left (q ≤ pe) */
     if (ETW_EXPECT((size_t)(pe - q) < op->gb, 0)) {

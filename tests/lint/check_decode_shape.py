@@ -4,6 +4,8 @@
 - no inline assembly anywhere in the project's C sources (etwcore, api, server, bench, tests);
 - in the decode path (etwcore/decode, etwcore/backends/etl): no file over 1,500 lines and no
   function over 150 lines, except the one documented op interpreter (dec_plan_run);
+- in the decode path, a computed goto only through a table of the function's own (`goto *T[i]`),
+  never to a code address kept in data (item 1: no jump to a stored address);
 - docs/architecture.md's ETL part (the path of a record) a map of at most 20 lines (item 6).
 
 A function's length is counted from the line of its name to the line of its closing brace (as
@@ -18,10 +20,11 @@ DECODE_DIRS = ("etwcore/decode", "etwcore/backends/etl")
 MAX_FILE, MAX_FN, MAX_DOC = 1500, 150, 20
 EXCEPTIONS = {"dec_plan_run"}  # the op interpreter (dec_plan_run.c's header says why)
 ATTR = re.compile(r"__attribute__\s*\(\((?:[^()]|\((?:[^()]|\([^()]*\))*\))*\)\)")
+STORED_JUMP = re.compile(r"goto\s*\*\s*(?!\w+\s*\[)")
 ASM = re.compile(r"\b(__asm__|__asm|asm)\s*(volatile|__volatile__|goto|inline)?\s*\(")
 
 
-def strip(text):
+def strip(text, keep_pp=False):
     """@text with comments, string and character literals blanked and preprocessor lines (with
     their continuations) emptied; newlines kept, so line numbers stay."""
     out, i, n = [], 0, len(text)
@@ -46,6 +49,8 @@ def strip(text):
             out.append(c)
             i += 1
     lines = "".join(out).split("\n")
+    if keep_pp:
+        return lines
     k = 0
     while k < len(lines):
         if lines[k].lstrip().startswith("#"):
@@ -108,7 +113,7 @@ def main():
     problems = []
     for top in ("etwcore", "api", "server", "bench", "tests"):
         for p in c_files(top):
-            for k, line in enumerate(strip(open(p, encoding="utf-8", errors="replace").read()), 1):
+            for k, line in enumerate(strip(open(p, encoding="utf-8", errors="replace").read(), True), 1):
                 if ASM.search(line):
                     problems.append("%s:%d: inline assembly" % (os.path.relpath(p, ROOT), k))
     longest = []
@@ -118,6 +123,9 @@ def main():
             n = sum(1 for _ in open(p, encoding="utf-8", errors="replace"))
             if n > MAX_FILE:
                 problems.append("%s: %d lines (at most %d)" % (r, n, MAX_FILE))
+            for k, line in enumerate(strip(open(p, encoding="utf-8", errors="replace").read(), True), 1):
+                if STORED_JUMP.search(line):
+                    problems.append("%s:%d: a jump to a code address kept in data: %s" % (r, k, line.strip()))
             for name, ln, length in functions(p):
                 longest.append((length, r, ln, name))
                 if length > MAX_FN and name not in EXCEPTIONS:
