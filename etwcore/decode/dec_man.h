@@ -96,7 +96,6 @@ enum {
                                     both, the next op lends its key (and is skipped) */
 };
 #define OP_IS_FIXED(o) ((o) >= OP_U8 && (o) <= OP_M64)
-#define PL_NOKEEP (OP_AU32P + 1) /* struct pop.disp: the "value not kept" variants after the ops */
 #define OP_IS_MAP(o) ((o) >= OP_M8 && (o) <= OP_M64)
 #define PLAN_SLOTS 16 /* values kept for count/length references (slot 0: scratch) */
 #define PMC_N 4       /* rendered map texts cached per op */
@@ -112,8 +111,6 @@ struct pmc {
 
 struct pop {
   uint8_t op;
-  uint8_t disp;  /* the runner's dispatch index, set when the plan is built (dec_plan_labels):
-                    op, or PL_NOKEEP + op for a fixed-size op whose value is not kept */
   uint8_t slot;  /* sv[] slot receiving the value (0 = scratch) */
   uint8_t cslot; /* count from sv[cslot] (0 = f->count) */
   uint8_t lslot; /* OP_GEN: length from sv[lslot] (0 = f->len) */
@@ -176,9 +173,6 @@ long dec_walk_all(struct etw_decoder *d, struct etw_jw *w, const struct dec_even
                   size_t n, int ptr_size, const char **why);
 /* field runs and the plan of @e, on first use (dec_plan.c) */
 void dec_compute_runs(struct dec_event *e);
-/* each op's dispatch index in the runner (struct pop.disp), set when the plan is built
- * (dec_plan_run.c) */
-void dec_plan_labels(struct plan *pl);
 /* fill the runner's tables once, before any plan runs (dec_plan_build calls it) */
 void dec_plan_tables(void);
 /* each fixed-size op's payload bytes (dec_plan.c) */

@@ -345,7 +345,6 @@ ETW_NOINLINE void dec_compute_runs(struct dec_event *e) {
     if (!e->f[i].key) dec_build_key(&e->f[i]);
   if (plan_build(e) == 0) {
     size_t ka = plan_key_area(e->f[0].key_len);
-    dec_plan_labels((struct plan *)(void *)(e->f[0].key + ka));
     e->runs = (int)ka; /* > 1: the plan's offset */
   }
 }

@@ -36,16 +36,16 @@ void dec_plan_tables(void) {
 #endif
 }
 
-/* Dispatch: threaded (computed goto through the runner's own table PL_D, indexed by the op's
- * disp) where GNU C has it, a switch elsewhere. */
+/* Dispatch: threaded (computed goto through the runner's own table PL_D, indexed by the op)
+ * where GNU C has it, a switch elsewhere. */
 #if ETW_GNUC
-#define PL_START goto *PL_D[op->disp];
-#define PL_GO goto *PL_D[op->disp]
+#define PL_START goto *PL_D[op->op];
+#define PL_GO goto *PL_D[op->op]
 #define PL_CASE(x) l_##x:
 #define PL_NEXT                                                                                    \
   do {                                                                                             \
     op++;                                                                                          \
-    goto *PL_D[op->disp];                                                                          \
+    goto *PL_D[op->op];                                                                          \
   } while (0)
 #else
 #define PL_START                                                                                   \
@@ -210,15 +210,6 @@ static inline char *fx_put_u32e(char *o, uint32_t v) {
 #endif
 }
 
-/* Each op's dispatch index (struct pop.disp): a fixed-size op whose value no count or length
- * refers to (slot 0) takes its variant that does not keep it. */
-void dec_plan_labels(struct plan *pl) {
-  for (uint32_t k = 0; k < 2 * pl->off4; k++) {
-    struct pop *x = &pl->ops[k];
-    x->disp = (uint8_t)(!x->slot && OP_IS_FIXED(x->op) ? PL_NOKEEP + x->op : x->op);
-  }
-}
-
 /* two "0x…" values (ops op and op + 1), one by one */
 #define PL_XX_TAIL(A, B)                                                                           \
   do {                                                                                             \
@@ -233,7 +224,7 @@ void dec_plan_labels(struct plan *pl) {
 /* a map op's value @X: its key, then its cached text (else map_miss renders and keeps it) */
 #define PL_MAP_COPY(c) memcpy(o, (c)->t, PMC_MAX)
 /* A fixed-size integer or hex op: its value x_ (type T) read by RD from q, q advanced by SZ, kept in
- * the op's slot (PL_FIXK: a count or length may refer to it) or not (PL_FIXN), its key, PUT's text;
+ * the op's slot (a count or length may refer to it; 0: scratch), its key, PUT's text;
  * each op renders in place with a block-local value (a shared tail made gcc keep it on the stack). */
 #define PL_FIXK(T, RD, SZ, PUT)                                                                    \
   {                                                                                                \
@@ -244,27 +235,13 @@ void dec_plan_labels(struct plan *pl) {
     o = PUT(o, x_);                                                                                \
     PL_NEXT;                                                                                       \
   }
-#define PL_FIXN(T, RD, SZ, PUT)                                                                    \
-  {                                                                                                \
-    T x_ = RD;                                                                                     \
-    q += SZ;                                                                                       \
-    o = key_put(o, op);                                                                            \
-    o = PUT(o, x_);                                                                                \
-    PL_NEXT;                                                                                       \
-  }
 #define PL_PUTI64(o, x) fx_put_i64(o, (int64_t)(x))
-/* A map op's value read by RD from q, q advanced by SZ, kept in the op's slot (PL_MAPK) or not. */
+/* A map op's value read by RD from q, q advanced by SZ, kept in the op's slot (0: scratch). */
 #define PL_MAPK(RD, SZ)                                                                            \
   {                                                                                                \
     uint64_t x_ = RD;                                                                              \
     q += SZ;                                                                                       \
     sv[op->slot] = x_;                                                                             \
-    PL_MAP(x_);                                                                                    \
-  }
-#define PL_MAPN(RD, SZ)                                                                            \
-  {                                                                                                \
-    uint64_t x_ = RD;                                                                              \
-    q += SZ;                                                                                       \
     PL_MAP(x_);                                                                                    \
   }
 #define PL_MAP(X)                                                                                  \
@@ -294,13 +271,7 @@ struct dec_eres dec_plan_run(struct dec_ecall *ec) {
       [OP_AU32] = &&l_OP_AU32, [OP_AU64] = &&l_OP_AU64, [OP_AX8] = &&l_OP_AX8,   [OP_AX16] = &&l_OP_AX16,
       [OP_AX32] = &&l_OP_AX32, [OP_AX64] = &&l_OP_AX64, [OP_GEN] = &&l_OP_GEN,   [OP_SARR] = &&l_OP_SARR,
       [OP_SEND] = &&l_OP_SEND, [OP_XX44] = &&l_OP_XX44, [OP_XX48] = &&l_OP_XX48, [OP_XX84] = &&l_OP_XX84,
-      [OP_XX88] = &&l_OP_XX88, [OP_AU32P] = &&l_OP_AU32P,
-      /* the variants that do not keep the value (disp PL_NOKEEP + op) */
-      [PL_NOKEEP + OP_U8] = &&n_OP_U8,   [PL_NOKEEP + OP_U16] = &&n_OP_U16, [PL_NOKEEP + OP_U32] = &&n_OP_U32,
-      [PL_NOKEEP + OP_U64] = &&n_OP_U64, [PL_NOKEEP + OP_I16] = &&n_OP_I16, [PL_NOKEEP + OP_I32] = &&n_OP_I32,
-      [PL_NOKEEP + OP_I64] = &&n_OP_I64, [PL_NOKEEP + OP_X8] = &&n_OP_X8,   [PL_NOKEEP + OP_X16] = &&n_OP_X16,
-      [PL_NOKEEP + OP_X32] = &&n_OP_X32, [PL_NOKEEP + OP_X64] = &&n_OP_X64, [PL_NOKEEP + OP_M8] = &&n_OP_M8,
-      [PL_NOKEEP + OP_M16] = &&n_OP_M16, [PL_NOKEEP + OP_M32] = &&n_OP_M32, [PL_NOKEEP + OP_M64] = &&n_OP_M64};
+      [OP_XX88] = &&l_OP_XX88, [OP_AU32P] = &&l_OP_AU32P};
 #endif
   const struct pop *op = (const struct pop *)ec->op;
   if (ETW_EXPECT(op != NULL, 1)) goto start; /* handed over (dec_ecall: tested by the caller) */
@@ -357,24 +328,6 @@ start:;
     PL_CASE(OP_X16) PL_FIXK(uint64_t, d_rd16(q), 2, fx_hex_tail)
     PL_CASE(OP_X32) PL_FIXK(uint64_t, d_rd32(q), 4, fx_hex_tail)
     PL_CASE(OP_X64) PL_FIXK(uint64_t, pl_rd64(q), 8, fx_hex_tail)
-#if ETW_GNUC
-    /* the same for values no count or length refers to (not kept) */
-  n_OP_U8: PL_FIXN(uint32_t, q[0], 1, fx_put_u32)
-  n_OP_U16: PL_FIXN(uint32_t, d_rd16(q), 2, fx_put_u32)
-  n_OP_U32: PL_FIXN(uint32_t, d_rd32(q), 4, fx_put_u32)
-  n_OP_U64: PL_FIXN(uint64_t, pl_rd64(q), 8, fx_put_u64)
-  n_OP_I16: PL_FIXN(uint64_t, (uint64_t)(int64_t)(int16_t)d_rd16(q), 2, PL_PUTI64)
-  n_OP_I32: PL_FIXN(uint64_t, (uint64_t)(int64_t)(int32_t)d_rd32(q), 4, PL_PUTI64)
-  n_OP_I64: PL_FIXN(uint64_t, pl_rd64(q), 8, PL_PUTI64)
-  n_OP_X8: PL_FIXN(uint64_t, q[0], 1, fx_hex_tail)
-  n_OP_X16: PL_FIXN(uint64_t, d_rd16(q), 2, fx_hex_tail)
-  n_OP_X32: PL_FIXN(uint64_t, d_rd32(q), 4, fx_hex_tail)
-  n_OP_X64: PL_FIXN(uint64_t, pl_rd64(q), 8, fx_hex_tail)
-  n_OP_M8: PL_MAPN(q[0], 1)
-  n_OP_M16: PL_MAPN(d_rd16(q), 2)
-  n_OP_M32: PL_MAPN(d_rd32(q), 4)
-  n_OP_M64: PL_MAPN(pl_rd64(q), 8)
-#endif
     PL_CASE(OP_XX88) {
       uint64_t a_ = pl_rd64(q), b_ = pl_rd64(q + 8);
       q += 16;
