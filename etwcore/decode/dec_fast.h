@@ -1,5 +1,5 @@
-/* dec_fast.h — small inline writers for the compiled field plans of the template walker
- * (dec_man.c), and its test hooks. Not a public API.
+/* dec_fast.h — small inline writers for the compiled field plans of manifest events (the plan
+ * runner, dec_plan_run.c; plans compiled by dec_plan.c). Not a public API.
  *
  * The writers put text at a pointer the caller has made room for (no reservation, no error
  * state); each gives the same text as decode.h's dec_put_hex / dec_put_u64.

@@ -110,8 +110,6 @@ struct pmc {
 };
 
 struct pop {
-  const void *lab; /* the op's code (threaded dispatch) in the runner, set when the plan is
-                       built (dec_plan_labels) */
   uint8_t op;
   uint8_t slot;  /* sv[] slot receiving the value (0 = scratch) */
   uint8_t cslot; /* count from sv[cslot] (0 = f->count) */
@@ -175,9 +173,6 @@ long dec_walk_all(struct etw_decoder *d, struct etw_jw *w, const struct dec_even
                   size_t n, int ptr_size, const char **why);
 /* field runs and the plan of @e, on first use (dec_plan.c) */
 void dec_compute_runs(struct dec_event *e);
-/* each op's code address in the runner (threaded dispatch), set when the plan is built
- * (dec_plan_run.c) */
-void dec_plan_labels(struct plan *pl);
 /* fill the runner's tables once, before any plan runs (dec_plan_build calls it) */
 void dec_plan_tables(void);
 /* each fixed-size op's payload bytes (dec_plan.c) */

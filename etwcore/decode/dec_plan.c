@@ -318,8 +318,6 @@ ETW_NOINLINE static int plan_build(struct dec_event *e) {
 
 
 
-/* each op's code address in the runners (threaded dispatch), set when the plan is built */
-
 /* Runs of fixed-size scalar fields (plain/hex/signed integers, pointers) with short keys:
  * rendered one after the other after one room check when the payload holds them all. */
 ETW_NOINLINE void dec_compute_runs(struct dec_event *e) {
@@ -347,7 +345,6 @@ ETW_NOINLINE void dec_compute_runs(struct dec_event *e) {
     if (!e->f[i].key) dec_build_key(&e->f[i]);
   if (plan_build(e) == 0) {
     size_t ka = plan_key_area(e->f[0].key_len);
-    dec_plan_labels((struct plan *)(void *)(e->f[0].key + ka));
     e->runs = (int)ka; /* > 1: the plan's offset */
   }
 }

@@ -36,20 +36,16 @@ void dec_plan_tables(void) {
 #endif
 }
 
+/* Dispatch: threaded (computed goto through the runner's own table PL_D, indexed by the op)
+ * where GNU C has it, a switch elsewhere. */
 #if ETW_GNUC
-/* the runners' sentinel event: fill the plan's code addresses (dec_plan_labels) */
-static struct dec_event pl_label_ev;
-#endif
-
-/* Dispatch: threaded (computed goto) where GNU C has it, a switch elsewhere. */
-#if ETW_GNUC
-#define PL_START goto *op->lab;
-#define PL_GO goto *op->lab
+#define PL_START goto *PL_D[op->op];
+#define PL_GO goto *PL_D[op->op]
 #define PL_CASE(x) l_##x:
 #define PL_NEXT                                                                                    \
   do {                                                                                             \
     op++;                                                                                          \
-    goto *op->lab;                                                                           \
+    goto *PL_D[op->op];                                                                          \
   } while (0)
 #else
 #define PL_START                                                                                   \
@@ -214,17 +210,6 @@ static inline char *fx_put_u32e(char *o, uint32_t v) {
 #endif
 }
 
-/* Each op's code address in the runner: called once with the sentinel event (no payload; p: the
- * plan). Without labels as values: nothing. */
-void dec_plan_labels(struct plan *pl) {
-#if ETW_GNUC
-  struct dec_ecall c = {.e = &pl_label_ev, .p = (const unsigned char *)pl, .ptr_size = 8};
-  dec_plan_run(&c);
-#else
-  (void)pl;
-#endif
-}
-
 /* two "0x…" values (ops op and op + 1), one by one */
 #define PL_XX_TAIL(A, B)                                                                           \
   do {                                                                                             \
@@ -239,7 +224,7 @@ void dec_plan_labels(struct plan *pl) {
 /* a map op's value @X: its key, then its cached text (else map_miss renders and keeps it) */
 #define PL_MAP_COPY(c) memcpy(o, (c)->t, PMC_MAX)
 /* A fixed-size integer or hex op: its value x_ (type T) read by RD from q, q advanced by SZ, kept in
- * the op's slot (PL_FIXK: a count or length may refer to it) or not (PL_FIXN), its key, PUT's text;
+ * the op's slot (a count or length may refer to it; 0: scratch), its key, PUT's text;
  * each op renders in place with a block-local value (a shared tail made gcc keep it on the stack). */
 #define PL_FIXK(T, RD, SZ, PUT)                                                                    \
   {                                                                                                \
@@ -250,27 +235,13 @@ void dec_plan_labels(struct plan *pl) {
     o = PUT(o, x_);                                                                                \
     PL_NEXT;                                                                                       \
   }
-#define PL_FIXN(T, RD, SZ, PUT)                                                                    \
-  {                                                                                                \
-    T x_ = RD;                                                                                     \
-    q += SZ;                                                                                       \
-    o = key_put(o, op);                                                                            \
-    o = PUT(o, x_);                                                                                \
-    PL_NEXT;                                                                                       \
-  }
 #define PL_PUTI64(o, x) fx_put_i64(o, (int64_t)(x))
-/* A map op's value read by RD from q, q advanced by SZ, kept in the op's slot (PL_MAPK) or not. */
+/* A map op's value read by RD from q, q advanced by SZ, kept in the op's slot (0: scratch). */
 #define PL_MAPK(RD, SZ)                                                                            \
   {                                                                                                \
     uint64_t x_ = RD;                                                                              \
     q += SZ;                                                                                       \
     sv[op->slot] = x_;                                                                             \
-    PL_MAP(x_);                                                                                    \
-  }
-#define PL_MAPN(RD, SZ)                                                                            \
-  {                                                                                                \
-    uint64_t x_ = RD;                                                                              \
-    q += SZ;                                                                                       \
     PL_MAP(x_);                                                                                    \
   }
 #define PL_MAP(X)                                                                                  \
@@ -287,15 +258,11 @@ void dec_plan_labels(struct plan *pl) {
   } while (0)
 /* The plan of @e when it has one (and the writer is far from its maximum), else the walker. The
  * plan gives up with `goto bail`: the output is cut back and the walker renders the event. */
-/* (noinline: dec_plan_labels must take the code addresses of this one copy) */
-#if ETW_GNUC
-ETW_NOINLINE
-#endif
 struct dec_eres dec_plan_run(struct dec_ecall *ec) {
   /* (the arguments are read from @ec where they are used: gcc keeps no copies of them for the
    * rare paths, which it did of six register arguments) */
 #if ETW_GNUC
-  static const void *const PL_L[] = {
+  static const void *const PL_D[] = {
       [OP_END] = &&l_end,   [OP_CHK] = &&l_OP_CHK,   [OP_KEY] = &&l_OP_KEY,   [OP_U8] = &&l_OP_U8,     [OP_U16] = &&l_OP_U16,
       [OP_U32] = &&l_OP_U32,   [OP_U64] = &&l_OP_U64,   [OP_I16] = &&l_OP_I16,   [OP_I32] = &&l_OP_I32,
       [OP_I64] = &&l_OP_I64,   [OP_X8] = &&l_OP_X8,     [OP_X16] = &&l_OP_X16,   [OP_X32] = &&l_OP_X32,
@@ -310,21 +277,6 @@ struct dec_eres dec_plan_run(struct dec_ecall *ec) {
   if (ETW_EXPECT(op != NULL, 1)) goto start; /* handed over (dec_ecall: tested by the caller) */
   int runs = ec->e->runs;
   if (ETW_EXPECT(runs <= 1, 0)) {
-#if ETW_GNUC
-    if (ec->e == &pl_label_ev) { /* dec_plan_labels: each op's code address in this variant (ec->p: the plan) */
-      struct plan *m = (struct plan *)(uintptr_t)ec->p;
-      static const void *const PL_N[] = {[OP_U8] = &&n_OP_U8,   [OP_U16] = &&n_OP_U16, [OP_U32] = &&n_OP_U32,
-                                         [OP_U64] = &&n_OP_U64, [OP_I16] = &&n_OP_I16, [OP_I32] = &&n_OP_I32,
-                                         [OP_I64] = &&n_OP_I64, [OP_X8] = &&n_OP_X8,   [OP_X16] = &&n_OP_X16,
-                                         [OP_X32] = &&n_OP_X32, [OP_X64] = &&n_OP_X64, [OP_M8] = &&n_OP_M8,
-                                         [OP_M16] = &&n_OP_M16, [OP_M32] = &&n_OP_M32, [OP_M64] = &&n_OP_M64};
-      for (uint32_t k = 0; k < 2 * m->off4; k++) {
-        struct pop *x = &m->ops[k];
-        x->lab = !x->slot && x->op >= OP_U8 && x->op <= OP_M64 ? PL_N[x->op] : PL_L[x->op];
-      }
-      return dec_eres_rc(0);
-    }
-#endif
     if (!runs) {
       dec_compute_runs((struct dec_event *)ec->e);
       runs = ec->e->runs;
@@ -352,7 +304,7 @@ start:;
   char *o = ec->w->buf + ec->mark; /* room: ec->n × PL_OBYTE + room0 (see plan_build) ≤ far */
   PL_START {
 #if !ETW_GNUC
-    PL_CASE(OP_END) goto l_end; /* (threaded: OP_END's code address is l_end's) */
+    PL_CASE(OP_END) goto l_end; /* (threaded: PL_D[OP_END] is l_end) */
 #endif
     PL_CASE(OP_CHK) /* a fixed-size run: all of it in the payload, or nothing left (q ≤ pe) */
     if (ETW_EXPECT((size_t)(pe - q) < op->gb, 0)) {
@@ -376,24 +328,6 @@ start:;
     PL_CASE(OP_X16) PL_FIXK(uint64_t, d_rd16(q), 2, fx_hex_tail)
     PL_CASE(OP_X32) PL_FIXK(uint64_t, d_rd32(q), 4, fx_hex_tail)
     PL_CASE(OP_X64) PL_FIXK(uint64_t, pl_rd64(q), 8, fx_hex_tail)
-#if ETW_GNUC
-    /* the same for values no count or length refers to (not kept) */
-  n_OP_U8: PL_FIXN(uint32_t, q[0], 1, fx_put_u32)
-  n_OP_U16: PL_FIXN(uint32_t, d_rd16(q), 2, fx_put_u32)
-  n_OP_U32: PL_FIXN(uint32_t, d_rd32(q), 4, fx_put_u32)
-  n_OP_U64: PL_FIXN(uint64_t, pl_rd64(q), 8, fx_put_u64)
-  n_OP_I16: PL_FIXN(uint64_t, (uint64_t)(int64_t)(int16_t)d_rd16(q), 2, PL_PUTI64)
-  n_OP_I32: PL_FIXN(uint64_t, (uint64_t)(int64_t)(int32_t)d_rd32(q), 4, PL_PUTI64)
-  n_OP_I64: PL_FIXN(uint64_t, pl_rd64(q), 8, PL_PUTI64)
-  n_OP_X8: PL_FIXN(uint64_t, q[0], 1, fx_hex_tail)
-  n_OP_X16: PL_FIXN(uint64_t, d_rd16(q), 2, fx_hex_tail)
-  n_OP_X32: PL_FIXN(uint64_t, d_rd32(q), 4, fx_hex_tail)
-  n_OP_X64: PL_FIXN(uint64_t, pl_rd64(q), 8, fx_hex_tail)
-  n_OP_M8: PL_MAPN(q[0], 1)
-  n_OP_M16: PL_MAPN(d_rd16(q), 2)
-  n_OP_M32: PL_MAPN(d_rd32(q), 4)
-  n_OP_M64: PL_MAPN(pl_rd64(q), 8)
-#endif
     PL_CASE(OP_XX88) {
       uint64_t a_ = pl_rd64(q), b_ = pl_rd64(q + 8);
       q += 16;

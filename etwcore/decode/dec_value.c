@@ -212,14 +212,9 @@ static void w_int(struct etw_jw *w, int64_t v, uint64_t raw, unsigned out) {
   dec_i64(w, v);
 }
 
-long dec_value(struct etw_jw *w, unsigned in, unsigned out, const unsigned char *p, size_t n,
-               long len, int ptr_size, int mode, uint64_t *ival) {
-  uint64_t v;
-  if (ival) *ival = 0;
+/* The string types (@in 1, 2, 22, 23, 300–305): as dec_value. */
+static long v_string(struct etw_jw *w, unsigned in, const unsigned char *p, size_t n, long len, int mode) {
   switch (in) {
-  case 0:
-    etw_jw_lit(w, "null");
-    return 0;
   case 1: { /* UTF-16 string */
     if (len >= 0) {
       if ((size_t)len > n / 2) return -1;
@@ -253,6 +248,80 @@ long dec_value(struct etw_jw *w, unsigned in, unsigned out, const unsigned char 
     etw_jw_str(w, (const char *)p, (size_t)(z - p));
     return (long)(z - p) + 1;
   }
+  case 22: case 300: case 302: { /* counted UTF-16 (byte count) */
+    if (n < 2) return -1;
+    size_t k = in == 302 ? (size_t)(p[0] << 8 | p[1]) : d_rd16(p);
+    if (k > n - 2) return -1;
+    dec_str16(w, p + 2, k / 2);
+    return 2 + (long)k;
+  }
+  case 23: case 301: case 303: {
+    if (n < 2) return -1;
+    size_t k = in == 303 ? (size_t)(p[0] << 8 | p[1]) : d_rd16(p);
+    if (k > n - 2) return -1;
+    etw_jw_str(w, (const char *)p + 2, k);
+    return 2 + (long)k;
+  }
+  case 304: /* non-NUL-terminated UTF-16: the rest */
+    dec_str16(w, p, n / 2);
+    return (long)n;
+  case 305:
+    etw_jw_str(w, (const char *)p, n);
+    return (long)n;
+  default:
+    return -1;
+  }
+}
+
+/* Binary, SID and hexdump types (@in 14, 25, 19, 310, 309): as dec_value. */
+static long v_bytes(struct etw_jw *w, unsigned in, unsigned out, const unsigned char *p, size_t n, long len, int mode) {
+  switch (in) {
+  case 14: case 25: { /* binary */
+    size_t k, hdr = 0;
+    if (len >= 0) {
+      k = (size_t)len;
+    } else if (mode == DV_TL || in == 25) {
+      if (n < 2) return -1;
+      k = d_rd16(p);
+      hdr = 2;
+    } else {
+      k = n; /* manifest binary without length: the rest */
+    }
+    if (k > n - hdr) return -1;
+    if (out == 9 && k == 16) w_ipv6(w, p + hdr);
+    else if (out == 10 && w_sockaddr(w, p + hdr, k)) {}
+    else w_hexbytes(w, p + hdr, k);
+    return (long)(hdr + k);
+  }
+  case 19: case 310: { /* SID */
+    if (n < 8) return -1;
+    unsigned subs = p[1];
+    if (subs > 15 || 8 + 4 * (size_t)subs > n) return -1;
+    w_sid(w, p, subs);
+    return 8 + 4 * (long)subs;
+  }
+  case 309: { /* hexdump: u32 length + bytes */
+    if (n < 4) return -1;
+    size_t k = d_rd32(p);
+    if (k > n - 4) return -1;
+    w_hexbytes(w, p + 4, k);
+    return 4 + (long)k;
+  }
+  default:
+    return -1;
+  }
+}
+
+long dec_value(struct etw_jw *w, unsigned in, unsigned out, const unsigned char *p, size_t n,
+               long len, int ptr_size, int mode, uint64_t *ival) {
+  uint64_t v;
+  if (ival) *ival = 0;
+  switch (in) {
+  case 0:
+    etw_jw_lit(w, "null");
+    return 0;
+  case 1: case 2: case 22: case 23: case 300: case 301: case 302: case 303: case 304: case 305:
+    return v_string(w, in, p, n, len, mode);
   case 3:
     if (n < 1) return -1;
     if (ival) *ival = (uint64_t)(int64_t)(int8_t)p[0];
@@ -316,23 +385,8 @@ long dec_value(struct etw_jw *w, unsigned in, unsigned out, const unsigned char 
     if (ival) *ival = d_rd32(p);
     etw_jw_bool(w, d_rd32(p) != 0);
     return 4;
-  case 14: case 25: { /* binary */
-    size_t k, hdr = 0;
-    if (len >= 0) {
-      k = (size_t)len;
-    } else if (mode == DV_TL || in == 25) {
-      if (n < 2) return -1;
-      k = d_rd16(p);
-      hdr = 2;
-    } else {
-      k = n; /* manifest binary without length: the rest */
-    }
-    if (k > n - hdr) return -1;
-    if (out == 9 && k == 16) w_ipv6(w, p + hdr);
-    else if (out == 10 && w_sockaddr(w, p + hdr, k)) {}
-    else w_hexbytes(w, p + hdr, k);
-    return (long)(hdr + k);
-  }
+  case 14: case 25: case 19: case 310: case 309:
+    return v_bytes(w, in, out, p, n, len, mode);
   case 15:
     if (n < 16) return -1;
     etw_jw_guid(w, p);
@@ -351,13 +405,6 @@ long dec_value(struct etw_jw *w, unsigned in, unsigned out, const unsigned char 
     if (n < 16) return -1;
     w_systemtime(w, p);
     return 16;
-  case 19: case 310: { /* SID */
-    if (n < 8) return -1;
-    unsigned subs = p[1];
-    if (subs > 15 || 8 + 4 * (size_t)subs > n) return -1;
-    w_sid(w, p, subs);
-    return 8 + 4 * (long)subs;
-  }
   case 20:
     if (n < 4) return -1;
     if (ival) *ival = d_rd32(p);
@@ -368,26 +415,6 @@ long dec_value(struct etw_jw *w, unsigned in, unsigned out, const unsigned char 
     if (ival) *ival = d_rd64(p);
     dec_hex(w, d_rd64(p));
     return 8;
-  case 22: case 300: case 302: { /* counted UTF-16 (byte count) */
-    if (n < 2) return -1;
-    size_t k = in == 302 ? (size_t)(p[0] << 8 | p[1]) : d_rd16(p);
-    if (k > n - 2) return -1;
-    dec_str16(w, p + 2, k / 2);
-    return 2 + (long)k;
-  }
-  case 23: case 301: case 303: {
-    if (n < 2) return -1;
-    size_t k = in == 303 ? (size_t)(p[0] << 8 | p[1]) : d_rd16(p);
-    if (k > n - 2) return -1;
-    etw_jw_str(w, (const char *)p + 2, k);
-    return 2 + (long)k;
-  }
-  case 304: /* non-NUL-terminated UTF-16: the rest */
-    dec_str16(w, p, n / 2);
-    return (long)n;
-  case 305:
-    etw_jw_str(w, (const char *)p, n);
-    return (long)n;
   case 306:
     if (n < 2) return -1;
     w_char(w, d_rd16(p));
@@ -396,13 +423,6 @@ long dec_value(struct etw_jw *w, unsigned in, unsigned out, const unsigned char 
     if (n < 1) return -1;
     w_char(w, p[0]);
     return 1;
-  case 309: { /* hexdump: u32 length + bytes */
-    if (n < 4) return -1;
-    size_t k = d_rd32(p);
-    if (k > n - 4) return -1;
-    w_hexbytes(w, p + 4, k);
-    return 4 + (long)k;
-  }
   default:
     return -1;
   }

@@ -1,7 +1,7 @@
 /* cpu.h — the one CPU-feature decision of the vector code (etwcore/src/cpu.c).
  *
- * Every AVX2 kernel (the decoders' writers, jw.c's base64, the Linux field copies) has an SSE2 or
- * plain C twin that writes the same bytes; which one runs is decided once, here, for the whole
+ * The one AVX2 kernel (jw.c's base64) has a plain C twin that writes the same bytes (test_jw);
+ * which one runs is decided once, here, for the whole
  * process: AVX2 when the CPU has AVX2, BMI1, BMI2 and LZCNT, the build is GNU C on x86-64 and
  * not Windows (mingw does not align the stack for 32-byte spills), and the environment has no
  * ETWD_NO_AVX2 (any value but "" or "0"). Thread-safe; the first call decides.

@@ -89,6 +89,51 @@ static inline int parse_ext(struct etw_rec *rec, const unsigned char *p, uint32_
   return 0;
 }
 
+/* A MESSAGE_TRACE_HEADER (WPP) record's head into @rec (parse_generic's part): its size, *@hdr
+ * the size of its head; -1 if malformed. */
+static int parse_wpp(const struct efile *f, struct etw_rec *rec, const unsigned char *p, uint32_t n,
+                     int64_t last_ts, uint32_t *phdr) {
+  uint32_t size = rd16(p);
+  if (size < 8 || size > n) return -1;
+  uint16_t of = rd16(p + 6);
+  uint32_t hdr = 8;
+  rec->kind = ETW_REC_WPP;
+  rec->flags = ETW_EVH_TRACE_MESSAGE;
+  rec->wpp_msg_number = rd16(p + 4);
+  rec->wpp_flags = of;
+  rec->ptr_size = (of & 0x40) ? 4 : (of & 0x80) ? 8 : (uint8_t)(f->info.pointer_size == 4 ? 4 : 8);
+  rec->tid = rec->pid = 0xFFFFFFFFu;
+  rec->timestamp = last_ts;
+  rec->desc.id = rec->wpp_msg_number;
+  if (of & 0x01) {
+    if (size - hdr < 4) return -1;
+    rec->wpp_sequence = rd32(p + hdr);
+    hdr += 4;
+  }
+  if (of & 0x02) {
+    if (size - hdr < 16) return -1;
+    memcpy(rec->provider_id, p + hdr, 16);
+    hdr += 16;
+  } else if (of & 0x04) {
+    if (size - hdr < 4) return -1;
+    rec->desc.task = (uint16_t)rd32(p + hdr); /* component id */
+    hdr += 4;
+  }
+  if (of & 0x18) {
+    if (size - hdr < 8) return -1;
+    rec->timestamp = (int64_t)rd64(p + hdr);
+    hdr += 8;
+  }
+  if (of & 0x20) {
+    if (size - hdr < 8) return -1;
+    rec->tid = rd32(p + hdr);
+    rec->pid = rd32(p + hdr + 4);
+    hdr += 8;
+  }
+  *phdr = hdr;
+  return (int)size;
+}
+
 /* Every field of the record head, field by field (the other record kinds, and any layout). */
 ETL_NOINLINE int parse_generic(const struct efile *f, const struct stream *s, struct etw_rec *rec,
                                const unsigned char *p, uint32_t n, uint32_t m, int64_t last_ts) {
@@ -197,43 +242,9 @@ ETL_NOINLINE int parse_generic(const struct efile *f, const struct stream *s, st
       return -1;
     }
   } else if ((m & 0xD0000000u) == 0x90000000u) { /* MESSAGE_TRACE_HEADER (WPP) */
-    size = rd16(p);
-    if (size < 8 || size > n) return -1;
-    uint16_t of = rd16(p + 6);
-    hdr = 8;
-    rec->kind = ETW_REC_WPP;
-    rec->flags = ETW_EVH_TRACE_MESSAGE;
-    rec->wpp_msg_number = rd16(p + 4);
-    rec->wpp_flags = of;
-    rec->ptr_size = (of & 0x40) ? 4 : (of & 0x80) ? 8 : (uint8_t)(f->info.pointer_size == 4 ? 4 : 8);
-    rec->tid = rec->pid = 0xFFFFFFFFu;
-    rec->timestamp = last_ts;
-    rec->desc.id = rec->wpp_msg_number;
-    if (of & 0x01) {
-      if (size - hdr < 4) return -1;
-      rec->wpp_sequence = rd32(p + hdr);
-      hdr += 4;
-    }
-    if (of & 0x02) {
-      if (size - hdr < 16) return -1;
-      memcpy(rec->provider_id, p + hdr, 16);
-      hdr += 16;
-    } else if (of & 0x04) {
-      if (size - hdr < 4) return -1;
-      rec->desc.task = (uint16_t)rd32(p + hdr); /* component id */
-      hdr += 4;
-    }
-    if (of & 0x18) {
-      if (size - hdr < 8) return -1;
-      rec->timestamp = (int64_t)rd64(p + hdr);
-      hdr += 8;
-    }
-    if (of & 0x20) {
-      if (size - hdr < 8) return -1;
-      rec->tid = rd32(p + hdr);
-      rec->pid = rd32(p + hdr + 4);
-      hdr += 8;
-    }
+    int k = parse_wpp(f, rec, p, n, last_ts, &hdr);
+    if (k < 0) return -1;
+    size = (uint32_t)k;
   } else {
     return -1;
   }
