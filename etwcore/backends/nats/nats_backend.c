@@ -225,6 +225,7 @@ static enum etw_err nb_open(const struct etw_backend_args *a, void **state, stru
   b->ctx = a->ctx;
   snprintf(b->os_name, sizeof b->os_name, "%s", a->os_name);
   *state = b;
+  const char *what = "connect";
   natsStatus s = natsOptions_Create(&b->opts);
   if (s != NATS_OK) goto nfail;
   char urls[1100], *save = NULL;
@@ -237,6 +238,20 @@ static enum etw_err nb_open(const struct etw_backend_args *a, void **state, stru
   natsOptions_SetClosedCB(b->opts, on_closed, b);
   natsOptions_SetTimeout(b->opts, 2000);
   natsOptions_SetName(b->opts, "etwd-nats-backend");
+  /* a secured broker: the spec's files, as a sink's (nats_src.h) */
+  if (src->tls_ca || src->tls_cert || !strncmp(src->url, "tls://", 6)) natsOptions_SetSecure(b->opts, true);
+  if (src->tls_ca && (s = natsOptions_LoadCATrustedCertificates(b->opts, src->tls_ca)) != NATS_OK) {
+    what = "tls_ca";
+    goto nfail;
+  }
+  if (src->tls_cert && (s = natsOptions_LoadCertificatesChain(b->opts, src->tls_cert, src->tls_key)) != NATS_OK) {
+    what = "tls_cert/tls_key";
+    goto nfail;
+  }
+  if (src->creds && (s = natsOptions_SetUserCredentialsFromFiles(b->opts, src->creds, NULL)) != NATS_OK) {
+    what = "creds";
+    goto nfail;
+  }
   if ((s = natsConnection_Connect(&b->nc, b->opts)) != NATS_OK) goto nfail;
   jsOptions jo;
   jsOptions_Init(&jo);
@@ -272,7 +287,7 @@ static enum etw_err nb_open(const struct etw_backend_args *a, void **state, stru
   }
   return ETW_E_OK;
 nfail:;
-  enum etw_err e = fail(st, "connect", s);
+  enum etw_err e = fail(st, what, s);
   nb_destroy(b);
   *state = NULL;
   return e;
