@@ -20,7 +20,7 @@ const struct etwd_route etwd_routes[] = {
   {"POST", "/api/v1/logout", ROLE_READER, BODY_NONE, h_logout, "logout", "Forget the session cookie", NULL, NULL, NULL, 1},
   {"GET", "/api/v1/whoami", ROLE_READER, BODY_NONE, h_whoami, "whoami", "Role and token id of the caller", NULL, "Whoami", NULL, 0},
   {"POST", "/api/v1/tokens/rotate", ROLE_ADMIN, BODY_NONE, h_rotate, "rotateTokens", "Replace both tokens; returns the new secrets once", NULL, "Tokens", NULL, 1},
-  {"GET", "/api/v1/providers", ROLE_READER, BODY_NONE, h_providers, "listProviders", "Providers (tracepoint systems, ETW providers, providers found in ETL files)", NULL, "ProviderList", "q,backend", 0},
+  {"GET", "/api/v1/providers", ROLE_READER, BODY_NONE, h_providers, "listProviders", "Providers (tracepoint systems, ETW providers, providers found in ETL files, providers seen in nats streams)", NULL, "ProviderList", "q,backend", 0},
   {"GET", "/api/v1/providers/{name}", ROLE_READER, BODY_NONE, h_provider, "getProvider", "A provider's events and their fields", NULL, "Provider", "backend", 0},
   {"GET", "/api/v1/sessions", ROLE_READER, BODY_NONE, h_sessions_list, "listSessions", "All sessions with state, spec and stats", NULL, "SessionList", NULL, 0},
   {"POST", "/api/v1/sessions", ROLE_ADMIN, BODY_JSON, h_session_create, "createSession", "Start a session (live providers, or a replay of ETL files)", "SessionSpec", "Session", NULL, 1},

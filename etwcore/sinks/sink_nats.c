@@ -58,6 +58,11 @@ struct rec {
 #define GAP_BIT (1ull << 63)
 #define TRIES_MAX 5 /* a record the broker refused this often is dropped */
 #define CHECK_START_MS 1000 /* session creation waits this long (per request) for the stream */
+/* a broker that stops answering with its connection open (hung, stopped, half-open TCP) is taken
+ * for gone after PING_MS × (PINGS_OUT + 1) without a PONG (~30 s, not libnats' 2 min × 2):
+ * "disconnected" in the sink's health, reconnects with back-off, the batch is sent again */
+#define PING_MS 10000
+#define PINGS_OUT 2
 enum { ST_OK, ST_UNKNOWN, ST_BAD }; /* check_stream */
 
 /* The disk part is a chain of segment files <base>.<N>.spool, each at most seg_max bytes: the
@@ -859,6 +864,8 @@ static enum etw_err start_one(struct nsink *k, uint32_t i, struct etw_hub *hub,
   natsOptions_SetErrorHandler(k->opts, on_async_err, k);
   natsOptions_SetClosedCB(k->opts, on_closed, k);
   natsOptions_SetTimeout(k->opts, 2000);
+  natsOptions_SetPingInterval(k->opts, PING_MS);
+  natsOptions_SetMaxPingsOut(k->opts, PINGS_OUT);
   natsOptions_SetName(k->opts, "etwd-sink");
   if (sp->tls_ca || sp->tls_cert || !strncmp(sp->url, "tls://", 6)) natsOptions_SetSecure(k->opts, true);
   if (sp->tls_ca && (s = natsOptions_LoadCATrustedCertificates(k->opts, sp->tls_ca)) != NATS_OK)

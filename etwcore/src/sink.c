@@ -25,8 +25,8 @@ uint64_t etw_sinks_total_bytes(int disk) {
 #ifdef ETWD_HAVE_NATS
 /* @key of @o, if present: a regular file inside the secrets directory once every symlink and
  * ".." is resolved (a relative name is taken relative to it); *out = the resolved path */
-static enum etw_err secret_file(const cJSON *o, const char *key, char **out, const char *ptr,
-                                struct etw_status *st) {
+enum etw_err etw_sink_secret_file(const cJSON *o, const char *key, char **out, const char *ptr,
+                                  struct etw_status *st) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
   *out = NULL;
   if (!v) return ETW_E_OK;
@@ -119,8 +119,10 @@ static enum etw_err parse_one(const cJSON *o, struct etw_sink_spec *k, const cha
     return etw_fail(st, ETW_E_INVALID, ptr, "%s/stream must be 1-64 characters without . * > / \\", ptr);
   uint64_t x;
   enum etw_err e;
-  if ((e = secret_file(o, "creds", &k->creds, ptr, st)) || (e = secret_file(o, "tls_ca", &k->tls_ca, ptr, st)) ||
-      (e = secret_file(o, "tls_cert", &k->tls_cert, ptr, st)) || (e = secret_file(o, "tls_key", &k->tls_key, ptr, st)))
+  if ((e = etw_sink_secret_file(o, "creds", &k->creds, ptr, st)) ||
+      (e = etw_sink_secret_file(o, "tls_ca", &k->tls_ca, ptr, st)) ||
+      (e = etw_sink_secret_file(o, "tls_cert", &k->tls_cert, ptr, st)) ||
+      (e = etw_sink_secret_file(o, "tls_key", &k->tls_key, ptr, st)))
     return e;
   if (!k->tls_cert != !k->tls_key)
     return etw_fail(st, ETW_E_INVALID, ptr, "%s: tls_cert and tls_key go together", ptr);

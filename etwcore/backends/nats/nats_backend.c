@@ -15,6 +15,8 @@
  * System.Host, so its origin stays visible); the filter header
  * (provider, name, pid, tid, id, level, time, cpu) is read back from the text. A gap message
  * ({"Gap":{"Dropped":N,…}}) is counted as hub loss. Other bodies are skipped and counted.
+ * The providers and events the streams have carried (every nats session's, process-wide, at most
+ * SEEN_MAX pairs) are this backend's provider listing (GET /api/v1/providers?backend=nats).
  * Ownership: the thread owns the subscriptions while it runs; open/destroy own the connection.
  */
 #include <pthread.h>
@@ -22,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include <nats/nats.h>
@@ -50,7 +53,111 @@ struct nb {
   pthread_mutex_t mu; /* closed */
   pthread_cond_t cv;
   int closed;
+  const char *seen_prov, *seen_name; /* the reader's last event put into the seen table */
+  uint16_t seen_id;
 };
+
+/* providers/events seen in the streams (any reader thread adds, the API lists; seen_mu): an
+ * open-addressing set of interned (provider, event name, id); past SEEN_MAX pairs new ones are
+ * not listed, counted in seen_dropped (in the listing: a provider "(unlisted)" with that count) */
+#define SEEN_MAX 4096
+#define SEEN_SLOTS (2 * SEEN_MAX)
+static pthread_mutex_t seen_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct seen {
+  const char *prov, *name;
+  uint16_t id;
+} seen[SEEN_SLOTS];
+static uint32_t seen_order[SEEN_MAX], n_seen; /* slots in the order first seen */
+static uint64_t seen_dropped;
+
+static void seen_add(struct nb *b, const struct etw_evref *h) {
+  if (h->provider == b->seen_prov && h->name == b->seen_name && h->event_id == b->seen_id && b->seen_prov) return;
+  b->seen_prov = h->provider;
+  b->seen_name = h->name;
+  b->seen_id = h->event_id;
+  size_t i = (((uintptr_t)h->provider >> 4) * 31 + ((uintptr_t)h->name >> 4) * 7 + h->event_id) % SEEN_SLOTS;
+  pthread_mutex_lock(&seen_mu);
+  for (; seen[i].prov; i = (i + 1) % SEEN_SLOTS)
+    if (seen[i].prov == h->provider && seen[i].name == h->name && seen[i].id == h->event_id) break;
+  if (!seen[i].prov) {
+    if (n_seen < SEEN_MAX) {
+      seen[i] = (struct seen){h->provider, h->name, h->event_id};
+      seen_order[n_seen++] = (uint32_t)i;
+    } else {
+      seen_dropped++;
+    }
+  }
+  pthread_mutex_unlock(&seen_mu);
+}
+
+static int has_nocase(const char *s, const char *q) {
+  size_t n = strlen(q);
+  for (; *s; s++)
+    if (!strncasecmp(s, q, n)) return 1;
+  return !n;
+}
+
+/* [{"name":P,"events":N}] of the providers seen, first seen first; @q: a part of the name */
+static enum etw_err nb_list_providers(const char *q, struct etw_jw *w, struct etw_status *st) {
+  (void)st;
+  etw_jw_ch(w, '[');
+  int first = 1;
+  pthread_mutex_lock(&seen_mu);
+  for (uint32_t i = 0; i < n_seen; i++) {
+    const char *p = seen[seen_order[i]].prov;
+    uint32_t events = 0, earlier = 0;
+    for (uint32_t j = 0; j < n_seen; j++)
+      if (seen[seen_order[j]].prov == p) {
+        earlier |= j < i;
+        events++;
+      }
+    if (earlier || (q && !has_nocase(p, q))) continue;
+    if (!first) etw_jw_ch(w, ',');
+    first = 0;
+    etw_jw_lit(w, "{\"name\":");
+    etw_jw_cs(w, p);
+    etw_jw_lit(w, ",\"events\":");
+    etw_jw_u64(w, events);
+    etw_jw_ch(w, '}');
+  }
+  if (seen_dropped && (!q || has_nocase("(unlisted)", q))) {
+    etw_jw_lit(w, first ? "" : ",");
+    etw_jw_lit(w, "{\"name\":\"(unlisted)\",\"events\":");
+    etw_jw_u64(w, seen_dropped);
+    etw_jw_ch(w, '}');
+  }
+  pthread_mutex_unlock(&seen_mu);
+  etw_jw_ch(w, ']');
+  return ETW_E_OK;
+}
+
+/* {"name":P,"events":[{"id":ID,"name":N,"fields":[]}]}: the events of @name seen (fields are
+ * not known: a stream carries decoded events, not their schemas) */
+static enum etw_err nb_describe_provider(const char *name, struct etw_jw *w, struct etw_status *st) {
+  int found = 0;
+  pthread_mutex_lock(&seen_mu);
+  for (uint32_t i = 0; i < n_seen; i++) {
+    const struct seen *e = &seen[seen_order[i]];
+    if (strcmp(e->prov, name)) continue;
+    if (!found) {
+      etw_jw_lit(w, "{\"name\":");
+      etw_jw_cs(w, e->prov);
+      etw_jw_lit(w, ",\"events\":[");
+    } else {
+      etw_jw_ch(w, ',');
+    }
+    found = 1;
+    etw_jw_lit(w, "{\"id\":");
+    etw_jw_u64(w, e->id);
+    etw_jw_lit(w, ",\"name\":");
+    if (e->name) etw_jw_cs(w, e->name); else etw_jw_lit(w, "null");
+    etw_jw_lit(w, ",\"fields\":[]}");
+  }
+  pthread_mutex_unlock(&seen_mu);
+  if (!found) return etw_fail(st, ETW_E_NOT_FOUND, NULL, "no provider named \"%.200s\" in the streams read so far", name);
+  etw_jw_lit(w, "]}");
+  return ETW_E_OK;
+}
 
 static void on_closed(natsConnection *nc, void *closure) {
   struct nb *b = closure;
@@ -163,6 +270,7 @@ static int take(struct nb *b, struct etw_batch *bt, const char *d, size_t n, uin
   }
   atomic_fetch_add(&b->events, 1);
   atomic_fetch_add(&b->bytes, n);
+  seen_add(b, &h);
   return 1;
 }
 
@@ -225,6 +333,7 @@ static enum etw_err nb_open(const struct etw_backend_args *a, void **state, stru
   b->ctx = a->ctx;
   snprintf(b->os_name, sizeof b->os_name, "%s", a->os_name);
   *state = b;
+  const char *what = "connect";
   natsStatus s = natsOptions_Create(&b->opts);
   if (s != NATS_OK) goto nfail;
   char urls[1100], *save = NULL;
@@ -237,6 +346,20 @@ static enum etw_err nb_open(const struct etw_backend_args *a, void **state, stru
   natsOptions_SetClosedCB(b->opts, on_closed, b);
   natsOptions_SetTimeout(b->opts, 2000);
   natsOptions_SetName(b->opts, "etwd-nats-backend");
+  /* a secured broker: the spec's files, as a sink's (nats_src.h) */
+  if (src->tls_ca || src->tls_cert || !strncmp(src->url, "tls://", 6)) natsOptions_SetSecure(b->opts, true);
+  if (src->tls_ca && (s = natsOptions_LoadCATrustedCertificates(b->opts, src->tls_ca)) != NATS_OK) {
+    what = "tls_ca";
+    goto nfail;
+  }
+  if (src->tls_cert && (s = natsOptions_LoadCertificatesChain(b->opts, src->tls_cert, src->tls_key)) != NATS_OK) {
+    what = "tls_cert/tls_key";
+    goto nfail;
+  }
+  if (src->creds && (s = natsOptions_SetUserCredentialsFromFiles(b->opts, src->creds, NULL)) != NATS_OK) {
+    what = "creds";
+    goto nfail;
+  }
   if ((s = natsConnection_Connect(&b->nc, b->opts)) != NATS_OK) goto nfail;
   jsOptions jo;
   jsOptions_Init(&jo);
@@ -272,7 +395,7 @@ static enum etw_err nb_open(const struct etw_backend_args *a, void **state, stru
   }
   return ETW_E_OK;
 nfail:;
-  enum etw_err e = fail(st, "connect", s);
+  enum etw_err e = fail(st, what, s);
   nb_destroy(b);
   *state = NULL;
   return e;
@@ -342,7 +465,7 @@ static enum etw_err nb_disable(void *s, const char *provider, struct etw_status 
 
 const struct etw_backend etw_backend_nats = {
     .name = "nats",
-    .caps = ETW_CAP_NATS_SOURCE | ETW_CAP_SINKS, /* built only with libnats */
+    .caps = ETW_CAP_NATS_SOURCE | ETW_CAP_SINKS | ETW_CAP_LIST_PROVIDERS, /* built only with libnats */
     .open = nb_open,
     .enable = nb_enable,
     .disable = nb_disable,
@@ -350,4 +473,6 @@ const struct etw_backend etw_backend_nats = {
     .stop = nb_stop,
     .destroy = nb_destroy,
     .stats = nb_stats,
+    .list_providers = nb_list_providers,
+    .describe_provider = nb_describe_provider,
 };

@@ -3,7 +3,9 @@
  * shows the events many agents' sinks published (docs/fleet.md).
  *   {"backend":"nats","subjects":["etwd.>"],"nats":{"url":"nats://broker:4222","stream":"ETWD"}}
  * and optionally where in the stream to begin: "start_seq": N (a stream sequence) or
- * "start_time": "2026-11-29T05:00:00Z" (RFC 3339, UTC); default: its first message.
+ * "start_time": "2026-11-29T05:00:00Z" (RFC 3339, UTC); default: its first message. A secured
+ * broker: "url":"tls://…" and/or "tls_ca", "tls_cert"+"tls_key", "creds" — files inside the sink
+ * secrets directory (--sink-secrets-dir), as for sinks (sink.h).
  * Ownership: the session spec owns it (etw_nats_src_free from etw_spec_free). */
 #ifndef ETWCORE_NATS_SRC_H
 #define ETWCORE_NATS_SRC_H
@@ -17,6 +19,7 @@
 
 struct etw_nats_src {
   char *url, *stream;
+  char *creds, *tls_ca, *tls_cert, *tls_key; /* resolved paths inside the secrets dir, or NULL */
   char *subjects[ETW_NATS_SUBJECTS_MAX];
   uint32_t n_subjects;
   uint64_t start_seq;    /* 0 = not given */

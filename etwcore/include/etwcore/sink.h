@@ -50,6 +50,12 @@ struct etw_sink_spec {
  *  and the caps on the sum of all sinks' spools in memory and on disk (MiB). Without a call:
  *  no files allowed, no caps. */
 void etw_sinks_configure(const char *secrets_dir, uint64_t total_memory_mb, uint64_t total_disk_mb);
+/** etw_sink_secret_file - the optional string member @key of @o naming a regular file inside the
+ *  secrets directory (relative names are taken relative to it; symlinks and .. may not lead out):
+ *  *out = its resolved path (malloc'd) or NULL when absent; errors name @ptr/@key. Builds with
+ *  libnats only (sinks and the nats backend's creds/tls_* files). */
+enum etw_err etw_sink_secret_file(const cJSON *o, const char *key, char **out, const char *ptr,
+                                  struct etw_status *st);
 /** etw_sinks_total_bytes - the server-wide spool cap in bytes: @disk 0 memory, 1 disk. */
 uint64_t etw_sinks_total_bytes(int disk);
 
