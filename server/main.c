@@ -82,8 +82,14 @@ static int cmd_tokens(int argc, char **argv) {
       return 2;
     }
   }
-  if (etw_mkdirs(cfg.api.state_dir)) {
-    fprintf(stderr, "etwd tokens: cannot create %s: %s\n", cfg.api.state_dir, strerror(errno));
+  /* a missing state directory is not made here: it would look like an installed etwd (the
+   * package refuses to install over one) while no etwd has run */
+  struct stat sd;
+  if (stat(cfg.api.state_dir, &sd) != 0 || !S_ISDIR(sd.st_mode)) {
+    fprintf(stderr,
+            "etwd tokens: no state directory %s: etwd makes it and the tokens when it first starts;"
+            " pass --state-dir DIR for another one\n",
+            cfg.api.state_dir);
     return 1;
   }
   char err[512];
