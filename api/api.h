@@ -30,7 +30,8 @@ struct etwd_api_config {
   char listen[512];        /* host:port[,host:port...] */
   char state_dir[1024];    /* recordings (<state>/recordings) */
   char data_dir[1024];     /* ETL files served by /api/v1/files */
-  char manifest_dir[1024]; /* provider manifests */
+  char manifest_dir[1024]; /* provider manifests: a search path DIR[:DIR...] (';' on Windows), first wins */
+  char manifest_upload_dir[1024]; /* its last directory: POST/GET /api/v1/manifests */
   uint32_t max_sessions, max_streams, max_requests;
   uint32_t max_decodes; /* concurrent GET /files/{name}/events decodes */
   size_t max_body, max_upload;

@@ -1,4 +1,5 @@
-/* h_manifests.c — provider manifests in the manifest directory (--manifests): list them, and
+/* h_manifests.c — provider manifests in the manifest directory (the last directory of the
+ * --manifests search path, manifest_upload_dir): list them, and
  * install one (admin): the XML body (at most ETWD_MANIFEST_UPLOAD_MAX bytes) is parsed by the
  * decoder's own manifest parser (etwcore/manifest.h) and only then written under a temporary
  * name and renamed into place, so a reader never sees half a file. Replays and file decodes
@@ -34,7 +35,7 @@ static int manifest_name_ok(const char *n) {
 }
 
 void h_manifests_list(struct etwd_req *r) {
-  const char *dir = r->srv->cfg->manifest_dir;
+  const char *dir = r->srv->cfg->manifest_upload_dir;
   struct etw_jw w;
   etw_jw_init(&w, 4096);
   etw_jw_ch(&w, '[');
@@ -122,7 +123,7 @@ void h_manifest_upload(struct etwd_req *r) {
   }
   etwd_query(r, "overwrite", ow, sizeof ow);
   snprintf(r->audit_detail, sizeof r->audit_detail, "manifest %s", name);
-  const char *dir = r->srv->cfg->manifest_dir;
+  const char *dir = r->srv->cfg->manifest_upload_dir;
   char path[2200];
   struct stat sb;
   snprintf(path, sizeof path, "%s/%s", dir, name);

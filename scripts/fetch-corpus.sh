@@ -4,12 +4,12 @@
 # DEST/corpus, DEST/manifests and DEST/manifests-next, the layout ETWD_CORPUS, ETWD_MANIFESTS and
 # ETWD_MANIFESTS_NEXT point at.
 #   scripts/fetch-corpus.sh [DEST]
-# ETWD_FETCH_MIRROR=DIR copies from DIR/corpus and DIR/manifests (e.g. ../shared) instead of
-# downloading: CI uses it to test the checksums and the layout without network.
+# ETWD_FETCH_MIRROR=DIR copies from DIR/corpus, DIR/manifests and DIR/manifests-next (e.g.
+# ../shared) instead of downloading: CI uses it to test the checksums and the layout without network.
 # A file already in DEST with the right checksum is kept; a file whose checksum differs from the
 # list is refused (exit 1, nothing written for it). Needs curl (or a mirror) and sha256sum.
-# ETWD_FETCH_ONLY=PREFIX fetches only the entries whose local path starts with PREFIX
-# (scripts/fetch-manifests.sh: manifests/).
+# ETWD_FETCH_ONLY="PREFIX..." fetches only the entries whose local path starts with one of the
+# space-separated PREFIXes (scripts/fetch-manifests.sh: manifests/ manifests-next/).
 set -eu
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 DEST=${1:-$ROOT/tests/data}
@@ -23,7 +23,9 @@ trap 'rm -f "$tmp"' EXIT
 n=0; got=0; bad=0
 while read -r sum size rel url; do
   case "$sum" in ''|'#'*) continue ;; esac
-  case "$rel" in "$ONLY"*) ;; *) continue ;; esac
+  keep=${ONLY:+0}
+  for o in $ONLY; do case "$rel" in "$o"*) keep=1 ;; esac; done
+  [ "${keep:-1}" = 1 ] || continue
   n=$((n + 1))
   out="$DEST/$rel"
   if [ -f "$out" ] && [ "$(sha256sum < "$out" | cut -d' ' -f1)" = "$sum" ]; then continue; fi
@@ -45,6 +47,6 @@ if [ "$bad" -gt 0 ]; then
   echo "$ME: $bad of $n files missing or refused; $DEST is incomplete" >&2
   exit 1
 fi
-echo "$ME: $n files in $DEST${ONLY:+/$ONLY} ($got fetched${MIRROR:+ from $MIRROR})" >&2
+echo "$ME: $n files in $DEST${ONLY:+ ($ONLY)} ($got fetched${MIRROR:+ from $MIRROR})" >&2
 [ -n "$ONLY" ] && exit 0
 echo "  run the tests with ETWD_CORPUS=$DEST/corpus ETWD_MANIFESTS=$DEST/manifests (the build finds $ROOT/tests/data by itself)" >&2

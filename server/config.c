@@ -79,7 +79,9 @@ void etwd_config_usage(const char *prog) {
       "  --state-dir DIR          certificate, tokens and recordings (default $ETWD_STATE_DIR\n"
       STATE_DIR_HELP
       "  --data-dir DIR           ETL files served under /api/v1/files (default STATE/files)\n"
-      "  --manifests DIR          provider manifest XML files (default STATE/manifests)\n"
+      "  --manifests DIR[:DIR...] provider manifest XML files; of several directories the first\n"
+      "                           listed wins, uploads go to the last (default\n"
+      "                           STATE/manifests-next:STATE/manifests)\n"
       "  --cert FILE --key FILE   PEM certificate chain and private key (default: a self-signed\n"
       "                           certificate generated on first run into the state dir)\n"
       "  --log-level LEVEL        error | warn | info | debug (default info)\n"
@@ -194,6 +196,26 @@ static int copy(char *dst, size_t n, const char *name, const char *v) {
     return -1;
   }
   memcpy(dst, v, strlen(v) + 1);
+  return 0;
+}
+
+#ifdef _WIN32
+#define MANIFEST_SEP ';'
+#else
+#define MANIFEST_SEP ':'
+#endif
+/* --manifests is a search path (the decoder's, dec_mpath.c): uploads and the manifest list use
+ * its last non-empty directory; 0, or -1 (said) when it names none */
+static int manifest_upload_dir(struct etwd_config *c) {
+  const char *s = c->api.manifest_dir, *e = s + strlen(s);
+  while (e > s && e[-1] == MANIFEST_SEP) e--;
+  const char *b = e;
+  while (b > s && b[-1] != MANIFEST_SEP) b--;
+  if (b == e) {
+    fprintf(stderr, "etwd: --manifests names no directory\n");
+    return -1;
+  }
+  snprintf(c->api.manifest_upload_dir, sizeof c->api.manifest_upload_dir, "%.*s", (int)(e - b), b);
   return 0;
 }
 
@@ -388,7 +410,9 @@ int etwd_config_parse(struct etwd_config *c, int argc, char **argv, int from) {
   }
   if (!c->api.data_dir[0]) snprintf(c->api.data_dir, sizeof c->api.data_dir, "%.1000s/files", c->api.state_dir);
   if (!c->api.manifest_dir[0])
-    snprintf(c->api.manifest_dir, sizeof c->api.manifest_dir, "%.1000s/manifests", c->api.state_dir);
+    snprintf(c->api.manifest_dir, sizeof c->api.manifest_dir, "%.500s/manifests-next%c%.500s/manifests",
+             c->api.state_dir, MANIFEST_SEP, c->api.state_dir);
+  if (manifest_upload_dir(c)) return -1;
   if (!c->sink_secrets_dir[0])
     snprintf(c->sink_secrets_dir, sizeof c->sink_secrets_dir, "%.1000s/sink-secrets", c->api.state_dir);
   if (!!c->cert[0] != !!c->key[0]) {

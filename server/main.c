@@ -170,7 +170,7 @@ int main(int argc, char **argv) {
   }
   chmod(cfg.api.state_dir, 0700);
   etw_mkdirs(cfg.api.data_dir);
-  etw_mkdirs(cfg.api.manifest_dir);
+  etw_mkdirs(cfg.api.manifest_upload_dir); /* the others of --manifests may be missing */
   etw_mkdirs(cfg.sink_secrets_dir);
 
   char err[512];

@@ -40,7 +40,7 @@ def fetch(args, mirror, **env):
 def main():
     mirror = os.environ.get("ETWD_FETCH_MIRROR") or os.path.dirname(os.path.abspath(MANIFESTS))
     src = sources()
-    mans = [s for s in src if s[2].startswith("manifests/")]
+    mans = [s for s in src if s[2].startswith(("manifests/", "manifests-next/"))]  # both, issue 25
     check(len(mans) >= 20 and any(s[2].endswith("PowerShell.Core.Instrumentation.man") for s in mans),
           "tests/data-sources.txt lists %d manifests" % len(mans))
     work = tempfile.mkdtemp(prefix="etwd-fetchman-")

@@ -171,7 +171,7 @@ static void handmade(void) {
  * DbgPPDBTraceData / DbgDetermTraceData). Each payload is built here field by field from the
  * public layout and must decode to exactly the expected EventData, with no leftover. */
 struct pb {
-  unsigned char b[2048];
+  unsigned char b[4096]; /* Video: 2,584 bytes */
   size_t n;
 };
 static void pb_u8(struct pb *b, unsigned v) { b->b[b->n++] = (unsigned char)v; }
@@ -479,6 +479,100 @@ static void v_image(struct etw_decoder *d, struct etw_jw *wp) {
   *wp = w;
 }
 
+/* The per-version layouts the first pass left untested (issue 25 item 1 audit), each built from
+ * PerfView's KernelTraceEventParser.cs (offsets by version; the MOF classes of
+ * kerneltraceeventparser.mof for the v0/v1/v2 Video and Services fields):
+ *  - PnP v5: SystemConfigPnPTraceData's DeviceIDStart is 32 from v5 on (v4: 24) — ClassGuid,
+ *    UpperFilterCount, LowerFilterCount, DevStatus, DevProblem (named in its comment after
+ *    ntwmi.h's WMI_PNP_RECORD_V5, the only public trace of the v5 layout), then the strings;
+ *  - Video v0–v2: one fixed layout of 2,584 bytes (MemorySize … VRefresh u32, five wchar[256],
+ *    StateFlags hex u32 at 2580);
+ *  - CPU v2: DomainName wchar[134] at 532, HyperThreadingFlag a pointer at 800 (804 / 808 bytes);
+ *  - Services v2: ProcessId, ServiceState, SubProcessTag (u32), strings from offset 12. */
+static void v_more(struct etw_decoder *d, struct etw_jw *wp) {
+  struct etw_jw w = *wp; /* the caller's writer (its buffer may grow: handed back at the end) */
+  struct pb b;
+  const char *nm;
+  /* PnP v5 */
+  static const unsigned char ports[16] = {0x78, 0xe9, 0x36, 0x4d, 0x25, 0xe3, 0xce, 0x11,
+                                          0xbf, 0xc1, 0x08, 0x00, 0x2b, 0xe1, 0x03, 0x18};
+  b.n = 0;
+  memcpy(b.b, ports, 16);
+  b.n = 16;
+  pb_u32(&b, 1);          /* UpperFilterCount */
+  pb_u32(&b, 2);          /* LowerFilterCount */
+  pb_u32(&b, 0x0180200a); /* DevStatus */
+  pb_u32(&b, 28);         /* DevProblem */
+  CHECK(b.n == 32);
+  pb_w(&b, "ACPI\\PNP0501\\1");
+  pb_w(&b, "Communications Port");
+  pb_w(&b, "COM1");
+  pb_w(&b, "\\Device\\00000042");
+  pb_w(&b, "Serial");
+  pb_w(&b, "serenum");
+  pb_w(&b, "lo1");
+  pb_w(&b, "lo2");
+  EXPECT(one(d, &w, 0, 0x0B, 22, 5, 8, &b, &nm),
+         "\"EventData\":{\"ClassGuid\":\"{4d36e978-e325-11ce-bfc1-08002be10318}\",\"UpperFilterCount\":1,"
+         "\"LowerFilterCount\":2,\"DevStatus\":\"0x180200a\",\"DevProblem\":28,\"DeviceID\":\"ACPI\\\\PNP0501\\\\1\","
+         "\"DeviceDescription\":\"Communications Port\",\"FriendlyName\":\"COM1\",\"PdoName\":\"\\\\Device\\\\00000042\","
+         "\"ServiceName\":\"Serial\",\"UpperFilters\":[\"serenum\"],\"LowerFilters\":[\"lo1\",\"lo2\"]}");
+  CHECK(!strcmp(nm, "SystemConfig/PnP"));
+  /* Video v0–v2 */
+  for (unsigned v = 0; v <= 2; v++) {
+    b.n = 0;
+    pb_u32(&b, 268435456);
+    pb_u32(&b, 1920);
+    pb_u32(&b, 1080);
+    pb_u32(&b, 32);
+    pb_u32(&b, 60);
+    pb_c(&b, "Chip", 256);
+    pb_c(&b, "DAC", 256);
+    pb_c(&b, "Adapter", 256);
+    pb_c(&b, "Bios 1.0", 256);
+    pb_c(&b, "\\\\.\\DISPLAY1", 256);
+    CHECK(b.n == 2580);
+    pb_u32(&b, 0x8000005);
+    EXPECT(one(d, &w, 0, 0x0B, 14, v, 8, &b, &nm),
+           "\"EventData\":{\"MemorySize\":268435456,\"XResolution\":1920,\"YResolution\":1080,\"BitsPerPixel\":32,"
+           "\"VRefresh\":60,\"ChipType\":\"Chip\",\"DACType\":\"DAC\",\"AdapterString\":\"Adapter\",\"BiosString\":\"Bios 1.0\","
+           "\"DeviceId\":\"\\\\\\\\.\\\\DISPLAY1\",\"StateFlags\":\"0x8000005\"}");
+    CHECK(!strcmp(nm, "SystemConfig/Video"));
+  }
+  /* CPU v2, both pointer sizes */
+  for (int ps = 4; ps <= 8; ps += 4) {
+    b.n = 0;
+    pb_u32(&b, 3000);
+    pb_u32(&b, 8);
+    pb_u32(&b, 16384);
+    pb_u32(&b, 4096);
+    pb_u32(&b, 65536);
+    pb_c(&b, "HOST", 256);
+    pb_c(&b, "CORP", 134);
+    CHECK(b.n == 800);
+    if (ps == 8) pb_u64(&b, 1);
+    else pb_u32(&b, 1);
+    CHECK(b.n == (size_t)(800 + ps));
+    EXPECT(one(d, &w, 0, 0x0B, 10, 2, ps, &b, &nm),
+           "\"EventData\":{\"MHz\":3000,\"NumberOfProcessors\":8,\"MemSize\":16384,\"PageSize\":4096,\"AllocationGranularity\":65536,"
+           "\"ComputerName\":\"HOST\",\"DomainName\":\"CORP\",\"HyperThreadingFlag\":\"0x1\"}");
+    CHECK(!strcmp(nm, "SystemConfig/CPU"));
+  }
+  /* Services v2 */
+  b.n = 0;
+  pb_u32(&b, 1044);
+  pb_u32(&b, 4);
+  pb_u32(&b, 7);
+  pb_w(&b, "Dnscache");
+  pb_w(&b, "DNS Client");
+  pb_w(&b, "svchost.exe");
+  EXPECT(one(d, &w, 0, 0x0B, 15, 2, 8, &b, &nm),
+         "\"EventData\":{\"ProcessId\":1044,\"ServiceState\":4,\"SubProcessTag\":7,\"ServiceName\":\"Dnscache\","
+         "\"DisplayName\":\"DNS Client\",\"ProcessName\":\"svchost.exe\"}");
+  CHECK(!strcmp(nm, "SystemConfig/Services"));
+  *wp = w;
+}
+
 static void by_version(void) {
   struct etw_decoder *d = etw_decoder_new(NULL);
   struct etw_jw w;
@@ -488,6 +582,7 @@ static void by_version(void) {
   v_new_fixed(d, &w);
   v_new_var(d, &w);
   v_image(d, &w);
+  v_more(d, &w);
   etw_jw_free(&w);
   etw_decoder_free(d);
 }
