@@ -878,7 +878,7 @@ static void csv_event(struct strm *st, const char *line) {
   cJSON *j = cJSON_Parse(line);
   if (!j) return;
   if (!st->header_done) {
-    puts("seq,TimeCreated,Provider,EventName,EventID,Level,ProcessID,ThreadID,ProcessorID,EventData");
+    puts("seq,TimeCreated,Provider,EventName,EventID,Level,ProcessID,ThreadID,ProcessName,ProcessorID,EventData");
     st->header_done = 1;
   }
   const cJSON *sys = cJSON_GetObjectItem(j, "System"), *ex = cJSON_GetObjectItem(sys, "Execution");
@@ -897,6 +897,8 @@ static void csv_event(struct strm *st, const char *line) {
   csv_num(cJSON_GetObjectItem(ex, "ProcessID"));
   putchar(',');
   csv_num(cJSON_GetObjectItem(ex, "ThreadID"));
+  putchar(',');
+  if (cJSON_IsString(cJSON_GetObjectItem(ex, "ProcessName"))) csv_cell(jstr(ex, "ProcessName"));
   putchar(',');
   csv_num(cJSON_GetObjectItem(ex, "ProcessorID"));
   putchar(',');

@@ -446,8 +446,9 @@ static void csv_data(FILE *out, const char *s, size_t n) {
   fputs("}\"", out);
 }
 
-static const char CSV_HEAD[] = "seq,TimeCreated,Provider,EventName,EventID,Version,Level,Task,Opcode,Keywords,"
-                               "ProcessID,ThreadID,ProcessorID";
+#define CSV_COLS "seq,TimeCreated,Provider,EventName,EventID,Version,Level,Task,Opcode,Keywords,ProcessID,ThreadID," \
+                 "ProcessName,ProcessorID"
+static const char CSV_HEAD[] = CSV_COLS;
 
 /* The common columns of a row (no newline, no trailing comma). */
 static void csv_common(FILE *out, struct etw_jw *t, const struct conv_ev *e) {
@@ -465,6 +466,10 @@ static void csv_common(FILE *out, struct etw_jw *t, const struct conv_ev *e) {
   if (e->ref->pid != 0xFFFFFFFFu) fprintf(out, "%u", e->ref->pid);
   fputc(',', out);
   if (e->ref->tid != 0xFFFFFFFFu) fprintf(out, "%u", e->ref->tid);
+  fputc(',', out);
+  char nm[512]; /* Execution.ProcessName (unescaped; cut at 512 bytes), empty when the event has none */
+  int nl = etw_event_pname(e->sys, e->sys_len, nm, sizeof nm);
+  if (nl >= 0) csv_field(out, nm, (size_t)nl < sizeof nm ? (size_t)nl : sizeof nm);
   fprintf(out, ",%u", rec->cpu);
 }
 
@@ -578,8 +583,7 @@ static void csv_header(struct conv *c, FILE *out) {
     int clash = 0; /* a field named like a common column gets the prefix "EventData." */
     char name[300];
     snprintf(name, sizeof name, ",%.*s,", (int)(l - 2), k + 1);
-    clash = strstr("," "seq,TimeCreated,Provider,EventName,EventID,Version,Level,Task,Opcode,Keywords,"
-                   "ProcessID,ThreadID,ProcessorID,", name) != NULL;
+    clash = strstr("," CSV_COLS ",", name) != NULL;
     fputs(",\"", out);
     if (clash) fputs("EventData.", out);
     csv_part(out, k + 1, l - 2);
