@@ -598,6 +598,7 @@ struct counts {
   uint64_t seq, written, undecoded, dropped, unparsed, too_large, proc_dropped;
   struct etw_stk_counts stk;
   int damaged;
+  int cut; /* the read stopped at --limit: later events (and their stack walks) were not read */
   char damage[300];
 };
 
@@ -867,6 +868,7 @@ static int run_pass(struct conv *c, enum phase ph, FILE *out, struct conv_chrome
     snprintf(n->damage, sizeof n->damage, "%s", st.msg);
   }
   if (x < 0) rc = 1;
+  n->cut = x == 1;
   if (p->ndjson && p->w.len) fwrite(p->w.buf, 1, p->w.len, out);
   if (progress) fprintf(stderr, "\retwd convert: 100%%  %llu events\n", (unsigned long long)n->seq);
   if (ph == P_WRITE && !c->quiet) clock_note(p->r, c->nf);
@@ -916,10 +918,15 @@ static void summary(const struct conv *c, const struct counts *n) {
               (unsigned long long)n->unparsed);
     fputc('\n', stderr);
   }
+  /* (after a --limit cut the walks of the events never read count as not attached: said, and
+   * not a warning then — --quiet leaves the line out) */
   const struct etw_stk_counts *k = &n->stk;
-  if (!n->damaged && (k->unattached || (!c->quiet && (k->walks || k->in_event)))) {
+  if (!n->damaged && ((k->unattached && !n->cut) || (!c->quiet && (k->walks || k->in_event)))) {
     fprintf(stderr, "etwd convert: %llu stack walks: %llu attached to their events, %llu not attached",
             (unsigned long long)k->walks, (unsigned long long)k->attached, (unsigned long long)k->unattached);
+    if (k->unattached && n->cut)
+      fprintf(stderr, " (the read stopped at --limit %llu: the walks of the events after it, never read, are "
+                      "counted here)", (unsigned long long)c->limit);
     if (k->in_event) fprintf(stderr, "; %llu events with their own stack", (unsigned long long)k->in_event);
     fputc('\n', stderr);
   }
