@@ -243,9 +243,16 @@ int etwd_sub_filter_from_query(const char *q, struct etw_sub_filter *f, unsigned
 }
 
 /* 0, or -1 with @err naming the first parameter of @q that the session's backend cannot honour
- * (caps.h's table) */
-static int stream_refused(const char *q, struct etw_session *sess, char *err, size_t errlen) {
+ * (caps.h's table), or a level= that passes none of its events: every Linux event has Level 4
+ * (linux_decode.c), so level=0..3 would be a stream that stays empty without saying why */
+static int stream_refused(const char *q, const struct etw_sub_filter *f, struct etw_session *sess, char *err,
+                          size_t errlen) {
   const struct etw_backend *b = etw_session_backend(sess);
+  if (f->max_level >= 0 && f->max_level < 4 && !strcmp(b->name, "linux")) {
+    snprintf(err, errlen, "level=%d passes no event of backend \"linux\": every Linux event has Level 4 "
+             "(Informational); leave level out, or give 4 or more", f->max_level);
+    return -1;
+  }
   for (const char *p = q ? q : ""; *p;) {
     size_t k = strcspn(p, "&"), nk = strcspn(p, "=&");
     const struct etw_member *m = k ? etw_stream_param_refused(b, p, nk) : NULL;
@@ -413,7 +420,7 @@ static int ws_connect(const struct mg_connection *cconn, void *cbdata) {
     struct etw_session *sess = id ? etw_session_get(s->core, id) : NULL;
     if (!sess)
       prob = ETWD_P_NOT_FOUND, detail = "no such session";
-    else if (stream_refused(ri->query_string, sess, err, sizeof err))
+    else if (stream_refused(ri->query_string, &f, sess, err, sizeof err))
       prob = ETWD_P_INVALID, detail = err;
     if (sess) etw_session_put(sess);
   }
@@ -622,7 +629,7 @@ void etwd_stream_ndjson(struct etwd_req *r, struct etw_session *sess, const char
     return;
   }
   char why[400]; /* a parameter this session's backend cannot honour (caps.h) */
-  if (stream_refused(r->ri->query_string, sess, why, sizeof why)) {
+  if (stream_refused(r->ri->query_string, &f, sess, why, sizeof why)) {
     etwd_problem(r, ETWD_P_INVALID, why, NULL, NULL);
     return;
   }

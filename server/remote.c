@@ -3,7 +3,8 @@
  *   etwd remote --url https://host:8443 --token-file F [--fingerprint SHA256 | --cacert F] CMD …
  *     providers [QUERY] | sessions | record PROVIDER… --duration 10s -o FILE |
  *     stream PROVIDER…|--session ID [--filter K=V] [--format ndjson|csv] [--limit N] |
- *     stop ID | marker ID TEXT | snapshot ID [-o FILE]
+ *     stop ID | marker ID TEXT | snapshot ID [-o FILE] | delete ID |
+ *     recordings | get NAME -o FILE | delete-recording NAME
  *
  * Single-threaded: one curl easy handle, reused for every request (one TLS connection). The
  * server's identity is checked either by --fingerprint (the SHA-256 of the certificate's DER
@@ -36,7 +37,7 @@ struct remote {
   char url[512]; /* base URL, no trailing '/' */
   char token[256];
   unsigned char pin[32]; /* --fingerprint */
-  int pinned, quiet, json;
+  int pinned, quiet, json, header; /* header: --header, a first line naming the columns */
   const char *cacert;
   long connect_timeout;
   CURL *c;
@@ -72,10 +73,11 @@ __attribute__((format(printf, 1, 2))) static void say(const char *fmt, ...) {
 
 static void usage(FILE *f) {
   fputs("usage: etwd remote --url https://HOST:PORT --token-file FILE [--fingerprint SHA256 | --cacert FILE]\n"
-        "                   [--connect-timeout S] [--quiet] [--json] COMMAND ...\n"
-        "commands:\n"
-        "  providers [QUERY]                 list the server's providers (name, events, source)\n"
-        "  sessions                          list sessions (id, state, mode, events, providers)\n"
+        "                   [--connect-timeout S] [--quiet] [--json | --header] COMMAND ...\n"
+        "commands (lists are tab-separated, one line each; --header: a first line naming the\n"
+        "columns; --json: the server's JSON answer instead):\n"
+        "  providers [QUERY]                 list the server's providers (name, events, backend, guid)\n"
+        "  sessions                          list sessions (id, state, mode, backend, events, providers)\n"
         "  record PROVIDER... [--duration 10s] -o FILE [--keep]\n"
         "                                    record to a file on the server, wait, download it (resumed\n"
         "                                    after a broken connection); the session is deleted after a\n"
@@ -83,8 +85,13 @@ static void usage(FILE *f) {
         "  stream PROVIDER...|--session ID [--filter K=V]... [--format ndjson|csv] [--limit N]\n"
         "                                    events to stdout until Ctrl-C, --limit or the session's end\n"
         "  stop ID | marker ID TEXT\n"
+        "  delete ID                         stop and delete a session (its recording stays)\n"
         "  snapshot ID [-o FILE]             a flight session's buffers into a new recording on the\n"
         "                                    server: prints its name, size and URL; -o downloads it\n"
+        "  recordings                        list the recordings on the server (name, size, session or\n"
+        "                                    -, created: the UTC time the recording began)\n"
+        "  get NAME -o FILE                  download a recording (resumed after a broken connection)\n"
+        "  delete-recording NAME             delete a recording (not while its session writes it)\n"
         "  (record/stream --dry-run: print the session spec the PROVIDER arguments make, send nothing)\n"
         "PROVIDER: system:event[,event...], system:*, or Name[:Level[:EventIDs[:AnyKeywords[:AllKeywords]]]]\n"
         "exit codes: 0 ok, 1 local error, 2 usage, 3 unreachable/connection broken, 4 TLS verification\n"
@@ -320,7 +327,7 @@ static int status_error(const struct resp *r, const char *what) {
   cJSON_Delete(j);
   if (r->status == 401 || r->status == 403) {
     say("%s: authentication failed (%ld)%s — check --token-file (an admin token is needed to "
-        "create, stop and mark sessions)", what, r->status, detail);
+        "create, stop, mark and delete sessions and recordings)", what, r->status, detail);
     return RX_AUTH;
   }
   say("%s: the server answered %ld%s", what, r->status, detail);
@@ -445,6 +452,17 @@ static const cJSON *list_of(const cJSON *j, const char *member) {
   return cJSON_IsArray(j) ? j : cJSON_GetObjectItem(j, member);
 }
 
+/* --header: the column names (tab-separated in @cols) before a tab-separated list */
+static void header_line(const struct remote *R, const char *cols) {
+  if (R->header && !R->json) printf("%s\n", cols);
+}
+
+static void print_json(const cJSON *j) {
+  char *t = cJSON_PrintUnformatted(j);
+  printf("%s\n", t ? t : "null");
+  free(t);
+}
+
 static int cmd_providers(struct remote *R, const char *q) {
   char path[600] = "/api/v1/providers";
   if (q) {
@@ -457,10 +475,9 @@ static int cmd_providers(struct remote *R, const char *q) {
   if (!j) return rc;
   const cJSON *p;
   if (R->json) {
-    char *t = cJSON_PrintUnformatted(j);
-    printf("%s\n", t ? t : "null");
-    free(t);
+    print_json(j);
   } else {
+    header_line(R, "name\tevents\tbackend\tguid");
     cJSON_ArrayForEach(p, list_of(j, "providers")) {
       printf("%s\t%.0f\t%s\t%s\n", jstr(p, "name"), jnum(p, "events"), jstr(p, "backend"), jstr(p, "guid"));
     }
@@ -481,11 +498,10 @@ static int cmd_sessions(struct remote *R) {
   cJSON *j = call_json(R, "GET", "/api/v1/sessions", NULL, "sessions", &rc);
   if (!j) return rc;
   if (R->json) {
-    char *t = cJSON_PrintUnformatted(j);
-    printf("%s\n", t ? t : "null");
-    free(t);
+    print_json(j);
   } else {
     const cJSON *s, *p;
+    header_line(R, "id\tstate\tmode\tbackend\tevents\tproviders");
     cJSON_ArrayForEach(s, list_of(j, "sessions")) {
       const cJSON *spec = cJSON_GetObjectItem(s, "spec"), *st = cJSON_GetObjectItem(s, "stats");
       printf("%.0f\t%s\t%s\t%s\t%.0f\t", jnum(s, "id"), jstr(s, "state"), jstr(spec, "mode"),
@@ -768,12 +784,69 @@ static int cmd_snapshot(struct remote *R, const char *id_s, const char *out) {
   } else if (R->json) {
     printf("%s\n", body);
   } else {
+    header_line(R, "name\tsize\turl");
     printf("%s\t%.0f\t%s\n", jstr(j, "recording_name"), jnum(j, "size"), url);
   }
   fflush(stdout);
   if (!rc && out) rc = download(R, "snapshot", url, out);
   cJSON_Delete(j);
   free(body);
+  return rc;
+}
+
+/* ---- recordings, get, delete-recording, delete */
+
+/* "created": the UTC time a recording began, from its name ("20261129T113403Z-s3[-N]", the
+ * server's record_dir_claim), as 2026-11-29T11:34:03Z; "-" for a name of another form. */
+static void rec_created(const char *name, char *out, size_t n) {
+  int ok = strlen(name) >= 16 && name[8] == 'T' && name[15] == 'Z';
+  for (int i = 0; ok && i < 15; i++) ok = i == 8 || (name[i] >= '0' && name[i] <= '9');
+  if (!ok) snprintf(out, n, "-");
+  else
+    snprintf(out, n, "%.4s-%.2s-%.2sT%.2s:%.2s:%.2sZ", name, name + 4, name + 6, name + 9, name + 11, name + 13);
+}
+
+static int cmd_recordings(struct remote *R) {
+  int rc;
+  cJSON *j = call_json(R, "GET", "/api/v1/recordings", NULL, "recordings", &rc);
+  if (!j) return rc;
+  if (R->json) {
+    print_json(j);
+  } else {
+    const cJSON *r;
+    header_line(R, "name\tsize\tsession\tcreated");
+    cJSON_ArrayForEach(r, list_of(j, "recordings")) {
+      char created[32], sess[24] = "-";
+      const cJSON *s = cJSON_GetObjectItem(r, "session");
+      if (cJSON_IsNumber(s)) snprintf(sess, sizeof sess, "%.0f", s->valuedouble);
+      rec_created(jstr(r, "name"), created, sizeof created);
+      printf("%s\t%.0f\t%s\t%s\n", jstr(r, "name"), jnum(r, "size"), sess, created);
+    }
+  }
+  cJSON_Delete(j);
+  return RX_OK;
+}
+
+/* /api/v1/recordings/NAME (the name escaped: the server says 404 to a name that is not one) */
+static void rec_path(struct remote *R, const char *name, char *path, size_t n) {
+  char *e = curl_easy_escape(R->c, name, 0);
+  snprintf(path, n, "/api/v1/recordings/%s", e ? e : "");
+  curl_free(e);
+}
+
+static int cmd_get(struct remote *R, const char *name, const char *out) {
+  char path[1200];
+  rec_path(R, name, path, sizeof path);
+  return download(R, "get", path, out);
+}
+
+/* DELETE @path; "WHAT: LABEL: deleted" on stderr unless --quiet */
+static int cmd_delete(struct remote *R, const char *what, const char *path, const char *label) {
+  struct resp r;
+  int rc = request(R, "DELETE", path, NULL, &r, what);
+  if (!rc) rc = status_error(&r, what);
+  free(r.body);
+  if (!rc && !R->quiet) say("%s: %s: deleted", what, label);
   return rc;
 }
 
@@ -805,7 +878,7 @@ static void csv_event(struct strm *st, const char *line) {
   cJSON *j = cJSON_Parse(line);
   if (!j) return;
   if (!st->header_done) {
-    puts("seq,TimeCreated,Provider,EventName,EventID,Level,ProcessID,ThreadID,ProcessorID,EventData");
+    puts("seq,TimeCreated,Provider,EventName,EventID,Level,ProcessID,ThreadID,ProcessName,ProcessorID,EventData");
     st->header_done = 1;
   }
   const cJSON *sys = cJSON_GetObjectItem(j, "System"), *ex = cJSON_GetObjectItem(sys, "Execution");
@@ -824,6 +897,8 @@ static void csv_event(struct strm *st, const char *line) {
   csv_num(cJSON_GetObjectItem(ex, "ProcessID"));
   putchar(',');
   csv_num(cJSON_GetObjectItem(ex, "ThreadID"));
+  putchar(',');
+  if (cJSON_IsString(cJSON_GetObjectItem(ex, "ProcessName"))) csv_cell(jstr(ex, "ProcessName"));
   putchar(',');
   csv_num(cJSON_GetObjectItem(ex, "ProcessorID"));
   putchar(',');
@@ -1048,6 +1123,7 @@ static int parse_cli(struct cli *o, struct remote *R, int argc, char **argv) {
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) o->help = 1;
     else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) R->quiet = 1;
     else if (!strcmp(a, "--json")) R->json = 1;
+    else if (!strcmp(a, "--header")) R->header = 1;
     else if (!strcmp(a, "--keep")) o->keep = 1;
     else if (!strcmp(a, "--dry-run")) o->dry = 1;
     else if (a[0] != '-' || !a[1]) o->pos[o->npos++] = argv[i];
@@ -1097,15 +1173,19 @@ static int check_cli(struct cli *o, struct remote *R) {
     say("--format %s: ndjson or csv", o->fmt);
     return RX_USAGE;
   }
-  int want = !strcmp(cmd, "providers") ? -2 : !strcmp(cmd, "sessions") ? 1 : !strcmp(cmd, "stop") ? 2
-           : !strcmp(cmd, "snapshot") ? 2 : !strcmp(cmd, "marker") ? 3 : !strcmp(cmd, "record") ? -1
-           : !strcmp(cmd, "stream") ? 0 : -9;
+  /* the number of words with the command (< 0: other rules, below) */
+  int by_name = !strcmp(cmd, "get") || !strcmp(cmd, "delete-recording");
+  int want = !strcmp(cmd, "providers") ? -2 : !strcmp(cmd, "sessions") || !strcmp(cmd, "recordings") ? 1
+           : !strcmp(cmd, "stop") || !strcmp(cmd, "snapshot") || !strcmp(cmd, "delete") || by_name ? 2
+           : !strcmp(cmd, "marker") ? 3 : !strcmp(cmd, "record") ? -1 : !strcmp(cmd, "stream") ? 0 : -9;
   if (want == -9) {
     say("unknown command \"%s\"", cmd);
     return RX_USAGE;
   }
   const char *why = NULL; /* what is wrong, in the words of the usage */
-  if (want == -1 && o->npos < 2) why = "give at least one PROVIDER";
+  if (by_name && o->npos != 2) why = "want a recording NAME (as `recordings` lists them)";
+  else if (!strcmp(cmd, "get") && !o->out) why = "-o FILE is required (where the recording is downloaded to)";
+  else if (want == -1 && o->npos < 2) why = "give at least one PROVIDER";
   else if (want == -1 && !o->out) why = "-o FILE is required (where the recording is downloaded to)";
   else if (want == 0 && o->npos < 2 && o->session <= 0) why = "give PROVIDER... or --session ID";
   else if (want == 0 && o->npos >= 2 && o->session > 0) why = "give PROVIDER... or --session ID, not both";
@@ -1136,6 +1216,24 @@ static int dispatch(struct cli *o, struct remote *R) {
   if (!strcmp(cmd, "sessions")) return cmd_sessions(R);
   if (!strcmp(cmd, "stop")) return cmd_action(R, "stop", o->pos[1], "stop", NULL, NULL, NULL);
   if (!strcmp(cmd, "snapshot")) return cmd_snapshot(R, o->pos[1], o->out);
+  if (!strcmp(cmd, "recordings")) return cmd_recordings(R);
+  if (!strcmp(cmd, "get")) return cmd_get(R, o->pos[1], o->out);
+  if (!strcmp(cmd, "delete-recording")) {
+    char path[1200];
+    rec_path(R, o->pos[1], path, sizeof path);
+    return cmd_delete(R, "delete-recording", path, o->pos[1]);
+  }
+  if (!strcmp(cmd, "delete")) {
+    char path[64], label[40];
+    long id = parse_id(o->pos[1]);
+    if (id < 0) {
+      say("delete: \"%s\" is not a session id", o->pos[1]);
+      return RX_USAGE;
+    }
+    snprintf(path, sizeof path, "/api/v1/sessions/%ld", id);
+    snprintf(label, sizeof label, "session %ld", id);
+    return cmd_delete(R, "delete", path, label);
+  }
   if (!strcmp(cmd, "marker")) {
     cJSON *m = cJSON_CreateObject();
     cJSON_AddStringToObject(m, "text", o->pos[2]);

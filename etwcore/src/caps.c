@@ -74,7 +74,7 @@ static const struct etw_member table[] = {
   {ETW_MEMBER_STREAM, "event", 0, NULL, "\"sched_switch\"", NULL, "only these event names or IDs (comma-separated)"},
   {ETW_MEMBER_STREAM, "pid", 0, NULL, "\"1\"", NULL, "only these process IDs (comma-separated)"},
   {ETW_MEMBER_STREAM, "process", 0, NULL, "\"bash\"", NULL, "only events whose ProcessName is one of these names (comma-separated; ASCII case ignored; a trailing * matches a prefix)"},
-  {ETW_MEMBER_STREAM, "level", 0, NULL, "\"4\"", NULL, "only events with Level <= this"},
+  {ETW_MEMBER_STREAM, "level", 0, NULL, "\"4\"", NULL, "only events with Level <= this (backend linux: every event has Level 4, so below 4 is refused)"},
   {ETW_MEMBER_STREAM, "from", 0, NULL, "\"1\"", NULL, "resume at this sequence number (replay window)"},
   {ETW_MEMBER_STREAM, "queue", 0, NULL, "\"1024\"", NULL, "this client's queue bound in events"},
   {ETW_MEMBER_STREAM, "stackwalk_events", ETW_CAP_REPLAY, NULL, "\"true\"", NULL, "replay sessions and file decodes: this client's own pass also delivers (true) or leaves out (false) the stack walk rows, whatever the session's spec says"},

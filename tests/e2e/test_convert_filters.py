@@ -94,7 +94,7 @@ def csv_fields(name, path, lines, p, en):
                 keys.append(k)
     rc, out, err = convert(path, "--format", "csv", "--provider", p, "--event", en)
     rows = list(csv.reader(io.StringIO(out)))
-    common = "seq,TimeCreated,Provider,EventName,EventID,Version,Level,Task,Opcode,Keywords,ProcessID,ThreadID,ProcessorID".split(",")
+    common = "seq,TimeCreated,Provider,EventName,EventID,Version,Level,Task,Opcode,Keywords,ProcessID,ThreadID,ProcessName,ProcessorID".split(",")
     head = [("EventData." + k if k in common else k) for k in keys]
     check(rc == 0 and rows and rows[0] == common + head, "%s csv one type: header %s, want %s" % (name, rows[:1], common + head))
     check(len(rows) == len(sel) + 1, "%s csv one type: %d rows, want %d" % (name, len(rows) - 1, len(sel)))

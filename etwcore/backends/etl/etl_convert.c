@@ -446,8 +446,9 @@ static void csv_data(FILE *out, const char *s, size_t n) {
   fputs("}\"", out);
 }
 
-static const char CSV_HEAD[] = "seq,TimeCreated,Provider,EventName,EventID,Version,Level,Task,Opcode,Keywords,"
-                               "ProcessID,ThreadID,ProcessorID";
+#define CSV_COLS "seq,TimeCreated,Provider,EventName,EventID,Version,Level,Task,Opcode,Keywords,ProcessID,ThreadID," \
+                 "ProcessName,ProcessorID"
+static const char CSV_HEAD[] = CSV_COLS;
 
 /* The common columns of a row (no newline, no trailing comma). */
 static void csv_common(FILE *out, struct etw_jw *t, const struct conv_ev *e) {
@@ -465,6 +466,10 @@ static void csv_common(FILE *out, struct etw_jw *t, const struct conv_ev *e) {
   if (e->ref->pid != 0xFFFFFFFFu) fprintf(out, "%u", e->ref->pid);
   fputc(',', out);
   if (e->ref->tid != 0xFFFFFFFFu) fprintf(out, "%u", e->ref->tid);
+  fputc(',', out);
+  char nm[512]; /* Execution.ProcessName (unescaped; cut at 512 bytes), empty when the event has none */
+  int nl = etw_event_pname(e->sys, e->sys_len, nm, sizeof nm);
+  if (nl >= 0) csv_field(out, nm, (size_t)nl < sizeof nm ? (size_t)nl : sizeof nm);
   fprintf(out, ",%u", rec->cpu);
 }
 
@@ -578,8 +583,7 @@ static void csv_header(struct conv *c, FILE *out) {
     int clash = 0; /* a field named like a common column gets the prefix "EventData." */
     char name[300];
     snprintf(name, sizeof name, ",%.*s,", (int)(l - 2), k + 1);
-    clash = strstr("," "seq,TimeCreated,Provider,EventName,EventID,Version,Level,Task,Opcode,Keywords,"
-                   "ProcessID,ThreadID,ProcessorID,", name) != NULL;
+    clash = strstr("," CSV_COLS ",", name) != NULL;
     fputs(",\"", out);
     if (clash) fputs("EventData.", out);
     csv_part(out, k + 1, l - 2);
@@ -594,6 +598,7 @@ struct counts {
   uint64_t seq, written, undecoded, dropped, unparsed, too_large, proc_dropped;
   struct etw_stk_counts stk;
   int damaged;
+  int cut; /* the read stopped at --limit: later events (and their stack walks) were not read */
   char damage[300];
 };
 
@@ -863,6 +868,7 @@ static int run_pass(struct conv *c, enum phase ph, FILE *out, struct conv_chrome
     snprintf(n->damage, sizeof n->damage, "%s", st.msg);
   }
   if (x < 0) rc = 1;
+  n->cut = x == 1;
   if (p->ndjson && p->w.len) fwrite(p->w.buf, 1, p->w.len, out);
   if (progress) fprintf(stderr, "\retwd convert: 100%%  %llu events\n", (unsigned long long)n->seq);
   if (ph == P_WRITE && !c->quiet) clock_note(p->r, c->nf);
@@ -912,10 +918,15 @@ static void summary(const struct conv *c, const struct counts *n) {
               (unsigned long long)n->unparsed);
     fputc('\n', stderr);
   }
+  /* (after a --limit cut the walks of the events never read count as not attached: said, and
+   * not a warning then — --quiet leaves the line out) */
   const struct etw_stk_counts *k = &n->stk;
-  if (!n->damaged && (k->unattached || (!c->quiet && (k->walks || k->in_event)))) {
+  if (!n->damaged && ((k->unattached && !n->cut) || (!c->quiet && (k->walks || k->in_event)))) {
     fprintf(stderr, "etwd convert: %llu stack walks: %llu attached to their events, %llu not attached",
             (unsigned long long)k->walks, (unsigned long long)k->attached, (unsigned long long)k->unattached);
+    if (k->unattached && n->cut)
+      fprintf(stderr, " (the read stopped at --limit %llu: the walks of the events after it, never read, are "
+                      "counted here)", (unsigned long long)c->limit);
     if (k->in_event) fprintf(stderr, "; %llu events with their own stack", (unsigned long long)k->in_event);
     fputc('\n', stderr);
   }
