@@ -79,11 +79,19 @@ struct etwd_route {
   const char *summary;
   const char *req_schema;  /* components/schemas name of the JSON body, or NULL */
   const char *resp_schema; /* components/schemas name of the 2xx body, or NULL */
-  const char *query;       /* "q,backend" — documented query parameters ("name!": required) */
+  /* documented query parameters, "name[!][=example]" comma-separated ("!": required; a stream
+   * parameter's example and doc come from etwcore/caps.h); a request with any other is refused */
+  const char *query;
   int audit;               /* control action: goes to the audit log */
 };
 
 extern const struct etwd_route etwd_routes[];
+
+/** etwd_query_unknown - 1 if query string @q has a parameter @rt does not list (its name in
+ *  @field, the reason in @err), or one it lists given twice or without a value; else 0. Every
+ *  routed request and WebSocket upgrade is checked: such a parameter would be ignored. */
+int etwd_query_unknown(const struct etwd_route *rt, const char *q, char *field, size_t fieldlen,
+                       char *err, size_t errlen);
 
 #define ETWD_MAX_PARAMS 3
 

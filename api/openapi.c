@@ -36,7 +36,9 @@ static const char schemas[] =
     "\"default\":{},\"example\":{},\"description\":{\"type\":\"string\"}}},"
     "\"Tokens\":{\"type\":\"object\",\"properties\":{\"admin\":{\"type\":\"string\"},\"reader\":{\"type\":\"string\"}}},"
     "\"ProviderList\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"required\":[\"name\",\"backend\"],\"properties\":{\"name\":{\"type\":\"string\"},\"guid\":{\"type\":\"string\"},"
-    "\"backend\":{\"type\":\"string\"},\"events\":{\"type\":\"integer\"}}}},"
+    "\"backend\":{\"type\":\"string\"},\"events\":{\"type\":\"integer\"},\"matched_events\":{\"type\":\"array\","
+    "\"items\":{\"type\":\"string\"},\"description\":\"with ?q=: the provider's events whose names contain q "
+    "(linux, etl; absent when only the provider's name matched)\"}}}},"
     "\"Provider\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"events\":{\"type\":\"array\","
     "\"items\":{\"type\":\"object\",\"properties\":{\"id\":{\"type\":\"integer\"},\"name\":{\"type\":\"string\"},"
     "\"fields\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},"
@@ -181,16 +183,23 @@ static void op(struct etw_jw *w, const struct etwd_route *r) {
   if (r->query) {
     const char *q = r->query;
     while (*q) {
-      size_t k = strcspn(q, ",");
-      int required = k > 1 && q[k - 1] == '!'; /* "name!": a required parameter */
+      size_t k = strcspn(q, ","), nk = strcspn(q, "!=,"), ek = strcspn(q, "=,");
+      int required = q[nk] == '!'; /* "name!": a required parameter; "name=x": x is its example */
       if (!first) etw_jw_ch(w, ',');
       first = 0;
       etw_jw_lit(w, "{\"name\":");
-      etw_jw_str(w, q, k - (size_t)required);
+      etw_jw_str(w, q, nk);
+      if (ek < k) {
+        etw_jw_lit(w, ",\"example\":");
+        etw_jw_str(w, q + ek + 1, k - ek - 1);
+      }
       for (const struct etw_member *mb = etw_members(); mb->name; mb++) /* a stream parameter's doc */
-        if (mb->kind == ETW_MEMBER_STREAM && strlen(mb->name) == k && !memcmp(mb->name, q, k)) {
+        if (mb->kind == ETW_MEMBER_STREAM && strlen(mb->name) == nk && !memcmp(mb->name, q, nk)) {
+          size_t el = strlen(mb->example); /* a JSON string: its text, without the quotes */
           etw_jw_lit(w, ",\"description\":");
           etw_jw_cs(w, mb->doc);
+          etw_jw_lit(w, ",\"example\":");
+          etw_jw_str(w, mb->example + (mb->example[0] == '"'), el - 2 * (mb->example[0] == '"'));
           break;
         }
       etw_jw_lit(w, required ? ",\"in\":\"query\",\"required\":true,\"schema\":{\"type\":\"string\"}}"

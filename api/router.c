@@ -20,8 +20,8 @@ const struct etwd_route etwd_routes[] = {
   {"POST", "/api/v1/logout", ROLE_READER, BODY_NONE, h_logout, "logout", "Forget the session cookie", NULL, NULL, NULL, 1},
   {"GET", "/api/v1/whoami", ROLE_READER, BODY_NONE, h_whoami, "whoami", "Role and token id of the caller", NULL, "Whoami", NULL, 0},
   {"POST", "/api/v1/tokens/rotate", ROLE_ADMIN, BODY_NONE, h_rotate, "rotateTokens", "Replace both tokens; returns the new secrets once", NULL, "Tokens", NULL, 1},
-  {"GET", "/api/v1/providers", ROLE_READER, BODY_NONE, h_providers, "listProviders", "Providers (tracepoint systems, ETW providers, providers found in ETL files, providers seen in nats streams)", NULL, "ProviderList", "q,backend", 0},
-  {"GET", "/api/v1/providers/{name}", ROLE_READER, BODY_NONE, h_provider, "getProvider", "A provider's events and their fields", NULL, "Provider", "backend", 0},
+  {"GET", "/api/v1/providers", ROLE_READER, BODY_NONE, h_providers, "listProviders", "Providers (tracepoint systems, ETW providers, providers found in ETL files, providers seen in nats streams)", NULL, "ProviderList", "q=sched,backend=etl", 0},
+  {"GET", "/api/v1/providers/{name}", ROLE_READER, BODY_NONE, h_provider, "getProvider", "A provider's events and their fields", NULL, "Provider", "backend=etl", 0},
   {"GET", "/api/v1/sessions", ROLE_READER, BODY_NONE, h_sessions_list, "listSessions", "All sessions with state, spec and stats", NULL, "SessionList", NULL, 0},
   {"POST", "/api/v1/sessions", ROLE_ADMIN, BODY_JSON, h_session_create, "createSession", "Start a session (live providers, or a replay of ETL files)", "SessionSpec", "Session", NULL, 1},
   {"GET", "/api/v1/sessions/{id}", ROLE_READER, BODY_NONE, h_session_get, "getSession", "One session: state, spec, stats and loss by layer", NULL, "Session", NULL, 0},
@@ -30,19 +30,19 @@ const struct etwd_route etwd_routes[] = {
   {"POST", "/api/v1/sessions/{id}/stop", ROLE_ADMIN, BODY_NONE, h_session_stop, "stopSession", "Stop consuming; stats and recording stay", NULL, "Session", NULL, 1},
   {"POST", "/api/v1/sessions/{id}/markers", ROLE_ADMIN, BODY_JSON, h_session_marker, "addMarker", "Put a marker event {\"text\":…} (at most 1024 bytes) into the running session's stream and recording (backends with the markers capability; others 501)", NULL, NULL, NULL, 1},
   {"POST", "/api/v1/sessions/{id}/snapshot", ROLE_ADMIN, BODY_NONE, h_session_snapshot, "snapshotSession", "Flight sessions (mode flight): write what the kernel buffers hold now to a new recording (201: its name and url) and go on", NULL, NULL, NULL, 1},
-  {"GET", "/api/v1/sessions/{id}/events", ROLE_READER, BODY_NONE, h_session_events, "streamEvents", "Event stream: WebSocket upgrade (JSON array per frame) or chunked ndjson (Accept: application/x-ndjson)", NULL, "Event", "provider,event,pid,process,level,from,queue,limit,from_stream_seq,from_time", 0},
-  {"GET", "/api/v1/sessions/{id}/file", ROLE_READER, BODY_NONE, h_session_file, "downloadRecording", "Download the session's recording (also while recording; Range supported); wait=true: once the session has stopped (its duration_s, or timeout_s), the complete file", NULL, NULL, "wait,timeout_s", 0},
+  {"GET", "/api/v1/sessions/{id}/events", ROLE_READER, BODY_NONE, h_session_events, "streamEvents", "Event stream: WebSocket upgrade (JSON array per frame) or chunked ndjson (Accept: application/x-ndjson)", NULL, "Event", "provider,event,pid,process,level,from,queue,limit,stackwalk_events,from_stream_seq,from_time", 0},
+  {"GET", "/api/v1/sessions/{id}/file", ROLE_READER, BODY_NONE, h_session_file, "downloadRecording", "Download the session's recording (also while recording; Range supported); wait=true: once the session has stopped (its duration_s, or timeout_s), the complete file", NULL, NULL, "wait=true,timeout_s=5", 0},
   {"GET", "/api/v1/recordings", ROLE_READER, BODY_NONE, h_recordings_list, "listRecordings", "Recordings of file-mode sessions, this run's and earlier runs' (name, size, owning session or null, writing, url)", NULL, "FileList", NULL, 0},
   {"GET", "/api/v1/recordings/{name}", ROLE_READER, BODY_NONE, h_recording_get, "getRecording", "Download a recording (Range supported)", NULL, NULL, NULL, 0},
   {"DELETE", "/api/v1/recordings/{name}", ROLE_ADMIN, BODY_NONE, h_recording_delete, "deleteRecording", "Delete a recording (not while its session is still writing it)", NULL, NULL, NULL, 1},
   {"GET", "/api/v1/os-sessions", ROLE_READER, BODY_NONE, h_os_sessions, "listOsSessions", "Trace sessions the OS has now, by backend (tracefs instances, ETW sessions; ours and others')", NULL, "OsSessions", NULL, 0},
   {"GET", "/api/v1/files", ROLE_READER, BODY_NONE, h_files_list, "listFiles", "Uploaded ETL files (kind upload), then the recordings (kind recording; served and deleted at their url)", NULL, "FileList", NULL, 0},
-  {"POST", "/api/v1/files", ROLE_ADMIN, BODY_RAW, h_file_upload, "uploadFile", "Upload an ETL file (raw body, size-limited)", NULL, "File", "name!,overwrite", 1},
+  {"POST", "/api/v1/files", ROLE_ADMIN, BODY_RAW, h_file_upload, "uploadFile", "Upload an ETL file (raw body, size-limited)", NULL, "File", "name!=x.etl,overwrite=true", 1},
   {"GET", "/api/v1/files/{name}", ROLE_READER, BODY_NONE, h_file_get, "downloadFile", "Download an ETL file (Range supported)", NULL, NULL, NULL, 0},
   {"DELETE", "/api/v1/files/{name}", ROLE_ADMIN, BODY_NONE, h_file_delete, "deleteFile", "Delete an ETL file", NULL, NULL, NULL, 1},
-  {"GET", "/api/v1/files/{name}/events", ROLE_READER, BODY_NONE, h_file_events, "fileEvents", "Decode an ETL file as ndjson", NULL, "Event", "provider,event,pid,process,level,limit", 0},
+  {"GET", "/api/v1/files/{name}/events", ROLE_READER, BODY_NONE, h_file_events, "fileEvents", "Decode an ETL file as ndjson", NULL, "Event", "provider,event,pid,process,level,from,queue,limit,stackwalk_events", 0},
   {"GET", "/api/v1/manifests", ROLE_READER, BODY_NONE, h_manifests_list, "listManifests", "Provider manifests in the manifest directory (name, size)", NULL, NULL, NULL, 0},
-  {"POST", "/api/v1/manifests", ROLE_ADMIN, BODY_RAW, h_manifest_upload, "uploadManifest", "Install a provider manifest XML (raw body, at most 16 MiB, checked by the decoder's parser); later replays and decodes use it", NULL, NULL, "name!,overwrite", 1},
+  {"POST", "/api/v1/manifests", ROLE_ADMIN, BODY_RAW, h_manifest_upload, "uploadManifest", "Install a provider manifest XML (raw body, at most 16 MiB, checked by the decoder's parser); later replays and decodes use it", NULL, NULL, "name!=x.man,overwrite=true", 1},
   {"GET", "/metrics", ROLE_READER, BODY_NONE, h_metrics, "getMetrics", "Prometheus metrics", NULL, NULL, NULL, 0},
   {NULL, NULL, ROLE_NONE, BODY_NONE, NULL, NULL, NULL, NULL, NULL, NULL, 0},
 };
@@ -137,6 +137,46 @@ static int refuse_nul(struct etwd_req *r, const char *uri) {
   etwd_problem(r, ETWD_P_INVALID, "a NUL character (%00) is not allowed in a path or query value",
                field, NULL);
   return 1;
+}
+
+/* is @name[0..n) one of the parameters of a route's query list ("q=sched,backend=etl")? */
+static int query_listed(const char *list, const char *name, size_t n) {
+  for (const char *l = list ? list : ""; *l;) {
+    size_t k = strcspn(l, ",");
+    if (strcspn(l, "!=,") == n && !memcmp(l, name, n)) return 1;
+    l += k;
+    if (*l) l++;
+  }
+  return 0;
+}
+
+int etwd_query_unknown(const struct etwd_route *rt, const char *q, char *field, size_t fieldlen,
+                       char *err, size_t errlen) {
+  for (const char *p = q ? q : ""; *p;) {
+    size_t k = strcspn(p, "&"), nk = strcspn(p, "=&");
+    int listed = k && query_listed(rt->query, p, nk), twice = 0;
+    for (const char *o = q; listed && o < p; o += strcspn(o, "&") + 1) /* given earlier too? */
+      twice |= strcspn(o, "=&") == nk && !memcmp(o, p, nk);
+    if (k && (!listed || twice || nk == k)) {
+      snprintf(field, fieldlen, "%.*s", (int)(nk > 64 ? 64 : nk), p);
+      int n = !listed ? snprintf(err, errlen, "unknown query parameter \"%s\" (%s %s takes %s", field,
+                                 rt->method, rt->path, rt->query ? "" : "none")
+              : twice ? snprintf(err, errlen, "query parameter \"%s\" is given twice", field)
+                      : snprintf(err, errlen, "query parameter \"%s\" needs a value (%s=...)", field, field);
+      for (const char *l = rt->query; !listed && l && *l && n > 0 && (size_t)n < errlen;) {
+        size_t lk = strcspn(l, ",");
+        n += snprintf(err + n, errlen - (size_t)n, "%s%.*s", l == rt->query ? "" : ", ",
+                      (int)strcspn(l, "!=,"), l);
+        l += lk;
+        if (*l) l++;
+      }
+      if (!listed && n > 0 && (size_t)n < errlen) snprintf(err + n, errlen - (size_t)n, ")");
+      return 1;
+    }
+    p += k;
+    if (*p) p++;
+  }
+  return 0;
 }
 
 static void access_log(struct etwd_req *r) {
@@ -333,6 +373,11 @@ static int dispatch(struct mg_connection *conn, void *cbdata) {
       etwd_problem(&r, ETWD_P_FORBIDDEN_ORIGIN, "cross-origin request refused", NULL, NULL);
       goto done;
     }
+  }
+  char qfield[80], qerr[512]; /* a parameter the route does not take would be ignored: refuse it */
+  if (etwd_query_unknown(rt, r.ri->query_string, qfield, sizeof qfield, qerr, sizeof qerr)) {
+    etwd_problem(&r, ETWD_P_INVALID, qerr, qfield, NULL);
+    goto done;
   }
   if (rt->body == BODY_JSON && read_json_body(&r)) goto done;
   rt->fn(&r);

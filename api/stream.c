@@ -393,6 +393,13 @@ static unsigned long long ws_session_id(const struct mg_request_info *ri) {
   return etwd_parse_id(id);
 }
 
+/* the route of the WebSocket streams (its query parameters) */
+static const struct etwd_route *events_route(void) {
+  const struct etwd_route *x = etwd_routes;
+  while (x->method && x->fn != h_session_events) x++;
+  return x;
+}
+
 static int ws_connect(const struct mg_connection *cconn, void *cbdata) {
   struct etwd_server *s = cbdata;
   struct mg_connection *conn = (struct mg_connection *)cconn;
@@ -402,7 +409,7 @@ static int ws_connect(const struct mg_connection *cconn, void *cbdata) {
   etwd_principal_of(s, conn, &p);
   enum etwd_prob prob = ETWD_P_OK;
   const char *detail = NULL;
-  char err[400];
+  char err[512], field[80];
   struct etw_sub_filter f;
   unsigned long long from;
   if (p.role < ROLE_READER) {
@@ -413,7 +420,8 @@ static int ws_connect(const struct mg_connection *cconn, void *cbdata) {
     prob = ETWD_P_SHUTTING_DOWN, detail = "the server is stopping";
   } else if (atomic_load(&s->active_streams) >= s->cfg->max_streams) {
     prob = ETWD_P_LIMIT, detail = "too many streaming clients (--max-streams)";
-  } else if (etwd_sub_filter_from_query(ri->query_string, &f, &from, err, sizeof err)) {
+  } else if (etwd_query_unknown(events_route(), ri->query_string, field, sizeof field, err, sizeof err) ||
+             etwd_sub_filter_from_query(ri->query_string, &f, &from, err, sizeof err)) {
     prob = ETWD_P_INVALID, detail = err;
   } else {
     unsigned long long id = ws_session_id(ri);

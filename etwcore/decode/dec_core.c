@@ -875,13 +875,36 @@ static int contains_nocase(const char *hay, const char *needle) {
 }
 
 
+/* the names of @p's events (schemas, then TraceLogging names seen) that contain @q, each once,
+ * as "matched_events":[...] into @w (if @w); how many there are */
+static unsigned matched_events(const struct dec_provider *p, const char *q, struct etw_jw *w) {
+  unsigned n = 0;
+  uint32_t total = p->ev_cap + p->n_tl;
+  for (uint32_t k = 0; k < total; k++) {
+    const char *name = k < p->ev_cap ? (p->ev[k] ? p->ev[k]->name : NULL) : p->tl_names[k - p->ev_cap];
+    if (!name || !contains_nocase(name, q)) continue;
+    int dup = 0; /* another version of the same event (names are interned) */
+    for (uint32_t j = 0; j < k && !dup; j++)
+      dup = name == (j < p->ev_cap ? (p->ev[j] ? p->ev[j]->name : NULL) : p->tl_names[j - p->ev_cap]);
+    if (dup) continue;
+    if (w) {
+      etw_jw_lit(w, n ? "," : ",\"matched_events\":[");
+      etw_jw_cs(w, name);
+    }
+    n++;
+  }
+  if (w && n) etw_jw_ch(w, ']');
+  return n;
+}
+
 void etw_decoder_providers_json(struct etw_decoder *d, const char *q, struct etw_jw *w) {
   etw_jw_ch(w, '[');
   int first = 1;
   for (uint32_t i = 0; i < d->prov_cap; i++) {
     struct dec_provider *p = d->prov[i];
     if (!p || !p->name) continue;
-    if (q && *q && !contains_nocase(p->name, q)) continue;
+    int by_events = q && *q && matched_events(p, q, NULL) > 0;
+    if (q && *q && !contains_nocase(p->name, q) && !by_events) continue;
     if (!first) etw_jw_ch(w, ',');
     first = 0;
     etw_jw_lit(w, "{\"name\":");
@@ -894,6 +917,7 @@ void etw_decoder_providers_json(struct etw_decoder *d, const char *q, struct etw
     etw_jw_cs(w, p->source ? p->source : "");
     etw_jw_lit(w, ",\"seen\":");
     etw_jw_u64(w, p->seen);
+    if (by_events) matched_events(p, q, w);
     etw_jw_ch(w, '}');
   }
   etw_jw_ch(w, ']');

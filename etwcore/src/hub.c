@@ -186,18 +186,29 @@ static int proc_match(const struct etw_sub_filter *f, const struct etw_batch *b,
   return 0;
 }
 
+/* @a equals @b, ASCII letters compared without case (as etwd convert's --provider and --event) */
+static int eq_nocase(const char *a, const char *b) {
+  for (;; a++, b++) {
+    unsigned char x = (unsigned char)*a, y = (unsigned char)*b;
+    if (x >= 'A' && x <= 'Z') x += 32;
+    if (y >= 'A' && y <= 'Z') y += 32;
+    if (x != y) return 0;
+    if (!x) return 1;
+  }
+}
+
 static int match(const struct etw_sub *s, const struct etw_batch *b, const struct etw_evref *e) {
   if (s->match_all) return 1;
   const struct etw_sub_filter *f = &s->f;
   if (f->max_level >= 0 && e->level > f->max_level) return 0;
   if (f->n_providers) {
     uint32_t i = 0;
-    while (i < f->n_providers && strcmp(f->providers[i], e->provider)) i++;
+    while (i < f->n_providers && !eq_nocase(f->providers[i], e->provider)) i++;
     if (i == f->n_providers) return 0;
   }
   if (f->n_names || f->n_ids) {
     int ok = 0;
-    for (uint32_t i = 0; i < f->n_names && !ok; i++) ok = e->name && !strcmp(f->names[i], e->name);
+    for (uint32_t i = 0; i < f->n_names && !ok; i++) ok = e->name && eq_nocase(f->names[i], e->name);
     for (uint32_t i = 0; i < f->n_ids && !ok; i++) ok = f->ids[i] == e->event_id;
     if (!ok) return 0;
   }

@@ -386,7 +386,9 @@ def test_sigterm_cleans():
 def test_providers(e):
     st, h, j = e.json("GET", "/api/v1/providers?q=SCHE", token="reader", expect=200)
     names = [p["name"] for p in j if p["backend"] == "linux"]
-    check("sched" in names and all("sche" in n.lower() for n in names), "?q= search: %r" % names)
+    check("sched" in names and all("sche" in p["name"].lower() or p.get("matched_events") and
+                                   all("sche" in x.lower() for x in p["matched_events"]) for p in j),
+          "?q= search (the name or an event's name): %r" % names)
     # the "ftrace" system holds the tracer's internal records, not enableable events
     systems = sorted(os.path.basename(p) for p in glob.glob(TRACEFS + "/events/*") if os.path.isdir(p) and not p.endswith("/ftrace"))
     st, h, j = e.json("GET", "/api/v1/providers?backend=linux", token="reader", expect=200)

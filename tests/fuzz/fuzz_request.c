@@ -32,6 +32,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   unsigned long long from;
   char err[200];
   (void)etwd_sub_filter_from_query(query, &f, &from, err, sizeof err);
+  char field[80], qerr[512];
+  for (const struct etwd_route *rt = etwd_routes; rt->method; rt++)
+    (void)etwd_query_unknown(rt, query, field, sizeof field, qerr, sizeof qerr);
 
   char ptr[200];
   (void)etwd_json_find_nul(body, strlen(body), ptr, sizeof ptr);

@@ -54,17 +54,30 @@ enum etw_err lx_list_providers(const char *q, struct etw_jw *w, struct etw_statu
   int first = 1;
   for (size_t i = 0; i < n; i++) {
     if (!strcmp(sys[i], "ftrace")) continue;
-    if (q && *q && !strcasestr(sys[i], q)) continue;
     char **ev = tracefs_system_events(NULL, sys[i]);
-    size_t ne = 0;
-    while (ev && ev[ne]) ne++;
-    tracefs_list_free(ev);
+    size_t ne = 0, nm = 0; /* events; of them, names containing q (trace-cmd list -e style) */
+    for (; ev && ev[ne]; ne++) nm += q && *q && strcasestr(ev[ne], q);
+    if (q && *q && !strcasestr(sys[i], q) && !nm) {
+      tracefs_list_free(ev);
+      continue;
+    }
     if (!first) etw_jw_ch(w, ',');
     first = 0;
     etw_jw_lit(w, "{\"name\":");
     etw_jw_cs(w, sys[i]);
     etw_jw_lit(w, ",\"events\":");
     etw_jw_u64(w, ne);
+    if (nm) {
+      qsort(ev, ne, sizeof *ev, cmp_str);
+      etw_jw_lit(w, ",\"matched_events\":[");
+      for (size_t k = 0, m = 0; k < ne; k++)
+        if (strcasestr(ev[k], q)) {
+          if (m++) etw_jw_ch(w, ',');
+          etw_jw_cs(w, ev[k]);
+        }
+      etw_jw_ch(w, ']');
+    }
+    tracefs_list_free(ev);
     etw_jw_ch(w, '}');
   }
   etw_jw_ch(w, ']');

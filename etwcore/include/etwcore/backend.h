@@ -173,7 +173,9 @@ struct etw_backend {
   void (*stats)(void *s, struct etw_backend_stats *out);
   /** stats_json - optional extra members (e.g. `"per_cpu":[…]`), written after a comma. */
   void (*stats_json)(void *s, struct etw_jw *w);
-  /** list_providers - JSON array of {"name":..,"events":N,…} matching @q (NULL = all). */
+  /** list_providers - JSON array of {"name":..,"events":N,…} matching @q (NULL = all): a
+   *  substring of the name or, where the backend can list events cheaply, of an event's name
+   *  (then "matched_events":[names]). */
   enum etw_err (*list_providers)(const char *q, struct etw_jw *w, struct etw_status *st);
   /** describe_provider - JSON object {"name":..,"events":[{"id","name","fields":[…]}]}. */
   enum etw_err (*describe_provider)(const char *name, struct etw_jw *w, struct etw_status *st);

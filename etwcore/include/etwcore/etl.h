@@ -233,7 +233,9 @@ int etw_decoder_write(struct etw_decoder *d, const struct etw_rec *r, struct etw
 void etw_decoder_names(struct etw_decoder *d, const struct etw_rec *r, const char **provider,
                        const char **name);
 /** etw_decoder_providers_json - `[{"name":..,"guid":..,"events":N,"source":..},…]` of the
- *  providers this decoder has seen or loaded, filtered by substring @q (NULL = all). */
+ *  providers this decoder has seen or loaded, filtered by substring @q (NULL = all; ASCII case
+ *  ignored) of the provider's name or of one of its event names; those events are listed in
+ *  "matched_events" (absent when none matched). */
 void etw_decoder_providers_json(struct etw_decoder *d, const char *q, struct etw_jw *w);
 
 /* ---- backend and CLI */

@@ -58,9 +58,9 @@ struct etw_hub_limits {
 #define ETW_FILTER_MAX 16
 #define ETW_FILTER_NAME_MAX 128
 struct etw_sub_filter {
-  char providers[ETW_FILTER_MAX][ETW_FILTER_NAME_MAX];
+  char providers[ETW_FILTER_MAX][ETW_FILTER_NAME_MAX]; /* ASCII case ignored (as convert's) */
   uint32_t n_providers;
-  char names[ETW_FILTER_MAX][ETW_FILTER_NAME_MAX]; /* event names */
+  char names[ETW_FILTER_MAX][ETW_FILTER_NAME_MAX]; /* event names, ASCII case ignored */
   uint32_t n_names;
   uint32_t ids[ETW_FILTER_MAX];
   uint32_t n_ids;
