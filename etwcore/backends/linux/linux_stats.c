@@ -7,7 +7,8 @@
  * clobbered while we read it. Loss = overrun + dropped, summed over CPUs.
  *
  * Threads: any thread, until destroy(). The kernel's files and the file-mode fields are read under
- * s->mu (cleanup() may remove the instance meanwhile; it saves the counters first); the readers'
+ * s->mu (stop() or cleanup() may remove the instance meanwhile; it saves the counters first, and
+ * a stopped session reports those saved values from then on); the readers'
  * counters are atomics.
  */
 #include <stdio.h>
@@ -48,7 +49,7 @@ void lx_cpu_stats(struct lx_sess *s, int cpu, uint64_t *ov, uint64_t *dr, uint64
 void lx_stats(void *vs, struct etw_backend_stats *o) {
   struct lx_sess *s = vs;
   memset(o, 0, sizeof *o);
-  pthread_mutex_lock(&s->mu); /* lx_cpu_stats reads the instance; cleanup() may remove it */
+  pthread_mutex_lock(&s->mu); /* lx_cpu_stats reads the instance; stop() may remove it */
   for (int i = 0; i < s->ncpu; i++) {
     uint64_t ov, dr, en;
     lx_cpu_stats(s, i, &ov, &dr, &en);
