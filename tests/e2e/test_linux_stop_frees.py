@@ -4,7 +4,9 @@ server on the real kernel (root), over real TLS:
   (/sys/kernel/tracing/instances/<os_name>) once the readers have drained it and the final
   trace.dat is written; the session's kernel loss counts stay exactly what the kernel said just
   before; the recording is complete (trace-cmd reads every event the stats count);
-- what needed the instance after stop is refused clearly: a marker, a flight snapshot (409)"""
+- what needed the instance after stop is refused clearly: a marker, a flight snapshot (409);
+- the per-CPU buffer size the kernel took is stats.buffer_kb (read back from the instance; the
+  spec keeps what was asked, 0 = default), still there after stop"""
 import glob
 import os
 import subprocess
@@ -109,6 +111,29 @@ def test_flight(e):
     e.request("DELETE", "/api/v1/sessions/%d" % sid)
 
 
+def kernel_kb(name):
+    with open("%s/instances/%s/per_cpu/cpu0/buffer_size_kb" % (TRACEFS, name)) as f:
+        return int(f.read().split()[0])
+
+
+def test_buffer_kb(e):
+    """stats.buffer_kb: what the kernel took, default or asked; kept after stop."""
+    for ask, least in ((None, 4096), (10, 10)):  # the kernel rounds up (4096 → 4099 here)
+        spec = {"providers": [{"name": "sched", "events": ["sched_process_exec"]}]}
+        if ask:
+            spec["buffer_kb"] = ask
+        st, h, j = e.json("POST", "/api/v1/sessions", expect=201, body=spec)
+        sid, name = j["id"], j["os_name"]
+        k = kernel_kb(name)
+        check(j["spec"]["buffer_kb"] == (ask or 0), "the spec echoes what was asked: %r" % j["spec"]["buffer_kb"])
+        check(j["stats"].get("buffer_kb") == k and least <= k < least + 64,
+              "buffer_kb %r: stats say %r, the kernel %d" % (ask, j["stats"].get("buffer_kb"), k))
+        e.json("POST", "/api/v1/sessions/%d/stop" % sid, expect=200)
+        check(session(e, sid)["stats"].get("buffer_kb") == k, "stats.buffer_kb stays after stop")
+        e.request("DELETE", "/api/v1/sessions/%d" % sid)
+        print("buffer_kb %r: the kernel took %d KiB per CPU" % (ask, k))
+
+
 def main():
     if os.geteuid() != 0:
         check(False, "live tests need root (tracefs)")
@@ -117,6 +142,7 @@ def main():
         test_stop_call(e)
         test_duration(e)
         test_flight(e)
+        test_buffer_kb(e)
     done()
 
 

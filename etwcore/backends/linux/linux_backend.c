@@ -320,6 +320,8 @@ static enum etw_err instance_setup(struct lx_sess *s, const struct etw_backend_a
   if (tracefs_instance_set_buffer_size(s->inst, bkb, -1) < 0)
     return etw_fail(st, ETW_E_KERNEL, "/buffer_kb", "cannot set buffer_size_kb=%u: %s", bkb,
                     strerror(errno));
+  ssize_t got = tracefs_instance_get_buffer_size(s->inst, 0); /* what the kernel made of it */
+  s->buffer_kb = got > 0 ? (uint64_t)got : bkb;
   if (pidlist) {
     tracefs_option_enable(s->inst, TRACEFS_OPTION_EVENT_FORK);
     if (tracefs_instance_file_write(s->inst, "set_event_pid", pidlist) < 0)
