@@ -6,7 +6,9 @@ server on the real kernel (root), over real TLS:
   before; the recording is complete (trace-cmd reads every event the stats count);
 - what needed the instance after stop is refused clearly: a marker, a flight snapshot (409);
 - the per-CPU buffer size the kernel took is stats.buffer_kb (read back from the instance; the
-  spec keeps what was asked, 0 = default), still there after stop"""
+  spec keeps what was asked, 0 = default), still there after stop;
+- a trigger's watcher takes no session id: user sessions get consecutive ids around a session
+  with triggers, and the watchers' instances are named etwd_p<n>_…"""
 import glob
 import os
 import subprocess
@@ -134,6 +136,25 @@ def test_buffer_kb(e):
         print("buffer_kb %r: the kernel took %d KiB per CPU" % (ask, k))
 
 
+def test_ids(e):
+    """a session with triggers between two others: three consecutive ids."""
+    ev = {"providers": [{"name": "sched", "events": ["sched_process_exec"]}]}
+    a = e.json("POST", "/api/v1/sessions", expect=201, body=ev)[2]
+    trig = dict(ev, start_when={"provider": "sched", "event": "sched_process_exec", "filter": {"filename": "/none/x"}},
+                stop_when={"provider": "sched", "event": "sched_process_exec", "filter": {"filename": "/none/y"}})
+    b = e.json("POST", "/api/v1/sessions", expect=201, body=trig)[2]
+    ours = sorted(n for n in os.listdir(TRACEFS + "/instances") if n.endswith("_%d" % e.proc.pid))
+    watchers = [n for n in ours if n.startswith("etwd_p")]
+    check(len(watchers) == 2, "the two watchers' instances are etwd_p<n>_…: %r" % ours)
+    c = e.json("POST", "/api/v1/sessions", expect=201, body=ev)[2]
+    check([a["id"], b["id"], c["id"]] == [a["id"], a["id"] + 1, a["id"] + 2],
+          "consecutive ids around a session with triggers: %r" % [a["id"], b["id"], c["id"]])
+    ids = sorted(s["id"] for s in e.json("GET", "/api/v1/sessions", token="reader", expect=200)[2])
+    check(ids == [a["id"], b["id"], c["id"]], "the list shows exactly them: %r" % ids)
+    for s in (a, b, c):
+        e.request("DELETE", "/api/v1/sessions/%d" % s["id"])
+
+
 def main():
     if os.geteuid() != 0:
         check(False, "live tests need root (tracefs)")
@@ -143,6 +164,8 @@ def main():
         test_duration(e)
         test_flight(e)
         test_buffer_kb(e)
+    with Etwd() as e:  # a server of its own: its first sessions
+        test_ids(e)
     done()
 
 
