@@ -315,7 +315,7 @@ static int win_session(struct st_run *r, struct win_st *w) {
   struct etw_core_config cc = {1, 1, 0, 0, NULL};
   struct etw_status st;
   etw_status_clear(&st);
-  etw_os_name_make(w->os_name, sizeof w->os_name, 1); /* a new core's first session is id 1 */
+  etw_os_name_private(w->os_name, sizeof w->os_name, 1); /* a new core's first private session */
   w->core = etw_core_new(&cc, &st);
   const char *be = w->core ? etw_core_backend_error(w->core, &etw_backend_win) : "out of memory";
   if (be) {

@@ -113,17 +113,22 @@ static int proc_stat(long pid, char *state, unsigned long long *start) {
 }
 #endif
 
-void etw_os_name_make(char *buf, size_t n, unsigned long long id) {
+/* @kind: "" for a session of the table, "p" for a private one (its own ids) */
+static void os_name(char *buf, size_t n, const char *kind, unsigned long long id) {
 #ifndef _WIN32
   char st;
   unsigned long long start;
   if (proc_stat((long)getpid(), &st, &start)) {
-    snprintf(buf, n, "%s%llu_s%llu_%ld", ETW_SESSION_PREFIX, id, start, (long)getpid());
+    snprintf(buf, n, "%s%s%llu_s%llu_%ld", ETW_SESSION_PREFIX, kind, id, start, (long)getpid());
     return;
   }
 #endif
-  snprintf(buf, n, "%s%llu_%ld", ETW_SESSION_PREFIX, id, (long)getpid());
+  snprintf(buf, n, "%s%s%llu_%ld", ETW_SESSION_PREFIX, kind, id, (long)getpid());
 }
+
+void etw_os_name_make(char *buf, size_t n, unsigned long long id) { os_name(buf, n, "", id); }
+
+void etw_os_name_private(char *buf, size_t n, unsigned long long id) { os_name(buf, n, "p", id); }
 
 int etw_os_name_is_stale(const char *name) {
   size_t pl = strlen(ETW_SESSION_PREFIX);

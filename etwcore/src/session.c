@@ -101,7 +101,9 @@ struct etw_core {
   struct etw_core_config cfg;
   struct etw_session **tab;
   uint32_t n, cap;
-  uint64_t next_id;
+  uint64_t next_id;         /* the table's sessions: the ids users see */
+  uint64_t next_private_id; /* private sessions (trigger watchers, file decodes): their own
+                             * count, so they take no visible id; OS names etwd_p<id>_… */
   const struct etw_backend *be[MAX_BACKENDS];
   char be_err[MAX_BACKENDS][256];
   uint32_t nbe;
@@ -139,6 +141,7 @@ struct etw_core *etw_core_new(const struct etw_core_config *cfg, struct etw_stat
   if (!c->cfg.max_subscribers) c->cfg.max_subscribers = 128;
   pthread_mutex_init(&c->mu, NULL);
   c->next_id = 1;
+  c->next_private_id = 1;
   c->started_ns = now_ns();
   const struct etw_backend *const *all = etw_backends();
   for (int i = 0; all[i] && c->nbe < MAX_BACKENDS; i++) {
@@ -591,7 +594,7 @@ static enum etw_err create(struct etw_core *c, const cJSON *body, const char *co
     etw_hub_set_order(s->hub, ETW_ORDER_WINDOW_MS, ETW_ORDER_MAX_EVENTS);
   pthread_mutex_lock(&c->mu);
   if (private) { /* an id for its OS name only; s->mu as the table path holds it below */
-    s->id = c->next_id++;
+    s->id = c->next_private_id++;
     pthread_mutex_lock(&s->mu);
     pthread_mutex_unlock(&c->mu);
     goto setup;
@@ -635,7 +638,10 @@ static enum etw_err create(struct etw_core *c, const cJSON *body, const char *co
   pthread_mutex_unlock(&c->mu);
 setup:
 
-  etw_os_name_make(s->os_name, sizeof s->os_name, (unsigned long long)s->id);
+  if (private) /* etwd_p<id>_…: never the name of a visible session */
+    etw_os_name_private(s->os_name, sizeof s->os_name, (unsigned long long)s->id);
+  else
+    etw_os_name_make(s->os_name, sizeof s->os_name, (unsigned long long)s->id);
   if ((s->spec.mode & ETW_MODE_FILE) && c->cfg.state_dir) {
     char dir[4096], path[4200];
     if (record_dir_claim(c, s->id, dir, sizeof dir)) {

@@ -129,6 +129,11 @@ def test_exec_exact(e):
         pass
     check([r["EventData"]["pid"] for r in rep if "System" in r] == [pids[3]], "?pid= keeps exactly that process's exec")
     ws4.close()
+    name = session(e, sid)["os_name"]
+    check(name in instances(), "instance exists while the session runs")
+    st, h, osl = e.json("GET", "/api/v1/os-sessions", token="reader", expect=200)
+    mine = [x for x in osl.get("linux", []) if x["name"] == name]
+    check(len(mine) == 1 and mine[0]["etwd"] and mine[0]["owner_alive"], "os-sessions lists our instance: %r" % mine)
     # stop ends both streams cleanly
     st, h, j = e.json("POST", "/api/v1/sessions/%d/stop" % sid, expect=200)
     check(j["state"] == "stopped", "state after stop: %r" % j["state"])
@@ -141,14 +146,9 @@ def test_exec_exact(e):
     check(sorted(r["EventData"]["pid"] for r in nd) == sorted(pids), "ndjson: exec PIDs match")
     s = session(e, sid)
     check(s["stats"]["per_provider"].get("sched", 0) >= N, "per-provider count: %r" % s["stats"]["per_provider"])
-    name = s["os_name"]
-    check(name in instances(), "instance exists while the session exists")
-    st, h, osl = e.json("GET", "/api/v1/os-sessions", token="reader", expect=200)
-    mine = [x for x in osl.get("linux", []) if x["name"] == name]
-    check(len(mine) == 1 and mine[0]["etwd"] and mine[0]["owner_alive"], "os-sessions lists our instance: %r" % mine)
+    check(name not in instances(), "stop removes the tracefs instance")
     st, h, d = e.request("DELETE", "/api/v1/sessions/%d" % sid)
     check(st == 204, "delete → 204: %d" % st)
-    check(name not in instances(), "delete removes the tracefs instance")
     st, h, d = e.request("GET", "/api/v1/sessions/%d" % sid, token="reader")
     check(st == 404, "deleted session is gone: %d" % st)
 
@@ -254,12 +254,12 @@ def test_loss_tiny_buffer(e):
     child.stdin.flush()
     child.wait()
     time.sleep(0.3)
-    e.json("POST", "/api/v1/sessions/%d/stop" % sid, expect=200)
-    s = session(e, sid)
-    kern = 0
+    kern = 0  # the kernel's counts (the child is gone: they no longer change); stop removes the files
     for f in glob.glob("%s/instances/%s/per_cpu/cpu*/stats" % (TRACEFS, name)):
         d = dict(l.split(":", 1) for l in open(f).read().splitlines() if ":" in l)
         kern += int(d.get("overrun", 0)) + int(d.get("dropped events", 0))
+    e.json("POST", "/api/v1/sessions/%d/stop" % sid, expect=200)
+    s = session(e, sid)
     loss = s["stats"]["loss"]
     check(loss["kernel"] > 0, "tiny buffer under a busy loop reports kernel loss (%r)" % loss)
     check(loss["kernel"] == kern, "reported kernel loss %d == per-CPU stats %d" % (loss["kernel"], kern))

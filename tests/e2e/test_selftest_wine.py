@@ -88,9 +88,9 @@ def main():
 
         step("privileges", True, "elevated")
         step("etw", False, "wine", start=NA)
-        det = step("session", False, "creating the session etwd_1_", "OpenTraceW", "Win32 error 5", "(wine ",
+        det = step("session", False, "creating the session etwd_p1_", "OpenTraceW", "Win32 error 5", "(wine ",
                    "not a privilege problem", start=NA)
-        name = re.search(r"etwd_1_\d+", det)
+        name = re.search(r"etwd_p1_\d+", det)
         step("tracelogging", False, "EventRegister returned 0, EventWriteTransfer 0 (EventEnabled: no)",
              "nothing can be read back", "OpenTraceW", start=NA)
         step("kernel_process", False, "Microsoft-Windows-Kernel-Process", "OpenTraceW", start=NA)

@@ -4,11 +4,12 @@
  * (file mode) and linux_stats.c (stats); linux_sess.h holds the session's state.
  *
  * One session = one tracefs instance named args->os_name (ETW_SESSION_PREFIX + id), created by
- * open() and removed by destroy() on every path (and by cleanup() at exit: g_live lists this
- * process's instances). open() creates the instance, the per-CPU fds and the reader threads
- * (parked), applies the providers and waits until every reader has built its decoder; start()
- * turns tracing on and releases the readers; stop() turns it off, joins them and finishes the
- * recording.
+ * open() and removed by stop() (after the readers' final drain and the final trace.dat: a
+ * stopped session holds no kernel buffers), else by destroy() on every path (and by cleanup()
+ * at exit: g_live lists this process's instances). open() creates the instance, the per-CPU fds
+ * and the reader threads (parked), applies the providers and waits until every reader has built
+ * its decoder; start() turns tracing on and releases the readers; stop() turns it off, joins
+ * them, finishes the recording and removes the instance (its loss counters saved for stats).
  *
  * Choices (see docs/linux.md):
  *  - overwrite off: when a per-CPU buffer is full the kernel drops the NEW events and counts them
@@ -319,6 +320,8 @@ static enum etw_err instance_setup(struct lx_sess *s, const struct etw_backend_a
   if (tracefs_instance_set_buffer_size(s->inst, bkb, -1) < 0)
     return etw_fail(st, ETW_E_KERNEL, "/buffer_kb", "cannot set buffer_size_kb=%u: %s", bkb,
                     strerror(errno));
+  ssize_t got = tracefs_instance_get_buffer_size(s->inst, 0); /* what the kernel made of it */
+  s->buffer_kb = got > 0 ? (uint64_t)got : bkb;
   if (pidlist) {
     tracefs_option_enable(s->inst, TRACEFS_OPTION_EVENT_FORK);
     if (tracefs_instance_file_write(s->inst, "set_event_pid", pidlist) < 0)
@@ -445,8 +448,11 @@ void lx_stop(void *vs) {
   if (s->inst) tracefs_trace_off(s->inst);
   atomic_store_explicit(&s->stopping, 1, memory_order_release);
   lx_release_readers(s, 2);
-  lx_join_readers(s);
+  lx_join_readers(s); /* each reader drained its CPU's buffer (tracing off) before it ended */
   lx_rec_stop(s);
+  /* nothing needs the kernel's buffers any more (a stopped session cannot start, enable,
+   * take markers or snapshots): free them now, not at delete; stats() keeps the counters */
+  remove_instance(s);
 }
 
 static void lx_destroy(void *vs) {

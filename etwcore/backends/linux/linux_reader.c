@@ -185,15 +185,16 @@ static int drain(struct lx_rd *r, int max_pages) {
 }
 
 
-/* "etwd-s<session>-c<cpu>" in top -H, ps -L and /proc/<pid>/task/<tid>/comm; the CPU pinning and
- * the priority. Reader thread, s->mu held. */
+/* "etwd-s<session>-c<cpu>" ("etwd-p<id>-c<cpu>" for a private session: a trigger's watcher) in
+ * top -H, ps -L and /proc/<pid>/task/<tid>/comm; the CPU pinning and the priority. Reader
+ * thread, s->mu held. */
 static void reader_ident(struct lx_rd *r) {
   struct lx_sess *s = r->s;
   r->tid = (pid_t)syscall(SYS_gettid);
   unsigned sid = 0;
-  char tn[16];
-  if (s->name) sscanf(s->name, "etwd_%u_", &sid);
-  snprintf(tn, sizeof tn, "etwd-s%u-c%d", sid % 10000, r->cpu % 1000);
+  char tn[16], kind = 's';
+  if (s->name && sscanf(s->name, "etwd_%u_", &sid) != 1 && sscanf(s->name, "etwd_p%u_", &sid) == 1) kind = 'p';
+  snprintf(tn, sizeof tn, "etwd-%c%u-c%d", kind, sid % 10000, r->cpu % 1000);
   pthread_setname_np(pthread_self(), tn);
   if (atomic_load(&g_reader_pin)) {
     cpu_set_t set;

@@ -82,6 +82,7 @@ struct lx_sess {
   void *ctx;
   int page_size;
   int ncpu;
+  uint64_t buffer_kb; /* per-CPU buffer size the kernel took, read back at open (stats) */
   struct lx_rd *rd;
   pthread_mutex_t mu;
   pthread_cond_t cv;

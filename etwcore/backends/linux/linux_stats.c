@@ -1,13 +1,15 @@
 /* linux_stats.c — what a Linux session reports: stats() (the kernel's per-CPU loss counters and
- * the readers' counts), progress() (for the core's limit thread), stats_json() (per CPU, the comm
- * table, the stop limits, the recording) and list_os_sessions() (every tracefs instance).
+ * the readers' counts), progress() (for the core's limit thread), stats_json() (the per-CPU
+ * buffer size the kernel took, per CPU, the comm table, the stop limits, the recording) and
+ * list_os_sessions() (every tracefs instance).
  *
  * Loss: the instance runs with overwrite off, so a full per-CPU buffer makes the kernel drop the
  * NEW events, counted in per_cpu/cpuN/stats "dropped events"; what is in the buffer is never
  * clobbered while we read it. Loss = overrun + dropped, summed over CPUs.
  *
  * Threads: any thread, until destroy(). The kernel's files and the file-mode fields are read under
- * s->mu (cleanup() may remove the instance meanwhile; it saves the counters first); the readers'
+ * s->mu (stop() or cleanup() may remove the instance meanwhile; it saves the counters first, and
+ * a stopped session reports those saved values from then on); the readers'
  * counters are atomics.
  */
 #include <stdio.h>
@@ -48,7 +50,7 @@ void lx_cpu_stats(struct lx_sess *s, int cpu, uint64_t *ov, uint64_t *dr, uint64
 void lx_stats(void *vs, struct etw_backend_stats *o) {
   struct lx_sess *s = vs;
   memset(o, 0, sizeof *o);
-  pthread_mutex_lock(&s->mu); /* lx_cpu_stats reads the instance; cleanup() may remove it */
+  pthread_mutex_lock(&s->mu); /* lx_cpu_stats reads the instance; stop() may remove it */
   for (int i = 0; i < s->ncpu; i++) {
     uint64_t ov, dr, en;
     lx_cpu_stats(s, i, &ov, &dr, &en);
@@ -144,6 +146,9 @@ static void json_file(struct lx_sess *s, struct etw_jw *w) {
 void lx_stats_json(void *vs, struct etw_jw *w) {
   struct lx_sess *s = vs;
   pthread_mutex_lock(&s->mu);
+  etw_jw_lit(w, "\"buffer_kb\":"); /* effective per CPU: the spec's 0 means the default */
+  etw_jw_u64(w, s->buffer_kb);
+  etw_jw_ch(w, ',');
   json_per_cpu(s, w);
   if (s->cm) json_comm_table(s, w);
   if (s->lim_events || s->lim_bytes) {

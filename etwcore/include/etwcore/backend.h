@@ -29,6 +29,9 @@ int etw_os_name_is_stale(const char *name);
 /** etw_os_name_make - this process's name for session @id's OS object: ETW_SESSION_PREFIX
  *  "<id>_s<starttime>_<pid>" on Linux (starttime from /proc/self/stat), "<id>_<pid>" elsewhere. */
 void etw_os_name_make(char *buf, size_t n, unsigned long long id);
+/** etw_os_name_private - the same for private session @id (trigger watchers, file decodes: ids
+ *  of their own): ETW_SESSION_PREFIX "p<id>_…", never a visible session's name. */
+void etw_os_name_private(char *buf, size_t n, unsigned long long id);
 
 enum {
   ETW_CAP_LIVE = 1u << 0,           /* live sessions on this machine */
