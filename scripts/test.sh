@@ -24,13 +24,13 @@ cmake --build "$ROOT/build/test" -j"$(nproc)"
 cd "$ROOT/build/test"
 ctest --output-on-failure --timeout 900 "$@"
 # The decode path once more in standard C11 only (ETWD_STRICT_C11, etwcore/src/cc.h: no GNU C, SSE2
-# or byte-order shortcuts — every #else branch, what MSVC compiles): its unit tests, without
-# sanitizers (about a minute).
+# or byte-order shortcuts — every #else branch, what MSVC compiles): its unit tests and the Linux
+# fast encoder's (test_linux_decode), without sanitizers (about a minute).
 cmake -S "$ROOT" -B "$ROOT/build/strict" -DETWD_STRICT_C11=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-strict=$(cd "$ROOT/tests/unit" && ls test_dec*.c test_etl_*.c test_jw.c | sed 's/\.c$//')
+strict=$(cd "$ROOT/tests/unit" && ls test_dec*.c test_etl_*.c test_jw.c test_linux_decode.c | sed 's/\.c$//')
 # shellcheck disable=SC2086
 cmake --build "$ROOT/build/strict" -j"$(nproc)" --target $strict
-(cd "$ROOT/build/strict" && ctest --output-on-failure --timeout 900 -R '^unit\.test_(dec|etl_|jw$)')
+(cd "$ROOT/build/strict" && ctest --output-on-failure --timeout 900 -R '^unit\.test_(dec|etl_|jw$|linux_decode$)')
 # the reader/decoder cross-built for arm64, unit tests and every corpus conversion under qemu,
 # byte-identical to this x86-64 etwd (about 3 minutes)
 ETWD_X86="$ROOT/build/test/server/etwd" ETWD_CORPUS="$CORPUS" "$ROOT/scripts/test-arm64.sh"

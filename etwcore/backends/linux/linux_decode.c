@@ -21,7 +21,9 @@
 #include <time.h>
 
 #include <unistd.h>
-#if defined(__SSE2__)
+
+#include "cc.h" /* ETW_SSE2 and the GNU C attributes and builtins, with their C11 twins */
+#if ETW_SSE2
 #include <emmintrin.h>
 #endif
 
@@ -47,10 +49,7 @@ static uint32_t lx_t4[10000];
 static struct lx_lead { uint32_t txt, len; } lx_t4l[10000];
 static pthread_once_t lx_t4_once = PTHREAD_ONCE_INIT;
 
-static void lx_disp_init(void);
-
 static void t4_fill(void) {
-  lx_disp_init();
   for (uint32_t n = 0; n < 10000; n++) {
     uint32_t d[4] = {n / 1000, n / 100 % 10, n / 10 % 10, n % 10};
     uint32_t v = 0, lz = n >= 1000 ? 0 : n >= 100 ? 1 : n >= 10 ? 2 : 3;
@@ -62,25 +61,25 @@ static void t4_fill(void) {
 }
 
 /* 1 to 4 digits of 1 <= n < 10000, no leading zeros; writes 4 bytes */
-static inline __attribute__((always_inline)) char *put_lead4(char *p, uint32_t n) {
+static inline ETW_ALWAYS_INLINE char *put_lead4(char *p, uint32_t n) {
   memcpy(p, &lx_t4l[n].txt, 4);
   return p + lx_t4l[n].len;
 }
 
 /* exactly 4 digits of n < 10000 */
-static inline __attribute__((always_inline)) char *put4(char *p, uint32_t n) {
+static inline ETW_ALWAYS_INLINE char *put4(char *p, uint32_t n) {
   memcpy(p, &lx_t4[n], 4);
   return p + 4;
 }
 
 /* x / 10000 for x < 1e8 (exact: the multiplier's excess, 0.22 / 2^40, adds less than 2.1e-5
  * to x / 10000, whose fraction is at most 0.9999); the multiplier fits an imm32 */
-static inline __attribute__((always_inline)) uint32_t div1e4(uint32_t x) {
+static inline ETW_ALWAYS_INLINE uint32_t div1e4(uint32_t x) {
   return (uint32_t)(((uint64_t)x * 109951163u) >> 40);
 }
 
 /* 17 to 20 digits: rare, out of line */
-static __attribute__((noinline)) char *put_u64_huge(char *p, uint64_t v) {
+static ETW_NOINLINE char *put_u64_huge(char *p, uint64_t v) {
   uint32_t top = (uint32_t)(v / 10000000000000000ULL); /* 1 to 1844 */
   v -= top * 10000000000000000ULL;
   uint32_t hi = (uint32_t)(v / 100000000), lo = (uint32_t)(v - (uint64_t)hi * 100000000);
@@ -93,9 +92,9 @@ static __attribute__((noinline)) char *put_u64_huge(char *p, uint64_t v) {
 }
 
 /* 9 to 20 digits (v >= 1e8) */
-static inline __attribute__((always_inline)) char *put_u64_big(char *p, uint64_t v) {
+static inline ETW_ALWAYS_INLINE char *put_u64_big(char *p, uint64_t v) {
   uint64_t hi = v / 100000000;
-  if (__builtin_expect(hi >= 100000000, 0)) return put_u64_huge(p, v);
+  if (ETW_EXPECT(hi >= 100000000, 0)) return put_u64_huge(p, v);
   uint32_t lo = (uint32_t)v - (uint32_t)hi * 100000000u; /* exact mod 2^32: lo < 1e8 */
   uint32_t l1 = div1e4(lo);
   if (hi >= 10000) {
@@ -111,7 +110,7 @@ static inline __attribute__((always_inline)) char *put_u64_big(char *p, uint64_t
 
 /* writes v in decimal at p, returns the end; p must have LX_NUM_MAX writable bytes */
 #define LX_NUM_MAX 28
-static inline __attribute__((always_inline)) char *put_u64(char *p, uint64_t v) {
+static inline ETW_ALWAYS_INLINE char *put_u64(char *p, uint64_t v) {
   if (v < 10) { /* flags, fds, small args: the most common values by far */
     *p = (char)('0' + v);
     return p + 1;
@@ -123,7 +122,7 @@ static inline __attribute__((always_inline)) char *put_u64(char *p, uint64_t v) 
   return put4(p, (uint32_t)v - hi * 10000);
 }
 
-static inline __attribute__((always_inline)) char *put_i64(char *p, int64_t v) {
+static inline ETW_ALWAYS_INLINE char *put_i64(char *p, int64_t v) {
   if (v < 0) {
     *p++ = '-';
     return put_u64(p, (uint64_t)0 - (uint64_t)v);
@@ -132,20 +131,20 @@ static inline __attribute__((always_inline)) char *put_i64(char *p, int64_t v) {
 }
 
 /* the rest of put_small: 9 digits and more, or negative (the value as int64) */
-static __attribute__((noinline)) char *put_small_rare(char *p, int64_t v) {
+static ETW_NOINLINE char *put_small_rare(char *p, int64_t v) {
   return put_i64(p, v);
 }
 
 /* put_i64 for values that are usually small and non-negative (pids, priorities, states, ints
  * narrower than 64 bits): below 1e8 as unsigned, no sign test; the rest out of line */
-static inline __attribute__((always_inline)) char *put_small(char *p, int64_t v) {
+static inline ETW_ALWAYS_INLINE char *put_small(char *p, int64_t v) {
   uint64_t u = (uint64_t)v;
   if (u < 10) {
     *p = (char)('0' + u);
     return p + 1;
   }
   if (u < 10000) return put_lead4(p, (uint32_t)u);
-  if (__builtin_expect(u >= 100000000, 0)) return put_small_rare(p, v);
+  if (ETW_EXPECT(u >= 100000000, 0)) return put_small_rare(p, v);
   uint32_t hi = div1e4((uint32_t)u);
   p = put_lead4(p, hi);
   return put4(p, (uint32_t)u - hi * 10000);
@@ -183,7 +182,7 @@ static inline uint64_t bad8(uint64_t v) {
   return (lt20 | zq | zb | v) & high;
 }
 
-#if defined(__SSE2__)
+#if ETW_SSE2
 /* one bit per byte of x that is < 0x20 or >= 0x80 (one signed compare), '"' or '\\' */
 static inline unsigned bad16(__m128i x) {
   __m128i c = _mm_cmplt_epi8(x, _mm_set1_epi8(0x20));
@@ -199,7 +198,8 @@ static inline unsigned bad16(__m128i x) {
 static inline size_t scan_copy(char *q, const unsigned char *s, size_t max,
                                const unsigned char *lo) {
   size_t k = 0;
-#if defined(__SSE2__)
+  (void)lo; /* (read by the SSE2 path only) */
+#if ETW_SSE2
   if (max >= 16) { /* the first block on its own: comms are exactly one */
     __m128i x = _mm_loadu_si128((const __m128i *)(const void *)s);
     _mm_storeu_si128((__m128i *)(void *)q, x);
@@ -248,7 +248,7 @@ static inline size_t scan_copy(char *q, const unsigned char *s, size_t max,
     memcpy(&v, s + k, 8);
     memcpy(q + k, &v, 8);
     uint64_t m = bad8(v);
-    if (m) return k + ((size_t)__builtin_ctzll(m) >> 3);
+    if (m) return k + ((size_t)etw_ctz64(m) >> 3);
   }
   if (k == max) return max;
   if (max >= 8) {
@@ -257,7 +257,7 @@ static inline size_t scan_copy(char *q, const unsigned char *s, size_t max,
     memcpy(&v, s + b, 8);
     memcpy(q + b, &v, 8);
     uint64_t m = bad8(v) >> (8 * (k - b));
-    return m ? k + ((size_t)__builtin_ctzll(m) >> 3) : max;
+    return m ? k + ((size_t)etw_ctz64(m) >> 3) : max;
   }
   for (; k < max; k++) {
     unsigned char c = s[k];
@@ -277,15 +277,15 @@ static inline char *fput_cstr(char *p, const unsigned char *s, size_t max,
   char *q = p + 1;
   *p = '"';
   size_t n = scan_copy(q, s, max, lo);
-  if (__builtin_expect(n < max && s[n], 0)) return NULL;
+  if (ETW_EXPECT(n < max && s[n], 0)) return NULL;
   q[n] = '"';
   return q + n + 1;
 }
 
 /* the string of fput_cstr through the core's writer, its opening quote at p (which finds its
  * own room: w->buf may move); returns the end */
-static __attribute__((noinline)) char *put_cstr_core(struct etw_jw *w, char *p,
-                                                     const unsigned char *s, size_t max) {
+static ETW_NOINLINE char *put_cstr_core(struct etw_jw *w, char *p,
+                                        const unsigned char *s, size_t max) {
   w->len = (size_t)(p - w->buf);
   etw_jw_str(w, (const char *)s, strnlen((const char *)s, max));
   return w->buf + w->len;
@@ -460,10 +460,6 @@ static int field_kind(const struct tep_format_field *f, struct lx_field *o) {
 
 /* ---- the fast encoder's steps (see struct lx_op) */
 
-/* the fast encoder's handlers by step kind (the labels of lx_dec_event), set once by
- * lx_disp_init before any descriptor is built */
-static const void *const *lx_disp;
-
 #define LX_ARR_UNROLL 64 /* arrays up to this many elements become one step per element */
 
 struct opb {
@@ -572,7 +568,7 @@ static int build_ops(struct lx_evdesc *e) {
       }
     }
     uint8_t kind = f->kind;
-#if defined(__SSE2__)
+#if ETW_SSE2
     if (kind == LX_STR && f->size == 16) {
       kind = LX_STR16;
       opb_lit(&b, "\"", 1);
@@ -597,7 +593,6 @@ static int build_ops(struct lx_evdesc *e) {
     free(b.ops);
     return -1;
   }
-  for (uint32_t k = 0; k < b.n; k++) b.ops[k].h = lx_disp[b.ops[k].kind];
   e->ops = b.ops;
   e->nops = b.n;
   out += 16u * b.n;
@@ -849,7 +844,7 @@ static int time_sec(struct lx_dec *d, int64_t ns) {
 }
 
 /* the 7 digits of the fraction (dn: ns into the second) at p; writes p[0..7) */
-static inline __attribute__((always_inline)) void put_frac7(char *p, uint64_t dn) {
+static inline ETW_ALWAYS_INLINE void put_frac7(char *p, uint64_t dn) {
   /* dn < 1e9: dn / 100 = dn * ceil(2^37 / 100) >> 37, exact for 32-bit dn */
   uint32_t f7 = (uint32_t)(((uint64_t)(uint32_t)dn * 1374389535u) >> 37), hi = div1e4(f7);
   uint32_t a = lx_t4[hi] >> 8; /* hi < 1000: three digits */
@@ -939,12 +934,13 @@ static inline char *put_id(char *p, int32_t v) {
 }
 
 /* the id-text slot of @tid, holding its ProcessID (x->pid) */
-static inline __attribute__((always_inline)) struct lx_idtxt *task_get(struct lx_dec *d,
-                                                                       int32_t tid, uint64_t ts) {
+static inline ETW_ALWAYS_INLINE struct lx_idtxt *task_get(struct lx_dec *d,
+                                                          int32_t tid, uint64_t ts) {
   struct lx_idtxt *x = &d->ids[(uint32_t)tid % LX_IDS];
-  if (__builtin_expect(x->key != (uint32_t)tid || ts - x->t >= LX_TGID_TTL ||
-                           x->cseq != atomic_load_explicit(&d->cseq[(uint32_t)tid & (LX_COMM_SLOTS - 1)],
-                                                           memory_order_relaxed), 0))
+  if (ETW_EXPECT(x->key != (uint32_t)tid || ts - x->t >= LX_TGID_TTL ||
+                     x->cseq != atomic_load_explicit(&d->cseq[(uint32_t)tid & (LX_COMM_SLOTS - 1)],
+                                                     memory_order_relaxed),
+                 0))
     x = lx_task_slow(d, tid, ts);
   return x;
 }
@@ -971,19 +967,19 @@ static inline uint64_t ld64(const unsigned char *p) {
 
 /* The System block and `,"EventData":{` at p, with room for e->max_out already reserved.
  * Returns the end, or NULL when the time is not cached (nothing written). */
-static inline __attribute__((always_inline)) char *encode_head(struct lx_dec *d,
-                                                               struct lx_evdesc *e, char *p,
-                                                               int64_t tsr,
-                                                               const struct lx_idtxt *x) {
+static inline ETW_ALWAYS_INLINE char *encode_head(struct lx_dec *d,
+                                                  struct lx_evdesc *e, char *p,
+                                                  int64_t tsr,
+                                                  const struct lx_idtxt *x) {
   uint64_t dn = (uint64_t)tsr - (uint64_t)d->sec_ns;
-  if (__builtin_expect(dn >= d->sec_span, 0)) {
+  if (ETW_EXPECT(dn >= d->sec_span, 0)) {
     if (!time_sec(d, tsr)) return NULL;
     dn = (uint64_t)tsr - (uint64_t)d->sec_ns;
   }
   char *q = p + e->hlen;
   memcpy(p, e->head, LX_HEAD_COPY); /* straight-line moves, no loop */
   memcpy(q, x->txt, 128);
-  if (__builtin_expect(x->len > 128, 0)) memcpy(q + 128, x->txt + 128, x->len - 128);
+  if (ETW_EXPECT(x->len > 128, 0)) memcpy(q + 128, x->txt + 128, x->len - 128);
   put_frac7(p + e->hpos + 21, dn);
   return q + x->len;
 }
@@ -997,9 +993,9 @@ static inline void count1(_Atomic uint64_t *c) {
 /* Everything the hot path does not take (the batch is there and was flushed if it was full):
  * odd headers, unknown ids, records too short for the fixed fields, times that are not cached,
  * batches too full for the worst case. The checked writers; same bytes. */
-static __attribute__((noinline)) void dec_event_any(struct lx_dec *d, const unsigned char *data,
-                                                    uint32_t size, uint64_t ts,
-                                                    struct etw_batch *bt) {
+static ETW_NOINLINE void dec_event_any(struct lx_dec *d, const unsigned char *data,
+                                       uint32_t size, uint64_t ts,
+                                       struct etw_batch *bt) {
   struct etw_jw *w = &bt->data;
   size_t mark = w->len;
   uint32_t type = 0;
@@ -1118,9 +1114,9 @@ static __attribute__((noinline)) void dec_event_any(struct lx_dec *d, const unsi
 }
 
 /* lx_dec_event with a full batch, or none: flush it, then the event (into the fresh batch) */
-static __attribute__((noinline)) void dec_event_flush(struct lx_dec *d, const unsigned char *data,
-                                                     uint32_t size, uint64_t ts,
-                                                     struct lx_sink *s) {
+static ETW_NOINLINE void dec_event_flush(struct lx_dec *d, const unsigned char *data,
+                                         uint32_t size, uint64_t ts,
+                                         struct lx_sink *s) {
   if (s->b) s->flush(s->ctx, s);
   if (!s->b) {
     count1(&d->enc_dropped);
@@ -1132,37 +1128,70 @@ static __attribute__((noinline)) void dec_event_flush(struct lx_dec *d, const un
     lx_dec_event(d, data, size, ts, s);
 }
 
+/* A long array, a pointer or bytes (LX_ARR, LX_PTR, LX_DARR, LX_BYTES) through the core's
+ * checked writers (the room is reserved); the output's new end, or NULL (w->err). */
+static ETW_NOINLINE char *put_checked(struct etw_jw *w, char *p, const struct lx_op *o,
+                                      const unsigned char *data, uint32_t size) {
+  const unsigned char *fp = data + o->off;
+  w->len = (size_t)(p - w->buf);
+  switch (o->kind) {
+    case LX_PTR: etw_jw_hex(w, ld_u(fp, o->size)); break;
+    case LX_ARR: write_num_array(w, fp, o->size / o->elem, o->elem, o->esigned); break;
+    case LX_DARR: {
+      uint32_t v = (uint32_t)ld_u(fp, 4);
+      uint32_t off = (v & 0xffff) + (o->n ? o->off + o->size : 0), len = v >> 16;
+      if ((uint64_t)off + len > size)
+        etw_jw_lit(w, "null");
+      else
+        write_num_array(w, data + off, len / o->elem, o->elem, o->esigned);
+      break;
+    }
+    default: etw_jw_base64(w, fp, o->size); break;
+  }
+  return w->err ? NULL : w->buf + w->len;
+}
+
+/* unsigned long args[6] and the like (n >= 1 elements at fp): the last 8 unrolled */
+static inline ETW_ALWAYS_INLINE char *put_au64(char *p, const unsigned char *fp, unsigned n) {
+  const unsigned char *ae = fp + (size_t)n * 8;
+  switch (n) {
+    default:
+      for (const unsigned char *ap = fp; ap < ae - 64; ap += 8) {
+        p = put_u64(p, ld64(ap));
+        *p++ = ',';
+      }
+      /* fall through */
+    case 8: p = put_u64(p, ld64(ae - 64)); *p++ = ','; /* fall through */
+    case 7: p = put_u64(p, ld64(ae - 56)); *p++ = ','; /* fall through */
+    case 6: p = put_u64(p, ld64(ae - 48)); *p++ = ','; /* fall through */
+    case 5: p = put_u64(p, ld64(ae - 40)); *p++ = ','; /* fall through */
+    case 4: p = put_u64(p, ld64(ae - 32)); *p++ = ','; /* fall through */
+    case 3: p = put_u64(p, ld64(ae - 24)); *p++ = ','; /* fall through */
+    case 2: p = put_u64(p, ld64(ae - 16)); *p++ = ','; /* fall through */
+    case 1: p = put_u64(p, ld64(ae - 8)); /* n >= 1 */
+  }
+  return p;
+}
+
 /* The hot path: a known event id whose fixed fields are all in the record, the batch has room
  * for the worst case, the time is cached. Anything else: dec_event_any. */
 void lx_dec_event(struct lx_dec *d, const unsigned char *data, uint32_t size, uint64_t ts,
                   struct lx_sink *s) {
-  /* the steps, threaded: each handler copies the next step's literal and jumps straight to
-   * its handler (o->h, from this table), so a step costs one indirect jump */
-  static const void *const disp[LX_STR16 + 1] = {
-      [LX_U8] = &&k_u8,     [LX_U16] = &&k_u16, [LX_U32] = &&k_u32,   [LX_U64] = &&k_u64,
-      [LX_S8] = &&k_s8,     [LX_S16] = &&k_s16, [LX_S32] = &&k_s32,   [LX_S64] = &&k_s64,
-      [LX_PTR] = &&k_other, [LX_STR] = &&k_str, [LX_DSTR] = &&k_dstr, [LX_ARR] = &&k_other,
-      [LX_DARR] = &&k_other, [LX_BYTES] = &&k_other, [LX_AU64] = &&k_au64, [LX_LIT] = &&k_next,
-      [LX_END] = &&done, [LX_STR16] = &&k_str16};
   struct etw_batch *bt = s->b;
-  if (__builtin_expect(!bt || etw_batch_full_inl(bt), 0)) {
-    if (!d) { /* lx_disp_init */
-      lx_disp = disp;
-      return;
-    }
+  if (ETW_EXPECT(!bt || etw_batch_full_inl(bt), 0)) {
     dec_event_flush(d, data, size, ts, s); /* a tail call: nothing here lives across it */
     return;
   }
-  if (__builtin_expect(size < d->hdr_min, 0)) goto any;
+  if (ETW_EXPECT(size < d->hdr_min, 0)) goto any;
   uint16_t type;
   int32_t tid;
   memcpy(&type, data, 2);
   memcpy(&tid, data + 4, 4);
   struct lx_evdesc *e = d->cache[type]; /* 65536 entries (else hdr_min excludes this path) */
-  if (__builtin_expect(!e, 0)) e = desc_get(d, type);
-  if (__builtin_expect(!e || size - e->fmin > e->fspan, 0)) goto any;
+  if (ETW_EXPECT(!e, 0)) e = desc_get(d, type);
+  if (ETW_EXPECT(!e || size - e->fmin > e->fspan, 0)) goto any;
   const struct lx_idtxt *x;
-  if (__builtin_expect(e->cm != 0, 0)) {
+  if (ETW_EXPECT(e->cm != 0, 0)) {
     /* a comm of its own task that its slot already shows (sched_switch's prev): the slot;
      * anything else (other comms, changes, hidden events) goes through lx_task_cm */
     int32_t p0;
@@ -1184,12 +1213,12 @@ void lx_dec_event(struct lx_dec *d, const unsigned char *data, uint32_t size, ui
    * that stays below the batch maximum: a failed reserve would poison the writer. The writer
    * has no error here: each event ends in a commit or a truncate, which clear it, and a batch
    * whose first reservation failed has no room (its reserve fails: the checked path). */
-  if (__builtin_expect(w->cap - mark <= need + 1, 0) &&
+  if (ETW_EXPECT(w->cap - mark <= need + 1, 0) &&
       (mark + need >= w->max || etw_jw_reserve(w, need)))
     goto any;
   int64_t tsr = (int64_t)ts + d->mono_to_real;
   char *p = encode_head(d, e, w->buf + mark, tsr, x);
-  if (__builtin_expect(!p, 0)) goto any;
+  if (ETW_EXPECT(!p, 0)) goto any;
   /* the event's etw_evref, but for its length, written now: fewer values live in the steps */
   struct etw_evref *r = &bt->ev[bt->n];
   r->off = (uint32_t)mark;
@@ -1199,147 +1228,99 @@ void lx_dec_event(struct lx_dec *d, const unsigned char *data, uint32_t size, ui
   memcpy((char *)r + offsetof(struct etw_evref, event_id), &e->evtail, sizeof e->evtail); /* id, level, cpu */
   /* EventData: every fixed field is inside the record and the room is reserved, so no
    * reserve or bounds checks per field. */
-  const struct lx_op *o = e->ops;
-  memcpy(p, o->lit, 16);
-  p += o->lit_len;
-  goto *o->h;
-#define LX_NEXT()                 \
-  do {                            \
-    o++;                          \
-    memcpy(p, o->lit, 16);        \
-    p += o->lit_len;              \
-    goto *o->h;                   \
-  } while (0)
-#define fp (data + o->off)
-k_u8:
-  p = put_small(p, fp[0]);
-  LX_NEXT();
-k_u16: {
-  uint16_t v;
-  memcpy(&v, fp, 2);
-  p = put_small(p, v);
-  LX_NEXT();
-}
-k_u32: {
-  uint32_t v;
-  memcpy(&v, fp, 4);
-  p = put_small(p, v);
-  LX_NEXT();
-}
-k_u64:
-  p = put_u64(p, ld64(fp));
-  LX_NEXT();
-k_s8:
-  p = put_small(p, (int8_t)fp[0]);
-  LX_NEXT();
-k_s16: {
-  int16_t v;
-  memcpy(&v, fp, 2);
-  p = put_small(p, v);
-  LX_NEXT();
-}
-k_s32: {
-  int32_t v;
-  memcpy(&v, fp, 4);
-  p = put_small(p, v);
-  LX_NEXT();
-}
-k_s64:
-  p = put_small(p, (int64_t)ld64(fp));
-  LX_NEXT();
-k_au64: { /* unsigned long args[6] and the like (n >= 1): the last 8 elements unrolled */
-  const unsigned char *ae = fp + (size_t)o->n * 8;
-  switch (o->n) {
-    default:
-      for (const unsigned char *ap = fp; ap < ae - 64; ap += 8) {
-        p = put_u64(p, ld64(ap));
-        *p++ = ',';
+  /* The steps in order (e->ops, built by build_ops, ends with LX_END): each copies its
+   * literal (16 bytes, its length counted), then writes its value by its kind. */
+  for (const struct lx_op *o = e->ops;; o++) {
+    memcpy(p, o->lit, 16);
+    p += o->lit_len;
+    const unsigned char *fp = data + o->off;
+    switch ((enum lx_kind)o->kind) {
+      case LX_U8: p = put_small(p, fp[0]); break;
+      case LX_U16: {
+        uint16_t v;
+        memcpy(&v, fp, 2);
+        p = put_small(p, v);
+        break;
       }
-      /* fall through */
-    case 8: p = put_u64(p, ld64(ae - 64)); *p++ = ','; /* fall through */
-    case 7: p = put_u64(p, ld64(ae - 56)); *p++ = ','; /* fall through */
-    case 6: p = put_u64(p, ld64(ae - 48)); *p++ = ','; /* fall through */
-    case 5: p = put_u64(p, ld64(ae - 40)); *p++ = ','; /* fall through */
-    case 4: p = put_u64(p, ld64(ae - 32)); *p++ = ','; /* fall through */
-    case 3: p = put_u64(p, ld64(ae - 24)); *p++ = ','; /* fall through */
-    case 2: p = put_u64(p, ld64(ae - 16)); *p++ = ','; /* fall through */
-    case 1: p = put_u64(p, ld64(ae - 8)); /* n >= 1 */
-  }
-  LX_NEXT();
-}
-k_str:
-  {
-    char *q = fput_cstr(p, fp, o->size, data);
-    if (__builtin_expect(!q, 0)) {
-      q = put_cstr_core(w, p, fp, o->size);
-      if (w->err) goto fail;
-    }
-    p = q;
-  }
-  LX_NEXT();
-k_str16: { /* comms: one 16-byte block, usually NUL-terminated inside it */
-#if defined(__SSE2__)
-  const unsigned char *sp = fp;
-  __m128i v = _mm_loadu_si128((const __m128i *)(const void *)sp);
-  _mm_storeu_si128((__m128i *)(void *)p, v);
-  unsigned m = bad16(v);
-  if (__builtin_expect(m == 0, 0)) { /* 16 characters */
-    p[16] = '"';
-    p += 17;
-    LX_NEXT();
-  }
-  unsigned n = (unsigned)__builtin_ctz(m);
-  if (__builtin_expect(sp[n] != 0, 0)) { /* to escape or check: the core's writer */
-    p = put_cstr_core(w, p - 1, sp, 16);
-    if (w->err) goto fail;
-    LX_NEXT();
-  }
-  p[n] = '"';
-  p += n + 1;
+      case LX_U32: {
+        uint32_t v;
+        memcpy(&v, fp, 4);
+        p = put_small(p, v);
+        break;
+      }
+      case LX_U64: p = put_u64(p, ld64(fp)); break;
+      case LX_S8: p = put_small(p, (int8_t)fp[0]); break;
+      case LX_S16: {
+        int16_t v;
+        memcpy(&v, fp, 2);
+        p = put_small(p, v);
+        break;
+      }
+      case LX_S32: {
+        int32_t v;
+        memcpy(&v, fp, 4);
+        p = put_small(p, v);
+        break;
+      }
+      case LX_S64: p = put_small(p, (int64_t)ld64(fp)); break;
+      case LX_AU64: p = put_au64(p, fp, o->n); break;
+      case LX_STR: {
+        char *q = fput_cstr(p, fp, o->size, data);
+        if (ETW_EXPECT(!q, 0)) {
+          q = put_cstr_core(w, p, fp, o->size);
+          if (w->err) goto fail;
+        }
+        p = q;
+        break;
+      }
+      case LX_STR16: { /* comms: one 16-byte block, usually NUL-terminated inside it */
+#if ETW_SSE2
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)fp);
+        _mm_storeu_si128((__m128i *)(void *)p, v);
+        unsigned m = bad16(v);
+        if (ETW_EXPECT(m == 0, 0)) { /* 16 characters */
+          p[16] = '"';
+          p += 17;
+          break;
+        }
+        unsigned n = (unsigned)__builtin_ctz(m);
+        if (ETW_EXPECT(fp[n] != 0, 0)) { /* to escape or check: the core's writer */
+          p = put_cstr_core(w, p - 1, fp, 16);
+          if (w->err) goto fail;
+          break;
+        }
+        p[n] = '"';
+        p += n + 1;
 #endif
-  LX_NEXT();
-}
-k_dstr: {
-  uint32_t v;
-  memcpy(&v, fp, 4);
-  uint32_t off = (v & 0xffff) + (o->n ? o->off + o->size : 0), len = v >> 16;
-  if ((uint64_t)off + len > size) {
-    memcpy(p, "null", 4);
-    p += 4;
-  } else {
-    char *q = fput_cstr(p, data + off, len, data);
-    if (__builtin_expect(!q, 0)) {
-      q = put_cstr_core(w, p, data + off, len);
-      if (w->err) goto fail;
+        break;
+      }
+      case LX_DSTR: {
+        uint32_t v;
+        memcpy(&v, fp, 4);
+        uint32_t off = (v & 0xffff) + (o->n ? o->off + o->size : 0), len = v >> 16;
+        if ((uint64_t)off + len > size) {
+          memcpy(p, "null", 4);
+          p += 4;
+          break;
+        }
+        char *q = fput_cstr(p, data + off, len, data);
+        if (ETW_EXPECT(!q, 0)) {
+          q = put_cstr_core(w, p, data + off, len);
+          if (w->err) goto fail;
+        }
+        p = q;
+        break;
+      }
+      case LX_PTR: case LX_ARR: case LX_DARR: case LX_BYTES:
+        if (!(p = put_checked(w, p, o, data, size))) goto fail;
+        break;
+      case LX_LIT: break;
+      case LX_END: goto done;
+      default: ETW_UNREACHABLE(); /* (build_ops makes no other kind: no range check) */
     }
-    p = q;
   }
-  LX_NEXT();
-}
-k_other: /* long arrays, pointers, bytes: the checked writers (room is reserved) */
-  w->len = (size_t)(p - w->buf);
-  switch (o->kind) {
-    case LX_PTR: etw_jw_hex(w, ld_u(fp, o->size)); break;
-    case LX_ARR: write_num_array(w, fp, o->size / o->elem, o->elem, o->esigned); break;
-    case LX_DARR: {
-      uint32_t v = (uint32_t)ld_u(fp, 4);
-      uint32_t off = (v & 0xffff) + (o->n ? o->off + o->size : 0), len = v >> 16;
-      if ((uint64_t)off + len > size)
-        etw_jw_lit(w, "null");
-      else
-        write_num_array(w, data + off, len / o->elem, o->elem, o->esigned);
-      break;
-    }
-    default: etw_jw_base64(w, fp, o->size); break;
-  }
-  if (w->err) goto fail;
-  p = w->buf + w->len;
-k_next:
-  LX_NEXT();
-#undef LX_NEXT
-#undef fp
 done: /* etw_batch_commit, inline: the batch has room, the event is far below 4 GiB, and the
-       * writer has no error (the handlers that call the core's writers check it) */
+       * writer has no error (the steps that call the core's writers check it) */
   w->len = (size_t)(p - w->buf);
   r->len = (uint32_t)w->len - r->off;
   bt->n++;
@@ -1351,16 +1332,10 @@ any:
   dec_event_any(d, data, size, ts, bt);
 }
 
-/* lx_disp: the handlers' addresses, from lx_dec_event (a NULL decoder and an empty sink) */
-static void lx_disp_init(void) {
-  struct lx_sink s = {0};
-  lx_dec_event(NULL, NULL, 0, 0, &s);
-}
-
 /* one record of a page: through the stack joiner once the session asks for stacks */
 /* 1 if a record is an event: stack records and hidden events (d->hide) are not */
 static inline int rec_counts(const struct lx_dec *d, const unsigned char *p, uint32_t len) {
-  if (__builtin_expect(d->hide != 0, 0) && len >= 2) {
+  if (ETW_EXPECT(d->hide != 0, 0) && len >= 2) {
     uint16_t t;
     memcpy(&t, p, 2);
     if (t == d->hide_id[0] || t == d->hide_id[1]) return 0;
@@ -1370,7 +1345,7 @@ static inline int rec_counts(const struct lx_dec *d, const unsigned char *p, uin
 
 static inline void dec_rec(struct lx_dec *d, const unsigned char *data, uint32_t size,
                            uint64_t ts, struct lx_sink *s) {
-  if (__builtin_expect(d->stk != NULL, 0))
+  if (ETW_EXPECT(d->stk != NULL, 0))
     lx_stk_record(d, data, size, ts, s);
   else
     lx_dec_event(d, data, size, ts, s);

@@ -70,7 +70,6 @@ struct lx_field {
  * LX_LIT steps; arrays of up to LX_ARR_UNROLL elements become one step per element. */
 struct lx_op {
   char lit[16];
-  const void *h;    /* the step's handler in the fast encoder (its label: see lx_dec_event) */
   uint64_t lit_len; /* 64-bit: added to the output pointer straight from memory */
   uint64_t off;     /* the value's offset in the record */
   uint32_t size;
