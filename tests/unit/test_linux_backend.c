@@ -562,17 +562,16 @@ static uint64_t stat_sum(const char *inst, const char *key) {
 }
 
 static void test_loss(void) {
-  char *evs[] = {"sys_enter"};
-  struct etw_provider_spec p = prov("raw_syscalls", evs, 1, NULL);
-  struct etw_session_spec sp = {.backend = "linux", .mode = ETW_MODE_REALTIME, .providers = &p,
-                                .n_providers = 1, .buffer_kb = 8};
-  struct sess s;
-  struct etw_status st;
-  CHECK_EQ(sess_open(&s, &sp, NULL, &st), ETW_E_OK);
-  if (!s.st) return;
-  CHECK_EQ(B->start(s.st, &st), ETW_E_OK);
+  /* the child is the only traced process (pids), so once it has exited the kernel's counters
+   * stand still: stats after stop (the instance is gone then: its counters were saved at stop)
+   * must equal what the instance's per-CPU stats said just before the stop */
+  int go[2];
+  CHECK_EQ(pipe(go), 0);
   pid_t pid = fork();
   if (pid == 0) {
+    char c;
+    close(go[1]);
+    if (read(go[0], &c, 1) != 1) _exit(1);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     do {
@@ -581,6 +580,23 @@ static void test_loss(void) {
     } while ((t1.tv_sec - t0.tv_sec) * 1000000000L + (t1.tv_nsec - t0.tv_nsec) < 700000000L);
     _exit(0);
   }
+  close(go[0]);
+  char *evs[] = {"sys_enter"};
+  uint32_t pids[1] = {(uint32_t)pid};
+  struct etw_provider_spec p = prov("raw_syscalls", evs, 1, NULL);
+  struct etw_session_spec sp = {.backend = "linux", .mode = ETW_MODE_REALTIME, .providers = &p,
+                                .n_providers = 1, .buffer_kb = 8, .pids = pids, .n_pids = 1};
+  struct sess s;
+  struct etw_status st;
+  CHECK_EQ(sess_open(&s, &sp, NULL, &st), ETW_E_OK);
+  if (!s.st) {
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    return;
+  }
+  CHECK_EQ(B->start(s.st, &st), ETW_E_OK);
+  CHECK_EQ(write(go[1], "g", 1), 1);
+  close(go[1]);
   /* drain the hub meanwhile so the hub never holds everything */
   struct etw_jw out;
   etw_jw_init(&out, 1 << 30);
@@ -590,10 +606,13 @@ static void test_loss(void) {
   }
   int stt;
   waitpid(pid, &stt, 0);
+  uint64_t ov = stat_sum(s.name, "overrun: "), dr = stat_sum(s.name, "dropped events: ");
   B->stop(s.st);
+  char dir[256];
+  snprintf(dir, sizeof dir, "/sys/kernel/tracing/instances/%s", s.name);
+  CHECK(access(dir, F_OK) != 0); /* stop removed the instance (its buffers) */
   struct etw_backend_stats bs;
   B->stats(s.st, &bs);
-  uint64_t ov = stat_sum(s.name, "overrun: "), dr = stat_sum(s.name, "dropped events: ");
   fprintf(stderr, "loss test: read %llu events, kernel overrun %llu dropped %llu\n",
           (unsigned long long)bs.read_events, (unsigned long long)bs.kernel_overrun,
           (unsigned long long)bs.kernel_dropped);
