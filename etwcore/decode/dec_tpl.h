@@ -12,9 +12,6 @@
 
 #include "decode.h"
 
-#if ETW_SSE2
-#include <emmintrin.h>
-#endif
 
 /* ---- plan templates (struct dec_tpl)
  *
@@ -31,12 +28,12 @@
 #endif
 
 /* @n bytes of template @t to @p, rounded up to whole 16-byte chunks. */
-#if ETW_SSE2
-#define C16(i) _mm_storeu_si128((__m128i *)(void *)(p + 16 * (i)), _mm_loadu_si128((const __m128i *)(const void *)(t + 16 * (i))))
+#if SIMD_VEC
+#define C16(i) simd_copy16(p + 16 * (i), t + 16 * (i))
 #endif
 TPL_INLINE void tpl_copy(char *p, const struct dec_tpl *tp) {
   const char *t = tp->txt;
-#if ETW_SSE2
+#if SIMD_VEC
   switch (tp->n16) { /* (≤ 48: tpl_tail) */
   case 48: C16(47); /* fall through */
   case 47: C16(46); /* fall through */
@@ -96,7 +93,7 @@ TPL_INLINE void tpl_copy(char *p, const struct dec_tpl *tp) {
 
 /* DEC_MEMO_COPY bytes of @t to @p (a kernel plan's memo, either way). */
 TPL_INLINE void memo_copy(char *p, const char *t) {
-#if ETW_SSE2
+#if SIMD_VEC
   C16(0);
   C16(1);
   C16(2);
@@ -136,15 +133,12 @@ int dec_tpl_build(struct dec_sysc *sc, struct dec_tpl *t, const struct etw_sys *
 /* The reference image of template @t to @ref: three 16-byte SSE2 moves (gcc chose `rep movsl`, 13 instructions, where registers were short). */
 TPL_INLINE void tpl_img(struct etw_evref *ref, const struct dec_tpl *t) {
   _Static_assert(sizeof *ref == 48, "etw_evref: 48 bytes");
-#if ETW_SSE2
+#if SIMD_VEC
   const char *s = (const char *)&t->rimg;
   char *o = (char *)ref;
-  __m128i a = _mm_loadu_si128((const __m128i *)(const void *)s);
-  __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(s + 16));
-  __m128i c = _mm_loadu_si128((const __m128i *)(const void *)(s + 32));
-  _mm_storeu_si128((__m128i *)(void *)o, a);
-  _mm_storeu_si128((__m128i *)(void *)(o + 16), b);
-  _mm_storeu_si128((__m128i *)(void *)(o + 32), c);
+  simd_copy16(o, s);
+  simd_copy16(o + 16, s + 16);
+  simd_copy16(o + 32, s + 32);
 #else
   memcpy(ref, &t->rimg, sizeof *ref);
 #endif

@@ -1,6 +1,7 @@
 /* cpu.h — the one CPU-feature decision of the vector code (etwcore/src/cpu.c).
  *
- * The one AVX2 kernel (jw.c's base64) has a plain C twin that writes the same bytes (test_jw);
+ * The one AVX2 kernel (simd_avx2.c's base64, called by jw.c) has a plain C twin that writes the
+ * same bytes (simd_scalar.h's scalar_base64: test_dec_simd; and jw.c's table path: test_jw);
  * which one runs is decided once, here, for the whole
  * process: AVX2 when the CPU has AVX2, BMI1, BMI2 and LZCNT, the build is GNU C on x86-64 and
  * not Windows (mingw does not align the stack for 32-byte spills), and the environment has no

@@ -6,6 +6,9 @@
   function over 150 lines, except the one documented op interpreter (dec_plan_run);
 - in the decode path, a computed goto only through a table of the function's own (`goto *T[i]`),
   never to a code address kept in data (item 1: no jump to a stored address);
+- vector intrinsics (`_mm*_`, `__m128`…, `<*intrin.h>`) only in the one module per instruction
+  set (etwcore/src/simd_sse2.h, simd_avx2.c) and the one CPU decision (etwcore/src/cpu.c): every
+  other file calls simd.h's named kernels (issue 19 item 1);
 - docs/architecture.md's ETL part (the path of a record) a map of at most 20 lines (item 6).
 
 A function's length is counted from the line of its name to the line of its closing brace (as
@@ -21,6 +24,8 @@ MAX_FILE, MAX_FN, MAX_DOC = 1500, 150, 20
 EXCEPTIONS = {"dec_plan_run"}  # the op interpreter (dec_plan_run.c's header says why)
 ATTR = re.compile(r"__attribute__\s*\(\((?:[^()]|\((?:[^()]|\([^()]*\))*\))*\)\)")
 STORED_JUMP = re.compile(r"goto\s*\*\s*(?!\w+\s*\[)")
+INTRIN = re.compile(r"\b_mm(256|512)?_\w+|\b__m(128|256|512)\w*|\w*intrin\.h")
+SIMD_MODULE = {"etwcore/src/simd_sse2.h", "etwcore/src/simd_avx2.c", "etwcore/src/cpu.c"}
 ASM = re.compile(r"\b(__asm__|__asm|asm)\s*(volatile|__volatile__|goto|inline)?\s*\(")
 
 
@@ -116,6 +121,9 @@ def main():
             for k, line in enumerate(strip(open(p, encoding="utf-8", errors="replace").read(), True), 1):
                 if ASM.search(line):
                     problems.append("%s:%d: inline assembly" % (os.path.relpath(p, ROOT), k))
+                if INTRIN.search(line) and os.path.relpath(p, ROOT) not in SIMD_MODULE:
+                    problems.append("%s:%d: vector intrinsics outside the simd module: %s"
+                                    % (os.path.relpath(p, ROOT), k, line.strip()))
     longest = []
     for top in DECODE_DIRS:
         for p in sorted(c_files(top)):

@@ -20,9 +20,7 @@
 
 #include "etl_int.h"
 
-#if ETW_SSE2
-#include <emmintrin.h>
-#endif
+#include "simd.h"
 
 #if ETW_GNUC
 #define ETL_INLINE static inline __attribute__((always_inline))
@@ -139,10 +137,10 @@ ETL_NOINLINE int parse_generic(const struct efile *f, const struct stream *s, st
                                const unsigned char *p, uint32_t n, uint32_t m, int64_t last_ts) {
   /* the record head up to ext[] zeroed: six 16-byte stores (memset compiles to `rep stos`,
    * slow to start and counted per word by callgrind) */
-#if ETW_SSE2
+#if SIMD_VEC
   if (offsetof(struct etw_rec, ext) == 96) {
     unsigned char *z = (unsigned char *)rec;
-    for (int i = 0; i < 6; i++) _mm_storeu_si128((__m128i *)(void *)(z + 16 * i), _mm_setzero_si128());
+    for (int i = 0; i < 6; i++) simd_zero16(z + 16 * i);
   } else
 #endif
     memset(rec, 0, offsetof(struct etw_rec, ext));

@@ -1,0 +1,111 @@
+/* simd_scalar.h — the plain C twins of the vector kernels (simd_sse2.h): same signatures, same
+ * results, names prefixed scalar_ instead of sse2_. simd.h picks one set; tests/unit/
+ * test_dec_simd.c runs both and compares. Standard C11 (what MSVC, arm64 and ETWD_STRICT_C11
+ * build). Not a public header. */
+#ifndef ETWD_SIMD_SCALAR_H
+#define ETWD_SIMD_SCALAR_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+/* 16 bytes from @s to @d */
+static inline void scalar_copy16(void *d, const void *s) { memcpy(d, s, 16); }
+/* 16 zero bytes at @d */
+static inline void scalar_zero16(void *d) { memset(d, 0, 16); }
+
+/* byte @c not plain JSON string text: outside 0x20..0x7E, or '"' or '\\' */
+static inline unsigned scalar_nonplain_(unsigned c) { return c < 0x20 || c > 0x7E || c == '"' || c == '\\'; }
+
+/* Bit i set when byte i of @s (16 bytes) is not plain JSON string text (outside 0x20..0x7E, '"'
+ * or '\\'); *@ctl = the bits of those outside 0x20..0x7E alone (@ctl may be NULL). */
+static inline unsigned scalar_nonplain16(const void *s, unsigned *ctl) {
+  const unsigned char *b = (const unsigned char *)s;
+  unsigned m = 0, c = 0;
+  for (unsigned i = 0; i < 16; i++) {
+    m |= scalar_nonplain_(b[i]) << i;
+    c |= (unsigned)(b[i] < 0x20 || b[i] > 0x7E) << i;
+  }
+  if (ctl) *ctl = c;
+  return m;
+}
+/* Bit i set when byte i of @s (16 bytes) is plain JSON string text: ~nonplain16 & 0xFFFF */
+static inline unsigned scalar_plain16(const void *s) { return ~scalar_nonplain16(s, NULL) & 0xFFFFu; }
+
+/* UTF-16LE unit @u narrowed to a byte, saturating as a signed 16-bit value: 0x8000..0xFFFF → 0,
+ * 0x100..0x7FFF → 0xFF */
+static inline unsigned char scalar_narrow_(const unsigned char *s) {
+  unsigned u = (unsigned)s[0] | (unsigned)s[1] << 8;
+  return (unsigned char)(u >= 0x8000 ? 0 : u > 0xFF ? 0xFF : u);
+}
+/* 16 UTF-16LE units at @s (32 bytes) narrowed (scalar_narrow_) to 16 bytes at @d; returns
+ * nonplain16 of them (and *@ctl) */
+static inline unsigned scalar_narrow16(void *d, const void *s, unsigned *ctl) {
+  unsigned char *o = (unsigned char *)d;
+  const unsigned char *b = (const unsigned char *)s;
+  for (unsigned i = 0; i < 16; i++) o[i] = scalar_narrow_(b + 2 * i);
+  return scalar_nonplain16(o, ctl);
+}
+/* as narrow16, the units of @a (8) to bytes 0–7 and those of @b (8) to bytes 8–15 */
+static inline unsigned scalar_narrow8x2(void *d, const void *a, const void *b, unsigned *ctl) {
+  unsigned char *o = (unsigned char *)d;
+  for (unsigned i = 0; i < 8; i++) {
+    o[i] = scalar_narrow_((const unsigned char *)a + 2 * i);
+    o[8 + i] = scalar_narrow_((const unsigned char *)b + 2 * i);
+  }
+  return scalar_nonplain16(o, ctl);
+}
+
+/* Bit i set when byte i of @s (16 bytes) is below 0x20 or above 0x7F, '"' or '\\' (what the
+ * Linux decoder hands to the core's writer; 0x7F passes) */
+static inline unsigned scalar_jsonbad16(const void *s) {
+  const unsigned char *b = (const unsigned char *)s;
+  unsigned m = 0;
+  for (unsigned i = 0; i < 16; i++) m |= (unsigned)(b[i] < 0x20 || b[i] >= 0x80 || b[i] == '"' || b[i] == '\\') << i;
+  return m;
+}
+/* copy16 and jsonbad16 of the 16 bytes */
+static inline unsigned scalar_copy_jsonbad16(void *d, const void *s) {
+  scalar_copy16(d, s);
+  return scalar_jsonbad16(s);
+}
+
+/* the 8 bytes at @s as 16 lowercase hex digits at @o, each byte's high digit first */
+static inline void scalar_hex16(char *o, const void *s) {
+  static const char hx[] = "0123456789abcdef";
+  const unsigned char *b = (const unsigned char *)s;
+  for (unsigned i = 0; i < 8; i++) {
+    o[2 * i] = hx[b[i] >> 4];
+    o[2 * i + 1] = hx[b[i] & 15];
+  }
+}
+
+/* Bit i set when byte i of @s (16 bytes) is @c */
+static inline unsigned scalar_eq16(const void *s, char c) {
+  const unsigned char *b = (const unsigned char *)s;
+  unsigned m = 0;
+  for (unsigned i = 0; i < 16; i++) m |= (unsigned)(b[i] == (unsigned char)c) << i;
+  return m;
+}
+/* Bit i set when byte i of @s (16 bytes) is @a, @b or @c */
+static inline unsigned scalar_eq3_16(const void *s, char a, char b, char c) {
+  return scalar_eq16(s, a) | scalar_eq16(s, b) | scalar_eq16(s, c);
+}
+
+/* Base64 of @s, 24 bytes to 32 characters at @p per step while 28 bytes can be read (simd_avx2.c's
+ * steps, which read 4 bytes past each group); returns the bytes done (a multiple of 24). */
+static inline size_t scalar_base64(char *p, const unsigned char *s, size_t n) {
+  static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  size_t i = 0;
+  for (; i + 28 <= n; i += 24)
+    for (size_t g = 0; g < 24; g += 3, p += 4) {
+      uint32_t v = (uint32_t)s[i + g] << 16 | (uint32_t)s[i + g + 1] << 8 | s[i + g + 2];
+      p[0] = b64[v >> 18];
+      p[1] = b64[(v >> 12) & 63];
+      p[2] = b64[(v >> 6) & 63];
+      p[3] = b64[v & 63];
+    }
+  return i;
+}
+
+#endif
