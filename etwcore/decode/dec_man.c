@@ -103,19 +103,6 @@ static int next_tag(const char *s, size_t n, size_t *pos, struct xtag *t) {
       continue;
     }
     size_t ab = i;
-#if SIMD_VEC
-    if (n - i >= 16) { /* the name's end (' ', '>' or '='), 16 bytes at a time */
-      for (;;) {
-        unsigned mk = simd_eq3_16(s + i, ' ', '>', '=');
-        if (mk) {
-          i += (unsigned)etw_ctz32(mk);
-          break;
-        }
-        i += 16;
-        if (n - i < 16) break;
-      }
-    }
-#endif
     while (i < n && !(XC(s[i]) & XA)) i++;
     if (i >= n || s[i] != '=') {
       if (i < n && s[i] != '>') i++;
@@ -127,14 +114,7 @@ static int next_tag(const char *s, size_t n, size_t *pos, struct xtag *t) {
     if (i >= n || (s[i] != '"' && s[i] != '\'')) return 0;
     char q = s[i++];
     const char *e;
-#if SIMD_VEC
-    unsigned mq = 0;
-    if (n - i >= 16) /* most values are short: the first 16 bytes without a call */
-      mq = simd_eq16(s + i, q);
-    e = mq ? s + i + etw_ctz32(mq) : memchr(s + i, q, n - i);
-#else
     e = memchr(s + i, q, n - i);
-#endif
     if (!e) return 0;
     if (t->na < 24) {
       struct xattr *a = &t->ab[t->na++];

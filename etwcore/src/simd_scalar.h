@@ -11,8 +11,6 @@
 
 /* 16 bytes from @s to @d */
 static inline void scalar_copy16(void *d, const void *s) { memcpy(d, s, 16); }
-/* 16 zero bytes at @d */
-static inline void scalar_zero16(void *d) { memset(d, 0, 16); }
 
 /* byte @c not plain JSON string text: outside 0x20..0x7E, or '"' or '\\' */
 static inline unsigned scalar_nonplain_(unsigned c) { return c < 0x20 || c > 0x7E || c == '"' || c == '\\'; }

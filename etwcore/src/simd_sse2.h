@@ -13,7 +13,6 @@
 #define SSE2_ST(d, x) _mm_storeu_si128((__m128i *)(void *)(d), (x))
 
 static inline void sse2_copy16(void *d, const void *s) { SSE2_ST(d, SSE2_LD(s)); }
-static inline void sse2_zero16(void *d) { SSE2_ST(d, _mm_setzero_si128()); }
 
 /* nonplain: x + 0x60 above -34 as a signed byte (outside 0x20..0x7E), or '"' or '\\' */
 static inline unsigned sse2_nonplain_x(__m128i x, unsigned *ctl) {
