@@ -1,7 +1,6 @@
 /* jw.c — the hand-written JSON writer (see etwcore/jw.h). Hot path: keep it branch-light. */
 #include "etwcore/jw.h"
 #include "cc.h"
-#include "cpu.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -623,25 +622,11 @@ static void b64_fill(void) {
 }
 #endif
 
-#if ETW_CPU_X86_AVX2
-#define JW_B64_AVX2 1 /* simd_avx2.c's base64 kernel, when cpu.c says so */
-#endif
-
-static void base64_body(struct etw_jw *w, const unsigned char *s, size_t n, int vec) {
+void etw_jw_base64(struct etw_jw *w, const unsigned char *s, size_t n) {
   if (etw_jw_reserve(w, (n + 2) / 3 * 4 + 2)) return;
   char *p = w->buf + w->len;
   *p++ = '"';
   size_t i = 0;
-  (void)vec;
-#ifdef JW_B64_AVX2
-  if (vec && n >= 28) { /* (32 bytes stored per 24 read: within the reservation, ≥ 38 left) */
-    int a = etw_cpu_avx2();
-    if (a) {
-      i = simd_avx2_base64(p, s, n);
-      p += i / 3 * 4;
-    }
-  }
-#endif
 #if ETW_LE
   if (n >= 8) {
     /* 6 bytes to 8 characters per step: one 8-byte read (2 bytes past the group: i + 8 <= n),
@@ -682,6 +667,3 @@ static void base64_body(struct etw_jw *w, const unsigned char *s, size_t n, int 
   w->len = (size_t)(p - w->buf);
 }
 
-void etw_jw_base64(struct etw_jw *w, const unsigned char *s, size_t n) { base64_body(w, s, n, 1); }
-
-void etw_jw_base64_scalar(struct etw_jw *w, const unsigned char *s, size_t n) { base64_body(w, s, n, 0); }

@@ -1,8 +1,8 @@
 /* simd.h — the one choice of vector kernels (issue 19 item 1): SSE2 (simd_sse2.h) where cc.h
  * says ETW_SSE2 (x86-64 with GNU C), else their plain C twins (simd_scalar.h; arm64, MSVC,
  * ETWD_STRICT_C11). Call sites use the simd_ names only; SIMD_VEC = 1 tells them the kernels
- * are vector ones (worth a block-at-a-time path). The one runtime choice, AVX2 base64
- * (simd_avx2.c), is cpu.c's. Not a public header. */
+ * are vector ones (worth a block-at-a-time path). No kernel is chosen at run time (the AVX2
+ * base64 and cpu.c's CPU check went: they bought nothing measurable). Not a public header. */
 #ifndef ETWD_SIMD_H
 #define ETWD_SIMD_H
 
@@ -26,14 +26,5 @@
 #define simd_jsonbad16 SIMD_(jsonbad16)
 #define simd_copy_jsonbad16 SIMD_(copy_jsonbad16)
 #define simd_hex16 SIMD_(hex16)
-#define simd_eq16 SIMD_(eq16)
-#define simd_eq3_16 SIMD_(eq3_16)
-
-#include "cpu.h"
-#if ETW_CPU_X86_AVX2
-#include <stddef.h>
-/* (simd_avx2.c; twin: scalar_base64) only when etw_cpu_avx2() */
-size_t simd_avx2_base64(char *p, const unsigned char *s, size_t n);
-#endif
 
 #endif

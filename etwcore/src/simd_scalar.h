@@ -5,7 +5,6 @@
 #ifndef ETWD_SIMD_SCALAR_H
 #define ETWD_SIMD_SCALAR_H
 
-#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -76,34 +75,6 @@ static inline void scalar_hex16(char *o, const void *s) {
     o[2 * i] = hx[b[i] >> 4];
     o[2 * i + 1] = hx[b[i] & 15];
   }
-}
-
-/* Bit i set when byte i of @s (16 bytes) is @c */
-static inline unsigned scalar_eq16(const void *s, char c) {
-  const unsigned char *b = (const unsigned char *)s;
-  unsigned m = 0;
-  for (unsigned i = 0; i < 16; i++) m |= (unsigned)(b[i] == (unsigned char)c) << i;
-  return m;
-}
-/* Bit i set when byte i of @s (16 bytes) is @a, @b or @c */
-static inline unsigned scalar_eq3_16(const void *s, char a, char b, char c) {
-  return scalar_eq16(s, a) | scalar_eq16(s, b) | scalar_eq16(s, c);
-}
-
-/* Base64 of @s, 24 bytes to 32 characters at @p per step while 28 bytes can be read (simd_avx2.c's
- * steps, which read 4 bytes past each group); returns the bytes done (a multiple of 24). */
-static inline size_t scalar_base64(char *p, const unsigned char *s, size_t n) {
-  static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  size_t i = 0;
-  for (; i + 28 <= n; i += 24)
-    for (size_t g = 0; g < 24; g += 3, p += 4) {
-      uint32_t v = (uint32_t)s[i + g] << 16 | (uint32_t)s[i + g + 1] << 8 | s[i + g + 2];
-      p[0] = b64[v >> 18];
-      p[1] = b64[(v >> 12) & 63];
-      p[2] = b64[(v >> 6) & 63];
-      p[3] = b64[v & 63];
-    }
-  return i;
 }
 
 #endif

@@ -65,16 +65,6 @@ static inline void sse2_hex16(char *o, const void *s) {
   SSE2_ST(o, _mm_add_epi8(nib, _mm_add_epi8(adj, _mm_set1_epi8('0'))));
 }
 
-static inline unsigned sse2_eq16(const void *s, char c) {
-  return (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(SSE2_LD(s), _mm_set1_epi8(c)));
-}
-static inline unsigned sse2_eq3_16(const void *s, char a, char b, char c) {
-  __m128i v = SSE2_LD(s);
-  __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(a)), _mm_cmpeq_epi8(v, _mm_set1_epi8(b))),
-                             _mm_cmpeq_epi8(v, _mm_set1_epi8(c)));
-  return (unsigned)_mm_movemask_epi8(hit);
-}
-
 #undef SSE2_LD
 #undef SSE2_ST
 #endif

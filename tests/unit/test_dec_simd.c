@@ -1,4 +1,4 @@
-/* test_dec_simd.c — the vector kernels (etwcore/src/simd*.h, simd_avx2.c) against their plain C
+/* test_dec_simd.c — the vector kernels (etwcore/src/simd_sse2.h) against their plain C
  * twins (simd_scalar.h) and against the byte-by-byte definitions below: every kernel on random
  * blocks and on blocks of the edge bytes 0x00 0x1f 0x20 0x22 0x5c 0x7e 0x7f 0x80 0xff (and the
  * UTF-16 units around 0x00ff / 0x7fff / 0x8000), at all 16 alignments. Named test_dec_* so that
@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "cc.h"
-#include "cpu.h"
 #include "simd_scalar.h"
 #if ETW_SSE2
 #include "simd_sse2.h"
@@ -46,13 +45,11 @@ static int mismatches;
 
 /* every 16-byte kernel on the 16 (or 32) bytes at @s, each twin against the definitions */
 static void check_block(const unsigned char *s) {
-  unsigned np = 0, ctl = 0, bad = 0, e3 = 0, e1 = 0;
+  unsigned np = 0, ctl = 0, bad = 0;
   for (unsigned i = 0; i < 16; i++) {
     np |= def_nonplain(s[i]) << i;
     ctl |= def_ctl(s[i]) << i;
     bad |= def_jsonbad(s[i]) << i;
-    e3 |= (unsigned)(s[i] == ' ' || s[i] == '>' || s[i] == '=') << i;
-    e1 |= (unsigned)(s[i] == '"') << i;
   }
   unsigned char nar[16], nar2[16], hex[17];
   for (unsigned i = 0; i < 16; i++) nar[i] = def_narrow((unsigned)s[2 * i] | (unsigned)s[2 * i + 1] << 8);
@@ -81,8 +78,6 @@ static void check_block(const unsigned char *s) {
     SAME(P##copy_jsonbad16(out + 1, s), bad);                                                     \
     SAME_MEM(out + 1, s, 16);                                                                     \
     SAME(out[0] + out[17], 0xAA * 2);                                                             \
-    SAME(P##eq3_16(s, ' ', '>', '='), e3);                                                        \
-    SAME(P##eq16(s, '"'), e1);                                                                    \
     memset(out, 0xAA, sizeof out);                                                                \
     SAME(P##narrow16(out + 1, s, &c), np_n);                                                      \
     SAME(c, ctl_n);                                                                               \
@@ -143,44 +138,8 @@ static void blocks(void) {
   }
 }
 
-/* base64 (24 bytes per step while 28 can be read): scalar_base64 against a plain encoder and,
- * where etw_cpu_avx2() says so, simd_avx2_base64 against scalar_base64 */
-static void base64(void) {
-  static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  unsigned char in[256 + 16];
-  char a[400], b[400], want[400];
-  int avx2 = 0;
-#if ETW_CPU_X86_AVX2
-  avx2 = etw_cpu_avx2();
-#endif
-  for (int round = 0; round < 300; round++) {
-    size_t n = (size_t)round % 200;
-    unsigned off = (unsigned)round % 16;
-    for (size_t i = 0; i < n; i++) in[off + i] = round % 3 ? (unsigned char)rnd() : EDGE[rnd() % sizeof EDGE];
-    memset(a, 0, sizeof a);
-    size_t done = scalar_base64(a, in + off, n);
-    SAME(done, n >= 28 ? (n - 28) / 24 * 24 + 24 : 0);
-    for (size_t g = 0; g < done; g += 3) {
-      uint32_t v = (uint32_t)in[off + g] << 16 | (uint32_t)in[off + g + 1] << 8 | in[off + g + 2];
-      char *w = want + g / 3 * 4;
-      w[0] = b64[v >> 18], w[1] = b64[(v >> 12) & 63], w[2] = b64[(v >> 6) & 63], w[3] = b64[v & 63];
-    }
-    SAME_MEM(a, want, done / 3 * 4);
-    if (avx2) {
-#if ETW_CPU_X86_AVX2
-      memset(b, 0, sizeof b);
-      SAME(simd_avx2_base64(b, in + off, n), done);
-      SAME_MEM(b, a, done / 3 * 4);
-#endif
-    }
-  }
-  (void)b;
-  printf("base64: AVX2 twin %s\n", avx2 ? "compared" : "not run (no AVX2 here)");
-}
-
 int main(void) {
   blocks();
-  base64();
   CHECK_EQ(mismatches, 0);
   printf("simd kernels: %s set chosen, %d mismatches\n", SIMD_VEC ? "SSE2" : "scalar", mismatches);
   T_DONE();
