@@ -200,14 +200,9 @@ static inline char *fx_hex_digits(char *o, uint64_t v) {
   unsigned nd = 16u - (c >> 2);
 #if ETW_LE
   uint64_t t = v << c; /* the significant digits first */
-#if SIMD_VEC
-  uint64_t be = etw_bswap64(t);
-  simd_hex16(o, &be);
-#else
   uint64_t a = dec_hex8((uint32_t)(t >> 32)), b = dec_hex8((uint32_t)t);
   memcpy(o, &a, 8);
   memcpy(o + 8, &b, 8);
-#endif
 #else
   static const char X[] = "0123456789abcdef";
   for (unsigned i = nd; i-- > 0; v >>= 4) o[i] = X[v & 15];

@@ -74,58 +74,6 @@ static inline uint64_t pl_rd64(const unsigned char *p) {
 #endif
 }
 
-
-
-
-#if SIMD_VEC && ETW_LE
-/* @z: the leading zero digits (0–15) of v; returns v with its significant digits first,
- * byte-swapped */
-static inline uint64_t hex_lead(uint64_t v, unsigned *z) {
-  unsigned lz = (unsigned)etw_clz64(v | 1) >> 2;
-  *z = lz;
-  return etw_bswap64(v << (lz * 4));
-}
-#define HEX_ARR_BODY(RD, WD)                                                                       \
-  for (const unsigned char *qp = q + (size_t)(qe - q) / (2 * (WD)) * (2 * (WD)); q < qp; q += 2 * (WD)) \
-    HEX_ARR_PAIR(RD, WD);                                                                          \
-  HEX_ARR_ONE(RD, WD);                                                                             \
-  return o
-/* two elements (q += 2 WD) */
-#define HEX_ARR_PAIR(RD, WD)                                                                       \
-  do {                                                                                             \
-    unsigned za, zb;                                                                               \
-    uint64_t ta = hex_lead(RD(q), &za), tb = hex_lead(RD(q + (WD)), &zb);                          \
-    simd_hex16(o, &ta);                                                                            \
-    o -= za;                                                                                       \
-    memcpy(o + 16, FX_XSEP, 8);                                                                    \
-    simd_hex16(o + 21, &tb);                                                                       \
-    o -= zb;                                                                                       \
-    memcpy(o + 37, FX_XSEP, 8);                                                                    \
-    o += 42;                                                                                       \
-  } while (0)
-/* the last element if there is one */
-#define HEX_ARR_ONE(RD, WD)                                                                        \
-  if (q < qe) {                                                                                    \
-    unsigned za;                                                                                   \
-    uint64_t ta = hex_lead(RD(q), &za);                                                            \
-    simd_hex16(o, &ta);                                                                            \
-    o -= za;                                                                                       \
-    memcpy(o + 16, FX_XSEP, 8);                                                                    \
-    o += 21;                                                                                       \
-  }
-#define HEX_RD64(q) pl_rd64(q)
-#define HEX_RD32(q) ((uint64_t)d_rd32(q))
-static inline char *hex_arr64(char *o, const unsigned char *q, const unsigned char *qe) {
-  HEX_ARR_BODY(HEX_RD64, 8);
-}
-static inline char *hex_arr32(char *o, const unsigned char *q, const unsigned char *qe) {
-  HEX_ARR_BODY(HEX_RD32, 4);
-}
-#define PL_HEX_ARR 1
-#else
-#define PL_HEX_ARR 0
-#endif
-
 /* an array element ≥ 10,000 (not −96…−1): out of line, so that the element loops keep no
  * constants of its digit code in registers */
 #if FX_T3_OK
@@ -462,29 +410,6 @@ start:;
       PL_AX_LOOP(2, d_rd16(q));
       PL_ARRAY_END;
     }
-#if PL_HEX_ARR
-#define PL_HEX_CALL(W) hex_arr##W(o, q, q + (W / 8) * cnt)
-#define PL_AX_ARR(W)                                                                               \
-  if (cnt) {                                                                                       \
-    memcpy(o, FX_XSEP + 2, 4);                                                                     \
-    o += 3;                                                                                        \
-    o = PL_HEX_CALL(W);                                                                            \
-    q += (W / 8) * cnt;                                                                            \
-    o -= 3;                                                                                        \
-  }
-    PL_CASE(OP_AX32) {
-      PL_ARRAY(4);
-      PL_AX_ARR(32);
-      PL_ARRAY_END;
-    }
-    PL_CASE(OP_AX64) {
-      PL_ARRAY(8);
-      PL_AX_ARR(64);
-      PL_ARRAY_END;
-    }
-#undef PL_AX_ARR
-#undef PL_HEX_CALL
-#else
     PL_CASE(OP_AX32) {
       PL_ARRAY(4);
       PL_AX_LOOP(4, d_rd32(q));
@@ -495,7 +420,6 @@ start:;
       PL_AX_LOOP(8, pl_rd64(q));
       PL_ARRAY_END;
     }
-#endif
 #undef PL_ARRAY
 #undef PL_ARRAY_END
 #undef PL_AX_LOOP

@@ -148,15 +148,9 @@ static inline char *dec_put_hex(char *p, uint64_t v) {
   /* all 16 digits of v shifted so the significant ones come first (by 4 * (16 - nd) = lz & 60
    * bits); the quote overwrites the rest */
   uint64_t t = v << (lz & 60);
-#if SIMD_VEC
-  /* SSE2: the 8 bytes most significant first, split into high/low nibbles, interleaved */
-  uint64_t be = etw_bswap64(t);
-  simd_hex16(p + 3, &be);
-#else
   uint64_t a = dec_hex8((uint32_t)(t >> 32)), b = dec_hex8((uint32_t)t);
   memcpy(p + 3, &a, 8);
   memcpy(p + 11, &b, 8);
-#endif
   p[3 + nd] = '"';
 #else
   static const char X[] = "0123456789abcdef";

@@ -25,6 +25,5 @@
 #define simd_narrow8x2 SIMD_(narrow8x2)
 #define simd_jsonbad16 SIMD_(jsonbad16)
 #define simd_copy_jsonbad16 SIMD_(copy_jsonbad16)
-#define simd_hex16 SIMD_(hex16)
 
 #endif

@@ -67,14 +67,4 @@ static inline unsigned scalar_copy_jsonbad16(void *d, const void *s) {
   return scalar_jsonbad16(s);
 }
 
-/* the 8 bytes at @s as 16 lowercase hex digits at @o, each byte's high digit first */
-static inline void scalar_hex16(char *o, const void *s) {
-  static const char hx[] = "0123456789abcdef";
-  const unsigned char *b = (const unsigned char *)s;
-  for (unsigned i = 0; i < 8; i++) {
-    o[2 * i] = hx[b[i] >> 4];
-    o[2 * i + 1] = hx[b[i] & 15];
-  }
-}
-
 #endif

@@ -55,16 +55,6 @@ static inline unsigned sse2_copy_jsonbad16(void *d, const void *s) {
   return sse2_jsonbad_x(x);
 }
 
-/* the 8 bytes split into high and low nibbles, interleaved, each plus '0' (and 'a' - '0' - 10
- * above 9) */
-static inline void sse2_hex16(char *o, const void *s) {
-  __m128i x = _mm_loadl_epi64((const __m128i *)(const void *)s);
-  const __m128i m = _mm_set1_epi8(0x0F);
-  __m128i nib = _mm_unpacklo_epi8(_mm_and_si128(_mm_srli_epi16(x, 4), m), _mm_and_si128(x, m));
-  __m128i adj = _mm_and_si128(_mm_cmpgt_epi8(nib, _mm_set1_epi8(9)), _mm_set1_epi8('a' - '0' - 10));
-  SSE2_ST(o, _mm_add_epi8(nib, _mm_add_epi8(adj, _mm_set1_epi8('0'))));
-}
-
 #undef SSE2_LD
 #undef SSE2_ST
 #endif
