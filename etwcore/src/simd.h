@@ -19,7 +19,6 @@
 #endif
 
 #define simd_copy16 SIMD_(copy16)
-#define simd_plain16 SIMD_(plain16)
 #define simd_nonplain16 SIMD_(nonplain16)
 #define simd_narrow16 SIMD_(narrow16)
 #define simd_narrow8x2 SIMD_(narrow8x2)

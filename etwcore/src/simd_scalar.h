@@ -26,8 +26,6 @@ static inline unsigned scalar_nonplain16(const void *s, unsigned *ctl) {
   if (ctl) *ctl = c;
   return m;
 }
-/* Bit i set when byte i of @s (16 bytes) is plain JSON string text: ~nonplain16 & 0xFFFF */
-static inline unsigned scalar_plain16(const void *s) { return ~scalar_nonplain16(s, NULL) & 0xFFFFu; }
 
 /* UTF-16LE unit @u narrowed to a byte, saturating as a signed 16-bit value: 0x8000..0xFFFF → 0,
  * 0x100..0x7FFF → 0xFF */

@@ -22,13 +22,6 @@ static inline unsigned sse2_nonplain_x(__m128i x, unsigned *ctl) {
   return (unsigned)_mm_movemask_epi8(_mm_or_si128(qb, bad));
 }
 static inline unsigned sse2_nonplain16(const void *s, unsigned *ctl) { return sse2_nonplain_x(SSE2_LD(s), ctl); }
-/* plain: x + 0x60 below -33 as a signed byte, and not '"' or '\\' */
-static inline unsigned sse2_plain16(const void *s) {
-  __m128i x = SSE2_LD(s);
-  __m128i ok = _mm_cmplt_epi8(_mm_add_epi8(x, _mm_set1_epi8(0x60)), _mm_set1_epi8(-33));
-  __m128i qb = _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')), _mm_cmpeq_epi8(x, _mm_set1_epi8('\\')));
-  return (unsigned)_mm_movemask_epi8(_mm_andnot_si128(qb, ok));
-}
 /* packus: signed 16-bit saturation to 0..255 */
 static inline unsigned sse2_narrow16(void *d, const void *s, unsigned *ctl) {
   __m128i x = _mm_packus_epi16(SSE2_LD(s), SSE2_LD((const unsigned char *)s + 16));
