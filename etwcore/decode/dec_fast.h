@@ -200,19 +200,9 @@ static inline char *fx_hex_digits(char *o, uint64_t v) {
   unsigned nd = 16u - (c >> 2);
 #if ETW_LE
   uint64_t t = v << c; /* the significant digits first */
-#if ETW_SSE2
-  uint64_t be = etw_bswap64(t);
-  __m128i x = _mm_loadl_epi64((const __m128i *)(const void *)&be);
-  const __m128i m = _mm_set1_epi8(0x0F);
-  __m128i nib = _mm_unpacklo_epi8(_mm_and_si128(_mm_srli_epi16(x, 4), m), _mm_and_si128(x, m));
-  __m128i adj = _mm_and_si128(_mm_cmpgt_epi8(nib, _mm_set1_epi8(9)), _mm_set1_epi8('a' - '0' - 10));
-  nib = _mm_add_epi8(nib, _mm_add_epi8(adj, _mm_set1_epi8('0')));
-  _mm_storeu_si128((__m128i *)(void *)o, nib);
-#else
   uint64_t a = dec_hex8((uint32_t)(t >> 32)), b = dec_hex8((uint32_t)t);
   memcpy(o, &a, 8);
   memcpy(o + 8, &b, 8);
-#endif
 #else
   static const char X[] = "0123456789abcdef";
   for (unsigned i = nd; i-- > 0; v >>= 4) o[i] = X[v & 15];

@@ -103,22 +103,6 @@ static int next_tag(const char *s, size_t n, size_t *pos, struct xtag *t) {
       continue;
     }
     size_t ab = i;
-#if ETW_SSE2
-    if (n - i >= 16) { /* the name's end (' ', '>' or '='), 16 bytes at a time */
-      for (;;) {
-        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
-        __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(' ')), _mm_cmpeq_epi8(v, _mm_set1_epi8('>'))),
-                                   _mm_cmpeq_epi8(v, _mm_set1_epi8('=')));
-        unsigned mk = (unsigned)_mm_movemask_epi8(hit);
-        if (mk) {
-          i += (unsigned)etw_ctz32(mk);
-          break;
-        }
-        i += 16;
-        if (n - i < 16) break;
-      }
-    }
-#endif
     while (i < n && !(XC(s[i]) & XA)) i++;
     if (i >= n || s[i] != '=') {
       if (i < n && s[i] != '>') i++;
@@ -130,15 +114,7 @@ static int next_tag(const char *s, size_t n, size_t *pos, struct xtag *t) {
     if (i >= n || (s[i] != '"' && s[i] != '\'')) return 0;
     char q = s[i++];
     const char *e;
-#if ETW_SSE2
-    unsigned mq = 0;
-    if (n - i >= 16) /* most values are short: the first 16 bytes without a call */
-      mq = (unsigned)_mm_movemask_epi8(
-          _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(const void *)(s + i)), _mm_set1_epi8(q)));
-    e = mq ? s + i + etw_ctz32(mq) : memchr(s + i, q, n - i);
-#else
     e = memchr(s + i, q, n - i);
-#endif
     if (!e) return 0;
     if (t->na < 24) {
       struct xattr *a = &t->ab[t->na++];

@@ -74,109 +74,6 @@ static inline uint64_t pl_rd64(const unsigned char *p) {
 #endif
 }
 
-
-
-#if ETW_SSE2
-/* vector constants as memory operands */
-#define PLK_R8(c) c, c, c, c, c, c, c, c
-#define PLK_R32(c) {PLK_R8(c), PLK_R8(c), PLK_R8(c), PLK_R8(c)}
-/* (0x0F and the hex digits: not const, so that gcc takes them from memory where used instead of
- * building them at the runner's entry for every event) */
-#if ETW_GNUC && !defined(_WIN32)
-__attribute__((visibility("hidden")))
-#endif
-_Alignas(32) unsigned char dec_plk_0f[32] = PLK_R32(0x0F);
-#define PLK_0F dec_plk_0f
-_Alignas(32) static const unsigned char PLK_09[32] = PLK_R32(9);
-_Alignas(32) static const unsigned char PLK_27[32] = PLK_R32('a' - '0' - 10);
-_Alignas(32) static const unsigned char PLK_30[32] = PLK_R32('0');
-/* the string blocks' constants: 0x60, -33, '"', '\\' (32 bytes each) */
-#if ETW_GNUC && !defined(_WIN32)
-__attribute__((visibility("hidden")))
-#endif
-_Alignas(32) unsigned char dec_plk_str[128] = {PLK_R8(0x60), PLK_R8(0x60), PLK_R8(0x60), PLK_R8(0x60),
-                                                        PLK_R8(0xDF), PLK_R8(0xDF), PLK_R8(0xDF), PLK_R8(0xDF),
-                                                        PLK_R8('"'),  PLK_R8('"'),  PLK_R8('"'),  PLK_R8('"'),
-                                                        PLK_R8('\\'), PLK_R8('\\'), PLK_R8('\\'), PLK_R8('\\')};
-#define PLK_60 (plk_s + 0)
-#define PLK_DF (plk_s + 32)
-#define PLK_QT (plk_s + 64)
-#define PLK_BS (plk_s + 96)
-/* plk_s: not const (as dec_plk_0f), so that the constants are memory operands where used (gcc
- * would build each with a move and a broadcast: 12 instructions a string) */
-#define PLK_STR_BASE const unsigned char *plk_s = dec_plk_str
-#undef PLK_R8
-#undef PLK_R32
-#define PLK(k) _mm_load_si128((const __m128i *)(const void *)(k))
-#endif
-
-#if ETW_SSE2 && ETW_LE
-/* the 16 hex digit values (0–15, one a byte) of the two 8-byte lanes of @x, most significant
- * first: lane 0's in *d0, lane 1's in *d1 */
-#define HEX_NIBBLES(x, d0, d1)                                                                     \
-  do {                                                                                             \
-    const __m128i m_ = PLK(PLK_0F);                                                                \
-    __m128i hi_ = _mm_and_si128(_mm_srli_epi16(x, 4), m_), lo_ = _mm_and_si128(x, m_);             \
-    d0 = _mm_unpacklo_epi8(hi_, lo_);                                                              \
-    d1 = _mm_unpackhi_epi8(hi_, lo_);                                                              \
-  } while (0)
-static inline __m128i hex_ascii_sse2(__m128i n) {
-  __m128i adj = _mm_and_si128(_mm_cmpgt_epi8(n, PLK(PLK_09)), PLK(PLK_27));
-  return _mm_add_epi8(n, _mm_add_epi8(adj, PLK(PLK_30)));
-}
-/* @z: the leading zero digits (0–15) of v; returns v with its significant digits first,
- * byte-swapped */
-static inline uint64_t hex_lead(uint64_t v, unsigned *z) {
-  unsigned lz = (unsigned)etw_clz64(v | 1) >> 2;
-  *z = lz;
-  return etw_bswap64(v << (lz * 4));
-}
-#define HEX_ARR_BODY(RD, WD, ASCII)                                                                \
-  for (const unsigned char *qp = q + (size_t)(qe - q) / (2 * (WD)) * (2 * (WD)); q < qp; q += 2 * (WD)) \
-    HEX_ARR_PAIR(RD, WD, ASCII);                                                                   \
-  HEX_ARR_ONE(RD, WD, ASCII);                                                                      \
-  return o
-/* two elements (q += 2 WD) */
-#define HEX_ARR_PAIR(RD, WD, ASCII)                                                                \
-  do {                                                                                             \
-    unsigned za, zb;                                                                               \
-    uint64_t ta = hex_lead(RD(q), &za), tb = hex_lead(RD(q + (WD)), &zb);                          \
-    __m128i x = _mm_unpacklo_epi64(_mm_cvtsi64_si128((long long)ta), _mm_cvtsi64_si128((long long)tb)), da, db; \
-    HEX_NIBBLES(x, da, db);                                                                        \
-    _mm_storeu_si128((__m128i *)(void *)o, ASCII(da));                                             \
-    o -= za;                                                                                       \
-    memcpy(o + 16, FX_XSEP, 8);                                                                    \
-    _mm_storeu_si128((__m128i *)(void *)(o + 21), ASCII(db));                                      \
-    o -= zb;                                                                                       \
-    memcpy(o + 37, FX_XSEP, 8);                                                                    \
-    o += 42;                                                                                       \
-  } while (0)
-/* the last element if there is one */
-#define HEX_ARR_ONE(RD, WD, ASCII)                                                                 \
-  if (q < qe) {                                                                                    \
-    unsigned za;                                                                                   \
-    uint64_t ta = hex_lead(RD(q), &za);                                                            \
-    __m128i x = _mm_cvtsi64_si128((long long)ta), da, db;                                          \
-    HEX_NIBBLES(x, da, db);                                                                        \
-    (void)db;                                                                                      \
-    _mm_storeu_si128((__m128i *)(void *)o, ASCII(da));                                             \
-    o -= za;                                                                                       \
-    memcpy(o + 16, FX_XSEP, 8);                                                                    \
-    o += 21;                                                                                       \
-  }
-#define HEX_RD64(q) pl_rd64(q)
-#define HEX_RD32(q) ((uint64_t)d_rd32(q))
-static inline char *hex_arr64(char *o, const unsigned char *q, const unsigned char *qe) {
-  HEX_ARR_BODY(HEX_RD64, 8, hex_ascii_sse2);
-}
-static inline char *hex_arr32(char *o, const unsigned char *q, const unsigned char *qe) {
-  HEX_ARR_BODY(HEX_RD32, 4, hex_ascii_sse2);
-}
-#define PL_HEX_ARR 1
-#else
-#define PL_HEX_ARR 0
-#endif
-
 /* an array element ≥ 10,000 (not −96…−1): out of line, so that the element loops keep no
  * constants of its digit code in registers */
 #if FX_T3_OK
@@ -374,23 +271,14 @@ start:;
   }
     PL_CASE(OP_S16) {
       if (q >= pe) goto done;
-#if ETW_SSE2
-      PLK_STR_BASE;
-#endif
       o = key_put(o, op);
       size_t avail, units, got = 0; /* room: reserved at the start */
-#if ETW_SSE2
+#if SIMD_VEC
       avail = (size_t)(pe - q);
       units = avail / 2;
       /* plain ASCII 16 units at a time here (as jw.c's converter does), the rest there */
       while (units - got >= 16) {
-        __m128i a = _mm_loadu_si128((const __m128i *)(const void *)(q + 2 * got));
-        __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(q + 2 * got + 16));
-        __m128i x = _mm_packus_epi16(a, b);
-        __m128i ok = _mm_cmplt_epi8(_mm_add_epi8(x, PLK(PLK_60)), PLK(PLK_DF));
-        __m128i qb = _mm_or_si128(_mm_cmpeq_epi8(x, PLK(PLK_QT)), _mm_cmpeq_epi8(x, PLK(PLK_BS)));
-        unsigned m = (unsigned)_mm_movemask_epi8(_mm_andnot_si128(qb, ok));
-        _mm_storeu_si128((__m128i *)(void *)o, x);
+        unsigned m = ~simd_narrow16(o, q + 2 * got, NULL) & 0xFFFFu; /* the plain units */
         if (m == 0xFFFFu) {
           o += 16;
           got += 16;
@@ -410,16 +298,10 @@ start:;
        * whole unit as one block when the payload has them (those before the string not used;
        * an odd payload's last byte is no unit) */
       if (units - got < 16 && got < units && (size_t)(q - ec->p) + 2 * units >= 32) {
-        __m128i a = _mm_loadu_si128((const __m128i *)(const void *)(q + 2 * units - 32));
-        __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(q + 2 * units - 16));
-        __m128i x = _mm_packus_epi16(a, b);
-        __m128i ok = _mm_cmplt_epi8(_mm_add_epi8(x, PLK(PLK_60)), PLK(PLK_DF));
-        __m128i qb = _mm_or_si128(_mm_cmpeq_epi8(x, PLK(PLK_QT)), _mm_cmpeq_epi8(x, PLK(PLK_BS)));
         unsigned j = (unsigned)(got + 16 - units); /* this unit's place in the block, 1..15 */
-        unsigned m = (unsigned)_mm_movemask_epi8(_mm_andnot_si128(qb, ok)) >> j;
         unsigned char t[32];
-        _mm_storeu_si128((__m128i *)(void *)t, x);
-        _mm_storeu_si128((__m128i *)(void *)(t + 16), x);
+        unsigned m = (~simd_narrow16(t, q + 2 * units - 32, NULL) & 0xFFFFu) >> j;
+        memcpy(t + 16, t, 16);
         memcpy(o, t + j, 16);
         unsigned good = (unsigned)etw_ctz32(~m); /* ≤ units - got */
         o += good;
@@ -528,29 +410,6 @@ start:;
       PL_AX_LOOP(2, d_rd16(q));
       PL_ARRAY_END;
     }
-#if PL_HEX_ARR
-#define PL_HEX_CALL(W) hex_arr##W(o, q, q + (W / 8) * cnt)
-#define PL_AX_ARR(W)                                                                               \
-  if (cnt) {                                                                                       \
-    memcpy(o, FX_XSEP + 2, 4);                                                                     \
-    o += 3;                                                                                        \
-    o = PL_HEX_CALL(W);                                                                            \
-    q += (W / 8) * cnt;                                                                            \
-    o -= 3;                                                                                        \
-  }
-    PL_CASE(OP_AX32) {
-      PL_ARRAY(4);
-      PL_AX_ARR(32);
-      PL_ARRAY_END;
-    }
-    PL_CASE(OP_AX64) {
-      PL_ARRAY(8);
-      PL_AX_ARR(64);
-      PL_ARRAY_END;
-    }
-#undef PL_AX_ARR
-#undef PL_HEX_CALL
-#else
     PL_CASE(OP_AX32) {
       PL_ARRAY(4);
       PL_AX_LOOP(4, d_rd32(q));
@@ -561,7 +420,6 @@ start:;
       PL_AX_LOOP(8, pl_rd64(q));
       PL_ARRAY_END;
     }
-#endif
 #undef PL_ARRAY
 #undef PL_ARRAY_END
 #undef PL_AX_LOOP

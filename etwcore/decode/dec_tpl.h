@@ -12,106 +12,25 @@
 
 #include "decode.h"
 
-#if ETW_SSE2
-#include <emmintrin.h>
-#endif
 
 /* ---- plan templates (struct dec_tpl)
  *
- * Copied to the output by one out-of-line run of straight-line chunk moves entered by a jump on
- * the chunk count (no loop; one `memcpy` of the ≈ 400 bytes takes glibc's loop path): 16-byte
- * SSE2 moves, else memcpy. The chunks are rounded up: up to 31 bytes more are read from the template (DEC_TPL_BYTES has the room) and written to
- * the output (the plans reserve for it). */
+ * Copied to the output by memcpy (tpl_copy). */
 #if ETW_GNUC
 #define TPL_INLINE static inline __attribute__((always_inline))
-#define DEC_UNREACHABLE() ETW_UNREACHABLE()
 #else
 #define TPL_INLINE static inline
-#define DEC_UNREACHABLE() ((void)0)
 #endif
 
-/* @n bytes of template @t to @p, rounded up to whole 16-byte chunks. */
-#if ETW_SSE2
-#define C16(i) _mm_storeu_si128((__m128i *)(void *)(p + 16 * (i)), _mm_loadu_si128((const __m128i *)(const void *)(t + 16 * (i))))
-#endif
-TPL_INLINE void tpl_copy(char *p, const struct dec_tpl *tp) {
-  const char *t = tp->txt;
-#if ETW_SSE2
-  switch (tp->n16) { /* (≤ 48: tpl_tail) */
-  case 48: C16(47); /* fall through */
-  case 47: C16(46); /* fall through */
-  case 46: C16(45); /* fall through */
-  case 45: C16(44); /* fall through */
-  case 44: C16(43); /* fall through */
-  case 43: C16(42); /* fall through */
-  case 42: C16(41); /* fall through */
-  case 41: C16(40); /* fall through */
-  case 40: C16(39); /* fall through */
-  case 39: C16(38); /* fall through */
-  case 38: C16(37); /* fall through */
-  case 37: C16(36); /* fall through */
-  case 36: C16(35); /* fall through */
-  case 35: C16(34); /* fall through */
-  case 34: C16(33); /* fall through */
-  case 33: C16(32); /* fall through */
-  case 32: C16(31); /* fall through */
-  case 31: C16(30); /* fall through */
-  case 30: C16(29); /* fall through */
-  case 29: C16(28); /* fall through */
-  case 28: C16(27); /* fall through */
-  case 27: C16(26); /* fall through */
-  case 26: C16(25); /* fall through */
-  case 25: C16(24); /* fall through */
-  case 24: C16(23); /* fall through */
-  case 23: C16(22); /* fall through */
-  case 22: C16(21); /* fall through */
-  case 21: C16(20); /* fall through */
-  case 20: C16(19); /* fall through */
-  case 19: C16(18); /* fall through */
-  case 18: C16(17); /* fall through */
-  case 17: C16(16); /* fall through */
-  case 16: C16(15); /* fall through */
-  case 15: C16(14); /* fall through */
-  case 14: C16(13); /* fall through */
-  case 13: C16(12); /* fall through */
-  case 12: C16(11); /* fall through */
-  case 11: C16(10); /* fall through */
-  case 10: C16(9); /* fall through */
-  case 9: C16(8); /* fall through */
-  case 8: C16(7); /* fall through */
-  case 7: C16(6); /* fall through */
-  case 6: C16(5); /* fall through */
-  case 5: C16(4); /* fall through */
-  case 4: C16(3); /* fall through */
-  case 3: C16(2); /* fall through */
-  case 2: C16(1); /* fall through */
-  case 1: C16(0); /* fall through */
-  case 0: break;
-  default: DEC_UNREACHABLE();
-  }
-#else
-  memcpy(p, t, tp->n);
-#endif
-}
+/* @n bytes of template @t to @p (plain memcpy: the 16-byte SSE2 chunk moves it replaced bought
+ * nothing measurable, docs/benchmarks.md). */
+TPL_INLINE void tpl_copy(char *p, const struct dec_tpl *tp) { memcpy(p, tp->txt, tp->n); }
 
 /* DEC_MEMO_COPY bytes of @t to @p (a kernel plan's memo, either way). */
-TPL_INLINE void memo_copy(char *p, const char *t) {
-#if ETW_SSE2
-  C16(0);
-  C16(1);
-  C16(2);
-  C16(3);
-  C16(4);
-  C16(5);
-#else
-  memcpy(p, t, DEC_MEMO_COPY);
-#endif
-}
+TPL_INLINE void memo_copy(char *p, const char *t) { memcpy(p, t, DEC_MEMO_COPY); }
 #if DEC_MEMO_COPY != 96 || DEC_MEMO_MAX > DEC_MEMO_COPY
 #error "memo_copy: DEC_MEMO_COPY"
 #endif
-#undef A32
-#undef C16
 
 #if DEC_TXT_MAX + 111 + 3 + 64 + 31 > DEC_TPL_BYTES || DEC_TPL_BYTES > 48 * 16 || DEC_TPL_BYTES > 24 * 32
 #error "copy: DEC_TPL_BYTES"
@@ -133,21 +52,10 @@ void dec_tpl_head(struct dec_tpl *t, const char *head, unsigned hlen);
 int dec_tpl_build(struct dec_sysc *sc, struct dec_tpl *t, const struct etw_sys *s, const struct etw_rec *r,
                   const char *head, unsigned hlen);
 
-/* The reference image of template @t to @ref: three 16-byte SSE2 moves (gcc chose `rep movsl`, 13 instructions, where registers were short). */
+/* The reference image of template @t to @ref. */
 TPL_INLINE void tpl_img(struct etw_evref *ref, const struct dec_tpl *t) {
   _Static_assert(sizeof *ref == 48, "etw_evref: 48 bytes");
-#if ETW_SSE2
-  const char *s = (const char *)&t->rimg;
-  char *o = (char *)ref;
-  __m128i a = _mm_loadu_si128((const __m128i *)(const void *)s);
-  __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(s + 16));
-  __m128i c = _mm_loadu_si128((const __m128i *)(const void *)(s + 32));
-  _mm_storeu_si128((__m128i *)(void *)o, a);
-  _mm_storeu_si128((__m128i *)(void *)(o + 16), b);
-  _mm_storeu_si128((__m128i *)(void *)(o + 32), c);
-#else
   memcpy(ref, &t->rimg, sizeof *ref);
-#endif
 }
 
 /* tpl_copy of template @t to @p, and with @ref (not NULL) the event reference of record @r

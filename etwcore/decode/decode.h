@@ -17,9 +17,7 @@
 #include "cc.h"
 #include "etwcore/etl.h"
 
-#if ETW_SSE2
-#include <emmintrin.h>
-#endif
+#include "simd.h"
 
 static inline uint16_t d_rd16(const unsigned char *p) { return (uint16_t)(p[0] | p[1] << 8); }
 static inline uint32_t d_rd32(const unsigned char *p) {
@@ -150,20 +148,9 @@ static inline char *dec_put_hex(char *p, uint64_t v) {
   /* all 16 digits of v shifted so the significant ones come first (by 4 * (16 - nd) = lz & 60
    * bits); the quote overwrites the rest */
   uint64_t t = v << (lz & 60);
-#if ETW_SSE2
-  /* SSE2: the 8 bytes most significant first, split into high/low nibbles, interleaved */
-  uint64_t be = etw_bswap64(t);
-  __m128i x = _mm_loadl_epi64((const __m128i *)(const void *)&be);
-  const __m128i m = _mm_set1_epi8(0x0F);
-  __m128i nib = _mm_unpacklo_epi8(_mm_and_si128(_mm_srli_epi16(x, 4), m), _mm_and_si128(x, m));
-  __m128i adj = _mm_and_si128(_mm_cmpgt_epi8(nib, _mm_set1_epi8(9)), _mm_set1_epi8('a' - '0' - 10));
-  nib = _mm_add_epi8(nib, _mm_add_epi8(adj, _mm_set1_epi8('0')));
-  _mm_storeu_si128((__m128i *)(void *)(p + 3), nib);
-#else
   uint64_t a = dec_hex8((uint32_t)(t >> 32)), b = dec_hex8((uint32_t)t);
   memcpy(p + 3, &a, 8);
   memcpy(p + 11, &b, 8);
-#endif
   p[3 + nd] = '"';
 #else
   static const char X[] = "0123456789abcdef";

@@ -1,7 +1,8 @@
 /* cc.h — the compiler-specific parts of the decode path (etwcore/decode, etwcore/backends/etl,
  * jw.c), each with a standard C11 twin, chosen here and nowhere else:
  *   ETW_GNUC  GNU C (gcc, clang): computed goto, attributes, builtins, GCC pragmas
- *   ETW_SSE2  SSE2 intrinsics (<emmintrin.h>) on x86
+ *   ETW_SSE2  SSE2 on x86: simd.h then takes the SSE2 kernels (simd_sse2.h, the only file with
+ *             SSE2 intrinsics), else their plain C twins (simd_scalar.h)
  *   ETW_LE    a little-endian host that says so (__BYTE_ORDER__): whole-word loads and stores
  * The CMake option ETWD_STRICT_C11 sets all three to 0 — what MSVC sees — and compiles these
  * files with -pedantic-errors, so that every #else branch is compiled and its unit tests run

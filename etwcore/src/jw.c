@@ -1,16 +1,16 @@
 /* jw.c — the hand-written JSON writer (see etwcore/jw.h). Hot path: keep it branch-light. */
 #include "etwcore/jw.h"
 #include "cc.h"
-#include "cpu.h"
 
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#if ETW_SSE2
-#include <emmintrin.h>
-#define JW_SSE2 1
+#include "simd.h"
+
+#if SIMD_VEC
+#define JW_SSE2 1 /* the block-at-a-time string paths (simd.h's kernels) */
 #endif
 
 #define JW_DEFAULT_MAX ((size_t)64 << 20)
@@ -105,38 +105,6 @@ static size_t utf8_valid(const unsigned char *s, size_t n) {
 #endif
 
 #ifdef JW_SSE2
-/* Bit i set when byte i of @x is plain JSON string text: 0x20..0x7E (x + 0x60 below -33 as a
- * signed byte) and not '"' or '\\'. */
-JW_STR_INLINE unsigned plain_mask(__m128i x) {
-  __m128i ok = _mm_cmplt_epi8(_mm_add_epi8(x, _mm_set1_epi8(0x60)), _mm_set1_epi8(-33));
-  __m128i qb = _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')), _mm_cmpeq_epi8(x, _mm_set1_epi8('\\')));
-  return (unsigned)_mm_movemask_epi8(_mm_andnot_si128(qb, ok));
-}
-/* 0x60 and -34, 16 bytes each: not const, so that gcc keeps them memory operands (it would
- * rewrite x + 0x60 > -34 as !(-33 > x + 0x60) with plain_mask's constant: two more instructions) */
-#if ETW_GNUC && !defined(_WIN32)
-__attribute__((visibility("hidden")))
-#endif
-_Alignas(16) unsigned char jw_knp[32] = {0x60, 0x60, 0x60, 0x60, 0x60, 0x60, 0x60, 0x60, 0x60, 0x60, 0x60,
-                                         0x60, 0x60, 0x60, 0x60, 0x60, 0xDE, 0xDE, 0xDE, 0xDE, 0xDE, 0xDE,
-                                         0xDE, 0xDE, 0xDE, 0xDE, 0xDE, 0xDE, 0xDE, 0xDE, 0xDE, 0xDE};
-/* Bit i set when byte i of @x is not plain (x + 0x60 above -34 as a signed byte, or a quote or
- * backslash): ~plain_mask(x) & 0xFFFF without the inversions */
-JW_STR_INLINE unsigned nonplain_mask(__m128i x) {
-  const __m128i *k = (const __m128i *)(const void *)jw_knp;
-  __m128i bad = _mm_cmpgt_epi8(_mm_add_epi8(x, _mm_load_si128(k)), _mm_load_si128(k + 1));
-  __m128i qb = _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')), _mm_cmpeq_epi8(x, _mm_set1_epi8('\\')));
-  return (unsigned)_mm_movemask_epi8(_mm_or_si128(qb, bad));
-}
-/* nonplain_mask as two: *@c = the bytes of @x that are a control, DEL or not ASCII (x + 0x60
- * above -34); returns those and the quotes and backslashes */
-JW_STR_INLINE unsigned nonplain_ctl_mask(__m128i x, unsigned *c) {
-  const __m128i *k = (const __m128i *)(const void *)jw_knp;
-  __m128i bad = _mm_cmpgt_epi8(_mm_add_epi8(x, _mm_load_si128(k)), _mm_load_si128(k + 1));
-  __m128i qb = _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')), _mm_cmpeq_epi8(x, _mm_set1_epi8('\\')));
-  *c = (unsigned)_mm_movemask_epi8(bad);
-  return (unsigned)_mm_movemask_epi8(_mm_or_si128(qb, bad));
-}
 /* the lowest set bit of @e (≠ 0) as a size_t */
 JW_STR_INLINE size_t jw_low(size_t e) { return (size_t)(unsigned)etw_ctz64(e); }
 /* UTF-16 unit @i of @s (x86: little-endian, one 16-bit load) */
@@ -170,7 +138,10 @@ JW_STR_INLINE void str_body(struct etw_jw *w, const char *str, size_t n, int sim
       memcpy(&b4, s + n - 4, 4);
       a = b = (uint64_t)a4 | (uint64_t)b4 << 32;
     }
-    if (!nonplain_mask(_mm_set_epi64x((long long)b, (long long)a))) {
+    unsigned char ab[16];
+    memcpy(ab, &a, 8);
+    memcpy(ab + 8, &b, 8);
+    if (!simd_nonplain16(ab, NULL)) {
       if (h == 8) {
         memcpy(p, &a, 8);
         memcpy(p + n - 8, &b, 8);
@@ -186,9 +157,8 @@ JW_STR_INLINE void str_body(struct etw_jw *w, const char *str, size_t n, int sim
   while (i < n) {
 #ifdef JW_SSE2
     if (simd && n - i >= 16) { /* (the reservation holds the 16-byte store: ≥ 6 bytes per byte left) */
-      __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
-      unsigned m = nonplain_mask(x);
-      _mm_storeu_si128((__m128i *)(void *)p, x);
+      unsigned m = simd_nonplain16(s + i, NULL);
+      simd_copy16(p, s + i);
       if (!m) {
         p += 16;
         i += 16;
@@ -297,13 +267,11 @@ JW_INLINE char *str16_put(char *p, const unsigned char *s, size_t units, size_t 
     /* 8–15 units (short names, versions): the first 8 and the last 8 as one block (units 0–7
      * in bytes 0–7, units − 8 … units − 1 in bytes 8–15), both halves stored where they belong;
      * the plain units before the first other one taken (the rest below) */
-    __m128i a = _mm_loadu_si128((const __m128i *)(const void *)s);
-    __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(s + 2 * units - 16));
-    __m128i x = _mm_packus_epi16(a, b);
-    unsigned m = plain_mask(x);
+    unsigned char x[16];
+    unsigned m = ~simd_narrow8x2(x, s, s + 2 * units - 16, NULL) & 0xFFFFu;
     unsigned mu = (m & 0xFFu) | (m >> 8) << (units - 8); /* by unit: bits from units on 0 */
-    _mm_storel_epi64((__m128i *)(void *)p, x);
-    _mm_storel_epi64((__m128i *)(void *)(p + units - 8), _mm_unpackhi_epi64(x, x));
+    memcpy(p, x, 8);
+    memcpy(p + units - 8, x + 8, 8);
     i = (unsigned)etw_ctz32(~mu); /* ≤ units */
     p += i;
   }
@@ -313,12 +281,8 @@ JW_INLINE char *str16_put(char *p, const unsigned char *s, size_t units, size_t 
     if (simd && units - i >= 16) {
       /* 16 units packed to bytes (units above 0xFF saturate to 0xFF or 0, both not plain);
        * plain = 0x20..0x7E (x + 0x60 below -33 as a signed byte) and not '"' or '\\' */
-      __m128i a = _mm_loadu_si128((const __m128i *)(const void *)(s + 2 * i));
-      __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(s + 2 * i + 16));
-      __m128i x = _mm_packus_epi16(a, b);
       unsigned c;
-      unsigned m = nonplain_ctl_mask(x, &c);
-      _mm_storeu_si128((__m128i *)(void *)p, x);
+      unsigned m = simd_narrow16(p, s + 2 * i, &c);
       if (!m) {
         p += 16;
         i += 16;
@@ -331,8 +295,8 @@ JW_INLINE char *str16_put(char *p, const unsigned char *s, size_t units, size_t 
       if (e) {
         size_t f = e;
         unsigned char t[32];
-        _mm_storeu_si128((__m128i *)(void *)t, x);
-        _mm_storeu_si128((__m128i *)(void *)(t + 16), x);
+        memcpy(t, p, 16);
+        memcpy(t + 16, p, 16);
         do {
           size_t j = jw_low(f);
           f &= f - 1;
@@ -355,13 +319,9 @@ JW_INLINE char *str16_put(char *p, const unsigned char *s, size_t units, size_t 
       /* the last 3–15 units: the string's last 16 units as one block, the 16 - (units - i)
        * before i (done) shifted out through a copy; 16 bytes stored (room: 6 per unit left + 1) */
       unsigned sh = (unsigned)(16 - (units - i));
-      __m128i a = _mm_loadu_si128((const __m128i *)(const void *)(s + 2 * units - 32));
-      __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(s + 2 * units - 16));
-      __m128i x = _mm_packus_epi16(a, b);
-      unsigned m = plain_mask(x) >> sh; /* (bits from 16 - sh on: 0) */
       unsigned char t[32];
-      _mm_storeu_si128((__m128i *)(void *)t, x);
-      _mm_storeu_si128((__m128i *)(void *)(t + 16), x);
+      unsigned m = (~simd_narrow16(t, s + 2 * units - 32, NULL) & 0xFFFFu) >> sh; /* (bits from 16 - sh on: 0) */
+      memcpy(t + 16, t, 16);
       memcpy(p, t + sh, 16);
       unsigned good = (unsigned)etw_ctz32(~m); /* ≤ units - i */
       p += good;
@@ -662,54 +622,11 @@ static void b64_fill(void) {
 }
 #endif
 
-#if ETW_CPU_X86_AVX2
-#define JW_B64_AVX2 1
-#include <immintrin.h>
-/* 24 bytes to 32 characters per step while 28 bytes can be read (the two 16-byte loads of a
- * step: bytes 0–15 and 12–27); returns the bytes done. Per 128-bit lane, 12 bytes: each group of
- * three (a, b, c) as the 32-bit word b a c b; a & 0xFC (bits 10–15) and b & 0x0F, c & 0xC0 (bits
- * 22–27) to bytes 0 and 2 by one high 16-bit multiplication, b & 0xF0, a & 3 (bits 4–9) and
- * c & 0x3F (bits 16–21) to bytes 1 and 3 by one low one: the four 6-bit values in order. Then
- * each value v plus an offset: 'A' for v < 26, 'a' - 26 to 51, '0' - 52 to 61, then '+' - 62 and
- * '/' - 63; the offset picked by a byte shuffle on (v saturating-minus 51, or 13 below 26). */
-__attribute__((target("avx2"))) static size_t b64_run_avx2(char *p, const unsigned char *s, size_t n) {
-  const __m256i shuf = _mm256_setr_epi8(1, 0, 2, 1, 4, 3, 5, 4, 7, 6, 8, 7, 10, 9, 11, 10, 1, 0, 2, 1, 4, 3, 5, 4, 7,
-                                        6, 8, 7, 10, 9, 11, 10);
-  const __m256i lut = _mm256_setr_epi8('a' - 26, '0' - 52, '0' - 52, '0' - 52, '0' - 52, '0' - 52, '0' - 52, '0' - 52,
-                                       '0' - 52, '0' - 52, '0' - 52, '+' - 62, '/' - 63, 'A', 0, 0, 'a' - 26, '0' - 52,
-                                       '0' - 52, '0' - 52, '0' - 52, '0' - 52, '0' - 52, '0' - 52, '0' - 52, '0' - 52,
-                                       '0' - 52, '+' - 62, '/' - 63, 'A', 0, 0);
-  size_t i = 0;
-  for (; i + 28 <= n; i += 24) {
-    __m128i lo = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
-    __m128i hi = _mm_loadu_si128((const __m128i *)(const void *)(s + i + 12));
-    __m256i in = _mm256_shuffle_epi8(_mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1), shuf);
-    __m256i t0 = _mm256_mulhi_epu16(_mm256_and_si256(in, _mm256_set1_epi32(0x0FC0FC00)), _mm256_set1_epi32(0x04000040));
-    __m256i t1 = _mm256_mullo_epi16(_mm256_and_si256(in, _mm256_set1_epi32(0x003F03F0)), _mm256_set1_epi32(0x01000010));
-    __m256i v = _mm256_or_si256(t0, t1);
-    __m256i r = _mm256_subs_epu8(v, _mm256_set1_epi8(51));
-    r = _mm256_or_si256(r, _mm256_and_si256(_mm256_cmpgt_epi8(_mm256_set1_epi8(26), v), _mm256_set1_epi8(13)));
-    _mm256_storeu_si256((__m256i *)(void *)(p + i / 3 * 4), _mm256_add_epi8(v, _mm256_shuffle_epi8(lut, r)));
-  }
-  return i;
-}
-#endif
-
-static void base64_body(struct etw_jw *w, const unsigned char *s, size_t n, int vec) {
+void etw_jw_base64(struct etw_jw *w, const unsigned char *s, size_t n) {
   if (etw_jw_reserve(w, (n + 2) / 3 * 4 + 2)) return;
   char *p = w->buf + w->len;
   *p++ = '"';
   size_t i = 0;
-  (void)vec;
-#ifdef JW_B64_AVX2
-  if (vec && n >= 28) { /* (32 bytes stored per 24 read: within the reservation, ≥ 38 left) */
-    int a = etw_cpu_avx2();
-    if (a) {
-      i = b64_run_avx2(p, s, n);
-      p += i / 3 * 4;
-    }
-  }
-#endif
 #if ETW_LE
   if (n >= 8) {
     /* 6 bytes to 8 characters per step: one 8-byte read (2 bytes past the group: i + 8 <= n),
@@ -750,6 +667,3 @@ static void base64_body(struct etw_jw *w, const unsigned char *s, size_t n, int 
   w->len = (size_t)(p - w->buf);
 }
 
-void etw_jw_base64(struct etw_jw *w, const unsigned char *s, size_t n) { base64_body(w, s, n, 1); }
-
-void etw_jw_base64_scalar(struct etw_jw *w, const unsigned char *s, size_t n) { base64_body(w, s, n, 0); }

@@ -7,6 +7,9 @@
 - in all of the project's C (the ETL decode path, the Linux fast encoder linux_decode.c, ...), a
   computed goto only through a table of the function's own (`goto *T[i]`), never to a code
   address kept in data (item 1: no jump to a stored address);
+- vector intrinsics (`_mm*_`, `__m128`…, `<*intrin.h>`) only in the one module per instruction
+  set (today only etwcore/src/simd_sse2.h): every other file calls simd.h's named kernels
+  (issue 19 item 1);
 - docs/architecture.md's ETL part (the path of a record) a map of at most 20 lines (item 6).
 
 A function's length is counted from the line of its name to the line of its closing brace (as
@@ -22,6 +25,8 @@ MAX_FILE, MAX_FN, MAX_DOC = 1500, 150, 20
 EXCEPTIONS = {"dec_plan_run"}  # the op interpreter (dec_plan_run.c's header says why)
 ATTR = re.compile(r"__attribute__\s*\(\((?:[^()]|\((?:[^()]|\([^()]*\))*\))*\)\)")
 STORED_JUMP = re.compile(r"goto\s*\*\s*(?!\w+\s*\[)")
+INTRIN = re.compile(r"\b_mm(256|512)?_\w+|\b__m(128|256|512)\w*|\w*intrin\.h")
+SIMD_MODULE = {"etwcore/src/simd_sse2.h"}
 ASM = re.compile(r"\b(__asm__|__asm|asm)\s*(volatile|__volatile__|goto|inline)?\s*\(")
 
 
@@ -120,6 +125,8 @@ def main():
                     problems.append("%s:%d: inline assembly" % (r, k))
                 if STORED_JUMP.search(line):
                     problems.append("%s:%d: a jump to a code address kept in data: %s" % (r, k, line.strip()))
+                if INTRIN.search(line) and r not in SIMD_MODULE:
+                    problems.append("%s:%d: vector intrinsics outside the simd module: %s" % (r, k, line.strip()))
     longest = []
     for top in DECODE_DIRS:
         for p in sorted(c_files(top)):

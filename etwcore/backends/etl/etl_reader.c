@@ -20,9 +20,6 @@
 
 #include "etl_int.h"
 
-#if ETW_SSE2
-#include <emmintrin.h>
-#endif
 
 #if ETW_GNUC
 #define ETL_INLINE static inline __attribute__((always_inline))
@@ -137,15 +134,7 @@ static int parse_wpp(const struct efile *f, struct etw_rec *rec, const unsigned 
 /* Every field of the record head, field by field (the other record kinds, and any layout). */
 ETL_NOINLINE int parse_generic(const struct efile *f, const struct stream *s, struct etw_rec *rec,
                                const unsigned char *p, uint32_t n, uint32_t m, int64_t last_ts) {
-  /* the record head up to ext[] zeroed: six 16-byte stores (memset compiles to `rep stos`,
-   * slow to start and counted per word by callgrind) */
-#if ETW_SSE2
-  if (offsetof(struct etw_rec, ext) == 96) {
-    unsigned char *z = (unsigned char *)rec;
-    for (int i = 0; i < 6; i++) _mm_storeu_si128((__m128i *)(void *)(z + 16 * i), _mm_setzero_si128());
-  } else
-#endif
-    memset(rec, 0, offsetof(struct etw_rec, ext));
+  memset(rec, 0, offsetof(struct etw_rec, ext)); /* the record head up to ext[] */
   rec->n_ext = 0;
   rec->wpp_msg_number = rec->wpp_flags = 0;
   rec->wpp_sequence = 0;

@@ -22,10 +22,7 @@
 
 #include <unistd.h>
 
-#include "cc.h" /* ETW_SSE2 and the GNU C attributes and builtins, with their C11 twins */
-#if ETW_SSE2
-#include <emmintrin.h>
-#endif
+#include "simd.h" /* includes cc.h: ETW_SSE2 and the GNU C attributes and builtins, with their C11 twins */
 
 #include <event-parse.h>
 #include <kbuffer.h>
@@ -182,35 +179,22 @@ static inline uint64_t bad8(uint64_t v) {
   return (lt20 | zq | zb | v) & high;
 }
 
-#if ETW_SSE2
-/* one bit per byte of x that is < 0x20 or >= 0x80 (one signed compare), '"' or '\\' */
-static inline unsigned bad16(__m128i x) {
-  __m128i c = _mm_cmplt_epi8(x, _mm_set1_epi8(0x20));
-  c = _mm_or_si128(c, _mm_cmpeq_epi8(x, _mm_set1_epi8('"')));
-  c = _mm_or_si128(c, _mm_cmpeq_epi8(x, _mm_set1_epi8('\\')));
-  return (unsigned)_mm_movemask_epi8(c);
-}
-#endif
-
 /* Copies s[0..max) to q while looking for the first byte that JSON cannot take as is (see
  * bad8); returns its index, or max. Reads only lo[0..) up to s + max (lo <= s: the start of
  * the record, readable); writes q[0..max + 15). */
 static inline size_t scan_copy(char *q, const unsigned char *s, size_t max,
                                const unsigned char *lo) {
   size_t k = 0;
-  (void)lo; /* (read by the SSE2 path only) */
-#if ETW_SSE2
+  (void)lo; /* (the vector path's) */
+#if SIMD_VEC
   if (max >= 16) { /* the first block on its own: comms are exactly one */
-    __m128i x = _mm_loadu_si128((const __m128i *)(const void *)s);
-    _mm_storeu_si128((__m128i *)(void *)q, x);
-    unsigned m = bad16(x);
+    unsigned m = simd_copy_jsonbad16(q, s);
     if (m) return (size_t)__builtin_ctz(m);
     k = 16;
   } else if ((size_t)(s - lo) + max >= 16) {
     /* a short string: the 16 bytes that end with it (the record's bytes before it are
      * readable) for the scan, and overlapping copies inside s[0..max) */
-    __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(s + max - 16));
-    unsigned m = bad16(x) >> (16 - max);
+    unsigned m = simd_jsonbad16(s + max - 16) >> (16 - max);
     if (max >= 8) {
       uint64_t a, b;
       memcpy(&a, s, 8);
@@ -229,17 +213,13 @@ static inline size_t scan_copy(char *q, const unsigned char *s, size_t max,
     return m ? (size_t)__builtin_ctz(m) : max;
   }
   for (; k + 16 <= max; k += 16) {
-    __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(s + k));
-    _mm_storeu_si128((__m128i *)(void *)(q + k), x);
-    unsigned m = bad16(x);
+    unsigned m = simd_copy_jsonbad16(q + k, s + k);
     if (m) return k + (size_t)__builtin_ctz(m);
   }
   if (k == max) return max;
   if (max >= 16) { /* the last 16 bytes, overlapping what was checked already */
     size_t b = max - 16;
-    __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(s + b));
-    _mm_storeu_si128((__m128i *)(void *)(q + b), x);
-    unsigned m = bad16(x) >> (k - b);
+    unsigned m = simd_copy_jsonbad16(q + b, s + b) >> (k - b);
     return m ? k + (size_t)__builtin_ctz(m) : max;
   }
 #endif
@@ -568,7 +548,7 @@ static int build_ops(struct lx_evdesc *e) {
       }
     }
     uint8_t kind = f->kind;
-#if ETW_SSE2
+#if SIMD_VEC
     if (kind == LX_STR && f->size == 16) {
       kind = LX_STR16;
       opb_lit(&b, "\"", 1);
@@ -1274,10 +1254,8 @@ void lx_dec_event(struct lx_dec *d, const unsigned char *data, uint32_t size, ui
         break;
       }
       case LX_STR16: { /* comms: one 16-byte block, usually NUL-terminated inside it */
-#if ETW_SSE2
-        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)fp);
-        _mm_storeu_si128((__m128i *)(void *)p, v);
-        unsigned m = bad16(v);
+#if SIMD_VEC
+        unsigned m = simd_copy_jsonbad16(p, fp);
         if (ETW_EXPECT(m == 0, 0)) { /* 16 characters */
           p[16] = '"';
           p += 17;

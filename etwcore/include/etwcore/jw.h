@@ -109,9 +109,6 @@ void etw_jw_filetime(struct etw_jw *w, uint64_t filetime);
 void etw_jw_unix_ns(struct etw_jw *w, int64_t ns);
 /** etw_jw_base64 - append @p[0..n) base64-encoded (quoted). */
 void etw_jw_base64(struct etw_jw *w, const unsigned char *p, size_t n);
-/** etw_jw_base64_scalar - etw_jw_base64 without its AVX2 step (kept callable so the tests compare
- *  both). */
-void etw_jw_base64_scalar(struct etw_jw *w, const unsigned char *p, size_t n);
 
 /** etw_format_guid - the same GUID text into @out (39 bytes incl. NUL, with braces). */
 void etw_format_guid(char out[39], const unsigned char g[16]);
