@@ -14,7 +14,7 @@ import time
 
 import etwd_harness as H
 from etwd_harness import Etwd, check, done
-from test_nats import Nats, TOOL, create, exec_spec, fetch, execs, run_n, session, sink_of, unique_prog, wait_for
+from test_nats import require_nats, Nats, TOOL, create, exec_spec, fetch, execs, run_n, session, sink_of, unique_prog, wait_for
 
 
 def test_hung_broker():
@@ -67,12 +67,7 @@ def test_hung_broker():
 
 
 def main():
-    if os.geteuid() != 0:
-        check(False, "live tests need root (tracefs)")
-        done()
-    if not os.path.exists(TOOL) or not shutil.which("nats-server"):
-        check(False, "needs nats-server and %s (scripts/deps.sh installs nats-server libnats-dev)" % TOOL)
-        done()
+    require_nats()
     nats = Nats().start()
     prog = unique_prog("outage20")
     try:

@@ -9,16 +9,11 @@ import subprocess
 
 import etwd_harness as H
 from etwd_harness import Etwd, check, done
-from test_nats import Nats, create, run_n, sink_of, session, unique_prog, wait_for
+from test_nats import require_nats, Nats, create, run_n, sink_of, session, unique_prog, wait_for
 
 
 def main():
-    if os.geteuid() != 0:
-        check(False, "live tests need root (tracefs)")
-        done()
-    if not shutil.which("nats-server"):
-        check(False, "needs nats-server (scripts/deps.sh installs it)")
-        done()
+    require_nats()
     nats = Nats("prov").start()
     prog = unique_prog("prov")
     try:

@@ -13,7 +13,7 @@ import tempfile
 
 import etwd_harness as H
 from etwd_harness import Etwd, check, done, free_port
-from test_nats import Nats, create, run_n, sink_of, session, unique_prog, wait_for
+from test_nats import require_nats, Nats, create, run_n, sink_of, session, unique_prog, wait_for
 
 
 def openssl(*args, cwd):
@@ -34,12 +34,7 @@ def make_pki(d):
 
 
 def main():
-    if os.geteuid() != 0:
-        check(False, "live tests need root (tracefs)")
-        done()
-    if not shutil.which("nats-server"):
-        check(False, "needs nats-server (scripts/deps.sh installs it)")
-        done()
+    require_nats()
     pki = tempfile.mkdtemp(prefix="etwd-natstls-")
     make_pki(pki)
     sec = os.path.join(pki, "secrets")

@@ -11,6 +11,7 @@ import subprocess
 import tempfile
 
 from etwd_harness import BIN, Etwd, check, done, drop_prog, trace_report, unique_prog
+from test_remote import remote_ready
 
 
 def remote(e, args):
@@ -34,10 +35,7 @@ def main():
     p1, p2, p3 = unique_prog("snapone"), unique_prog("snaptwo"), unique_prog("snapthree")
     try:
         with Etwd() as e:
-            e.fp = re.search(r"fingerprint: ([0-9A-F:]+)", e.stdout).group(1)
-            e.tokfile = os.path.join(tmp, "token")
-            with open(e.tokfile, "w") as f:
-                f.write(e.tokens["admin"] + "\n")
+            remote_ready(e, tmp)
             st, h, s = e.json("POST", "/api/v1/sessions", expect=201, body={
                 "providers": ["sched:sched_process_exec"], "mode": "flight"})
             sid = s["id"]

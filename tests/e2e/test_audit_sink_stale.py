@@ -10,16 +10,11 @@ import time
 
 import etwd_harness as H
 from etwd_harness import Etwd, check, done
-from test_nats import Nats, TOOL, create, exec_spec, fetch, execs, run_n, session, sink_of, unique_prog, wait_for
+from test_nats import require_nats, Nats, TOOL, create, exec_spec, fetch, execs, run_n, session, sink_of, unique_prog, wait_for
 
 
 def main():
-    if os.geteuid() != 0:
-        check(False, "live tests need root (tracefs)")
-        done()
-    if not os.path.exists(TOOL) or not shutil.which("nats-server"):
-        check(False, "needs nats-server and %s (scripts/deps.sh installs nats-server libnats-dev)" % TOOL)
-        done()
+    require_nats()
     nats = Nats("stale").start()
     prog = unique_prog("stale")
     try:

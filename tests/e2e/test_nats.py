@@ -83,6 +83,17 @@ def fetch(url, stream):
     return [json.loads(l) for l in r.stdout.splitlines()]
 
 
+def require_nats():
+    """The NATS tests' prerequisites (root for tracefs, nats-server, the client tool): fail with
+    how to get them, never skip."""
+    if os.geteuid() != 0:
+        check(False, "live tests need root (tracefs)")
+        done()
+    if not os.path.exists(TOOL) or not shutil.which("nats-server"):
+        check(False, "needs nats-server and %s (scripts/deps.sh installs nats-server libnats-dev)" % TOOL)
+        done()
+
+
 def unique_prog(tag):
     d = tempfile.mkdtemp(prefix="etwdnats-")
     p = os.path.join(d, "etwdtest_%s_%d" % (tag, os.getpid()))
@@ -430,12 +441,7 @@ def test_cluster():
 
 
 def main():
-    if os.geteuid() != 0:
-        check(False, "live tests need root (tracefs)")
-        done()
-    if not os.path.exists(TOOL) or not shutil.which("nats-server"):
-        check(False, "needs nats-server and %s (scripts/deps.sh installs nats-server libnats-dev)" % TOOL)
-        done()
+    require_nats()
     only = os.environ.get("ETWD_NATS_ONLY", "")  # e.g. "cluster" while working on one part
     nats = Nats().start()
     try:

@@ -16,7 +16,7 @@ import time
 
 import etwd_harness as H
 from etwd_harness import Etwd, check, done, free_port
-from test_nats import (HOST, TOOL, Nats, create, exec_spec, execs, fetch, run_n, session, sink_of,
+from test_nats import (require_nats, HOST, TOOL, Nats, create, exec_spec, execs, fetch, run_n, session, sink_of,
                        unique_prog, wait_for)
 
 
@@ -320,12 +320,7 @@ def test_secret_paths(e):
 
 
 def main():
-    if os.geteuid() != 0:
-        check(False, "live tests need root (tracefs)")
-        done()
-    if not os.path.exists(TOOL) or not shutil.which("nats-server"):
-        check(False, "needs nats-server and %s (scripts/deps.sh installs nats-server libnats-dev)" % TOOL)
-        done()
+    require_nats()
     conf = tempfile.NamedTemporaryFile("w", suffix=".conf", delete=False)
     conf.write("max_payload: 3000\n")
     conf.close()

@@ -16,7 +16,7 @@ import time
 
 import etwd_harness as H
 from etwd_harness import Etwd, check, done, free_port
-from test_nats import HOST, TOOL, Nats, create, fetch, session, sink_of, wait_for
+from test_nats import require_nats, HOST, TOOL, Nats, create, fetch, session, sink_of, wait_for
 from test_nats_hardening import js_request
 
 SYSCALLS = {"name": "syscalls", "events": ["sys_enter_getppid"]}
@@ -235,12 +235,7 @@ def test_runtime(e, nats):
 
 
 def main():
-    if os.geteuid() != 0:
-        check(False, "live tests need root (tracefs)")
-        done()
-    if not os.path.exists(TOOL) or not shutil.which("nats-server"):
-        check(False, "needs nats-server and %s (scripts/deps.sh installs nats-server libnats-dev)" % TOOL)
-        done()
+    require_nats()
     nats = Nats().start()
     try:
         with Etwd(args=["--host-name", HOST]) as e:

@@ -18,6 +18,15 @@ import time
 from etwd_harness import BIN, Etwd, check, done, free_port
 
 
+def remote_ready(e, tmp):
+    """Sets e.fp (the server's certificate fingerprint, from its banner) and e.tokfile (a file in
+    @tmp holding the admin token) for remote()."""
+    e.fp = re.search(r"fingerprint: ([0-9A-F:]+)", e.stdout).group(1)
+    e.tokfile = os.path.join(tmp, "token")
+    with open(e.tokfile, "w") as f:
+        f.write(e.tokens["admin"] + "\n")
+
+
 def remote(e, args, fp=None, token=None, url=None, timeout=120, cacert=None):
     """Run `etwd remote …`; returns (rc, stdout, stderr)."""
     cmd = [BIN, "remote", "--url", url or "https://127.0.0.1:%d" % e.port, "--token-file", token or e.tokfile]
@@ -305,10 +314,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="etwd-remote-")
     try:
         with Etwd() as e:
-            e.fp = re.search(r"fingerprint: ([0-9A-F:]+)", e.stdout).group(1)
-            e.tokfile = os.path.join(tmp, "token")
-            with open(e.tokfile, "w") as f:
-                f.write(e.tokens["admin"] + "\n")
+            remote_ready(e, tmp)
             sid, data = test_record(e, tmp)
             test_resume(e, tmp, len(data))
             test_record_interrupted(e, tmp)

@@ -14,7 +14,7 @@ import tempfile
 import time
 
 from etwd_harness import BIN, Etwd, check, done, wait_state
-from test_remote import CutProxy, remote
+from test_remote import CutProxy, remote, remote_ready
 
 
 def read(path):
@@ -153,10 +153,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="etwd-remote-more-")
     try:
         with Etwd() as e:
-            e.fp = re.search(r"fingerprint: ([0-9A-F:]+)", e.stdout).group(1)
-            e.tokfile = os.path.join(tmp, "token")
-            with open(e.tokfile, "w") as f:
-                f.write(e.tokens["admin"] + "\n")
+            remote_ready(e, tmp)
             sid = file_session(e, duration=1)
             s = wait_state(e, sid, ("stopped", "ended", "failed"), timeout=60)
             check(s["state"] == "stopped", "the recording session stopped: %r" % s)
