@@ -148,3 +148,9 @@ int etw_tlw_selftest_check(const char *json, uint32_t seq, uint64_t nonce, char 
     }
   return 1;
 }
+
+int etw_tlw_marker_event(struct etw_tlw *w, const char *text) {
+  etw_tlw_begin(w, ETW_TLW_MARKER_EVENT);
+  etw_tlw_str(w, ETW_TLW_MARKER_FIELD, text);
+  return etw_tlw_end(w);
+}

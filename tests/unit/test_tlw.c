@@ -4,7 +4,8 @@
  * 11 = event metadata, the payload as user data, channel 11) and decoded by the shared decoder
  * (the ETL reader's and the live consumer's), fast and reference: every known value comes back,
  * the self-test's own check accepts it and rejects other values, and the writer refuses what
- * does not fit instead of writing past its buffers.
+ * does not fit instead of writing past its buffers. The marker event the win backend writes
+ * (etw_tlw_marker_event, win_marker.c) decodes to provider "etwd", event "Marker", EventData.buf.
  */
 #include "decode.h"
 #include "etwcore/tlw.h"
@@ -84,9 +85,65 @@ static void test_selftest_event(void) {
   etw_jw_free(&ref);
 }
 
+/* the marker @text decodes (fast and reference) to exactly {"buf":@want_json} of etwd/Marker */
+static void check_marker(const char *text, const char *want_json) {
+  unsigned char traits[64];
+  size_t tn = etw_tlw_traits(ETW_TLW_PROVIDER, traits, sizeof traits);
+  static struct etw_tlw w;
+  CHECK_EQ(etw_tlw_marker_event(&w, text), 0);
+  struct etw_jw out, ref, want;
+  etw_jw_init(&out, 0);
+  etw_jw_init(&ref, 0);
+  etw_jw_init(&want, 0);
+  int ok = 0, ok2 = 0;
+  const char *j = decode(&w, traits, tn, ETW_DECODE_FAST, &out, &ok);
+  const char *j2 = decode(&w, traits, tn, ETW_DECODE_REFERENCE, &ref, &ok2);
+  CHECK(ok && ok2);
+  CHECK_STR(j, j2);
+  etw_jw_raw(&want, "\"EventData\":{\"buf\":\"", 20);
+  etw_jw_raw(&want, want_json, strlen(want_json));
+  etw_jw_raw(&want, "\"}", 2);
+  const char *wants[] = {
+      "\"Provider\":{\"Name\":\"etwd\",\"Guid\":\"{923c4d8b-47a4-5050-333b-e904c11a4b60}\"}",
+      "\"EventName\":\"Marker\"", "\"Level\":4", etw_jw_cstr(&want)};
+  for (size_t i = 0; i < sizeof wants / sizeof wants[0]; i++)
+    if (!strstr(j, wants[i])) {
+      fprintf(stderr, "missing %s in\n%s\n", wants[i], j);
+      CHECK(0);
+    }
+  etw_jw_free(&out);
+  etw_jw_free(&ref);
+  etw_jw_free(&want);
+}
+
+static void test_marker_event(void) {
+  CHECK_STR(ETW_TLW_MARKER_EVENT, "Marker");
+  CHECK_STR(ETW_TLW_MARKER_FIELD, "buf");
+  check_marker("step 1 done", "step 1 done");
+  check_marker("", "");
+  check_marker("say \"hi\" \\ tab\there", "say \\\"hi\\\" \\\\ tab\\there");
+  check_marker("caf\xc3\xa9 \xe2\x9c\x93 \xf0\x9f\x9a\x80", "caf\xc3\xa9 \xe2\x9c\x93 \xf0\x9f\x9a\x80");
+  /* the largest marker the API takes: ETW_MARKER_MAX (1024) bytes, mixed ASCII and UTF-8 */
+  static char big[1025];
+  size_t n = 0;
+  while (n + 3 <= 1024) {
+    memcpy(big + n, n % 2 ? "\xe2\x82\xac" : "abc", 3); /* "€" / "abc" */
+    n += 3;
+  }
+  while (n < 1024) big[n++] = 'z';
+  big[n] = 0;
+  CHECK_EQ(strlen(big), 1024);
+  check_marker(big, big);
+  /* one byte more than the payload holds is refused, not cut */
+  static char huge[ETW_TLW_DATA_MAX + 1];
+  memset(huge, 'y', sizeof huge - 1);
+  struct etw_tlw w;
+  CHECK_EQ(etw_tlw_marker_event(&w, huge), -1);
+}
+
 static void test_bounds(void) {
   struct etw_tlw w;
-  char big[900];
+  char big[1100];
   memset(big, 'x', sizeof big - 1);
   big[sizeof big - 1] = 0;
   etw_tlw_begin(&w, "Big");
@@ -113,6 +170,7 @@ static void test_bounds(void) {
 
 int main(void) {
   test_selftest_event();
+  test_marker_event();
   test_bounds();
   T_DONE();
 }

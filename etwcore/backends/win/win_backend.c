@@ -48,6 +48,7 @@
 #include "etwcore/host.h"
 #include "etwcore/winprov.h"
 #include "etwcore/winreq.h"
+#include "win_marker.h"
 #include "win_rec.h"
 
 /* the portable layout constants must match the real headers */
@@ -372,6 +373,7 @@ struct win_sess {
   char name[ETW_WIN_NAME_MAX];       /* UTF-8 */
   wchar_t wname[ETW_WIN_NAME_MAX];
   int attach, created, kernel;       /* kernel: the session carries kernel events */
+  int mk;                            /* etwd's provider's keyword bit + 1 (win_marker.c), 0: none */
   struct etw_win_session_cfg cfg;
   TRACEHANDLE h;                     /* from StartTraceW (created only) */
   TRACEHANDLE ph;                    /* from OpenTraceW */
@@ -521,6 +523,7 @@ static void *flusher_main(void *arg) {
 
 static void sess_free(struct win_sess *s) {
   if (!s) return;
+  etw_win_marker_release(s->mk);
   etw_decoder_free(s->dec);
   etw_stk_free(s->stk);
   free(s->tried);
@@ -705,6 +708,8 @@ static enum etw_err win_open(const struct etw_backend_args *a, void **state, str
     return e;
   }
   s->created = 1;
+  /* markers: etwd's own provider, first, so that a spec naming it sets its own level/keywords */
+  if (!s->cfg.kernel_logger) s->mk = etw_win_marker_enable(s->h);
   /* 3. enable the providers (and the system providers for kernel events) */
   for (uint32_t i = 0; !e && i < s->n_prov; i++)
     if ((rc = enable_one(s, &s->prov[i], EVENT_CONTROL_CODE_ENABLE_PROVIDER)) != ERROR_SUCCESS) {
@@ -1058,11 +1063,18 @@ uint32_t etw_win_session_query(const char *name) {
   return rc;
 }
 
+static enum etw_err win_marker(void *sv, const char *text, struct etw_status *st) {
+  return etw_win_marker_write(((struct win_sess *)sv)->mk, text, st);
+}
+
+static const struct etw_backend_ext win_ext = {.marker = win_marker};
+
 const struct etw_backend etw_backend_win = {
     .name = "win",
     .caps = ETW_CAP_LIVE | ETW_CAP_FILE | ETW_CAP_LIST_PROVIDERS | ETW_CAP_FILTER_PID | ETW_CAP_FILTER_EXE |
             ETW_CAP_LEVEL_KEYWORDS | ETW_CAP_EVENT_IDS | ETW_CAP_STACKS | ETW_CAP_KERNEL_FLAGS |
-            ETW_CAP_ENABLE_RUNNING | ETW_CAP_EVENT_NAMES | ETW_CAP_BUFFER_SIZE | ETW_CAP_WIN_SETTINGS,
+            ETW_CAP_ENABLE_RUNNING | ETW_CAP_EVENT_NAMES | ETW_CAP_BUFFER_SIZE | ETW_CAP_WIN_SETTINGS |
+            ETW_CAP_MARKERS,
     .buffer_kb_min = 1,
     .buffer_kb_max = ETW_WIN_BUFFER_KB_MAX,
     .init = win_init,
@@ -1078,6 +1090,7 @@ const struct etw_backend etw_backend_win = {
     .describe_provider = win_describe_provider,
     .cleanup = win_cleanup,
     .list_os_sessions = etw_win_sessions_json,
+    .ext = &win_ext,
 };
 
 #endif /* _WIN32 */

@@ -23,7 +23,7 @@
 #define ETW_TLW_CHANNEL 11 /* the TraceLogging channel (Windows before 10 needs it) */
 
 #define ETW_TLW_META_MAX 512
-#define ETW_TLW_DATA_MAX 1024
+#define ETW_TLW_DATA_MAX 2048 /* a marker: up to 1024 bytes of text and its NUL */
 
 struct etw_tlw {
   unsigned char meta[ETW_TLW_META_MAX];
@@ -58,5 +58,14 @@ int etw_tlw_selftest_event(struct etw_tlw *w, uint32_t seq, uint64_t nonce);
 /** etw_tlw_selftest_check - 1 if @json (one decoded event) is that event from provider "etwd"
  *  with every value as written; else 0 and the first value that differs in @why. */
 int etw_tlw_selftest_check(const char *json, uint32_t seq, uint64_t nonce, char *why, size_t n);
+
+/* The marker event (POST /api/v1/sessions/{id}/markers on the win backend, win_marker.c):
+ * provider "etwd", event "Marker", one UTF-8 field "buf" = the text (named as the Linux marker's
+ * ftrace/print field, so a client finds the text in EventData.buf on both). Level 4. */
+#define ETW_TLW_MARKER_EVENT "Marker"
+#define ETW_TLW_MARKER_FIELD "buf"
+/** etw_tlw_marker_event - that event with @text (UTF-8, NUL-terminated); 0, or -1 if it did
+ *  not fit (text longer than ETW_TLW_DATA_MAX - 1 bytes). */
+int etw_tlw_marker_event(struct etw_tlw *w, const char *text);
 
 #endif

@@ -10,13 +10,16 @@
 #include "etwcore/tlw.h"
 
 /** etw_win_provider_register - EventRegister etwd's provider (ETW_TLW_PROVIDER_GUID) and set
- *  its traits (EventSetInformation); 0, or the Win32 error (message in @st). One thread at a
- *  time (the self-test's); unregister before registering again. */
+ *  its traits (EventSetInformation); 0, or the Win32 error (message in @st). Counted and
+ *  thread-safe: only the first call registers; each success wants one unregister. */
 uint32_t etw_win_provider_register(struct etw_status *st);
 /** etw_win_provider_write - EventWriteTransfer of the finished event @w (etw_tlw_end) with
  *  @level, channel ETW_TLW_CHANNEL; 0 or the Win32 error. *@enabled: EventEnabled before it. */
 uint32_t etw_win_provider_write(const struct etw_tlw *w, uint8_t level, int *enabled);
-/** etw_win_provider_unregister - EventUnregister; 0 or the Win32 error. */
+/** etw_win_provider_write_kw - the same with the event's @keyword (win_marker.c's session bit). */
+uint32_t etw_win_provider_write_kw(const struct etw_tlw *w, uint8_t level, uint64_t keyword, int *enabled);
+/** etw_win_provider_unregister - drop one registration; the last one EventUnregisters (0 or
+ *  the Win32 error). */
 uint32_t etw_win_provider_unregister(void);
 
 /** etw_win_wine_version - wine's version when running under wine, else NULL. */
