@@ -208,7 +208,9 @@ enum etw_err etw_win_cfg_check(const struct etw_win_session_cfg *in, uint32_t nc
     return etw_fail(st, ETW_E_INVALID, "/providers", "a session is either the NT Kernel Logger or a system logger, not both");
   if (c.kernel_flags && !c.kernel_logger && !c.system_logger)
     return etw_fail(st, ETW_E_INVALID, "/providers", "kernel flags need the kernel logger or a system-logger session");
-  if (!c.realtime && c.file == ETW_WFILE_NONE)
+  if (c.buffering && (c.realtime || c.file != ETW_WFILE_NONE))
+    return etw_fail(st, ETW_E_INVALID, "/mode", "a flight session keeps its events in memory only: no real time, no file");
+  if (!c.realtime && c.file == ETW_WFILE_NONE && !c.buffering)
     return etw_fail(st, ETW_E_INVALID, "/mode", "a session needs real-time delivery, a file, or both");
   if (c.file > ETW_WFILE_NEWFILE) return etw_fail(st, ETW_E_INVALID, "/win/file", "unknown file mode");
   if (c.file != ETW_WFILE_NONE) {
@@ -238,6 +240,7 @@ uint32_t etw_win_log_file_mode(const struct etw_win_session_cfg *c) {
     case ETW_WFILE_NEWFILE: m |= ETW_LOG_FILE_NEWFILE; break; /* implies sequential */
     default: break;
   }
+  if (c->buffering) m |= ETW_LOG_BUFFERING;
   if (c->system_logger) m |= ETW_LOG_SYSTEM_LOGGER;
   return m;
 }

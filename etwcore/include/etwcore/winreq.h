@@ -67,6 +67,7 @@
 #define ETW_LOG_FILE_CIRCULAR 0x00000002u
 #define ETW_LOG_FILE_NEWFILE 0x00000008u
 #define ETW_LOG_REAL_TIME 0x00000100u
+#define ETW_LOG_BUFFERING 0x00000400u /* EVENT_TRACE_BUFFERING_MODE: circular, in memory only */
 #define ETW_LOG_SYSTEM_LOGGER 0x02000000u
 #define ETW_LOG_INDEPENDENT_SESSION 0x08000000u
 
@@ -94,6 +95,7 @@ struct etw_win_session_cfg {
   int kernel_logger;    /* the classic "NT Kernel Logger" (fixed name, SystemTraceControlGuid) */
   int system_logger;    /* EVENT_TRACE_SYSTEM_LOGGER_MODE: kernel events in a named session */
   uint32_t clock;       /* WNODE ClientContext: 1 QPC (default), 2 system time, 3 CPU cycles */
+  int buffering;        /* EVENT_TRACE_BUFFERING_MODE (mode "flight"): no real time, no file */
 };
 
 /** etw_win_cfg_from_spec - map the generic session spec (mode, buffer_kb) onto @c with the
@@ -104,6 +106,24 @@ void etw_win_cfg_from_spec(const struct etw_session_spec *s, struct etw_win_sess
  *  the documented limits. @file is the log file (UTF-8) or NULL. ETW_E_INVALID with the field. */
 enum etw_err etw_win_cfg_check(const struct etw_win_session_cfg *c, uint32_t ncpu,
                                const char *file, struct etw_status *st);
+
+/* Mode "flight" (etw_win_flight_cfg): the ring in memory is MinimumBuffers × BufferSize */
+#define ETW_WIN_FLIGHT_BUF_KB 64          /* BufferSize of a flight session's buffers */
+#define ETW_WIN_FLIGHT_KB_DEFAULT 4096    /* per processor, when the spec gives no buffer_kb */
+#define ETW_WIN_FLIGHT_TOTAL_MB_MAX 1024  /* our cap on the whole ring (non-paged memory) */
+
+/**
+ * etw_win_flight_cfg - map a mode "flight" spec onto @c (zeroed first) for @ncpu processors
+ * (0 = unknown: counted as 1): a session in EVENT_TRACE_BUFFERING_MODE, neither real time nor
+ * a file, whose ring holds buffer_kb KiB per processor (buffer_kb means what it means on Linux;
+ * default ETW_WIN_FLIGHT_KB_DEFAULT) as ETW_WIN_FLIGHT_BUF_KB buffers: min_buffers = the ring /
+ * the buffer size (rounded up, at least 2 per processor), max_buffers = min_buffers (ETW
+ * ignores it in this mode). Refuses (ETW_E_INVALID, naming the member): a mode other than
+ * "flight", "flight_s" (ETW keeps a size, not a time window), "win" buffer/file settings (the
+ * ring is sized by buffer_kb), and a ring over ETW_WIN_FLIGHT_TOTAL_MB_MAX.
+ */
+enum etw_err etw_win_flight_cfg(const struct etw_session_spec *s, uint32_t ncpu, struct etw_win_session_cfg *c,
+                                struct etw_status *st);
 
 /** etw_win_log_file_mode - the LogFileMode bits for @c. */
 uint32_t etw_win_log_file_mode(const struct etw_win_session_cfg *c);
