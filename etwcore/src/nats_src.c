@@ -137,7 +137,7 @@ void etw_nats_src_json(const struct etw_nats_src *n, struct etw_jw *w) {
     etw_jw_unix_ns(w, n->start_time_ns);
   }
   etw_jw_lit(w, ",\"tls\":"); /* whether, not which files (as for sinks) */
-  etw_jw_bool(w, n->tls_ca || n->tls_cert || !strncmp(n->url, "tls://", 6));
+  etw_jw_bool(w, n->tls_ca || n->tls_cert || (n->url && !strncmp(n->url, "tls://", 6)));
   etw_jw_lit(w, ",\"creds\":");
   etw_jw_bool(w, n->creds != NULL);
   etw_jw_lit(w, "}");

@@ -204,7 +204,7 @@ void etw_sinks_spec_json(const struct etw_sink_spec *v, uint32_t n, struct etw_j
     etw_jw_lit(w, ",\"spool_disk_mb\":");
     etw_jw_u64(w, k->spool_disk_mb);
     etw_jw_lit(w, ",\"tls\":");
-    etw_jw_bool(w, k->tls_ca || k->tls_cert || !strncmp(k->url, "tls://", 6));
+    etw_jw_bool(w, k->tls_ca || k->tls_cert || (k->url && !strncmp(k->url, "tls://", 6)));
     etw_jw_lit(w, ",\"creds\":");
     etw_jw_bool(w, k->creds != NULL);
     etw_jw_ch(w, '}');
