@@ -204,9 +204,15 @@ void h_file_events(struct etwd_req *r);
 /* stream.c */
 void etwd_stream_register(struct etwd_server *s);
 void etwd_stream_shutdown(struct etwd_server *s);
-/** etwd_stream_ndjson - stream a session's events as chunked ndjson on this request, filtered by
- *  the stream parameters in @query (the request's, or what a handler left of them). */
+/** etwd_stream_ndjson - stream a session's events as chunked ndjson (or, with ?format=csv, CSV)
+ *  on this request, filtered by the stream parameters in @query (the request's, or what a
+ *  handler left of them). */
 void etwd_stream_ndjson(struct etwd_req *r, struct etw_session *sess, const char *query);
+/** etwd_stream_format - the HTTP stream's ?format= in @query: 0 ndjson (also when absent), 1 csv,
+ *  -1 anything else (@err says why). */
+int etwd_stream_format(const char *query, char *err, size_t errlen);
+/** etwd_stream_ctype - the Content-Type of an HTTP stream of format @csv (etwd_stream_format). */
+const char *etwd_stream_ctype(int csv);
 /** etwd_sub_filter_from_query - build a subscriber filter from ?provider=&event=&pid=&process=&level=. */
 int etwd_sub_filter_from_query(const char *query, struct etw_sub_filter *f, unsigned long long *from,
                                char *err, size_t errlen);

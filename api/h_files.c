@@ -19,6 +19,11 @@
 #include "etwcore/util.h"
 #include "files.h"
 
+#ifdef _WIN32 /* MinGW has no lstat: no symbolic links are refused there */
+#define lstat stat
+#define S_ISLNK(m) 0
+#endif
+
 int etwd_file_name_valid(const char *n) {
   size_t len = strlen(n);
   if (len < 5 || len > 200 || n[0] == '.') return 0;
@@ -47,7 +52,15 @@ char *etwd_file_resolve(struct etwd_server *s, const char *name, int must_exist,
   }
   snprintf(p, n, "%s/%s", s->cfg->data_dir, name);
   struct stat sb;
-  if (must_exist && (stat(p, &sb) || !S_ISREG(sb.st_mode))) {
+  /* lstat: a symbolic link placed in the data directory (which may be a drop folder others can
+   * write) could lead anywhere, the token file included: only regular files are used */
+  if (must_exist && !lstat(p, &sb) && S_ISLNK(sb.st_mode)) {
+    etw_fail(st, ETW_E_PERM, field, "\"%.200s\" in the data directory is a symbolic link: only regular "
+             "files are used (copy the file there instead)", name);
+    free(p);
+    return NULL;
+  }
+  if (must_exist && (lstat(p, &sb) || !S_ISREG(sb.st_mode))) {
     etw_fail(st, ETW_E_NOT_FOUND, field, "no file \"%.200s\" in the data directory", name);
     free(p);
     return NULL;
@@ -86,7 +99,7 @@ void h_files_list(struct etwd_req *r) {
       char path[2048];
       struct stat sb;
       snprintf(path, sizeof path, "%s/%s", r->srv->cfg->data_dir, names[i]);
-      if (names[i] && !stat(path, &sb) && S_ISREG(sb.st_mode)) {
+      if (names[i] && !lstat(path, &sb) && S_ISREG(sb.st_mode)) { /* no symbolic links */
         if (!first) etw_jw_ch(&w, ',');
         first = 0;
         etw_jw_lit(&w, "{\"name\":");
@@ -219,6 +232,26 @@ static void archive_name(char *n) {
     n[len - 3] = 0;
 }
 
+/* unlink @path (@from NULL) or rename @from over it — refused with 409 naming the session while
+ * a session replays the file: each of its passes opens the file again by path, so a later pass
+ * would fail (or read other data). 0: done; else replied. */
+static int change_file(struct etwd_req *r, const char *path, const char *from, const char *name) {
+  char sname[128], d[400];
+  int rc = 0;
+  uint64_t id = etw_core_file_change(r->srv->core, path, from, &rc, sname, sizeof sname);
+  if (id) {
+    snprintf(d, sizeof d, "file \"%.100s\" is replayed by session %llu%s%.100s%s: delete that session first "
+             "(DELETE /api/v1/sessions/%llu)", name, (unsigned long long)id, sname[0] ? " (\"" : "", sname,
+             sname[0] ? "\")" : "", (unsigned long long)id);
+    snprintf(r->audit_detail, sizeof r->audit_detail, "%s %.200s: in use by session %llu",
+             from ? "upload" : "delete", name, (unsigned long long)id);
+    etwd_problem(r, ETWD_P_STATE, d, NULL, NULL);
+    return 1;
+  }
+  if (rc) etwd_problem(r, ETWD_P_IO, from ? "could not store the upload" : "could not delete the file", NULL, NULL);
+  return rc != 0;
+}
+
 /* Upload: the body goes to a temporary name in the data directory and is renamed over @name
  * only when it arrived complete and is an ETL file; anything else leaves no trace. */
 void h_file_upload(struct etwd_req *r) {
@@ -270,9 +303,7 @@ void h_file_upload(struct etwd_req *r) {
       etwd_problem(r, ETWD_P_IO, "could not store the upload", NULL, NULL);
     else if (total == 0)
       etwd_problem(r, ETWD_P_INVALID, "the upload is empty", NULL, NULL);
-    else if (!unpack_upload(r, tmp, max, &total) && !check_etl(r, tmp) && rename(tmp, path))
-      etwd_problem(r, ETWD_P_IO, "could not store the upload", NULL, NULL);
-    else if (r->status == 0)
+    else if (!unpack_upload(r, tmp, max, &total) && !check_etl(r, tmp) && !change_file(r, path, tmp, name))
       upload_reply(r, name, total);
     if (r->status != 201) unlink(tmp);
   }
@@ -299,21 +330,25 @@ void h_file_delete(struct etwd_req *r) {
   snprintf(r->audit_detail, sizeof r->audit_detail, "delete %s", r->params[0]);
   char *path = path_param_or_reply(r);
   if (!path) return;
-  if (unlink(path))
-    etwd_problem(r, ETWD_P_IO, "could not delete the file", NULL, NULL);
-  else
-    etwd_reply(r, 204, "application/json", "", 0, NULL);
+  if (!change_file(r, path, NULL, r->params[0])) etwd_reply(r, 204, "application/json", "", 0, NULL);
   free(path);
 }
 
-/* Decode one file as ndjson: a private session (not in the table: it takes no --max-sessions
+/* Decode one file as ndjson (or CSV: ?format=csv): a private session (not in the table: it takes no --max-sessions
  * slot) replayed as fast as possible. The caller holds a decode slot. */
 static void file_events(struct etwd_req *r) {
   char *path = path_param_or_reply(r);
   if (!path) return;
+  char ferr[200];
+  int csv = etwd_stream_format(r->ri->query_string, ferr, sizeof ferr);
+  if (csv < 0) { /* refused before the decode starts */
+    free(path);
+    etwd_problem(r, ETWD_P_INVALID, ferr, "format", NULL);
+    return;
+  }
   if (!strcmp(r->ri->request_method, "HEAD")) { /* a stream has no length: headers only */
     free(path);
-    etwd_reply(r, 200, "application/x-ndjson", "", 0, NULL);
+    etwd_reply(r, 200, etwd_stream_ctype(csv), "", 0, NULL);
     return;
   }
   struct etw_status st;

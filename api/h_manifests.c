@@ -20,6 +20,9 @@
 #include "etwcore/manifest.h"
 #include "etwcore/util.h"
 
+#ifndef O_NOFOLLOW /* MinGW */
+#define O_NOFOLLOW 0
+#endif
 #define ETWD_MANIFEST_UPLOAD_MAX ((size_t)16 << 20) /* the largest known manifest is ~0.6 MB */
 
 /* NAME.man or NAME.xml: letters, digits, '.', '_', '-', '+'; no leading dot; < 200 chars */
@@ -102,7 +105,10 @@ static int store(const char *dir, const char *name, const char *buf, size_t n, c
   char tmp[2200], path[2200];
   snprintf(tmp, sizeof tmp, "%s/.upload-%ld-%p", dir, (long)getpid(), who);
   snprintf(path, sizeof path, "%s/%s", dir, name);
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  /* the directory may be writable by others (--manifests): whatever sits at the temporary name
+   * (a symbolic link planted there) goes, and the file is created anew, never opened through it */
+  unlink(tmp);
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd < 0) return -1;
   int bad = write(fd, buf, n) != (ssize_t)n;
   if (close(fd)) bad = 1;

@@ -248,16 +248,26 @@ void h_session_file(struct etwd_req *r) {
 void h_session_events(struct etwd_req *r) {
   struct etw_session *s = session_or_404(r);
   if (!s) return;
-  if (!strcmp(r->ri->request_method, "HEAD")) { /* a stream has no length: headers only */
-    etwd_reply(r, 200, "application/x-ndjson", "", 0, NULL);
+  char err[200];
+  int csv = etwd_stream_format(r->ri->query_string, err, sizeof err);
+  if (csv < 0) {
+    etwd_problem(r, ETWD_P_INVALID, err, "format", NULL);
     etw_session_put(s);
     return;
   }
+  if (!strcmp(r->ri->request_method, "HEAD")) { /* a stream has no length: headers only */
+    etwd_reply(r, 200, etwd_stream_ctype(csv), "", 0, NULL);
+    etw_session_put(s);
+    return;
+  }
+  /* an explicit ?format= decides the representation; without it, Accept must allow ndjson */
   const char *accept = etwd_header(r, "Accept");
-  if (accept && !strstr(accept, "application/x-ndjson") && !strstr(accept, "*/*") &&
-      !strstr(accept, "application/*")) {
+  char fv[16];
+  if (accept && etwd_query(r, "format", fv, sizeof fv) && !strstr(accept, "application/x-ndjson") &&
+      !strstr(accept, "*/*") && !strstr(accept, "application/*")) {
     etwd_problem(r, ETWD_P_NOT_ACCEPTABLE,
-                 "this stream is application/x-ndjson over HTTP, or a WebSocket upgrade", NULL, NULL);
+                 "this stream is application/x-ndjson over HTTP (text/csv with ?format=csv), or a WebSocket upgrade",
+                 NULL, NULL);
   } else {
     etwd_stream_ndjson(r, s, r->ri->query_string);
   }

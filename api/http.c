@@ -482,7 +482,7 @@ void etwd_send_file(struct etwd_req *r, const char *path, const char *ctype, con
 #ifdef _WIN32
   int fd = etwd_open_read(path); /* shares delete access: the file can be deleted meanwhile */
 #else
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW); /* a link swapped in after the checks: refused */
 #endif
   struct stat sb;
   if (fd < 0 || fstat(fd, &sb) || !S_ISREG(sb.st_mode)) {

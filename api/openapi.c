@@ -7,6 +7,7 @@
 
 #include "api.h"
 #include "etwcore/caps.h"
+#include "etwcore/evcsv.h"
 
 static const char schemas[] =
     "\"Problem\":{\"type\":\"object\",\"description\":\"RFC 7807 problem details; every 4xx/5xx.\","
@@ -51,7 +52,10 @@ static const char schemas[] =
     "\"level\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":255,\"default\":5},"
     "\"keywords_any\":{\"type\":[\"string\",\"integer\"],\"description\":\"64-bit mask, \\\"0x…\\\"\"},"
     "\"keywords_all\":{\"type\":[\"string\",\"integer\"]},\"event_ids\":{\"type\":\"array\",\"items\":"
-    "{\"type\":\"integer\"}},\"event_ids_exclude\":{\"type\":\"boolean\"},\"stacks\":{\"type\":\"boolean\"}}},"
+    "{\"type\":\"integer\"}},\"event_ids_exclude\":{\"type\":\"boolean\"},\"stacks\":{\"oneOf\":[{\"enum\":[true,false,\"raw\"]},{\"type\":\"array\",\"minItems\":1,"
+    "\"maxItems\":256,\"items\":{\"type\":[\"string\",\"integer\"]}}],"
+    "\"description\":\"a stack with each event; \\\"raw\\\": linux kernel stacks keep their leading tracing frames; "
+    "a list: stacks on these events only (event names on linux, event IDs on win)\"}}},"
     "\"SessionSpec\":{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
     "\"name\":{\"type\":[\"string\",\"null\"],\"pattern\":\"^[A-Za-z0-9._-]{1,64}$\"},"
     "\"backend\":{\"type\":\"string\",\"enum\":[\"linux\",\"etl\",\"win\",\"nats\"]},"
@@ -122,7 +126,8 @@ static const char schemas[] =
     "\"kernel\":{\"type\":\"integer\"},\"kernel_overrun\":{\"type\":\"integer\"},\"kernel_dropped\":{\"type\":\"integer\"},\"hub\":{\"type\":\"integer\"},\"subscribers\":{\"type\":\"integer\"},\"sink\":{\"type\":\"integer\",\"description\":\"events no sink could keep (spools full)\"}}},"
     "\"stream_readers\":{\"type\":\"object\",\"description\":\"backend nats: the clients' own consumers (?from_stream_seq, ?from_time): active now, opened in all, events delivered through them\",\"properties\":{\"active\":{\"type\":\"integer\"},\"opened\":{\"type\":\"integer\"},\"events\":{\"type\":\"integer\"}}},"
     "\"sinks\":{\"type\":\"array\",\"description\":\"each sink's health: state (ok, disconnected, error), error (why the JetStream stream cannot take the events, or null), connected, acked, pending, spooled, spooled_disk, dropped, memory_bytes, disk_bytes, refused, gap_records, hub_dropped, retries, connects, last_error\",\"items\":{\"type\":\"object\"}},"
-    "\"per_subscriber\":{\"type\":\"array\",\"items\":{\"type\":\"object\"}},\"buffer_kb\":{\"type\":\"integer\",\"description\":\"linux: the per-CPU buffer size (KiB) the kernel took, read back from the instance (the spec says 0 when it was not set: the default)\"},\"per_cpu\":{\"type\":\"array\",\"description\":\"linux: the kernel buffer of each CPU\",\"items\":{\"type\":\"object\",\"properties\":{\"cpu\":{\"type\":\"integer\"},\"overrun\":{\"type\":\"integer\"},\"dropped\":{\"type\":\"integer\"},\"entries\":{\"type\":\"integer\"},\"read_events\":{\"type\":\"integer\"},\"read_bytes\":{\"type\":\"integer\"}}}}}}}},"
+    "\"source\":{\"type\":\"object\",\"description\":\"backend nats: the broker's health, cached (never waits for the network): state (ok, disconnected, error), connected, status (libnats), reconnects, disconnects, disconnected_since, fetch_errors, last_message_time, last_message_age_ms, last_error, last_error_time, consumers [{subject, pending, ack_pending, delivered_stream_seq, info_time, info_age_ms}]\"},"
+    "\"per_subscriber\":{\"type\":\"array\",\"items\":{\"type\":\"object\"}},\"buffer_kb\":{\"type\":\"integer\",\"description\":\"linux: the per-CPU buffer size (KiB) the kernel took, read back from the instance (the spec says 0 when it was not set: the default)\"},\"per_cpu\":{\"type\":\"array\",\"description\":\"linux: the kernel buffer of each CPU\",\"items\":{\"type\":\"object\",\"properties\":{\"cpu\":{\"type\":\"integer\"},\"overrun\":{\"type\":\"integer\"},\"dropped\":{\"type\":\"integer\"},\"entries\":{\"type\":\"integer\"},\"read_events\":{\"type\":\"integer\"},\"read_bytes\":{\"type\":\"integer\"}}}},\"provider_filters\":{\"type\":\"array\",\"description\":\"linux: where each provider's filter went: the events without a field it names run unfiltered (as with trace-cmd); their names and the reason when there are any\",\"items\":{\"type\":\"object\",\"properties\":{\"provider\":{\"type\":\"string\"},\"filter\":{\"type\":\"string\"},\"events_filtered\":{\"type\":\"integer\"},\"events_unfiltered\":{\"type\":\"integer\"},\"filtered\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"unfiltered\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"unfiltered_reason\":{\"type\":\"string\"}}}}}}}},"
     "\"OsSessions\":{\"type\":\"object\",\"description\":\"by backend: an array of {name, etwd, owner_alive} or {error}\","
     "\"additionalProperties\":{}},"
     "\"SessionList\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/components/schemas/Session\"}},"
@@ -134,7 +139,7 @@ static const char schemas[] =
     "\"writing\":{\"type\":\"boolean\",\"description\":\"recording: its session still writes it\"}}},"
     "\"FileList\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/components/schemas/File\"}},"
     "\"Event\":{\"type\":\"object\",\"description\":\"One event (WebSocket frames carry a JSON array of these; "
-    "ndjson one per line). A record with Gap instead of System reports events dropped for this client.\",\"anyOf\":[{\"required\":[\"seq\",\"System\"]},{\"required\":[\"Gap\"]},{\"required\":[\"Heartbeat\"]}],"
+    "ndjson one per line). A record with Gap instead of System reports events dropped for this client.\",\"anyOf\":[{\"required\":[\"seq\",\"System\"]},{\"required\":[\"Gap\"]},{\"required\":[\"Heartbeat\"]},{\"required\":[\"End\"]}],"
     "\"properties\":{\"seq\":{\"type\":\"integer\",\"description\":\"per-session sequence number; resume with ?from=\"},"
     "\"stream_seq\":{\"type\":\"integer\",\"description\":\"backend nats: the message's JetStream stream sequence; resume with ?from_stream_seq=\"},"
     "\"System\":{\"type\":\"object\",\"required\":[\"Provider\",\"EventID\",\"TimeCreated\"],\"properties\":{\"Provider\":{\"type\":\"object\",\"properties\":{"
@@ -153,7 +158,10 @@ static const char schemas[] =
     "\"Bytes\":{\"type\":\"integer\"},\"Data\":{\"type\":\"string\",\"description\":\"base64\"}}},\"Gap\":{\"type\":\"object\",\"properties\":{\"Dropped\":{\"type\":\"integer\"},"
     "\"Layer\":{\"type\":\"string\"},\"Reason\":{\"type\":\"string\"}}},"
     "\"Heartbeat\":{\"type\":\"object\",\"description\":\"ndjson only: sent after 15 s without events\","
-    "\"properties\":{\"Time\":{\"type\":\"string\"}}}}}";
+    "\"properties\":{\"Time\":{\"type\":\"string\"}}},"
+    "\"End\":{\"type\":\"object\",\"description\":\"backend nats: the last record of a from_stream_seq/from_time pass "
+    "that cannot go on (the broker no longer has its consumer); then the stream ends (WebSocket: close 1011)\","
+    "\"properties\":{\"Reason\":{\"type\":\"string\"}}}}}";
 
 static void op(struct etw_jw *w, const struct etwd_route *r) {
   char m[8];
@@ -193,6 +201,7 @@ static void op(struct etw_jw *w, const struct etwd_route *r) {
         etw_jw_lit(w, ",\"example\":");
         etw_jw_str(w, q + ek + 1, k - ek - 1);
       }
+      int fmt = nk == 6 && !memcmp(q, "format", 6); /* the HTTP stream's representation */
       for (const struct etw_member *mb = etw_members(); mb->name; mb++) /* a stream parameter's doc */
         if (mb->kind == ETW_MEMBER_STREAM && strlen(mb->name) == nk && !memcmp(mb->name, q, nk)) {
           size_t el = strlen(mb->example); /* a JSON string: its text, without the quotes */
@@ -203,7 +212,9 @@ static void op(struct etw_jw *w, const struct etwd_route *r) {
           break;
         }
       etw_jw_lit(w, required ? ",\"in\":\"query\",\"required\":true,\"schema\":{\"type\":\"string\"}}"
-                            : ",\"in\":\"query\",\"required\":false,\"schema\":{\"type\":\"string\"}}");
+                  : fmt ? ",\"in\":\"query\",\"required\":false,\"schema\":{\"type\":\"string\","
+                          "\"enum\":[\"ndjson\",\"csv\"],\"default\":\"ndjson\"}}"
+                        : ",\"in\":\"query\",\"required\":false,\"schema\":{\"type\":\"string\"}}");
       q += k;
       if (*q) q++;
     }
@@ -236,7 +247,16 @@ static void op(struct etw_jw *w, const struct etwd_route *r) {
     etw_jw_lit(w, ct);
     etw_jw_lit(w, "\":{\"schema\":{\"$ref\":\"#/components/schemas/");
     etw_jw_lit(w, r->resp_schema);
-    etw_jw_lit(w, "\"}}}");
+    etw_jw_lit(w, "\"}}");
+    if (r->fn == h_session_events || r->fn == h_file_events)
+      etw_jw_lit(w, ",\"text/csv\":{\"schema\":{\"type\":\"string\",\"description\":\"format=csv: the header "
+                    "row " ETW_CSV_COLS ",EventData, then one row per event (RFC 4180; EventData is the event's JSON "
+                    "text; a text cell starting with = + - @ TAB or CR that is not a plain number gets a leading ' "
+                    "against spreadsheet formula injection); an empty line after 15 s without events; no Gap rows: the chunked body's trailer says "
+                    "what the stream lost, Etwd-Events (rows), Etwd-Dropped (events its Gap records would have "
+                    "reported), Etwd-Dropped-Layers (hub=N, subscriber=N) and, when the client's own pass ended by "
+                    "itself, Etwd-End (the reason an ndjson End record gives)\"}}");
+    etw_jw_ch(w, '}');
   }
   etw_jw_ch(w, '}');
   etw_jw_lit(w, ",\"4XX\":{\"$ref\":\"#/components/responses/Problem\"},"

@@ -25,6 +25,7 @@
 
 #include "api.h"
 #include "etwcore/caps.h"
+#include "etwcore/evcsv.h"
 #include "etwcore/util.h"
 #include "files.h"
 #include "log.h"
@@ -104,6 +105,19 @@ static int qvar(const char *q, size_t ql, const char *name, char *v, size_t n, c
   snprintf(err, errlen, "query parameter %s is too long or badly encoded", name);
   return -1;
 }
+
+int etwd_stream_format(const char *q, char *err, size_t errlen) {
+  char v[16];
+  int r = q ? qvar(q, strlen(q), "format", v, sizeof v, err, errlen) : 0;
+  if (r < 0 || (r && strcmp(v, "ndjson") && strcmp(v, "csv"))) {
+    snprintf(err, errlen, "format must be ndjson (the default: one JSON event per line) or csv (a header row, "
+                          "then one row per event)");
+    return -1;
+  }
+  return r && !strcmp(v, "csv");
+}
+
+const char *etwd_stream_ctype(int csv) { return csv ? "text/csv; charset=utf-8" : "application/x-ndjson"; }
 
 int etwd_sub_filter_from_query(const char *q, struct etw_sub_filter *f, unsigned long long *from,
                                char *err, size_t errlen) {
@@ -308,6 +322,14 @@ static int send_frame(struct mg_connection *c, struct etw_jw *w) {
   return rc;
 }
 
+/* {"End":{"Reason":…}}: the client's own pass ended by itself (backend nats: the broker no longer
+ * has its consumer) — the last record before the stream ends, so it never waits on heartbeats */
+static void end_record(struct etw_jw *w, const char *why) {
+  etw_jw_lit(w, "{\"End\":{\"Reason\":");
+  etw_jw_cs(w, why);
+  etw_jw_lit(w, "}}");
+}
+
 /* after our close frame: wait up to --io-timeout for the client's answer (ws_data sets stop) */
 static int close_answered(struct ws_client *cl) {
   int64_t until = mono_ms() + (int64_t)cl->srv->cfg->io_timeout_s * 1000;
@@ -331,9 +353,20 @@ static void *ws_sender(void *arg) {
     int n = etw_sub_read(cl->sub, &w, ETW_FMT_JSON_ARRAY, FRAME_MAX, IDLE_WAIT_MS);
     etw_sub_stats(cl->sub, &s1);
     if (n < 0) {
-      static const char bye[] = "\x03\xe8session ended";
+      char bye[2 + 123] = "\x03\xe8session ended", why[240]; /* 1000, or 1011: a lost pass */
+      size_t byelen = 15;
+      if (!atomic_load(&cl->stop) && etw_sub_end_why(cl->sub, why, sizeof why)) {
+        etw_jw_truncate(&w, 0);
+        etw_jw_raw(&w, "          [", 11);
+        end_record(&w, why);
+        etw_jw_ch(&w, ']');
+        if (!w.err) send_frame(cl->conn, &w);
+        static const char gone[] = "\x03\xf3the pass's stream consumer is gone (see the End record)";
+        memcpy(bye, gone, sizeof gone); /* 1011: the server cannot go on with this stream */
+        byelen = sizeof gone - 1;
+      }
       if (!atomic_load(&cl->stop) && !atomic_exchange(&cl->close_sent, 1)) {
-        if (mg_websocket_write(cl->conn, MG_WEBSOCKET_OPCODE_CONNECTION_CLOSE, bye, sizeof bye - 1) <= 0) {
+        if (mg_websocket_write(cl->conn, MG_WEBSOCKET_OPCODE_CONNECTION_CLOSE, bye, byelen) <= 0) {
           cut = 1;
         } else if (!close_answered(cl)) {
           etwd_log(LOG_INFO, "websocket client did not answer the close within --io-timeout; disconnecting",
@@ -400,6 +433,25 @@ static const struct etwd_route *events_route(void) {
   return x;
 }
 
+/* The last slots of --max-streams are kept for admin tokens, so that readers holding every
+ * stream cannot lock the admin out of watching (and stopping) sessions: an eighth of them, at
+ * least one (none when --max-streams is below 3: there the share would be half or all).
+ * 1 when a new stream of @role, with @active streams open before it, is over its share;
+ * @detail (n >= 200) then says why, for the 429. Any thread (reads the config only). */
+static int stream_over(const struct etwd_server *s, enum etwd_role role, unsigned active, char *detail, size_t n) {
+  unsigned max = s->cfg->max_streams, kept = max < 3 ? 0 : (max + 7) / 8;
+  unsigned cap = role >= ROLE_ADMIN ? max : max - kept;
+  if (active < cap) return 0;
+  if (cap == max)
+    snprintf(detail, n, "too many streaming clients (--max-streams %u)", max);
+  else
+    snprintf(detail, n,
+             "too many streaming clients for a reader token: readers may hold %u of the --max-streams %u "
+             "streams, the last %u are reserved for admin tokens",
+             cap, max, kept);
+  return 1;
+}
+
 static int ws_connect(const struct mg_connection *cconn, void *cbdata) {
   struct etwd_server *s = cbdata;
   struct mg_connection *conn = (struct mg_connection *)cconn;
@@ -409,7 +461,7 @@ static int ws_connect(const struct mg_connection *cconn, void *cbdata) {
   etwd_principal_of(s, conn, &p);
   enum etwd_prob prob = ETWD_P_OK;
   const char *detail = NULL;
-  char err[512], field[80];
+  char err[512], field[80], full[200];
   struct etw_sub_filter f;
   unsigned long long from;
   if (p.role < ROLE_READER) {
@@ -418,11 +470,13 @@ static int ws_connect(const struct mg_connection *cconn, void *cbdata) {
     prob = ETWD_P_FORBIDDEN_ORIGIN, detail = "WebSocket upgrade from a foreign Origin refused";
   } else if (atomic_load(&s->stopping)) {
     prob = ETWD_P_SHUTTING_DOWN, detail = "the server is stopping";
-  } else if (atomic_load(&s->active_streams) >= s->cfg->max_streams) {
-    prob = ETWD_P_LIMIT, detail = "too many streaming clients (--max-streams)";
+  } else if (stream_over(s, p.role, atomic_load(&s->active_streams), full, sizeof full)) {
+    prob = ETWD_P_LIMIT, detail = full;
   } else if (etwd_query_unknown(events_route(), ri->query_string, field, sizeof field, err, sizeof err) ||
              etwd_sub_filter_from_query(ri->query_string, &f, &from, err, sizeof err)) {
     prob = ETWD_P_INVALID, detail = err;
+  } else if (ri->query_string && mg_get_var(ri->query_string, strlen(ri->query_string), "format", err, 16) != -1) {
+    prob = ETWD_P_INVALID, detail = "format is a parameter of the HTTP stream: WebSocket frames are JSON arrays";
   } else {
     unsigned long long id = ws_session_id(ri);
     struct etw_session *sess = id ? etw_session_get(s->core, id) : NULL;
@@ -514,7 +568,7 @@ static void ws_ready(struct mg_connection *conn, void *cbdata) {
   }
   int e = 0;
   /* the connect handler's check is early; this one is exact (check-and-increment) */
-  int over = atomic_fetch_add(&s->active_streams, 1) >= s->cfg->max_streams;
+  int over = stream_over(s, p.role, atomic_fetch_add(&s->active_streams, 1), err, sizeof err);
   if (over) e = ETW_E_LIMIT;
   struct etw_status why; /* a replay's pass or the client's own NATS consumer: why it failed */
   etw_status_clear(&why);
@@ -627,13 +681,72 @@ void etwd_stream_shutdown(struct etwd_server *s) {
   }
 }
 
+/* ?format=csv: what one stream wrote, and what its Gap records said (for the trailer); owned by
+ * the stream's worker thread */
+struct csv_tally {
+  unsigned long long events, dropped, hub, subscriber;
+};
+
+/* the ndjson records in @raw as CSV: an event becomes a row appended to @out, a Gap record is
+ * counted in @t (a CSV reader would take any row for an event: loss goes into the trailer) */
+static void csv_rows(struct etw_jw *out, const struct etw_jw *raw, struct csv_tally *t) {
+  static const char GAP[] = "{\"Gap\":{\"Dropped\":", LAYER[] = ",\"Layer\":\"";
+  for (const char *p = raw->buf, *end = raw->buf + raw->len; p < end;) {
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+    if (!etw_csv_event_row(out, p, n)) {
+      t->events++;
+    } else if (n > sizeof GAP + sizeof LAYER && !memcmp(p, GAP, sizeof GAP - 1)) {
+      char *e; /* the digits end at the ',' before "Layer" */
+      unsigned long long d = strtoull(p + sizeof GAP - 1, &e, 10);
+      t->dropped += d;
+      if ((size_t)(p + n - e) > sizeof LAYER + 4 && !memcmp(e, LAYER, sizeof LAYER - 1))
+        *(memcmp(e + sizeof LAYER - 1, "hub\"", 4) ? &t->subscriber : &t->hub) += d;
+    }
+    p += n + 1;
+  }
+}
+
+/* the response head (with ?format=csv: and the header row, as the first chunk): 0 when sent */
+static int stream_head(struct etwd_req *r, int csv) {
+  char head[600];
+  int hn = snprintf(head, sizeof head,
+      "HTTP/1.1 200 OK\r\nContent-Type: %s\r\nTransfer-Encoding: chunked\r\n%s"
+      "Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nX-Accel-Buffering: no\r\n%s\r\n",
+      etwd_stream_ctype(csv), csv ? "Trailer: Etwd-Events, Etwd-Dropped, Etwd-Dropped-Layers, Etwd-End\r\n" : "",
+      etwd_hsts(r->conn));
+  if (csv && hn > 0 && (size_t)hn < sizeof head)
+    hn += snprintf(head + hn, sizeof head - (size_t)hn, "%zx\r\n%s\r\n", sizeof ETW_CSV_HEADER - 1, ETW_CSV_HEADER);
+  r->status = 200;
+  return hn > 0 && (size_t)hn < sizeof head && mg_write(r->conn, head, (size_t)hn) == hn ? 0 : -1;
+}
+
+/* the last chunk; with ?format=csv its trailer: the rows written and the events the stream's Gap
+ * records reported missing (in all, and by layer), and @why (the pass ended by itself: what the
+ * ndjson stream's End record says; a header's text: controls become spaces) */
+static void stream_end(struct etwd_req *r, int csv, const struct csv_tally *t, const char *why) {
+  char end[600], reason[260] = "";
+  if (why) {
+    int k = snprintf(reason, sizeof reason, "Etwd-End: %s\r\n", why);
+    for (int i = 10; k > 0 && i < k - 2 && reason[i]; i++)
+      if ((unsigned char)reason[i] < 0x20 || reason[i] == 0x7f) reason[i] = ' ';
+    if (k < 0 || (size_t)k >= sizeof reason) memcpy(reason + sizeof reason - 3, "\r\n", 3);
+  }
+  int n = csv ? snprintf(end, sizeof end, "0\r\nEtwd-Events: %llu\r\nEtwd-Dropped: %llu\r\n"
+                         "Etwd-Dropped-Layers: hub=%llu, subscriber=%llu\r\n%s\r\n",
+                         t->events, t->dropped, t->hub, t->subscriber, reason)
+              : snprintf(end, sizeof end, "0\r\n\r\n");
+  if (n > 0 && (size_t)n < sizeof end) mg_write(r->conn, end, (size_t)n);
+}
+
 void etwd_stream_ndjson(struct etwd_req *r, struct etw_session *sess, const char *query) {
   struct etwd_server *s = r->srv;
   struct etw_sub_filter f;
   unsigned long long from;
   char err[200];
-  if (etwd_sub_filter_from_query(query, &f, &from, err, sizeof err)) {
-    etwd_problem(r, ETWD_P_INVALID, err, NULL, NULL);
+  int csv = etwd_stream_format(query, err, sizeof err);
+  if (csv < 0 || etwd_sub_filter_from_query(query, &f, &from, err, sizeof err)) {
+    etwd_problem(r, ETWD_P_INVALID, err, csv < 0 ? "format" : NULL, NULL);
     return;
   }
   char why[400]; /* a parameter this session's backend cannot honour (caps.h) */
@@ -641,10 +754,10 @@ void etwd_stream_ndjson(struct etwd_req *r, struct etw_session *sess, const char
     etwd_problem(r, ETWD_P_INVALID, why, NULL, NULL);
     return;
   }
-  if (atomic_fetch_add(&s->active_streams, 1) >= s->cfg->max_streams) {
+  char full[200];
+  if (stream_over(s, r->who.role, atomic_fetch_add(&s->active_streams, 1), full, sizeof full)) {
     atomic_fetch_sub(&s->active_streams, 1);
-    etwd_problem(r, ETWD_P_LIMIT, "too many streaming clients (--max-streams)", NULL,
-                 "Retry-After: 1\r\n");
+    etwd_problem(r, ETWD_P_LIMIT, full, NULL, "Retry-After: 1\r\n");
     return;
   }
   int e = 0;
@@ -663,32 +776,32 @@ void etwd_stream_ndjson(struct etwd_req *r, struct etw_session *sess, const char
     return;
   }
   etw_sub_set_linger(sub, LINGER_MS, LINGER_BYTES);
-  char head[400];
-  int hn = snprintf(head, sizeof head,
-      "HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\n"
-      "Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nX-Accel-Buffering: no\r\n%s\r\n",
-      etwd_hsts(r->conn));
-  r->status = 200;
-  int ok = mg_write(r->conn, head, (size_t)hn) > 0;
+  int ok = stream_head(r, csv) == 0;
 #ifdef __linux__
   int fd = ok ? conn_socket(r->ri) : -1;
 #endif
-  struct etw_jw w;
-  etw_jw_init(&w, WRITER_MAX);
+  /* w: the chunk being written; raw (csv only): the ndjson records read, made rows in w */
+  struct etw_jw w, raw;
+  etw_jw_init(&w, csv ? 3 * WRITER_MAX : WRITER_MAX); /* a CSV cell doubles each '"' of its event */
+  etw_jw_init(&raw, WRITER_MAX);
+  struct csv_tally tally = {0, 0, 0, 0};
   int64_t last_write = mono_ms();
   char q2[64];
   while (ok && !atomic_load(&s->stopping)) {
     etw_jw_truncate(&w, 0);
+    etw_jw_truncate(&raw, 0);
     etw_jw_raw(&w, "0000000000\r\n", 12); /* chunk-size line, rewritten below */
     struct etw_sub_stats s0, s1;
     etw_sub_stats(sub, &s0);
-    int n = etw_sub_read(sub, &w, ETW_FMT_NDJSON, FRAME_MAX, IDLE_WAIT_MS);
+    int n = etw_sub_read(sub, csv ? &raw : &w, ETW_FMT_NDJSON, FRAME_MAX, IDLE_WAIT_MS);
     etw_sub_stats(sub, &s1);
     if (n < 0) break;
-    if (w.err) { /* out of memory only */
+    if (n > 0 && csv && !raw.err) csv_rows(&w, &raw, &tally);
+    if (w.err || raw.err) { /* out of memory only */
       etw_sub_unsend(sub, s1.delivered - s0.delivered);
       break;
     }
+    if (n > 0 && w.len == 12) continue; /* csv: Gap records only (counted for the trailer) */
     if (n == 0) {
 #ifdef __linux__
       /* nothing to write: notice a client that has gone within IDLE_WAIT_MS, so its worker
@@ -700,13 +813,18 @@ void etwd_stream_ndjson(struct etwd_req *r, struct etw_session *sess, const char
       }
 #endif
       /* an idle stream writes a heartbeat line now and then (proxies; and where the socket
-       * cannot be watched, the write failing is how a client's departure is noticed) */
+       * cannot be watched, the write failing is how a client's departure is noticed); in CSV an
+       * empty line, which CSV readers skip */
       if (mono_ms() - last_write < HEARTBEAT_MS) continue;
-      etw_jw_lit(&w, "{\"Heartbeat\":{\"Time\":");
-      struct timespec ts;
-      clock_gettime(CLOCK_REALTIME, &ts);
-      etw_jw_unix_ns(&w, (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec);
-      etw_jw_lit(&w, "}}\n");
+      if (csv) {
+        etw_jw_ch(&w, '\n');
+      } else {
+        etw_jw_lit(&w, "{\"Heartbeat\":{\"Time\":");
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        etw_jw_unix_ns(&w, (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec);
+        etw_jw_lit(&w, "}}\n");
+      }
     }
     last_write = mono_ms();
     size_t plen = w.len - 12;
@@ -725,12 +843,24 @@ void etwd_stream_ndjson(struct etwd_req *r, struct etw_session *sess, const char
                "session=%llu remote=%s who=%s bytes=%zu", (unsigned long long)etw_session_id(sess),
                etwd_logq(q2, sizeof q2, r->ri->remote_addr), r->who.token_id, total);
   }
-  if (ok) mg_write(r->conn, "0\r\n\r\n", 5);
+  char lost[240];
+  int ended = ok && etw_sub_end_why(sub, lost, sizeof lost);
+  if (ended && !csv) {
+    etw_jw_truncate(&w, 0);
+    end_record(&w, lost);
+    etw_jw_ch(&w, '\n');
+    char hx[16];
+    int hl = snprintf(hx, sizeof hx, "%zx\r\n", w.len);
+    ok = !w.err && write_all(r->conn, hx, (size_t)hl) == 0 && write_all(r->conn, w.buf, w.len) == 0 &&
+         write_all(r->conn, "\r\n", 2) == 0;
+  }
+  if (ok) stream_end(r, csv, &tally, ended ? lost : NULL);
   etw_jw_free(&w);
+  etw_jw_free(&raw);
   struct etw_sub_stats ss; /* dropped includes what its queue still held: lost to it */
   etw_session_unsubscribe(sess, sub, &ss);
-  etwd_log(LOG_INFO, "ndjson stream closed", "kind=access session=%llu delivered=%llu dropped=%llu who=%s",
-           (unsigned long long)etw_session_id(sess), (unsigned long long)ss.delivered,
+  etwd_log(LOG_INFO, "ndjson stream closed", "kind=access session=%llu format=%s delivered=%llu dropped=%llu who=%s",
+           (unsigned long long)etw_session_id(sess), csv ? "csv" : "ndjson", (unsigned long long)ss.delivered,
            (unsigned long long)ss.dropped, r->who.token_id);
   atomic_fetch_sub(&s->active_streams, 1);
 }

@@ -32,7 +32,8 @@ if(ETWD_TESTS)
   enable_testing()
   file(GLOB PCORE_TESTS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/unit/test_dec*.c
        ${CMAKE_SOURCE_DIR}/tests/unit/test_etl_*.c ${CMAKE_SOURCE_DIR}/tests/unit/test_jw.c
-       ${CMAKE_SOURCE_DIR}/tests/unit/test_mof_sysconfig.c)
+       ${CMAKE_SOURCE_DIR}/tests/unit/test_mof_sysconfig.c
+       ${CMAKE_SOURCE_DIR}/tests/unit/test_linux_uaddr.c)
   # the ETL test data, found as tests/CMakeLists.txt finds it
   set(PCORE_CORPUS "$ENV{ETWD_CORPUS}")
   set(PCORE_MANIFESTS "$ENV{ETWD_MANIFESTS}")

@@ -5,10 +5,10 @@
 set -eu
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 TP="$ROOT/build/third_party"
-PKGS="build-essential cmake pkg-config libssl-dev libcjson-dev libtracefs-dev libtraceevent-dev libelf-dev \
+PKGS="build-essential cmake pkg-config libssl-dev libcjson-dev libtracefs-dev libtraceevent-dev libtracecmd-dev libelf-dev \
  libcurl4-openssl-dev zlib1g-dev libminizip-dev curl openssl dpkg-dev xz-utils clang libclang-rt-14-dev trace-cmd wrk valgrind help2man \
  nats-server libnats-dev"
-[ "${ETWD_TEST_DEPS:-0}" = 1 ] && PKGS="$PKGS python3 python3-websocket unzip gzip wine64 gcc-mingw-w64-x86-64 mingw-w64-tools \
+[ "${ETWD_TEST_DEPS:-0}" = 1 ] && PKGS="$PKGS python3 python3-websocket python3-cryptography unzip gzip wine64 gcc-mingw-w64-x86-64 mingw-w64-tools \
  systemd man-db prometheus gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user"
 missing=""
 for p in $PKGS; do

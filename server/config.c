@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "etwd_buildinfo.h" /* generated: ETWD_GIT_COMMIT, ETWD_BUILD_OPTIONS */
+#include "etwcore/etl.h"
 #include "etwcore/host.h"
 #include "log.h"
 
@@ -44,8 +45,10 @@ void etwd_config_defaults(struct etwd_config *c) {
 
 #ifdef _WIN32
 #define STATE_DIR_HELP "                           or %%ProgramData%%\\etwd)\n"
+#define MANIFESTS_HELP "                           (';' between directories on Windows)\n"
 #else
 #define STATE_DIR_HELP "                           or /var/lib/etwd); created with mode 0700\n"
+#define MANIFESTS_HELP "                           a ':' inside a directory's name is written \\:\n"
 #endif
 
 void etwd_config_usage(const char *prog) {
@@ -82,6 +85,7 @@ void etwd_config_usage(const char *prog) {
       "  --manifests DIR[:DIR...] provider manifest XML files; of several directories the first\n"
       "                           listed wins, uploads go to the last (default\n"
       "                           STATE/manifests-next:STATE/manifests)\n"
+      MANIFESTS_HELP
       "  --cert FILE --key FILE   PEM certificate chain and private key (default: a self-signed\n"
       "                           certificate generated on first run into the state dir)\n"
       "  --log-level LEVEL        error | warn | info | debug (default info)\n"
@@ -90,7 +94,8 @@ void etwd_config_usage(const char *prog) {
       "  --allow-origin ORIGIN    extra allowed WebSocket Origin, e.g. https://dash.example:443\n"
       "                           (repeatable; same-host origins are always allowed)\n"
       "  --max-sessions N         concurrent sessions (default 16)\n"
-      "  --max-streams N          concurrent WebSocket/ndjson clients (default 64)\n"
+      "  --max-streams N          concurrent WebSocket/ndjson clients (default 64; the last\n"
+      "                           eighth, at least 1 when N >= 3, is kept for the admin token)\n"
       "  --max-requests N         concurrent REST requests (default 32; a quarter of them is\n"
       "                           kept for the admin token: reader requests get 429 earlier)\n"
       "  --max-decodes N          concurrent file decodes, GET /api/v1/files/NAME/events\n"
@@ -199,23 +204,38 @@ static int copy(char *dst, size_t n, const char *name, const char *v) {
   return 0;
 }
 
-#ifdef _WIN32
-#define MANIFEST_SEP ';'
-#else
-#define MANIFEST_SEP ':'
-#endif
 /* --manifests is a search path (the decoder's, dec_mpath.c): uploads and the manifest list use
- * its last non-empty directory; 0, or -1 (said) when it names none */
+ * its last directory; 0, or -1 (said) when it names none */
 static int manifest_upload_dir(struct etwd_config *c) {
-  const char *s = c->api.manifest_dir, *e = s + strlen(s);
-  while (e > s && e[-1] == MANIFEST_SEP) e--;
-  const char *b = e;
-  while (b > s && b[-1] != MANIFEST_SEP) b--;
-  if (b == e) {
+  char **dirs;
+  int n = etw_mpath_dirs(c->api.manifest_dir, &dirs);
+  if (n <= 0) {
     fprintf(stderr, "etwd: --manifests names no directory\n");
     return -1;
   }
-  snprintf(c->api.manifest_upload_dir, sizeof c->api.manifest_upload_dir, "%.*s", (int)(e - b), b);
+  snprintf(c->api.manifest_upload_dir, sizeof c->api.manifest_upload_dir, "%s", dirs[n - 1]);
+  for (int i = 0; i < n; i++) free(dirs[i]);
+  free(dirs);
+  return 0;
+}
+
+/* the default --manifests, STATE/manifests-next then STATE/manifests, each escaped as one
+ * directory (a state directory such as /tmp/a:b is not split at its ':'); 0, or -1 (said) */
+static int default_manifests(struct etwd_config *c) {
+  char next[sizeof c->api.state_dir + 32], main_dir[sizeof c->api.state_dir + 32];
+  snprintf(next, sizeof next, "%s/manifests-next", c->api.state_dir);
+  snprintf(main_dir, sizeof main_dir, "%s/manifests", c->api.state_dir);
+  c->api.manifest_dir[0] = 0;
+  if (etw_mpath_append(c->api.manifest_dir, sizeof c->api.manifest_dir, next) ||
+      etw_mpath_append(c->api.manifest_dir, sizeof c->api.manifest_dir, main_dir)) {
+    c->api.manifest_dir[0] = 0;
+#ifdef _WIN32
+    fprintf(stderr, "etwd: --state-dir is too long or contains ';' for the default --manifests: give --manifests\n");
+#else
+    fprintf(stderr, "etwd: --state-dir is too long for the default --manifests: give --manifests\n");
+#endif
+    return -1;
+  }
   return 0;
 }
 
@@ -409,9 +429,7 @@ int etwd_config_parse(struct etwd_config *c, int argc, char **argv, int from) {
     if (apply(c, name, val)) return -1;
   }
   if (!c->api.data_dir[0]) snprintf(c->api.data_dir, sizeof c->api.data_dir, "%.1000s/files", c->api.state_dir);
-  if (!c->api.manifest_dir[0])
-    snprintf(c->api.manifest_dir, sizeof c->api.manifest_dir, "%.500s/manifests-next%c%.500s/manifests",
-             c->api.state_dir, MANIFEST_SEP, c->api.state_dir);
+  if (!c->api.manifest_dir[0] && default_manifests(c)) return -1;
   if (manifest_upload_dir(c)) return -1;
   if (!c->sink_secrets_dir[0])
     snprintf(c->sink_secrets_dir, sizeof c->sink_secrets_dir, "%.1000s/sink-secrets", c->api.state_dir);

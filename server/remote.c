@@ -14,6 +14,7 @@
  * SIGINT/SIGTERM set a flag the transfer callbacks and wait loops look at (see each command).
  */
 #include "remote.h"
+#include "etwcore/evcsv.h"
 
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
@@ -852,6 +853,9 @@ static int cmd_delete(struct remote *R, const char *what, const char *path, cons
 
 /* ---- stream: ndjson events to stdout (or CSV) */
 
+/* csv: 1 = rows written here from ndjson (a server without ?format=csv), 2 = the server's own
+ * CSV (?format=csv), copied to stdout as it comes; its trailer (the rows written, the events
+ * its Gap records reported) is kept in trl[] for stderr */
 struct strm {
   CURL *c;
   long long limit, count, too_long;
@@ -859,15 +863,16 @@ struct strm {
   char *line;
   size_t len, cap;
   struct resp err; /* the body of an error answer */
+  char trl[3][200]; /* Etwd-Events, Etwd-Dropped, Etwd-Dropped-Layers (values; "" = not seen) */
 };
 
+/* a quoted cell (etwcore/evcsv.h: '"' doubled, a formula's text after a ') to stdout */
 static void csv_cell(const char *s) {
-  putchar('"');
-  for (; *s; s++) {
-    if (*s == '"') putchar('"');
-    putchar(*s);
-  }
-  putchar('"');
+  struct etw_jw w;
+  etw_jw_init(&w, 0);
+  etw_csv_cell(&w, s, strlen(s));
+  fwrite(etw_jw_cstr(&w), 1, w.len, stdout);
+  etw_jw_free(&w);
 }
 
 static void csv_num(const cJSON *v) {
@@ -878,7 +883,7 @@ static void csv_event(struct strm *st, const char *line) {
   cJSON *j = cJSON_Parse(line);
   if (!j) return;
   if (!st->header_done) {
-    puts("seq,TimeCreated,Provider,EventName,EventID,Level,ProcessID,ThreadID,ProcessName,ProcessorID,EventData");
+    puts("seq,TimeCreated,Provider,EventName,EventID,Level,ProcessID,ThreadID,ProcessName,Host,ProcessorID,EventData");
     st->header_done = 1;
   }
   const cJSON *sys = cJSON_GetObjectItem(j, "System"), *ex = cJSON_GetObjectItem(sys, "Execution");
@@ -899,6 +904,8 @@ static void csv_event(struct strm *st, const char *line) {
   csv_num(cJSON_GetObjectItem(ex, "ThreadID"));
   putchar(',');
   if (cJSON_IsString(cJSON_GetObjectItem(ex, "ProcessName"))) csv_cell(jstr(ex, "ProcessName"));
+  putchar(',');
+  if (cJSON_IsString(cJSON_GetObjectItem(sys, "Host"))) csv_cell(jstr(sys, "Host")); /* empty: none */
   putchar(',');
   csv_num(cJSON_GetObjectItem(ex, "ProcessorID"));
   putchar(',');
@@ -937,6 +944,13 @@ static size_t stream_write(char *p, size_t sz, size_t nm, void *arg) {
     st->failed = status != 200;
   }
   if (st->failed) return body_cb(p, sz, nm, &st->err);
+  if (st->csv == 2) { /* the server's CSV, byte for byte (--limit: the server's ?limit) */
+    if (fwrite(p, 1, n, stdout) != n || fflush(stdout)) {
+      st->closed = 1;
+      return 0;
+    }
+    return n;
+  }
   for (size_t i = 0; i < n; i++) {
     if (p[i] == '\n') {
       if (st->len <= MAX_LINE) stream_line(st, st->line, st->len);
@@ -970,6 +984,63 @@ static int stream_progress(void *arg, curl_off_t a, curl_off_t b, curl_off_t c, 
   return stop_flag || (st->limit && st->count >= st->limit);
 }
 
+/* the response's header lines; with ?format=csv the chunked body's trailer comes here too
+ * (libcurl passes trailers to the header callback): its Etwd-* values go into st->trl */
+static size_t stream_header(char *p, size_t sz, size_t nm, void *arg) {
+  struct strm *st = arg;
+  size_t n = sz * nm;
+  static const char *const names[3] = {"Etwd-Events:", "Etwd-Dropped:", "Etwd-Dropped-Layers:"};
+  for (int i = 0; i < 3; i++) {
+    size_t k = strlen(names[i]);
+    if (n <= k || strncasecmp(p, names[i], k)) continue;
+    const char *v = p + k;
+    while (*v == ' ') v++;
+    size_t l = (size_t)(p + n - v);
+    while (l && (v[l - 1] == '\r' || v[l - 1] == '\n' || v[l - 1] == ' ')) l--;
+    snprintf(st->trl[i], sizeof st->trl[i], "%.*s", (int)l, v);
+  }
+  return n;
+}
+
+/* GET @path as a stream into @st (its csv mode chosen); the transfer's outcome as an exit code,
+ * the status in st->err.status, an error answer's body in st->err.body (said by the caller) */
+static int stream_get(struct remote *R, const char *path, struct strm *st, CURLcode *ecode) {
+  struct curl_slist *h = NULL;
+  setup(R, "GET", path, &h);
+  /* (an explicit format= decides on a server that has it; an older one takes only ndjson) */
+  h = curl_slist_append(h, st->csv == 2 ? "Accept: text/csv, application/x-ndjson;q=0.5" : "Accept: application/x-ndjson");
+  curl_easy_setopt(R->c, CURLOPT_HTTPHEADER, h);
+  curl_easy_setopt(R->c, CURLOPT_WRITEFUNCTION, stream_write);
+  curl_easy_setopt(R->c, CURLOPT_WRITEDATA, st);
+  curl_easy_setopt(R->c, CURLOPT_HEADERFUNCTION, stream_header);
+  curl_easy_setopt(R->c, CURLOPT_HEADERDATA, st);
+  curl_easy_setopt(R->c, CURLOPT_NOPROGRESS, 0L);
+  curl_easy_setopt(R->c, CURLOPT_XFERINFOFUNCTION, stream_progress);
+  curl_easy_setopt(R->c, CURLOPT_XFERINFODATA, st);
+  curl_easy_setopt(R->c, CURLOPT_LOW_SPEED_LIMIT, 1L); /* idle streams get a heartbeat every 15 s: */
+  curl_easy_setopt(R->c, CURLOPT_LOW_SPEED_TIME, 60L); /* a minute of nothing is a dead connection */
+  /* an error answer is small JSON, not a stream: look at the status before the body */
+  *ecode = curl_easy_perform(R->c);
+  curl_slist_free_all(h);
+  long status = 0;
+  curl_easy_getinfo(R->c, CURLINFO_RESPONSE_CODE, &status);
+  st->err.status = status;
+  if (status && status != 200) return RX_REFUSED;
+  if (*ecode && *ecode != CURLE_ABORTED_BY_CALLBACK && !st->closed) return transport_error(R, *ecode, "stream");
+  return RX_OK;
+}
+
+/* a 400 naming the query parameter `format`: a server older than ?format=csv */
+static int refused_format(const struct strm *st) {
+  if (st->err.status != 400 || !st->err.body) return 0;
+  cJSON *j = cJSON_Parse(st->err.body);
+  const cJSON *f = j ? cJSON_GetObjectItem(j, "field") : NULL, *d = j ? cJSON_GetObjectItem(j, "detail") : NULL;
+  int r = (cJSON_IsString(f) && !strcmp(f->valuestring, "format")) ||
+          (!cJSON_IsString(f) && cJSON_IsString(d) && strstr(d->valuestring, "format"));
+  cJSON_Delete(j);
+  return r;
+}
+
 static int cmd_stream(struct remote *R, int n, char **provs, long session, char **filters, int nfilt,
                       int csv, long long limit) {
   long id = session;
@@ -999,36 +1070,38 @@ static int cmd_stream(struct remote *R, int n, char **provs, long session, char 
     curl_free(k);
     curl_free(v);
   }
+  /* --format csv: the server's own rows (?format=csv, with --limit as its ?limit) */
+  int qoff = off;
+  if (csv && off < (int)sizeof path)
+    off += snprintf(path + off, sizeof path - (size_t)off, "%cformat=csv", nfilt ? '&' : '?');
+  if (csv && limit && off < (int)sizeof path)
+    off += snprintf(path + off, sizeof path - (size_t)off, "&limit=%lld", limit);
   struct strm st;
   memset(&st, 0, sizeof st);
-  st.csv = csv;
-  st.limit = limit;
+  st.csv = csv ? 2 : 0;
+  st.limit = csv ? 0 : limit;
   st.c = R->c;
-  struct curl_slist *h = NULL;
-  struct resp hdr;
-  memset(&hdr, 0, sizeof hdr);
-  setup(R, "GET", path, &h);
-  h = curl_slist_append(h, "Accept: application/x-ndjson");
-  curl_easy_setopt(R->c, CURLOPT_HTTPHEADER, h);
-  curl_easy_setopt(R->c, CURLOPT_WRITEFUNCTION, stream_write);
-  curl_easy_setopt(R->c, CURLOPT_WRITEDATA, &st);
-  curl_easy_setopt(R->c, CURLOPT_HEADERFUNCTION, header_cb);
-  curl_easy_setopt(R->c, CURLOPT_HEADERDATA, &hdr);
-  curl_easy_setopt(R->c, CURLOPT_NOPROGRESS, 0L);
-  curl_easy_setopt(R->c, CURLOPT_XFERINFOFUNCTION, stream_progress);
-  curl_easy_setopt(R->c, CURLOPT_XFERINFODATA, &st);
-  curl_easy_setopt(R->c, CURLOPT_LOW_SPEED_LIMIT, 1L); /* idle streams get a heartbeat every 15 s: */
-  curl_easy_setopt(R->c, CURLOPT_LOW_SPEED_TIME, 60L); /* a minute of nothing is a dead connection */
-  /* an error answer is small JSON, not a stream: look at the status before the body */
-  CURLcode e = curl_easy_perform(R->c);
-  curl_slist_free_all(h);
-  long status = 0;
-  curl_easy_getinfo(R->c, CURLINFO_RESPONSE_CODE, &status);
-  if (status && status != 200) {
-    st.err.status = status;
-    rc = status_error(&st.err, "stream");
-  } else if (e && e != CURLE_ABORTED_BY_CALLBACK && !st.closed) {
-    rc = transport_error(R, e, "stream");
+  CURLcode e = CURLE_OK;
+  rc = stream_get(R, path, &st, &e);
+  if (csv && refused_format(&st)) { /* an older server: the rows are written here */
+    say("stream: the server has no ?format=csv (an older etwd): the CSV is written here from its "
+        "ndjson, with this client's columns");
+    path[qoff] = 0;
+    free(st.err.body);
+    memset(&st, 0, sizeof st);
+    st.csv = 1;
+    st.limit = limit;
+    st.c = R->c;
+    rc = stream_get(R, path, &st, &e);
+  }
+  if (st.err.status && st.err.status != 200) rc = status_error(&st.err, "stream");
+  if (st.csv == 2 && !rc) {
+    if (st.trl[0][0]) st.count = strtoll(st.trl[0], NULL, 10);
+    if (st.trl[1][0] && (strcmp(st.trl[1], "0") || !R->quiet)) /* loss is said even with --quiet */
+      say("stream: Etwd-Dropped: %s (%s)%s", st.trl[1], st.trl[2][0] ? st.trl[2] : "?",
+          strcmp(st.trl[1], "0") ? ": events the server dropped for this stream" : "");
+    else if (!st.trl[1][0] && !st.closed && !stop_flag)
+      say("stream: the server's trailer (Etwd-Dropped) did not come: the stream was cut");
   }
   if (st.too_long) say("stream: %lld lines above %u bytes were dropped", st.too_long, MAX_LINE);
   free(st.line);

@@ -39,6 +39,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "etwcore/etl.h"
 #include "etwcore/session.h"
 #include "etwcore/tlw.h"
 #include "etwcore/winprov.h"
@@ -493,7 +494,146 @@ static void win_cleanup_step(struct st_run *r, struct win_st *w) {
          w->wine ? ": wine's stub reports every session as present" : ": a session may be left behind");
 }
 
-static void run_windows(struct st_run *r) {
+/* ---- flight: a private flight recorder (mode "flight": an in-memory ETW buffering session,
+ * win_flight.c) with etwd's provider, in a core of its own whose recordings go to a temporary
+ * directory; marker A, snapshot 1, marker B, snapshot 2; both files read back with the ETL
+ * reader and decoder. Proves on the user's machine what the project cannot observe: ETW writes
+ * a complete .etl for ControlTraceW(UPDATE) on a buffering session, the session goes on in
+ * memory (snapshot 2 holds B), and the files are final (snapshot 1 does not change with
+ * snapshot 2, snapshot 2 not when the session stops). */
+struct fl_file {
+  char name[64], path[1200];
+  long long size;
+  int has_a, has_b;
+  uint64_t events;
+  char why[300];
+};
+
+/* read @f->path and look for the two markers' texts */
+static void fl_read(struct fl_file *f, const char *a, const char *b) {
+  struct etw_status st;
+  etw_status_clear(&st);
+  struct etw_etl_reader *rd = etw_etl_reader_new();
+  struct etw_decoder *d = etw_decoder_new(NULL);
+  struct etw_jw w;
+  etw_jw_init(&w, 0);
+  if (!rd || !d) snprintf(f->why, sizeof f->why, "out of memory");
+  else if (etw_etl_reader_add_file(rd, f->path, &st)) snprintf(f->why, sizeof f->why, "%.280s", st.msg);
+  else {
+    const struct etw_rec *rec;
+    struct etw_evref ref;
+    int rc;
+    while ((rc = etw_etl_reader_next_ref(rd, &rec, &st)) == 1) {
+      f->events++;
+      w.len = 0;
+      etw_decoder_write(d, rec, &w, &ref);
+      const char *j = etw_jw_cstr(&w);
+      f->has_a |= strstr(j, a) != NULL;
+      f->has_b |= strstr(j, b) != NULL;
+    }
+    if (rc < 0) snprintf(f->why, sizeof f->why, "%.280s", st.msg);
+  }
+  etw_jw_free(&w);
+  etw_decoder_free(d);
+  etw_etl_reader_free(rd);
+}
+
+static int fl_snap(struct etw_session *s, const char *dir, struct fl_file *f, char *why, size_t n) {
+  struct etw_status st;
+  etw_status_clear(&st);
+  uint64_t bytes = 0;
+  if (etw_session_snapshot(s, f->name, sizeof f->name, &bytes, &st)) {
+    snprintf(why, n, "the snapshot failed: %.400s", st.msg);
+    return -1;
+  }
+  snprintf(f->path, sizeof f->path, "%s/recordings/%s/trace.etl", dir, f->name);
+  struct stat sb;
+  f->size = stat(f->path, &sb) == 0 ? (long long)sb.st_size : -1;
+  return 0;
+}
+
+/* both snapshots read: snapshot 1 holds A and not B, snapshot 2 holds B, snapshot 1 is final */
+static void fl_check(struct fl_file *f1, struct fl_file *f2, const char *a, const char *b, char *why, size_t n) {
+  long long size1 = f1->size;
+  struct stat sb;
+  f1->size = stat(f1->path, &sb) == 0 ? (long long)sb.st_size : -1;
+  fl_read(f1, a, b);
+  fl_read(f2, a, b);
+  if (f1->why[0] || f2->why[0])
+    snprintf(why, n, "a snapshot does not read whole: %s", f1->why[0] ? f1->why : f2->why);
+  else if (!f1->has_a || f1->has_b || !f2->has_b)
+    snprintf(why, n, "snapshot 1 (%llu events) %s marker A and %s B; snapshot 2 (%llu events) %s B",
+             (unsigned long long)f1->events, f1->has_a ? "holds" : "lacks", f1->has_b ? "holds" : "not",
+             (unsigned long long)f2->events, f2->has_b ? "holds" : "lacks");
+  else if (f1->size != size1)
+    snprintf(why, n, "snapshot 1 grew from %lld to %lld bytes after snapshot 2: ETW went on writing it", size1,
+             f1->size);
+}
+
+static void fl_remove(const char *dir, const struct fl_file *f) {
+  char p[1300];
+  if (!f->name[0]) return;
+  unlink(f->path);
+  snprintf(p, sizeof p, "%s/recordings/%s", dir, f->name);
+  rmdir(p);
+}
+
+static void win_flight(struct st_run *r, struct win_st *w, const char *state_dir) {
+  char dir[1100], why[600] = "", a[64], b[64];
+  snprintf(dir, sizeof dir, "%s/selftest-flight-%lu", state_dir, (unsigned long)GetCurrentProcessId());
+  struct etw_core_config cc = {1, 1, 0, 0, dir};
+  struct etw_status st;
+  etw_status_clear(&st);
+  struct etw_core *c = etw_mkdirs(dir) ? NULL : etw_core_new(&cc, &st);
+  struct etw_session *s = NULL;
+  struct fl_file f1, f2;
+  memset(&f1, 0, sizeof f1);
+  memset(&f2, 0, sizeof f2);
+  uint64_t nonce = ((uint64_t)GetCurrentProcessId() << 32) ^ GetTickCount64();
+  snprintf(a, sizeof a, "etwd-selftest-flight-A-%llx", (unsigned long long)nonce);
+  snprintf(b, sizeof b, "etwd-selftest-flight-B-%llx", (unsigned long long)nonce);
+  cJSON *body = cJSON_Parse("{\"backend\":\"win\",\"name\":\"selftest-flight\",\"mode\":\"flight\",\"buffer_kb\":256,"
+                            "\"providers\":[{\"name\":\"" ETW_TLW_PROVIDER_GUID "\",\"level\":5}]}");
+  if (!c) snprintf(why, sizeof why, "cannot create %s or a core: %.300s", dir, st.msg);
+  else if (!body || etw_session_create_private(c, body, NULL, &s, &st)) {
+    s = NULL;
+    snprintf(why, sizeof why, "creating the flight session failed: %.400s", st.msg);
+  } else {
+    char ma[460] = ""; /* a refused marker does not stop the step: the snapshot says what ETW does */
+    if (etw_session_marker(s, a, strlen(a), &st)) snprintf(ma, sizeof ma, "marker A was refused: %.400s; ", st.msg);
+    if (fl_snap(s, dir, &f1, why, sizeof why) || ma[0]) {
+      char tmp[600];
+      snprintf(tmp, sizeof tmp, "%s%s", ma, why[0] ? why : "snapshot 1 was written");
+      snprintf(why, sizeof why, "%s", tmp);
+    } else if (etw_session_marker(s, b, strlen(b), &st))
+      snprintf(why, sizeof why, "marker B was refused: %.400s", st.msg);
+    else if (!fl_snap(s, dir, &f2, why, sizeof why))
+      fl_check(&f1, &f2, a, b, why, sizeof why);
+  }
+  cJSON_Delete(body);
+  if (s) etw_session_discard(s); /* ControlTraceW(STOP): it must not touch the snapshots */
+  if (c) etw_core_free(c);
+  struct stat sb;
+  long long size2 = stat(f2.path, &sb) == 0 ? (long long)sb.st_size : -1;
+  if (!why[0] && size2 != f2.size)
+    snprintf(why, sizeof why, "snapshot 2 changed from %lld to %lld bytes when the session stopped", f2.size, size2);
+  if (why[0])
+    step(r, "flight", 0, "%s%s", w->wine ? na(w) : "", why);
+  else
+    step(r, "flight", 1,
+         "a flight recorder (ETW buffering mode) wrote two snapshots with ControlTraceW(UPDATE): the first "
+         "(%llu events, %lld bytes) holds marker A and stayed final, the second (%llu events) holds marker B%s",
+         (unsigned long long)f1.events, f1.size, (unsigned long long)f2.events,
+         f2.has_a ? " and still A (the ring keeps what a snapshot saved)" : " (A had left the ring)");
+  fl_remove(dir, &f1);
+  fl_remove(dir, &f2);
+  char rd[1200];
+  snprintf(rd, sizeof rd, "%s/recordings", dir);
+  rmdir(rd);
+  rmdir(dir);
+}
+
+static void run_windows(struct st_run *r, const char *state_dir) {
   HANDLE tok = NULL;
   TOKEN_ELEVATION el = {0};
   DWORD len = 0;
@@ -515,6 +655,7 @@ static void run_windows(struct st_run *r) {
   win_session(r, &w);
   win_tracelogging(r, &w);
   win_kernel_process(r, &w);
+  win_flight(r, &w, state_dir);
   win_cleanup_step(r, &w);
   etw_jw_free(&w.buf);
 }
@@ -671,7 +812,7 @@ int etwd_selftest_main(int argc, char **argv) {
 #if defined(__linux__)
   run_linux(r);
 #elif defined(_WIN32)
-  run_windows(r);
+  run_windows(r, cfg.api.state_dir);
 #else
   step(r, "session", 0, "no live tracing backend on this operating system");
 #endif

@@ -378,6 +378,9 @@ const COLS = [
   { id: 'level', label: 'Level', w: '3.5em', on: false, get: CELL.level },
   { id: 'opcode', label: 'Opcode', w: '4em', on: false, get: CELL.opcode },
   { id: 'keywords', label: 'Keywords', w: '11em', on: false, get: CELL.keywords },
+  // off by default (one machine's events all show its name), shown by the viewer once its events
+  // come from a second host (Viewer.onWin)
+  { id: 'host', label: 'Host', w: '9em', on: false, get: CELL.host },
   { id: 'pid', label: 'PID', w: '5em', on: true, get: CELL.pid },
   { id: 'tid', label: 'TID', w: '5em', on: true, get: CELL.tid },
   { id: 'cpu', label: 'CPU', w: '3.5em', on: false, get: CELL.cpu },
@@ -437,7 +440,8 @@ class Viewer {
     this.where = '';
     this.preds = {};        // name -> the filter's data as sent to the worker (see setPredicate)
     this.sort = null;       // {id, dir: 1 | -1} or null (arrival order)
-    this.st = { kept: 0, shown: 0, filtered: false, received: 0, gaps: 0, gapDropped: 0, older: 0, discarded: 0, held: 0, heldDropped: 0, lastSeq: 0, t0: null, n: 0 };
+    this.st = { kept: 0, shown: 0, filtered: false, received: 0, gaps: 0, gapDropped: 0, older: 0, discarded: 0, held: 0, heldDropped: 0, lastSeq: 0, t0: null, n: 0, hosts: 0 };
+    this.hostShown = false; // the Host column was shown for this viewer's second host (once: the user may hide it again)
     this.total = 0;         // rows in the filtered view
     this.win = { first: 0, rows: [] }; // the rows of the view around the visible ones
     this.selIdx = -1;       // the selected row's index in the view (-1: none or not in it)
@@ -535,11 +539,23 @@ class Viewer {
     if (this.sel && m.selIdx < 0 && this.st.kept && this.sel.n < this.st.n - this.st.kept) this.sel = null; // dropped by the cap
     // Δt counts from the first event until a row is selected (also in "selected event" mode: after a reload)
     if (this.st.t0 && !prev.t0 && (REL.mode === 'start' || !this.sel)) REL.base = this.st.t0;
+    if (this.st.hosts > 1 && !this.hostShown) this.showHosts();
     if (m.st.n !== prev.n || m.st.kept !== prev.kept) this.notify({ added: m.st.n - prev.n, removed: Math.max(0, prev.kept + m.st.n - prev.n - m.st.kept) });
     this.render(true);
     if (this.again) { this.again = false; this.ask(true); }
   }
   setConn(t) { $('viewer-conn').textContent = t; }
+  /* events of several machines (a NATS fleet session): a table without the Host column would mix
+   * them up, so it is shown (in the chooser and the URL too; not saved as the user's choice) */
+  showHosts() {
+    this.hostShown = true;
+    const c = COLS.find((x) => x.id === 'host');
+    if (c.on) return;
+    c.on = true;
+    buildColumnChooser();
+    this.setCols();
+    syncUrl(false);
+  }
 
   /* tests: a frame as if the socket had sent it */
   onFrame(text) { this.post({ op: 'inject', text }); }

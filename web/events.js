@@ -66,6 +66,7 @@
     seq: (e) => e.seq, time: timeText,
     provider: (e) => sys(e).Provider && sys(e).Provider.Name, event: (e) => sys(e).EventName, id: (e) => sys(e).EventID,
     level: (e) => sys(e).Level, opcode: (e) => sys(e).Opcode, keywords: (e) => sys(e).Keywords,
+    host: (e) => sys(e).Host, // the machine (etwd's --host-name, an .etl's ComputerName); absent: none
     pid: (e) => exe(e).ProcessID, tid: (e) => exe(e).ThreadID, cpu: (e) => exe(e).ProcessorID, data: dataText,
   };
   /* the value a column sorts by: fixed ids, "rel" (ns since base), "f:<path>" (a field) */
@@ -105,6 +106,7 @@
     provider: (e) => (sys(e).Provider || {}).Name,
     event: (e) => { const s = sys(e); return `${(s.Provider || {}).Name || ''}/${s.EventName != null && s.EventName !== '' ? s.EventName : '#' + s.EventID}`; },
     process: (e) => exe(e).ProcessID, thread: (e) => exe(e).ThreadID, cpu: (e) => exe(e).ProcessorID, level: (e) => sys(e).Level,
+    host: (e) => sys(e).Host,
   };
   /* the group key of an event: by one of GROUP or 'field' with a path (array); '(none)' when
    * missing; null for a gap (not counted) */

@@ -10,7 +10,7 @@
  *   field   := name ( '.' name )*          name := [A-Za-z_][A-Za-z0-9_]*
  *   value   := number (decimal or 0x hex) | "string" | 'string' | /regex/flags | bare word
  * Fields are paths into the event object (System.Execution.ProcessID, EventData.filename, seq).
- * Shorthands (any case): pid tid cpu Provider Event Level Id Opcode Task Keywords Time Process seq.
+ * Shorthands (any case): pid tid cpu Provider Event Level Id Opcode Task Keywords Time Process Host seq.
  * A single name that is neither a shorthand nor a top-level key means EventData.<name>.
  * Semantics: a missing field makes every test false (so `!(x == 1)` is true for events without x).
  * ==, != and the ordering operators compare as numbers when both sides are numbers (64-bit exact),
@@ -26,10 +26,10 @@
     pid: 'System.Execution.ProcessID', tid: 'System.Execution.ThreadID', cpu: 'System.Execution.ProcessorID',
     provider: 'System.Provider.Name', event: 'System.EventName', level: 'System.Level', id: 'System.EventID',
     opcode: 'System.Opcode', task: 'System.Task', keywords: 'System.Keywords', time: 'System.TimeCreated',
-    process: 'System.Execution.ProcessName', seq: 'seq',
+    process: 'System.Execution.ProcessName', host: 'System.Host', seq: 'seq',
   };
   const TOP = new Set(['seq', 'System', 'EventData', 'Undecoded', 'Gap']);
-  const SHORT_NAMES = ['pid', 'tid', 'cpu', 'Provider', 'Event', 'Level', 'Id', 'Opcode', 'Task', 'Keywords', 'Time', 'Process', 'seq', 'stack'];
+  const SHORT_NAMES = ['pid', 'tid', 'cpu', 'Provider', 'Event', 'Level', 'Id', 'Opcode', 'Task', 'Keywords', 'Time', 'Process', 'Host', 'seq', 'stack'];
   // the frame names of an event's stack (web/stacks.js: a global in the page, require() in node)
   const stackNames = (ev) => (typeof module !== 'undefined' && module.exports ? require('./stacks.js') : root.EtwStacks).names(ev);
 
@@ -240,13 +240,13 @@
   }
 
   /* the free-text box searches this: what the default columns show (provider, event name and id,
-   * process, thread, the EventData names and values, an undecoded reason) — never seq, time or
-   * keywords, so a number typed there does not match a sequence number by accident */
+   * process, thread, the EventData names and values, an undecoded reason) and the host — never
+   * seq, time or keywords, so a number typed there does not match a sequence number by accident */
   function textOf(ev) {
     if (!ev) return '';
     if (ev.Gap) return `${ev.Gap.Dropped} events dropped ${ev.Gap.Layer || ''} ${ev.Gap.Reason || ''}`.toLowerCase();
     const s = ev.System || {}, x = s.Execution || {};
-    let t = `${(s.Provider && s.Provider.Name) || ''} ${s.EventName || ''} ${s.EventID ?? ''} ${x.ProcessID ?? ''} ${x.ThreadID ?? ''} ${x.ProcessName || ''}`;
+    let t = `${(s.Provider && s.Provider.Name) || ''} ${s.EventName || ''} ${s.EventID ?? ''} ${x.ProcessID ?? ''} ${x.ThreadID ?? ''} ${x.ProcessName || ''} ${s.Host || ''}`;
     const d = ev.EventData;
     if (d && typeof d === 'object') for (const k in d) t += ' ' + k + '=' + textOfValue(d[k]);
     if (ev.Undecoded) t += ' undecoded ' + (ev.Undecoded.Reason || '');

@@ -1,5 +1,5 @@
 /* etwd web page: group-by counts of the viewer's events (provider, event, process, thread, CPU,
- * level or any field path) as a sortable table with bars; a click on a group filters the table to
+ * level, host or any field path) as a sortable table with bars; a click on a group filters the table to
  * it (predicate "group"), a second click clears. The counts cover the kept rows passing every
  * other filter (so the other groups stay visible while one is chosen); the viewer's Worker counts
  * them (web/worker.js 'group', keys of web/events.js groupKey), asked at most 4 times a second
@@ -10,7 +10,7 @@
 const Group = (() => {
   const KEYS = { // the keys themselves: web/events.js GROUP
     provider: { label: 'Provider' }, event: { label: 'Event' }, process: { label: 'Process ID' }, thread: { label: 'Thread ID' },
-    cpu: { label: 'CPU' }, level: { label: 'Level' }, field: { label: 'Field' }, // field: a path typed by the user
+    cpu: { label: 'CPU' }, level: { label: 'Level' }, host: { label: 'Host' }, field: { label: 'Field' }, // field: a path typed by the user
   };
   const MAX_SHOWN = 500;
   const G = {

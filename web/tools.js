@@ -85,7 +85,7 @@ async function loadSchemaFields(id) {
     } catch { /* no schema: observed fields only */ }
   }
   // typed while the schemas were on their way: offer them now, not at the next key
-  if (set.size && S.viewer && S.viewer.id === id && document.activeElement === $('field-filter')) suggest();
+  if (set.size && S.viewer && S.viewer.id === id) resuggest('field-filter');
 }
 /* the fields seen in the last 2,000 kept rows come from the worker: the last answer is used at
  * once, a fresh one is asked for (and suggest() runs again if the box still has the focus) */
@@ -98,12 +98,21 @@ function knownFields(again) {
       askingFields = false;
       const changed = list.length !== seenFields.length;
       seenFields = list;
-      if (changed && again && document.activeElement === $(again)) (again === 'field-filter' ? suggest() : fillColFields());
+      if (changed && again) resuggest(again);
     });
   }
   const set = new Set(v ? schemaFields.get(v.id) || [] : []);
   for (const f of seenFields) set.add(f);
   return [...set].sort();
+}
+/* a late answer (schemas, seen fields) refreshes the list of the box that still has the focus —
+ * unless the user closed the list with Esc since the last key: Enter must then apply the filter
+ * as typed, not take a suggestion that popped up again meanwhile */
+let suggestClosed = false;
+function resuggest(id) {
+  if (document.activeElement !== $(id)) return;
+  if (id !== 'field-filter') fillColFields();
+  else if (!suggestClosed) suggest();
 }
 function fillColFields() { const dl = $('col-fields'); dl.textContent = ''; for (const f of knownFields()) dl.append(h('option', { value: f })); }
 function suggest() {
@@ -129,6 +138,7 @@ function acceptSuggestion(f) {
 function hideSuggest() { $('field-suggest').hidden = true; $('field-filter').setAttribute('aria-expanded', 'false'); }
 function suggestKey(e) {
   const ul = $('field-suggest');
+  if (e.key === 'Escape') suggestClosed = true;
   if (ul.hidden) { if (e.key === 'Enter') { e.preventDefault(); clearTimeout(whereTimer); applyWhere(true); } return; }
   const opts = [...ul.children];
   let i = opts.findIndex((o) => o.getAttribute('aria-selected') === 'true');
@@ -228,10 +238,10 @@ function themeChoice() { try { return localStorage.getItem('etwd.theme'); } catc
 /* the listeners of the controls above; called once from app.js wireStatic() */
 function wireTools() {
   $('text-filter').addEventListener('change', () => syncUrl(true));
-  $('field-filter').addEventListener('input', () => { suggest(); clearTimeout(whereTimer); whereTimer = setTimeout(() => applyWhere(false), 200); });
+  $('field-filter').addEventListener('input', () => { suggestClosed = false; suggest(); clearTimeout(whereTimer); whereTimer = setTimeout(() => applyWhere(false), 200); });
   $('field-filter').addEventListener('change', () => { clearTimeout(whereTimer); applyWhere(true); });
   $('field-filter').addEventListener('keydown', suggestKey);
-  $('field-filter').addEventListener('focus', suggest);
+  $('field-filter').addEventListener('focus', () => { suggestClosed = false; suggest(); });
   $('field-filter').addEventListener('blur', () => setTimeout(hideSuggest, 100));
   $('col-add').addEventListener('click', addColumnFromInput);
   $('col-field').addEventListener('keydown', (e) => { if (e.key === 'Enter') { e.preventDefault(); addColumnFromInput(); } });

@@ -21,6 +21,7 @@ const W = {
   view: null,      // the rows passing every filter (null: all rows, in arrival order)
   n: 0, cap: 200000, paused: false, held: [], heldDropped: 0,
   received: 0, gaps: 0, gapDropped: 0, older: 0, discarded: 0, lastSeq: 0, t0: null,
+  hosts: new Set(), // the first two System.Host values seen (two: the page shows the Host column)
   preds: new Map(), // name -> fn(row) → bool: text, where, time, group
   sort: null, relBase: null,
   ticked: false,    // a 'tick' was posted and not yet answered by a 'win' request
@@ -72,6 +73,7 @@ function onFrame(text) {
       else { W.gaps++; W.gapDropped += Number(row.gap.Dropped || 0); }
     } else if (ev && typeof ev.seq === 'number') W.lastSeq = ev.seq;
     if (!W.t0 && !row.gap && ev) W.t0 = EtwExport.timeOf(ev);
+    if (W.hosts.size < 2 && !row.gap) { const hs = E.CELLS.host(ev); if (typeof hs === 'string' && hs) W.hosts.add(hs); }
     W.received++;
     inc.push(row);
   }
@@ -188,7 +190,7 @@ const out = (r) => ({ n: r.n, ev: r.ev, gap: r.gap });
 function status() {
   return { kept: W.rows.length, shown: view().length, filtered: W.preds.size > 0, received: W.received, gaps: W.gaps,
     gapDropped: W.gapDropped, older: W.older, discarded: W.discarded, held: W.held.length, heldDropped: W.heldDropped,
-    lastSeq: W.lastSeq, t0: W.t0, n: W.n };
+    lastSeq: W.lastSeq, t0: W.t0, n: W.n, hosts: W.hosts.size };
 }
 function win(m) {
   W.ticked = false;

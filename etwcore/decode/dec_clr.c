@@ -14,9 +14,6 @@
 
 #include "decode.h"
 
-static const unsigned char CLR_RUNTIME[16] = {0x23, 0x0d, 0x3c, 0xe1, 0xbc, 0xcc, 0x12, 0x4e,
-                                              0x93, 0x1b, 0xd9, 0xcc, 0x2e, 0xee, 0x27, 0xe4};
-
 /* The four CLR providers that declare the ClrStackWalk template: Microsoft-Windows-DotNETRuntime
  * (event 82), -Rundown (0), -Stress (1) and -Private (151). */
 static const unsigned char CLR_STACK_PROVIDERS[4][16] = {
@@ -56,7 +53,7 @@ static void fix_type_params(struct dec_event *e) {
 
 void dec_clr_fix(const struct dec_provider *p, struct dec_event *e) {
   if (!e->has_template) return;
-  if (e->id == 15 && !memcmp(p->guid, CLR_RUNTIME, 16)) {
+  if (e->id == 15 && !memcmp(p->guid, DEC_GUID_CLR_RUNTIME, 16)) {
     fix_type_params(e);
     return;
   }

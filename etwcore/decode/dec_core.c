@@ -241,9 +241,6 @@ void etw_decoder_free(struct etw_decoder *d) {
 }
 
 /* ---- names */
-static const unsigned char KTC_METADATA[16] = {0xc1, 0xf6, 0xcc, 0xbb, 0xd1, 0x6c, 0xc4, 0x48,
-                                               0x80, 0xff, 0x83, 0x94, 0x82, 0xe3, 0x76, 0x71};
-
 struct names {
   const char *prov, *name, *task, *opcode;
   struct dec_provider *p;
@@ -438,7 +435,7 @@ void etw_decoder_names(struct etw_decoder *d, const struct etw_rec *r, const cha
   if (r->kind >= ETW_REC_SYSTEM ? dec_proc_groups[r->hook_id >> 8] : r->kind == ETW_REC_CLASSIC)
     (void)dec_proc_apply(d, r, &d->rtmp);
   int cls = as_classic(r);
-  if (cls && !memcmp(r->provider_id, KTC_METADATA, 16)) dec_eventinfo(d, r);
+  if (cls && !memcmp(r->provider_id, DEC_GUID_KTC_METADATA, 16)) dec_eventinfo(d, r);
   resolve(d, r, &n, cls);
   *provider = n.prov;
   *name = n.name;
@@ -575,12 +572,10 @@ static inline uint32_t eplan_slot(const struct etw_decoder *d, const struct etw_
 }
 _Static_assert(DEC_EPLAN_N == 1024, "eplan_slot gives 10 bits");
 
-/* Plan @pl applies to record @r (descriptor bytes @d8): same kind, GUID, descriptor and
- * keywords, registry generation; no activity ID, not a string-only event; a manifest event's:
- * the same provider name, no TraceLogging or related activity extended data; a classic
- * record's: no extended data. */
-static inline int eplan_hit(const struct etw_decoder *d, const struct dec_eplan *pl, const struct etw_rec *r,
-                            uint64_t d8) {
+/* Non-zero unless plan @pl's GUID, descriptor bytes (@d8) and keywords are record @r's and @r
+ * has no activity ID (eplan_hit and eplan_dispatch's one-word test). */
+static inline ETW_ALWAYS_INLINE uint64_t eplan_key_diff(const struct dec_eplan *pl, const struct etw_rec *r,
+                                                        uint64_t d8) {
   uint64_t g0, g1, p0, p1, a0, a1;
   memcpy(&g0, r->provider_id, 8);
   memcpy(&g1, r->provider_id + 8, 8);
@@ -588,17 +583,29 @@ static inline int eplan_hit(const struct etw_decoder *d, const struct dec_eplan 
   memcpy(&p1, pl->guid + 8, 8);
   memcpy(&a0, r->activity_id, 8);
   memcpy(&a1, r->activity_id + 8, 8);
-  if (((g0 ^ p0) | (g1 ^ p1) | (pl->d8 ^ d8) | (pl->kw ^ r->desc.keyword) | a0 | a1) || pl->gen != d->reg_gen)
-    return 0;
+  return (g0 ^ p0) | (g1 ^ p1) | (pl->d8 ^ d8) | (pl->kw ^ r->desc.keyword) | a0 | a1;
+}
+
+/* Non-zero unless record @r is of plan @pl's kind and not a string-only event. */
+static inline ETW_ALWAYS_INLINE uint32_t eplan_kind_diff(const struct dec_eplan *pl, const struct etw_rec *r) {
 #if ETW_LE
   _Static_assert(offsetof(struct etw_rec, kind) == 0 && offsetof(struct etw_rec, flags) == 2,
                  "kind, ptr_size, flags: the record's first word");
   uint32_t k4; /* the kind and the string-only flag in one test */
   memcpy(&k4, r, 4);
-  if ((k4 ^ pl->kindw) & (0xFFu | (uint32_t)ETW_EVH_STRING_ONLY << 16)) return 0;
+  return (k4 ^ pl->kindw) & (0xFFu | (uint32_t)ETW_EVH_STRING_ONLY << 16);
 #else
-  if (pl->kind != r->kind || (r->flags & ETW_EVH_STRING_ONLY)) return 0;
+  return pl->kind != r->kind || (r->flags & ETW_EVH_STRING_ONLY);
 #endif
+}
+
+/* Plan @pl applies to record @r (descriptor bytes @d8): same kind, GUID, descriptor and
+ * keywords, registry generation; no activity ID, not a string-only event; a manifest event's:
+ * the same provider name, no TraceLogging or related activity extended data; a classic
+ * record's: no extended data. */
+static inline int eplan_hit(const struct etw_decoder *d, const struct dec_eplan *pl, const struct etw_rec *r,
+                            uint64_t d8) {
+  if (eplan_key_diff(pl, r, d8) || pl->gen != d->reg_gen || eplan_kind_diff(pl, r)) return 0;
   if (*pl->pnamep != pl->pname) return 0; /* (a classic plan's: its own pname, always equal) */
   if (!r->n_ext) return 1;
   if (pl->cls) return 0; /* (a classic GUID with extended data is a manifest event) */
@@ -668,25 +675,9 @@ static inline ETW_ALWAYS_INLINE int eplan_dispatch(struct etw_decoder *d, const 
   uint32_t slot = eplan_slot(d, r, d8);
   struct dec_eplan *pl = d->eplan[slot];
   if (!pl) return eplan_slow(d, r, w, ref);
-  uint64_t g0, g1, p0, p1, a0, a1;
-  memcpy(&g0, r->provider_id, 8);
-  memcpy(&g1, r->provider_id + 8, 8);
-  memcpy(&p0, pl->guid, 8);
-  memcpy(&p1, pl->guid + 8, 8);
-  memcpy(&a0, r->activity_id, 8);
-  memcpy(&a1, r->activity_id + 8, 8);
-  uint64_t m = (g0 ^ p0) | (g1 ^ p1) | (pl->d8 ^ d8) | (pl->kw ^ r->desc.keyword) | a0 | a1 |
-               ((uintptr_t)*pl->pnamep ^ (uintptr_t)pl->pname);
-#if ETW_LE
-  /* the kind and the string-only flag in one test (a record with extended data takes eplan_slow's
-   * full test: n_ext below) */
-  uint32_t k4;
-  memcpy(&k4, r, 4);
-  m |= (k4 ^ pl->kindw) & (0xFFu | (uint32_t)ETW_EVH_STRING_ONLY << 16);
-#else
-  m |= (uint64_t)(pl->kind != r->kind || (r->flags & ETW_EVH_STRING_ONLY));
-#endif
-  m |= r->n_ext;
+  /* (a record with extended data takes eplan_slow's full test: n_ext) */
+  uint64_t m = eplan_key_diff(pl, r, d8) | ((uintptr_t)*pl->pnamep ^ (uintptr_t)pl->pname) | eplan_kind_diff(pl, r) |
+               r->n_ext;
   if (ETW_EXPECT(m == 0, 1)) return pl->run(d, r, w, ref, pl, d8);
   return eplan_slow(d, r, w, ref);
 }
@@ -755,7 +746,7 @@ ETW_NOINLINE int dec_write_general(struct etw_decoder *d, const struct etw_rec *
   struct names n;
   int is_es = r->kind == ETW_REC_EVENT && r->desc.id == 0xFFFE && r->desc.opcode == 254;
   int cls = as_classic(r);
-  int is_ktc = cls && !memcmp(r->provider_id, KTC_METADATA, 16);
+  int is_ktc = cls && !memcmp(r->provider_id, DEC_GUID_KTC_METADATA, 16);
   if (is_es) dec_eventsource_chunk(d, r);
   if (is_ktc) dec_eventinfo(d, r);
   resolve(d, r, &n, cls);

@@ -322,6 +322,17 @@ static char *attr_a(const struct xtag *t, const char *name, struct arena *a) {
   if (o) attr_decode(x->val, x->vl, o);
   return o;
 }
+/* A <task> or <opcode> element @t into @x: its name and message (in arena @a), its value, and
+ * @task (an opcode's task's value, or -1). */
+static void named_set(struct named *x, const struct xtag *t, struct arena *a, long task) {
+  x->name = attr_a(t, "name", a);
+  x->msg = attr_a(t, "message", a);
+  struct tval tv;
+  x->value = num(attr_t(t, "value", &tv));
+  tv_free(&tv);
+  x->task = task;
+}
+
 struct strent {
   char *id, *val;
 };
@@ -390,27 +401,38 @@ static const char *lookup_str(const struct mctx *m, const char *ref) {
   return NULL;
 }
 
+/* a manifest type's name ("win:UInt32", "xs:string") and its number */
+struct type_name {
+  const char *n;
+  unsigned v;
+};
+/* the number of type @s (its "win:"/"xs:" prefix left out) in table @t[0..n); 0: none or unknown */
+static unsigned type_value(const struct type_name *t, size_t n, const char *s) {
+  if (!s) return 0;
+  const char *c = strchr(s, ':');
+  if (c) s = c + 1;
+  for (size_t i = 0; i < n; i++)
+    if (!strcmp(t[i].n, s)) return t[i].v;
+  return 0;
+}
+
 static unsigned in_type(const char *s) {
-  static const struct { const char *n; unsigned v; } T[] = {
+  static const struct type_name T[] = {
       {"UnicodeString", 1}, {"AnsiString", 2}, {"Int8", 3}, {"UInt8", 4}, {"Int16", 5},
       {"UInt16", 6}, {"Int32", 7}, {"UInt32", 8}, {"Int64", 9}, {"UInt64", 10}, {"Float", 11},
       {"Double", 12}, {"Boolean", 13}, {"Binary", 14}, {"GUID", 15}, {"Pointer", 16},
       {"FILETIME", 17}, {"SYSTEMTIME", 18}, {"SID", 19}, {"HexInt32", 20}, {"HexInt64", 21},
       {"CountedUnicodeString", 22}, {"CountedAnsiString", 23}, {"SizeT", 308},
       {"IPAddrV4", 8}, {"IPAddrV6", 14}, {"Port", 6}, {"WmiTime", 10}};
-  if (!s) return 0;
-  const char *c = strchr(s, ':');
-  if (c) s = c + 1;
-  for (size_t i = 0; i < sizeof T / sizeof T[0]; i++)
-    if (!strcmp(T[i].n, s)) return T[i].v;
-  return 0;
+  return type_value(T, sizeof T / sizeof T[0], s);
 }
 
 static unsigned out_type(const char *s, const char *in) {
-  static const struct { const char *n; unsigned v; } T[] = {
+  static const struct type_name T[] = {
       {"HexInt32", 4}, {"HexInt64", 4}, {"Hex", 4}, {"Boolean", 3}, {"IPv4", 8}, {"IPv6", 9},
       {"Port", 7}, {"Win32Error", 13}, {"NTSTATUS", 14}, {"HResult", 15}, {"SocketAddress", 10},
-      {"String", 2}, {"DateTime", 16}, {"PID", 5}, {"TID", 6}};
+      {"String", 2}, {"string", 2} /* xs:string: a UInt8/UInt16 is a character */, {"DateTime", 16},
+      {"PID", 5}, {"TID", 6}};
   if (in) {
     const char *c = strchr(in, ':');
     c = c ? c + 1 : in;
@@ -418,12 +440,7 @@ static unsigned out_type(const char *s, const char *in) {
     if (!strcmp(c, "IPAddrV6")) return 9;
     if (!strcmp(c, "Port")) return 7;
   }
-  if (!s) return 0;
-  const char *c = strchr(s, ':');
-  if (c) s = c + 1;
-  for (size_t i = 0; i < sizeof T / sizeof T[0]; i++)
-    if (!strcmp(T[i].n, s)) return T[i].v;
-  return 0;
+  return type_value(T, sizeof T / sizeof T[0], s);
 }
 
 static const char *std_opcode(const char *n, long *v) {
@@ -561,6 +578,7 @@ static int read_field(struct mctx *m, struct tmpl *cur_tm, const struct xtag *t,
       for (uint32_t k = 0; k < cur_tm->nf; k++)
         if (!strcmp(cur_tm->f[k].name, cnt)) f->count_ref = (int32_t)k;
   }
+  dec_char_length(f); /* win:UInt8/UInt16 xs:string with a length: that many characters */
   f->map = find_map(m, map);
   tv_free(&t1), tv_free(&t2), tv_free(&t3), tv_free(&t4), tv_free(&t5);
   for (int q = 0; q < sdepth; q++)
@@ -703,22 +721,11 @@ static int load_provider(struct etw_decoder *d, const struct xdoc *doc, uint32_t
     if (tag_is(&t, "task")) {
       GROW(m.tasks, m.nt, m.ct);
       struct named *x = &m.tasks[m.nt++];
-      x->name = attr_a(&t, "name", &m.ar);
-      x->msg = attr_a(&t, "message", &m.ar);
-      struct tval tv;
-      x->value = num(attr_t(&t, "value", &tv));
-      tv_free(&tv);
-      x->task = -1;
+      named_set(x, &t, &m.ar, -1);
       if (!t.selfclose) cur_task = x->value;
     } else if (tag_is(&t, "opcode")) {
       GROW(m.ops, m.no, m.co);
-      struct named *x = &m.ops[m.no++];
-      x->name = attr_a(&t, "name", &m.ar);
-      x->msg = attr_a(&t, "message", &m.ar);
-      struct tval tv;
-      x->value = num(attr_t(&t, "value", &tv));
-      tv_free(&tv);
-      x->task = cur_task;
+      named_set(&m.ops[m.no++], &t, &m.ar, cur_task);
     } else if (tag_is(&t, "template")) {
       GROW(m.tm, m.ntm, m.ctm);
       cur_tm = &m.tm[m.ntm++];
@@ -866,8 +873,6 @@ static const unsigned char PSCORE[16] = {0xa8, 0x14, 0x07, 0xf9, 0x09, 0x55, 0x4
                                          0xbf, 0x6d, 0xb1, 0x62, 0x4c, 0x8a, 0x19, 0xa2};
 static const unsigned char WINPS[16] = {0x3b, 0x85, 0xc1, 0xa0, 0x40, 0x5c, 0x15, 0x4b,
                                         0x87, 0x66, 0x3c, 0xf1, 0xc5, 0x8f, 0x98, 0x5a};
-static const unsigned char CLR_RT[16] = {0x23, 0x0d, 0x3c, 0xe1, 0xbc, 0xcc, 0x12, 0x4e,
-                                         0x93, 0x1b, 0xd9, 0xcc, 0x2e, 0xee, 0x27, 0xe4};
 #define PS_PATH "PowerShell.Core.Instrumentation"
 
 /* A manifest file's bytes (NULL when unreadable, empty or too large: then it is not loaded). */
@@ -1094,7 +1099,7 @@ int dec_lazy_load(struct etw_decoder *d, const unsigned char guid[16]) {
     }
   }
   lazy_release(L, e);
-  if (!memcmp(g, CLR_RT, 16)) dec_builtin_supplements(d);
+  if (!memcmp(g, DEC_GUID_CLR_RUNTIME, 16)) dec_builtin_supplements(d);
   return 1;
 }
 
@@ -1160,7 +1165,7 @@ void dec_manifest_index_dir(struct etw_decoder *d, const char *dir) {
   for (uint32_t i = 0; i < L->ng; i++)
     if (!now || now[i]) dec_lazy_load(d, L->g[i].guid);
   free(now);
-  if (!lazy_find(L, CLR_RT)) dec_builtin_supplements(d);
+  if (!lazy_find(L, DEC_GUID_CLR_RUNTIME)) dec_builtin_supplements(d);
 }
 
 /* ---- EventSource ManifestData (0xFFFE) */
@@ -1168,9 +1173,7 @@ void dec_eventsource_chunk(struct etw_decoder *d, const struct etw_rec *r) {
   if (r->user_len < 8) return;
   const unsigned char *p = r->user_data;
   if (p[0] != 1 || p[3] != 0x5B) return;
-  static const unsigned char CLR[16] = {0x23, 0x0d, 0x3c, 0xe1, 0xbc, 0xcc, 0x12, 0x4e,
-                                        0x93, 0x1b, 0xd9, 0xcc, 0x2e, 0xee, 0x27, 0xe4};
-  if (!memcmp(r->provider_id, CLR, 16)) return;
+  if (!memcmp(r->provider_id, DEC_GUID_CLR_RUNTIME, 16)) return;
   struct dec_provider *pr = dec_provider_get(d, r->provider_id, 1);
   if (!pr) return;
   uint16_t total = d_rd16(p + 4), chunk = d_rd16(p + 6);

@@ -87,9 +87,7 @@ static const struct group GROUPS[32] = {
 };
 
 /* Group GUIDs (Windows byte layout) for records with a kernel header. */
-#define G(a, b, c, d0, d1, d2, d3, d4, d5, d6, d7)                                       \
-  {(a) & 255, ((a) >> 8) & 255, ((a) >> 16) & 255, (unsigned)(a) >> 24, (b) & 255, (b) >> 8, \
-   (c) & 255, (c) >> 8, d0, d1, d2, d3, d4, d5, d6, d7}
+#define G ETW_GUID_BYTES
 static const unsigned char GROUP_GUID[32][16] = {
     [0x00] = G(0x68fdd900, 0x4a3e, 0x11d1, 0x84, 0xf4, 0x00, 0x00, 0xf8, 0x04, 0x64, 0xe3),
     [0x01] = G(0x3d6fa8d4, 0xfe05, 0x11d0, 0x9d, 0xda, 0x00, 0xc0, 0x4f, 0xd7, 0xba, 0x7c),
@@ -107,8 +105,6 @@ static const unsigned char GROUP_GUID[32][16] = {
 };
 static const unsigned char KTC_IMAGEID[16] =
     G(0xb3e675d7, 0x2554, 0x4f18, 0x83, 0x0b, 0x27, 0x62, 0x73, 0x25, 0x60, 0xde);
-static const unsigned char KTC_METADATA[16] =
-    G(0xbbccf6c1, 0x6cd1, 0x48c4, 0x80, 0xff, 0x83, 0x94, 0x82, 0xe3, 0x76, 0x71);
 static const unsigned char SYSCONFIG_EX[16] =
     G(0x9b79ee91, 0xb5fd, 0x41c0, 0xa2, 0x43, 0x42, 0x48, 0xe2, 0x66, 0xe9, 0xd0);
 
@@ -140,7 +136,7 @@ int dec_mof_names(const struct etw_rec *r, const char **task, const char **opcod
             : t == 38 ? "DbgPPDB" : t == 40 ? "DbgDeterm" : t == 64 ? "FileVersion" : NULL;
     return 2;
   }
-  if (!memcmp(r->provider_id, KTC_METADATA, 16)) {
+  if (!memcmp(r->provider_id, DEC_GUID_KTC_METADATA, 16)) {
     *task = "MetaData";
     *opcode = t == 32 ? "EventInfo" : t == 33 ? "EventMapInfo" : NULL;
     return 2;
@@ -857,6 +853,6 @@ const unsigned char *dec_mof_guid(const struct etw_rec *r) {
 
 int dec_mof_classic_guid(const unsigned char g[16]) {
   uint32_t d1 = d_rd32(g); /* the first four bytes tell most GUIDs apart */
-  if (d1 != d_rd32(KTC_IMAGEID) && d1 != d_rd32(KTC_METADATA) && d1 != d_rd32(SYSCONFIG_EX)) return 0;
-  return !memcmp(g, KTC_IMAGEID, 16) || !memcmp(g, KTC_METADATA, 16) || !memcmp(g, SYSCONFIG_EX, 16);
+  if (d1 != d_rd32(KTC_IMAGEID) && d1 != d_rd32(DEC_GUID_KTC_METADATA) && d1 != d_rd32(SYSCONFIG_EX)) return 0;
+  return !memcmp(g, KTC_IMAGEID, 16) || !memcmp(g, DEC_GUID_KTC_METADATA, 16) || !memcmp(g, SYSCONFIG_EX, 16);
 }

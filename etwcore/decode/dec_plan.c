@@ -28,7 +28,7 @@ static uint8_t plan_op(const struct dec_field *f, int ps) {
     if (uns && (out == 0 || out == 18)) return AU[in];
     if (uns && hex_out(out)) return AX[in];
     if (in == 16) return ps == 4 ? OP_AX32 : OP_AX64;
-    return 0;
+    return 0; /* (arrays of characters among them: the walker's one string, dec_char_array) */
   }
   int single = f->count == 1 && f->count_ref < 0 && f->len == -1 && f->len_ref < 0;
   if (single && f->map && uns) {

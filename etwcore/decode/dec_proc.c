@@ -56,9 +56,7 @@ const unsigned char dec_proc_groups[256] = {[0x00] = 1, [0x01] = 1, [0x02] = 1, 
                                             [0x08] = 1, [0x0B] = 1, [0x0F] = 1, [0x14] = 1, [0x18] = 1};
 
 /* class GUIDs of those groups (Windows byte layout), for classic (live) kernel records */
-#define G(a, b, c, d0, d1, d2, d3, d4, d5, d6, d7)                                       \
-  {(a) & 255, ((a) >> 8) & 255, ((a) >> 16) & 255, (unsigned)(a) >> 24, (b) & 255, (b) >> 8, \
-   (c) & 255, (c) >> 8, d0, d1, d2, d3, d4, d5, d6, d7}
+#define G ETW_GUID_BYTES
 static const struct {
   unsigned char group;
   unsigned char guid[16];

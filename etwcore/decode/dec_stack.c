@@ -96,14 +96,8 @@ static const unsigned char IMAGE_GUID[16] = {0x1d, 0x5d, 0xb1, 0x2c, 0xc1, 0x5f,
                                              0xab, 0xe1, 0x00, 0xa0, 0xc9, 0x11, 0xf5, 0x18};
 static int ord_build(struct etw_stk *k);
 
-static const unsigned char CLR_RUNTIME[16] = {0x23, 0x0d, 0x3c, 0xe1, 0xbc, 0xcc, 0x12, 0x4e,
-                                              0x93, 0x1b, 0xd9, 0xcc, 0x2e, 0xee, 0x27, 0xe4};
 static const unsigned char CLR_RUNDOWN[16] = {0x1c, 0x02, 0x69, 0xa6, 0x50, 0xc4, 0x09, 0x46,
                                               0xa0, 0x35, 0x5a, 0xf5, 0x9a, 0xf4, 0xdf, 0x18};
-
-/* KernelTraceControl MetaData bbccf6c1-6cd1-48c4-80ff-839482e37671 (EventInfo, EventMapInfo) */
-static const unsigned char KTC_METADATA[16] = {0xc1, 0xf6, 0xcc, 0xbb, 0xd1, 0x6c, 0xc4, 0x48,
-                                               0x80, 0xff, 0x83, 0x94, 0x82, 0xe3, 0x76, 0x71};
 
 static uint64_t rd(const unsigned char *p, unsigned sz) {
   if (sz == 8) {
@@ -547,11 +541,11 @@ static void learn_walk(struct etw_stk *k, const struct etw_rec *r) {
 }
 
 static int clr_provider(const struct etw_rec *r) {
-  return !memcmp(r->provider_id, CLR_RUNTIME, 16) || !memcmp(r->provider_id, CLR_RUNDOWN, 16);
+  return !memcmp(r->provider_id, DEC_GUID_CLR_RUNTIME, 16) || !memcmp(r->provider_id, CLR_RUNDOWN, 16);
 }
 
 static int clr_walk(const struct etw_rec *r) {
-  return r->kind == ETW_REC_EVENT && ((r->desc.id == 82 && !memcmp(r->provider_id, CLR_RUNTIME, 16)) ||
+  return r->kind == ETW_REC_EVENT && ((r->desc.id == 82 && !memcmp(r->provider_id, DEC_GUID_CLR_RUNTIME, 16)) ||
                                       (r->desc.id == 0 && !memcmp(r->provider_id, CLR_RUNDOWN, 16)));
 }
 
@@ -617,11 +611,12 @@ void etw_stk_learn_end(struct etw_stk *k) {
     if (k->procs[i].pid != 0xFFFFFFFFu) proc_sort(&k->procs[i]);
 }
 
-int etw_stk_prepass(struct etw_stk *k, const char *const *files, int nf, _Atomic int *stop) {
+int etw_stk_prepass(struct etw_stk *k, const char *const *files, int nf, _Atomic int *stop, int nofollow) {
   struct etw_etl_reader *rd_ = etw_etl_reader_new();
   struct etw_status st;
   etw_status_clear(&st);
   if (!rd_) return -1;
+  etw_etl_reader_set_nofollow(rd_, nofollow);
   for (int i = 0; i < nf; i++)
     if (etw_etl_reader_add_file(rd_, files[i], &st)) {
       etw_etl_reader_free(rd_);
@@ -702,7 +697,7 @@ static int find_claim(struct etw_stk *k, const struct etw_rec *r, uint32_t got[K
   /* (KernelTraceControl's schema records of a relogged trace carry the time and thread of the
    * first event of their type, just before it: never an event of a stack) */
   if (!k->ne || r->file_index >= ETW_ETL_MAX_FILES || etw_stk_is_walk(r) ||
-      (r->kind == ETW_REC_CLASSIC && !memcmp(r->provider_id, KTC_METADATA, 16)))
+      (r->kind == ETW_REC_CLASSIC && !memcmp(r->provider_id, DEC_GUID_KTC_METADATA, 16)))
     return 0;
   if (k->nord != k->ne && ord_build(k)) return 0; /* (learnt since the last sort) */
   uint32_t f = r->file_index, lo = k->fstart[f], hi = k->fstart[f + 1], c = k->cur[f];

@@ -71,7 +71,8 @@ void etw_stk_claim(struct etw_stk *k, const struct etw_rec *r);
 void etw_stk_counts(const struct etw_stk *k, struct etw_stk_counts *c);
 /** etw_stk_prepass - phase 1 over @files: a reader of its own reads every record once, then
  *  etw_stk_learn_end. 0, or -1 when a file cannot be opened (the caller's own reader reports it)
- *  or *@stop (may be NULL) was set meanwhile. */
-int etw_stk_prepass(struct etw_stk *k, const char *const *files, int nf, _Atomic int *stop);
+ *  or *@stop (may be NULL) was set meanwhile. @nofollow: its reader refuses symbolic links
+ *  (etw_etl_reader_set_nofollow; the server's data-dir files). */
+int etw_stk_prepass(struct etw_stk *k, const char *const *files, int nf, _Atomic int *stop, int nofollow);
 
 #endif

@@ -14,6 +14,9 @@
  *   104 TopLevelPropertyCount, 108 Flags, 112 EVENT_PROPERTY_INFO[PropertyCount] (24 bytes:
  *   Flags, NameOffset, InType u16 / StructStartIndex, OutType u16 / NumOfStructMembers,
  *   MapNameOffset, count u16, length u16, Tags).
+ * A character property (AnsiChar, UnicodeChar, UInt8/UInt16 with OutType String) with a count is
+ * an array of characters, one string; with a length (PropertyParamLength: another property's
+ * value, PropertyParamFixedLength: a constant) too, that many characters (dec_char_length).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +29,7 @@
 #define PF_STRUCT 0x1
 #define PF_PARAM_LENGTH 0x2
 #define PF_PARAM_COUNT 0x4
+#define PF_FIXED_LENGTH 0x10
 #define PF_FIXED_COUNT 0x20
 
 /* UTF-16z at @off of blob[0..n) → malloc'd UTF-8, or NULL (off 0 / out of range). */
@@ -115,6 +119,8 @@ static int emit(struct tb *t, uint32_t pi, int depth) {
   free(mn);
   if (flags & PF_PARAM_LENGTH) f->len_ref = len < DEC_MAX_FIELDS ? t->map[len] : -1;
   else if (len && (f->in == 1 || f->in == 2 || f->in == 14)) f->len = len;
+  else if ((flags & PF_FIXED_LENGTH) && dec_char_width(f->in, f->out)) f->len = len;
+  dec_char_length(f); /* characters with a length: that many (one string) */
   return 0;
 }
 

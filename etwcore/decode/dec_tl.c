@@ -162,6 +162,14 @@ static int fields(struct tlctx *c, int i, int end, int depth) {
         cnt = d_rd16(c->p + c->pos);
         c->pos += 2;
       }
+      int cw = dec_char_width(x->in, x->out);
+      if (cw) { /* characters (TraceLoggingWCharArray, …): one string */
+        long k = dec_char_array(c->w, cw, c->p + c->pos, c->len - c->pos, cnt);
+        if (k < 0) return -1;
+        c->pos += (size_t)k;
+        i = next;
+        continue;
+      }
       etw_jw_ch(c->w, '[');
       for (size_t k = 0; k < cnt; k++) {
         if (k) etw_jw_ch(c->w, ',');

@@ -4,7 +4,8 @@
  * by the bytes available; a value that does not fit returns -1 and the caller reports the event
  * as undecoded. Rendering follows what Windows' XML rendering shows where JSON allows:
  * integers as numbers (64-bit exact), Hex/pointers as "0x…" strings, GUIDs with braces,
- * FILETIME/SYSTEMTIME as ISO 8601 UTC, SIDs as "S-1-…", binary as upper-case hex text.
+ * FILETIME/SYSTEMTIME as ISO 8601 UTC, SIDs as "S-1-…", binary as upper-case hex text; an array
+ * of characters (dec_char_array, called by the array loops) as one string.
  */
 #include <stdio.h>
 #include <string.h>
@@ -310,6 +311,50 @@ static long v_bytes(struct etw_jw *w, unsigned in, unsigned out, const unsigned 
   default:
     return -1;
   }
+}
+
+int dec_char_width(unsigned in, unsigned out) {
+  if (in == 306) return 2; /* UnicodeChar */
+  if (in == 307) return 1; /* AnsiChar */
+  if (out != 2) return 0;
+  return in == 6 ? 2 : in == 3 || in == 4 ? 1 : 0;
+}
+
+void dec_char_length(struct dec_field *f) {
+  if (f->is_array || (f->len < 0 && f->len_ref < 0) || !dec_char_width(f->in, f->out)) return;
+  f->is_array = 1;
+  f->count_ref = f->len_ref;
+  f->count = f->len_ref >= 0 ? 1 : f->len;
+  f->len = -1;
+  f->len_ref = -1;
+}
+
+long dec_char_array(struct etw_jw *w, int wd, const unsigned char *p, size_t n, size_t count) {
+  if (wd != 1 && wd != 2) return -1;
+  if (count > n / (size_t)wd) return -1;
+  size_t k = count; /* without the trailing NULs */
+  if (wd == 1) {
+    while (k && !p[k - 1]) k--;
+    etw_jw_str(w, (const char *)p, k); /* (a NUL inside: \u0000) */
+    return (long)count;
+  }
+  while (k && !(p[2 * k - 2] | p[2 * k - 1])) k--;
+  if (etw_jw_reserve(w, k * 6 + 2)) return (long)count * 2; /* (w->err set: nothing written) */
+  /* the UTF-16 converter stops at a NUL unit: each one becomes \u0000 in place of the closing
+   * quote it wrote, and it goes on after it (≤ 6 bytes per unit, the reservation's rate) */
+  char *o = w->buf + w->len;
+  *o++ = '"';
+  for (size_t i = 0;;) {
+    size_t got;
+    o = etw_jw_put_str16(o, p + 2 * i, k - i, &got);
+    i += got;
+    if (i >= k) break;
+    memcpy(o - 1, "\\u0000", 6);
+    o += 5;
+    i++;
+  }
+  w->len = (size_t)(o - w->buf);
+  return (long)count * 2;
 }
 
 long dec_value(struct etw_jw *w, unsigned in, unsigned out, const unsigned char *p, size_t n,

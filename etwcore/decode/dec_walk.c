@@ -408,6 +408,17 @@ static int walk_fields(struct walk *k, uint32_t start, uint32_t end, int depth, 
     }
     write_key(k->w, f, first);
     first = 0;
+    int cw = f->is_array ? dec_char_width(f->in, f->out) : 0;
+    if (cw) { /* an array of characters: one string (no plan has them: both modes come here) */
+      long used = dec_char_array(k->w, cw, k->p + k->pos, k->n - k->pos, (size_t)cnt);
+      if (used < 0) {
+        *k->why = "payload shorter than the template";
+        return -1;
+      }
+      k->pos += (size_t)used;
+      i = next;
+      continue;
+    }
     long reps = f->is_array ? cnt : 1;
     if (f->is_array) etw_jw_ch(k->w, '[');
     if (f->is_array && reps > 0) reps = walk_int_array(k, f, i, reps);

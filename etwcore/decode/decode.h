@@ -246,6 +246,22 @@ enum { DV_TL = 1, DV_MANIFEST = 2 };
 long dec_value(struct etw_jw *w, unsigned in, unsigned out, const unsigned char *p, size_t n,
                long len, int ptr_size, int mode, uint64_t *ival);
 
+/**
+ * dec_char_width - the width in bytes (1 or 2) of a character of type (@in, @out) when an array
+ * of them is text: Int8/UInt8 (8-bit) and UInt16 (UTF-16) with OutType String
+ * (TraceLoggingCharArray, TraceLoggingWCharArray, …), AnsiChar, UnicodeChar; else 0.
+ */
+int dec_char_width(unsigned in, unsigned out);
+/**
+ * dec_char_array - an array of @count such characters of width @wd at @p (@n bytes available)
+ * as ONE JSON string, the rule for every decoder family (TraceLogging, manifest, TDH schemas):
+ * the count says the length; trailing NULs (a fixed buffer's padding) are left out, a NUL before
+ * other characters is kept as \u0000 (nothing after it is hidden). 8-bit text as AnsiString's
+ * (UTF-8 kept, other bytes U+FFFD), UTF-16 as UnicodeString's. Returns the bytes consumed
+ * (@count * @wd), or -1 when @n is too short.
+ */
+long dec_char_array(struct etw_jw *w, int wd, const unsigned char *p, size_t n, size_t count);
+
 /* A map (valueMap / bitMap) from a manifest or an EventMapInfo blob. */
 struct dec_map {
   char *name;
@@ -280,6 +296,15 @@ struct dec_field {
   uint16_t run_n;
   uint16_t run_b4, run_b8;
 };
+
+/**
+ * dec_char_length - schema loaders' rule for a character field (dec_char_width) that has a length
+ * but no count (a manifest's length="L" or length="3" on win:UInt8/UInt16 xs:string, a TDH
+ * property's PropertyParamLength or PropertyParamFixedLength): the length is its number of
+ * characters (as a string's), so it becomes an array of that many, counted by the same field or
+ * constant: one string (dec_char_array), not the first character. Other fields are left alone.
+ */
+void dec_char_length(struct dec_field *f);
 
 struct dec_event {
   uint16_t id;
@@ -542,6 +567,13 @@ struct etw_decoder {
 #define DEC_PNAME_MAX 64 /* bytes of `,"ProcessName":"…"` at most */
 /* kernel groups (HookId >> 8) whose records dec_proc_apply looks at */
 extern const unsigned char dec_proc_groups[256];
+/* provider GUIDs more than one decoder file looks for: the CLR's runtime provider
+ * (Microsoft-Windows-DotNETRuntime e13c0d23-ccbc-4e12-931b-d9cc2eee27e4) and KernelTraceControl
+ * MetaData (bbccf6c1-6cd1-48c4-80ff-839482e37671: EventInfo, EventMapInfo) */
+static const unsigned char DEC_GUID_CLR_RUNTIME[16] =
+    ETW_GUID_BYTES(0xe13c0d23, 0xccbc, 0x4e12, 0x93, 0x1b, 0xd9, 0xcc, 0x2e, 0xee, 0x27, 0xe4);
+static const unsigned char DEC_GUID_KTC_METADATA[16] =
+    ETW_GUID_BYTES(0xbbccf6c1, 0x6cd1, 0x48c4, 0x80, 0xff, 0x83, 0x94, 0x82, 0xe3, 0x76, 0x71);
 /* The record to decode for @r: @r itself, or @tmp (a copy of it) with the PID/TID its payload
  * gives; the tables updated from its Process/Thread payload first. */
 const struct etw_rec *dec_proc_apply(struct etw_decoder *d, const struct etw_rec *r, struct etw_rec *tmp);
@@ -776,8 +808,9 @@ struct dec_provider *dec_builtin_get(struct etw_decoder *d, const unsigned char 
  * Stack count, BulkType's TypeParameters count) before @e is added (dec_clr.c). */
 void dec_clr_fix(const struct dec_provider *p, struct dec_event *e);
 /** dec_manifest_paths - the manifest files of a search path (dec_mpath.c): @dirs is one
- * directory or several joined by ':' (';' on Windows); each is walked and sorted by path, the
- * directories in the order given (earlier ones win). Caller frees each path and *list. */
+ * directory or several joined by ':' (';' on Windows; etw_mpath_dirs splits it); each is walked
+ * and sorted by path, the directories in the order given (earlier ones win). Caller frees each
+ * path and *list. */
 void dec_manifest_paths(const char *dirs, char ***list, int *n);
 /** dec_known_provider - the registered name of a well-known provider GUID ("{...}" lower
  * case, etw_format_guid's text), or NULL (dec_known.c); the names with the lowest precedence. */

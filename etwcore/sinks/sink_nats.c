@@ -17,7 +17,11 @@
  * Stop (etw_sinks_stop) gives every sink ETW_SINK_FLUSH_MS: every wait (acks, stream requests,
  * the hub) ends by then, and whatever is not acknowledged is counted as loss "sink".
  * libnats owns its own threads (reconnects with our back-off, acks); its callbacks only touch
- * the atomics, the error text, the refused seqs and the no-responders subject, under `mu`.
+ * the atomics, the error texts (last_error, denied, gone_err), the refused seqs and the
+ * no-responders subject, under `mu`. Credentials: the first connect is made without retries, so
+ * creds the broker refuses refuse the session (400 /sinks/N/creds); a permissions violation
+ * (the user may not publish the subject) and libnats giving up for good (it does after refused
+ * creds on a reconnect) put the sink in state "error".
  * The spool: a FIFO of records in memory (up to spool_memory_kb), then — once that is full, and
  * until it is empty again — segment files <spool_dir>/sink<I>.<N>.spool (up to spool_disk_mb in
  * all; a segment is deleted as soon as it has been read back, so space returns during partial
@@ -103,11 +107,14 @@ struct nsink {
   atomic_int connected;
   _Atomic uint64_t held, acked, published, dropped, spooled, spooled_disk, retries, reconnects, gaps;
   _Atomic uint64_t refused, held_mem, held_disk;
-  pthread_mutex_t mu; /* guards last_error, stream_err, no_route, closed, failed */
+  pthread_mutex_t mu; /* guards last_error, stream_err, denied, gone_err, closing, closed, failed */
   pthread_cond_t cv;  /* signalled by on_closed */
   int closed;         /* libnats made its last callback: the struct may go */
+  int closing;        /* free_one closes the connection (a close before that is libnats giving up) */
   char last_error[256];
   char stream_err[512];  /* why the stream does not take our events (state "error"); "" = none */
+  char denied[320];      /* the broker denies our user a publish (state "error") until an ack */
+  char gone_err[320];    /* libnats closed the connection for good, e.g. refused creds ("error") */
   int no_route;          /* a publish found no stream (no responders): nr_subj is its subject */
   char nr_subj[512];
   uint64_t failed[64]; /* seqs of the current batch the broker refused (on_pub_err) */
@@ -525,16 +532,29 @@ static void on_conn(natsConnection *nc, void *closure) {
 
 static void on_closed(natsConnection *nc, void *closure) {
   struct nsink *k = closure;
-  (void)nc;
+  const char *txt = NULL;
+  natsStatus why = natsConnection_GetLastError(nc, &txt);
   pthread_mutex_lock(&k->mu);
+  if (!k->closing) /* libnats gave up (it does after refused credentials): no more reconnects */
+    snprintf(k->gone_err, sizeof k->gone_err,
+             "the connection is closed for good: libnats gave up on every server (it does when a broker "
+             "refuses the creds); last error: %s%s%.150s", natsStatus_GetText(why), txt && *txt ? ": " : "", txt ? txt : "");
   k->closed = 1;
   pthread_cond_signal(&k->cv);
   pthread_mutex_unlock(&k->mu);
 }
 
 static void on_async_err(natsConnection *nc, natsSubscription *sub, natsStatus s, void *closure) {
-  (void)nc, (void)sub;
-  set_error(closure, "async", s, NULL);
+  struct nsink *k = closure;
+  const char *txt = NULL;
+  (void)sub;
+  natsConnection_GetLastError(nc, &txt); /* the server's words, e.g. which subject it denies */
+  set_error(k, "async", s, txt);
+  if (s != NATS_NOT_PERMITTED) return;
+  pthread_mutex_lock(&k->mu);
+  snprintf(k->denied, sizeof k->denied, "the broker does not permit this user (creds) to publish: %.250s",
+           txt && *txt ? txt : natsStatus_GetText(s));
+  pthread_mutex_unlock(&k->mu);
 }
 
 static int64_t backoff(natsConnection *nc, int attempts, void *closure) {
@@ -724,6 +744,11 @@ static int settle(struct nsink *k, uint32_t n, int complete) {
   }
   atomic_fetch_add(&k->acked, done);
   atomic_fetch_add(&k->published, done);
+  if (done) {
+    pthread_mutex_lock(&k->mu);
+    k->denied[0] = 0; /* the broker takes our publishes (again) */
+    pthread_mutex_unlock(&k->mu);
+  }
   return complete && !bad;
 }
 
@@ -820,9 +845,65 @@ static void *sink_thread(void *arg) {
   return NULL;
 }
 
-static enum etw_err nats_fail(struct etw_status *st, uint32_t i, const char *what, natsStatus s) {
-  return etw_fail(st, ETW_E_INVALID, NULL, "/sinks/%u: %s: %s %s", i, what, natsStatus_GetText(s),
-                  nats_GetLastError(NULL) ? nats_GetLastError(NULL) : "");
+/* libnats' last error without the secret files' directory (it names a file it cannot read);
+ * returns which of them it named: 1 creds, 2 a TLS file, 0 none */
+static int hidden_error(const struct etw_sink_spec *sp, char *out, size_t n) {
+  const char *paths[4] = {sp->creds, sp->tls_ca, sp->tls_cert, sp->tls_key};
+  char tmp[512];
+  int which = 0;
+  const char *le = nats_GetLastError(NULL), *at = le && le[0] == '(' ? strstr(le, "): ") : NULL;
+  snprintf(tmp, sizeof tmp, "%s", at ? at + 3 : le ? le : ""); /* without libnats' "(file.c:line): " */
+  for (int j = 0; j < 4; j++) {
+    if (etw_secret_hide(tmp, paths[j], out, n) && !which) which = j ? 2 : 1;
+    snprintf(tmp, sizeof tmp, "%s", out);
+  }
+  return which;
+}
+
+static enum etw_err nats_fail(struct etw_status *st, uint32_t i, const char *what, natsStatus s,
+                              const struct etw_sink_spec *sp) {
+  char le[512];
+  hidden_error(sp, le, sizeof le);
+  return etw_fail(st, ETW_E_INVALID, NULL, "/sinks/%u: %s: %s %s", i, what, natsStatus_GetText(s), le);
+}
+
+/* the first connect: refused credentials are a setup error, refused now (libnats, retrying in the
+ * background, would close the connection for good after them, and its last error is overwritten
+ * by then), so the first attempt is made without retries; only a broker that is not there (or
+ * not yet) gets the background retries. The problem names the creds file by its name only. */
+static enum etw_err first_connect(struct nsink *k, uint32_t i, struct etw_status *st) {
+  natsOptions_SetRetryOnFailedConnect(k->opts, false, NULL, NULL);
+  natsStatus s = natsConnection_Connect(&k->nc, k->opts);
+  if (s == NATS_OK) {
+    on_conn(k->nc, k);
+    return ETW_E_OK;
+  }
+  if (s == NATS_CONNECTION_AUTH_FAILED || s == NATS_NOT_PERMITTED) {
+    const char *le = nats_GetLastError(NULL), *p = le ? strstr(le, "): ") : NULL; /* skip "(file:line): " */
+    const char *why = p ? p + 3 : le && *le ? le : natsStatus_GetText(s);
+    const char *c = k->spec->creds, *base = c ? strrchr(c, '/') : NULL;
+    char f[48];
+    if (!c) {
+      snprintf(f, sizeof f, "/sinks/%u", i);
+      return etw_fail(st, ETW_E_INVALID, f, "/sinks/%u: the broker refused the connection (no creds given): %.200s", i, why);
+    }
+    snprintf(f, sizeof f, "/sinks/%u/creds", i);
+    return etw_fail(st, ETW_E_INVALID, f, "/sinks/%u: the broker refused the credentials in %s: %.200s", i,
+                    base ? base + 1 : c, why);
+  }
+  char le[512];
+  if (hidden_error(k->spec, le, sizeof le) == 1) { /* libnats cannot read or parse the creds file */
+    char f[48];
+    snprintf(f, sizeof f, "/sinks/%u/creds", i);
+    return etw_fail(st, ETW_E_INVALID, f, "/sinks/%u: the creds file cannot be used: %s", i, le);
+  }
+  k->nc = NULL;
+  natsOptions_SetRetryOnFailedConnect(k->opts, true, on_conn, k);
+  s = natsConnection_Connect(&k->nc, k->opts);
+  if (s == NATS_OK) on_conn(k->nc, k);
+  else if (s != NATS_NOT_YET_CONNECTED) return nats_fail(st, i, "connect", s, k->spec);
+  else set_error(k, "connect", s, "retrying in the background");
+  return ETW_E_OK;
 }
 
 static enum etw_err start_one(struct nsink *k, uint32_t i, struct etw_hub *hub,
@@ -847,18 +928,17 @@ static enum etw_err start_one(struct nsink *k, uint32_t i, struct etw_hub *hub,
     if (fd < 0) return etw_fail(st, ETW_E_IO, NULL, "cannot create %s.0.spool: %s", k->sp.base, strerror(errno));
     seg_drop(&k->sp, 0, fd, 0);
   }
-  if ((s = natsOptions_Create(&k->opts)) != NATS_OK) return nats_fail(st, i, "options", s);
+  if ((s = natsOptions_Create(&k->opts)) != NATS_OK) return nats_fail(st, i, "options", s, sp);
   { /* "url1,url2,…": the cluster's servers (libnats tries the others when one goes) */
     char urls[1100], *save = NULL;
     const char *srv[16];
     int ns = 0;
     snprintf(urls, sizeof urls, "%s", sp->url);
     for (char *u = strtok_r(urls, ",", &save); u && ns < 16; u = strtok_r(NULL, ",", &save)) srv[ns++] = u;
-    if ((s = natsOptions_SetServers(k->opts, srv, ns)) != NATS_OK) return nats_fail(st, i, "url", s);
+    if ((s = natsOptions_SetServers(k->opts, srv, ns)) != NATS_OK) return nats_fail(st, i, "url", s, sp);
   }
   natsOptions_SetMaxReconnect(k->opts, -1);
   natsOptions_SetCustomReconnectDelay(k->opts, backoff, k);
-  natsOptions_SetRetryOnFailedConnect(k->opts, true, on_conn, k);
   natsOptions_SetDisconnectedCB(k->opts, on_disc, k);
   natsOptions_SetReconnectedCB(k->opts, on_conn, k);
   natsOptions_SetErrorHandler(k->opts, on_async_err, k);
@@ -869,22 +949,20 @@ static enum etw_err start_one(struct nsink *k, uint32_t i, struct etw_hub *hub,
   natsOptions_SetName(k->opts, "etwd-sink");
   if (sp->tls_ca || sp->tls_cert || !strncmp(sp->url, "tls://", 6)) natsOptions_SetSecure(k->opts, true);
   if (sp->tls_ca && (s = natsOptions_LoadCATrustedCertificates(k->opts, sp->tls_ca)) != NATS_OK)
-    return nats_fail(st, i, "tls_ca", s);
+    return nats_fail(st, i, "tls_ca", s, sp);
   if (sp->tls_cert && (s = natsOptions_LoadCertificatesChain(k->opts, sp->tls_cert, sp->tls_key)) != NATS_OK)
-    return nats_fail(st, i, "tls_cert/tls_key", s);
+    return nats_fail(st, i, "tls_cert/tls_key", s, sp);
   if (sp->creds && (s = natsOptions_SetUserCredentialsFromFiles(k->opts, sp->creds, NULL)) != NATS_OK)
-    return nats_fail(st, i, "creds", s);
-  s = natsConnection_Connect(&k->nc, k->opts);
-  if (s == NATS_OK) on_conn(k->nc, k);
-  else if (s != NATS_NOT_YET_CONNECTED) return nats_fail(st, i, "connect", s);
-  else set_error(k, "connect", s, "retrying in the background");
+    return nats_fail(st, i, "creds", s, sp);
+  enum etw_err ce = first_connect(k, i, st);
+  if (ce) return ce;
   jsOptions jo;
   jsOptions_Init(&jo);
   jo.Wait = 2000;
   jo.PublishAsync.MaxPending = (int64_t)sp->batch;
   jo.PublishAsync.ErrHandler = on_pub_err;
   jo.PublishAsync.ErrHandlerClosure = k;
-  if ((s = natsConnection_JetStream(&k->js, k->nc, &jo)) != NATS_OK) return nats_fail(st, i, "jetstream", s);
+  if ((s = natsConnection_JetStream(&k->js, k->nc, &jo)) != NATS_OK) return nats_fail(st, i, "jetstream", s, sp);
   if (atomic_load(&k->connected)) {
     /* a stream that exists and cannot take our subjects is a setup error, refused now; no
      * answer in time is not (the thread checks again while the spool holds the events) */
@@ -915,6 +993,9 @@ static int free_one(struct nsink *k) {
   if (k->js) jsCtx_Destroy(k->js);
   int gone = 1;
   if (k->nc) { /* libnats calls back from its own threads until the closed callback ran */
+    pthread_mutex_lock(&k->mu);
+    k->closing = 1;
+    pthread_mutex_unlock(&k->mu);
     natsConnection_Close(k->nc);
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
@@ -987,6 +1068,11 @@ uint64_t etw_sinks_lost(struct etw_sinks *s) {
   return n;
 }
 
+/* why the sink is in state "error", NULL if it is not; the caller holds k->mu */
+static const char *sink_error(const struct nsink *k) {
+  return k->gone_err[0] ? k->gone_err : k->denied[0] ? k->denied : k->stream_err[0] ? k->stream_err : NULL;
+}
+
 void etw_sinks_json(struct etw_sinks *s, struct etw_jw *w) {
   etw_jw_ch(w, '[');
   for (uint32_t i = 0; s && i < s->n; i++) {
@@ -995,11 +1081,11 @@ void etw_sinks_json(struct etw_sinks *s, struct etw_jw *w) {
     if (k->sub) etw_sub_stats(k->sub, &ss);
     if (i) etw_jw_ch(w, ',');
     pthread_mutex_lock(&k->mu);
-    int bad = k->stream_err[0] != 0;
+    const char *bad = sink_error(k);
     etw_jw_lit(w, "{\"type\":\"nats\",\"state\":"); /* see etw_sinks_ok */
     etw_jw_lit(w, bad ? "\"error\"" : atomic_load(&k->connected) ? "\"ok\"" : "\"disconnected\"");
     etw_jw_lit(w, ",\"error\":");
-    if (bad) etw_jw_cs(w, k->stream_err); else etw_jw_lit(w, "null");
+    if (bad) etw_jw_cs(w, bad); else etw_jw_lit(w, "null");
     pthread_mutex_unlock(&k->mu);
     etw_jw_lit(w, ",\"connected\":");
     etw_jw_bool(w, atomic_load(&k->connected));
@@ -1041,7 +1127,7 @@ int etw_sinks_ok(struct etw_sinks *s, uint32_t i) {
   if (!s || i >= s->n) return -1;
   struct nsink *k = &s->k[i];
   pthread_mutex_lock(&k->mu);
-  int ok = !k->stream_err[0] && atomic_load(&k->connected);
+  int ok = !sink_error(k) && atomic_load(&k->connected);
   pthread_mutex_unlock(&k->mu);
   return ok;
 }

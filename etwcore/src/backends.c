@@ -74,7 +74,8 @@ void etw_caps_json(unsigned caps, struct etw_jw *w) {
                                       "filter_exe",    "level_keywords", "event_ids",
                                       "stacks",        "kernel_flags", "enable_running",
                                       "event_names",   "buffer_size",  "win_settings",
-                                      "order_time",      "markers",         "flight",          "sinks",         "nats_source"};
+                                      "order_time",      "markers",         "flight",          "sinks",         "nats_source",
+                                      "stack_events"};
   etw_jw_ch(w, '[');
   int first = 1;
   for (unsigned i = 0; i < sizeof names / sizeof names[0]; i++) {

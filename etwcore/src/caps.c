@@ -36,6 +36,7 @@ static int g_kall(S *s, P *p) { (void)s; return p->keywords_all != 0; }
 static int g_ids(S *s, P *p) { (void)s; return p->n_event_ids != 0; }
 static int g_idx(S *s, P *p) { (void)s; return p->event_ids_exclude != 0; }
 static int g_stacks(S *s, P *p) { (void)s; return p->stacks != 0; }
+static int g_stklist(S *s, P *p) { (void)s; return p->n_stack_events || p->n_stack_ids; }
 
 /* clang-format off */
 static const struct etw_member table[] = {
@@ -51,7 +52,7 @@ static const struct etw_member table[] = {
   {ETW_MEMBER_SPEC, "duration_s", 0, NULL, "3", NULL, "stop after this many seconds (stop_reason duration)"},
   {ETW_MEMBER_SPEC, "max_events", 0, NULL, "1000", NULL, "stop after this many events (stop_reason max_events)"},
   {ETW_MEMBER_SPEC, "max_file_mb", ETW_CAP_FILE, NULL, "1", g_fmb, "stop when the recording reaches this many MiB (mode file or both)"},
-  {ETW_MEMBER_SPEC, "flight_s", ETW_CAP_FLIGHT, NULL, "10", g_flights, "mode flight: a snapshot keeps only the events of the last this many seconds (whole ring-buffer pages: a page is dropped when the next one began before then)"},
+  {ETW_MEMBER_SPEC, "flight_s", ETW_CAP_FLIGHT, NULL, "10", g_flights, "mode flight: a snapshot keeps only the events of the last this many seconds (whole ring-buffer pages on linux: a page is dropped when the next one began before then; whole ETW buffers on win: a buffer is kept when it holds an event of the window)"},
   {ETW_MEMBER_SPEC, "order", ETW_CAP_ORDER_TIME, "\"none\"", "\"time\"", g_order, "\"time\": events in time order across CPUs with increasing seq (live: each waits 100 ms in the hub; replays always are)"},
   {ETW_MEMBER_SPEC, "stackwalk_events", ETW_CAP_REPLAY, "false", "true", g_swev, "replays: also deliver the stack walk events (StackWalk/*, ClrStack/Walk), which are otherwise only attached to their events as \"Stack\""},
   {ETW_MEMBER_SPEC, "start_when", ETW_CAP_LIVE, NULL, "{\"provider\":\"sched\",\"event\":\"sched_process_exec\"}", g_startw, "start trigger: event match {provider,event,filter,after_s} or rate rule {provider,rate_above|rate_below,for_s,after_s}; the session is armed until it fires"},
@@ -69,7 +70,8 @@ static const struct etw_member table[] = {
   {ETW_MEMBER_PROVIDER, "keywords_all", ETW_CAP_LEVEL_KEYWORDS, "\"0x0000000000000000\"", "\"0x10\"", g_kall, "keyword mask: all bits"},
   {ETW_MEMBER_PROVIDER, "event_ids", ETW_CAP_EVENT_IDS, "[]", "[1]", g_ids, "event ID filter"},
   {ETW_MEMBER_PROVIDER, "event_ids_exclude", ETW_CAP_EVENT_IDS, "false", "true", g_idx, "the event IDs are excluded"},
-  {ETW_MEMBER_PROVIDER, "stacks", ETW_CAP_STACKS, "false", "true", g_stacks, "collect a stack with each event"},
+  {ETW_MEMBER_PROVIDER, "stacks", ETW_CAP_STACKS, "false", "true", g_stacks, "collect a stack with each event (true, or \"raw\": linux kernel stacks keep their leading tracing frames)"},
+  {ETW_MEMBER_PROVIDER, "stacks", ETW_CAP_STACKS | ETW_CAP_STACK_EVENTS, "false", "[\"etwd_none\"]", g_stklist, "a list: stacks on these events only, trimmed as with true — event names on linux (as in events), event IDs on win (as in event_ids); each one of the provider's enabled events"},
   {ETW_MEMBER_STREAM, "provider", 0, NULL, "\"sched\"", NULL, "only these providers (comma-separated; ASCII case ignored)"},
   {ETW_MEMBER_STREAM, "event", 0, NULL, "\"sched_switch\"", NULL, "only these event names (ASCII case ignored) or IDs (comma-separated)"},
   {ETW_MEMBER_STREAM, "pid", 0, NULL, "\"1\"", NULL, "only these process IDs (comma-separated)"},
@@ -79,6 +81,7 @@ static const struct etw_member table[] = {
   {ETW_MEMBER_STREAM, "queue", 0, NULL, "\"1024\"", NULL, "this client's queue bound in events"},
   {ETW_MEMBER_STREAM, "stackwalk_events", ETW_CAP_REPLAY, NULL, "\"true\"", NULL, "replay sessions and file decodes: this client's own pass also delivers (true) or leaves out (false) the stack walk rows, whatever the session's spec says"},
   {ETW_MEMBER_STREAM, "limit", 0, NULL, "\"5\"", NULL, "end the stream cleanly after this many events"},
+  {ETW_MEMBER_STREAM, "format", 0, "\"ndjson\"", "\"csv\"", NULL, "HTTP streams only (a WebSocket's frames are JSON arrays): ndjson, or csv (text/csv: a header row, then one row per event with the columns of etwd convert --format csv; the events the stream's gap records would report go into its trailer, Etwd-Dropped)"},
   {ETW_MEMBER_STREAM, "from_stream_seq", ETW_CAP_NATS_SOURCE, NULL, "\"1\"", NULL, "backend nats: read the JetStream stream from this stream sequence (events carry stream_seq), through a consumer of this client's own"},
   {ETW_MEMBER_STREAM, "from_time", ETW_CAP_NATS_SOURCE, NULL, "\"2026-11-29T05:00:00Z\"", NULL, "backend nats: read the JetStream stream from the messages it stored at or after this RFC 3339 time, through a consumer of this client's own"},
   {ETW_MEMBER_SPEC, NULL, 0, NULL, NULL, NULL, NULL},

@@ -31,6 +31,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -119,6 +120,7 @@ struct etw_hub {
   uint32_t nprov;
   uint64_t prov_other;
   int ended;
+  char end_why[240];       /* etw_hub_end_why: why the stream ended (a client sees it) */
   int cancel;              /* etw_hub_cancel: lossless publishers stop waiting */
   pthread_cond_t room;     /* lossless: a publisher waits here for queue room (with mu) */
   atomic_int pub_waiting;  /* a lossless publisher sleeps on `room` */
@@ -164,12 +166,6 @@ void etw_hub_free(struct etw_hub *h) {
   pthread_cond_destroy(&h->room);
   pthread_mutex_destroy(&h->mu);
   free(h);
-}
-
-static int64_t mono_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
 }
 
 static struct timespec to_ts(int64_t ns) {
@@ -379,12 +375,9 @@ static void wait_room(struct etw_hub *h, uint32_t n) {
     struct etw_sub *s = h->subs;
     while (s && sub_has_room(s, n)) s = s->next;
     if (!s) break;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts = to_ts((int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec + 50000000LL);
+    struct timespec ts = to_ts(etw_mono_ns() + 50000000LL);
 #ifdef _WIN32 /* winpthreads' timed waits take CLOCK_REALTIME deadlines */
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts = to_ts((int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec + 50000000LL);
+    ts = to_ts(etw_real_ns() + 50000000LL);
 #endif
     pthread_cond_timedwait(&h->room, &h->mu, &ts);
   }
@@ -492,12 +485,6 @@ static void deliver(struct etw_hub *h, struct etw_batch *b, size_t mem) {
   }
 }
 
-static int64_t real_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_REALTIME, &t);
-  return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
-}
-
 /* the held events up to @horizon (UTC ns; every one when more than reorder_events are held:
  * the oldest go early, counted) merged by time into batches, delivered (the hub's mutex held).
  * The held batches are a heap on their next events: O(log batches) per event (there are about
@@ -540,7 +527,7 @@ static void ro_release(struct etw_hub *h, int64_t horizon) {
 /* the time up to which held events may go: the lowest producer watermark, but no earlier than
  * reorder_ms ago (a producer that stalls or never ticks delays the others by that much at most) */
 static int64_t ro_horizon(const struct etw_hub *h) {
-  int64_t t = real_ns() - (int64_t)h->reorder_ms * 1000000LL;
+  int64_t t = etw_real_ns() - (int64_t)h->reorder_ms * 1000000LL;
   if (!h->nwm) return t;
   int64_t m = INT64_MAX;
   for (uint32_t i = 0; i < h->nwm; i++)
@@ -606,6 +593,21 @@ void etw_hub_end(struct etw_hub *h) {
     sub_signal(s);
   }
   pthread_mutex_unlock(&h->mu);
+}
+
+void etw_hub_end_why(struct etw_hub *h, const char *why) {
+  pthread_mutex_lock(&h->mu);
+  snprintf(h->end_why, sizeof h->end_why, "%s", why ? why : "");
+  pthread_mutex_unlock(&h->mu);
+  etw_hub_end(h);
+}
+
+int etw_sub_end_why(struct etw_sub *s, char *why, size_t n) {
+  pthread_mutex_lock(&s->h->mu);
+  int has = s->h->ended && s->h->end_why[0];
+  if (has) snprintf(why, n, "%s", s->h->end_why);
+  pthread_mutex_unlock(&s->h->mu);
+  return has;
 }
 
 void etw_hub_stats(struct etw_hub *h, struct etw_hub_stats *o) {
@@ -752,17 +754,15 @@ static void sub_sleep(struct etw_sub *s, int what, int (*cond)(struct etw_sub *)
       if (errno != EAGAIN && errno != EINTR) { /* cannot happen; never spin if it does */
         struct timespec ms = {0, 1000000L};
         nanosleep(&ms, NULL);
-        if (mono_ns() >= until) break;
+        if (etw_mono_ns() >= until) break;
       }
     }
   }
   atomic_store(&s->waiting, WAIT_NONE);
 #else
 #ifdef _WIN32 /* winpthreads' timed waits take CLOCK_REALTIME deadlines */
-  struct timespec rt;
-  clock_gettime(CLOCK_REALTIME, &rt);
-  int64_t rel = until - mono_ns();
-  ts = to_ts((int64_t)rt.tv_sec * 1000000000LL + rt.tv_nsec + (rel > 0 ? rel : 0));
+  int64_t rel = until - etw_mono_ns();
+  ts = to_ts(etw_real_ns() + (rel > 0 ? rel : 0));
 #endif
   pthread_mutex_lock(&s->mu);
   for (;;) {
@@ -784,7 +784,7 @@ int etw_sub_read(struct etw_sub *s, struct etw_jw *out, enum etw_sub_fmt fmt, si
     if (sent >= s->f.limit) return -1;
     left = s->f.limit - sent;
   }
-  int64_t now = mono_ns();
+  int64_t now = etw_mono_ns();
   int64_t dl = now + (int64_t)timeout_ms * 1000000LL;
   /* linger, at high publish rates only: let batches accumulate until `linger` after the
    * previous frame (a publisher signals early if a frame's worth of bytes is queued). At low
@@ -794,12 +794,12 @@ int etw_sub_read(struct etw_sub *s, struct etw_jw *out, enum etw_sub_fmt fmt, si
     if (ld > dl) ld = dl;
     if (now < ld && !linger_done(s)) {
       sub_sleep(s, WAIT_LINGER, linger_done, ld);
-      now = mono_ns();
+      now = etw_mono_ns();
     }
   }
   if (!has_work(s) && timeout_ms > 0) {
     sub_sleep(s, WAIT_DATA, has_work, dl);
-    now = mono_ns();
+    now = etw_mono_ns();
   }
   atomic_store(&s->woken, 0);
   int ended = atomic_load(&s->ended); /* before the tail: after the end nothing is pushed */

@@ -124,8 +124,10 @@ void etw_nats_src_json(const struct etw_nats_src *n, struct etw_jw *w) {
     if (i) etw_jw_ch(w, ',');
     etw_jw_cs(w, n->subjects[i]);
   }
+  char url[1100]; /* without its credentials: readers see the spec */
+  etw_url_hide_userinfo(n->url, url, sizeof url);
   etw_jw_lit(w, "],\"nats\":{\"url\":");
-  etw_jw_cs(w, n->url);
+  etw_jw_cs(w, url);
   etw_jw_lit(w, ",\"stream\":");
   etw_jw_cs(w, n->stream);
   if (n->start_seq) {

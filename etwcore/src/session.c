@@ -110,23 +110,11 @@ struct etw_core {
   int64_t started_ns;
 };
 
-static int64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-static int64_t mono_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 /* wait on s->cv (s->smu held) until the monotonic time @until_ns at the latest (winpthreads'
  * condition variables have no clock attribute: there the deadline is turned into real time) */
 static void cv_wait_until(struct etw_session *s, int64_t until_ns) {
 #ifdef _WIN32
-  until_ns += now_ns() - mono_ns();
+  until_ns += etw_real_ns() - etw_mono_ns();
 #endif
   struct timespec ts = {(time_t)(until_ns / 1000000000LL), (long)(until_ns % 1000000000LL)};
   pthread_cond_timedwait(&s->cv, &s->smu, &ts);
@@ -142,7 +130,7 @@ struct etw_core *etw_core_new(const struct etw_core_config *cfg, struct etw_stat
   pthread_mutex_init(&c->mu, NULL);
   c->next_id = 1;
   c->next_private_id = 1;
-  c->started_ns = now_ns();
+  c->started_ns = etw_real_ns();
   const struct etw_backend *const *all = etw_backends();
   for (int i = 0; all[i] && c->nbe < MAX_BACKENDS; i++) {
     const struct etw_backend *b = all[i];
@@ -211,7 +199,7 @@ static void stop_locked(struct etw_session *s, enum st final, const char *why) {
   pthread_mutex_lock(&s->smu);
   if (s->state == S_RUNNING || s->state == S_PENDING || s->state == S_ARMED) {
     s->state = final;
-    s->stopped_ns = now_ns();
+    s->stopped_ns = etw_real_ns();
     s->stop_reason = why;
   }
   s->be_stopped = 1;
@@ -250,7 +238,7 @@ static void *limit_main(void *arg) {
   pthread_mutex_lock(&s->smu);
   int64_t end = dur ? s->started_mono + dur : INT64_MAX;
   while (!s->lim_quit && s->state == S_RUNNING) {
-    int64_t now = mono_ns(), wake = end;
+    int64_t now = etw_mono_ns(), wake = end;
     if (now >= end) {
       why = "duration";
       break;
@@ -282,7 +270,7 @@ static void *limit_main(void *arg) {
 static int limits_start(struct etw_session *s) {
   int want = s->spec.duration_s > 0 || s->spec.max_events || s->spec.max_file_mb, rc = 0;
   pthread_mutex_lock(&s->smu); /* a concurrent delete may have run limits_join already */
-  s->started_mono = mono_ns();
+  s->started_mono = etw_mono_ns();
   if (want && !s->lim_quit) {
     rc = pthread_create(&s->lim_th, NULL, limit_main, s) ? -1 : 0;
     s->lim_started = rc == 0;
@@ -390,6 +378,21 @@ static void destroy_locked(struct etw_session *s) {
   }
 }
 
+/* The end of session @s, which its caller took out of the table (or never put in it): its limit
+ * thread and triggers, a stop with reason @why, its backend and sinks; with @drop_empty_dir its
+ * recording directory goes if the backend never wrote into it (a recording stays: one under
+ * /api/v1/recordings now); then the caller's reference goes. */
+static void session_end(struct etw_session *s, const char *why, int drop_empty_dir) {
+  limits_join(s);
+  triggers_free(s);
+  pthread_mutex_lock(&s->mu);
+  stop_locked(s, S_STOPPED, why);
+  destroy_locked(s);
+  if (drop_empty_dir && s->record_dir) rmdir(s->record_dir);
+  pthread_mutex_unlock(&s->mu);
+  etw_session_put(s);
+}
+
 void etw_core_free(struct etw_core *c) {
   if (!c) return;
   pthread_mutex_lock(&c->mu);
@@ -398,16 +401,7 @@ void etw_core_free(struct etw_core *c) {
   c->tab = NULL;
   c->n = c->cap = 0;
   pthread_mutex_unlock(&c->mu);
-  for (uint32_t i = 0; i < n; i++) {
-    struct etw_session *s = tab[i];
-    limits_join(s);
-    triggers_free(s);
-    pthread_mutex_lock(&s->mu);
-    stop_locked(s, S_STOPPED, "shutdown");
-    destroy_locked(s);
-    pthread_mutex_unlock(&s->mu);
-    etw_session_put(s);
-  }
+  for (uint32_t i = 0; i < n; i++) session_end(tab[i], "shutdown", 0);
   free(tab);
   for (uint32_t i = 0; i < c->nbe; i++)
     if (c->be[i]->cleanup) c->be[i]->cleanup();
@@ -424,7 +418,7 @@ static void mark_ended(struct etw_session *s, enum etw_err code, const char *msg
     int limited = code == ETW_E_OK && msg && !strcmp(msg, ETW_ENDED_MAX_EVENTS);
     snprintf(s->end_msg, sizeof s->end_msg, "%s", msg ? msg : "");
     s->state = limited ? S_STOPPED : code == ETW_E_OK ? S_ENDED : S_FAILED;
-    s->stopped_ns = now_ns();
+    s->stopped_ns = etw_real_ns();
     s->stop_reason = limited ? "max_events" : code == ETW_E_OK ? "ended" : "failed";
     pthread_cond_broadcast(&s->cv);
   }
@@ -658,7 +652,7 @@ setup:
       goto fail_remove;
     }
   }
-  s->created_ns = now_ns();
+  s->created_ns = etw_real_ns();
   struct etw_backend_args a = {&s->spec, s->hub, s->os_name, s->record_path, on_ended, s};
   e = s->be->open(&a, &s->bstate, st);
   if (e == ETW_E_OK && s->spec.n_sinks) { /* subscribed before the readers start */
@@ -729,14 +723,7 @@ enum etw_err etw_session_create_private(struct etw_core *c, const cJSON *body,
 }
 
 void etw_session_discard(struct etw_session *s) {
-  if (!s) return;
-  limits_join(s);
-  triggers_free(s);
-  pthread_mutex_lock(&s->mu);
-  stop_locked(s, S_STOPPED, "deleted");
-  destroy_locked(s);
-  pthread_mutex_unlock(&s->mu);
-  etw_session_put(s);
+  if (s) session_end(s, "deleted", 0);
 }
 
 struct etw_session *etw_session_get(struct etw_core *c, uint64_t id) {
@@ -797,6 +784,11 @@ static enum etw_err snapshot_locked(struct etw_session *s, char *name, size_t n,
   enum etw_err e = s->be->ext->snapshot(s->bstate, path, bytes, st);
   struct stat sb;
   if (stat(path, &sb) == 0) *bytes = (uint64_t)sb.st_size; /* the file's size, as downloaded */
+  else if (e) { /* it wrote nothing: no recording, nothing counted */
+    rmdir(dir);
+    name[0] = 0;
+    return e;
+  }
   const char *b = strrchr(dir, '/');
   snprintf(name, n, "%s", b ? b + 1 : dir);
   s->n_snapshots++;
@@ -831,16 +823,7 @@ enum etw_err etw_session_delete(struct etw_core *c, uint64_t id, struct etw_stat
     }
   pthread_mutex_unlock(&c->mu);
   if (!s) return etw_fail(st, ETW_E_NOT_FOUND, NULL, "no session %llu", (unsigned long long)id);
-  limits_join(s);
-  triggers_free(s);
-  pthread_mutex_lock(&s->mu);
-  stop_locked(s, S_STOPPED, "deleted");
-  destroy_locked(s);
-  /* the recording stays (a recording under /api/v1/recordings now); only a directory the
-   * backend never wrote into goes */
-  if (s->record_dir) rmdir(s->record_dir);
-  pthread_mutex_unlock(&s->mu);
-  etw_session_put(s);
+  session_end(s, "deleted", 1);
   return ETW_E_OK;
 }
 
@@ -1011,10 +994,7 @@ static void stats_json_locked(struct etw_session *s, struct etw_jw *w) {
 }
 
 static void time_or_null(struct etw_jw *w, int64_t ns) {
-  if (ns)
-    etw_jw_unix_ns(w, ns);
-  else
-    etw_jw_lit(w, "null");
+  if (ns) etw_jw_unix_ns(w, ns); else etw_jw_lit(w, "null");
 }
 
 uint64_t etw_session_lost_before_hub(struct etw_session *s) {
@@ -1161,8 +1141,9 @@ void etw_core_metrics(struct etw_core *c, struct etw_jw *w) {
              "# TYPE etwd_session_subscribers gauge\n"
              "# HELP etwd_session_running 1 while the session is running.\n"
              "# TYPE etwd_session_running gauge\n"
-             "# HELP etwd_session_sink_ok 1 while the sink is connected and its JetStream stream takes its events.\n"
+             "# HELP etwd_session_sink_ok 1 while the sink is connected and not in state error (its stream takes the subject; the broker takes its creds and its publishes).\n"
              "# TYPE etwd_session_sink_ok gauge\n"
+             "# HELP etwd_session_source_ok 1 while a nats session is connected to its broker and fetches work.\n# TYPE etwd_session_source_ok gauge\n"
              "# HELP etwd_session_stack_walks_dropped_total Stack walks of a replay the stack index did not keep "
              "(its bounds or --stack-index-mb): events without that stack.\n"
              "# TYPE etwd_session_stack_walks_dropped_total counter\n");
@@ -1196,6 +1177,7 @@ void etw_core_metrics(struct etw_core *c, struct etw_jw *w) {
       snprintf(lab, sizeof lab, ",sink=\"%u\"", k);
       metric(w, "etwd_session_sink_ok", s, lab, (uint64_t)sink_ok[k]);
     }
+    if (bs.source) metric(w, "etwd_session_source_ok", s, NULL, bs.source_ok);
     if (bs.stack_walks) metric(w, "etwd_session_stack_walks_dropped_total", s, NULL, bs.stack_walks_dropped);
     tot_ev += hs.produced;
     tot_lost += bs.kernel_lost + hs.hub_dropped + hs.sub_dropped + sink_lost;
@@ -1211,7 +1193,7 @@ void etw_core_metrics(struct etw_core *c, struct etw_jw *w) {
   etw_jw_u64(w, tot_lost);
   etw_jw_lit(w, "\n# HELP etwd_uptime_seconds Seconds since start.\n# TYPE etwd_uptime_seconds gauge\n"
                 "etwd_uptime_seconds ");
-  etw_jw_u64(w, (uint64_t)((now_ns() - c->started_ns) / 1000000000LL));
+  etw_jw_u64(w, (uint64_t)((etw_real_ns() - c->started_ns) / 1000000000LL));
   etw_jw_ch(w, '\n');
 }
 
@@ -1443,6 +1425,18 @@ uint64_t etw_core_recording_owner(struct etw_core *c, const char *name) {
   return id;
 }
 
+uint64_t etw_core_file_change(struct etw_core *c, const char *path, const char *from, int *rc, char *name, size_t n) {
+  const struct etw_session *u = NULL;
+  pthread_mutex_lock(&c->mu); /* a session being created enters the table before it opens its files */
+  for (uint32_t i = 0; i < c->n && !u; i++)
+    for (uint32_t k = 0; k < c->tab[i]->spec.n_files && !u; k++)
+      if (!strcmp(c->tab[i]->spec.files[k], path)) u = c->tab[i];
+  if (u) snprintf(name, n, "%s", u->spec.name ? u->spec.name : ""); else *rc = from ? rename(from, path) : unlink(path);
+  uint64_t id = u ? u->id : 0;
+  pthread_mutex_unlock(&c->mu);
+  return id;
+}
+
 int etw_session_is_recording(struct etw_session *s) {
   pthread_mutex_lock(&s->smu);
   int r = s->record_path && !s->be_stopped;
@@ -1454,17 +1448,17 @@ int64_t etw_session_remaining_ms(struct etw_session *s) {
   if (!(s->spec.duration_s > 0)) return -1;
   int64_t dur = (int64_t)(s->spec.duration_s * 1e9);
   pthread_mutex_lock(&s->smu);
-  int64_t left = s->started_mono ? s->started_mono + dur - mono_ns() : dur;
+  int64_t left = s->started_mono ? s->started_mono + dur - etw_mono_ns() : dur;
   pthread_mutex_unlock(&s->smu);
   return left > 0 ? left / 1000000 : 0;
 }
 
 int etw_session_wait_stopped(struct etw_session *s, int64_t timeout_ms, const atomic_int *cancel) {
-  int64_t end = mono_ns() + timeout_ms * 1000000LL;
+  int64_t end = etw_mono_ns() + timeout_ms * 1000000LL;
   pthread_mutex_lock(&s->smu);
   int r = 0;
   while (s->state == S_RUNNING || s->state == S_PENDING || s->state == S_ARMED) {
-    int64_t now = mono_ns();
+    int64_t now = etw_mono_ns();
     if (now >= end || (cancel && atomic_load(cancel))) {
       r = now >= end ? 1 : 2;
       break;

@@ -1,6 +1,7 @@
 /* sink.c — the "sinks" member of a session spec (see sink.h): parsing, validation, JSON; and the
  * refusal in builds without libnats. The running sinks are etwcore/sinks/sink_nats.c. */
 #include "etwcore/sink.h"
+#include "etwcore/util.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -49,6 +50,25 @@ enum etw_err etw_sink_secret_file(const cJSON *o, const char *key, char **out, c
   }
   *out = real;
   return ETW_E_OK;
+}
+
+int etw_secret_hide(const char *text, const char *path, char *out, size_t n) {
+  const char *base = path ? strrchr(path, '/') : NULL, *hit;
+  size_t pl = path ? strlen(path) : 0, at = 0;
+  int found = 0;
+  base = base ? base + 1 : path;
+  if (!n) return 0;
+  out[0] = 0;
+  while (text && *text && at < n - 1) {
+    hit = pl ? strstr(text, path) : NULL;
+    size_t keep = hit ? (size_t)(hit - text) : strlen(text);
+    at += (size_t)snprintf(out + at, n - at, "%.*s%s", (int)keep, text, hit ? base : "");
+    if (at >= n) at = n - 1;
+    if (!hit) break;
+    found = 1;
+    text = hit + pl;
+  }
+  return found;
 }
 
 static int str_ok(const char *s, size_t max, const char *bad) {
@@ -187,8 +207,10 @@ void etw_sinks_spec_json(const struct etw_sink_spec *v, uint32_t n, struct etw_j
     if (i) etw_jw_ch(w, ',');
     etw_jw_lit(w, "{\"type\":");
     etw_jw_cs(w, k->type);
+    char url[1100]; /* without its credentials: readers see the spec */
+    etw_url_hide_userinfo(k->url, url, sizeof url);
     etw_jw_lit(w, ",\"url\":");
-    etw_jw_cs(w, k->url);
+    etw_jw_cs(w, url);
     etw_jw_lit(w, ",\"subject\":");
     etw_jw_cs(w, k->subject);
     etw_jw_lit(w, ",\"stream\":");

@@ -228,6 +228,57 @@ static enum etw_err goetw_string(const char *str, struct etw_provider_spec *p, c
   return ETW_E_OK;
 }
 
+/* "stacks": [events]: stacks on these events only (kernel stacks trimmed, as with true). Event
+ * names (strings: linux, as in "events") or event IDs (integers: win, as in "event_ids"), not
+ * mixed, none twice; each one the provider enables as far as its spec says — in its "events"
+ * when it lists them, in its "event_ids" when they include, not among them when they exclude
+ * (the backend checks the rest: linux, that the system has it). Errors name @f/K. */
+static enum etw_err stack_list(const cJSON *v, struct etw_provider_spec *p, const char *f,
+                               struct etw_status *st) {
+  int cnt = cJSON_GetArraySize(v);
+  if (cnt < 1 || cnt > ETW_SPEC_MAX_EVENTS)
+    return etw_fail(st, ETW_E_INVALID, f, "%s: a list of 1-%d events (or true, false, \"raw\")", f,
+                    ETW_SPEC_MAX_EVENTS);
+  int names = cJSON_IsString(v->child), i = 0;
+  char k[160];
+  for (const cJSON *c = v->child; c; c = c->next, i++) {
+    long long x;
+    if (names ? cJSON_IsString(c) && c->valuestring[0] && strlen(c->valuestring) <= 255 : !get_int(c, 0, 65535, &x))
+      continue;
+    snprintf(k, sizeof k, "%s/%d", f, i);
+    return etw_fail(st, ETW_E_INVALID, k, "%s: every entry an event name of 1-255 bytes (linux) or every "
+                    "entry an event ID 0-65535 (win)", k);
+  }
+  enum etw_err e = names ? str_array(v, &p->stack_events, &p->n_stack_events, ETW_SPEC_MAX_EVENTS, 255, f, st)
+                         : u32_array(v, &p->stack_ids, &p->n_stack_ids, ETW_SPEC_MAX_EVENTS, 0, 65535, f, st);
+  if (e) return e;
+  for (uint32_t u = 0; u < (uint32_t)cnt; u++) {
+    const char *nm = names ? p->stack_events[u] : NULL;
+    uint32_t id = names ? 0 : p->stack_ids[u];
+    snprintf(k, sizeof k, "%s/%u", f, u);
+    for (uint32_t j = 0; j < u; j++)
+      if (names ? !strcmp(p->stack_events[j], nm) : p->stack_ids[j] == id)
+        return etw_fail(st, ETW_E_INVALID, k, "%s: the event is listed twice", k);
+    int in = 1;
+    if (names && p->n_events) {
+      in = 0;
+      for (uint32_t j = 0; j < p->n_events && !in; j++) in = !strcmp(p->events[j], nm);
+    } else if (!names && p->n_event_ids) {
+      int listed = 0;
+      for (uint32_t j = 0; j < p->n_event_ids && !listed; j++) listed = p->event_ids[j] == id;
+      in = listed != p->event_ids_exclude;
+    }
+    if (!in && names)
+      return etw_fail(st, ETW_E_INVALID, k, "%s: \"%s\" is not one of the provider's events (its "
+                      "\"events\" list)", k, nm);
+    if (!in)
+      return etw_fail(st, ETW_E_INVALID, k, "%s: event ID %u is not one of the provider's events (its "
+                      "\"event_ids\"%s)", k, id, p->event_ids_exclude ? ", which exclude it" : "");
+  }
+  p->stacks = 1;
+  return ETW_E_OK;
+}
+
 enum etw_err etw_provider_parse(const cJSON *o, const char *backend, struct etw_provider_spec *p,
                                 const char *ptr, struct etw_status *st) {
   static const char *const keys[] = {"name", "events", "filter", "level", "keywords_any",
@@ -286,8 +337,15 @@ enum etw_err etw_provider_parse(const cJSON *o, const char *backend, struct etw_
     p->event_ids_exclude = cJSON_IsTrue(v);
   }
   if ((v = cJSON_GetObjectItemCaseSensitive(o, "stacks"))) {
-    if (!cJSON_IsBool(v)) return etw_fail(st, ETW_E_INVALID, ptr, "%s/stacks must be a boolean", ptr);
-    p->stacks = cJSON_IsTrue(v);
+    snprintf(f, sizeof f, "%s/stacks", ptr);
+    if (cJSON_IsString(v) && !strcmp(v->valuestring, "raw"))
+      p->stacks = ETW_STACKS_RAW;
+    else if (cJSON_IsBool(v))
+      p->stacks = cJSON_IsTrue(v);
+    else if (cJSON_IsArray(v))
+      return stack_list(v, p, f, st);
+    else
+      return etw_fail(st, ETW_E_INVALID, f, "%s must be true, false, \"raw\" or a list of events", f);
   }
   return ETW_E_OK;
 }
@@ -528,6 +586,8 @@ void etw_provider_free(struct etw_provider_spec *p) {
   free(p->name);
   free_strv(p->events, p->n_events);
   free(p->event_ids);
+  free_strv(p->stack_events, p->n_stack_events);
+  free(p->stack_ids);
   free(p->filter);
   memset(p, 0, sizeof *p);
 }
@@ -660,7 +720,14 @@ void etw_spec_json(const struct etw_session_spec *s, struct etw_jw *w) {
       etw_jw_bool(w, p->event_ids_exclude);
     }
     etw_jw_lit(w, ",\"stacks\":");
-    etw_jw_bool(w, p->stacks);
+    if (p->n_stack_events)
+      strv_json(w, p->stack_events, p->n_stack_events);
+    else if (p->n_stack_ids)
+      u32_json(w, p->stack_ids, p->n_stack_ids);
+    else if (p->stacks == ETW_STACKS_RAW)
+      etw_jw_lit(w, "\"raw\"");
+    else
+      etw_jw_bool(w, p->stacks);
     etw_jw_ch(w, '}');
   }
   etw_jw_ch(w, ']');

@@ -27,6 +27,7 @@
 
 #include "etwcore/jw.h"
 #include "etwcore/session.h"
+#include "etwcore/util.h"
 
 #define TRIG_MAX_FILTER 8
 
@@ -45,12 +46,6 @@ struct etw_trigger {
   /* what the thread saw (etw_trigger_json reads them while it runs) */
   atomic_uint_fast64_t seen, matched, dropped, rate_milli, run_ms;
 };
-
-static double mono_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static int name_ok(const cJSON *v) {
   return cJSON_IsString(v) && v->valuestring[0] && strlen(v->valuestring) < 128;
@@ -157,7 +152,7 @@ static void *trig_main(void *arg) {
     w.len = 0;
     int n = etw_sub_read(t->sub, &w, ETW_FMT_NDJSON, 1u << 20, 100);
     if (n < 0) break; /* the watcher ended (failed): the trigger can never fire */
-    double now = mono_s();
+    double now = (double)etw_mono_ns() / 1e9;
     uint64_t drop = 0;
     if (now - lost_at >= 0.1) { /* the losses (queue, hub, kernel: the backend's counters) */
       struct etw_sub_stats ss;

@@ -2,10 +2,19 @@
 #include "etwcore/unpack.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+
+#ifdef _WIN32
+#include <io.h>
+#define UNPACK_OFLAGS O_BINARY
+#else
+#include <unistd.h>
+#define UNPACK_OFLAGS (O_CLOEXEC | O_NOFOLLOW)
+#endif
 
 #ifdef ETWD_UNPACK
 #include <minizip/unzip.h>
@@ -143,7 +152,12 @@ int etw_unpack_file(const char *in, enum etw_pack kind, const char *out, uint64_
       snprintf(name, namecap, "%s", b);
   }
 #ifdef ETWD_UNPACK
-  FILE *o = fopen(out, "wb");
+  /* replaced, never followed: whatever is at @out (a symbolic link planted in a shared data
+   * directory) goes, and the new file is created exclusively, mode 0600 */
+  remove(out);
+  int fd = open(out, O_WRONLY | O_CREAT | O_EXCL | UNPACK_OFLAGS, 0600);
+  FILE *o = fd >= 0 ? fdopen(fd, "wb") : NULL;
+  if (!o && fd >= 0) close(fd);
   if (!o) {
     snprintf(err, errlen, "cannot create %s: %s", out, strerror(errno));
     return -1;

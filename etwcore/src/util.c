@@ -84,3 +84,36 @@ void etw_cond_init_mono(pthread_cond_t *cv) {
   pthread_cond_init(cv, &ca);
   pthread_condattr_destroy(&ca);
 }
+
+int64_t etw_mono_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+int64_t etw_real_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_REALTIME, &t);
+  return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+void etw_url_hide_userinfo(const char *url, char *out, size_t n) {
+  size_t o = 0;
+  if (!n) return;
+  for (const char *p = url ? url : ""; *p && o + 1 < n;) {
+    size_t k = strcspn(p, ","); /* one URL: [p, p + k) */
+    const char *sch = strstr(p, "://");
+    size_t auth = sch && (size_t)(sch - p) < k ? (size_t)(sch - p) + 3 : 0; /* its authority's start */
+    size_t alen = strcspn(p + auth, "/,?#");
+    const char *at = NULL; /* the last '@' of the authority ends the userinfo */
+    for (size_t i = auth; i < auth + alen; i++)
+      if (p[i] == '@') at = p + i;
+    int w = at ? snprintf(out + o, n - o, "%.*s***%.*s", (int)auth, p, (int)(k - (size_t)(at - p)), at)
+               : snprintf(out + o, n - o, "%.*s", (int)k, p);
+    if (w < 0 || (size_t)w >= n - o) break;
+    o += (size_t)w;
+    p += k;
+    if (*p && o + 1 < n) out[o++] = *p++; /* the comma */
+  }
+  out[o < n ? o : n - 1] = 0;
+}

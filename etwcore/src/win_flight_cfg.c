@@ -11,8 +11,9 @@
  *   EVENT_TRACE_BUFFERING_MODE the system ignores MaximumBuffers: the ring is MinimumBuffers ×
  *   BufferSize. Hence min_buffers carries the size and max_buffers = min_buffers.
  * - A ring of a size, not of a time: nothing in these pages bounds the ring by age, so
- *   "flight_s" is refused rather than ignored.
- * The Win32 half (a snapshot) is not written: see docs/windows.md, "Flight mode".
+ *   "flight_s" does not size it; the snapshot keeps the last flight_s seconds of what the ring
+ *   held, in whole buffers (etw_etl_trim, win_flight.c).
+ * The Win32 half (flight_start, the snapshot) is etwcore/backends/win/win_flight.c.
  */
 #include <string.h>
 
@@ -23,10 +24,6 @@ enum etw_err etw_win_flight_cfg(const struct etw_session_spec *s, uint32_t ncpu,
   memset(c, 0, sizeof *c);
   if (s->mode != ETW_MODE_FLIGHT)
     return etw_fail(st, ETW_E_INVALID, "/mode", "etw_win_flight_cfg needs mode \"flight\"");
-  if (s->flight_s > 0)
-    return etw_fail(st, ETW_E_INVALID, "/flight_s",
-                    "/flight_s is not supported on Windows: ETW's in-memory ring (EVENT_TRACE_BUFFERING_MODE) "
-                    "keeps the newest buffer_kb per processor, not a time window");
   if (s->win.set && (s->win.min_buffers || s->win.max_buffers || s->win.max_file_mb || s->win.circular))
     return etw_fail(st, ETW_E_INVALID, "/win",
                     "a flight session's ring is sized by buffer_kb: /win buffers and file settings do not apply");

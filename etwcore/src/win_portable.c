@@ -4,13 +4,12 @@
  * Pure functions over caller-owned fixed-size buffers; compiled on every OS. */
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
+#include "etwcore/jw.h"
 #include "etwcore/winreq.h"
 
-#define G16(a, b, c, d0, d1, d2, d3, d4, d5, d6, d7)                                           \
-  {(unsigned char)((a) & 0xff), (unsigned char)((a) >> 8 & 0xff), (unsigned char)((a) >> 16 & 0xff), \
-   (unsigned char)((a) >> 24 & 0xff), (unsigned char)((b) & 0xff), (unsigned char)((b) >> 8 & 0xff), \
-   (unsigned char)((c) & 0xff), (unsigned char)((c) >> 8 & 0xff), d0, d1, d2, d3, d4, d5, d6, d7}
+#define G16 ETW_GUID_BYTES
 
 const unsigned char etw_guid_system_trace_control[16] =
     G16(0x9e814aadu, 0x3204, 0x11d2, 0x9a, 0x82, 0x00, 0x60, 0x08, 0xa8, 0x69, 0x39);
@@ -383,7 +382,18 @@ enum etw_err etw_win_enable_build(const struct etw_session_spec *s, const struct
     }
     id_filter(add_filter(out, ETW_FILTER_TYPE_EVENT_ID), !p->event_ids_exclude, p->event_ids, p->n_event_ids);
   }
-  if (p->stacks) {
+  if (p->n_stack_events) {
+    snprintf(fld, sizeof fld, "%s/stacks/0", ptr);
+    return etw_fail(st, ETW_E_INVALID, fld, "ETW events are named by their IDs here: \"stacks\" lists event IDs "
+                    "(integers, as in event_ids)");
+  }
+  if (p->n_stack_ids) { /* stacks on these events only (spec.c checked them against event_ids) */
+    snprintf(fld, sizeof fld, "%s/stacks", ptr);
+    if (!win10) return etw_fail(st, ETW_E_UNSUPPORTED, fld, "stack walks of listed events need Windows 10 or later");
+    if (p->n_stack_ids > ETW_MAX_FILTER_EVENT_IDS)
+      return etw_fail(st, ETW_E_LIMIT, fld, "ETW filters at most %d event IDs per provider", ETW_MAX_FILTER_EVENT_IDS);
+    id_filter(add_filter(out, ETW_FILTER_TYPE_STACKWALK), 1, p->stack_ids, p->n_stack_ids);
+  } else if (p->stacks) {
     if (p->n_event_ids && !p->event_ids_exclude)
       id_filter(add_filter(out, ETW_FILTER_TYPE_STACKWALK), 1, p->event_ids, p->n_event_ids);
     else
@@ -426,22 +436,13 @@ too_long:
 }
 
 /* ---- kernel */
-static int ci_eq(const char *a, const char *b) {
-  for (;; a++, b++) {
-    int x = (unsigned char)*a, y = (unsigned char)*b;
-    if (x >= 'A' && x <= 'Z') x += 32;
-    if (y >= 'A' && y <= 'Z') y += 32;
-    if (x != y) return 0;
-    if (!x) return 1;
-  }
-}
 
 int etw_win_is_kernel_provider(const char *name) {
   if (!name) return 0;
   static const char *const names[] = {"kernel", ETW_KERNEL_LOGGER_NAME, "Windows Kernel Trace",
                                       "SystemTraceProvider"};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-    if (ci_eq(name, names[i])) return 1;
+    if (!strcasecmp(name, names[i])) return 1; /* (ASCII: etwd keeps the C locale) */
   unsigned char g[16];
   return etw_parse_guid(name, g) == 0 && !memcmp(g, etw_guid_system_trace_control, 16);
 }

@@ -35,6 +35,31 @@ await S.step('a session without events yet: completion offers the selected event
     const all = await sug.locator('li').allTextContents();
     assert(all.includes('EventData.flags') && all.includes('EventData.dfd') && !all.includes('EventData.count'), 'only sys_enter_openat\'s fields: ' + all);
     assert(/^0 rows/.test(await page.locator('#ev-status').textContent()), 'no event arrived: ' + await page.locator('#ev-status').textContent());
+    // Esc closes the list; a late answer (the worker's seen fields, the schemas) must not open it
+    // again, or the next Enter takes a suggestion instead of applying what was typed (CI once
+    // saw the flame test's "clear the filter" do that)
+    const where = () => page.evaluate(() => S.viewer.where);
+    await box.fill('EventData.flags == 1');
+    await box.press('Escape');
+    await box.press('Enter');
+    await until(async () => (await where()) === 'EventData.flags == 1', 'Enter applied the filter');
+    await box.fill(''); // an empty box offers every field
+    await box.press('Escape');
+    assert(!(await sug.isVisible()), 'Esc closed the list');
+    await page.evaluate((sid) => {
+      seenFields = ['EventData.zzz']; // the worker's answer ([]) now differs: a refresh is due
+      knownFields('field-filter');
+      return loadSchemaFields(sid);
+    }, s.id);
+    await until(async () => !(await page.evaluate(() => askingFields)), 'the worker\'s fields answer');
+    assert(!(await sug.isVisible()), 'the late answers left the list closed');
+    await box.press('Enter');
+    await until(async () => (await where()) === '', 'Enter cleared the filter, as typed (where: ' + await where() + ')');
+    assert((await box.inputValue()) === '', 'the box kept its text: ' + await box.inputValue());
+    // a key typed again opens the list again
+    await box.fill('');
+    await box.pressSequentially('EventData.fl');
+    await until(async () => (await sug.isVisible()) && (await sug.locator('li').allTextContents()).includes('EventData.flags'), 'typing offers fields again');
     await etwd.req('POST', `/api/v1/sessions/${s.id}/stop`);
   } finally { child.kill(); }
 });

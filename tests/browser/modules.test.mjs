@@ -65,6 +65,15 @@ eq(F.complete('pid == 1 && Ev', 14, fields).start, 12, 'token start');
 eq(X.ndjson([E[0], E[3]]).split('\n').length, 2, 'ndjson: one line per event, no gap');
 eq(X.ndjson([E[0]]).includes('"Keywords":18446744073709551615'), true, 'ndjson: exact u64');
 eq(X.csv([E[0]], [{ label: 'a,b', get: (e) => e.EventData.filename }, { label: 'q', get: () => 'say "hi"' }], String), '"a,b",q\r\n/usr/bin/true,"say ""hi"""\r\n', 'csv');
+// CSV formula injection: text cells starting with = + - @ TAB CR get a leading ' (inside quotes), plain numbers do not
+const inj = [{ label: '=label', get: (e) => e.EventData.filename }, { label: 'pid', get: (e) => e.EventData.pid }, { label: 'rel', get: (e) => e.EventData.rel }];
+eq(X.csv([ev({ EventData: { filename: '=HYPERLINK("http://e","x")', pid: -5, rel: '-0.250' } }), ev({ EventData: { filename: '+cmd|x', pid: -1.5e3, rel: '-1.5e3' } }),
+  ev({ EventData: { filename: '-2+3', pid: '-12', rel: '\tTAB' } }), ev({ EventData: { filename: '@SUM(1)', pid: 0, rel: '\rCR' } }),
+  ev({ EventData: { filename: 'a=b', pid: '-', rel: '-x' } })], inj, String),
+'"\'=label",pid,rel\r\n"\'=HYPERLINK(""http://e"",""x"")",-5,-0.250\r\n"\'+cmd|x",-1500,-1.5e3\r\n"\'-2+3",-12,"\'\tTAB"\r\n' +
+  '"\'@SUM(1)",0,"\'\rCR"\r\na=b,"\'-","\'-x"\r\n', 'csv: formulas quoted, numbers plain');
+eq(['=', '+1', '-', '-2+3', '@x', '\tx', '\rx', '-1e', '-.5', '-1.', '-0x10', '+5'].filter((s) => !X.risky(s)), [], 'risky: the same list as test_evcsv.c');
+eq(['', 'x=1', '5', '-5', '-1.5e3', '-1.5E-3', '-0.25', '1e+9', "'=x", ' =x', '{"a":1}'].filter(X.risky), [], 'not risky: the same list as test_evcsv.c');
 // chrome: instants, a start/stop pair as one complete event, process names, ts in µs from the earliest
 const ce = (seq, t, op, extra) => ({ seq, System: Object.assign({ Provider: { Name: 'P' }, EventName: 'n' + seq, EventID: seq, Task: 7, Opcode: op,
   TimeCreated: t, Execution: { ProcessID: 10, ThreadID: 11, ProcessorID: 0 } }, extra || {}), EventData: { v: seq } });
@@ -76,6 +85,34 @@ eq(c.traceEvents[3].dur, 1, 'X dur');
 eq(c.traceEvents[0].args.name + c.traceEvents[0].pid, 'x.exe10', 'process name');
 eq(c.traceEvents[1].args, { v: 3, seq: 3, cpu: 0 }, 'args = EventData + seq + cpu');
 eq(X.chrome([ce(1, 'x', 1), ce(5, 'y', 0, { EventName: '' })]).traceEvents[1].name, 'P/5', 'unnamed: Provider/EventID; an unpaired start stays an instant');
+// chrome: Running slices and wakeup arrows, as `etwd convert --format chrome` (etl_chrome.c): Linux
+// (no provider GUID) sched_switch/sched_wakeup, ETW Thread/CSwitch/ReadyThread
+const lx = (seq, us, cpu, tid, name, d) => ({ seq, System: { Provider: { Name: 'sched' }, EventName: name, TimeCreated: `2026-01-01T00:00:00.${String(us).padStart(6, '0')}Z`,
+  Execution: { ProcessID: tid, ThreadID: tid, ProcessorID: cpu } }, EventData: d });
+const lc = X.chrome([lx(1, 10, 0, 5, 'sched_switch', { prev_comm: 'a', prev_pid: 5, next_comm: 'b', next_pid: 6 }),
+  lx(2, 20, 0, 6, 'sched_wakeup', { comm: 'c', pid: 7 }), lx(3, 25, 0, 6, 'sched_wakeup', { comm: 'd', pid: 8 }),
+  lx(4, 30, 1, 0, 'sched_switch', { prev_comm: 'swapper/1', prev_pid: 0, next_comm: 'c', next_pid: 7 }),
+  lx(5, 40, 1, 7, 'sched_switch', { prev_comm: 'c', prev_pid: 7, next_comm: 'swapper/1', next_pid: 0 }),
+  lx(6, 50, 0, 6, 'sched_switch', { prev_comm: 'b', prev_pid: 6, next_comm: 'swapper/0', next_pid: 0 })]).traceEvents;
+const pick = (te, f) => te.filter(f).map((e) => [e.ph, e.name, e.ts, e.pid, e.tid, e.dur, e.id, e.bp]);
+eq(pick(lc, (e) => e.ph === 'X' || e.ph === 's' || e.ph === 'f'), [['X', 'Running', 0, 6, 6, 40, undefined, undefined], ['X', 'b', 0, 2147483647, 0, 40, undefined, undefined],
+  ['s', 'wakeup', 10, 6, 6, undefined, 1, undefined], ['X', 'Running', 20, 7, 7, 10, undefined, undefined], ['X', 'c', 20, 2147483647, 1, 10, undefined, undefined],
+  ['f', 'wakeup', 20, 7, 7, undefined, 1, 'e']], 'Linux: Running slices (thread and CPU track), the wakeup arrow from the waker to the woken one\'s slice');
+eq(lc.findIndex((e) => e.ph === 's') - lc.findIndex((e) => e.name === 'sched_wakeup'), 1, 'the s right after its waker\'s instant');
+eq(lc[lc.findIndex((e) => e.ph === 'f') - 1].name, 'c', 'the f after the slice it starts (the thread\'s Running X, then its CPU\'s)');
+eq(X.chrome([lx(1, 10, 0, 5, 'sched_switch', { prev_comm: 'a', prev_pid: 5, next_comm: 'b', next_pid: 6 }), lx(2, 20, 0, 6, 'sched_wakeup', { pid: 7 }),
+  lx(3, 25, 0, 6, 'sched_wakeup', { pid: 7 }), lx(4, 30, 0, 6, 'sched_wakeup', { pid: 6 })]).otherData,
+{ producer: 'etwd', source: '', wakeups: 3, wakeup_flows: 0, wakeups_unmatched: 3, wakeups_dropped: 0 }, 'no arrow to nowhere: replaced, never switched in, or running: counted');
+const we = (seq, t, cpu, tid, pid, name, d) => ({ seq, System: { Provider: { Name: 'Windows Kernel', Guid: '{k}' }, EventName: name, TimeCreated: `2026-01-01T00:00:00.${String(t).padStart(7, '0')}Z`,
+  Execution: { ProcessID: pid, ThreadID: tid, ProcessorID: cpu } }, EventData: d });
+const wc = X.chrome([we(1, 1, 0, 11, 100, 'Thread/DCStart', { ProcessId: 100, TThreadId: 11 }), we(2, 2, 0, 22, 200, 'Thread/DCStart', { ProcessId: 200, TThreadId: 22, ThreadName: '' }),
+  we(3, 3, 0, 11, 100, 'Process/DCStart', { ProcessId: 200, ImageFileName: 'svc.exe' }),
+  we(4, 10, 0, 11, 100, 'Thread/CSwitch', { NewThreadId: 11, OldThreadId: 0 }), we(5, 20, 0, 11, 100, 'Thread/ReadyThread', { TThreadId: 22 }),
+  we(6, 40, 1, 22, 200, 'Thread/CSwitch', { NewThreadId: 22, OldThreadId: 0 }), we(7, 50, 1, 0, 0, 'Thread/CSwitch', { NewThreadId: 0, OldThreadId: 22 })]).traceEvents;
+eq(pick(wc, (e) => e.ph === 's' || e.ph === 'f' || (e.ph === 'X' && e.tid === 22)), [['s', 'wakeup', 1.9, 100, 11, undefined, 1, undefined],
+  ['X', 'Running', 3.9, 200, 22, 1, undefined, undefined], ['f', 'wakeup', 3.9, 200, 22, undefined, 1, 'e']], 'ETW: ReadyThread → the readied thread\'s Running slice (pid from Thread/DCStart)');
+eq(wc.filter((e) => e.ph === 'M').map((e) => [e.pid, e.tid, e.args.name]).filter((m) => m[0] === 2147483647 || m[1] === 22), [[2147483647, 0, 'CPUs'],
+  [2147483647, 0, 'CPU 0'], [2147483647, 1, 'CPU 1'], [200, 22, 'svc.exe']], 'CPU tracks; a thread on a track named as its process (an empty ThreadName ignored)');
 // state: round trip, fixed order, junk ignored
 const st = { session: 5, filter: 'pid == 1 && x ~ "a b"', text: 'w', cols: ['time', 'f:EventData.x'], sort: '-pid' };
 eq(ST.parse(ST.format(st)), st, 'state round trip');

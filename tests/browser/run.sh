@@ -33,7 +33,8 @@ PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error
 # worker.mjs: the data path in its Worker; audit_strings.mjs: provider strings in the form;
 # audit_reltime.mjs: the Δt column; audit_chrome_syscalls.mjs: a live session's Chrome export;
 # audit_schema_complete.mjs: completion from the event schemas; audit_timeline_heat.mjs: heat
-# strips and ticks). Every suite runs; any failure fails the script.
+# strips and ticks; host_column.mjs: the Host column of a two-agent NATS fleet, needs
+# nats-server). Every suite runs; any failure fails the script.
 rc=0
 node modules.test.mjs || rc=1
 node run.mjs || rc=1
@@ -46,4 +47,5 @@ node audit_reltime.mjs || rc=1
 node audit_chrome_syscalls.mjs || rc=1
 node audit_schema_complete.mjs || rc=1
 node audit_timeline_heat.mjs || rc=1
+node host_column.mjs || rc=1
 exit $rc

@@ -26,6 +26,7 @@ import subprocess
 import tempfile
 import zipfile
 
+from etl_synth import classic_record, header_record, packed_buffer
 from etwd_harness import check, done, BIN, CORPUS, MANIFESTS
 
 INPUTS = os.path.join(CORPUS, "microsoft+perfview/src/TraceEvent/TraceEvent.Tests/inputs")
@@ -64,34 +65,9 @@ def filetime(iso):
 def write_etl(path, start_ft, boot_ft, records, t0=1000, freq=10**7):
     """A minimal uncompressed 64-bit ETL file: the header buffer (SYSTEM64 logfile header record,
     QPC clock) and one buffer of FULL64 classic records [(ts, guid bytes, opcode, payload)]."""
-    hl = 0x118
-    lh = bytearray(0x20 + hl + 4)  # two empty strings
-    struct.pack_into("<HBBHHIIQ", lh, 0, 2, 2, 0xC0, len(lh), 0, 11, 22, t0)
-    h = 0x20
-    struct.pack_into("<IIII", lh, h, 65536, 0x0501000A, 19041, 1)
-    struct.pack_into("<I", lh, h + 0x2C, 8)
-    b = h + 0x48 + 176
-    struct.pack_into("<QQQI", lh, b, boot_ft, freq, start_ft, 1)
-
-    def buffer(payload, seq):
-        size = 0x48 + len(payload)
-        size += -size % 8
-        hdr = bytearray(0x48)
-        struct.pack_into("<II", hdr, 0, size, 0x48 + len(payload))
-        struct.pack_into("<Q", hdr, 0x18, seq)
-        struct.pack_into("<IHH", hdr, 0x30, 0x48 + len(payload), 0x21, 0 if seq else 4)
-        return bytes(hdr) + payload + b"\xff" * (size - 0x48 - len(payload))
-
-    body = bytearray()
-    for ts, guid, opcode, payload in records:
-        rec = bytearray(0x30)
-        struct.pack_into("<HBBBBHIIQ", rec, 0, 0x30 + len(payload), 0x14, 0xC0, opcode, 0, 0, 4, 4, ts)
-        rec[0x18:0x28] = guid
-        rec += payload
-        rec += b"\0" * (-len(rec) % 8)
-        body += rec
+    body = b"".join(classic_record(ts, guid, opcode, payload) for ts, guid, opcode, payload in records)
     with open(path, "wb") as f:
-        f.write(buffer(bytes(lh), 0) + buffer(bytes(body), 1))
+        f.write(packed_buffer(header_record(t0, boot_ft, start_ft, freq), 0) + packed_buffer(body, 1))
 
 
 def guid_bytes(g):

@@ -19,6 +19,7 @@ import tempfile
 import time
 import urllib.parse
 
+from etl_synth import header_record, packed_buffer
 from etwd_harness import Etwd, check, done, problem, wait_state, session, ws_events, BIN, CORPUS
 
 SHUTDOWN = os.path.join(CORPUS, "airbus-cert+etl-parser/tests/example/ShutdownPerfDiagLogger.etl")
@@ -203,27 +204,13 @@ def test_bad(e, sid):
 def write_etl(path, records, t0=1000):
     """A minimal 64-bit ETL file (QPC clock at 10 MHz): the header buffer (SYSTEM64 logfile header
     record) and buffers of at most ~60 KB of the given records."""
-    lh = bytearray(0x20 + 0x118 + 4)  # record header, TRACE_LOGFILE_HEADER, two empty names
-    struct.pack_into("<HBBHHIIQ", lh, 0, 2, 2, 0xC0, len(lh), 0, 11, 22, t0)
-    struct.pack_into("<IIII", lh, 0x20, 65536, 0x0501000A, 19041, 1)
-    struct.pack_into("<I", lh, 0x20 + 0x2C, 8)
-    struct.pack_into("<QQQI", lh, 0x20 + 0x48 + 176, 132999000000000000, 10**7, 133000000000000000, 1)
-
-    def buffer(payload, seq):
-        size = 0x48 + len(payload) + (-(0x48 + len(payload)) % 8)
-        hdr = bytearray(0x48)
-        struct.pack_into("<II", hdr, 0, size, 0x48 + len(payload))
-        struct.pack_into("<Q", hdr, 0x18, seq)
-        struct.pack_into("<IHH", hdr, 0x30, 0x48 + len(payload), 0x21, 0 if seq else 4)
-        return bytes(hdr) + payload + b"\xff" * (size - 0x48 - len(payload))
-
-    out, body = [buffer(bytes(lh), 0)], bytearray()
+    out, body = [packed_buffer(header_record(t0, 132999000000000000, 133000000000000000), 0)], bytearray()
     for rec in records:
         if len(body) + len(rec) > 60000:
-            out.append(buffer(bytes(body), len(out)))
+            out.append(packed_buffer(bytes(body), len(out)))
             body = bytearray()
         body += rec
-    out.append(buffer(bytes(body), len(out)))
+    out.append(packed_buffer(bytes(body), len(out)))
     with open(path, "wb") as f:
         f.write(b"".join(out))
 

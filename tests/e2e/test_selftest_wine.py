@@ -1,6 +1,7 @@
 """`etwd.exe selftest` under wine (issue 24). The Windows steps run the server's own session code
 (a private real-time session through the win backend, etwd's TraceLogging provider, Kernel-Process
-enabled on the running session, delete and a check that ETW forgot the session); wine has no ETW,
+enabled on the running session, a flight recorder's two snapshots, delete and a check that ETW
+forgot the session); wine has no ETW,
 so each of them fails with "ETW not available: " and what wine's stubs returned (StartTraceW and
 EnableTraceEx2 succeed, OpenTraceW fails with error 5, EventRegister/EventWriteTransfer return 0,
 ControlTraceW(QUERY) still answers 0 after the stop) — never a crash or a hang — and the exit code
@@ -18,10 +19,11 @@ import tempfile
 import time
 import uuid
 
-from test_windows_wine import EXE, PREFIX, wine_env, winpath
+import test_windows_wine as W
+from test_windows_wine import EXE, wine_env, winpath
 from etwd_harness import check, done, SRC
 
-STEPS = ["privileges", "etw", "session", "tracelogging", "kernel_process", "cleanup", "https"]
+STEPS = ["privileges", "etw", "session", "tracelogging", "kernel_process", "flight", "cleanup", "https"]
 NA = "ETW not available: "
 
 
@@ -45,21 +47,14 @@ def run(wine, env, state, *args):
 
 def main():
     provider_guid_is_name_hash()
-    wine = shutil.which("wine") or shutil.which("wine64")
-    if not check(wine is not None, "wine is not installed (apt-get install wine64)"):
+    if not W.wine_ready():
         done()
-    if not check(os.path.isfile(EXE), "%s is missing: run scripts/build-windows.sh" % EXE):
-        done()
+    wine = W.WINE
     ssl_dir = os.environ.get("ETWD_WIN_OPENSSL_DIR") or os.path.join(os.path.dirname(os.path.dirname(EXE)), "openssl")
     check(os.path.isfile(os.path.join(ssl_dir, "libssl-3-x64.dll")),
           "OpenSSL DLLs missing in %s: run scripts/build-windows-openssl.sh" % ssl_dir)
-    os.makedirs(PREFIX, exist_ok=True)
     env = wine_env()
     env.pop("ETWD_WIN_UNDER_WINE", None)
-    if not os.path.exists(os.path.join(PREFIX, "system.reg")):
-        subprocess.run([wine, "wineboot", "-i"], env=env, timeout=600,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        subprocess.run(["wineserver", "-w"], env=env, timeout=600)
     state = tempfile.mkdtemp(prefix="etwd-selftest-wine-")
     try:
         r = subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
@@ -94,6 +89,12 @@ def main():
         step("tracelogging", False, "EventRegister returned 0, EventWriteTransfer 0 (EventEnabled: no)",
              "nothing can be read back", "OpenTraceW", start=NA)
         step("kernel_process", False, "Microsoft-Windows-Kernel-Process", "OpenTraceW", start=NA)
+        # the flight recorder: wine's StartTraceW "succeeds", the marker goes nowhere, and its
+        # ControlTraceW(UPDATE) writes no snapshot file; the step says both and leaves nothing
+        step("flight", False, "marker A was refused", "ControlTraceW UPDATE", "no file appeared", "trace.etl",
+             "wine's ControlTraceW is a stub", start=NA)
+        check(sorted(os.listdir(state)) == ["cert.pem", "key.pem"] or "selftest-flight" not in " ".join(os.listdir(state)),
+              "the flight step removed its directory: %r" % os.listdir(state))
         step("cleanup", False, "ControlTraceW(QUERY) of %s answered 0" % (name.group(0) if name else "?"),
              "wine's stub", start=NA)
         step("https", True, "GET https://127.0.0.1:", "/api/v1/health: 200, certificate verified against", "cert.pem")
@@ -104,7 +105,7 @@ def main():
         for s in steps:
             check(any(l.split()[:2] == [s["step"], "ok" if s["ok"] else "FAIL"] for l in lines if l.split()),
                   "human line of %s: %r" % (s["step"], r.stdout))
-        check(r.returncode == 1 and lines[-1:] == ["FAIL: 2 of 7 steps passed"], "summary: %d %r" % (r.returncode, lines[-1:]))
+        check(r.returncode == 1 and lines[-1:] == ["FAIL: 2 of 8 steps passed"], "summary: %d %r" % (r.returncode, lines[-1:]))
 
         # without the OpenSSL DLLs the https step says which are missing
         r, took = run(wine, env, state, "--json")

@@ -14,9 +14,7 @@ the route's own checks (1025 bytes, no text) come first; the server stays up and
 
 Environment as tests/e2e/test_windows_wine.py (ETWD_WIN_EXE, ETWD_WINEPREFIX). FAILS (never
 skips) without wine or the .exe (scripts/build-windows.sh)."""
-import os
 import shutil
-import subprocess
 
 import test_windows_wine as W
 from etwd_harness import check, done, problem
@@ -98,16 +96,8 @@ def forced():
 
 
 def main():
-    W.WINE = shutil.which("wine") or shutil.which("wine64")
-    if not check(W.WINE is not None, "wine is not installed (apt-get install wine64)"):
+    if not W.wine_ready():
         done()
-    if not check(os.path.isfile(W.EXE), "%s is missing: run scripts/build-windows.sh" % W.EXE):
-        done()
-    os.makedirs(W.PREFIX, exist_ok=True)
-    if not os.path.exists(os.path.join(W.PREFIX, "system.reg")):
-        subprocess.run([W.WINE, "wineboot", "-i"], env=W.wine_env(), timeout=600,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        subprocess.run(["wineserver", "-w"], env=W.wine_env(), timeout=600)
     plain()
     forced()
     done()

@@ -15,7 +15,8 @@ import urllib.request
 
 import etwd_harness as H
 from etwd_harness import check, done, BIN
-from test_windows_wine import EXE, PREFIX, wine_env, winpath, glob_service_logs
+import test_windows_wine as W
+from test_windows_wine import EXE, wine_env, winpath, glob_service_logs
 
 
 def health(port):
@@ -25,30 +26,36 @@ def health(port):
         return False
 
 
+def wine_run(cmd, env, timeout):
+    """Run a wine command; (rc, stdout, stderr). Its output goes to files, not pipes: when this
+    command is the one that starts the wine session (the keeper below has not yet), wineserver,
+    services.exe and the service inherit its stdout and stay while the keeper runs, so reading a
+    pipe to its end would wait for the timeout."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        r = subprocess.run(cmd, env=env, stdout=out, stderr=err, timeout=timeout)
+        out.seek(0)
+        err.seek(0)
+        return (r.returncode, out.read().decode(errors="replace").replace("\r", ""),
+                err.read().decode(errors="replace").replace("\r", ""))
+
+
 def main():
     r = subprocess.run([BIN, "service", "install"], capture_output=True, text=True, timeout=60)
     check(r.returncode == 2 and "Windows only" in r.stderr and "systemctl enable --now etwd" in r.stderr,
           "Linux: etwd service → exit 2 naming the systemd unit: %d %r" % (r.returncode, r.stderr))
 
-    wine = shutil.which("wine") or shutil.which("wine64")
-    if not check(wine is not None, "wine is not installed (apt-get install wine64)"):
+    if not W.wine_ready():
         done()
-    if not check(os.path.isfile(EXE), "%s is missing: run scripts/build-windows.sh" % EXE):
-        done()
-    os.makedirs(PREFIX, exist_ok=True)
+    wine = W.WINE
     name = "etwdsvc%d" % os.getpid()
     env = wine_env()
     env["ETWD_SERVICE_NAME"] = name
-    if not os.path.exists(os.path.join(PREFIX, "system.reg")):
-        subprocess.run([wine, "wineboot", "-i"], env=env, timeout=600, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        subprocess.run(["wineserver", "-w"], env=env, timeout=600)
 
     def etwd(*args):
-        r = subprocess.run([wine, EXE, "service"] + list(args), env=env, capture_output=True, text=True, timeout=300)
-        return r.returncode, r.stdout.replace("\r", ""), r.stderr.replace("\r", "")
+        return wine_run([wine, EXE, "service"] + list(args), env, 300)
 
     def query():
-        return subprocess.run([wine, "sc", "query", name], env=env, capture_output=True, text=True, timeout=120).stdout
+        return wine_run([wine, "sc", "query", name], env, 120)[1]
 
     state = tempfile.mkdtemp(prefix="etwd-wine-svcctl-")
     port = H.free_port()
@@ -117,7 +124,7 @@ def main():
             keeper.wait(timeout=120)
         except subprocess.TimeoutExpired:
             keeper.kill()
-        subprocess.run([wine, "sc", "delete", name], env=env, capture_output=True, timeout=120)
+        wine_run([wine, "sc", "delete", name], env, 120)
         shutil.rmtree(state, ignore_errors=True)
     done()
 

@@ -16,7 +16,8 @@ import tempfile
 import zipfile
 
 from etwd_harness import check, done, SRC
-from test_windows_wine import EXE, PREFIX, wine_env, winpath
+import test_windows_wine as W
+from test_windows_wine import EXE, wine_env, winpath
 
 SYSTEM_DLLS = {"kernel32.dll", "advapi32.dll", "bcrypt.dll", "crypt32.dll", "msvcrt.dll", "ws2_32.dll",
                "user32.dll", "ntdll.dll"}
@@ -61,14 +62,11 @@ def main():
         for dll in RUNTIME_DLLS:
             check(dll.encode() in exe_bytes and dll in shipped, "%s (loaded at run time) not named or not shipped" % dll)
 
-        wine = shutil.which("wine") or shutil.which("wine64")
-        if not check(wine is not None, "wine is not installed (apt-get install wine64)"):
+        if not W.wine_ready(exe=False):  # the zip's own etwd.exe
             done()
+        wine = W.WINE
         env = wine_env()
         env.pop("ETWD_WIN_UNDER_WINE", None)
-        if not os.path.exists(os.path.join(PREFIX, "system.reg")):
-            subprocess.run([wine, "wineboot", "-i"], env=env, timeout=600, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            subprocess.run(["wineserver", "-w"], env=env, timeout=600)
         exe = os.path.join(d, "etwd.exe")
         r = subprocess.run([wine, exe, "--version"], env=env, capture_output=True, text=True, timeout=300)
         check(r.returncode == 0 and version in r.stdout, "--version from the zip: %d %r %r" % (r.returncode, r.stdout, r.stderr[-300:]))

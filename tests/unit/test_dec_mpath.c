@@ -1,8 +1,9 @@
 /* test_dec_mpath.c — dec_manifest_paths: a manifests search path ("dirA:dirB") lists each
  * directory's .man/.xml files sorted by path, the directories in the order given (so the first
  * directory's schemas win), skipping dot-names, other extensions, empty elements and missing
- * directories; one directory gives what the single-directory walk always gave. Built on a
- * throwaway tree under /tmp (real files, real directory walk). */
+ * directories; one directory gives what the single-directory walk always gave; "\:" is a ':'
+ * inside a directory's name, as etw_mpath_append writes it (a state directory such as /tmp/a:b).
+ * Built on a throwaway tree under /tmp (real files, real directory walk). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,6 +78,33 @@ int main(void) {
   CHECK_STR(got(odd), "base/a/Kernel.xml,base/b/ClrEtwAll.man,next/vm/ClrEtwAll.man");
   CHECK_STR(got(""), "");
   CHECK_STR(got(NULL), "");
+  /* a ':' inside a name: escaped "\:", it stays one directory; etw_mpath_append escapes it */
+  mk("c:d");
+  touch("c:d/Colon.man");
+  char esc[600], built[600] = "", small[8] = "x";
+  snprintf(esc, sizeof esc, "%s/c\\:d:%s", root, b);
+  CHECK_STR(got(esc), "c:d/Colon.man,base/a/Kernel.xml,base/b/ClrEtwAll.man");
+  char cd[256];
+  snprintf(cd, sizeof cd, "%s/c:d", root);
+  CHECK(etw_mpath_append(built, sizeof built, cd) == 0);
+  CHECK(etw_mpath_append(built, sizeof built, b) == 0);
+  CHECK_STR(built, esc);
+  char **dirs;
+  int nd = etw_mpath_dirs(built, &dirs);
+  CHECK(nd == 2);
+  if (nd == 2) {
+    CHECK_STR(dirs[0], cd);
+    CHECK_STR(dirs[1], b);
+  }
+  for (int i = 0; i < nd; i++) free(dirs[i]);
+  free(dirs);
+  CHECK(etw_mpath_dirs("::", &dirs) == 0 && dirs == NULL);
+  /* what cannot be written: too long (the path unchanged), a name ending in '\' */
+  CHECK(etw_mpath_append(small, sizeof small, "a:b:c") == -1);
+  CHECK_STR(small, "x");
+  CHECK(etw_mpath_append(small, sizeof small, "ab\\") == -1);
+  CHECK(etw_mpath_append(small, sizeof small, "a:b") == 0);
+  CHECK_STR(small, "x:a\\:b");
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
   CHECK(system(cmd) == 0);

@@ -322,7 +322,7 @@ static void convert(const unsigned char *img, size_t len, const char *mdir) {
   CHECK_EQ(etw_convert_main(9, (char **)a2), 0);
   t = slurp(out);
   CHECK(t && strstr(t, "\n7961,2020-07-29T00:07:00.7952058Z,\"PerfView\",\"ClrEnableParameters\",13,0,4,65521,0,"
-                       "0x0000f00000000000,3988,3780,\"PerfView\",4,\"{\"\"keywords\"\":89142578365,\"\"level\"\":\"\"Verbose\"\",\"\"Unparsed\"\":"
+                       "0x0000f00000000000,3988,3780,\"PerfView\",,4,\"{\"\"keywords\"\":89142578365,\"\"level\"\":\"\"Verbose\"\",\"\"Unparsed\"\":"
                        "{\"\"Offset\"\":12,\"\"Bytes\"\":4,\"\"Data\"\":\"\"AAAAAA==\"\"}}\"\n"));
   /* an empty EventData: {"Unparsed":{…}} */
   CHECK(t && strstr(t, ",\"{\"\"Unparsed\"\":{\"\"Offset\"\":0,\"\"Bytes\"\":433,\"\"Data\"\":\""));

@@ -6,60 +6,12 @@
  */
 #include "decode.h"
 #include "t.h"
+#include "test_tl_util.h"
 
-struct buf {
-  unsigned char b[2048];
-  size_t n;
-};
-static void put(struct buf *b, const void *p, size_t n) {
-  memcpy(b->b + b->n, p, n);
-  b->n += n;
-}
-static void u8(struct buf *b, unsigned v) { b->b[b->n++] = (unsigned char)v; }
-static void u16(struct buf *b, unsigned v) {
-  u8(b, v & 255);
-  u8(b, v >> 8);
-}
-static void u32(struct buf *b, uint32_t v) {
-  u16(b, v & 0xFFFF);
-  u16(b, v >> 16);
-}
-static void u64(struct buf *b, uint64_t v) {
-  u32(b, (uint32_t)v);
-  u32(b, (uint32_t)(v >> 32));
-}
-static void str(struct buf *b, const char *s) { put(b, s, strlen(s) + 1); }
-static void wstr(struct buf *b, const char *s) {
-  for (; *s; s++) u16(b, (unsigned char)*s);
-  u16(b, 0);
-}
-/* field: name, InMeta (with chain bit if out given), OutMeta */
-static void field(struct buf *m, const char *name, unsigned in, int out) {
-  str(m, name);
-  if (out >= 0) {
-    u8(m, in | 0x80);
-    u8(m, (unsigned)out);
-  } else {
-    u8(m, in);
-  }
-}
-
-static const char *decode(struct etw_decoder *d, struct etw_rec *r, struct etw_jw *w, int *ok) {
-  w->len = 0;
-  struct etw_evref ref;
-  *ok = etw_decoder_write(d, r, w, &ref);
-  return etw_jw_cstr(w);
-}
-
-static void init_rec(struct etw_rec *r) {
-  memset(r, 0, sizeof *r);
-  r->kind = ETW_REC_EVENT;
-  r->ptr_size = 8;
-  r->flags = ETW_EVH_EXTENDED_INFO | ETW_EVH_64_BIT_HEADER;
-  r->pid = 100;
-  r->tid = 200;
-  r->filetime = 132754283728578510ULL;
-  r->desc.level = 4;
+/* the shared record (test_tl_util.h) with extended info, channel 11 and provider 01 02 … 10 */
+static void init_tl_rec(struct etw_rec *r) {
+  init_rec(r);
+  r->flags |= ETW_EVH_EXTENDED_INFO;
   r->desc.channel = 11;
   for (int i = 0; i < 16; i++) r->provider_id[i] = (unsigned char)(i + 1);
 }
@@ -115,7 +67,7 @@ static void test_tracelogging(void) {
   meta.b[1] = (unsigned char)(meta.n >> 8);
 
   struct etw_rec r;
-  init_rec(&r);
+  init_tl_rec(&r);
   r.n_ext = 2;
   r.ext[0] = (struct etw_ext_item){ETW_EXT_PROV_TRAITS, (uint16_t)prov.n, prov.b};
   r.ext[1] = (struct etw_ext_item){ETW_EXT_EVENT_SCHEMA_TL, (uint16_t)meta.n, meta.b};
@@ -204,7 +156,7 @@ static void test_manifest(void) {
   wstr(&pay, "eleven");
   u32(&pay, 0x1000); /* 32-bit record: 4-byte pointer */
   struct etw_rec r;
-  init_rec(&r);
+  init_tl_rec(&r);
   r.n_ext = 0;
   r.flags = ETW_EVH_32_BIT_HEADER;
   r.ptr_size = 4;
@@ -285,7 +237,7 @@ static void test_runs_arrays(void) {
     else u32(&pay, 0), u32(&pay, 0x10), u32(&pay, 0xFFFFFFFFu);
     u32(&pay, (uint32_t)-7);
     struct etw_rec r;
-    init_rec(&r);
+    init_tl_rec(&r);
     r.n_ext = 0;
     r.flags = ps == 4 ? ETW_EVH_32_BIT_HEADER : ETW_EVH_64_BIT_HEADER;
     r.ptr_size = (uint8_t)ps;
@@ -347,7 +299,7 @@ static void test_huge_refs(void) {
       u64(&pay, C[i].cnt);
       u8(&pay, 7), u8(&pay, 9);
       struct etw_rec r;
-      init_rec(&r);
+      init_tl_rec(&r);
       r.n_ext = 0;
       r.flags = ETW_EVH_64_BIT_HEADER;
       r.ptr_size = 8;

@@ -48,8 +48,8 @@ int main(void) {
   CHECK_EQ(lines(out, &text), 13); /* header + 12 */
   if (text) {
     CHECK(!strncmp(text, "seq,TimeCreated,Provider,EventName,EventID,Version,Level,Task,Opcode,Keywords,"
-                         "ProcessID,ThreadID,ProcessName,ProcessorID,EventData\n", 131));
-    CHECK(strstr(text, "\n3,2023-04-22T10:47:24.4722782Z,\"SIHTraceLogging\",\"SIH\",0,0,4,0,0,0x0000000000400000,6412,3240,,0,\"{\"\"Info\"\":\"\"wmain\"\"}\"\n") != NULL);
+                         "ProcessID,ThreadID,ProcessName,Host,ProcessorID,EventData\n", 136));
+    CHECK(strstr(text, "\n3,2023-04-22T10:47:24.4722782Z,\"SIHTraceLogging\",\"SIH\",0,0,4,0,0,0x0000000000400000,6412,3240,,,0,\"{\"\"Info\"\":\"\"wmain\"\"}\"\n") != NULL);
   }
   free(text);
 
@@ -81,8 +81,8 @@ int main(void) {
   CHECK_EQ(run(8, f1e), 0);
   text = NULL;
   CHECK_EQ(lines(out, &text), 11); /* one event type: a column per field */
-  if (text) CHECK(strstr(text, ",ProcessID,ThreadID,ProcessName,ProcessorID,\"Info\"\n3,") != NULL);
-  if (text) CHECK(strstr(text, ",6412,3240,,0,\"wmain\"\n") != NULL);
+  if (text) CHECK(strstr(text, ",ProcessID,ThreadID,ProcessName,Host,ProcessorID,\"Info\"\n3,") != NULL);
+  if (text) CHECK(strstr(text, ",6412,3240,,,0,\"wmain\"\n") != NULL);
   free(text);
   const char *f1f[] = {"convert", f1, "--format", "chrome", "-o", out};
   CHECK_EQ(run(6, f1f), 0);

@@ -58,10 +58,9 @@ static void test_refusals(void) {
   struct etw_status st;
   struct etw_win_session_cfg c;
   struct etw_session_spec s = flight(0);
-  s.flight_s = 10; /* a time window: ETW's ring has none */
-  CHECK_EQ(etw_win_flight_cfg(&s, 4, &c, &st), ETW_E_INVALID);
-  CHECK_STR(st.field, "/flight_s");
-  CHECK(strstr(st.msg, "not supported on Windows") != NULL);
+  s.flight_s = 10; /* a time window: the ring is sized as without it (the snapshot trims: etl_trim.c) */
+  CHECK_EQ(etw_win_flight_cfg(&s, 4, &c, &st), ETW_E_OK);
+  CHECK(c.buffering && c.min_buffers == 4 * 4096 / ETW_WIN_FLIGHT_BUF_KB);
 
   s = flight(0);
   s.win.set = 1;
@@ -114,9 +113,38 @@ static void test_props(void) {
   CHECK_EQ(rd32(buf + ETW_ETP_LOGFILENAMEOFFSET), 0); /* no file */
 }
 
+/* the block win_flight.c's snapshot gives ControlTraceW(EVENT_TRACE_CONTROL_UPDATE): the
+ * session's own members (so the update changes nothing else: buffering stays, EnableFlags keep
+ * the kernel flags — 0 there would switch them off) and the snapshot's file, named after them */
+static void test_snapshot_update_block(void) {
+  struct etw_status st;
+  struct etw_win_session_cfg c;
+  struct etw_session_spec s = flight(512);
+  CHECK_EQ(etw_win_flight_cfg(&s, 4, &c, &st), ETW_E_OK);
+  c.system_logger = 1; /* a flight recorder with kernel events (Windows 8+) */
+  c.kernel_flags = 0x00000001 | 0x00000010; /* process + cswitch-like bits: passed through */
+  const char *file = "C:\\ProgramData\\etwd\\recordings\\20261129T140000Z-s3\\trace.etl";
+  size_t len = 0;
+  CHECK_EQ(etw_win_props_build(buf, sizeof buf, &c, 4, "etwd_3_42", file, &len, &st), ETW_E_OK);
+  CHECK_EQ(rd32(buf + ETW_ETP_LOGFILEMODE), 0x400u | 0x02000000u); /* buffering + system logger, no file mode */
+  CHECK_EQ(rd32(buf + ETW_ETP_ENABLEFLAGS), 0x11);
+  CHECK_EQ(rd32(buf + ETW_ETP_MINIMUMBUFFERS), 4 * 512 / 64);
+  CHECK_EQ(rd32(buf + ETW_ETP_MAXIMUMFILESIZE), 0);
+  uint32_t lo = rd32(buf + ETW_ETP_LOGGERNAMEOFFSET), fo = rd32(buf + ETW_ETP_LOGFILENAMEOFFSET);
+  CHECK(lo >= ETW_ETP_SIZE && fo > lo && fo < len);
+  size_t n = strlen(file);
+  CHECK(fo + 2 * (n + 1) <= len);
+  int same = 1;
+  for (size_t i = 0; i <= n; i++) /* UTF-16LE, NUL-terminated */
+    same &= buf[fo + 2 * i] == (unsigned char)file[i] && buf[fo + 2 * i + 1] == 0;
+  CHECK(same);
+  CHECK_EQ(rd32(buf + ETW_ETP_WNODE_BUFFERSIZE), (uint32_t)len);
+}
+
 int main(void) {
   test_sizes();
   test_refusals();
   test_props();
+  test_snapshot_update_block();
   T_DONE();
 }

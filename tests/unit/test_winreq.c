@@ -5,6 +5,9 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
+#include "etwcore/spec.h"
 #include "etwcore/winreq.h"
 #include "t.h"
 
@@ -552,6 +555,78 @@ static void test_robust(void) {
   etw_jw_free(&w);
 }
 
+/* "stacks": [IDs] (spec.c parses it, the builder makes the STACKWALK filter of those IDs only) */
+static void test_stack_list(void) {
+  struct etw_status st;
+  struct etw_win_enable e;
+  struct etw_provider_spec p;
+  cJSON *o = cJSON_Parse("{\"name\":\"Microsoft-Windows-Kernel-Process\",\"event_ids\":[1,2,4660],\"stacks\":[4660,1]}");
+  CHECK_EQ(etw_provider_parse(o, "win", &p, "/providers/2", &st), ETW_E_OK);
+  CHECK_EQ(p.stacks, 1);
+  CHECK_EQ(p.n_stack_ids, 2);
+  CHECK_EQ(etw_win_enable_build(NULL, &p, "/providers/2", 0, 0, &e, &st), ETW_E_OK);
+  /* the event-ID filter {in, 3 IDs}, then EVENT_FILTER_TYPE_STACKWALK {FilterIn=1, Count=2, 0x1234, 1} */
+  CHECK_EQ(e.nf, 2);
+  CHECK_EQ(e.f[0].type, 0x80000200u);
+  CHECK_EQ(rd16(e.f[0].data + 2), 3);
+  CHECK_EQ(e.f[1].type, 0x80001000u);
+  CHECK_EQ(e.f[1].size, 4 + 2 * 2);
+  CHECK_EQ(e.f[1].data[0], 1);
+  CHECK_EQ(e.f[1].data[1], 0);
+  CHECK_EQ(rd16(e.f[1].data + 2), 2);
+  CHECK_EQ(rd16(e.f[1].data + 4), 0x1234);
+  CHECK_EQ(rd16(e.f[1].data + 6), 1);
+  CHECK_EQ(e.enable_property, 0); /* not every event's stack */
+  /* before Windows 10: refused naming the list */
+  CHECK_EQ(etw_win_enable_build(NULL, &p, "/providers/2", ETW_WINVER(6, 3), 9600, &e, &st), ETW_E_UNSUPPORTED);
+  etw_provider_free(&p);
+  cJSON_Delete(o);
+  /* without event_ids: any IDs; with excluded ones: not those */
+  o = cJSON_Parse("{\"name\":\"P\",\"stacks\":[7]}");
+  CHECK_EQ(etw_provider_parse(o, "win", &p, "/providers/0", &st), ETW_E_OK);
+  CHECK_EQ(etw_win_enable_build(NULL, &p, "/providers/0", 0, 0, &e, &st), ETW_E_OK);
+  CHECK_EQ(e.nf, 1);
+  CHECK_EQ(e.f[0].type, 0x80001000u);
+  CHECK_EQ(rd16(e.f[0].data + 4), 7);
+  etw_provider_free(&p);
+  cJSON_Delete(o);
+  static const struct {
+    const char *json, *field;
+  } bad[] = {
+      {"{\"name\":\"P\",\"event_ids\":[1,2],\"stacks\":[2,3]}", "/providers/0/stacks/1"},
+      {"{\"name\":\"P\",\"event_ids\":[1,2],\"event_ids_exclude\":true,\"stacks\":[3,1]}", "/providers/0/stacks/1"},
+      {"{\"name\":\"P\",\"stacks\":[1,1]}", "/providers/0/stacks/1"},
+      {"{\"name\":\"P\",\"stacks\":[1,\"x\"]}", "/providers/0/stacks/1"},
+      {"{\"name\":\"P\",\"stacks\":[70000]}", "/providers/0/stacks/0"},
+      {"{\"name\":\"P\",\"stacks\":[]}", "/providers/0/stacks"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    o = cJSON_Parse(bad[i].json);
+    CHECK_EQ(etw_provider_parse(o, "win", &p, "/providers/0", &st), ETW_E_INVALID);
+    CHECK_STR(st.field, bad[i].field);
+    etw_provider_free(&p);
+    cJSON_Delete(o);
+  }
+  /* event names are linux's form: the builder refuses them by name */
+  o = cJSON_Parse("{\"name\":\"P\",\"stacks\":[\"Start\"]}");
+  CHECK_EQ(etw_provider_parse(o, "win", &p, "/providers/0", &st), ETW_E_OK);
+  CHECK_EQ(etw_win_enable_build(NULL, &p, "/providers/0", 0, 0, &e, &st), ETW_E_INVALID);
+  CHECK_STR(st.field, "/providers/0/stacks/0");
+  etw_provider_free(&p);
+  cJSON_Delete(o);
+  /* 65 IDs: more than ETW filters */
+  char big[1024];
+  int n = snprintf(big, sizeof big, "{\"name\":\"P\",\"stacks\":[");
+  for (int i = 0; i < 65; i++) n += snprintf(big + n, sizeof big - (size_t)n, "%s%d", i ? "," : "", i + 1);
+  snprintf(big + n, sizeof big - (size_t)n, "]}");
+  o = cJSON_Parse(big);
+  CHECK_EQ(etw_provider_parse(o, "win", &p, "/providers/0", &st), ETW_E_OK);
+  CHECK_EQ(etw_win_enable_build(NULL, &p, "/providers/0", 0, 0, &e, &st), ETW_E_LIMIT);
+  CHECK_STR(st.field, "/providers/0/stacks");
+  etw_provider_free(&p);
+  cJSON_Delete(o);
+}
+
 int main(void) {
   test_robust();
   test_tei();
@@ -559,6 +634,7 @@ int main(void) {
   test_props_read();
   test_cfg_check();
   test_enable();
+  test_stack_list();
   test_kernel();
   test_errors();
   test_utf();

@@ -24,6 +24,7 @@
 #include "decode.h"
 #include "etwcore/backend.h"
 #include "etwcore/etl.h"
+#include "etwcore/util.h"
 
 #define BATCH_EVENTS 256
 #define BATCH_BYTES (256u << 10)    /* publish once this much JSON is pending */
@@ -65,12 +66,6 @@ static char *data_dir_copy(void) {
   char *c = g_data_dir ? strdup(g_data_dir) : NULL;
   pthread_mutex_unlock(&dirs_mu);
   return c;
-}
-
-static int64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
 static void sleep_ns(int64_t ns) {
@@ -175,12 +170,12 @@ static void *reader_main(void *arg) {
   const struct etw_rec *recs[64];
   struct etw_status st;
   etw_status_clear(&st);
-  int64_t last_pub = now_ns(), wall0 = 0;
+  int64_t last_pub = etw_mono_ns(), wall0 = 0;
   uint64_t ft0 = 0;
   uint64_t done0 = 0;
   int rc = 0, n = 0, ri = 0, limited = 0;
   /* one read of the files first: the stack walks indexed by their events (dec_stack.h) */
-  if (etw_stk_prepass(s->stk, (const char *const *)s->args.spec->files, (int)s->args.spec->n_files, &s->stop) == 0) {
+  if (etw_stk_prepass(s->stk, (const char *const *)s->args.spec->files, (int)s->args.spec->n_files, &s->stop, 1) == 0) {
     struct etw_stk_counts kc;
     etw_stk_counts(s->stk, &kc);
     atomic_store(&s->walks, kc.walks);
@@ -209,18 +204,18 @@ static void *reader_main(void *arg) {
     }
     if (s->args.spec->replay_realtime) {
       if (!wall0) {
-        wall0 = now_ns();
+        wall0 = etw_mono_ns();
         ft0 = rec->filetime;
       } else if (rec->filetime > ft0) {
         int64_t due = wall0 + (int64_t)(rec->filetime - ft0) * 100;
         /* sleep in ≤ 20 ms steps, publishing what is pending, so stop stays responsive */
-        while (!atomic_load(&s->stop) && now_ns() < due) {
+        while (!atomic_load(&s->stop) && etw_mono_ns() < due) {
           if (b && b->n) {
             etw_hub_publish(hub, b);
             b = NULL;
-            last_pub = now_ns();
+            last_pub = etw_mono_ns();
           }
-          int64_t left = due - now_ns();
+          int64_t left = due - etw_mono_ns();
           sleep_ns(left > FLUSH_NS ? FLUSH_NS : left);
         }
       }
@@ -245,7 +240,7 @@ static void *reader_main(void *arg) {
     }
     int full = b->n >= BATCH_EVENTS || b->data.len >= BATCH_BYTES;
     if (full || (b->n & 15) == 0) { /* the clock is read every 16 events */
-      int64_t t = now_ns();
+      int64_t t = etw_mono_ns();
       if (full || t - last_pub >= FLUSH_NS) {
         if (b->n) {
           etw_hub_publish(hub, b);
@@ -291,6 +286,9 @@ static enum etw_err etl_open(const struct etw_backend_args *a, void **state, str
   s->args = *a;
   pthread_mutex_init(&s->mu, NULL);
   s->rd = etw_etl_reader_new();
+  /* the files are the server's data-dir files (the API resolves names there and refuses links
+   * by lstat): opened without following a link swapped in since that check */
+  if (s->rd) etw_etl_reader_set_nofollow(s->rd, 1);
   char *md = etw_etl_manifest_dir();
   s->dec = etw_decoder_new(md);
   free(md);
@@ -441,6 +439,7 @@ static void cat_refresh(void) {
     if (cat_nfiles >= CAT_MAX_FILES) break;
     struct etw_etl_reader *r = etw_etl_reader_new();
     if (!r) break;
+    etw_etl_reader_set_nofollow(r, 1); /* a link in the data directory is not read */
     struct etw_status st;
     etw_status_clear(&st);
     if (!etw_etl_reader_add_file(r, path, &st)) {

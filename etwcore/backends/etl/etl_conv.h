@@ -19,6 +19,9 @@ struct conv_ev {
   const char *data;           /* EventData's object, or NULL (Undecoded events) */
   size_t data_len;
   int64_t pid, tid;           /* Execution.ProcessID/ThreadID, -1 = null */
+  int lx;                     /* a Linux event (a trace.dat's): rec has only time, cpu and id */
+  const char *stack;          /* the event's "Stack" array (after EventData), or NULL */
+  size_t stack_len;
 };
 
 /** conv_json_span - length of the JSON value at s[0] ('{', '[', '"' or a scalar); 0 if it does

@@ -18,6 +18,9 @@
  * (dec_stack.h, --stack-index-mb). Exit status: 0 ok, 1 unreadable/corrupt input (after writing
  * every event before the damage) or something counted as dropped (events, stacks: every other
  * event written), 2 usage error. Single-threaded.
+ * A Linux trace.dat (found by its magic; Linux builds with libtracecmd) is one input on its own:
+ * linux_dat.c hands over its events, encoded by the Linux decoder, in place of decoded records
+ * (one_dat), through the same selection and writers; the .etl-only options are refused by name.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,12 +32,16 @@
 #include "decode.h" /* the decoder's counts (unparsed) */
 #include "etl_conv.h"
 #include "etwcore/etl.h"
+#include "etwcore/evcsv.h"
 #include "etwcore/unpack.h"
 #ifndef _WIN32
 #include <sys/stat.h>
 #include <unistd.h>
 #endif
 #include "etwcore/folded.h"
+#ifdef ETWD_HAVE_TRACECMD
+#include "linux/linux_dat.h" /* a trace.dat's events (the Linux build with libtracecmd) */
+#endif
 
 size_t etw_convert_writer_max = (size_t)64 << 20;
 
@@ -50,6 +57,8 @@ struct conv {
   int walks; /* --stackwalk-events: the stack walk rows are written too */
   int nostacks; /* --no-stacks: no stack index, nothing attached, walk rows written as they are */
   enum etw_decode_mode mode; /* --decode: of the readers and decoders of both passes */
+  int mode_given, stk_given; /* --decode, --stack-index-mb were given (refused for a trace.dat) */
+  int dat;                   /* the input is a trace.dat (Linux), not .etl files */
   const char **files;
   int nf;
   struct etw_folded *fold; /* F_FOLDED: the selected events' stacks (etw_convert_main's) */
@@ -84,6 +93,9 @@ static void usage(FILE *f, int full) {
   }
   fputs("  Decodes Windows .etl files (several files are merged in time order); a FILE may also be\n"
         "  compressed: .zip (its .etl), .gz, .etlgz (recognised by content, at most 64 GiB unpacked)\n"
+        "  or one Linux trace.dat (etwd's file mode, trace-cmd record; recognised by content; Linux\n"
+        "  builds): its events as the live stream shows them, stacks joined (any --format; not\n"
+        "  --manifests, --decode or the stack options)\n"
         "  --format    ndjson (default): one event object per line; csv: one row per event (one column\n"
         "              per field when the selected events are all of one type); chrome: Chrome\n"
         "              trace-event JSON (ui.perfetto.dev, chrome://tracing); folded: the events'\n"
@@ -113,36 +125,7 @@ static void usage(FILE *f, int full) {
 
 /* ---- JSON scanning (shared with etl_chrome.c) */
 
-size_t conv_json_span(const char *s, size_t n) {
-  if (!n) return 0;
-  if (s[0] == '"') {
-    for (size_t i = 1; i < n; i++) {
-      if (s[i] == '\\') i++;
-      else if (s[i] == '"') return i + 1;
-    }
-    return 0;
-  }
-  if (s[0] != '{' && s[0] != '[') { /* a scalar: up to the next delimiter */
-    size_t i = 0;
-    while (i < n && s[i] != ',' && s[i] != '}' && s[i] != ']') i++;
-    return i;
-  }
-  int depth = 0, in_str = 0;
-  for (size_t i = 0; i < n; i++) {
-    char c = s[i];
-    if (in_str) {
-      if (c == '\\') i++;
-      else if (c == '"') in_str = 0;
-      continue;
-    }
-    if (c == '"') in_str = 1;
-    else if (c == '{' || c == '[') depth++;
-    else if (c == '}' || c == ']') {
-      if (--depth == 0) return i + 1;
-    }
-  }
-  return 0;
-}
+size_t conv_json_span(const char *s, size_t n) { return etw_json_span(s, n); } /* evcsv.c's */
 
 /* Calls @fn for every top-level member of the object at @obj (compact JSON, as etwd writes it):
  * the key with its quotes, and the value's span. Stops when @fn returns non-zero. */
@@ -299,6 +282,7 @@ static int parse_args(struct conv *c, int argc, char **argv, int *help) {
     } else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
       c->quiet = 1;
     } else if (!strcmp(name, "--decode")) {
+      c->mode_given = 1;
       if (etw_decode_parse(v, &c->mode)) {
         fprintf(stderr, "etwd convert: unknown decode mode '%s' (fast or reference)\n", v);
         return 2;
@@ -351,6 +335,7 @@ static int parse_args(struct conv *c, int argc, char **argv, int *help) {
         return 2;
       }
       etw_stk_budget_set((uint64_t)x << 20);
+      c->stk_given = 1;
     } else if (a[0] == '-' && a[1]) {
       fprintf(stderr, "etwd convert: unknown option '%s'\n", a);
       return 2;
@@ -414,15 +399,6 @@ static int selected(const struct conv *c, const struct conv_ev *e) {
 
 /* ---- CSV */
 
-static void csv_field(FILE *out, const char *s, size_t n) {
-  fputc('"', out);
-  for (size_t i = 0; i < n; i++) {
-    if (s[i] == '"') fputc('"', out);
-    fputc(s[i], out);
-  }
-  fputc('"', out);
-}
-
 static void csv_part(FILE *out, const char *s, size_t n) {
   for (size_t i = 0; i < n; i++) {
     if (s[i] == '"') fputc('"', out);
@@ -430,87 +406,23 @@ static void csv_part(FILE *out, const char *s, size_t n) {
   }
 }
 
-/* The EventData column: the text after `"EventData":` (or `"Undecoded":`) up to the event's
- * closing brace. When the event has an "Unparsed" member after EventData, the column is still
- * one JSON object: EventData's members followed by `"Unparsed":{…}`. */
-static void csv_data(FILE *out, const char *s, size_t n) {
-  size_t obj = conv_json_span(s, n);
-  if (!obj || obj >= n || s[obj] != ',') {
-    csv_field(out, s, n);
-    return;
-  }
-  fputc('"', out);
-  csv_part(out, s, obj - 1); /* EventData without its '}' */
-  if (obj > 2) fputc(',', out); /* EventData was not {} */
-  csv_part(out, s + obj + 1, n - obj - 1); /* "Unparsed":{…} */
-  fputs("}\"", out);
-}
-
-#define CSV_COLS "seq,TimeCreated,Provider,EventName,EventID,Version,Level,Task,Opcode,Keywords,ProcessID,ThreadID," \
-                 "ProcessName,ProcessorID"
+#define CSV_COLS ETW_CSV_COLS /* etwcore/evcsv.h: the columns the HTTP streams' ?format=csv writes too */
 static const char CSV_HEAD[] = CSV_COLS;
 
-/* The common columns of a row (no newline, no trailing comma). */
-static void csv_common(FILE *out, struct etw_jw *t, const struct conv_ev *e) {
-  const struct etw_rec *rec = e->rec;
-  t->len = 0;
-  etw_jw_filetime(t, rec->filetime);
-  const char *ts = etw_jw_cstr(t);
-  fprintf(out, "%llu,%.*s,", (unsigned long long)e->seq, (int)(t->len - 2), ts + 1);
-  csv_field(out, e->ref->provider, strlen(e->ref->provider));
-  fputc(',', out);
-  csv_field(out, e->ref->name ? e->ref->name : "", e->ref->name ? strlen(e->ref->name) : 0);
-  fprintf(out, ",%u,%u,%u,%u,%u,0x%016llx,", rec->desc.id, rec->desc.version, rec->desc.level,
-          rec->desc.task, rec->desc.opcode, (unsigned long long)rec->desc.keyword);
-  /* the event's ids (the decoder's: a kernel event's may come from its payload), not the header's */
-  if (e->ref->pid != 0xFFFFFFFFu) fprintf(out, "%u", e->ref->pid);
-  fputc(',', out);
-  if (e->ref->tid != 0xFFFFFFFFu) fprintf(out, "%u", e->ref->tid);
-  fputc(',', out);
-  char nm[512]; /* Execution.ProcessName (unescaped; cut at 512 bytes), empty when the event has none */
-  int nl = etw_event_pname(e->sys, e->sys_len, nm, sizeof nm);
-  if (nl >= 0) csv_field(out, nm, (size_t)nl < sizeof nm ? (size_t)nl : sizeof nm);
-  fprintf(out, ",%u", rec->cpu);
+/* Rows are built in the scratch writer @t by the shared writer (etwcore/evcsv.h), then written
+ * whole. The common columns come from the event's System object, so each is what the ndjson form
+ * says (Task of a classic kernel event: 0, as in System, not the header's event group). */
+static void csv_common(struct etw_jw *t, const struct conv_ev *e) {
+  char sq[24];
+  int n = snprintf(sq, sizeof sq, "%llu", (unsigned long long)e->seq);
+  etw_jw_truncate(t, 0);
+  etw_csv_common(t, sq, (size_t)n, e->sys, e->sys_len);
 }
 
-/* A JSON string's text, unescaped (\uXXXX as UTF-8), CSV-quoted; other values as they are. */
-static void csv_value(FILE *out, const char *v, size_t n) {
-  if (v[0] != '"') {
-    if (v[0] == '{' || v[0] == '[') csv_field(out, v, n);
-    else if (n != 4 || memcmp(v, "null", 4)) fwrite(v, 1, n, out);
-    return;
-  }
-  fputc('"', out);
-  for (size_t i = 1; i + 1 < n; i++) {
-    char ch = v[i];
-    if (ch == '\\' && i + 2 < n) {
-      char e = v[++i];
-      if (e == 'n') ch = '\n';
-      else if (e == 't') ch = '\t';
-      else if (e == 'r') ch = '\r';
-      else if (e == 'b') ch = '\b';
-      else if (e == 'f') ch = '\f';
-      else if (e == 'u' && i + 4 < n) {
-        unsigned cp = (unsigned)strtoul((char[5]){v[i + 1], v[i + 2], v[i + 3], v[i + 4], 0}, NULL, 16);
-        i += 4;
-        if (cp >= 0xD800 && cp < 0xDC00 && i + 6 < n && v[i + 1] == '\\' && v[i + 2] == 'u') {
-          unsigned lo = (unsigned)strtoul((char[5]){v[i + 3], v[i + 4], v[i + 5], v[i + 6], 0}, NULL, 16);
-          if (lo >= 0xDC00 && lo < 0xE000) {
-            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-            i += 6;
-          }
-        }
-        if (cp < 0x80) fputc((int)cp, out);
-        else if (cp < 0x800) fprintf(out, "%c%c", 0xC0 | (cp >> 6), 0x80 | (cp & 63));
-        else if (cp < 0x10000) fprintf(out, "%c%c%c", 0xE0 | (cp >> 12), 0x80 | ((cp >> 6) & 63), 0x80 | (cp & 63));
-        else fprintf(out, "%c%c%c%c", 0xF0 | (cp >> 18), 0x80 | ((cp >> 12) & 63), 0x80 | ((cp >> 6) & 63), 0x80 | (cp & 63));
-        continue;
-      } else ch = e;
-    }
-    if (ch == '"') fputc('"', out);
-    fputc(ch, out);
-  }
-  fputc('"', out);
+/* the row (or what fitted: the writer's bound is far above any event's) to @out */
+static void csv_flush(FILE *out, struct etw_jw *t) {
+  etw_jw_ch(t, '\n');
+  fwrite(t->buf, 1, t->len, out);
 }
 
 /* first pass: the selected events' type(s) and the union of their fields, in first-seen order */
@@ -558,15 +470,15 @@ static int row_cb(void *arg, const char *k, size_t kl, const char *v, size_t vl)
 
 static void csv_fields_row(struct conv *c, FILE *out, struct etw_jw *t, const struct conv_ev *e,
                            const char **vals, size_t *lens) {
-  csv_common(out, t, e);
+  csv_common(t, e);
   memset(vals, 0, c->nfields * sizeof *vals);
   struct row r = {c, out, vals, lens};
   if (e->data) members(e->data, e->data_len, row_cb, &r);
   for (size_t i = 0; i < c->nfields; i++) {
-    fputc(',', out);
-    if (vals[i]) csv_value(out, vals[i], lens[i]);
+    etw_jw_ch(t, ',');
+    if (vals[i]) etw_csv_json_cell(t, vals[i], lens[i]);
   }
-  fputc('\n', out);
+  csv_flush(out, t);
 }
 
 static int per_field(const struct conv *c) { return c->fmt == F_CSV && c->t_prov && !c->mixed; }
@@ -577,6 +489,8 @@ static void csv_header(struct conv *c, FILE *out) {
     fputs(",EventData\n", out);
     return;
   }
+  struct etw_jw h; /* a cell of the shared writer (a field name may start a formula too) */
+  etw_jw_init(&h, 0);
   for (size_t i = 0; i < c->nfields; i++) { /* the key's text; "" inside it doubled */
     const char *k = c->fields[i];
     size_t l = strlen(k);
@@ -584,11 +498,18 @@ static void csv_header(struct conv *c, FILE *out) {
     char name[300];
     snprintf(name, sizeof name, ",%.*s,", (int)(l - 2), k + 1);
     clash = strstr("," CSV_COLS ",", name) != NULL;
-    fputs(",\"", out);
-    if (clash) fputs("EventData.", out);
-    csv_part(out, k + 1, l - 2);
-    fputc('"', out);
+    fputc(',', out);
+    if (clash) {
+      fputs("\"EventData.", out);
+      csv_part(out, k + 1, l - 2);
+      fputc('"', out);
+      continue;
+    }
+    etw_jw_truncate(&h, 0);
+    etw_csv_cell(&h, k + 1, l - 2);
+    fwrite(etw_jw_cstr(&h), 1, h.len, out);
   }
+  etw_jw_free(&h);
   fputc('\n', out);
 }
 
@@ -599,7 +520,7 @@ struct counts {
   struct etw_stk_counts stk;
   int damaged;
   int cut; /* the read stopped at --limit: later events (and their stack walks) were not read */
-  char damage[300];
+  char damage[700];
 };
 
 /* One pass's state: its reader, decoder and writers (owned by run_pass, one thread). */
@@ -613,7 +534,10 @@ struct pass {
   struct etw_decoder *d;
   struct etw_stk *stk;      /* the input's stacks (P_WRITE) */
   struct etw_jw w, t;       /* the event's text (ndjson: the block of lines); scratch */
-  int ndjson, filtered, need_exec;
+#ifdef ETWD_HAVE_TRACECMD
+  struct lx_dat *dat;       /* the trace.dat being read (c->dat), instead of r and d */
+#endif
+  int ndjson, filtered, need_exec, need_data; /* need_data: e.data/e.stack (per-field CSV, Chrome) */
   const char **vals;        /* per-field CSV: a row's values [nfields] */
   size_t *lens;
   uint64_t from_ft, to_ft;  /* the --from/--to bounds, relative ones once the first event is seen */
@@ -699,13 +623,16 @@ static int emit(struct pass *p, const struct conv_ev *e) {
     const char *data = e->sys + e->sys_len; /* ,"EventData":{…}} or ,"Undecoded":… */
     const char *colon = strchr(data, ':');
     size_t dl = colon ? w->len - (size_t)(colon + 1 - j) - 1 : 0;
-    csv_common(p->out, &p->t, e);
-    fputc(',', p->out);
-    if (colon) csv_data(p->out, colon + 1, dl);
-    fputc('\n', p->out);
+    csv_common(&p->t, e);
+    etw_jw_ch(&p->t, ',');
+    if (colon) etw_csv_data_cell(&p->t, colon + 1, dl);
+    csv_flush(p->out, &p->t);
   }
   return 0;
 }
+
+static int select_emit(struct pass *p, const struct etw_rec *rec, const struct etw_evref *ref, size_t start,
+                       size_t body, int ok);
 
 /* Decodes one record and, when selected, outputs it. 0 go on, 1 the --limit is reached, -1 stop
  * with exit status 1. */
@@ -734,16 +661,30 @@ static int one_record(struct pass *p, const struct etw_rec *rec) {
     return 0;
   }
   if (p->stk) etw_stk_attach(p->stk, rec, w); /* (no room for the stack: the event without it) */
-  struct conv_ev e = {rec, &ref, p->n->seq, NULL, 0, NULL, 0, -1, -1};
+  return select_emit(p, rec, &ref, start, body, ok);
+}
+
+/* The event just written to p->w from @body on (its line from @start): selected, counted and
+ * output, or taken back. @ok: decoded (else "Undecoded"). As one_record. */
+static int select_emit(struct pass *p, const struct etw_rec *rec, const struct etw_evref *ref, size_t start,
+                       size_t body, int ok) {
+  struct conv *c = p->c;
+  struct etw_jw *w = &p->w;
+  struct conv_ev e = {rec, ref, p->n->seq, NULL, 0, NULL, 0, -1, -1, c->dat, NULL, 0};
   if (p->filtered || !p->ndjson) {
     const char *j = etw_jw_cstr(w) + body; /* "System":{…},"EventData":{…}} */
     size_t jl = w->len - body;
     e.sys = j + 9;
     e.sys_len = conv_json_span(e.sys, jl - 9);
     const char *rest = e.sys + e.sys_len;
-    if (!strncmp(rest, ",\"EventData\":", 13)) {
+    if (p->need_data && !strncmp(rest, ",\"EventData\":", 13)) { /* (plain CSV scans them itself) */
       e.data = rest + 13;
       e.data_len = conv_json_span(e.data, jl - (size_t)(e.data - j));
+      rest = e.data + e.data_len;
+      if (e.data_len && !strncmp(rest, ",\"Stack\":", 9)) {
+        e.stack = rest + 9;
+        e.stack_len = conv_json_span(e.stack, jl - (size_t)(e.stack - j));
+      }
     }
     if (p->need_exec) exec_ids(&e);
     if (!selected(c, &e)) {
@@ -757,11 +698,56 @@ static int one_record(struct pass *p, const struct etw_rec *rec) {
   return c->limit && p->n->written >= c->limit;
 }
 
+#ifdef ETWD_HAVE_TRACECMD
+/* One event of a trace.dat (its text and header from linux_dat.c) through the same selection
+ * and writers as a decoded ETL record: a record with the fields the writers read (time, CPU,
+ * event id, level) stands for it. As one_record. */
+static int one_dat(struct pass *p, const struct lx_dat_ev *ev) {
+  struct etw_rec rec;
+  memset(&rec, 0, sizeof rec);
+  rec.filetime = (uint64_t)(ev->ref.ts_ns / 100 + 116444736000000000LL);
+  rec.cpu = ev->ref.cpu;
+  rec.desc.id = ev->ref.event_id;
+  rec.desc.level = ev->ref.level;
+  rec.tid = ev->ref.tid;
+  rec.pid = ev->ref.pid;
+  seq_next(p->sq, &p->sqn); /* sq = seq + 1 */
+  p->n->seq++;
+  if (!in_time(p, &rec)) return 0;
+  size_t start = line_start(p), body = p->w.len;
+  etw_jw_raw(&p->w, ev->txt, ev->len);
+  if (p->w.err) {
+    etw_jw_truncate(&p->w, start);
+    p->n->dropped++;
+    return 0;
+  }
+  return select_emit(p, &rec, &ev->ref, start, body, !ev->undecoded);
+}
+#endif
+
 /* Makes p->r (with every input file) and p->d. 0, or 1 (said on stderr). */
 static int pass_open(struct pass *p) {
   const struct conv *c = p->c;
   struct etw_status st;
   etw_status_clear(&st);
+#ifdef ETWD_HAVE_TRACECMD
+  if (c->dat) { /* a trace.dat: its reader only (parse_args allowed one input) */
+    char err[1200];
+    if (!(p->dat = lx_dat_open(c->files[0], etw_convert_writer_max / 2, err, sizeof err))) {
+      fprintf(stderr, "etwd convert: %s\n", err);
+      return 1;
+    }
+    if (p->ph == P_WRITE && per_field(c)) {
+      p->vals = calloc(c->nfields + 1, sizeof *p->vals);
+      p->lens = calloc(c->nfields + 1, sizeof *p->lens);
+      if (!p->vals || !p->lens) {
+        fprintf(stderr, "etwd convert: out of memory\n");
+        return 1;
+      }
+    }
+    return 0;
+  }
+#endif
   p->r = etw_etl_reader_new();
   char *md_default = c->mdir ? NULL : etw_etl_manifest_dir();
   p->d = etw_decoder_new(c->mdir ? c->mdir : md_default);
@@ -782,7 +768,7 @@ static int pass_open(struct pass *p) {
   }
   if (p->ph == P_WRITE && !c->nostacks) { /* the stacks: one read of the input before the events */
     p->stk = etw_stk_new(1);
-    if (!p->stk || etw_stk_prepass(p->stk, c->files, c->nf, NULL)) {
+    if (!p->stk || etw_stk_prepass(p->stk, c->files, c->nf, NULL, 0 /* the user's own paths: links followed */)) {
       fprintf(stderr, "etwd convert: out of memory\n");
       return 1;
     }
@@ -832,17 +818,55 @@ static int run_pass(struct conv *c, enum phase ph, FILE *out, struct conv_chrome
   p->ndjson = c->fmt == F_NDJSON && ph == P_WRITE;
   p->filtered = c->nprov || c->nev || c->npid || c->nproc || c->from_s || c->to_s || c->limit;
   p->need_exec = c->npid || c->fmt == F_CHROME;
+  p->need_data = ph == P_COLLECT || per_field(c) || c->fmt == F_CHROME;
   p->from_ft = c->from_ft;
   p->to_ft = c->to_ft;
   /* ndjson: the lines are collected in w and written in blocks of about BATCH bytes */
   enum { BATCH = 256 << 10 };
   p->batch = etw_convert_writer_max / 4 < BATCH ? etw_convert_writer_max / 4 : BATCH;
   etw_jw_init(&p->w, etw_convert_writer_max);
-  etw_jw_init(&p->t, 4096);
+  etw_jw_init(&p->t, 3 * etw_convert_writer_max); /* a CSV row: cells double each '"' */
   int rc = pass_open(p);
   if (rc) goto done;
   if (ph == P_WRITE && c->fmt == F_CSV) csv_header(c, out);
   /* (next_batch's loop without a bound test takes a call's first max - ETL_BATCH - 1 records) */
+#ifdef ETWD_HAVE_TRACECMD
+  if (p->dat) {
+    struct lx_dat_ev ev;
+    int y = 0;
+    while (!y && lx_dat_next(p->dat, &ev) > 0) y = one_dat(p, &ev);
+    if (y < 0) rc = 1;
+    n->cut = y == 1;
+    n->dropped += lx_dat_dropped(p->dat);
+    if (p->ndjson && p->w.len) fwrite(p->w.buf, 1, p->w.len, out);
+    if (lx_dat_damage(p->dat)) { /* a truncated file: its events up to the cut were written */
+      n->damaged = 1;
+      snprintf(n->damage, sizeof n->damage, "%s", lx_dat_damage(p->dat));
+    }
+    if (ph == P_WRITE && lx_dat_other_boot(p->dat)) /* (said even with --quiet: the times are wrong) */
+      fprintf(stderr, "etwd convert: %s holds no wall-clock times (its trace clock counts from boot) and was "
+                      "recorded before this machine's last boot or on another machine: TimeCreated is wrong by "
+                      "the time between (--from/--to in seconds after the first event still select right)\n",
+              c->files[0]);
+    else if (ph == P_WRITE && !c->quiet && lx_dat_clock_guessed(p->dat))
+      fprintf(stderr, "etwd convert: %s holds no wall-clock times (its trace clock counts from boot): "
+                      "TimeCreated assumes it was recorded since this machine's last boot\n", c->files[0]);
+    uint64_t joined, orphaned, unk, lost = lx_dat_lost(p->dat, &unk);
+    lx_dat_stacks(p->dat, &joined, &orphaned);
+    if (ph == P_WRITE && ((orphaned && !n->cut && !n->damaged) || (!c->quiet && (joined || orphaned))))
+      fprintf(stderr, "etwd convert: %llu stack records: %llu joined to their events, %llu orphaned%s%s\n",
+              (unsigned long long)(joined + orphaned), (unsigned long long)joined,
+              (unsigned long long)orphaned,
+              orphaned ? " (no event took them: an event interrupted before its stacks were recorded goes "
+                         "without, as in the live stream)" : "",
+              n->cut ? " (the read stopped at --limit)" : "");
+    if (ph == P_WRITE && (lost || unk) && !n->cut)
+      fprintf(stderr, "etwd convert: the kernel lost %llu events%s before they were recorded in %s (its ring "
+                      "buffer was full), as the file's pages say\n", (unsigned long long)lost,
+              unk ? " (and an unknown number more)" : "", c->files[0]);
+    goto done;
+  }
+#endif
   const struct etw_rec *recs[512];
   struct etw_status st;
   etw_status_clear(&st);
@@ -884,6 +908,9 @@ done:
   free(p->lens);
   etw_etl_reader_free(p->r);
   etw_decoder_free(p->d);
+#ifdef ETWD_HAVE_TRACECMD
+  lx_dat_close(p->dat);
+#endif
   free(p);
   return rc;
 }
@@ -1017,6 +1044,47 @@ static void unpack_cleanup(struct conv *c, struct unpacked *u) {
   free(u->made);
 }
 
+/* ---- trace.dat inputs (linux_dat.c) */
+
+/* 1 when @path starts with trace-cmd's magic: 0x17 0x08 0x44 "tracing" (then the version). */
+static int is_tdat(const char *path) {
+  unsigned char m[10];
+  FILE *f = fopen(path, "rb");
+  if (!f) return 0;
+  size_t k = fread(m, 1, sizeof m, f);
+  fclose(f);
+  return k == sizeof m && !memcmp(m, "\x17\x08\x44tracing", sizeof m);
+}
+
+/* Sets c->dat when the input is a trace.dat, refusing what does not apply to one by name.
+ * 0, or the exit status (said on stderr). */
+static int dat_inputs(struct conv *c) {
+  int nd = 0, first = -1;
+  for (int i = 0; i < c->nf; i++)
+    if (is_tdat(c->files[i])) nd++, first = first < 0 ? i : first;
+  if (!nd) return 0;
+#ifndef ETWD_HAVE_TRACECMD
+  fprintf(stderr, "etwd convert: %s is a trace.dat (a Linux ftrace recording): this etwd reads .etl files only "
+                  "(trace.dat files are converted by etwd on Linux, built with libtracecmd; or read by trace-cmd report)\n",
+          c->files[first]);
+  return 1;
+#else
+  if (c->nf > 1) {
+    fprintf(stderr, "etwd convert: %s is a trace.dat: convert one trace.dat at a time, with no other input\n",
+            c->files[first]);
+    return 2;
+  }
+  const char *bad = c->mdir ? "--manifests" : c->mode_given ? "--decode" : c->nostacks ? "--no-stacks"
+                  : c->walks ? "--stackwalk-events" : c->stk_given ? "--stack-index-mb" : NULL;
+  if (bad) {
+    fprintf(stderr, "etwd convert: %s does not apply to a trace.dat (%s): it is for .etl files\n", bad, c->files[0]);
+    return 2;
+  }
+  c->dat = 1;
+  return 0;
+#endif
+}
+
 /* --format folded: writes the lines and says how many events had a stack (unless quiet, and
  * always when stacks were dropped by the aggregator's bounds). 1 = the exit status is 1. */
 static int folded_finish(const struct conv *c, FILE *out, const struct counts *n) {
@@ -1051,6 +1119,7 @@ int etw_convert_main(int argc, char **argv) {
     goto end;
   }
   if ((rc = unpack_inputs(c, &u))) goto end;
+  if ((rc = dat_inputs(c))) goto end;
   etw_decode_set_default(c->mode); /* (the readers and decoders run_pass makes) */
   if (c->fmt == F_CSV) { /* per-field columns when the selection is one event type: a first pass */
     rc = run_pass(c, P_COLLECT, NULL, NULL, &n);

@@ -5,9 +5,14 @@
  * etl.h. Called on the reader's thread.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#ifndef _WIN32
+#include <unistd.h> /* close */
+#endif
 
 #include "etl_int.h"
 
@@ -40,6 +45,10 @@ struct etw_etl_reader *etw_etl_reader_new(void) {
 
 void etw_etl_reader_set_mode(struct etw_etl_reader *r, enum etw_decode_mode m) {
   r->generic = m == ETW_DECODE_REFERENCE;
+}
+
+void etw_etl_reader_set_nofollow(struct etw_etl_reader *r, int on) {
+  r->nofollow = on != 0;
 }
 
 void etw_etl_reader_free(struct etw_etl_reader *r) {
@@ -374,9 +383,33 @@ static enum etw_err add_file(struct etw_etl_reader *r, const char *name, FILE *f
   return e;
 }
 
+/* fopen(@path, "rb"), without following a symbolic link when @nofollow and the OS can (POSIX
+ * O_NOFOLLOW: the open itself fails on a link, ELOOP on Linux, EMLINK on FreeBSD) */
+static FILE *open_rb(const char *path, int nofollow) {
+#ifdef O_NOFOLLOW
+  if (nofollow) {
+    int fd = open(path, O_RDONLY | O_NOFOLLOW);
+    FILE *fp = fd < 0 ? NULL : fdopen(fd, "rb");
+    if (fd >= 0 && !fp) {
+      int e = errno;
+      close(fd);
+      errno = e;
+    }
+    return fp;
+  }
+#endif
+  (void)nofollow;
+  return fopen(path, "rb");
+}
+
 enum etw_err etw_etl_reader_add_file(struct etw_etl_reader *r, const char *path,
                                      struct etw_status *st) {
-  FILE *fp = fopen(path, "rb");
+  FILE *fp = open_rb(path, r->nofollow);
+#ifdef O_NOFOLLOW
+  if (!fp && r->nofollow && (errno == ELOOP || errno == EMLINK))
+    return etw_fail(st, ETW_E_PERM, NULL,
+                    "%s: a symbolic link: refused (data-directory files are opened without following links)", path);
+#endif
   if (!fp) return etw_fail(st, errno == ENOENT ? ETW_E_NOT_FOUND : ETW_E_IO, NULL, "%s: %s", path, strerror(errno));
   if (etl_fseek(fp, 0, SEEK_END)) {
     fclose(fp);

@@ -137,6 +137,7 @@ struct etw_etl_reader {
   uint64_t done, total;
   uint64_t mem;              /* bytes of stream payload buffers */
   int generic;               /* ETW_DECODE_REFERENCE: every record through parse_generic */
+  int nofollow;              /* add_file refuses a symbolic link (etw_etl_reader_set_nofollow) */
   int err_set;
   struct etw_status err;
 };

@@ -131,6 +131,19 @@ static int parse_wpp(const struct efile *f, struct etw_rec *rec, const unsigned 
   return (int)size;
 }
 
+/* The size of a SYSTEM / COMPACT / PERFINFO record head @p (@n bytes left) whose fixed part is
+ * *hdr bytes: *size (at p + 4, within @n), *ver (the version word) and *hdr grown by the 8 bytes
+ * that version bit 15 adds and 8 for each of the items counted in bits 8..10. -1: a size or head
+ * that does not fit. */
+static int kernel_head(const unsigned char *p, uint32_t n, uint32_t *hdr, uint32_t *size, uint16_t *ver) {
+  *size = rd16(p + 4);
+  if (*size < *hdr || *size > n) return -1;
+  *ver = rd16(p);
+  if (*ver & 0x8000) *hdr += 8;
+  *hdr += ((*ver >> 8) & 7) * 8;
+  return *hdr > *size ? -1 : 0;
+}
+
 /* Every field of the record head, field by field (the other record kinds, and any layout). */
 ETL_NOINLINE int parse_generic(const struct efile *f, const struct stream *s, struct etw_rec *rec,
                                const unsigned char *p, uint32_t n, uint32_t m, int64_t last_ts) {
@@ -144,13 +157,9 @@ ETL_NOINLINE int parse_generic(const struct efile *f, const struct stream *s, st
     unsigned type = (m >> 16) & 0xFF;
     switch (type) {
     case 0x01: case 0x02: case 0x03: case 0x04: { /* SYSTEM / COMPACT */
+      uint16_t ver;
       hdr = type <= 2 ? 0x20 : 0x18;
-      size = rd16(p + 4);
-      if (size < hdr || size > n) return -1;
-      uint16_t ver = rd16(p);
-      if (ver & 0x8000) hdr += 8;
-      hdr += ((ver >> 8) & 7) * 8;
-      if (hdr > size) return -1;
+      if (kernel_head(p, n, &hdr, &size, &ver)) return -1;
       rec->kind = ETW_REC_SYSTEM;
       rec->ptr_size = (type & 1) ? 4 : 8;
       rec->hook_id = rd16(p + 6);
@@ -167,13 +176,9 @@ ETL_NOINLINE int parse_generic(const struct efile *f, const struct stream *s, st
       break;
     }
     case 0x10: case 0x11: { /* PERFINFO */
+      uint16_t ver;
       hdr = 0x10;
-      size = rd16(p + 4);
-      if (size < hdr || size > n) return -1;
-      uint16_t ver = rd16(p);
-      if (ver & 0x8000) hdr += 8;
-      hdr += ((ver >> 8) & 7) * 8;
-      if (hdr > size) return -1;
+      if (kernel_head(p, n, &hdr, &size, &ver)) return -1;
       rec->kind = ETW_REC_PERFINFO;
       rec->ptr_size = type == 0x10 ? 4 : 8;
       rec->hook_id = rd16(p + 6);

@@ -372,7 +372,8 @@ static enum etw_err providers_setup(struct lx_sess *s, const struct etw_backend_
   const struct etw_session_spec *sp = a->spec;
   enum etw_err rc = ETW_E_OK;
   s->stk.opt = sp->n_providers > 0; /* every provider wants stacks: option mode (linux_stack.c) */
-  for (uint32_t i = 0; i < sp->n_providers; i++) s->stk.opt &= !!sp->providers[i].stacks;
+  for (uint32_t i = 0; i < sp->n_providers; i++) /* (a list of stack events: triggers) */
+    s->stk.opt &= sp->providers[i].stacks && !sp->providers[i].n_stack_events;
   for (uint32_t i = 0; i < sp->n_providers && !rc; i++) {
     char pfx[48];
     snprintf(pfx, sizeof pfx, "/providers/%u", i);
@@ -468,7 +469,7 @@ const struct etw_backend etw_backend_linux = {
     .name = "linux",
     .caps = ETW_CAP_LIVE | ETW_CAP_FILE | ETW_CAP_LIST_PROVIDERS | ETW_CAP_FILTER_PID |
             ETW_CAP_FILTER_EXPR | ETW_CAP_ENABLE_RUNNING | ETW_CAP_EVENT_NAMES | ETW_CAP_BUFFER_SIZE |
-            ETW_CAP_ORDER_TIME | LX_CAPS_EXT | ETW_CAP_STACKS | ETW_CAP_SINKS_BUILT,
+            ETW_CAP_ORDER_TIME | LX_CAPS_EXT | ETW_CAP_STACKS | ETW_CAP_STACK_EVENTS | ETW_CAP_SINKS_BUILT,
     .buffer_kb_min = LX_BUF_KB_MIN,
     .buffer_kb_max = LX_BUF_KB_MAX,
     .init = lx_init,

@@ -170,6 +170,18 @@ enum etw_err lx_check_provider(const struct etw_provider_spec *p, const char *pf
                       p->events[j] ? p->events[j] : "(null)", p->name);
     }
   }
+  if (p->n_stack_ids) {
+    snprintf(field, sizeof field, "%s/stacks/0", pfx);
+    return etw_fail(st, ETW_E_INVALID, field, "linux events are named: \"stacks\" lists event names (as in "
+                    "events), not IDs");
+  }
+  for (uint32_t j = 0; j < p->n_stack_events; j++) { /* (in "events" when listed: spec.c) */
+    if (!lx_event_exists(p->name, p->stack_events[j])) {
+      snprintf(field, sizeof field, "%s/stacks/%u", pfx, j);
+      return etw_fail(st, ETW_E_INVALID, field, "%s/stacks/%u: provider '%s' has no event '%s'", pfx, j,
+                      p->name, p->stack_events[j]);
+    }
+  }
   if (p->filter && strlen(p->filter) > 2048) {
     snprintf(field, sizeof field, "%s/filter", pfx);
     return etw_fail(st, ETW_E_INVALID, field, "filter longer than 2048 bytes");
@@ -200,10 +212,15 @@ static void stacks_to_triggers(struct lx_sess *s) {
   for (uint32_t i = 0; i < s->n_prov && !rc; i++) {
     struct lx_prov *q = &s->prov[i];
     if (!q->enabled || !q->stacks) continue;
-    char *comb = combined_filter(s, q->filter);
-    if (!comb) return;
-    rc = lx_stk_to_triggers(&s->stk, s->inst, q->name, q->events, q->n_events, comb, "", NULL);
+    char *comb = combined_filter(s, q->filter), *combx = combined_filter(s, NULL);
+    if (comb && combx)
+      rc = lx_stk_to_triggers(&s->stk, s->inst, q->name, q->events, q->n_filtered, comb, "", NULL);
+    if (comb && combx && !rc) /* the events that lack the filter's fields: without it */
+      rc = lx_stk_to_triggers(&s->stk, s->inst, q->name, q->events + q->n_filtered,
+                              q->n_events - q->n_filtered, combx, "", NULL);
     free(comb);
+    free(combx);
+    if (!comb || !combx) return;
   }
   if (!rc) lx_stk_opt_off(&s->stk, s->inst);
 }
@@ -242,21 +259,71 @@ static enum etw_err provider_events(const struct etw_provider_spec *p, char ***e
   return ETW_E_OK;
 }
 
-/* The user's filter alone first (so that the kernel's complaint is about it), then @comb. */
+/* the kernel refused a filter because the event has no field of a name it uses */
+static int field_missing(const char *kerr) { return strstr(kerr, "Field not found") != NULL; }
+
+/* @evs reordered: the events flagged 0 in @lack first, then the others (order kept in each) */
+static void partition(char **evs, uint32_t nev, const unsigned char *lack, char **tmp) {
+  uint32_t k = 0;
+  for (int pass = 0; pass < 2; pass++)
+    for (uint32_t j = 0; j < nev; j++)
+      if (lack[j] == pass) tmp[k++] = evs[j];
+  memcpy(evs, tmp, nev * sizeof *evs);
+}
+
+/* The filters of @p's events. The user's filter alone first (so that the kernel's complaint is
+ * about it), then @comb. An event that lacks a field the filter names (the kernel: "Field not
+ * found") gets @combx (etwd's exclusion alone): it is enabled without the user's filter, as the
+ * kernel's own system filter (events/<sys>/filter) and trace-cmd do. @evs is reordered so that
+ * the first *@nfilt took the filter. Any other complaint, or no event taking the filter: the
+ * kernel's text for the first event that failed. */
 static enum etw_err write_filters(struct lx_sess *s, const struct etw_provider_spec *p,
-                                  char *const *evs, uint32_t nev, const char *comb,
-                                  const char *pfx, struct etw_status *st) {
-  char field[96], kerr[400];
-  for (uint32_t j = 0; j < nev; j++) {
-    if ((p->filter && *p->filter &&
-         write_filter(s, p->name, evs[j], p->filter, kerr, sizeof kerr) != 0) ||
-        write_filter(s, p->name, evs[j], comb, kerr, sizeof kerr) != 0) {
-      snprintf(field, sizeof field, "%s/filter", pfx);
-      return etw_fail(st, ETW_E_KERNEL, field, "the kernel rejected the filter for %s:%s: %s",
-                      p->name, evs[j], kerr);
-    }
+                                  char **evs, uint32_t nev, const char *comb, const char *combx,
+                                  uint32_t *nfilt, const char *pfx, struct etw_status *st) {
+  char field[96], kerr[400], first[400] = "";
+  const char *first_ev = NULL;
+  *nfilt = nev;
+  snprintf(field, sizeof field, "%s/filter", pfx);
+  if (!p->filter || !*p->filter) {
+    for (uint32_t j = 0; j < nev; j++)
+      if (write_filter(s, p->name, evs[j], comb, kerr, sizeof kerr) != 0)
+        return etw_fail(st, ETW_E_KERNEL, field, "the kernel rejected the filter for %s:%s: %s",
+                        p->name, evs[j], kerr);
+    return ETW_E_OK;
   }
-  return ETW_E_OK;
+  unsigned char *lack = calloc(nev ? nev : 1, 1);
+  char **tmp = calloc(nev ? nev : 1, sizeof *tmp);
+  enum etw_err rc = lack && tmp ? ETW_E_OK : etw_fail(st, ETW_E_NOMEM, NULL, NULL);
+  uint32_t nf = 0;
+  for (uint32_t j = 0; !rc && j < nev; j++) {
+    int miss = 0;
+    if (write_filter(s, p->name, evs[j], p->filter, kerr, sizeof kerr) != 0) {
+      if (!first_ev) {
+        first_ev = evs[j];
+        snprintf(first, sizeof first, "%s", kerr);
+      }
+      if (!field_missing(kerr))
+        rc = etw_fail(st, ETW_E_KERNEL, field, "the kernel rejected the filter for %s:%s: %s",
+                      p->name, evs[j], kerr);
+      miss = 1;
+    }
+    if (!rc && write_filter(s, p->name, evs[j], miss ? combx : comb, kerr, sizeof kerr) != 0)
+      rc = etw_fail(st, ETW_E_KERNEL, field, "the kernel rejected the filter for %s:%s: %s",
+                    p->name, evs[j], kerr);
+    lack[j] = (unsigned char)miss;
+    nf += !miss;
+  }
+  if (!rc && !nf)
+    rc = etw_fail(st, ETW_E_KERNEL, field, "the kernel rejected the filter for %s:%s: %s%s",
+                  p->name, first_ev, first,
+                  nev > 1 ? " (no event of the provider has the fields the filter names)" : "");
+  if (!rc) {
+    partition(evs, nev, lack, tmp);
+    *nfilt = nf;
+  }
+  free(lack);
+  free(tmp);
+  return rc;
 }
 
 static enum etw_err enable_events(struct lx_sess *s, const char *sys, char *const *evs,
@@ -273,12 +340,15 @@ static enum etw_err enable_events(struct lx_sess *s, const char *sys, char *cons
   return rc;
 }
 
-/* The provider table's entry for @p (@old, or a new one) takes @evs. */
+/* The provider table's entry for @p (@old, or a new one) takes @evs, the first @nfilt of them
+ * filtered. Under s->mu: stats_json reads the table from any thread. */
 static enum etw_err prov_store(struct lx_sess *s, const struct etw_provider_spec *p,
-                               struct lx_prov *old, char **evs, uint32_t nev, const char *pfx,
-                               struct etw_status *st) {
+                               struct lx_prov *old, char **evs, uint32_t nev, uint32_t nfilt,
+                               const char *pfx, struct etw_status *st) {
+  pthread_mutex_lock(&s->mu);
   if (!old) {
     if (s->n_prov >= ETW_SPEC_MAX_PROVIDERS) {
+      pthread_mutex_unlock(&s->mu);
       lx_free_list(evs, nev);
       return etw_fail(st, ETW_E_LIMIT, pfx, "at most %d providers", ETW_SPEC_MAX_PROVIDERS);
     }
@@ -291,10 +361,28 @@ static enum etw_err prov_store(struct lx_sess *s, const struct etw_provider_spec
   }
   old->events = evs;
   old->n_events = nev;
+  old->n_filtered = nfilt;
   old->filter = p->filter ? strdup(p->filter) : NULL;
   old->enabled = 1;
   old->stacks = p->stacks;
+  pthread_mutex_unlock(&s->mu);
   return ETW_E_OK;
+}
+
+/* the events of @evs[0..n) that want stacks — all of them, or those of @p's "stacks" list —
+ * moved to the front (order kept); their count */
+static uint32_t stack_subset(const struct etw_provider_spec *p, char **evs, uint32_t n) {
+  if (!p->n_stack_events) return n;
+  uint32_t k = 0;
+  for (uint32_t j = 0; j < n; j++)
+    for (uint32_t i = 0; i < p->n_stack_events; i++)
+      if (!strcmp(evs[j], p->stack_events[i])) {
+        char *t = evs[k];
+        evs[k++] = evs[j];
+        evs[j] = t;
+        break;
+      }
+  return k;
 }
 
 /* Apply filters and enable the events of @p (validated). Called by the session owner (open,
@@ -305,20 +393,29 @@ enum etw_err lx_apply_provider(struct lx_sess *s, const struct etw_provider_spec
   uint32_t nev = 0;
   enum etw_err rc = provider_events(p, &evs, &nev, st);
   if (rc) return rc;
-  char *comb = combined_filter(s, p->filter);
-  if (!comb) {
+  char *comb = combined_filter(s, p->filter), *combx = combined_filter(s, NULL);
+  if (!comb || !combx) {
+    free(comb);
+    free(combx);
     lx_free_list(evs, nev);
     return etw_fail(st, ETW_E_NOMEM, NULL, NULL);
   }
   /* the provider's previous events (re-enable on a running session) */
   struct lx_prov *old = prov_find(s, p->name);
   if (old && old->enabled) tracefs_event_disable(s->inst, p->name, NULL);
-  rc = write_filters(s, p, evs, nev, comb, pfx, st);
+  uint32_t nf = nev;
+  rc = write_filters(s, p, evs, nev, comb, combx, &nf, pfx, st);
   /* stacks: the old events' triggers off, the new ones' on (with the events' own filter) */
   if (!rc && old && old->stacks)
     lx_stk_set(&s->stk, s->inst, p->name, old->events, old->n_events, 0, NULL, pfx, NULL);
-  if (!rc && p->stacks) rc = lx_stk_set(&s->stk, s->inst, p->name, evs, nev, 1, comb, pfx, st);
+  /* (with a "stacks" list only its events: each part's are moved to its front) */
+  if (!rc && p->stacks)
+    rc = lx_stk_set(&s->stk, s->inst, p->name, evs, stack_subset(p, evs, nf), p->stacks, comb, pfx, st);
+  if (!rc && p->stacks)
+    rc = lx_stk_set(&s->stk, s->inst, p->name, evs + nf, stack_subset(p, evs + nf, nev - nf), p->stacks,
+                    combx, pfx, st);
   free(comb);
+  free(combx);
   if (!rc) {
     pthread_mutex_lock(&s->mu);
     rc = lx_sys_add_locked(s, p->name);
@@ -330,10 +427,14 @@ enum etw_err lx_apply_provider(struct lx_sess *s, const struct etw_provider_spec
     tracefs_event_disable(s->inst, p->name, NULL);
     lx_stk_set(&s->stk, s->inst, p->name, evs, nev, 0, NULL, pfx, NULL);
     lx_free_list(evs, nev);
-    if (old) old->enabled = 0;
+    if (old) {
+      pthread_mutex_lock(&s->mu);
+      old->enabled = 0;
+      pthread_mutex_unlock(&s->mu);
+    }
     return rc;
   }
-  return prov_store(s, p, old, evs, nev, pfx, st);
+  return prov_store(s, p, old, evs, nev, nf, pfx, st);
 }
 
 /* The comm table's sources (realtime sessions): task:task_newtask and task:task_rename — every
@@ -381,7 +482,7 @@ enum etw_err lx_enable(void *vs, const struct etw_provider_spec *p, struct etw_s
   /* no session lock across the kernel writes (enabling all of `syscalls` takes ~1 s): the
    * readers only take it briefly to learn new systems */
   rc = lx_apply_provider(s, p, "/providers/0", st);
-  if (!rc && !p->stacks && lx_stk_can_trigger(&s->stk)) stacks_to_triggers(s);
+  if (!rc && (!p->stacks || p->n_stack_events) && lx_stk_can_trigger(&s->stk)) stacks_to_triggers(s);
   if (!strcmp(p->name, "task")) lx_task_internal(s);
   /* a new system's formats go into the final header: keep room for them (best effort: without
    * it the final write makes room by removing the last snapshot) */

@@ -16,6 +16,11 @@
  * linux_stack.c    stacks: stacktrace triggers and userstacktrace (control), and the stack
  *                  records joined to their event (reader threads)
  * linux_sym.c      stack symbolisation: kallsyms, /proc/PID/maps, ELF symbols (linux_sym.h)
+ * linux_uaddr.h    the user address range of a stack entry (arm64: pointer-auth bits stripped)
+ * linux_dat.c      `etwd convert` of a trace.dat: libtracecmd's records through the decoder,
+ *                  stack records joined by linux_stack.c (linux_dat.h; with libtracecmd only)
+ * linux_datchk.c   a v6 trace.dat's CPU table checked before libtracecmd reads it (a cut file
+ *                  read through a repaired copy, the damage reported)
  *
  * Nothing here is public: the only exported symbol of the backend is etw_backend_linux.
  */
@@ -182,6 +187,9 @@ struct lx_dec {
    * counters (a zero array without a table): an id-text slot is stale once its tid's changed */
   struct lx_comm *cm;
   _Atomic uint32_t *cseq;
+  /* a trace.dat's tep (linux_dat.c; NULL live): its saved cmdlines name the tasks that the comm
+   * table does not know, as /proc does live */
+  struct tep_handle *cmdlines;
   uint64_t cw_win; /* the second of trace time whose waiting cw_left (ns) counts down */
   int64_t cw_left;
   /* events etwd enabled for the comm table only (LX_HIDE_*): not delivered, not counted */
@@ -190,6 +198,7 @@ struct lx_dec {
   uint64_t last_ts; /* the time of the last record of the last page walked */
   /* counters (read by stats() from other threads) */
   _Atomic uint64_t events, undecoded, enc_dropped, internal;
+  _Atomic uint64_t stk_bad[2]; /* stack entries that are no code address: kernel, user */
   /* stacks (linux_stack.c): NULL until the session asks for stacks; then every record of a
    * page goes through lx_stk_record */
   struct lx_stk *stk;
@@ -293,7 +302,7 @@ enum etw_err lx_describe_provider(const char *name, struct etw_jw *w, struct etw
 /* A session's stack configuration, owned by the control thread (open/enable/disable); the
  * readers only read `want` (published once, freed after they are joined). */
 struct lx_stkcfg {
-  _Atomic uint8_t *_Atomic want; /* by event id: 1 = that event records stacks */
+  _Atomic uint8_t *_Atomic want; /* by event id: not 0 = that event records stacks (linux_stack.c) */
   uint32_t nwant;                /* events that want stacks */
   uint32_t ntrig;                /* events with a stacktrace trigger */
   int ustack;                    /* options/userstacktrace is on */
@@ -301,7 +310,7 @@ struct lx_stkcfg {
   int kopt;  /* options/stacktrace is on */
 };
 /** lx_stk_set - (un)set the stacktrace trigger of @nev events of @sys (in option mode, c->opt:
- *  no trigger) and their want flags; options/userstacktrace (and in option mode
+ *  no trigger) and their want flags (@on: 1, ETW_STACKS_RAW, 0 = off); options/userstacktrace (and in option mode
  *  options/stacktrace) is on while any event wants stacks. @cond: the events' filter as
  *  written to them ("0" or NULL: none), repeated in the trigger (see linux_stack.c). Field
  *  errors under @pfx. */
@@ -323,11 +332,32 @@ void lx_stk_opt_off(struct lx_stkcfg *c, struct tracefs_instance *inst);
 void lx_stkcfg_free(struct lx_stkcfg *c);
 /** lx_stk_attach - reader: from now on @d joins stack records to their events (idempotent). */
 void lx_stk_attach(struct lx_dec *d, _Atomic uint8_t *want);
+/** lx_stk_attach_file - the same for a decoder of a trace.dat (linux_dat.c; nothing when the
+ *  file has no stack record formats): the stack records' ids from the file's tep (d->tep), user frames written as addresses only (the file keeps no
+ *  process mappings), kernel frames as *@ksyms says (shared by the file's decoders; start it at
+ *  -1: the first kernel stack decides whether this machine's kallsyms fit, else 0 = addresses;
+ *  0 = addresses only from the start). */
+void lx_stk_attach_file(struct lx_dec *d, _Atomic uint8_t *want, int *ksyms);
+/** lx_stk_want_all - a want table (for lx_stk_attach*) in which every event wants its stacks:
+ *  a trace.dat says not which did; free() it after the decoders. NULL: no memory. */
+_Atomic uint8_t *lx_stk_want_all(void);
 /** lx_stk_record - reader: one raw record; a stack record goes onto the held event, anything
  *  else is decoded by lx_dec_event (and held when its event wants stacks). */
 void lx_stk_record(struct lx_dec *d, const unsigned char *data, uint32_t size, uint64_t ts,
                    struct lx_sink *s);
 void lx_stk_free(struct lx_dec *d);
+/** lx_stk_waiting - reader: the last event of @s's batch is held and still lacks its kernel or
+ *  user stack (its writer was preempted between the event and its stack records: syscall
+ *  tracepoints are preemptible), so publishing the batch now would orphan them. */
+int lx_stk_waiting(const struct lx_dec *d, const struct lx_sink *s);
+/** lx_stk_addrs - the addresses of a stack record into @a (at most @max): kernel_stack
+ *  {int size; unsigned long caller[size]} (the record may be longer: padding), user_stack
+ *  {unsigned tgid; unsigned long caller[8]} (0-terminated). An entry that cannot be a code
+ *  address of its side (kernel: the upper half; user: user space by linux_uaddr.h, arm64's
+ *  PAC bits stripped — the stripped address is what @a gets) ends the stack: it and the
+ *  entries after it are dropped, their number in *@bad. */
+uint32_t lx_stk_addrs(const unsigned char *data, uint32_t size, int kernel, uint64_t *a,
+                      uint32_t max, uint32_t *bad);
 /** lx_stk_is - 1 if the record is a stack record (not an event: left out of event counts). */
 int lx_stk_is(const struct lx_dec *d, const unsigned char *data, uint32_t size);
 

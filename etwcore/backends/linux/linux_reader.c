@@ -170,7 +170,8 @@ static int drain(struct lx_rd *r, int max_pages) {
       if (hm != r->hide_seen) lx_task_hide(&r->dec, r->hide_seen = hm);
       ne = lx_dec_page(&r->dec, r->page, &r->sink);
       lx_comm_applied(s->cm, r->cpu, r->dec.last_ts);
-      if (r->sink.b && r->sink.b->n && lx_now_ns(CLOCK_MONOTONIC) - r->batch_t0 >= LX_FLUSH_NS)
+      if (r->sink.b && r->sink.b->n && lx_now_ns(CLOCK_MONOTONIC) - r->batch_t0 >= LX_FLUSH_NS &&
+          !lx_stk_waiting(&r->dec, &r->sink)) /* (its stacks are on the next page) */
         publish(r);
     } else {
       ne = lx_count_page(&r->dec, r->page);
@@ -277,7 +278,13 @@ static void reader_loop(struct lx_rd *r) {
     lx_comm_applied(s->cm, r->cpu, (uint64_t)wm_mono); /* the comm table: all of it decoded */
     int64_t t = lx_now_ns(CLOCK_MONOTONIC);
     /* (no batch: an allocation failed; publish() retries it and reports the dropped events) */
-    if (!r->sink.b || (r->sink.b->n && (!woke || t - r->batch_t0 >= LX_FLUSH_NS / 2))) publish(r);
+    int due = r->sink.b && r->sink.b->n && (!woke || t - r->batch_t0 >= LX_FLUSH_NS / 2);
+    /* a held event whose writer was preempted before its stacks: kept back for one poll (the
+     * writer runs again once this reader sleeps), with the watermark before the batch */
+    int hold = due && !r->stk_waited && lx_stk_waiting(&r->dec, &r->sink);
+    r->stk_waited = hold;
+    if (!r->sink.b || (due && !hold)) publish(r);
+    if (hold && r->sink.b->ev[0].ts_ns - 1 < wm) wm = r->sink.b->ev[0].ts_ns - 1;
     if (s->hub) etw_hub_tick(s->hub, (uint32_t)r->cpu, wm); /* "order": "time" */
     if (t - last_cal > 1000000000) {
       r->dec.mono_to_real = lx_calib_offset();

@@ -46,6 +46,9 @@ struct lx_prov {
   char **events; /* enabled event names (owned) */
   uint32_t n_events;
   char *filter;  /* user's filter or NULL */
+  /* events[0..n_filtered) took the filter; the rest lack a field it names and run without it
+   * (linux_enable.c write_filters; the session's stats list them: linux_stats.c) */
+  uint32_t n_filtered;
   int enabled;
   int stacks;    /* its events record stacks (linux_stack.c) */
 };
@@ -64,6 +67,7 @@ struct lx_rd {
   int dec_ok;
   struct lx_sink sink;
   int64_t batch_t0;
+  int stk_waited; /* the last poll kept the batch back for a held event's stacks (lx_stk_waiting) */
   unsigned gen_seen;
   char **loaded; /* systems parsed into this thread's tep */
   uint32_t n_loaded;

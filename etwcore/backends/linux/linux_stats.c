@@ -1,6 +1,7 @@
 /* linux_stats.c — what a Linux session reports: stats() (the kernel's per-CPU loss counters and
  * the readers' counts), progress() (for the core's limit thread), stats_json() (the per-CPU
- * buffer size the kernel took, per CPU, the comm table, the stop limits, the recording) and
+ * buffer size the kernel took, per CPU, the comm table, the stop limits, the recording, where
+ * each provider's filter went) and
  * list_os_sessions() (every tracefs instance).
  *
  * Loss: the instance runs with overwrite off, so a full per-CPU buffer makes the kernel drop the
@@ -143,6 +144,46 @@ static void json_file(struct lx_sess *s, struct etw_jw *w) {
   }
 }
 
+static void json_names(struct etw_jw *w, char *const *names, uint32_t n) {
+  etw_jw_ch(w, '[');
+  for (uint32_t i = 0; i < n; i++) {
+    if (i) etw_jw_ch(w, ',');
+    etw_jw_cs(w, names[i]);
+  }
+  etw_jw_ch(w, ']');
+}
+
+/* "provider_filters": where each provider's filter went (linux_enable.c write_filters); the
+ * events' names only when some lack the filter's fields. Caller holds s->mu. */
+static void json_filters(struct lx_sess *s, struct etw_jw *w) {
+  int first = 1;
+  for (uint32_t i = 0; i < s->n_prov; i++) {
+    const struct lx_prov *q = &s->prov[i];
+    if (!q->enabled || !q->filter) continue;
+    etw_jw_lit(w, first ? ",\"provider_filters\":[" : ",");
+    first = 0;
+    etw_jw_lit(w, "{\"provider\":");
+    etw_jw_cs(w, q->name);
+    etw_jw_lit(w, ",\"filter\":");
+    etw_jw_cs(w, q->filter);
+    etw_jw_lit(w, ",\"events_filtered\":");
+    etw_jw_u64(w, q->n_filtered);
+    etw_jw_lit(w, ",\"events_unfiltered\":");
+    etw_jw_u64(w, q->n_events - q->n_filtered);
+    if (q->n_filtered < q->n_events) {
+      etw_jw_lit(w, ",\"filtered\":");
+      json_names(w, q->events, q->n_filtered);
+      etw_jw_lit(w, ",\"unfiltered\":");
+      json_names(w, q->events + q->n_filtered, q->n_events - q->n_filtered);
+      etw_jw_lit(w, ",\"unfiltered_reason\":\"these events have no field of a name the filter "
+                    "uses (the kernel: Field not found): they are enabled without the filter, "
+                    "as the kernel's system filter and trace-cmd do\"");
+    }
+    etw_jw_ch(w, '}');
+  }
+  if (!first) etw_jw_ch(w, ']');
+}
+
 void lx_stats_json(void *vs, struct etw_jw *w) {
   struct lx_sess *s = vs;
   pthread_mutex_lock(&s->mu);
@@ -151,11 +192,20 @@ void lx_stats_json(void *vs, struct etw_jw *w) {
   etw_jw_ch(w, ',');
   json_per_cpu(s, w);
   if (s->cm) json_comm_table(s, w);
+  uint64_t bad[2] = {0, 0}; /* (linux_stack.c lx_stk_addrs) */
+  for (int i = 0; i < s->ncpu; i++)
+    for (int k = 0; k < 2; k++) bad[k] += atomic_load(&s->rd[i].dec.stk_bad[k]);
+  etw_jw_lit(w, ",\"stack_entries_dropped\":{\"kernel\":");
+  etw_jw_u64(w, bad[0]);
+  etw_jw_lit(w, ",\"user\":");
+  etw_jw_u64(w, bad[1]);
+  etw_jw_ch(w, '}');
   if (s->lim_events || s->lim_bytes) {
     etw_jw_lit(w, ",\"limit_skipped\":");
     etw_jw_u64(w, atomic_load(&s->lim_skipped));
   }
   if (s->record_path) json_file(s, w);
+  json_filters(s, w);
   pthread_mutex_unlock(&s->mu);
 }
 

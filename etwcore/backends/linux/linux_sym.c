@@ -4,8 +4,9 @@
  * reader threads of every session call lx_sym_frames with a stack's addresses and the cache
  * fills itself. Everything is bounded:
  *   - kernel: /proc/kallsyms read once at the first kernel frame (text symbols, sorted);
- *   - processes: SYM_PROCS entries (LRU), each with at most SYM_MAPS executable file mappings of
- *     /proc/PID/maps, read when the process's first stack is resolved and again on a miss (at
+ *   - processes: SYM_PROCS entries (LRU), each with at most SYM_MAPS executable mappings of
+ *     /proc/PID/maps (files; [vdso], [vsyscall] and anonymous code too, without a file: they
+ *     tell lx_sym_uframes what is code), read when the process's first stack is resolved and again on a miss (at
  *     most every SYM_REREAD_NS per process); a process that is gone keeps the mappings seen;
  *   - files: SYM_FILES ELF files (LRU) keyed by device, inode and build-id, each with at most
  *     SYM_FSYMS function symbols of at most SYM_NAME_MAX bytes each, within SYM_FILE_BYTES,
@@ -364,13 +365,14 @@ const uint8_t *lx_elf_build_id(const struct lx_elf *e, uint32_t *n) {
 struct pmap {
   uint64_t start, end, off, dev, ino;
   uint32_t path;  /* in the process's pool */
-  int32_t file;   /* slot in g.files, -1 = not bound yet, -2 = no ELF */
+  int32_t file;   /* slot in g.files, -1 = not bound yet, -2 = no ELF, -3 = no file ([vdso]…) */
   uint32_t fgen;  /* g.files[file].gen when bound */
 };
 struct proc {
   uint32_t pid, gen; /* gen: 0 = empty slot */
   uint64_t used;
   int64_t read_ns;
+  int gone; /* the last read of its maps failed (exited): lx_sym_uframes drops nothing */
   struct pmap *m;
   uint32_t nm;
   char *pool;
@@ -385,6 +387,8 @@ struct frame {
   uint32_t key_pid, key_gen; /* key_gen 0 = empty (kernel frames use gen 1) */
   uint16_t len;
   uint8_t key_first;         /* the innermost frame (looked up at its address, not - 1) */
+  uint8_t tracing;           /* a kernel frame of the tracing machinery (lx_sym_is_tracing) */
+  uint8_t code;              /* resolve's *code: in an executable mapping, or not known */
   char txt[SYM_FRAME_TXT];
 };
 enum { C_PROC, C_FILE, C_FRAME, C_N };
@@ -401,10 +405,14 @@ static struct {
   size_t file_bytes; /* the mem of every cached file */
   uint64_t hits[C_N], misses[C_N], evictions[C_N];
 } g = {.mu = PTHREAD_MUTEX_INITIALIZER};
-static _Atomic uint64_t g_stk[3];
+static _Atomic uint64_t g_stk[5]; /* records: attached, orphaned, dropped; entries dropped (k, u) */
 
 void lx_stk_count(int what, uint64_t n) {
-  if (what >= 0 && what < 3) atomic_fetch_add_explicit(&g_stk[what], n, memory_order_relaxed);
+  if (what >= 0 && what < 5) atomic_fetch_add_explicit(&g_stk[what], n, memory_order_relaxed);
+}
+
+uint64_t lx_stk_counted(int what) {
+  return what >= 0 && what < 5 ? atomic_load_explicit(&g_stk[what], memory_order_relaxed) : 0;
 }
 
 static int64_t mono_ns(void) {
@@ -419,12 +427,13 @@ static void proc_clear(struct proc *p) {
   memset(p, 0, sizeof *p);
 }
 
-/* (re)read the executable file mappings of p->pid; -1 (mappings kept) when it cannot be read */
+/* (re)read the executable mappings of p->pid; -1 (mappings kept, p->gone) when it cannot be read */
 static int proc_read(struct proc *p) {
   char fn[64], line[4096 + 128];
   snprintf(fn, sizeof fn, "/proc/%u/maps", p->pid);
   p->read_ns = mono_ns();
   FILE *f = fopen(fn, "re");
+  p->gone = !f;
   if (!f) return -1;
   struct pmap *m = calloc(SYM_MAPS, sizeof *m);
   char *pool = NULL;
@@ -440,7 +449,10 @@ static int proc_read(struct proc *p) {
       continue;
     char *path = line + pos;
     path[strcspn(path, "\n")] = 0;
-    if (path[0] != '/') continue;
+    if (path[0] != '/') { /* code without a file: [vdso], [vsyscall], anonymous (a JIT's) */
+      m[n++] = (struct pmap){s, e, off, 0, 0, 0, -3, 0};
+      continue;
+    }
     uint32_t po = pool_add(&pool, &plen, &pcap, path, strlen(path));
     if (!po) break;
     m[n++] = (struct pmap){s, e, off, ((uint64_t)maj << 32) | min, ino, po, -1, 0};
@@ -448,6 +460,7 @@ static int proc_read(struct proc *p) {
   fclose(f);
   if (!m) {
     free(pool);
+    p->gone = 0;
     return -1;
   }
   free(p->m);
@@ -631,11 +644,31 @@ static void put_frame(struct etw_jw *w, uint64_t a, const char *mod, size_t modl
   etw_jw_ch(w, '}');
 }
 
-/* resolve one frame into @w (lock held); @la is the lookup address (a - 1 for return addresses).
+/* The code that runs between a tracepoint and the kernel's stack unwinder, by symbol prefix
+ * (docs/linux.md "Tracing frames"; measured on 6.18: trace_event_raw_event_<class> or
+ * ftrace_syscall_enter/exit, then __traceiter_<event>; the others are the same path on other
+ * kernels and configurations: perf, BPF, the trigger and the unwinder themselves). */
+static const char *const k_tracing[] = {
+    "trace_event_raw_event_", "perf_trace_", "perf_syscall_", "__traceiter_", "__probestub_",
+    "__do_trace_", "__bpf_trace_", "bpf_trace_run", "trace_call_bpf", "ftrace_", "__ftrace_",
+    "trace_buffer_unlock_commit", "trace_event_buffer_commit", "event_triggers_",
+    "stacktrace_trigger", "stacktrace_count_trigger", "stack_trace_save", "arch_stack_walk"};
+
+int lx_sym_is_tracing(const char *sym) {
+  for (size_t i = 0; sym && i < sizeof k_tracing / sizeof k_tracing[0]; i++)
+    if (!strncmp(sym, k_tracing[i], strlen(k_tracing[i]))) return 1;
+  return 0;
+}
+
+/* resolve one frame into @w (lock held); @la is the lookup address (a - 1 for return addresses);
+ * *@tr: a kernel frame of the tracing machinery; *@code: 0 when @la is in no executable mapping
+ * of a process whose maps are known (lx_sym_uframes), else 1.
  * 0: done; 1: its mapping's file must be read first (*@rq filled; @w holds nothing useful);
  * 2: done without its file (no @rq: no more reads in this call): not to be cached */
 static int resolve(struct etw_jw *w, struct proc *p, uint64_t a, uint64_t la,
-                   struct bindreq *rq) {
+                   struct bindreq *rq, uint8_t *tr, uint8_t *code) {
+  *tr = 0;
+  *code = 1;
   if (!p) { /* the kernel */
     const char *mod = NULL;
     uint64_t off = 0;
@@ -645,11 +678,13 @@ static int resolve(struct etw_jw *w, struct proc *p, uint64_t a, uint64_t la,
       return 0;
     }
     put_frame(w, a, mod ? mod : "kernel", strlen(mod ? mod : "kernel"), s, 1, off + (a - la));
+    *tr = (uint8_t)lx_sym_is_tracing(s);
     return 0;
   }
   struct pmap *m = map_find(p, la);
   if (!m && mono_ns() - p->read_ns >= SYM_REREAD_NS && proc_read(p) == 0) m = map_find(p, la);
-  if (!m) {
+  if (!m || m->file == -3) {
+    *code = m || p->gone;
     put_frame(w, a, NULL, 0, NULL, 0, 0);
     return 0;
   }
@@ -682,9 +717,13 @@ static int resolve(struct etw_jw *w, struct proc *p, uint64_t a, uint64_t la,
 }
 
 /* one pass over the frames under g.mu; 1 when it stopped at a mapping whose file must be read
- * first (*rq; @w then holds a partial text) */
+ * first (*rq; @w then holds a partial text). With @trim (a kernel stack), the leading frames of
+ * the tracing machinery are not written, counted in *@cut. With @junk (a user stack,
+ * lx_sym_uframes), the first frame after the innermost that is no code of the process ends it:
+ * that frame and the rest are not written, their number in *@junk. */
 static int frames_locked(struct etw_jw *w, uint32_t tgid, const uint64_t *a, uint32_t n,
-                         int comma, struct bindreq *rq) {
+                         int comma, struct bindreq *rq, int trim, uint32_t *cut,
+                         uint32_t *junk) {
   if (!tgid && !g.k_tried) {
     g.k_tried = 1;
     g.k = lx_ksyms_load("/proc/kallsyms");
@@ -695,7 +734,8 @@ static int frames_locked(struct etw_jw *w, uint32_t tgid, const uint64_t *a, uin
   }
   struct proc *p = tgid ? proc_get(tgid) : NULL;
   for (uint32_t i = 0; i < n; i++) {
-    if (comma || i) etw_jw_ch(w, ',');
+    size_t start = w->len; /* (before the comma: a trimmed frame goes with it) */
+    if (comma || i > *cut) etw_jw_ch(w, ',');
     uint64_t la = i ? a[i] - 1 : a[i];
     if (tgid && !p) { /* a process never seen and already gone: the raw address */
       put_frame(w, a[i], NULL, 0, NULL, 0, 0);
@@ -710,12 +750,23 @@ static int frames_locked(struct etw_jw *w, uint32_t tgid, const uint64_t *a, uin
       if (fr->key_gen == gen && fr->key_pid == tgid && fr->key_a == a[i] &&
           fr->key_first == first) {
         g.hits[C_FRAME]++;
+        if (junk && p && !fr->code && i) {
+          etw_jw_truncate(w, start);
+          *junk = n - i;
+          return 0;
+        }
+        if (junk && !fr->code) junk = NULL; /* the innermost is no code: stale maps */
         etw_jw_raw(w, fr->txt, fr->len);
+        if (trim && *cut == i && fr->tracing) {
+          etw_jw_truncate(w, start);
+          ++*cut;
+        }
         continue;
       }
     }
     size_t mark = w->len;
-    int r = resolve(w, p, a[i], la, rq);
+    uint8_t tr, code;
+    int r = resolve(w, p, a[i], la, rq, &tr, &code);
     if (r == 1) return 1;
     if (fr) g.misses[C_FRAME]++;
     /* (a re-read of the mappings in resolve gave the process a new generation: the frame is
@@ -726,26 +777,87 @@ static int frames_locked(struct etw_jw *w, uint32_t tgid, const uint64_t *a, uin
       fr->key_pid = tgid;
       fr->key_a = a[i];
       fr->key_first = first;
+      fr->tracing = tr;
+      fr->code = code;
       fr->len = (uint16_t)(w->len - mark);
       memcpy(fr->txt, w->buf + mark, fr->len);
     }
+    if (trim && *cut == i && tr) {
+      etw_jw_truncate(w, start);
+      ++*cut;
+    }
+    if (junk && p && !code && i) { /* (the frame is cached first: its next stack hits) */
+      etw_jw_truncate(w, start);
+      *junk = n - i;
+      return 0;
+    }
+    if (junk && !code) junk = NULL;
   }
   return 0;
 }
 
-void lx_sym_frames(struct etw_jw *w, uint32_t tgid, const uint64_t *a, uint32_t n, int comma) {
+/* lx_sym_frames, and lx_sym_uframes with @junk */
+static void user_frames(struct etw_jw *w, uint32_t tgid, const uint64_t *a, uint32_t n, int comma,
+                        uint32_t *junk) {
   size_t mark = w->len;
   struct bindreq rq;
   for (int round = 0;; round++) {
     struct bindreq *q = round < SYM_BIND_ROUNDS ? &rq : NULL; /* NULL: no more file reads */
     rq.pending = 0;
+    uint32_t cut = 0;
+    if (junk) *junk = 0;
     pthread_mutex_lock(&g.mu);
-    int again = frames_locked(w, tgid, a, n, comma, q);
+    int again = frames_locked(w, tgid, a, n, comma, q, 0, &cut, junk);
     pthread_mutex_unlock(&g.mu);
     if (!again) break;
     etw_jw_truncate(w, mark);
     bind_file(&rq);
   }
+}
+
+void lx_sym_frames(struct etw_jw *w, uint32_t tgid, const uint64_t *a, uint32_t n, int comma) {
+  user_frames(w, tgid, a, n, comma, NULL);
+}
+
+uint32_t lx_sym_uframes(struct etw_jw *w, uint32_t tgid, const uint64_t *a, uint32_t n) {
+  uint32_t junk = 0;
+  user_frames(w, tgid, a, n, 0, &junk);
+  return junk;
+}
+
+uint32_t lx_sym_kframes(struct etw_jw *w, const uint64_t *a, uint32_t n, int trim) {
+  size_t mark = w->len;
+  uint32_t cut = 0;
+  pthread_mutex_lock(&g.mu); /* (kernel frames read no file: one pass) */
+  frames_locked(w, 0, a, n, 0, NULL, trim, &cut, NULL);
+  if (n && cut == n) { /* nothing but tracing frames: kept whole */
+    etw_jw_truncate(w, mark);
+    cut = 0;
+    frames_locked(w, 0, a, n, 0, NULL, 0, &cut, NULL);
+  }
+  pthread_mutex_unlock(&g.mu);
+  return cut;
+}
+
+void lx_sym_addrs(struct etw_jw *w, const uint64_t *a, uint32_t n) {
+  for (uint32_t i = 0; i < n; i++) {
+    if (i) etw_jw_ch(w, ',');
+    put_frame(w, a[i], NULL, 0, NULL, 0, 0);
+  }
+}
+
+int lx_sym_ktracing(uint64_t a) {
+  pthread_mutex_lock(&g.mu);
+  if (!g.k_tried) {
+    g.k_tried = 1;
+    g.k = lx_ksyms_load("/proc/kallsyms");
+  }
+  const char *mod = NULL;
+  uint64_t off = 0;
+  const char *s = g.k ? lx_ksyms_find(g.k, a, &mod, &off) : NULL;
+  int r = s && off <= (1u << 24) && lx_sym_is_tracing(s);
+  pthread_mutex_unlock(&g.mu);
+  return r;
 }
 
 void lx_sym_forget(uint32_t tgid) {
@@ -811,4 +923,12 @@ void etw_linux_metrics(struct etw_jw *w) {
                 "# TYPE etwd_stack_records_total counter\n");
   static const char *const what[3] = {"attached", "orphaned", "dropped"};
   labelled3(w, "etwd_stack_records_total{result=\"", what, g_stk);
+  etw_jw_lit(w, "# HELP etwd_stack_entries_dropped_total Linux stack entries that are no code "
+                "address (a user stack's frame-pointer walk gone astray: outside user space, or "
+                "outside the process's executable mappings), dropped with those after them.\n# TYPE etwd_stack_entries_dropped_total counter\n"
+                "etwd_stack_entries_dropped_total{stack=\"kernel\"} ");
+  etw_jw_u64(w, atomic_load_explicit(&g_stk[3], memory_order_relaxed));
+  etw_jw_lit(w, "\netwd_stack_entries_dropped_total{stack=\"user\"} ");
+  etw_jw_u64(w, atomic_load_explicit(&g_stk[4], memory_order_relaxed));
+  etw_jw_ch(w, '\n');
 }

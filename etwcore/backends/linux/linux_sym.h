@@ -20,6 +20,31 @@
  *  looked up at address - 1. Unresolvable parts are left out (an unknown address keeps only
  *  "Address"). */
 void lx_sym_frames(struct etw_jw *w, uint32_t tgid, const uint64_t *a, uint32_t n, int comma);
+/** lx_sym_uframes - lx_sym_frames of a user stack of @tgid (no comma first) that ends at the first
+ *  return address outside every EXECUTABLE mapping of the process (its r-xp/--xp lines of
+ *  /proc/PID/maps, [vdso] and anonymous code included): a frame-pointer walk gone astray, reading
+ *  a heap, stack or data pointer for a return address, does not come back, so that frame and
+ *  those after it are left out. Only when the process's maps are known and current: a process
+ *  never seen and already gone, one whose maps could not be read again after a miss (exited),
+ *  or a stack whose innermost frame (the instruction pointer) is in no executable mapping
+ *  (the maps are stale) keeps every address. Returns the frames left out. */
+uint32_t lx_sym_uframes(struct etw_jw *w, uint32_t tgid, const uint64_t *a, uint32_t n);
+/** lx_sym_kframes - the frames of a kernel stack (lx_sym_frames with @tgid 0, no comma first).
+ *  With @trim, its leading frames of the tracing machinery (lx_sym_is_tracing: the code between
+ *  the tracepoint and the unwinder) are left out, unless every frame is one (then it is kept
+ *  whole); an address without a symbol ends them. Returns the frames left out. */
+uint32_t lx_sym_kframes(struct etw_jw *w, const uint64_t *a, uint32_t n, int trim);
+/** lx_sym_is_tracing - @sym (a kernel symbol) belongs to the tracing machinery: it starts with
+ *  one of a fixed list of prefixes (linux_sym.c, docs/linux.md "Tracing frames"). */
+int lx_sym_is_tracing(const char *sym);
+/** lx_sym_addrs - @n frames with their address only (`{"Address":"0x…"}`, comma-separated):
+ *  what lx_sym_frames writes for an address it cannot resolve (a trace.dat's user stacks: the
+ *  file keeps no process mappings). */
+void lx_sym_addrs(struct etw_jw *w, const uint64_t *a, uint32_t n);
+/** lx_sym_ktracing - 1 when the kernel address @a lies in a function of the tracing machinery
+ *  (lx_sym_is_tracing) by this machine's /proc/kallsyms: the innermost frame of a kernel stack
+ *  recorded by this kernel since its boot always does (a trace.dat's test, linux_stack.c). */
+int lx_sym_ktracing(uint64_t a);
 /** lx_sym_forget - @tgid exec'd (or exited): its mappings are read again on its next stack. */
 void lx_sym_forget(uint32_t tgid);
 
@@ -59,7 +84,10 @@ const uint8_t *lx_elf_build_id(const struct lx_elf *e, uint32_t *n);
 
 /* (the caches' Prometheus counters: etw_linux_metrics, etwcore/linux.h) */
 /** lx_stk_count - stack records: 0 attached, 1 orphaned (their event was gone), 2 dropped (their
- *  event did not ask for a stack). Any thread. */
+ *  event did not ask for a stack); stack entries dropped as no code address (lx_stk_addrs):
+ *  3 kernel, 4 user (user: also those outside the process's code, lx_sym_uframes). Any thread. */
 void lx_stk_count(int what, uint64_t n);
+/** lx_stk_counted - the process's count of @what so far (the metrics'; etwd convert's summary). */
+uint64_t lx_stk_counted(int what);
 
 #endif

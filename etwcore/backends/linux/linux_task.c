@@ -152,7 +152,12 @@ static void name_at(struct lx_dec *d, int32_t tid, uint64_t ts, const struct lx_
     }
     if (r == LX_COMM_LATER) return; /* /proc has the name from after the change */
   }
-  if (proc_ok) memcpy(out, pe->comm, 16);
+  if (proc_ok) {
+    memcpy(out, pe->comm, 16);
+  } else if (d->cmdlines && tid > 0) { /* a file's saved cmdlines (no change of it recorded) */
+    const char *n = tep_data_comm_from_pid(d->cmdlines, tid);
+    if (n && strcmp(n, "<...>")) strncpy(out, n, 15);
+  }
 }
 
 /* a sched_process_exec / task_rename of @tid: its comm changes, so this reader asks /proc again

@@ -40,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "dec_stack.h"
 #include "decode.h"
@@ -50,6 +51,7 @@
 #include "etwcore/winreq.h"
 #include "win_marker.h"
 #include "win_rec.h"
+#include "win_sess.h"
 
 /* the portable layout constants must match the real headers */
 _Static_assert(sizeof(EVENT_TRACE_PROPERTIES) == ETW_ETP_SIZE, "EVENT_TRACE_PROPERTIES size");
@@ -162,16 +164,6 @@ static int to_wide(const char *s, wchar_t *out, size_t cap) {
   return etw_utf8_to_utf16(s, (uint16_t *)out, cap) < 0 ? -1 : 0;
 }
 
-static int ci_eq(const char *a, const char *b) {
-  for (;; a++, b++) {
-    int x = (unsigned char)*a, y = (unsigned char)*b;
-    if (x >= 'A' && x <= 'Z') x += 32;
-    if (y >= 'A' && y <= 'Z') y += 32;
-    if (x != y) return 0;
-    if (!x) return 1;
-  }
-}
-
 static int ci_contains(const char *hay, const char *needle) {
   size_t n = strlen(needle);
   for (; *hay; hay++) {
@@ -240,7 +232,7 @@ struct find_ctx {
 static int find_cb(const GUID *g, uint32_t src, const char *name, void *ctx) {
   (void)src;
   struct find_ctx *f = ctx;
-  if (!ci_eq(name, f->name)) return 1;
+  if (strcasecmp(name, f->name)) return 1;
   f->g = *g;
   snprintf(f->found, sizeof f->found, "%s", name);
   f->ok = 1;
@@ -354,48 +346,7 @@ static void reap_cb(const char *name, const unsigned char *props, void *ctx) {
   free(q);
 }
 
-/* ---- sessions */
-struct win_prov {
-  GUID guid;
-  char name[256];
-  struct etw_win_enable en;
-};
-
-/* (provider, id, version) → schema looked up with TDH already (found or not) */
-struct tried {
-  unsigned char guid[16];
-  uint16_t id;
-  uint8_t version, used;
-};
-
-struct win_sess {
-  struct etw_backend_args args;
-  char name[ETW_WIN_NAME_MAX];       /* UTF-8 */
-  wchar_t wname[ETW_WIN_NAME_MAX];
-  int attach, created, kernel;       /* kernel: the session carries kernel events */
-  int mk;                            /* etwd's provider's keyword bit + 1 (win_marker.c), 0: none */
-  struct etw_win_session_cfg cfg;
-  TRACEHANDLE h;                     /* from StartTraceW (created only) */
-  TRACEHANDLE ph;                    /* from OpenTraceW */
-  struct win_prov *prov;
-  uint32_t n_prov;
-  pthread_mutex_t mu;
-  pthread_t th, flusher;
-  int started, joined, flusher_on;
-  atomic_int stop, os_stopped;
-  /* consumer-thread state */
-  struct etw_decoder *dec;
-  struct etw_stk *stk; /* images/methods seen, and the events' own stack-trace items (`stacks`) */
-  struct etw_batch *b;
-  struct tried *tried;
-  uint32_t n_tried;
-  unsigned char *tei;
-  /* counters */
-  atomic_uint_fast64_t events, bytes, errors, tdh_misses, unparsed, proc_dropped;
-  struct etw_win_props_stats last; /* at stop */
-  int have_last;
-};
-
+/* ---- sessions (struct win_sess: win_sess.h) */
 static void publish(struct win_sess *s) {
   if (s->b && s->b->n) {
     etw_hub_publish(s->args.hub, s->b);
@@ -577,6 +528,32 @@ static void win_cleanup(void) {
   each_session(reap_cb, &r, NULL);
 }
 
+/* 3. of open: etwd's marker provider first (a spec naming it then sets its own level/keywords),
+ * the spec's providers, and the system providers of kernel events */
+enum etw_err win_sess_enable_all(struct win_sess *s, struct etw_status *st) {
+  enum etw_err e = ETW_E_OK;
+  ULONG rc;
+  if (!s->cfg.kernel_logger && !s->mk) s->mk = etw_win_marker_enable(s->h);
+  for (uint32_t i = 0; !e && i < s->n_prov; i++)
+    if ((rc = enable_one(s, &s->prov[i], EVENT_CONTROL_CODE_ENABLE_PROVIDER)) != ERROR_SUCCESS) {
+      e = etw_win_error(rc, "EnableTraceEx2", 0, st);
+      if (st) snprintf(st->field, sizeof st->field, "/providers");
+    }
+  if (!e && s->kernel && s->cfg.system_logger && !s->cfg.kernel_flags) {
+    struct etw_win_sysprov sp[16];
+    uint32_t n = etw_win_kernel_sysproviders(s->kflags, sp, 16);
+    for (uint32_t i = 0; !e && i < n; i++) {
+      GUID g;
+      bytes_to_guid(sp[i].guid, &g);
+      rc = EnableTraceEx2(s->h, &g, EVENT_CONTROL_CODE_ENABLE_PROVIDER, 255, sp[i].keywords, 0, 0, NULL);
+      if (rc != ERROR_SUCCESS) e = etw_win_error(rc, "EnableTraceEx2(system provider)", 1, st);
+    }
+  }
+  return e;
+}
+
+uint32_t win_ncpu(void) { return g_ncpu; }
+
 static enum etw_err win_open(const struct etw_backend_args *a, void **state, struct etw_status *st) {
   pthread_once(&g_once, detect);
   if (g_wine && !g_wine_calls) return wine_refusal(st);
@@ -618,8 +595,9 @@ static enum etw_err win_open(const struct etw_backend_args *a, void **state, str
   }
   if (!e && attach) {
     s->attach = 1;
-    if (spec->mode & ETW_MODE_FILE)
-      e = etw_fail(st, ETW_E_INVALID, "/mode", "an attached session is read-only: it cannot record a file");
+    if (spec->mode & (ETW_MODE_FILE | ETW_MODE_FLIGHT))
+      e = etw_fail(st, ETW_E_INVALID, "/mode", "an attached session is read-only: it cannot record a file or "
+                   "be a flight recorder");
     else if (spec->n_pids || spec->n_exe_names)
       e = etw_fail(st, ETW_E_INVALID, "/pids", "an attached session is read-only: filter with subscriptions");
     else if (snprintf(s->name, sizeof s->name, "%s", attach) >= (int)sizeof s->name ||
@@ -636,7 +614,9 @@ static enum etw_err win_open(const struct etw_backend_args *a, void **state, str
       free(q);
     }
   } else if (!e) {
-    etw_win_cfg_from_spec(spec, &s->cfg);
+    s->kflags = kflags;
+    if (spec->mode & ETW_MODE_FLIGHT) e = etw_win_flight_cfg(spec, g_ncpu, &s->cfg, st); /* a ring in memory */
+    else etw_win_cfg_from_spec(spec, &s->cfg);
     if (s->kernel) {
       if (g_winver >= ETW_WINVER(6, 2)) { /* Windows 8+: kernel events in our own session */
         s->cfg.system_logger = 1;
@@ -708,25 +688,7 @@ static enum etw_err win_open(const struct etw_backend_args *a, void **state, str
     return e;
   }
   s->created = 1;
-  /* markers: etwd's own provider, first, so that a spec naming it sets its own level/keywords */
-  if (!s->cfg.kernel_logger) s->mk = etw_win_marker_enable(s->h);
-  /* 3. enable the providers (and the system providers for kernel events) */
-  for (uint32_t i = 0; !e && i < s->n_prov; i++)
-    if ((rc = enable_one(s, &s->prov[i], EVENT_CONTROL_CODE_ENABLE_PROVIDER)) != ERROR_SUCCESS) {
-      e = etw_win_error(rc, "EnableTraceEx2", 0, st);
-      if (st) snprintf(st->field, sizeof st->field, "/providers");
-    }
-  if (!e && s->kernel && s->cfg.system_logger && !s->cfg.kernel_flags) {
-    struct etw_win_sysprov sp[16];
-    uint32_t n = etw_win_kernel_sysproviders(kflags, sp, 16);
-    for (uint32_t i = 0; !e && i < n; i++) {
-      GUID g;
-      bytes_to_guid(sp[i].guid, &g);
-      rc = EnableTraceEx2(s->h, &g, EVENT_CONTROL_CODE_ENABLE_PROVIDER, 255, sp[i].keywords, 0, 0, NULL);
-      if (rc != ERROR_SUCCESS) e = etw_win_error(rc, "EnableTraceEx2(system provider)", 1, st);
-    }
-  }
-  if (e) {
+  if (!(spec->mode & ETW_MODE_FLIGHT) && (e = win_sess_enable_all(s, st))) { /* flight: at flight_start */
     stop_os_session(s);
     sess_free(s);
     return e;
@@ -850,6 +812,28 @@ static void win_stats_json(void *sv, struct etw_jw *w) {
     etw_jw_u64(w, ps.free_buffers);
     etw_jw_lit(w, ",\"buffer_kb\":");
     etw_jw_u64(w, ps.buffer_kb);
+  }
+  if (s->args.spec->mode & ETW_MODE_FLIGHT) { /* win_flight.c's counters (s->mu) */
+    pthread_mutex_lock(&s->mu);
+    etw_jw_lit(w, ",\"flight\":{\"ring_kb\":");
+    etw_jw_u64(w, (uint64_t)s->cfg.min_buffers * s->cfg.buffer_kb);
+    etw_jw_lit(w, ",\"snapshots\":");
+    etw_jw_u64(w, s->n_snapshots);
+    etw_jw_lit(w, ",\"last_snapshot_events\":");
+    etw_jw_u64(w, s->last_snapshot_events);
+    if (s->args.spec->flight_s > 0) { /* the last snapshot's trim to flight_s (etl_trim.c) */
+      etw_jw_lit(w, ",\"last_trim\":{\"buffers_kept\":");
+      etw_jw_u64(w, s->trim.buffers_kept);
+      etw_jw_lit(w, ",\"buffers_dropped\":");
+      etw_jw_u64(w, s->trim.buffers_dropped);
+      etw_jw_lit(w, ",\"events_dropped\":");
+      etw_jw_u64(w, s->trim.events_dropped);
+      etw_jw_lit(w, ",\"events_before_window\":");
+      etw_jw_u64(w, s->trim.events_before_cut);
+      etw_jw_ch(w, '}');
+    }
+    etw_jw_ch(w, '}');
+    pthread_mutex_unlock(&s->mu);
   }
   etw_jw_lit(w, ",\"schema_misses\":");
   etw_jw_u64(w, atomic_load(&s->tdh_misses));
@@ -1063,18 +1047,12 @@ uint32_t etw_win_session_query(const char *name) {
   return rc;
 }
 
-static enum etw_err win_marker(void *sv, const char *text, struct etw_status *st) {
-  return etw_win_marker_write(((struct win_sess *)sv)->mk, text, st);
-}
-
-static const struct etw_backend_ext win_ext = {.marker = win_marker};
-
 const struct etw_backend etw_backend_win = {
     .name = "win",
     .caps = ETW_CAP_LIVE | ETW_CAP_FILE | ETW_CAP_LIST_PROVIDERS | ETW_CAP_FILTER_PID | ETW_CAP_FILTER_EXE |
-            ETW_CAP_LEVEL_KEYWORDS | ETW_CAP_EVENT_IDS | ETW_CAP_STACKS | ETW_CAP_KERNEL_FLAGS |
+            ETW_CAP_LEVEL_KEYWORDS | ETW_CAP_EVENT_IDS | ETW_CAP_STACKS | ETW_CAP_STACK_EVENTS | ETW_CAP_KERNEL_FLAGS |
             ETW_CAP_ENABLE_RUNNING | ETW_CAP_EVENT_NAMES | ETW_CAP_BUFFER_SIZE | ETW_CAP_WIN_SETTINGS |
-            ETW_CAP_MARKERS,
+            ETW_CAP_MARKERS | ETW_CAP_FLIGHT,
     .buffer_kb_min = 1,
     .buffer_kb_max = ETW_WIN_BUFFER_KB_MAX,
     .init = win_init,

@@ -53,7 +53,8 @@ enum {
   ETW_CAP_MARKERS = 1u << 16,        /* POST /sessions/{id}/markers (ext->marker) */
   ETW_CAP_FLIGHT = 1u << 17,         /* mode "flight" + POST /sessions/{id}/snapshot (ext) */
   ETW_CAP_SINKS = 1u << 18,          /* "sinks": events also go to NATS JetStream (sink.h) */
-  ETW_CAP_NATS_SOURCE = 1u << 19     /* "subjects" and "nats": reads JetStream (nats_src.h) */
+  ETW_CAP_NATS_SOURCE = 1u << 19,    /* "subjects" and "nats": reads JetStream (nats_src.h) */
+  ETW_CAP_STACK_EVENTS = 1u << 20    /* "stacks": [events] — stacks on the listed events only */
 };
 /* ETW_CAP_SINKS where this build has libnats (etwcore's ETWD_HAVE_NATS), else 0 */
 #ifdef ETWD_HAVE_NATS
@@ -85,8 +86,15 @@ struct etw_provider_spec {
   char *filter;           /* backend filter expression (tracefs) or NULL */
   int level;              /* 0..255 (ETW), default 5 */
   uint64_t keywords_any, keywords_all;
-  int stacks;
+  int stacks;             /* 0, 1 (true) or ETW_STACKS_RAW ("raw": linux keeps the tracing frames) */
+  /* "stacks": [list] (stacks 1, ETW_CAP_STACK_EVENTS): stacks on these events only — names
+   * (linux) or IDs (win); at most one of the two lists is given */
+  char **stack_events;
+  uint32_t n_stack_events;
+  uint32_t *stack_ids;
+  uint32_t n_stack_ids;
 };
+#define ETW_STACKS_RAW 2
 
 struct etw_session_spec {
   char *name;     /* user-visible name (may be NULL) */
@@ -152,6 +160,8 @@ struct etw_backend_stats {
   uint64_t proc_dropped;     /* ETL, Windows: process names and thread owners the decoder's bounded tables
                               * could not keep (etw_decoder_proc_dropped): some events of those
                               * processes go without ProcessName or payload ProcessID */
+  uint8_t source;            /* 1: the backend reads a remote source (nats): source_ok applies */
+  uint8_t source_ok;         /* connected to it, and reading works (metrics etwd_session_source_ok) */
 };
 
 struct etw_backend {

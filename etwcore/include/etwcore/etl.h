@@ -149,6 +149,11 @@ struct etw_etl_reader *etw_etl_reader_new(void);
 /** etw_etl_reader_set_mode - how @r parses records from now on (initially etw_decode_default()):
  *  ETW_DECODE_REFERENCE parses every record with the generic parser. */
 void etw_etl_reader_set_mode(struct etw_etl_reader *r, enum etw_decode_mode m);
+/** etw_etl_reader_set_nofollow - when @on, etw_etl_reader_add_file opens without following a
+ *  symbolic link (O_NOFOLLOW where the OS has it): a path that is a link fails (ETW_E_PERM,
+ *  naming it). For the server's data-dir files, whose links a check before the open cannot
+ *  rule out (swapped in after it); `etwd convert` follows links (the user's own paths). */
+void etw_etl_reader_set_nofollow(struct etw_etl_reader *r, int on);
 void etw_etl_reader_free(struct etw_etl_reader *r);
 /**
  * etw_etl_reader_add_file / _add_mem - add a file (opened and indexed now; the file stays open)
@@ -190,6 +195,35 @@ const struct etw_etl_info *etw_etl_reader_info(const struct etw_etl_reader *r, u
 int etw_etl_reader_clock_ref(const struct etw_etl_reader *r, uint32_t i);
 /** etw_etl_reader_progress - bytes of buffers consumed so far / total bytes of all files. */
 void etw_etl_reader_progress(const struct etw_etl_reader *r, uint64_t *done, uint64_t *total);
+
+/* ---- trimming a file to its last seconds (etl_trim.c: the Windows flight recorder's snapshot) */
+/** What etw_etl_trim did: counts of the input's buffers and records (a record = one event as the
+ *  reader delivers it, the logfile header record included). */
+struct etw_etl_trim_stats {
+  uint64_t buffers_kept;      /* written to the output (the always-kept ones included) */
+  uint64_t buffers_always;    /* of them, kept whatever their records' times: buffer 0 (the
+                                 logfile header) and any buffer whose BufferType is not GENERIC */
+  uint64_t buffers_dropped;
+  uint64_t events_kept;       /* records in kept buffers */
+  uint64_t events_dropped;    /* records in dropped buffers (every one before the cut) */
+  uint64_t events_before_cut; /* of events_kept, those before the cut */
+  uint64_t bytes_in, bytes_out; /* the input's buffers, the output file */
+};
+/**
+ * etw_etl_trim - write to @out the .etl file @in without its buffers that end before @cut_ft
+ * (FILETIME, UTC 100 ns, the reader's etw_rec.filetime): buffer 0 (the logfile header) and any
+ * buffer that is not an ordinary event buffer are kept, every other buffer is kept (its bytes
+ * unchanged, compressed or not) when it holds at least one record at or after @cut_ft, else
+ * dropped whole; the output keeps the input's buffer order and its logfile header's
+ * BuffersWritten is the output's buffer count. @ts (may be NULL) gets the counts.
+ * Errors: @in unreadable or damaged anywhere (ETW_E_CORRUPT/IO/NOT_FOUND/LIMIT), @out not
+ * writable (ETW_E_IO), @in and @out the same file (ETW_E_INVALID); @st says which, and @out does
+ * not exist afterwards (it is written under a temporary name and renamed when complete) — but
+ * for ETW_E_INVALID, which touches no file. Memory: the reader's (one buffer per processor) and
+ * 8 bytes per buffer of @in. Any thread; nothing shared.
+ */
+enum etw_err etw_etl_trim(const char *in, const char *out, uint64_t cut_ft,
+                          struct etw_etl_trim_stats *ts, struct etw_status *st);
 
 /**
  * etw_xpress_decompress - plain LZ77 XPRESS (MS-XCA 2.3/2.4) of @in[0..n_in) into @out.
@@ -242,6 +276,16 @@ void etw_decoder_providers_json(struct etw_decoder *d, const char *q, struct etw
 /** etw_etl_set_dirs - where ETL files (list/describe providers) and manifests live; either may
  *  be NULL (unchanged). Copies the strings. */
 void etw_etl_set_dirs(const char *data_dir, const char *manifest_dir);
+/** etw_mpath_dirs - the directories of a manifests search path @dirs: DIR[:DIR...] (';' on
+ *  Windows), empty elements skipped; on POSIX "\:" stands for a ':' inside a name. Returns their
+ *  number (0 for NULL) and sets *@out to a malloc'd array of malloc'd strings (the caller frees
+ *  each, then the array); -1 when out of memory. Pure, any thread (dec_mpath.c). */
+int etw_mpath_dirs(const char *dirs, char ***out);
+/** etw_mpath_append - append directory @dir to the search path @path (room for @cap bytes; a
+ *  separator first unless @path is empty), escaped so that it stays one directory (POSIX: each
+ *  ':' as "\:"). 0, or -1 with @path unchanged when it does not fit or @dir cannot be written
+ *  (POSIX: it ends with '\'; Windows: it contains ';'). */
+int etw_mpath_append(char *path, size_t cap, const char *dir);
 /** etw_etl_manifest_dir - current manifest directory (or NULL); the returned copy is owned by
  *  the caller (free). */
 char *etw_etl_manifest_dir(void);

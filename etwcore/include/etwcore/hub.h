@@ -124,6 +124,11 @@ void etw_hub_drop(struct etw_hub *h, uint64_t n);
 void etw_hub_cancel(struct etw_hub *h);
 /** etw_hub_end - end of stream: subscribers drain what is queued, then get end-of-stream. */
 void etw_hub_end(struct etw_hub *h);
+/** etw_hub_end_why - etw_hub_end, with the reason a stream that cannot go on gives its
+ *  subscribers (a client's own NATS pass whose consumer is gone: its {"End":…} record). */
+void etw_hub_end_why(struct etw_hub *h, const char *why);
+/** etw_sub_end_why - 1 with etw_hub_end_why's reason in @why once @s's hub ended with one. */
+int etw_sub_end_why(struct etw_sub *s, char *why, size_t n);
 /** etw_hub_stats - snapshot. Per-provider counts: etw_hub_provider_counts. */
 void etw_hub_stats(struct etw_hub *h, struct etw_hub_stats *out);
 /** etw_hub_provider_counts - write `{"prov":count,…}` for events published per provider. */

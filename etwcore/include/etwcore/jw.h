@@ -114,5 +114,11 @@ void etw_jw_base64(struct etw_jw *w, const unsigned char *p, size_t n);
 void etw_format_guid(char out[39], const unsigned char g[16]);
 /** etw_parse_guid - parse "{…}" or bare GUID text into the 16-byte Windows layout; 0 = ok. */
 int etw_parse_guid(const char *s, unsigned char g[16]);
+/** ETW_GUID_BYTES - an initializer of the 16-byte Windows layout of GUID
+ *  {a-b-c-d0d1-d2d3d4d5d6d7} (Data1..Data3 little-endian), for constant tables. */
+#define ETW_GUID_BYTES(a, b, c, d0, d1, d2, d3, d4, d5, d6, d7)                                        \
+  {(unsigned char)((a) & 0xff), (unsigned char)((a) >> 8 & 0xff), (unsigned char)((a) >> 16 & 0xff), \
+   (unsigned char)((a) >> 24 & 0xff), (unsigned char)((b) & 0xff), (unsigned char)((b) >> 8 & 0xff), \
+   (unsigned char)((c) & 0xff), (unsigned char)((c) >> 8 & 0xff), d0, d1, d2, d3, d4, d5, d6, d7}
 
 #endif

@@ -101,6 +101,11 @@ const char *etw_session_record_path(struct etw_session *s);
  *  <state_dir>/recordings/@name or whose snapshot it is (mode flight), or 0 (a recording of an
  *  earlier run, or of a deleted session). */
 uint64_t etw_core_recording_owner(struct etw_core *c, const char *name);
+/** etw_core_file_change - unless a session in the table replays @path (one of its spec's files,
+ *  which each of its passes opens again by path): rename @from over @path (@from NULL: unlink
+ *  @path), under the table's lock, so no session can take the file meanwhile. Returns 0 (done:
+ *  *@rc the rename/unlink result) or the id of such a session (its name in @name, or ""). */
+uint64_t etw_core_file_change(struct etw_core *c, const char *path, const char *from, int *rc, char *name, size_t n);
 /** etw_session_is_recording - 1 until the backend's stop() has completed the recording. */
 int etw_session_is_recording(struct etw_session *s);
 /** etw_session_remaining_ms - what is left of the spec's duration_s (all of it before the

@@ -54,6 +54,10 @@ void etw_sinks_configure(const char *secrets_dir, uint64_t total_memory_mb, uint
  *  secrets directory (relative names are taken relative to it; symlinks and .. may not lead out):
  *  *out = its resolved path (malloc'd) or NULL when absent; errors name @ptr/@key. Builds with
  *  libnats only (sinks and the nats backend's creds/tls_* files). */
+/** etw_secret_hide - @text (e.g. a libnats error, which names the file it could not read or parse)
+ *  into @out (@n bytes) with each occurrence of the secret file @path (may be NULL) replaced by its
+ *  file name: problems and stats never show the secrets directory. Returns whether @path occurred. */
+int etw_secret_hide(const char *text, const char *path, char *out, size_t n);
 enum etw_err etw_sink_secret_file(const cJSON *o, const char *key, char **out, const char *ptr,
                                   struct etw_status *st);
 /** etw_sinks_total_bytes - the server-wide spool cap in bytes: @disk 0 memory, 1 disk. */

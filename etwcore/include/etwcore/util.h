@@ -2,6 +2,7 @@
 #ifndef ETWCORE_UTIL_H
 #define ETWCORE_UTIL_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <pthread.h>
 
@@ -21,5 +22,14 @@ int etw_rfc3339_ns(const char *s, int64_t *ns);
 /** etw_cond_init_mono - pthread_cond_init @cv to time its waits on CLOCK_MONOTONIC (the clock
  *  the callers' deadlines are taken on; Windows' pthreads have no choice of clock). */
 void etw_cond_init_mono(pthread_cond_t *cv);
+/** etw_mono_ns, etw_real_ns - now on CLOCK_MONOTONIC (deadlines, durations) and on
+ *  CLOCK_REALTIME (timestamps users see), in nanoseconds. Any thread. */
+int64_t etw_mono_ns(void);
+int64_t etw_real_ns(void);
+/** etw_url_hide_userinfo - @url (one URL, or several separated by commas) into @out without
+ *  the credentials of each (the "user:password" before a host's @ becomes "***"). What a reader
+ *  may see of a sink's or a nats source's URL (GET /api/v1/sessions). A URL that does not fit
+ *  in @n bytes is left out (never cut inside its credentials). */
+void etw_url_hide_userinfo(const char *url, char *out, size_t n);
 
 #endif

@@ -119,8 +119,8 @@ enum etw_err etw_win_cfg_check(const struct etw_win_session_cfg *c, uint32_t ncp
  * default ETW_WIN_FLIGHT_KB_DEFAULT) as ETW_WIN_FLIGHT_BUF_KB buffers: min_buffers = the ring /
  * the buffer size (rounded up, at least 2 per processor), max_buffers = min_buffers (ETW
  * ignores it in this mode). Refuses (ETW_E_INVALID, naming the member): a mode other than
- * "flight", "flight_s" (ETW keeps a size, not a time window), "win" buffer/file settings (the
- * ring is sized by buffer_kb), and a ring over ETW_WIN_FLIGHT_TOTAL_MB_MAX.
+ * "flight", "win" buffer/file settings (the ring is sized by buffer_kb), and a ring over
+ * ETW_WIN_FLIGHT_TOTAL_MB_MAX. "flight_s" does not size the ring (the snapshot trims).
  */
 enum etw_err etw_win_flight_cfg(const struct etw_session_spec *s, uint32_t ncpu, struct etw_win_session_cfg *c,
                                 struct etw_status *st);
@@ -199,8 +199,9 @@ struct etw_win_enable {
 /**
  * etw_win_enable_build - the EnableTraceEx2 parameters for provider @p of session @s: level
  * (0..255), keywords, and filters — event IDs in or out (@p->event_ids, ≤ 64, no duplicates),
- * stack walk (@p->stacks: for the listed event IDs via a STACKWALK filter, or for every event
- * via EVENT_ENABLE_PROPERTY_STACK_TRACE when none are listed), the session's PIDs (≤ 8) and
+ * stack walk (@p->stacks: for the events of @p->stack_ids — "stacks": [IDs] — or else of the
+ * included event IDs via a STACKWALK filter, or for every event via
+ * EVENT_ENABLE_PROPERTY_STACK_TRACE when none are listed; event names in "stacks" are refused), the session's PIDs (≤ 8) and
  * executable names (';'-joined UTF-16, ≤ 1024 bytes). @winver/@build describe the OS (0 =
  * assume the newest): PID/EXE filters need 8.1, event-ID and stack-walk filters Windows 10.
  * @ptr names @p in errors (e.g. "/providers/2"). Errors: ETW_E_INVALID / ETW_E_LIMIT /
