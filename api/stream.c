@@ -57,11 +57,7 @@ struct ws_client {
   struct ws_client *next;
 };
 
-static int64_t mono_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
+static int64_t mono_ms(void) { return etw_mono_ns() / 1000000; }
 
 static pthread_mutex_t clients_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct ws_client *clients;

@@ -15,6 +15,7 @@
  */
 #include "remote.h"
 #include "etwcore/evcsv.h"
+#include "etwcore/util.h"
 
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
@@ -441,11 +442,7 @@ static void sleep_ms(long ms) {
   nanosleep(&ts, NULL);
 }
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
+static double now_s(void) { return (double)etw_mono_ns() / 1e9; }
 
 /* ---- providers, sessions, stop, marker, snapshot */
 

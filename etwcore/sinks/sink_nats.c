@@ -129,11 +129,7 @@ struct etw_sinks {
   struct nsink *k;
 };
 
-static int64_t mono_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+static int64_t mono_ms(void) { return etw_mono_ns() / 1000000; }
 
 /* stopping and its flush time is over: every wait ends */
 static int out_of_time(struct nsink *k) {

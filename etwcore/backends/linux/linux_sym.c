@@ -24,6 +24,7 @@
 #include "linux_sym.h"
 
 #include "etwcore/linux.h"
+#include "etwcore/util.h"
 
 #include <fcntl.h>
 #include <gelf.h>
@@ -415,12 +416,6 @@ uint64_t lx_stk_counted(int what) {
   return what >= 0 && what < 5 ? atomic_load_explicit(&g_stk[what], memory_order_relaxed) : 0;
 }
 
-static int64_t mono_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
-}
-
 static void proc_clear(struct proc *p) {
   free(p->m);
   free(p->pool);
@@ -431,7 +426,7 @@ static void proc_clear(struct proc *p) {
 static int proc_read(struct proc *p) {
   char fn[64], line[4096 + 128];
   snprintf(fn, sizeof fn, "/proc/%u/maps", p->pid);
-  p->read_ns = mono_ns();
+  p->read_ns = etw_mono_ns();
   FILE *f = fopen(fn, "re");
   p->gone = !f;
   if (!f) return -1;
@@ -682,7 +677,7 @@ static int resolve(struct etw_jw *w, struct proc *p, uint64_t a, uint64_t la,
     return 0;
   }
   struct pmap *m = map_find(p, la);
-  if (!m && mono_ns() - p->read_ns >= SYM_REREAD_NS && proc_read(p) == 0) m = map_find(p, la);
+  if (!m && etw_mono_ns() - p->read_ns >= SYM_REREAD_NS && proc_read(p) == 0) m = map_find(p, la);
   if (!m || m->file == -3) {
     *code = m || p->gone;
     put_frame(w, a, NULL, 0, NULL, 0, 0);

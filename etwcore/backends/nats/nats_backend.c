@@ -41,6 +41,7 @@
 #include "etwcore/event.h"
 #include "etwcore/nats_src.h"
 #include "etwcore/sink.h"
+#include "etwcore/util.h"
 
 #define INACTIVE_S 120 /* an ephemeral consumer without fetches for this long is the server's to drop */
 #define CI_EVERY_MS 2000 /* the reader asks for its consumers' info this often (1 s wait at most) */
@@ -188,17 +189,7 @@ static enum etw_err nb_describe_provider(const char *name, struct etw_jw *w, str
   return ETW_E_OK;
 }
 
-static int64_t wall_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_REALTIME, &t);
-  return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
-}
-
-static int64_t mono_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
+static int64_t mono_ms(void) { return etw_mono_ns() / 1000000; }
 
 static void set_error(struct nb *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void set_error(struct nb *b, const char *fmt, ...) {
@@ -206,7 +197,7 @@ static void set_error(struct nb *b, const char *fmt, ...) {
   va_start(ap, fmt);
   pthread_mutex_lock(&b->mu);
   vsnprintf(b->last_error, sizeof b->last_error, fmt, ap);
-  b->last_error_ns = wall_ns();
+  b->last_error_ns = etw_real_ns();
   pthread_mutex_unlock(&b->mu);
   va_end(ap);
 }
@@ -217,7 +208,7 @@ static void on_disc(natsConnection *nc, void *closure) {
   const char *txt = NULL;
   natsStatus s = natsConnection_GetLastError(nc, &txt);
   atomic_store(&b->connected, 0);
-  atomic_store(&b->disc_ns, wall_ns());
+  atomic_store(&b->disc_ns, etw_real_ns());
   atomic_fetch_add(&b->disconnects, 1);
   set_error(b, "disconnected from the broker (%s%s%.200s); reconnecting", s == NATS_OK ? "connection lost" : natsStatus_GetText(s),
             txt && *txt ? ": " : "", txt ? txt : "");
@@ -246,7 +237,7 @@ static void on_closed(natsConnection *nc, void *closure) {
     snprintf(b->last_error, sizeof b->last_error,
              "the connection is closed for good: libnats gave up on every server (it does when a broker refuses "
              "the creds); last error: %s%s%.150s", natsStatus_GetText(why), txt && *txt ? ": " : "", txt ? txt : "");
-    b->last_error_ns = wall_ns();
+    b->last_error_ns = etw_real_ns();
   }
   b->closed = 1;
   pthread_cond_signal(&b->cv);
@@ -388,7 +379,7 @@ static void consumer_info(struct nb *b) {
       continue;
     }
     pthread_mutex_lock(&b->mu);
-    b->ci[i] = (struct ci_cache){ci->NumPending, ci->Delivered.Stream, (uint64_t)ci->NumAckPending, wall_ns()};
+    b->ci[i] = (struct ci_cache){ci->NumPending, ci->Delivered.Stream, (uint64_t)ci->NumAckPending, etw_real_ns()};
     pthread_mutex_unlock(&b->mu);
     jsConsumerInfo_Destroy(ci);
   }
@@ -397,7 +388,7 @@ static void consumer_info(struct nb *b) {
 
 /* one fetch's outcome: errors while connected (a deleted consumer or stream) are the health's */
 static void fetched(struct nb *b, uint32_t i, natsStatus s, int count) {
-  if (count > 0) atomic_store(&b->last_msg_ns, wall_ns());
+  if (count > 0) atomic_store(&b->last_msg_ns, etw_real_ns());
   if (s == NATS_OK || s == NATS_TIMEOUT) {
     atomic_store(&b->fetch_failing, 0);
     return;
@@ -653,7 +644,7 @@ static void time_ms(struct etw_jw *w, const char *key, int64_t ns, const char *a
 /* "source":{…}: the broker's health as the callbacks and the reader left it (no network here) */
 static void nb_stats_json(void *state, struct etw_jw *w) {
   struct nb *b = state;
-  int64_t now = wall_ns();
+  int64_t now = etw_real_ns();
   int up = atomic_load(&b->connected), failing = atomic_load(&b->fetch_failing) || atomic_load(&b->ci_failing);
   etw_jw_lit(w, "\"source\":{\"type\":\"nats\",\"state\":");
   etw_jw_lit(w, atomic_load(&b->gone) ? "\"error\"" : !up ? "\"disconnected\"" : failing ? "\"error\"" : "\"ok\"");
