@@ -195,6 +195,16 @@ def check_truncated(tmp, path, evs):
     rc, out, err = convert(hp, "--quiet")
     check(rc == 1 and not out and "damaged trace.dat: truncated inside its header" in err,
           "cut in the header: exit 1, no events, said: rc %d %s" % (rc, err[-300:]))
+    # a CPU whose data would begin inside the header and run past the end (no writer does that:
+    # repairing the copy would write into the header: tests/fuzz/fuzz_dat.c checks every repair)
+    ip = os.path.join(tmp, "inside.dat")
+    b = bytearray(d)
+    struct.pack_into("<QQ", b, b.index(b"flyrecord\x00") + 10, 64, len(d))
+    with open(ip, "wb") as f:
+        f.write(b)
+    rc, out, err = convert(ip, "--quiet")
+    check(rc == 1 and not out and "data of CPU 0 begins inside the file's header" in err,
+          "CPU data inside the header: exit 1, no events, said: rc %d %s" % (rc, err[-300:]))
     rc, out, err = convert(path, "--quiet")
     check(rc == 0 and "damaged" not in err, "the whole file is not damaged: rc %d %s" % (rc, err))
 

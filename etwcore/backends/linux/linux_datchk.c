@@ -155,14 +155,21 @@ int lx_dat_check(const char *path, int *fd, char *msg, size_t msglen) {
   }
   ok = ok && !r.bad && !memcmp(tag, "flyrecord", 10);
   off_t table = ok ? ftello(f) : 0;
-  uint64_t cut_bytes = 0;
-  int ncut = 0, first_cut = -1;
+  uint64_t cut_bytes = 0, table_end = (uint64_t)table + 16ull * ncpu;
+  int ncut = 0, first_cut = -1, inside = -1;
   for (uint32_t c = 0; ok && c < ncpu; c++) {
     uint64_t off = rd_n(&r, 8), size = rd_n(&r, 8);
     if (!r.bad && size && (size > fsize || off > fsize - size)) {
       cut_bytes += off < fsize ? size - (fsize - off) : size;
       if (!ncut++) first_cut = (int)c;
+      if (off < table_end && inside < 0) inside = (int)c;
     }
+  }
+  if (ok && !r.bad && inside >= 0) { /* no writer puts data there: repairing it would write into the header */
+    fclose(f);
+    snprintf(msg, msglen, "%s: damaged trace.dat: the data of CPU %d begins inside the file's header and runs past "
+             "its end: no events can be read", path, inside);
+    return -1;
   }
   if (v6 && r.bad && feof(f)) { /* the cut went through the header or the table */
     fclose(f);
