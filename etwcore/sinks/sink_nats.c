@@ -870,6 +870,11 @@ static enum etw_err nats_fail(struct etw_status *st, uint32_t i, const char *wha
 static enum etw_err first_connect(struct nsink *k, uint32_t i, struct etw_status *st) {
   natsOptions_SetRetryOnFailedConnect(k->opts, false, NULL, NULL);
   natsStatus s = natsConnection_Connect(&k->nc, k->opts);
+  /* libnats 3.4.1 leaves the nonce's signature out of CONNECT when its first byte is 0 (1 connect
+   * in 256 with creds); the broker answers "Authorization Violation". A new connect signs a new
+   * nonce: refused creds are taken as refused after 3 tries (docs/fleet.md) */
+  for (int t = 1; t < 3 && k->spec->creds && s == NATS_CONNECTION_AUTH_FAILED; t++)
+    s = natsConnection_Connect(&k->nc, k->opts);
   if (s == NATS_OK) {
     on_conn(k->nc, k);
     return ETW_E_OK;

@@ -522,7 +522,12 @@ static enum etw_err nb_open(const struct etw_backend_args *a, void **state, stru
     what = "creds";
     goto nfail;
   }
-  if ((s = natsConnection_Connect(&b->nc, b->opts)) != NATS_OK) goto nfail;
+  s = natsConnection_Connect(&b->nc, b->opts);
+  /* a signature libnats 3.4.1 drops (its first byte 0, 1 in 256): tried again with a new nonce,
+   * as a sink's first connect */
+  for (int t = 1; t < 3 && src->creds && s == NATS_CONNECTION_AUTH_FAILED; t++)
+    s = natsConnection_Connect(&b->nc, b->opts);
+  if (s != NATS_OK) goto nfail;
   atomic_store(&b->connected, 1);
   atomic_store(&b->nstatus, NATS_CONN_STATUS_CONNECTED);
   jsOptions jo;
