@@ -70,6 +70,34 @@ def done():
     sys.exit(0)
 
 
+def forward(a, b, rate=0, cut=None):
+    """Copies socket @a's bytes to @b until either ends (at @rate bytes/s when given; at most @cut
+    bytes when given), then shuts both down: one direction of the tests' TCP proxies. Returns True
+    when it stopped at @cut."""
+    n, stopped = 0, False
+    try:
+        while True:
+            d = a.recv(256 if rate else 65536)
+            if not d:
+                break
+            if cut is not None and n + len(d) >= cut:
+                b.sendall(d[:cut - n])
+                stopped = True
+                break
+            b.sendall(d)
+            n += len(d)
+            if rate:
+                time.sleep(len(d) / rate)
+    except OSError:
+        pass
+    for x in (a, b):
+        try:
+            x.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+    return stopped
+
+
 def free_port():
     s = socket.socket()
     s.bind(("127.0.0.1", 0))

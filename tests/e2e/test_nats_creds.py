@@ -287,24 +287,8 @@ class NonceProxy:
             line += d
         self.connects[i] = line.split(b"\r\n")[0].decode(errors="replace")
         s.sendall(line)
-        threading.Thread(target=self.pipe, args=(s, c), daemon=True).start()
-        self.pipe(c, s)
-
-    @staticmethod
-    def pipe(a, b):
-        try:
-            while True:
-                d = a.recv(65536)
-                if not d:
-                    break
-                b.sendall(d)
-        except OSError:
-            pass
-        for x in (a, b):
-            try:
-                x.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+        threading.Thread(target=H.forward, args=(s, c), daemon=True).start()
+        H.forward(c, s)
 
     def cut(self):
         for x in self.socks:

@@ -171,26 +171,8 @@ class Throttle:
             except OSError:
                 return
             u = socket.create_connection(("127.0.0.1", self.port))
-            threading.Thread(target=self.pipe, args=(c, u, 0), daemon=True).start()
-            threading.Thread(target=self.pipe, args=(u, c, self.rate), daemon=True).start()
-
-    @staticmethod
-    def pipe(a, b, rate):
-        try:
-            while True:
-                d = a.recv(256 if rate else 65536)
-                if not d:
-                    break
-                b.sendall(d)
-                if rate:
-                    time.sleep(len(d) / rate)
-        except OSError:
-            pass
-        for s in (a, b):
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+            threading.Thread(target=H.forward, args=(c, u), daemon=True).start()
+            threading.Thread(target=H.forward, args=(u, c, self.rate), daemon=True).start()
 
     def close(self):
         self.ls.close()

@@ -15,7 +15,7 @@ import tempfile
 import threading
 import time
 
-from etwd_harness import BIN, Etwd, check, done, free_port
+from etwd_harness import BIN, Etwd, check, done, forward, free_port
 
 
 def remote_ready(e, tmp):
@@ -63,27 +63,10 @@ class CutProxy:
             first = False
 
     def pipe(self, a, b, cut):
-        n = 0
-        try:
-            while True:
-                d = a.recv(16384)
-                if not d:
-                    break
-                if cut is not None and n + len(d) >= cut:
-                    b.sendall(d[:cut - n])
-                    self.cuts += 1
-                    break
-                b.sendall(d)
-                n += len(d)
-        except OSError:
-            pass
-        for x in (a, b):
-            try:
-                x.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-            x.close()
-
+        if forward(a, b, cut=cut):
+            self.cuts += 1
+        a.close()
+        b.close()
 
 def run_marker_program(tmp, name, stop):
     """Copies /bin/true to a file named @name and runs it every 0.2 s until @stop is set."""
